@@ -1,0 +1,26 @@
+/* The error context: one slot for the first failure of a run, with the name
+ * of the layer or file it concerns. Library code records errors here and
+ * returns a status; only drivers print them. */
+#ifndef TFENC_CONTEXT_H
+#define TFENC_CONTEXT_H
+
+#include <stdarg.h>
+#include "tfenc/plugin.h"
+
+#define TFENC_MESSAGE_MAX 1024
+
+struct tfenc_context {
+    int status;                        /* TFENC_OK while no error is recorded */
+    char message[TFENC_MESSAGE_MAX];   /* one line, no trailing newline */
+    const char *scope;                 /* prefixed to plugin messages, e.g. "layer encoder.3.ffn" */
+};
+
+void tfenc_context_init(tfenc_context *ctx);
+void tfenc_context_clear(tfenc_context *ctx);
+/* The recorded message, or "" when there is none. */
+const char *tfenc_context_message(const tfenc_context *ctx);
+/* While set, messages recorded through tfenc_error() start with "SCOPE: ". */
+void tfenc_context_set_scope(tfenc_context *ctx, const char *scope);
+int tfenc_verror(tfenc_context *ctx, int status, const char *format, va_list args);
+
+#endif

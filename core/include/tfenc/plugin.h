@@ -1,0 +1,229 @@
+/* tfenc/plugin.h: the whole SDK a layer plugin needs.
+ *
+ * A plugin is a shared object that exports one symbol, tfenc_plugin_descriptor,
+ * which tfenc calls with index 0, 1, 2, ... until it returns NULL. Each
+ * descriptor is one layer type (its `type` name is what a job file's
+ * `type = ...` refers to). docs/plugins.md walks through a complete example.
+ *
+ * Contract words: MUST / MUST NOT are promises a plugin or the host keeps.
+ */
+#ifndef TFENC_PLUGIN_H
+#define TFENC_PLUGIN_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ABI version. A plugin built against a different MAJOR is refused. A plugin
+ * built against a newer MINOR than the host is refused too (it may rely on
+ * host services the host lacks); an older MINOR is accepted, because minor
+ * releases only append fields (guarded by struct_size) and functions. */
+#define TFENC_ABI_MAJOR 1
+#define TFENC_ABI_MINOR 0
+
+#define TFENC_PLUGIN_ENTRY "tfenc_plugin_descriptor"
+
+#if defined(__GNUC__)
+#define TFENC_PRINTF(fmt_index, first_arg) __attribute__((format(printf, fmt_index, first_arg)))
+#define TFENC_EXPORT __attribute__((visibility("default")))
+#else
+#define TFENC_PRINTF(fmt_index, first_arg)
+#define TFENC_EXPORT
+#endif
+
+/* ---------------------------------------------------------------- status */
+
+/* Every host service and plugin callback returns one of these. Zero is
+ * success; the detail of a failure is the message in the context. */
+typedef enum tfenc_status {
+    TFENC_OK = 0,
+    TFENC_ERR_NO_MEMORY = -1,   /* an allocation failed */
+    TFENC_ERR_CONFIG = -2,      /* job file: unknown key, bad value, missing key */
+    TFENC_ERR_WEIGHTS = -3,     /* weights: missing dataset, wrong shape, NaN/Inf */
+    TFENC_ERR_INPUT = -4,       /* corpus or input data is malformed */
+    TFENC_ERR_IO = -5,          /* a file could not be read or written */
+    TFENC_ERR_PLUGIN = -6,      /* a plugin could not be loaded or failed */
+    TFENC_ERR_NOT_FOUND = -7,   /* an optional item is absent (not an error by itself) */
+    TFENC_ERR_MPI = -8,         /* communication with another rank failed */
+    TFENC_ERR_INTERRUPTED = -9, /* stopped by a signal; finished work is kept */
+    TFENC_ERR_INTERNAL = -10    /* a broken invariant: a bug in tfenc */
+} tfenc_status;
+
+/* Returns a short constant name such as "configuration error". Never NULL. */
+const char *tfenc_status_string(int status);
+
+/* ------------------------------------------------------------- the context */
+
+/* Per-run host state handed to every callback: the error slot. Opaque. */
+typedef struct tfenc_context tfenc_context;
+
+/* Records a one-line message (printf-style) and returns `status`, so that a
+ * plugin writes `return tfenc_error(ctx, TFENC_ERR_CONFIG, "...")`. The host
+ * prefixes the layer's name; the message SHOULD say what was expected and
+ * what was found. The first error recorded wins until the host clears it. */
+int tfenc_error(tfenc_context *ctx, int status, const char *format, ...) TFENC_PRINTF(3, 4);
+
+/* ----------------------------------------------------------- parameters */
+
+/* The layer's section of the job file. Every key a plugin reads counts as
+ * known; after create() the host refuses the job if the section holds a key
+ * that no getter asked for, naming the file, line, section and key. So a
+ * plugin MUST read every key it supports during create(), even when the
+ * caller kept the default. Getters return TFENC_OK (the default when the key
+ * is absent) or TFENC_ERR_CONFIG with a message naming file:line and key. */
+typedef struct tfenc_params tfenc_params;
+
+int tfenc_param_int(tfenc_params *params, const char *key, long default_value, long *value);
+int tfenc_param_float(tfenc_params *params, const char *key, double default_value, double *value);
+/* true/false, yes/no, on/off, 1/0 */
+int tfenc_param_bool(tfenc_params *params, const char *key, int default_value, int *value);
+/* The string is owned by the host and lives as long as the model. */
+int tfenc_param_string(tfenc_params *params, const char *key, const char *default_value,
+                       const char **value);
+/* One of a NULL-terminated list of names; *index is the position of the match. */
+int tfenc_param_choice(tfenc_params *params, const char *key, const char *const *choices,
+                       int default_index, int *index);
+
+/* -------------------------------------------------------------- weights */
+
+/* The layer's group in the weights file (e.g. /encoder/3/attention). */
+typedef struct tfenc_weights tfenc_weights;
+
+/* Maximum rank of a weight tensor. */
+#define TFENC_MAX_RANK 4
+
+/* Reads dataset `name` of the layer's group as float32 (float16 and bfloat16
+ * datasets are converted), checking its rank and shape: dims[i] >= 0 must
+ * match, dims[i] < 0 accepts any size and is replaced by the size found. A
+ * mismatch, a missing dataset, or a NaN/Inf value fails with a message that
+ * names the dataset path, the expected and the found shape. The data is owned
+ * by the host, row-major, 64-byte aligned, and valid until the model is
+ * destroyed (after the layer's destroy()). */
+int tfenc_weight_load(tfenc_weights *weights, const char *name, int rank, int64_t *dims,
+                      const float **data);
+
+/* 1 if dataset `name` exists in the layer's group, else 0. */
+int tfenc_weight_exists(tfenc_weights *weights, const char *name);
+
+/* A linear map y = x W^T + b with W stored as PyTorch's nn.Linear stores it,
+ * [out_features, in_features]. The host owns the matrix and may keep it in
+ * the layout and precision its matrix backend runs fastest (OpenBLAS fp32 by
+ * default, oneDNN bf16 when the job asks for it). */
+typedef struct tfenc_linear tfenc_linear;
+
+/* Loads n_parts weight datasets [out_i, in_features] and stacks them along
+ * the output dimension into one linear map (so Q, K and V become one GEMM).
+ * bias_names is NULL for a map without bias; otherwise it lists one bias
+ * dataset [out_i] per part. The stacked output width is returned in
+ * *out_features. */
+int tfenc_linear_load(tfenc_weights *weights, int n_parts, const char *const *weight_names,
+                      const char *const *bias_names, int in_features, int *out_features,
+                      tfenc_linear **linear);
+
+/* y[rows, out] = x[rows, in] W^T (+ b). x and y MUST NOT overlap. Runs on
+ * the host's matrix backend with the rank's configured threads. */
+int tfenc_linear_forward(tfenc_context *ctx, const tfenc_linear *linear, const float *x, int rows,
+                         float *y);
+
+/* -------------------------------------------------------- packed batches */
+
+/* A microbatch of n_seq sequences laid end to end, without padding: the
+ * tokens of sequence s are rows seq_start[s] .. seq_start[s+1]-1. Per-token
+ * layers treat x as one [rows, d_model] matrix; only attention and pooling
+ * look at seq_start. */
+typedef struct tfenc_batch {
+    int n_seq;                  /* sequences in the batch, >= 1 */
+    int n_tokens;               /* seq_start[n_seq] */
+    const int32_t *seq_start;   /* [n_seq + 1], seq_start[0] = 0, non-decreasing */
+    const int32_t *token_ids;   /* [n_tokens] vocabulary ids */
+    const int32_t *token_types; /* [n_tokens] segment ids, zeros when the input has none */
+    const int32_t *positions;   /* [n_tokens] position inside the sequence, from 0 */
+    float *x;                   /* [rows, d_model] activations, row-major, 64-byte aligned */
+    int rows;                   /* n_tokens, or n_seq once a pooling layer has run */
+    int d_model;
+} tfenc_batch;
+
+/* --------------------------------------------------------- layer types */
+
+/* The model's dimensions, from the job's [model] section. */
+typedef struct tfenc_model_info {
+    int d_model;
+    int vocab_size;    /* 0 when the job does not say */
+    int max_positions; /* longest sequence the model accepts */
+    int n_layers;      /* repeats of the encoder block */
+    int layer_index;   /* this instance's repeat inside its block, or -1 */
+} tfenc_model_info;
+
+/* The largest batch forward() will ever see; size workspace from these. */
+typedef struct tfenc_limits {
+    int max_tokens;  /* rows of x at most */
+    int max_seq_len; /* tokens in one sequence at most */
+    int max_seqs;    /* sequences in one batch at most */
+} tfenc_limits;
+
+typedef struct tfenc_layer_init {
+    size_t struct_size;     /* sizeof(tfenc_layer_init) of the host */
+    const char *name;       /* instance name for messages, e.g. "encoder.3.ffn" */
+    tfenc_params *params;   /* the layer's job-file section */
+    tfenc_weights *weights; /* the layer's weights group */
+    tfenc_model_info model;
+    tfenc_limits limits;
+} tfenc_layer_init;
+
+typedef struct tfenc_layer_descriptor {
+    /* ABI this descriptor was compiled against: set them to the macros. */
+    uint32_t abi_major;
+    uint32_t abi_minor;
+    /* sizeof(tfenc_layer_descriptor) as the plugin saw it. */
+    size_t struct_size;
+    /* Name used by `type =` in job files: lower case, [a-z0-9_]. */
+    const char *type;
+    /* One line for `tfenc-batch --list-plugins`. */
+    const char *description;
+
+    /* Reads parameters and weights and returns an instance in *instance.
+     * MUST read every key it supports (see tfenc_params). On failure it MUST
+     * free what it allocated, record an error and return it; the host then
+     * does not call destroy(). */
+    int (*create)(tfenc_context *ctx, const tfenc_layer_init *init, void **instance);
+
+    /* Transforms batch->x in place. MUST NOT allocate, print, exit, or call
+     * MPI or HDF5: scratch memory is `workspace`, workspace_size() bytes,
+     * 64-byte aligned. May change batch->rows only downward (pooling). Called
+     * by one thread at a time per instance. */
+    int (*forward)(void *instance, tfenc_context *ctx, tfenc_batch *batch, void *workspace);
+
+    /* Called exactly once for every instance create() returned. */
+    void (*destroy)(void *instance);
+
+    /* Optional (may be NULL = no scratch). Bytes of workspace forward() needs
+     * for batches within `limits`. */
+    size_t (*workspace_size)(const void *instance, const tfenc_limits *limits);
+
+    /* Optional (may be NULL = cheap). Floating-point operations per token for
+     * sequences of mean length `mean_seq_len`; the pipeline balances stages
+     * by it. */
+    double (*flops_per_token)(const void *instance, double mean_seq_len);
+
+    /* Optional (may be NULL). Future interfaces by URI; return NULL for an
+     * unknown one. */
+    const void *(*extension)(const char *uri);
+
+    /* Zero. Lets minor versions append callbacks without a major bump. */
+    void *reserved[8];
+} tfenc_layer_descriptor;
+
+/* The entry symbol every plugin exports. Returns descriptor `index`, or NULL
+ * past the last one. */
+typedef const tfenc_layer_descriptor *(*tfenc_plugin_entry_fn)(unsigned index);
+
+#define TFENC_DESCRIPTOR_INIT .abi_major = TFENC_ABI_MAJOR, .abi_minor = TFENC_ABI_MINOR, \
+    .struct_size = sizeof(tfenc_layer_descriptor)
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* TFENC_PLUGIN_H */

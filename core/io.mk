@@ -1,0 +1,1 @@
+# core fragment: see Makefile.am

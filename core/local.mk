@@ -1,0 +1,10 @@
+# libtfenc: the engine. Owned by the core; other fragments append sources.
+lib_LTLIBRARIES += core/libtfenc.la
+core_libtfenc_la_SOURCES = \
+	core/context.c core/context.h \
+	core/aligned.c core/aligned.h
+core_libtfenc_la_LIBADD = $(HDF5_LIBS) $(MPI_LIBS) $(OPENBLAS_LIBS) $(INIH_LIBS) \
+	$(UTF8PROC_LIBS) $(JANSSON_LIBS) $(DL_LIBS) -lm
+core_libtfenc_la_LDFLAGS = -version-info 0:0:0 $(SANITIZER_FLAGS)
+tfencincludedir = $(includedir)/tfenc
+tfencinclude_HEADERS = core/include/tfenc/plugin.h

@@ -1,0 +1,1 @@
+# drivers fragment: see Makefile.am

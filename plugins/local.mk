@@ -1,0 +1,1 @@
+# plugins fragment: see Makefile.am

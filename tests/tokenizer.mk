@@ -1,0 +1,1 @@
+# tests fragment: see Makefile.am
