@@ -11,4 +11,5 @@ tfencinclude_HEADERS = core/include/tfenc/plugin.h
 core_libtfenc_la_SOURCES += \
 	core/jobfile.c core/jobfile.h \
 	core/params.c core/params.h \
-	core/weights.c core/weights.h
+	core/weights.c core/weights.h \
+	core/plugin_loader.c core/plugin_loader.h
