@@ -12,4 +12,5 @@ core_libtfenc_la_SOURCES += \
 	core/jobfile.c core/jobfile.h \
 	core/params.c core/params.h \
 	core/weights.c core/weights.h \
-	core/plugin_loader.c core/plugin_loader.h
+	core/plugin_loader.c core/plugin_loader.h \
+	core/model.c core/model.h

@@ -1,0 +1,571 @@
+/* Model composition and the forward pass: job sections become steps, steps
+ * become plugin instances, and a batch flows through them with residual
+ * connections and pre- or post-norm as the block says. */
+#include "model.h"
+#include "aligned.h"
+#include "context.h"
+#include "params.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Sections that configure the run rather than describe a layer. */
+static int is_run_section(const char *name)
+{
+    return strcmp(name, "job") == 0 || strcmp(name, "model") == 0 ||
+           strcmp(name, "tokenizer") == 0;
+}
+
+static const char *section_origin(const tfenc_jobfile *job, const tfenc_job_section *section,
+                                  char *buffer, size_t size)
+{
+    if (section->line > 0)
+        snprintf(buffer, size, "%s:%d", job->path, section->line);
+    else
+        snprintf(buffer, size, "%s (--set)", job->path);
+    return buffer;
+}
+
+int tfenc_model_config_read(tfenc_context *ctx, const tfenc_jobfile *job,
+                            tfenc_model_config *config)
+{
+    static const char *const precisions[] = {"fp32", "bf16", NULL};
+    memset(config, 0, sizeof *config);
+    tfenc_job_section *section = tfenc_jobfile_find(job, "model");
+    if (section == NULL)
+        return tfenc_error(ctx, TFENC_ERR_CONFIG, "%s: missing section [model]", job->path);
+    tfenc_params params;
+    tfenc_params_bind(&params, ctx, job, section);
+    const char *weights = NULL;
+    long d_model = 0, vocab_size = 0, max_positions = 0;
+    int precision = 0;
+    int status = tfenc_param_string(&params, "weights", NULL, &weights);
+    if (status == TFENC_OK)
+        status = tfenc_param_int(&params, "d_model", 0, &d_model);
+    if (status == TFENC_OK)
+        status = tfenc_param_int(&params, "vocab_size", 0, &vocab_size);
+    if (status == TFENC_OK)
+        status = tfenc_param_int(&params, "max_positions", 512, &max_positions);
+    if (status == TFENC_OK)
+        status = tfenc_param_string(&params, "plugin_path", NULL, &config->plugin_path);
+    if (status == TFENC_OK)
+        status = tfenc_param_choice(&params, "precision", precisions, 0, &precision);
+    if (status == TFENC_OK)
+        status = tfenc_params_check_all_used(&params, "not a [model] key");
+    if (status != TFENC_OK)
+        return status;
+    char origin[512];
+    section_origin(job, section, origin, sizeof origin);
+    if (weights == NULL || weights[0] == '\0')
+        return tfenc_error(ctx, TFENC_ERR_CONFIG, "%s: [model] requires key 'weights'", origin);
+    if (d_model < 1 || d_model > 65536)
+        return tfenc_error(ctx, TFENC_ERR_CONFIG,
+                           "%s: [model] d_model must be set to an integer in 1..65536", origin);
+    if (vocab_size < 0 || max_positions < 1 || max_positions > (1L << 24))
+        return tfenc_error(ctx, TFENC_ERR_CONFIG,
+                           "%s: [model] vocab_size must be >= 0 and max_positions in 1..2^24",
+                           origin);
+    config->d_model = (int)d_model;
+    config->vocab_size = (int)vocab_size;
+    config->max_positions = (int)max_positions;
+    config->precision_bf16 = precision == 1;
+    config->weights_path = tfenc_jobfile_resolve_path(job, weights);
+    if (config->weights_path == NULL)
+        return tfenc_error(ctx, TFENC_ERR_NO_MEMORY, "out of memory");
+    return TFENC_OK;
+}
+
+void tfenc_model_config_free(tfenc_model_config *config)
+{
+    free(config->weights_path);
+    config->weights_path = NULL;
+}
+
+/* ----------------------------------------------------------------- plan */
+
+static char *format_string(const char *format, const char *a, const char *b)
+{
+    size_t length = strlen(format) + strlen(a) + (b != NULL ? strlen(b) : 0) + 1;
+    char *text = malloc(length);
+    if (text != NULL)
+        snprintf(text, length, format, a, b);
+    return text;
+}
+
+/* Replaces every "{i}" of a weights template with the repeat index. */
+static char *expand_template(const char *template_path, int index)
+{
+    char number[16];
+    snprintf(number, sizeof number, "%d", index);
+    size_t length = strlen(template_path) + 1;
+    for (const char *p = strstr(template_path, "{i}"); p != NULL; p = strstr(p + 3, "{i}"))
+        length += strlen(number);
+    char *text = malloc(length);
+    if (text == NULL)
+        return NULL;
+    char *out = text;
+    for (const char *p = template_path; *p != '\0';) {
+        if (strncmp(p, "{i}", 3) == 0) {
+            out += sprintf(out, "%s", number);
+            p += 3;
+        } else {
+            *out++ = *p++;
+        }
+    }
+    *out = '\0';
+    return text;
+}
+
+static tfenc_step_plan *add_step(tfenc_model_plan *plan, int *capacity)
+{
+    if (plan->n_steps == *capacity) {
+        int grown_capacity = *capacity ? *capacity * 2 : 16;
+        tfenc_step_plan *grown = realloc(plan->steps, (size_t)grown_capacity * sizeof *grown);
+        if (grown == NULL)
+            return NULL;
+        plan->steps = grown;
+        *capacity = grown_capacity;
+    }
+    tfenc_step_plan *step = &plan->steps[plan->n_steps++];
+    memset(step, 0, sizeof *step);
+    step->repeat_index = -1;
+    return step;
+}
+
+/* Reads a sublayer's or layer's core keys (type is read by create). */
+static int read_layer_keys(tfenc_context *ctx, const tfenc_jobfile *job,
+                           tfenc_job_section *section, int in_block, const char **weights,
+                           int *residual)
+{
+    tfenc_params params;
+    tfenc_params_bind(&params, ctx, job, section);
+    int status = tfenc_param_string(&params, "weights", NULL, weights);
+    if (status == TFENC_OK && in_block)
+        status = tfenc_param_bool(&params, "residual", 1, residual);
+    char origin[512];
+    if (status == TFENC_OK && tfenc_job_section_get(section, "type") == NULL)
+        status = tfenc_error(ctx, TFENC_ERR_CONFIG,
+                             "%s: section [%s] has no 'type' key (a layer needs a type, a block "
+                             "a 'repeat' key)",
+                             section_origin(job, section, origin, sizeof origin), section->name);
+    return status;
+}
+
+static int plan_block(tfenc_context *ctx, const tfenc_jobfile *job, int header_index,
+                      tfenc_model_plan *plan, int *capacity, int *next_index)
+{
+    static const char *const positions[] = {"pre", "post", NULL};
+    tfenc_job_section *header = &job->sections[header_index];
+    char origin[512];
+    section_origin(job, header, origin, sizeof origin);
+    tfenc_params params;
+    tfenc_params_bind(&params, ctx, job, header);
+    long repeat = 0;
+    int norm_position = 1;
+    const char *weights_template = NULL;
+    int status = tfenc_param_int(&params, "repeat", 0, &repeat);
+    if (status == TFENC_OK)
+        status = tfenc_param_choice(&params, "norm_position", positions, 1, &norm_position);
+    if (status == TFENC_OK)
+        status = tfenc_param_string(&params, "weights", NULL, &weights_template);
+    if (status == TFENC_OK)
+        status = tfenc_params_check_all_used(&params, "a block takes repeat, norm_position, weights");
+    if (status != TFENC_OK)
+        return status;
+    if (repeat < 1 || repeat > 100000)
+        return tfenc_error(ctx, TFENC_ERR_CONFIG, "%s: [%s] repeat must be in 1..100000",
+                           origin, header->name);
+
+    /* The block's sublayers are the following sections named BLOCK.NAME. */
+    size_t prefix_length = strlen(header->name);
+    int first_sublayer = header_index + 1, end_sublayer = first_sublayer;
+    while (end_sublayer < job->n_sections &&
+           strncmp(job->sections[end_sublayer].name, header->name, prefix_length) == 0 &&
+           job->sections[end_sublayer].name[prefix_length] == '.')
+        end_sublayer++;
+    *next_index = end_sublayer;
+    if (end_sublayer == first_sublayer)
+        return tfenc_error(ctx, TFENC_ERR_CONFIG,
+                           "%s: block [%s] has no sublayers (sections [%s.NAME] after it)",
+                           origin, header->name, header->name);
+
+    char *default_template = format_string("/%s/{i}", header->name, NULL);
+    if (default_template == NULL)
+        return tfenc_error(ctx, TFENC_ERR_NO_MEMORY, "out of memory");
+    if (weights_template == NULL)
+        weights_template = default_template;
+
+    for (int s = first_sublayer; status == TFENC_OK && s < end_sublayer; s++) {
+        tfenc_job_section *section = &job->sections[s];
+        const char *sublayer = section->name + prefix_length + 1;
+        size_t sublayer_length = strlen(sublayer);
+        if (sublayer_length > 5 && strcmp(sublayer + sublayer_length - 5, ".norm") == 0) {
+            /* A norm belongs to the sublayer named before it. */
+            char *owner = strndup(section->name, strlen(section->name) - 5);
+            tfenc_job_section *owner_section = owner != NULL ? tfenc_jobfile_find(job, owner) : NULL;
+            free(owner);
+            if (owner_section == NULL || owner_section > section)
+                status = tfenc_error(ctx, TFENC_ERR_CONFIG,
+                                     "%s: [%s] is a norm for a sublayer that is not defined before it",
+                                     section_origin(job, section, origin, sizeof origin),
+                                     section->name);
+            continue;
+        }
+        if (strchr(sublayer, '.') != NULL) {
+            status = tfenc_error(ctx, TFENC_ERR_CONFIG,
+                                 "%s: [%s]: sublayer names cannot contain '.' (only NAME.norm)",
+                                 section_origin(job, section, origin, sizeof origin),
+                                 section->name);
+            break;
+        }
+        const char *weights_override = NULL;
+        int residual = 1;
+        status = read_layer_keys(ctx, job, section, 1, &weights_override, &residual);
+        if (status != TFENC_OK)
+            break;
+        char *norm_name = format_string("%s.norm", section->name, NULL);
+        tfenc_job_section *norm_section = norm_name != NULL ? tfenc_jobfile_find(job, norm_name) : NULL;
+        free(norm_name);
+        const char *norm_weights_override = NULL;
+        if (norm_section != NULL) {
+            int unused;
+            status = read_layer_keys(ctx, job, norm_section, 0, &norm_weights_override, &unused);
+            if (status != TFENC_OK)
+                break;
+        }
+        for (int i = 0; status == TFENC_OK && i < repeat; i++) {
+            tfenc_step_plan *step = add_step(plan, capacity);
+            char index_text[16];
+            snprintf(index_text, sizeof index_text, "%d", i);
+            char *block_group = step != NULL ? expand_template(weights_template, i) : NULL;
+            if (step == NULL || block_group == NULL) {
+                free(block_group);
+                status = tfenc_error(ctx, TFENC_ERR_NO_MEMORY, "out of memory");
+                break;
+            }
+            char *block_index = format_string("%s.%s", header->name, index_text);
+            step->name = block_index != NULL ? format_string("%s.%s", block_index, sublayer) : NULL;
+            free(block_index);
+            step->section = section;
+            step->norm_section = norm_section;
+            step->in_block = 1;
+            step->residual = residual;
+            step->norm_first = norm_position == 0;
+            step->repeat_index = i;
+            step->repeat_count = (int)repeat;
+            step->group = weights_override != NULL ? expand_template(weights_override, i)
+                                                   : format_string("%s/%s", block_group, sublayer);
+            if (norm_section != NULL) {
+                if (norm_weights_override != NULL)
+                    step->norm_group = expand_template(norm_weights_override, i);
+                else if (step->group != NULL)
+                    step->norm_group = format_string("%s/norm", step->group, NULL);
+            }
+            free(block_group);
+            if (step->name == NULL || step->group == NULL ||
+                (norm_section != NULL && step->norm_group == NULL))
+                status = tfenc_error(ctx, TFENC_ERR_NO_MEMORY, "out of memory");
+        }
+    }
+    plan->n_layers += (int)repeat;
+    free(default_template);
+    return status;
+}
+
+int tfenc_model_plan_read(tfenc_context *ctx, const tfenc_jobfile *job, tfenc_model_plan *plan)
+{
+    memset(plan, 0, sizeof *plan);
+    int capacity = 0, status = TFENC_OK;
+    char origin[512];
+    for (int s = 0; status == TFENC_OK && s < job->n_sections;) {
+        tfenc_job_section *section = &job->sections[s];
+        if (is_run_section(section->name)) {
+            s++;
+            continue;
+        }
+        if (tfenc_job_section_get(section, "repeat") != NULL) {
+            status = plan_block(ctx, job, s, plan, &capacity, &s);
+            continue;
+        }
+        if (strchr(section->name, '.') != NULL) {
+            status = tfenc_error(ctx, TFENC_ERR_CONFIG,
+                                 "%s: section [%s] looks like a block sublayer, but no block "
+                                 "(a section with 'repeat') precedes it",
+                                 section_origin(job, section, origin, sizeof origin),
+                                 section->name);
+            break;
+        }
+        const char *weights_override = NULL;
+        status = read_layer_keys(ctx, job, section, 0, &weights_override, NULL);
+        if (status != TFENC_OK)
+            break;
+        tfenc_step_plan *step = add_step(plan, &capacity);
+        if (step == NULL) {
+            status = tfenc_error(ctx, TFENC_ERR_NO_MEMORY, "out of memory");
+            break;
+        }
+        step->name = strdup(section->name);
+        step->section = section;
+        step->group = weights_override != NULL ? strdup(weights_override)
+                                               : format_string("/%s", section->name, NULL);
+        if (step->name == NULL || step->group == NULL)
+            status = tfenc_error(ctx, TFENC_ERR_NO_MEMORY, "out of memory");
+        s++;
+    }
+    if (status == TFENC_OK && plan->n_steps == 0)
+        status = tfenc_error(ctx, TFENC_ERR_CONFIG, "%s: the job describes no layers", job->path);
+    if (status != TFENC_OK)
+        tfenc_model_plan_free(plan);
+    return status;
+}
+
+void tfenc_model_plan_free(tfenc_model_plan *plan)
+{
+    for (int i = 0; i < plan->n_steps; i++) {
+        free(plan->steps[i].name);
+        free(plan->steps[i].group);
+        free(plan->steps[i].norm_group);
+    }
+    free(plan->steps);
+    memset(plan, 0, sizeof *plan);
+}
+
+/* ---------------------------------------------------------------- model */
+
+typedef struct layer_instance {
+    const tfenc_layer_descriptor *descriptor;
+    void *instance; /* non-NULL iff create() succeeded */
+    char *scope;    /* "layer encoder.3.ffn (ffn)": prefixes its errors */
+} layer_instance;
+
+typedef struct model_step {
+    const tfenc_step_plan *plan;
+    layer_instance layer;
+    layer_instance norm; /* descriptor NULL when the step has no norm */
+} model_step;
+
+struct tfenc_model {
+    model_step *steps; /* the stage's range only */
+    int n_steps;
+    int first_step;
+    int d_model;
+    tfenc_limits limits;
+    float *residual; /* [max_tokens, d_model]: the step input kept for the skip connection */
+    void *workspace;
+    size_t workspace_bytes;
+};
+
+static int create_instance(tfenc_context *ctx, const tfenc_model_options *options,
+                           const tfenc_step_plan *plan, tfenc_job_section *section,
+                           const char *name, const char *group, layer_instance *layer,
+                           size_t *workspace_bytes)
+{
+    const tfenc_jobfile *job = options->job;
+    const char *type = tfenc_job_section_get(section, "type")->value;
+    tfenc_job_section_get(section, "type")->used = 1;
+    char where[600];
+    snprintf(where, sizeof where, "%s:%d: [%s]", job->path, section->line, section->name);
+    const tfenc_plugin_layer *found = tfenc_plugin_registry_find(options->registry, type);
+    if (found == NULL)
+        return tfenc_plugin_registry_missing(ctx, options->registry, type, where);
+    layer->descriptor = found->descriptor;
+    layer->scope = format_string("layer %s (%s)", name, type);
+    if (layer->scope == NULL)
+        return tfenc_error(ctx, TFENC_ERR_NO_MEMORY, "out of memory");
+
+    tfenc_params params;
+    tfenc_params_bind(&params, ctx, job, section);
+    tfenc_weights *weights = NULL;
+    int status = tfenc_weight_store_group(ctx, options->weights, group, &weights);
+    if (status != TFENC_OK)
+        return status;
+    tfenc_layer_init init = {
+        .struct_size = sizeof init,
+        .name = name,
+        .params = &params,
+        .weights = weights,
+        .model = {.d_model = options->config->d_model,
+                  .vocab_size = options->config->vocab_size,
+                  .max_positions = options->config->max_positions,
+                  .n_layers = plan->repeat_count > 0 ? plan->repeat_count : options->plan->n_layers,
+                  .layer_index = plan->repeat_index},
+        .limits = options->limits,
+    };
+    tfenc_context_set_scope(ctx, layer->scope);
+    void *instance = NULL;
+    status = layer->descriptor->create(ctx, &init, &instance);
+    tfenc_context_set_scope(ctx, NULL);
+    if (status != TFENC_OK) {
+        if (ctx->status == TFENC_OK)
+            tfenc_error(ctx, status, "%s: create failed without a message (%s)", layer->scope,
+                        tfenc_status_string(status));
+        return status;
+    }
+    if (instance == NULL)
+        return tfenc_error(ctx, TFENC_ERR_PLUGIN, "%s: create returned no instance", layer->scope);
+    layer->instance = instance;
+    char what[128];
+    snprintf(what, sizeof what, "not a parameter of layer type %s", type);
+    status = tfenc_params_check_all_used(&params, what);
+    if (status != TFENC_OK)
+        return status;
+    if (layer->descriptor->workspace_size != NULL) {
+        size_t bytes = layer->descriptor->workspace_size(instance, &options->limits);
+        if (bytes > *workspace_bytes)
+            *workspace_bytes = bytes;
+    }
+    return TFENC_OK;
+}
+
+int tfenc_model_create(tfenc_context *ctx, const tfenc_model_options *options,
+                       tfenc_model **model_out)
+{
+    *model_out = NULL;
+    const tfenc_model_plan *plan = options->plan;
+    int first = options->first_step, end = options->end_step;
+    if (first < 0 || end > plan->n_steps || first >= end)
+        return tfenc_error(ctx, TFENC_ERR_INTERNAL, "model: bad step range [%d, %d) of %d",
+                           first, end, plan->n_steps);
+    tfenc_model *model = calloc(1, sizeof *model);
+    if (model == NULL)
+        return tfenc_error(ctx, TFENC_ERR_NO_MEMORY, "out of memory");
+    model->steps = calloc((size_t)(end - first), sizeof *model->steps);
+    model->first_step = first;
+    model->d_model = options->config->d_model;
+    model->limits = options->limits;
+    int status = model->steps == NULL ? tfenc_error(ctx, TFENC_ERR_NO_MEMORY, "out of memory")
+                                      : TFENC_OK;
+    size_t workspace_bytes = 0;
+    for (int i = first; status == TFENC_OK && i < end; i++) {
+        const tfenc_step_plan *step_plan = &plan->steps[i];
+        model_step *step = &model->steps[model->n_steps++];
+        step->plan = step_plan;
+        status = create_instance(ctx, options, step_plan, step_plan->section, step_plan->name,
+                                 step_plan->group, &step->layer, &workspace_bytes);
+        if (status == TFENC_OK && step_plan->norm_section != NULL) {
+            char *norm_name = format_string("%s.norm", step_plan->name, NULL);
+            status = norm_name == NULL
+                         ? tfenc_error(ctx, TFENC_ERR_NO_MEMORY, "out of memory")
+                         : create_instance(ctx, options, step_plan, step_plan->norm_section,
+                                           norm_name, step_plan->norm_group, &step->norm,
+                                           &workspace_bytes);
+            free(norm_name);
+        }
+    }
+    if (status == TFENC_OK) {
+        size_t activation_bytes =
+            (size_t)options->limits.max_tokens * (size_t)model->d_model * sizeof(float);
+        model->residual = tfenc_aligned_alloc(activation_bytes);
+        model->workspace = tfenc_aligned_alloc(workspace_bytes);
+        model->workspace_bytes = workspace_bytes;
+        if (model->residual == NULL || model->workspace == NULL)
+            status = tfenc_error(ctx, TFENC_ERR_NO_MEMORY,
+                                 "out of memory for %zu bytes of activations and %zu of workspace",
+                                 activation_bytes, workspace_bytes);
+    }
+    if (status != TFENC_OK) {
+        tfenc_model_destroy(model);
+        return status;
+    }
+    *model_out = model;
+    return TFENC_OK;
+}
+
+static int run_layer(tfenc_context *ctx, tfenc_model *model, layer_instance *layer,
+                     tfenc_batch *batch)
+{
+    tfenc_context_set_scope(ctx, layer->scope);
+    int rows_before = batch->rows;
+    int status = layer->descriptor->forward(layer->instance, ctx, batch, model->workspace);
+    tfenc_context_set_scope(ctx, NULL);
+    if (status != TFENC_OK && ctx->status == TFENC_OK)
+        tfenc_error(ctx, status, "%s: forward failed without a message (%s)", layer->scope,
+                    tfenc_status_string(status));
+    if (status == TFENC_OK && (batch->rows > rows_before || batch->rows < 1))
+        return tfenc_error(ctx, TFENC_ERR_PLUGIN, "%s: forward set rows from %d to %d",
+                           layer->scope, rows_before, batch->rows);
+    return status;
+}
+
+int tfenc_model_forward(tfenc_context *ctx, tfenc_model *model, tfenc_batch *batch)
+{
+    if (batch->n_tokens > model->limits.max_tokens || batch->d_model != model->d_model)
+        return tfenc_error(ctx, TFENC_ERR_INTERNAL,
+                           "model: batch of %d tokens x %d exceeds the limits %d x %d",
+                           batch->n_tokens, batch->d_model, model->limits.max_tokens,
+                           model->d_model);
+    for (int i = 0; i < model->n_steps; i++) {
+        model_step *step = &model->steps[i];
+        int status;
+        if (!step->plan->in_block) {
+            status = run_layer(ctx, model, &step->layer, batch);
+            if (status != TFENC_OK)
+                return status;
+            continue;
+        }
+        const size_t width = (size_t)batch->d_model;
+        const int rows = batch->rows;
+        /* Keep the step's input for the skip connection. */
+        if (step->plan->residual)
+            memcpy(model->residual, batch->x, (size_t)rows * width * sizeof(float));
+        if (step->norm.descriptor != NULL && step->plan->norm_first &&
+            (status = run_layer(ctx, model, &step->norm, batch)) != TFENC_OK)
+            return status;
+        if ((status = run_layer(ctx, model, &step->layer, batch)) != TFENC_OK)
+            return status;
+        if (step->plan->residual) {
+            if (batch->rows != rows)
+                return tfenc_error(ctx, TFENC_ERR_CONFIG,
+                                   "%s: a layer that changes the number of rows cannot sit "
+                                   "inside a residual connection (set residual = false)",
+                                   step->layer.scope);
+            float *x = batch->x;
+            const float *skip = model->residual;
+            const size_t count = (size_t)rows * width;
+            for (size_t k = 0; k < count; k++)
+                x[k] += skip[k];
+        }
+        if (step->norm.descriptor != NULL && !step->plan->norm_first &&
+            (status = run_layer(ctx, model, &step->norm, batch)) != TFENC_OK)
+            return status;
+    }
+    return TFENC_OK;
+}
+
+double tfenc_model_step_flops(const tfenc_model *model, int step, double mean_seq_len)
+{
+    const model_step *s = &model->steps[step - model->first_step];
+    double flops = 0.0;
+    if (s->layer.descriptor->flops_per_token != NULL)
+        flops += s->layer.descriptor->flops_per_token(s->layer.instance, mean_seq_len);
+    if (s->norm.descriptor != NULL && s->norm.descriptor->flops_per_token != NULL)
+        flops += s->norm.descriptor->flops_per_token(s->norm.instance, mean_seq_len);
+    return flops;
+}
+
+const char *tfenc_model_step_type(const tfenc_model *model, int step)
+{
+    return model->steps[step - model->first_step].layer.descriptor->type;
+}
+
+static void destroy_instance(layer_instance *layer)
+{
+    if (layer->instance != NULL)
+        layer->descriptor->destroy(layer->instance);
+    free(layer->scope);
+}
+
+void tfenc_model_destroy(tfenc_model *model)
+{
+    if (model == NULL)
+        return;
+    for (int i = 0; i < model->n_steps; i++) {
+        destroy_instance(&model->steps[i].layer);
+        destroy_instance(&model->steps[i].norm);
+    }
+    free(model->steps);
+    tfenc_aligned_free(model->residual);
+    tfenc_aligned_free(model->workspace);
+    free(model);
+}

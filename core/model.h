@@ -1,0 +1,78 @@
+/* The encoder: composes plugin layer instances from the job file (layers in
+ * file order, blocks repeated with per-repeat weights, residual and pre/post
+ * norm wrapping) and runs them over packed batches. A pipeline stage builds
+ * only its contiguous range of steps. */
+#ifndef TFENC_MODEL_H
+#define TFENC_MODEL_H
+
+#include "jobfile.h"
+#include "plugin_loader.h"
+#include "weights.h"
+
+/* The [model] section. */
+typedef struct tfenc_model_config {
+    char *weights_path; /* resolved against the job file's directory */
+    const char *plugin_path;
+    int d_model;
+    int vocab_size;
+    int max_positions;
+    int precision_bf16;
+} tfenc_model_config;
+
+int tfenc_model_config_read(tfenc_context *ctx, const tfenc_jobfile *job,
+                            tfenc_model_config *config);
+void tfenc_model_config_free(tfenc_model_config *config);
+
+/* One step of the forward pass: a plain layer, or a block sublayer with its
+ * residual connection and optional norm. */
+typedef struct tfenc_step_plan {
+    char *name;                       /* "embeddings", "encoder.3.ffn" */
+    tfenc_job_section *section;       /* the layer's section */
+    tfenc_job_section *norm_section;  /* the sublayer's norm, or NULL */
+    char *group;                      /* weights group of the layer */
+    char *norm_group;                 /* weights group of the norm, or NULL */
+    int in_block;
+    int residual;                     /* add the step's input back */
+    int norm_first;                   /* pre-norm (1) or post-norm (0) */
+    int repeat_index;                 /* -1 outside a block */
+    int repeat_count;                 /* repeats of the enclosing block, 0 outside */
+} tfenc_step_plan;
+
+typedef struct tfenc_model_plan {
+    tfenc_step_plan *steps;
+    int n_steps;
+    int n_layers; /* encoder block repeats in total */
+} tfenc_model_plan;
+
+/* Reads the composition from the job (no plugin is loaded). Rejects unknown
+ * sections and block keys with file:line. */
+int tfenc_model_plan_read(tfenc_context *ctx, const tfenc_jobfile *job, tfenc_model_plan *plan);
+void tfenc_model_plan_free(tfenc_model_plan *plan);
+
+typedef struct tfenc_model tfenc_model;
+
+typedef struct tfenc_model_options {
+    const tfenc_jobfile *job;
+    const tfenc_model_config *config;
+    const tfenc_model_plan *plan;
+    tfenc_plugin_registry *registry;
+    tfenc_weight_store *weights;
+    tfenc_limits limits;
+    int first_step; /* this stage's range [first_step, end_step) */
+    int end_step;
+} tfenc_model_options;
+
+/* Creates the instances of the step range, loading their weights, and
+ * allocates all scratch once. */
+int tfenc_model_create(tfenc_context *ctx, const tfenc_model_options *options,
+                       tfenc_model **model);
+/* Runs the stage's steps over the batch, in place. Never allocates. */
+int tfenc_model_forward(tfenc_context *ctx, tfenc_model *model, tfenc_batch *batch);
+/* Estimated floating-point operations per token of step i (in range) for
+ * sequences of mean length `mean_seq_len`. */
+double tfenc_model_step_flops(const tfenc_model *model, int step, double mean_seq_len);
+/* Type name of step i's layer, for reports. */
+const char *tfenc_model_step_type(const tfenc_model *model, int step);
+void tfenc_model_destroy(tfenc_model *model);
+
+#endif
