@@ -1,0 +1,658 @@
+/* Checks the mha plugin against a naive double-precision attention written
+ * here from the textbook formulas, one sequence at a time, full L x L. */
+#include <CUnit/Basic.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "context.h"
+#include "jobfile.h"
+#include "params.h"
+#include "plugin_loader.h"
+#include "weights.h"
+
+/* Tolerance, relative to the largest output magnitude: each output is a float32
+ * sum of at most ~100 products of O(1) values (projections over d <= 32, softmax
+ * over L <= 69 keys), so rounding stays near sqrt(100) * 6e-8 = 6e-7 of the
+ * output scale; 1e-5 leaves a margin while any wrong index or formula errs by
+ * far more (percent level). */
+#define TOLERANCE 1e-5
+
+static tfenc_plugin_registry *registry;
+static const tfenc_layer_descriptor *mha;
+
+/* ------------------------------------------------------------ test setup */
+
+/* Deterministic uniform values in [-1, 1): a 64-bit LCG, so runs repeat. */
+static double next_uniform(unsigned long long *state)
+{
+    *state = *state * 6364136223846793005ULL + 1442695040888963407ULL;
+    return (double)(*state >> 11) / (double)(1ULL << 53) * 2.0 - 1.0;
+}
+
+static void fill_uniform(float *values, size_t count, double amplitude, unsigned long long *state)
+{
+    for (size_t i = 0; i < count; i++)
+        values[i] = (float)(amplitude * next_uniform(state));
+}
+
+enum { POSITION_NONE, POSITION_ROPE, POSITION_ALIBI };
+
+typedef struct attention_case {
+    int d;
+    int heads;
+    int bias;
+    int fused;               /* store qkv_weight/qkv_bias instead of q/k/v */
+    const char *qkv_key;     /* value of `qkv =`, NULL leaves it out (auto) */
+    int position;
+    int rope_interleaved;
+    int rope_dims;           /* 0: key left out (head_dim) */
+    double rope_theta;       /* 0: key left out (10000) */
+    double scale;            /* 0: key left out (1/sqrt(head_dim)) */
+    const char *extra;       /* more job lines, or NULL */
+    const char *omit_weight; /* a dataset left out of the store, or NULL */
+} attention_case;
+
+/* Weights in PyTorch layout: qkv [3d, d] (Q rows, K rows, V rows), out [d, d]. */
+typedef struct attention_weights {
+    int d;
+    float *qkv_weight, *qkv_bias, *out_weight, *out_bias;
+} attention_weights;
+
+static void weights_make(attention_weights *w, int d, unsigned long long seed)
+{
+    unsigned long long state = seed;
+    w->d = d;
+    w->qkv_weight = malloc(sizeof(float) * 3 * d * d);
+    w->qkv_bias = malloc(sizeof(float) * 3 * d);
+    w->out_weight = malloc(sizeof(float) * d * d);
+    w->out_bias = malloc(sizeof(float) * d);
+    /* Amplitude sqrt(3/d) gives unit-variance projections of unit inputs:
+     * scores and outputs stay O(1), as in a trained layer. */
+    double amplitude = sqrt(3.0 / d);
+    fill_uniform(w->qkv_weight, (size_t)3 * d * d, amplitude, &state);
+    fill_uniform(w->qkv_bias, (size_t)3 * d, 0.5, &state);
+    fill_uniform(w->out_weight, (size_t)d * d, amplitude, &state);
+    fill_uniform(w->out_bias, (size_t)d, 0.5, &state);
+}
+
+static void weights_free(attention_weights *w)
+{
+    free(w->qkv_weight);
+    free(w->qkv_bias);
+    free(w->out_weight);
+    free(w->out_bias);
+}
+
+static void store_add(tfenc_context *ctx, tfenc_weight_store *store, const attention_case *c,
+                      const char *name, int rank, int64_t rows, int64_t columns, const float *data)
+{
+    if (c->omit_weight != NULL && strcmp(c->omit_weight, name) == 0)
+        return;
+    char path[128];
+    snprintf(path, sizeof path, "/attention/%s", name);
+    int64_t dims[2] = {rows, columns};
+    CU_ASSERT_EQUAL_FATAL(tfenc_weight_store_add(ctx, store, path, rank, dims, data), TFENC_OK);
+}
+
+static void store_fill(tfenc_context *ctx, tfenc_weight_store *store, const attention_case *c,
+                       const attention_weights *w)
+{
+    int d = w->d;
+    if (c->fused) {
+        store_add(ctx, store, c, "qkv_weight", 2, 3 * d, d, w->qkv_weight);
+        if (c->bias)
+            store_add(ctx, store, c, "qkv_bias", 1, 3 * d, 0, w->qkv_bias);
+    } else {
+        static const char *const weight_names[] = {"q_weight", "k_weight", "v_weight"};
+        static const char *const bias_names[] = {"q_bias", "k_bias", "v_bias"};
+        for (int part = 0; part < 3; part++) {
+            store_add(ctx, store, c, weight_names[part], 2, d, d,
+                      w->qkv_weight + (size_t)part * d * d);
+            if (c->bias)
+                store_add(ctx, store, c, bias_names[part], 1, d, 0, w->qkv_bias + (size_t)part * d);
+        }
+    }
+    store_add(ctx, store, c, "out_weight", 2, d, d, w->out_weight);
+    if (c->bias)
+        store_add(ctx, store, c, "out_bias", 1, d, 0, w->out_bias);
+}
+
+static void job_text(const attention_case *c, char *text, size_t size)
+{
+    int used = snprintf(text, size, "[attention]\nn_heads = %d\nbias = %s\n", c->heads,
+                        c->bias ? "true" : "false");
+    if (c->qkv_key != NULL)
+        used += snprintf(text + used, size - used, "qkv = %s\n", c->qkv_key);
+    if (c->position == POSITION_ROPE)
+        used += snprintf(text + used, size - used, "position = rope\nrope_style = %s\n",
+                         c->rope_interleaved ? "interleaved" : "half");
+    if (c->position == POSITION_ALIBI)
+        used += snprintf(text + used, size - used, "position = alibi\n");
+    if (c->rope_dims != 0)
+        used += snprintf(text + used, size - used, "rope_dims = %d\n", c->rope_dims);
+    if (c->rope_theta != 0)
+        used += snprintf(text + used, size - used, "rope_theta = %.17g\n", c->rope_theta);
+    if (c->scale != 0)
+        used += snprintf(text + used, size - used, "scale = %.17g\n", c->scale);
+    if (c->extra != NULL)
+        snprintf(text + used, size - used, "%s\n", c->extra);
+}
+
+/* A packed batch of sequences of the given lengths, with its own buffers. */
+typedef struct packed_batch {
+    tfenc_batch batch;
+    int32_t *seq_start, *positions, *zeros;
+    int longest;
+} packed_batch;
+
+static void packed_make(packed_batch *p, const int *lengths, int n_seq, int d, const float *x)
+{
+    p->seq_start = malloc(sizeof(int32_t) * (n_seq + 1));
+    p->seq_start[0] = 0;
+    p->longest = 0;
+    for (int s = 0; s < n_seq; s++) {
+        p->seq_start[s + 1] = p->seq_start[s] + lengths[s];
+        if (lengths[s] > p->longest)
+            p->longest = lengths[s];
+    }
+    int tokens = p->seq_start[n_seq];
+    p->positions = malloc(sizeof(int32_t) * (tokens + 1));
+    p->zeros = calloc((size_t)tokens + 1, sizeof(int32_t));
+    for (int s = 0; s < n_seq; s++)
+        for (int t = p->seq_start[s]; t < p->seq_start[s + 1]; t++)
+            p->positions[t] = t - p->seq_start[s];
+    size_t bytes = ((sizeof(float) * tokens * d + 63) / 64 + 1) * 64;
+    float *activations = aligned_alloc(64, bytes);
+    memcpy(activations, x, sizeof(float) * tokens * d);
+    p->batch = (tfenc_batch){.n_seq = n_seq, .n_tokens = tokens, .seq_start = p->seq_start,
+                             .token_ids = p->zeros, .token_types = p->zeros,
+                             .positions = p->positions, .x = activations, .rows = tokens,
+                             .d_model = d};
+}
+
+static void packed_free(packed_batch *p)
+{
+    free(p->seq_start);
+    free(p->positions);
+    free(p->zeros);
+    free(p->batch.x);
+}
+
+static const tfenc_layer_descriptor *mha_descriptor(void)
+{
+    return mha;
+}
+
+/* An instance of the plugin built as the host would, or its create status. */
+typedef struct instance {
+    tfenc_context ctx;
+    tfenc_jobfile *job;
+    tfenc_weight_store *store;
+    tfenc_params params;
+    void *layer;
+    int status;
+} instance;
+
+static void instance_create(instance *in, const attention_case *c, const attention_weights *w,
+                            tfenc_limits limits)
+{
+    char text[1024];
+    job_text(c, text, sizeof text);
+    memset(in, 0, sizeof *in);
+    tfenc_context_init(&in->ctx);
+    CU_ASSERT_EQUAL_FATAL(tfenc_jobfile_parse_string(&in->ctx, "test.ini", text, &in->job),
+                          TFENC_OK);
+    CU_ASSERT_EQUAL_FATAL(tfenc_weight_store_create_memory(&in->ctx, &in->store), TFENC_OK);
+    store_fill(&in->ctx, in->store, c, w);
+    tfenc_weights *group = NULL;
+    CU_ASSERT_EQUAL_FATAL(tfenc_weight_store_group(&in->ctx, in->store, "/attention", &group),
+                          TFENC_OK);
+    tfenc_params_bind(&in->params, &in->ctx, in->job, tfenc_jobfile_find(in->job, "attention"));
+    tfenc_layer_init init = {.struct_size = sizeof init, .name = "attention",
+                             .params = &in->params, .weights = group,
+                             .model = {.d_model = w->d, .max_positions = 512, .n_layers = 1,
+                                       .layer_index = -1},
+                             .limits = limits};
+    const tfenc_layer_descriptor *descriptor = mha_descriptor();
+    CU_ASSERT_PTR_NOT_NULL_FATAL(descriptor);
+    in->status = descriptor->create(&in->ctx, &init, &in->layer);
+    if (in->status != TFENC_OK)
+        in->layer = NULL;
+}
+
+static void instance_destroy(instance *in)
+{
+    if (in->layer != NULL)
+        mha_descriptor()->destroy(in->layer);
+    if (in->store != NULL)
+        tfenc_weight_store_close(in->store);
+    if (in->job != NULL)
+        tfenc_jobfile_destroy(in->job);
+}
+
+/* Runs the plugin on a packed batch; y receives [tokens, d]. */
+static int plugin_run(const attention_case *c, const attention_weights *w, const int *lengths,
+                      int n_seq, const float *x, float *y)
+{
+    packed_batch p;
+    packed_make(&p, lengths, n_seq, w->d, x);
+    tfenc_limits limits = {.max_tokens = p.batch.n_tokens, .max_seq_len = p.longest,
+                           .max_seqs = n_seq};
+    instance in;
+    instance_create(&in, c, w, limits);
+    int status = in.status;
+    if (status != TFENC_OK)
+        fprintf(stderr, "create failed: %s\n", tfenc_context_message(&in.ctx));
+    CU_ASSERT_EQUAL(status, TFENC_OK);
+    if (status == TFENC_OK) {
+        const tfenc_layer_descriptor *descriptor = mha_descriptor();
+        size_t bytes = descriptor->workspace_size(in.layer, &limits);
+        bytes = (bytes + 63) / 64 * 64 + 64;
+        float *workspace = aligned_alloc(64, bytes);
+        /* NaN everywhere: a read of workspace the plugin did not write shows up. */
+        for (size_t i = 0; i < bytes / sizeof(float); i++)
+            workspace[i] = NAN;
+        status = descriptor->forward(in.layer, &in.ctx, &p.batch, workspace);
+        if (status != TFENC_OK)
+            fprintf(stderr, "forward failed: %s\n", tfenc_context_message(&in.ctx));
+        CU_ASSERT_EQUAL(status, TFENC_OK);
+        memcpy(y, p.batch.x, sizeof(float) * p.batch.n_tokens * w->d);
+        free(workspace);
+    }
+    instance_destroy(&in);
+    packed_free(&p);
+    return status;
+}
+
+/* ------------------------------------------------------- the reference */
+
+/* ALiBi slopes exactly as the paper's reference code (get_slopes) states them,
+ * recursion included. */
+static void reference_slopes(int n, double *slopes)
+{
+    double log2n = log2((double)n);
+    if (log2n == floor(log2n)) {
+        double start = pow(2.0, -pow(2.0, -(log2n - 3.0)));
+        for (int i = 0; i < n; i++)
+            slopes[i] = start * pow(start, i);
+        return;
+    }
+    int closest = 1 << (int)floor(log2n);
+    reference_slopes(closest, slopes);
+    double *doubled = malloc(sizeof(double) * 2 * closest);
+    reference_slopes(2 * closest, doubled);
+    for (int i = 0; i < n - closest; i++)
+        slopes[closest + i] = doubled[2 * i];
+    free(doubled);
+}
+
+/* Hugging Face's formulation: x * cos + rotate(x) * sin, with cos and sin
+ * broadcast over the rotated dims, written independently of the plugin. */
+static void reference_rope(const attention_case *c, double *head, int head_dim, int position)
+{
+    int dims = c->rope_dims != 0 ? c->rope_dims : head_dim;
+    double theta = c->rope_theta != 0 ? c->rope_theta : 10000.0;
+    double rotated[64], cosine[64], sine[64];
+    for (int j = 0; j < dims; j++) {
+        /* frequency index: j mod dims/2 (half: cat(freqs, freqs)); j/2 (interleaved) */
+        int i = c->rope_interleaved ? j / 2 : j % (dims / 2);
+        double angle = position * pow(theta, -2.0 * i / dims);
+        cosine[j] = cos(angle);
+        sine[j] = sin(angle);
+        if (c->rope_interleaved)
+            rotated[j] = j % 2 == 0 ? -head[j + 1] : head[j - 1];
+        else
+            rotated[j] = j < dims / 2 ? -head[j + dims / 2] : head[j - dims / 2];
+    }
+    for (int j = 0; j < dims; j++)
+        head[j] = head[j] * cosine[j] + rotated[j] * sine[j];
+}
+
+/* One sequence of L tokens, x and y [L, d], everything in double. */
+static void reference_sequence(const attention_case *c, const attention_weights *w, int L,
+                               const float *x, double *y)
+{
+    int d = w->d, heads = c->heads, head_dim = d / heads;
+    double *q = calloc((size_t)L * d, sizeof(double));
+    double *k = calloc((size_t)L * d, sizeof(double));
+    double *v = calloc((size_t)L * d, sizeof(double));
+    double *context = calloc((size_t)L * d, sizeof(double));
+    double *scores = calloc((size_t)L * L, sizeof(double));
+    double *projections[3] = {q, k, v};
+    for (int part = 0; part < 3; part++)
+        for (int t = 0; t < L; t++)
+            for (int o = 0; o < d; o++) {
+                double sum = c->bias ? w->qkv_bias[part * d + o] : 0.0;
+                for (int i = 0; i < d; i++)
+                    sum += (double)w->qkv_weight[((size_t)part * d + o) * d + i] * x[t * d + i];
+                projections[part][t * d + o] = sum;
+            }
+    double slopes[64];
+    if (c->position == POSITION_ALIBI)
+        reference_slopes(heads, slopes);
+    double scale = c->scale != 0 ? c->scale : 1.0 / sqrt((double)head_dim);
+    for (int h = 0; h < heads; h++) {
+        if (c->position == POSITION_ROPE)
+            for (int t = 0; t < L; t++) {
+                reference_rope(c, q + t * d + h * head_dim, head_dim, t);
+                reference_rope(c, k + t * d + h * head_dim, head_dim, t);
+            }
+        for (int i = 0; i < L; i++) {
+            for (int j = 0; j < L; j++) {
+                double dot = 0.0;
+                for (int e = 0; e < head_dim; e++)
+                    dot += q[i * d + h * head_dim + e] * k[j * d + h * head_dim + e];
+                scores[i * L + j] = dot * scale;
+                if (c->position == POSITION_ALIBI)
+                    scores[i * L + j] -= slopes[h] * fabs((double)(i - j));
+            }
+            /* The row maximum cancels in the softmax; subtracting it keeps exp()
+             * finite for the large-scale case. */
+            double maximum = -INFINITY;
+            for (int j = 0; j < L; j++)
+                maximum = fmax(maximum, scores[i * L + j]);
+            double total = 0.0;
+            for (int j = 0; j < L; j++)
+                total += exp(scores[i * L + j] - maximum);
+            for (int e = 0; e < head_dim; e++) {
+                double sum = 0.0;
+                for (int j = 0; j < L; j++)
+                    sum += exp(scores[i * L + j] - maximum) / total * v[j * d + h * head_dim + e];
+                context[i * d + h * head_dim + e] = sum;
+            }
+        }
+    }
+    for (int t = 0; t < L; t++)
+        for (int o = 0; o < d; o++) {
+            double sum = c->bias ? w->out_bias[o] : 0.0;
+            for (int i = 0; i < d; i++)
+                sum += (double)w->out_weight[(size_t)o * d + i] * context[t * d + i];
+            y[t * d + o] = sum;
+        }
+    free(q);
+    free(k);
+    free(v);
+    free(context);
+    free(scores);
+}
+
+/* The larger error, where NaN counts as the worst of all: fmax() would drop
+ * it and let a NaN output pass. */
+static double worse(double worst, double error)
+{
+    return isnan(error) || error > worst ? error : worst;
+}
+
+/* max |y - reference| / max |reference| over the packed batch. */
+static double relative_error(const attention_case *c, const attention_weights *w,
+                             const int *lengths, int n_seq, const float *x, const float *y)
+{
+    int d = w->d;
+    double worst = 0.0, largest = 0.0;
+    size_t offset = 0;
+    for (int s = 0; s < n_seq; s++) {
+        double *reference = malloc(sizeof(double) * lengths[s] * d);
+        reference_sequence(c, w, lengths[s], x + offset, reference);
+        for (int i = 0; i < lengths[s] * d; i++) {
+            worst = worse(worst, fabs(reference[i] - y[offset + i]));
+            largest = fmax(largest, fabs(reference[i]));
+        }
+        offset += (size_t)lengths[s] * d;
+        free(reference);
+    }
+    return worst / fmax(largest, 1e-30);
+}
+
+/* Runs the case on the standard mixed batch {1, 3, 7, 69} (69 spans two query
+ * tiles of 64) and returns the relative error, printing it for the log. */
+static const int mixed_lengths[] = {1, 3, 7, 69};
+#define MIXED_SEQS 4
+#define MIXED_TOKENS 80
+
+static double check_case(const char *label, const attention_case *c, float *y_out)
+{
+    attention_weights w;
+    weights_make(&w, c->d, 1234 + c->d);
+    unsigned long long state = 99;
+    float *x = malloc(sizeof(float) * MIXED_TOKENS * c->d);
+    fill_uniform(x, (size_t)MIXED_TOKENS * c->d, 1.7, &state);
+    float *y = malloc(sizeof(float) * MIXED_TOKENS * c->d);
+    double error = INFINITY;
+    if (plugin_run(c, &w, mixed_lengths, MIXED_SEQS, x, y) == TFENC_OK)
+        error = relative_error(c, &w, mixed_lengths, MIXED_SEQS, x, y);
+    printf("\n    %-44s relative error %.2e", label, error);
+    if (y_out != NULL)
+        memcpy(y_out, y, sizeof(float) * MIXED_TOKENS * c->d);
+    free(x);
+    free(y);
+    weights_free(&w);
+    return error;
+}
+
+/* ------------------------------------------------------------- the tests */
+
+static void test_plain(void)
+{
+    attention_case c = {.d = 32, .heads = 4, .bias = 1};
+    CU_ASSERT(check_case("d=32 h=4 bias separate", &c, NULL) <= TOLERANCE);
+    attention_case c2 = {.d = 16, .heads = 2, .bias = 0};
+    CU_ASSERT(check_case("d=16 h=2 no bias separate", &c2, NULL) <= TOLERANCE);
+    attention_case c3 = {.d = 16, .heads = 4, .bias = 1, .scale = 0.3};
+    CU_ASSERT(check_case("d=16 h=4 scale=0.3", &c3, NULL) <= TOLERANCE);
+    attention_case c4 = {.d = 32, .heads = 1, .bias = 1, .qkv_key = "separate"};
+    CU_ASSERT(check_case("d=32 h=1 qkv=separate", &c4, NULL) <= TOLERANCE);
+    /* Scores in the hundreds: expf() of them overflows float unless the
+     * softmax subtracts the row maximum first. */
+    attention_case large = {.d = 16, .heads = 2, .bias = 1, .scale = 12.0};
+    CU_ASSERT(check_case("d=16 h=2 scale=12 (softmax overflow)", &large, NULL) <= TOLERANCE);
+}
+
+static void test_fused_equals_separate(void)
+{
+    float separate[MIXED_TOKENS * 32], fused[MIXED_TOKENS * 32], automatic[MIXED_TOKENS * 32];
+    attention_case c = {.d = 32, .heads = 4, .bias = 1};
+    CU_ASSERT(check_case("separate (auto)", &c, separate) <= TOLERANCE);
+    attention_case f = {.d = 32, .heads = 4, .bias = 1, .fused = 1, .qkv_key = "fused"};
+    CU_ASSERT(check_case("fused (qkv=fused)", &f, fused) <= TOLERANCE);
+    attention_case a = {.d = 32, .heads = 4, .bias = 1, .fused = 1};
+    CU_ASSERT(check_case("fused (auto)", &a, automatic) <= TOLERANCE);
+    /* Same numbers stacked the same way: the outputs must agree closely; report
+     * whether they agree bit for bit (they do when the host stacks the parts). */
+    double worst = 0.0;
+    for (int i = 0; i < MIXED_TOKENS * 32; i++)
+        worst = worse(worst, fabs((double)separate[i] - fused[i]));
+    printf("\n    fused vs separate: max abs difference %.2e (%s)", worst,
+           memcmp(separate, fused, sizeof fused) == 0 ? "bitwise equal" : "not bitwise");
+    CU_ASSERT(worst <= TOLERANCE);
+    CU_ASSERT(memcmp(fused, automatic, sizeof fused) == 0);
+    attention_case fb = {.d = 16, .heads = 2, .bias = 0, .fused = 1};
+    CU_ASSERT(check_case("fused no bias d=16 h=2", &fb, NULL) <= TOLERANCE);
+}
+
+static void test_rope(void)
+{
+    attention_case half = {.d = 32, .heads = 4, .bias = 1, .position = POSITION_ROPE};
+    CU_ASSERT(check_case("rope half", &half, NULL) <= TOLERANCE);
+    attention_case interleaved = {.d = 32, .heads = 4, .bias = 1, .position = POSITION_ROPE,
+                                  .rope_interleaved = 1};
+    CU_ASSERT(check_case("rope interleaved", &interleaved, NULL) <= TOLERANCE);
+    attention_case partial = {.d = 32, .heads = 2, .bias = 0, .position = POSITION_ROPE,
+                              .rope_dims = 6, .rope_theta = 500.0};
+    CU_ASSERT(check_case("rope half rope_dims=6/16 theta=500", &partial, NULL) <= TOLERANCE);
+    attention_case partial_gptj = {.d = 16, .heads = 2, .bias = 1, .position = POSITION_ROPE,
+                                   .rope_interleaved = 1, .rope_dims = 4, .fused = 1};
+    CU_ASSERT(check_case("rope interleaved rope_dims=4/8 fused", &partial_gptj, NULL) <= TOLERANCE);
+}
+
+static void test_alibi(void)
+{
+    /* The reference slopes themselves, against the paper's closed forms:
+     * 4 heads 2^-2, 2^-4, 2^-6, 2^-8; 6 heads adds 8 heads' 1st and 3rd, 2^-1, 2^-3. */
+    double slopes[6];
+    reference_slopes(6, slopes);
+    const double expected[6] = {0.25, 0.0625, 0.015625, 0.00390625, 0.5, 0.125};
+    for (int i = 0; i < 6; i++)
+        CU_ASSERT_DOUBLE_EQUAL(slopes[i], expected[i], 1e-15);
+
+    attention_case three = {.d = 24, .heads = 3, .bias = 1, .position = POSITION_ALIBI};
+    CU_ASSERT(check_case("alibi 3 heads d=24", &three, NULL) <= TOLERANCE);
+    attention_case four = {.d = 16, .heads = 4, .bias = 1, .position = POSITION_ALIBI};
+    CU_ASSERT(check_case("alibi 4 heads d=16", &four, NULL) <= TOLERANCE);
+    attention_case six = {.d = 24, .heads = 6, .bias = 0, .position = POSITION_ALIBI};
+    CU_ASSERT(check_case("alibi 6 heads d=24", &six, NULL) <= TOLERANCE);
+}
+
+/* A sequence's output must not depend on its neighbours in the batch. */
+static void test_packing_invariance(void)
+{
+    attention_case cases[] = {
+        {.d = 32, .heads = 4, .bias = 1, .position = POSITION_ROPE},
+        {.d = 24, .heads = 6, .bias = 1, .position = POSITION_ALIBI},
+    };
+    for (size_t k = 0; k < sizeof cases / sizeof *cases; k++) {
+        const attention_case *c = &cases[k];
+        int d = c->d;
+        attention_weights w;
+        weights_make(&w, d, 77);
+        unsigned long long state = 5;
+        float *x = malloc(sizeof(float) * MIXED_TOKENS * d);
+        float *packed = malloc(sizeof(float) * MIXED_TOKENS * d);
+        fill_uniform(x, (size_t)MIXED_TOKENS * d, 1.0, &state);
+        CU_ASSERT_EQUAL(plugin_run(c, &w, mixed_lengths, MIXED_SEQS, x, packed), TFENC_OK);
+        int bitwise = 1;
+        double worst = 0.0;
+        size_t offset = 0;
+        for (int s = 0; s < MIXED_SEQS; s++) {
+            float *alone = malloc(sizeof(float) * mixed_lengths[s] * d);
+            CU_ASSERT_EQUAL(plugin_run(c, &w, &mixed_lengths[s], 1, x + offset, alone), TFENC_OK);
+            for (int i = 0; i < mixed_lengths[s] * d; i++)
+                worst = worse(worst, fabs((double)alone[i] - packed[offset + i]));
+            if (memcmp(alone, packed + offset, sizeof(float) * mixed_lengths[s] * d) != 0)
+                bitwise = 0;
+            offset += (size_t)mixed_lengths[s] * d;
+            free(alone);
+        }
+        printf("\n    alone vs packed (%s): max abs difference %.2e (%s)",
+               c->position == POSITION_ROPE ? "rope" : "alibi", worst,
+               bitwise ? "bitwise equal" : "not bitwise");
+        CU_ASSERT(worst <= TOLERANCE);
+        free(x);
+        free(packed);
+        weights_free(&w);
+    }
+}
+
+/* create() must fail with the right status and a message naming the culprit. */
+static void expect_create_error(const attention_case *c, int status, const char *needle1,
+                                const char *needle2)
+{
+    attention_weights w;
+    weights_make(&w, c->d, 3);
+    tfenc_limits limits = {.max_tokens = 16, .max_seq_len = 16, .max_seqs = 4};
+    instance in;
+    instance_create(&in, c, &w, limits);
+    const char *message = tfenc_context_message(&in.ctx);
+    printf("\n    expected error: %s", message);
+    CU_ASSERT_EQUAL(in.status, status);
+    CU_ASSERT_PTR_NULL(in.layer);
+    CU_ASSERT_PTR_NOT_NULL(strstr(message, needle1));
+    if (needle2 != NULL)
+        CU_ASSERT_PTR_NOT_NULL(strstr(message, needle2));
+    instance_destroy(&in);
+    weights_free(&w);
+}
+
+static void test_errors(void)
+{
+    attention_case indivisible = {.d = 16, .heads = 3, .bias = 1};
+    expect_create_error(&indivisible, TFENC_ERR_CONFIG, "n_heads = 3", "d_model = 16");
+    attention_case no_heads = {.d = 16, .heads = 0, .bias = 1};
+    expect_create_error(&no_heads, TFENC_ERR_CONFIG, "n_heads", NULL);
+    attention_case missing_out = {.d = 16, .heads = 2, .bias = 1, .omit_weight = "out_weight"};
+    expect_create_error(&missing_out, TFENC_ERR_WEIGHTS, "out_weight", NULL);
+    attention_case missing_k = {.d = 16, .heads = 2, .bias = 1, .omit_weight = "k_bias"};
+    expect_create_error(&missing_k, TFENC_ERR_WEIGHTS, "k_bias", NULL);
+    /* qkv = fused demanded, but the store holds separate weights. */
+    attention_case wrong_layout = {.d = 16, .heads = 2, .bias = 0, .qkv_key = "fused"};
+    expect_create_error(&wrong_layout, TFENC_ERR_WEIGHTS, "qkv_weight", NULL);
+    attention_case odd_rope = {.d = 16, .heads = 2, .bias = 1, .position = POSITION_ROPE,
+                               .rope_dims = 3};
+    expect_create_error(&odd_rope, TFENC_ERR_CONFIG, "rope_dims", NULL);
+    attention_case big_rope = {.d = 16, .heads = 2, .bias = 1, .position = POSITION_ROPE,
+                               .rope_dims = 10};
+    expect_create_error(&big_rope, TFENC_ERR_CONFIG, "rope_dims", NULL);
+    attention_case bad_choice = {.d = 16, .heads = 2, .bias = 1, .extra = "position = sinusoid"};
+    expect_create_error(&bad_choice, TFENC_ERR_CONFIG, "position", NULL);
+}
+
+static void test_workspace_and_flops(void)
+{
+    attention_case c = {.d = 32, .heads = 4, .bias = 1};
+    attention_weights w;
+    weights_make(&w, 32, 3);
+    tfenc_limits limits = {.max_tokens = 1000, .max_seq_len = 500, .max_seqs = 10};
+    instance in;
+    instance_create(&in, &c, &w, limits);
+    CU_ASSERT_EQUAL_FATAL(in.status, TFENC_OK);
+    const tfenc_layer_descriptor *descriptor = mha_descriptor();
+    size_t bytes = descriptor->workspace_size(in.layer, &limits);
+    /* qkv + context, and one tile of scores: never a full 500 x 500 matrix. */
+    size_t needed = sizeof(float) * ((size_t)1000 * 4 * 32 + (size_t)64 * 500);
+    CU_ASSERT(bytes >= needed);
+    CU_ASSERT(bytes < needed + sizeof(float) * 500 * 500 / 2);
+    double d = 32, length = 100;
+    CU_ASSERT_DOUBLE_EQUAL(descriptor->flops_per_token(in.layer, length),
+                           2 * (3 * d * d + d * d) + 4 * length * d, 1e-9);
+    instance_destroy(&in);
+    weights_free(&w);
+}
+
+/* ------------------------------------------------------------ the runner */
+
+/* Finds the mha layer the way the host does: the registry scans the search
+ * path ($TFENC_PLUGIN_PATH, then the build tree) and checks the ABI. */
+static const tfenc_layer_descriptor *load_plugin(void)
+{
+    tfenc_context ctx;
+    tfenc_context_init(&ctx);
+    if (tfenc_plugin_registry_create(&ctx, NULL, &registry) != TFENC_OK ||
+        tfenc_plugin_registry_scan(&ctx, registry) != TFENC_OK) {
+        fprintf(stderr, "plugin registry: %s\n", tfenc_context_message(&ctx));
+        return NULL;
+    }
+    const tfenc_plugin_layer *layer = tfenc_plugin_registry_find(registry, "mha");
+    if (layer == NULL || strstr(layer->file, "attention") == NULL) {
+        tfenc_plugin_registry_missing(&ctx, registry, "mha", "test_attention");
+        fprintf(stderr, "%s%s%s\n", tfenc_context_message(&ctx), layer != NULL ? " found in " : "",
+                layer != NULL ? layer->file : "");
+        return NULL;
+    }
+    return layer->descriptor;
+}
+
+int main(void)
+{
+    mha = load_plugin();
+    if (mha == NULL) {
+        tfenc_plugin_registry_destroy(registry);
+        return 1;
+    }
+    if (CU_initialize_registry() != CUE_SUCCESS)
+        return 1;
+    CU_pSuite suite = CU_add_suite("attention", NULL, NULL);
+    CU_add_test(suite, "plain attention, mixed lengths", test_plain);
+    CU_add_test(suite, "fused weights equal separate", test_fused_equals_separate);
+    CU_add_test(suite, "rope half and interleaved", test_rope);
+    CU_add_test(suite, "alibi 3, 4, 6 heads", test_alibi);
+    CU_add_test(suite, "packing invariance", test_packing_invariance);
+    CU_add_test(suite, "create errors", test_errors);
+    CU_add_test(suite, "workspace and flops", test_workspace_and_flops);
+    CU_basic_set_mode(CU_BRM_VERBOSE);
+    CU_basic_run_tests();
+    int failed = CU_get_number_of_failures() != 0 || CU_get_number_of_tests_failed() != 0;
+    CU_cleanup_registry();
+    tfenc_plugin_registry_destroy(registry);
+    return failed;
+}
