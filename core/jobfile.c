@@ -15,6 +15,7 @@ typedef struct parse_state {
     tfenc_jobfile *job;
     const char *cursor; /* next unread character of the text */
     int line;           /* line number of the line inih is processing */
+    int header_line;    /* line of the last [section] header seen */
     int line_too_long;  /* first line that exceeded inih's buffer, or 0 */
     int status;
 } parse_state;
@@ -38,6 +39,11 @@ static char *read_line(char *buffer, int size, void *stream)
     const char *end = strchr(state->cursor, '\n');
     size_t length = end != NULL ? (size_t)(end - state->cursor) + 1 : strlen(state->cursor);
     state->line++;
+    const char *first = state->cursor;
+    while (*first == ' ' || *first == '\t')
+        first++;
+    if (*first == '[')
+        state->header_line = state->line;
     if (length > (size_t)size - 1) {
         if (state->line_too_long == 0)
             state->line_too_long = state->line;
@@ -121,7 +127,7 @@ static int on_key(void *user, const char *section_name, const char *key, const c
                                         job->path, state->line, section_name, earlier->line);
             return 0;
         }
-        section = add_section(job, section_name, state->line);
+        section = add_section(job, section_name, state->header_line);
         if (section == NULL) {
             state->status = tfenc_error(state->ctx, TFENC_ERR_NO_MEMORY, "%s: out of memory",
                                         job->path);

@@ -196,6 +196,19 @@ static int plan_block(tfenc_context *ctx, const tfenc_jobfile *job, int header_i
     if (weights_template == NULL)
         weights_template = default_template;
 
+    /* First gather the sublayers, then emit repeat by repeat. */
+    typedef struct sublayer_info {
+        tfenc_job_section *section;
+        tfenc_job_section *norm_section;
+        const char *name;
+        const char *weights_override;
+        const char *norm_weights_override;
+        int residual;
+    } sublayer_info;
+    sublayer_info *sublayers = calloc((size_t)(end_sublayer - first_sublayer), sizeof *sublayers);
+    int n_sublayers = 0;
+    if (sublayers == NULL)
+        status = tfenc_error(ctx, TFENC_ERR_NO_MEMORY, "out of memory");
     for (int s = first_sublayer; status == TFENC_OK && s < end_sublayer; s++) {
         tfenc_job_section *section = &job->sections[s];
         const char *sublayer = section->name + prefix_length + 1;
@@ -219,55 +232,61 @@ static int plan_block(tfenc_context *ctx, const tfenc_jobfile *job, int header_i
                                  section->name);
             break;
         }
-        const char *weights_override = NULL;
-        int residual = 1;
-        status = read_layer_keys(ctx, job, section, 1, &weights_override, &residual);
+        sublayer_info *info = &sublayers[n_sublayers++];
+        info->section = section;
+        info->name = sublayer;
+        info->residual = 1;
+        status = read_layer_keys(ctx, job, section, 1, &info->weights_override, &info->residual);
         if (status != TFENC_OK)
             break;
         char *norm_name = format_string("%s.norm", section->name, NULL);
-        tfenc_job_section *norm_section = norm_name != NULL ? tfenc_jobfile_find(job, norm_name) : NULL;
+        info->norm_section = norm_name != NULL ? tfenc_jobfile_find(job, norm_name) : NULL;
         free(norm_name);
-        const char *norm_weights_override = NULL;
-        if (norm_section != NULL) {
+        if (info->norm_section != NULL) {
             int unused;
-            status = read_layer_keys(ctx, job, norm_section, 0, &norm_weights_override, &unused);
-            if (status != TFENC_OK)
-                break;
+            status = read_layer_keys(ctx, job, info->norm_section, 0,
+                                     &info->norm_weights_override, &unused);
         }
-        for (int i = 0; status == TFENC_OK && i < repeat; i++) {
+    }
+    for (int i = 0; status == TFENC_OK && i < repeat; i++) {
+        char *block_group = expand_template(weights_template, i);
+        char index_text[16];
+        snprintf(index_text, sizeof index_text, "%d", i);
+        char *block_index = format_string("%s.%s", header->name, index_text);
+        if (block_group == NULL || block_index == NULL)
+            status = tfenc_error(ctx, TFENC_ERR_NO_MEMORY, "out of memory");
+        for (int k = 0; status == TFENC_OK && k < n_sublayers; k++) {
+            const sublayer_info *info = &sublayers[k];
             tfenc_step_plan *step = add_step(plan, capacity);
-            char index_text[16];
-            snprintf(index_text, sizeof index_text, "%d", i);
-            char *block_group = step != NULL ? expand_template(weights_template, i) : NULL;
-            if (step == NULL || block_group == NULL) {
-                free(block_group);
+            if (step == NULL) {
                 status = tfenc_error(ctx, TFENC_ERR_NO_MEMORY, "out of memory");
                 break;
             }
-            char *block_index = format_string("%s.%s", header->name, index_text);
-            step->name = block_index != NULL ? format_string("%s.%s", block_index, sublayer) : NULL;
-            free(block_index);
-            step->section = section;
-            step->norm_section = norm_section;
+            step->name = format_string("%s.%s", block_index, info->name);
+            step->section = info->section;
+            step->norm_section = info->norm_section;
             step->in_block = 1;
-            step->residual = residual;
+            step->residual = info->residual;
             step->norm_first = norm_position == 0;
             step->repeat_index = i;
             step->repeat_count = (int)repeat;
-            step->group = weights_override != NULL ? expand_template(weights_override, i)
-                                                   : format_string("%s/%s", block_group, sublayer);
-            if (norm_section != NULL) {
-                if (norm_weights_override != NULL)
-                    step->norm_group = expand_template(norm_weights_override, i);
+            step->group = info->weights_override != NULL
+                              ? expand_template(info->weights_override, i)
+                              : format_string("%s/%s", block_group, info->name);
+            if (info->norm_section != NULL) {
+                if (info->norm_weights_override != NULL)
+                    step->norm_group = expand_template(info->norm_weights_override, i);
                 else if (step->group != NULL)
                     step->norm_group = format_string("%s/norm", step->group, NULL);
             }
-            free(block_group);
             if (step->name == NULL || step->group == NULL ||
-                (norm_section != NULL && step->norm_group == NULL))
+                (info->norm_section != NULL && step->norm_group == NULL))
                 status = tfenc_error(ctx, TFENC_ERR_NO_MEMORY, "out of memory");
         }
+        free(block_group);
+        free(block_index);
     }
+    free(sublayers);
     plan->n_layers += (int)repeat;
     free(default_template);
     return status;

@@ -1,1 +1,42 @@
-# tests fragment: see Makefile.am
+# The test harness: environment for every test, and the core's own suites.
+# Tests find the build tree's plugins, Debian's PyTorch for reference numbers,
+# and run Open MPI as root in CI (never needed by users).
+AM_TESTS_ENVIRONMENT = \
+	TFENC_PLUGIN_PATH='$(abs_top_builddir)/plugins/.libs'; export TFENC_PLUGIN_PATH; \
+	REFERENCE_PYTHON='$(REFERENCE_PYTHON)'; export REFERENCE_PYTHON; \
+	TFENC_VENV_PYTHON="$${TFENC_VENV:-$${XDG_CACHE_HOME:-$$HOME/.cache}/tfenc/venv}/bin/python"; export TFENC_VENV_PYTHON; \
+	MPIEXEC='$(MPIEXEC)'; export MPIEXEC; \
+	top_srcdir='$(top_srcdir)'; export top_srcdir; \
+	top_builddir='$(top_builddir)'; export top_builddir; \
+	abs_top_srcdir='$(abs_top_srcdir)'; export abs_top_srcdir; \
+	abs_top_builddir='$(abs_top_builddir)'; export abs_top_builddir; \
+	OMPI_ALLOW_RUN_AS_ROOT=1; export OMPI_ALLOW_RUN_AS_ROOT; \
+	OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1; export OMPI_ALLOW_RUN_AS_ROOT_CONFIRM; \
+	OMPI_MCA_rmaps_base_oversubscribe=1; export OMPI_MCA_rmaps_base_oversubscribe; \
+	OPENBLAS_NUM_THREADS=1; export OPENBLAS_NUM_THREADS;
+# ASan's leak checker cannot follow Open MPI's and HDF5's process-lifetime
+# allocations; leaks are checked with valgrind on an end-to-end job instead.
+if SANITIZERS
+AM_TESTS_ENVIRONMENT += ASAN_OPTIONS=detect_leaks=0; export ASAN_OPTIONS;
+endif
+
+TEST_CFLAGS = $(AM_CFLAGS) $(CUNIT_CFLAGS)
+TEST_LIBS = core/libtfenc.la $(CUNIT_LIBS) $(HDF5_LIBS) $(MPI_LIBS) $(DL_LIBS) -lm
+
+check_PROGRAMS += tests/test_core
+TESTS += tests/test_core
+tests_test_core_SOURCES = tests/test_core.c
+tests_test_core_CFLAGS = $(TEST_CFLAGS)
+tests_test_core_LDADD = $(TEST_LIBS)
+
+# Plugins that the loader must refuse: an older ABI, and no entry symbol.
+check_LTLIBRARIES += tests/plugins/old_abi.la tests/plugins/no_entry.la
+tests_plugins_old_abi_la_SOURCES = tests/plugins/old_abi.c
+tests_plugins_old_abi_la_LDFLAGS = -module -avoid-version -shared -rpath /nowhere $(SANITIZER_FLAGS)
+tests_plugins_no_entry_la_SOURCES = tests/plugins/no_entry.c
+tests_plugins_no_entry_la_LDFLAGS = -module -avoid-version -shared -rpath /nowhere $(SANITIZER_FLAGS)
+check_LTLIBRARIES += tests/plugins/arithmetic.la
+tests_plugins_arithmetic_la_SOURCES = tests/plugins/arithmetic.c
+tests_plugins_arithmetic_la_CFLAGS = $(AM_CFLAGS)
+tests_plugins_arithmetic_la_LDFLAGS = -module -avoid-version -shared -rpath /nowhere $(SANITIZER_FLAGS)
+tests_plugins_arithmetic_la_LIBADD = core/libtfenc.la

@@ -1,0 +1,102 @@
+/* Test layers with exactly predictable outputs, so composition (order,
+ * residuals, pre/post norm, weight groups) can be checked by hand:
+ *   scale:  x *= factor           (key factor, default 2)
+ *   add:    x += offset + bias[j] (key offset; optional dataset "bias" [d])
+ *   fail:   forward fails when the batch holds token id `on_token`
+ *           (to test error propagation across ranks and layers) */
+#include "tfenc/plugin.h"
+
+#include <stdint.h>
+#include <stdlib.h>
+
+typedef struct arithmetic {
+    int kind; /* 0 scale, 1 add, 2 fail */
+    double factor;
+    double offset;
+    long on_token;
+    const float *bias; /* [d_model] or NULL */
+} arithmetic;
+
+static int create_kind(tfenc_context *ctx, const tfenc_layer_init *init, void **instance, int kind)
+{
+    arithmetic *layer = calloc(1, sizeof *layer);
+    if (layer == NULL)
+        return tfenc_error(ctx, TFENC_ERR_NO_MEMORY, "out of memory");
+    layer->kind = kind;
+    int status = TFENC_OK;
+    if (kind == 0)
+        status = tfenc_param_float(init->params, "factor", 2.0, &layer->factor);
+    if (kind == 1) {
+        status = tfenc_param_float(init->params, "offset", 0.0, &layer->offset);
+        if (status == TFENC_OK && tfenc_weight_exists(init->weights, "bias")) {
+            int64_t dims[1] = {init->model.d_model};
+            status = tfenc_weight_load(init->weights, "bias", 1, dims, &layer->bias);
+        }
+    }
+    if (kind == 2)
+        status = tfenc_param_int(init->params, "on_token", -1, &layer->on_token);
+    if (status != TFENC_OK) {
+        free(layer);
+        return status;
+    }
+    *instance = layer;
+    return TFENC_OK;
+}
+
+static int create_scale(tfenc_context *ctx, const tfenc_layer_init *init, void **instance)
+{
+    return create_kind(ctx, init, instance, 0);
+}
+
+static int create_add(tfenc_context *ctx, const tfenc_layer_init *init, void **instance)
+{
+    return create_kind(ctx, init, instance, 1);
+}
+
+static int create_fail(tfenc_context *ctx, const tfenc_layer_init *init, void **instance)
+{
+    return create_kind(ctx, init, instance, 2);
+}
+
+static int forward(void *instance, tfenc_context *ctx, tfenc_batch *batch, void *workspace)
+{
+    arithmetic *layer = instance;
+    const int d = batch->d_model;
+    if (layer->kind == 2) {
+        for (int t = 0; t < batch->n_tokens; t++)
+            if (batch->token_ids[t] == layer->on_token)
+                return tfenc_error(ctx, TFENC_ERR_INPUT, "token %ld seen: failing as asked",
+                                   layer->on_token);
+        return TFENC_OK;
+    }
+    for (int r = 0; r < batch->rows; r++)
+        for (int j = 0; j < d; j++) {
+            float *value = &batch->x[(size_t)r * d + j];
+            if (layer->kind == 0)
+                *value = (float)(*value * layer->factor);
+            else
+                *value = (float)(*value + layer->offset + (layer->bias ? layer->bias[j] : 0.0f));
+        }
+    return TFENC_OK;
+}
+
+static void destroy(void *instance)
+{
+    free(instance);
+}
+
+static const tfenc_layer_descriptor layers[] = {
+    {TFENC_DESCRIPTOR_INIT, .type = "scale", .description = "x *= factor (test)",
+     .create = create_scale, .forward = forward, .destroy = destroy},
+    {TFENC_DESCRIPTOR_INIT, .type = "add", .description = "x += offset + bias (test)",
+     .create = create_add, .forward = forward, .destroy = destroy},
+    {TFENC_DESCRIPTOR_INIT, .type = "fail", .description = "fails on a chosen token (test)",
+     .create = create_fail, .forward = forward, .destroy = destroy},
+};
+
+TFENC_EXPORT const tfenc_layer_descriptor *tfenc_plugin_descriptor(unsigned index);
+
+const tfenc_layer_descriptor *tfenc_plugin_descriptor(unsigned index)
+{
+    return index < sizeof layers / sizeof *layers ? &layers[index] : NULL;
+}

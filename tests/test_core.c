@@ -1,0 +1,503 @@
+/* CUnit suites for the core: job files, params, weight stores, linear maps,
+ * the plugin registry (including the ABI refusals) and model composition. */
+#include "context.h"
+#include "jobfile.h"
+#include "model.h"
+#include "params.h"
+#include "plugin_loader.h"
+#include "weights.h"
+
+#include <CUnit/Basic.h>
+#include <hdf5.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static tfenc_context ctx;
+
+static int contains(const char *haystack, const char *needle)
+{
+    if (strstr(haystack, needle) != NULL)
+        return 1;
+    fprintf(stderr, "\n  expected \"%s\" in: %s\n", needle, haystack);
+    return 0;
+}
+
+static const char *build_dir(void)
+{
+    const char *dir = getenv("abs_top_builddir");
+    return dir != NULL ? dir : ".";
+}
+
+/* ------------------------------------------------------------ job files */
+
+static void test_jobfile_sections_in_order_with_lines(void)
+{
+    tfenc_context_init(&ctx);
+    tfenc_jobfile *job = NULL;
+    const char *text = "; comment\n[job]\ninput = a.txt\n\n[b]\ntype = x\n[a]\ntype = y\n";
+    CU_ASSERT_EQUAL_FATAL(tfenc_jobfile_parse_string(&ctx, "dir/j.ini", text, &job), TFENC_OK);
+    CU_ASSERT_EQUAL(job->n_sections, 3);
+    CU_ASSERT_STRING_EQUAL(job->sections[1].name, "b");
+    CU_ASSERT_STRING_EQUAL(job->sections[2].name, "a");
+    CU_ASSERT_EQUAL(tfenc_job_section_get(&job->sections[0], "input")->line, 3);
+    CU_ASSERT_EQUAL(job->sections[2].line, 7);
+    char *resolved = tfenc_jobfile_resolve_path(job, "a.txt");
+    CU_ASSERT_STRING_EQUAL(resolved, "dir/a.txt");
+    free(resolved);
+    resolved = tfenc_jobfile_resolve_path(job, "/abs/a.txt");
+    CU_ASSERT_STRING_EQUAL(resolved, "/abs/a.txt");
+    free(resolved);
+    tfenc_jobfile_destroy(job);
+}
+
+static void expect_parse_error(const char *text, const char *message)
+{
+    tfenc_context_init(&ctx);
+    tfenc_jobfile *job = NULL;
+    CU_ASSERT_EQUAL(tfenc_jobfile_parse_string(&ctx, "j.ini", text, &job), TFENC_ERR_CONFIG);
+    CU_ASSERT_PTR_NULL(job);
+    CU_ASSERT(contains(tfenc_context_message(&ctx), message));
+}
+
+static void test_jobfile_errors_name_line(void)
+{
+    expect_parse_error("[a]\nx = 1\nx = 2\n", "j.ini:3: [a] key 'x' is set twice (first at line 2)");
+    expect_parse_error("[a]\nx = 1\n[b]\ny = 1\n[a]\nz = 1\n", "j.ini:6: section [a] appears twice");
+    expect_parse_error("[a]\nthis is not ini\n", "j.ini:2: not INI syntax");
+    expect_parse_error("x = 1\n", "j.ini:1: key 'x' is outside any [section]");
+    char long_line[400];
+    memset(long_line, 'a', sizeof long_line);
+    memcpy(long_line, "[a]\nk = ", 8);
+    long_line[sizeof long_line - 1] = '\0';
+    expect_parse_error(long_line, "j.ini:2: line is longer than");
+}
+
+static void test_jobfile_override(void)
+{
+    tfenc_context_init(&ctx);
+    tfenc_jobfile *job = NULL;
+    CU_ASSERT_EQUAL_FATAL(
+        tfenc_jobfile_parse_string(&ctx, "j.ini", "[enc.ffn]\nact = relu\n", &job), TFENC_OK);
+    CU_ASSERT_EQUAL(tfenc_jobfile_override(&ctx, job, "enc.ffn.act = gelu"), TFENC_OK);
+    CU_ASSERT_EQUAL(tfenc_jobfile_override(&ctx, job, "job.input=x.txt"), TFENC_OK);
+    CU_ASSERT_STRING_EQUAL(tfenc_job_section_get(tfenc_jobfile_find(job, "enc.ffn"), "act")->value,
+                           "gelu");
+    CU_ASSERT_STRING_EQUAL(tfenc_job_section_get(tfenc_jobfile_find(job, "job"), "input")->value,
+                           "x.txt");
+    CU_ASSERT_EQUAL(tfenc_jobfile_override(&ctx, job, "nodot=1"), TFENC_ERR_CONFIG);
+    CU_ASSERT(contains(tfenc_context_message(&ctx), "expected section.key=value"));
+    tfenc_jobfile_destroy(job);
+}
+
+/* --------------------------------------------------------------- params */
+
+static void test_params_typed_getters(void)
+{
+    static const char *const modes[] = {"cls", "mean", NULL};
+    tfenc_context_init(&ctx);
+    tfenc_jobfile *job = NULL;
+    const char *text = "[l]\nn = 12\nf = 1e-12\nb = Yes\nm = mean\ns = hello\n";
+    CU_ASSERT_EQUAL_FATAL(tfenc_jobfile_parse_string(&ctx, "j.ini", text, &job), TFENC_OK);
+    tfenc_params params;
+    tfenc_params_bind(&params, &ctx, job, tfenc_jobfile_find(job, "l"));
+    long n;
+    double f;
+    int b, m;
+    const char *s;
+    CU_ASSERT_EQUAL(tfenc_param_int(&params, "n", 0, &n), TFENC_OK);
+    CU_ASSERT_EQUAL(n, 12);
+    CU_ASSERT_EQUAL(tfenc_param_float(&params, "f", 0, &f), TFENC_OK);
+    CU_ASSERT_DOUBLE_EQUAL(f, 1e-12, 1e-24);
+    CU_ASSERT_EQUAL(tfenc_param_bool(&params, "b", 0, &b), TFENC_OK);
+    CU_ASSERT_EQUAL(b, 1);
+    CU_ASSERT_EQUAL(tfenc_param_choice(&params, "m", modes, 0, &m), TFENC_OK);
+    CU_ASSERT_EQUAL(m, 1);
+    CU_ASSERT_EQUAL(tfenc_param_int(&params, "absent", 7, &n), TFENC_OK);
+    CU_ASSERT_EQUAL(n, 7);
+    /* s was never read: the host must reject it after create(). */
+    CU_ASSERT_EQUAL(tfenc_params_check_all_used(&params, "layer type t"), TFENC_ERR_CONFIG);
+    CU_ASSERT(contains(tfenc_context_message(&ctx), "j.ini:6: [l] unknown key 's' (layer type t)"));
+    tfenc_context_init(&ctx);
+    CU_ASSERT_EQUAL(tfenc_param_string(&params, "s", NULL, &s), TFENC_OK);
+    CU_ASSERT_STRING_EQUAL(s, "hello");
+    CU_ASSERT_EQUAL(tfenc_params_check_all_used(&params, "x"), TFENC_OK);
+    tfenc_jobfile_destroy(job);
+}
+
+static void test_params_bad_values(void)
+{
+    static const char *const modes[] = {"cls", "mean", NULL};
+    tfenc_jobfile *job = NULL;
+    tfenc_context_init(&ctx);
+    const char *text = "[l]\nn = 12x\nf = nan\nb = maybe\nm = sum\n";
+    CU_ASSERT_EQUAL_FATAL(tfenc_jobfile_parse_string(&ctx, "j.ini", text, &job), TFENC_OK);
+    tfenc_params params;
+    tfenc_params_bind(&params, &ctx, job, tfenc_jobfile_find(job, "l"));
+    long n;
+    double f;
+    int b, m;
+    CU_ASSERT_EQUAL(tfenc_param_int(&params, "n", 0, &n), TFENC_ERR_CONFIG);
+    CU_ASSERT(contains(tfenc_context_message(&ctx), "j.ini:2: [l] n = '12x': expected an integer"));
+    tfenc_context_init(&ctx);
+    CU_ASSERT_EQUAL(tfenc_param_float(&params, "f", 0, &f), TFENC_ERR_CONFIG);
+    CU_ASSERT(contains(tfenc_context_message(&ctx), "expected a finite number"));
+    tfenc_context_init(&ctx);
+    CU_ASSERT_EQUAL(tfenc_param_bool(&params, "b", 0, &b), TFENC_ERR_CONFIG);
+    tfenc_context_init(&ctx);
+    CU_ASSERT_EQUAL(tfenc_param_choice(&params, "m", modes, 0, &m), TFENC_ERR_CONFIG);
+    CU_ASSERT(contains(tfenc_context_message(&ctx), "expected one of cls, mean"));
+    tfenc_jobfile_destroy(job);
+}
+
+/* -------------------------------------------------------------- weights */
+
+static void test_weights_memory_shapes_and_nan(void)
+{
+    tfenc_context_init(&ctx);
+    tfenc_weight_store *store = NULL;
+    CU_ASSERT_EQUAL_FATAL(tfenc_weight_store_create_memory(&ctx, &store), TFENC_OK);
+    const float values[6] = {1, 2, 3, 4, 5, 6};
+    const float bad[2] = {1, NAN};
+    int64_t shape[2] = {2, 3}, bad_shape[1] = {2};
+    CU_ASSERT_EQUAL(tfenc_weight_store_add(&ctx, store, "/g/w", 2, shape, values), TFENC_OK);
+    CU_ASSERT_EQUAL(tfenc_weight_store_add(&ctx, store, "/g/bad", 1, bad_shape, bad), TFENC_OK);
+    tfenc_weights *group = NULL;
+    CU_ASSERT_EQUAL_FATAL(tfenc_weight_store_group(&ctx, store, "g/", &group), TFENC_OK);
+    CU_ASSERT(tfenc_weight_exists(group, "w"));
+    CU_ASSERT(!tfenc_weight_exists(group, "nothing"));
+    int64_t dims[2] = {-1, 3};
+    const float *data = NULL;
+    CU_ASSERT_EQUAL(tfenc_weight_load(group, "w", 2, dims, &data), TFENC_OK);
+    CU_ASSERT_EQUAL(dims[0], 2);
+    CU_ASSERT_EQUAL(data[5], 6.0f);
+    CU_ASSERT_EQUAL((uintptr_t)data % 64, 0);
+    int64_t wrong[2] = {3, 3};
+    CU_ASSERT_EQUAL(tfenc_weight_load(group, "w", 2, wrong, &data), TFENC_ERR_WEIGHTS);
+    CU_ASSERT(contains(tfenc_context_message(&ctx),
+                       "dataset /g/w: expected shape [3, 3], found [2, 3]"));
+    tfenc_context_init(&ctx);
+    int64_t any[1] = {-1};
+    CU_ASSERT_EQUAL(tfenc_weight_load(group, "bad", 1, any, &data), TFENC_ERR_WEIGHTS);
+    CU_ASSERT(contains(tfenc_context_message(&ctx), "dataset /g/bad holds a non-finite value"));
+    tfenc_context_init(&ctx);
+    CU_ASSERT_EQUAL(tfenc_weight_load(group, "missing", 1, any, &data), TFENC_ERR_WEIGHTS);
+    CU_ASSERT(contains(tfenc_context_message(&ctx), "dataset /g/missing not found"));
+    tfenc_weight_store_close(store);
+}
+
+/* Writes `values` as a 16-bit IEEE half dataset, the layout docs/weights.md gives. */
+static void write_half_dataset(hid_t file, const char *name, const float *values, hsize_t count)
+{
+    hid_t half = H5Tcopy(H5T_IEEE_F32LE);
+    H5Tset_fields(half, 15, 10, 5, 0, 10);
+    H5Tset_size(half, 2);
+    H5Tset_ebias(half, 15);
+    hid_t space = H5Screate_simple(1, &count, NULL);
+    hid_t dataset = H5Dcreate2(file, name, half, space, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+    H5Dwrite(dataset, H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT, values);
+    H5Dclose(dataset);
+    H5Sclose(space);
+    H5Tclose(half);
+}
+
+static void test_weights_hdf5_file(void)
+{
+    char path[] = "/tmp/tfenc-test-weights-XXXXXX";
+    int fd = mkstemp(path);
+    CU_ASSERT_FATAL(fd >= 0);
+    close(fd);
+    hid_t file = H5Fcreate(path, H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
+    hid_t group = H5Gcreate2(file, "/layer", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+    H5Gclose(group);
+    const float halves[3] = {0.5f, -1.25f, 65504.0f}; /* exactly representable in float16 */
+    write_half_dataset(file, "/layer/scale", halves, 3);
+    H5Fclose(file);
+
+    tfenc_context_init(&ctx);
+    tfenc_weight_store *store = NULL;
+    CU_ASSERT_EQUAL_FATAL(tfenc_weight_store_open(&ctx, path, &store), TFENC_OK);
+    tfenc_weights *weights = NULL;
+    CU_ASSERT_EQUAL_FATAL(tfenc_weight_store_group(&ctx, store, "/layer", &weights), TFENC_OK);
+    int64_t dims[1] = {3};
+    const float *data = NULL;
+    CU_ASSERT_EQUAL(tfenc_weight_load(weights, "scale", 1, dims, &data), TFENC_OK);
+    CU_ASSERT_EQUAL(data[0], 0.5f);
+    CU_ASSERT_EQUAL(data[1], -1.25f);
+    CU_ASSERT_EQUAL(data[2], 65504.0f);
+    CU_ASSERT_EQUAL(tfenc_weight_load(weights, "none/deeper", 1, dims, &data), TFENC_ERR_WEIGHTS);
+    CU_ASSERT(contains(tfenc_context_message(&ctx), "dataset /layer/none/deeper not found"));
+    tfenc_weight_store_close(store);
+
+    /* Not HDF5 at all, and missing. */
+    FILE *junk = fopen(path, "wb");
+    fputs("not hdf5", junk);
+    fclose(junk);
+    tfenc_context_init(&ctx);
+    CU_ASSERT_EQUAL(tfenc_weight_store_open(&ctx, path, &store), TFENC_ERR_WEIGHTS);
+    CU_ASSERT(contains(tfenc_context_message(&ctx), "not an HDF5 file"));
+    unlink(path);
+    tfenc_context_init(&ctx);
+    CU_ASSERT_EQUAL(tfenc_weight_store_open(&ctx, path, &store), TFENC_ERR_IO);
+}
+
+static void test_linear_matches_naive_and_stacks_parts(void)
+{
+    enum { ROWS = 5, IN = 7, OUT_A = 3, OUT_B = 4 };
+    float a[OUT_A * IN], b[OUT_B * IN], bias_a[OUT_A], bias_b[OUT_B], x[ROWS * IN];
+    srand(7);
+    for (int i = 0; i < OUT_A * IN; i++)
+        a[i] = (float)rand() / RAND_MAX - 0.5f;
+    for (int i = 0; i < OUT_B * IN; i++)
+        b[i] = (float)rand() / RAND_MAX - 0.5f;
+    for (int i = 0; i < OUT_A; i++)
+        bias_a[i] = (float)i;
+    for (int i = 0; i < OUT_B; i++)
+        bias_b[i] = -(float)i;
+    for (int i = 0; i < ROWS * IN; i++)
+        x[i] = (float)rand() / RAND_MAX - 0.5f;
+    tfenc_context_init(&ctx);
+    tfenc_weight_store *store = NULL;
+    tfenc_weight_store_create_memory(&ctx, &store);
+    int64_t da[2] = {OUT_A, IN}, db[2] = {OUT_B, IN}, dba[1] = {OUT_A}, dbb[1] = {OUT_B};
+    tfenc_weight_store_add(&ctx, store, "/l/a", 2, da, a);
+    tfenc_weight_store_add(&ctx, store, "/l/b", 2, db, b);
+    tfenc_weight_store_add(&ctx, store, "/l/a_bias", 1, dba, bias_a);
+    tfenc_weight_store_add(&ctx, store, "/l/b_bias", 1, dbb, bias_b);
+    tfenc_weights *weights = NULL;
+    tfenc_weight_store_group(&ctx, store, "/l", &weights);
+    const char *const names[] = {"a", "b"}, *const biases[] = {"a_bias", "b_bias"};
+    tfenc_linear *linear = NULL;
+    int out = 0;
+    CU_ASSERT_EQUAL_FATAL(tfenc_linear_load(weights, 2, names, biases, IN, &out, &linear), TFENC_OK);
+    CU_ASSERT_EQUAL(out, OUT_A + OUT_B);
+    float y[ROWS * (OUT_A + OUT_B)];
+    CU_ASSERT_EQUAL(tfenc_linear_forward(&ctx, linear, x, ROWS, y), TFENC_OK);
+    double worst = 0;
+    for (int r = 0; r < ROWS; r++)
+        for (int o = 0; o < OUT_A + OUT_B; o++) {
+            const float *w = o < OUT_A ? &a[o * IN] : &b[(o - OUT_A) * IN];
+            double expected = o < OUT_A ? bias_a[o] : bias_b[o - OUT_A];
+            for (int k = 0; k < IN; k++)
+                expected += (double)x[r * IN + k] * w[k];
+            worst = fmax(worst, fabs(expected - y[r * (OUT_A + OUT_B) + o]));
+        }
+    /* 7 products of magnitude < 0.25 in float32: error far below 1e-6. */
+    CU_ASSERT(worst < 1e-6);
+    int64_t wrong_in = 6;
+    CU_ASSERT_EQUAL(tfenc_linear_load(weights, 1, names, NULL, (int)wrong_in, &out, &linear),
+                    TFENC_ERR_WEIGHTS);
+    CU_ASSERT(contains(tfenc_context_message(&ctx), "dataset /l/a: expected shape [?, 6], found [3, 7]"));
+    tfenc_weight_store_close(store);
+}
+
+/* -------------------------------------------------------------- plugins */
+
+static void test_loader_refuses_old_abi_and_foreign_objects(void)
+{
+    char path[1024];
+    tfenc_context_init(&ctx);
+    tfenc_plugin_registry *registry = NULL;
+    CU_ASSERT_EQUAL_FATAL(tfenc_plugin_registry_create(&ctx, NULL, &registry), TFENC_OK);
+
+    snprintf(path, sizeof path, "%s/tests/plugins/.libs/old_abi.so", build_dir());
+    CU_ASSERT_EQUAL(tfenc_plugin_registry_load_file(&ctx, registry, path), TFENC_ERR_PLUGIN);
+    CU_ASSERT(contains(tfenc_context_message(&ctx), "old_abi.so: built for plugin ABI 0.9, this tfenc provides ABI 1.0"));
+    CU_ASSERT_PTR_NULL(tfenc_plugin_registry_find(registry, "old_layer"));
+
+    tfenc_context_init(&ctx);
+    snprintf(path, sizeof path, "%s/tests/plugins/.libs/no_entry.so", build_dir());
+    CU_ASSERT_EQUAL(tfenc_plugin_registry_load_file(&ctx, registry, path), TFENC_ERR_PLUGIN);
+    CU_ASSERT(contains(tfenc_context_message(&ctx), "no_entry.so: not a tfenc plugin: it does not export tfenc_plugin_descriptor()"));
+
+    tfenc_context_init(&ctx);
+    CU_ASSERT_EQUAL(tfenc_plugin_registry_load_file(&ctx, registry, "/nonexistent/x.so"), TFENC_ERR_PLUGIN);
+    CU_ASSERT(contains(tfenc_context_message(&ctx), "plugin /nonexistent/x.so: no such file"));
+
+    /* A file that is not a shared object at all: dlerror() is reported. */
+    tfenc_context_init(&ctx);
+    snprintf(path, sizeof path, "%s/tests/plugins/arithmetic.la", build_dir());
+    CU_ASSERT_EQUAL(tfenc_plugin_registry_load_file(&ctx, registry, path), TFENC_ERR_PLUGIN);
+    CU_ASSERT(contains(tfenc_context_message(&ctx), "arithmetic.la: cannot load:"));
+
+    /* A job asking for the refused type learns why it is missing. */
+    tfenc_context_init(&ctx);
+    tfenc_plugin_registry_missing(&ctx, registry, "old_layer", "j.ini:3: [x]");
+    CU_ASSERT(contains(tfenc_context_message(&ctx), "no plugin provides layer type 'old_layer'"));
+    CU_ASSERT(contains(tfenc_context_message(&ctx), "refused"));
+    CU_ASSERT(contains(tfenc_context_message(&ctx), "ABI 0.9"));
+    tfenc_plugin_registry_destroy(registry);
+}
+
+static void test_loader_scans_search_path(void)
+{
+    char directory[1024];
+    snprintf(directory, sizeof directory, "%s/tests/plugins/.libs", build_dir());
+    tfenc_context_init(&ctx);
+    tfenc_plugin_registry *registry = NULL;
+    CU_ASSERT_EQUAL_FATAL(tfenc_plugin_registry_create(&ctx, directory, &registry), TFENC_OK);
+    CU_ASSERT_STRING_EQUAL(tfenc_plugin_registry_directory(registry, 0), directory);
+    CU_ASSERT_EQUAL(tfenc_plugin_registry_scan(&ctx, registry), TFENC_OK);
+    CU_ASSERT_PTR_NOT_NULL(tfenc_plugin_registry_find(registry, "scale"));
+    CU_ASSERT_PTR_NOT_NULL(tfenc_plugin_registry_find(registry, "add"));
+    CU_ASSERT_PTR_NULL(tfenc_plugin_registry_find(registry, "old_layer"));
+    /* old_abi.so and no_entry.so were refused and recorded, not fatal. */
+    CU_ASSERT(tfenc_plugin_registry_n_failures(registry) >= 2);
+    tfenc_plugin_registry_destroy(registry);
+}
+
+/* ---------------------------------------------------------------- model */
+
+typedef struct composed {
+    tfenc_jobfile *job;
+    tfenc_model_config config;
+    tfenc_model_plan plan;
+    tfenc_plugin_registry *registry;
+    tfenc_weight_store *store;
+    tfenc_model *model;
+} composed;
+
+static int compose(composed *c, const char *text)
+{
+    char directory[1024];
+    snprintf(directory, sizeof directory, "%s/tests/plugins/.libs", build_dir());
+    memset(c, 0, sizeof *c);
+    tfenc_context_init(&ctx);
+    int status = tfenc_jobfile_parse_string(&ctx, "m.ini", text, &c->job);
+    if (status == TFENC_OK)
+        status = tfenc_model_config_read(&ctx, c->job, &c->config);
+    if (status == TFENC_OK)
+        status = tfenc_model_plan_read(&ctx, c->job, &c->plan);
+    if (status == TFENC_OK)
+        status = tfenc_plugin_registry_create(&ctx, directory, &c->registry);
+    if (status == TFENC_OK)
+        status = tfenc_plugin_registry_scan(&ctx, c->registry);
+    if (status == TFENC_OK)
+        status = tfenc_weight_store_create_memory(&ctx, &c->store);
+    if (status == TFENC_OK) {
+        float bias[2] = {100, 200};
+        int64_t dims[1] = {2};
+        tfenc_weight_store_add(&ctx, c->store, "/blk/1/inc/bias", 1, dims, bias);
+        tfenc_model_options options = {
+            .job = c->job, .config = &c->config, .plan = &c->plan, .registry = c->registry,
+            .weights = c->store, .limits = {.max_tokens = 8, .max_seq_len = 8, .max_seqs = 8},
+            .first_step = 0, .end_step = c->plan.n_steps};
+        status = tfenc_model_create(&ctx, &options, &c->model);
+    }
+    return status;
+}
+
+static void release(composed *c)
+{
+    tfenc_model_destroy(c->model);
+    tfenc_weight_store_close(c->store);
+    tfenc_plugin_registry_destroy(c->registry);
+    tfenc_model_plan_free(&c->plan);
+    tfenc_model_config_free(&c->config);
+    tfenc_jobfile_destroy(c->job);
+}
+
+static void run_one_token(composed *c, float value, float *out)
+{
+    int32_t starts[2] = {0, 1}, zero[1] = {0};
+    float x[2] = {value, value};
+    tfenc_batch batch = {.n_seq = 1, .n_tokens = 1, .seq_start = starts, .token_ids = zero,
+                         .token_types = zero, .positions = zero, .x = x, .rows = 1, .d_model = 2};
+    CU_ASSERT_EQUAL(tfenc_model_forward(&ctx, c->model, &batch), TFENC_OK);
+    out[0] = x[0];
+    out[1] = x[1];
+}
+
+static void test_model_post_and_pre_norm(void)
+{
+    const char *post =
+        "[model]\nweights = w.h5\nd_model = 2\n"
+        "[first]\ntype = add\noffset = 1\n"
+        "[blk]\nrepeat = 2\n"
+        "[blk.f]\ntype = scale\nfactor = 3\n"
+        "[blk.f.norm]\ntype = scale\nfactor = 0.5\n"
+        "[blk.inc]\ntype = add\nresidual = false\n";
+    composed c;
+    CU_ASSERT_EQUAL_FATAL(compose(&c, post), TFENC_OK);
+    CU_ASSERT_EQUAL(c.plan.n_steps, 5);
+    CU_ASSERT_STRING_EQUAL(c.plan.steps[3].name, "blk.1.f");
+    CU_ASSERT_STRING_EQUAL(c.plan.steps[3].group, "/blk/1/f");
+    CU_ASSERT_STRING_EQUAL(c.plan.steps[3].norm_group, "/blk/1/f/norm");
+    float y[2];
+    run_one_token(&c, 1.0f, y);
+    /* x=2; post-norm: 0.5*(x + 3x) = 2x -> 4; inc (no bias at repeat 0) -> 4;
+     * repeat 1: 8; inc adds bias [100, 200] from /blk/1/inc -> [108, 208]. */
+    CU_ASSERT_DOUBLE_EQUAL(y[0], 108.0, 1e-5);
+    CU_ASSERT_DOUBLE_EQUAL(y[1], 208.0, 1e-5);
+    release(&c);
+
+    const char *pre =
+        "[model]\nweights = w.h5\nd_model = 2\n"
+        "[blk]\nrepeat = 1\nnorm_position = pre\n"
+        "[blk.f]\ntype = scale\nfactor = 3\n"
+        "[blk.f.norm]\ntype = scale\nfactor = 0.5\n";
+    CU_ASSERT_EQUAL_FATAL(compose(&c, pre), TFENC_OK);
+    run_one_token(&c, 2.0f, y);
+    /* pre-norm: x + 3 * (0.5 x) = 2.5 x = 5 */
+    CU_ASSERT_DOUBLE_EQUAL(y[0], 5.0, 1e-5);
+    release(&c);
+}
+
+static void expect_compose_error(const char *text, const char *message)
+{
+    composed c;
+    CU_ASSERT_NOT_EQUAL(compose(&c, text), TFENC_OK);
+    CU_ASSERT(contains(tfenc_context_message(&ctx), message));
+    release(&c);
+}
+
+static void test_model_composition_errors(void)
+{
+    const char *head = "[model]\nweights = w.h5\nd_model = 2\n";
+    char text[1024];
+    snprintf(text, sizeof text, "%s[l]\ntype = scale\nfactr = 2\n", head);
+    expect_compose_error(text, "m.ini:6: [l] unknown key 'factr' (not a parameter of layer type scale)");
+    snprintf(text, sizeof text, "%s[l]\ntype = nosuch\n", head);
+    expect_compose_error(text, "m.ini:4: [l]: no plugin provides layer type 'nosuch'");
+    snprintf(text, sizeof text, "%s[l]\nfactor = 2\n", head);
+    expect_compose_error(text, "m.ini:4: section [l] has no 'type' key");
+    snprintf(text, sizeof text, "%s[b.x]\ntype = scale\n", head);
+    expect_compose_error(text, "no block (a section with 'repeat') precedes it");
+    snprintf(text, sizeof text, "%s[b]\nrepeat = 0\n[b.x]\ntype = scale\n", head);
+    expect_compose_error(text, "[b] repeat must be in 1..100000");
+    snprintf(text, sizeof text, "%s[b]\nrepeat = 2\nnorm = pre\n[b.x]\ntype = scale\n", head);
+    expect_compose_error(text, "m.ini:6: [b] unknown key 'norm'");
+    expect_compose_error("[model]\nd_model = 2\n[l]\ntype = scale\n", "[model] requires key 'weights'");
+    expect_compose_error("[model]\nweights = w\nd_model = 2\nwat = 1\n[l]\ntype = scale\n",
+                         "m.ini:4: [model] unknown key 'wat'");
+}
+
+int main(void)
+{
+    if (CU_initialize_registry() != CUE_SUCCESS)
+        return 1;
+    CU_pSuite jobs = CU_add_suite("jobfile", NULL, NULL);
+    CU_add_test(jobs, "sections in order with lines", test_jobfile_sections_in_order_with_lines);
+    CU_add_test(jobs, "errors name the line", test_jobfile_errors_name_line);
+    CU_add_test(jobs, "--set overrides", test_jobfile_override);
+    CU_pSuite params = CU_add_suite("params", NULL, NULL);
+    CU_add_test(params, "typed getters and unused keys", test_params_typed_getters);
+    CU_add_test(params, "bad values", test_params_bad_values);
+    CU_pSuite weights = CU_add_suite("weights", NULL, NULL);
+    CU_add_test(weights, "memory store shapes and NaN", test_weights_memory_shapes_and_nan);
+    CU_add_test(weights, "HDF5 file and float16", test_weights_hdf5_file);
+    CU_add_test(weights, "linear maps", test_linear_matches_naive_and_stacks_parts);
+    CU_pSuite plugins = CU_add_suite("plugin loader", NULL, NULL);
+    CU_add_test(plugins, "refuses old ABI and foreign objects", test_loader_refuses_old_abi_and_foreign_objects);
+    CU_add_test(plugins, "scans the search path", test_loader_scans_search_path);
+    CU_pSuite model = CU_add_suite("model", NULL, NULL);
+    CU_add_test(model, "post and pre norm blocks", test_model_post_and_pre_norm);
+    CU_add_test(model, "composition errors", test_model_composition_errors);
+    CU_basic_set_mode(CU_BRM_VERBOSE);
+    CU_basic_run_tests();
+    int failed = CU_get_number_of_failures() != 0 || CU_get_number_of_tests_failed() != 0;
+    CU_cleanup_registry();
+    return failed;
+}
