@@ -1,1 +1,8 @@
 # tests fragment: see Makefile.am
+
+# per-token and pooling layers against naive double-precision references.
+check_PROGRAMS += tests/test_layers
+TESTS += tests/test_layers
+tests_test_layers_SOURCES = tests/test_layers.c
+tests_test_layers_CPPFLAGS = $(AM_CPPFLAGS) $(CUNIT_CFLAGS)
+tests_test_layers_LDADD = core/libtfenc.la $(CUNIT_LIBS) $(DL_LIBS) -lm

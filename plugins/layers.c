@@ -1,0 +1,21 @@
+/* Entry point of the layers plugin: enumerates the per-token and pooling
+ * layer types (embedding, sinusoidal, ffn, layernorm, rmsnorm, pooling). */
+#include "layers.h"
+
+static const tfenc_layer_descriptor *const layer_types[] = {
+    &tfenc_layers_embedding,
+    &tfenc_layers_sinusoidal,
+    &tfenc_layers_ffn,
+    &tfenc_layers_layernorm,
+    &tfenc_layers_rmsnorm,
+    &tfenc_layers_pooling,
+};
+
+TFENC_EXPORT const tfenc_layer_descriptor *tfenc_plugin_descriptor(unsigned index);
+
+TFENC_EXPORT const tfenc_layer_descriptor *tfenc_plugin_descriptor(unsigned index)
+{
+    if (index >= sizeof layer_types / sizeof layer_types[0])
+        return NULL;
+    return layer_types[index];
+}

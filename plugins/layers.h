@@ -1,0 +1,47 @@
+/* Shared pieces of the layers plugin (plugins/layers.la): the descriptor of
+ * each layer type it enumerates, and the small helpers they all use. The
+ * descriptors have external linkage only so that plugins/layers.c can list
+ * them; the module exports nothing but tfenc_plugin_descriptor. */
+#ifndef TFENC_PLUGINS_LAYERS_H
+#define TFENC_PLUGINS_LAYERS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "tfenc/plugin.h"
+
+extern const tfenc_layer_descriptor tfenc_layers_embedding;  /* plugins/embedding.c */
+extern const tfenc_layer_descriptor tfenc_layers_sinusoidal; /* plugins/positional.c */
+extern const tfenc_layer_descriptor tfenc_layers_ffn;        /* plugins/ffn.c */
+extern const tfenc_layer_descriptor tfenc_layers_layernorm;  /* plugins/norm.c */
+extern const tfenc_layer_descriptor tfenc_layers_rmsnorm;    /* plugins/norm.c */
+extern const tfenc_layer_descriptor tfenc_layers_pooling;    /* plugins/pooling.c */
+
+/* Workspace pieces start on 64-byte boundaries, like the workspace itself,
+ * so that every piece is as well aligned as the GEMM backend expects. */
+static inline size_t layers_align(size_t bytes)
+{
+    return (bytes + 63) / 64 * 64;
+}
+
+/* A batch built for another model width would be read out of bounds: refuse
+ * it with both widths rather than trust the host. */
+static inline int layers_check_width(tfenc_context *ctx, const char *type,
+                                     const tfenc_batch *batch, int d_model)
+{
+    if (batch->d_model != d_model)
+        return tfenc_error(ctx, TFENC_ERR_INTERNAL,
+                           "%s: batch has d_model %d but the layer was created for %d", type,
+                           batch->d_model, d_model);
+    return TFENC_OK;
+}
+
+/* Position of row t (of sequence s, which starts at row `start`) inside its
+ * sequence: the batch's positions when it has them, else counted from the
+ * sequence start, which is what the tokenizer would have written. */
+static inline int32_t layers_position(const tfenc_batch *batch, int t, int32_t start)
+{
+    return batch->positions != NULL ? batch->positions[t] : t - start;
+}
+
+#endif

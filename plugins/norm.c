@@ -1,0 +1,164 @@
+/* Layer types `layernorm` and `rmsnorm`: per-token normalisation over the
+ * d_model features, in place.
+ *
+ * layernorm (torch.nn.LayerNorm): y = (x - mean) / sqrt(var + eps) * weight + bias,
+ *   with the biased variance (divided by d), as PyTorch.
+ *   Job keys: eps  float, 1e-5 (BERT uses 1e-12)
+ *             bias bool, true
+ *   Weights:  weight [d], bias [d] (bias absent when bias = false)
+ *
+ * rmsnorm (LLaMA, T5): y = x / sqrt(mean(x^2) + eps) * weight
+ *   Job keys: eps  float, 1e-6
+ *   Weights:  weight [d]
+ *
+ * The statistics are accumulated in double: the two passes over a row are
+ * cheap next to the GEMMs, and they keep rows with a large mean exact. */
+#include <math.h>
+#include <stdlib.h>
+
+#include "layers.h"
+
+typedef struct norm {
+    int d_model;
+    double eps;
+    const float *weight; /* (d_model) */
+    const float *bias;   /* (d_model), NULL for rmsnorm or bias = false */
+} norm;
+
+/* Reads eps (and for layernorm the bias key) and the weights. */
+static int norm_create(tfenc_context *ctx, const tfenc_layer_init *init, void **instance,
+                       const char *type, double default_eps, int has_bias_key)
+{
+    double eps;
+    int bias = 0;
+    int status;
+    if ((status = tfenc_param_float(init->params, "eps", default_eps, &eps)))
+        return status;
+    if (has_bias_key && (status = tfenc_param_bool(init->params, "bias", 1, &bias)))
+        return status;
+    if (!(eps >= 0.0) || !isfinite(eps))
+        return tfenc_error(ctx, TFENC_ERR_CONFIG, "%s: eps must be a finite number >= 0, found %g",
+                           type, eps);
+
+    norm *layer = calloc(1, sizeof *layer);
+    if (layer == NULL)
+        return tfenc_error(ctx, TFENC_ERR_NO_MEMORY, "%s: out of memory", type);
+    layer->d_model = init->model.d_model;
+    layer->eps = eps;
+    int64_t dims[1] = {layer->d_model};
+    if ((status = tfenc_weight_load(init->weights, "weight", 1, dims, &layer->weight)))
+        goto fail;
+    if (bias) {
+        dims[0] = layer->d_model;
+        if ((status = tfenc_weight_load(init->weights, "bias", 1, dims, &layer->bias)))
+            goto fail;
+    }
+    *instance = layer;
+    return TFENC_OK;
+fail:
+    free(layer);
+    return status;
+}
+
+static int layernorm_create(tfenc_context *ctx, const tfenc_layer_init *init, void **instance)
+{
+    return norm_create(ctx, init, instance, "layernorm", 1e-5, 1);
+}
+
+static int rmsnorm_create(tfenc_context *ctx, const tfenc_layer_init *init, void **instance)
+{
+    return norm_create(ctx, init, instance, "rmsnorm", 1e-6, 0);
+}
+
+/* One row of layer normalisation: out = (x - mean) * rstd * weight (+ bias). */
+static void layernorm_row(float *restrict x, const float *restrict weight,
+                          const float *restrict bias, int d, double eps)
+{
+    double sum = 0.0;
+    for (int j = 0; j < d; j++)
+        sum += x[j];
+    const double mean = sum / d;
+    /* second pass on the centred values: no cancellation as in E[x^2] - mean^2 */
+    double squares = 0.0;
+    for (int j = 0; j < d; j++) {
+        const double centred = x[j] - mean;
+        squares += centred * centred;
+    }
+    const float rstd = (float)(1.0 / sqrt(squares / d + eps));
+    const float mean_f = (float)mean;
+    if (bias != NULL) {
+        for (int j = 0; j < d; j++)
+            x[j] = (x[j] - mean_f) * rstd * weight[j] + bias[j];
+    } else {
+        for (int j = 0; j < d; j++)
+            x[j] = (x[j] - mean_f) * rstd * weight[j];
+    }
+}
+
+/* One row of RMS normalisation: out = x * rms^-1 * weight. */
+static void rmsnorm_row(float *restrict x, const float *restrict weight, int d, double eps)
+{
+    double squares = 0.0;
+    for (int j = 0; j < d; j++)
+        squares += (double)x[j] * x[j];
+    const float rstd = (float)(1.0 / sqrt(squares / d + eps));
+    for (int j = 0; j < d; j++)
+        x[j] = x[j] * rstd * weight[j];
+}
+
+static int layernorm_forward(void *instance, tfenc_context *ctx, tfenc_batch *batch,
+                             void *workspace)
+{
+    const norm *layer = instance;
+    const int d = layer->d_model;
+    int status = layers_check_width(ctx, "layernorm", batch, d);
+    if (status)
+        return status;
+    for (int r = 0; r < batch->rows; r++)
+        layernorm_row(batch->x + (size_t)r * d, layer->weight, layer->bias, d, layer->eps);
+    return TFENC_OK;
+}
+
+static int rmsnorm_forward(void *instance, tfenc_context *ctx, tfenc_batch *batch,
+                           void *workspace)
+{
+    const norm *layer = instance;
+    const int d = layer->d_model;
+    int status = layers_check_width(ctx, "rmsnorm", batch, d);
+    if (status)
+        return status;
+    for (int r = 0; r < batch->rows; r++)
+        rmsnorm_row(batch->x + (size_t)r * d, layer->weight, d, layer->eps);
+    return TFENC_OK;
+}
+
+static void norm_destroy(void *instance)
+{
+    free(instance); /* the weights belong to the host */
+}
+
+static double norm_flops(const void *instance, double mean_seq_len)
+{
+    const norm *layer = instance;
+    return 8.0 * layer->d_model; /* two reduction passes and a scale-shift */
+}
+
+const tfenc_layer_descriptor tfenc_layers_layernorm = {
+    TFENC_DESCRIPTOR_INIT,
+    .type = "layernorm",
+    .description = "layer normalisation over d_model (torch.nn.LayerNorm), optional bias",
+    .create = layernorm_create,
+    .forward = layernorm_forward,
+    .destroy = norm_destroy,
+    .flops_per_token = norm_flops,
+};
+
+const tfenc_layer_descriptor tfenc_layers_rmsnorm = {
+    TFENC_DESCRIPTOR_INIT,
+    .type = "rmsnorm",
+    .description = "root-mean-square normalisation over d_model (LLaMA, T5)",
+    .create = rmsnorm_create,
+    .forward = rmsnorm_forward,
+    .destroy = norm_destroy,
+    .flops_per_token = norm_flops,
+};

@@ -1,0 +1,828 @@
+/* Tests of the layers plugin (embedding, sinusoidal, ffn, layernorm, rmsnorm,
+ * pooling): each layer, loaded from layers.so as the host loads it, against a
+ * naive double-precision reference written from the formulas, on packed
+ * batches that mix sequence lengths (1 included).
+ *
+ * Tolerance: a check passes when max |tfenc - reference| <= 1e-5 * max(1,
+ * max |reference|). The plugin computes in float32 (unit roundoff 6e-8); the
+ * longest reduction here has 16 terms of magnitude <= ~2, so the rounding
+ * error is bounded by about 16 * 6e-8 * 2 = 2e-6 before the few-ulp error of
+ * erff/tanhf/expf, leaving a margin of 5x. A wrong formula, index, offset or
+ * eps is off by 1e-3 or more in these cases. */
+#include <CUnit/Basic.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "aligned.h"
+#include "context.h"
+#include "jobfile.h"
+#include "params.h"
+#include "plugin_loader.h"
+#include "weights.h"
+
+#define TOLERANCE 1e-5
+
+static tfenc_plugin_registry *registry;
+
+/* ------------------------------------------------------------ fixtures */
+
+/* Deterministic uniform numbers in [low, high): tests must not depend on luck. */
+static unsigned long long random_state = 88172645463325252ULL;
+
+static double uniform(double low, double high)
+{
+    random_state ^= random_state << 13;
+    random_state ^= random_state >> 7;
+    random_state ^= random_state << 17;
+    return low + (high - low) * (double)(random_state >> 11) / 9007199254740992.0;
+}
+
+static void fill(float *data, size_t n, double low, double high)
+{
+    for (size_t i = 0; i < n; i++)
+        data[i] = (float)uniform(low, high);
+}
+
+/* A packed batch of sequences with the given lengths. */
+typedef struct test_batch {
+    tfenc_batch batch;
+    int32_t *seq_start, *token_ids, *token_types, *positions;
+    float *x;
+} test_batch;
+
+static void batch_make(test_batch *b, const int *lengths, int n_seq, int d)
+{
+    memset(b, 0, sizeof *b);
+    b->seq_start = calloc((size_t)n_seq + 1, sizeof(int32_t));
+    for (int s = 0; s < n_seq; s++)
+        b->seq_start[s + 1] = b->seq_start[s] + lengths[s];
+    const int n = b->seq_start[n_seq];
+    b->token_ids = calloc((size_t)n + 1, sizeof(int32_t));
+    b->token_types = calloc((size_t)n + 1, sizeof(int32_t));
+    b->positions = calloc((size_t)n + 1, sizeof(int32_t));
+    b->x = tfenc_aligned_alloc((size_t)(n + 1) * d * sizeof(float));
+    for (int s = 0; s < n_seq; s++)
+        for (int t = b->seq_start[s]; t < b->seq_start[s + 1]; t++)
+            b->positions[t] = t - b->seq_start[s];
+    b->batch = (tfenc_batch){.n_seq = n_seq, .n_tokens = n, .seq_start = b->seq_start,
+                             .token_ids = b->token_ids, .token_types = b->token_types,
+                             .positions = b->positions, .x = b->x, .rows = n, .d_model = d};
+}
+
+static void batch_free(test_batch *b)
+{
+    free(b->seq_start);
+    free(b->token_ids);
+    free(b->token_types);
+    free(b->positions);
+    tfenc_aligned_free(b->x);
+}
+
+/* One layer instance as the host would build it: a job section parsed from
+ * text, weights from an in-memory store under group /layer. */
+typedef struct harness {
+    tfenc_context ctx;
+    tfenc_weight_store *store;
+    tfenc_jobfile *job;
+    tfenc_params params;
+    tfenc_layer_init init;
+    const tfenc_layer_descriptor *descriptor;
+    void *instance;
+} harness;
+
+static void harness_open(harness *h, int d_model, int vocab_size, int max_positions)
+{
+    memset(h, 0, sizeof *h);
+    tfenc_context_init(&h->ctx);
+    CU_ASSERT_FATAL(tfenc_weight_store_create_memory(&h->ctx, &h->store) == TFENC_OK);
+    h->init.struct_size = sizeof h->init;
+    h->init.name = "layer";
+    h->init.model = (tfenc_model_info){.d_model = d_model, .vocab_size = vocab_size,
+                                       .max_positions = max_positions, .n_layers = 1,
+                                       .layer_index = -1};
+    h->init.limits = (tfenc_limits){.max_tokens = 64, .max_seq_len = 32, .max_seqs = 16};
+}
+
+static void harness_add(harness *h, const char *name, int rank, const int64_t *dims,
+                        const float *data)
+{
+    char path[256];
+    snprintf(path, sizeof path, "/layer/%s", name);
+    CU_ASSERT_FATAL(tfenc_weight_store_add(&h->ctx, h->store, path, rank, dims, data) ==
+                    TFENC_OK);
+}
+
+/* Creates the layer from `keys` (job-file lines); returns create's status.
+ * On success it also checks that create() read every key of the section,
+ * which the host requires. */
+static int harness_create(harness *h, const char *type, const char *keys)
+{
+    char text[1024];
+    snprintf(text, sizeof text, "[layer]\n%s", keys);
+    CU_ASSERT_FATAL(tfenc_jobfile_parse_string(&h->ctx, "test.ini", text, &h->job) == TFENC_OK);
+    tfenc_params_bind(&h->params, &h->ctx, h->job, tfenc_jobfile_find(h->job, "layer"));
+    CU_ASSERT_FATAL(tfenc_weight_store_group(&h->ctx, h->store, "/layer", &h->init.weights) ==
+                    TFENC_OK);
+    h->init.params = &h->params;
+    const tfenc_plugin_layer *layer = tfenc_plugin_registry_find(registry, type);
+    CU_ASSERT_FATAL(layer != NULL);
+    h->descriptor = layer->descriptor;
+    int status = h->descriptor->create(&h->ctx, &h->init, &h->instance);
+    if (status == TFENC_OK) {
+        CU_ASSERT_EQUAL(tfenc_params_check_all_used(&h->params, type), TFENC_OK);
+    } else {
+        h->instance = NULL;
+    }
+    return status;
+}
+
+/* Runs forward() with a workspace of exactly workspace_size() bytes followed
+ * by a guard zone that must come back untouched. */
+static int harness_forward(harness *h, tfenc_batch *batch)
+{
+    enum { GUARD = 256 };
+    tfenc_limits limits = {.max_tokens = batch->n_tokens, .max_seq_len = 0,
+                           .max_seqs = batch->n_seq};
+    for (int s = 0; s < batch->n_seq; s++) {
+        int length = batch->seq_start[s + 1] - batch->seq_start[s];
+        if (length > limits.max_seq_len)
+            limits.max_seq_len = length;
+    }
+    size_t size = h->descriptor->workspace_size != NULL
+                      ? h->descriptor->workspace_size(h->instance, &limits)
+                      : 0;
+    unsigned char *workspace = tfenc_aligned_alloc(size + GUARD);
+    CU_ASSERT_FATAL(workspace != NULL);
+    memset(workspace + size, 0xA5, GUARD);
+    int status = h->descriptor->forward(h->instance, &h->ctx, batch, workspace);
+    int intact = 1;
+    for (size_t i = size; i < size + GUARD; i++)
+        intact &= workspace[i] == 0xA5;
+    CU_ASSERT(intact);
+    tfenc_aligned_free(workspace);
+    return status;
+}
+
+static void harness_close(harness *h)
+{
+    if (h->instance != NULL)
+        h->descriptor->destroy(h->instance);
+    tfenc_jobfile_destroy(h->job);
+    tfenc_weight_store_close(h->store);
+}
+
+/* max |got - want| <= TOLERANCE * max(1, max |want|), reported when not. */
+static void assert_close(const float *got, const double *want, size_t n, const char *what)
+{
+    double scale = 1.0, worst = 0.0;
+    for (size_t i = 0; i < n; i++)
+        scale = fmax(scale, fabs(want[i]));
+    for (size_t i = 0; i < n; i++) {
+        double diff = fabs((double)got[i] - want[i]);
+        worst = fmax(worst, isnan(got[i]) ? INFINITY : diff);
+    }
+    if (!(worst <= TOLERANCE * scale))
+        fprintf(stderr, "\n  %s: max abs difference %g exceeds %g\n", what, worst,
+                TOLERANCE * scale);
+    CU_ASSERT(worst <= TOLERANCE * scale);
+}
+
+static int message_has(const harness *h, const char *text)
+{
+    const char *message = tfenc_context_message(&h->ctx);
+    int found = strstr(message, text) != NULL;
+    if (!found)
+        fprintf(stderr, "\n  message '%s' lacks '%s'\n", message, text);
+    return found;
+}
+
+/* The mixed lengths used by most tests: 1-token sequences at both ends. */
+static const int lengths[] = {1, 4, 2, 5, 1};
+enum { N_SEQ = 5, N_TOKENS = 13, MAX_LENGTH = 5 };
+
+/* ----------------------------------------------------------- the plugin */
+
+static void test_descriptors(void)
+{
+    static const char *const types[] = {"embedding", "sinusoidal", "ffn", "layernorm",
+                                        "rmsnorm", "pooling"};
+    for (size_t i = 0; i < sizeof types / sizeof types[0]; i++) {
+        const tfenc_plugin_layer *layer = tfenc_plugin_registry_find(registry, types[i]);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(layer);
+        CU_ASSERT_EQUAL(layer->descriptor->abi_major, TFENC_ABI_MAJOR);
+        CU_ASSERT_EQUAL(layer->descriptor->struct_size, sizeof(tfenc_layer_descriptor));
+        CU_ASSERT_PTR_NOT_NULL(strstr(layer->file, "layers.so"));
+    }
+}
+
+/* ----------------------------------------------------------- embedding */
+
+enum { EMB_D = 8, EMB_V = 13, EMB_P = 12, EMB_G = 2 };
+static float token_table[EMB_V * EMB_D], position_table[EMB_P * EMB_D],
+    type_table[EMB_G * EMB_D];
+
+static void embedding_weights(harness *h, int positions, int types, int n_positions)
+{
+    fill(token_table, sizeof token_table / sizeof(float), -1, 1);
+    fill(position_table, sizeof position_table / sizeof(float), -1, 1);
+    fill(type_table, sizeof type_table / sizeof(float), -1, 1);
+    harness_add(h, "token_embeddings", 2, (int64_t[]){EMB_V, EMB_D}, token_table);
+    if (positions)
+        harness_add(h, "position_embeddings", 2, (int64_t[]){n_positions, EMB_D},
+                    position_table);
+    if (types)
+        harness_add(h, "token_type_embeddings", 2, (int64_t[]){EMB_G, EMB_D}, type_table);
+}
+
+static void embedding_case(const char *keys, double scale, int positions, int types,
+                           int offset)
+{
+    harness h;
+    harness_open(&h, EMB_D, EMB_V, 512);
+    embedding_weights(&h, positions, types, EMB_P);
+    CU_ASSERT_EQUAL_FATAL(harness_create(&h, "embedding", keys), TFENC_OK);
+    test_batch b;
+    batch_make(&b, lengths, N_SEQ, EMB_D);
+    for (int t = 0; t < N_TOKENS; t++) {
+        b.token_ids[t] = (t * 7 + 3) % EMB_V;
+        b.token_types[t] = t % 3 == 1;
+    }
+    b.token_ids[0] = 0;
+    b.token_ids[1] = EMB_V - 1; /* both ends of the vocabulary */
+    CU_ASSERT_EQUAL(harness_forward(&h, &b.batch), TFENC_OK);
+
+    double want[N_TOKENS * EMB_D];
+    for (int t = 0; t < N_TOKENS; t++)
+        for (int j = 0; j < EMB_D; j++) {
+            double v = token_table[b.token_ids[t] * EMB_D + j] * scale;
+            if (positions)
+                v += position_table[(b.positions[t] + offset) * EMB_D + j];
+            if (types)
+                v += type_table[b.token_types[t] * EMB_D + j];
+            want[t * EMB_D + j] = v;
+        }
+    assert_close(b.x, want, N_TOKENS * EMB_D, keys);
+    CU_ASSERT_EQUAL(b.batch.rows, N_TOKENS);
+    batch_free(&b);
+    harness_close(&h);
+}
+
+static void test_embedding_plain(void)
+{
+    embedding_case("", 1.0, 0, 0, 0);
+}
+
+static void test_embedding_scaled(void)
+{
+    embedding_case("scale_by_sqrt_d = true\n", sqrt(EMB_D), 0, 0, 0);
+}
+
+static void test_embedding_bert(void)
+{
+    embedding_case("learned_positions = true\ntoken_types = true\n", 1.0, 1, 1, 0);
+}
+
+static void test_embedding_roberta_offset(void)
+{
+    /* RoBERTa: positions start at padding_idx + 1 = 2 */
+    embedding_case("learned_positions = true\nposition_offset = 2\nscale_by_sqrt_d = false\n"
+                   "token_types = false\n", 1.0, 1, 0, 2);
+}
+
+/* A batch with one bad value at row 6 must fail with TFENC_ERR_INPUT and a
+ * message holding `expect1` and `expect2`. */
+static void embedding_error_case(const char *keys, int n_positions, int bad_id, int bad_type,
+                                 const char *expect1, const char *expect2)
+{
+    harness h;
+    harness_open(&h, EMB_D, 0, 512);
+    embedding_weights(&h, 1, 1, n_positions);
+    CU_ASSERT_EQUAL_FATAL(harness_create(&h, "embedding", keys), TFENC_OK);
+    test_batch b;
+    batch_make(&b, lengths, N_SEQ, EMB_D);
+    b.token_ids[6] = bad_id;
+    b.token_types[6] = bad_type;
+    CU_ASSERT_EQUAL(harness_forward(&h, &b.batch), TFENC_ERR_INPUT);
+    CU_ASSERT(message_has(&h, expect1));
+    CU_ASSERT(message_has(&h, expect2));
+    CU_ASSERT(message_has(&h, "embedding"));
+    batch_free(&b);
+    harness_close(&h);
+}
+
+static void test_embedding_errors(void)
+{
+    const char *all = "learned_positions = true\ntoken_types = true\n";
+    embedding_error_case(all, EMB_P, EMB_V, 0, "token id 13", "13)");
+    embedding_error_case(all, EMB_P, -1, 0, "token id -1", "vocabulary");
+    embedding_error_case(all, EMB_P, 0, EMB_G, "token type 2", "token_type_embeddings");
+    /* sequence 3 has positions 0..4: a table of 4 positions is one short */
+    embedding_error_case(all, 4, 0, 0, "position 4", "4 max positions");
+    /* with RoBERTa's offset, positions 0..4 need 7 rows */
+    embedding_error_case("learned_positions = true\ntoken_types = true\nposition_offset = 2\n",
+                         6, 0, 0, "position 6", "6 max positions");
+}
+
+static void test_embedding_vocab_mismatch(void)
+{
+    harness h;
+    harness_open(&h, EMB_D, EMB_V + 1, 512);
+    embedding_weights(&h, 0, 0, EMB_P);
+    CU_ASSERT_EQUAL(harness_create(&h, "embedding", ""), TFENC_ERR_WEIGHTS);
+    CU_ASSERT(message_has(&h, "token_embeddings"));
+    harness_close(&h);
+}
+
+static void test_embedding_missing_positions(void)
+{
+    harness h;
+    harness_open(&h, EMB_D, 0, 512);
+    embedding_weights(&h, 0, 0, EMB_P);
+    CU_ASSERT_EQUAL(harness_create(&h, "embedding", "learned_positions = yes\n"),
+                    TFENC_ERR_WEIGHTS);
+    CU_ASSERT(message_has(&h, "position_embeddings"));
+    harness_close(&h);
+}
+
+/* ----------------------------------------------------------- sinusoidal */
+
+/* The PyTorch tutorial's PositionalEncoding, written as it is there:
+ * div_term = exp(arange(0, d, 2) * (-log(base) / d)). */
+static double tutorial_encoding(int position, int j, int d, double base)
+{
+    double div_term = exp((j - j % 2) * (-log(base) / d));
+    return j % 2 == 0 ? sin(position * div_term) : cos(position * div_term);
+}
+
+static void sinusoidal_case(int d, const char *keys, double base, int long_positions)
+{
+    harness h;
+    harness_open(&h, d, 0, 512);
+    CU_ASSERT_EQUAL_FATAL(harness_create(&h, "sinusoidal", keys), TFENC_OK);
+    test_batch b;
+    batch_make(&b, lengths, N_SEQ, d);
+    /* late positions too: they are where a float-precision table would drift */
+    if (long_positions)
+        for (int t = 0; t < N_TOKENS; t++)
+            b.positions[t] = 511 - t * 37;
+    fill(b.x, (size_t)N_TOKENS * d, -1, 1);
+    double *want = malloc((size_t)N_TOKENS * d * sizeof *want);
+    for (int t = 0; t < N_TOKENS; t++)
+        for (int j = 0; j < d; j++)
+            want[t * d + j] = b.x[t * d + j] + tutorial_encoding(b.positions[t], j, d, base);
+    CU_ASSERT_EQUAL(harness_forward(&h, &b.batch), TFENC_OK);
+    assert_close(b.x, want, (size_t)N_TOKENS * d, "sinusoidal");
+    free(want);
+    batch_free(&b);
+    harness_close(&h);
+}
+
+static void test_sinusoidal(void)
+{
+    sinusoidal_case(10, "", 10000.0, 0);
+    sinusoidal_case(16, "", 10000.0, 1);
+    sinusoidal_case(7, "base = 100\n", 100.0, 1); /* odd width: the last column is a sine */
+}
+
+static void test_sinusoidal_too_long(void)
+{
+    harness h;
+    harness_open(&h, 4, 0, 4); /* max_positions = 4, but sequence 3 has 5 tokens */
+    CU_ASSERT_EQUAL_FATAL(harness_create(&h, "sinusoidal", ""), TFENC_OK);
+    test_batch b;
+    batch_make(&b, lengths, N_SEQ, 4);
+    CU_ASSERT_EQUAL(harness_forward(&h, &b.batch), TFENC_ERR_INPUT);
+    CU_ASSERT(message_has(&h, "position 4"));
+    CU_ASSERT(message_has(&h, "4 max positions"));
+    batch_free(&b);
+    harness_close(&h);
+}
+
+/* ------------------------------------------------------------------ ffn */
+
+enum { FFN_D = 8, FFN_F = 12 };
+
+static double reference_activation(const char *name, double x)
+{
+    if (strcmp(name, "relu") == 0)
+        return x > 0 ? x : 0;
+    if (strcmp(name, "gelu") == 0 || strcmp(name, "geglu") == 0)
+        return 0.5 * x * (1.0 + erf(x / sqrt(2.0)));
+    if (strcmp(name, "gelu_tanh") == 0)
+        return 0.5 * x * (1.0 + tanh(sqrt(2.0 / M_PI) * (x + 0.044715 * x * x * x)));
+    return x / (1.0 + exp(-x)); /* silu, swiglu */
+}
+
+/* y = x W^T + b for one row, in double. */
+static void reference_linear(double *y, const double *x, const float *w, const float *b,
+                             int in, int out)
+{
+    for (int o = 0; o < out; o++) {
+        double sum = b != NULL ? b[o] : 0.0;
+        for (int i = 0; i < in; i++)
+            sum += (double)w[o * in + i] * x[i];
+        y[o] = sum;
+    }
+}
+
+static void ffn_case(const char *activation, int bias)
+{
+    const int gated = strcmp(activation, "swiglu") == 0 || strcmp(activation, "geglu") == 0;
+    float in_w[FFN_F * FFN_D], in_b[FFN_F], gate_w[FFN_F * FFN_D], gate_b[FFN_F];
+    float out_w[FFN_D * FFN_F], out_b[FFN_D];
+    /* weights ~ 1/sqrt(fan_in) as nn.Linear initialises them, inputs in [-2, 2]
+     * so that pre-activations reach both tails of each nonlinearity */
+    fill(in_w, FFN_F * FFN_D, -0.9, 0.9);
+    fill(gate_w, FFN_F * FFN_D, -0.9, 0.9);
+    fill(in_b, FFN_F, -0.5, 0.5);
+    fill(gate_b, FFN_F, -0.5, 0.5);
+    fill(out_w, FFN_D * FFN_F, -0.3, 0.3);
+    fill(out_b, FFN_D, -0.5, 0.5);
+
+    harness h;
+    harness_open(&h, FFN_D, 0, 512);
+    harness_add(&h, "in_weight", 2, (int64_t[]){FFN_F, FFN_D}, in_w);
+    harness_add(&h, "out_weight", 2, (int64_t[]){FFN_D, FFN_F}, out_w);
+    if (bias) {
+        harness_add(&h, "in_bias", 1, (int64_t[]){FFN_F}, in_b);
+        harness_add(&h, "out_bias", 1, (int64_t[]){FFN_D}, out_b);
+    }
+    if (gated) {
+        harness_add(&h, "gate_weight", 2, (int64_t[]){FFN_F, FFN_D}, gate_w);
+        if (bias)
+            harness_add(&h, "gate_bias", 1, (int64_t[]){FFN_F}, gate_b);
+    }
+    char keys[128];
+    snprintf(keys, sizeof keys, "activation = %s\nbias = %s\n", activation,
+             bias ? "true" : "false");
+    CU_ASSERT_EQUAL_FATAL(harness_create(&h, "ffn", keys), TFENC_OK);
+    const double flops = h.descriptor->flops_per_token(h.instance, 10.0);
+    CU_ASSERT_DOUBLE_EQUAL(flops, 2.0 * FFN_D * FFN_F * (gated ? 3 : 2), 0.5);
+
+    test_batch b;
+    batch_make(&b, lengths, N_SEQ, FFN_D);
+    fill(b.x, N_TOKENS * FFN_D, -2, 2);
+    double want[N_TOKENS * FFN_D];
+    for (int t = 0; t < N_TOKENS; t++) {
+        double x[FFN_D], up[FFN_F], gate[FFN_F], hidden[FFN_F];
+        for (int j = 0; j < FFN_D; j++)
+            x[j] = b.x[t * FFN_D + j];
+        reference_linear(up, x, in_w, bias ? in_b : NULL, FFN_D, FFN_F);
+        reference_linear(gate, x, gate_w, bias ? gate_b : NULL, FFN_D, FFN_F);
+        for (int k = 0; k < FFN_F; k++)
+            hidden[k] = gated ? reference_activation(activation, gate[k]) * up[k]
+                              : reference_activation(activation, up[k]);
+        reference_linear(want + t * FFN_D, hidden, out_w, bias ? out_b : NULL, FFN_F, FFN_D);
+    }
+    CU_ASSERT_EQUAL(harness_forward(&h, &b.batch), TFENC_OK);
+    assert_close(b.x, want, N_TOKENS * FFN_D, keys);
+    batch_free(&b);
+    harness_close(&h);
+}
+
+static void test_ffn_activations(void)
+{
+    ffn_case("relu", 1);
+    ffn_case("gelu", 1);
+    ffn_case("gelu_tanh", 1);
+    ffn_case("silu", 1);
+}
+
+static void test_ffn_no_bias(void)
+{
+    ffn_case("relu", 0);
+    ffn_case("gelu", 0);
+}
+
+static void test_ffn_gated(void)
+{
+    ffn_case("swiglu", 1);
+    ffn_case("swiglu", 0);
+    ffn_case("geglu", 1);
+    ffn_case("geglu", 0);
+}
+
+static void test_ffn_default_is_exact_gelu(void)
+{
+    /* the same weights with and without `activation = gelu` give the same result */
+    float in_w[FFN_F * FFN_D], out_w[FFN_D * FFN_F], in_b[FFN_F], out_b[FFN_D];
+    fill(in_w, FFN_F * FFN_D, -0.9, 0.9);
+    fill(out_w, FFN_D * FFN_F, -0.3, 0.3);
+    fill(in_b, FFN_F, -0.5, 0.5);
+    fill(out_b, FFN_D, -0.5, 0.5);
+    double want[N_TOKENS * FFN_D];
+    test_batch b;
+    batch_make(&b, lengths, N_SEQ, FFN_D);
+    fill(b.x, N_TOKENS * FFN_D, -2, 2);
+    for (int t = 0; t < N_TOKENS; t++) {
+        double x[FFN_D], hidden[FFN_F];
+        for (int j = 0; j < FFN_D; j++)
+            x[j] = b.x[t * FFN_D + j];
+        reference_linear(hidden, x, in_w, in_b, FFN_D, FFN_F);
+        for (int k = 0; k < FFN_F; k++)
+            hidden[k] = reference_activation("gelu", hidden[k]);
+        reference_linear(want + t * FFN_D, hidden, out_w, out_b, FFN_F, FFN_D);
+    }
+    harness h;
+    harness_open(&h, FFN_D, 0, 512);
+    harness_add(&h, "in_weight", 2, (int64_t[]){FFN_F, FFN_D}, in_w);
+    harness_add(&h, "out_weight", 2, (int64_t[]){FFN_D, FFN_F}, out_w);
+    harness_add(&h, "in_bias", 1, (int64_t[]){FFN_F}, in_b);
+    harness_add(&h, "out_bias", 1, (int64_t[]){FFN_D}, out_b);
+    CU_ASSERT_EQUAL_FATAL(harness_create(&h, "ffn", ""), TFENC_OK);
+    CU_ASSERT_EQUAL(harness_forward(&h, &b.batch), TFENC_OK);
+    assert_close(b.x, want, N_TOKENS * FFN_D, "ffn defaults");
+    batch_free(&b);
+    harness_close(&h);
+}
+
+static void test_ffn_weight_errors(void)
+{
+    float data[FFN_F * FFN_D * 2] = {0};
+    harness h;
+
+    /* gate weights under an ungated activation */
+    harness_open(&h, FFN_D, 0, 512);
+    harness_add(&h, "in_weight", 2, (int64_t[]){FFN_F, FFN_D}, data);
+    harness_add(&h, "gate_weight", 2, (int64_t[]){FFN_F, FFN_D}, data);
+    harness_add(&h, "out_weight", 2, (int64_t[]){FFN_D, FFN_F}, data);
+    CU_ASSERT_EQUAL(harness_create(&h, "ffn", "activation = silu\nbias = false\n"),
+                    TFENC_ERR_CONFIG);
+    CU_ASSERT(message_has(&h, "gate_weight"));
+    harness_close(&h);
+
+    /* a gated activation without gate weights */
+    harness_open(&h, FFN_D, 0, 512);
+    harness_add(&h, "in_weight", 2, (int64_t[]){FFN_F, FFN_D}, data);
+    harness_add(&h, "out_weight", 2, (int64_t[]){FFN_D, FFN_F}, data);
+    CU_ASSERT_EQUAL(harness_create(&h, "ffn", "activation = swiglu\nbias = false\n"),
+                    TFENC_ERR_WEIGHTS);
+    CU_ASSERT(message_has(&h, "gate_weight"));
+    harness_close(&h);
+
+    /* out_weight of the wrong width: [d, f + 1] */
+    harness_open(&h, FFN_D, 0, 512);
+    harness_add(&h, "in_weight", 2, (int64_t[]){FFN_F, FFN_D}, data);
+    harness_add(&h, "out_weight", 2, (int64_t[]){FFN_D, FFN_F + 1}, data);
+    CU_ASSERT_EQUAL(harness_create(&h, "ffn", "bias = false\n"), TFENC_ERR_WEIGHTS);
+    CU_ASSERT(message_has(&h, "out_weight"));
+    harness_close(&h);
+
+    /* out_weight with the wrong number of rows: [d + 1, f] */
+    harness_open(&h, FFN_D, 0, 512);
+    harness_add(&h, "in_weight", 2, (int64_t[]){FFN_F, FFN_D}, data);
+    harness_add(&h, "out_weight", 2, (int64_t[]){FFN_D + 1, FFN_F}, data);
+    CU_ASSERT_EQUAL(harness_create(&h, "ffn", "bias = false\n"), TFENC_ERR_WEIGHTS);
+    CU_ASSERT(message_has(&h, "out_weight"));
+    harness_close(&h);
+
+    /* an unknown activation name */
+    harness_open(&h, FFN_D, 0, 512);
+    CU_ASSERT_EQUAL(harness_create(&h, "ffn", "activation = tanh\n"), TFENC_ERR_CONFIG);
+    CU_ASSERT(message_has(&h, "activation"));
+    harness_close(&h);
+}
+
+/* ------------------------------------------------------------- norms */
+
+enum { NORM_D = 16 };
+
+static void norm_case(const char *type, const char *keys, double eps, int bias, double low,
+                      double high)
+{
+    float weight[NORM_D], shift[NORM_D];
+    fill(weight, NORM_D, 0.5, 1.5);
+    fill(shift, NORM_D, -0.5, 0.5);
+    harness h;
+    harness_open(&h, NORM_D, 0, 512);
+    harness_add(&h, "weight", 1, (int64_t[]){NORM_D}, weight);
+    if (bias)
+        harness_add(&h, "bias", 1, (int64_t[]){NORM_D}, shift);
+    CU_ASSERT_EQUAL_FATAL(harness_create(&h, type, keys), TFENC_OK);
+
+    test_batch b;
+    batch_make(&b, lengths, N_SEQ, NORM_D);
+    fill(b.x, N_TOKENS * NORM_D, low, high);
+    double want[N_TOKENS * NORM_D];
+    const int layernorm = strcmp(type, "layernorm") == 0;
+    for (int t = 0; t < N_TOKENS; t++) {
+        const float *x = b.x + t * NORM_D;
+        double mean = 0.0, variance = 0.0;
+        if (layernorm) {
+            for (int j = 0; j < NORM_D; j++)
+                mean += x[j];
+            mean /= NORM_D;
+        }
+        for (int j = 0; j < NORM_D; j++)
+            variance += (x[j] - mean) * (x[j] - mean);
+        variance /= NORM_D; /* biased (layernorm), or mean of squares (rmsnorm) */
+        for (int j = 0; j < NORM_D; j++)
+            want[t * NORM_D + j] =
+                (x[j] - mean) / sqrt(variance + eps) * weight[j] + (bias ? shift[j] : 0.0);
+    }
+    CU_ASSERT_EQUAL(harness_forward(&h, &b.batch), TFENC_OK);
+    assert_close(b.x, want, N_TOKENS * NORM_D, keys);
+    batch_free(&b);
+    harness_close(&h);
+}
+
+static void test_layernorm(void)
+{
+    /* BERT's eps, with a mean far from 0 that a one-pass variance would spoil */
+    norm_case("layernorm", "eps = 1e-12\n", 1e-12, 1, 9.0, 11.0);
+    /* the default eps 1e-5 matters for inputs of variance ~3e-5 */
+    norm_case("layernorm", "", 1e-5, 1, -0.01, 0.01);
+    norm_case("layernorm", "bias = false\neps = 0.5\n", 0.5, 0, -1.0, 1.0);
+}
+
+static void test_layernorm_missing_bias(void)
+{
+    float weight[NORM_D] = {0};
+    harness h;
+    harness_open(&h, NORM_D, 0, 512);
+    harness_add(&h, "weight", 1, (int64_t[]){NORM_D}, weight);
+    CU_ASSERT_EQUAL(harness_create(&h, "layernorm", ""), TFENC_ERR_WEIGHTS);
+    CU_ASSERT(message_has(&h, "bias"));
+    harness_close(&h);
+}
+
+static void test_rmsnorm(void)
+{
+    /* the default eps 1e-6 matters for inputs of mean square ~3e-7 */
+    norm_case("rmsnorm", "", 1e-6, 0, -0.001, 0.001);
+    norm_case("rmsnorm", "eps = 0.25\n", 0.25, 0, -1.0, 1.0);
+    norm_case("rmsnorm", "eps = 1e-5\n", 1e-5, 0, 2.0, 3.0);
+}
+
+/* ------------------------------------------------------------- pooling */
+
+enum { POOL_D = 6 };
+
+static void pooling_case(const char *mode, int normalize, const int *seq_lengths, int n_seq)
+{
+    harness h;
+    harness_open(&h, POOL_D, 0, 512);
+    char keys[128];
+    snprintf(keys, sizeof keys, "mode = %s\nnormalize = %s\n", mode, normalize ? "on" : "off");
+    CU_ASSERT_EQUAL_FATAL(harness_create(&h, "pooling", keys), TFENC_OK);
+    test_batch b;
+    batch_make(&b, seq_lengths, n_seq, POOL_D);
+    const int n = b.batch.n_tokens;
+    fill(b.x, (size_t)n * POOL_D, -1, 1);
+
+    const int per_token = strcmp(mode, "none") == 0;
+    const int out_rows = per_token ? n : n_seq;
+    double *want = calloc((size_t)out_rows * POOL_D, sizeof *want);
+    if (per_token) {
+        for (int i = 0; i < n * POOL_D; i++)
+            want[i] = b.x[i];
+    } else {
+        for (int s = 0; s < n_seq; s++) {
+            const int start = b.seq_start[s], end = b.seq_start[s + 1];
+            for (int j = 0; j < POOL_D; j++) {
+                double v = 0.0; /* an empty sequence pools to zeros */
+                if (end > start && strcmp(mode, "cls") == 0)
+                    v = b.x[start * POOL_D + j];
+                for (int t = start; t < end && strcmp(mode, "mean") == 0; t++)
+                    v += b.x[t * POOL_D + j] / (double)(end - start);
+                for (int t = start; t < end && strcmp(mode, "max") == 0; t++)
+                    v = t == start ? b.x[t * POOL_D + j] : fmax(v, b.x[t * POOL_D + j]);
+                want[s * POOL_D + j] = v;
+            }
+        }
+    }
+    if (normalize)
+        for (int r = 0; r < out_rows; r++) {
+            double norm = 0.0;
+            for (int j = 0; j < POOL_D; j++)
+                norm += want[r * POOL_D + j] * want[r * POOL_D + j];
+            norm = fmax(sqrt(norm), 1e-12);
+            for (int j = 0; j < POOL_D; j++)
+                want[r * POOL_D + j] /= norm;
+        }
+    CU_ASSERT_EQUAL(harness_forward(&h, &b.batch), TFENC_OK);
+    CU_ASSERT_EQUAL(b.batch.rows, out_rows);
+    assert_close(b.x, want, (size_t)out_rows * POOL_D, keys);
+    free(want);
+    batch_free(&b);
+    harness_close(&h);
+}
+
+static void test_pooling_modes(void)
+{
+    static const char *const modes[] = {"cls", "mean", "max", "none"};
+    for (int m = 0; m < 4; m++)
+        for (int normalize = 0; normalize <= 1; normalize++)
+            pooling_case(modes[m], normalize, lengths, N_SEQ);
+}
+
+static void test_pooling_empty_sequences(void)
+{
+    /* Empty sequences first: pooled row s then lies on token rows that later
+     * sequences still read, so pooling in place would corrupt them. */
+    static const int with_empty[] = {0, 0, 3, 1, 0, 2};
+    static const char *const modes[] = {"cls", "mean", "max"};
+    for (int m = 0; m < 3; m++)
+        for (int normalize = 0; normalize <= 1; normalize++)
+            pooling_case(modes[m], normalize, with_empty, 6);
+}
+
+static void test_pooling_default_is_mean(void)
+{
+    harness h;
+    harness_open(&h, POOL_D, 0, 512);
+    CU_ASSERT_EQUAL_FATAL(harness_create(&h, "pooling", ""), TFENC_OK);
+    test_batch b;
+    batch_make(&b, lengths, N_SEQ, POOL_D);
+    fill(b.x, N_TOKENS * POOL_D, -1, 1);
+    double want[N_SEQ * POOL_D] = {0};
+    for (int s = 0; s < N_SEQ; s++)
+        for (int t = b.seq_start[s]; t < b.seq_start[s + 1]; t++)
+            for (int j = 0; j < POOL_D; j++)
+                want[s * POOL_D + j] += b.x[t * POOL_D + j] / lengths[s];
+    CU_ASSERT_EQUAL(harness_forward(&h, &b.batch), TFENC_OK);
+    CU_ASSERT_EQUAL(b.batch.rows, N_SEQ);
+    assert_close(b.x, want, N_SEQ * POOL_D, "pooling defaults");
+    batch_free(&b);
+    harness_close(&h);
+}
+
+/* ---------------------------------------------------------------- main */
+
+static int suite_init(void)
+{
+    tfenc_context ctx;
+    tfenc_context_init(&ctx);
+    if (tfenc_plugin_registry_create(&ctx, NULL, &registry) != TFENC_OK)
+        return 1;
+    /* layers.so from the first directory of the host's search path that has it */
+    for (int i = 0; i < tfenc_plugin_registry_n_directories(registry); i++) {
+        char path[4096];
+        snprintf(path, sizeof path, "%s/layers.so", tfenc_plugin_registry_directory(registry, i));
+        FILE *file = fopen(path, "rb");
+        if (file == NULL)
+            continue;
+        fclose(file);
+        if (tfenc_plugin_registry_load_file(&ctx, registry, path) == TFENC_OK)
+            return 0;
+        fprintf(stderr, "%s\n", tfenc_context_message(&ctx));
+        return 1;
+    }
+    fprintf(stderr, "layers.so not found along the plugin path (TFENC_PLUGIN_PATH=%s)\n",
+            getenv("TFENC_PLUGIN_PATH") != NULL ? getenv("TFENC_PLUGIN_PATH") : "");
+    return 1;
+}
+
+static int suite_clean(void)
+{
+    tfenc_plugin_registry_destroy(registry);
+    return 0;
+}
+
+int main(void)
+{
+    if (CU_initialize_registry() != CUE_SUCCESS)
+        return 1;
+    CU_pSuite suite = CU_add_suite("layers", suite_init, suite_clean);
+    static const struct {
+        const char *name;
+        void (*run)(void);
+    } tests[] = {
+        {"descriptors", test_descriptors},
+        {"embedding plain", test_embedding_plain},
+        {"embedding scaled by sqrt(d)", test_embedding_scaled},
+        {"embedding BERT positions and types", test_embedding_bert},
+        {"embedding RoBERTa position offset", test_embedding_roberta_offset},
+        {"embedding out-of-range inputs", test_embedding_errors},
+        {"embedding vocab_size mismatch", test_embedding_vocab_mismatch},
+        {"embedding missing position table", test_embedding_missing_positions},
+        {"sinusoidal against the tutorial formula", test_sinusoidal},
+        {"sinusoidal beyond max positions", test_sinusoidal_too_long},
+        {"ffn activations", test_ffn_activations},
+        {"ffn without bias", test_ffn_no_bias},
+        {"ffn gated swiglu geglu", test_ffn_gated},
+        {"ffn default exact gelu", test_ffn_default_is_exact_gelu},
+        {"ffn weight and key errors", test_ffn_weight_errors},
+        {"layernorm", test_layernorm},
+        {"layernorm missing bias", test_layernorm_missing_bias},
+        {"rmsnorm", test_rmsnorm},
+        {"pooling modes and normalize", test_pooling_modes},
+        {"pooling empty sequences", test_pooling_empty_sequences},
+        {"pooling default mean", test_pooling_default_is_mean},
+    };
+    for (size_t i = 0; suite != NULL && i < sizeof tests / sizeof tests[0]; i++)
+        if (CU_add_test(suite, tests[i].name, tests[i].run) == NULL)
+            suite = NULL;
+    if (suite == NULL) {
+        CU_cleanup_registry();
+        return 1;
+    }
+    CU_basic_set_mode(CU_BRM_VERBOSE);
+    CU_basic_run_tests();
+    int failed = CU_get_number_of_failures() != 0 || CU_get_number_of_tests_failed() != 0 ||
+                 CU_get_number_of_suites_failed() != 0;
+    CU_cleanup_registry();
+    return failed;
+}
