@@ -1,0 +1,68 @@
+/* Reader for Hugging Face .safetensors files: an 8-byte little-endian header
+ * length, a JSON header naming each tensor's dtype, shape and byte range, then
+ * the raw tensor bytes. The header is untrusted input (files come from the
+ * internet, and a fuzzer targets tfenc_safetensors_parse_header), so every
+ * offset, size and shape is validated before any byte is read. */
+#ifndef TFENC_SAFETENSORS_H
+#define TFENC_SAFETENSORS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "tfenc/plugin.h"
+
+/* Tensors of higher rank are refused; transformer checkpoints use rank <= 4. */
+#define TFENC_SAFETENSORS_MAX_RANK 8
+
+/* Headers longer than this are refused before allocating: real headers of
+ * models with thousands of tensors stay below a megabyte. */
+#define TFENC_SAFETENSORS_MAX_HEADER (100u * 1024u * 1024u)
+
+typedef struct tfenc_safetensors tfenc_safetensors;
+
+typedef struct tfenc_safetensors_tensor {
+    const char *name;   /* key in the header, e.g. "encoder.layer.0.output.dense.weight" */
+    const char *dtype;  /* as written in the header: "F32", "F16", "BF16", "I64", ... */
+    int element_size;   /* bytes per element of dtype */
+    int rank;
+    int64_t dims[TFENC_SAFETENSORS_MAX_RANK];
+    int64_t n_elements; /* product of dims (1 for rank 0) */
+    uint64_t begin;     /* byte range [begin, end) relative to the start of the data */
+    uint64_t end;
+} tfenc_safetensors_tensor;
+
+/* Opens `path`, reads and validates its header against the file size. The
+ * file stays open for tfenc_safetensors_read_float32(). */
+int tfenc_safetensors_open(tfenc_context *ctx, const char *path, tfenc_safetensors **file);
+
+/* Validates a header already in memory: `header` is the JSON text of
+ * `header_length` bytes (not NUL-terminated), `data_size` the number of data
+ * bytes that follow it in the file. `name` is used in messages. The result
+ * has no file to read from; it serves inspection and fuzzing. */
+int tfenc_safetensors_parse_header(tfenc_context *ctx, const char *name, const char *header,
+                                   size_t header_length, uint64_t data_size,
+                                   tfenc_safetensors **file);
+
+/* Number of tensors, and tensor `index` (0 <= index < count) in header order. */
+int tfenc_safetensors_count(const tfenc_safetensors *file);
+const tfenc_safetensors_tensor *tfenc_safetensors_tensor_at(const tfenc_safetensors *file,
+                                                            int index);
+
+/* The tensor called `name`, or NULL. */
+const tfenc_safetensors_tensor *tfenc_safetensors_find(const tfenc_safetensors *file,
+                                                       const char *name);
+
+/* The value of key `key` in the header's "__metadata__", or NULL. */
+const char *tfenc_safetensors_metadata(const tfenc_safetensors *file, const char *key);
+
+/* The path or name the file was opened with. */
+const char *tfenc_safetensors_name(const tfenc_safetensors *file);
+
+/* Reads `tensor` (F32, F16 or BF16) into `out` as float32: n_elements values,
+ * row-major. Other dtypes fail with TFENC_ERR_WEIGHTS naming the tensor. */
+int tfenc_safetensors_read_float32(tfenc_context *ctx, const tfenc_safetensors *file,
+                                   const tfenc_safetensors_tensor *tensor, float *out);
+
+void tfenc_safetensors_close(tfenc_safetensors *file);
+
+#endif
