@@ -120,8 +120,11 @@ static void gelu_tanh(float *v, size_t n)
 {
     for (size_t i = 0; i < n; i++) {
         const float x = v[i];
-        /* sqrt(2/pi) (x + 0.044715 x^3), as torch's approximate='tanh' */
-        v[i] = 0.5f * x * (1.0f + tanhf(0.79788456080286536f * (x + 0.044715f * x * x * x)));
+        /* torch's approximate='tanh': 0.5 x (1 + tanh(u)), u = sqrt(2/pi) (x + 0.044715 x^3).
+         * 0.5 (1 + tanh(u)) is exactly 1 / (1 + exp(-2u)); glibc's expf is about
+         * four times faster than its tanhf, which made this the slowest activation. */
+        const float u = 0.79788456080286536f * (x + 0.044715f * x * x * x);
+        v[i] = x / (1.0f + expf(-2.0f * u));
     }
 }
 
