@@ -24,8 +24,9 @@ def load_vocab(path):
     vocab = {}
     for index, line in enumerate(lines):
         token = line[:-1] if line.endswith("\r") else line
-        # The first occurrence wins, as in Hugging Face's vocab loading.
-        vocab.setdefault(token, index)
+        # A token listed twice keeps its last line's id, as Hugging Face's
+        # WordPiece.read_file fills its map line by line.
+        vocab[token] = index
     return vocab
 
 
