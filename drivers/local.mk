@@ -1,1 +1,4 @@
-# drivers fragment: see Makefile.am
+# tfenc-batch: the job runner users call (under mpirun or alone).
+bin_PROGRAMS += drivers/tfenc-batch
+drivers_tfenc_batch_SOURCES = drivers/tfenc-batch.c
+drivers_tfenc_batch_LDADD = core/libtfenc.la $(HDF5_LIBS) $(MPI_LIBS) $(OPENBLAS_LIBS) -lm
