@@ -1,0 +1,732 @@
+/* Corpus readers: each rank streams only its share of a text, JSON Lines or
+ * HDF5 token-id corpus, and every malformed input is reported with its file
+ * and line (or dataset). */
+#include "corpus.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/stat.h>
+
+#include <hdf5.h>
+#include <jansson.h>
+
+#include "context.h"
+
+/* Token ids read from HDF5 per block: large enough that hyperslab reads are
+ * efficient, small enough (4 MiB) that no rank holds a large part of its
+ * share. */
+#define BLOCK_TOKENS ((int64_t)1 << 20)
+/* stdio buffer for text corpora: fewer read system calls on long shares. */
+#define READ_BUFFER_BYTES ((size_t)1 << 20)
+
+struct tfenc_corpus {
+    tfenc_corpus_format format;
+    char *path;
+    char *text_field;
+    char *id_field;
+    int64_t first_index; /* global index of the share's first document, or -1 */
+    int64_t next_local;  /* local index the next document gets */
+
+    /* Text and JSON Lines. */
+    FILE *file;
+    int64_t file_size;
+    int64_t share_end;   /* lines starting at or after this byte belong to the next share */
+    int64_t share_start; /* first line start at or after the share's byte range start */
+    int64_t position;    /* byte offset of the next line start */
+    char *line;
+    size_t line_capacity;
+    json_t *record;      /* the current JSON Lines object, kept while the document lives */
+    char id_text[32];    /* an integer id printed as text */
+
+    /* HDF5. */
+    hid_t h5_file;
+    hid_t tokens;        /* ragged: [T]; padded: [N, L] */
+    char *tokens_name;
+    int padded;
+    int64_t padded_width; /* L */
+    int64_t first;        /* the share's documents are [first, end) */
+    int64_t end;
+    int64_t *offsets;     /* [end - first + 1]: token offsets of the share's documents,
+                           * global for ragged input, prefix sums of lengths for padded */
+    int64_t *lengths;     /* padded: [end - first] */
+    int32_t *block;       /* token ids of documents [block_first, block_end) */
+    size_t block_capacity;
+    int64_t block_first;
+    int64_t block_end;
+};
+
+/* ------------------------------------------------------------ helpers */
+
+/* The innermost message of HDF5's error stack (the cause, e.g. "unable to
+ * open file: ... No such file or directory"), so that our one-line error
+ * can carry it while HDF5's own printing stays silenced. */
+static herr_t innermost_error(unsigned n, const H5E_error2_t *error, void *data)
+{
+    char *buffer = data;
+    if (error->desc != NULL)
+        snprintf(buffer, 256, "%s", error->desc);
+    return 0;
+}
+
+static const char *h5_detail(char buffer[256])
+{
+    buffer[0] = '\0';
+    H5Ewalk2(H5E_DEFAULT, H5E_WALK_DOWNWARD, innermost_error, buffer);
+    H5Eclear2(H5E_DEFAULT);
+    return buffer[0] != '\0' ? buffer : "unknown HDF5 error";
+}
+
+static char *copy_string(const char *text)
+{
+    if (text == NULL)
+        return NULL;
+    size_t size = strlen(text) + 1;
+    char *copy = malloc(size);
+    if (copy != NULL)
+        memcpy(copy, text, size);
+    return copy;
+}
+
+int tfenc_corpus_format_from_name(const char *name, tfenc_corpus_format *format)
+{
+    static const struct { const char *name; tfenc_corpus_format format; } names[] = {
+        {"text", TFENC_CORPUS_TEXT}, {"jsonl", TFENC_CORPUS_JSONL}, {"hdf5", TFENC_CORPUS_HDF5}};
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+        if (name != NULL && strcmp(name, names[i].name) == 0) {
+            *format = names[i].format;
+            return TFENC_OK;
+        }
+    return TFENC_ERR_NOT_FOUND;
+}
+
+tfenc_corpus_format tfenc_corpus_format_from_path(const char *path)
+{
+    const char *dot = path != NULL ? strrchr(path, '.') : NULL;
+    if (dot == NULL || strchr(dot, '/') != NULL)
+        return TFENC_CORPUS_TEXT;
+    if (strcasecmp(dot, ".jsonl") == 0 || strcasecmp(dot, ".ndjson") == 0)
+        return TFENC_CORPUS_JSONL;
+    if (strcasecmp(dot, ".h5") == 0 || strcasecmp(dot, ".hdf5") == 0)
+        return TFENC_CORPUS_HDF5;
+    return TFENC_CORPUS_TEXT;
+}
+
+const char *tfenc_corpus_format_name(tfenc_corpus_format format)
+{
+    switch (format) {
+    case TFENC_CORPUS_TEXT: return "text";
+    case TFENC_CORPUS_JSONL: return "jsonl";
+    case TFENC_CORPUS_HDF5: return "hdf5";
+    }
+    return "unknown";
+}
+
+int64_t tfenc_corpus_first_index(const tfenc_corpus *corpus)
+{
+    return corpus->first_index;
+}
+
+void tfenc_corpus_set_first_index(tfenc_corpus *corpus, int64_t first_index)
+{
+    if (corpus->format != TFENC_CORPUS_HDF5)
+        corpus->first_index = first_index;
+}
+
+/* -------------------------------------------------- text and JSON Lines */
+
+/* Byte k*size/n without overflowing 64 bits for any file size. */
+static int64_t share_boundary(int64_t size, int share, int n_shares)
+{
+    return (size / n_shares) * share + (size % n_shares) * share / n_shares;
+}
+
+/* The 1-based line number of the share's local document `local`. When the
+ * share does not know where it starts, count the newlines before it: this
+ * only runs when an error is being reported, so it costs nothing otherwise. */
+static int64_t line_number(tfenc_corpus *corpus, int64_t local)
+{
+    if (corpus->first_index >= 0)
+        return corpus->first_index + local + 1;
+    FILE *file = fopen(corpus->path, "rb");
+    if (file == NULL)
+        return -1;
+    int64_t newlines = 0, remaining = corpus->share_start;
+    char buffer[1 << 16];
+    while (remaining > 0) {
+        size_t want = remaining < (int64_t)sizeof buffer ? (size_t)remaining : sizeof buffer;
+        size_t got = fread(buffer, 1, want, file);
+        if (got == 0)
+            break;
+        for (const char *p = buffer; (p = memchr(p, '\n', (size_t)(buffer + got - p))) != NULL; p++)
+            newlines++;
+        remaining -= (int64_t)got;
+    }
+    fclose(file);
+    return remaining == 0 ? newlines + local + 1 : -1;
+}
+
+/* Finds the first line that starts at or after `start`. */
+static int find_share_start(tfenc_context *ctx, tfenc_corpus *corpus, int64_t start)
+{
+    if (start == 0 || start >= corpus->file_size) {
+        corpus->share_start = start < corpus->file_size ? 0 : corpus->file_size;
+        return TFENC_OK;
+    }
+    /* Reading from the byte before the range tells whether the range starts
+     * a line (that byte is a newline) or where the line in progress ends. */
+    if (fseeko(corpus->file, (off_t)(start - 1), SEEK_SET) != 0)
+        return tfenc_error(ctx, TFENC_ERR_IO, "%s: cannot seek to byte %lld: %s", corpus->path,
+                           (long long)(start - 1), strerror(errno));
+    errno = 0;
+    ssize_t got = getline(&corpus->line, &corpus->line_capacity, corpus->file);
+    if (got < 0 && ferror(corpus->file))
+        return tfenc_error(ctx, TFENC_ERR_IO, "%s: read error near byte %lld: %s", corpus->path,
+                           (long long)start, strerror(errno));
+    corpus->share_start = got < 0 ? corpus->file_size : start - 1 + got;
+    return TFENC_OK;
+}
+
+static int text_rewind(tfenc_context *ctx, tfenc_corpus *corpus)
+{
+    corpus->position = corpus->share_start;
+    if (fseeko(corpus->file, (off_t)corpus->share_start, SEEK_SET) != 0)
+        return tfenc_error(ctx, TFENC_ERR_IO, "%s: cannot seek to byte %lld: %s", corpus->path,
+                           (long long)corpus->share_start, strerror(errno));
+    return TFENC_OK;
+}
+
+static int open_text(tfenc_context *ctx, tfenc_corpus *corpus, int share, int n_shares)
+{
+    corpus->file = fopen(corpus->path, "rb");
+    if (corpus->file == NULL)
+        return tfenc_error(ctx, TFENC_ERR_IO, "%s: cannot open the corpus: %s", corpus->path,
+                           strerror(errno));
+    setvbuf(corpus->file, NULL, _IOFBF, READ_BUFFER_BYTES);
+    struct stat status;
+    if (fstat(fileno(corpus->file), &status) != 0 || !S_ISREG(status.st_mode))
+        return tfenc_error(ctx, TFENC_ERR_IO,
+                           "%s: the corpus must be a regular file (shares are byte ranges)",
+                           corpus->path);
+    corpus->file_size = (int64_t)status.st_size;
+    corpus->share_end = share_boundary(corpus->file_size, share + 1, n_shares);
+    int status_code = find_share_start(ctx, corpus, share_boundary(corpus->file_size, share,
+                                                                    n_shares));
+    if (status_code != TFENC_OK)
+        return status_code;
+    corpus->first_index = share == 0 ? 0 : -1;
+    return text_rewind(ctx, corpus);
+}
+
+/* Reads the next line of the share into corpus->line without its line end.
+ * TFENC_ERR_NOT_FOUND when the share has no more lines. */
+static int read_line(tfenc_context *ctx, tfenc_corpus *corpus, size_t *length)
+{
+    if (corpus->position >= corpus->share_end || corpus->position >= corpus->file_size)
+        return TFENC_ERR_NOT_FOUND;
+    int64_t line_start = corpus->position;
+    errno = 0;
+    ssize_t got = getline(&corpus->line, &corpus->line_capacity, corpus->file);
+    if (got <= 0) {
+        if (ferror(corpus->file))
+            return tfenc_error(ctx, TFENC_ERR_IO, "%s: read error at byte %lld: %s",
+                               corpus->path, (long long)line_start,
+                               errno == ENOMEM ? "line too long for memory" : strerror(errno));
+        return tfenc_error(ctx, TFENC_ERR_IO, "%s: the file ended at byte %lld, before its "
+                           "size of %lld bytes (changed while reading?)", corpus->path,
+                           (long long)line_start, (long long)corpus->file_size);
+    }
+    corpus->position += got;
+    size_t n = (size_t)got;
+    if (n > 0 && corpus->line[n - 1] == '\n')
+        n--;
+    if (n > 0 && corpus->line[n - 1] == '\r')
+        n--;
+    corpus->line[n] = '\0';
+    const char *nul = memchr(corpus->line, '\0', n);
+    if (nul != NULL)
+        return tfenc_error(ctx, TFENC_ERR_INPUT, "%s: line %lld: NUL byte at byte offset %lld "
+                           "(is the file UTF-16 or binary?)", corpus->path,
+                           (long long)line_number(corpus, corpus->next_local),
+                           (long long)(line_start + (nul - corpus->line)));
+    *length = n;
+    return TFENC_OK;
+}
+
+static const char *json_type_name(const json_t *value)
+{
+    switch (json_typeof(value)) {
+    case JSON_OBJECT: return "an object";
+    case JSON_ARRAY: return "an array";
+    case JSON_STRING: return "a string";
+    case JSON_INTEGER: return "an integer";
+    case JSON_REAL: return "a number";
+    case JSON_TRUE:
+    case JSON_FALSE: return "a boolean";
+    case JSON_NULL: return "null";
+    }
+    return "an unknown value";
+}
+
+static int next_jsonl(tfenc_context *ctx, tfenc_corpus *corpus, size_t length,
+                      tfenc_document *document)
+{
+    const char *line = corpus->line;
+    size_t blank = strspn(line, " \t");
+    if (blank == length)
+        return tfenc_error(ctx, TFENC_ERR_INPUT, "%s: line %lld: blank line (each line of a "
+                           "JSON Lines corpus must be one object)", corpus->path,
+                           (long long)line_number(corpus, corpus->next_local));
+    json_error_t error;
+    corpus->record = json_loadb(line, length, JSON_REJECT_DUPLICATES, &error);
+    if (corpus->record == NULL)
+        return tfenc_error(ctx, TFENC_ERR_INPUT, "%s: line %lld, column %d: invalid JSON: %s",
+                           corpus->path, (long long)line_number(corpus, corpus->next_local),
+                           error.column, error.text);
+    if (!json_is_object(corpus->record))
+        return tfenc_error(ctx, TFENC_ERR_INPUT, "%s: line %lld: expected a JSON object, "
+                           "found %s", corpus->path,
+                           (long long)line_number(corpus, corpus->next_local),
+                           json_type_name(corpus->record));
+    json_t *text = json_object_get(corpus->record, corpus->text_field);
+    if (text == NULL || !json_is_string(text))
+        return tfenc_error(ctx, TFENC_ERR_INPUT, "%s: line %lld: text field '%s' %s%s%s",
+                           corpus->path, (long long)line_number(corpus, corpus->next_local),
+                           corpus->text_field, text == NULL ? "is missing" : "is ",
+                           text == NULL ? "" : json_type_name(text),
+                           text == NULL ? "" : ", expected a string");
+    document->text = json_string_value(text);
+    document->text_length = json_string_length(text);
+    if (corpus->id_field != NULL) {
+        json_t *id = json_object_get(corpus->record, corpus->id_field);
+        if (id != NULL && json_is_string(id)) {
+            document->id = json_string_value(id);
+            document->id_length = json_string_length(id);
+        } else if (id != NULL && json_is_integer(id)) {
+            int n = snprintf(corpus->id_text, sizeof corpus->id_text, "%" JSON_INTEGER_FORMAT,
+                             json_integer_value(id));
+            document->id = corpus->id_text;
+            document->id_length = (size_t)n;
+        } else {
+            return tfenc_error(ctx, TFENC_ERR_INPUT, "%s: line %lld: id field '%s' %s%s%s",
+                               corpus->path, (long long)line_number(corpus, corpus->next_local),
+                               corpus->id_field, id == NULL ? "is missing" : "is ",
+                               id == NULL ? "" : json_type_name(id),
+                               id == NULL ? "" : ", expected a string or an integer");
+        }
+    }
+    return TFENC_OK;
+}
+
+static int next_text(tfenc_context *ctx, tfenc_corpus *corpus, tfenc_document *document)
+{
+    size_t length = 0;
+    int status = read_line(ctx, corpus, &length);
+    if (status != TFENC_OK)
+        return status;
+    if (corpus->format == TFENC_CORPUS_JSONL)
+        return next_jsonl(ctx, corpus, length, document);
+    document->text = corpus->line;
+    document->text_length = length;
+    return TFENC_OK;
+}
+
+/* ----------------------------------------------------------------- HDF5 */
+
+/* Opens an integer dataset of the expected rank and returns its dims. */
+static int open_integer_dataset(tfenc_context *ctx, tfenc_corpus *corpus, const char *name,
+                                int rank, hsize_t *dims, hid_t *dataset)
+{
+    char detail[256];
+    if (H5Lexists(corpus->h5_file, name, H5P_DEFAULT) <= 0) {
+        H5Eclear2(H5E_DEFAULT);
+        return tfenc_error(ctx, TFENC_ERR_INPUT, "%s: dataset '%s' not found", corpus->path,
+                           name);
+    }
+    *dataset = H5Dopen2(corpus->h5_file, name, H5P_DEFAULT);
+    if (*dataset < 0)
+        return tfenc_error(ctx, TFENC_ERR_INPUT, "%s: cannot open dataset '%s': %s",
+                           corpus->path, name, h5_detail(detail));
+    hid_t type = H5Dget_type(*dataset);
+    H5T_class_t type_class = type >= 0 ? H5Tget_class(type) : H5T_NO_CLASS;
+    if (type >= 0)
+        H5Tclose(type);
+    if (type_class != H5T_INTEGER)
+        return tfenc_error(ctx, TFENC_ERR_INPUT, "%s: dataset '%s' must hold integers, "
+                           "found another type (class %d)", corpus->path, name, (int)type_class);
+    hid_t space = H5Dget_space(*dataset);
+    int found_rank = space >= 0 ? H5Sget_simple_extent_ndims(space) : -1;
+    if (found_rank == rank)
+        H5Sget_simple_extent_dims(space, dims, NULL);
+    if (space >= 0)
+        H5Sclose(space);
+    if (found_rank != rank)
+        return tfenc_error(ctx, TFENC_ERR_INPUT, "%s: dataset '%s' must have rank %d, found "
+                           "rank %d", corpus->path, name, rank, found_rank);
+    return TFENC_OK;
+}
+
+/* Reads elements [start, start + count) of a rank-1 dataset (or rows of a
+ * rank-2 one, `width` columns from column 0) as `memory_type`. */
+static int read_slab(tfenc_context *ctx, tfenc_corpus *corpus, hid_t dataset, const char *name,
+                     int rank, int64_t start, int64_t count, int64_t width, hid_t memory_type,
+                     void *buffer)
+{
+    if (count == 0 || width == 0)
+        return TFENC_OK;
+    hsize_t offset[2] = {(hsize_t)start, 0};
+    hsize_t size[2] = {(hsize_t)count, (hsize_t)width};
+    hsize_t memory_size = (hsize_t)count * (hsize_t)(rank == 2 ? width : 1);
+    hid_t file_space = H5Dget_space(dataset);
+    hid_t memory_space = H5Screate_simple(1, &memory_size, NULL);
+    herr_t result = -1;
+    if (file_space >= 0 && memory_space >= 0
+        && H5Sselect_hyperslab(file_space, H5S_SELECT_SET, offset, NULL, size, NULL) >= 0)
+        result = H5Dread(dataset, memory_type, memory_space, file_space, H5P_DEFAULT, buffer);
+    char detail[256];
+    if (result < 0)
+        h5_detail(detail);
+    if (file_space >= 0)
+        H5Sclose(file_space);
+    if (memory_space >= 0)
+        H5Sclose(memory_space);
+    if (result < 0)
+        return tfenc_error(ctx, TFENC_ERR_IO, "%s: cannot read dataset '%s' at %lld: %s",
+                           corpus->path, name, (long long)start, detail);
+    return TFENC_OK;
+}
+
+/* The document index where share k starts: the document boundary whose
+ * token offset is nearest to k*T/n (ties go to the earlier boundary). It is
+ * non-decreasing in k, so consecutive shares never overlap. */
+static int64_t token_share_boundary(const int64_t *offsets, int64_t n_documents, int share,
+                                    int n_shares)
+{
+    if (share <= 0)
+        return 0;
+    if (share >= n_shares)
+        return n_documents;
+    int64_t total = offsets[n_documents];
+    int64_t target = share_boundary(total, share, n_shares);
+    int64_t low = 0, high = n_documents; /* first i with offsets[i] >= target */
+    while (low < high) {
+        int64_t middle = low + (high - low) / 2;
+        if (offsets[middle] < target)
+            low = middle + 1;
+        else
+            high = middle;
+    }
+    if (low > 0 && target - offsets[low - 1] < offsets[low] - target)
+        low--;
+    return low;
+}
+
+static int open_hdf5(tfenc_context *ctx, tfenc_corpus *corpus,
+                     const tfenc_corpus_options *options, int share, int n_shares)
+{
+    char detail[256];
+    H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
+    corpus->h5_file = H5Fopen(corpus->path, H5F_ACC_RDONLY, H5P_DEFAULT);
+    if (corpus->h5_file < 0)
+        return tfenc_error(ctx, TFENC_ERR_IO, "%s: cannot open the HDF5 corpus: %s",
+                           corpus->path, h5_detail(detail));
+    if ((options->ids_dataset == NULL) != (options->lengths_dataset == NULL))
+        return tfenc_error(ctx, TFENC_ERR_CONFIG, "%s: a padded HDF5 corpus needs both "
+                           "ids_dataset and lengths_dataset (only %s is set)", corpus->path,
+                           options->ids_dataset != NULL ? "ids_dataset" : "lengths_dataset");
+    corpus->padded = options->ids_dataset != NULL;
+    const char *tokens_name = corpus->padded ? options->ids_dataset
+                              : options->tokens_dataset != NULL ? options->tokens_dataset
+                                                                : "tokens";
+    const char *index_name = corpus->padded ? options->lengths_dataset
+                             : options->offsets_dataset != NULL ? options->offsets_dataset
+                                                                : "offsets";
+    corpus->tokens_name = copy_string(tokens_name);
+    if (corpus->tokens_name == NULL)
+        return tfenc_error(ctx, TFENC_ERR_NO_MEMORY, "%s: out of memory", corpus->path);
+
+    hsize_t token_dims[2] = {0, 0}, index_dims[1] = {0};
+    hid_t index = -1;
+    int status = open_integer_dataset(ctx, corpus, tokens_name, corpus->padded ? 2 : 1,
+                                      token_dims, &corpus->tokens);
+    if (status == TFENC_OK)
+        status = open_integer_dataset(ctx, corpus, index_name, 1, index_dims, &index);
+    int64_t n_documents = corpus->padded ? (int64_t)token_dims[0] : (int64_t)index_dims[0] - 1;
+    if (status == TFENC_OK && corpus->padded && index_dims[0] != token_dims[0])
+        status = tfenc_error(ctx, TFENC_ERR_INPUT, "%s: dataset '%s' has %llu rows but '%s' "
+                             "has %llu entries: they must match", corpus->path, tokens_name,
+                             (unsigned long long)token_dims[0], index_name,
+                             (unsigned long long)index_dims[0]);
+    if (status == TFENC_OK && !corpus->padded && index_dims[0] < 1)
+        status = tfenc_error(ctx, TFENC_ERR_INPUT, "%s: dataset '%s' is empty: it needs N+1 "
+                             "entries, from 0 to the token count", corpus->path, index_name);
+    /* The whole index is read (8 bytes per document) to cut shares by
+     * tokens; the token ids themselves are read per share, per block. */
+    int64_t *all = NULL;
+    if (status == TFENC_OK) {
+        all = malloc(((size_t)n_documents + 1) * sizeof *all);
+        if (all == NULL)
+            status = tfenc_error(ctx, TFENC_ERR_NO_MEMORY, "%s: out of memory reading '%s'",
+                                 corpus->path, index_name);
+    }
+    if (status == TFENC_OK)
+        status = read_slab(ctx, corpus, index, index_name, 1, 0,
+                           corpus->padded ? n_documents : n_documents + 1, 1,
+                           H5T_NATIVE_INT64, corpus->padded ? all + 1 : all);
+    if (status == TFENC_OK && corpus->padded) {
+        corpus->padded_width = (int64_t)token_dims[1];
+        /* Turn lengths into running offsets, validating them on the way. */
+        all[0] = 0;
+        for (int64_t i = 0; i < n_documents && status == TFENC_OK; i++) {
+            int64_t length = all[i + 1];
+            if (length < 0 || length > corpus->padded_width)
+                status = tfenc_error(ctx, TFENC_ERR_INPUT, "%s: dataset '%s': entry %lld is "
+                                     "%lld, outside [0, %lld] (the width of '%s')",
+                                     corpus->path, index_name, (long long)i, (long long)length,
+                                     (long long)corpus->padded_width, tokens_name);
+            all[i + 1] = all[i] + length;
+        }
+    } else if (status == TFENC_OK) {
+        if (all[0] != 0)
+            status = tfenc_error(ctx, TFENC_ERR_INPUT, "%s: dataset '%s' must start at 0, "
+                                 "found %lld", corpus->path, index_name, (long long)all[0]);
+        for (int64_t i = 0; i < n_documents && status == TFENC_OK; i++)
+            if (all[i + 1] < all[i])
+                status = tfenc_error(ctx, TFENC_ERR_INPUT, "%s: dataset '%s' decreases at "
+                                     "entry %lld (%lld after %lld): offsets must be "
+                                     "non-decreasing", corpus->path, index_name,
+                                     (long long)(i + 1), (long long)all[i + 1],
+                                     (long long)all[i]);
+        if (status == TFENC_OK && all[n_documents] != (int64_t)token_dims[0])
+            status = tfenc_error(ctx, TFENC_ERR_INPUT, "%s: dataset '%s' ends at %lld but "
+                                 "'%s' holds %llu tokens: they must match", corpus->path,
+                                 index_name, (long long)all[n_documents], tokens_name,
+                                 (unsigned long long)token_dims[0]);
+    }
+    if (status == TFENC_OK) {
+        corpus->first = token_share_boundary(all, n_documents, share, n_shares);
+        corpus->end = token_share_boundary(all, n_documents, share + 1, n_shares);
+        int64_t n = corpus->end - corpus->first;
+        corpus->offsets = malloc(((size_t)n + 1) * sizeof *corpus->offsets);
+        corpus->lengths = malloc(((size_t)n + 1) * sizeof *corpus->lengths);
+        if (corpus->offsets == NULL || corpus->lengths == NULL)
+            status = tfenc_error(ctx, TFENC_ERR_NO_MEMORY, "%s: out of memory", corpus->path);
+        else
+            for (int64_t i = 0; i <= n; i++) {
+                corpus->offsets[i] = all[corpus->first + i];
+                if (i < n)
+                    corpus->lengths[i] = all[corpus->first + i + 1] - all[corpus->first + i];
+            }
+        corpus->first_index = corpus->first;
+    }
+    free(all);
+    if (index >= 0)
+        H5Dclose(index);
+    corpus->block_first = corpus->block_end = corpus->first;
+    return status;
+}
+
+/* Loads the block of documents that starts at `first`: as many as fit in
+ * BLOCK_TOKENS, at least one. */
+static int load_block(tfenc_context *ctx, tfenc_corpus *corpus, int64_t first)
+{
+    int64_t local = first - corpus->first;
+    int64_t end = first + 1;
+    int64_t width = 0; /* padded: the widest row of the block */
+    if (corpus->padded) {
+        width = corpus->lengths[local];
+        int64_t rows_limit = BLOCK_TOKENS / (corpus->padded_width > 0 ? corpus->padded_width : 1);
+        while (end < corpus->end && end - first < rows_limit) {
+            if (corpus->lengths[end - corpus->first] > width)
+                width = corpus->lengths[end - corpus->first];
+            end++;
+        }
+    } else {
+        while (end < corpus->end
+               && corpus->offsets[end + 1 - corpus->first] - corpus->offsets[local] <= BLOCK_TOKENS)
+            end++;
+    }
+    size_t needed = corpus->padded ? (size_t)((end - first) * width)
+                                   : (size_t)(corpus->offsets[end - corpus->first]
+                                              - corpus->offsets[local]);
+    if (needed > corpus->block_capacity || corpus->block == NULL) {
+        /* Never NULL, even for a block of empty documents. */
+        int32_t *grown = realloc(corpus->block, (needed + 1) * sizeof *grown);
+        if (grown == NULL)
+            return tfenc_error(ctx, TFENC_ERR_NO_MEMORY, "%s: out of memory for %zu token ids "
+                               "of '%s'", corpus->path, needed, corpus->tokens_name);
+        corpus->block = grown;
+        corpus->block_capacity = needed;
+    }
+    int status = corpus->padded
+        ? read_slab(ctx, corpus, corpus->tokens, corpus->tokens_name, 2, first, end - first,
+                    width, H5T_NATIVE_INT32, corpus->block)
+        : read_slab(ctx, corpus, corpus->tokens, corpus->tokens_name, 1,
+                    corpus->offsets[local], (int64_t)needed, 1, H5T_NATIVE_INT32, corpus->block);
+    if (status != TFENC_OK)
+        return status;
+    if (corpus->padded) {
+        /* Pack the rows' real tokens end to end, dropping the padding. */
+        size_t packed = 0;
+        for (int64_t d = first; d < end; d++) {
+            int64_t length = corpus->lengths[d - corpus->first];
+            memmove(corpus->block + packed, corpus->block + (size_t)((d - first) * width),
+                    (size_t)length * sizeof *corpus->block);
+            packed += (size_t)length;
+        }
+        needed = packed;
+    }
+    /* HDF5 clips out-of-range values of wider integer types to INT32_MIN/MAX:
+     * negatives are caught here, too-large ids by the embedding's vocabulary
+     * check. */
+    for (size_t i = 0; i < needed; i++)
+        if (corpus->block[i] < 0) {
+            int64_t document = first;
+            size_t seen = 0;
+            while (seen + (size_t)corpus->lengths[document - corpus->first] <= i) {
+                seen += (size_t)corpus->lengths[document - corpus->first];
+                document++;
+            }
+            return tfenc_error(ctx, TFENC_ERR_INPUT, "%s: dataset '%s': document %lld has a "
+                               "negative token id %d at position %zu", corpus->path,
+                               corpus->tokens_name, (long long)document, (int)corpus->block[i],
+                               i - seen);
+        }
+    corpus->block_first = first;
+    corpus->block_end = end;
+    return TFENC_OK;
+}
+
+static int next_hdf5(tfenc_context *ctx, tfenc_corpus *corpus, tfenc_document *document)
+{
+    int64_t index = corpus->first + corpus->next_local;
+    if (index >= corpus->end)
+        return TFENC_ERR_NOT_FOUND;
+    if (index < corpus->block_first || index >= corpus->block_end) {
+        int status = load_block(ctx, corpus, index);
+        if (status != TFENC_OK)
+            return status;
+    }
+    int64_t length = corpus->lengths[index - corpus->first];
+    if (length > INT_MAX)
+        return tfenc_error(ctx, TFENC_ERR_INPUT, "%s: dataset '%s': document %lld has %lld "
+                           "tokens, more than tfenc handles in one document", corpus->path,
+                           corpus->tokens_name, (long long)index, (long long)length);
+    /* Within a block the documents' tokens lie end to end. */
+    int64_t skip = corpus->offsets[index - corpus->first]
+                 - corpus->offsets[corpus->block_first - corpus->first];
+    document->token_ids = corpus->block + skip;
+    document->n_tokens = (int)length;
+    return TFENC_OK;
+}
+
+/* ------------------------------------------------------------ interface */
+
+int tfenc_corpus_open(tfenc_context *ctx, const tfenc_corpus_options *options, int share,
+                      int n_shares, tfenc_corpus **corpus_out)
+{
+    *corpus_out = NULL;
+    if (options == NULL || options->path == NULL)
+        return tfenc_error(ctx, TFENC_ERR_CONFIG, "corpus: no input path given");
+    if (n_shares < 1 || share < 0 || share >= n_shares)
+        return tfenc_error(ctx, TFENC_ERR_INTERNAL, "%s: share %d of %d does not exist",
+                           options->path, share, n_shares);
+    tfenc_corpus *corpus = calloc(1, sizeof *corpus);
+    if (corpus == NULL)
+        return tfenc_error(ctx, TFENC_ERR_NO_MEMORY, "%s: out of memory", options->path);
+    corpus->format = options->format;
+    corpus->h5_file = corpus->tokens = -1;
+    corpus->first_index = -1;
+    corpus->path = copy_string(options->path);
+    corpus->text_field = copy_string(options->text_field != NULL ? options->text_field : "text");
+    corpus->id_field = copy_string(options->id_field);
+    int status;
+    if (corpus->path == NULL || corpus->text_field == NULL
+        || (options->id_field != NULL && corpus->id_field == NULL))
+        status = tfenc_error(ctx, TFENC_ERR_NO_MEMORY, "%s: out of memory", options->path);
+    else if (corpus->format == TFENC_CORPUS_HDF5)
+        status = open_hdf5(ctx, corpus, options, share, n_shares);
+    else
+        status = open_text(ctx, corpus, share, n_shares);
+    if (status != TFENC_OK) {
+        tfenc_corpus_close(corpus);
+        return status;
+    }
+    *corpus_out = corpus;
+    return TFENC_OK;
+}
+
+int tfenc_corpus_next(tfenc_context *ctx, tfenc_corpus *corpus, tfenc_document *document)
+{
+    memset(document, 0, sizeof *document);
+    if (corpus->record != NULL) {
+        json_decref(corpus->record);
+        corpus->record = NULL;
+    }
+    int status = corpus->format == TFENC_CORPUS_HDF5 ? next_hdf5(ctx, corpus, document)
+                                                     : next_text(ctx, corpus, document);
+    if (status != TFENC_OK)
+        return status;
+    document->local_index = corpus->next_local++;
+    return TFENC_OK;
+}
+
+int tfenc_corpus_rewind(tfenc_context *ctx, tfenc_corpus *corpus)
+{
+    corpus->next_local = 0;
+    if (corpus->record != NULL) {
+        json_decref(corpus->record);
+        corpus->record = NULL;
+    }
+    if (corpus->format == TFENC_CORPUS_HDF5)
+        return TFENC_OK; /* the block stays: it is reloaded only if it is not the first */
+    return text_rewind(ctx, corpus);
+}
+
+int tfenc_corpus_count(tfenc_context *ctx, tfenc_corpus *corpus, tfenc_corpus_counts *counts)
+{
+    memset(counts, 0, sizeof *counts);
+    counts->n_tokens = -1;
+    if (corpus->format == TFENC_CORPUS_HDF5) {
+        int64_t n = corpus->end - corpus->first;
+        counts->n_documents = n;
+        counts->n_tokens = corpus->offsets[n] - corpus->offsets[0];
+        return tfenc_corpus_rewind(ctx, corpus);
+    }
+    int status = tfenc_corpus_rewind(ctx, corpus);
+    tfenc_document document;
+    while (status == TFENC_OK && (status = tfenc_corpus_next(ctx, corpus, &document)) == TFENC_OK) {
+        counts->n_documents++;
+        if (document.id_length > counts->max_id_length)
+            counts->max_id_length = document.id_length;
+    }
+    if (status != TFENC_ERR_NOT_FOUND)
+        return status;
+    return tfenc_corpus_rewind(ctx, corpus);
+}
+
+void tfenc_corpus_close(tfenc_corpus *corpus)
+{
+    if (corpus == NULL)
+        return;
+    if (corpus->record != NULL)
+        json_decref(corpus->record);
+    if (corpus->file != NULL)
+        fclose(corpus->file);
+    if (corpus->tokens >= 0)
+        H5Dclose(corpus->tokens);
+    if (corpus->h5_file >= 0)
+        H5Fclose(corpus->h5_file);
+    free(corpus->line);
+    free(corpus->block);
+    free(corpus->offsets);
+    free(corpus->lengths);
+    free(corpus->tokens_name);
+    free(corpus->path);
+    free(corpus->text_field);
+    free(corpus->id_field);
+    free(corpus);
+}

@@ -1,0 +1,118 @@
+/* Corpus readers: plain text (one document per line), JSON Lines, and HDF5
+ * token ids. Each reader streams one share of the corpus, so a rank never
+ * holds more than the share's current line (or block of token ids).
+ *
+ * Shares. Text and JSON Lines: share k of n covers the bytes
+ * [k*S/n, (k+1)*S/n) of a file of S bytes and owns every line that STARTS
+ * in that range (a share that starts mid-line skips to the next line start;
+ * its last line is read to its end, past the range). The shares therefore
+ * partition the lines exactly, whatever the line lengths. A share does not
+ * know its documents' global indices: tfenc_corpus_count() scans it, the
+ * driver adds counts up over the earlier shares (MPI_Exscan) and may hand
+ * the result back with tfenc_corpus_set_first_index(). HDF5: shares are
+ * contiguous document ranges cut where the running token count is nearest
+ * to k*T/n, so shares hold about equal tokens, and the first global index
+ * is known at open.
+ *
+ * Lines. A trailing "\n" and then "\r" are stripped; the last line needs no
+ * final newline; an empty line of a text corpus is an empty document (it
+ * still gets its output row). Lines of any length are read whole.
+ *
+ * Errors (TFENC_ERR_INPUT, one line naming the file):
+ * - a NUL byte in a text or JSON Lines line names the 1-based line number
+ *   and the byte offset of the NUL in the file. A share that does not know
+ *   where it starts in line numbers counts the newlines before it when
+ *   (and only when) it reports an error, so messages always carry the true
+ *   line number;
+ * - JSON Lines: a blank line is an error (every line must be an object: a
+ *   silently skipped line would shift every later document's index), as is
+ *   invalid JSON, a value that is not an object, a missing text field or
+ *   one that is not a string, and, when an id field is configured, a
+ *   missing id or one that is neither a string nor an integer;
+ * - HDF5: a missing dataset, a wrong rank, a non-integer type, offsets that
+ *   do not start at 0, decrease, or do not end at the token count, a length
+ *   outside [0, L], a negative token id: each names the file and dataset. */
+#ifndef TFENC_CORPUS_H
+#define TFENC_CORPUS_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include "tfenc/plugin.h"
+
+typedef enum tfenc_corpus_format {
+    TFENC_CORPUS_TEXT,
+    TFENC_CORPUS_JSONL,
+    TFENC_CORPUS_HDF5
+} tfenc_corpus_format;
+
+typedef struct tfenc_corpus_options {
+    const char *path;
+    tfenc_corpus_format format;
+    const char *text_field;      /* JSON Lines: field with the document; NULL means "text" */
+    const char *id_field;        /* JSON Lines: field with the id; NULL means no ids */
+    const char *tokens_dataset;  /* HDF5 ragged: int ids [T]; NULL means "tokens" */
+    const char *offsets_dataset; /* HDF5 ragged: [N+1] from 0 to T; NULL means "offsets" */
+    const char *ids_dataset;     /* HDF5 padded: int ids [N, L]; set with lengths_dataset */
+    const char *lengths_dataset; /* HDF5 padded: tokens per row [N]; when both are set the
+                                  * input is padded, else ragged */
+} tfenc_corpus_options;
+
+/* One document. Everything it points to is owned by the corpus and valid
+ * until the next tfenc_corpus_next(), _rewind(), _count() or _close(). */
+typedef struct tfenc_document {
+    int64_t local_index;      /* 0, 1, ... within the share */
+    const char *text;         /* text / JSON Lines: UTF-8 bytes, NUL-terminated; else NULL */
+    size_t text_length;       /* bytes, without the terminating NUL */
+    const char *id;           /* JSON Lines with an id field: NUL-terminated; else NULL */
+    size_t id_length;
+    const int32_t *token_ids; /* HDF5: the document's ids (non-negative); else NULL */
+    int n_tokens;             /* HDF5: number of ids; else 0 */
+} tfenc_document;
+
+typedef struct tfenc_corpus_counts {
+    int64_t n_documents;  /* documents in the share */
+    int64_t n_tokens;     /* HDF5: token ids in the share; -1 for text and JSON Lines */
+    size_t max_id_length; /* JSON Lines with an id field: longest id in bytes; else 0 */
+} tfenc_corpus_counts;
+
+typedef struct tfenc_corpus tfenc_corpus;
+
+/* "text", "jsonl" or "hdf5" -> the format; TFENC_ERR_NOT_FOUND for any other
+ * name (the caller reports it with the key it came from). */
+int tfenc_corpus_format_from_name(const char *name, tfenc_corpus_format *format);
+/* The format a path's extension implies: .jsonl/.ndjson -> JSON Lines,
+ * .h5/.hdf5 -> HDF5, anything else -> text. */
+tfenc_corpus_format tfenc_corpus_format_from_path(const char *path);
+/* "text", "jsonl", "hdf5". */
+const char *tfenc_corpus_format_name(tfenc_corpus_format format);
+
+/* Opens share `share` (0 <= share < n_shares) of the corpus. Only reads
+ * what the share needs: for HDF5 the offsets or lengths (to cut the shares)
+ * but never another share's token ids. */
+int tfenc_corpus_open(tfenc_context *ctx, const tfenc_corpus_options *options, int share,
+                      int n_shares, tfenc_corpus **corpus);
+
+/* Reads the whole share once and fills *counts, validating every document
+ * as tfenc_corpus_next() does (JSON Lines are parsed), so that a malformed
+ * line stops the job before any encoding is spent; then rewinds. HDF5
+ * counts come from the offsets or lengths without reading token ids. */
+int tfenc_corpus_count(tfenc_context *ctx, tfenc_corpus *corpus, tfenc_corpus_counts *counts);
+
+/* Global index of the share's first document: known for HDF5, for share 0,
+ * and after tfenc_corpus_set_first_index(); otherwise -1. */
+int64_t tfenc_corpus_first_index(const tfenc_corpus *corpus);
+/* Tells a text or JSON Lines share its first global index (from the
+ * driver's MPI_Exscan of the counts); error messages then need no scan. */
+void tfenc_corpus_set_first_index(tfenc_corpus *corpus, int64_t first_index);
+
+/* The next document: TFENC_OK, TFENC_ERR_NOT_FOUND after the share's last
+ * document (no message is recorded), or an error. */
+int tfenc_corpus_next(tfenc_context *ctx, tfenc_corpus *corpus, tfenc_document *document);
+
+/* Back to the share's first document. */
+int tfenc_corpus_rewind(tfenc_context *ctx, tfenc_corpus *corpus);
+
+/* Frees everything; NULL is allowed. */
+void tfenc_corpus_close(tfenc_corpus *corpus);
+
+#endif

@@ -1,0 +1,27 @@
+/* SHA-256 (FIPS 180-4), for the weights checksum stored in every output file
+ * so that a result can be traced to the exact model that produced it. */
+#ifndef TFENC_SHA256_H
+#define TFENC_SHA256_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include "tfenc/plugin.h"
+
+typedef struct tfenc_sha256 {
+    uint32_t state[8];
+    uint64_t total_bytes;
+    unsigned char block[64];
+    size_t block_used;
+} tfenc_sha256;
+
+void tfenc_sha256_init(tfenc_sha256 *hash);
+void tfenc_sha256_update(tfenc_sha256 *hash, const void *data, size_t size);
+/* Writes the 32-byte digest; the state must be re-initialised to reuse it. */
+void tfenc_sha256_final(tfenc_sha256 *hash, unsigned char digest[32]);
+/* Digest of a buffer as 64 lower-case hex digits and a NUL. */
+void tfenc_sha256_hex(const void *data, size_t size, char hex[65]);
+/* Digest of a whole file as lower-case hex; TFENC_ERR_IO naming the path
+ * when it cannot be opened or read. */
+int tfenc_sha256_file(tfenc_context *ctx, const char *path, char hex[65]);
+
+#endif
