@@ -1,0 +1,346 @@
+/* Unit tests of the WordPiece tokenizer on a small hand-made vocabulary, with
+ * expected ids worked out by hand from the BERT rules. */
+#include <CUnit/Basic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "context.h"
+#include "tokenizer.h"
+
+/* Ids are the positions in this list. */
+static const char *const vocab[] = {
+    "[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]",          /* 0-4 */
+    "un", "##aff", "##able", "the", "a",                     /* 5-9 */
+    "##b", "hello", "world", ",", "!",                       /* 10-14 */
+    "\xc3\xa9" /* é */, "e", "\xe4\xb8\xad" /* 中 */, "\xe6\x96\x87" /* 文 */, "i", /* 15-19 */
+    "##\xcc\x87" /* ##U+0307 */,                            /* 20 */
+    "x\xf0\x9d\x85\xa5\xf0\x9d\x85\xad" /* x U+1D165 U+1D16D, canonical order */, /* 21 */
+    "##lo", "hel",                                           /* 22-23 */
+};
+#define N_VOCAB ((int)(sizeof vocab / sizeof vocab[0]))
+enum { PAD, UNK, CLS, SEP, MASK, UN, AFF, ABLE, THE, A, B, HELLO, WORLD, COMMA, BANG,
+       E_ACUTE, E, ZHONG, WEN, I, DOT_ABOVE, X_MARKS, LO, HEL };
+
+static tfenc_context ctx;
+
+static tfenc_tokenizer *make(int lowercase, int strip_accents, int chinese_chars,
+                             tfenc_invalid_utf8_policy policy)
+{
+    tfenc_tokenizer_options options;
+    tfenc_tokenizer_options_default(&options);
+    options.lowercase = lowercase;
+    options.strip_accents = strip_accents;
+    options.chinese_chars = chinese_chars;
+    options.invalid_utf8 = policy;
+    tfenc_tokenizer *tokenizer = NULL;
+    tfenc_context_clear(&ctx);
+    int status = tfenc_tokenizer_create_from_tokens(&ctx, vocab, N_VOCAB, &options, &tokenizer);
+    CU_ASSERT_EQUAL_FATAL(status, TFENC_OK);
+    return tokenizer;
+}
+
+/* Encodes text (length given, so NULs and invalid bytes pass) and checks
+ * the ids against expected[0..n_expected) and the truncated count. */
+static void check_encode(tfenc_tokenizer *tokenizer, const char *text, size_t length, int max_length,
+                         const int32_t *expected, int n_expected, int expected_truncated)
+{
+    int32_t ids[256];
+    int n_ids = -1, n_truncated = -1;
+    tfenc_context_clear(&ctx);
+    int status = tfenc_tokenizer_encode(&ctx, tokenizer, text, length, ids, max_length, &n_ids,
+                                        &n_truncated);
+    CU_ASSERT_EQUAL(status, TFENC_OK);
+    CU_ASSERT_EQUAL(n_ids, n_expected);
+    CU_ASSERT_EQUAL(n_truncated, expected_truncated);
+    for (int i = 0; i < n_expected && i < n_ids; i++)
+        CU_ASSERT_EQUAL(ids[i], expected[i]);
+    if (status != TFENC_OK || n_ids != n_expected || n_truncated != expected_truncated) {
+        fprintf(stderr, "\n  text \"%.*s\": got %d ids (%d cut):", (int)(length < 60 ? length : 60),
+                text, n_ids, n_truncated);
+        for (int i = 0; i < n_ids; i++)
+            fprintf(stderr, " %d", (int)ids[i]);
+        fprintf(stderr, " %s\n", tfenc_context_message(&ctx));
+    }
+}
+
+#define CHECK(tokenizer, text, max_length, truncated, ...)                                        \
+    do {                                                                                          \
+        const int32_t expected_[] = {__VA_ARGS__};                                                \
+        check_encode(tokenizer, text, sizeof(text) - 1, max_length, expected_,                    \
+                     (int)(sizeof expected_ / sizeof expected_[0]), truncated);                   \
+    } while (0)
+
+static void test_empty_text(void)
+{
+    tfenc_tokenizer *t = make(1, -1, 1, TFENC_INVALID_UTF8_REPLACE);
+    CHECK(t, "", 128, 0, CLS, SEP);
+    CHECK(t, " \t\r\n ", 128, 0, CLS, SEP);
+    int32_t ids[2];
+    int n_ids = 0, n_truncated = 0;
+    CU_ASSERT_EQUAL(tfenc_tokenizer_encode(&ctx, t, NULL, 0, ids, 2, &n_ids, &n_truncated), TFENC_OK);
+    CU_ASSERT_EQUAL(n_ids, 2);
+    tfenc_tokenizer_destroy(t);
+}
+
+static void test_continuations(void)
+{
+    tfenc_tokenizer *t = make(1, -1, 1, TFENC_INVALID_UTF8_REPLACE);
+    CHECK(t, "unaffable", 128, 0, CLS, UN, AFF, ABLE, SEP);
+    /* Longest match first: "hel" + "##lo" would also cover "hello". */
+    CHECK(t, "Hello, World!", 128, 0, CLS, HELLO, COMMA, WORLD, BANG, SEP);
+    CHECK(t, "abbb", 128, 0, CLS, A, B, B, B, SEP);
+    tfenc_tokenizer_destroy(t);
+}
+
+static void test_unknown_words(void)
+{
+    tfenc_tokenizer *t = make(1, -1, 1, TFENC_INVALID_UTF8_REPLACE);
+    CHECK(t, "xyz the", 128, 0, CLS, UNK, THE, SEP);
+    /* One uncoverable position makes the whole word [UNK], not "un" [UNK]. */
+    CHECK(t, "unx", 128, 0, CLS, UNK, SEP);
+    tfenc_tokenizer_destroy(t);
+}
+
+static void test_word_length_limit(void)
+{
+    tfenc_tokenizer *t = make(1, -1, 1, TFENC_INVALID_UTF8_REPLACE);
+    char text[128];
+    int32_t expected[128];
+    /* 100 characters are still split into pieces: a ##b x 99. */
+    memset(text, 'b', 100);
+    text[0] = 'a';
+    expected[0] = CLS;
+    expected[1] = A;
+    for (int i = 2; i <= 100; i++)
+        expected[i] = B;
+    expected[101] = SEP;
+    check_encode(t, text, 100, 128, expected, 102, 0);
+    /* 101 characters make one [UNK]. */
+    text[100] = 'b';
+    const int32_t unknown[] = {CLS, UNK, SEP};
+    check_encode(t, text, 101, 128, unknown, 3, 0);
+    /* The limit counts characters after normalization: 100 é are 200 bytes,
+     * stripped to 100 e, which are no word of this vocabulary... */
+    char accents[256];
+    for (int i = 0; i < 100; i++)
+        memcpy(accents + 2 * i, "\xc3\xa9", 2);
+    check_encode(t, accents, 200, 128, unknown, 3, 0);
+    /* ... but "é" alone is: cased, its 2 bytes are 1 character. */
+    tfenc_tokenizer *cased = make(0, 0, 1, TFENC_INVALID_UTF8_REPLACE);
+    CHECK(cased, "\xc3\xa9", 128, 0, CLS, E_ACUTE, SEP);
+    tfenc_tokenizer_destroy(cased);
+    tfenc_tokenizer_destroy(t);
+}
+
+static void test_truncation(void)
+{
+    tfenc_tokenizer *t = make(1, -1, 1, TFENC_INVALID_UTF8_REPLACE);
+    const char text[] = "the the the the the the the the the the";  /* 10 pieces */
+    CHECK(t, text, 5, 7, CLS, THE, THE, THE, SEP);
+    CHECK(t, text, 2, 10, CLS, SEP);
+    CHECK(t, text, 12, 0, CLS, THE, THE, THE, THE, THE, THE, THE, THE, THE, THE, SEP);
+    CHECK(t, text, 11, 1, CLS, THE, THE, THE, THE, THE, THE, THE, THE, THE, SEP);
+    /* Pieces of one word count one by one. */
+    CHECK(t, "unaffable the", 4, 2, CLS, UN, AFF, SEP);
+    int32_t ids[2];
+    int n_ids = 0, n_truncated = 0;
+    tfenc_context_clear(&ctx);
+    CU_ASSERT_EQUAL(tfenc_tokenizer_encode(&ctx, t, "the", 3, ids, 1, &n_ids, &n_truncated),
+                    TFENC_ERR_CONFIG);
+    tfenc_tokenizer_destroy(t);
+}
+
+static void test_invalid_utf8(void)
+{
+    tfenc_tokenizer *t = make(1, -1, 1, TFENC_INVALID_UTF8_REPLACE);
+    /* The replacement character is dropped, so the word stays one word. */
+    CHECK(t, "hel\xfflo", 128, 0, CLS, HELLO, SEP);
+    CHECK(t, "hel\xe2\x82lo", 128, 0, CLS, HELLO, SEP);
+    /* A truncated sequence must not swallow the ASCII byte after it. */
+    CHECK(t, "\xe2\x82the", 128, 0, CLS, THE, SEP);
+    /* Overlong '/', an encoded surrogate, a truncated 4-byte sequence at the end. */
+    CHECK(t, "the\xc0\xaf \xed\xa0\x80 a\xf0\x9f\x98", 128, 0, CLS, THE, A, SEP);
+    /* NUL bytes are dropped like U+0000. */
+    CHECK(t, "th\0e", 128, 0, CLS, THE, SEP);
+    tfenc_tokenizer_destroy(t);
+
+    t = make(1, -1, 1, TFENC_INVALID_UTF8_ERROR);
+    int32_t ids[16];
+    int n_ids = 0;
+    tfenc_context_clear(&ctx);
+    CU_ASSERT_EQUAL(tfenc_tokenizer_encode(&ctx, t, "the \xc3\x28", 6, ids, 16, &n_ids, NULL),
+                    TFENC_ERR_INPUT);
+    CU_ASSERT_PTR_NOT_NULL(strstr(tfenc_context_message(&ctx), "byte offset 4"));
+    /* Valid multi-byte text passes under the strict policy too. */
+    CHECK(t, "h\xc3\xa9llo \xe4\xb8\xad", 128, 0, CLS, HELLO, ZHONG, SEP);
+    tfenc_tokenizer_destroy(t);
+}
+
+static void test_missing_special_tokens(void)
+{
+    tfenc_tokenizer *t = NULL;
+    const char *no_sep[] = {"[UNK]", "[CLS]", "hello"};
+    tfenc_context_clear(&ctx);
+    CU_ASSERT_EQUAL(tfenc_tokenizer_create_from_tokens(&ctx, no_sep, 3, NULL, &t), TFENC_ERR_CONFIG);
+    CU_ASSERT_PTR_NULL(t);
+    CU_ASSERT_PTR_NOT_NULL(strstr(tfenc_context_message(&ctx), "[SEP]"));
+
+    char path[] = "/tmp/tfenc-vocab-XXXXXX";
+    int fd = mkstemp(path);
+    CU_ASSERT_FATAL(fd >= 0);
+    const char content[] = "[CLS]\n[SEP]\nhello\n";
+    CU_ASSERT_EQUAL(write(fd, content, sizeof content - 1), (ssize_t)(sizeof content - 1));
+    close(fd);
+    tfenc_context_clear(&ctx);
+    CU_ASSERT_EQUAL(tfenc_tokenizer_create_from_file(&ctx, path, NULL, &t), TFENC_ERR_CONFIG);
+    CU_ASSERT_PTR_NOT_NULL(strstr(tfenc_context_message(&ctx), "[UNK]"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(tfenc_context_message(&ctx), path));
+    unlink(path);
+
+    tfenc_context_clear(&ctx);
+    CU_ASSERT_EQUAL(tfenc_tokenizer_create_from_file(&ctx, "/nonexistent/vocab.txt", NULL, &t),
+                    TFENC_ERR_IO);
+    CU_ASSERT_PTR_NOT_NULL(strstr(tfenc_context_message(&ctx), "/nonexistent/vocab.txt"));
+}
+
+static void test_vocab_file(void)
+{
+    char path[] = "/tmp/tfenc-vocab-XXXXXX";
+    int fd = mkstemp(path);
+    CU_ASSERT_FATAL(fd >= 0);
+    /* CRLF lines, trailing spaces, a token listed twice (the last id wins,
+     * as in HF) and a last line without newline. */
+    const char content[] = "[PAD]\r\n[UNK]\r\n[CLS]\nhello  \n[SEP]\nhello\nworld";
+    CU_ASSERT_EQUAL(write(fd, content, sizeof content - 1), (ssize_t)(sizeof content - 1));
+    close(fd);
+    tfenc_tokenizer *t = NULL;
+    tfenc_context_clear(&ctx);
+    CU_ASSERT_EQUAL_FATAL(tfenc_tokenizer_create_from_file(&ctx, path, NULL, &t), TFENC_OK);
+    unlink(path);
+    CU_ASSERT_EQUAL(tfenc_tokenizer_vocab_size(t), 7);
+    CU_ASSERT_EQUAL(tfenc_tokenizer_token_id(t, "[PAD]"), 0);
+    CU_ASSERT_EQUAL(tfenc_tokenizer_token_id(t, "[UNK]"), 1);
+    CU_ASSERT_EQUAL(tfenc_tokenizer_token_id(t, "hello"), 5);
+    CU_ASSERT_EQUAL(tfenc_tokenizer_token_id(t, "world"), 6);
+    CU_ASSERT_EQUAL(tfenc_tokenizer_token_id(t, "absent"), -1);
+    CHECK(t, "Hello world", 16, 0, 2, 5, 6, 4);
+    tfenc_tokenizer_destroy(t);
+}
+
+static void test_normalization(void)
+{
+    tfenc_tokenizer *uncased = make(1, -1, 1, TFENC_INVALID_UTF8_REPLACE);
+    tfenc_tokenizer *cased = make(0, 0, 1, TFENC_INVALID_UTF8_REPLACE);
+    tfenc_tokenizer *lower_only = make(1, 0, 1, TFENC_INVALID_UTF8_REPLACE);
+    tfenc_tokenizer *no_cjk = make(1, -1, 0, TFENC_INVALID_UTF8_REPLACE);
+    /* É composed and decomposed: uncased strips to e, cased keeps é. */
+    CHECK(uncased, "\xc3\x89 E\xcc\x81", 128, 0, CLS, E, E, SEP);
+    CHECK(cased, "\xc3\xa9 e\xcc\x81", 128, 0, CLS, E_ACUTE, UNK, SEP);
+    CHECK(lower_only, "\xc3\x89", 128, 0, CLS, E_ACUTE, SEP);
+    /* Ideographs become words of their own, unless chinese_chars is off. */
+    CHECK(uncased, "the\xe4\xb8\xad\xe6\x96\x87the", 128, 0, CLS, THE, ZHONG, WEN, THE, SEP);
+    CHECK(no_cjk, "\xe4\xb8\xad\xe6\x96\x87", 128, 0, CLS, UNK, SEP);
+    /* Whitespace: ideographic space, no-break space, tab. Controls and
+     * format characters (U+200B) vanish without splitting a word. */
+    CHECK(uncased, "the\xe3\x80\x80" "a\xc2\xa0" "the\t\x01th\xe2\x80\x8b" "e a", 128, 0,
+          CLS, THE, A, THE, THE, A, SEP);
+    /* U+0130 lower-cases fully to i + U+0307; stripping then removes the dot. */
+    CHECK(lower_only, "\xc4\xb0", 128, 0, CLS, I, DOT_ABOVE, SEP);
+    CHECK(uncased, "\xc4\xb0", 128, 0, CLS, I, SEP);
+    /* NFD puts the spacing marks U+1D16D (class 226) and U+1D165 (216) in
+     * canonical order, which only the accent-stripping path computes. */
+    CHECK(uncased, "x\xf0\x9d\x85\xad\xf0\x9d\x85\xa5", 128, 0, CLS, X_MARKS, SEP);
+    CHECK(cased, "x\xf0\x9d\x85\xad\xf0\x9d\x85\xa5", 128, 0, CLS, UNK, SEP);
+    tfenc_tokenizer_destroy(uncased);
+    tfenc_tokenizer_destroy(cased);
+    tfenc_tokenizer_destroy(lower_only);
+    tfenc_tokenizer_destroy(no_cjk);
+}
+
+static void test_special_tokens_in_text(void)
+{
+    tfenc_tokenizer *t = make(1, -1, 1, TFENC_INVALID_UTF8_REPLACE);
+    /* Matched before normalization and case-sensitively, as HF does. */
+    CHECK(t, "the [MASK] a[SEP]the", 128, 0, CLS, THE, MASK, A, SEP, THE, SEP);
+    CHECK(t, "[mask]", 128, 0, CLS, UNK, UNK, UNK, SEP);
+    tfenc_tokenizer_destroy(t);
+    /* Without [MASK] in the vocabulary the text is ordinary punctuation and words. */
+    const char *small[] = {"[UNK]", "[CLS]", "[SEP]", "[", "]", "mask"};
+    tfenc_tokenizer *s = NULL;
+    tfenc_context_clear(&ctx);
+    CU_ASSERT_EQUAL_FATAL(tfenc_tokenizer_create_from_tokens(&ctx, small, 6, NULL, &s), TFENC_OK);
+    CHECK(s, "[MASK]", 128, 0, 1, 3, 5, 4, 2);
+    tfenc_tokenizer_destroy(s);
+}
+
+/* 10 MB documents: the pieces are counted exactly, and the time stays
+ * linear (a quadratic pass would take hours, not the seconds allowed). */
+static void test_long_document(void)
+{
+    tfenc_tokenizer *t = make(1, -1, 1, TFENC_INVALID_UTF8_REPLACE);
+    const size_t size = 10u << 20;
+    char *text = malloc(size);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(text);
+    const char unit[] = "Hello, unaffable world! ";  /* 7 pieces in 24 bytes */
+    const size_t unit_bytes = sizeof unit - 1;
+    size_t repeats = size / unit_bytes;
+    for (size_t i = 0; i < repeats; i++)
+        memcpy(text + i * unit_bytes, unit, unit_bytes);
+    int32_t ids[512];
+    int n_ids = 0, n_truncated = 0;
+    clock_t start = clock();
+    CU_ASSERT_EQUAL(tfenc_tokenizer_encode(&ctx, t, text, repeats * unit_bytes, ids, 512, &n_ids,
+                                           &n_truncated), TFENC_OK);
+    double seconds = (double)(clock() - start) / CLOCKS_PER_SEC;
+    CU_ASSERT_EQUAL(n_ids, 512);
+    CU_ASSERT_EQUAL(n_truncated, (int)(7 * repeats - 510));
+    CU_ASSERT_EQUAL(ids[1], HELLO);
+    CU_ASSERT_EQUAL(ids[510], ids[510 - 7]);
+    CU_ASSERT_EQUAL(ids[511], SEP);
+    CU_ASSERT(seconds < 30.0);
+
+    /* One 10 MB word: one [UNK], and no memory for the word itself. */
+    memset(text, 'a', size);
+    CU_ASSERT_EQUAL(tfenc_tokenizer_encode(&ctx, t, text, size, ids, 512, &n_ids, &n_truncated),
+                    TFENC_OK);
+    CU_ASSERT_EQUAL(n_ids, 3);
+    CU_ASSERT_EQUAL(ids[1], UNK);
+    /* 10 MB of one spacing mark with a combining class (U+1D165, 4 bytes),
+     * the case that sorts marks: still one [UNK] word. */
+    for (size_t i = 0; i + 4 <= size; i += 4)
+        memcpy(text + i, "\xf0\x9d\x85\xa5", 4);
+    CU_ASSERT_EQUAL(tfenc_tokenizer_encode(&ctx, t, text, size, ids, 512, &n_ids, &n_truncated),
+                    TFENC_OK);
+    CU_ASSERT_EQUAL(n_ids, 3);
+    CU_ASSERT_EQUAL(ids[1], UNK);
+    fprintf(stderr, "(10 MB in %.2f s) ", seconds);
+    free(text);
+    tfenc_tokenizer_destroy(t);
+}
+
+int main(void)
+{
+    tfenc_context_init(&ctx);
+    if (CU_initialize_registry() != CUE_SUCCESS)
+        return 1;
+    CU_pSuite suite = CU_add_suite("tokenizer", NULL, NULL);
+    CU_add_test(suite, "empty text gives [CLS] [SEP]", test_empty_text);
+    CU_add_test(suite, "## continuations, longest match first", test_continuations);
+    CU_add_test(suite, "unknown words", test_unknown_words);
+    CU_add_test(suite, "100-character word limit", test_word_length_limit);
+    CU_add_test(suite, "truncation and its count", test_truncation);
+    CU_add_test(suite, "invalid UTF-8 under both policies", test_invalid_utf8);
+    CU_add_test(suite, "missing special tokens", test_missing_special_tokens);
+    CU_add_test(suite, "vocab.txt parsing", test_vocab_file);
+    CU_add_test(suite, "normalization", test_normalization);
+    CU_add_test(suite, "special tokens written in the text", test_special_tokens_in_text);
+    CU_add_test(suite, "10 MB documents", test_long_document);
+    CU_basic_set_mode(CU_BRM_VERBOSE);
+    CU_basic_run_tests();
+    int failed = CU_get_number_of_failures() != 0 || CU_get_number_of_tests_failed() != 0;
+    CU_cleanup_registry();
+    return failed;
+}
