@@ -51,6 +51,8 @@ import numpy as np
 import torch
 from torch import nn
 
+# No __pycache__ in the source tree (it may be read-only, as in distcheck).
+sys.dont_write_bytecode = True
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import wordpiece  # noqa: E402  (found beside this script)
 
@@ -237,7 +239,7 @@ def job_text(kind, spec, vocab_size, text_mode, max_seq_len):
     if text_mode:
         lines += ["input = corpus.txt", f"max_seq_len = {max_seq_len}"]
     else:
-        lines += ["input = input.h5", "input_format = hdf5"]
+        lines += ["input = input.h5", "input_format = hdf5", f"max_seq_len = {MAX_POSITIONS}"]
     lines += ["output = output.h5", f"batch_tokens = {BATCH_TOKENS}", "",
               "[model]", "weights = model.h5", f"d_model = {D_MODEL}",
               f"vocab_size = {vocab_size}", f"max_positions = {MAX_POSITIONS}", ""]
