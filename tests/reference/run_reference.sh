@@ -66,5 +66,18 @@ run_case prenorm_gelu prenorm_gelu --seed 12
 run_case bert_like bert_like --seed 13
 run_case bert_like_separate_qkv bert_like --seed 14 --separate-qkv
 
+# Negative control: the same weights composed the wrong way (GELU's tanh
+# approximation instead of erf, a 1e-3 relative change per activation) must
+# fail the comparison, or the bars would not be telling anything.
+dir=$builddir/tests/data/generated/reference/prenorm_gelu
+if [ -f "$dir/expected.h5" ]; then
+  rm -f "$dir/wrong.h5"
+  "$driver" --quiet --set "job.output=$dir/wrong.h5" --set encoder.ffn.activation=gelu_tanh \
+    "$dir/job.ini" \
+    && ! "$python" "$srcdir/tests/reference/compare.py" --label "negative control" \
+         "$dir/wrong.h5" "$dir/expected.h5"
+  record $? "negative control: gelu_tanh in place of gelu is detected"
+fi
+
 echo "run_reference: $passed passed, $failed failed"
 [ "$failed" -eq 0 ]
