@@ -40,3 +40,7 @@ tests_plugins_arithmetic_la_SOURCES = tests/plugins/arithmetic.c
 tests_plugins_arithmetic_la_CFLAGS = $(AM_CFLAGS)
 tests_plugins_arithmetic_la_LDFLAGS = -module -avoid-version -shared -rpath /nowhere $(SANITIZER_FLAGS)
 tests_plugins_arithmetic_la_LIBADD = core/libtfenc.la
+
+# Reference models, example outputs and other data the tests generate.
+clean-local:
+	rm -rf tests/data/generated
