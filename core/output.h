@@ -1,0 +1,123 @@
+/* The HDF5 output file: one file that every writing rank fills at its
+ * documents' global indices (parallel HDF5, independent I/O), so that its
+ * content does not depend on the number of ranks or the layout.
+ *
+ * Layout (N documents, d = d_model, T = tokens of all documents):
+ *   embeddings [N, d]            pooled kind: one row per document
+ *   hidden     [T, d]            tokens kind: rows offsets[i] .. offsets[i+1]-1
+ *   offsets    [N+1] int64       tokens kind: offsets[0] = 0, offsets[N] = T
+ *   lengths    [N]   int32       tokens encoded per document, special tokens
+ *                                included; -1 (the fill value) until the
+ *                                document's metadata is written
+ *   truncated  [N]   int32       word pieces cut from the document
+ *   ids        [N]   string      only when the corpus has ids: fixed-length,
+ *                                NUL-padded UTF-8, as long as the longest id
+ *                                (variable-length strings cannot be written in
+ *                                parallel HDF5; h5py returns them as bytes)
+ * float datasets are float32, float16 (IEEE half, numpy.float16 in h5py) or
+ * bfloat16 (docs/weights.md's layout), chunked about 1 MiB per chunk.
+ * Root attributes (strings are variable-length UTF-8): job, weights_sha256,
+ * tfenc_version, layout, created (ISO-8601 UTC), output_kind, dtype,
+ * compression, d_model, n_documents, n_tokens (tokens kind), and complete:
+ * 0 while the job runs, 1 once tfenc_output_finish() has flushed everything.
+ *
+ * Parallelism: create and finish are collective over `writers`; the write
+ * functions are independent, so ranks with more work never hold up the
+ * others. With one writer (or MPI_COMM_NULL, which needs no MPI at all) the
+ * file is written with HDF5's sec2 driver instead of MPI-IO.
+ *
+ * Compression: gzip level 4 with shuffle is offered with ONE writer only.
+ * Parallel HDF5 1.10 writes compressed datasets only with collective calls,
+ * which would make every writer wait for the slowest at each write;
+ * tfenc_output_create() refuses gzip with several writers, saying so
+ * (compress afterwards with h5repack). */
+#ifndef TFENC_OUTPUT_H
+#define TFENC_OUTPUT_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <mpi.h>
+#include "tfenc/plugin.h"
+
+typedef enum tfenc_output_kind { TFENC_OUTPUT_POOLED, TFENC_OUTPUT_TOKENS } tfenc_output_kind;
+typedef enum tfenc_output_dtype {
+    TFENC_DTYPE_FLOAT32,
+    TFENC_DTYPE_FLOAT16,
+    TFENC_DTYPE_BFLOAT16
+} tfenc_output_dtype;
+typedef enum tfenc_output_compression {
+    TFENC_COMPRESSION_NONE,
+    TFENC_COMPRESSION_GZIP
+} tfenc_output_compression;
+
+typedef struct tfenc_output_options {
+    const char *path;
+    tfenc_output_kind kind;
+    tfenc_output_dtype dtype;
+    tfenc_output_compression compression;
+    int d_model;
+    int64_t n_documents;
+    int64_t n_tokens;        /* tokens kind: rows of `hidden`; ignored for pooled */
+    int has_ids;             /* write an `ids` dataset */
+    size_t max_id_length;    /* this rank's longest id in bytes; the file uses the
+                              * maximum over all writers */
+    /* Provenance, stored as attributes; NULL stores "". In parallel every
+     * writer MUST pass the same strings (attributes are collective). */
+    const char *job_text;
+    const char *weights_sha256;
+    const char *layout;      /* e.g. "ranks=4 data_parallel=2 pipeline_stages=2" */
+} tfenc_output_options;
+
+typedef struct tfenc_output tfenc_output;
+
+/* Name <-> enum, for the job file's output_kind / output_dtype / compression
+ * keys: TFENC_ERR_NOT_FOUND for an unknown name. */
+int tfenc_output_kind_from_name(const char *name, tfenc_output_kind *kind);
+int tfenc_output_dtype_from_name(const char *name, tfenc_output_dtype *dtype);
+int tfenc_output_compression_from_name(const char *name, tfenc_output_compression *compression);
+const char *tfenc_output_kind_name(tfenc_output_kind kind);
+const char *tfenc_output_dtype_name(tfenc_output_dtype dtype);
+
+/* Creates (truncating any existing file) the file and every dataset, writes
+ * the attributes with complete = 0 and flushes, so that a job killed later
+ * leaves a readable, visibly incomplete file. Collective over `writers`
+ * (MPI_COMM_NULL: this process alone, without MPI). */
+int tfenc_output_create(tfenc_context *ctx, MPI_Comm writers, const tfenc_output_options *options,
+                        tfenc_output **out);
+
+/* Pooled kind: rows[j] (d floats) goes to embeddings[global_indices[j]].
+ * Indices may come in any order but not twice in one call. */
+int tfenc_output_write_pooled(tfenc_context *ctx, tfenc_output *out, int64_t n_rows,
+                              const int64_t *global_indices, const float *rows);
+
+/* Tokens kind: document j (global index global_indices[j]) has n_tokens[j]
+ * rows, stored one document after another in `rows`; they go to hidden
+ * rows token_offsets[j] ..., and offsets[global_indices[j]] =
+ * token_offsets[j]. token_offsets MUST be the exclusive running sum of the
+ * lengths in global document order (the driver gets it with an MPI_Exscan),
+ * so that offsets is consistent across writers. */
+int tfenc_output_write_tokens(tfenc_context *ctx, tfenc_output *out, int64_t n_documents,
+                              const int64_t *global_indices, const int64_t *token_offsets,
+                              const int32_t *n_tokens, const float *rows);
+
+/* Per-document metadata at the documents' global indices: lengths and
+ * truncated (required), ids (NULL-terminated strings; required when the file
+ * has ids, else ignored). Write it after the document's rows: a length of
+ * -1 then means "not written yet" in a file left by a killed job. */
+int tfenc_output_write_metadata(tfenc_context *ctx, tfenc_output *out, int64_t n_documents,
+                                const int64_t *global_indices, const int32_t *lengths,
+                                const int32_t *truncated, const char *const *ids);
+
+/* Flushes everything, sets complete = 1 and closes; frees `out` whatever
+ * happens. Collective. */
+int tfenc_output_finish(tfenc_context *ctx, tfenc_output *out);
+
+/* Closes without marking the file complete, for error paths; frees `out`.
+ * Collective in parallel like every HDF5 file close: a driver that is about
+ * to MPI_Abort should skip it. NULL is allowed. */
+void tfenc_output_close(tfenc_output *out);
+
+/* The path the file was created at. */
+const char *tfenc_output_path(const tfenc_output *out);
+
+#endif

@@ -1,0 +1,134 @@
+/* Writes one output file from every rank of MPI_COMM_WORLD, each rank taking
+ * the documents g with g % ranks == rank in scrambled order, so that
+ * tests/io/mpi_output.sh can compare it with the same file written by one
+ * rank. Usage: mpi_output FILE pooled|tokens DTYPE none|gzip */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <mpi.h>
+
+#include "context.h"
+#include "output.h"
+
+enum { N_DOCUMENTS = 1000, D_MODEL = 12, CALL_DOCUMENTS = 7 };
+
+static int document_length(int64_t g)
+{
+    return (int)((g * 37) % 9); /* 0..8 tokens, some empty */
+}
+
+/* float32 values that are not exact in 16 bits, so rounding is exercised;
+ * check_output.py computes the same products in numpy float32. */
+static float value(int64_t g, int64_t token, int column)
+{
+    return (float)((g * 131 + token * 17 + column * 3) % 100003 - 50000) * 0.0137f;
+}
+
+static int fail(tfenc_context *ctx, int rank)
+{
+    fprintf(stderr, "mpi_output rank %d: %s\n", rank, tfenc_context_message(ctx));
+    MPI_Abort(MPI_COMM_WORLD, 1);
+    return 1;
+}
+
+int main(int argc, char **argv)
+{
+    MPI_Init(&argc, &argv);
+    int rank, ranks;
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &ranks);
+    if (argc != 5) {
+        if (rank == 0)
+            fprintf(stderr, "usage: %s FILE pooled|tokens DTYPE none|gzip\n", argv[0]);
+        MPI_Finalize();
+        return 2;
+    }
+    tfenc_context ctx;
+    tfenc_context_init(&ctx);
+    tfenc_output_options options = {.path = argv[1], .d_model = D_MODEL,
+                                    .n_documents = N_DOCUMENTS, .has_ids = 1,
+                                    .job_text = "[job]\ninput = corpus.txt\n",
+                                    .weights_sha256 = "0123abcd"};
+    if (tfenc_output_kind_from_name(argv[2], &options.kind) != TFENC_OK
+        || tfenc_output_dtype_from_name(argv[3], &options.dtype) != TFENC_OK
+        || tfenc_output_compression_from_name(argv[4], &options.compression) != TFENC_OK) {
+        fprintf(stderr, "mpi_output: bad arguments\n");
+        MPI_Abort(MPI_COMM_WORLD, 2);
+    }
+    char layout[64];
+    snprintf(layout, sizeof layout, "ranks=%d data_parallel=%d pipeline_stages=1", ranks, ranks);
+    options.layout = layout;
+
+    int64_t offsets[N_DOCUMENTS + 1] = {0};
+    for (int64_t g = 0; g < N_DOCUMENTS; g++)
+        offsets[g + 1] = offsets[g] + document_length(g);
+    options.n_tokens = offsets[N_DOCUMENTS];
+    /* This rank's documents and its longest id. */
+    int64_t mine[N_DOCUMENTS];
+    int n_mine = 0;
+    char ids[N_DOCUMENTS][24];
+    for (int64_t g = 0; g < N_DOCUMENTS; g++) {
+        snprintf(ids[g], sizeof ids[g], "doc-%lld%s", (long long)g, g % 10 == 0 ? "-tenth" : "");
+        if (g % ranks == rank) {
+            mine[n_mine++] = g;
+            if (strlen(ids[g]) > options.max_id_length)
+                options.max_id_length = strlen(ids[g]);
+        }
+    }
+
+    tfenc_output *out = NULL;
+    int status = tfenc_output_create(&ctx, MPI_COMM_WORLD, &options, &out);
+    if (options.compression == TFENC_COMPRESSION_GZIP && ranks > 1) {
+        /* Expected refusal, the same on every rank. */
+        int refused = status == TFENC_ERR_CONFIG && strstr(ctx.message, "gzip") != NULL
+                      && strstr(ctx.message, argv[1]) != NULL;
+        if (!refused)
+            fprintf(stderr, "mpi_output rank %d: gzip with %d writers was not refused: %s\n",
+                    rank, ranks, ctx.message);
+        MPI_Finalize();
+        return refused ? 0 : 1;
+    }
+    if (status != TFENC_OK)
+        return fail(&ctx, rank);
+
+    /* Calls of 7 documents, walked from the rank's last document backwards. */
+    float *rows = malloc(sizeof(float) * CALL_DOCUMENTS * 8 * D_MODEL);
+    for (int end = n_mine; end > 0; end -= CALL_DOCUMENTS) {
+        int begin = end - CALL_DOCUMENTS > 0 ? end - CALL_DOCUMENTS : 0, n = end - begin;
+        int64_t indices[CALL_DOCUMENTS], token_offsets[CALL_DOCUMENTS];
+        int32_t lengths[CALL_DOCUMENTS], truncated[CALL_DOCUMENTS];
+        const char *call_ids[CALL_DOCUMENTS];
+        int packed = 0;
+        for (int j = 0; j < n; j++) {
+            int64_t g = mine[end - 1 - j];
+            indices[j] = g;
+            token_offsets[j] = offsets[g];
+            lengths[j] = document_length(g);
+            truncated[j] = (int32_t)(g % 4);
+            call_ids[j] = ids[g];
+            if (options.kind == TFENC_OUTPUT_POOLED) {
+                for (int c = 0; c < D_MODEL; c++)
+                    rows[j * D_MODEL + c] = value(g, 0, c);
+            } else {
+                for (int t = 0; t < lengths[j]; t++)
+                    for (int c = 0; c < D_MODEL; c++)
+                        rows[(packed + t) * D_MODEL + c] = value(g, t, c);
+                packed += lengths[j];
+            }
+        }
+        status = options.kind == TFENC_OUTPUT_POOLED
+            ? tfenc_output_write_pooled(&ctx, out, n, indices, rows)
+            : tfenc_output_write_tokens(&ctx, out, n, indices, token_offsets, lengths, rows);
+        if (status == TFENC_OK)
+            status = tfenc_output_write_metadata(&ctx, out, n, indices, lengths, truncated,
+                                                 call_ids);
+        if (status != TFENC_OK)
+            return fail(&ctx, rank);
+    }
+    free(rows);
+    if (tfenc_output_finish(&ctx, out) != TFENC_OK)
+        return fail(&ctx, rank);
+    MPI_Finalize();
+    return 0;
+}

@@ -1,0 +1,661 @@
+/* The output writer read back through the HDF5 C API, the 16-bit float
+ * conversions against known bit patterns (and the compiler's _Float16 where
+ * it has one), and SHA-256 against the FIPS 180-4 vectors and sha256sum. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+
+#include <CUnit/Basic.h>
+#include <hdf5.h>
+
+#include "context.h"
+#include "float16.h"
+#include "output.h"
+#include "sha256.h"
+
+static char directory[256];
+
+static float bits_to_float(uint32_t bits)
+{
+    float value;
+    memcpy(&value, &bits, sizeof value);
+    return value;
+}
+
+static uint32_t float_to_bits(float value)
+{
+    uint32_t bits;
+    memcpy(&bits, &value, sizeof bits);
+    return bits;
+}
+
+/* ------------------------------------------------------------ float16 */
+
+static void test_float16_known_values(void)
+{
+    static const struct { float value; uint16_t half; } cases[] = {
+        {1.0f, 0x3c00}, {-2.0f, 0xc000}, {0.0f, 0x0000}, {-0.0f, 0x8000},
+        {65504.0f, 0x7bff},               /* largest half */
+        {65519.99f, 0x7bff},              /* below the midpoint to 2^16: stays finite */
+        {65520.0f, 0x7c00},               /* the midpoint: ties to even = infinity */
+        {1e10f, 0x7c00}, {-1e10f, 0xfc00},
+        {0.1f, 0x2e66}, {0.333333343f, 0x3555},
+        {0x1p-14f, 0x0400},               /* smallest normal */
+        {0x1p-24f, 0x0001},               /* smallest subnormal */
+        {0x1p-25f, 0x0000},               /* half of it: tie, rounds to even 0 */
+        {0x1.8p-25f, 0x0001},             /* above the tie */
+        {0x1.8p-24f, 0x0002},             /* 1.5 units: tie, to even 2 */
+        {0x1.4p-23f, 0x0002},             /* 2.5 units: tie, to even 2 */
+        {0x3ffp-24f, 0x03ff},             /* largest subnormal */
+        {0x7ffp-25f, 0x0400},             /* 1023.5 units: tie, to even = smallest normal */
+        {1.0f + 0x1p-11f, 0x3c00},        /* tie between 1 and 1+2^-10: even */
+        {1.0f + 0x3p-11f, 0x3c02},        /* tie between 0x3c01 and 0x3c02: even */
+        {1.0f + 0x1p-11f + 0x1p-20f, 0x3c01},
+        {2047.5f, 0x6800}, {2046.5f, 0x67fe}, {2048.5f, 0x6800}, {2049.0f, 0x6800}, /* ties near 2^11 */
+        {1e-10f, 0x0000}, {-1e-10f, 0x8000},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        uint16_t got = tfenc_float32_to_float16(cases[i].value);
+        CU_ASSERT(got == cases[i].half);
+        if (got != cases[i].half)
+            fprintf(stderr, "\n%a -> 0x%04x, expected 0x%04x\n", cases[i].value, got,
+                    cases[i].half);
+    }
+    CU_ASSERT(tfenc_float32_to_float16(INFINITY) == 0x7c00);
+    CU_ASSERT(tfenc_float32_to_float16(-INFINITY) == 0xfc00);
+    uint16_t nan = tfenc_float32_to_float16(NAN);
+    CU_ASSERT((nan & 0x7c00) == 0x7c00 && (nan & 0x03ff) != 0);
+    /* A signalling NaN whose payload lives only in low bits must not
+     * become infinity. */
+    uint16_t quiet = tfenc_float32_to_float16(bits_to_float(0x7f800001u));
+    CU_ASSERT((quiet & 0x7c00) == 0x7c00 && (quiet & 0x03ff) != 0);
+
+    CU_ASSERT(tfenc_float16_to_float32(0x3c00) == 1.0f);
+    CU_ASSERT(tfenc_float16_to_float32(0x0001) == 0x1p-24f);
+    CU_ASSERT(tfenc_float16_to_float32(0x03ff) == 0x3ffp-24f);
+    CU_ASSERT(tfenc_float16_to_float32(0x7bff) == 65504.0f);
+    CU_ASSERT(tfenc_float16_to_float32(0x3555) == 0.333251953125f);
+    CU_ASSERT(tfenc_float16_to_float32(0xfc00) == -INFINITY);
+    CU_ASSERT(isnan(tfenc_float16_to_float32(0x7e00)));
+    CU_ASSERT(float_to_bits(tfenc_float16_to_float32(0x8000)) == 0x80000000u);
+}
+
+/* Every half converts to float32 and back to itself. */
+static void test_float16_round_trip(void)
+{
+    int wrong = 0;
+    for (uint32_t h = 0; h < 0x10000; h++) {
+        float value = tfenc_float16_to_float32((uint16_t)h);
+        if (isnan(value))
+            continue;
+        wrong += tfenc_float32_to_float16(value) != h;
+    }
+    CU_ASSERT(wrong == 0);
+}
+
+/* The compiler's own conversion (libgcc's __truncsfhf2) is an independent
+ * reference: compare on 4 million float32 patterns across every exponent,
+ * including each half's exact midpoints. */
+static void test_float16_against_compiler(void)
+{
+#ifdef __FLT16_MAX__
+    int wrong = 0;
+    uint64_t state = 88172645463325252ull;
+    for (int i = 0; i < 4000000; i++) {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        uint32_t bits = (uint32_t)state;
+        if (i % 4 == 1) /* midpoints between halves: low 13 bits = 0x1000 */
+            bits = (bits & ~0x1fffu) | 0x1000u;
+        float value = bits_to_float(bits);
+        if (isnan(value))
+            continue;
+        _Float16 reference = (_Float16)value;
+        uint16_t expected;
+        memcpy(&expected, &reference, sizeof expected);
+        wrong += tfenc_float32_to_float16(value) != expected;
+    }
+    CU_ASSERT(wrong == 0);
+#else
+    /* Without _Float16 the bit-pattern and round-trip tests stand alone. */
+    CU_PASS("compiler has no _Float16");
+#endif
+}
+
+static void test_bfloat16(void)
+{
+    static const struct { uint32_t bits; uint16_t bf16; } cases[] = {
+        {0x3f800000u, 0x3f80},            /* 1.0 */
+        {0x3f808000u, 0x3f80},            /* 1 + 2^-8: tie, to even */
+        {0x3f818000u, 0x3f82},            /* 1 + 3*2^-8: tie, to even */
+        {0x3f808001u, 0x3f81},            /* just above the tie */
+        {0x40490fdbu, 0x4049},            /* pi rounds down */
+        {0x7f7fffffu, 0x7f80},            /* FLT_MAX rounds to infinity */
+        {0x7f800000u, 0x7f80}, {0xff800000u, 0xff80},
+        {0x00010000u, 0x0001},            /* subnormals are kept */
+        {0x80000000u, 0x8000},
+        {0xc0a18000u, 0xc0a2},            /* tie above an odd pattern: up to even */
+        {0xc0a28000u, 0xc0a2},            /* tie above an even pattern: stays */
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+        CU_ASSERT(tfenc_float32_to_bfloat16(bits_to_float(cases[i].bits)) == cases[i].bf16);
+    uint16_t nan = tfenc_float32_to_bfloat16(bits_to_float(0x7f800001u));
+    CU_ASSERT((nan & 0x7f80) == 0x7f80 && (nan & 0x007f) != 0);
+    CU_ASSERT(tfenc_bfloat16_to_float32(0x4049) == 3.140625f);
+    CU_ASSERT(tfenc_bfloat16_to_float32(0xff80) == -INFINITY);
+    int wrong = 0;
+    for (uint32_t b = 0; b < 0x10000; b++) {
+        float value = tfenc_bfloat16_to_float32((uint16_t)b);
+        if (!isnan(value))
+            wrong += tfenc_float32_to_bfloat16(value) != b;
+    }
+    CU_ASSERT(wrong == 0);
+}
+
+/* HDF5 itself converting our types to float32 must agree with our
+ * decoding: this checks the type definitions, not only the arithmetic. */
+static void test_h5_types(void)
+{
+    hid_t half = tfenc_h5_float16_type(), brain = tfenc_h5_bfloat16_type();
+    CU_ASSERT_FATAL(half >= 0 && brain >= 0);
+    CU_ASSERT(tfenc_h5_float_classify(half) == TFENC_H5_FLOAT16);
+    CU_ASSERT(tfenc_h5_float_classify(brain) == TFENC_H5_BFLOAT16);
+    CU_ASSERT(tfenc_h5_float_classify(H5T_IEEE_F32BE) == TFENC_H5_FLOAT32);
+    CU_ASSERT(tfenc_h5_float_classify(H5T_NATIVE_DOUBLE) == TFENC_H5_FLOAT64);
+    CU_ASSERT(tfenc_h5_float_classify(H5T_NATIVE_INT) == TFENC_H5_FLOAT_OTHER);
+    uint16_t patterns[6] = {0x3c00, 0x0001, 0x7bff, 0xc000, 0x3555, 0x0400};
+    float converted[6];
+    memcpy(converted, patterns, sizeof patterns);
+    CU_ASSERT_FATAL(H5Tconvert(half, H5T_NATIVE_FLOAT, 6, converted, NULL, H5P_DEFAULT) >= 0);
+    for (int i = 0; i < 6; i++)
+        CU_ASSERT(converted[i] == tfenc_float16_to_float32(patterns[i]));
+    uint16_t brain_patterns[4] = {0x3f80, 0x4049, 0xc0a1, 0x0080};
+    memcpy(converted, brain_patterns, sizeof brain_patterns);
+    CU_ASSERT_FATAL(H5Tconvert(brain, H5T_NATIVE_FLOAT, 4, converted, NULL, H5P_DEFAULT) >= 0);
+    for (int i = 0; i < 4; i++)
+        CU_ASSERT(converted[i] == tfenc_bfloat16_to_float32(brain_patterns[i]));
+    H5Tclose(half);
+    H5Tclose(brain);
+}
+
+/* ------------------------------------------------------------- SHA-256 */
+
+static void test_sha256_vectors(void)
+{
+    char hex[65];
+    tfenc_sha256_hex("", 0, hex);
+    CU_ASSERT_STRING_EQUAL(hex, "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
+    tfenc_sha256_hex("abc", 3, hex);
+    CU_ASSERT_STRING_EQUAL(hex, "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+    const char *two_blocks = "abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq";
+    tfenc_sha256_hex(two_blocks, strlen(two_blocks), hex);
+    CU_ASSERT_STRING_EQUAL(hex, "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1");
+    /* A million 'a', fed in uneven pieces to exercise the block buffer. */
+    tfenc_sha256 hash;
+    tfenc_sha256_init(&hash);
+    char a[1000];
+    memset(a, 'a', sizeof a);
+    size_t fed = 0;
+    for (size_t piece = 1; fed < 1000000; piece = piece % 997 + 1) {
+        size_t n = piece < 1000000 - fed ? piece : 1000000 - fed;
+        tfenc_sha256_update(&hash, a, n);
+        fed += n;
+    }
+    unsigned char digest[32];
+    tfenc_sha256_final(&hash, digest);
+    static const unsigned char expected[32] = {
+        0xcd, 0xc7, 0x6e, 0x5c, 0x99, 0x14, 0xfb, 0x92, 0x81, 0xa1, 0xc7, 0xe2, 0x84, 0xd7, 0x3e, 0x67,
+        0xf1, 0x80, 0x9a, 0x48, 0xa4, 0x97, 0x20, 0x0e, 0x04, 0x6d, 0x39, 0xcc, 0xc7, 0x11, 0x2c, 0xd0};
+    CU_ASSERT(memcmp(digest, expected, 32) == 0);
+}
+
+/* A file of every length around the padding boundaries, against coreutils. */
+static void test_sha256_file(void)
+{
+    char path[300], command[400];
+    snprintf(path, sizeof path, "%s/sha.bin", directory);
+    for (size_t size = 0; size < 200000; size = size < 130 ? size + 1 : size * 3 + 7) {
+        FILE *file = fopen(path, "wb");
+        CU_ASSERT_FATAL(file != NULL);
+        for (size_t i = 0; i < size; i++)
+            fputc((int)((i * 2654435761u) >> 13) & 0xff, file);
+        fclose(file);
+        tfenc_context ctx;
+        tfenc_context_init(&ctx);
+        char hex[65], reference[65] = "";
+        CU_ASSERT_FATAL(tfenc_sha256_file(&ctx, path, hex) == TFENC_OK);
+        snprintf(command, sizeof command, "sha256sum '%s'", path);
+        FILE *pipe = popen(command, "r");
+        CU_ASSERT_FATAL(pipe != NULL);
+        CU_ASSERT(fscanf(pipe, "%64s", reference) == 1);
+        pclose(pipe);
+        CU_ASSERT_STRING_EQUAL(hex, reference);
+    }
+    tfenc_context ctx;
+    tfenc_context_init(&ctx);
+    char hex[65];
+    CU_ASSERT(tfenc_sha256_file(&ctx, "/nonexistent/weights.h5", hex) == TFENC_ERR_IO);
+    CU_ASSERT(strstr(ctx.message, "/nonexistent/weights.h5") != NULL);
+}
+
+/* -------------------------------------------------------------- output */
+
+/* A value every dtype stores exactly (multiples of 1/4 below 256 fit in
+ * bfloat16's 8 significant bits), so read-back compares exactly. */
+static float exact_value(int64_t row, int column)
+{
+    return (float)((row * 7 + column * 3) % 256) * 0.25f - 16.0f;
+}
+
+static hid_t open_dataset(hid_t file, const char *name, int rank, const hsize_t *dims)
+{
+    hid_t dataset = H5Dopen2(file, name, H5P_DEFAULT);
+    CU_ASSERT(dataset >= 0);
+    if (dataset < 0)
+        return dataset;
+    hid_t space = H5Dget_space(dataset);
+    hsize_t found[2] = {0, 0};
+    CU_ASSERT(H5Sget_simple_extent_ndims(space) == rank);
+    H5Sget_simple_extent_dims(space, found, NULL);
+    for (int i = 0; i < rank; i++)
+        CU_ASSERT(found[i] == dims[i]);
+    H5Sclose(space);
+    return dataset;
+}
+
+static char *string_attribute(hid_t file, const char *name)
+{
+    hid_t attribute = H5Aopen(file, name, H5P_DEFAULT);
+    CU_ASSERT_FATAL(attribute >= 0);
+    hid_t type = H5Tcopy(H5T_C_S1);
+    H5Tset_size(type, H5T_VARIABLE);
+    H5Tset_cset(type, H5T_CSET_UTF8);
+    char *value = NULL;
+    CU_ASSERT(H5Aread(attribute, type, &value) >= 0);
+    char *copy = strdup(value != NULL ? value : "");
+    hid_t space = H5Aget_space(attribute);
+    H5Dvlen_reclaim(type, space, H5P_DEFAULT, &value);
+    H5Sclose(space);
+    H5Tclose(type);
+    H5Aclose(attribute);
+    return copy;
+}
+
+static int64_t int_attribute(hid_t file, const char *name)
+{
+    hid_t attribute = H5Aopen(file, name, H5P_DEFAULT);
+    CU_ASSERT_FATAL(attribute >= 0);
+    int64_t value = -12345;
+    CU_ASSERT(H5Aread(attribute, H5T_NATIVE_INT64, &value) >= 0);
+    H5Aclose(attribute);
+    return value;
+}
+
+static void read_all(hid_t dataset, hid_t type, void *buffer)
+{
+    CU_ASSERT(H5Dread(dataset, type, H5S_ALL, H5S_ALL, H5P_DEFAULT, buffer) >= 0);
+}
+
+static void check_file_type(hid_t dataset, tfenc_h5_float_kind expected)
+{
+    hid_t type = H5Dget_type(dataset);
+    CU_ASSERT(tfenc_h5_float_classify(type) == expected);
+    H5Tclose(type);
+}
+
+/* Pooled rows written out of order, over several calls, with ids; gzip
+ * and each dtype. */
+static void check_pooled(tfenc_output_dtype dtype, tfenc_output_compression compression)
+{
+    enum { N = 11, D = 6 };
+    char path[300];
+    snprintf(path, sizeof path, "%s/pooled-%d-%d.h5", directory, (int)dtype, (int)compression);
+    static const char *id_names[N] = {"a", "bb", "", "dddd", "e", "f", "gg", "h", "i",
+                                      "jjjjjjj", "k"};
+    tfenc_output_options options = {
+        .path = path, .kind = TFENC_OUTPUT_POOLED, .dtype = dtype, .compression = compression,
+        .d_model = D, .n_documents = N, .has_ids = 1, .max_id_length = 7,
+        .job_text = "[job]\ninput = x.txt\n", .weights_sha256 = "ab12",
+        .layout = "ranks=1 data_parallel=1 pipeline_stages=1"};
+    tfenc_context ctx;
+    tfenc_context_init(&ctx);
+    tfenc_output *out = NULL;
+    CU_ASSERT_FATAL(tfenc_output_create(&ctx, MPI_COMM_NULL, &options, &out) == TFENC_OK);
+    /* Three calls, indices in scrambled order, some consecutive runs. */
+    static const int64_t order[N] = {9, 2, 3, 4, 0, 10, 7, 8, 1, 6, 5};
+    static const int call_end[3] = {3, 7, 11};
+    int begin = 0;
+    for (int call = 0; call < 3; call++) {
+        int n = call_end[call] - begin;
+        float rows[N * D];
+        int32_t lengths[N], truncated[N];
+        const char *ids[N];
+        for (int j = 0; j < n; j++) {
+            int64_t g = order[begin + j];
+            for (int c = 0; c < D; c++)
+                rows[j * D + c] = exact_value(g, c);
+            lengths[j] = (int32_t)(g + 2);
+            truncated[j] = (int32_t)(g % 3);
+            ids[j] = id_names[g];
+        }
+        CU_ASSERT(tfenc_output_write_pooled(&ctx, out, n, order + begin, rows) == TFENC_OK);
+        CU_ASSERT(tfenc_output_write_metadata(&ctx, out, n, order + begin, lengths, truncated,
+                                              ids) == TFENC_OK);
+        begin = call_end[call];
+    }
+    CU_ASSERT_FATAL(tfenc_output_finish(&ctx, out) == TFENC_OK);
+
+    hid_t file = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
+    CU_ASSERT_FATAL(file >= 0);
+    hsize_t dims[2] = {N, D};
+    hid_t embeddings = open_dataset(file, "embeddings", 2, dims);
+    check_file_type(embeddings, dtype == TFENC_DTYPE_FLOAT32   ? TFENC_H5_FLOAT32
+                                : dtype == TFENC_DTYPE_FLOAT16 ? TFENC_H5_FLOAT16
+                                                               : TFENC_H5_BFLOAT16);
+    float values[N * D];
+    read_all(embeddings, H5T_NATIVE_FLOAT, values); /* HDF5 converts 16-bit types itself */
+    int wrong = 0;
+    for (int g = 0; g < N; g++)
+        for (int c = 0; c < D; c++)
+            wrong += values[g * D + c] != exact_value(g, c);
+    CU_ASSERT(wrong == 0);
+    hid_t dcpl = H5Dget_create_plist(embeddings);
+    CU_ASSERT(H5Pget_layout(dcpl) == H5D_CHUNKED);
+    CU_ASSERT(H5Pget_nfilters(dcpl) == (compression == TFENC_COMPRESSION_GZIP ? 2 : 0));
+    H5Pclose(dcpl);
+    H5Dclose(embeddings);
+
+    int32_t lengths[N], truncated[N];
+    hid_t dataset = open_dataset(file, "lengths", 1, dims);
+    read_all(dataset, H5T_NATIVE_INT32, lengths);
+    H5Dclose(dataset);
+    dataset = open_dataset(file, "truncated", 1, dims);
+    read_all(dataset, H5T_NATIVE_INT32, truncated);
+    H5Dclose(dataset);
+    for (int g = 0; g < N; g++) {
+        CU_ASSERT(lengths[g] == g + 2);
+        CU_ASSERT(truncated[g] == g % 3);
+    }
+    dataset = open_dataset(file, "ids", 1, dims);
+    hid_t type = H5Dget_type(dataset);
+    CU_ASSERT(H5Tget_class(type) == H5T_STRING && H5Tget_size(type) == 7);
+    char ids[N * 7];
+    read_all(dataset, type, ids);
+    for (int g = 0; g < N; g++)
+        CU_ASSERT(strncmp(ids + g * 7, id_names[g], 7) == 0);
+    H5Tclose(type);
+    H5Dclose(dataset);
+    CU_ASSERT(H5Lexists(file, "offsets", H5P_DEFAULT) == 0);
+
+    char *text = string_attribute(file, "job");
+    CU_ASSERT_STRING_EQUAL(text, "[job]\ninput = x.txt\n");
+    free(text);
+    text = string_attribute(file, "weights_sha256");
+    CU_ASSERT_STRING_EQUAL(text, "ab12");
+    free(text);
+    text = string_attribute(file, "layout");
+    CU_ASSERT_STRING_EQUAL(text, "ranks=1 data_parallel=1 pipeline_stages=1");
+    free(text);
+    text = string_attribute(file, "tfenc_version");
+    CU_ASSERT(strlen(text) > 0);
+    free(text);
+    text = string_attribute(file, "output_kind");
+    CU_ASSERT_STRING_EQUAL(text, "pooled");
+    free(text);
+    text = string_attribute(file, "dtype");
+    CU_ASSERT_STRING_EQUAL(text, tfenc_output_dtype_name(dtype));
+    free(text);
+    /* created: ISO-8601 UTC, within a minute of now. */
+    text = string_attribute(file, "created");
+    struct tm parsed = {0};
+    CU_ASSERT(strlen(text) == 20 && text[19] == 'Z');
+    CU_ASSERT(strptime(text, "%Y-%m-%dT%H:%M:%SZ", &parsed) != NULL);
+    CU_ASSERT(llabs((long long)(timegm(&parsed) - time(NULL))) < 60);
+    free(text);
+    CU_ASSERT(int_attribute(file, "d_model") == D);
+    CU_ASSERT(int_attribute(file, "n_documents") == N);
+    CU_ASSERT(int_attribute(file, "complete") == 1);
+    H5Fclose(file);
+}
+
+static void test_pooled_float32(void)
+{
+    check_pooled(TFENC_DTYPE_FLOAT32, TFENC_COMPRESSION_NONE);
+}
+
+static void test_pooled_float16_gzip(void)
+{
+    check_pooled(TFENC_DTYPE_FLOAT16, TFENC_COMPRESSION_GZIP);
+}
+
+static void test_pooled_bfloat16(void)
+{
+    check_pooled(TFENC_DTYPE_BFLOAT16, TFENC_COMPRESSION_NONE);
+}
+
+/* Per-token output: ragged documents (one empty) written out of order;
+ * offsets, hidden rows and the float16 bit patterns read back raw. */
+static void test_tokens(void)
+{
+    enum { N = 5, D = 3 };
+    static const int32_t lengths[N] = {3, 0, 2, 4, 1};
+    int64_t offsets[N + 1] = {0};
+    for (int i = 0; i < N; i++)
+        offsets[i + 1] = offsets[i] + lengths[i];
+    const int64_t total = offsets[N];
+    char path[300];
+    snprintf(path, sizeof path, "%s/tokens.h5", directory);
+    tfenc_output_options options = {.path = path, .kind = TFENC_OUTPUT_TOKENS,
+                                     .dtype = TFENC_DTYPE_FLOAT16, .d_model = D,
+                                     .n_documents = N, .n_tokens = total};
+    tfenc_context ctx;
+    tfenc_context_init(&ctx);
+    tfenc_output *out = NULL;
+    CU_ASSERT_FATAL(tfenc_output_create(&ctx, MPI_COMM_NULL, &options, &out) == TFENC_OK);
+    /* Two calls: documents {3, 0} then {4, 1, 2}; values not exact in
+     * float16 here, so that rounding shows in the raw bits. */
+    static const int64_t order[N] = {3, 0, 4, 1, 2};
+    float rows[64];
+    int begin = 0;
+    for (int call = 0; call < 2; call++) {
+        int n = call == 0 ? 2 : 3, packed = 0;
+        int64_t token_offsets[N];
+        int32_t n_tokens[N], truncated[N] = {0};
+        for (int j = 0; j < n; j++) {
+            int64_t g = order[begin + j];
+            token_offsets[j] = offsets[g];
+            n_tokens[j] = lengths[g];
+            for (int t = 0; t < lengths[g]; t++)
+                for (int c = 0; c < D; c++)
+                    rows[(packed + t) * D + c] = 0.1f * (float)((offsets[g] + t) * D + c);
+            packed += lengths[g];
+        }
+        CU_ASSERT(tfenc_output_write_tokens(&ctx, out, n, order + begin, token_offsets, n_tokens,
+                                            rows) == TFENC_OK);
+        CU_ASSERT(tfenc_output_write_metadata(&ctx, out, n, order + begin, n_tokens, truncated,
+                                              NULL) == TFENC_OK);
+        begin += n;
+    }
+    CU_ASSERT_FATAL(tfenc_output_finish(&ctx, out) == TFENC_OK);
+
+    hid_t file = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
+    CU_ASSERT_FATAL(file >= 0);
+    hsize_t dims[2] = {(hsize_t)total, D}, n_plus_one[1] = {N + 1};
+    hid_t hidden = open_dataset(file, "hidden", 2, dims);
+    uint16_t raw[64];
+    hid_t half = tfenc_h5_float16_type();
+    read_all(hidden, half, raw);
+    H5Tclose(half);
+    int wrong = 0;
+    for (int64_t i = 0; i < total * D; i++)
+        wrong += raw[i] != tfenc_float32_to_float16(0.1f * (float)i);
+    CU_ASSERT(wrong == 0);
+    H5Dclose(hidden);
+    int64_t stored[N + 1];
+    hid_t dataset = open_dataset(file, "offsets", 1, n_plus_one);
+    read_all(dataset, H5T_NATIVE_INT64, stored);
+    H5Dclose(dataset);
+    for (int i = 0; i <= N; i++)
+        CU_ASSERT(stored[i] == offsets[i]);
+    CU_ASSERT(H5Lexists(file, "ids", H5P_DEFAULT) == 0);
+    CU_ASSERT(H5Lexists(file, "embeddings", H5P_DEFAULT) == 0);
+    CU_ASSERT(int_attribute(file, "n_tokens") == total);
+    char *kind = string_attribute(file, "output_kind");
+    CU_ASSERT_STRING_EQUAL(kind, "tokens");
+    free(kind);
+    H5Fclose(file);
+}
+
+/* Many rows in random order across many calls: every row at its index,
+ * and the scattered writes stay fast. */
+static void test_scattered_rows(void)
+{
+    enum { N = 20000, D = 16, CALLS = 20 };
+    int64_t *order = malloc(N * sizeof *order);
+    for (int64_t i = 0; i < N; i++)
+        order[i] = i;
+    srand(7);
+    for (int64_t i = N - 1; i > 0; i--) {
+        int64_t j = rand() % (i + 1), swap = order[i];
+        order[i] = order[j];
+        order[j] = swap;
+    }
+    char path[300];
+    snprintf(path, sizeof path, "%s/scattered.h5", directory);
+    tfenc_output_options options = {.path = path, .kind = TFENC_OUTPUT_POOLED,
+                                    .dtype = TFENC_DTYPE_FLOAT32, .d_model = D, .n_documents = N};
+    tfenc_context ctx;
+    tfenc_context_init(&ctx);
+    tfenc_output *out = NULL;
+    CU_ASSERT_FATAL(tfenc_output_create(&ctx, MPI_COMM_NULL, &options, &out) == TFENC_OK);
+    float *rows = malloc((size_t)N / CALLS * D * sizeof *rows);
+    struct timespec start, end;
+    clock_gettime(CLOCK_MONOTONIC, &start);
+    for (int call = 0; call < CALLS; call++) {
+        const int64_t *indices = order + call * (N / CALLS);
+        for (int j = 0; j < N / CALLS; j++)
+            for (int c = 0; c < D; c++)
+                rows[j * D + c] = exact_value(indices[j], c);
+        CU_ASSERT(tfenc_output_write_pooled(&ctx, out, N / CALLS, indices, rows) == TFENC_OK);
+    }
+    clock_gettime(CLOCK_MONOTONIC, &end);
+    double seconds = (double)(end.tv_sec - start.tv_sec) + 1e-9 * (double)(end.tv_nsec - start.tv_nsec);
+    fprintf(stderr, "\n  %d scattered rows in %d calls: %.3f s\n", N, CALLS, seconds);
+    /* Generous bound for a shared machine: the point is catching a
+     * quadratic selection, which takes minutes here. */
+    CU_ASSERT(seconds < 10.0);
+    CU_ASSERT_FATAL(tfenc_output_finish(&ctx, out) == TFENC_OK);
+    hid_t file = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
+    hsize_t dims[2] = {N, D};
+    hid_t dataset = open_dataset(file, "embeddings", 2, dims);
+    float *back = malloc((size_t)N * D * sizeof *back);
+    read_all(dataset, H5T_NATIVE_FLOAT, back);
+    int wrong = 0;
+    for (int64_t g = 0; g < N; g++)
+        for (int c = 0; c < D; c++)
+            wrong += back[g * D + c] != exact_value(g, c);
+    CU_ASSERT(wrong == 0);
+    H5Dclose(dataset);
+    H5Fclose(file);
+    free(back);
+    free(rows);
+    free(order);
+}
+
+static void test_errors(void)
+{
+    tfenc_context ctx;
+    tfenc_context_init(&ctx);
+    tfenc_output *out = NULL;
+    tfenc_output_options options = {.path = "/nonexistent/dir/out.h5", .d_model = 4,
+                                    .n_documents = 3};
+    CU_ASSERT(tfenc_output_create(&ctx, MPI_COMM_NULL, &options, &out) == TFENC_ERR_IO);
+    CU_ASSERT(strstr(ctx.message, "/nonexistent/dir/out.h5") != NULL);
+    CU_ASSERT(strstr(ctx.message, "unable to") != NULL); /* HDF5's cause is folded in */
+    CU_ASSERT(out == NULL);
+
+    char path[300];
+    snprintf(path, sizeof path, "%s/errors.h5", directory);
+    options.path = path;
+    tfenc_context_init(&ctx);
+    CU_ASSERT_FATAL(tfenc_output_create(&ctx, MPI_COMM_NULL, &options, &out) == TFENC_OK);
+    float rows[8] = {0};
+    int64_t outside[1] = {3}, twice[2] = {1, 1};
+    CU_ASSERT(tfenc_output_write_pooled(&ctx, out, 1, outside, rows) == TFENC_ERR_INTERNAL);
+    CU_ASSERT(strstr(ctx.message, path) != NULL && strstr(ctx.message, "outside") != NULL);
+    tfenc_context_init(&ctx);
+    CU_ASSERT(tfenc_output_write_pooled(&ctx, out, 2, twice, rows) == TFENC_ERR_INTERNAL);
+    CU_ASSERT(strstr(ctx.message, "twice") != NULL);
+    tfenc_context_init(&ctx);
+    int64_t offsets[1] = {0};
+    int32_t n_tokens[1] = {1};
+    CU_ASSERT(tfenc_output_write_tokens(&ctx, out, 1, offsets, offsets, n_tokens, rows)
+              == TFENC_ERR_INTERNAL);
+    /* An abandoned file opens and says it is incomplete; unwritten
+     * lengths read -1. */
+    tfenc_output_close(out);
+    hid_t file = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
+    CU_ASSERT_FATAL(file >= 0);
+    CU_ASSERT(int_attribute(file, "complete") == 0);
+    hsize_t dims[1] = {3};
+    hid_t dataset = open_dataset(file, "lengths", 1, dims);
+    int32_t lengths[3] = {0, 0, 0};
+    read_all(dataset, H5T_NATIVE_INT32, lengths);
+    CU_ASSERT(lengths[0] == -1 && lengths[1] == -1 && lengths[2] == -1);
+    H5Dclose(dataset);
+    H5Fclose(file);
+
+    /* Empty outputs are valid files. */
+    options.n_documents = 0;
+    tfenc_context_init(&ctx);
+    CU_ASSERT(tfenc_output_create(&ctx, MPI_COMM_NULL, &options, &out) == TFENC_OK);
+    CU_ASSERT(tfenc_output_finish(&ctx, out) == TFENC_OK);
+
+    tfenc_output_dtype dtype;
+    tfenc_output_kind kind;
+    tfenc_output_compression compression;
+    CU_ASSERT(tfenc_output_dtype_from_name("bfloat16", &dtype) == TFENC_OK
+              && dtype == TFENC_DTYPE_BFLOAT16);
+    CU_ASSERT(tfenc_output_dtype_from_name("float64", &dtype) == TFENC_ERR_NOT_FOUND);
+    CU_ASSERT(tfenc_output_kind_from_name("tokens", &kind) == TFENC_OK
+              && kind == TFENC_OUTPUT_TOKENS);
+    CU_ASSERT(tfenc_output_compression_from_name("gzip", &compression) == TFENC_OK
+              && compression == TFENC_COMPRESSION_GZIP);
+}
+
+int main(void)
+{
+    mkdir("tests", 0755);
+    mkdir("tests/data", 0755);
+    mkdir("tests/data/generated", 0755);
+    snprintf(directory, sizeof directory, "tests/data/generated/output-XXXXXX");
+    if (mkdtemp(directory) == NULL) {
+        perror("mkdtemp");
+        return 1;
+    }
+    if (CU_initialize_registry() != CUE_SUCCESS)
+        return 1;
+    CU_pSuite suite = CU_add_suite("output", NULL, NULL);
+    CU_add_test(suite, "float16 known bit patterns", test_float16_known_values);
+    CU_add_test(suite, "float16 round trip", test_float16_round_trip);
+    CU_add_test(suite, "float16 against the compiler", test_float16_against_compiler);
+    CU_add_test(suite, "bfloat16", test_bfloat16);
+    CU_add_test(suite, "HDF5 16-bit types", test_h5_types);
+    CU_add_test(suite, "SHA-256 vectors", test_sha256_vectors);
+    CU_add_test(suite, "SHA-256 of files", test_sha256_file);
+    CU_add_test(suite, "pooled float32", test_pooled_float32);
+    CU_add_test(suite, "pooled float16 gzip", test_pooled_float16_gzip);
+    CU_add_test(suite, "pooled bfloat16", test_pooled_bfloat16);
+    CU_add_test(suite, "per-token hidden states", test_tokens);
+    CU_add_test(suite, "scattered rows", test_scattered_rows);
+    CU_add_test(suite, "errors and abandoned files", test_errors);
+    CU_basic_set_mode(CU_BRM_VERBOSE);
+    CU_basic_run_tests();
+    int failed = CU_get_number_of_failures() != 0 || CU_get_number_of_tests_failed() != 0;
+    CU_cleanup_registry();
+    return failed;
+}
