@@ -31,9 +31,9 @@
  * rule for a number of heads that is not a power of two.
  */
 #include <cblas.h>
-#include <float.h>
 #include <math.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "tfenc/plugin.h"
 
@@ -104,25 +104,54 @@ static void rope_apply(const attention *layer, float *vectors, int rows, int str
     }
 }
 
-/* Scores of a tile of query rows against every key of their sequence are
- * turned into probabilities in place, row by row. */
-static void softmax_rows(float *scores, int rows, int length)
+/* exp(x) for the scores once their row maximum is subtracted (x <= 0), in
+ * plain arithmetic so that a loop of it vectorises, which a call to libm's
+ * expf() prevents: the softmax would otherwise cost as much as the GEMMs at
+ * L = 512. exp(x) = 2^n exp(r) with n = round(x / ln 2) and |r| <= ln(2)/2;
+ * exp(r) is Cephes' expf polynomial (relative error about 1 ulp on that range). */
+static inline float exp_nonpositive(float x)
+{
+    /* exp(-87) ~ 1.6e-38 is nothing next to the row maximum's exp(0) = 1, and
+     * keeps 2^n a normal float. The comparison also turns NaN into a safe
+     * value for the int conversion; NaN comes back through (x - x) below. */
+    float clamped = x > -87.0f ? x : -87.0f;
+    /* Adding and removing 1.5 * 2^23 rounds to the nearest integer. */
+    float n = (clamped * 1.44269504088896341f + 12582912.0f) - 12582912.0f;
+    /* r = x - n ln 2, with ln 2 split in two so that n * ln 2 stays exact. */
+    float r = clamped - n * 0.693359375f + n * 2.12194440e-4f;
+    float p = 1.9875691500e-4f;
+    p = p * r + 1.3981999507e-3f;
+    p = p * r + 8.3334519073e-3f;
+    p = p * r + 4.1665795894e-2f;
+    p = p * r + 1.6666665459e-1f;
+    p = p * r + 5.0000001201e-1f;
+    p = p * r * r + r + 1.0f;
+    /* 2^n built from its exponent bits. */
+    int32_t bits = ((int32_t)n + 127) * (1 << 23);
+    float power;
+    memcpy(&power, &bits, sizeof power);
+    return p * power + (x - x);
+}
+
+/* Replaces each row of a score tile by exp(score - row maximum) and returns
+ * 1 / (row sum) per row: the normalisation is applied later to the context
+ * rows (head_dim values) rather than to the probabilities (L values). */
+static void exponentiate_rows(float *scores, int rows, int length, float *inverse_sums)
 {
     for (int r = 0; r < rows; r++) {
         float *row = scores + (size_t)r * length;
-        /* Subtracting the row maximum keeps expf() from overflowing. */
-        float maximum = -FLT_MAX;
-        for (int j = 0; j < length; j++)
-            if (row[j] > maximum)
-                maximum = row[j];
+        /* Subtracting the row maximum keeps the exponentials <= 1: no overflow. */
+        float maximum = row[0];
+#pragma omp simd reduction(max : maximum)
+        for (int j = 1; j < length; j++)
+            maximum = row[j] > maximum ? row[j] : maximum;
         float sum = 0.0f;
+#pragma omp simd reduction(+ : sum)
         for (int j = 0; j < length; j++) {
-            row[j] = expf(row[j] - maximum);
+            row[j] = exp_nonpositive(row[j] - maximum);
             sum += row[j];
         }
-        float inverse = 1.0f / sum;
-        for (int j = 0; j < length; j++)
-            row[j] *= inverse;
+        inverse_sums[r] = 1.0f / sum;
     }
 }
 
@@ -148,11 +177,15 @@ static void attend_sequence(const attention *layer, const float *qkv, int length
                     for (int j = 0; j < length; j++)
                         scores[(size_t)r * length + j] -= slope * (float)abs(first + r - j);
             }
-            softmax_rows(scores, rows, length);
-            /* context_tile[rows, head_dim] = P V */
+            float inverse_sums[QUERY_TILE];
+            exponentiate_rows(scores, rows, length, inverse_sums);
+            /* context_tile[rows, head_dim] = softmax(scores) V, normalised after the product */
+            float *out = context + (size_t)first * d + (size_t)h * head_dim;
             cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, rows, head_dim, length, 1.0f,
-                        scores, length, v, stride, 0.0f,
-                        context + (size_t)first * d + (size_t)h * head_dim, d);
+                        scores, length, v, stride, 0.0f, out, d);
+            for (int r = 0; r < rows; r++)
+                for (int e = 0; e < head_dim; e++)
+                    out[(size_t)r * d + e] *= inverse_sums[r];
         }
     }
 }

@@ -1,5 +1,16 @@
 # plugins fragment: see Makefile.am
 
+# attention: multi-head self-attention (mha) with RoPE and ALiBi.
+pkglib_LTLIBRARIES += plugins/attention.la
+plugins_attention_la_SOURCES = plugins/attention.c
+plugins_attention_la_LDFLAGS = -module -avoid-version -shared \
+	-export-symbols-regex '^tfenc_plugin_descriptor$$' $(SANITIZER_FLAGS)
+plugins_attention_la_LIBADD = core/libtfenc.la $(OPENBLAS_LIBS) -lm
+# The softmax loops carry `omp simd` pragmas (vectorisation only, no threads);
+# -fno-trapping-math lets the exp clamp become a vector select (no code here
+# reads floating-point exception flags).
+plugins_attention_la_CFLAGS = $(AM_CFLAGS) -fopenmp-simd -fno-trapping-math
+
 # layers: embedding, sinusoidal, ffn, layernorm, rmsnorm, pooling.
 pkglib_LTLIBRARIES += plugins/layers.la
 plugins_layers_la_SOURCES = plugins/layers.c plugins/layers.h plugins/embedding.c \

@@ -1,5 +1,12 @@
 # tests fragment: see Makefile.am
 
+# attention plugin against a naive double-precision reference.
+check_PROGRAMS += tests/test_attention
+TESTS += tests/test_attention
+tests_test_attention_SOURCES = tests/test_attention.c
+tests_test_attention_CPPFLAGS = $(AM_CPPFLAGS) $(CUNIT_CFLAGS)
+tests_test_attention_LDADD = core/libtfenc.la $(CUNIT_LIBS) -lm
+
 # per-token and pooling layers against naive double-precision references.
 check_PROGRAMS += tests/test_layers
 TESTS += tests/test_layers
