@@ -26,9 +26,15 @@
  *   out_weight                    [d, d]
  *   out_bias                      [d]      (bias = true)
  *
- * ALiBi adds -slope_h * |i - j| to the scores of head h (the bidirectional
- * form), with the slopes of the ALiBi paper's reference code, including its
- * rule for a number of heads that is not a power of two.
+ * RoPE turns Q and K by each token's batch position (its place in its
+ * document). ALiBi adds -slope_h * |i - j| to the scores of head h, i and j
+ * being rows of the same sequence (the bidirectional form), with the slopes of
+ * the ALiBi paper's reference code, including its rule for a number of heads
+ * that is not a power of two.
+ *
+ * Workspace: qkv [max_tokens, 3d] + context [max_tokens, d] + one tile of
+ * scores [64, max_seq_len]; forward() refuses a batch beyond the limits it
+ * was created with.
  */
 #include <cblas.h>
 #include <math.h>
