@@ -405,8 +405,14 @@ static int tokenize(run *r, const tfenc_document *document, int64_t global_index
     } else {
         int status = tfenc_tokenizer_encode(&r->ctx, r->tokenizer, document->text,
                                             document->text_length, ids, max_length, &n_ids, &cut);
-        if (status != TFENC_OK)
-            return status;
+        if (status != TFENC_OK) {
+            /* The tokenizer knows the text, not where it came from. */
+            char message[TFENC_MESSAGE_MAX];
+            snprintf(message, sizeof message, "%s", tfenc_context_message(&r->ctx));
+            tfenc_context_clear(&r->ctx);
+            return tfenc_error(&r->ctx, status, "%s: document %lld (0-based): %s",
+                               r->settings.input, (long long)global_index, message);
+        }
     }
     if (cut > 0 && !r->settings.truncation)
         return tfenc_error(&r->ctx, TFENC_ERR_INPUT,

@@ -44,3 +44,6 @@ tests_plugins_arithmetic_la_LIBADD = core/libtfenc.la
 # Reference models, example outputs and other data the tests generate.
 clean-local:
 	rm -rf tests/data/generated
+
+dist_check_SCRIPTS += tests/bad_inputs.sh
+TESTS += tests/bad_inputs.sh
