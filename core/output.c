@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <hdf5.h>
 
@@ -43,6 +44,8 @@ struct tfenc_output {
     hid_t ids;             /* -1 without ids */
     hid_t id_type;
     size_t id_length;      /* bytes per id in the file */
+    int compress;          /* gzip + shuffle */
+    int n_writers;
     /* Staging for sorted, converted rows; grows, reused across writes. */
     void *staging;
     size_t staging_bytes;
@@ -177,6 +180,14 @@ static int write_int64_attribute(tfenc_context *ctx, tfenc_output *out, const ch
 
 /* ------------------------------------------------------------------ create */
 
+/* The chunk cache: none for uncompressed data (see create_dataset), room
+ * for out-of-order rows when compressing. Returns nonzero on success. */
+static int set_chunk_cache(hid_t access, int compress)
+{
+    return compress ? H5Pset_chunk_cache(access, CHUNK_CACHE_SLOTS, CHUNK_CACHE_BYTES, 1.0) >= 0
+                    : H5Pset_chunk_cache(access, 0, 0, 1.0) >= 0;
+}
+
 /* Creates a dataset [dims[0], width] (rank 2 when width > 0, else rank 1),
  * chunked about CHUNK_BYTES per chunk. */
 static int create_dataset(tfenc_context *ctx, tfenc_output *out, const char *name, hid_t type,
@@ -201,12 +212,15 @@ static int create_dataset(tfenc_context *ctx, tfenc_output *out, const char *nam
         ok = H5Pset_chunk(create, rank, chunk) >= 0;
         if (ok && compress)
             ok = H5Pset_shuffle(create) >= 0 && H5Pset_deflate(create, 4) >= 0;
+        /* Uncompressed chunks are allocated at creation and, with no chunk
+         * cache, written in place: scattered rows cost no read-modify-write,
+         * and each write is on disk in call order, so a length >= 0 (written
+         * last) reliably marks a finished document in a killed job's file.
+         * (MPI-IO writes bypass the cache anyway.) */
         if (ok && !compress)
-            /* Allocated at creation, uncompressed chunks are written in place,
-             * bypassing the chunk cache: no read-modify-write for scattered rows. */
             ok = H5Pset_alloc_time(create, H5D_ALLOC_TIME_EARLY) >= 0;
-        if (ok && compress)
-            ok = H5Pset_chunk_cache(access, CHUNK_CACHE_SLOTS, CHUNK_CACHE_BYTES, 1.0) >= 0;
+        if (ok)
+            ok = set_chunk_cache(access, compress);
     }
     if (ok && fill != NULL)
         ok = H5Pset_fill_value(create, type, fill) >= 0
@@ -229,25 +243,30 @@ static int create_dataset(tfenc_context *ctx, tfenc_output *out, const char *nam
     return status;
 }
 
-static int open_file(tfenc_context *ctx, tfenc_output *out, MPI_Comm writers, int n_writers)
+static int open_file(tfenc_context *ctx, tfenc_output *out, MPI_Comm writers, int n_writers,
+                     int create)
 {
     hid_t access = H5Pcreate(H5P_FILE_ACCESS);
     if (access < 0)
         return h5_fail(ctx, TFENC_ERR_IO, out->path, "cannot make file properties");
     int ok = 1;
     if (out->parallel)
+        /* Metadata writes happen only in the collective calls (create,
+         * finish), so they may be collective; metadata READS stay
+         * independent, because an independent H5Dwrite may need one (a chunk
+         * index lookup) while the other ranks are busy elsewhere. */
         ok = H5Pset_fapl_mpio(access, writers, MPI_INFO_NULL) >= 0
-             && H5Pset_all_coll_metadata_ops(access, 1) >= 0
              && H5Pset_coll_metadata_write(access, 1) >= 0;
     /* Newest format that HDF5 1.10 readers (h5py, h5dump) still open. */
     if (ok)
         ok = H5Pset_libver_bounds(access, H5F_LIBVER_EARLIEST, H5F_LIBVER_V18) >= 0;
     if (ok)
-        out->file = H5Fcreate(out->path, H5F_ACC_TRUNC, H5P_DEFAULT, access);
+        out->file = create ? H5Fcreate(out->path, H5F_ACC_TRUNC, H5P_DEFAULT, access)
+                           : H5Fopen(out->path, H5F_ACC_RDWR, access);
     /* The message is taken before H5Pclose, which would clear HDF5's stack. */
     int status = !ok || out->file < 0
-        ? h5_fail(ctx, TFENC_ERR_IO, out->path, "cannot create the output file%s",
-                  n_writers > 1 ? " (with MPI-IO)" : "")
+        ? h5_fail(ctx, TFENC_ERR_IO, out->path, "cannot %s the output file%s",
+                  create ? "create" : "reopen", n_writers > 1 ? " (with MPI-IO)" : "")
         : TFENC_OK;
     H5Pclose(access);
     if (status != TFENC_OK)
@@ -334,8 +353,10 @@ static int write_elements(tfenc_context *ctx, tfenc_output *out, hid_t dataset, 
                           int64_t n_runs, const int64_t *run_start, const int64_t *run_length,
                           int64_t width, hid_t memory_type, const void *data);
 
-int tfenc_output_create(tfenc_context *ctx, MPI_Comm writers, const tfenc_output_options *options,
-                        tfenc_output **out_result)
+/* What create and reopen share: checks that the writers agree, refuses
+ * gzip with several writers, and fills a new handle (no file yet). */
+static int prepare(tfenc_context *ctx, MPI_Comm writers, const tfenc_output_options *options,
+                   tfenc_output **out_result)
 {
     *out_result = NULL;
     if (options == NULL || options->path == NULL)
@@ -378,25 +399,41 @@ int tfenc_output_create(tfenc_context *ctx, MPI_Comm writers, const tfenc_output
     out->d_model = options->d_model;
     out->n_documents = options->n_documents;
     out->n_tokens = options->kind == TFENC_OUTPUT_TOKENS ? options->n_tokens : 0;
+    out->compress = options->compression == TFENC_COMPRESSION_GZIP;
+    out->n_writers = n_writers;
     out->path = malloc(strlen(path) + 1);
-    int status = TFENC_OK;
-    if (out->path == NULL)
-        status = tfenc_error(ctx, TFENC_ERR_NO_MEMORY, "%s: out of memory", path);
-    else
-        strcpy(out->path, path);
-    if (status == TFENC_OK)
-        status = open_file(ctx, out, writers, n_writers);
-
-    if (status == TFENC_OK) {
-        out->float_type = out->dtype == TFENC_DTYPE_FLOAT16    ? tfenc_h5_float16_type()
-                        : out->dtype == TFENC_DTYPE_BFLOAT16 ? tfenc_h5_bfloat16_type()
-                                                             : H5Tcopy(H5T_IEEE_F32LE);
-        out->float_size = out->dtype == TFENC_DTYPE_FLOAT32 ? 4 : 2;
-        if (out->float_type < 0)
-            status = h5_fail(ctx, TFENC_ERR_IO, path, "cannot make the %s type",
-                             tfenc_output_dtype_name(out->dtype));
+    if (out->path == NULL) {
+        free(out);
+        return tfenc_error(ctx, TFENC_ERR_NO_MEMORY, "%s: out of memory", path);
     }
-    int compress = options->compression == TFENC_COMPRESSION_GZIP;
+    strcpy(out->path, path);
+    out->id_length = longest_id > 0 ? (size_t)longest_id : 1;
+    /* The float type is made here so that reopen can compare it. */
+    out->float_type = out->dtype == TFENC_DTYPE_FLOAT16    ? tfenc_h5_float16_type()
+                    : out->dtype == TFENC_DTYPE_BFLOAT16 ? tfenc_h5_bfloat16_type()
+                                                         : H5Tcopy(H5T_IEEE_F32LE);
+    out->float_size = out->dtype == TFENC_DTYPE_FLOAT32 ? 4 : 2;
+    if (out->float_type < 0) {
+        int status = h5_fail(ctx, TFENC_ERR_IO, path, "cannot make the %s type",
+                             tfenc_output_dtype_name(out->dtype));
+        tfenc_output_close(out);
+        return status;
+    }
+    *out_result = out;
+    return TFENC_OK;
+}
+
+int tfenc_output_create(tfenc_context *ctx, MPI_Comm writers, const tfenc_output_options *options,
+                        tfenc_output **out_result)
+{
+    tfenc_output *out = NULL;
+    int status = prepare(ctx, writers, options, &out);
+    *out_result = NULL;
+    if (status != TFENC_OK)
+        return status;
+    const char *path = options->path;
+    status = open_file(ctx, out, writers, out->n_writers, 1);
+    int compress = out->compress;
     if (status == TFENC_OK)
         status = out->kind == TFENC_OUTPUT_POOLED
             ? create_dataset(ctx, out, "embeddings", out->float_type, out->n_documents,
@@ -414,8 +451,8 @@ int tfenc_output_create(tfenc_context *ctx, MPI_Comm writers, const tfenc_output
         status = create_dataset(ctx, out, "truncated", H5T_STD_I32LE, out->n_documents, 0,
                                 compress, NULL, &out->truncated);
     if (status == TFENC_OK && options->has_ids) {
-        /* A zero-size string type is invalid: every id could be empty. */
-        out->id_length = longest_id > 0 ? (size_t)longest_id : 1;
+        /* id_length is at least 1: a zero-size string type is invalid, and
+         * every id could be empty. */
         out->id_type = H5Tcopy(H5T_C_S1);
         if (out->id_type < 0 || H5Tset_size(out->id_type, out->id_length) < 0
             || H5Tset_strpad(out->id_type, H5T_STR_NULLPAD) < 0
@@ -447,6 +484,203 @@ int tfenc_output_create(tfenc_context *ctx, MPI_Comm writers, const tfenc_output
     }
     *out_result = out;
     return TFENC_OK;
+}
+
+/* ------------------------------------------------------------------ reopen */
+
+/* Compares a string attribute with what this job would write; returns 0 and
+ * fills `found` when it differs or is missing. */
+static int same_string_attribute(tfenc_output *out, const char *name, const char *expected,
+                                 char *found, size_t found_size)
+{
+    snprintf(found, found_size, "(missing)");
+    hid_t attribute = H5Aexists(out->file, name) > 0 ? H5Aopen(out->file, name, H5P_DEFAULT) : -1;
+    hid_t type = H5Tcopy(H5T_C_S1);
+    int same = 0;
+    char *value = NULL;
+    if (attribute >= 0 && type >= 0 && H5Tset_size(type, H5T_VARIABLE) >= 0
+        && H5Tset_cset(type, H5T_CSET_UTF8) >= 0 && H5Aread(attribute, type, &value) >= 0) {
+        same = value != NULL && strcmp(value, expected != NULL ? expected : "") == 0;
+        snprintf(found, found_size, "'%.60s%s'", value != NULL ? value : "",
+                 value != NULL && strlen(value) > 60 ? "..." : "");
+        hid_t space = H5Screate(H5S_SCALAR);
+        H5Dvlen_reclaim(type, space, H5P_DEFAULT, &value);
+        H5Sclose(space);
+    }
+    if (type >= 0)
+        H5Tclose(type);
+    if (attribute >= 0)
+        H5Aclose(attribute);
+    H5Eclear2(H5E_DEFAULT);
+    return same;
+}
+
+static int same_int_attribute(tfenc_output *out, const char *name, int64_t expected,
+                              char *found, size_t found_size)
+{
+    snprintf(found, found_size, "(missing)");
+    hid_t attribute = H5Aexists(out->file, name) > 0 ? H5Aopen(out->file, name, H5P_DEFAULT) : -1;
+    int64_t value = 0;
+    int same = 0;
+    if (attribute >= 0 && H5Aread(attribute, H5T_NATIVE_INT64, &value) >= 0) {
+        same = value == expected;
+        snprintf(found, found_size, "%lld", (long long)value);
+    }
+    if (attribute >= 0)
+        H5Aclose(attribute);
+    H5Eclear2(H5E_DEFAULT);
+    return same;
+}
+
+/* Opens dataset `name`, checking its type class and first dimension. */
+static int open_existing_dataset(tfenc_context *ctx, tfenc_output *out, const char *name,
+                                 int64_t length, hid_t *dataset)
+{
+    hid_t access = H5Pcreate(H5P_DATASET_ACCESS);
+    if (access >= 0 && set_chunk_cache(access, out->compress)
+        && H5Lexists(out->file, name, H5P_DEFAULT) > 0)
+        *dataset = H5Dopen2(out->file, name, access);
+    if (access >= 0)
+        H5Pclose(access);
+    H5Eclear2(H5E_DEFAULT);
+    if (*dataset < 0)
+        return tfenc_error(ctx, TFENC_ERR_CONFIG, "%s: has no dataset '%s': not a tfenc output of "
+                           "this job; refusing to append to it", out->path, name);
+    hid_t space = H5Dget_space(*dataset);
+    hsize_t dims[2] = {0, 0};
+    int rank = space >= 0 ? H5Sget_simple_extent_ndims(space) : -1;
+    if (rank >= 1 && rank <= 2)
+        H5Sget_simple_extent_dims(space, dims, NULL);
+    if (space >= 0)
+        H5Sclose(space);
+    if (rank < 1 || rank > 2 || dims[0] != (hsize_t)length)
+        return tfenc_error(ctx, TFENC_ERR_CONFIG, "%s: dataset '%s' has %llu rows, this job "
+                           "needs %lld; refusing to append to it", out->path, name,
+                           (unsigned long long)dims[0], (long long)length);
+    return TFENC_OK;
+}
+
+int tfenc_output_reopen(tfenc_context *ctx, MPI_Comm writers, const tfenc_output_options *options,
+                        tfenc_output **out_result, int *was_complete)
+{
+    tfenc_output *out = NULL;
+    *was_complete = 0;
+    int status = prepare(ctx, writers, options, &out);
+    *out_result = NULL;
+    if (status != TFENC_OK)
+        return status;
+    /* Absent on every rank alike (the path is on a shared file system). */
+    if (access(out->path, F_OK) != 0) {
+        tfenc_output_close(out);
+        return TFENC_ERR_NOT_FOUND;
+    }
+    status = open_file(ctx, out, writers, out->n_writers, 0);
+
+    /* The file must be this job's, attribute by attribute. */
+    char found[96];
+    const struct { const char *name; const char *expected; } strings[] = {
+        {"job", options->job_text},
+        {"weights_sha256", options->weights_sha256},
+        {"output_kind", tfenc_output_kind_name(out->kind)},
+        {"dtype", tfenc_output_dtype_name(out->dtype)},
+        {"compression", out->compress ? "gzip" : "none"}};
+    for (size_t i = 0; status == TFENC_OK && i < sizeof strings / sizeof strings[0]; i++)
+        if (!same_string_attribute(out, strings[i].name, strings[i].expected, found,
+                                   sizeof found))
+            status = tfenc_error(ctx, TFENC_ERR_CONFIG, "%s: was written by a different job: "
+                                 "attribute '%s' is %s, this job's differs; refusing to append "
+                                 "to it (remove it, or choose another output)", out->path,
+                                 strings[i].name, found);
+    const struct { const char *name; int64_t expected; int wanted; } numbers[] = {
+        {"d_model", out->d_model, 1},
+        {"n_documents", out->n_documents, 1},
+        {"n_tokens", out->n_tokens, out->kind == TFENC_OUTPUT_TOKENS}};
+    for (size_t i = 0; status == TFENC_OK && i < sizeof numbers / sizeof numbers[0]; i++)
+        if (numbers[i].wanted
+            && !same_int_attribute(out, numbers[i].name, numbers[i].expected, found, sizeof found))
+            status = tfenc_error(ctx, TFENC_ERR_CONFIG, "%s: attribute '%s' is %s but this job "
+                                 "has %lld (has the corpus changed?); refusing to append to it",
+                                 out->path, numbers[i].name, found,
+                                 (long long)numbers[i].expected);
+    if (status == TFENC_OK)
+        status = open_existing_dataset(ctx, out, out->kind == TFENC_OUTPUT_POOLED ? "embeddings"
+                                                                                  : "hidden",
+                                       out->kind == TFENC_OUTPUT_POOLED ? out->n_documents
+                                                                        : out->n_tokens,
+                                       &out->rows);
+    if (status == TFENC_OK && out->kind == TFENC_OUTPUT_TOKENS)
+        status = open_existing_dataset(ctx, out, "offsets", out->n_documents + 1, &out->offsets);
+    if (status == TFENC_OK)
+        status = open_existing_dataset(ctx, out, "lengths", out->n_documents, &out->lengths);
+    if (status == TFENC_OK)
+        status = open_existing_dataset(ctx, out, "truncated", out->n_documents, &out->truncated);
+    if (status == TFENC_OK && options->has_ids) {
+        status = open_existing_dataset(ctx, out, "ids", out->n_documents, &out->ids);
+        if (status == TFENC_OK) {
+            out->id_type = H5Dget_type(out->ids);
+            size_t stored = out->id_type >= 0 ? H5Tget_size(out->id_type) : 0;
+            if (stored < out->id_length)
+                status = tfenc_error(ctx, TFENC_ERR_CONFIG, "%s: stores ids of up to %zu bytes, "
+                                     "this corpus has one of %zu (has it changed?); refusing to "
+                                     "append to it", out->path, stored, out->id_length);
+            out->id_length = stored;
+        }
+    }
+    if (status == TFENC_OK && !options->has_ids && H5Lexists(out->file, "ids", H5P_DEFAULT) > 0)
+        status = tfenc_error(ctx, TFENC_ERR_CONFIG, "%s: has ids but this job has none; refusing "
+                             "to append to it", out->path);
+    H5Eclear2(H5E_DEFAULT);
+    int64_t complete = 0;
+    if (status == TFENC_OK) {
+        same_int_attribute(out, "complete", 1, found, sizeof found);
+        complete = strcmp(found, "1") == 0;
+    }
+    /* Incomplete again until this run finishes; the layout is this run's. */
+    int32_t zero = 0;
+    if (status == TFENC_OK)
+        status = write_attribute(ctx, out, "complete", H5T_NATIVE_INT32, &zero);
+    if (status == TFENC_OK)
+        status = write_string_attribute(ctx, out, "layout", options->layout);
+    if (status == TFENC_OK && H5Fflush(out->file, H5F_SCOPE_GLOBAL) < 0)
+        status = h5_fail(ctx, TFENC_ERR_IO, out->path, "cannot flush the reopened file");
+    if (status != TFENC_OK) {
+        tfenc_output_close(out);
+        return status;
+    }
+    *was_complete = (int)complete;
+    *out_result = out;
+    return TFENC_OK;
+}
+
+int tfenc_output_written(tfenc_context *ctx, tfenc_output *out, int64_t first, int64_t count,
+                         uint8_t *written)
+{
+    if (first < 0 || count < 0 || first + count > out->n_documents)
+        return tfenc_error(ctx, TFENC_ERR_INTERNAL, "%s: documents %lld..%lld are outside [0, "
+                           "%lld)", out->path, (long long)first, (long long)(first + count),
+                           (long long)out->n_documents);
+    if (count == 0)
+        return TFENC_OK;
+    int32_t *lengths = malloc((size_t)count * sizeof *lengths);
+    if (lengths == NULL)
+        return tfenc_error(ctx, TFENC_ERR_NO_MEMORY, "%s: out of memory", out->path);
+    hsize_t start = (hsize_t)first, size = (hsize_t)count;
+    hid_t file_space = H5Dget_space(out->lengths);
+    hid_t memory_space = H5Screate_simple(1, &size, NULL);
+    int ok = file_space >= 0 && memory_space >= 0
+             && H5Sselect_hyperslab(file_space, H5S_SELECT_SET, &start, NULL, &size, NULL) >= 0
+             && H5Dread(out->lengths, H5T_NATIVE_INT32, memory_space, file_space, out->transfer,
+                        lengths) >= 0;
+    int status = ok ? TFENC_OK
+                    : h5_fail(ctx, TFENC_ERR_IO, out->path, "cannot read 'lengths'");
+    if (memory_space >= 0)
+        H5Sclose(memory_space);
+    if (file_space >= 0)
+        H5Sclose(file_space);
+    for (int64_t i = 0; ok && i < count; i++)
+        written[i] = lengths[i] >= 0;
+    free(lengths);
+    return status;
 }
 
 /* ------------------------------------------------------------------ writes */

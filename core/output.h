@@ -85,6 +85,25 @@ const char *tfenc_output_dtype_name(tfenc_output_dtype dtype);
 int tfenc_output_create(tfenc_context *ctx, MPI_Comm writers, const tfenc_output_options *options,
                         tfenc_output **out);
 
+/* Resuming. Reopens the file a killed run of the same job left, so that
+ * only the documents it did not finish are encoded again. Collective.
+ * Returns TFENC_ERR_NOT_FOUND, recording no message, when there is no file
+ * at options->path (then call tfenc_output_create). Returns
+ * TFENC_ERR_CONFIG naming the first attribute or dataset that differs when
+ * the file holds another job's output (job text, weights checksum, kind,
+ * dtype, compression, d_model, documents, tokens, ids): such a file is never
+ * appended to. On success *was_complete says whether that run had finished;
+ * the file is marked complete = 0 (and gets this run's layout) until
+ * tfenc_output_finish(). */
+int tfenc_output_reopen(tfenc_context *ctx, MPI_Comm writers, const tfenc_output_options *options,
+                        tfenc_output **out, int *was_complete);
+
+/* written[i] = 1 if document first + i is finished (its length was stored,
+ * which write_metadata does after the rows), else 0. Independent: each
+ * rank asks about its own share. */
+int tfenc_output_written(tfenc_context *ctx, tfenc_output *out, int64_t first, int64_t count,
+                         uint8_t *written);
+
 /* Pooled kind: rows[j] (d floats) goes to embeddings[global_indices[j]].
  * Indices may come in any order but not twice in one call. */
 int tfenc_output_write_pooled(tfenc_context *ctx, tfenc_output *out, int64_t n_rows,

@@ -6,6 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
 #include <time.h>
 
 #include <CUnit/Basic.h>
@@ -627,6 +629,127 @@ static void test_errors(void)
               && compression == TFENC_COMPRESSION_GZIP);
 }
 
+/* A job killed mid-way (the child _exits without closing the file) is
+ * resumed: the finished documents are reported, the rest written, and the
+ * result equals an uninterrupted run. Files of another job are refused. */
+static void write_pooled_documents(tfenc_output *out, int n, const int64_t *indices,
+                                   int with_metadata)
+{
+    enum { D = 4 };
+    tfenc_context ctx;
+    tfenc_context_init(&ctx);
+    float rows[16 * D];
+    int32_t lengths[16], truncated[16];
+    for (int j = 0; j < n; j++) {
+        for (int c = 0; c < D; c++)
+            rows[j * D + c] = exact_value(indices[j], c);
+        lengths[j] = (int32_t)indices[j] + 1;
+        truncated[j] = 0;
+    }
+    CU_ASSERT(tfenc_output_write_pooled(&ctx, out, n, indices, rows) == TFENC_OK);
+    if (with_metadata)
+        CU_ASSERT(tfenc_output_write_metadata(&ctx, out, n, indices, lengths, truncated, NULL)
+                  == TFENC_OK);
+}
+
+static void test_resume(void)
+{
+    enum { N = 9, D = 4 };
+    char path[300];
+    snprintf(path, sizeof path, "%s/resume.h5", directory);
+    tfenc_output_options options = {.path = path, .kind = TFENC_OUTPUT_POOLED,
+                                    .dtype = TFENC_DTYPE_FLOAT32, .d_model = D, .n_documents = N,
+                                    .job_text = "job A", .weights_sha256 = "w1",
+                                    .layout = "ranks=1"};
+    tfenc_context ctx;
+    tfenc_context_init(&ctx);
+    tfenc_output *out = NULL;
+    int was_complete = -1;
+    CU_ASSERT(tfenc_output_reopen(&ctx, MPI_COMM_NULL, &options, &out, &was_complete)
+              == TFENC_ERR_NOT_FOUND);
+    CU_ASSERT(ctx.status == TFENC_OK && out == NULL);
+
+    fflush(NULL);
+    pid_t child = fork();
+    CU_ASSERT_FATAL(child >= 0);
+    if (child == 0) {
+        tfenc_context child_ctx;
+        tfenc_context_init(&child_ctx);
+        if (tfenc_output_create(&child_ctx, MPI_COMM_NULL, &options, &out) != TFENC_OK)
+            _exit(1);
+        static const int64_t done[3] = {7, 0, 4}, rows_only[1] = {2};
+        write_pooled_documents(out, 3, done, 1);
+        write_pooled_documents(out, 1, rows_only, 0);
+        _exit(0); /* killed: no close, no flush */
+    }
+    int child_status = -1;
+    waitpid(child, &child_status, 0);
+    CU_ASSERT_FATAL(WIFEXITED(child_status) && WEXITSTATUS(child_status) == 0);
+
+    CU_ASSERT_FATAL(tfenc_output_reopen(&ctx, MPI_COMM_NULL, &options, &out, &was_complete)
+                    == TFENC_OK);
+    CU_ASSERT(was_complete == 0);
+    uint8_t written[N];
+    CU_ASSERT(tfenc_output_written(&ctx, out, 0, N, written) == TFENC_OK);
+    static const uint8_t expected_written[N] = {1, 0, 0, 0, 1, 0, 0, 1, 0};
+    CU_ASSERT(memcmp(written, expected_written, N) == 0);
+    CU_ASSERT(tfenc_output_written(&ctx, out, 4, 1, written) == TFENC_OK && written[0] == 1);
+    static const int64_t rest[6] = {8, 1, 2, 3, 5, 6};
+    write_pooled_documents(out, 6, rest, 1);
+    CU_ASSERT_FATAL(tfenc_output_finish(&ctx, out) == TFENC_OK);
+
+    hid_t file = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
+    CU_ASSERT_FATAL(file >= 0);
+    hsize_t dims[2] = {N, D};
+    hid_t dataset = open_dataset(file, "embeddings", 2, dims);
+    float values[N * D];
+    read_all(dataset, H5T_NATIVE_FLOAT, values);
+    int wrong = 0;
+    for (int g = 0; g < N; g++)
+        for (int c = 0; c < D; c++)
+            wrong += values[g * D + c] != exact_value(g, c);
+    CU_ASSERT(wrong == 0);
+    H5Dclose(dataset);
+    int32_t lengths[N];
+    dataset = open_dataset(file, "lengths", 1, dims);
+    read_all(dataset, H5T_NATIVE_INT32, lengths);
+    for (int g = 0; g < N; g++)
+        CU_ASSERT(lengths[g] == g + 1);
+    H5Dclose(dataset);
+    CU_ASSERT(int_attribute(file, "complete") == 1);
+    H5Fclose(file);
+
+    /* A finished file reopens as complete. */
+    CU_ASSERT_FATAL(tfenc_output_reopen(&ctx, MPI_COMM_NULL, &options, &out, &was_complete)
+                    == TFENC_OK);
+    CU_ASSERT(was_complete == 1);
+    CU_ASSERT(tfenc_output_finish(&ctx, out) == TFENC_OK);
+
+    /* Another job, model, corpus size or dtype: refused, naming what differs. */
+    static const struct { const char *job, *weights; int64_t n; tfenc_output_dtype dtype;
+                          const char *expect; } others[] = {
+        {"job B", "w1", N, TFENC_DTYPE_FLOAT32, "attribute 'job' is 'job A'"},
+        {"job A", "w2", N, TFENC_DTYPE_FLOAT32, "attribute 'weights_sha256' is 'w1'"},
+        {"job A", "w1", N + 1, TFENC_DTYPE_FLOAT32, "attribute 'n_documents' is 9"},
+        {"job A", "w1", N, TFENC_DTYPE_FLOAT16, "attribute 'dtype' is 'float32'"}};
+    for (size_t i = 0; i < sizeof others / sizeof others[0]; i++) {
+        tfenc_output_options other = options;
+        other.job_text = others[i].job;
+        other.weights_sha256 = others[i].weights;
+        other.n_documents = others[i].n;
+        other.dtype = others[i].dtype;
+        tfenc_context_init(&ctx);
+        out = NULL;
+        CU_ASSERT(tfenc_output_reopen(&ctx, MPI_COMM_NULL, &other, &out, &was_complete)
+                  == TFENC_ERR_CONFIG);
+        CU_ASSERT(out == NULL);
+        CU_ASSERT(strstr(ctx.message, path) != NULL);
+        CU_ASSERT(strstr(ctx.message, others[i].expect) != NULL);
+        if (strstr(ctx.message, others[i].expect) == NULL)
+            fprintf(stderr, "\nexpected '%s' in: %s\n", others[i].expect, ctx.message);
+    }
+}
+
 int main(void)
 {
     mkdir("tests", 0755);
@@ -653,6 +776,7 @@ int main(void)
     CU_add_test(suite, "per-token hidden states", test_tokens);
     CU_add_test(suite, "scattered rows", test_scattered_rows);
     CU_add_test(suite, "errors and abandoned files", test_errors);
+    CU_add_test(suite, "resume after a kill", test_resume);
     CU_basic_set_mode(CU_BRM_VERBOSE);
     CU_basic_run_tests();
     int failed = CU_get_number_of_failures() != 0 || CU_get_number_of_tests_failed() != 0;

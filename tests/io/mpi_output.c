@@ -1,10 +1,13 @@
 /* Writes one output file from every rank of MPI_COMM_WORLD, each rank taking
  * the documents g with g % ranks == rank in scrambled order, so that
  * tests/io/mpi_output.sh can compare it with the same file written by one
- * rank. Usage: mpi_output FILE pooled|tokens DTYPE none|gzip */
+ * rank. Usage: mpi_output FILE pooled|tokens DTYPE none|gzip [crash|resume]
+ * "crash" stops every rank without closing the file after half its work;
+ * "resume" reopens such a file and writes only what it lacks. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <mpi.h>
 
@@ -38,7 +41,8 @@ int main(int argc, char **argv)
     int rank, ranks;
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &ranks);
-    if (argc != 5) {
+    const char *mode = argc == 6 ? argv[5] : "";
+    if (argc != 5 && argc != 6) {
         if (rank == 0)
             fprintf(stderr, "usage: %s FILE pooled|tokens DTYPE none|gzip\n", argv[0]);
         MPI_Finalize();
@@ -78,7 +82,33 @@ int main(int argc, char **argv)
     }
 
     tfenc_output *out = NULL;
-    int status = tfenc_output_create(&ctx, MPI_COMM_WORLD, &options, &out);
+    int status, was_complete = 0;
+    if (strcmp(mode, "resume") == 0) {
+        status = tfenc_output_reopen(&ctx, MPI_COMM_WORLD, &options, &out, &was_complete);
+        if (status != TFENC_OK)
+            return fail(&ctx, rank);
+        /* Keep only the documents the crashed run did not finish: exactly
+         * the first half of the calls (the ones made from the end). */
+        int kept = 0, expected_done = 0;
+        for (int end = n_mine, call = 0; end > 0; end -= CALL_DOCUMENTS, call++)
+            if (call < (n_mine + CALL_DOCUMENTS - 1) / CALL_DOCUMENTS / 2)
+                expected_done += end - CALL_DOCUMENTS > 0 ? CALL_DOCUMENTS : end;
+        for (int i = 0; i < n_mine; i++) {
+            uint8_t written = 0;
+            if (tfenc_output_written(&ctx, out, mine[i], 1, &written) != TFENC_OK)
+                return fail(&ctx, rank);
+            if (!written)
+                mine[kept++] = mine[i];
+        }
+        if (was_complete || n_mine - kept != expected_done) {
+            fprintf(stderr, "mpi_output rank %d: resume found %d finished documents, expected "
+                    "%d (complete = %d)\n", rank, n_mine - kept, expected_done, was_complete);
+            MPI_Abort(MPI_COMM_WORLD, 1);
+        }
+        n_mine = kept;
+    } else {
+        status = tfenc_output_create(&ctx, MPI_COMM_WORLD, &options, &out);
+    }
     if (options.compression == TFENC_COMPRESSION_GZIP && ranks > 1) {
         /* Expected refusal, the same on every rank. */
         int refused = status == TFENC_ERR_CONFIG && strstr(ctx.message, "gzip") != NULL
@@ -94,7 +124,12 @@ int main(int argc, char **argv)
 
     /* Calls of 7 documents, walked from the rank's last document backwards. */
     float *rows = malloc(sizeof(float) * CALL_DOCUMENTS * 8 * D_MODEL);
-    for (int end = n_mine; end > 0; end -= CALL_DOCUMENTS) {
+    int n_calls = (n_mine + CALL_DOCUMENTS - 1) / CALL_DOCUMENTS, call = 0;
+    for (int end = n_mine; end > 0; end -= CALL_DOCUMENTS, call++) {
+        if (strcmp(mode, "crash") == 0 && call == n_calls / 2) {
+            MPI_Barrier(MPI_COMM_WORLD); /* every rank has done its half */
+            _exit(0);                    /* no close, no finalize: a killed job */
+        }
         int begin = end - CALL_DOCUMENTS > 0 ? end - CALL_DOCUMENTS : 0, n = end - begin;
         int64_t indices[CALL_DOCUMENTS], token_offsets[CALL_DOCUMENTS];
         int32_t lengths[CALL_DOCUMENTS], truncated[CALL_DOCUMENTS];
