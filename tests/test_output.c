@@ -781,5 +781,12 @@ int main(void)
     CU_basic_run_tests();
     int failed = CU_get_number_of_failures() != 0 || CU_get_number_of_tests_failed() != 0;
     CU_cleanup_registry();
+    /* The files stay for inspection when something failed. */
+    if (!failed) {
+        char command[300];
+        snprintf(command, sizeof command, "rm -rf '%s'", directory);
+        if (system(command) != 0)
+            fprintf(stderr, "could not remove %s\n", directory);
+    }
     return failed;
 }
