@@ -1,1 +1,13 @@
 # tests fragment: see Makefile.am
+# tfenc-import: the safetensors reader, imports of small random checkpoints
+# (exact content, error cases), and the sentence-transformers parity test.
+check_PROGRAMS += tests/import/test_safetensors
+TESTS += tests/import/test_safetensors
+tests_import_test_safetensors_SOURCES = tests/import/test_safetensors.c
+tests_import_test_safetensors_CPPFLAGS = $(AM_CPPFLAGS) $(CUNIT_CFLAGS)
+tests_import_test_safetensors_LDADD = core/libtfenc.la $(CUNIT_LIBS)
+
+dist_check_SCRIPTS += tests/import/import.sh tests/import/parity.sh
+TESTS += tests/import/import.sh tests/import/parity.sh
+EXTRA_DIST += tests/import/make_checkpoint.py tests/import/check_import.py \
+	tests/import/st_reference.py tests/import/compare_embeddings.py tests/import/sentences.txt

@@ -1,0 +1,33 @@
+#!/usr/bin/env python3
+"""Reference sentence embeddings from sentence-transformers itself: what
+tfenc-import + tfenc-batch must reproduce.
+
+usage: st_reference.py MODEL_DIR SENTENCES.txt OUT.h5
+Writes `embeddings [N, d]` (float32), one row per line of SENTENCES.txt,
+computed by SentenceTransformer.encode(..., normalize_embeddings=True)."""
+import sys
+
+import h5py
+import numpy as np
+import sentence_transformers
+import torch
+import transformers
+from sentence_transformers import SentenceTransformer
+
+
+def main():
+    model_dir, sentences_path, out_path = sys.argv[1:4]
+    print(f"st_reference: sentence-transformers {sentence_transformers.__version__}, "
+          f"transformers {transformers.__version__}, torch {torch.__version__}")
+    with open(sentences_path, encoding="utf-8") as f:
+        sentences = [line.rstrip("\n") for line in f]
+    model = SentenceTransformer(model_dir, device="cpu")
+    print(f"st_reference: {len(sentences)} sentences, max_seq_length {model.max_seq_length}")
+    embeddings = model.encode(sentences, batch_size=32, normalize_embeddings=True,
+                              convert_to_numpy=True, show_progress_bar=False)
+    with h5py.File(out_path, "w") as out:
+        out["embeddings"] = np.asarray(embeddings, dtype=np.float32)
+
+
+if __name__ == "__main__":
+    main()
