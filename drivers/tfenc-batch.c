@@ -664,8 +664,7 @@ static int agree_on_failure(run *r, int status)
     int first_failed = r->n_ranks;
     MPI_Allreduce(&failed_rank, &first_failed, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
     if (first_failed < r->n_ranks && r->rank == first_failed)
-        fprintf(stderr, "%s: %s%s\n", program, r->n_ranks > 1 ? "" : "",
-                tfenc_context_message(&r->ctx));
+        fprintf(stderr, "%s: %s\n", program, tfenc_context_message(&r->ctx));
     return first_failed < r->n_ranks;
 }
 
