@@ -2,6 +2,7 @@
  * HDF5 token-id corpus, and every malformed input is reported with its file
  * and line (or dataset). */
 #include "corpus.h"
+#include "hdf5_error.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -61,23 +62,9 @@ struct tfenc_corpus {
 
 /* ------------------------------------------------------------ helpers */
 
-/* The innermost message of HDF5's error stack (the cause, e.g. "unable to
- * open file: ... No such file or directory"), so that our one-line error
- * can carry it while HDF5's own printing stays silenced. */
-static herr_t innermost_error(unsigned n, const H5E_error2_t *error, void *data)
-{
-    char *buffer = data;
-    if (error->desc != NULL)
-        snprintf(buffer, 256, "%s", error->desc);
-    return 0;
-}
-
 static const char *h5_detail(char buffer[256])
 {
-    buffer[0] = '\0';
-    H5Ewalk2(H5E_DEFAULT, H5E_WALK_DOWNWARD, innermost_error, buffer);
-    H5Eclear2(H5E_DEFAULT);
-    return buffer[0] != '\0' ? buffer : "unknown HDF5 error";
+    return tfenc_hdf5_error_detail(buffer, 256);
 }
 
 static char *copy_string(const char *text)

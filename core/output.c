@@ -1,6 +1,7 @@
 /* The HDF5 output writer: datasets created collectively, rows written
  * independently by each rank at their documents' global indices. */
 #include "output.h"
+#include "hdf5_error.h"
 
 #include <limits.h>
 #include <stdarg.h>
@@ -53,14 +54,6 @@ struct tfenc_output {
 
 /* ---------------------------------------------------------- error helper */
 
-static herr_t innermost_error(unsigned n, const H5E_error2_t *error, void *data)
-{
-    char *buffer = data;
-    if (error->desc != NULL)
-        snprintf(buffer, 256, "%s", error->desc);
-    return 0;
-}
-
 /* Records "PATH: what: HDF5's innermost message" and clears HDF5's stack,
  * whose own printing is off: the message says which file, what we were
  * doing, and HDF5's cause. */
@@ -73,10 +66,8 @@ static int h5_fail(tfenc_context *ctx, int status, const char *path, const char 
     va_start(args, format);
     vsnprintf(what, sizeof what, format, args);
     va_end(args);
-    H5Ewalk2(H5E_DEFAULT, H5E_WALK_DOWNWARD, innermost_error, detail);
-    H5Eclear2(H5E_DEFAULT);
     return tfenc_error(ctx, status, "%s: %s: %s", path, what,
-                       detail[0] != '\0' ? detail : "unknown HDF5 error");
+                       tfenc_hdf5_error_detail(detail, sizeof detail));
 }
 
 /* ------------------------------------------------------------------ names */
