@@ -436,8 +436,9 @@ static int window_allocate(run *r, window *w)
     w->token_ids = malloc(batch * sizeof *w->token_ids);
     w->token_types = calloc(batch, sizeof *w->token_types);
     w->positions = malloc(batch * sizeof *w->positions);
-    w->indices = malloc(batch * sizeof *w->indices);
-    w->offsets = malloc(batch * sizeof *w->offsets);
+    /* Per-document arrays: a microbatch's sequences are window documents too. */
+    w->indices = malloc(WINDOW_DOCUMENTS * sizeof *w->indices);
+    w->offsets = malloc(WINDOW_DOCUMENTS * sizeof *w->offsets);
     w->lengths = malloc(WINDOW_DOCUMENTS * sizeof *w->lengths);
     w->truncated = malloc(WINDOW_DOCUMENTS * sizeof *w->truncated);
     w->ids = calloc(WINDOW_DOCUMENTS, sizeof *w->ids);

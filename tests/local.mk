@@ -47,3 +47,6 @@ clean-local:
 
 dist_check_SCRIPTS += tests/bad_inputs.sh
 TESTS += tests/bad_inputs.sh
+
+dist_check_SCRIPTS += tests/many_documents.sh
+TESTS += tests/many_documents.sh
