@@ -1,0 +1,1 @@
+# bench tests (fragment owned by its issue; see Makefile.am)

@@ -1,0 +1,1 @@
+# fuzz tests (fragment owned by its issue; see Makefile.am)

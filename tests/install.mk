@@ -1,0 +1,1 @@
+# install tests (fragment owned by its issue; see Makefile.am)

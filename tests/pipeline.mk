@@ -1,0 +1,1 @@
+# pipeline tests (fragment owned by its issue; see Makefile.am)
