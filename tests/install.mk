@@ -1,1 +1,26 @@
-# install tests (fragment owned by its issue; see Makefile.am)
+# Install and first-run tests: a staged `make install` used as an installed
+# tfenc (SDK header, tfenc.pc, the out-of-tree example plugin), and the
+# README's commands and job files.
+
+# Where `make install` puts things, so that the staged test knows where to
+# look under DESTDIR; the compiler and sanitizer flags of this build, so that
+# what it compiles against the staged libtfenc runs like the build's own.
+AM_TESTS_ENVIRONMENT += \
+	TFENC_BINDIR='$(bindir)'; export TFENC_BINDIR; \
+	TFENC_LIBDIR='$(libdir)'; export TFENC_LIBDIR; \
+	TFENC_INCLUDEDIR='$(includedir)'; export TFENC_INCLUDEDIR; \
+	TFENC_PKGLIBDIR='$(pkglibdir)'; export TFENC_PKGLIBDIR; \
+	TFENC_MANDIR='$(mandir)'; export TFENC_MANDIR; \
+	TFENC_CC='$(CC)'; export TFENC_CC; \
+	TFENC_SANITIZER_FLAGS='$(SANITIZER_FLAGS)'; export TFENC_SANITIZER_FLAGS;
+
+dist_check_SCRIPTS += tests/install/staged.sh
+TESTS += tests/install/staged.sh
+
+EXTRA_DIST += plugins/examples/attention-pooling/Makefile \
+	plugins/examples/attention-pooling/README \
+	plugins/examples/attention-pooling/attention_pooling.c \
+	plugins/examples/attention-pooling/compare.py \
+	plugins/examples/attention-pooling/job.ini \
+	plugins/examples/attention-pooling/make-model \
+	plugins/examples/attention-pooling/make_model.py

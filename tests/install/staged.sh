@@ -1,0 +1,171 @@
+#!/bin/sh
+# Installs the build tree into a staging directory (make install DESTDIR=...)
+# and uses it as a user of the installed tfenc would: every promised file is
+# there, the installed binaries run on the installed libtfenc and plugins,
+# tfenc/plugin.h compiles alone with `pkg-config --cflags tfenc`, and the
+# out-of-tree example plugin (plugins/examples/attention-pooling) builds with
+# its own Makefile against the staged SDK, runs in the staged tfenc-batch,
+# and matches its PyTorch reference (tolerances: see its compare.py).
+set -u
+: "${abs_top_builddir:?run from make check}" "${abs_top_srcdir:?run from make check}"
+: "${REFERENCE_PYTHON:=/usr/bin/python3}" "${MPIEXEC:=mpiexec}"
+: "${TFENC_CC:=cc}" "${TFENC_SANITIZER_FLAGS:=}"
+for variable in TFENC_BINDIR TFENC_LIBDIR TFENC_INCLUDEDIR TFENC_PKGLIBDIR TFENC_MANDIR; do
+  eval "[ -n \"\${$variable:-}\" ]" || { echo "staged: FAIL: $variable is not set (tests/install.mk sets it)"; exit 1; }
+done
+
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/tfenc-staged.XXXXXX") || exit 1
+trap 'rm -rf "$tmp"' EXIT
+tmp=$(cd "$tmp" && pwd -P) # the loader reports real paths
+stage=$tmp/stage
+failed=0
+ok() { echo "staged: ok   $*"; }
+fail() { echo "staged: FAIL $*"; failed=$((failed + 1)); }
+# `make install` and the example's make run below a make check: the parent's
+# job server is not theirs.
+unset MAKEFLAGS MFLAGS MAKELEVEL
+
+if make -C "$abs_top_builddir" install DESTDIR="$stage" >"$tmp/install.log" 2>&1; then
+  ok "make install DESTDIR=$stage"
+else
+  tail -n 30 "$tmp/install.log"
+  echo "staged: FAIL make install DESTDIR=$stage"
+  exit 1
+fi
+
+bindir=$stage$TFENC_BINDIR
+libdir=$stage$TFENC_LIBDIR
+pkglibdir=$stage$TFENC_PKGLIBDIR
+for file in "$bindir/tfenc-batch" "$bindir/tfenc-import" "$libdir/libtfenc.so" \
+    "$stage$TFENC_INCLUDEDIR/tfenc/plugin.h" "$libdir/pkgconfig/tfenc.pc" \
+    "$pkglibdir/layers.so" "$pkglibdir/attention.so" \
+    "$stage$TFENC_MANDIR/man1/tfenc-batch.1" "$stage$TFENC_MANDIR/man1/tfenc-import.1" \
+    "$stage$TFENC_MANDIR/man7/tfenc-plugin.7"; do
+  if [ -f "$file" ]; then ok "installed ${file#"$stage"}"; else fail "not installed: ${file#"$stage"}"; fi
+done
+
+# The pages must render without a single groff warning.
+for page in "$stage$TFENC_MANDIR/man1/tfenc-batch.1" "$stage$TFENC_MANDIR/man1/tfenc-import.1" \
+    "$stage$TFENC_MANDIR/man7/tfenc-plugin.7"; do
+  warnings=$(LC_ALL=C.UTF-8 groff -mandoc -ww -z -Tutf8 "$page" 2>&1)
+  if [ -z "$warnings" ]; then ok "groff renders ${page##*/} cleanly"; else fail "${page##*/}: $warnings"; fi
+done
+
+# The installed programs run on the staged libtfenc, not on the build tree's
+# or on one installed earlier into the real prefix.
+LD_LIBRARY_PATH=$libdir${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+export LD_LIBRARY_PATH
+for program in tfenc-batch tfenc-import; do
+  resolved=$(ldd "$bindir/$program" | sed -n 's/.*libtfenc\.so[^ ]* => \([^ ]*\).*/\1/p')
+  case $resolved in
+    "$libdir"/*) ok "$program loads $resolved" ;;
+    *) fail "$program loads libtfenc from '$resolved', not from $libdir" ;;
+  esac
+done
+if "$bindir/tfenc-batch" --version >"$tmp/version.txt" 2>&1 && "$bindir/tfenc-import" --help >/dev/null 2>&1; then
+  ok "installed tfenc-batch --version: $(cat "$tmp/version.txt")"
+else
+  fail "the installed programs do not run: $(cat "$tmp/version.txt")"
+fi
+
+# The installed plugins load and provide the built-in layer types.
+TFENC_PLUGIN_PATH=$pkglibdir
+export TFENC_PLUGIN_PATH
+"$bindir/tfenc-batch" --list-plugins >"$tmp/plugins.txt" 2>&1
+for type in embedding sinusoidal mha ffn layernorm rmsnorm pooling; do
+  if grep -Eq "^  $type +.*\[$pkglibdir/[a-z_]+\.so\]\$" "$tmp/plugins.txt"; then
+    ok "layer type $type comes from the installed plugins"
+  else
+    fail "layer type $type is not listed from $pkglibdir:"; cat "$tmp/plugins.txt"
+  fi
+done
+
+# pkg-config, pointed at the staging directory: the .pc names the final
+# prefix, and PKG_CONFIG_SYSROOT_DIR prefixes its -I and -L with the stage.
+PKG_CONFIG_PATH=$libdir/pkgconfig
+PKG_CONFIG_SYSROOT_DIR=$stage
+export PKG_CONFIG_PATH PKG_CONFIG_SYSROOT_DIR
+pkg-config --cflags tfenc >"$tmp/cflags" && pkg-config --libs tfenc >"$tmp/libs" \
+  || { fail "pkg-config cannot read the staged tfenc.pc"; exit 1; }
+cflags=$(sed 's/ *$//' "$tmp/cflags")
+libs=$(sed 's/ *$//' "$tmp/libs")
+[ "$cflags" = "-I$stage$TFENC_INCLUDEDIR" ] && ok "pkg-config --cflags tfenc: $cflags" \
+  || fail "pkg-config --cflags tfenc gives '$cflags', expected -I$stage$TFENC_INCLUDEDIR"
+[ "$libs" = "-L$libdir -ltfenc" ] && ok "pkg-config --libs tfenc: $libs" \
+  || fail "pkg-config --libs tfenc gives '$libs', expected -L$libdir -ltfenc"
+
+# The SDK header is self-contained, strict C11 and C++ clean, with no flags
+# but pkg-config's; and a program calling an SDK function links with --libs.
+cat >"$tmp/header_alone.c" <<'EOF'
+#include <tfenc/plugin.h>
+#include <stdio.h>
+int main(void)
+{
+    puts(tfenc_status_string(TFENC_ERR_WEIGHTS));
+    return TFENC_ABI_MAJOR >= 1 ? 0 : 1;
+}
+EOF
+# shellcheck disable=SC2086 # the flags are word lists
+if $TFENC_CC -std=c11 -Wall -Wextra -Wpedantic -Werror $cflags -fsyntax-only "$tmp/header_alone.c" \
+    && c++ -x c++ -std=c++11 -Wall -Wextra -Wpedantic -Werror $cflags -fsyntax-only "$tmp/header_alone.c"; then
+  ok "tfenc/plugin.h compiles alone as C11 and C++11"
+else
+  fail "tfenc/plugin.h does not compile alone with only $cflags"
+fi
+# The sanitizer build's libtfenc needs its runtime first in the program.
+# shellcheck disable=SC2086
+if $TFENC_CC -std=c11 $TFENC_SANITIZER_FLAGS $cflags -o "$tmp/header_alone" "$tmp/header_alone.c" $libs \
+    && message=$("$tmp/header_alone") && [ -n "$message" ]; then
+  ok "a program links with pkg-config --libs tfenc and runs (tfenc_status_string: $message)"
+else
+  fail "linking against the staged libtfenc with '$libs' failed"
+fi
+
+# The example plugin, built out of tree by its own Makefile.
+example=$tmp/attention-pooling
+cp -R "$abs_top_srcdir/plugins/examples/attention-pooling" "$example" && chmod -R u+w "$example"
+if make -C "$example" CC="$TFENC_CC" >"$tmp/example.log" 2>&1 && [ -f "$example/attention_pooling.so" ]; then
+  ok "the example plugin builds with its Makefile against the staged SDK"
+else
+  cat "$tmp/example.log"
+  fail "the example plugin does not build"; exit 1
+fi
+if grep -q 'warning' "$tmp/example.log"; then
+  cat "$tmp/example.log"; fail "the example plugin builds with warnings"
+fi
+(cd "$example" && ./make-model) || { fail "the example's make-model"; exit 1; }
+
+cd "$example" || exit 1
+"$bindir/tfenc-batch" --list-plugins job.ini >"$tmp/plugins.txt" 2>&1
+grep -Eq "^  attention_pooling +.*\[$example/attention_pooling\.so\]\$" "$tmp/plugins.txt" \
+  && ok "job.ini's plugin_path finds attention_pooling.so" \
+  || { fail "attention_pooling is not found through job.ini's plugin_path:"; cat "$tmp/plugins.txt"; }
+if "$bindir/tfenc-batch" --dry-run job.ini >"$tmp/dry-run.txt" 2>&1 \
+    && grep -q 'attention_pool .*attention_pooling' "$tmp/dry-run.txt"; then
+  ok "tfenc-batch --dry-run job.ini shows the plugin's step"
+else
+  cat "$tmp/dry-run.txt"; fail "tfenc-batch --dry-run job.ini"
+fi
+if "$bindir/tfenc-batch" --quiet job.ini; then
+  ok "installed tfenc-batch runs job.ini"
+  "$REFERENCE_PYTHON" compare.py embeddings.h5 expected.h5 \
+    && ok "the example's output matches PyTorch" || fail "the example's output differs from PyTorch"
+else
+  fail "installed tfenc-batch job.ini"
+fi
+# The same with the parameter changed and two ranks.
+if "$MPIEXEC" -n 2 "$bindir/tfenc-batch" --quiet --set attention_pool.normalize=true \
+    --set job.output=normalized.h5 job.ini; then
+  ok "$MPIEXEC -n 2 tfenc-batch --set attention_pool.normalize=true job.ini"
+  "$REFERENCE_PYTHON" compare.py --normalized normalized.h5 expected.h5 \
+    && ok "the normalised output of two ranks matches PyTorch" || fail "normalised output differs"
+else
+  fail "$MPIEXEC -n 2 tfenc-batch with normalize = true"
+fi
+
+if [ "$failed" -eq 0 ]; then
+  echo "staged: every check passed"
+else
+  echo "staged: $failed checks failed"
+  exit 1
+fi
