@@ -41,6 +41,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "layers.h" /* LAYERS_VECTOR_CLONES */
 #include "tfenc/plugin.h"
 
 /* Query rows scored at once: the scores of one tile, tile x L floats, stay
@@ -142,6 +143,7 @@ static inline float exp_nonpositive(float x)
 /* Replaces each row of a score tile by exp(score - row maximum) and returns
  * 1 / (row sum) per row: the normalisation is applied later to the context
  * rows (head_dim values) rather than to the probabilities (L values). */
+LAYERS_VECTOR_CLONES
 static void exponentiate_rows(float *scores, int rows, int length, float *inverse_sums)
 {
     for (int r = 0; r < rows; r++) {

@@ -9,7 +9,7 @@ plugins_attention_la_LIBADD = core/libtfenc.la $(OPENBLAS_LIBS) -lm
 # The softmax loops carry `omp simd` pragmas (vectorisation only, no threads);
 # -fno-trapping-math lets the exp clamp become a vector select (no code here
 # reads floating-point exception flags).
-plugins_attention_la_CFLAGS = $(AM_CFLAGS) -fopenmp-simd -fno-trapping-math
+plugins_attention_la_CFLAGS = $(AM_CFLAGS) -fopenmp-simd -fno-trapping-math -ffp-contract=fast
 
 # layers: embedding, sinusoidal, ffn, layernorm, rmsnorm, pooling.
 pkglib_LTLIBRARIES += plugins/layers.la
@@ -18,3 +18,8 @@ plugins_layers_la_SOURCES = plugins/layers.c plugins/layers.h plugins/embedding.
 plugins_layers_la_LDFLAGS = -module -avoid-version -shared \
 	-export-symbols-regex '^tfenc_plugin_descriptor$$' $(SANITIZER_FLAGS)
 plugins_layers_la_LIBADD = core/libtfenc.la -lm
+# As for attention: `omp simd` loops (GELU, SiLU, LayerNorm) without threads,
+# and selects instead of branches for the clamps in layers_exp(). C11 mode
+# turns off the contraction of a * b + c into one fused multiply-add, which
+# the polynomials of the AVX2 clones (layers.h) want: it only rounds less.
+plugins_layers_la_CFLAGS = $(AM_CFLAGS) -fopenmp-simd -fno-trapping-math -ffp-contract=fast

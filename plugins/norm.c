@@ -71,15 +71,20 @@ static int rmsnorm_create(tfenc_context *ctx, const tfenc_layer_init *init, void
 }
 
 /* One row of layer normalisation: out = (x - mean) * rstd * weight (+ bias). */
+LAYERS_VECTOR_CLONES
 static void layernorm_row(float *restrict x, const float *restrict weight,
                           const float *restrict bias, int d, double eps)
 {
+    /* `omp simd` lets the sums be split across vector lanes (a reordering
+     * in double precision, harmless here), which plain C forbids. */
     double sum = 0.0;
+#pragma omp simd reduction(+ : sum)
     for (int j = 0; j < d; j++)
         sum += x[j];
     const double mean = sum / d;
     /* second pass on the centred values: no cancellation as in E[x^2] - mean^2 */
     double squares = 0.0;
+#pragma omp simd reduction(+ : squares)
     for (int j = 0; j < d; j++) {
         const double centred = x[j] - mean;
         squares += centred * centred;
@@ -87,21 +92,26 @@ static void layernorm_row(float *restrict x, const float *restrict weight,
     const float rstd = (float)(1.0 / sqrt(squares / d + eps));
     const float mean_f = (float)mean;
     if (bias != NULL) {
+#pragma omp simd
         for (int j = 0; j < d; j++)
             x[j] = (x[j] - mean_f) * rstd * weight[j] + bias[j];
     } else {
+#pragma omp simd
         for (int j = 0; j < d; j++)
             x[j] = (x[j] - mean_f) * rstd * weight[j];
     }
 }
 
 /* One row of RMS normalisation: out = x * rms^-1 * weight. */
+LAYERS_VECTOR_CLONES
 static void rmsnorm_row(float *restrict x, const float *restrict weight, int d, double eps)
 {
     double squares = 0.0;
+#pragma omp simd reduction(+ : squares)
     for (int j = 0; j < d; j++)
         squares += (double)x[j] * x[j];
     const float rstd = (float)(1.0 / sqrt(squares / d + eps));
+#pragma omp simd
     for (int j = 0; j < d; j++)
         x[j] = x[j] * rstd * weight[j];
 }
