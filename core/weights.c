@@ -4,6 +4,7 @@
 #include "weights.h"
 #include "aligned.h"
 #include "context.h"
+#include "gemm.h"
 
 #include <cblas.h>
 #include <hdf5.h>
@@ -46,6 +47,7 @@ struct tfenc_linear {
     int out_features;
     float *weight; /* [out_features, in_features] */
     float *bias;   /* [out_features] or NULL */
+    tfenc_gemm_weights *bf16; /* the bf16 backend's copy, NULL in fp32 */
 };
 
 /* Shape of a tensor as found, before reading it. */
@@ -385,9 +387,22 @@ int tfenc_weight_load(tfenc_weights *weights, const char *name, int rank, int64_
 static void release_linear(void *pointer)
 {
     tfenc_linear *linear = pointer;
+    tfenc_gemm_weights_destroy(linear->bf16);
     tfenc_aligned_free(linear->weight);
     tfenc_aligned_free(linear->bias);
     free(linear);
+}
+
+/* Gives the matrix backend its own copy of the weights when the precision
+ * is not fp32 (bf16: converted once here, not per batch). */
+static int linear_prepare_backend(tfenc_context *ctx, tfenc_linear *linear)
+{
+    tfenc_gemm_precision precision;
+    int status = tfenc_gemm_get_precision(ctx, &precision);
+    if (status != TFENC_OK || precision == TFENC_GEMM_FP32)
+        return status;
+    return tfenc_gemm_weights_create(ctx, linear->weight, linear->bias, linear->out_features,
+                                     linear->in_features, &linear->bf16);
 }
 
 int tfenc_linear_load(tfenc_weights *weights, int n_parts, const char *const *weight_names,
@@ -434,6 +449,8 @@ int tfenc_linear_load(tfenc_weights *weights, int n_parts, const char *const *we
             status = read_into(weights, bias_names[p], &bias_shapes[p], linear->bias + row);
         row += (size_t)weight_shapes[p].dims[0];
     }
+    if (status == TFENC_OK)
+        status = linear_prepare_backend(weights->ctx, linear);
     if (status != TFENC_OK) {
         release_linear(linear);
         return status;
@@ -451,6 +468,8 @@ int tfenc_linear_forward(tfenc_context *ctx, const tfenc_linear *linear, const f
 {
     if (rows <= 0)
         return TFENC_OK;
+    if (linear->bf16 != NULL)
+        return tfenc_gemm_forward(ctx, linear->bf16, x, rows, y);
     const int in = linear->in_features, out = linear->out_features;
     float beta = 0.0f;
     if (linear->bias != NULL) {

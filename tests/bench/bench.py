@@ -13,9 +13,10 @@ workload it writes the same token ids as tfenc's HDF5 input and feeds them to
 the peers in batches of 32 documents in corpus order, padded to the batch's
 longest, as a user of those engines would. Every engine runs in its own
 process so that its peak RSS is its own, with 2 threads in all (tfenc: 1 rank
-x 2 OpenBLAS threads, and 2 ranks x 1 thread). tfenc's figure is its own
-end-to-end summary (weights loading and output writing included); the peers'
-time is their encoding loop after one warm-up batch.
+x 2 OpenBLAS threads, and 2 ranks x 1 thread). tfenc's time is the encoding
+time of its own summary line (its wall time, weights loading and output
+included, goes to the CSV); the peers' time is their encoding loop after one
+warm-up batch.
 
 OpenBLAS sgemm is timed at the model's GEMM shapes (tests/bench/sgemm_rate,
 2 threads): the roofline is the time those GEMMs would take at that speed,
@@ -259,7 +260,13 @@ def peer(engine, model_dir, input_path, workdir):
 
 # ------------------------------------------------------------------- tfenc
 
-SUMMARY = re.compile(r"(\d+) tokens in ([0-9.]+) s.*peak RSS ([0-9.]+) MiB")
+# tfenc-batch's last line: "... N tokens; W s in all, E s encoding, ... peak RSS
+# R MiB per rank" (older drivers: "N tokens in W s, ..."). The encoding time
+# is compared with the peers' encoding loop; the wall time goes to the CSV.
+SUMMARY_TOKENS = re.compile(r"(\d+) tokens(?: in ([0-9.]+) s|;)")
+SUMMARY_WALL = re.compile(r"([0-9.]+) s in all")
+SUMMARY_ENCODING = re.compile(r"([0-9.]+) s encoding")
+SUMMARY_RSS = re.compile(r"peak RSS ([0-9.]+) MiB")
 
 
 def tfenc(builddir, model_dir, input_path, workdir, ranks, threads, precision="fp32"):
@@ -275,9 +282,14 @@ def tfenc(builddir, model_dir, input_path, workdir, ranks, threads, precision="f
     if precision != "fp32":
         command[1:1] = ["--set", f"model.precision={precision}"]
     if ranks > 1:
+        # One rank per core, each bound to its core (Open MPI's default).
         mpiexec = os.environ.get("MPIEXEC", "mpiexec")
-        command = [mpiexec, "-n", str(ranks), "--bind-to", "none"] + command
-        env.setdefault("OMPI_MCA_rmaps_base_oversubscribe", "1")
+        command = [mpiexec, "-n", str(ranks)] + command
+    if threads > 1:
+        # Open MPI binds a rank to one core, even a singleton started without
+        # mpiexec: its OpenBLAS threads would then share that core and run
+        # slower than one thread. A rank with several threads needs room.
+        env["OMPI_MCA_hwloc_base_binding_policy"] = "none"
     # tfenc-batch reports getrusage's peak RSS, which exec carries over from
     # this Python (hundreds of MiB with torch loaded): run it from a shell
     # that forks, so its figure starts from the small shell instead.
@@ -290,14 +302,18 @@ def tfenc(builddir, model_dir, input_path, workdir, ranks, threads, precision="f
     if result.returncode != 0:
         raise SystemExit(f"bench: tfenc-batch ({ranks}x{threads}, {precision}) failed:\n"
                          f"{result.stderr[-2000:]}")
-    match = SUMMARY.search(result.stderr)
-    if match is None:
+    tokens, rss = SUMMARY_TOKENS.search(result.stderr), SUMMARY_RSS.search(result.stderr)
+    if tokens is None or rss is None:
         raise SystemExit(f"bench: no summary line in tfenc-batch's output:\n{result.stderr}")
+    wall = SUMMARY_WALL.search(result.stderr)
+    wall = float(wall.group(1)) if wall else float(tokens.group(2))
+    encoding = SUMMARY_ENCODING.search(result.stderr)
     with h5py.File(output, "r") as f:
         embeddings = f["embeddings"][:]
     os.remove(output)
-    return {"tokens": int(match.group(1)), "seconds": float(match.group(2)),
-            "rss_mib": float(match.group(3)), "outer_seconds": outer, "embeddings": embeddings}
+    return {"tokens": int(tokens.group(1)),
+            "seconds": float(encoding.group(1)) if encoding else wall, "wall_seconds": wall,
+            "rss_mib": float(rss.group(1)), "outer_seconds": outer, "embeddings": embeddings}
 
 
 # ---------------------------------------------------------------- roofline
@@ -467,7 +483,9 @@ def main():
                     achieved = speed * flops_per_token / 1e9
                     row = {"date": str(datetime.date.today()), "cpu": cpu_name(), "shape": name,
                            "workload": workload, "engine": engine, "tokens": r["tokens"],
-                           "seconds": round(r["seconds"], 3), "tokens_per_s": round(speed, 1),
+                           "seconds": round(r["seconds"], 3),
+                           "wall_seconds": round(r.get("wall_seconds", r["seconds"]), 3),
+                           "tokens_per_s": round(speed, 1),
                            "gflops": round(achieved, 1), "roofline_gflops": round(rate, 1),
                            "roofline_pct": round(100 * achieved / rate, 1),
                            "peak_rss_mib": round(r["rss_mib"], 1),
