@@ -490,6 +490,73 @@ static void test_ffn_activations(void)
     ffn_case("silu", 1);
 }
 
+/* Each activation element by element over its whole range, tails and
+ * specials included, by an FFN whose two linear maps are the identity (so x
+ * reaches the activation exactly and its result comes back exactly). The
+ * activations use their own exp and erf (vectorised, not libm's), so they are
+ * held to a bar near float rounding, not the 1e-5 of the layer tests:
+ * |got - want| <= 4e-7 max(1, |x|). GELU's erf (Abramowitz-Stegun 7.1.26)
+ * errs by at most 1.5e-7, which 0.5 x (1 + erf) scales by 0.5 |x|; exp errs
+ * by about 2 ulp (2.4e-7 relative), and x / (1 + exp) adds two roundings. A
+ * wrong coefficient or clamp errs by 1e-4 or more. d = 67 also leaves a
+ * remainder after every vector width. */
+enum { RANGE_D = 67, RANGE_ROWS = 9 };
+
+static void activation_range_case(const char *activation)
+{
+    static float identity[RANGE_D * RANGE_D];
+    for (int i = 0; i < RANGE_D; i++)
+        for (int j = 0; j < RANGE_D; j++)
+            identity[i * RANGE_D + j] = i == j ? 1.0f : 0.0f;
+    harness h;
+    harness_open(&h, RANGE_D, 0, 512);
+    harness_add(&h, "in_weight", 2, (int64_t[]){RANGE_D, RANGE_D}, identity);
+    harness_add(&h, "out_weight", 2, (int64_t[]){RANGE_D, RANGE_D}, identity);
+    char keys[128];
+    snprintf(keys, sizeof keys, "activation = %s\nbias = false\n", activation);
+    CU_ASSERT_EQUAL_FATAL(harness_create(&h, "ffn", keys), TFENC_OK);
+
+    const int sequence[] = {RANGE_ROWS};
+    test_batch b;
+    batch_make(&b, sequence, 1, RANGE_D);
+    const int n = RANGE_ROWS * RANGE_D;
+    float x[RANGE_ROWS * RANGE_D];
+    /* a sweep of [-30, 30], then the far tails and values around zero */
+    const float specials[] = {0.0f, -0.0f, 1e-20f, -1e-20f, 1e-3f, -1e-3f, 88.0f, -88.0f,
+                              100.0f, -100.0f, 1e4f, -1e4f};
+    const int n_specials = (int)(sizeof specials / sizeof specials[0]);
+    for (int i = 0; i < n; i++)
+        x[i] = i < n - n_specials ? -30.0f + 60.0f * (float)i / (float)(n - n_specials - 1)
+                                  : specials[i - (n - n_specials)];
+    memcpy(b.x, x, sizeof x);
+    CU_ASSERT_EQUAL_FATAL(harness_forward(&h, &b.batch), TFENC_OK);
+    double worst = 0.0;
+    int worst_index = 0;
+    for (int i = 0; i < n; i++) {
+        double want = reference_activation(activation, x[i]);
+        double error = fabs((double)b.x[i] - want) / fmax(1.0, fabs((double)x[i]));
+        if (!(error <= worst)) {
+            worst = isnan(error) ? INFINITY : error;
+            worst_index = i;
+        }
+    }
+    if (!(worst <= 4e-7))
+        fprintf(stderr, "\n  %s: at x = %.9g got %.9g, want %.9g (error %.3g per max(1,|x|))\n",
+                activation, x[worst_index], b.x[worst_index],
+                reference_activation(activation, x[worst_index]), worst);
+    CU_ASSERT(worst <= 4e-7);
+    batch_free(&b);
+    harness_close(&h);
+}
+
+static void test_ffn_activation_range(void)
+{
+    activation_range_case("relu");
+    activation_range_case("gelu");
+    activation_range_case("gelu_tanh");
+    activation_range_case("silu");
+}
+
 static void test_ffn_no_bias(void)
 {
     ffn_case("relu", 0);
@@ -801,6 +868,7 @@ int main(void)
         {"sinusoidal against the tutorial formula", test_sinusoidal},
         {"sinusoidal beyond max positions", test_sinusoidal_too_long},
         {"ffn activations", test_ffn_activations},
+        {"ffn activations over their range", test_ffn_activation_range},
         {"ffn without bias", test_ffn_no_bias},
         {"ffn gated swiglu geglu", test_ffn_gated},
         {"ffn default exact gelu", test_ffn_default_is_exact_gelu},
