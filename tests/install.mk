@@ -24,3 +24,7 @@ EXTRA_DIST += plugins/examples/attention-pooling/Makefile \
 	plugins/examples/attention-pooling/job.ini \
 	plugins/examples/attention-pooling/make-model \
 	plugins/examples/attention-pooling/make_model.py
+
+dist_check_SCRIPTS += tests/readme.sh
+TESTS += tests/readme.sh
+EXTRA_DIST += tests/readme.py
