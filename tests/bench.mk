@@ -15,3 +15,7 @@ bench: all tests/bench/sgemm_rate$(EXEEXT)
 	abs_top_builddir='$(abs_top_builddir)' MPIEXEC='$(MPIEXEC)' \
 	  sh $(top_srcdir)/tests/bench/run.sh --builddir '$(abs_top_builddir)' $(BENCH_ARGS)
 .PHONY: bench
+
+# The harness itself, on a tiny model (seconds; no timing asserted).
+dist_check_SCRIPTS += tests/bench/smoke.sh
+TESTS += tests/bench/smoke.sh

@@ -51,6 +51,8 @@ SHAPES = {
     # all-MiniLM-L6-v2's size and BERT-base's; vocabulary of bert-base-uncased.
     "minilm": dict(layers=6, d=384, heads=12, ff=1536),
     "bert-base": dict(layers=12, d=768, heads=12, ff=3072),
+    # --smoke only: checks that the harness runs, in seconds.
+    "tiny": dict(layers=2, d=64, heads=4, ff=256),
 }
 VOCAB = 30522
 MAX_POSITIONS = 512
@@ -60,7 +62,12 @@ PEER_BATCH = 32  # documents per peer batch, padded to the batch's longest
 BATCH_TOKENS = 2048  # tfenc microbatch: GEMMs of 2048 rows run at OpenBLAS's full rate
 THREADS = 2
 # Real tokens per (shape, workload): about 10 s per engine on 2 Zen 3 cores.
-TOKENS = {"minilm": 65536, "bert-base": 8192}
+TOKENS = {"minilm": 65536, "bert-base": 8192, "tiny": 1024}
+# Every engine must agree with PyTorch on the pooled embeddings, or the run
+# fails: float32 engines differ only in summation order (cosine ~1 - 1e-7);
+# bf16 rounds inputs and weights to 8 bits of mantissa (the issue's bar).
+MIN_COSINE = {"fp32": 0.9999, "bf16": 0.999}
+SGEMM_SECONDS = 0.4
 
 
 # ------------------------------------------------------------------- model
@@ -95,7 +102,7 @@ def build_pooled(name, seed):
     return ref, spec, Pooled(ref.build_model(spec, VOCAB, seed)).eval()
 
 
-def make_model(name, directory, seed=1):
+def make_model(name, directory, seed=1, onnx=True):
     """model.h5 + job.ini (tfenc), model.pt (PyTorch), model.onnx (ONNX Runtime)."""
     ref, spec, wrapped = build_pooled(name, seed)
     ref.write_weights(os.path.join(directory, "model.h5"),
@@ -111,6 +118,8 @@ def make_model(name, directory, seed=1):
     torch.save(wrapped.state_dict(), os.path.join(directory, "model.pt"))
     with open(os.path.join(directory, "shape"), "w") as f:
         f.write(name)
+    if not onnx:
+        return
     ids = torch.randint(0, VOCAB, (2, 16))
     mask = torch.ones(2, 16, dtype=torch.int64)
     mask[1, 10:] = 0
@@ -333,7 +342,7 @@ def gemm_shapes(shape, rows, lengths):
     return linear, attention
 
 
-def roofline(builddir, shape, lengths):
+def roofline(builddir, shape, lengths, seconds):
     """GFLOP/s OpenBLAS sustains on this model's GEMM mix (flop-weighted
     harmonic mean), and the flops per real token of those GEMMs."""
     timer = os.path.join(builddir, "tests", "bench", "sgemm_rate")
@@ -341,7 +350,7 @@ def roofline(builddir, shape, lengths):
     specs = [f"{m}:{n}:{k}:{t}" for m, n, k, t in linear] + \
         [f"{m}:{n}:{k}:{t}" for (m, n, k, t), _ in attention]
     env = dict(os.environ, OPENBLAS_NUM_THREADS=str(THREADS))
-    result = subprocess.run([timer, "--seconds", "0.4"] + specs, env=env, capture_output=True,
+    result = subprocess.run([timer, "--seconds", str(seconds)] + specs, env=env, capture_output=True,
                             text=True, check=True)
     rates = {}
     for line in result.stdout.splitlines():
@@ -441,6 +450,9 @@ def main():
     parser.add_argument("--tokens-scale", type=float, default=1.0,
                         help="multiply the corpus sizes (smaller: quicker, noisier)")
     parser.add_argument("--keep", action="store_true", help="keep the generated models")
+    parser.add_argument("--smoke", action="store_true",
+                        help="a tiny model and corpus, no ONNX Runtime: checks the harness "
+                             "itself (make check runs it), measures nothing")
     parser.add_argument("--peer", nargs=4, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.peer:
@@ -448,9 +460,12 @@ def main():
         return
     out = os.path.abspath(args.out or os.path.join(args.builddir, "bench"))
     os.makedirs(out, exist_ok=True)
+    if args.smoke:
+        args.shapes, args.engines = "tiny", "tfenc-1x2,tfenc-2x1,pytorch"
     engines = args.engines.split(",")
     if args.bf16:
         engines.append("tfenc-1x2-bf16")
+    load_start = os.getloadavg()[0]
     workdir = tempfile.mkdtemp(prefix="tfenc-bench-")
     rows = []
     try:
@@ -458,14 +473,15 @@ def main():
             model_dir = os.path.join(workdir, name)
             os.makedirs(model_dir)
             print(f"bench: {name}: building the model", file=sys.stderr, flush=True)
-            make_model(name, model_dir)
+            make_model(name, model_dir, onnx="onnxruntime" in engines)
             weights_mib = os.path.getsize(os.path.join(model_dir, "model.h5")) / 2**20
             for workload in args.workloads.split(","):
                 documents = make_documents(workload, int(TOKENS[name] * args.tokens_scale))
                 input_path = os.path.join(model_dir, f"{workload}.h5")
                 write_input(input_path, documents)
                 rate, flops_per_token, _ = roofline(args.builddir, SHAPES[name],
-                                                    length_mix(documents))
+                                                    length_mix(documents),
+                                                    0.02 if args.smoke else SGEMM_SECONDS)
                 results = {}
                 for engine in engines:
                     print(f"bench: {name} {workload}: {engine}", file=sys.stderr, flush=True)
@@ -490,7 +506,8 @@ def main():
                            "roofline_pct": round(100 * achieved / rate, 1),
                            "peak_rss_mib": round(r["rss_mib"], 1),
                            "weights_mib": round(weights_mib, 1),
-                           "cosine_min_vs_pytorch": round(cosine_min(r["embeddings"], reference), 6)}
+                           "cosine_min_vs_pytorch": round(cosine_min(r["embeddings"], reference), 6),
+                           "load_average": round(os.getloadavg()[0], 2)}
                     rows.append(row)
         for row in rows:
             same = [r for r in rows if r["shape"] == row["shape"] and
@@ -514,7 +531,9 @@ def main():
     header = ("shape", "workload", "engine", "tokens/s", "x ORT", "x torch", "GFLOP/s",
               "% roofline", "peak RSS MiB", "min cos")
     print(f"{cpu_name()}, {datetime.date.today()}, {THREADS} threads per engine; roofline = "
-          f"OpenBLAS sgemm at the model's GEMM shapes")
+          f"OpenBLAS sgemm at the model's GEMM shapes; load average {load_start:.1f} at the "
+          f"start, {os.getloadavg()[0]:.1f} at the end (other work on the machine skews "
+          f"every figure)")
     print("| " + " | ".join(header) + " |")
     print("|" + "---|" * len(header))
     for r in rows:
@@ -523,6 +542,14 @@ def main():
               f"{r['roofline_pct']:.0f}% of {r['roofline_gflops']:.0f} | {r['peak_rss_mib']:.0f} "
               f"(weights {r['weights_mib']:.0f}) | {r['cosine_min_vs_pytorch']:.6f} |")
     print(f"bench: wrote {os.path.join(out, 'bench.csv')} and {os.path.join(out, 'bench.png')}")
+    wrong = [r for r in rows if not r["cosine_min_vs_pytorch"] >=
+             MIN_COSINE["bf16" if r["engine"].endswith("bf16") else "fp32"]]
+    for r in wrong:
+        bar = MIN_COSINE["bf16" if r["engine"].endswith("bf16") else "fp32"]
+        print(f"bench: FAIL: {r['engine']} on {r['shape']} {r['workload']}: cosine to PyTorch "
+              f"{r['cosine_min_vs_pytorch']} is below {bar}", file=sys.stderr)
+    if wrong:
+        sys.exit(1)
 
 
 if __name__ == "__main__":
