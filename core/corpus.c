@@ -323,6 +323,52 @@ static int next_text(tfenc_context *ctx, tfenc_corpus *corpus, tfenc_document *d
 
 /* ----------------------------------------------------------------- HDF5 */
 
+/* Compressed chunks hold at most this many times fewer bytes than their
+ * data (deflate's best ratio is about 1000:1, on runs of one value). */
+#define MAX_COMPRESSION_RATIO 1024
+/* Datasets this small are read whatever their storage says: cheap anyway. */
+#define SMALL_DATASET_BYTES ((hsize_t)1 << 20)
+
+/* A corrupt or hostile file can declare a dataset far larger than the data
+ * it stores (a 2 kB file claiming 10^13 offsets was found by fuzzing), and
+ * HDF5 returns the fill value for what was never written. So before any
+ * buffer is sized by the declared shape, the stored bytes must account for
+ * it: all of them for contiguous or compact storage, 1/MAX_COMPRESSION_RATIO
+ * for chunked storage, which may be compressed. */
+static int check_storage(tfenc_context *ctx, tfenc_corpus *corpus, const char *name,
+                         hid_t dataset, int rank, const hsize_t *dims)
+{
+    hid_t type = H5Dget_type(dataset);
+    hsize_t element_size = type >= 0 ? (hsize_t)H5Tget_size(type) : 0;
+    if (type >= 0)
+        H5Tclose(type);
+    hsize_t declared = element_size, limit = (hsize_t)INT64_MAX;
+    for (int i = 0; i < rank && declared > 0; i++) {
+        if (dims[i] > limit / declared)
+            return tfenc_error(ctx, TFENC_ERR_INPUT, "%s: dataset '%s' declares more data "
+                               "than a file can hold (corrupt file?)", corpus->path, name);
+        declared *= dims[i];
+    }
+    for (int i = 0; i < rank; i++)
+        if (dims[i] == 0)
+            declared = 0;
+    if (declared <= SMALL_DATASET_BYTES)
+        return TFENC_OK;
+    hid_t properties = H5Dget_create_plist(dataset);
+    H5D_layout_t layout = properties >= 0 ? H5Pget_layout(properties) : H5D_LAYOUT_ERROR;
+    if (properties >= 0)
+        H5Pclose(properties);
+    hsize_t stored = H5Dget_storage_size(dataset);
+    H5Eclear2(H5E_DEFAULT);
+    hsize_t needed = layout == H5D_CHUNKED ? declared / MAX_COMPRESSION_RATIO : declared;
+    if (stored < needed)
+        return tfenc_error(ctx, TFENC_ERR_INPUT, "%s: dataset '%s' declares %llu bytes of "
+                           "data but stores only %llu (corrupt file, or a dataset that was "
+                           "never written?)", corpus->path, name, (unsigned long long)declared,
+                           (unsigned long long)stored);
+    return TFENC_OK;
+}
+
 /* Opens an integer dataset of the expected rank and returns its dims. */
 static int open_integer_dataset(tfenc_context *ctx, tfenc_corpus *corpus, const char *name,
                                 int rank, hsize_t *dims, hid_t *dataset)
@@ -353,7 +399,7 @@ static int open_integer_dataset(tfenc_context *ctx, tfenc_corpus *corpus, const 
     if (found_rank != rank)
         return tfenc_error(ctx, TFENC_ERR_INPUT, "%s: dataset '%s' must have rank %d, found "
                            "rank %d", corpus->path, name, rank, found_rank);
-    return TFENC_OK;
+    return check_storage(ctx, corpus, name, *dataset, rank, dims);
 }
 
 /* Reads elements [start, start + count) of a rank-1 dataset (or rows of a
