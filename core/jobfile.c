@@ -10,6 +10,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* A power of two, as the read buffer doubles up to it. */
+#define MAX_JOB_FILE_BYTES (1 << 20)
+
 typedef struct parse_state {
     tfenc_context *ctx;
     tfenc_jobfile *job;
@@ -212,6 +215,14 @@ int tfenc_jobfile_load(tfenc_context *ctx, const char *path, tfenc_jobfile **job
         length += fread(text + length, 1, capacity - length - 1, file);
         if (length < capacity - 1)
             break;
+        /* A job file is a page of text: anything this big is another file
+         * named by mistake, and /dev/zero would never end. */
+        if (capacity >= MAX_JOB_FILE_BYTES) {
+            fclose(file);
+            free(text);
+            return tfenc_error(ctx, TFENC_ERR_CONFIG, "%s: larger than %d MiB: not a job file",
+                               path, MAX_JOB_FILE_BYTES >> 20);
+        }
         capacity *= 2;
         char *grown = realloc(text, capacity);
         if (grown == NULL) {

@@ -244,6 +244,11 @@ static int is_whitespace(utf8proc_int32_t c)
            category == UTF8PROC_CATEGORY_ZP;
 }
 
+/* Real vocabularies stay below a few megabytes (250k multilingual pieces);
+ * the limit stops a wrong path such as /dev/zero from eating all memory. A
+ * power of two, as the read buffer doubles up to it. */
+#define MAX_VOCAB_FILE_BYTES ((size_t)1 << 28)
+
 /* Reads the whole file: vocab.txt is small (a few hundred kilobytes). */
 static int read_file(tfenc_context *ctx, const char *path, char **data, size_t *size)
 {
@@ -256,6 +261,12 @@ static int read_file(tfenc_context *ctx, const char *path, char **data, size_t *
         used += fread(buffer + used, 1, capacity - used, file);
         if (used < capacity)
             break;
+        if (capacity >= MAX_VOCAB_FILE_BYTES) {
+            free(buffer);
+            fclose(file);
+            return tfenc_error(ctx, TFENC_ERR_INPUT, "vocabulary %s: larger than %d MiB: not a "
+                               "vocab.txt", path, (int)(MAX_VOCAB_FILE_BYTES >> 20));
+        }
         char *grown = realloc(buffer, capacity * 2);
         if (grown == NULL) {
             free(buffer);
