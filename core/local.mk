@@ -14,4 +14,6 @@ core_libtfenc_la_SOURCES += \
 	core/weights.c core/weights.h \
 	core/plugin_loader.c core/plugin_loader.h \
 	core/model.c core/model.h \
-	core/hdf5_error.c core/hdf5_error.h
+	core/hdf5_error.c core/hdf5_error.h \
+	core/layout.c core/layout.h \
+	core/pipeline.c core/pipeline.h

@@ -552,6 +552,62 @@ int tfenc_model_forward(tfenc_context *ctx, tfenc_model *model, tfenc_batch *bat
     return TFENC_OK;
 }
 
+/* The probe: one sequence of two tokens of id 0 (every vocabulary has it). */
+typedef struct probe {
+    int32_t seq_start[2], token_ids[2], token_types[2], positions[2];
+    float *x;
+    tfenc_batch batch;
+} probe;
+
+static int probe_start(tfenc_context *ctx, probe *p, int d_model)
+{
+    memset(p, 0, sizeof *p);
+    p->seq_start[1] = 2;
+    p->positions[1] = 1;
+    p->x = tfenc_aligned_alloc(2 * (size_t)d_model * sizeof(float));
+    if (p->x == NULL)
+        return tfenc_error(ctx, TFENC_ERR_NO_MEMORY, "out of memory");
+    memset(p->x, 0, 2 * (size_t)d_model * sizeof(float));
+    p->batch = (tfenc_batch){.n_seq = 1, .n_tokens = 2, .seq_start = p->seq_start,
+                             .token_ids = p->token_ids, .token_types = p->token_types,
+                             .positions = p->positions, .x = p->x, .rows = 2,
+                             .d_model = d_model};
+    return TFENC_OK;
+}
+
+int tfenc_model_probe_pools(tfenc_context *ctx, tfenc_model *model, int *pools)
+{
+    probe p;
+    int status = probe_start(ctx, &p, model->d_model);
+    if (status == TFENC_OK)
+        status = tfenc_model_forward(ctx, model, &p.batch);
+    *pools = p.batch.rows == 1;
+    tfenc_aligned_free(p.x);
+    return status;
+}
+
+int tfenc_model_survey(tfenc_context *ctx, const tfenc_model_options *options,
+                       double mean_seq_len, double *step_flops, int *pools)
+{
+    probe p;
+    int status = probe_start(ctx, &p, options->config->d_model);
+    for (int i = 0; status == TFENC_OK && i < options->plan->n_steps; i++) {
+        tfenc_model_options one = *options;
+        one.first_step = i;
+        one.end_step = i + 1;
+        tfenc_model *step = NULL;
+        status = tfenc_model_create(ctx, &one, &step);
+        if (status == TFENC_OK)
+            status = tfenc_model_forward(ctx, step, &p.batch);
+        if (status == TFENC_OK)
+            step_flops[i] = tfenc_model_step_flops(step, i, mean_seq_len);
+        tfenc_model_destroy(step);
+    }
+    *pools = p.batch.rows == 1;
+    tfenc_aligned_free(p.x);
+    return status;
+}
+
 double tfenc_model_step_flops(const tfenc_model *model, int step, double mean_seq_len)
 {
     const model_step *s = &model->steps[step - model->first_step];

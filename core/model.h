@@ -71,6 +71,17 @@ int tfenc_model_forward(tfenc_context *ctx, tfenc_model *model, tfenc_batch *bat
 /* Estimated floating-point operations per token of step i (in range) for
  * sequences of mean length `mean_seq_len`. */
 double tfenc_model_step_flops(const tfenc_model *model, int step, double mean_seq_len);
+/* Runs one 2-token sequence through the model to learn whether it pools
+ * (its rows drop to one per sequence): works for custom pooling plugins
+ * too, and shows that the model runs before any I/O. */
+int tfenc_model_probe_pools(tfenc_context *ctx, tfenc_model *model, int *pools);
+/* For pipelines, before any stage loads its range: builds each step of the
+ * plan alone (one at a time, so memory holds one step's weights), runs the
+ * probe sequence through the steps in order, and destroys them again.
+ * step_flops[n_steps] gets each step's FLOPs per token at mean_seq_len;
+ * *pools whether the whole model pools. */
+int tfenc_model_survey(tfenc_context *ctx, const tfenc_model_options *options,
+                       double mean_seq_len, double *step_flops, int *pools);
 /* Type name of step i's layer, for reports. */
 const char *tfenc_model_step_type(const tfenc_model *model, int step);
 void tfenc_model_destroy(tfenc_model *model);

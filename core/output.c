@@ -313,6 +313,8 @@ static int write_attributes(tfenc_context *ctx, tfenc_output *out,
         return tfenc_error(ctx, TFENC_ERR_MPI, "%s: cannot share the creation time", out->path);
     int status = write_string_attribute(ctx, out, "job", options->job_text);
     if (status == TFENC_OK)
+        status = write_string_attribute(ctx, out, "job_settings", options->job_settings);
+    if (status == TFENC_OK)
         status = write_string_attribute(ctx, out, "weights_sha256", options->weights_sha256);
     if (status == TFENC_OK)
         status = write_string_attribute(ctx, out, "tfenc_version", PACKAGE_VERSION);
@@ -481,6 +483,25 @@ int tfenc_output_create(tfenc_context *ctx, MPI_Comm writers, const tfenc_output
 
 /* Compares a string attribute with what this job would write; returns 0 and
  * fills `found` when it differs or is missing. */
+/* For multi-line attributes (job_settings): the first line that differs,
+ * which says what changed better than the start of the text. */
+static void describe_first_difference(const char *stored, const char *wanted, char *found,
+                                      size_t found_size)
+{
+    for (;;) {
+        size_t a = strcspn(stored, "\n"), b = strcspn(wanted, "\n");
+        if (a != b || memcmp(stored, wanted, a) != 0 || (*stored == '\0') != (*wanted == '\0')) {
+            snprintf(found, found_size, "'%.*s' where this job has '%.*s'", (int)(a < 80 ? a : 80),
+                     stored, (int)(b < 80 ? b : 80), wanted);
+            return;
+        }
+        if (*stored == '\0')
+            return;
+        stored += a + (stored[a] == '\n');
+        wanted += b + (wanted[b] == '\n');
+    }
+}
+
 static int same_string_attribute(tfenc_output *out, const char *name, const char *expected,
                                  char *found, size_t found_size)
 {
@@ -491,9 +512,12 @@ static int same_string_attribute(tfenc_output *out, const char *name, const char
     char *value = NULL;
     if (attribute >= 0 && type >= 0 && H5Tset_size(type, H5T_VARIABLE) >= 0
         && H5Tset_cset(type, H5T_CSET_UTF8) >= 0 && H5Aread(attribute, type, &value) >= 0) {
-        same = value != NULL && strcmp(value, expected != NULL ? expected : "") == 0;
+        const char *wanted = expected != NULL ? expected : "";
+        same = value != NULL && strcmp(value, wanted) == 0;
         snprintf(found, found_size, "'%.60s%s'", value != NULL ? value : "",
                  value != NULL && strlen(value) > 60 ? "..." : "");
+        if (!same && value != NULL && strchr(value, '\n') != NULL)
+            describe_first_difference(value, wanted, found, found_size);
         hid_t space = H5Screate(H5S_SCALAR);
         H5Dvlen_reclaim(type, space, H5P_DEFAULT, &value);
         H5Sclose(space);
@@ -568,9 +592,9 @@ int tfenc_output_reopen(tfenc_context *ctx, MPI_Comm writers, const tfenc_output
     status = open_file(ctx, out, writers, out->n_writers, 0);
 
     /* The file must be this job's, attribute by attribute. */
-    char found[96];
+    char found[256];
     const struct { const char *name; const char *expected; } strings[] = {
-        {"job", options->job_text},
+        {"job_settings", options->job_settings},
         {"weights_sha256", options->weights_sha256},
         {"output_kind", tfenc_output_kind_name(out->kind)},
         {"dtype", tfenc_output_dtype_name(out->dtype)},
@@ -579,8 +603,9 @@ int tfenc_output_reopen(tfenc_context *ctx, MPI_Comm writers, const tfenc_output
         if (!same_string_attribute(out, strings[i].name, strings[i].expected, found,
                                    sizeof found))
             status = tfenc_error(ctx, TFENC_ERR_CONFIG, "%s: was written by a different job: "
-                                 "attribute '%s' is %s, this job's differs; refusing to append "
-                                 "to it (remove it, or choose another output)", out->path,
+                                 "attribute '%s' is %s; refusing to append to it (remove "
+                                 "it, choose another output, or set [job] resume = false to "
+                                 "overwrite it)", out->path,
                                  strings[i].name, found);
     const struct { const char *name; int64_t expected; int wanted; } numbers[] = {
         {"d_model", out->d_model, 1},
@@ -632,6 +657,8 @@ int tfenc_output_reopen(tfenc_context *ctx, MPI_Comm writers, const tfenc_output
         status = write_attribute(ctx, out, "complete", H5T_NATIVE_INT32, &zero);
     if (status == TFENC_OK)
         status = write_string_attribute(ctx, out, "layout", options->layout);
+    if (status == TFENC_OK)
+        status = write_string_attribute(ctx, out, "job", options->job_text);
     if (status == TFENC_OK && H5Fflush(out->file, H5F_SCOPE_GLOBAL) < 0)
         status = h5_fail(ctx, TFENC_ERR_IO, out->path, "cannot flush the reopened file");
     if (status != TFENC_OK) {

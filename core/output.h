@@ -16,7 +16,7 @@
  *                                parallel HDF5; h5py returns them as bytes)
  * float datasets are float32, float16 (IEEE half, numpy.float16 in h5py) or
  * bfloat16 (docs/weights.md's layout), chunked about 1 MiB per chunk.
- * Root attributes (strings are variable-length UTF-8): job, weights_sha256,
+ * Root attributes (strings are variable-length UTF-8): job, job_settings, weights_sha256,
  * tfenc_version, layout, created (ISO-8601 UTC), output_kind, dtype,
  * compression, d_model, n_documents, n_tokens (tokens kind), and complete:
  * 0 while the job runs, 1 once tfenc_output_finish() has flushed everything.
@@ -64,6 +64,11 @@ typedef struct tfenc_output_options {
     /* Provenance, stored as attributes; NULL stores "". In parallel every
      * writer MUST pass the same strings (attributes are collective). */
     const char *job_text;
+    /* What makes two runs the same job for resuming: the job's settings
+     * that shape the result (tfenc-batch leaves out the rank layout,
+     * threads and progress keys). Stored as `job_settings`; a file whose
+     * job_settings differ is never appended to. */
+    const char *job_settings;
     const char *weights_sha256;
     const char *layout;      /* e.g. "ranks=4 data_parallel=2 pipeline_stages=2" */
 } tfenc_output_options;
@@ -90,10 +95,10 @@ int tfenc_output_create(tfenc_context *ctx, MPI_Comm writers, const tfenc_output
  * Returns TFENC_ERR_NOT_FOUND, recording no message, when there is no file
  * at options->path (then call tfenc_output_create). Returns
  * TFENC_ERR_CONFIG naming the first attribute or dataset that differs when
- * the file holds another job's output (job text, weights checksum, kind,
+ * the file holds another job's output (job settings, weights checksum, kind,
  * dtype, compression, d_model, documents, tokens, ids): such a file is never
  * appended to. On success *was_complete says whether that run had finished;
- * the file is marked complete = 0 (and gets this run's layout) until
+ * the file is marked complete = 0 (and gets this run's job text and layout) until
  * tfenc_output_finish(). */
 int tfenc_output_reopen(tfenc_context *ctx, MPI_Comm writers, const tfenc_output_options *options,
                         tfenc_output **out, int *was_complete);

@@ -1,1 +1,18 @@
-# pipeline tests (fragment owned by its issue; see Makefile.am)
+# Issue 4: rank layouts (data-parallel replicas x pipeline stages) against
+# the single-rank output, and a failing rank at every layout.
+dist_check_SCRIPTS += tests/pipeline/layouts.sh tests/pipeline/failing_rank.sh
+TESTS += tests/pipeline/layouts.sh tests/pipeline/failing_rank.sh
+EXTRA_DIST += tests/pipeline/common.sh tests/pipeline/compare_layouts.py \
+	tests/pipeline/make_inputs.py
+
+# The layout rules and the cost-balanced split of steps into stages.
+check_PROGRAMS += tests/test_layout
+TESTS += tests/test_layout
+tests_test_layout_SOURCES = tests/test_layout.c
+tests_test_layout_CFLAGS = $(TEST_CFLAGS)
+tests_test_layout_LDADD = $(TEST_LIBS)
+
+# Issue 7: jobs killed (SIGKILL) or stopped (SIGTERM) under mpiexec -n 4 and
+# run again end with the uninterrupted run's file.
+dist_check_SCRIPTS += tests/resume/kill_resume.sh
+TESTS += tests/resume/kill_resume.sh

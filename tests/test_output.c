@@ -659,7 +659,8 @@ static void test_resume(void)
     snprintf(path, sizeof path, "%s/resume.h5", directory);
     tfenc_output_options options = {.path = path, .kind = TFENC_OUTPUT_POOLED,
                                     .dtype = TFENC_DTYPE_FLOAT32, .d_model = D, .n_documents = N,
-                                    .job_text = "job A", .weights_sha256 = "w1",
+                                    .job_text = "job A", .job_settings = "job A",
+                                    .weights_sha256 = "w1",
                                     .layout = "ranks=1"};
     tfenc_context ctx;
     tfenc_context_init(&ctx);
@@ -728,13 +729,13 @@ static void test_resume(void)
     /* Another job, model, corpus size or dtype: refused, naming what differs. */
     static const struct { const char *job, *weights; int64_t n; tfenc_output_dtype dtype;
                           const char *expect; } others[] = {
-        {"job B", "w1", N, TFENC_DTYPE_FLOAT32, "attribute 'job' is 'job A'"},
+        {"job B", "w1", N, TFENC_DTYPE_FLOAT32, "attribute 'job_settings' is 'job A'"},
         {"job A", "w2", N, TFENC_DTYPE_FLOAT32, "attribute 'weights_sha256' is 'w1'"},
         {"job A", "w1", N + 1, TFENC_DTYPE_FLOAT32, "attribute 'n_documents' is 9"},
         {"job A", "w1", N, TFENC_DTYPE_FLOAT16, "attribute 'dtype' is 'float32'"}};
     for (size_t i = 0; i < sizeof others / sizeof others[0]; i++) {
         tfenc_output_options other = options;
-        other.job_text = others[i].job;
+        other.job_settings = others[i].job;
         other.weights_sha256 = others[i].weights;
         other.n_documents = others[i].n;
         other.dtype = others[i].dtype;

@@ -1,0 +1,313 @@
+/* tfenc-batch's reading of the job: [job] keys and the tokenizer. */
+#include "settings.h"
+
+#include "params.h"
+
+#include <hdf5.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* What the readers below consult and fill. */
+typedef struct reader {
+    tfenc_context *ctx;
+    const tfenc_jobfile *job;
+    const tfenc_model_config *config;
+    job_settings *settings;
+    tfenc_tokenizer **tokenizer;
+} reader;
+
+static int job_origin_error(reader *r, const char *key, const char *message)
+{
+    tfenc_job_section *section = tfenc_jobfile_find(r->job, "job");
+    tfenc_job_entry *entry = tfenc_job_section_get(section, key);
+    if (entry != NULL && entry->line > 0)
+        return tfenc_error(r->ctx, TFENC_ERR_CONFIG, "%s:%d: [job] %s: %s", r->job->path,
+                           entry->line, key, message);
+    return tfenc_error(r->ctx, TFENC_ERR_CONFIG, "%s: [job] %s: %s", r->job->path, key, message);
+}
+
+static int read_job_settings(reader *r)
+{
+    static const char *const kinds[] = {"auto", "pooled", "tokens", NULL};
+    static const char *const dtypes[] = {"float32", "float16", "bfloat16", NULL};
+    static const char *const compressions[] = {"none", "gzip", NULL};
+    static const char *const formats[] = {"auto", "text", "jsonl", "hdf5", NULL};
+    static const char *const policies[] = {"replace", "error", NULL};
+    job_settings *s = r->settings;
+    tfenc_job_section *section = tfenc_jobfile_find(r->job, "job");
+    if (section == NULL)
+        return tfenc_error(r->ctx, TFENC_ERR_CONFIG, "%s: missing section [job]", r->job->path);
+    tfenc_params p;
+    tfenc_params_bind(&p, r->ctx, r->job, section);
+    const char *input = NULL, *output = NULL;
+    int kind = 0, dtype = 0, compression = 0, format = 0, policy = 0;
+    int status = TFENC_OK;
+#define READ(call) if (status == TFENC_OK) status = (call)
+    READ(tfenc_param_string(&p, "input", NULL, &input));
+    READ(tfenc_param_choice(&p, "input_format", formats, 0, &format));
+    READ(tfenc_param_string(&p, "text_field", "text", &s->corpus.text_field));
+    READ(tfenc_param_string(&p, "id_field", NULL, &s->corpus.id_field));
+    READ(tfenc_param_string(&p, "tokens_dataset", "tokens", &s->corpus.tokens_dataset));
+    READ(tfenc_param_string(&p, "offsets_dataset", "offsets", &s->corpus.offsets_dataset));
+    READ(tfenc_param_string(&p, "ids_dataset", NULL, &s->corpus.ids_dataset));
+    READ(tfenc_param_string(&p, "lengths_dataset", NULL, &s->corpus.lengths_dataset));
+    READ(tfenc_param_string(&p, "output", NULL, &output));
+    READ(tfenc_param_choice(&p, "output_kind", kinds, 0, &kind));
+    READ(tfenc_param_choice(&p, "output_dtype", dtypes, 0, &dtype));
+    READ(tfenc_param_choice(&p, "compression", compressions, 0, &compression));
+    READ(tfenc_param_int(&p, "batch_tokens", 8192, &s->batch_tokens));
+    /* Without a limit the model's own is the natural one (512 at most, as BERT's). */
+    READ(tfenc_param_int(&p, "max_seq_len",
+                         r->config->max_positions < 512 ? r->config->max_positions : 512,
+                         &s->max_seq_len));
+    READ(tfenc_param_bool(&p, "truncation", 1, &s->truncation));
+    READ(tfenc_param_choice(&p, "invalid_utf8", policies, 0, &policy));
+    READ(tfenc_param_int(&p, "pipeline_stages", 1, &s->pipeline_stages));
+    READ(tfenc_param_int(&p, "threads", 0, &s->threads));
+    READ(tfenc_param_float(&p, "progress_interval", 10.0, &s->progress_interval));
+    READ(tfenc_param_bool(&p, "resume", 1, &s->resume));
+    READ(tfenc_params_check_all_used(&p, "not a [job] key; see docs/job-file.md"));
+#undef READ
+    if (status != TFENC_OK)
+        return status;
+    if (input == NULL)
+        return tfenc_error(r->ctx, TFENC_ERR_CONFIG, "%s: [job] requires key 'input'",
+                           r->job->path);
+    if (output == NULL)
+        return tfenc_error(r->ctx, TFENC_ERR_CONFIG, "%s: [job] requires key 'output'",
+                           r->job->path);
+    s->input = tfenc_jobfile_resolve_path(r->job, input);
+    s->output = tfenc_jobfile_resolve_path(r->job, output);
+    if (s->input == NULL || s->output == NULL)
+        return tfenc_error(r->ctx, TFENC_ERR_NO_MEMORY, "out of memory");
+    s->corpus.path = s->input;
+    s->corpus.format = format == 0 ? tfenc_corpus_format_from_path(s->input)
+                                   : (tfenc_corpus_format)(format - 1);
+    s->output_kind_name = kinds[kind];
+    s->dtype = (tfenc_output_dtype)dtype;
+    s->compression = (tfenc_output_compression)compression;
+    s->invalid_utf8_error = policy == 1;
+    if (s->max_seq_len < 2 || s->max_seq_len > r->config->max_positions)
+        return job_origin_error(r, "max_seq_len", "must be in 2..[model] max_positions");
+    if (s->batch_tokens < s->max_seq_len || s->batch_tokens > (1L << 24))
+        return job_origin_error(r, "batch_tokens",
+                                "must be at least max_seq_len (a document must fit a batch) "
+                                "and at most 16777216");
+    if (s->pipeline_stages < 1)
+        return job_origin_error(r, "pipeline_stages", "must be >= 1");
+    if (s->threads < 0 || s->progress_interval <= 0)
+        return job_origin_error(r, s->threads < 0 ? "threads" : "progress_interval",
+                                "must be positive");
+    if (strcmp(s->input, s->output) == 0)
+        return job_origin_error(r, "output", "is the same file as the input");
+    return TFENC_OK;
+}
+
+/* ------------------------------------------------------------ tokenizer */
+
+/* The vocabulary and settings tfenc-import stores under /tokenizer. */
+static int tokenizer_from_weights(reader *r, const tfenc_tokenizer_options *base,
+                                  tfenc_job_section *section)
+{
+    const char *path = r->config->weights_path;
+    hid_t file = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
+    if (file < 0)
+        return tfenc_error(r->ctx, TFENC_ERR_WEIGHTS, "weights %s: cannot open", path);
+    int status = TFENC_OK;
+    hid_t dataset = H5Lexists(file, "/tokenizer", H5P_DEFAULT) > 0 &&
+                            H5Lexists(file, "/tokenizer/vocab", H5P_DEFAULT) > 0
+                        ? H5Dopen2(file, "/tokenizer/vocab", H5P_DEFAULT)
+                        : H5I_INVALID_HID;
+    if (dataset < 0) {
+        H5Fclose(file);
+        return tfenc_error(r->ctx, TFENC_ERR_CONFIG,
+                           "%s: text input needs a vocabulary: set [tokenizer] vocab = vocab.txt, "
+                           "or use weights made by tfenc-import (%s has no /tokenizer/vocab)",
+                           r->job->path, path);
+    }
+    tfenc_tokenizer_options opts = *base;
+    /* Settings stored by the importer apply unless the job sets them. */
+    hid_t group = H5Gopen2(file, "/tokenizer", H5P_DEFAULT);
+    struct {
+        const char *attribute, *key;
+        int *target;
+    } settings[] = {{"do_lower_case", "lowercase", &opts.lowercase},
+                    {"strip_accents", "strip_accents", &opts.strip_accents},
+                    {"tokenize_chinese_chars", "chinese_chars", &opts.chinese_chars}};
+    for (size_t i = 0; i < sizeof settings / sizeof *settings; i++) {
+        if (tfenc_job_section_get(section, settings[i].key) != NULL ||
+            H5Aexists(group, settings[i].attribute) <= 0)
+            continue;
+        hid_t attribute = H5Aopen(group, settings[i].attribute, H5P_DEFAULT);
+        int value = 0;
+        if (attribute >= 0 && H5Aread(attribute, H5T_NATIVE_INT, &value) >= 0)
+            *settings[i].target = value;
+        if (attribute >= 0)
+            H5Aclose(attribute);
+    }
+    H5Gclose(group);
+    hid_t space = H5Dget_space(dataset);
+    hssize_t count = H5Sget_simple_extent_npoints(space);
+    hid_t string_type = H5Tcopy(H5T_C_S1);
+    H5Tset_size(string_type, H5T_VARIABLE);
+    H5Tset_cset(string_type, H5T_CSET_UTF8);
+    char **tokens = count > 0 ? calloc((size_t)count, sizeof *tokens) : NULL;
+    if (tokens == NULL || H5Dread(dataset, string_type, H5S_ALL, H5S_ALL, H5P_DEFAULT, tokens) < 0)
+        status = tfenc_error(r->ctx, TFENC_ERR_WEIGHTS,
+                             "weights %s: /tokenizer/vocab is not a list of strings", path);
+    if (status == TFENC_OK)
+        status = tfenc_tokenizer_create_from_tokens(r->ctx, (const char *const *)tokens,
+                                                    (int)count, &opts, r->tokenizer);
+    if (tokens != NULL) {
+        H5Dvlen_reclaim(string_type, space, H5P_DEFAULT, tokens);
+        free(tokens);
+    }
+    H5Tclose(string_type);
+    H5Sclose(space);
+    H5Dclose(dataset);
+    H5Fclose(file);
+    return status;
+}
+
+static int setup_tokenizer(reader *r)
+{
+    static const char *const accents[] = {"auto", "true", "false", NULL};
+    tfenc_job_section *section = tfenc_jobfile_find(r->job, "tokenizer");
+    if (r->settings->corpus.format == TFENC_CORPUS_HDF5) {
+        if (section != NULL && section->n_entries > 0)
+            return tfenc_error(r->ctx, TFENC_ERR_CONFIG,
+                               "%s:%d: [tokenizer] is not used: the input holds token ids",
+                               r->job->path, section->line);
+        return TFENC_OK;
+    }
+    tfenc_params p;
+    tfenc_params_bind(&p, r->ctx, r->job, section);
+    tfenc_tokenizer_options opts;
+    tfenc_tokenizer_options_default(&opts);
+    const char *vocab = NULL;
+    int accent = 0;
+    int status = tfenc_param_string(&p, "vocab", NULL, &vocab);
+    if (status == TFENC_OK)
+        status = tfenc_param_bool(&p, "lowercase", 1, &opts.lowercase);
+    if (status == TFENC_OK)
+        status = tfenc_param_choice(&p, "strip_accents", accents, 0, &accent);
+    if (status == TFENC_OK)
+        status = tfenc_param_bool(&p, "chinese_chars", 1, &opts.chinese_chars);
+    if (status == TFENC_OK)
+        status = tfenc_params_check_all_used(&p, "not a [tokenizer] key");
+    if (status != TFENC_OK)
+        return status;
+    opts.strip_accents = accent == 0 ? -1 : accent == 1;
+    opts.invalid_utf8 = r->settings->invalid_utf8_error ? TFENC_INVALID_UTF8_ERROR
+                                                       : TFENC_INVALID_UTF8_REPLACE;
+    if (vocab == NULL)
+        return tokenizer_from_weights(r, &opts, section);
+    char *path = tfenc_jobfile_resolve_path(r->job, vocab);
+    if (path == NULL)
+        return tfenc_error(r->ctx, TFENC_ERR_NO_MEMORY, "out of memory");
+    status = tfenc_tokenizer_create_from_file(r->ctx, path, &opts, r->tokenizer);
+    free(path);
+    if (status == TFENC_OK && r->config->vocab_size > 0 &&
+        tfenc_tokenizer_vocab_size(*r->tokenizer) > r->config->vocab_size)
+        status = tfenc_error(r->ctx, TFENC_ERR_CONFIG,
+                             "%s: the vocabulary has %d tokens but [model] vocab_size is %d",
+                             r->job->path, tfenc_tokenizer_vocab_size(*r->tokenizer),
+                             r->config->vocab_size);
+    return status;
+}
+
+int settings_read(tfenc_context *ctx, const tfenc_jobfile *job, const tfenc_model_config *config,
+                  job_settings *settings)
+{
+    memset(settings, 0, sizeof *settings);
+    reader r = {.ctx = ctx, .job = job, .config = config, .settings = settings};
+    return read_job_settings(&r);
+}
+
+void settings_free(job_settings *settings)
+{
+    free(settings->input);
+    free(settings->output);
+    settings->input = settings->output = NULL;
+}
+
+int settings_tokenizer(tfenc_context *ctx, const tfenc_jobfile *job,
+                       const tfenc_model_config *config, const job_settings *settings,
+                       tfenc_tokenizer **tokenizer)
+{
+    *tokenizer = NULL;
+    reader r = {.ctx = ctx, .job = job, .config = config, .settings = (job_settings *)settings,
+                .tokenizer = tokenizer};
+    return setup_tokenizer(&r);
+}
+
+/* A growing string; on allocation failure it stays NULL. */
+typedef struct text_buffer {
+    char *data;
+    size_t length, capacity;
+    int failed;
+} text_buffer;
+
+static void append(text_buffer *t, const char *piece)
+{
+    size_t n = strlen(piece);
+    if (t->failed)
+        return;
+    if (t->length + n + 1 > t->capacity) {
+        size_t capacity = t->capacity > 0 ? t->capacity : 256;
+        while (capacity < t->length + n + 1)
+            capacity *= 2;
+        char *grown = realloc(t->data, capacity);
+        if (grown == NULL) {
+            t->failed = 1;
+            free(t->data);
+            t->data = NULL;
+            return;
+        }
+        t->data = grown;
+        t->capacity = capacity;
+    }
+    memcpy(t->data + t->length, piece, n + 1);
+    t->length += n;
+}
+
+char *settings_identity(const tfenc_jobfile *job)
+{
+    static const char *const run_only[] = {"pipeline_stages", "threads", "progress_interval",
+                                           "resume", "output", NULL};
+    text_buffer t = {0};
+    append(&t, "");
+    for (int i = 0; i < job->n_sections; i++) {
+        const tfenc_job_section *section = &job->sections[i];
+        for (int j = 0; j < section->n_entries; j++) {
+            const tfenc_job_entry *entry = &section->entries[j];
+            int skip = 0;
+            for (int k = 0; strcmp(section->name, "job") == 0 && run_only[k] != NULL; k++)
+                skip |= strcmp(entry->key, run_only[k]) == 0;
+            if (skip)
+                continue;
+            append(&t, section->name);
+            append(&t, ".");
+            append(&t, entry->key);
+            append(&t, " = ");
+            append(&t, entry->value);
+            append(&t, "\n");
+        }
+    }
+    return t.data;
+}
+
+char *settings_provenance(const tfenc_jobfile *job, const char *const *overrides, int n_overrides)
+{
+    text_buffer t = {0};
+    append(&t, job->text);
+    if (n_overrides > 0)
+        append(&t, "\n; overridden on the command line:\n");
+    for (int i = 0; i < n_overrides; i++) {
+        append(&t, "; --set ");
+        append(&t, overrides[i]);
+        append(&t, "\n");
+    }
+    return t.data;
+}

@@ -1,0 +1,35 @@
+/* The last pipeline stage's output side: writes each finished microbatch's
+ * rows at once, and its documents' metadata (lengths, truncated, ids) later,
+ * in groups, after the rows have reached the disk.
+ *
+ * That order is what makes resuming safe: a document counts as finished
+ * when its length is in the file (tfenc_output_written), so its length must
+ * never land before its rows. Rows go to the file with pwrite through HDF5
+ * (the datasets are allocated at creation and HDF5 caches no raw data for
+ * them), so they survive the process being killed; fdatasync() before each
+ * metadata group makes them survive a node crash too. */
+#ifndef TFENC_BATCH_WRITER_H
+#define TFENC_BATCH_WRITER_H
+
+#include "output.h"
+#include "pipeline.h"
+
+typedef struct writer writer;
+
+int writer_create(tfenc_context *ctx, tfenc_output *output, int pooled, const char *path,
+                  writer **writer_out);
+
+/* Writes the microbatch's rows; its metadata waits for the next group. */
+int writer_write(tfenc_context *ctx, writer *w, const tfenc_microbatch *microbatch);
+
+/* Makes the rows written so far durable, then writes their metadata. */
+int writer_flush(tfenc_context *ctx, writer *w);
+
+/* Documents and real tokens written, and documents that were truncated. */
+int64_t writer_documents(const writer *w);
+int64_t writer_tokens(const writer *w);
+int64_t writer_truncated_documents(const writer *w);
+
+void writer_destroy(writer *w);
+
+#endif

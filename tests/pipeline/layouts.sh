@@ -1,0 +1,53 @@
+#!/bin/sh
+# Issue 4's layout matrix: the same job under mpiexec -n 1, 2 (2 replicas x
+# 1 stage, 1 x 2), 4 (2 x 2) and 8 (4 x 2, 2 x 4) must give the single-rank
+# output within 1e-5 (compare_layouts.py says why not bitwise), for a pooled
+# job over a text corpus (byte-range shares) and a per-token job over an
+# HDF5 token-id corpus (token-balanced shares); and a corpus smaller than
+# the number of replicas (some replicas get no document) must work too.
+set -u
+. "$(cd "$(dirname "$0")" && pwd)/common.sh"
+work=$builddir/tests/data/generated/pipeline/layouts
+failed=0
+
+prepare_example bert-text "$work/pooled" || { echo "layouts: FAIL: cannot make the bert-text model"; exit 1; }
+prepare_example original-postnorm "$work/tokens" || { echo "layouts: FAIL: cannot make the postnorm model"; exit 1; }
+"$python" "$here/make_inputs.py" text "$work/pooled/corpus.txt" "$work/pooled/big.txt" 6 || exit 1
+head -n 3 "$work/pooled/corpus.txt" > "$work/pooled/tiny.txt"
+"$python" "$here/make_inputs.py" hdf5 "$work/tokens/big.h5" 300 1000 128 7 || exit 1
+
+# run_matrix NAME DIR SETTINGS...: every layout, then the comparison.
+run_matrix() {
+  name=$1 dir=$2
+  shift 2
+  outputs=""
+  for layout in $layouts; do
+    ranks=${layout%:*} stages=${layout#*:}
+    out=$name-$ranks-$stages.h5
+    rm -f "$dir/$out"
+    if ! (cd "$dir" && timeout 300 "$mpiexec" -n "$ranks" "$driver" --quiet "$@" \
+            --set job.pipeline_stages="$stages" --set job.output="$out" job.ini); then
+      echo "layouts: FAIL $name at $ranks ranks x $stages stages: tfenc-batch failed"
+      failed=$((failed + 1))
+      continue
+    fi
+    outputs="$outputs $dir/$out"
+  done
+  echo "layouts: $name (baseline: 1 rank):"
+  # shellcheck disable=SC2086
+  "$python" "$here/compare_layouts.py" $outputs || failed=$((failed + 1))
+}
+
+(cd "$work/pooled" && "$driver" --dry-run --set job.input=big.txt --set job.pipeline_stages=4 job.ini) \
+  | sed 's/^/layouts: dry-run 2x4: /' | head -n 12
+
+run_matrix pooled "$work/pooled" --set job.input=big.txt --set job.batch_tokens=64
+run_matrix tokens "$work/tokens" --set job.input=big.h5 --set job.batch_tokens=128
+layouts="1:1 8:2 8:4"
+run_matrix tiny "$work/pooled" --set job.input=tiny.txt --set job.batch_tokens=64
+
+if [ "$failed" -ne 0 ]; then
+  echo "layouts: FAIL ($failed)"
+  exit 1
+fi
+echo "layouts: every layout matches the single-rank output"

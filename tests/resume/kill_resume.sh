@@ -1,0 +1,167 @@
+#!/bin/sh
+# Issue 7: a job killed with SIGKILL at seeded random points of its run (all
+# of mpiexec -n 4's processes at once, as a node failure or a hard time limit
+# does) and run again with the same command must end with the file an
+# uninterrupted run writes: bitwise at the same layout (a resumed run encodes
+# the unfinished windows whole, so its microbatches are the same), within
+# 1e-5 when resumed at another rank count. Then SIGTERM (what Slurm sends
+# first) must stop the job cleanly with a message saying how to resume, and
+# the resumed file must be whole too. Pooled output from a text corpus (4
+# replicas) and per-token output from an HDF5 corpus (2 replicas x 2 stages).
+set -u
+. "$(cd "$(dirname "$0")/../pipeline" && pwd)/common.sh"
+work=$builddir/tests/data/generated/resume
+failed=0
+partial=0 # kills that left some but not all documents finished
+seed=${TFENC_TEST_SEED:-20261122}
+
+prepare_example bert-text "$work/pooled" || { echo "kill_resume: FAIL: cannot make a model"; exit 1; }
+prepare_example original-postnorm "$work/tokens" || { echo "kill_resume: FAIL: cannot make a model"; exit 1; }
+"$python" "$srcdir/tests/pipeline/make_inputs.py" text "$work/pooled/corpus.txt" "$work/pooled/big.txt" 100 || exit 1
+"$python" "$srcdir/tests/pipeline/make_inputs.py" hdf5 "$work/tokens/big.h5" 4000 1000 128 11 || exit 1
+
+fail() {
+  echo "kill_resume: FAIL $*"
+  failed=$((failed + 1))
+}
+
+# finished FILE: "DONE TOTAL COMPLETE" read from the file a run left.
+finished() {
+  "$python" - "$1" <<'PY'
+import sys, h5py
+try:
+    with h5py.File(sys.argv[1], "r") as f:
+        lengths = f["lengths"][()]
+        print(int((lengths >= 0).sum()), len(lengths), int(f.attrs["complete"]))
+except Exception as error:  # no file yet, or killed before it was readable
+    print(0, 0, 0)
+PY
+}
+
+# start DIR RANKS OUTPUT SETTINGS...: runs the job in the background with
+# frequent progress lines; sets $pid.
+start() {
+  dir=$1 ranks=$2 out=$3
+  shift 3
+  (cd "$dir" && exec "$mpiexec" -n "$ranks" "$driver" "$@" --set job.progress_interval=0.02 \
+      --set job.output="$out" job.ini) > "$dir/run.out" 2> "$dir/run.err" &
+  pid=$!
+}
+
+# wait_until FILE FRACTION: until that fraction of the documents is finished
+# in FILE (lengths are written after the rows, so this is what a resume
+# sees), or the run has ended. Reading while the job writes is safe: the
+# file's structure is written and flushed at creation, only raw data changes.
+wait_until() {
+  "$python" - "$1" "$2" "$pid" <<'PY'
+import os, sys, time, warnings
+import h5py
+path, fraction, pid = sys.argv[1], float(sys.argv[2]), int(sys.argv[3])
+while True:
+    try:
+        os.kill(pid, 0)
+    except OSError:
+        break
+    try:
+        with h5py.File(path, "r") as f:
+            lengths = f["lengths"][()]
+        if (lengths >= 0).sum() >= fraction * len(lengths):
+            break
+    except Exception:
+        pass  # not created yet
+    time.sleep(0.02)
+PY
+}
+
+# kill_all SIGNAL: the ranks first (as a node failure would), then mpiexec.
+kill_all() {
+  pkill "-$1" -P "$pid" 2>/dev/null
+  [ "$1" = KILL ] && kill -KILL "$pid" 2>/dev/null
+  wait "$pid" 2>/dev/null
+  status=$?
+}
+
+compare() { # compare BASELINE OTHER BITWISE(1/0) WHAT
+  result=$("$python" "$srcdir/tests/pipeline/compare_layouts.py" "$1" "$2")
+  code=$?
+  echo "kill_resume:   $result"
+  if [ $code -ne 0 ]; then
+    fail "$4: the resumed file differs from the uninterrupted run"
+  elif [ "$3" -eq 1 ] && ! printf '%s' "$result" | grep -q 'bitwise equal'; then
+    fail "$4: expected a bitwise equal file at the same layout"
+  fi
+}
+
+run_case() { # run_case NAME DIR RANKS SETTINGS...
+  name=$1 dir=$2 ranks=$3
+  shift 3
+  rm -f "$dir/baseline.h5"
+  if ! (cd "$dir" && "$mpiexec" -n "$ranks" "$driver" --quiet "$@" --set job.output=baseline.h5 job.ini); then
+    fail "$name: the uninterrupted run failed"
+    return
+  fi
+
+  point=0
+  for fraction in $("$python" -c "import random; r = random.Random($seed + len('$name')); print(' '.join(f'{r.uniform(0.1, 0.8):.2f}' for _ in range(3)))"); do
+    point=$((point + 1))
+    out=killed-$point.h5
+    rm -f "$dir/$out"
+    start "$dir" "$ranks" "$out" "$@"
+    wait_until "$dir/$out" "$fraction"
+    kill_all KILL
+    read -r done total complete <<EOF2
+$(finished "$dir/$out")
+EOF2
+    echo "kill_resume: $name point $point: SIGKILL once ${fraction} of the documents were finished: $done of $total documents finished, complete = $complete"
+    [ "$done" -gt 0 ] && [ "$done" -lt "$total" ] && partial=$((partial + 1))
+    if [ "$complete" = 1 ] && [ "$done" -lt "$total" ]; then
+      fail "$name point $point: a killed run's file says complete"
+    fi
+    # The last point resumes at another rank count (2 replicas x 1 stage).
+    resume_ranks=$ranks extra=""
+    [ $point -eq 3 ] && resume_ranks=2 extra="--set job.pipeline_stages=1"
+    # shellcheck disable=SC2086
+    if ! (cd "$dir" && "$mpiexec" -n "$resume_ranks" "$driver" "$@" $extra --set job.output="$out" job.ini) \
+         > "$dir/resume.out" 2> "$dir/resume.err"; then
+      fail "$name point $point: the resumed run failed: $(head -n 2 "$dir/resume.err")"
+      continue
+    fi
+    if [ "$done" -gt 0 ] && ! grep -q "resuming" "$dir/resume.err"; then
+      fail "$name point $point: the second run did not say it resumes"
+    fi
+    bitwise=1
+    [ $point -eq 3 ] && bitwise=0
+    compare "$dir/baseline.h5" "$dir/$out" $bitwise "$name point $point (resumed at $resume_ranks ranks)"
+  done
+
+  # SIGTERM to every rank, as Slurm signals a job step at its time limit.
+  out=terminated.h5
+  rm -f "$dir/$out"
+  start "$dir" "$ranks" "$out" "$@"
+  wait_until "$dir/$out" 0.3
+  kill_all TERM
+  if [ "$status" -ne 75 ]; then
+    fail "$name: SIGTERM: exit status $status, expected 75 (stopped, resumable)"
+  fi
+  if ! grep -q "stopped by a signal: .* run the same command again to resume" "$dir/run.err"; then
+    fail "$name: SIGTERM: no clean-stop message; stderr: $(grep -v documents, "$dir/run.err" | head -n 3)"
+  else
+    echo "kill_resume: $name: $(grep 'stopped by a signal' "$dir/run.err")"
+  fi
+  if ! (cd "$dir" && "$mpiexec" -n "$ranks" "$driver" --quiet "$@" --set job.output="$out" job.ini); then
+    fail "$name: resuming after SIGTERM failed"
+  else
+    compare "$dir/baseline.h5" "$dir/$out" 1 "$name after SIGTERM"
+  fi
+}
+
+run_case pooled "$work/pooled" 4 --set job.input=big.txt --set job.batch_tokens=256
+run_case tokens "$work/tokens" 4 --set job.input=big.h5 --set job.batch_tokens=256 --set job.pipeline_stages=2
+
+# Resuming is only tested when a kill left a partly finished file.
+[ "$partial" -gt 0 ] || fail "no kill point left a partly finished file; nothing was resumed"
+if [ "$failed" -ne 0 ]; then
+  echo "kill_resume: FAIL ($failed)"
+  exit 1
+fi
+echo "kill_resume: every killed or stopped run resumed to the uninterrupted result"
