@@ -1,0 +1,53 @@
+#!/bin/sh
+# Builds the libFuzzer targets with clang: every core source is compiled
+# again with clang's fuzzer instrumentation, ASan and UBSan (the gcc-built
+# libtfenc has no coverage feedback for libFuzzer), into a static archive
+# that each target links.
+#
+#   tests/fuzz/build.sh OUT_DIR [CONFIGURED_BUILD_DIR]
+#
+# CONFIGURED_BUILD_DIR is a build tree where configure ran (for config.h);
+# by default the top-level build/ that tests/run-all.sh makes.
+set -eu
+top=$(cd "$(dirname "$0")/../.." && pwd)
+out=${1:?usage: tests/fuzz/build.sh OUT_DIR [CONFIGURED_BUILD_DIR]}
+configured=${2:-$top/build}
+[ -f "$configured/config.h" ] || {
+  echo "fuzz/build.sh: $configured/config.h not found: run configure there first" >&2
+  exit 1
+}
+command -v clang >/dev/null || {
+  echo "fuzz/build.sh: clang not found (Debian packages clang and libclang-rt-14-dev)" >&2
+  exit 1
+}
+mkdir -p "$out/objects"
+out=$(cd "$out" && pwd)
+
+packages="hdf5-openmpi ompi-c openblas inih libutf8proc jansson"
+# -fno-sanitize-recover: UBSan findings stop the fuzzer like ASan's do.
+sanitize="-fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer"
+# The project's warnings and defines (as in Makefile.am's AM_CPPFLAGS).
+warnings=$(sed -n 's/^WARN_CFLAGS = //p' "$configured/Makefile")
+cflags="-std=c11 -g -O1 $warnings -D_GNU_SOURCE -DHAVE_CONFIG_H
+  -DTFENC_BUILD_PLUGIN_DIR=\"$configured/plugins/.libs\" -I$top/core/include -I$top/core
+  -I$configured $(pkg-config --cflags $packages) $sanitize"
+libs="$(pkg-config --libs $packages) -ldl -lm"
+
+objects=""
+for source in "$top"/core/*.c; do
+  object="$out/objects/$(basename "$source" .c).o"
+  # Rebuild only what changed, so that run.sh after an edit is quick.
+  if [ ! -f "$object" ] || [ "$source" -nt "$object" ] \
+     || [ -n "$(find "$top/core" -name '*.h' -newer "$object" | head -n 1)" ]; then
+    clang $cflags -fsanitize=fuzzer-no-link -c "$source" -o "$object"
+  fi
+  objects="$objects $object"
+done
+rm -f "$out/libtfenc-fuzz.a"
+ar rcs "$out/libtfenc-fuzz.a" $objects
+
+for target in "$top"/tests/fuzz/fuzz_*.c; do
+  name=$(basename "$target" .c)
+  clang $cflags -fsanitize=fuzzer "$target" "$out/libtfenc-fuzz.a" $libs -o "$out/$name"
+done
+echo "fuzz/build.sh: built the targets in $out"
