@@ -1,1 +1,11 @@
-# fuzz tests (fragment owned by its issue; see Makefile.am)
+# Robustness checks of issue 7 beyond the unit tests.
+# valgrind memcheck over an end-to-end job: in the normal build only, as
+# valgrind cannot run AddressSanitizer binaries.
+if !SANITIZERS
+dist_check_SCRIPTS += tests/valgrind.sh
+TESTS += tests/valgrind.sh
+endif
+# The libFuzzer targets build with clang outside automake (they need clang's
+# -fsanitize=fuzzer over the core sources): tests/fuzz/run.sh, which
+# tests/run-all.sh --fuzz runs. Their seed corpora ship with the sources.
+EXTRA_DIST += tests/valgrind.supp tests/fuzz
