@@ -532,6 +532,7 @@ static int encode(run *r, const options *opts, rank_work *work)
         if (status != TFENC_OK)
             return status;
         work->tokens += m->batch.n_tokens;
+        work->microbatches++;
         work->flops += stage_flops * m->batch.n_tokens;
         if (r->last_stage) {
             start = report_now();

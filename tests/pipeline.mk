@@ -1,9 +1,10 @@
 # Issue 4: rank layouts (data-parallel replicas x pipeline stages) against
 # the single-rank output, and a failing rank at every layout.
-dist_check_SCRIPTS += tests/pipeline/layouts.sh tests/pipeline/failing_rank.sh
-TESTS += tests/pipeline/layouts.sh tests/pipeline/failing_rank.sh
+dist_check_SCRIPTS += tests/pipeline/layouts.sh tests/pipeline/failing_rank.sh \
+	tests/pipeline/slurm.sh
+TESTS += tests/pipeline/layouts.sh tests/pipeline/failing_rank.sh tests/pipeline/slurm.sh
 EXTRA_DIST += tests/pipeline/common.sh tests/pipeline/compare_layouts.py \
-	tests/pipeline/make_inputs.py
+	tests/pipeline/make_inputs.py tests/pipeline/bench.sh jobs/slurm/encode.sbatch
 
 # The layout rules and the cost-balanced split of steps into stages.
 check_PROGRAMS += tests/test_layout

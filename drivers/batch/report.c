@@ -93,9 +93,11 @@ void report_summary(FILE *stream, MPI_Comm world, const rank_work *mine, const c
                 idle = 0;
             idle_sum += fraction(idle, w->encode_seconds);
             fprintf(stream,
-                    "%s:   rank %d (replica %d, stage %d): %lld tokens, %.0f tokens/s, busy %.0f%%, "
-                    "writing %.0f%%, idle %.0f%% (waiting for the previous stage %.0f%%)\n",
+                    "%s:   rank %d (replica %d, stage %d): %lld tokens in %lld microbatches, "
+                    "%.0f tokens/s, busy %.0f%%, writing %.0f%%, idle %.0f%% (waiting for the "
+                    "previous stage %.0f%%)\n",
                     program, i, w->replica, w->stage, (long long)w->tokens,
+                    (long long)w->microbatches,
                     fraction((double)w->tokens, w->encode_seconds),
                     100 * fraction(w->busy_seconds, w->encode_seconds),
                     100 * fraction(w->writing_seconds, w->encode_seconds),

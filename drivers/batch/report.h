@@ -12,6 +12,7 @@
 /* One rank's work during the encoding phase. */
 typedef struct rank_work {
     int64_t tokens;          /* real tokens this rank ran its layers over */
+    int64_t microbatches;
     double busy_seconds;     /* in its layers (the forward pass) */
     double writing_seconds;  /* last stage: writing rows and metadata */
     double waiting_seconds;  /* blocked on the previous stage */
