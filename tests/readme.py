@@ -92,9 +92,10 @@ def help_options():
     status, text = output_of(["sh", os.path.join(SRCDIR, "configure"), "--help"])
     check(status == 0, "configure --help runs")
     accepted["configure"] = options_in(text)
+    # run-all.sh has no --help: the options its code (not its comments) names.
     run_all = open(os.path.join(SRCDIR, "tests", "run-all.sh")).read()
-    accepted["tests/run-all.sh"] = {option for option in options_in(run_all)
-                                   if f'"{option}"' in run_all}
+    code = "\n".join(line for line in run_all.split("\n") if not line.lstrip().startswith("#"))
+    accepted["tests/run-all.sh"] = options_in(code)
     return accepted
 
 
@@ -307,6 +308,10 @@ def main():
                       f"README.md:{line}: .ci/run runs the second Quick-start command "
                       f"({commands[0] if commands else 'none'})")
                 check_static(commands, line, accepted)
+                # The prose says how CI runs it: that must be .ci/run's line.
+                for quoted in re.findall(r"`(sh tests/run-all\.sh --[^`]*)`", text):
+                    check(re.search(re.escape(quoted) + r"\s*$", ci, re.M) is not None,
+                          f"README.md: `{quoted}` is what .ci/run runs")
             elif language == "sh" and annotation == "pip":
                 pinned = open(os.path.join(SRCDIR, "tests", "python-requirements.txt")).read()
                 setup = open(os.path.join(SRCDIR, "tests", "setup-python-venv")).read()
