@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/statvfs.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -416,6 +417,43 @@ static int prepare(tfenc_context *ctx, MPI_Comm writers, const tfenc_output_opti
     return TFENC_OK;
 }
 
+/* A disk that cannot hold the whole file is refused before any work: the
+ * datasets are allocated at creation but their rows are only written as
+ * documents finish, so without this check the job would run until the
+ * disk fills. Every writer sees the same file system, hence the same answer. */
+static int check_free_space(tfenc_context *ctx, const tfenc_output *out,
+                            const tfenc_output_options *options)
+{
+    const double rows = out->kind == TFENC_OUTPUT_POOLED ? (double)out->n_documents
+                                                         : (double)out->n_tokens;
+    const double row_bytes = (double)out->d_model * (out->dtype == TFENC_DTYPE_FLOAT32 ? 4 : 2);
+    const double per_document = 4 + 4 + (out->kind == TFENC_OUTPUT_TOKENS ? 8 : 0) +
+                                (options->has_ids ? (double)out->id_length : 0);
+    const double needed = rows * row_bytes + (double)out->n_documents * per_document;
+    char *directory = strdup(out->path);
+    if (directory == NULL)
+        return tfenc_error(ctx, TFENC_ERR_NO_MEMORY, "out of memory");
+    char *slash = strrchr(directory, '/');
+    if (slash == NULL)
+        strcpy(directory, ".");
+    else if (slash == directory)
+        slash[1] = '\0';
+    else
+        *slash = '\0';
+    struct statvfs space;
+    int known = statvfs(directory, &space) == 0;
+    free(directory);
+    if (!known)
+        return TFENC_OK; /* the create below reports a missing directory better */
+    const double available = (double)space.f_bavail * (double)space.f_frsize;
+    if (needed > available)
+        return tfenc_error(ctx, TFENC_ERR_IO,
+                           "%s: the output needs %.1f MiB but its file system has %.1f MiB "
+                           "free; free some space or choose another output",
+                           out->path, needed / 1048576.0, available / 1048576.0);
+    return TFENC_OK;
+}
+
 int tfenc_output_create(tfenc_context *ctx, MPI_Comm writers, const tfenc_output_options *options,
                         tfenc_output **out_result)
 {
@@ -425,7 +463,10 @@ int tfenc_output_create(tfenc_context *ctx, MPI_Comm writers, const tfenc_output
     if (status != TFENC_OK)
         return status;
     const char *path = options->path;
-    status = open_file(ctx, out, writers, out->n_writers, 1);
+    if (!out->compress)
+        status = check_free_space(ctx, out, options);
+    if (status == TFENC_OK)
+        status = open_file(ctx, out, writers, out->n_writers, 1);
     int compress = out->compress;
     if (status == TFENC_OK)
         status = out->kind == TFENC_OUTPUT_POOLED

@@ -83,6 +83,7 @@ typedef struct run {
     tfenc_pipeline *pipeline;
     feeder *feeder;
     writer *writer;
+    int skip_finalize; /* leave without MPI_Finalize (which shuts HDF5 down) */
 } run;
 
 static const char *program = "tfenc-batch";
@@ -183,13 +184,13 @@ static void abort_job(run *r)
         fprintf(stderr, "%s: rank %d: %s\n", program, r->rank, tfenc_context_message(&r->ctx));
     else
         fprintf(stderr, "%s: %s\n", program, tfenc_context_message(&r->ctx));
-    fflush(stderr);
+    fflush(NULL);
     if (r->n_ranks > 1)
         MPI_Abort(MPI_COMM_WORLD, 1);
-    tfenc_output_close(r->output);
-    r->output = NULL;
-    MPI_Finalize();
-    exit(1);
+    /* Alone: leave at once, as MPI_Abort would. Closing the file could
+     * fail again (a full disk) and leave HDF5 unable to shut down; the
+     * rows and metadata written so far are in the file already. */
+    _exit(1);
 }
 
 /* ---------------------------------------------------------------- setup */
@@ -445,6 +446,8 @@ static int open_output(run *r, const options *opts)
     }
     free(identity);
     free(provenance);
+    /* HDF5 cannot always shut down after a failed write to a new file. */
+    r->skip_finalize = status == TFENC_ERR_IO;
     if (agree_on_failure(r, status))
         return 1;
     /* The first stage skips what the last stage found done. */
@@ -743,6 +746,9 @@ int main(int argc, char **argv)
         free(opts.overrides);
         return parsed == 1 ? 0 : 2;
     }
+    /* Past a file-size limit, writes should fail with EFBIG (reported with
+     * the path) rather than kill the process. */
+    signal(SIGXFSZ, SIG_IGN);
     MPI_Init(&argc, &argv);
     H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
     run r;
@@ -756,8 +762,12 @@ int main(int argc, char **argv)
         exit_code = agree_on_failure(&r, list_plugins(&r, &opts)) ? 1 : 0;
     else
         exit_code = run_job(&r, &opts);
-    release_run(&r);
     free(opts.overrides);
+    if (r.skip_finalize) {
+        fflush(NULL);
+        _exit(exit_code);
+    }
+    release_run(&r);
     MPI_Finalize();
     return exit_code;
 }

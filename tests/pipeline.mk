@@ -15,5 +15,6 @@ tests_test_layout_LDADD = $(TEST_LIBS)
 
 # Issue 7: jobs killed (SIGKILL) or stopped (SIGTERM) under mpiexec -n 4 and
 # run again end with the uninterrupted run's file.
-dist_check_SCRIPTS += tests/resume/kill_resume.sh
-TESTS += tests/resume/kill_resume.sh
+# A disk that fills mid-run: one line with the reason, rows kept, resumable.
+dist_check_SCRIPTS += tests/resume/kill_resume.sh tests/resume/disk_full.sh
+TESTS += tests/resume/kill_resume.sh tests/resume/disk_full.sh

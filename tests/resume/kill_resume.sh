@@ -53,7 +53,7 @@ start() {
 # sees), or the run has ended. Reading while the job writes is safe: the
 # file's structure is written and flushed at creation, only raw data changes.
 wait_until() {
-  "$python" - "$1" "$2" "$pid" <<'PY'
+  HDF5_USE_FILE_LOCKING=FALSE "$python" - "$1" "$2" "$pid" <<'PY'
 import os, sys, time, warnings
 import h5py
 path, fraction, pid = sys.argv[1], float(sys.argv[2]), int(sys.argv[3])

@@ -1,0 +1,94 @@
+#!/bin/sh
+# Issue 7: a disk that fills up in the middle of a job. The job must stop
+# with one line naming the output file and the system's reason ("No space
+# left on device"), a non-zero exit, and the documents it finished kept in
+# the file; once space is freed, running it again resumes and ends with the
+# uninterrupted run's file. A small tmpfs is the disk: mounted in a private
+# mount namespace (unshare), so the test needs no privileges beyond a user
+# namespace and leaves nothing mounted. A disk too small from the start is
+# refused before any work.
+set -u
+. "$(cd "$(dirname "$0")/../pipeline" && pwd)/common.sh"
+work=$builddir/tests/data/generated/resume/disk-full
+
+prepare_example original-postnorm "$work" || { echo "disk_full: FAIL: cannot make the model"; exit 1; }
+"$python" "$srcdir/tests/pipeline/make_inputs.py" hdf5 "$work/big.h5" 8000 1000 128 5 || exit 1
+(cd "$work" && "$driver" --quiet --set job.input=big.h5 --set job.output=baseline.h5 job.ini) \
+  || { echo "disk_full: FAIL: the uninterrupted run failed"; exit 1; }
+size_kib=$(( $(du -k --apparent-size "$work/baseline.h5" | cut -f1) + 4096 ))
+
+if ! unshare -rm true 2>/dev/null; then
+  echo "disk_full: FAIL: cannot make a private mount namespace (unshare -rm); enable user namespaces (sysctl kernel.unprivileged_userns_clone=1) to run this test"
+  exit 1
+fi
+
+export work driver python size_kib srcdir
+unshare -rm sh -eu <<'INNER'
+disk=$work/disk
+mkdir -p "$disk"
+mount -t tmpfs -o size=${size_kib}k tfenc-test "$disk"
+cd "$work"
+
+# Too small from the start: refused before any work.
+dd if=/dev/zero of="$disk/filler" bs=1024 count=$((size_kib - 1024)) 2>/dev/null || true
+status=0
+"$driver" --quiet --set job.input=big.h5 --set job.output="$disk/out.h5" job.ini 2> small.err || status=$?
+if [ $status -eq 0 ] || ! grep -q "out.h5: the output needs .* MiB but its file system has .* MiB free" small.err; then
+  echo "disk_full: FAIL: a disk too small was not refused up front: $(cat small.err)"
+  exit 1
+fi
+echo "disk_full: ok   refused up front: $(cat small.err)"
+rm -f "$disk/filler" "$disk/out.h5"
+
+# Full in the middle: fill the disk once the first documents are finished.
+"$driver" --quiet --set job.input=big.h5 --set job.output="$disk/out.h5" job.ini 2> full.err &
+pid=$!
+HDF5_USE_FILE_LOCKING=FALSE "$python" - "$disk/out.h5" "$pid" <<'PY'
+import os, sys, time
+import h5py
+path, pid = sys.argv[1], int(sys.argv[2])
+while True:
+    try:
+        os.kill(pid, 0)
+    except OSError:
+        break
+    try:
+        with h5py.File(path, "r") as f:
+            lengths = f["lengths"][()]
+        if (lengths >= 0).sum() > 0:
+            break
+    except Exception:
+        pass
+    time.sleep(0.02)
+PY
+dd if=/dev/zero of="$disk/filler" bs=65536 2>/dev/null || true
+status=0
+wait $pid || status=$?
+message=$(cat full.err)
+if [ $status -eq 0 ]; then
+  echo "disk_full: FAIL: the job finished although the disk filled (it was too fast: status 0)"
+  exit 1
+fi
+case $message in
+  *out.h5*"No space left on device"*) echo "disk_full: ok   stopped with status $status: $message" | cut -c1-400 ;;
+  *) echo "disk_full: FAIL: the message does not name the file and the reason: $message"; exit 1 ;;
+esac
+[ "$(printf '%s\n' "$message" | wc -l)" -eq 1 ] || { echo "disk_full: FAIL: more than one line"; exit 1; }
+done=$("$python" -c "import h5py, sys; f = h5py.File(sys.argv[1], 'r'); print(int((f['lengths'][()] >= 0).sum()), int(f.attrs['complete']))" "$disk/out.h5")
+echo "disk_full: finished documents kept, complete: $done"
+case $done in 0\ *|*\ 1) echo "disk_full: FAIL: expected finished documents kept and complete = 0"; exit 1 ;; esac
+
+# Space again: the same command resumes and completes.
+rm -f "$disk/filler"
+"$driver" --quiet --set job.input=big.h5 --set job.output="$disk/out.h5" job.ini 2> resume.err \
+  || { echo "disk_full: FAIL: resuming failed: $(cat resume.err)"; exit 1; }
+cp "$disk/out.h5" resumed.h5
+INNER
+status=$?
+[ $status -eq 0 ] || { echo "disk_full: FAIL"; exit 1; }
+"$python" "$srcdir/tests/pipeline/compare_layouts.py" "$work/baseline.h5" "$work/resumed.h5" | sed 's/^/disk_full: /'
+result=$("$python" "$srcdir/tests/pipeline/compare_layouts.py" "$work/baseline.h5" "$work/resumed.h5")
+case $result in
+  *"bitwise equal"*) echo "disk_full: the resumed file is the uninterrupted run's" ;;
+  *) echo "disk_full: FAIL: the resumed file differs"; exit 1 ;;
+esac
