@@ -1,11 +1,22 @@
 #!/bin/sh
 # Installs what tfenc needs, builds it out of tree, and runs the whole test
-# suite (make check). With --sanitizers it then does the same again in a
-# second build with AddressSanitizer and UndefinedBehaviorSanitizer.
-# This is the README's test command and what CI runs.
+# suite (make check, valgrind memcheck of an end-to-end job included). This
+# is the README's test command. Options, which CI passes both of:
+#   --sanitizers  then the same suite in a second build with
+#                 AddressSanitizer and UndefinedBehaviorSanitizer
+#   --fuzz        then each libFuzzer target for 60 s (tests/fuzz/run.sh)
 set -eu
 top=$(cd "$(dirname "$0")/.." && pwd)
 cd "$top"
+sanitizers=0
+fuzz=0
+for option in "$@"; do
+  case $option in
+    --sanitizers) sanitizers=1 ;;
+    --fuzz) fuzz=1 ;;
+    *) echo "usage: tests/run-all.sh [--sanitizers] [--fuzz]" >&2; exit 2 ;;
+  esac
+done
 sh tests/setup-deps
 
 [ -x configure ] || autoreconf -fi
@@ -32,8 +43,16 @@ check_in() {
   )
 }
 
+started=$(date +%s)
+elapsed() { echo "run-all: $1 after $(( $(date +%s) - started )) s"; }
 check_in "$top/build"
-if [ "${1:-}" = "--sanitizers" ]; then
+elapsed "normal build: every test passed"
+if [ "$sanitizers" -eq 1 ]; then
   check_in "$top/build-sanitizers" --enable-sanitizers
+  elapsed "sanitizer build: every test passed"
+fi
+if [ "$fuzz" -eq 1 ]; then
+  sh tests/fuzz/run.sh "$top/build"
+  elapsed "fuzzers: no finding"
 fi
 echo "run-all: every test passed"
