@@ -169,8 +169,7 @@ def make_sandbox(root):
 case "${{1:-}}" in -n|-np) shift 2 ;; esac
 exec "{MPIEXEC}" -n 2 "$@"
 """)
-    environment = dict(os.environ, PATH=bin_dir + os.pathsep + os.environ["PATH"],
-                       SLURM_CPUS_PER_TASK="1")
+    environment = dict(os.environ, PATH=bin_dir + os.pathsep + os.environ["PATH"])
     return sandbox, environment
 
 
@@ -216,12 +215,19 @@ def check_static(block_commands, line, accepted):
                     if option.startswith("--"):
                         check(option in accepted[program],
                               f"README.md:{line}: {program} accepts {option}")
-            for word in words:
-                if word.startswith("./") or re.search(r"\.(py|sh|ini)$", word):
-                    if word in ("./configure", "../configure") or word.endswith("configure"):
-                        continue
+            # Paths into the repository, and a bare file name once the block
+            # has entered one of its directories (before that, job.ini and
+            # the like are the reader's own files).
+            for word in words[1:] if program == words[0] else words[2:]:
+                if word.startswith(("$", "/", "-")) or word.endswith("configure"):
+                    continue
+                if ("/" in word or word.startswith("./")
+                        or (cwd != SRCDIR and re.search(r"\.(py|sh|ini)$", word))):
                     check(os.path.exists(os.path.join(cwd, word)),
                           f"README.md:{line}: {word} exists in {os.path.relpath(cwd, SRCDIR)}")
+            if words[0].startswith("./"):
+                check(os.path.exists(os.path.join(cwd, words[0])),
+                      f"README.md:{line}: {words[0]} exists in {os.path.relpath(cwd, SRCDIR)}")
 
 
 def tests_run_by_make_check():
