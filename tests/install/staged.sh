@@ -68,6 +68,23 @@ else
   fail "the installed programs do not run: $(cat "$tmp/version.txt")"
 fi
 
+# The manual pages document every option --help lists, and list no option
+# the program does not know.
+for program in tfenc-batch tfenc-import; do
+  page=$stage$TFENC_MANDIR/man1/$program.1
+  "$bindir/$program" --help 2>&1 | grep -o -- '--[a-z][a-z-]*' | sort -u >"$tmp/help-options"
+  grep -o 'Fl -[a-z][a-z-]*' "$page" | sed 's/^Fl -/--/' | sort -u >"$tmp/man-options"
+  missing=$(comm -23 "$tmp/help-options" "$tmp/man-options" | tr '\n' ' ')
+  [ -z "$missing" ] && ok "$program.1 documents every option of --help" \
+    || fail "$program.1 does not document: $missing"
+  for option in $(cat "$tmp/man-options"); do
+    # (a dummy argument, for the options that take one)
+    if "$bindir/$program" "$option" a.b=c 2>&1 | grep -q 'unknown option'; then
+      fail "$program.1 documents $option, which $program does not accept"
+    fi
+  done
+done
+
 # The installed plugins load and provide the built-in layer types.
 TFENC_PLUGIN_PATH=$pkglibdir
 export TFENC_PLUGIN_PATH
