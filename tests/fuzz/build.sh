@@ -23,15 +23,19 @@ command -v clang >/dev/null || {
 mkdir -p "$out/objects"
 out=$(cd "$out" && pwd)
 
-packages="hdf5-openmpi ompi-c openblas inih libutf8proc jansson"
+# The flags and libraries configure found (pkg-config, optional oneDNN...),
+# read from the configured Makefile, and the project's warnings and defines
+# (as in Makefile.am's AM_CPPFLAGS).
+makefile_values() { # makefile_values REGEX: values of the matching variables that
+  # configure set (automake's own, such as AM_CFLAGS, refer to others: skipped)
+  sed -n "/\\\$(/!s/^\($1\) = //p" "$configured/Makefile" | tr '\n' ' '
+}
 # -fno-sanitize-recover: UBSan findings stop the fuzzer like ASan's do.
 sanitize="-fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer"
-# The project's warnings and defines (as in Makefile.am's AM_CPPFLAGS).
-warnings=$(sed -n 's/^WARN_CFLAGS = //p' "$configured/Makefile")
-cflags="-std=c11 -g -O1 $warnings -D_GNU_SOURCE -DHAVE_CONFIG_H
+cflags="-std=c11 -g -O1 $(makefile_values WARN_CFLAGS) -D_GNU_SOURCE -DHAVE_CONFIG_H
   -DTFENC_BUILD_PLUGIN_DIR=\"$configured/plugins/.libs\" -I$top/core/include -I$top/core
-  -I$configured $(pkg-config --cflags $packages) $sanitize"
-libs="$(pkg-config --libs $packages) -ldl -lm"
+  -I$configured $(makefile_values '[A-Z0-9]*_CFLAGS') $sanitize"
+libs="$(makefile_values '[A-Z0-9]*_LIBS') -lm"
 
 objects=""
 for source in "$top"/core/*.c; do
