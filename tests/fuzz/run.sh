@@ -4,10 +4,13 @@
 # Fails if any target finds a crash, a leak, a timeout or a broken
 # invariant; the input that triggered it is kept (path printed).
 #
-#   tests/fuzz/run.sh [--time SECONDS] [--seed N] [--only TARGET] [CONFIGURED_BUILD_DIR]
+#   tests/fuzz/run.sh [--time SECONDS] [--seed N] [--only TARGET] [--raw-hdf5]
+#                     [CONFIGURED_BUILD_DIR]
 #
 # Defaults: 60 s per target, seed 1 (reproducible in CI; --seed 0 picks a
 # random one), every target, the build/ tree of tests/run-all.sh.
+# --raw-hdf5 also feeds raw bytes to HDF5 as corpus files: it finds crashes
+# inside HDF5 1.10.8 itself, so it is for exploring, not for CI.
 set -u
 top=$(cd "$(dirname "$0")/../.." && pwd)
 seconds=60
@@ -18,6 +21,7 @@ while [ $# -gt 0 ]; do
     --time) seconds=$2; shift 2 ;;
     --seed) seed=$2; shift 2 ;;
     --only) only=$2; shift 2 ;;
+    --raw-hdf5) TFENC_FUZZ_RAW_HDF5=1; export TFENC_FUZZ_RAW_HDF5; shift ;;
     -*) echo "fuzz/run.sh: unknown option $1" >&2; exit 2 ;;
     *) break ;;
   esac
