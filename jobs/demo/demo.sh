@@ -22,9 +22,16 @@ if [ "${1:-}" != "--no-setup" ]; then
   # Without the package index the venv step fails; everything the build
   # needs is checked again by configure, which names any missing package.
   sh tests/setup-deps || echo "demo: tests/setup-deps failed (see above); going on with what is installed" >&2
-  [ -x configure ] || autoreconf -fi
+  # The tools' chatter goes to build/setup.log, shown only when a step fails.
   mkdir -p "$build"
-  (cd "$build" && { [ -f Makefile ] || "$top/configure" -q; } && make -j2 >/dev/null)
+  log=$build/setup.log
+  echo "demo: building tfenc in $build"
+  if ! { { [ -x configure ] || autoreconf -fi; } &&
+         (cd "$build" && { [ -f Makefile ] || "$top/configure" -q; } && make -j2); } >"$log" 2>&1; then
+    tail -n 40 "$log" >&2
+    echo "demo: the build failed (the whole log: $log)" >&2
+    exit 1
+  fi
 fi
 [ -x "$build/drivers/tfenc-batch" ] || { echo "demo: no tfenc build in $build" >&2; exit 1; }
 
@@ -49,6 +56,9 @@ else
   TFENC_SOURCE_DIR=$top "$out/bundled/make-model" >/dev/null
   job=$out/bundled/job.ini
 fi
+# A rerun encodes afresh: tfenc-batch would resume (or, for another model,
+# refuse) an output file left by an earlier run.
+rm -f "$out/sample-embeddings.h5"
 "$build/drivers/tfenc-batch" --set job.input="$top/jobs/demo/sample.txt" \
   --set job.output="$out/sample-embeddings.h5" "$job"
 echo "demo: embeddings written to $out/sample-embeddings.h5"
