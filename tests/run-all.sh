@@ -4,7 +4,8 @@
 # is the README's test command. Options, which CI passes both of:
 #   --sanitizers  then the same suite in a second build with
 #                 AddressSanitizer and UndefinedBehaviorSanitizer
-#   --fuzz        then each libFuzzer target for 60 s (tests/fuzz/run.sh)
+#   --fuzz        then each libFuzzer target for 100000 inputs or 60 s,
+#                 whichever comes first (tests/fuzz/run.sh)
 set -eu
 top=$(cd "$(dirname "$0")/.." && pwd)
 cd "$top"
