@@ -39,6 +39,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import warnings
 
 import numpy as np
 import torch
@@ -61,8 +62,12 @@ DENSE_LEN = 128
 PEER_BATCH = 32  # documents per peer batch, padded to the batch's longest
 BATCH_TOKENS = 2048  # tfenc microbatch: GEMMs of 2048 rows run at OpenBLAS's full rate
 THREADS = 2
-# Real tokens per (shape, workload): about 10 s per engine on 2 Zen 3 cores.
-TOKENS = {"minilm": 65536, "bert-base": 8192, "tiny": 1024}
+# Real tokens per shape and workload: each engine runs for roughly 5-40 s on
+# 2 Zen 3 cores. The variable corpus is smaller: its long tail makes the peers
+# pad most batches to 100-256 tokens, so they run 5-10 times slower there.
+TOKENS = {("minilm", "dense"): 32768, ("minilm", "variable"): 12288,
+          ("bert-base", "dense"): 4096, ("bert-base", "variable"): 2048,
+          ("tiny", "dense"): 1024, ("tiny", "variable"): 1024}
 # Every engine must agree with PyTorch on the pooled embeddings, or the run
 # fails: float32 engines differ only in summation order (cosine ~1 - 1e-7);
 # bf16 rounds inputs and weights to 8 bits of mantissa (the bar).
@@ -131,6 +136,9 @@ def make_model(name, directory, seed=1, onnx=True):
     # fast path (nested tensors), which torch.onnx cannot trace; dropout is
     # 0, so the graph computes the same function.
     wrapped.train()
+    # The exporter warns about shape inference of constants, harmlessly here
+    # (ONNX Runtime's outputs are checked against PyTorch's below).
+    warnings.filterwarnings("ignore", category=UserWarning, module="torch.onnx")
     torch.onnx.export(wrapped, (ids, mask), os.path.join(directory, "model.onnx"),
                       input_names=["ids", "mask"], output_names=["pooled"],
                       dynamic_axes={"ids": {0: "batch", 1: "length"},
@@ -449,6 +457,9 @@ def main():
                         help="also run tfenc with precision = bf16 (needs the oneDNN backend)")
     parser.add_argument("--tokens-scale", type=float, default=1.0,
                         help="multiply the corpus sizes (smaller: quicker, noisier)")
+    parser.add_argument("--repeat", type=int, default=1,
+                        help="run every engine this many times, in turns, and keep its fastest "
+                             "run (filters out other work on a shared machine)")
     parser.add_argument("--keep", action="store_true", help="keep the generated models")
     parser.add_argument("--smoke", action="store_true",
                         help="a tiny model and corpus, no ONNX Runtime: checks the harness "
@@ -476,22 +487,27 @@ def main():
             make_model(name, model_dir, onnx="onnxruntime" in engines)
             weights_mib = os.path.getsize(os.path.join(model_dir, "model.h5")) / 2**20
             for workload in args.workloads.split(","):
-                documents = make_documents(workload, int(TOKENS[name] * args.tokens_scale))
+                documents = make_documents(workload, int(TOKENS[name, workload] * args.tokens_scale))
                 input_path = os.path.join(model_dir, f"{workload}.h5")
                 write_input(input_path, documents)
                 rate, flops_per_token, _ = roofline(args.builddir, SHAPES[name],
                                                     length_mix(documents),
                                                     0.02 if args.smoke else SGEMM_SECONDS)
                 results = {}
-                for engine in engines:
-                    print(f"bench: {name} {workload}: {engine}", file=sys.stderr, flush=True)
-                    if engine.startswith("tfenc"):
-                        ranks, threads = (int(x) for x in engine.split("-")[1].split("x"))
-                        precision = "bf16" if engine.endswith("bf16") else "fp32"
-                        results[engine] = tfenc(args.builddir, model_dir, input_path, workdir,
-                                                ranks, threads, precision)
-                    else:
-                        results[engine] = peer(engine, model_dir, input_path, workdir)
+                for turn in range(max(args.repeat, 1)):
+                    for engine in engines:
+                        print(f"bench: {name} {workload}: {engine} (run {turn + 1})",
+                              file=sys.stderr, flush=True)
+                        if engine.startswith("tfenc"):
+                            ranks, threads = (int(x) for x in engine.split("-")[1].split("x"))
+                            precision = "bf16" if engine.endswith("bf16") else "fp32"
+                            result = tfenc(args.builddir, model_dir, input_path, workdir, ranks,
+                                           threads, precision)
+                        else:
+                            result = peer(engine, model_dir, input_path, workdir)
+                        best = results.get(engine)
+                        if best is None or result["seconds"] < best["seconds"]:
+                            results[engine] = result
                 reference = results.get("pytorch", results[engines[0]])["embeddings"]
                 for engine in engines:
                     r = results[engine]
