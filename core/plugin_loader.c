@@ -40,6 +40,29 @@ static int reserve(void *array, int count, size_t size)
     return 0;
 }
 
+#ifdef TFENC_BUILD_PLUGIN_DIR
+/* Whether this libtfenc is the build tree's: the build's plugin directory
+ * is BUILD/plugins/.libs and its library lives under BUILD/core/. */
+static int running_from_build_tree(void)
+{
+    Dl_info info;
+    if (dladdr((void *)&tfenc_plugin_registry_create, &info) == 0 || info.dli_fname == NULL)
+        return 1;
+    const char *suffix = "/plugins/.libs";
+    size_t length = strlen(TFENC_BUILD_PLUGIN_DIR);
+    if (length < strlen(suffix) || length - strlen(suffix) >= PATH_MAX)
+        return 1;
+    char top[PATH_MAX], top_resolved[PATH_MAX], library[PATH_MAX];
+    memcpy(top, TFENC_BUILD_PLUGIN_DIR, length - strlen(suffix));
+    top[length - strlen(suffix)] = '\0';
+    if (realpath(top, top_resolved) == NULL || realpath(info.dli_fname, library) == NULL)
+        return 0; /* no build tree, or no way to tell: use the installed plugins */
+    size_t top_length = strlen(top_resolved);
+    return strncmp(library, top_resolved, top_length) == 0 &&
+           strncmp(library + top_length, "/core/", 6) == 0;
+}
+#endif
+
 static int is_directory(const char *path)
 {
     struct stat info;
@@ -80,8 +103,10 @@ int tfenc_plugin_registry_create(tfenc_context *ctx, const char *job_plugin_path
     if (status == TFENC_OK)
         status = add_path_list(registry, getenv("TFENC_PLUGIN_PATH"));
 #ifdef TFENC_BUILD_PLUGIN_DIR
-    /* Lets an uninstalled build run its own plugins; absent once installed elsewhere. */
-    if (status == TFENC_OK && is_directory(TFENC_BUILD_PLUGIN_DIR))
+    /* Lets an uninstalled build run its own plugins. An installed libtfenc
+     * skips them even while the build tree still exists: they could be
+     * newer or older than the installed library. */
+    if (status == TFENC_OK && running_from_build_tree() && is_directory(TFENC_BUILD_PLUGIN_DIR))
         status = add_directory(registry, TFENC_BUILD_PLUGIN_DIR, strlen(TFENC_BUILD_PLUGIN_DIR));
 #endif
 #ifdef TFENC_INSTALLED_PLUGIN_DIR
