@@ -17,6 +17,7 @@
 
 #include "aligned.h"
 #include "context.h"
+#include "gemm.h"
 #include "jobfile.h"
 #include "params.h"
 #include "plugin_loader.h"
@@ -848,6 +849,90 @@ static int suite_clean(void)
     return 0;
 }
 
+/* --------------------------------------------------------- bf16 backend */
+
+/* Rounding to bfloat16 (the bf16 backend's inputs and weights), against the
+ * definition: keep the top 16 bits, round to nearest, ties to even. */
+static void test_round_bf16(void)
+{
+    const float in[] = {1.0f,
+                        1.0f + 0x1p-8f,        /* tie between 1 and 1 + 2^-7: even is 1 */
+                        1.0f + 3 * 0x1p-8f,    /* tie between 1 + 2^-7 and 1 + 2^-6: even up */
+                        1.0f + 0x1p-8f + 0x1p-20f, /* just above the tie: up */
+                        -2.5f, 0.0f, -0.0f, INFINITY, -INFINITY, NAN,
+                        3.4028235e38f,         /* the largest float rounds to infinity */
+                        1e-40f};               /* a subnormal keeps its top bits */
+    const uint16_t want[] = {0x3f80, 0x3f80, 0x3f82, 0x3f81, 0xc020, 0x0000, 0x8000,
+                             0x7f80, 0xff80, 0x0000 /* checked as NaN below */, 0x7f80,
+                             0x0001};
+    const size_t n = sizeof in / sizeof in[0];
+    uint16_t got[sizeof in / sizeof in[0]];
+    tfenc_gemm_round_bf16(in, got, n);
+    for (size_t i = 0; i < n; i++) {
+        int ok = isnan(in[i]) ? (got[i] & 0x7f80) == 0x7f80 && (got[i] & 0x007f) != 0
+                              : got[i] == want[i];
+        if (!ok)
+            fprintf(stderr, "\n  bf16(%g) = 0x%04x, want 0x%04x\n", in[i], got[i], want[i]);
+        CU_ASSERT(ok);
+    }
+}
+
+/* precision = bf16 either runs (oneDNN with a bf16 matmul for this CPU) and
+ * then gives an FFN within bf16's rounding of the fp32 result, or is refused
+ * with one line that names the precision; fp32 is always accepted. */
+static void test_precision_choice(void)
+{
+    tfenc_context ctx;
+    tfenc_context_init(&ctx);
+    CU_ASSERT_EQUAL(tfenc_gemm_set_precision(&ctx, "fp16"), TFENC_ERR_CONFIG);
+    CU_ASSERT_PTR_NOT_NULL(strstr(tfenc_context_message(&ctx), "fp16"));
+    tfenc_context_clear(&ctx);
+    int status = tfenc_gemm_set_precision(&ctx, "bf16");
+    CU_ASSERT_EQUAL(status == TFENC_OK, tfenc_gemm_bf16_available());
+    if (status != TFENC_OK) {
+        const char *message = tfenc_context_message(&ctx);
+        CU_ASSERT_PTR_NOT_NULL(strstr(message, "precision = bf16"));
+        CU_ASSERT_PTR_NULL(strchr(message, '\n'));
+    } else {
+        /* bf16 keeps 8 significant bits: each product errs by up to 2^-8
+         * relative, and sums of FFN_D and FFN_F such terms of mixed sign by
+         * a few times that of the output scale: 3e-2 is that bound, which a
+         * wrong layout (transposed or shifted weights) exceeds by far. */
+        float in_w[FFN_F * FFN_D], out_w[FFN_D * FFN_F];
+        fill(in_w, FFN_F * FFN_D, -0.9, 0.9);
+        fill(out_w, FFN_D * FFN_F, -0.3, 0.3);
+        harness h;
+        harness_open(&h, FFN_D, 0, 512);
+        harness_add(&h, "in_weight", 2, (int64_t[]){FFN_F, FFN_D}, in_w);
+        harness_add(&h, "out_weight", 2, (int64_t[]){FFN_D, FFN_F}, out_w);
+        CU_ASSERT_EQUAL_FATAL(harness_create(&h, "ffn", "activation = relu\nbias = false\n"),
+                              TFENC_OK);
+        test_batch b;
+        batch_make(&b, lengths, N_SEQ, FFN_D);
+        fill(b.x, N_TOKENS * FFN_D, -2, 2);
+        double want[N_TOKENS * FFN_D], scale = 1.0, worst = 0.0;
+        for (int t = 0; t < N_TOKENS; t++) {
+            double x[FFN_D], hidden[FFN_F];
+            for (int j = 0; j < FFN_D; j++)
+                x[j] = b.x[t * FFN_D + j];
+            reference_linear(hidden, x, in_w, NULL, FFN_D, FFN_F);
+            for (int k = 0; k < FFN_F; k++)
+                hidden[k] = hidden[k] > 0 ? hidden[k] : 0;
+            reference_linear(want + t * FFN_D, hidden, out_w, NULL, FFN_F, FFN_D);
+        }
+        CU_ASSERT_EQUAL(harness_forward(&h, &b.batch), TFENC_OK);
+        for (int i = 0; i < N_TOKENS * FFN_D; i++) {
+            scale = fmax(scale, fabs(want[i]));
+            worst = fmax(worst, fabs(b.x[i] - want[i]));
+        }
+        CU_ASSERT(worst <= 3e-2 * scale);
+        batch_free(&b);
+        harness_close(&h);
+    }
+    tfenc_context_clear(&ctx);
+    CU_ASSERT_EQUAL(tfenc_gemm_set_precision(&ctx, "fp32"), TFENC_OK);
+}
+
 int main(void)
 {
     if (CU_initialize_registry() != CUE_SUCCESS)
@@ -879,6 +964,8 @@ int main(void)
         {"pooling modes and normalize", test_pooling_modes},
         {"pooling empty sequences", test_pooling_empty_sequences},
         {"pooling default mean", test_pooling_default_is_mean},
+        {"bf16 rounding", test_round_bf16},
+        {"precision choice (bf16 where oneDNN runs it)", test_precision_choice},
     };
     for (size_t i = 0; suite != NULL && i < sizeof tests / sizeof tests[0]; i++)
         if (CU_add_test(suite, tests[i].name, tests[i].run) == NULL)
