@@ -111,11 +111,12 @@ static dataset_plan plan_dataset(reader *r)
     if (storage & 1)
         plan.chunk = 1 + (int)((storage >> 1) % 8);
     /* Rows declared but never written: HDF5 reads them as the fill value,
-     * and a large enough excess must be refused before anything is sized
-     * by it. Either way the corpus is no longer valid (offsets fall back
-     * to 0, or the row counts disagree). */
+     * and a large excess (2^24 rows and up) must be refused before anything
+     * is sized by it. Between 2^12 and 2^24 rows HDF5 itself takes seconds
+     * per read over one-element chunks, legal but slow: not fuzzed. */
+    static const int grow_exponents[8] = {0, 3, 6, 12, 24, 30, 36, 42};
     if (plan.chunk && (storage & 0x80))
-        plan.grow = 1 + (int)((storage >> 4) & 7) * 6;
+        plan.grow = 1 + grow_exponents[(storage >> 4) & 7];
     if (plan.grow && plan.defect == FINE)
         plan.defect = GROWN;
     return plan;
@@ -240,10 +241,14 @@ static void build_ragged(hid_t file, reader *r, corpus_plan *plan)
      * reader (the embedding layer refuses them against the vocabulary). */
     plan->valid = tokens_plan.defect == FINE && offsets_plan.defect == FINE && index_fine
                   && !negative;
-    /* Grown offsets of a corpus without tokens are all 0: more empty
-     * documents, valid unless the excess is too large for what is stored. */
-    plan->unknown = offsets_plan.defect == GROWN && tokens_plan.defect == FINE && index_fine
-                    && tokens_count == 0;
+    /* Grown datasets may still make a valid corpus (offsets of a corpus
+     * without tokens are all 0 anyway), unless the excess is too large for
+     * what is stored: either outcome can be right. */
+    plan->unknown = tokens_plan.defect == GROWN || offsets_plan.defect == GROWN;
+    /* 2^24 rows or more of at least a byte each, next to a few written
+     * chunks: refused before any buffer is sized by them. */
+    if (tokens_plan.grow > 24 || offsets_plan.grow > 24)
+        plan->unknown = plan->valid = 0;
     write_dataset(file, "tokens", &tokens_plan, 1, &tokens_count, tokens);
     write_dataset(file, "offsets", &offsets_plan, 1, &offsets_count, offsets);
 }
@@ -284,6 +289,10 @@ static void build_padded(hid_t file, reader *r, corpus_plan *plan)
     hsize_t ids_dims[2] = {rows, (hsize_t)width};
     plan->valid = ids_plan.defect == FINE && lengths_plan.defect == FINE && lengths_fine
                   && !negative && lengths_count == rows;
+    /* Both grown alike, the extra rows are valid empty documents. */
+    plan->unknown = ids_plan.defect == GROWN || lengths_plan.defect == GROWN;
+    if (lengths_plan.grow > 24)
+        plan->unknown = plan->valid = 0;
     write_dataset(file, "ids", &ids_plan, 2, ids_dims, ids);
     write_dataset(file, "lengths", &lengths_plan, 1, &lengths_count, lengths);
 }
