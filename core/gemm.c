@@ -13,8 +13,7 @@
 #include <dnnl.h>
 #endif
 
-/* -1 until chosen: the first query then reads TFENC_PRECISION. */
-static int chosen_precision = -1;
+static int chosen_precision = TFENC_GEMM_FP32;
 
 void tfenc_gemm_round_bf16(const float *in, uint16_t *out, size_t n)
 {
@@ -233,12 +232,7 @@ int tfenc_gemm_set_precision(tfenc_context *ctx, const char *name)
 
 int tfenc_gemm_get_precision(tfenc_context *ctx, tfenc_gemm_precision *precision)
 {
-    if (chosen_precision < 0) {
-        const char *name = getenv("TFENC_PRECISION");
-        int status = tfenc_gemm_set_precision(ctx, name != NULL && name[0] != '\0' ? name : "fp32");
-        if (status != TFENC_OK)
-            return status;
-    }
+    (void)ctx;
     *precision = (tfenc_gemm_precision)chosen_precision;
     return TFENC_OK;
 }

@@ -19,10 +19,8 @@ typedef enum tfenc_gemm_precision {
  * created: maps already loaded keep their precision. */
 int tfenc_gemm_set_precision(tfenc_context *ctx, const char *name);
 
-/* The precision set by tfenc_gemm_set_precision(); until a call, the one
- * named by the environment variable TFENC_PRECISION (temporary, for the
- * benchmark, until every driver passes the job's [model] precision), else
- * fp32. Fails as tfenc_gemm_set_precision() does for a bad TFENC_PRECISION. */
+/* The precision set by tfenc_gemm_set_precision(); fp32 until a call
+ * (tfenc-batch sets the job's [model] precision). */
 int tfenc_gemm_get_precision(tfenc_context *ctx, tfenc_gemm_precision *precision);
 
 /* 1 when this build and CPU can run precision = bf16, else 0. */

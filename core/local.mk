@@ -17,3 +17,8 @@ core_libtfenc_la_SOURCES += \
 	core/hdf5_error.c core/hdf5_error.h \
 	core/layout.c core/layout.h \
 	core/pipeline.c core/pipeline.h
+
+# The matrix backend of tfenc_linear_forward: OpenBLAS fp32, and oneDNN bf16
+# when configure found it ([model] precision = bf16).
+core_libtfenc_la_SOURCES += core/gemm.c core/gemm.h
+core_libtfenc_la_LIBADD += $(ONEDNN_LIBS)

@@ -14,6 +14,7 @@
 #include "batch/writer.h"
 #include "context.h"
 #include "corpus.h"
+#include "gemm.h"
 #include "jobfile.h"
 #include "layout.h"
 #include "model.h"
@@ -27,6 +28,7 @@
 #include <cblas.h>
 #include <hdf5.h>
 #include <mpi.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -195,6 +197,24 @@ static void abort_job(run *r)
 
 /* ---------------------------------------------------------------- setup */
 
+/* Open MPI binds each rank to one core by default, also a rank started
+ * without mpiexec: OpenBLAS's threads would then share that core and run
+ * slower than one thread. Said once, by rank 0, as advice. */
+static void warn_about_binding(const run *r)
+{
+    cpu_set_t cores;
+    int threads = openblas_get_num_threads();
+    if (r->rank != 0 || threads < 2 || sched_getaffinity(0, sizeof cores, &cores) != 0)
+        return;
+    int usable = CPU_COUNT(&cores);
+    if (usable < threads)
+        fprintf(stderr,
+                "%s: warning: %d OpenBLAS threads per rank but this rank may run on %d core%s "
+                "(MPI binds ranks to cores): start with mpiexec --bind-to none (or set "
+                "OMPI_MCA_hwloc_base_binding_policy=none), or use 1 thread and more ranks\n",
+                program, threads, usable, usable == 1 ? "" : "s");
+}
+
 /* The job, the model's plan and the layout check: identical on every rank,
  * so errors here are reported once. */
 static int read_job(run *r, const options *opts)
@@ -204,6 +224,15 @@ static int read_job(run *r, const options *opts)
         status = tfenc_jobfile_override(&r->ctx, r->job, opts->overrides[i]);
     if (status == TFENC_OK)
         status = tfenc_model_config_read(&r->ctx, r->job, &r->config);
+    /* Before any weight is loaded: linear maps take their precision at load. */
+    if (status == TFENC_OK &&
+        (status = tfenc_gemm_set_precision(&r->ctx, r->config.precision_bf16 ? "bf16" : "fp32")) !=
+            TFENC_OK) {
+        char reason[TFENC_MESSAGE_MAX];
+        snprintf(reason, sizeof reason, "%s", tfenc_context_message(&r->ctx));
+        tfenc_context_clear(&r->ctx);
+        status = tfenc_error(&r->ctx, status, "%s: [model] %s", r->job->path, reason);
+    }
     if (status == TFENC_OK)
         status = settings_read(&r->ctx, r->job, &r->config, &r->settings);
     if (status == TFENC_OK)
@@ -216,6 +245,8 @@ static int read_job(run *r, const options *opts)
     }
     if (status == TFENC_OK && r->settings.threads > 0)
         openblas_set_num_threads((int)r->settings.threads);
+    if (status == TFENC_OK)
+        warn_about_binding(r);
     if (status == TFENC_OK)
         status = tfenc_plugin_registry_create(&r->ctx, r->config.plugin_path, &r->registry);
     if (status == TFENC_OK)

@@ -1,10 +1,5 @@
 # plugins fragment: see Makefile.am
 
-# The matrix backend of tfenc_linear_forward (OpenBLAS fp32, optional oneDNN
-# bf16) belongs to the library; it is listed here, with the kernels it serves.
-core_libtfenc_la_SOURCES += core/gemm.c core/gemm.h
-core_libtfenc_la_LIBADD += $(ONEDNN_LIBS)
-
 # attention: multi-head self-attention (mha) with RoPE and ALiBi.
 pkglib_LTLIBRARIES += plugins/attention.la
 plugins_attention_la_SOURCES = plugins/attention.c

@@ -45,6 +45,27 @@ static double fraction(double part, double whole)
     return whole > 0 ? part / whole : 0.0;
 }
 
+/* This process's peak resident memory in KiB. VmHWM, not getrusage's
+ * ru_maxrss: the latter also counts what the process was before exec (a
+ * Python that launched tfenc-batch, say). */
+static long peak_rss_kib(void)
+{
+    long kib = 0;
+    FILE *status = fopen("/proc/self/status", "r");
+    char line[256];
+    while (status != NULL && fgets(line, sizeof line, status) != NULL)
+        if (sscanf(line, "VmHWM: %ld kB", &kib) == 1)
+            break;
+    if (status != NULL)
+        fclose(status);
+    if (kib == 0) {
+        struct rusage usage;
+        getrusage(RUSAGE_SELF, &usage);
+        kib = usage.ru_maxrss;
+    }
+    return kib;
+}
+
 void report_summary(FILE *stream, MPI_Comm world, const rank_work *mine, const char *output_path,
                     int64_t documents, int64_t truncated_documents, int64_t tokens,
                     double wall_seconds, int quiet)
@@ -52,9 +73,7 @@ void report_summary(FILE *stream, MPI_Comm world, const rank_work *mine, const c
     int rank = 0, n_ranks = 1;
     MPI_Comm_rank(world, &rank);
     MPI_Comm_size(world, &n_ranks);
-    struct rusage usage;
-    getrusage(RUSAGE_SELF, &usage);
-    long rss = usage.ru_maxrss, rss_max = 0;
+    long rss = peak_rss_kib(), rss_max = 0;
     MPI_Reduce(&rss, &rss_max, 1, MPI_LONG, MPI_MAX, 0, world);
     rank_work *all = rank == 0 ? calloc((size_t)n_ranks, sizeof *all) : NULL;
     MPI_Gather(mine, (int)sizeof *mine, MPI_BYTE, all, (int)sizeof *mine, MPI_BYTE, 0, world);

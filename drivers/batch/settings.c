@@ -56,11 +56,15 @@ static int read_job_settings(reader *r)
     READ(tfenc_param_choice(&p, "output_kind", kinds, 0, &kind));
     READ(tfenc_param_choice(&p, "output_dtype", dtypes, 0, &dtype));
     READ(tfenc_param_choice(&p, "compression", compressions, 0, &compression));
-    READ(tfenc_param_int(&p, "batch_tokens", 8192, &s->batch_tokens));
+
     /* Without a limit the model's own is the natural one (512 at most, as BERT's). */
     READ(tfenc_param_int(&p, "max_seq_len",
                          r->config->max_positions < 512 ? r->config->max_positions : 512,
                          &s->max_seq_len));
+    /* 2048 tokens make GEMMs of 2048 rows, which run at full rate; more only
+     * costs memory (docs/performance.md). A document must fit a batch. */
+    READ(tfenc_param_int(&p, "batch_tokens", s->max_seq_len > 2048 ? s->max_seq_len : 2048,
+                         &s->batch_tokens));
     READ(tfenc_param_bool(&p, "truncation", 1, &s->truncation));
     READ(tfenc_param_choice(&p, "invalid_utf8", policies, 0, &policy));
     READ(tfenc_param_int(&p, "pipeline_stages", 1, &s->pipeline_stages));

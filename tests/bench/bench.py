@@ -301,8 +301,7 @@ def tfenc(builddir, model_dir, input_path, workdir, ranks, threads, precision="f
                "--set", f"job.output={output}", "--set", f"job.threads={threads}",
                os.path.join(model_dir, "job.ini")]
     env = dict(os.environ, OPENBLAS_NUM_THREADS=str(threads),
-               TFENC_PLUGIN_PATH=os.path.join(builddir, "plugins", ".libs"),
-               TFENC_PRECISION=precision)
+               TFENC_PLUGIN_PATH=os.path.join(builddir, "plugins", ".libs"))
     if precision != "fp32":
         command[1:1] = ["--set", f"model.precision={precision}"]
     if ranks > 1:
