@@ -248,6 +248,12 @@ static int plan_block(tfenc_context *ctx, const tfenc_jobfile *job, int header_i
                                      &info->norm_weights_override, &unused);
         }
     }
+    /* A model of more steps than this is a typo (repeat = 100000 with many
+     * sublayers), not a model: refuse it before building millions of steps. */
+    if (status == TFENC_OK && (long)plan->n_steps + repeat * (long)n_sublayers > 100000)
+        status = tfenc_error(ctx, TFENC_ERR_CONFIG,
+                             "%s: [%s] repeat %ld x %d sublayers makes more than 100000 steps",
+                             origin, header->name, repeat, n_sublayers);
     for (int i = 0; status == TFENC_OK && i < repeat; i++) {
         char *block_group = expand_template(weights_template, i);
         char index_text[16];

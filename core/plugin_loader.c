@@ -73,6 +73,12 @@ static int add_directory(tfenc_plugin_registry *registry, const char *directory,
 {
     if (length == 0)
         return TFENC_OK;
+    /* The same directory named twice (job path, environment, build tree) is
+     * searched and listed once. */
+    for (int i = 0; i < registry->n_directories; i++)
+        if (strlen(registry->directories[i]) == length &&
+            strncmp(registry->directories[i], directory, length) == 0)
+            return TFENC_OK;
     char *copy = strndup(directory, length);
     if (copy == NULL || reserve(&registry->directories, registry->n_directories, sizeof(char *)))
         return free(copy), TFENC_ERR_NO_MEMORY;

@@ -117,18 +117,36 @@ static void usage(FILE *stream)
             program, program, EXIT_INTERRUPTED);
 }
 
+/* Under a launcher (mpirun, srun) every rank parses the same arguments;
+ * only the first prints help, the version and argument errors. MPI is not
+ * initialised yet, so the rank comes from the launcher's environment. */
+static int first_rank(void)
+{
+    static const char *const variables[] = {"OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK",
+                                            "SLURM_PROCID", NULL};
+    for (int i = 0; variables[i] != NULL; i++) {
+        const char *value = getenv(variables[i]);
+        if (value != NULL && value[0] != '\0')
+            return atoi(value) == 0;
+    }
+    return 1;
+}
+
 static int parse_arguments(int argc, char **argv, options *opts)
 {
+    const int speak = first_rank();
     memset(opts, 0, sizeof *opts);
     opts->overrides = calloc((size_t)argc, sizeof *opts->overrides);
     for (int i = 1; i < argc; i++) {
         const char *arg = argv[i];
         if (strcmp(arg, "--help") == 0 || strcmp(arg, "-h") == 0) {
-            usage(stdout);
+            if (speak)
+                usage(stdout);
             return 1;
         } else if (strcmp(arg, "--version") == 0) {
-            printf("tfenc-batch %s (plugin ABI %d.%d)\n", PACKAGE_VERSION, TFENC_ABI_MAJOR,
-                   TFENC_ABI_MINOR);
+            if (speak)
+                printf("tfenc-batch %s (plugin ABI %d.%d)\n", PACKAGE_VERSION, TFENC_ABI_MAJOR,
+                       TFENC_ABI_MINOR);
             return 1;
         } else if (strcmp(arg, "--dry-run") == 0) {
             opts->dry_run = 1;
@@ -141,18 +159,21 @@ static int parse_arguments(int argc, char **argv, options *opts)
         } else if (strncmp(arg, "--set=", 6) == 0) {
             opts->overrides[opts->n_overrides++] = arg + 6;
         } else if (arg[0] == '-') {
-            fprintf(stderr, "%s: unknown option '%s' (try --help)\n", program, arg);
+            if (speak)
+                fprintf(stderr, "%s: unknown option '%s' (try --help)\n", program, arg);
             return 2;
         } else if (opts->job_path == NULL) {
             opts->job_path = arg;
         } else {
-            fprintf(stderr, "%s: more than one job file ('%s' and '%s')\n", program,
-                    opts->job_path, arg);
+            if (speak)
+                fprintf(stderr, "%s: more than one job file ('%s' and '%s')\n", program,
+                        opts->job_path, arg);
             return 2;
         }
     }
     if (opts->job_path == NULL && !opts->list_plugins) {
-        fprintf(stderr, "%s: no job file given (try --help)\n", program);
+        if (speak)
+            fprintf(stderr, "%s: no job file given (try --help)\n", program);
         return 2;
     }
     return 0;
@@ -311,7 +332,9 @@ static int decide_output_kind(run *r, int pools)
     return TFENC_OK;
 }
 
-/* Pass 1: the first stages count their shares; global indices and token
+/* Pass 1: the first stages count their shares' documents, and then, once
+ * every share knows its first global index (so that a tokenizer error
+ * names the right document), their tokens. Global indices and token
  * offsets follow by scans over the ranks in order (other stages add 0). */
 static int count_corpus(run *r, int need_tokens)
 {
@@ -319,18 +342,15 @@ static int count_corpus(run *r, int need_tokens)
     int64_t share_tokens = 0;
     int status = TFENC_OK;
     if (r->first_stage)
-        status = feeder_count(&r->ctx, &r->feeding, r->tokenizer, r->corpus, need_tokens, &counts,
-                              &share_tokens);
+        status = tfenc_corpus_count(&r->ctx, r->corpus, &counts);
     if (agree_on_failure(r, status))
         return 1;
     int64_t first_index = 0, first_token = 0;
     long long max_id = (long long)counts.max_id_length;
     MPI_Exscan(&counts.n_documents, &first_index, 1, MPI_INT64_T, MPI_SUM, MPI_COMM_WORLD);
-    MPI_Exscan(&share_tokens, &first_token, 1, MPI_INT64_T, MPI_SUM, MPI_COMM_WORLD);
     if (r->rank == 0)
-        first_index = first_token = 0; /* MPI_Exscan leaves rank 0's result undefined */
+        first_index = 0; /* MPI_Exscan leaves rank 0's result undefined */
     MPI_Allreduce(&counts.n_documents, &r->n_documents, 1, MPI_INT64_T, MPI_SUM, MPI_COMM_WORLD);
-    MPI_Allreduce(&share_tokens, &r->n_tokens, 1, MPI_INT64_T, MPI_SUM, MPI_COMM_WORLD);
     MPI_Allreduce(&max_id, &r->max_id_length, 1, MPI_LONG_LONG, MPI_MAX, MPI_COMM_WORLD);
     if (r->first_stage) {
         /* HDF5 shares know where they start; text shares learn it here. */
@@ -338,8 +358,18 @@ static int count_corpus(run *r, int need_tokens)
             tfenc_corpus_set_first_index(r->corpus, first_index);
         r->first_index = tfenc_corpus_first_index(r->corpus);
         r->share_documents = counts.n_documents;
-        r->first_token = first_token;
+        if (need_tokens)
+            status = feeder_count_tokens(&r->ctx, &r->feeding, r->tokenizer, r->corpus,
+                                         &share_tokens);
     }
+    if (agree_on_failure(r, status))
+        return 1;
+    MPI_Exscan(&share_tokens, &first_token, 1, MPI_INT64_T, MPI_SUM, MPI_COMM_WORLD);
+    if (r->rank == 0)
+        first_token = 0;
+    MPI_Allreduce(&share_tokens, &r->n_tokens, 1, MPI_INT64_T, MPI_SUM, MPI_COMM_WORLD);
+    if (r->first_stage)
+        r->first_token = first_token;
     if (r->replica_comm != MPI_COMM_NULL) {
         int64_t share[3] = {r->share_documents, r->first_index, r->first_token};
         MPI_Bcast(share, 3, MPI_INT64_T, 0, r->replica_comm);

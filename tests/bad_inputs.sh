@@ -241,8 +241,7 @@ import_error() {
 error "missing job file"        "nope.ini: cannot open job file: No such file" "" nope.ini
 error "job file is a directory" "a-directory: cannot read job file: Is a directory" "" a-directory
 error "job file is /dev/zero"   "/dev/zero: larger than 1 MiB: not a job file" "" /dev/zero
-# At 4 ranks every rank prints this one (the driver's argument parsing).
-error_at 1 "unknown option"     "unknown option '--frobnicate'" "" --frobnicate job.ini
+error "unknown option"          "unknown option '--frobnicate'" "" --frobnicate job.ini
 error "malformed --set"         "--set 'batch_tokens=5': expected section.key=value" "" --set batch_tokens=5 job.ini
 error "not INI syntax"          "job.ini:2: not INI syntax" '2i this line is not ini' job.ini
 error "key outside a section"   "job.ini:2: key 'stray' is outside any \[section\]" '2i stray = 1' job.ini
@@ -315,9 +314,7 @@ error "corpus is a directory"   "a-directory: the corpus must be a regular file"
 error "empty text corpus"       "the corpus holds no documents" "$(text_input empty.txt)" job.ini
 error "NUL byte in a line"      "nul.txt: line 2: NUL byte at byte offset 16" "$(text_input nul.txt)" job.ini
 error "UTF-16 text"             "utf16.txt: line 1: NUL byte at byte offset 3 \(is the file UTF-16 or binary\?\)" "$(text_input utf16.txt)" job.ini
-# At 4 ranks the driver names "document -1": a share after the first does
-# not know its first index while it counts (reported to the driver's owner).
-error_at 1 "invalid UTF-8 refused" "bad-utf8.txt: document 1 \(0-based\): tokenizer: invalid UTF-8 at byte offset 7" \
+error "invalid UTF-8 refused"   "bad-utf8.txt: document 1 \(0-based\): tokenizer: invalid UTF-8 at byte offset 7" \
   "$(text_input bad-utf8.txt 'text\ninvalid_utf8 = error')" job.ini
 error "JSON field missing"      "records.jsonl: line 2: text field 'text' is missing" "$(text_input records.jsonl jsonl)" job.ini
 error "JSON invalid"            "invalid.jsonl: line 2, column [0-9]+: invalid JSON" "$(text_input invalid.jsonl jsonl)" job.ini

@@ -85,19 +85,16 @@ int feeder_tokenize(tfenc_context *ctx, const feeder_options *options, tfenc_tok
     return TFENC_OK;
 }
 
-int feeder_count(tfenc_context *ctx, const feeder_options *options, tfenc_tokenizer *tokenizer,
-                 tfenc_corpus *corpus, int need_tokens, tfenc_corpus_counts *counts,
-                 int64_t *tokens)
+int feeder_count_tokens(tfenc_context *ctx, const feeder_options *options,
+                        tfenc_tokenizer *tokenizer, tfenc_corpus *corpus, int64_t *tokens)
 {
-    int status = tfenc_corpus_count(ctx, corpus, counts);
     *tokens = 0;
-    if (status != TFENC_OK || !need_tokens)
-        return status;
     int32_t *ids = malloc((size_t)options->max_seq_len * sizeof *ids);
     if (ids == NULL)
         return tfenc_error(ctx, TFENC_ERR_NO_MEMORY, "out of memory");
     tfenc_document document;
     int64_t first = tfenc_corpus_first_index(corpus);
+    int status;
     while ((status = tfenc_corpus_next(ctx, corpus, &document)) == TFENC_OK) {
         int32_t length, truncated;
         status = feeder_tokenize(ctx, options, tokenizer, &document, first + document.local_index,

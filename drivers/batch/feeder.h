@@ -28,12 +28,12 @@ int feeder_tokenize(tfenc_context *ctx, const feeder_options *options, tfenc_tok
                     const tfenc_document *document, int64_t global_index, int32_t *ids,
                     int32_t *length, int32_t *truncated);
 
-/* Pass 1 over the share: counts documents and (need_tokens) the tokens
- * after truncation, then rewinds. Global indices and token offsets follow
- * from these counts by MPI scans. */
-int feeder_count(tfenc_context *ctx, const feeder_options *options, tfenc_tokenizer *tokenizer,
-                 tfenc_corpus *corpus, int need_tokens, tfenc_corpus_counts *counts,
-                 int64_t *tokens);
+/* Pass 1 over the share, after tfenc_corpus_count() and once the share's
+ * first global index is known (so that errors name the right document):
+ * tokenizes every document for the tokens after truncation, then rewinds.
+ * Token offsets follow from these counts by an MPI scan. */
+int feeder_count_tokens(tfenc_context *ctx, const feeder_options *options,
+                        tfenc_tokenizer *tokenizer, tfenc_corpus *corpus, int64_t *tokens);
 
 typedef struct feeder feeder;
 

@@ -179,10 +179,15 @@ static int setup_tokenizer(reader *r)
     static const char *const accents[] = {"auto", "true", "false", NULL};
     tfenc_job_section *section = tfenc_jobfile_find(r->job, "tokenizer");
     if (r->settings->corpus.format == TFENC_CORPUS_HDF5) {
-        if (section != NULL && section->n_entries > 0)
+        if (section != NULL && section->n_entries > 0 && section->line > 0)
             return tfenc_error(r->ctx, TFENC_ERR_CONFIG,
                                "%s:%d: [tokenizer] is not used: the input holds token ids",
                                r->job->path, section->line);
+        if (section != NULL && section->n_entries > 0)
+            return tfenc_error(r->ctx, TFENC_ERR_CONFIG,
+                               "%s: --set tokenizer.%s: [tokenizer] is not used: the input holds "
+                               "token ids",
+                               r->job->path, section->entries[0].key);
         return TFENC_OK;
     }
     tfenc_params p;

@@ -3,17 +3,21 @@
  *   scale:  x *= factor           (key factor, default 2)
  *   add:    x += offset + bias[j] (key offset; optional dataset "bias" [d])
  *   fail:   forward fails when the batch holds token id `on_token`
- *           (to test error propagation across ranks and layers) */
+ *           (to test error propagation across ranks and layers)
+ *   pause:  leaves x alone and sleeps `milliseconds` per microbatch, so
+ *           that a test can stop a job part-way on any machine speed */
 #include "tfenc/plugin.h"
 
 #include <stdint.h>
 #include <stdlib.h>
+#include <time.h>
 
 typedef struct arithmetic {
-    int kind; /* 0 scale, 1 add, 2 fail */
+    int kind; /* 0 scale, 1 add, 2 fail, 3 pause */
     double factor;
     double offset;
     long on_token;
+    long milliseconds;
     const float *bias; /* [d_model] or NULL */
 } arithmetic;
 
@@ -35,6 +39,8 @@ static int create_kind(tfenc_context *ctx, const tfenc_layer_init *init, void **
     }
     if (kind == 2)
         status = tfenc_param_int(init->params, "on_token", -1, &layer->on_token);
+    if (kind == 3)
+        status = tfenc_param_int(init->params, "milliseconds", 10, &layer->milliseconds);
     if (status != TFENC_OK) {
         free(layer);
         return status;
@@ -58,10 +64,21 @@ static int create_fail(tfenc_context *ctx, const tfenc_layer_init *init, void **
     return create_kind(ctx, init, instance, 2);
 }
 
+static int create_pause(tfenc_context *ctx, const tfenc_layer_init *init, void **instance)
+{
+    return create_kind(ctx, init, instance, 3);
+}
+
 static int forward(void *instance, tfenc_context *ctx, tfenc_batch *batch, void *workspace)
 {
     arithmetic *layer = instance;
     const int d = batch->d_model;
+    if (layer->kind == 3) {
+        struct timespec pause = {.tv_sec = layer->milliseconds / 1000,
+                                 .tv_nsec = (layer->milliseconds % 1000) * 1000000L};
+        nanosleep(&pause, NULL);
+        return TFENC_OK;
+    }
     if (layer->kind == 2) {
         for (int t = 0; t < batch->n_tokens; t++)
             if (batch->token_ids[t] == layer->on_token)
@@ -92,6 +109,8 @@ static const tfenc_layer_descriptor layers[] = {
      .create = create_add, .forward = forward, .destroy = destroy},
     {TFENC_DESCRIPTOR_INIT, .type = "fail", .description = "fails on a chosen token (test)",
      .create = create_fail, .forward = forward, .destroy = destroy},
+    {TFENC_DESCRIPTOR_INIT, .type = "pause", .description = "sleeps per microbatch (test)",
+     .create = create_pause, .forward = forward, .destroy = destroy},
 };
 
 TFENC_EXPORT const tfenc_layer_descriptor *tfenc_plugin_descriptor(unsigned index);

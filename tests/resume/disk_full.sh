@@ -12,6 +12,11 @@ set -u
 work=$builddir/tests/data/generated/resume/disk-full
 
 prepare_example original-postnorm "$work" || { echo "disk_full: FAIL: cannot make the model"; exit 1; }
+# At least 10 ms per microbatch (the test plugin's `pause` layer), so the
+# disk fills while the job still has seconds of work left.
+TFENC_PLUGIN_PATH="$TFENC_PLUGIN_PATH:$builddir/tests/plugins/.libs"
+export TFENC_PLUGIN_PATH
+printf '\n[pause]\ntype = pause\nmilliseconds = 10\n' >> "$work/job.ini"
 "$python" "$srcdir/tests/pipeline/make_inputs.py" hdf5 "$work/big.h5" 8000 1000 128 5 || exit 1
 (cd "$work" && "$driver" --quiet --set job.input=big.h5 --set job.output=baseline.h5 job.ini) \
   || { echo "disk_full: FAIL: the uninterrupted run failed"; exit 1; }
@@ -22,7 +27,7 @@ if ! unshare -rm true 2>/dev/null; then
   exit 1
 fi
 
-export work driver python size_kib srcdir
+export work driver python size_kib srcdir TFENC_PLUGIN_PATH
 unshare -rm sh -eu <<'INNER'
 disk=$work/disk
 mkdir -p "$disk"

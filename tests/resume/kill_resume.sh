@@ -18,7 +18,15 @@ seed=${TFENC_TEST_SEED:-20261122}
 prepare_example bert-text "$work/pooled" || { echo "kill_resume: FAIL: cannot make a model"; exit 1; }
 prepare_example original-postnorm "$work/tokens" || { echo "kill_resume: FAIL: cannot make a model"; exit 1; }
 "$python" "$srcdir/tests/pipeline/make_inputs.py" text "$work/pooled/corpus.txt" "$work/pooled/big.txt" 100 || exit 1
-"$python" "$srcdir/tests/pipeline/make_inputs.py" hdf5 "$work/tokens/big.h5" 4000 1000 128 11 || exit 1
+"$python" "$srcdir/tests/pipeline/make_inputs.py" hdf5 "$work/tokens/big.h5" 2000 1000 128 11 || exit 1
+# The test plugin's `pause` layer (it leaves the activations alone) makes
+# every microbatch take a while, so that a run lasts about 5 s whatever the
+# machine's speed: finished documents show in the file once a second, and a
+# signal lands part-way.
+TFENC_PLUGIN_PATH="$TFENC_PLUGIN_PATH:$builddir/tests/plugins/.libs"
+export TFENC_PLUGIN_PATH
+printf '\n[pause]\ntype = pause\nmilliseconds = 60\n' >> "$work/pooled/job.ini"
+printf '\n[pause]\ntype = pause\nmilliseconds = 20\n' >> "$work/tokens/job.ini"
 
 fail() {
   echo "kill_resume: FAIL $*"
