@@ -625,11 +625,6 @@ double tfenc_model_step_flops(const tfenc_model *model, int step, double mean_se
     return flops;
 }
 
-const char *tfenc_model_step_type(const tfenc_model *model, int step)
-{
-    return model->steps[step - model->first_step].layer.descriptor->type;
-}
-
 static void destroy_instance(layer_instance *layer)
 {
     if (layer->instance != NULL)

@@ -82,8 +82,6 @@ int tfenc_model_probe_pools(tfenc_context *ctx, tfenc_model *model, int *pools);
  * *pools whether the whole model pools. */
 int tfenc_model_survey(tfenc_context *ctx, const tfenc_model_options *options,
                        double mean_seq_len, double *step_flops, int *pools);
-/* Type name of step i's layer, for reports. */
-const char *tfenc_model_step_type(const tfenc_model *model, int step);
 void tfenc_model_destroy(tfenc_model *model);
 
 #endif

@@ -303,16 +303,6 @@ int tfenc_pipeline_finish(tfenc_context *ctx, tfenc_pipeline *p)
     return TFENC_OK;
 }
 
-int tfenc_pipeline_stage(const tfenc_pipeline *p)
-{
-    return p->stage;
-}
-
-int tfenc_pipeline_n_stages(const tfenc_pipeline *p)
-{
-    return p->n_stages;
-}
-
 void tfenc_pipeline_destroy(tfenc_pipeline *p)
 {
     if (p == NULL)

@@ -83,9 +83,6 @@ void tfenc_pipeline_release(tfenc_pipeline *pipeline, tfenc_microbatch *microbat
  * after the end of stream too: it cancels the receives still posted. */
 int tfenc_pipeline_finish(tfenc_context *ctx, tfenc_pipeline *pipeline);
 
-int tfenc_pipeline_stage(const tfenc_pipeline *pipeline);
-int tfenc_pipeline_n_stages(const tfenc_pipeline *pipeline);
-
 void tfenc_pipeline_destroy(tfenc_pipeline *pipeline);
 
 #endif

@@ -29,7 +29,6 @@ struct feeder {
     int64_t first_index;
     int64_t token_cursor;
     int64_t documents_read;
-    int64_t documents_skipped;
     int corpus_finished;
     pending documents[WINDOW_DOCUMENTS];
     int n_documents;
@@ -198,7 +197,6 @@ static int fill_window(tfenc_context *ctx, feeder *f)
      * rows come out bitwise the same. Rewriting finished rows with equal
      * values is harmless. */
     if (done_in_window > 0 && done_in_window == f->n_documents) {
-        f->documents_skipped += f->n_documents;
         clear_window(f);
         return TFENC_OK;
     }
@@ -271,11 +269,6 @@ int feeder_next(tfenc_context *ctx, feeder *f, tfenc_pipeline *pipeline,
 int64_t feeder_documents_read(const feeder *f)
 {
     return f->documents_read;
-}
-
-int64_t feeder_documents_skipped(const feeder *f)
-{
-    return f->documents_skipped;
 }
 
 void feeder_destroy(feeder *f)

@@ -52,9 +52,8 @@ int feeder_create(tfenc_context *ctx, const feeder_options *options, tfenc_token
 int feeder_next(tfenc_context *ctx, feeder *f, tfenc_pipeline *pipeline,
                 tfenc_microbatch **microbatch);
 
-/* Documents read so far, and how many of them a previous run had finished. */
+/* Documents read so far. */
 int64_t feeder_documents_read(const feeder *f);
-int64_t feeder_documents_skipped(const feeder *f);
 
 void feeder_destroy(feeder *f);
 
