@@ -4,6 +4,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+void tfenc_layout_place(int rank, int pipeline_stages, int *replica, int *stage)
+{
+    *replica = rank / pipeline_stages;
+    *stage = rank % pipeline_stages;
+}
+
 int tfenc_layout_check(tfenc_context *ctx, const char *where, int n_ranks, int pipeline_stages,
                        int n_steps)
 {
@@ -85,8 +91,7 @@ int tfenc_layout_create(tfenc_context *ctx, const char *where, int rank, int n_r
     layout->pipeline_stages = pipeline_stages;
     layout->data_parallel = n_ranks / pipeline_stages;
     layout->rank = rank;
-    layout->replica = rank / pipeline_stages;
-    layout->stage = rank % pipeline_stages;
+    tfenc_layout_place(rank, pipeline_stages, &layout->replica, &layout->stage);
     layout->n_steps = n_steps;
     layout->stage_start = malloc((size_t)(pipeline_stages + 1) * sizeof *layout->stage_start);
     layout->stage_cost = calloc((size_t)pipeline_stages, sizeof *layout->stage_cost);

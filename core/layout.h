@@ -25,6 +25,11 @@ typedef struct tfenc_layout {
     double total_cost;
 } tfenc_layout;
 
+/* Where `rank` sits: its replica and its stage (the rule above). The one
+ * place that rule is written; tfenc_layout_create() and tfenc-batch, which
+ * needs its role before the steps are costed, both ask here. */
+void tfenc_layout_place(int rank, int pipeline_stages, int *replica, int *stage);
+
 /* Refuses layouts that cannot work, before any work: a rank count that is
  * not a multiple of the stage count, or more stages than steps (a stage
  * must hold at least one). `where` prefixes the message (the job file). */

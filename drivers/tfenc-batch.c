@@ -281,8 +281,7 @@ static void assign_roles(run *r)
 {
     r->n_stages = (int)r->settings.pipeline_stages;
     r->data_parallel = r->n_ranks / r->n_stages;
-    r->replica = r->rank / r->n_stages;
-    r->stage = r->rank % r->n_stages;
+    tfenc_layout_place(r->rank, r->n_stages, &r->replica, &r->stage);
     r->first_stage = r->stage == 0;
     r->last_stage = r->stage == r->n_stages - 1;
     r->replica_comm = MPI_COMM_NULL;

@@ -1,11 +1,12 @@
 /* Rows now, metadata after fdatasync: the last stage's writes. */
 #include "writer.h"
 
+#include "report.h"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 /* A group ends after this many documents or this many seconds, whichever
@@ -30,12 +31,6 @@ struct writer {
     double last_flush;
 };
 
-static double now_seconds(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
-}
 
 int writer_create(tfenc_context *ctx, tfenc_output *output, int pooled, const char *path,
                   writer **writer_out)
@@ -47,7 +42,7 @@ int writer_create(tfenc_context *ctx, tfenc_output *output, int pooled, const ch
     w->output = output;
     w->pooled = pooled;
     w->path = path;
-    w->last_flush = now_seconds();
+    w->last_flush = report_now();
     /* fdatasync through any descriptor flushes the file's data. */
     w->sync_fd = open(path, O_RDONLY | O_CLOEXEC);
     if (w->sync_fd < 0) {
@@ -125,14 +120,14 @@ int writer_write(tfenc_context *ctx, writer *w, const tfenc_microbatch *m)
         return status;
     w->documents += b->n_seq;
     w->tokens += b->n_tokens;
-    if (w->n_queued >= GROUP_DOCUMENTS || now_seconds() - w->last_flush >= GROUP_SECONDS)
+    if (w->n_queued >= GROUP_DOCUMENTS || report_now() - w->last_flush >= GROUP_SECONDS)
         return writer_flush(ctx, w);
     return TFENC_OK;
 }
 
 int writer_flush(tfenc_context *ctx, writer *w)
 {
-    w->last_flush = now_seconds();
+    w->last_flush = report_now();
     if (w->n_queued == 0)
         return TFENC_OK;
     if (fdatasync(w->sync_fd) != 0) {
