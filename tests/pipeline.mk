@@ -4,7 +4,8 @@ dist_check_SCRIPTS += tests/pipeline/layouts.sh tests/pipeline/failing_rank.sh \
 	tests/pipeline/slurm.sh
 TESTS += tests/pipeline/layouts.sh tests/pipeline/failing_rank.sh tests/pipeline/slurm.sh
 EXTRA_DIST += tests/pipeline/common.sh tests/pipeline/compare_layouts.py \
-	tests/pipeline/make_inputs.py tests/pipeline/bench.sh jobs/slurm/encode.sbatch
+	tests/pipeline/make_inputs.py tests/pipeline/bench.sh jobs/slurm/encode.sbatch \
+	tests/resume/progress.py
 
 # The layout rules and the cost-balanced split of steps into stages.
 check_PROGRAMS += tests/test_layout

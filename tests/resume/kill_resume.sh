@@ -35,50 +35,22 @@ fail() {
 
 # finished FILE: "DONE TOTAL COMPLETE" read from the file a run left.
 finished() {
-  "$python" - "$1" <<'PY'
-import sys, h5py
-try:
-    with h5py.File(sys.argv[1], "r") as f:
-        lengths = f["lengths"][()]
-        print(int((lengths >= 0).sum()), len(lengths), int(f.attrs["complete"]))
-except Exception as error:  # no file yet, or killed before it was readable
-    print(0, 0, 0)
-PY
+  "$python" "$srcdir/tests/resume/progress.py" count "$1"
 }
 
-# start DIR RANKS OUTPUT SETTINGS...: runs the job in the background with
-# frequent progress lines; sets $pid.
+# start DIR RANKS OUTPUT SETTINGS...: runs the job in the background; sets $pid.
 start() {
   dir=$1 ranks=$2 out=$3
   shift 3
-  (cd "$dir" && exec "$mpiexec" -n "$ranks" "$driver" "$@" --set job.progress_interval=0.02 \
-      --set job.output="$out" job.ini) > "$dir/run.out" 2> "$dir/run.err" &
+  (cd "$dir" && exec "$mpiexec" -n "$ranks" "$driver" "$@" --set job.output="$out" job.ini) \
+    > "$dir/run.out" 2> "$dir/run.err" &
   pid=$!
 }
 
-# wait_until FILE FRACTION: until that fraction of the documents is finished
-# in FILE (lengths are written after the rows, so this is what a resume
-# sees), or the run has ended. Reading while the job writes is safe: the
-# file's structure is written and flushed at creation, only raw data changes.
+# wait_until FILE FRACTION: until that fraction of the documents is
+# finished in FILE, or the run has ended.
 wait_until() {
-  HDF5_USE_FILE_LOCKING=FALSE "$python" - "$1" "$2" "$pid" <<'PY'
-import os, sys, time, warnings
-import h5py
-path, fraction, pid = sys.argv[1], float(sys.argv[2]), int(sys.argv[3])
-while True:
-    try:
-        os.kill(pid, 0)
-    except OSError:
-        break
-    try:
-        with h5py.File(path, "r") as f:
-            lengths = f["lengths"][()]
-        if (lengths >= 0).sum() >= fraction * len(lengths):
-            break
-    except Exception:
-        pass  # not created yet
-    time.sleep(0.02)
-PY
+  "$python" "$srcdir/tests/resume/progress.py" wait "$1" "$2" "$pid"
 }
 
 # kill_all SIGNAL: the ranks first (as a node failure would), then mpiexec.
