@@ -5,7 +5,7 @@
 # present. Generated data goes to tests/data/generated/{reference,jobs}/.
 dist_check_SCRIPTS += tests/reference/run_reference.sh tests/reference/run_jobs.sh
 TESTS += tests/reference/run_reference.sh tests/reference/run_jobs.sh
-EXTRA_DIST += tests/reference/make_reference.py tests/reference/compare.py \
+EXTRA_DIST += tests/environment.sh tests/reference/make_reference.py tests/reference/compare.py \
 	tests/reference/wordpiece.py \
 	jobs/original-postnorm/README jobs/original-postnorm/job.ini jobs/original-postnorm/make-model \
 	jobs/prenorm-gpt/README jobs/prenorm-gpt/job.ini jobs/prenorm-gpt/make-model \

@@ -8,22 +8,7 @@
 # the source tree stays clean and read-only source trees work.
 set -u
 
-here=$(cd "$(dirname "$0")" && pwd)
-srcdir=${abs_top_srcdir:-$(cd "$here/../.." && pwd)}
-builddir=${abs_top_builddir:-$(pwd)}
-python=${REFERENCE_PYTHON:-/usr/bin/python3}
-mpiexec=${MPIEXEC:-mpiexec}
-driver=$builddir/drivers/tfenc-batch
-: "${TFENC_PLUGIN_PATH:=$builddir/plugins/.libs}"
-export TFENC_PLUGIN_PATH
-if [ "$(id -u)" -eq 0 ]; then
-  : "${OMPI_ALLOW_RUN_AS_ROOT:=1}" "${OMPI_ALLOW_RUN_AS_ROOT_CONFIRM:=1}"
-  export OMPI_ALLOW_RUN_AS_ROOT OMPI_ALLOW_RUN_AS_ROOT_CONFIRM
-fi
-: "${OPENBLAS_NUM_THREADS:=1}"
-export OPENBLAS_NUM_THREADS
-TFENC_SOURCE_DIR=$srcdir
-export TFENC_SOURCE_DIR
+. "$(cd "$(dirname "$0")/../.." && pwd)/tests/environment.sh"
 
 if [ ! -x "$driver" ]; then
   echo "run_jobs: FAIL: $driver is missing (build tfenc first)"

@@ -8,22 +8,7 @@
 # BUILDDIR/tests/data/generated/reference/CASE and is rebuilt every run.
 set -u
 
-here=$(cd "$(dirname "$0")" && pwd)
-srcdir=${abs_top_srcdir:-$(cd "$here/../.." && pwd)}
-builddir=${abs_top_builddir:-$(pwd)}
-python=${REFERENCE_PYTHON:-/usr/bin/python3}
-mpiexec=${MPIEXEC:-mpiexec}
-driver=$builddir/drivers/tfenc-batch
-: "${TFENC_PLUGIN_PATH:=$builddir/plugins/.libs}"
-export TFENC_PLUGIN_PATH
-# Open MPI refuses root unless told; containers and CI often run as root.
-if [ "$(id -u)" -eq 0 ]; then
-  : "${OMPI_ALLOW_RUN_AS_ROOT:=1}" "${OMPI_ALLOW_RUN_AS_ROOT_CONFIRM:=1}"
-  export OMPI_ALLOW_RUN_AS_ROOT OMPI_ALLOW_RUN_AS_ROOT_CONFIRM
-fi
-# One BLAS thread per rank: the machine is shared and the model is tiny.
-: "${OPENBLAS_NUM_THREADS:=1}"
-export OPENBLAS_NUM_THREADS
+. "$(cd "$(dirname "$0")/../.." && pwd)/tests/environment.sh"
 
 if [ ! -x "$driver" ]; then
   echo "run_reference: FAIL: $driver is missing (build tfenc first)"

@@ -1,0 +1,21 @@
+# Sourced by the script tests (two directories below the top, as
+# tests/reference/run_jobs.sh): where things are, and how to run tfenc as a
+# test. Root in CI needs Open MPI's two ALLOW variables and more ranks than
+# cores need oversubscription; users never need either. One OpenBLAS thread
+# per rank: the machine is shared and the test models are tiny.
+here=$(cd "$(dirname "$0")" && pwd)
+srcdir=${abs_top_srcdir:-$(cd "$here/../.." && pwd)}
+builddir=${abs_top_builddir:-$(pwd)}
+python=${REFERENCE_PYTHON:-/usr/bin/python3}
+mpiexec=${MPIEXEC:-mpiexec}
+driver=$builddir/drivers/tfenc-batch
+: "${TFENC_PLUGIN_PATH:=$builddir/plugins/.libs}"
+: "${OMPI_MCA_rmaps_base_oversubscribe:=1}" "${OPENBLAS_NUM_THREADS:=1}"
+export TFENC_PLUGIN_PATH OMPI_MCA_rmaps_base_oversubscribe OPENBLAS_NUM_THREADS
+if [ "$(id -u)" -eq 0 ]; then
+  : "${OMPI_ALLOW_RUN_AS_ROOT:=1}" "${OMPI_ALLOW_RUN_AS_ROOT_CONFIRM:=1}"
+  export OMPI_ALLOW_RUN_AS_ROOT OMPI_ALLOW_RUN_AS_ROOT_CONFIRM
+fi
+# Examples' make-model scripts find the generators through it when copied.
+TFENC_SOURCE_DIR=$srcdir
+export TFENC_SOURCE_DIR
