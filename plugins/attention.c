@@ -41,7 +41,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "layers.h" /* LAYERS_VECTOR_CLONES */
+#include "layers.h" /* LAYERS_VECTOR_CLONES, layers_exp */
 #include "tfenc/plugin.h"
 
 /* Query rows scored at once: the scores of one tile, tile x L floats, stay
@@ -113,33 +113,14 @@ static void rope_apply(const attention *layer, float *vectors, int rows, int str
     }
 }
 
-/* exp(x) for the scores once their row maximum is subtracted (x <= 0), in
- * plain arithmetic so that a loop of it vectorises, which a call to libm's
- * expf() prevents: the softmax would otherwise cost as much as the GEMMs at
- * L = 512. exp(x) = 2^n exp(r) with n = round(x / ln 2) and |r| <= ln(2)/2;
- * exp(r) is Cephes' expf polynomial (relative error about 1 ulp on that range). */
+/* exp(x) for the scores once their row maximum is subtracted (x <= 0):
+ * layers_exp() (plain arithmetic, so that a loop of it vectorises; libm's
+ * expf() would make the softmax cost as much as the GEMMs at L = 512), with
+ * NaN and -inf scores turned back into NaN by (x - x), where layers_exp's
+ * clamp alone would hide them as exp(-87). */
 static inline float exp_nonpositive(float x)
 {
-    /* exp(-87) ~ 1.6e-38 is nothing next to the row maximum's exp(0) = 1, and
-     * keeps 2^n a normal float. The comparison also turns NaN into a safe
-     * value for the int conversion; NaN comes back through (x - x) below. */
-    float clamped = x > -87.0f ? x : -87.0f;
-    /* Adding and removing 1.5 * 2^23 rounds to the nearest integer. */
-    float n = (clamped * 1.44269504088896341f + 12582912.0f) - 12582912.0f;
-    /* r = x - n ln 2, with ln 2 split in two so that n * ln 2 stays exact. */
-    float r = clamped - n * 0.693359375f + n * 2.12194440e-4f;
-    float p = 1.9875691500e-4f;
-    p = p * r + 1.3981999507e-3f;
-    p = p * r + 8.3334519073e-3f;
-    p = p * r + 4.1665795894e-2f;
-    p = p * r + 1.6666665459e-1f;
-    p = p * r + 5.0000001201e-1f;
-    p = p * r * r + r + 1.0f;
-    /* 2^n built from its exponent bits. */
-    int32_t bits = ((int32_t)n + 127) * (1 << 23);
-    float power;
-    memcpy(&power, &bits, sizeof power);
-    return p * power + (x - x);
+    return layers_exp(x) + (x - x);
 }
 
 /* Replaces each row of a score tile by exp(score - row maximum) and returns
