@@ -630,6 +630,17 @@ int tfenc_output_reopen(tfenc_context *ctx, MPI_Comm writers, const tfenc_output
         tfenc_output_close(out);
         return TFENC_ERR_NOT_FOUND;
     }
+    /* HDF5 compresses whole chunks in memory: a killed job's compressed
+     * file cannot say which rows reached the disk. */
+    if (out->compress) {
+        status = tfenc_error(ctx, TFENC_ERR_CONFIG,
+                             "%s exists and compressed output cannot be resumed: remove it, or "
+                             "set [job] resume = false to overwrite it (for long jobs write "
+                             "compression = none and h5repack afterwards)",
+                             out->path);
+        tfenc_output_close(out);
+        return status;
+    }
     status = open_file(ctx, out, writers, out->n_writers, 0);
 
     /* The file must be this job's, attribute by attribute. */

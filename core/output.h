@@ -99,7 +99,9 @@ int tfenc_output_create(tfenc_context *ctx, MPI_Comm writers, const tfenc_output
  * dtype, compression, d_model, documents, tokens, ids): such a file is never
  * appended to. On success *was_complete says whether that run had finished;
  * the file is marked complete = 0 (and gets this run's job text and layout) until
- * tfenc_output_finish(). */
+ * tfenc_output_finish(). A compressed output (gzip) is never reopened:
+ * TFENC_ERR_CONFIG, since HDF5 compresses whole chunks in memory and a
+ * killed run's file cannot say which rows reached the disk. */
 int tfenc_output_reopen(tfenc_context *ctx, MPI_Comm writers, const tfenc_output_options *options,
                         tfenc_output **out, int *was_complete);
 

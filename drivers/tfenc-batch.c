@@ -489,16 +489,7 @@ static int open_output(run *r, const options *opts)
             .job_settings = identity, .weights_sha256 = weights_sha256, .layout = layout};
         MPI_Comm writers = r->data_parallel > 1 ? r->writers_comm : MPI_COMM_NULL;
         status = TFENC_ERR_NOT_FOUND;
-        /* HDF5 compresses whole chunks in memory: a killed job's compressed
-         * file cannot say which rows reached the disk. */
-        if (r->settings.resume && r->settings.compression == TFENC_COMPRESSION_GZIP &&
-            access(r->settings.output, F_OK) == 0)
-            status = tfenc_error(&r->ctx, TFENC_ERR_CONFIG,
-                                 "%s exists and compressed output cannot be resumed: remove it, "
-                                 "or set [job] resume = false to overwrite it (for long jobs "
-                                 "write compression = none and h5repack afterwards)",
-                                 r->settings.output);
-        else if (r->settings.resume)
+        if (r->settings.resume)
             status = tfenc_output_reopen(&r->ctx, writers, &o, &r->output, &was_complete);
         resumed = status == TFENC_OK;
         if (status == TFENC_ERR_NOT_FOUND)

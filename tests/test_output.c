@@ -749,6 +749,22 @@ static void test_resume(void)
         if (strstr(ctx.message, others[i].expect) == NULL)
             fprintf(stderr, "\nexpected '%s' in: %s\n", others[i].expect, ctx.message);
     }
+
+    /* A compressed file is never reopened, even by the same job. */
+    char gzip_path[300];
+    snprintf(gzip_path, sizeof gzip_path, "%s/resume-gzip.h5", directory);
+    tfenc_output_options compressed = options;
+    compressed.path = gzip_path;
+    compressed.compression = TFENC_COMPRESSION_GZIP;
+    tfenc_context_init(&ctx);
+    CU_ASSERT_FATAL(tfenc_output_create(&ctx, MPI_COMM_NULL, &compressed, &out) == TFENC_OK);
+    CU_ASSERT(tfenc_output_finish(&ctx, out) == TFENC_OK);
+    out = NULL;
+    CU_ASSERT(tfenc_output_reopen(&ctx, MPI_COMM_NULL, &compressed, &out, &was_complete)
+              == TFENC_ERR_CONFIG);
+    CU_ASSERT(out == NULL);
+    CU_ASSERT(strstr(ctx.message, "resume-gzip.h5 exists and compressed output cannot be resumed")
+              != NULL);
 }
 
 int main(void)
