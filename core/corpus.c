@@ -3,6 +3,7 @@
  * and line (or dataset). */
 #include "corpus.h"
 #include "hdf5_error.h"
+#include "names.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -78,16 +79,15 @@ static char *copy_string(const char *text)
     return copy;
 }
 
+const char *const tfenc_corpus_format_names[] = {"text", "jsonl", "hdf5", "auto", NULL};
+
 int tfenc_corpus_format_from_name(const char *name, tfenc_corpus_format *format)
 {
-    static const struct { const char *name; tfenc_corpus_format format; } names[] = {
-        {"text", TFENC_CORPUS_TEXT}, {"jsonl", TFENC_CORPUS_JSONL}, {"hdf5", TFENC_CORPUS_HDF5}};
-    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
-        if (name != NULL && strcmp(name, names[i].name) == 0) {
-            *format = names[i].format;
-            return TFENC_OK;
-        }
-    return TFENC_ERR_NOT_FOUND;
+    int index = tfenc_name_index(tfenc_corpus_format_names, name);
+    if (index < 0 || index == TFENC_CORPUS_AUTO)
+        return TFENC_ERR_NOT_FOUND;
+    *format = (tfenc_corpus_format)index;
+    return TFENC_OK;
 }
 
 tfenc_corpus_format tfenc_corpus_format_from_path(const char *path)
@@ -104,12 +104,7 @@ tfenc_corpus_format tfenc_corpus_format_from_path(const char *path)
 
 const char *tfenc_corpus_format_name(tfenc_corpus_format format)
 {
-    switch (format) {
-    case TFENC_CORPUS_TEXT: return "text";
-    case TFENC_CORPUS_JSONL: return "jsonl";
-    case TFENC_CORPUS_HDF5: return "hdf5";
-    }
-    return "unknown";
+    return tfenc_name_of(tfenc_corpus_format_names, TFENC_CORPUS_AUTO, format);
 }
 
 int64_t tfenc_corpus_first_index(const tfenc_corpus *corpus)

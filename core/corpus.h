@@ -39,11 +39,16 @@
 #include <stdint.h>
 #include "tfenc/plugin.h"
 
+/* AUTO is a job's choice (decided by the file name), never a corpus's. */
 typedef enum tfenc_corpus_format {
     TFENC_CORPUS_TEXT,
     TFENC_CORPUS_JSONL,
-    TFENC_CORPUS_HDF5
+    TFENC_CORPUS_HDF5,
+    TFENC_CORPUS_AUTO
 } tfenc_corpus_format;
+
+/* The formats' names, indexed by value, NULL-terminated ("auto" last). */
+extern const char *const tfenc_corpus_format_names[];
 
 typedef struct tfenc_corpus_options {
     const char *path;

@@ -4,10 +4,19 @@
 #include <stdlib.h>
 #include <string.h>
 
-void tfenc_layout_place(int rank, int pipeline_stages, int *replica, int *stage)
+int tfenc_layout_rank(const tfenc_layout *layout, int replica, int stage)
 {
-    *replica = rank / pipeline_stages;
-    *stage = rank % pipeline_stages;
+    return replica * layout->pipeline_stages + stage;
+}
+
+int tfenc_layout_is_first_stage(const tfenc_layout *layout)
+{
+    return layout->stage == 0;
+}
+
+int tfenc_layout_is_last_stage(const tfenc_layout *layout)
+{
+    return layout->stage == layout->pipeline_stages - 1;
 }
 
 int tfenc_layout_check(tfenc_context *ctx, const char *where, int n_ranks, int pipeline_stages,
@@ -79,9 +88,8 @@ static int split_steps(const double *cost, int n_steps, int stages, int *start)
     return 1;
 }
 
-int tfenc_layout_create(tfenc_context *ctx, const char *where, int rank, int n_ranks,
-                        int pipeline_stages, int n_steps, const double *step_cost,
-                        tfenc_layout *layout)
+int tfenc_layout_place(tfenc_context *ctx, const char *where, int rank, int n_ranks,
+                       int pipeline_stages, int n_steps, tfenc_layout *layout)
 {
     memset(layout, 0, sizeof *layout);
     int status = tfenc_layout_check(ctx, where, n_ranks, pipeline_stages, n_steps);
@@ -91,8 +99,19 @@ int tfenc_layout_create(tfenc_context *ctx, const char *where, int rank, int n_r
     layout->pipeline_stages = pipeline_stages;
     layout->data_parallel = n_ranks / pipeline_stages;
     layout->rank = rank;
-    tfenc_layout_place(rank, pipeline_stages, &layout->replica, &layout->stage);
+    /* The placement rule: a replica's stages are neighbouring ranks. */
+    layout->replica = rank / pipeline_stages;
+    layout->stage = rank % pipeline_stages;
     layout->n_steps = n_steps;
+    return TFENC_OK;
+}
+
+int tfenc_layout_split(tfenc_context *ctx, tfenc_layout *layout, const double *step_cost)
+{
+    const int n_steps = layout->n_steps, pipeline_stages = layout->pipeline_stages;
+    free(layout->stage_start);
+    free(layout->stage_cost);
+    layout->total_cost = 0;
     layout->stage_start = malloc((size_t)(pipeline_stages + 1) * sizeof *layout->stage_start);
     layout->stage_cost = calloc((size_t)pipeline_stages, sizeof *layout->stage_cost);
     /* A step a plugin cannot cost still weighs a little, so that steps of
@@ -123,6 +142,14 @@ int tfenc_layout_create(tfenc_context *ctx, const char *where, int rank, int n_r
         }
     free(cost);
     return TFENC_OK;
+}
+
+int tfenc_layout_create(tfenc_context *ctx, const char *where, int rank, int n_ranks,
+                        int pipeline_stages, int n_steps, const double *step_cost,
+                        tfenc_layout *layout)
+{
+    int status = tfenc_layout_place(ctx, where, rank, n_ranks, pipeline_stages, n_steps, layout);
+    return status == TFENC_OK ? tfenc_layout_split(ctx, layout, step_cost) : status;
 }
 
 int tfenc_layout_first_step(const tfenc_layout *layout, int stage)

@@ -20,15 +20,10 @@ typedef struct tfenc_layout {
     int stage;   /* 0 .. pipeline_stages - 1 */
     int n_steps;
     int *stage_start;    /* [pipeline_stages + 1]: stage s runs steps
-                          * [stage_start[s], stage_start[s + 1]) */
+                          * [stage_start[s], stage_start[s + 1]); NULL until split */
     double *stage_cost;  /* [pipeline_stages]: predicted cost of each stage */
     double total_cost;
 } tfenc_layout;
-
-/* Where `rank` sits: its replica and its stage (the rule above). The one
- * place that rule is written; tfenc_layout_create() and tfenc-batch, which
- * needs its role before the steps are costed, both ask here. */
-void tfenc_layout_place(int rank, int pipeline_stages, int *replica, int *stage);
 
 /* Refuses layouts that cannot work, before any work: a rank count that is
  * not a multiple of the stage count, or more stages than steps (a stage
@@ -36,14 +31,29 @@ void tfenc_layout_place(int rank, int pipeline_stages, int *replica, int *stage)
 int tfenc_layout_check(tfenc_context *ctx, const char *where, int n_ranks, int pipeline_stages,
                        int n_steps);
 
-/* Fills `layout` for `rank`: the replica and stage, and the split of the
- * steps into contiguous stage ranges that minimises the most expensive
- * stage (a pipeline runs at the pace of its slowest stage). step_cost[i]
- * >= 0 is step i's predicted cost, e.g. FLOPs per token; steps of equal
- * cost split evenly. Runs tfenc_layout_check first. */
+/* Fills in `rank`'s place: its replica and stage, by the rule above (the
+ * one place it is written). Runs tfenc_layout_check first. The step split
+ * is not known yet (stage_start is NULL): tfenc_layout_split() adds it. */
+int tfenc_layout_place(tfenc_context *ctx, const char *where, int rank, int n_ranks,
+                       int pipeline_stages, int n_steps, tfenc_layout *layout);
+
+/* Splits the steps into contiguous stage ranges that minimise the most
+ * expensive stage (a pipeline runs at the pace of its slowest stage).
+ * step_cost[i] >= 0 is step i's predicted cost, e.g. FLOPs per token;
+ * steps of equal cost split evenly. */
+int tfenc_layout_split(tfenc_context *ctx, tfenc_layout *layout, const double *step_cost);
+
+/* tfenc_layout_place() and tfenc_layout_split() in one call. */
 int tfenc_layout_create(tfenc_context *ctx, const char *where, int rank, int n_ranks,
                         int pipeline_stages, int n_steps, const double *step_cost,
                         tfenc_layout *layout);
+
+/* The rank that is `stage` of `replica`. */
+int tfenc_layout_rank(const tfenc_layout *layout, int replica, int stage);
+/* Whether this rank reads the corpus (first stage) or writes the output
+ * (last stage); with one stage, both. */
+int tfenc_layout_is_first_stage(const tfenc_layout *layout);
+int tfenc_layout_is_last_stage(const tfenc_layout *layout);
 
 /* The stage's first step and one past its last. */
 int tfenc_layout_first_step(const tfenc_layout *layout, int stage);

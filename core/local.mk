@@ -16,7 +16,17 @@ core_libtfenc_la_SOURCES += \
 	core/model.c core/model.h \
 	core/hdf5_error.c core/hdf5_error.h \
 	core/layout.c core/layout.h \
-	core/pipeline.c core/pipeline.h
+	core/pipeline.c core/pipeline.h \
+	core/names.h core/clock.h
+
+# A tfenc-batch job: the [job] settings, the first stage's feeder, the last
+# stage's writer, the run that ties them together and its report.
+core_libtfenc_la_SOURCES += \
+	core/job_settings.c core/job_settings.h \
+	core/feeder.c core/feeder.h \
+	core/writer.c core/writer.h \
+	core/run.c core/run.h \
+	core/run_report.c core/run_report.h
 
 # The matrix backend of tfenc_linear_forward: OpenBLAS fp32, and oneDNN bf16
 # when configure found it ([model] precision = bf16).

@@ -133,18 +133,22 @@ static tfenc_step_plan *add_step(tfenc_model_plan *plan, int *capacity)
     return step;
 }
 
-/* Reads a sublayer's or layer's core keys (type is read by create). */
+/* Reads the keys every layer section has: its type (which names the
+ * plugin), an optional weights group, and in a block whether the sublayer
+ * has a residual connection. */
 static int read_layer_keys(tfenc_context *ctx, const tfenc_jobfile *job,
-                           tfenc_job_section *section, int in_block, const char **weights,
-                           int *residual)
+                           tfenc_job_section *section, int in_block, const char **type,
+                           const char **weights, int *residual)
 {
     tfenc_params params;
     tfenc_params_bind(&params, ctx, job, section);
-    int status = tfenc_param_string(&params, "weights", NULL, weights);
+    int status = tfenc_param_string(&params, "type", NULL, type);
+    if (status == TFENC_OK)
+        status = tfenc_param_string(&params, "weights", NULL, weights);
     if (status == TFENC_OK && in_block)
         status = tfenc_param_bool(&params, "residual", 1, residual);
     char origin[512];
-    if (status == TFENC_OK && tfenc_job_section_get(section, "type") == NULL)
+    if (status == TFENC_OK && *type == NULL)
         status = tfenc_error(ctx, TFENC_ERR_CONFIG,
                              "%s: section [%s] has no 'type' key (a layer needs a type, a block "
                              "a 'repeat' key)",
@@ -152,32 +156,159 @@ static int read_layer_keys(tfenc_context *ctx, const tfenc_jobfile *job,
     return status;
 }
 
-static int plan_block(tfenc_context *ctx, const tfenc_jobfile *job, int header_index,
-                      tfenc_model_plan *plan, int *capacity, int *next_index)
+/* A block's own keys, from its header section [BLOCK]. */
+typedef struct block_header {
+    long repeat;
+    int norm_first;                /* pre-norm (1) or post-norm (0) */
+    const char *weights_template;  /* "{i}" is the repeat index; NULL: /BLOCK/{i} */
+} block_header;
+
+/* One sublayer of a block: [BLOCK.NAME] and its optional [BLOCK.NAME.norm]. */
+typedef struct sublayer_info {
+    tfenc_job_section *section;
+    tfenc_job_section *norm_section;
+    const char *name; /* NAME */
+    const char *type;
+    const char *norm_type;
+    const char *weights_override;
+    const char *norm_weights_override;
+    int residual;
+} sublayer_info;
+
+static int read_block_header(tfenc_context *ctx, const tfenc_jobfile *job,
+                             tfenc_job_section *header, block_header *block)
 {
     static const char *const positions[] = {"pre", "post", NULL};
-    tfenc_job_section *header = &job->sections[header_index];
     char origin[512];
     section_origin(job, header, origin, sizeof origin);
     tfenc_params params;
     tfenc_params_bind(&params, ctx, job, header);
-    long repeat = 0;
     int norm_position = 1;
-    const char *weights_template = NULL;
-    int status = tfenc_param_int(&params, "repeat", 0, &repeat);
+    int status = tfenc_param_int(&params, "repeat", 0, &block->repeat);
     if (status == TFENC_OK)
         status = tfenc_param_choice(&params, "norm_position", positions, 1, &norm_position);
     if (status == TFENC_OK)
-        status = tfenc_param_string(&params, "weights", NULL, &weights_template);
+        status = tfenc_param_string(&params, "weights", NULL, &block->weights_template);
     if (status == TFENC_OK)
         status = tfenc_params_check_all_used(&params, "a block takes repeat, norm_position, weights");
     if (status != TFENC_OK)
         return status;
-    if (repeat < 1 || repeat > 100000)
+    block->norm_first = norm_position == 0;
+    if (block->repeat < 1 || block->repeat > 100000)
         return tfenc_error(ctx, TFENC_ERR_CONFIG, "%s: [%s] repeat must be in 1..100000",
                            origin, header->name);
+    return TFENC_OK;
+}
 
-    /* The block's sublayers are the following sections named BLOCK.NAME. */
+/* Reads the sublayer sections [first, end) of a block into `sublayers`
+ * (norm sections attach to the sublayer named before them). */
+static int read_sublayers(tfenc_context *ctx, const tfenc_jobfile *job, const char *block_name,
+                          int first, int end, sublayer_info *sublayers, int *n_sublayers)
+{
+    size_t prefix_length = strlen(block_name);
+    char origin[512];
+    int status = TFENC_OK;
+    *n_sublayers = 0;
+    for (int s = first; status == TFENC_OK && s < end; s++) {
+        tfenc_job_section *section = &job->sections[s];
+        const char *sublayer = section->name + prefix_length + 1;
+        size_t sublayer_length = strlen(sublayer);
+        if (sublayer_length > 5 && strcmp(sublayer + sublayer_length - 5, ".norm") == 0) {
+            char *owner = strndup(section->name, strlen(section->name) - 5);
+            tfenc_job_section *owner_section = owner != NULL ? tfenc_jobfile_find(job, owner) : NULL;
+            free(owner);
+            if (owner_section == NULL || owner_section > section)
+                status = tfenc_error(ctx, TFENC_ERR_CONFIG,
+                                     "%s: [%s] is a norm for a sublayer that is not defined before it",
+                                     section_origin(job, section, origin, sizeof origin),
+                                     section->name);
+            continue;
+        }
+        if (strchr(sublayer, '.') != NULL)
+            return tfenc_error(ctx, TFENC_ERR_CONFIG,
+                               "%s: [%s]: sublayer names cannot contain '.' (only NAME.norm)",
+                               section_origin(job, section, origin, sizeof origin),
+                               section->name);
+        sublayer_info *info = &sublayers[(*n_sublayers)++];
+        info->section = section;
+        info->name = sublayer;
+        info->residual = 1;
+        status = read_layer_keys(ctx, job, section, 1, &info->type, &info->weights_override,
+                                 &info->residual);
+        if (status != TFENC_OK)
+            break;
+        char *norm_name = format_string("%s.norm", section->name, NULL);
+        info->norm_section = norm_name != NULL ? tfenc_jobfile_find(job, norm_name) : NULL;
+        free(norm_name);
+        if (info->norm_section != NULL) {
+            int unused;
+            status = read_layer_keys(ctx, job, info->norm_section, 0, &info->norm_type,
+                                     &info->norm_weights_override, &unused);
+        }
+    }
+    return status;
+}
+
+/* Appends repeat `index` of the block's sublayers to the plan. */
+static int emit_repeat(tfenc_context *ctx, const char *block_name, const block_header *block,
+                       const char *weights_template, int index, const sublayer_info *sublayers,
+                       int n_sublayers, tfenc_model_plan *plan, int *capacity)
+{
+    char index_text[16];
+    snprintf(index_text, sizeof index_text, "%d", index);
+    char *block_group = expand_template(weights_template, index);
+    char *block_index = format_string("%s.%s", block_name, index_text);
+    int status = block_group == NULL || block_index == NULL
+                     ? tfenc_error(ctx, TFENC_ERR_NO_MEMORY, "out of memory")
+                     : TFENC_OK;
+    for (int k = 0; status == TFENC_OK && k < n_sublayers; k++) {
+        const sublayer_info *info = &sublayers[k];
+        tfenc_step_plan *step = add_step(plan, capacity);
+        if (step == NULL) {
+            status = tfenc_error(ctx, TFENC_ERR_NO_MEMORY, "out of memory");
+            break;
+        }
+        step->name = format_string("%s.%s", block_index, info->name);
+        step->section = info->section;
+        step->type = info->type;
+        step->norm_section = info->norm_section;
+        step->norm_type = info->norm_type;
+        step->in_block = 1;
+        step->residual = info->residual;
+        step->norm_first = block->norm_first;
+        step->repeat_index = index;
+        step->repeat_count = (int)block->repeat;
+        step->group = info->weights_override != NULL
+                          ? expand_template(info->weights_override, index)
+                          : format_string("%s/%s", block_group, info->name);
+        if (info->norm_section != NULL) {
+            if (info->norm_weights_override != NULL)
+                step->norm_group = expand_template(info->norm_weights_override, index);
+            else if (step->group != NULL)
+                step->norm_group = format_string("%s/norm", step->group, NULL);
+        }
+        if (step->name == NULL || step->group == NULL ||
+            (info->norm_section != NULL && step->norm_group == NULL))
+            status = tfenc_error(ctx, TFENC_ERR_NO_MEMORY, "out of memory");
+    }
+    free(block_group);
+    free(block_index);
+    return status;
+}
+
+/* A block: its header section, the sublayer sections [BLOCK.NAME] that
+ * follow it, and `repeat` copies of them in the plan, each with its own
+ * weights. *next_index is the first section after the block. */
+static int plan_block(tfenc_context *ctx, const tfenc_jobfile *job, int header_index,
+                      tfenc_model_plan *plan, int *capacity, int *next_index)
+{
+    tfenc_job_section *header = &job->sections[header_index];
+    char origin[512];
+    section_origin(job, header, origin, sizeof origin);
+    block_header block = {0};
+    int status = read_block_header(ctx, job, header, &block);
+    if (status != TFENC_OK)
+        return status;
     size_t prefix_length = strlen(header->name);
     int first_sublayer = header_index + 1, end_sublayer = first_sublayer;
     while (end_sublayer < job->n_sections &&
@@ -189,112 +320,28 @@ static int plan_block(tfenc_context *ctx, const tfenc_jobfile *job, int header_i
         return tfenc_error(ctx, TFENC_ERR_CONFIG,
                            "%s: block [%s] has no sublayers (sections [%s.NAME] after it)",
                            origin, header->name, header->name);
-
     char *default_template = format_string("/%s/{i}", header->name, NULL);
-    if (default_template == NULL)
-        return tfenc_error(ctx, TFENC_ERR_NO_MEMORY, "out of memory");
-    if (weights_template == NULL)
-        weights_template = default_template;
-
-    /* First gather the sublayers, then emit repeat by repeat. */
-    typedef struct sublayer_info {
-        tfenc_job_section *section;
-        tfenc_job_section *norm_section;
-        const char *name;
-        const char *weights_override;
-        const char *norm_weights_override;
-        int residual;
-    } sublayer_info;
     sublayer_info *sublayers = calloc((size_t)(end_sublayer - first_sublayer), sizeof *sublayers);
     int n_sublayers = 0;
-    if (sublayers == NULL)
+    if (default_template == NULL || sublayers == NULL)
         status = tfenc_error(ctx, TFENC_ERR_NO_MEMORY, "out of memory");
-    for (int s = first_sublayer; status == TFENC_OK && s < end_sublayer; s++) {
-        tfenc_job_section *section = &job->sections[s];
-        const char *sublayer = section->name + prefix_length + 1;
-        size_t sublayer_length = strlen(sublayer);
-        if (sublayer_length > 5 && strcmp(sublayer + sublayer_length - 5, ".norm") == 0) {
-            /* A norm belongs to the sublayer named before it. */
-            char *owner = strndup(section->name, strlen(section->name) - 5);
-            tfenc_job_section *owner_section = owner != NULL ? tfenc_jobfile_find(job, owner) : NULL;
-            free(owner);
-            if (owner_section == NULL || owner_section > section)
-                status = tfenc_error(ctx, TFENC_ERR_CONFIG,
-                                     "%s: [%s] is a norm for a sublayer that is not defined before it",
-                                     section_origin(job, section, origin, sizeof origin),
-                                     section->name);
-            continue;
-        }
-        if (strchr(sublayer, '.') != NULL) {
-            status = tfenc_error(ctx, TFENC_ERR_CONFIG,
-                                 "%s: [%s]: sublayer names cannot contain '.' (only NAME.norm)",
-                                 section_origin(job, section, origin, sizeof origin),
-                                 section->name);
-            break;
-        }
-        sublayer_info *info = &sublayers[n_sublayers++];
-        info->section = section;
-        info->name = sublayer;
-        info->residual = 1;
-        status = read_layer_keys(ctx, job, section, 1, &info->weights_override, &info->residual);
-        if (status != TFENC_OK)
-            break;
-        char *norm_name = format_string("%s.norm", section->name, NULL);
-        info->norm_section = norm_name != NULL ? tfenc_jobfile_find(job, norm_name) : NULL;
-        free(norm_name);
-        if (info->norm_section != NULL) {
-            int unused;
-            status = read_layer_keys(ctx, job, info->norm_section, 0,
-                                     &info->norm_weights_override, &unused);
-        }
-    }
+    if (status == TFENC_OK)
+        status = read_sublayers(ctx, job, header->name, first_sublayer, end_sublayer, sublayers,
+                                &n_sublayers);
     /* A model of more steps than this is a typo (repeat = 100000 with many
      * sublayers), not a model: refuse it before building millions of steps. */
-    if (status == TFENC_OK && (long)plan->n_steps + repeat * (long)n_sublayers > 100000)
+    if (status == TFENC_OK && (long)plan->n_steps + block.repeat * (long)n_sublayers > 100000)
         status = tfenc_error(ctx, TFENC_ERR_CONFIG,
                              "%s: [%s] repeat %ld x %d sublayers makes more than 100000 steps",
-                             origin, header->name, repeat, n_sublayers);
-    for (int i = 0; status == TFENC_OK && i < repeat; i++) {
-        char *block_group = expand_template(weights_template, i);
-        char index_text[16];
-        snprintf(index_text, sizeof index_text, "%d", i);
-        char *block_index = format_string("%s.%s", header->name, index_text);
-        if (block_group == NULL || block_index == NULL)
-            status = tfenc_error(ctx, TFENC_ERR_NO_MEMORY, "out of memory");
-        for (int k = 0; status == TFENC_OK && k < n_sublayers; k++) {
-            const sublayer_info *info = &sublayers[k];
-            tfenc_step_plan *step = add_step(plan, capacity);
-            if (step == NULL) {
-                status = tfenc_error(ctx, TFENC_ERR_NO_MEMORY, "out of memory");
-                break;
-            }
-            step->name = format_string("%s.%s", block_index, info->name);
-            step->section = info->section;
-            step->norm_section = info->norm_section;
-            step->in_block = 1;
-            step->residual = info->residual;
-            step->norm_first = norm_position == 0;
-            step->repeat_index = i;
-            step->repeat_count = (int)repeat;
-            step->group = info->weights_override != NULL
-                              ? expand_template(info->weights_override, i)
-                              : format_string("%s/%s", block_group, info->name);
-            if (info->norm_section != NULL) {
-                if (info->norm_weights_override != NULL)
-                    step->norm_group = expand_template(info->norm_weights_override, i);
-                else if (step->group != NULL)
-                    step->norm_group = format_string("%s/norm", step->group, NULL);
-            }
-            if (step->name == NULL || step->group == NULL ||
-                (info->norm_section != NULL && step->norm_group == NULL))
-                status = tfenc_error(ctx, TFENC_ERR_NO_MEMORY, "out of memory");
-        }
-        free(block_group);
-        free(block_index);
-    }
+                             origin, header->name, block.repeat, n_sublayers);
+    const char *weights_template =
+        block.weights_template != NULL ? block.weights_template : default_template;
+    for (int i = 0; status == TFENC_OK && i < block.repeat; i++)
+        status = emit_repeat(ctx, header->name, &block, weights_template, i, sublayers,
+                             n_sublayers, plan, capacity);
     free(sublayers);
-    plan->n_layers += (int)repeat;
     free(default_template);
+    plan->n_layers += (int)block.repeat;
     return status;
 }
 
@@ -321,8 +368,8 @@ int tfenc_model_plan_read(tfenc_context *ctx, const tfenc_jobfile *job, tfenc_mo
                                  section->name);
             break;
         }
-        const char *weights_override = NULL;
-        status = read_layer_keys(ctx, job, section, 0, &weights_override, NULL);
+        const char *weights_override = NULL, *type = NULL;
+        status = read_layer_keys(ctx, job, section, 0, &type, &weights_override, NULL);
         if (status != TFENC_OK)
             break;
         tfenc_step_plan *step = add_step(plan, &capacity);
@@ -332,6 +379,7 @@ int tfenc_model_plan_read(tfenc_context *ctx, const tfenc_jobfile *job, tfenc_mo
         }
         step->name = strdup(section->name);
         step->section = section;
+        step->type = type;
         step->group = weights_override != NULL ? strdup(weights_override)
                                                : format_string("/%s", section->name, NULL);
         if (step->name == NULL || step->group == NULL)
@@ -383,12 +431,10 @@ struct tfenc_model {
 
 static int create_instance(tfenc_context *ctx, const tfenc_model_options *options,
                            const tfenc_step_plan *plan, tfenc_job_section *section,
-                           const char *name, const char *group, layer_instance *layer,
-                           size_t *workspace_bytes)
+                           const char *type, const char *name, const char *group,
+                           layer_instance *layer, size_t *workspace_bytes)
 {
     const tfenc_jobfile *job = options->job;
-    const char *type = tfenc_job_section_get(section, "type")->value;
-    tfenc_job_section_get(section, "type")->used = 1;
     char where[600];
     snprintf(where, sizeof where, "%s:%d: [%s]", job->path, section->line, section->name);
     const tfenc_plugin_layer *found = tfenc_plugin_registry_find(options->registry, type);
@@ -466,14 +512,16 @@ int tfenc_model_create(tfenc_context *ctx, const tfenc_model_options *options,
         const tfenc_step_plan *step_plan = &plan->steps[i];
         model_step *step = &model->steps[model->n_steps++];
         step->plan = step_plan;
-        status = create_instance(ctx, options, step_plan, step_plan->section, step_plan->name,
-                                 step_plan->group, &step->layer, &workspace_bytes);
+        status = create_instance(ctx, options, step_plan, step_plan->section, step_plan->type,
+                                 step_plan->name, step_plan->group, &step->layer,
+                                 &workspace_bytes);
         if (status == TFENC_OK && step_plan->norm_section != NULL) {
             char *norm_name = format_string("%s.norm", step_plan->name, NULL);
             status = norm_name == NULL
                          ? tfenc_error(ctx, TFENC_ERR_NO_MEMORY, "out of memory")
                          : create_instance(ctx, options, step_plan, step_plan->norm_section,
-                                           norm_name, step_plan->norm_group, &step->norm,
+                                           step_plan->norm_type, norm_name,
+                                           step_plan->norm_group, &step->norm,
                                            &workspace_bytes);
             free(norm_name);
         }
@@ -513,6 +561,45 @@ static int run_layer(tfenc_context *ctx, tfenc_model *model, layer_instance *lay
     return status;
 }
 
+/* x += skip, over the batch's rows. */
+static int add_residual(tfenc_context *ctx, const model_step *step, const float *skip, int rows,
+                        tfenc_batch *batch)
+{
+    if (batch->rows != rows)
+        return tfenc_error(ctx, TFENC_ERR_CONFIG,
+                           "%s: a layer that changes the number of rows cannot sit inside a "
+                           "residual connection (set residual = false)",
+                           step->layer.scope);
+    float *x = batch->x;
+    const size_t count = (size_t)rows * (size_t)batch->d_model;
+    for (size_t k = 0; k < count; k++)
+        x[k] += skip[k];
+    return TFENC_OK;
+}
+
+/* One block sublayer f with its norm and residual connection:
+ *   pre-norm:  x = x + f(norm(x))
+ *   post-norm: x = norm(x + f(x))
+ * (without a norm: x = x + f(x); with residual = false the "x +" goes). */
+static int run_block_step(tfenc_context *ctx, tfenc_model *model, model_step *step,
+                          tfenc_batch *batch)
+{
+    const int rows = batch->rows;
+    const int has_norm = step->norm.descriptor != NULL;
+    int status = TFENC_OK;
+    if (step->plan->residual)
+        memcpy(model->residual, batch->x, (size_t)rows * (size_t)batch->d_model * sizeof(float));
+    if (has_norm && step->plan->norm_first)
+        status = run_layer(ctx, model, &step->norm, batch);
+    if (status == TFENC_OK)
+        status = run_layer(ctx, model, &step->layer, batch);
+    if (status == TFENC_OK && step->plan->residual)
+        status = add_residual(ctx, step, model->residual, rows, batch);
+    if (status == TFENC_OK && has_norm && !step->plan->norm_first)
+        status = run_layer(ctx, model, &step->norm, batch);
+    return status;
+}
+
 int tfenc_model_forward(tfenc_context *ctx, tfenc_model *model, tfenc_batch *batch)
 {
     if (batch->n_tokens > model->limits.max_tokens || batch->d_model != model->d_model)
@@ -522,37 +609,9 @@ int tfenc_model_forward(tfenc_context *ctx, tfenc_model *model, tfenc_batch *bat
                            model->d_model);
     for (int i = 0; i < model->n_steps; i++) {
         model_step *step = &model->steps[i];
-        int status;
-        if (!step->plan->in_block) {
-            status = run_layer(ctx, model, &step->layer, batch);
-            if (status != TFENC_OK)
-                return status;
-            continue;
-        }
-        const size_t width = (size_t)batch->d_model;
-        const int rows = batch->rows;
-        /* Keep the step's input for the skip connection. */
-        if (step->plan->residual)
-            memcpy(model->residual, batch->x, (size_t)rows * width * sizeof(float));
-        if (step->norm.descriptor != NULL && step->plan->norm_first &&
-            (status = run_layer(ctx, model, &step->norm, batch)) != TFENC_OK)
-            return status;
-        if ((status = run_layer(ctx, model, &step->layer, batch)) != TFENC_OK)
-            return status;
-        if (step->plan->residual) {
-            if (batch->rows != rows)
-                return tfenc_error(ctx, TFENC_ERR_CONFIG,
-                                   "%s: a layer that changes the number of rows cannot sit "
-                                   "inside a residual connection (set residual = false)",
-                                   step->layer.scope);
-            float *x = batch->x;
-            const float *skip = model->residual;
-            const size_t count = (size_t)rows * width;
-            for (size_t k = 0; k < count; k++)
-                x[k] += skip[k];
-        }
-        if (step->norm.descriptor != NULL && !step->plan->norm_first &&
-            (status = run_layer(ctx, model, &step->norm, batch)) != TFENC_OK)
+        int status = step->plan->in_block ? run_block_step(ctx, model, step, batch)
+                                          : run_layer(ctx, model, &step->layer, batch);
+        if (status != TFENC_OK)
             return status;
     }
     return TFENC_OK;

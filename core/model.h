@@ -28,7 +28,9 @@ void tfenc_model_config_free(tfenc_model_config *config);
 typedef struct tfenc_step_plan {
     char *name;                       /* "embeddings", "encoder.3.ffn" */
     tfenc_job_section *section;       /* the layer's section */
+    const char *type;                 /* its layer type: which plugin runs it */
     tfenc_job_section *norm_section;  /* the sublayer's norm, or NULL */
+    const char *norm_type;            /* the norm's layer type, or NULL */
     char *group;                      /* weights group of the layer */
     char *norm_group;                 /* weights group of the norm, or NULL */
     int in_block;

@@ -2,6 +2,7 @@
  * independently by each rank at their documents' global indices. */
 #include "output.h"
 #include "hdf5_error.h"
+#include "names.h"
 
 #include <limits.h>
 #include <stdarg.h>
@@ -73,52 +74,50 @@ static int h5_fail(tfenc_context *ctx, int status, const char *path, const char 
 
 /* ------------------------------------------------------------------ names */
 
+const char *const tfenc_output_kind_names[] = {"pooled", "tokens", "auto", NULL};
+const char *const tfenc_output_dtype_names[] = {"float32", "float16", "bfloat16", NULL};
+const char *const tfenc_output_compression_names[] = {"none", "gzip", NULL};
+
+/* Looks `name` up among the first `count` names of a table (those after
+ * them, such as "auto", are no value a file can have). */
+static int from_name(const char *const *names, int count, const char *name, int *value)
+{
+    int index = tfenc_name_index(names, name);
+    if (index < 0 || index >= count)
+        return TFENC_ERR_NOT_FOUND;
+    *value = index;
+    return TFENC_OK;
+}
+
 int tfenc_output_kind_from_name(const char *name, tfenc_output_kind *kind)
 {
-    if (name != NULL && strcmp(name, "pooled") == 0)
-        *kind = TFENC_OUTPUT_POOLED;
-    else if (name != NULL && strcmp(name, "tokens") == 0)
-        *kind = TFENC_OUTPUT_TOKENS;
-    else
-        return TFENC_ERR_NOT_FOUND;
-    return TFENC_OK;
+    int value = 0, status = from_name(tfenc_output_kind_names, TFENC_OUTPUT_AUTO, name, &value);
+    *kind = status == TFENC_OK ? (tfenc_output_kind)value : *kind;
+    return status;
 }
 
 int tfenc_output_dtype_from_name(const char *name, tfenc_output_dtype *dtype)
 {
-    static const char *const names[] = {"float32", "float16", "bfloat16"};
-    for (int i = 0; i < 3; i++)
-        if (name != NULL && strcmp(name, names[i]) == 0) {
-            *dtype = (tfenc_output_dtype)i;
-            return TFENC_OK;
-        }
-    return TFENC_ERR_NOT_FOUND;
+    int value = 0, status = from_name(tfenc_output_dtype_names, 3, name, &value);
+    *dtype = status == TFENC_OK ? (tfenc_output_dtype)value : *dtype;
+    return status;
 }
 
 int tfenc_output_compression_from_name(const char *name, tfenc_output_compression *compression)
 {
-    if (name != NULL && strcmp(name, "none") == 0)
-        *compression = TFENC_COMPRESSION_NONE;
-    else if (name != NULL && strcmp(name, "gzip") == 0)
-        *compression = TFENC_COMPRESSION_GZIP;
-    else
-        return TFENC_ERR_NOT_FOUND;
-    return TFENC_OK;
+    int value = 0, status = from_name(tfenc_output_compression_names, 2, name, &value);
+    *compression = status == TFENC_OK ? (tfenc_output_compression)value : *compression;
+    return status;
 }
 
 const char *tfenc_output_kind_name(tfenc_output_kind kind)
 {
-    return kind == TFENC_OUTPUT_TOKENS ? "tokens" : "pooled";
+    return tfenc_name_of(tfenc_output_kind_names, 3, kind);
 }
 
 const char *tfenc_output_dtype_name(tfenc_output_dtype dtype)
 {
-    switch (dtype) {
-    case TFENC_DTYPE_FLOAT32: return "float32";
-    case TFENC_DTYPE_FLOAT16: return "float16";
-    case TFENC_DTYPE_BFLOAT16: return "bfloat16";
-    }
-    return "unknown";
+    return tfenc_name_of(tfenc_output_dtype_names, 3, dtype);
 }
 
 const char *tfenc_output_path(const tfenc_output *out)

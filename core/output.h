@@ -39,7 +39,12 @@
 #include <mpi.h>
 #include "tfenc/plugin.h"
 
-typedef enum tfenc_output_kind { TFENC_OUTPUT_POOLED, TFENC_OUTPUT_TOKENS } tfenc_output_kind;
+/* AUTO is a job's choice (whatever the model gives), never a file's kind. */
+typedef enum tfenc_output_kind {
+    TFENC_OUTPUT_POOLED,
+    TFENC_OUTPUT_TOKENS,
+    TFENC_OUTPUT_AUTO
+} tfenc_output_kind;
 typedef enum tfenc_output_dtype {
     TFENC_DTYPE_FLOAT32,
     TFENC_DTYPE_FLOAT16,
@@ -75,8 +80,14 @@ typedef struct tfenc_output_options {
 
 typedef struct tfenc_output tfenc_output;
 
-/* Name <-> enum, for the job file's output_kind / output_dtype / compression
- * keys: TFENC_ERR_NOT_FOUND for an unknown name. */
+/* The names of each enum's values, indexed by value, NULL-terminated: the
+ * job file's output_kind / output_dtype / compression choices. */
+extern const char *const tfenc_output_kind_names[];
+extern const char *const tfenc_output_dtype_names[];
+extern const char *const tfenc_output_compression_names[];
+
+/* Name -> value through those tables: TFENC_ERR_NOT_FOUND for an unknown
+ * name (and for "auto", which no file has). */
 int tfenc_output_kind_from_name(const char *name, tfenc_output_kind *kind);
 int tfenc_output_dtype_from_name(const char *name, tfenc_output_dtype *dtype);
 int tfenc_output_compression_from_name(const char *name, tfenc_output_compression *compression);

@@ -1,6 +1,7 @@
 /* Pipeline transport: slots of microbatches moved between stages with
  * non-blocking MPI, receives posted ahead so that transfers overlap compute. */
 #include "pipeline.h"
+#include "clock.h"
 
 #include "aligned.h"
 
@@ -41,12 +42,6 @@ struct tfenc_pipeline {
     uint64_t next_order;
 };
 
-static double now_seconds(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
-}
 
 static size_t meta_bytes(int n_seq, int n_tokens, size_t ids_bytes)
 {
@@ -107,7 +102,7 @@ int tfenc_pipeline_create(tfenc_context *ctx, MPI_Comm replica, const tfenc_micr
     }
     p->limits = *limits;
     p->n_slots = p->n_stages > 1 ? n_slots : 1;
-    p->meta_capacity = meta_bytes(limits->max_sequences, limits->max_tokens, limits->max_ids_bytes);
+    p->meta_capacity = meta_bytes(limits->max_seqs, limits->max_tokens, limits->max_ids_bytes);
     p->slots = calloc((size_t)p->n_slots, sizeof *p->slots);
     int ok = p->slots != NULL;
     for (int i = 0; ok && i < p->n_slots; i++) {
@@ -183,12 +178,12 @@ static slot *slot_of(tfenc_pipeline *p, tfenc_microbatch *microbatch)
 int tfenc_microbatch_shape(tfenc_context *ctx, tfenc_pipeline *p, tfenc_microbatch *microbatch,
                            int n_seq, int n_tokens, size_t ids_bytes)
 {
-    if (n_seq < 0 || n_seq > p->limits.max_sequences || n_tokens < 0 ||
+    if (n_seq < 0 || n_seq > p->limits.max_seqs || n_tokens < 0 ||
         n_tokens > p->limits.max_tokens || ids_bytes > p->limits.max_ids_bytes)
         return tfenc_error(ctx, TFENC_ERR_INTERNAL,
                            "pipeline: microbatch of %d sequences, %d tokens, %zu id bytes exceeds "
                            "the slot (%d, %d, %zu)",
-                           n_seq, n_tokens, ids_bytes, p->limits.max_sequences,
+                           n_seq, n_tokens, ids_bytes, p->limits.max_seqs,
                            p->limits.max_tokens, p->limits.max_ids_bytes);
     point_into_meta(slot_of(p, microbatch), n_seq, n_tokens, ids_bytes, p->limits.d_model);
     return TFENC_OK;
@@ -219,11 +214,11 @@ int tfenc_pipeline_receive(tfenc_context *ctx, tfenc_pipeline *p, tfenc_microbat
     slot *s = oldest(p, SLOT_RECEIVING);
     if (s == NULL)
         return tfenc_error(ctx, TFENC_ERR_INTERNAL, "pipeline: no slot to receive into");
-    double start = now_seconds();
+    double start = tfenc_clock_seconds();
     MPI_Status statuses[2];
     MPI_Waitall(2, s->requests, statuses);
     if (waited != NULL)
-        *waited = now_seconds() - start;
+        *waited = tfenc_clock_seconds() - start;
     s->state = SLOT_IN_USE;
     int meta_count = 0, x_count = 0;
     MPI_Get_count(&statuses[0], MPI_BYTE, &meta_count);
@@ -239,7 +234,7 @@ int tfenc_pipeline_receive(tfenc_context *ctx, tfenc_pipeline *p, tfenc_microbat
         *microbatch = &s->microbatch;
         return TFENC_OK;
     }
-    if (header.n_seq < 1 || header.n_seq > p->limits.max_sequences || header.n_tokens < 1 ||
+    if (header.n_seq < 1 || header.n_seq > p->limits.max_seqs || header.n_tokens < 1 ||
         header.n_tokens > p->limits.max_tokens || header.ids_bytes > p->limits.max_ids_bytes ||
         (size_t)meta_count != meta_bytes(header.n_seq, header.n_tokens, header.ids_bytes) ||
         header.rows < 1 || header.rows > header.n_tokens ||

@@ -42,7 +42,7 @@ typedef struct tfenc_microbatch {
 /* What one slot must hold. */
 typedef struct tfenc_microbatch_limits {
     int max_tokens;      /* batch_tokens */
-    int max_sequences;   /* at most one sequence per token */
+    int max_seqs;        /* at most one sequence per token */
     size_t max_ids_bytes;/* ids of a microbatch, NULs included; 0 without ids */
     int d_model;
 } tfenc_microbatch_limits;

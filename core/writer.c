@@ -1,7 +1,7 @@
 /* Rows now, metadata after fdatasync: the last stage's writes. */
 #include "writer.h"
 
-#include "report.h"
+#include "clock.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -15,7 +15,7 @@
 #define GROUP_DOCUMENTS 4096
 #define GROUP_SECONDS 1.0
 
-struct writer {
+struct tfenc_writer {
     tfenc_output *output;
     int pooled;
     const char *path;
@@ -32,17 +32,17 @@ struct writer {
 };
 
 
-int writer_create(tfenc_context *ctx, tfenc_output *output, int pooled, const char *path,
-                  writer **writer_out)
+int tfenc_writer_create(tfenc_context *ctx, tfenc_output *output, int pooled, const char *path,
+                  tfenc_writer **writer_out)
 {
     *writer_out = NULL;
-    writer *w = calloc(1, sizeof *w);
+    tfenc_writer *w = calloc(1, sizeof *w);
     if (w == NULL)
         return tfenc_error(ctx, TFENC_ERR_NO_MEMORY, "out of memory");
     w->output = output;
     w->pooled = pooled;
     w->path = path;
-    w->last_flush = report_now();
+    w->last_flush = tfenc_clock_seconds();
     /* fdatasync through any descriptor flushes the file's data. */
     w->sync_fd = open(path, O_RDONLY | O_CLOEXEC);
     if (w->sync_fd < 0) {
@@ -55,7 +55,7 @@ int writer_create(tfenc_context *ctx, tfenc_output *output, int pooled, const ch
     return TFENC_OK;
 }
 
-static int queue(tfenc_context *ctx, writer *w, const tfenc_microbatch *m)
+static int queue(tfenc_context *ctx, tfenc_writer *w, const tfenc_microbatch *m)
 {
     const int n = m->batch.n_seq;
     if (w->n_queued + n > w->capacity) {
@@ -98,7 +98,7 @@ static int queue(tfenc_context *ctx, writer *w, const tfenc_microbatch *m)
     return TFENC_OK;
 }
 
-int writer_write(tfenc_context *ctx, writer *w, const tfenc_microbatch *m)
+int tfenc_writer_write(tfenc_context *ctx, tfenc_writer *w, const tfenc_microbatch *m)
 {
     const tfenc_batch *b = &m->batch;
     if (w->pooled && b->rows != b->n_seq)
@@ -120,14 +120,14 @@ int writer_write(tfenc_context *ctx, writer *w, const tfenc_microbatch *m)
         return status;
     w->documents += b->n_seq;
     w->tokens += b->n_tokens;
-    if (w->n_queued >= GROUP_DOCUMENTS || report_now() - w->last_flush >= GROUP_SECONDS)
-        return writer_flush(ctx, w);
+    if (w->n_queued >= GROUP_DOCUMENTS || tfenc_clock_seconds() - w->last_flush >= GROUP_SECONDS)
+        return tfenc_writer_flush(ctx, w);
     return TFENC_OK;
 }
 
-int writer_flush(tfenc_context *ctx, writer *w)
+int tfenc_writer_flush(tfenc_context *ctx, tfenc_writer *w)
 {
-    w->last_flush = report_now();
+    w->last_flush = tfenc_clock_seconds();
     if (w->n_queued == 0)
         return TFENC_OK;
     if (fdatasync(w->sync_fd) != 0) {
@@ -149,22 +149,22 @@ int writer_flush(tfenc_context *ctx, writer *w)
     return status;
 }
 
-int64_t writer_documents(const writer *w)
+int64_t tfenc_writer_documents(const tfenc_writer *w)
 {
     return w->documents;
 }
 
-int64_t writer_tokens(const writer *w)
+int64_t tfenc_writer_tokens(const tfenc_writer *w)
 {
     return w->tokens;
 }
 
-int64_t writer_truncated_documents(const writer *w)
+int64_t tfenc_writer_truncated_documents(const tfenc_writer *w)
 {
     return w->truncated_documents;
 }
 
-void writer_destroy(writer *w)
+void tfenc_writer_destroy(tfenc_writer *w)
 {
     if (w == NULL)
         return;

@@ -1,5 +1,5 @@
-/* tfenc-batch's reading of the job: [job] keys and the tokenizer. */
-#include "settings.h"
+/* Reading the [job] section and the tokenizer of a job file. */
+#include "job_settings.h"
 
 #include "params.h"
 
@@ -13,7 +13,7 @@ typedef struct reader {
     tfenc_context *ctx;
     const tfenc_jobfile *job;
     const tfenc_model_config *config;
-    job_settings *settings;
+    tfenc_job_settings *settings;
     tfenc_tokenizer **tokenizer;
 } reader;
 
@@ -29,12 +29,8 @@ static int job_origin_error(reader *r, const char *key, const char *message)
 
 static int read_job_settings(reader *r)
 {
-    static const char *const kinds[] = {"auto", "pooled", "tokens", NULL};
-    static const char *const dtypes[] = {"float32", "float16", "bfloat16", NULL};
-    static const char *const compressions[] = {"none", "gzip", NULL};
-    static const char *const formats[] = {"auto", "text", "jsonl", "hdf5", NULL};
     static const char *const policies[] = {"replace", "error", NULL};
-    job_settings *s = r->settings;
+    tfenc_job_settings *s = r->settings;
     tfenc_job_section *section = tfenc_jobfile_find(r->job, "job");
     if (section == NULL)
         return tfenc_error(r->ctx, TFENC_ERR_CONFIG, "%s: missing section [job]", r->job->path);
@@ -45,7 +41,8 @@ static int read_job_settings(reader *r)
     int status = TFENC_OK;
 #define READ(call) if (status == TFENC_OK) status = (call)
     READ(tfenc_param_string(&p, "input", NULL, &input));
-    READ(tfenc_param_choice(&p, "input_format", formats, 0, &format));
+    READ(tfenc_param_choice(&p, "input_format", tfenc_corpus_format_names, TFENC_CORPUS_AUTO,
+                          &format));
     READ(tfenc_param_string(&p, "text_field", "text", &s->corpus.text_field));
     READ(tfenc_param_string(&p, "id_field", NULL, &s->corpus.id_field));
     READ(tfenc_param_string(&p, "tokens_dataset", "tokens", &s->corpus.tokens_dataset));
@@ -53,9 +50,11 @@ static int read_job_settings(reader *r)
     READ(tfenc_param_string(&p, "ids_dataset", NULL, &s->corpus.ids_dataset));
     READ(tfenc_param_string(&p, "lengths_dataset", NULL, &s->corpus.lengths_dataset));
     READ(tfenc_param_string(&p, "output", NULL, &output));
-    READ(tfenc_param_choice(&p, "output_kind", kinds, 0, &kind));
-    READ(tfenc_param_choice(&p, "output_dtype", dtypes, 0, &dtype));
-    READ(tfenc_param_choice(&p, "compression", compressions, 0, &compression));
+    READ(tfenc_param_choice(&p, "output_kind", tfenc_output_kind_names, TFENC_OUTPUT_AUTO, &kind));
+    READ(tfenc_param_choice(&p, "output_dtype", tfenc_output_dtype_names, TFENC_DTYPE_FLOAT32,
+                          &dtype));
+    READ(tfenc_param_choice(&p, "compression", tfenc_output_compression_names,
+                          TFENC_COMPRESSION_NONE, &compression));
 
     /* Without a limit the model's own is the natural one (512 at most, as BERT's). */
     READ(tfenc_param_int(&p, "max_seq_len",
@@ -86,9 +85,9 @@ static int read_job_settings(reader *r)
     if (s->input == NULL || s->output == NULL)
         return tfenc_error(r->ctx, TFENC_ERR_NO_MEMORY, "out of memory");
     s->corpus.path = s->input;
-    s->corpus.format = format == 0 ? tfenc_corpus_format_from_path(s->input)
-                                   : (tfenc_corpus_format)(format - 1);
-    s->output_kind_name = kinds[kind];
+    s->corpus.format = format == TFENC_CORPUS_AUTO ? tfenc_corpus_format_from_path(s->input)
+                                                   : (tfenc_corpus_format)format;
+    s->output_kind = (tfenc_output_kind)kind;
     s->dtype = (tfenc_output_dtype)dtype;
     s->compression = (tfenc_output_compression)compression;
     s->invalid_utf8_error = policy == 1;
@@ -226,27 +225,27 @@ static int setup_tokenizer(reader *r)
     return status;
 }
 
-int settings_read(tfenc_context *ctx, const tfenc_jobfile *job, const tfenc_model_config *config,
-                  job_settings *settings)
+int tfenc_job_settings_read(tfenc_context *ctx, const tfenc_jobfile *job,
+                            const tfenc_model_config *config, tfenc_job_settings *settings)
 {
     memset(settings, 0, sizeof *settings);
     reader r = {.ctx = ctx, .job = job, .config = config, .settings = settings};
     return read_job_settings(&r);
 }
 
-void settings_free(job_settings *settings)
+void tfenc_job_settings_free(tfenc_job_settings *settings)
 {
     free(settings->input);
     free(settings->output);
     settings->input = settings->output = NULL;
 }
 
-int settings_tokenizer(tfenc_context *ctx, const tfenc_jobfile *job,
-                       const tfenc_model_config *config, const job_settings *settings,
-                       tfenc_tokenizer **tokenizer)
+int tfenc_job_settings_tokenizer(tfenc_context *ctx, const tfenc_jobfile *job,
+                                 const tfenc_model_config *config,
+                                 const tfenc_job_settings *settings, tfenc_tokenizer **tokenizer)
 {
     *tokenizer = NULL;
-    reader r = {.ctx = ctx, .job = job, .config = config, .settings = (job_settings *)settings,
+    reader r = {.ctx = ctx, .job = job, .config = config, .settings = (tfenc_job_settings *)settings,
                 .tokenizer = tokenizer};
     return setup_tokenizer(&r);
 }
@@ -281,7 +280,7 @@ static void append(text_buffer *t, const char *piece)
     t->length += n;
 }
 
-char *settings_identity(const tfenc_jobfile *job)
+char *tfenc_job_settings_identity(const tfenc_jobfile *job)
 {
     static const char *const run_only[] = {"pipeline_stages", "threads", "progress_interval",
                                            "resume", "output", NULL};
@@ -307,7 +306,8 @@ char *settings_identity(const tfenc_jobfile *job)
     return t.data;
 }
 
-char *settings_provenance(const tfenc_jobfile *job, const char *const *overrides, int n_overrides)
+char *tfenc_job_settings_provenance(const tfenc_jobfile *job, const char *const *overrides,
+                                    int n_overrides)
 {
     text_buffer t = {0};
     append(&t, job->text);

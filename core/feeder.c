@@ -21,8 +21,8 @@ typedef struct pending {
     char *id;             /* document id, or NULL */
 } pending;
 
-struct feeder {
-    feeder_options options;
+struct tfenc_feeder {
+    tfenc_feeder_options options;
     tfenc_tokenizer *tokenizer;
     tfenc_corpus *corpus;
     const uint8_t *done;
@@ -38,7 +38,7 @@ struct feeder {
     size_t pool_used;
 };
 
-int feeder_tokenize(tfenc_context *ctx, const feeder_options *options, tfenc_tokenizer *tokenizer,
+int tfenc_feeder_tokenize(tfenc_context *ctx, const tfenc_feeder_options *options, tfenc_tokenizer *tokenizer,
                     const tfenc_document *document, int64_t global_index, int32_t *ids,
                     int32_t *length, int32_t *truncated)
 {
@@ -84,7 +84,7 @@ int feeder_tokenize(tfenc_context *ctx, const feeder_options *options, tfenc_tok
     return TFENC_OK;
 }
 
-int feeder_count_tokens(tfenc_context *ctx, const feeder_options *options,
+int tfenc_feeder_count_tokens(tfenc_context *ctx, const tfenc_feeder_options *options,
                         tfenc_tokenizer *tokenizer, tfenc_corpus *corpus, int64_t *tokens)
 {
     *tokens = 0;
@@ -96,7 +96,7 @@ int feeder_count_tokens(tfenc_context *ctx, const feeder_options *options,
     int status;
     while ((status = tfenc_corpus_next(ctx, corpus, &document)) == TFENC_OK) {
         int32_t length, truncated;
-        status = feeder_tokenize(ctx, options, tokenizer, &document, first + document.local_index,
+        status = tfenc_feeder_tokenize(ctx, options, tokenizer, &document, first + document.local_index,
                                  ids, &length, &truncated);
         if (status != TFENC_OK)
             break;
@@ -110,12 +110,12 @@ int feeder_count_tokens(tfenc_context *ctx, const feeder_options *options,
     return status;
 }
 
-int feeder_create(tfenc_context *ctx, const feeder_options *options, tfenc_tokenizer *tokenizer,
+int tfenc_feeder_create(tfenc_context *ctx, const tfenc_feeder_options *options, tfenc_tokenizer *tokenizer,
                   tfenc_corpus *corpus, int64_t first_token, const uint8_t *done,
-                  feeder **feeder_out)
+                  tfenc_feeder **feeder_out)
 {
     *feeder_out = NULL;
-    feeder *f = calloc(1, sizeof *f);
+    tfenc_feeder *f = calloc(1, sizeof *f);
     if (f == NULL)
         return tfenc_error(ctx, TFENC_ERR_NO_MEMORY, "out of memory");
     f->options = *options;
@@ -133,7 +133,7 @@ int feeder_create(tfenc_context *ctx, const feeder_options *options, tfenc_token
     return TFENC_OK;
 }
 
-static void clear_window(feeder *f)
+static void clear_window(tfenc_feeder *f)
 {
     for (int i = 0; i < f->n_documents; i++) {
         free(f->documents[i].id);
@@ -156,7 +156,7 @@ static int by_length(const void *a, const void *b)
 }
 
 /* Reads and tokenizes up to a window of documents still to encode. */
-static int fill_window(tfenc_context *ctx, feeder *f)
+static int fill_window(tfenc_context *ctx, tfenc_feeder *f)
 {
     clear_window(f);
     tfenc_document document;
@@ -173,7 +173,7 @@ static int fill_window(tfenc_context *ctx, feeder *f)
         pending *doc = &f->documents[f->n_documents];
         doc->global_index = f->first_index + document.local_index;
         doc->ids = f->id_pool + f->pool_used;
-        status = feeder_tokenize(ctx, &f->options, f->tokenizer, &document, doc->global_index,
+        status = tfenc_feeder_tokenize(ctx, &f->options, f->tokenizer, &document, doc->global_index,
                                  doc->ids, &doc->length, &doc->truncated);
         if (status != TFENC_OK)
             return status;
@@ -207,7 +207,7 @@ static int fill_window(tfenc_context *ctx, feeder *f)
     return TFENC_OK;
 }
 
-int feeder_next(tfenc_context *ctx, feeder *f, tfenc_pipeline *pipeline,
+int tfenc_feeder_next(tfenc_context *ctx, tfenc_feeder *f, tfenc_pipeline *pipeline,
                 tfenc_microbatch **microbatch_out)
 {
     *microbatch_out = NULL;
@@ -266,12 +266,12 @@ int feeder_next(tfenc_context *ctx, feeder *f, tfenc_pipeline *pipeline,
     return TFENC_OK;
 }
 
-int64_t feeder_documents_read(const feeder *f)
+int64_t tfenc_feeder_documents_read(const tfenc_feeder *f)
 {
     return f->documents_read;
 }
 
-void feeder_destroy(feeder *f)
+void tfenc_feeder_destroy(tfenc_feeder *f)
 {
     if (f == NULL)
         return;

@@ -8,28 +8,28 @@
  * (the datasets are allocated at creation and HDF5 caches no raw data for
  * them), so they survive the process being killed; fdatasync() before each
  * metadata group makes them survive a node crash too. */
-#ifndef TFENC_BATCH_WRITER_H
-#define TFENC_BATCH_WRITER_H
+#ifndef TFENC_WRITER_H
+#define TFENC_WRITER_H
 
 #include "output.h"
 #include "pipeline.h"
 
-typedef struct writer writer;
+typedef struct tfenc_writer tfenc_writer;
 
-int writer_create(tfenc_context *ctx, tfenc_output *output, int pooled, const char *path,
-                  writer **writer_out);
+int tfenc_writer_create(tfenc_context *ctx, tfenc_output *output, int pooled, const char *path,
+                  tfenc_writer **writer_out);
 
 /* Writes the microbatch's rows; its metadata waits for the next group. */
-int writer_write(tfenc_context *ctx, writer *w, const tfenc_microbatch *microbatch);
+int tfenc_writer_write(tfenc_context *ctx, tfenc_writer *w, const tfenc_microbatch *microbatch);
 
 /* Makes the rows written so far durable, then writes their metadata. */
-int writer_flush(tfenc_context *ctx, writer *w);
+int tfenc_writer_flush(tfenc_context *ctx, tfenc_writer *w);
 
 /* Documents and real tokens written, and documents that were truncated. */
-int64_t writer_documents(const writer *w);
-int64_t writer_tokens(const writer *w);
-int64_t writer_truncated_documents(const writer *w);
+int64_t tfenc_writer_documents(const tfenc_writer *w);
+int64_t tfenc_writer_tokens(const tfenc_writer *w);
+int64_t tfenc_writer_truncated_documents(const tfenc_writer *w);
 
-void writer_destroy(writer *w);
+void tfenc_writer_destroy(tfenc_writer *w);
 
 #endif

@@ -1,0 +1,685 @@
+/* A job run: setup agreed by every rank, the model and the corpus, the
+ * output (created or resumed), the encoding loop of each stage, and the
+ * end (complete, or stopped and resumable). */
+#include "config.h"
+
+#include "run.h"
+
+#include "clock.h"
+#include "context.h"
+#include "corpus.h"
+#include "feeder.h"
+#include "gemm.h"
+#include "job_settings.h"
+#include "jobfile.h"
+#include "output.h"
+#include "pipeline.h"
+#include "plugin_loader.h"
+#include "sha256.h"
+#include "tokenizer.h"
+#include "weights.h"
+#include "writer.h"
+
+#include <cblas.h>
+#include <mpi.h>
+#include <sched.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+/* Microbatches a pipeline stage can hold at once (one being computed, the
+ * others in flight to or from its neighbours). */
+#define PIPELINE_SLOTS 3
+
+/* Everything a run holds, released in one place. */
+typedef struct run {
+    tfenc_context *ctx;
+    const tfenc_run_request *request;
+    int rank;
+    int n_ranks;
+    tfenc_jobfile *job;
+    tfenc_job_settings settings;
+    tfenc_model_config config;
+    tfenc_model_plan plan;
+    tfenc_plugin_registry *registry;
+    tfenc_weight_store *weights;
+    tfenc_layout layout;     /* this rank's place, and the steps of each stage */
+    MPI_Comm replica_comm;   /* the replica's stages; MPI_COMM_NULL with one stage */
+    MPI_Comm writers_comm;   /* every last stage; MPI_COMM_NULL on the others */
+    double *step_flops;      /* [n_steps] FLOPs per token at the corpus's mean length */
+    tfenc_model *model;
+    tfenc_output_kind output_kind; /* pooled or tokens, once the model is known */
+    tfenc_tokenizer *tokenizer;
+    tfenc_corpus *corpus;
+    tfenc_feeder_options feeding;
+    /* The replica's share of the corpus, known on all its stages. */
+    int64_t share_documents, first_index, first_token;
+    /* The whole corpus. */
+    int64_t n_documents, n_tokens;
+    long long max_id_length;
+    tfenc_output *output;
+    uint8_t *done; /* resumed: the share's documents a previous run finished */
+    int64_t already_done;
+    tfenc_pipeline *pipeline;
+    tfenc_feeder *feeder;
+    tfenc_writer *writer;
+    tfenc_run_result *result;
+} run;
+
+static void notice(run *r, const char *format, ...) TFENC_PRINTF(2, 3);
+static void notice(run *r, const char *format, ...)
+{
+    const tfenc_run_observer *o = &r->request->observer;
+    if (r->rank != 0 || o->notice == NULL)
+        return;
+    char line[TFENC_MESSAGE_MAX];
+    va_list args;
+    va_start(args, format);
+    vsnprintf(line, sizeof line, format, args);
+    va_end(args);
+    o->notice(o->user, line);
+}
+
+/* ------------------------------------------------------------ agreement */
+
+/* The lowest rank that failed reports; every rank learns whether any did.
+ * Used where every rank takes part, so that a setup error is one line. A
+ * rank's message is prefixed with its number when other ranks exist and
+ * the error is not in the job itself (which every rank reads alike). */
+static int agree_on_failure(run *r, int status)
+{
+    int failed_rank = status != TFENC_OK ? r->rank : r->n_ranks;
+    int first_failed = r->n_ranks;
+    MPI_Allreduce(&failed_rank, &first_failed, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+    if (first_failed == r->n_ranks)
+        return 0;
+    r->result->outcome = TFENC_RUN_REFUSED;
+    r->result->report = r->rank == first_failed;
+    if (r->result->report && r->n_ranks > 1 && status != TFENC_ERR_CONFIG) {
+        char message[TFENC_MESSAGE_MAX];
+        snprintf(message, sizeof message, "%s", tfenc_context_message(r->ctx));
+        tfenc_context_clear(r->ctx);
+        tfenc_error(r->ctx, status, "rank %d: %s", r->rank, message);
+    }
+    if (r->ctx->status == TFENC_OK)
+        r->ctx->status = TFENC_ERR_MPI; /* another rank failed: not ours to print */
+    return 1;
+}
+
+/* A failure in the middle of encoding: other ranks may be anywhere (inside
+ * a receive from this rank, say), so only the driver can end the job. */
+static int broken(run *r)
+{
+    r->result->outcome = TFENC_RUN_BROKEN;
+    r->result->report = 1;
+    if (r->n_ranks > 1) {
+        char message[TFENC_MESSAGE_MAX];
+        snprintf(message, sizeof message, "%s", tfenc_context_message(r->ctx));
+        int status = r->ctx->status;
+        tfenc_context_clear(r->ctx);
+        tfenc_error(r->ctx, status, "rank %d: %s", r->rank, message);
+    }
+    return 1;
+}
+
+/* ---------------------------------------------------------------- setup */
+
+/* Open MPI binds each rank to one core by default, also a rank started
+ * without mpiexec: OpenBLAS's threads would then share that core and run
+ * slower than one thread. Said once, by rank 0, as advice. */
+static void warn_about_binding(run *r)
+{
+    cpu_set_t cores;
+    int threads = openblas_get_num_threads();
+    if (r->rank != 0 || threads < 2 || sched_getaffinity(0, sizeof cores, &cores) != 0)
+        return;
+    int usable = CPU_COUNT(&cores);
+    if (usable < threads)
+        notice(r,
+               "warning: %d OpenBLAS threads per rank but this rank may run on %d core%s "
+               "(MPI binds ranks to cores): start with mpiexec --bind-to none (or set "
+               "OMPI_MCA_hwloc_base_binding_policy=none), or use 1 thread and more ranks",
+               threads, usable, usable == 1 ? "" : "s");
+}
+
+/* The job, the model's plan and the layout check: identical on every rank,
+ * so errors here are reported once. */
+static int read_job(run *r)
+{
+    const tfenc_run_request *q = r->request;
+    int status = tfenc_jobfile_load(r->ctx, q->job_path, &r->job);
+    for (int i = 0; status == TFENC_OK && i < q->n_overrides; i++)
+        status = tfenc_jobfile_override(r->ctx, r->job, q->overrides[i]);
+    if (status == TFENC_OK)
+        status = tfenc_model_config_read(r->ctx, r->job, &r->config);
+    /* Before any weight is loaded: linear maps take their precision at load. */
+    if (status == TFENC_OK &&
+        (status = tfenc_gemm_set_precision(r->ctx, r->config.precision_bf16 ? "bf16" : "fp32")) !=
+            TFENC_OK) {
+        char reason[TFENC_MESSAGE_MAX];
+        snprintf(reason, sizeof reason, "%s", tfenc_context_message(r->ctx));
+        tfenc_context_clear(r->ctx);
+        status = tfenc_error(r->ctx, status, "%s: [model] %s", r->job->path, reason);
+    }
+    if (status == TFENC_OK)
+        status = tfenc_job_settings_read(r->ctx, r->job, &r->config, &r->settings);
+    if (status == TFENC_OK)
+        status = tfenc_model_plan_read(r->ctx, r->job, &r->plan);
+    if (status == TFENC_OK) {
+        char where[512];
+        snprintf(where, sizeof where, "%s: [job]", r->job->path);
+        status = tfenc_layout_place(r->ctx, where, r->rank, r->n_ranks,
+                                    (int)r->settings.pipeline_stages, r->plan.n_steps,
+                                    &r->layout);
+    }
+    if (status == TFENC_OK && r->settings.threads > 0)
+        openblas_set_num_threads((int)r->settings.threads);
+    if (status == TFENC_OK)
+        warn_about_binding(r);
+    if (status == TFENC_OK)
+        status = tfenc_plugin_registry_create(r->ctx, r->config.plugin_path, &r->registry);
+    if (status == TFENC_OK)
+        status = tfenc_plugin_registry_scan(r->ctx, r->registry);
+    if (status == TFENC_OK)
+        status = tfenc_weight_store_open(r->ctx, r->config.weights_path, &r->weights);
+    return status;
+}
+
+/* The communicators of the rank's role: its replica's chain of stages, and
+ * the writers (every last stage). */
+static void join_communicators(run *r)
+{
+    const tfenc_layout *l = &r->layout;
+    if (l->pipeline_stages > 1)
+        MPI_Comm_split(MPI_COMM_WORLD, l->replica, l->stage, &r->replica_comm);
+    MPI_Comm_split(MPI_COMM_WORLD, tfenc_layout_is_last_stage(l) ? 0 : MPI_UNDEFINED, r->rank,
+                   &r->writers_comm);
+}
+
+static tfenc_model_options model_options(run *r, int first_step, int end_step)
+{
+    tfenc_model_options o = {
+        .job = r->job, .config = &r->config, .plan = &r->plan, .registry = r->registry,
+        .weights = r->weights,
+        .limits = {.max_tokens = (int)r->settings.batch_tokens,
+                   .max_seq_len = (int)r->settings.max_seq_len,
+                   .max_seqs = (int)r->settings.batch_tokens},
+        .first_step = first_step, .end_step = end_step};
+    return o;
+}
+
+/* The first stage reads the corpus: the tokenizer and this replica's share. */
+static int open_input(run *r)
+{
+    r->feeding = (tfenc_feeder_options){.input = r->settings.input,
+                                        .max_seq_len = (int)r->settings.max_seq_len,
+                                        .batch_tokens = (int)r->settings.batch_tokens,
+                                        .truncation = r->settings.truncation,
+                                        .vocab_size = r->config.vocab_size,
+                                        .has_ids = r->settings.corpus.id_field != NULL};
+    if (!tfenc_layout_is_first_stage(&r->layout))
+        return TFENC_OK;
+    int status = tfenc_job_settings_tokenizer(r->ctx, r->job, &r->config, &r->settings,
+                                              &r->tokenizer);
+    if (status == TFENC_OK)
+        status = tfenc_corpus_open(r->ctx, &r->settings.corpus, r->layout.replica,
+                                   r->layout.data_parallel, &r->corpus);
+    return status;
+}
+
+static int decide_output_kind(run *r, int pools)
+{
+    tfenc_output_kind wanted = r->settings.output_kind;
+    r->output_kind = pools ? TFENC_OUTPUT_POOLED : TFENC_OUTPUT_TOKENS;
+    if (wanted != TFENC_OUTPUT_AUTO && wanted != r->output_kind)
+        return tfenc_error(r->ctx, TFENC_ERR_CONFIG,
+                           "%s: output_kind = %s but the model %s its output", r->job->path,
+                           tfenc_output_kind_name(wanted), pools ? "pools" : "does not pool");
+    return TFENC_OK;
+}
+
+/* Pass 1: the first stages count their shares' documents, and then, once
+ * every share knows its first global index (so that a tokenizer error
+ * names the right document), their tokens. Global indices and token
+ * offsets follow by scans over the ranks in order (other stages add 0). */
+static int count_corpus(run *r, int need_tokens)
+{
+    const int first_stage = tfenc_layout_is_first_stage(&r->layout);
+    tfenc_corpus_counts counts = {0};
+    int64_t share_tokens = 0;
+    int status = TFENC_OK;
+    if (first_stage)
+        status = tfenc_corpus_count(r->ctx, r->corpus, &counts);
+    if (agree_on_failure(r, status))
+        return 1;
+    int64_t first_index = 0, first_token = 0;
+    long long max_id = (long long)counts.max_id_length;
+    MPI_Exscan(&counts.n_documents, &first_index, 1, MPI_INT64_T, MPI_SUM, MPI_COMM_WORLD);
+    if (r->rank == 0)
+        first_index = 0; /* MPI_Exscan leaves rank 0's result undefined */
+    MPI_Allreduce(&counts.n_documents, &r->n_documents, 1, MPI_INT64_T, MPI_SUM, MPI_COMM_WORLD);
+    MPI_Allreduce(&max_id, &r->max_id_length, 1, MPI_LONG_LONG, MPI_MAX, MPI_COMM_WORLD);
+    if (first_stage) {
+        /* HDF5 shares know where they start; text shares learn it here. */
+        if (tfenc_corpus_first_index(r->corpus) < 0)
+            tfenc_corpus_set_first_index(r->corpus, first_index);
+        r->first_index = tfenc_corpus_first_index(r->corpus);
+        r->share_documents = counts.n_documents;
+        if (need_tokens)
+            status = tfenc_feeder_count_tokens(r->ctx, &r->feeding, r->tokenizer, r->corpus,
+                                               &share_tokens);
+    }
+    if (agree_on_failure(r, status))
+        return 1;
+    MPI_Exscan(&share_tokens, &first_token, 1, MPI_INT64_T, MPI_SUM, MPI_COMM_WORLD);
+    if (r->rank == 0)
+        first_token = 0;
+    MPI_Allreduce(&share_tokens, &r->n_tokens, 1, MPI_INT64_T, MPI_SUM, MPI_COMM_WORLD);
+    if (first_stage)
+        r->first_token = first_token;
+    if (r->replica_comm != MPI_COMM_NULL) {
+        int64_t share[3] = {r->share_documents, r->first_index, r->first_token};
+        MPI_Bcast(share, 3, MPI_INT64_T, 0, r->replica_comm);
+        r->share_documents = share[0];
+        r->first_index = share[1];
+        r->first_token = share[2];
+    }
+    return 0;
+}
+
+/* Step costs for the split into stages, and whether the model pools: from
+ * the whole model with one stage, else from rank 0's step-by-step survey
+ * (no rank ever loads more than its stage's weights for good). */
+static int cost_steps(run *r)
+{
+    r->step_flops = calloc((size_t)r->plan.n_steps, sizeof *r->step_flops);
+    if (r->step_flops == NULL)
+        return agree_on_failure(r, tfenc_error(r->ctx, TFENC_ERR_NO_MEMORY, "out of memory"));
+    double mean_length = r->n_documents > 0 ? (double)r->n_tokens / (double)r->n_documents : 1.0;
+    if (r->layout.pipeline_stages == 1) {
+        for (int i = 0; i < r->plan.n_steps; i++)
+            r->step_flops[i] = tfenc_model_step_flops(r->model, i, mean_length);
+        return 0;
+    }
+    int pools = 0, status = TFENC_OK;
+    if (r->rank == 0) {
+        tfenc_model_options o = model_options(r, 0, r->plan.n_steps);
+        status = tfenc_model_survey(r->ctx, &o, mean_length, r->step_flops, &pools);
+    }
+    if (agree_on_failure(r, status))
+        return 1;
+    MPI_Bcast(r->step_flops, r->plan.n_steps, MPI_DOUBLE, 0, MPI_COMM_WORLD);
+    MPI_Bcast(&pools, 1, MPI_INT, 0, MPI_COMM_WORLD);
+    return agree_on_failure(r, decide_output_kind(r, pools));
+}
+
+static void describe_plan(run *r)
+{
+    const tfenc_run_observer *o = &r->request->observer;
+    if (r->rank != 0 || o->plan == NULL)
+        return;
+    tfenc_run_plan plan = {.job_path = r->job->path, .layout = &r->layout, .model = &r->plan,
+                           .step_flops = r->step_flops, .d_model = r->config.d_model,
+                           .weights_path = r->config.weights_path,
+                           .input_path = r->settings.input, .output_path = r->settings.output,
+                           .output_kind = r->output_kind, .dtype = r->settings.dtype,
+                           .n_documents = r->n_documents, .n_tokens = r->n_tokens,
+                           .last_flop_rate = tfenc_run_last_flop_rate()};
+    o->plan(o->user, &plan);
+}
+
+/* --------------------------------------------------------------- output */
+
+/* Which of the share's documents an earlier run finished, for every stage
+ * of the replica (the last stage read it from the file), and how many
+ * documents are finished in all. */
+static int share_resume_state(run *r, int resumed, int was_complete)
+{
+    if (r->replica_comm != MPI_COMM_NULL) {
+        MPI_Bcast(&resumed, 1, MPI_INT, r->layout.pipeline_stages - 1, r->replica_comm);
+        if (resumed && r->share_documents > 0) {
+            if (r->done == NULL)
+                r->done = malloc((size_t)r->share_documents);
+            if (r->done == NULL)
+                return agree_on_failure(r, tfenc_error(r->ctx, TFENC_ERR_NO_MEMORY,
+                                                       "out of memory"));
+            MPI_Bcast(r->done, (int)r->share_documents, MPI_UINT8_T,
+                      r->layout.pipeline_stages - 1, r->replica_comm);
+        }
+    }
+    int64_t done = 0, all_done = 0;
+    if (tfenc_layout_is_last_stage(&r->layout) && r->done != NULL)
+        for (int64_t k = 0; k < r->share_documents; k++)
+            done += r->done[k] != 0;
+    MPI_Allreduce(&done, &all_done, 1, MPI_INT64_T, MPI_SUM, MPI_COMM_WORLD);
+    MPI_Allreduce(MPI_IN_PLACE, &resumed, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+    r->already_done = all_done;
+    if (resumed)
+        notice(r, "resuming %s: %lld of %lld documents were finished by an earlier run%s",
+               r->settings.output, (long long)all_done, (long long)r->n_documents,
+               was_complete ? " (it had completed)" : "");
+    return 0;
+}
+
+/* The last stages open the file: reopened to resume when a previous run of
+ * the same job left it, else created. */
+static int open_output(run *r)
+{
+    char weights_sha256[65] = "";
+    int status = TFENC_OK;
+    if (r->rank == 0)
+        status = tfenc_sha256_file(r->ctx, r->config.weights_path, weights_sha256);
+    if (agree_on_failure(r, status))
+        return 1;
+    MPI_Bcast(weights_sha256, sizeof weights_sha256, MPI_CHAR, 0, MPI_COMM_WORLD);
+    const tfenc_layout *l = &r->layout;
+    char layout[128];
+    snprintf(layout, sizeof layout, "ranks=%d data_parallel=%d pipeline_stages=%d", r->n_ranks,
+             l->data_parallel, l->pipeline_stages);
+    int was_complete = 0, resumed = 0;
+    char *identity = tfenc_job_settings_identity(r->job);
+    char *provenance = tfenc_job_settings_provenance(r->job, r->request->overrides,
+                                                     r->request->n_overrides);
+    if (identity == NULL || provenance == NULL)
+        status = tfenc_error(r->ctx, TFENC_ERR_NO_MEMORY, "out of memory");
+    if (status == TFENC_OK && tfenc_layout_is_last_stage(l)) {
+        tfenc_output_options o = {
+            .path = r->settings.output, .kind = r->output_kind, .dtype = r->settings.dtype,
+            .compression = r->settings.compression, .d_model = r->config.d_model,
+            .n_documents = r->n_documents, .n_tokens = r->n_tokens,
+            .has_ids = r->settings.corpus.id_field != NULL,
+            .max_id_length = (size_t)r->max_id_length, .job_text = provenance,
+            .job_settings = identity, .weights_sha256 = weights_sha256, .layout = layout};
+        MPI_Comm writers = l->data_parallel > 1 ? r->writers_comm : MPI_COMM_NULL;
+        status = TFENC_ERR_NOT_FOUND;
+        if (r->settings.resume)
+            status = tfenc_output_reopen(r->ctx, writers, &o, &r->output, &was_complete);
+        resumed = status == TFENC_OK;
+        if (status == TFENC_ERR_NOT_FOUND)
+            status = tfenc_output_create(r->ctx, writers, &o, &r->output);
+        if (status == TFENC_OK && resumed && r->share_documents > 0) {
+            r->done = malloc((size_t)r->share_documents);
+            status = r->done == NULL
+                         ? tfenc_error(r->ctx, TFENC_ERR_NO_MEMORY, "out of memory")
+                         : tfenc_output_written(r->ctx, r->output, r->first_index,
+                                                r->share_documents, r->done);
+        }
+        if (status == TFENC_OK)
+            status = tfenc_writer_create(r->ctx, r->output,
+                                         r->output_kind == TFENC_OUTPUT_POOLED,
+                                         r->settings.output, &r->writer);
+    }
+    free(identity);
+    free(provenance);
+    /* HDF5 cannot always shut down after a failed write to a new file. */
+    if (status == TFENC_ERR_IO)
+        r->result->skip_finalize = 1;
+    if (agree_on_failure(r, status))
+        return 1;
+    return share_resume_state(r, resumed, was_complete);
+}
+
+/* ------------------------------------------------------------- encoding */
+
+static int stop_requested(const run *r)
+{
+    return r->request->stop != NULL && *r->request->stop != 0;
+}
+
+static void report_progress(run *r, const tfenc_rank_work *work, double start, double *last,
+                            int final)
+{
+    const tfenc_run_observer *o = &r->request->observer;
+    if (r->rank != 0 || o->progress == NULL || r->feeder == NULL)
+        return;
+    double now = tfenc_clock_seconds();
+    if (!final && now - *last < r->settings.progress_interval)
+        return;
+    *last = now;
+    tfenc_run_progress p = {.documents_done = tfenc_feeder_documents_read(r->feeder),
+                            .documents_total = r->share_documents,
+                            .tokens_done = work->tokens,
+                            .elapsed_seconds = now - start,
+                            .n_ranks = r->n_ranks,
+                            .final = final};
+    o->progress(o->user, &p);
+}
+
+/* Every stage's loop: take a microbatch (from the corpus on the first
+ * stage, else from the previous stage), run this stage's steps, pass it on
+ * or write it. Returns TFENC_ERR_INTERRUPTED when a stop request ended the
+ * first stage early. */
+static int encode(run *r, tfenc_rank_work *work)
+{
+    const tfenc_layout *l = &r->layout;
+    const int first_stage = tfenc_layout_is_first_stage(l);
+    const int last_stage = tfenc_layout_is_last_stage(l);
+    double stage_flops = 0;
+    for (int i = tfenc_layout_first_step(l, l->stage); i < tfenc_layout_end_step(l, l->stage); i++)
+        stage_flops += r->step_flops[i];
+    tfenc_microbatch_limits limits = {
+        .max_tokens = (int)r->settings.batch_tokens, .max_seqs = (int)r->settings.batch_tokens,
+        .max_ids_bytes = r->feeding.has_ids
+                             ? (size_t)r->settings.batch_tokens * ((size_t)r->max_id_length + 1)
+                             : 0,
+        .d_model = r->config.d_model};
+    int status = tfenc_pipeline_create(r->ctx, r->replica_comm, &limits, PIPELINE_SLOTS,
+                                       &r->pipeline);
+    if (status == TFENC_OK && first_stage)
+        status = tfenc_feeder_create(r->ctx, &r->feeding, r->tokenizer, r->corpus,
+                                     r->first_token, r->done, &r->feeder);
+    if (status != TFENC_OK)
+        return status;
+    const double start = tfenc_clock_seconds();
+    double last_report = start;
+    int interrupted = 0;
+    for (;;) {
+        tfenc_microbatch *m = NULL;
+        if (first_stage) {
+            if (stop_requested(r)) {
+                interrupted = 1;
+                break;
+            }
+            status = tfenc_feeder_next(r->ctx, r->feeder, r->pipeline, &m);
+            if (status == TFENC_ERR_NOT_FOUND) {
+                status = TFENC_OK;
+                break;
+            }
+        } else {
+            double waited = 0;
+            status = tfenc_pipeline_receive(r->ctx, r->pipeline, &m, &waited);
+            work->waiting_seconds += waited;
+            if (status == TFENC_OK && m->end_of_stream) {
+                tfenc_pipeline_release(r->pipeline, m);
+                break;
+            }
+        }
+        if (status != TFENC_OK)
+            return status;
+        double step_start = tfenc_clock_seconds();
+        status = tfenc_model_forward(r->ctx, r->model, &m->batch);
+        work->busy_seconds += tfenc_clock_seconds() - step_start;
+        if (status != TFENC_OK)
+            return status;
+        work->tokens += m->batch.n_tokens;
+        work->microbatches++;
+        work->flops += stage_flops * m->batch.n_tokens;
+        if (last_stage) {
+            step_start = tfenc_clock_seconds();
+            status = tfenc_writer_write(r->ctx, r->writer, m);
+            work->writing_seconds += tfenc_clock_seconds() - step_start;
+            tfenc_pipeline_release(r->pipeline, m);
+        } else {
+            status = tfenc_pipeline_pass_on(r->ctx, r->pipeline, m);
+        }
+        if (status != TFENC_OK)
+            return status;
+        report_progress(r, work, start, &last_report, 0);
+    }
+    status = tfenc_pipeline_finish(r->ctx, r->pipeline);
+    if (status == TFENC_OK && last_stage) {
+        double flush_start = tfenc_clock_seconds();
+        status = tfenc_writer_flush(r->ctx, r->writer);
+        work->writing_seconds += tfenc_clock_seconds() - flush_start;
+    }
+    report_progress(r, work, start, &last_report, 1);
+    if (status == TFENC_OK && interrupted)
+        status = TFENC_ERR_INTERRUPTED;
+    return status;
+}
+
+/* Encodes, then marks the file complete, or (stopped on request) leaves it
+ * resumable. */
+static int encode_and_finish(run *r, double start)
+{
+    tfenc_rank_work work = {.replica = r->layout.replica, .stage = r->layout.stage};
+    double encode_start = tfenc_clock_seconds();
+    int status = encode(r, &work);
+    work.encode_seconds = tfenc_clock_seconds() - encode_start;
+    if (status != TFENC_OK && status != TFENC_ERR_INTERRUPTED)
+        return broken(r);
+    int interrupted = status == TFENC_ERR_INTERRUPTED, any_interrupted = 0;
+    MPI_Allreduce(&interrupted, &any_interrupted, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+    int64_t documents = 0, truncated = 0, tokens = 0;
+    if (r->writer != NULL) {
+        documents = tfenc_writer_documents(r->writer);
+        truncated = tfenc_writer_truncated_documents(r->writer);
+        tokens = tfenc_writer_tokens(r->writer);
+    }
+    if (any_interrupted) {
+        int64_t written = 0;
+        MPI_Allreduce(&documents, &written, 1, MPI_INT64_T, MPI_SUM, MPI_COMM_WORLD);
+        tfenc_output_close(r->output);
+        r->output = NULL;
+        r->result->outcome = TFENC_RUN_STOPPED;
+        r->result->documents_finished = r->already_done + written;
+        r->result->n_documents = r->n_documents;
+        return 0;
+    }
+    status = TFENC_OK;
+    if (r->output != NULL) {
+        status = tfenc_output_finish(r->ctx, r->output);
+        r->output = NULL;
+    }
+    if (agree_on_failure(r, status))
+        return 1;
+    tfenc_run_summary summary;
+    tfenc_run_summary_gather(MPI_COMM_WORLD, &work, documents, truncated, tokens,
+                             tfenc_clock_seconds() - start, &summary);
+    summary.output_path = r->settings.output;
+    const tfenc_run_observer *o = &r->request->observer;
+    if (r->rank == 0 && o->summary != NULL && summary.ranks != NULL)
+        o->summary(o->user, &summary);
+    tfenc_run_summary_free(&summary);
+    r->result->outcome = TFENC_RUN_FINISHED;
+    return 0;
+}
+
+/* --------------------------------------------------------------- the rest */
+
+static void release_run(run *r)
+{
+    tfenc_feeder_destroy(r->feeder);
+    tfenc_writer_destroy(r->writer);
+    tfenc_pipeline_destroy(r->pipeline);
+    if (!r->result->skip_finalize)
+        tfenc_output_close(r->output);
+    tfenc_corpus_close(r->corpus);
+    tfenc_tokenizer_destroy(r->tokenizer);
+    tfenc_model_destroy(r->model);
+    tfenc_layout_free(&r->layout);
+    free(r->step_flops);
+    free(r->done);
+    tfenc_weight_store_close(r->weights);
+    tfenc_plugin_registry_destroy(r->registry);
+    tfenc_model_plan_free(&r->plan);
+    tfenc_model_config_free(&r->config);
+    tfenc_job_settings_free(&r->settings);
+    tfenc_jobfile_destroy(r->job);
+    if (r->replica_comm != MPI_COMM_NULL)
+        MPI_Comm_free(&r->replica_comm);
+    if (r->writers_comm != MPI_COMM_NULL)
+        MPI_Comm_free(&r->writers_comm);
+}
+
+static int stage_model(run *r)
+{
+    const tfenc_layout *l = &r->layout;
+    tfenc_model_options o = model_options(r, tfenc_layout_first_step(l, l->stage),
+                                          tfenc_layout_end_step(l, l->stage));
+    return tfenc_model_create(r->ctx, &o, &r->model);
+}
+
+static int whole_model(run *r)
+{
+    tfenc_model_options o = model_options(r, 0, r->plan.n_steps);
+    int pools = 0;
+    int status = tfenc_model_create(r->ctx, &o, &r->model);
+    if (status == TFENC_OK)
+        status = tfenc_model_probe_pools(r->ctx, r->model, &pools);
+    if (status == TFENC_OK)
+        status = decide_output_kind(r, pools);
+    return status;
+}
+
+static int run_steps(run *r)
+{
+    double start = tfenc_clock_seconds();
+    if (agree_on_failure(r, read_job(r)))
+        return 1;
+    join_communicators(r);
+    if (agree_on_failure(r, open_input(r)))
+        return 1;
+    const int n_stages = r->layout.pipeline_stages;
+    /* One stage: the whole model, probed now, tells whether it pools before
+     * pass 1 (which then tokenizes only when token offsets are needed). */
+    if (n_stages == 1 && agree_on_failure(r, whole_model(r)))
+        return 1;
+    if (count_corpus(r, n_stages > 1 || r->output_kind == TFENC_OUTPUT_TOKENS ||
+                            r->request->dry_run) ||
+        cost_steps(r))
+        return 1;
+    if (agree_on_failure(r, tfenc_layout_split(r->ctx, &r->layout, r->step_flops)))
+        return 1;
+    if (r->request->dry_run) {
+        describe_plan(r);
+        r->result->outcome = TFENC_RUN_PLANNED;
+        return 0;
+    }
+    /* Every rank knows it, as it knows the job: reported once, by rank 0. */
+    if (r->n_documents == 0)
+        return agree_on_failure(r, tfenc_error(r->ctx, TFENC_ERR_CONFIG,
+                                               "%s: the corpus holds no documents",
+                                               r->settings.input));
+    if (n_stages > 1 && agree_on_failure(r, stage_model(r)))
+        return 1;
+    if (open_output(r))
+        return 1;
+    return encode_and_finish(r, start);
+}
+
+int tfenc_run_job(tfenc_context *ctx, const tfenc_run_request *request, tfenc_run_result *result)
+{
+    memset(result, 0, sizeof *result);
+    run r;
+    memset(&r, 0, sizeof r);
+    r.ctx = ctx;
+    r.request = request;
+    r.result = result;
+    r.replica_comm = r.writers_comm = MPI_COMM_NULL;
+    r.output_kind = TFENC_OUTPUT_POOLED;
+    MPI_Comm_rank(MPI_COMM_WORLD, &r.rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &r.n_ranks);
+    run_steps(&r);
+    if (r.settings.output != NULL)
+        snprintf(result->output_path, sizeof result->output_path, "%s", r.settings.output);
+    /* A broken run is ended by the driver; releasing could block on a rank
+     * that waits for this one (collective closes). */
+    if (result->outcome != TFENC_RUN_BROKEN && !result->skip_finalize)
+        release_run(&r);
+    if (result->outcome == TFENC_RUN_REFUSED || result->outcome == TFENC_RUN_BROKEN)
+        return ctx->status != TFENC_OK ? ctx->status : TFENC_ERR_INTERNAL;
+    return TFENC_OK;
+}

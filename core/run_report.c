@@ -1,0 +1,168 @@
+/* The per-rank summary and the remembered throughput. */
+#include "run_report.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+
+static double fraction(double part, double whole)
+{
+    return whole > 0 ? part / whole : 0.0;
+}
+
+/* This process's peak resident memory in KiB. VmHWM, not getrusage's
+ * ru_maxrss: the latter also counts what the process was before exec (a
+ * Python that launched tfenc-batch, say). */
+static long peak_rss_kib(void)
+{
+    long kib = 0;
+    FILE *status = fopen("/proc/self/status", "r");
+    char line[256];
+    while (status != NULL && fgets(line, sizeof line, status) != NULL)
+        if (sscanf(line, "VmHWM: %ld kB", &kib) == 1)
+            break;
+    if (status != NULL)
+        fclose(status);
+    if (kib == 0) {
+        struct rusage usage;
+        getrusage(RUSAGE_SELF, &usage);
+        kib = usage.ru_maxrss;
+    }
+    return kib;
+}
+
+double tfenc_peak_rss_mib(void)
+{
+    return (double)peak_rss_kib() / 1024.0;
+}
+
+static void remember_flop_rate(double flops_per_second_per_rank);
+
+/* The largest total RSS over the ranks of one node (ranks that share
+ * memory): what a node must hold. */
+static double node_rss_mib(MPI_Comm world, double mine)
+{
+    MPI_Comm node;
+    int rank = 0;
+    MPI_Comm_rank(world, &rank);
+    MPI_Comm_split_type(world, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, &node);
+    double sum = 0, largest = 0;
+    MPI_Allreduce(&mine, &sum, 1, MPI_DOUBLE, MPI_SUM, node);
+    MPI_Comm_free(&node);
+    MPI_Reduce(&sum, &largest, 1, MPI_DOUBLE, MPI_MAX, 0, world);
+    return largest;
+}
+
+void tfenc_run_summary_gather(MPI_Comm world, const tfenc_rank_work *mine, int64_t documents,
+                              int64_t truncated_documents, int64_t tokens, double wall_seconds,
+                              tfenc_run_summary *summary)
+{
+    int rank = 0, n_ranks = 1;
+    MPI_Comm_rank(world, &rank);
+    MPI_Comm_size(world, &n_ranks);
+    memset(summary, 0, sizeof *summary);
+    tfenc_rank_work own = *mine;
+    own.peak_rss_mib = tfenc_peak_rss_mib();
+    int64_t counts[3] = {documents, truncated_documents, tokens}, totals[3] = {0, 0, 0};
+    MPI_Reduce(counts, totals, 3, MPI_INT64_T, MPI_SUM, 0, world);
+    double node = node_rss_mib(world, own.peak_rss_mib);
+    tfenc_rank_work *all = rank == 0 ? calloc((size_t)n_ranks, sizeof *all) : NULL;
+    /* Every rank takes part even when rank 0 could not allocate. */
+    MPI_Gather(&own, (int)sizeof own, MPI_BYTE, all, (int)sizeof own, MPI_BYTE, 0, world);
+    if (rank != 0 || all == NULL)
+        return;
+    summary->documents = totals[0];
+    summary->truncated_documents = totals[1];
+    summary->tokens = totals[2];
+    summary->wall_seconds = wall_seconds;
+    summary->n_ranks = n_ranks;
+    summary->ranks = all;
+    summary->node_rss_mib = node;
+    double busy_sum = 0, busy_max = 0, flops = 0, idle_sum = 0;
+    for (int i = 0; i < n_ranks; i++) {
+        const tfenc_rank_work *w = &all[i];
+        if (w->encode_seconds > summary->encode_seconds)
+            summary->encode_seconds = w->encode_seconds;
+        if (w->peak_rss_mib > summary->peak_rss_mib)
+            summary->peak_rss_mib = w->peak_rss_mib;
+        busy_sum += w->busy_seconds;
+        if (w->busy_seconds > busy_max)
+            busy_max = w->busy_seconds;
+        flops += w->flops;
+        double idle = w->encode_seconds - w->busy_seconds - w->writing_seconds;
+        idle_sum += fraction(idle > 0 ? idle : 0, w->encode_seconds);
+    }
+    summary->flops_per_rank = fraction(flops, summary->encode_seconds * n_ranks);
+    summary->load_imbalance = fraction(busy_max, busy_sum / n_ranks);
+    summary->mean_idle_fraction = idle_sum / n_ranks;
+    if (summary->flops_per_rank > 0)
+        remember_flop_rate(summary->flops_per_rank);
+}
+
+void tfenc_run_summary_free(tfenc_run_summary *summary)
+{
+    free(summary->ranks);
+    summary->ranks = NULL;
+}
+
+static char *throughput_path(void)
+{
+    const char *cache = getenv("XDG_CACHE_HOME");
+    const char *home = getenv("HOME");
+    char *path = NULL;
+    size_t size;
+    if (cache != NULL && cache[0] != '\0') {
+        size = strlen(cache) + 32;
+        path = malloc(size);
+        if (path != NULL)
+            snprintf(path, size, "%s/tfenc/throughput", cache);
+    } else if (home != NULL && home[0] != '\0') {
+        size = strlen(home) + 40;
+        path = malloc(size);
+        if (path != NULL)
+            snprintf(path, size, "%s/.cache/tfenc/throughput", home);
+    }
+    return path;
+}
+
+double tfenc_run_last_flop_rate(void)
+{
+    char *path = throughput_path();
+    double rate = 0;
+    FILE *file = path != NULL ? fopen(path, "r") : NULL;
+    if (file != NULL) {
+        if (fscanf(file, "%lf", &rate) != 1 || !(rate > 0))
+            rate = 0;
+        fclose(file);
+    }
+    free(path);
+    return rate;
+}
+
+/* Best effort: a read-only home only loses the estimate. */
+static void remember_flop_rate(double flops_per_second_per_rank)
+{
+    char *path = throughput_path();
+    if (path == NULL)
+        return;
+    char *slash = strrchr(path, '/');
+    *slash = '\0';
+    char *parent = strrchr(path, '/');
+    if (parent != NULL) {
+        *parent = '\0';
+        mkdir(path, 0755);
+        *parent = '/';
+    }
+    mkdir(path, 0755);
+    *slash = '/';
+    FILE *file = fopen(path, "w");
+    if (file != NULL) {
+        fprintf(file, "%.6g FLOP/s per rank, measured by tfenc-batch\n",
+                flops_per_second_per_rank);
+        fclose(file);
+    }
+    free(path);
+}
