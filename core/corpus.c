@@ -30,6 +30,7 @@ struct tfenc_corpus {
     char *path;
     char *text_field;
     char *id_field;
+    size_t max_id_bytes;
     int64_t first_index; /* global index of the share's first document, or -1 */
     int64_t next_local;  /* local index the next document gets */
 
@@ -48,12 +49,17 @@ struct tfenc_corpus {
     hid_t h5_file;
     hid_t tokens;        /* ragged: [T]; padded: [N, L] */
     char *tokens_name;
+    hid_t index;         /* ragged: offsets [N+1]; padded: lengths [N] */
+    char *index_name;
+    int64_t total_documents; /* N */
+    int64_t total_tokens;    /* ragged: T; padded: unused */
     int padded;
     int64_t padded_width; /* L */
-    int64_t first;        /* the share's documents are [first, end) */
+    int64_t first;        /* the selected documents are [first, end) */
     int64_t end;
-    int64_t *offsets;     /* [end - first + 1]: token offsets of the share's documents,
-                           * global for ragged input, prefix sums of lengths for padded */
+    int64_t *offsets;     /* [end - first + 1]: token offsets of the selected documents,
+                           * positions in `tokens` for ragged input, prefix sums of
+                           * lengths from 0 for padded */
     int64_t *lengths;     /* padded: [end - first] */
     int32_t *block;       /* token ids of documents [block_first, block_end) */
     size_t block_capacity;
@@ -299,6 +305,13 @@ static int next_jsonl(tfenc_context *ctx, tfenc_corpus *corpus, size_t length,
                                id == NULL ? "" : json_type_name(id),
                                id == NULL ? "" : ", expected a string or an integer");
         }
+        /* Ids are stored at the longest id's length in every row, and travel
+         * with each microbatch: one huge id would cost gigabytes. */
+        if (corpus->max_id_bytes > 0 && document->id_length > corpus->max_id_bytes)
+            return tfenc_error(ctx, TFENC_ERR_INPUT, "%s: line %lld: id field '%s' is %zu bytes "
+                               "long, more than [job] max_id_bytes = %zu",
+                               corpus->path, (long long)line_number(corpus, corpus->next_local),
+                               corpus->id_field, document->id_length, corpus->max_id_bytes);
     }
     return TFENC_OK;
 }
@@ -461,29 +474,74 @@ static int read_slab(tfenc_context *ctx, tfenc_corpus *corpus, hid_t dataset, co
     return TFENC_OK;
 }
 
-/* The document index where share k starts: the document boundary whose
- * token offset is nearest to k*T/n (ties go to the earlier boundary). It is
- * non-decreasing in k, so consecutive shares never overlap. */
-static int64_t token_share_boundary(const int64_t *offsets, int64_t n_documents, int share,
-                                    int n_shares)
+/* Reads and checks the index of documents [first, end): their offsets
+ * (ragged) or lengths (padded), so that the next documents read are these.
+ * Only this range is read, never the whole index: at scale the index of
+ * 10^8 documents would be 800 MB on every rank. */
+static int hdf5_load_range(tfenc_context *ctx, tfenc_corpus *corpus, int64_t first, int64_t end)
 {
-    if (share <= 0)
-        return 0;
-    if (share >= n_shares)
-        return n_documents;
-    int64_t total = offsets[n_documents];
-    int64_t target = share_boundary(total, share, n_shares);
-    int64_t low = 0, high = n_documents; /* first i with offsets[i] >= target */
-    while (low < high) {
-        int64_t middle = low + (high - low) / 2;
-        if (offsets[middle] < target)
-            low = middle + 1;
-        else
-            high = middle;
+    const int64_t n = end - first;
+    const char *name = corpus->index_name;
+    free(corpus->offsets);
+    free(corpus->lengths);
+    corpus->offsets = malloc(((size_t)n + 1) * sizeof *corpus->offsets);
+    corpus->lengths = malloc(((size_t)n + 1) * sizeof *corpus->lengths);
+    if (corpus->offsets == NULL || corpus->lengths == NULL)
+        return tfenc_error(ctx, TFENC_ERR_NO_MEMORY, "%s: out of memory reading '%s'",
+                           corpus->path, name);
+    int64_t *offsets = corpus->offsets;
+    int status = corpus->padded
+                     ? read_slab(ctx, corpus, corpus->index, name, 1, first, n, 1,
+                                 H5T_NATIVE_INT64, offsets + 1)
+                     : read_slab(ctx, corpus, corpus->index, name, 1, first, n + 1, 1,
+                                 H5T_NATIVE_INT64, offsets);
+    if (status != TFENC_OK)
+        return status;
+    if (corpus->padded) {
+        /* Turn lengths into running offsets, validating them on the way. */
+        offsets[0] = 0;
+        for (int64_t i = 0; i < n; i++) {
+            int64_t length = offsets[i + 1];
+            if (length < 0 || length > corpus->padded_width)
+                return tfenc_error(ctx, TFENC_ERR_INPUT, "%s: dataset '%s': entry %lld is "
+                                   "%lld, outside [0, %lld] (the width of '%s')",
+                                   corpus->path, name, (long long)(first + i),
+                                   (long long)length, (long long)corpus->padded_width,
+                                   corpus->tokens_name);
+            offsets[i + 1] = offsets[i] + length;
+        }
+    } else {
+        if (first == 0 && offsets[0] != 0)
+            return tfenc_error(ctx, TFENC_ERR_INPUT, "%s: dataset '%s' must start at 0, "
+                               "found %lld", corpus->path, name, (long long)offsets[0]);
+        for (int64_t i = 0; i <= n; i++) {
+            if (i < n && offsets[i + 1] < offsets[i])
+                return tfenc_error(ctx, TFENC_ERR_INPUT, "%s: dataset '%s' decreases at "
+                                   "entry %lld (%lld after %lld): offsets must be "
+                                   "non-decreasing", corpus->path, name,
+                                   (long long)(first + i + 1), (long long)offsets[i + 1],
+                                   (long long)offsets[i]);
+            if (offsets[i] < 0 || offsets[i] > corpus->total_tokens)
+                return tfenc_error(ctx, TFENC_ERR_INPUT, "%s: dataset '%s': entry %lld is "
+                                   "%lld, outside [0, %lld] ('%s' holds %lld tokens)",
+                                   corpus->path, name, (long long)(first + i),
+                                   (long long)offsets[i], (long long)corpus->total_tokens,
+                                   corpus->tokens_name, (long long)corpus->total_tokens);
+        }
+        if (end == corpus->total_documents && offsets[n] != corpus->total_tokens)
+            return tfenc_error(ctx, TFENC_ERR_INPUT, "%s: dataset '%s' ends at %lld but "
+                               "'%s' holds %lld tokens: they must match", corpus->path, name,
+                               (long long)offsets[n], corpus->tokens_name,
+                               (long long)corpus->total_tokens);
     }
-    if (low > 0 && target - offsets[low - 1] < offsets[low] - target)
-        low--;
-    return low;
+    for (int64_t i = 0; i < n; i++)
+        corpus->lengths[i] = offsets[i + 1] - offsets[i];
+    corpus->first = first;
+    corpus->end = end;
+    corpus->first_index = first;
+    corpus->next_local = 0;
+    corpus->block_first = corpus->block_end = first;
+    return TFENC_OK;
 }
 
 static int open_hdf5(tfenc_context *ctx, tfenc_corpus *corpus,
@@ -507,88 +565,32 @@ static int open_hdf5(tfenc_context *ctx, tfenc_corpus *corpus,
                              : options->offsets_dataset != NULL ? options->offsets_dataset
                                                                 : "offsets";
     corpus->tokens_name = copy_string(tokens_name);
-    if (corpus->tokens_name == NULL)
+    corpus->index_name = copy_string(index_name);
+    if (corpus->tokens_name == NULL || corpus->index_name == NULL)
         return tfenc_error(ctx, TFENC_ERR_NO_MEMORY, "%s: out of memory", corpus->path);
 
     hsize_t token_dims[2] = {0, 0}, index_dims[1] = {0};
-    hid_t index = -1;
     int status = open_integer_dataset(ctx, corpus, tokens_name, corpus->padded ? 2 : 1,
                                       token_dims, &corpus->tokens);
     if (status == TFENC_OK)
-        status = open_integer_dataset(ctx, corpus, index_name, 1, index_dims, &index);
-    int64_t n_documents = corpus->padded ? (int64_t)token_dims[0] : (int64_t)index_dims[0] - 1;
-    if (status == TFENC_OK && corpus->padded && index_dims[0] != token_dims[0])
-        status = tfenc_error(ctx, TFENC_ERR_INPUT, "%s: dataset '%s' has %llu rows but '%s' "
-                             "has %llu entries: they must match", corpus->path, tokens_name,
-                             (unsigned long long)token_dims[0], index_name,
-                             (unsigned long long)index_dims[0]);
-    if (status == TFENC_OK && !corpus->padded && index_dims[0] < 1)
-        status = tfenc_error(ctx, TFENC_ERR_INPUT, "%s: dataset '%s' is empty: it needs N+1 "
-                             "entries, from 0 to the token count", corpus->path, index_name);
-    /* The whole index is read (8 bytes per document) to cut shares by
-     * tokens; the token ids themselves are read per share, per block. */
-    int64_t *all = NULL;
-    if (status == TFENC_OK) {
-        all = malloc(((size_t)n_documents + 1) * sizeof *all);
-        if (all == NULL)
-            status = tfenc_error(ctx, TFENC_ERR_NO_MEMORY, "%s: out of memory reading '%s'",
-                                 corpus->path, index_name);
-    }
-    if (status == TFENC_OK)
-        status = read_slab(ctx, corpus, index, index_name, 1, 0,
-                           corpus->padded ? n_documents : n_documents + 1, 1,
-                           H5T_NATIVE_INT64, corpus->padded ? all + 1 : all);
-    if (status == TFENC_OK && corpus->padded) {
-        corpus->padded_width = (int64_t)token_dims[1];
-        /* Turn lengths into running offsets, validating them on the way. */
-        all[0] = 0;
-        for (int64_t i = 0; i < n_documents && status == TFENC_OK; i++) {
-            int64_t length = all[i + 1];
-            if (length < 0 || length > corpus->padded_width)
-                status = tfenc_error(ctx, TFENC_ERR_INPUT, "%s: dataset '%s': entry %lld is "
-                                     "%lld, outside [0, %lld] (the width of '%s')",
-                                     corpus->path, index_name, (long long)i, (long long)length,
-                                     (long long)corpus->padded_width, tokens_name);
-            all[i + 1] = all[i] + length;
-        }
-    } else if (status == TFENC_OK) {
-        if (all[0] != 0)
-            status = tfenc_error(ctx, TFENC_ERR_INPUT, "%s: dataset '%s' must start at 0, "
-                                 "found %lld", corpus->path, index_name, (long long)all[0]);
-        for (int64_t i = 0; i < n_documents && status == TFENC_OK; i++)
-            if (all[i + 1] < all[i])
-                status = tfenc_error(ctx, TFENC_ERR_INPUT, "%s: dataset '%s' decreases at "
-                                     "entry %lld (%lld after %lld): offsets must be "
-                                     "non-decreasing", corpus->path, index_name,
-                                     (long long)(i + 1), (long long)all[i + 1],
-                                     (long long)all[i]);
-        if (status == TFENC_OK && all[n_documents] != (int64_t)token_dims[0])
-            status = tfenc_error(ctx, TFENC_ERR_INPUT, "%s: dataset '%s' ends at %lld but "
-                                 "'%s' holds %llu tokens: they must match", corpus->path,
-                                 index_name, (long long)all[n_documents], tokens_name,
-                                 (unsigned long long)token_dims[0]);
-    }
-    if (status == TFENC_OK) {
-        corpus->first = token_share_boundary(all, n_documents, share, n_shares);
-        corpus->end = token_share_boundary(all, n_documents, share + 1, n_shares);
-        int64_t n = corpus->end - corpus->first;
-        corpus->offsets = malloc(((size_t)n + 1) * sizeof *corpus->offsets);
-        corpus->lengths = malloc(((size_t)n + 1) * sizeof *corpus->lengths);
-        if (corpus->offsets == NULL || corpus->lengths == NULL)
-            status = tfenc_error(ctx, TFENC_ERR_NO_MEMORY, "%s: out of memory", corpus->path);
-        else
-            for (int64_t i = 0; i <= n; i++) {
-                corpus->offsets[i] = all[corpus->first + i];
-                if (i < n)
-                    corpus->lengths[i] = all[corpus->first + i + 1] - all[corpus->first + i];
-            }
-        corpus->first_index = corpus->first;
-    }
-    free(all);
-    if (index >= 0)
-        H5Dclose(index);
-    corpus->block_first = corpus->block_end = corpus->first;
-    return status;
+        status = open_integer_dataset(ctx, corpus, index_name, 1, index_dims, &corpus->index);
+    if (status != TFENC_OK)
+        return status;
+    if (corpus->padded && index_dims[0] != token_dims[0])
+        return tfenc_error(ctx, TFENC_ERR_INPUT, "%s: dataset '%s' has %llu rows but '%s' "
+                           "has %llu entries: they must match", corpus->path, tokens_name,
+                           (unsigned long long)token_dims[0], index_name,
+                           (unsigned long long)index_dims[0]);
+    if (!corpus->padded && index_dims[0] < 1)
+        return tfenc_error(ctx, TFENC_ERR_INPUT, "%s: dataset '%s' is empty: it needs N+1 "
+                           "entries, from 0 to the token count", corpus->path, index_name);
+    corpus->padded_width = (int64_t)token_dims[1];
+    corpus->total_documents = corpus->padded ? (int64_t)token_dims[0] : (int64_t)index_dims[0] - 1;
+    corpus->total_tokens = corpus->padded ? -1 : (int64_t)token_dims[0];
+    /* Shares of equal document counts: they only validate and count; the
+     * work itself is cut into windows (tfenc_corpus_select). */
+    return hdf5_load_range(ctx, corpus, share_boundary(corpus->total_documents, share, n_shares),
+                           share_boundary(corpus->total_documents, share + 1, n_shares));
 }
 
 /* Loads the block of documents that starts at `first`: as many as fit in
@@ -700,11 +702,12 @@ int tfenc_corpus_open(tfenc_context *ctx, const tfenc_corpus_options *options, i
     if (corpus == NULL)
         return tfenc_error(ctx, TFENC_ERR_NO_MEMORY, "%s: out of memory", options->path);
     corpus->format = options->format;
-    corpus->h5_file = corpus->tokens = -1;
+    corpus->h5_file = corpus->tokens = corpus->index = -1;
     corpus->first_index = -1;
     corpus->path = copy_string(options->path);
     corpus->text_field = copy_string(options->text_field != NULL ? options->text_field : "text");
     corpus->id_field = copy_string(options->id_field);
+    corpus->max_id_bytes = options->max_id_bytes;
     int status;
     if (corpus->path == NULL || corpus->text_field == NULL
         || (options->id_field != NULL && corpus->id_field == NULL))
@@ -770,6 +773,81 @@ int tfenc_corpus_count(tfenc_context *ctx, tfenc_corpus *corpus, tfenc_corpus_co
     return tfenc_corpus_rewind(ctx, corpus);
 }
 
+int tfenc_corpus_select(tfenc_context *ctx, tfenc_corpus *corpus, const tfenc_corpus_range *range)
+{
+    if (corpus->record != NULL) {
+        json_decref(corpus->record);
+        corpus->record = NULL;
+    }
+    if (corpus->format == TFENC_CORPUS_HDF5) {
+        if (range->first_index < 0 || range->n_documents < 0 ||
+            range->first_index + range->n_documents > corpus->total_documents)
+            return tfenc_error(ctx, TFENC_ERR_INTERNAL, "%s: documents [%lld, %lld) are not "
+                               "in the corpus of %lld", corpus->path,
+                               (long long)range->first_index,
+                               (long long)(range->first_index + range->n_documents),
+                               (long long)corpus->total_documents);
+        return hdf5_load_range(ctx, corpus, range->first_index,
+                               range->first_index + range->n_documents);
+    }
+    corpus->share_start = range->byte_start;
+    corpus->share_end = range->byte_end;
+    corpus->first_index = range->first_index;
+    corpus->next_local = 0;
+    return text_rewind(ctx, corpus);
+}
+
+int64_t tfenc_corpus_file_size(const tfenc_corpus *corpus)
+{
+    return corpus->format == TFENC_CORPUS_HDF5 ? -1 : corpus->file_size;
+}
+
+int64_t tfenc_corpus_total_documents(const tfenc_corpus *corpus)
+{
+    return corpus->format == TFENC_CORPUS_HDF5 ? corpus->total_documents : -1;
+}
+
+int tfenc_corpus_line_starts(tfenc_context *ctx, tfenc_corpus *corpus, int64_t stride,
+                             int64_t **starts, int64_t *n_starts)
+{
+    *starts = NULL;
+    *n_starts = 0;
+    if (corpus->format == TFENC_CORPUS_HDF5 || corpus->first_index < 0 || stride < 1)
+        return tfenc_error(ctx, TFENC_ERR_INTERNAL, "%s: line starts need a text share that "
+                           "knows its first index", corpus->path);
+    int status = tfenc_corpus_rewind(ctx, corpus);
+    int64_t capacity = 0;
+    /* Only the line ends are looked at: no JSON is parsed again. */
+    for (int64_t local = 0; status == TFENC_OK; local++) {
+        int64_t line_start = corpus->position;
+        size_t length;
+        status = read_line(ctx, corpus, &length);
+        if (status != TFENC_OK)
+            break;
+        if ((corpus->first_index + local) % stride != 0)
+            continue;
+        if (*n_starts == capacity) {
+            capacity = capacity > 0 ? 2 * capacity : 64;
+            int64_t *grown = realloc(*starts, (size_t)capacity * sizeof *grown);
+            if (grown == NULL) {
+                status = tfenc_error(ctx, TFENC_ERR_NO_MEMORY, "%s: out of memory",
+                                     corpus->path);
+                break;
+            }
+            *starts = grown;
+        }
+        (*starts)[(*n_starts)++] = line_start;
+    }
+    if (status == TFENC_ERR_NOT_FOUND)
+        status = tfenc_corpus_rewind(ctx, corpus);
+    if (status != TFENC_OK) {
+        free(*starts);
+        *starts = NULL;
+        *n_starts = 0;
+    }
+    return status;
+}
+
 void tfenc_corpus_close(tfenc_corpus *corpus)
 {
     if (corpus == NULL)
@@ -780,6 +858,8 @@ void tfenc_corpus_close(tfenc_corpus *corpus)
         fclose(corpus->file);
     if (corpus->tokens >= 0)
         H5Dclose(corpus->tokens);
+    if (corpus->index >= 0)
+        H5Dclose(corpus->index);
     if (corpus->h5_file >= 0)
         H5Fclose(corpus->h5_file);
     free(corpus->line);
@@ -787,6 +867,7 @@ void tfenc_corpus_close(tfenc_corpus *corpus)
     free(corpus->offsets);
     free(corpus->lengths);
     free(corpus->tokens_name);
+    free(corpus->index_name);
     free(corpus->path);
     free(corpus->text_field);
     free(corpus->id_field);

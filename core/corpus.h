@@ -10,9 +10,11 @@
  * know its documents' global indices: tfenc_corpus_count() scans it, the
  * driver adds counts up over the earlier shares (MPI_Exscan) and may hand
  * the result back with tfenc_corpus_set_first_index(). HDF5: shares are
- * contiguous document ranges cut where the running token count is nearest
- * to k*T/n, so shares hold about equal tokens, and the first global index
- * is known at open.
+ * contiguous document ranges of about equal counts
+ * (share k starts at document k*N/n), and the first global index is known
+ * at open. Shares are for reading the whole corpus once, in parallel (to
+ * check it and cut it into windows); the work itself reads any range of
+ * documents with tfenc_corpus_select().
  *
  * Lines. A trailing "\n" and then "\r" are stripped; the last line needs no
  * final newline; an empty line of a text corpus is an empty document (it
@@ -28,7 +30,8 @@
  *   silently skipped line would shift every later document's index), as is
  *   invalid JSON, a value that is not an object, a missing text field or
  *   one that is not a string, and, when an id field is configured, a
- *   missing id or one that is neither a string nor an integer;
+ *   missing id or one that is neither a string nor an integer, or one
+ *   longer than max_id_bytes;
  * - HDF5: a missing dataset, a wrong rank, a non-integer type, offsets that
  *   do not start at 0, decrease, or do not end at the token count, a length
  *   outside [0, L], a negative token id: each names the file and dataset. */
@@ -55,6 +58,7 @@ typedef struct tfenc_corpus_options {
     tfenc_corpus_format format;
     const char *text_field;      /* JSON Lines: field with the document; NULL means "text" */
     const char *id_field;        /* JSON Lines: field with the id; NULL means no ids */
+    size_t max_id_bytes;         /* JSON Lines: longer ids are refused (0: no limit) */
     const char *tokens_dataset;  /* HDF5 ragged: int ids [T]; NULL means "tokens" */
     const char *offsets_dataset; /* HDF5 ragged: [N+1] from 0 to T; NULL means "offsets" */
     const char *ids_dataset;     /* HDF5 padded: int ids [N, L]; set with lengths_dataset */
@@ -116,6 +120,32 @@ int tfenc_corpus_next(tfenc_context *ctx, tfenc_corpus *corpus, tfenc_document *
 
 /* Back to the share's first document. */
 int tfenc_corpus_rewind(tfenc_context *ctx, tfenc_corpus *corpus);
+
+/* A run of consecutive documents: the unit a window of work reads. */
+typedef struct tfenc_corpus_range {
+    int64_t first_index; /* global index of the first document */
+    int64_t n_documents;
+    int64_t byte_start;  /* text and JSON Lines: where the first line starts */
+    int64_t byte_end;    /* text and JSON Lines: the next range's byte_start, or the file size */
+} tfenc_corpus_range;
+
+/* Makes the corpus read exactly the range's documents from now on (any
+ * part of the corpus, not only the share it was opened with), from its
+ * first. HDF5 reads and checks the range's part of the index. */
+int tfenc_corpus_select(tfenc_context *ctx, tfenc_corpus *corpus, const tfenc_corpus_range *range);
+
+/* HDF5: the number of documents in the whole corpus, known at open; -1 for
+ * text and JSON Lines (count the shares). */
+int64_t tfenc_corpus_total_documents(const tfenc_corpus *corpus);
+
+/* Text and JSON Lines: the file's size in bytes; -1 for HDF5. */
+int64_t tfenc_corpus_file_size(const tfenc_corpus *corpus);
+
+/* Text and JSON Lines, once the share knows its first global index: the
+ * byte offsets of the share's lines whose global index is a multiple of
+ * `stride`, in order (malloc'ed into *starts; free() it). Rewinds. */
+int tfenc_corpus_line_starts(tfenc_context *ctx, tfenc_corpus *corpus, int64_t stride,
+                             int64_t **starts, int64_t *n_starts);
 
 /* Frees everything; NULL is allowed. */
 void tfenc_corpus_close(tfenc_corpus *corpus);

@@ -7,35 +7,36 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Documents read ahead and sorted by length before batching: enough to make
- * microbatches of similar lengths, small enough that memory stays flat. */
-#define WINDOW_DOCUMENTS 2048
-
 /* A document of the current window, tokenized. */
 typedef struct pending {
     int64_t global_index;
     int64_t token_offset; /* first row in the output's hidden (tokens kind) */
-    int32_t *ids;         /* into the window's id pool */
+    size_t ids_at;        /* its ids start here in the window's id pool */
     int32_t length;
     int32_t truncated;
     char *id;             /* document id, or NULL */
 } pending;
 
+/* A microbatch of the window: documents order[first .. end). */
+typedef struct planned_batch {
+    int first, end;
+    int skip; /* every document finished by an earlier run */
+} planned_batch;
+
 struct tfenc_feeder {
     tfenc_feeder_options options;
     tfenc_tokenizer *tokenizer;
     tfenc_corpus *corpus;
-    const uint8_t *done;
-    int64_t first_index;
-    int64_t token_cursor;
-    int64_t documents_read;
-    int corpus_finished;
-    pending documents[WINDOW_DOCUMENTS];
-    int n_documents;
-    int next; /* position in `order` of the next document to batch */
-    int order[WINDOW_DOCUMENTS]; /* documents sorted by length, longest first */
-    int32_t *id_pool;            /* WINDOW_DOCUMENTS * max_seq_len ids */
-    size_t pool_used;
+    int64_t documents_fed;
+    /* The current window. */
+    pending *documents;
+    int *order;          /* documents sorted by length, longest first */
+    planned_batch *batches;
+    int n_documents, n_batches, next_batch;
+    int capacity;        /* documents the arrays above hold */
+    int32_t *id_pool;    /* every document's ids, end to end */
+    size_t pool_used, pool_capacity;
+    int32_t *scratch;    /* [max_seq_len]: one document's ids while counting */
 };
 
 int tfenc_feeder_tokenize(tfenc_context *ctx, const tfenc_feeder_options *options, tfenc_tokenizer *tokenizer,
@@ -84,51 +85,19 @@ int tfenc_feeder_tokenize(tfenc_context *ctx, const tfenc_feeder_options *option
     return TFENC_OK;
 }
 
-int tfenc_feeder_count_tokens(tfenc_context *ctx, const tfenc_feeder_options *options,
-                        tfenc_tokenizer *tokenizer, tfenc_corpus *corpus, int64_t *tokens)
-{
-    *tokens = 0;
-    int32_t *ids = malloc((size_t)options->max_seq_len * sizeof *ids);
-    if (ids == NULL)
-        return tfenc_error(ctx, TFENC_ERR_NO_MEMORY, "out of memory");
-    tfenc_document document;
-    int64_t first = tfenc_corpus_first_index(corpus);
-    int status;
-    while ((status = tfenc_corpus_next(ctx, corpus, &document)) == TFENC_OK) {
-        int32_t length, truncated;
-        status = tfenc_feeder_tokenize(ctx, options, tokenizer, &document, first + document.local_index,
-                                 ids, &length, &truncated);
-        if (status != TFENC_OK)
-            break;
-        *tokens += length;
-    }
-    free(ids);
-    if (status == TFENC_ERR_NOT_FOUND) {
-        tfenc_context_clear(ctx);
-        status = tfenc_corpus_rewind(ctx, corpus);
-    }
-    return status;
-}
-
-int tfenc_feeder_create(tfenc_context *ctx, const tfenc_feeder_options *options, tfenc_tokenizer *tokenizer,
-                  tfenc_corpus *corpus, int64_t first_token, const uint8_t *done,
-                  tfenc_feeder **feeder_out)
+int tfenc_feeder_create(tfenc_context *ctx, const tfenc_feeder_options *options,
+                        tfenc_tokenizer *tokenizer, tfenc_corpus *corpus,
+                        tfenc_feeder **feeder_out)
 {
     *feeder_out = NULL;
     tfenc_feeder *f = calloc(1, sizeof *f);
-    if (f == NULL)
+    if (f == NULL || (f->scratch = malloc((size_t)options->max_seq_len * sizeof *f->scratch)) == NULL) {
+        free(f);
         return tfenc_error(ctx, TFENC_ERR_NO_MEMORY, "out of memory");
+    }
     f->options = *options;
     f->tokenizer = tokenizer;
     f->corpus = corpus;
-    f->done = done;
-    f->first_index = tfenc_corpus_first_index(corpus);
-    f->token_cursor = first_token;
-    f->id_pool = malloc((size_t)WINDOW_DOCUMENTS * (size_t)options->max_seq_len * sizeof(int32_t));
-    if (f->id_pool == NULL) {
-        free(f);
-        return tfenc_error(ctx, TFENC_ERR_NO_MEMORY, "out of memory for the document window");
-    }
     *feeder_out = f;
     return TFENC_OK;
 }
@@ -140,8 +109,40 @@ static void clear_window(tfenc_feeder *f)
         f->documents[i].id = NULL;
     }
     f->n_documents = 0;
-    f->next = 0;
+    f->n_batches = 0;
+    f->next_batch = 0;
     f->pool_used = 0;
+}
+
+/* Room for `n` documents and `ids` more token ids in the window. */
+static int reserve(tfenc_context *ctx, tfenc_feeder *f, int64_t n, size_t ids)
+{
+    if (n > f->capacity) {
+        pending *documents = realloc(f->documents, (size_t)n * sizeof *documents);
+        if (documents != NULL)
+            f->documents = documents;
+        int *order = realloc(f->order, (size_t)n * sizeof *order);
+        if (order != NULL)
+            f->order = order;
+        planned_batch *batches = realloc(f->batches, (size_t)n * sizeof *batches);
+        if (batches != NULL)
+            f->batches = batches;
+        if (documents == NULL || order == NULL || batches == NULL)
+            return tfenc_error(ctx, TFENC_ERR_NO_MEMORY, "out of memory for a window of %lld "
+                               "documents", (long long)n);
+        f->capacity = (int)n;
+    }
+    if (f->pool_used + ids > f->pool_capacity) {
+        size_t capacity = f->pool_capacity > 0 ? f->pool_capacity : 1 << 16;
+        while (capacity < f->pool_used + ids)
+            capacity *= 2;
+        int32_t *grown = realloc(f->id_pool, capacity * sizeof *grown);
+        if (grown == NULL)
+            return tfenc_error(ctx, TFENC_ERR_NO_MEMORY, "out of memory for a window's tokens");
+        f->id_pool = grown;
+        f->pool_capacity = capacity;
+    }
+    return TFENC_OK;
 }
 
 static const pending *sort_documents;
@@ -155,83 +156,116 @@ static int by_length(const void *a, const void *b)
     return x->global_index < y->global_index ? -1 : x->global_index > y->global_index;
 }
 
-/* Reads and tokenizes up to a window of documents still to encode. */
-static int fill_window(tfenc_context *ctx, tfenc_feeder *f)
+/* The cut into microbatches: the longest remaining documents that fit
+ * batch_tokens together, in sorted order. */
+static void plan_batches(tfenc_feeder *f, const uint8_t *finished, int64_t first_index)
+{
+    f->n_batches = 0;
+    for (int at = 0; at < f->n_documents;) {
+        planned_batch *b = &f->batches[f->n_batches++];
+        int tokens = 0, end = at;
+        while (end < f->n_documents &&
+               tokens + f->documents[f->order[end]].length <= f->options.batch_tokens)
+            tokens += f->documents[f->order[end++]].length;
+        b->first = at;
+        b->end = end;
+        b->skip = finished != NULL;
+        for (int j = at; b->skip && j < end; j++)
+            b->skip = finished[f->documents[f->order[j]].global_index - first_index] != 0;
+        at = end;
+    }
+}
+
+int tfenc_feeder_load_window(tfenc_context *ctx, tfenc_feeder *f, const tfenc_corpus_range *window,
+                             int64_t first_token, const uint8_t *finished)
 {
     clear_window(f);
+    int status = tfenc_corpus_select(ctx, f->corpus, window);
+    if (status == TFENC_OK)
+        status = reserve(ctx, f, window->n_documents, 0);
     tfenc_document document;
-    int done_in_window = 0;
-    while (f->n_documents < WINDOW_DOCUMENTS && !f->corpus_finished) {
-        int status = tfenc_corpus_next(ctx, f->corpus, &document);
-        if (status == TFENC_ERR_NOT_FOUND) {
-            tfenc_context_clear(ctx);
-            f->corpus_finished = 1;
+    int64_t token_cursor = first_token;
+    while (status == TFENC_OK && f->n_documents < window->n_documents) {
+        status = tfenc_corpus_next(ctx, f->corpus, &document);
+        if (status == TFENC_ERR_NOT_FOUND)
+            status = tfenc_error(ctx, TFENC_ERR_IO, "%s: window of documents %lld.. ended after "
+                                 "%d of %lld documents (did the file change while the job "
+                                 "ran?)", f->options.input, (long long)window->first_index,
+                                 f->n_documents, (long long)window->n_documents);
+        if (status == TFENC_OK)
+            status = reserve(ctx, f, window->n_documents, (size_t)f->options.max_seq_len);
+        if (status != TFENC_OK)
             break;
-        }
-        if (status != TFENC_OK)
-            return status;
         pending *doc = &f->documents[f->n_documents];
-        doc->global_index = f->first_index + document.local_index;
-        doc->ids = f->id_pool + f->pool_used;
-        status = tfenc_feeder_tokenize(ctx, &f->options, f->tokenizer, &document, doc->global_index,
-                                 doc->ids, &doc->length, &doc->truncated);
-        if (status != TFENC_OK)
-            return status;
-        doc->token_offset = f->token_cursor;
-        f->token_cursor += doc->length;
-        f->documents_read++;
-        if (f->done != NULL && f->done[document.local_index])
-            done_in_window++;
+        doc->global_index = window->first_index + document.local_index;
+        doc->ids_at = f->pool_used;
         doc->id = NULL;
+        status = tfenc_feeder_tokenize(ctx, &f->options, f->tokenizer, &document,
+                                       doc->global_index, f->id_pool + doc->ids_at,
+                                       &doc->length, &doc->truncated);
+        if (status != TFENC_OK)
+            break;
+        doc->token_offset = token_cursor;
+        token_cursor += doc->length;
         if (f->options.has_ids) {
             doc->id = strdup(document.id != NULL ? document.id : "");
             if (doc->id == NULL)
-                return tfenc_error(ctx, TFENC_ERR_NO_MEMORY, "out of memory");
+                status = tfenc_error(ctx, TFENC_ERR_NO_MEMORY, "out of memory");
         }
         f->pool_used += (size_t)doc->length;
         f->n_documents++;
     }
-    /* Resuming: a window a previous run finished is skipped; one it left
-     * unfinished is encoded whole, so that every microbatch holds the same
-     * documents as in an uninterrupted run and (at the same layout) the
-     * rows come out bitwise the same. Rewriting finished rows with equal
-     * values is harmless. */
-    if (done_in_window > 0 && done_in_window == f->n_documents) {
+    if (status != TFENC_OK) {
         clear_window(f);
-        return TFENC_OK;
+        return status;
     }
     for (int i = 0; i < f->n_documents; i++)
         f->order[i] = i;
     sort_documents = f->documents;
     qsort(f->order, (size_t)f->n_documents, sizeof *f->order, by_length);
+    plan_batches(f, finished, window->first_index);
     return TFENC_OK;
 }
 
+int tfenc_feeder_count_window(tfenc_context *ctx, tfenc_feeder *f,
+                              const tfenc_corpus_range *window, int64_t *tokens)
+{
+    *tokens = 0;
+    int status = tfenc_corpus_select(ctx, f->corpus, window);
+    tfenc_document document;
+    for (int64_t i = 0; status == TFENC_OK && i < window->n_documents; i++) {
+        status = tfenc_corpus_next(ctx, f->corpus, &document);
+        if (status == TFENC_ERR_NOT_FOUND)
+            status = tfenc_error(ctx, TFENC_ERR_IO, "%s: window of documents %lld.. ended after "
+                                 "%lld of %lld documents (did the file change?)",
+                                 f->options.input, (long long)window->first_index, (long long)i,
+                                 (long long)window->n_documents);
+        int32_t length = 0, truncated = 0;
+        if (status == TFENC_OK)
+            status = tfenc_feeder_tokenize(ctx, &f->options, f->tokenizer, &document,
+                                           window->first_index + i, f->scratch, &length,
+                                           &truncated);
+        *tokens += length;
+    }
+    return status;
+}
+
 int tfenc_feeder_next(tfenc_context *ctx, tfenc_feeder *f, tfenc_pipeline *pipeline,
-                tfenc_microbatch **microbatch_out)
+                      tfenc_microbatch **microbatch_out)
 {
     *microbatch_out = NULL;
-    /* A resumed run may find whole windows already done. */
-    while (f->next >= f->n_documents) {
-        if (f->corpus_finished) {
-            clear_window(f);
-            return TFENC_ERR_NOT_FOUND;
-        }
-        int status = fill_window(ctx, f);
-        if (status != TFENC_OK)
-            return status;
-    }
-    /* The longest remaining documents that fit batch_tokens together. */
-    int n_seq = 0, n_tokens = 0;
+    while (f->next_batch < f->n_batches && f->batches[f->next_batch].skip)
+        f->next_batch++;
+    if (f->next_batch >= f->n_batches)
+        return TFENC_ERR_NOT_FOUND;
+    const planned_batch *b = &f->batches[f->next_batch];
+    int n_seq = b->end - b->first, n_tokens = 0;
     size_t ids_bytes = 0;
-    while (f->next + n_seq < f->n_documents) {
-        const pending *doc = &f->documents[f->order[f->next + n_seq]];
-        if (n_tokens + doc->length > f->options.batch_tokens)
-            break;
+    for (int j = b->first; j < b->end; j++) {
+        const pending *doc = &f->documents[f->order[j]];
         n_tokens += doc->length;
         if (doc->id != NULL)
             ids_bytes += strlen(doc->id) + 1;
-        n_seq++;
     }
     tfenc_microbatch *m = NULL;
     int status = tfenc_pipeline_acquire(ctx, pipeline, &m);
@@ -243,8 +277,8 @@ int tfenc_feeder_next(tfenc_context *ctx, tfenc_feeder *f, tfenc_pipeline *pipel
     int row = 0;
     m->seq_start[0] = 0;
     for (int j = 0; j < n_seq; j++) {
-        const pending *doc = &f->documents[f->order[f->next + j]];
-        memcpy(m->token_ids + row, doc->ids, (size_t)doc->length * sizeof(int32_t));
+        const pending *doc = &f->documents[f->order[b->first + j]];
+        memcpy(m->token_ids + row, f->id_pool + doc->ids_at, (size_t)doc->length * sizeof(int32_t));
         for (int t = 0; t < doc->length; t++) {
             m->positions[row + t] = t;
             m->token_types[row + t] = 0;
@@ -261,14 +295,15 @@ int tfenc_feeder_next(tfenc_context *ctx, tfenc_feeder *f, tfenc_pipeline *pipel
             id_cursor += bytes;
         }
     }
-    f->next += n_seq;
+    f->next_batch++;
+    f->documents_fed += n_seq;
     *microbatch_out = m;
     return TFENC_OK;
 }
 
-int64_t tfenc_feeder_documents_read(const tfenc_feeder *f)
+int64_t tfenc_feeder_documents_fed(const tfenc_feeder *f)
 {
-    return f->documents_read;
+    return f->documents_fed;
 }
 
 void tfenc_feeder_destroy(tfenc_feeder *f)
@@ -276,6 +311,10 @@ void tfenc_feeder_destroy(tfenc_feeder *f)
     if (f == NULL)
         return;
     clear_window(f);
+    free(f->documents);
+    free(f->order);
+    free(f->batches);
     free(f->id_pool);
+    free(f->scratch);
     free(f);
 }

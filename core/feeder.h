@@ -1,8 +1,14 @@
-/* The first pipeline stage's input side: reads the replica's share of the
- * corpus in windows of documents, tokenizes them, sorts each window by
- * length and cuts it into microbatches of at most batch_tokens real tokens.
- * Sorting by length inside a window keeps microbatches of similar lengths
- * (attention cost per sequence is quadratic) while memory stays flat. */
+/* The first pipeline stage's input side: reads one window of the corpus
+ * (windows.h) at a time, tokenizes its documents, sorts them by length and
+ * cuts them into microbatches of at most batch_tokens real tokens.
+ *
+ * The cut is a function of the window's documents alone: longest first,
+ * ties by document index, each microbatch taking the next documents while
+ * they fit. So the same window always gives the same microbatches, whatever
+ * rank reads it and whether a run is resumed; a resumed window skips the
+ * microbatches whose documents are all finished, and encodes the others
+ * exactly as before. Sorting keeps microbatches of similar lengths
+ * (attention's cost per sequence is quadratic) while memory stays flat. */
 #ifndef TFENC_FEEDER_H
 #define TFENC_FEEDER_H
 
@@ -24,36 +30,39 @@ typedef struct tfenc_feeder_options {
 /* Turns a document into ids: the tokenizer for text (tokenizer != NULL),
  * the ids as given for token-id corpora; refuses empty documents, ids
  * outside the vocabulary, and long documents when truncation is off. */
-int tfenc_feeder_tokenize(tfenc_context *ctx, const tfenc_feeder_options *options, tfenc_tokenizer *tokenizer,
-                    const tfenc_document *document, int64_t global_index, int32_t *ids,
-                    int32_t *length, int32_t *truncated);
-
-/* Pass 1 over the share, after tfenc_corpus_count() and once the share's
- * first global index is known (so that errors name the right document):
- * tokenizes every document for the tokens after truncation, then rewinds.
- * Token offsets follow from these counts by an MPI scan. */
-int tfenc_feeder_count_tokens(tfenc_context *ctx, const tfenc_feeder_options *options,
-                        tfenc_tokenizer *tokenizer, tfenc_corpus *corpus, int64_t *tokens);
+int tfenc_feeder_tokenize(tfenc_context *ctx, const tfenc_feeder_options *options,
+                          tfenc_tokenizer *tokenizer, const tfenc_document *document,
+                          int64_t global_index, int32_t *ids, int32_t *length,
+                          int32_t *truncated);
 
 typedef struct tfenc_feeder tfenc_feeder;
 
-/* done[k] != 0 (k = 0 .. documents of the share - 1) marks documents a
- * previous run finished. A window made only of such documents is read
- * (its tokens still count for the offsets) but not encoded again; a window
- * with any unfinished document is encoded whole, so that its microbatches
- * are those of an uninterrupted run. done may be NULL. */
-int tfenc_feeder_create(tfenc_context *ctx, const tfenc_feeder_options *options, tfenc_tokenizer *tokenizer,
-                  tfenc_corpus *corpus, int64_t first_token, const uint8_t *done,
-                  tfenc_feeder **feeder_out);
+/* A feeder over an open corpus (any share: windows select their own
+ * documents). tokenizer is NULL for token-id corpora. */
+int tfenc_feeder_create(tfenc_context *ctx, const tfenc_feeder_options *options,
+                        tfenc_tokenizer *tokenizer, tfenc_corpus *corpus,
+                        tfenc_feeder **feeder_out);
 
-/* Acquires a slot of the pipeline and fills it with the next microbatch
- * (tokens, positions, documents' indices, offsets, lengths, ids).
- * TFENC_ERR_NOT_FOUND, with no message, when the share is finished. */
+/* Reads and tokenizes the window's documents and cuts its microbatches.
+ * first_token is the window's first row in a per-token output (0 when the
+ * output pools). finished (may be NULL) holds one flag per document of the
+ * window: a microbatch whose documents are all finished is skipped. */
+int tfenc_feeder_load_window(tfenc_context *ctx, tfenc_feeder *f, const tfenc_corpus_range *window,
+                             int64_t first_token, const uint8_t *finished);
+
+/* Acquires a slot of the pipeline and fills it with the window's next
+ * microbatch (tokens, positions, documents' indices, offsets, lengths,
+ * ids). TFENC_ERR_NOT_FOUND, with no message, when the window is done. */
 int tfenc_feeder_next(tfenc_context *ctx, tfenc_feeder *f, tfenc_pipeline *pipeline,
-                tfenc_microbatch **microbatch);
+                      tfenc_microbatch **microbatch);
 
-/* Documents read so far. */
-int64_t tfenc_feeder_documents_read(const tfenc_feeder *f);
+/* The tokens (after truncation) of a window's documents, without keeping
+ * them: how per-token outputs learn where each window's rows go. */
+int tfenc_feeder_count_window(tfenc_context *ctx, tfenc_feeder *f,
+                              const tfenc_corpus_range *window, int64_t *tokens);
+
+/* Documents in the microbatches handed out so far (skipped ones excluded). */
+int64_t tfenc_feeder_documents_fed(const tfenc_feeder *f);
 
 void tfenc_feeder_destroy(tfenc_feeder *f);
 

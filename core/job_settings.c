@@ -38,6 +38,7 @@ static int read_job_settings(reader *r)
     tfenc_params_bind(&p, r->ctx, r->job, section);
     const char *input = NULL, *output = NULL;
     int kind = 0, dtype = 0, compression = 0, format = 0, policy = 0;
+    long max_id_bytes = 0;
     int status = TFENC_OK;
 #define READ(call) if (status == TFENC_OK) status = (call)
     READ(tfenc_param_string(&p, "input", NULL, &input));
@@ -45,6 +46,8 @@ static int read_job_settings(reader *r)
                           &format));
     READ(tfenc_param_string(&p, "text_field", "text", &s->corpus.text_field));
     READ(tfenc_param_string(&p, "id_field", NULL, &s->corpus.id_field));
+    /* An id is a name (a URL, a key), not a document. */
+    READ(tfenc_param_int(&p, "max_id_bytes", 1024, &max_id_bytes));
     READ(tfenc_param_string(&p, "tokens_dataset", "tokens", &s->corpus.tokens_dataset));
     READ(tfenc_param_string(&p, "offsets_dataset", "offsets", &s->corpus.offsets_dataset));
     READ(tfenc_param_string(&p, "ids_dataset", NULL, &s->corpus.ids_dataset));
@@ -66,6 +69,11 @@ static int read_job_settings(reader *r)
                          &s->batch_tokens));
     READ(tfenc_param_bool(&p, "truncation", 1, &s->truncation));
     READ(tfenc_param_choice(&p, "invalid_utf8", policies, 0, &policy));
+    /* A window is the unit of work and of reproducibility (windows.h): 2048
+     * short documents make about 20 full microbatches to sort by length,
+     * and at 10^8 documents the ~50000 windows keep every rank busy to the
+     * end. */
+    READ(tfenc_param_int(&p, "window_documents", 2048, &s->window_documents));
     READ(tfenc_param_int(&p, "pipeline_stages", 1, &s->pipeline_stages));
     READ(tfenc_param_int(&p, "threads", 0, &s->threads));
     READ(tfenc_param_float(&p, "progress_interval", 10.0, &s->progress_interval));
@@ -97,14 +105,26 @@ static int read_job_settings(reader *r)
         return job_origin_error(r, "batch_tokens",
                                 "must be at least max_seq_len (a document must fit a batch) "
                                 "and at most 16777216");
+    if (max_id_bytes < 1 || max_id_bytes > (1L << 20))
+        return job_origin_error(r, "max_id_bytes", "must be in 1..1048576");
+    s->corpus.max_id_bytes = (size_t)max_id_bytes;
+    if (s->window_documents < 1 || s->window_documents > (1L << 20))
+        return job_origin_error(r, "window_documents", "must be in 1..1048576");
     if (s->pipeline_stages < 1)
         return job_origin_error(r, "pipeline_stages", "must be >= 1");
     if (s->threads < 0 || s->progress_interval <= 0)
         return job_origin_error(r, s->threads < 0 ? "threads" : "progress_interval",
                                 "must be positive");
-    if (strcmp(s->input, s->output) == 0)
-        return job_origin_error(r, "output", "is the same file as the input");
-    return TFENC_OK;
+    /* The tokenizer's file is an input too: the output must not be it, and
+     * a resume must find it unchanged. */
+    tfenc_params tokenizer;
+    tfenc_params_bind(&tokenizer, r->ctx, r->job, tfenc_jobfile_find(r->job, "tokenizer"));
+    const char *vocabulary = NULL;
+    status = tfenc_param_string(&tokenizer, "vocab", NULL, &vocabulary);
+    if (status == TFENC_OK && vocabulary != NULL &&
+        (s->vocabulary = tfenc_jobfile_resolve_path(r->job, vocabulary)) == NULL)
+        status = tfenc_error(r->ctx, TFENC_ERR_NO_MEMORY, "out of memory");
+    return status;
 }
 
 /* ------------------------------------------------------------ tokenizer */
@@ -237,7 +257,8 @@ void tfenc_job_settings_free(tfenc_job_settings *settings)
 {
     free(settings->input);
     free(settings->output);
-    settings->input = settings->output = NULL;
+    free(settings->vocabulary);
+    settings->input = settings->output = settings->vocabulary = NULL;
 }
 
 int tfenc_job_settings_tokenizer(tfenc_context *ctx, const tfenc_jobfile *job,
@@ -280,7 +301,7 @@ static void append(text_buffer *t, const char *piece)
     t->length += n;
 }
 
-char *tfenc_job_settings_identity(const tfenc_jobfile *job)
+char *tfenc_job_settings_identity(const tfenc_jobfile *job, const tfenc_job_settings *settings)
 {
     static const char *const run_only[] = {"pipeline_stages", "threads", "progress_interval",
                                            "resume", "output", NULL};
@@ -303,6 +324,13 @@ char *tfenc_job_settings_identity(const tfenc_jobfile *job)
             append(&t, "\n");
         }
     }
+    /* Defaults shape the result too, and may differ between versions of
+     * tfenc: the values in effect are part of the identity. */
+    char effective[256];
+    snprintf(effective, sizeof effective,
+             "(in effect) max_seq_len = %ld, batch_tokens = %ld, window_documents = %ld\n",
+             settings->max_seq_len, settings->batch_tokens, settings->window_documents);
+    append(&t, effective);
     return t.data;
 }
 

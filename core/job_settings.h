@@ -14,12 +14,14 @@
 typedef struct tfenc_job_settings {
     char *input;  /* resolved against the job file's directory */
     char *output;
+    char *vocabulary; /* [tokenizer] vocab, resolved; NULL when the weights hold it */
     tfenc_corpus_options corpus;
     tfenc_output_kind output_kind; /* TFENC_OUTPUT_AUTO: what the model gives */
     tfenc_output_dtype dtype;
     tfenc_output_compression compression;
     long batch_tokens;
     long max_seq_len;
+    long window_documents; /* documents per window of work (windows.h) */
     int truncation;
     int invalid_utf8_error;
     long pipeline_stages;
@@ -38,11 +40,12 @@ int tfenc_job_settings_tokenizer(tfenc_context *ctx, const tfenc_jobfile *job,
                                  const tfenc_job_settings *settings, tfenc_tokenizer **tokenizer);
 
 /* The job's settings that shape the result, one "section.key = value" line
- * each, in file order with --set overrides applied: what a resumed run must
- * share with the run that began the file. Leaves out where and how the job
- * runs: pipeline_stages, threads, progress_interval, resume, output.
+ * each, in file order with --set overrides applied, then the values in
+ * effect of the keys whose defaults shape it: what a resumed run must share
+ * with the run that began the file. Leaves out where and how the job runs:
+ * pipeline_stages, threads, progress_interval, resume, output.
  * NULL when out of memory; free() it. */
-char *tfenc_job_settings_identity(const tfenc_jobfile *job);
+char *tfenc_job_settings_identity(const tfenc_jobfile *job, const tfenc_job_settings *settings);
 
 /* The job file's text followed by the --set overrides, as the output's
  * provenance. NULL when out of memory; free() it. */

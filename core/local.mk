@@ -19,12 +19,17 @@ core_libtfenc_la_SOURCES += \
 	core/pipeline.c core/pipeline.h \
 	core/names.h core/clock.h
 
-# A tfenc-batch job: the [job] settings, the first stage's feeder, the last
-# stage's writer, the run that ties them together and its report.
+# A tfenc-batch job: the [job] settings, the corpus's windows and the queue
+# that hands them out, the first stage's feeder, the last stage's writer,
+# the run that ties them together and its report.
 core_libtfenc_la_SOURCES += \
 	core/job_settings.c core/job_settings.h \
+	core/windows.c core/windows.h \
+	core/work_queue.c core/work_queue.h \
 	core/feeder.c core/feeder.h \
 	core/writer.c core/writer.h \
+	core/ownership.c core/ownership.h \
+	core/fingerprint.c core/fingerprint.h \
 	core/run.c core/run.h \
 	core/run_report.c core/run_report.h
 

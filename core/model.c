@@ -425,8 +425,11 @@ struct tfenc_model {
     int d_model;
     tfenc_limits limits;
     float *residual; /* [max_tokens, d_model]: the step input kept for the skip connection */
+    float *input;    /* [max_tokens, d_model]: the batch as it came in, to find the layer
+                      * that made a non-finite value */
     void *workspace;
     size_t workspace_bytes;
+    int nonfinite_sequence; /* after a non-finite failure: which sequence, else -1 */
 };
 
 static int create_instance(tfenc_context *ctx, const tfenc_model_options *options,
@@ -530,9 +533,11 @@ int tfenc_model_create(tfenc_context *ctx, const tfenc_model_options *options,
         size_t activation_bytes =
             (size_t)options->limits.max_tokens * (size_t)model->d_model * sizeof(float);
         model->residual = tfenc_aligned_alloc(activation_bytes);
+        model->input = tfenc_aligned_alloc(activation_bytes);
         model->workspace = tfenc_aligned_alloc(workspace_bytes);
         model->workspace_bytes = workspace_bytes;
-        if (model->residual == NULL || model->workspace == NULL)
+        model->nonfinite_sequence = -1;
+        if (model->residual == NULL || model->input == NULL || model->workspace == NULL)
             status = tfenc_error(ctx, TFENC_ERR_NO_MEMORY,
                                  "out of memory for %zu bytes of activations and %zu of workspace",
                                  activation_bytes, workspace_bytes);
@@ -600,6 +605,56 @@ static int run_block_step(tfenc_context *ctx, tfenc_model *model, model_step *st
     return status;
 }
 
+/* The first row of x [rows, width] holding a NaN or an infinity, or -1.
+ * Exponent bits all set is both; integer compares keep it one pass that
+ * compilers vectorise, whatever -ffast-math would do to isfinite(). */
+static int first_nonfinite_row(const float *x, int rows, int width)
+{
+    for (int r = 0; r < rows; r++) {
+        const float *row = x + (size_t)r * (size_t)width;
+        uint32_t bad = 0;
+        for (int c = 0; c < width; c++) {
+            uint32_t bits;
+            memcpy(&bits, &row[c], sizeof bits);
+            bad |= (uint32_t)((bits & 0x7f800000u) == 0x7f800000u);
+        }
+        if (bad)
+            return r;
+    }
+    return -1;
+}
+
+/* The sequence a row belongs to: itself once pooled, else by seq_start. */
+static int row_sequence(const tfenc_batch *batch, int row)
+{
+    if (batch->rows == batch->n_seq && batch->rows != batch->n_tokens)
+        return row;
+    int sequence = 0;
+    while (sequence + 1 < batch->n_seq && batch->seq_start[sequence + 1] <= row)
+        sequence++;
+    return sequence;
+}
+
+static int run_steps(tfenc_context *ctx, tfenc_model *model, tfenc_batch *batch, int check_each)
+{
+    for (int i = 0; i < model->n_steps; i++) {
+        model_step *step = &model->steps[i];
+        int status = step->plan->in_block ? run_block_step(ctx, model, step, batch)
+                                          : run_layer(ctx, model, &step->layer, batch);
+        if (status != TFENC_OK)
+            return status;
+        int row = check_each ? first_nonfinite_row(batch->x, batch->rows, batch->d_model) : -1;
+        if (row >= 0) {
+            model->nonfinite_sequence = row_sequence(batch, row);
+            return tfenc_error(ctx, TFENC_ERR_WEIGHTS,
+                               "%s made a non-finite value (NaN or infinity): the weights or "
+                               "the input overflow float32",
+                               step->layer.scope);
+        }
+    }
+    return TFENC_OK;
+}
+
 int tfenc_model_forward(tfenc_context *ctx, tfenc_model *model, tfenc_batch *batch)
 {
     if (batch->n_tokens > model->limits.max_tokens || batch->d_model != model->d_model)
@@ -607,14 +662,28 @@ int tfenc_model_forward(tfenc_context *ctx, tfenc_model *model, tfenc_batch *bat
                            "model: batch of %d tokens x %d exceeds the limits %d x %d",
                            batch->n_tokens, batch->d_model, model->limits.max_tokens,
                            model->d_model);
-    for (int i = 0; i < model->n_steps; i++) {
-        model_step *step = &model->steps[i];
-        int status = step->plan->in_block ? run_block_step(ctx, model, step, batch)
-                                          : run_layer(ctx, model, &step->layer, batch);
-        if (status != TFENC_OK)
-            return status;
+    model->nonfinite_sequence = -1;
+    const int rows = batch->rows;
+    const size_t bytes = (size_t)rows * (size_t)batch->d_model * sizeof(float);
+    memcpy(model->input, batch->x, bytes);
+    int status = run_steps(ctx, model, batch, 0);
+    /* Never hand on a non-finite row: run again step by step from the input
+     * kept above, to say which layer made it (only on this rare path). */
+    if (status == TFENC_OK && first_nonfinite_row(batch->x, batch->rows, batch->d_model) >= 0) {
+        memcpy(batch->x, model->input, bytes);
+        batch->rows = rows;
+        status = run_steps(ctx, model, batch, 1);
+        if (status == TFENC_OK)
+            status = tfenc_error(ctx, TFENC_ERR_INTERNAL,
+                                 "model: a non-finite value appeared, but not when the batch "
+                                 "was run again step by step");
     }
-    return TFENC_OK;
+    return status;
+}
+
+int tfenc_model_nonfinite_sequence(const tfenc_model *model)
+{
+    return model->nonfinite_sequence;
 }
 
 /* The probe: one sequence of two tokens of id 0 (every vocabulary has it). */
@@ -701,6 +770,7 @@ void tfenc_model_destroy(tfenc_model *model)
     }
     free(model->steps);
     tfenc_aligned_free(model->residual);
+    tfenc_aligned_free(model->input);
     tfenc_aligned_free(model->workspace);
     free(model);
 }

@@ -68,8 +68,14 @@ typedef struct tfenc_model_options {
  * allocates all scratch once. */
 int tfenc_model_create(tfenc_context *ctx, const tfenc_model_options *options,
                        tfenc_model **model);
-/* Runs the stage's steps over the batch, in place. Never allocates. */
+/* Runs the stage's steps over the batch, in place. Never allocates. Never
+ * returns a non-finite value: when the output holds a NaN or an infinity
+ * (weights that are finite but huge overflow float32), it fails with
+ * TFENC_ERR_WEIGHTS naming the layer that made it, and
+ * tfenc_model_nonfinite_sequence() tells which sequence of the batch. */
 int tfenc_model_forward(tfenc_context *ctx, tfenc_model *model, tfenc_batch *batch);
+/* After such a failure: the index of the sequence in the batch; else -1. */
+int tfenc_model_nonfinite_sequence(const tfenc_model *model);
 /* Estimated floating-point operations per token of step i (in range) for
  * sequences of mean length `mean_seq_len`. */
 double tfenc_model_step_flops(const tfenc_model *model, int step, double mean_seq_len);

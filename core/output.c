@@ -317,6 +317,12 @@ static int write_attributes(tfenc_context *ctx, tfenc_output *out,
     if (status == TFENC_OK)
         status = write_string_attribute(ctx, out, "weights_sha256", options->weights_sha256);
     if (status == TFENC_OK)
+        status = write_string_attribute(ctx, out, "corpus_fingerprint",
+                                        options->corpus_fingerprint);
+    if (status == TFENC_OK)
+        status = write_string_attribute(ctx, out, "vocabulary_fingerprint",
+                                        options->vocabulary_fingerprint);
+    if (status == TFENC_OK)
         status = write_string_attribute(ctx, out, "tfenc_version", PACKAGE_VERSION);
     if (status == TFENC_OK)
         status = write_string_attribute(ctx, out, "layout", options->layout);
@@ -658,6 +664,22 @@ int tfenc_output_reopen(tfenc_context *ctx, MPI_Comm writers, const tfenc_output
                                  "it, choose another output, or set [job] resume = false to "
                                  "overwrite it)", out->path,
                                  strings[i].name, found);
+    /* The inputs, by content: an edited or swapped corpus of the same size
+     * would otherwise mix two corpora's rows in one file. */
+    const struct { const char *name, *what, *path, *expected; } inputs[] = {
+        {"corpus_fingerprint", "the corpus", options->corpus_path, options->corpus_fingerprint},
+        {"vocabulary_fingerprint", "the vocabulary", options->vocabulary_path,
+         options->vocabulary_fingerprint}};
+    for (size_t i = 0; status == TFENC_OK && i < sizeof inputs / sizeof inputs[0]; i++)
+        if (!same_string_attribute(out, inputs[i].name, inputs[i].expected, found, sizeof found))
+            status = tfenc_error(ctx, TFENC_ERR_CONFIG,
+                                 "%s: %s %s is not the one the run that began this file read "
+                                 "(attribute '%s' is %s); refusing to resume with changed "
+                                 "input (restore it, or set [job] resume = false to start "
+                                 "over)",
+                                 out->path, inputs[i].what,
+                                 inputs[i].path != NULL ? inputs[i].path : "(none)",
+                                 inputs[i].name, found);
     const struct { const char *name; int64_t expected; int wanted; } numbers[] = {
         {"d_model", out->d_model, 1},
         {"n_documents", out->n_documents, 1},

@@ -17,6 +17,7 @@
  * float datasets are float32, float16 (IEEE half, numpy.float16 in h5py) or
  * bfloat16 (docs/weights.md's layout), chunked about 1 MiB per chunk.
  * Root attributes (strings are variable-length UTF-8): job, job_settings, weights_sha256,
+ * corpus_fingerprint, vocabulary_fingerprint ("" without a vocabulary file),
  * tfenc_version, layout, created (ISO-8601 UTC), output_kind, dtype,
  * compression, d_model, n_documents, n_tokens (tokens kind), and complete:
  * 0 while the job runs, 1 once tfenc_output_finish() has flushed everything.
@@ -75,6 +76,13 @@ typedef struct tfenc_output_options {
      * job_settings differ is never appended to. */
     const char *job_settings;
     const char *weights_sha256;
+    /* The inputs' fingerprints (fingerprint.h): a resume is refused when
+     * either changed, naming the file. vocabulary_* are NULL when the
+     * weights hold the tokenizer. */
+    const char *corpus_path;
+    const char *corpus_fingerprint;
+    const char *vocabulary_path;
+    const char *vocabulary_fingerprint;
     const char *layout;      /* e.g. "ranks=4 data_parallel=2 pipeline_stages=2" */
 } tfenc_output_options;
 

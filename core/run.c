@@ -9,15 +9,19 @@
 #include "context.h"
 #include "corpus.h"
 #include "feeder.h"
+#include "fingerprint.h"
 #include "gemm.h"
 #include "job_settings.h"
 #include "jobfile.h"
 #include "output.h"
+#include "ownership.h"
 #include "pipeline.h"
 #include "plugin_loader.h"
 #include "sha256.h"
 #include "tokenizer.h"
 #include "weights.h"
+#include "windows.h"
+#include "work_queue.h"
 #include "writer.h"
 
 #include <cblas.h>
@@ -54,14 +58,14 @@ typedef struct run {
     tfenc_tokenizer *tokenizer;
     tfenc_corpus *corpus;
     tfenc_feeder_options feeding;
-    /* The replica's share of the corpus, known on all its stages. */
-    int64_t share_documents, first_index, first_token;
-    /* The whole corpus. */
-    int64_t n_documents, n_tokens;
-    long long max_id_length;
+    tfenc_windows windows;   /* the corpus cut into windows, and what is finished */
+    int64_t n_documents, n_tokens; /* the whole corpus (n_tokens once counted) */
     tfenc_output *output;
-    uint8_t *done; /* resumed: the share's documents a previous run finished */
-    int64_t already_done;
+    tfenc_output_lock *lock; /* rank 0: this job owns the output */
+    int64_t already_done;    /* documents an earlier run finished */
+    int64_t *todo;           /* the windows this run encodes, in order */
+    int64_t n_todo, todo_documents;
+    tfenc_work_queue *queue; /* hands out indices into todo */
     tfenc_pipeline *pipeline;
     tfenc_feeder *feeder;
     tfenc_writer *writer;
@@ -210,7 +214,8 @@ static tfenc_model_options model_options(run *r, int first_step, int end_step)
     return o;
 }
 
-/* The first stage reads the corpus: the tokenizer and this replica's share. */
+/* The first stage reads the corpus: the tokenizer, and the corpus itself
+ * (opened on a small share; each window selects its own documents). */
 static int open_input(run *r)
 {
     r->feeding = (tfenc_feeder_options){.input = r->settings.input,
@@ -226,6 +231,8 @@ static int open_input(run *r)
     if (status == TFENC_OK)
         status = tfenc_corpus_open(r->ctx, &r->settings.corpus, r->layout.replica,
                                    r->layout.data_parallel, &r->corpus);
+    if (status == TFENC_OK)
+        status = tfenc_feeder_create(r->ctx, &r->feeding, r->tokenizer, r->corpus, &r->feeder);
     return status;
 }
 
@@ -240,52 +247,45 @@ static int decide_output_kind(run *r, int pools)
     return TFENC_OK;
 }
 
-/* Pass 1: the first stages count their shares' documents, and then, once
- * every share knows its first global index (so that a tokenizer error
- * names the right document), their tokens. Global indices and token
- * offsets follow by scans over the ranks in order (other stages add 0). */
-static int count_corpus(run *r, int need_tokens)
+/* Pass 0: every rank reads and checks one share of the corpus, and the
+ * shares together cut it into windows (windows.h). */
+static int cut_windows(run *r)
 {
-    const int first_stage = tfenc_layout_is_first_stage(&r->layout);
-    tfenc_corpus_counts counts = {0};
-    int64_t share_tokens = 0;
-    int status = TFENC_OK;
-    if (first_stage)
-        status = tfenc_corpus_count(r->ctx, r->corpus, &counts);
-    if (agree_on_failure(r, status))
+    tfenc_windows_share share;
+    int status = tfenc_windows_scan(r->ctx, MPI_COMM_WORLD, &r->settings.corpus,
+                                    r->settings.window_documents, &share);
+    if (agree_on_failure(r, status)) {
+        free(share.line_starts);
         return 1;
-    int64_t first_index = 0, first_token = 0;
-    long long max_id = (long long)counts.max_id_length;
-    MPI_Exscan(&counts.n_documents, &first_index, 1, MPI_INT64_T, MPI_SUM, MPI_COMM_WORLD);
-    if (r->rank == 0)
-        first_index = 0; /* MPI_Exscan leaves rank 0's result undefined */
-    MPI_Allreduce(&counts.n_documents, &r->n_documents, 1, MPI_INT64_T, MPI_SUM, MPI_COMM_WORLD);
-    MPI_Allreduce(&max_id, &r->max_id_length, 1, MPI_LONG_LONG, MPI_MAX, MPI_COMM_WORLD);
-    if (first_stage) {
-        /* HDF5 shares know where they start; text shares learn it here. */
-        if (tfenc_corpus_first_index(r->corpus) < 0)
-            tfenc_corpus_set_first_index(r->corpus, first_index);
-        r->first_index = tfenc_corpus_first_index(r->corpus);
-        r->share_documents = counts.n_documents;
-        if (need_tokens)
-            status = tfenc_feeder_count_tokens(r->ctx, &r->feeding, r->tokenizer, r->corpus,
-                                               &share_tokens);
     }
-    if (agree_on_failure(r, status))
+    if (agree_on_failure(r, tfenc_windows_build(r->ctx, MPI_COMM_WORLD, &share,
+                                                r->settings.window_documents, &r->windows)))
         return 1;
-    MPI_Exscan(&share_tokens, &first_token, 1, MPI_INT64_T, MPI_SUM, MPI_COMM_WORLD);
-    if (r->rank == 0)
-        first_token = 0;
-    MPI_Allreduce(&share_tokens, &r->n_tokens, 1, MPI_INT64_T, MPI_SUM, MPI_COMM_WORLD);
-    if (first_stage)
-        r->first_token = first_token;
-    if (r->replica_comm != MPI_COMM_NULL) {
-        int64_t share[3] = {r->share_documents, r->first_index, r->first_token};
-        MPI_Bcast(share, 3, MPI_INT64_T, 0, r->replica_comm);
-        r->share_documents = share[0];
-        r->first_index = share[1];
-        r->first_token = share[2];
-    }
+    r->n_documents = r->windows.n_documents;
+    return 0;
+}
+
+static int count_one_window(tfenc_context *ctx, void *user, int64_t window, int64_t *tokens)
+{
+    run *r = user;
+    tfenc_corpus_range range;
+    tfenc_windows_range(&r->windows, window, &range);
+    return tfenc_feeder_count_window(ctx, r->feeder, &range, tokens);
+}
+
+/* Pass 1, where the output places rows by token (or a plan needs the
+ * corpus's size in tokens): the first stages tokenize the windows, one
+ * replica each in turn, and every rank learns each window's first row. */
+static int count_tokens(run *r)
+{
+    const tfenc_layout *l = &r->layout;
+    int counter = tfenc_layout_is_first_stage(l) ? l->replica : -1;
+    int status = tfenc_windows_count_local(r->ctx, &r->windows, counter, l->data_parallel,
+                                           count_one_window, r);
+    if (agree_on_failure(r, status) ||
+        agree_on_failure(r, tfenc_windows_sum_tokens(r->ctx, MPI_COMM_WORLD, &r->windows)))
+        return 1;
+    r->n_tokens = r->windows.first_token[r->windows.n_windows];
     return 0;
 }
 
@@ -332,54 +332,103 @@ static void describe_plan(run *r)
 
 /* --------------------------------------------------------------- output */
 
-/* Which of the share's documents an earlier run finished, for every stage
- * of the replica (the last stage read it from the file), and how many
- * documents are finished in all. */
-static int share_resume_state(run *r, int resumed, int was_complete)
+static int read_window_progress(tfenc_context *ctx, void *user, int64_t first_document,
+                                int64_t n_documents, uint8_t *done)
 {
-    if (r->replica_comm != MPI_COMM_NULL) {
-        MPI_Bcast(&resumed, 1, MPI_INT, r->layout.pipeline_stages - 1, r->replica_comm);
-        if (resumed && r->share_documents > 0) {
-            if (r->done == NULL)
-                r->done = malloc((size_t)r->share_documents);
-            if (r->done == NULL)
-                return agree_on_failure(r, tfenc_error(r->ctx, TFENC_ERR_NO_MEMORY,
-                                                       "out of memory"));
-            MPI_Bcast(r->done, (int)r->share_documents, MPI_UINT8_T,
-                      r->layout.pipeline_stages - 1, r->replica_comm);
-        }
-    }
-    int64_t done = 0, all_done = 0;
-    if (tfenc_layout_is_last_stage(&r->layout) && r->done != NULL)
-        for (int64_t k = 0; k < r->share_documents; k++)
-            done += r->done[k] != 0;
-    MPI_Allreduce(&done, &all_done, 1, MPI_INT64_T, MPI_SUM, MPI_COMM_WORLD);
+    run *r = user;
+    return tfenc_output_written(ctx, r->output, first_document, n_documents, done);
+}
+
+/* What an earlier run finished, window by window, known to every rank
+ * (the writers read it from the file), and the windows left to do. */
+static int learn_progress(run *r, int resumed, int was_complete)
+{
     MPI_Allreduce(MPI_IN_PLACE, &resumed, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
-    r->already_done = all_done;
+    if (resumed) {
+        const tfenc_layout *l = &r->layout;
+        int reader = tfenc_layout_is_last_stage(l) ? l->replica : -1;
+        int status = tfenc_windows_progress_local(r->ctx, &r->windows, reader, l->data_parallel,
+                                                  read_window_progress, r);
+        if (agree_on_failure(r, status) ||
+            agree_on_failure(r, tfenc_windows_combine_progress(r->ctx, MPI_COMM_WORLD,
+                                                                &r->windows)))
+            return 1;
+    }
+    r->todo = malloc(((size_t)r->windows.n_windows + 1) * sizeof *r->todo);
+    if (agree_on_failure(r, r->todo == NULL ? tfenc_error(r->ctx, TFENC_ERR_NO_MEMORY,
+                                                          "out of memory")
+                                            : TFENC_OK))
+        return 1;
+    for (int64_t k = 0; k < r->windows.n_windows; k++) {
+        if (r->windows.state[k] == TFENC_WINDOW_DONE)
+            continue;
+        tfenc_corpus_range range;
+        tfenc_windows_range(&r->windows, k, &range);
+        r->todo[r->n_todo++] = k;
+        r->todo_documents += range.n_documents;
+    }
+    r->already_done = tfenc_windows_documents_finished(&r->windows);
     if (resumed)
         notice(r, "resuming %s: %lld of %lld documents were finished by an earlier run%s",
-               r->settings.output, (long long)all_done, (long long)r->n_documents,
+               r->settings.output, (long long)r->already_done, (long long)r->n_documents,
                was_complete ? " (it had completed)" : "");
-    return 0;
+    return agree_on_failure(r, tfenc_work_queue_create(r->ctx, MPI_COMM_WORLD, r->n_todo,
+                                                       &r->queue));
+}
+
+/* Before the output is touched: it must not be one of the job's inputs
+ * under another name, and this job must own it (rank 0 takes the lock and
+ * holds it to the end). */
+static int claim_output(run *r)
+{
+    int status = TFENC_OK;
+    if (r->rank == 0) {
+        int n_plugins = tfenc_plugin_registry_n_layers(r->registry);
+        tfenc_input_file *inputs = calloc((size_t)n_plugins + 4, sizeof *inputs);
+        if (inputs == NULL)
+            return agree_on_failure(r, tfenc_error(r->ctx, TFENC_ERR_NO_MEMORY, "out of memory"));
+        int n = 0;
+        inputs[n++] = (tfenc_input_file){"the job file", r->job->path};
+        inputs[n++] = (tfenc_input_file){"the corpus", r->settings.input};
+        inputs[n++] = (tfenc_input_file){"the weights", r->config.weights_path};
+        inputs[n++] = (tfenc_input_file){"the vocabulary", r->settings.vocabulary};
+        for (int i = 0; i < n_plugins; i++)
+            inputs[n++] = (tfenc_input_file){"the plugin",
+                                             tfenc_plugin_registry_layer(r->registry, i)->file};
+        status = tfenc_output_check_not_input(r->ctx, r->settings.output, inputs, n);
+        free(inputs);
+        if (status == TFENC_OK)
+            status = tfenc_output_lock_take(r->ctx, r->settings.output, &r->lock);
+    }
+    return agree_on_failure(r, status);
 }
 
 /* The last stages open the file: reopened to resume when a previous run of
  * the same job left it, else created. */
 static int open_output(run *r)
 {
-    char weights_sha256[65] = "";
+    char weights_sha256[65] = "", corpus_fingerprint[65] = "", vocabulary_fingerprint[65] = "";
+    if (claim_output(r))
+        return 1;
     int status = TFENC_OK;
     if (r->rank == 0)
         status = tfenc_sha256_file(r->ctx, r->config.weights_path, weights_sha256);
     if (agree_on_failure(r, status))
         return 1;
     MPI_Bcast(weights_sha256, sizeof weights_sha256, MPI_CHAR, 0, MPI_COMM_WORLD);
+    if (agree_on_failure(r, tfenc_fingerprint_file(r->ctx, MPI_COMM_WORLD, r->settings.input,
+                                                   corpus_fingerprint)))
+        return 1;
+    if (r->settings.vocabulary != NULL &&
+        agree_on_failure(r, tfenc_fingerprint_file(r->ctx, MPI_COMM_WORLD, r->settings.vocabulary,
+                                                   vocabulary_fingerprint)))
+        return 1;
     const tfenc_layout *l = &r->layout;
     char layout[128];
     snprintf(layout, sizeof layout, "ranks=%d data_parallel=%d pipeline_stages=%d", r->n_ranks,
              l->data_parallel, l->pipeline_stages);
     int was_complete = 0, resumed = 0;
-    char *identity = tfenc_job_settings_identity(r->job);
+    char *identity = tfenc_job_settings_identity(r->job, &r->settings);
     char *provenance = tfenc_job_settings_provenance(r->job, r->request->overrides,
                                                      r->request->n_overrides);
     if (identity == NULL || provenance == NULL)
@@ -390,8 +439,13 @@ static int open_output(run *r)
             .compression = r->settings.compression, .d_model = r->config.d_model,
             .n_documents = r->n_documents, .n_tokens = r->n_tokens,
             .has_ids = r->settings.corpus.id_field != NULL,
-            .max_id_length = (size_t)r->max_id_length, .job_text = provenance,
-            .job_settings = identity, .weights_sha256 = weights_sha256, .layout = layout};
+            .max_id_length = r->windows.max_id_length, .job_text = provenance,
+            .job_settings = identity, .weights_sha256 = weights_sha256,
+            .corpus_path = r->settings.input, .corpus_fingerprint = corpus_fingerprint,
+            .vocabulary_path = r->settings.vocabulary,
+            .vocabulary_fingerprint = r->settings.vocabulary != NULL ? vocabulary_fingerprint
+                                                                     : NULL,
+            .layout = layout};
         MPI_Comm writers = l->data_parallel > 1 ? r->writers_comm : MPI_COMM_NULL;
         status = TFENC_ERR_NOT_FOUND;
         if (r->settings.resume)
@@ -399,13 +453,6 @@ static int open_output(run *r)
         resumed = status == TFENC_OK;
         if (status == TFENC_ERR_NOT_FOUND)
             status = tfenc_output_create(r->ctx, writers, &o, &r->output);
-        if (status == TFENC_OK && resumed && r->share_documents > 0) {
-            r->done = malloc((size_t)r->share_documents);
-            status = r->done == NULL
-                         ? tfenc_error(r->ctx, TFENC_ERR_NO_MEMORY, "out of memory")
-                         : tfenc_output_written(r->ctx, r->output, r->first_index,
-                                                r->share_documents, r->done);
-        }
         if (status == TFENC_OK)
             status = tfenc_writer_create(r->ctx, r->output,
                                          r->output_kind == TFENC_OUTPUT_POOLED,
@@ -418,7 +465,7 @@ static int open_output(run *r)
         r->result->skip_finalize = 1;
     if (agree_on_failure(r, status))
         return 1;
-    return share_resume_state(r, resumed, was_complete);
+    return learn_progress(r, resumed, was_complete);
 }
 
 /* ------------------------------------------------------------- encoding */
@@ -432,19 +479,69 @@ static void report_progress(run *r, const tfenc_rank_work *work, double start, d
                             int final)
 {
     const tfenc_run_observer *o = &r->request->observer;
-    if (r->rank != 0 || o->progress == NULL || r->feeder == NULL)
+    if (r->rank != 0 || o->progress == NULL || r->queue == NULL)
         return;
     double now = tfenc_clock_seconds();
     if (!final && now - *last < r->settings.progress_interval)
         return;
     *last = now;
-    tfenc_run_progress p = {.documents_done = tfenc_feeder_documents_read(r->feeder),
-                            .documents_total = r->share_documents,
+    /* Windows handed out so far, counted in documents: every replica's
+     * progress, read from the queue's counter (rank 0 holds it). */
+    int64_t taken = tfenc_work_queue_taken(r->queue), documents = 0;
+    for (int64_t i = 0; i < taken; i++) {
+        tfenc_corpus_range range;
+        tfenc_windows_range(&r->windows, r->todo[i], &range);
+        documents += range.n_documents;
+    }
+    tfenc_run_progress p = {.documents_done = final ? r->todo_documents : documents,
+                            .documents_total = r->todo_documents,
                             .tokens_done = work->tokens,
                             .elapsed_seconds = now - start,
                             .n_ranks = r->n_ranks,
                             .final = final};
     o->progress(o->user, &p);
+}
+
+/* A layer made a non-finite value: the message names the layer and the
+ * sequence of the microbatch; the user needs the document. */
+static int name_document(run *r, const tfenc_microbatch *m, int status)
+{
+    int sequence = tfenc_model_nonfinite_sequence(r->model);
+    if (sequence < 0 || sequence >= m->batch.n_seq)
+        return status;
+    char message[TFENC_MESSAGE_MAX];
+    snprintf(message, sizeof message, "%s", tfenc_context_message(r->ctx));
+    tfenc_context_clear(r->ctx);
+    return tfenc_error(r->ctx, status, "%s: document %lld (0-based): %s; stopped before "
+                       "writing it", r->settings.input, (long long)m->indices[sequence], message);
+}
+
+/* The first stage's next microbatch: from the window in hand, or from the
+ * next window the queue hands this replica. TFENC_ERR_NOT_FOUND when the
+ * queue is empty. */
+static int next_microbatch(run *r, tfenc_rank_work *work, tfenc_microbatch **m)
+{
+    for (;;) {
+        int status = tfenc_feeder_next(r->ctx, r->feeder, r->pipeline, m);
+        if (status != TFENC_ERR_NOT_FOUND)
+            return status;
+        int64_t item = -1;
+        status = tfenc_work_queue_take(r->ctx, r->queue, &item);
+        if (status != TFENC_OK)
+            return status;
+        if (item < 0)
+            return TFENC_ERR_NOT_FOUND;
+        const int64_t k = r->todo[item];
+        tfenc_corpus_range range;
+        tfenc_windows_range(&r->windows, k, &range);
+        status = tfenc_feeder_load_window(
+            r->ctx, r->feeder, &range,
+            r->windows.first_token != NULL ? r->windows.first_token[k] : 0,
+            tfenc_windows_finished_documents(&r->windows, k));
+        if (status != TFENC_OK)
+            return status;
+        work->windows++;
+    }
 }
 
 /* Every stage's loop: take a microbatch (from the corpus on the first
@@ -461,15 +558,12 @@ static int encode(run *r, tfenc_rank_work *work)
         stage_flops += r->step_flops[i];
     tfenc_microbatch_limits limits = {
         .max_tokens = (int)r->settings.batch_tokens, .max_seqs = (int)r->settings.batch_tokens,
-        .max_ids_bytes = r->feeding.has_ids
-                             ? (size_t)r->settings.batch_tokens * ((size_t)r->max_id_length + 1)
-                             : 0,
+        .max_ids_bytes = r->feeding.has_ids ? (size_t)r->settings.batch_tokens *
+                                                  (r->windows.max_id_length + 1)
+                                            : 0,
         .d_model = r->config.d_model};
     int status = tfenc_pipeline_create(r->ctx, r->replica_comm, &limits, PIPELINE_SLOTS,
                                        &r->pipeline);
-    if (status == TFENC_OK && first_stage)
-        status = tfenc_feeder_create(r->ctx, &r->feeding, r->tokenizer, r->corpus,
-                                     r->first_token, r->done, &r->feeder);
     if (status != TFENC_OK)
         return status;
     const double start = tfenc_clock_seconds();
@@ -482,7 +576,7 @@ static int encode(run *r, tfenc_rank_work *work)
                 interrupted = 1;
                 break;
             }
-            status = tfenc_feeder_next(r->ctx, r->feeder, r->pipeline, &m);
+            status = next_microbatch(r, work, &m);
             if (status == TFENC_ERR_NOT_FOUND) {
                 status = TFENC_OK;
                 break;
@@ -502,7 +596,7 @@ static int encode(run *r, tfenc_rank_work *work)
         status = tfenc_model_forward(r->ctx, r->model, &m->batch);
         work->busy_seconds += tfenc_clock_seconds() - step_start;
         if (status != TFENC_OK)
-            return status;
+            return name_document(r, m, status);
         work->tokens += m->batch.n_tokens;
         work->microbatches++;
         work->flops += stage_flops * m->batch.n_tokens;
@@ -524,7 +618,8 @@ static int encode(run *r, tfenc_rank_work *work)
         status = tfenc_writer_flush(r->ctx, r->writer);
         work->writing_seconds += tfenc_clock_seconds() - flush_start;
     }
-    report_progress(r, work, start, &last_report, 1);
+    if (status == TFENC_OK && !interrupted)
+        report_progress(r, work, start, &last_report, 1);
     if (status == TFENC_OK && interrupted)
         status = TFENC_ERR_INTERRUPTED;
     return status;
@@ -586,12 +681,15 @@ static void release_run(run *r)
     tfenc_pipeline_destroy(r->pipeline);
     if (!r->result->skip_finalize)
         tfenc_output_close(r->output);
+    tfenc_output_lock_release(r->lock);
     tfenc_corpus_close(r->corpus);
     tfenc_tokenizer_destroy(r->tokenizer);
     tfenc_model_destroy(r->model);
     tfenc_layout_free(&r->layout);
+    tfenc_work_queue_destroy(r->queue);
+    tfenc_windows_free(&r->windows);
+    free(r->todo);
     free(r->step_flops);
-    free(r->done);
     tfenc_weight_store_close(r->weights);
     tfenc_plugin_registry_destroy(r->registry);
     tfenc_model_plan_free(&r->plan);
@@ -637,9 +735,12 @@ static int run_steps(run *r)
      * pass 1 (which then tokenizes only when token offsets are needed). */
     if (n_stages == 1 && agree_on_failure(r, whole_model(r)))
         return 1;
-    if (count_corpus(r, n_stages > 1 || r->output_kind == TFENC_OUTPUT_TOKENS ||
-                            r->request->dry_run) ||
-        cost_steps(r))
+    if (cut_windows(r))
+        return 1;
+    if ((n_stages > 1 || r->output_kind == TFENC_OUTPUT_TOKENS || r->request->dry_run) &&
+        count_tokens(r))
+        return 1;
+    if (cost_steps(r))
         return 1;
     if (agree_on_failure(r, tfenc_layout_split(r->ctx, &r->layout, r->step_flops)))
         return 1;

@@ -171,6 +171,17 @@ static double fraction(double part, double whole)
     return whole > 0 ? part / whole : 0.0;
 }
 
+/* " of 12 windows" for a rank that took windows (a first stage). */
+static const char *windows_text(const tfenc_rank_work *w, char *text, size_t size)
+{
+    if (w->stage != 0)
+        text[0] = '\0';
+    else
+        snprintf(text, size, " of %lld window%s", (long long)w->windows,
+                 w->windows == 1 ? "" : "s");
+    return text;
+}
+
 static void print_summary(void *user, const tfenc_run_summary *s)
 {
     const printer *out = user;
@@ -185,17 +196,19 @@ static void print_summary(void *user, const tfenc_run_summary *s)
             s->peak_rss_mib);
     if (s->n_ranks < 2)
         return;
+    char windows[64];
     for (int i = 0; i < s->n_ranks; i++) {
         const tfenc_rank_work *w = &s->ranks[i];
         double idle = w->encode_seconds - w->busy_seconds - w->writing_seconds;
         if (idle < 0)
             idle = 0;
         fprintf(stderr,
-                "%s:   rank %d (replica %d, stage %d): %lld tokens in %lld microbatches, "
+                "%s:   rank %d (replica %d, stage %d): %lld tokens in %lld microbatches%s, "
                 "%.0f tokens/s, busy %.0f%%, writing %.0f%%, idle %.0f%% (waiting for the "
                 "previous stage %.0f%%)\n",
                 program, i, w->replica, w->stage, (long long)w->tokens,
-                (long long)w->microbatches, fraction((double)w->tokens, w->encode_seconds),
+                (long long)w->microbatches, windows_text(w, windows, sizeof windows),
+                fraction((double)w->tokens, w->encode_seconds),
                 100 * fraction(w->busy_seconds, w->encode_seconds),
                 100 * fraction(w->writing_seconds, w->encode_seconds),
                 100 * fraction(idle, w->encode_seconds),

@@ -266,7 +266,7 @@ error "section without type"    "section \[extra\] has no 'type' key" '$a [extra
 error "orphan sublayer"         "no block \(a section with 'repeat'\) precedes it" '$a [nowhere.ffn]\ntype = ffn' job.ini
 error "pooled from token model" "output_kind = pooled but the model does not pool" 's/^\[job\]/[job]\noutput_kind = pooled/' job.ini
 error "unwritable output"       "/nonexistent-dir/out.h5" 's#^output = .*#output = /nonexistent-dir/out.h5#' job.ini
-error "output is the input"     "\[job\] output: is the same file as the input" 's#^output = .*#output = good/input.h5#' job.ini
+error "output is the input"     "the output is the same file as the corpus" 's#^output = .*#output = good/input.h5#' job.ini
 
 # --- plugins that are not tfenc plugins (the job needs the type they would give)
 error "plugin not a shared object" "no plugin provides layer type 'fake_layer'.*refused [^ ]*plugins-fake/fake.so" \

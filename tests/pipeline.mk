@@ -17,5 +17,8 @@ tests_test_layout_LDADD = $(TEST_LIBS)
 # Issue 7: jobs killed (SIGKILL) or stopped (SIGTERM) under mpiexec -n 4 and
 # run again end with the uninterrupted run's file.
 # A disk that fills mid-run: one line with the reason, rows kept, resumable.
-dist_check_SCRIPTS += tests/resume/kill_resume.sh tests/resume/disk_full.sh
-TESTS += tests/resume/kill_resume.sh tests/resume/disk_full.sh
+# Issue 14: outputs that are inputs, shared by two jobs, resumed over changed
+# inputs, or about to hold non-finite rows are refused.
+dist_check_SCRIPTS += tests/resume/kill_resume.sh tests/resume/disk_full.sh \
+	tests/resume/guards.sh
+TESTS += tests/resume/kill_resume.sh tests/resume/disk_full.sh tests/resume/guards.sh

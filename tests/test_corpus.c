@@ -42,14 +42,16 @@ static void write_file(const char *path, const char *data, size_t size)
 typedef struct reference_lines {
     char **lines;
     size_t *lengths;
+    size_t *starts; /* byte offset of each line */
     int count;
 } reference_lines;
 
 static reference_lines split_reference(const char *data, size_t size)
 {
-    reference_lines ref = {NULL, NULL, 0};
+    reference_lines ref = {NULL, NULL, NULL, 0};
     ref.lines = malloc((size + 1) * sizeof *ref.lines);
     ref.lengths = malloc((size + 1) * sizeof *ref.lengths);
+    ref.starts = malloc((size + 1) * sizeof *ref.starts);
     size_t start = 0;
     while (start < size) {
         size_t end = start;
@@ -62,6 +64,7 @@ static reference_lines split_reference(const char *data, size_t size)
         memcpy(ref.lines[ref.count], data + start, length);
         ref.lines[ref.count][length] = '\0';
         ref.lengths[ref.count] = length;
+        ref.starts[ref.count] = start;
         ref.count++;
         start = end + 1;
     }
@@ -74,6 +77,66 @@ static void free_reference(reference_lines *ref)
         free(ref->lines[i]);
     free(ref->lines);
     free(ref->lengths);
+    free(ref->starts);
+}
+
+/* The windows of a text corpus (every `stride` lines): the shares' line
+ * starts, concatenated, must be the reference's starts of lines 0, stride,
+ * 2*stride, ...; and selecting each window must read exactly its lines. */
+static void check_windows(const char *path, const reference_lines *ref, int n_shares,
+                          int64_t stride)
+{
+    tfenc_corpus_options options = {.path = path, .format = TFENC_CORPUS_TEXT};
+    int64_t n_windows = (ref->count + stride - 1) / stride, found = 0, first_index = 0;
+    int64_t *starts = calloc((size_t)n_windows + 1, sizeof *starts);
+    for (int share = 0; share < n_shares; share++) {
+        tfenc_context ctx;
+        tfenc_context_init(&ctx);
+        tfenc_corpus *corpus = NULL;
+        tfenc_corpus_counts counts;
+        CU_ASSERT_FATAL(tfenc_corpus_open(&ctx, &options, share, n_shares, &corpus) == TFENC_OK);
+        CU_ASSERT_FATAL(tfenc_corpus_count(&ctx, corpus, &counts) == TFENC_OK);
+        tfenc_corpus_set_first_index(corpus, first_index);
+        int64_t *mine = NULL, n_mine = 0;
+        CU_ASSERT_FATAL(tfenc_corpus_line_starts(&ctx, corpus, stride, &mine, &n_mine) == TFENC_OK);
+        CU_ASSERT_FATAL(found + n_mine <= n_windows);
+        memcpy(starts + found, mine, (size_t)n_mine * sizeof *mine);
+        found += n_mine;
+        free(mine);
+        first_index += counts.n_documents;
+        tfenc_corpus_close(corpus);
+    }
+    CU_ASSERT(found == n_windows);
+    for (int64_t k = 0; k < found; k++)
+        CU_ASSERT(starts[k] == (int64_t)ref->starts[k * stride]);
+    struct stat file;
+    CU_ASSERT_FATAL(stat(path, &file) == 0);
+    starts[n_windows] = (int64_t)file.st_size;
+    /* Windows read back in reverse, so each select really seeks. */
+    tfenc_context ctx;
+    tfenc_context_init(&ctx);
+    tfenc_corpus *corpus = NULL;
+    CU_ASSERT_FATAL(tfenc_corpus_open(&ctx, &options, 0, 1, &corpus) == TFENC_OK);
+    int mismatches = 0;
+    for (int64_t k = n_windows - 1; k >= 0 && found == n_windows; k--) {
+        int64_t first = k * stride, n = ref->count - first < stride ? ref->count - first : stride;
+        tfenc_corpus_range range = {.first_index = first, .n_documents = n,
+                                    .byte_start = starts[k], .byte_end = starts[k + 1]};
+        CU_ASSERT_FATAL(tfenc_corpus_select(&ctx, corpus, &range) == TFENC_OK);
+        tfenc_document document;
+        int64_t read = 0;
+        while (tfenc_corpus_next(&ctx, corpus, &document) == TFENC_OK) {
+            int64_t line = first + document.local_index;
+            if (line >= ref->count || document.text_length != ref->lengths[line] ||
+                memcmp(document.text, ref->lines[line], ref->lengths[line]) != 0)
+                mismatches++;
+            read++;
+        }
+        CU_ASSERT(read == n);
+    }
+    CU_ASSERT(mismatches == 0);
+    tfenc_corpus_close(corpus);
+    free(starts);
 }
 
 /* Reads every share in turn and checks that, concatenated, they are the
@@ -114,6 +177,8 @@ static void check_shares(const char *path, const char *data, size_t size, int n_
     if (mismatches != 0 || seen != ref.count)
         fprintf(stderr, "\n%s: %d shares: %d lines read, %d expected, %d mismatches\n", path,
                 n_shares, seen, ref.count, mismatches);
+    for (int64_t stride = 1; stride <= 4 && ref.count > 0; stride++)
+        check_windows(path, &ref, n_shares, stride);
     free_reference(&ref);
 }
 
@@ -392,14 +457,11 @@ static void make_ragged(const char *path, int64_t *total)
     *total = offsets[RAGGED_DOCS];
 }
 
-/* Reads all shares; checks documents, first indices and token balance. */
-static void check_hdf5_shares(const tfenc_corpus_options *options, int n_shares, int64_t total)
+/* Reads all shares; checks documents, first indices and document balance. */
+static void check_hdf5_shares(const tfenc_corpus_options *options, int n_shares)
 {
     int64_t lengths[RAGGED_DOCS];
     ragged_lengths(lengths);
-    int64_t longest = 0;
-    for (int i = 0; i < RAGGED_DOCS; i++)
-        longest = lengths[i] > longest ? lengths[i] : longest;
     int64_t next_index = 0;
     for (int share = 0; share < n_shares; share++) {
         tfenc_context ctx;
@@ -409,9 +471,10 @@ static void check_hdf5_shares(const tfenc_corpus_options *options, int n_shares,
         CU_ASSERT(tfenc_corpus_first_index(corpus) == next_index);
         tfenc_corpus_counts counts;
         CU_ASSERT_FATAL(tfenc_corpus_count(&ctx, corpus, &counts) == TFENC_OK);
-        /* Cut at the boundary nearest k*T/n: a share is off its ideal size
-         * by at most one document at each end. */
-        CU_ASSERT(counts.n_tokens <= total / n_shares + 1 + longest);
+        /* Share k starts at document k*N/n: shares differ by one document
+         * at most. */
+        CU_ASSERT(counts.n_documents >= RAGGED_DOCS / n_shares &&
+                  counts.n_documents <= RAGGED_DOCS / n_shares + 1);
         tfenc_document document;
         int64_t tokens = 0, documents = 0;
         for (int pass = 0; pass < 2; pass++) { /* the second pass checks rewind */
@@ -450,7 +513,7 @@ static void test_hdf5_ragged(void)
     tfenc_corpus_options options = {.path = path, .format = TFENC_CORPUS_HDF5,
                                     .tokens_dataset = "tok", .offsets_dataset = "off"};
     for (int n_shares = 1; n_shares <= 30; n_shares += n_shares < 6 ? 1 : 8)
-        check_hdf5_shares(&options, n_shares, total);
+        check_hdf5_shares(&options, n_shares);
 }
 
 static void test_hdf5_padded(void)
@@ -473,13 +536,10 @@ static void test_hdf5_padded(void)
     write_dataset(file, "lengths", H5T_STD_I16LE, 1, l_dims, short_lengths);
     H5Fclose(file);
     free(ids);
-    int64_t total = 0;
-    for (int i = 0; i < RAGGED_DOCS; i++)
-        total += lengths[i];
     tfenc_corpus_options options = {.path = path, .format = TFENC_CORPUS_HDF5,
                                     .ids_dataset = "input_ids", .lengths_dataset = "lengths"};
     for (int n_shares = 1; n_shares <= 7; n_shares++)
-        check_hdf5_shares(&options, n_shares, total);
+        check_hdf5_shares(&options, n_shares);
 }
 
 /* Builds a file from one tokens and one index dataset and expects opening

@@ -4,8 +4,14 @@
  *   add:    x += offset + bias[j] (key offset; optional dataset "bias" [d])
  *   fail:   forward fails when the batch holds token id `on_token`
  *           (to test error propagation across ranks and layers)
- *   pause:  leaves x alone and sleeps `milliseconds` per microbatch, so
- *           that a test can stop a job part-way on any machine speed */
+ *   pause:  leaves x alone and sleeps `milliseconds` per microbatch plus
+ *           `microseconds_per_token` per token, so that a test can stop a
+ *           job part-way on any machine speed, or give ranks known speeds;
+ *           the environment variable TFENC_TEST_SLOWDOWN (a factor, set
+ *           for one rank by the launcher) makes a rank that much slower
+ *   overflow: x *= 1e38 twice over in the sequences that hold token id
+ *           `on_token` (per-token batches), as finite but huge weights
+ *           would: the host must stop before writing a non-finite row */
 #include "tfenc/plugin.h"
 
 #include <stdint.h>
@@ -13,11 +19,13 @@
 #include <time.h>
 
 typedef struct arithmetic {
-    int kind; /* 0 scale, 1 add, 2 fail, 3 pause */
+    int kind; /* 0 scale, 1 add, 2 fail, 3 pause, 4 overflow */
     double factor;
     double offset;
     long on_token;
     long milliseconds;
+    long microseconds_per_token;
+    double slowdown;
     const float *bias; /* [d_model] or NULL */
 } arithmetic;
 
@@ -37,10 +45,18 @@ static int create_kind(tfenc_context *ctx, const tfenc_layer_init *init, void **
             status = tfenc_weight_load(init->weights, "bias", 1, dims, &layer->bias);
         }
     }
-    if (kind == 2)
+    if (kind == 2 || kind == 4)
         status = tfenc_param_int(init->params, "on_token", -1, &layer->on_token);
-    if (kind == 3)
+    if (kind == 3) {
         status = tfenc_param_int(init->params, "milliseconds", 10, &layer->milliseconds);
+        if (status == TFENC_OK)
+            status = tfenc_param_int(init->params, "microseconds_per_token", 0,
+                                     &layer->microseconds_per_token);
+        const char *slowdown = getenv("TFENC_TEST_SLOWDOWN");
+        layer->slowdown = slowdown != NULL ? atof(slowdown) : 1.0;
+        if (!(layer->slowdown > 0))
+            layer->slowdown = 1.0;
+    }
     if (status != TFENC_OK) {
         free(layer);
         return status;
@@ -69,13 +85,22 @@ static int create_pause(tfenc_context *ctx, const tfenc_layer_init *init, void *
     return create_kind(ctx, init, instance, 3);
 }
 
+static int create_overflow(tfenc_context *ctx, const tfenc_layer_init *init, void **instance)
+{
+    return create_kind(ctx, init, instance, 4);
+}
+
 static int forward(void *instance, tfenc_context *ctx, tfenc_batch *batch, void *workspace)
 {
     arithmetic *layer = instance;
     const int d = batch->d_model;
     if (layer->kind == 3) {
-        struct timespec pause = {.tv_sec = layer->milliseconds / 1000,
-                                 .tv_nsec = (layer->milliseconds % 1000) * 1000000L};
+        double microseconds = layer->slowdown *
+                              (1000.0 * (double)layer->milliseconds +
+                               (double)layer->microseconds_per_token * batch->n_tokens);
+        long long nanoseconds = (long long)(1000.0 * microseconds);
+        struct timespec pause = {.tv_sec = (time_t)(nanoseconds / 1000000000LL),
+                                 .tv_nsec = (long)(nanoseconds % 1000000000LL)};
         nanosleep(&pause, NULL);
         return TFENC_OK;
     }
@@ -84,6 +109,17 @@ static int forward(void *instance, tfenc_context *ctx, tfenc_batch *batch, void 
             if (batch->token_ids[t] == layer->on_token)
                 return tfenc_error(ctx, TFENC_ERR_INPUT, "token %ld seen: failing as asked",
                                    layer->on_token);
+        return TFENC_OK;
+    }
+    if (layer->kind == 4) {
+        for (int s = 0; s < batch->n_seq && batch->rows == batch->n_tokens; s++) {
+            int hit = 0;
+            for (int t = batch->seq_start[s]; t < batch->seq_start[s + 1]; t++)
+                hit |= batch->token_ids[t] == layer->on_token;
+            for (int t = batch->seq_start[s]; hit && t < batch->seq_start[s + 1]; t++)
+                for (int j = 0; j < d; j++)
+                    batch->x[(size_t)t * d + j] = batch->x[(size_t)t * d + j] * 1e38f * 1e38f;
+        }
         return TFENC_OK;
     }
     for (int r = 0; r < batch->rows; r++)
@@ -111,6 +147,8 @@ static const tfenc_layer_descriptor layers[] = {
      .create = create_fail, .forward = forward, .destroy = destroy},
     {TFENC_DESCRIPTOR_INIT, .type = "pause", .description = "sleeps per microbatch (test)",
      .create = create_pause, .forward = forward, .destroy = destroy},
+    {TFENC_DESCRIPTOR_INIT, .type = "overflow", .description = "overflows on a chosen token (test)",
+     .create = create_overflow, .forward = forward, .destroy = destroy},
 };
 
 TFENC_EXPORT const tfenc_layer_descriptor *tfenc_plugin_descriptor(unsigned index);

@@ -1,0 +1,40 @@
+/* Owning an output file. A job holds its output exclusively from before it
+ * creates or reopens it until it ends: a second job writing the same file
+ * at the same time would leave rows of two corpora in one file marked
+ * complete (HDF5's own lock does not cover MPI-IO). Ownership is an
+ * fcntl lock on a lock file beside the output (OUTPUT.lock), taken by one
+ * rank and held to the end; the kernel drops it when the process dies, so a
+ * killed job never leaves a stale lock. The lock file names its holder
+ * (host, pid, start time) for the refusal message.
+ *
+ * And an output is never one of the job's inputs under another name: paths
+ * are compared by file identity (device and inode, symbolic links
+ * followed), not by spelling. */
+#ifndef TFENC_OWNERSHIP_H
+#define TFENC_OWNERSHIP_H
+
+#include "tfenc/plugin.h"
+
+typedef struct tfenc_output_lock tfenc_output_lock;
+
+/* Takes the lock of `output_path` for this process. TFENC_ERR_CONFIG naming
+ * the holder when another job holds it; TFENC_ERR_IO when the lock file
+ * cannot be made (say, a read-only directory). */
+int tfenc_output_lock_take(tfenc_context *ctx, const char *output_path, tfenc_output_lock **lock);
+
+/* Releases the lock and removes the lock file. NULL is allowed. */
+void tfenc_output_lock_release(tfenc_output_lock *lock);
+
+/* A path a job reads, and what it is to the job ("the corpus", ...). */
+typedef struct tfenc_input_file {
+    const char *what;
+    const char *path;
+} tfenc_input_file;
+
+/* TFENC_ERR_CONFIG when `output_path` exists and is not a regular file,
+ * or when it (or its lock file) is the same file as one of the inputs,
+ * naming both; inputs with a NULL path are skipped. */
+int tfenc_output_check_not_input(tfenc_context *ctx, const char *output_path,
+                                 const tfenc_input_file *inputs, int n_inputs);
+
+#endif
