@@ -7,6 +7,8 @@
 # for `sh jobs/demo/demo.sh` and `sh tests/setup-deps` were measured.
 #
 #   sudo sh tests/deps/fresh-debian.sh WORKDIR 'sh jobs/demo/demo.sh' [BASE]
+#   sudo sh tests/deps/fresh-debian.sh WORKDIR 'PIP_INDEX_URL=http://127.0.0.1:9/ sh jobs/demo/demo.sh' [BASE]
+#                                     (the demo without the package index)
 #
 # Needs debootstrap (Debian package) and deb.debian.org; not run by make
 # check (root, network, minutes). WORKDIR/root is the chroot, WORKDIR/log
@@ -33,6 +35,15 @@ deb http://deb.debian.org/debian bookworm-updates main
 deb http://deb.debian.org/debian-security bookworm-security main
 EOF
 cp /etc/resolv.conf "$root/etc/resolv.conf"
+# A host behind a TLS-inspecting proxy trusts the proxy's CA through local
+# certificates (installed into the chroot's bundle when the command
+# installs ca-certificates) and pip's `cert` setting: the chroot gets the
+# same, or PyPI would look unreachable. Nothing else of the host is copied.
+if [ -d /usr/local/share/ca-certificates ]; then
+  mkdir -p "$root/usr/local/share/ca-certificates"
+  cp /usr/local/share/ca-certificates/*.crt "$root/usr/local/share/ca-certificates/" 2>/dev/null || true
+fi
+[ ! -f /etc/pip.conf ] || cp /etc/pip.conf "$root/etc/pip.conf"
 rm -f "$root"/var/cache/apt/archives/*.deb
 mount --bind /proc "$root/proc"
 mount --bind /sys "$root/sys"
