@@ -391,7 +391,10 @@ static int open_output(run *r)
             .n_documents = r->n_documents, .n_tokens = r->n_tokens,
             .has_ids = r->settings.corpus.id_field != NULL,
             .max_id_length = (size_t)r->max_id_length, .job_text = provenance,
-            .job_settings = identity, .weights_sha256 = weights_sha256, .layout = layout};
+            .job_settings = identity, .weights_sha256 = weights_sha256, .layout = layout,
+            .job_path = r->request->job_path, .overrides = r->request->overrides,
+            .n_overrides = r->request->n_overrides,
+            .precision = r->config.precision_bf16 ? "bf16" : "fp32"};
         MPI_Comm writers = l->data_parallel > 1 ? r->writers_comm : MPI_COMM_NULL;
         status = TFENC_ERR_NOT_FOUND;
         if (r->settings.resume)
