@@ -64,10 +64,29 @@ status() {
 expect() { # expect WHAT PATTERN: the report has a line matching PATTERN
   if printf '%s\n' "$report" | grep -Eq -- "$2"; then ok "$1"; else fail "$1: no line matching '$2' in:"; printf '%s\n' "$report"; fi
 }
+expect_code() { # expect_code STATUS WHAT: --status exited with STATUS
+  if [ "$code" -eq "$1" ]; then ok "$2: exit status $1"; else fail "$2: exit status $code, expected $1: $report"; fi
+}
 refuse() { # refuse WHAT PATTERN: no line of the report matches PATTERN
   if printf '%s\n' "$report" | grep -Eq -- "$2"; then fail "$1: a line matches '$2' in:"; printf '%s\n' "$report"; else ok "$1"; fi
 }
 count() { "$python" "$srcdir/tests/resume/progress.py" count "$1"; }
+# start_job OUTPUT: the job at $ranks ranks in the background; sets $pid.
+start_job() {
+  rm -f "$1"
+  # shellcheck disable=SC2086
+  "$mpiexec" -n "$ranks" "$driver" --quiet $settings --set job.output="$1" job.ini > "$1.out" 2>&1 &
+  pid=$!
+}
+# one_report FILE WHAT: under a launcher only the first rank reports; sets $code.
+one_report() {
+  status "$1" 2
+  if [ "$(printf '%s\n' "$report" | grep -c '^file: ')" -eq 1 ]; then
+    ok "$2: mpiexec -n 2 tfenc-batch --status: one report"
+  else
+    fail "$2: mpiexec -n 2 tfenc-batch --status: exit status $code, report: $report"
+  fi
+}
 
 for ranks in 1 2; do
   cd "$work/job" || exit 1
@@ -75,11 +94,7 @@ for ranks in 1 2; do
   [ "$ranks" -eq 2 ] && settings="$settings --set job.resume=false"
 
   # --- A running job, asked part-way; it must still finish.
-  rm -f "running-$ranks.h5"
-  # shellcheck disable=SC2086
-  "$mpiexec" -n "$ranks" "$driver" --quiet $settings --set job.output="running-$ranks.h5" job.ini \
-    > "run-$ranks.out" 2>&1 &
-  pid=$!
+  start_job "running-$ranks.h5"
   "$python" "$srcdir/tests/resume/progress.py" wait "running-$ranks.h5" 0.3 "$pid"
   read -r seen total complete <<EOF
 $(count "running-$ranks.h5")
@@ -108,12 +123,12 @@ EOF
   fi
   wait "$pid"
   job_status=$?
-  if [ "$job_status" -eq 0 ]; then ok "$ranks-rank job: finished after being asked"; else fail "$ranks-rank job: exit status $job_status: $(tail -n 3 "run-$ranks.out")"; fi
+  if [ "$job_status" -eq 0 ]; then ok "$ranks-rank job: finished after being asked"; else fail "$ranks-rank job: exit status $job_status: $(tail -n 3 "running-$ranks.h5.out")"; fi
 
   # --- The complete file.
   what="$ranks-rank job's complete file"
   status "running-$ranks.h5"
-  if [ "$code" -eq 0 ]; then ok "$what: exit status 0"; else fail "$what: exit status $code: $report"; fi
+  expect_code 0 "$what"
   expect "$what: complete" '^state: complete'
   expect "$what: every document finished" "^documents: $total of $total finished \\(100.0%\\), [0-9]+ of them truncated$"
   expect "$what: the weights checksum" "^model: weights sha256 $weights_sha256$"
@@ -125,20 +140,11 @@ EOF
   expect "$what: the pause layer in the settings" '^  pause.milliseconds = 40$'
   refuse "$what: no resume command" '^resume'
   refuse "$what: nothing unrecorded" '^not recorded'
-  # Under a launcher only the first rank reports.
-  status "running-$ranks.h5" 2
-  if [ "$code" -eq 0 ] && [ "$(printf '%s\n' "$report" | grep -c '^file: ')" -eq 1 ]; then
-    ok "$what: mpiexec -n 2 tfenc-batch --status: one report, exit status 0"
-  else
-    fail "$what: mpiexec -n 2 tfenc-batch --status: exit status $code, report: $report"
-  fi
+  one_report "running-$ranks.h5" "$what"
+  [ "$code" -eq 0 ] || fail "$what: mpiexec -n 2 tfenc-batch --status: exit status $code"
 
   # --- A killed job's file, and its resume command run as printed.
-  rm -f "killed-$ranks.h5"
-  # shellcheck disable=SC2086
-  "$mpiexec" -n "$ranks" "$driver" --quiet $settings --set job.output="killed-$ranks.h5" job.ini \
-    > "kill-$ranks.out" 2>&1 &
-  pid=$!
+  start_job "killed-$ranks.h5"
   "$python" "$srcdir/tests/resume/progress.py" wait "killed-$ranks.h5" 0.4 "$pid"
   pkill -KILL -P "$pid" 2>/dev/null
   kill -KILL "$pid" 2>/dev/null
@@ -149,14 +155,10 @@ EOF
   what="$ranks-rank job killed with $done of $total documents finished"
   [ "$done" -gt 0 ] && [ "$done" -lt "$total" ] || fail "$what: the kill did not leave a partly finished file"
   cp "killed-$ranks.h5" "old-killed-$ranks.h5"
-  status "killed-$ranks.h5" 2
-  if [ "$code" -ne 0 ] && [ "$(printf '%s\n' "$report" | grep -c '^file: ')" -eq 1 ]; then
-    ok "$what: mpiexec -n 2 tfenc-batch --status: one report, a failing exit status"
-  else
-    fail "$what: mpiexec -n 2 tfenc-batch --status: exit status $code, report: $report"
-  fi
+  one_report "killed-$ranks.h5" "$what"
+  [ "$code" -ne 0 ] || fail "$what: mpiexec -n 2 tfenc-batch --status: exit status 0 for an unfinished file"
   status "killed-$ranks.h5"
-  if [ "$code" -eq 3 ]; then ok "$what: exit status 3"; else fail "$what: exit status $code: $report"; fi
+  expect_code 3 "$what"
   expect "$what: unfinished" '^state: unfinished \(complete = 0\)$'
   expect "$what: its finished count" "^documents: $done of $total finished "
   resume=$(printf '%s\n' "$report" | sed -n '/^resume with:$/{n;s/^  //;p;}')
@@ -205,13 +207,13 @@ with h5py.File(old_killed, "r+") as f:
 PY
   what="$ranks-rank complete file of an older tfenc"
   status "old-complete-$ranks.h5"
-  [ "$code" -eq 0 ] && ok "$what: exit status 0" || fail "$what: exit status $code: $report"
+  expect_code 0 "$what"
   expect "$what: precision from the settings" '^precision: fp32 \(not recorded; from the job settings or the default\)$'
   expect "$what: says what it lacks" '^not recorded \(written by an older tfenc\): job_path, working_directory, job_overrides, precision$'
   expect "$what: the job file is not recorded" '^job file: \(not recorded'
   what="$ranks-rank killed file of a tfenc before resuming"
   status "old-killed-$ranks.h5"
-  [ "$code" -eq 3 ] && ok "$what: exit status 3" || fail "$what: exit status $code: $report"
+  expect_code 3 "$what"
   expect "$what: its finished count" "^documents: $done of $total finished "
   expect "$what: cannot tell the resume command" '^resume with: \(cannot be told'
   expect "$what: cannot tell the precision" '^precision: \(not recorded\)$'
