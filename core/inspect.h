@@ -8,6 +8,12 @@
  * job flushes the file's structure and attributes when it creates it and
  * writes each document's length after its rows (core/output.h), so the
  * count of finished documents read while it runs is a safe lower bound.
+ * HDF5's SWMR mode is not used: a job changes no metadata between creation
+ * and its last flush (chunks are allocated at creation, rows and lengths
+ * are raw data), which is what makes a plain read-only open consistent;
+ * SWMR would also need the 1.10 file format, which older h5py and h5dump
+ * builds cannot read, and HDF5 1.10 offers it to one writer only. A read
+ * at the very moment a job finishes may still say unfinished.
  *
  * Files of older tfenc versions lack some attributes: each missing one is
  * left NULL (or -1) and named in `unknown`, so the caller can say what the
