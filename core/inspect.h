@@ -8,9 +8,12 @@
  * job flushes the file's structure and attributes when it creates it and
  * writes each document's length after its rows (core/output.h), so the
  * count of finished documents read while it runs is a safe lower bound.
- * HDF5's SWMR mode is not used: a job changes no metadata between creation
- * and its last flush (chunks are allocated at creation, rows and lengths
- * are raw data), which is what makes a plain read-only open consistent;
+ * HDF5's SWMR mode is not used: a job writing an uncompressed output
+ * changes no metadata between creation and its last flush (chunks are
+ * allocated at creation, rows and lengths are raw data), which is what
+ * makes a plain read-only open consistent (a gzip output allocates chunks
+ * as it goes, so while its job runs the count may lag, or the read fail
+ * with HDF5's reason);
  * SWMR would also need the 1.10 file format, which older h5py and h5dump
  * builds cannot read, and HDF5 1.10 offers it to one writer only. A read
  * at the very moment a job finishes may still say unfinished.
