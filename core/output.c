@@ -169,6 +169,50 @@ static int write_int64_attribute(tfenc_context *ctx, tfenc_output *out, const ch
     return write_attribute(ctx, out, name, H5T_NATIVE_INT64, &value);
 }
 
+/* The attributes that say how this run was started (tfenc-batch --status
+ * rebuilds the resume command from them). Rank 0's absolute job path and
+ * working directory for everyone: attribute values must be identical on
+ * every writer. */
+static int write_run_attributes(tfenc_context *ctx, tfenc_output *out,
+                                const tfenc_output_options *options)
+{
+    char job_path[PATH_MAX] = "", directory[PATH_MAX] = "";
+    int rank = 0;
+    if (out->writers != MPI_COMM_NULL)
+        MPI_Comm_rank(out->writers, &rank);
+    if (rank == 0) {
+        if (getcwd(directory, sizeof directory) == NULL)
+            directory[0] = '\0';
+        if (options->job_path == NULL || realpath(options->job_path, job_path) == NULL)
+            snprintf(job_path, sizeof job_path, "%s",
+                     options->job_path != NULL ? options->job_path : "");
+    }
+    if (out->writers != MPI_COMM_NULL
+        && (MPI_Bcast(job_path, sizeof job_path, MPI_CHAR, 0, out->writers) != MPI_SUCCESS
+            || MPI_Bcast(directory, sizeof directory, MPI_CHAR, 0, out->writers) != MPI_SUCCESS))
+        return tfenc_error(ctx, TFENC_ERR_MPI, "%s: cannot share the job's path", out->path);
+    size_t length = 1;
+    for (int i = 0; i < options->n_overrides; i++)
+        length += strlen(options->overrides[i]) + 1;
+    char *overrides = malloc(length);
+    if (overrides == NULL)
+        return tfenc_error(ctx, TFENC_ERR_NO_MEMORY, "%s: out of memory", out->path);
+    overrides[0] = '\0';
+    for (int i = 0; i < options->n_overrides; i++) {
+        strcat(overrides, options->overrides[i]);
+        strcat(overrides, "\n");
+    }
+    int status = write_string_attribute(ctx, out, "job_path", job_path);
+    if (status == TFENC_OK)
+        status = write_string_attribute(ctx, out, "working_directory", directory);
+    if (status == TFENC_OK)
+        status = write_string_attribute(ctx, out, "job_overrides", overrides);
+    if (status == TFENC_OK)
+        status = write_string_attribute(ctx, out, "precision", options->precision);
+    free(overrides);
+    return status;
+}
+
 /* ------------------------------------------------------------------ create */
 
 /* The chunk cache: none for uncompressed data (see create_dataset), room
@@ -326,6 +370,8 @@ static int write_attributes(tfenc_context *ctx, tfenc_output *out,
         status = write_string_attribute(ctx, out, "tfenc_version", PACKAGE_VERSION);
     if (status == TFENC_OK)
         status = write_string_attribute(ctx, out, "layout", options->layout);
+    if (status == TFENC_OK)
+        status = write_run_attributes(ctx, out, options);
     if (status == TFENC_OK)
         status = write_string_attribute(ctx, out, "created", created);
     if (status == TFENC_OK)
@@ -732,6 +778,8 @@ int tfenc_output_reopen(tfenc_context *ctx, MPI_Comm writers, const tfenc_output
         status = write_string_attribute(ctx, out, "layout", options->layout);
     if (status == TFENC_OK)
         status = write_string_attribute(ctx, out, "job", options->job_text);
+    if (status == TFENC_OK)
+        status = write_run_attributes(ctx, out, options);
     if (status == TFENC_OK && H5Fflush(out->file, H5F_SCOPE_GLOBAL) < 0)
         status = h5_fail(ctx, TFENC_ERR_IO, out->path, "cannot flush the reopened file");
     if (status != TFENC_OK) {

@@ -19,7 +19,8 @@
  * Root attributes (strings are variable-length UTF-8): job, job_settings, weights_sha256,
  * corpus_fingerprint, vocabulary_fingerprint ("" without a vocabulary file),
  * tfenc_version, layout, created (ISO-8601 UTC), output_kind, dtype,
- * compression, d_model, n_documents, n_tokens (tokens kind), and complete:
+ * compression, d_model, n_documents, n_tokens (tokens kind), job_path,
+ * working_directory, job_overrides, precision, and complete:
  * 0 while the job runs, 1 once tfenc_output_finish() has flushed everything.
  *
  * Parallelism: create and finish are collective over `writers`; the write
@@ -84,6 +85,15 @@ typedef struct tfenc_output_options {
     const char *vocabulary_path;
     const char *vocabulary_fingerprint;
     const char *layout;      /* e.g. "ranks=4 data_parallel=2 pipeline_stages=2" */
+    /* How this run was started, so that tfenc-batch --status can print the
+     * command that resumes an unfinished file (core/inspect.h): the job file
+     * as given (stored absolute, with the working directory), the --set
+     * overrides (stored one per line) and the matrix precision. NULL (or no
+     * overrides) stores "". Rewritten by every run, like layout. */
+    const char *job_path;
+    const char *const *overrides;
+    int n_overrides;
+    const char *precision;
 } tfenc_output_options;
 
 typedef struct tfenc_output tfenc_output;

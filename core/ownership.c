@@ -110,6 +110,21 @@ int tfenc_output_lock_take(tfenc_context *ctx, const char *output_path, tfenc_ou
     return TFENC_OK;
 }
 
+int tfenc_output_lock_held(const char *output_path, char *holder, size_t holder_size)
+{
+    char *path = lock_path(output_path);
+    int fd = path != NULL ? open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK) : -1;
+    free(path);
+    if (fd < 0)
+        return 0;
+    struct flock region = {.l_type = F_WRLCK, .l_whence = SEEK_SET, .l_start = 0, .l_len = 0};
+    int held = fcntl(fd, F_OFD_GETLK, &region) == 0 && region.l_type != F_UNLCK;
+    if (held && holder != NULL)
+        read_holder(fd, holder, holder_size);
+    close(fd);
+    return held;
+}
+
 void tfenc_output_lock_release(tfenc_output_lock *lock)
 {
     if (lock == NULL)

@@ -13,6 +13,8 @@
 #ifndef TFENC_OWNERSHIP_H
 #define TFENC_OWNERSHIP_H
 
+#include <stddef.h>
+
 #include "tfenc/plugin.h"
 
 typedef struct tfenc_output_lock tfenc_output_lock;
@@ -21,6 +23,11 @@ typedef struct tfenc_output_lock tfenc_output_lock;
  * the holder when another job holds it; TFENC_ERR_IO when the lock file
  * cannot be made (say, a read-only directory). */
 int tfenc_output_lock_take(tfenc_context *ctx, const char *output_path, tfenc_output_lock **lock);
+
+/* 1 when a job holds the lock of `output_path` now (its holder line, as
+ * "host H, pid P, since T", goes to `holder` when it is not NULL), else 0.
+ * Takes nothing: for tools that only look. */
+int tfenc_output_lock_held(const char *output_path, char *holder, size_t holder_size);
 
 /* Releases the lock and removes the lock file. NULL is allowed. */
 void tfenc_output_lock_release(tfenc_output_lock *lock);

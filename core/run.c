@@ -445,7 +445,9 @@ static int open_output(run *r)
             .vocabulary_path = r->settings.vocabulary,
             .vocabulary_fingerprint = r->settings.vocabulary != NULL ? vocabulary_fingerprint
                                                                      : NULL,
-            .layout = layout};
+            .layout = layout, .job_path = r->request->job_path,
+            .overrides = r->request->overrides, .n_overrides = r->request->n_overrides,
+            .precision = r->config.precision_bf16 ? "bf16" : "fp32"};
         MPI_Comm writers = l->data_parallel > 1 ? r->writers_comm : MPI_COMM_NULL;
         status = TFENC_ERR_NOT_FOUND;
         if (r->settings.resume)

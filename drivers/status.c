@@ -1,0 +1,105 @@
+/* The report of tfenc-batch --status: one "name: value" line per fact, the
+ * job settings indented below, and what the file cannot tell. */
+#include "status.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "context.h"
+#include "inspect.h"
+
+static const char *or_unknown(const char *value)
+{
+    return value != NULL ? value : "(not recorded)";
+}
+
+/* Each line of `text` indented by two spaces. */
+static void print_indented(const char *text)
+{
+    for (const char *line = text; *line != '\0';) {
+        size_t length = strcspn(line, "\n");
+        printf("  %.*s\n", (int)length, line);
+        line += length + (line[length] == '\n');
+    }
+}
+
+static void print_report(const tfenc_inspection *i)
+{
+    printf("file: %s\n", i->path);
+    printf("state: %s\n", i->complete ? "complete (every row written; complete = 1)"
+                          : i->in_use ? "unfinished, and a process is writing it now"
+                                      : "unfinished (complete = 0)");
+    if (i->n_finished >= 0)
+        printf("documents: %lld of %lld finished (%.1f%%), %lld of them truncated\n",
+               (long long)i->n_finished, (long long)i->n_documents,
+               i->n_documents > 0 ? 100.0 * (double)i->n_finished / (double)i->n_documents
+                                  : 100.0,
+               (long long)i->n_truncated);
+    else
+        printf("documents: %lld; how many are finished cannot be told (an older tfenc wrote "
+               "lengths without the 'not written' mark)\n", (long long)i->n_documents);
+    printf("output: %s, %s, d_model %lld", or_unknown(i->output_kind), or_unknown(i->dtype),
+           (long long)i->d_model);
+    if (i->n_tokens >= 0)
+        printf(", %lld token rows", (long long)i->n_tokens);
+    printf(", compression %s\n", or_unknown(i->compression));
+    printf("model: weights sha256 %s\n", or_unknown(i->weights_sha256));
+    if (i->precision == NULL)
+        printf("precision: (not recorded)\n");
+    else
+        printf("precision: %s%s\n", i->precision,
+               i->precision_recorded ? "" : " (not recorded; from the job settings or the "
+                                            "default)");
+    printf("layout: %s%s\n", or_unknown(i->layout),
+           i->layout != NULL ? " (of the last run)" : "");
+    printf("written by: tfenc %s, created %s\n", or_unknown(i->tfenc_version),
+           or_unknown(i->created));
+    if (i->job_path != NULL)
+        printf("job file: %s (run in %s)\n", i->job_path, or_unknown(i->working_directory));
+    else
+        printf("job file: (not recorded; the job text is in the file's 'job' attribute)\n");
+    if (i->job_overrides != NULL && i->job_overrides[0] != '\0') {
+        printf("overrides:");
+        for (const char *line = i->job_overrides; *line != '\0';) {
+            size_t length = strcspn(line, "\n");
+            printf(" --set %.*s", (int)length, line);
+            line += length + (line[length] == '\n');
+        }
+        printf("\n");
+    }
+    if (i->job_settings != NULL) {
+        printf("job settings:\n");
+        print_indented(i->job_settings);
+    } else {
+        printf("job settings: (not recorded; the job text is in the 'job' attribute)\n");
+    }
+    if (!i->complete) {
+        if (i->resume_command != NULL) {
+            printf("resume with%s:\n  %s\n",
+                   i->in_use ? " (once the job writing it has stopped)" : "",
+                   i->resume_command);
+        } else {
+            printf("resume with: (cannot be told: the file does not record its job file and "
+                   "options; run the job that wrote it again)\n");
+        }
+    }
+    if (i->unknown[0] != '\0')
+        printf("not recorded (written by an older tfenc): %s\n", i->unknown);
+}
+
+int status_print(const char *path, int speak)
+{
+    tfenc_context ctx;
+    tfenc_context_init(&ctx);
+    tfenc_inspection inspection;
+    int status = tfenc_inspect_output(&ctx, path, &inspection);
+    int exit_code = status != TFENC_OK       ? 1
+                    : inspection.complete ? 0
+                                          : STATUS_UNFINISHED;
+    if (speak && status != TFENC_OK)
+        fprintf(stderr, "tfenc-batch: %s\n", tfenc_context_message(&ctx));
+    else if (speak)
+        print_report(&inspection);
+    tfenc_inspection_free(&inspection);
+    return exit_code;
+}

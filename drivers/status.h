@@ -1,0 +1,14 @@
+/* tfenc-batch --status OUT.h5: prints what core/inspect.h reads from an
+ * output file. */
+#ifndef TFENC_DRIVERS_STATUS_H
+#define TFENC_DRIVERS_STATUS_H
+
+/* Exit status of --status for a file that is a tfenc output but not
+ * complete (0: complete; 1: not a readable tfenc output). */
+#define STATUS_UNFINISHED 3
+
+/* Inspects `path` and, when `speak`, prints the report on standard output
+ * (errors on standard error). Returns the exit status. Needs no MPI. */
+int status_print(const char *path, int speak);
+
+#endif
