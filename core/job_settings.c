@@ -261,6 +261,20 @@ void tfenc_job_settings_free(tfenc_job_settings *settings)
     settings->input = settings->output = settings->vocabulary = NULL;
 }
 
+int tfenc_job_settings_output_path(tfenc_context *ctx, const tfenc_jobfile *job, char **path)
+{
+    *path = NULL;
+    tfenc_params p;
+    tfenc_params_bind(&p, ctx, job, tfenc_jobfile_find(job, "job"));
+    const char *output = NULL;
+    int status = tfenc_param_string(&p, "output", NULL, &output);
+    if (status == TFENC_OK && output == NULL)
+        status = tfenc_error(ctx, TFENC_ERR_CONFIG, "%s: [job] requires key 'output'", job->path);
+    if (status == TFENC_OK && (*path = tfenc_jobfile_resolve_path(job, output)) == NULL)
+        status = tfenc_error(ctx, TFENC_ERR_NO_MEMORY, "out of memory");
+    return status;
+}
+
 int tfenc_job_settings_tokenizer(tfenc_context *ctx, const tfenc_jobfile *job,
                                  const tfenc_model_config *config,
                                  const tfenc_job_settings *settings, tfenc_tokenizer **tokenizer)

@@ -34,6 +34,10 @@ int tfenc_job_settings_read(tfenc_context *ctx, const tfenc_jobfile *job,
                             const tfenc_model_config *config, tfenc_job_settings *settings);
 void tfenc_job_settings_free(tfenc_job_settings *settings);
 
+/* Only [job] output, resolved against the job file's directory (free()
+ * it): for tools that ask about a job's output without running it. */
+int tfenc_job_settings_output_path(tfenc_context *ctx, const tfenc_jobfile *job, char **path);
+
 /* Makes the job's tokenizer; *tokenizer stays NULL for token-id corpora. */
 int tfenc_job_settings_tokenizer(tfenc_context *ctx, const tfenc_jobfile *job,
                                  const tfenc_model_config *config,

@@ -7,6 +7,10 @@
 
 #include "context.h"
 #include "inspect.h"
+#include "job_settings.h"
+
+#include <hdf5.h>
+#include <stdlib.h>
 
 static const char *or_unknown(const char *value)
 {
@@ -87,12 +91,36 @@ static void print_report(const tfenc_inspection *i)
         printf("not recorded (written by an older tfenc): %s\n", i->unknown);
 }
 
-int status_print(const char *path, int speak)
+/* The output a job file names, or NULL (with the reason in ctx) when
+ * `path` is not a job file either. */
+static char *output_of_job(tfenc_context *ctx, const char *path, const char *const *overrides,
+                           int n_overrides)
+{
+    tfenc_jobfile *job = NULL;
+    char *output = NULL;
+    int status = tfenc_jobfile_load(ctx, path, &job);
+    for (int i = 0; status == TFENC_OK && i < n_overrides; i++)
+        status = tfenc_jobfile_override(ctx, job, overrides[i]);
+    if (status == TFENC_OK)
+        tfenc_job_settings_output_path(ctx, job, &output);
+    tfenc_jobfile_destroy(job);
+    return output;
+}
+
+int status_print(const char *path, const char *const *overrides, int n_overrides, int speak)
 {
     tfenc_context ctx;
     tfenc_context_init(&ctx);
     tfenc_inspection inspection;
-    int status = tfenc_inspect_output(&ctx, path, &inspection);
+    char *output = NULL;
+    H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
+    if (H5Fis_hdf5(path) <= 0 && (output = output_of_job(&ctx, path, overrides, n_overrides)) == NULL) {
+        /* Neither: say so as an output file would. */
+        tfenc_context_clear(&ctx);
+        output = NULL;
+    }
+    int status = tfenc_inspect_output(&ctx, output != NULL ? output : path, &inspection);
+    free(output);
     int exit_code = status != TFENC_OK       ? 1
                     : inspection.complete ? 0
                                           : STATUS_UNFINISHED;

@@ -1,4 +1,4 @@
-/* tfenc-batch --status OUT.h5: prints what core/inspect.h reads from an
+/* tfenc-batch --status OUT.h5|JOB.ini: prints what core/inspect.h reads from an
  * output file. */
 #ifndef TFENC_DRIVERS_STATUS_H
 #define TFENC_DRIVERS_STATUS_H
@@ -8,7 +8,10 @@
 #define STATUS_UNFINISHED 3
 
 /* Inspects `path` and, when `speak`, prints the report on standard output
- * (errors on standard error). Returns the exit status. Needs no MPI. */
-int status_print(const char *path, int speak);
+ * (errors on standard error). `path` is an output file, or a job file
+ * whose [job] output (after the --set overrides) is inspected: a batch
+ * script knows its job, not always where it writes. Returns the exit
+ * status. Needs no MPI. */
+int status_print(const char *path, const char *const *overrides, int n_overrides, int speak);
 
 #endif

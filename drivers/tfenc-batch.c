@@ -65,7 +65,7 @@ static void usage(FILE *stream)
             "                           the layers of each stage, the cost and an estimated\n"
             "                           wall time; encode nothing\n"
             "  --list-plugins           list the layer types found and the plugins refused\n"
-            "  --status OUT.h5          say what an output file is: complete or not,\n"
+            "  --status OUT.h5|JOB.ini  say what an output file (or a job's) is: complete or not,\n"
             "                           documents finished, model, settings, layout, and the\n"
             "                           command that resumes it (read-only; exit status 0\n"
             "                           complete, 3 unfinished, 1 not a readable output)\n"
@@ -329,8 +329,9 @@ int main(int argc, char **argv)
     }
     /* Reading an output needs no MPI; under a launcher only the first rank prints. */
     if (opts.status_path != NULL) {
+        int code = status_print(opts.status_path, opts.overrides, opts.n_overrides, first_rank());
         free(opts.overrides);
-        return status_print(opts.status_path, first_rank());
+        return code;
     }
     /* Past a file-size limit, writes should fail with EFBIG (reported with
      * the path) rather than kill the process. */
