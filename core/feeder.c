@@ -37,6 +37,8 @@ struct tfenc_feeder {
     int32_t *id_pool;    /* every document's ids, end to end */
     size_t pool_used, pool_capacity;
     int32_t *scratch;    /* [max_seq_len]: one document's ids while counting */
+    char *text;          /* the prompt, then the document being tokenized */
+    size_t text_capacity;
 };
 
 int tfenc_feeder_tokenize(tfenc_context *ctx, const tfenc_feeder_options *options, tfenc_tokenizer *tokenizer,
@@ -82,6 +84,33 @@ int tfenc_feeder_tokenize(tfenc_context *ctx, const tfenc_feeder_options *option
                            options->max_seq_len);
     *length = n_ids;
     *truncated = cut;
+    return TFENC_OK;
+}
+
+/* With a prompt, the document's text becomes prompt + text, as
+ * sentence-transformers encodes it (the prompt's tokens are part of the
+ * document: they count toward max_seq_len and are pooled with it). */
+static int put_prompt(tfenc_context *ctx, tfenc_feeder *f, tfenc_document *document)
+{
+    if (f->options.prompt == NULL || document->text == NULL)
+        return TFENC_OK;
+    size_t prompt = strlen(f->options.prompt), needed = prompt + document->text_length + 1;
+    if (needed > f->text_capacity) {
+        size_t capacity = f->text_capacity > 0 ? f->text_capacity : 4096;
+        while (capacity < needed)
+            capacity *= 2;
+        char *grown = realloc(f->text, capacity);
+        if (grown == NULL)
+            return tfenc_error(ctx, TFENC_ERR_NO_MEMORY, "out of memory for a %zu-byte document",
+                               needed);
+        f->text = grown;
+        f->text_capacity = capacity;
+    }
+    memcpy(f->text, f->options.prompt, prompt);
+    memcpy(f->text + prompt, document->text, document->text_length);
+    f->text[prompt + document->text_length] = '\0';
+    document->text = f->text;
+    document->text_length += prompt;
     return TFENC_OK;
 }
 
@@ -200,6 +229,8 @@ int tfenc_feeder_load_window(tfenc_context *ctx, tfenc_feeder *f, const tfenc_co
         doc->global_index = window->first_index + document.local_index;
         doc->ids_at = f->pool_used;
         doc->id = NULL;
+        if ((status = put_prompt(ctx, f, &document)) != TFENC_OK)
+            break;
         status = tfenc_feeder_tokenize(ctx, &f->options, f->tokenizer, &document,
                                        doc->global_index, f->id_pool + doc->ids_at,
                                        &doc->length, &doc->truncated);
@@ -241,6 +272,8 @@ int tfenc_feeder_count_window(tfenc_context *ctx, tfenc_feeder *f,
                                  f->options.input, (long long)window->first_index, (long long)i,
                                  (long long)window->n_documents);
         int32_t length = 0, truncated = 0;
+        if (status == TFENC_OK)
+            status = put_prompt(ctx, f, &document);
         if (status == TFENC_OK)
             status = tfenc_feeder_tokenize(ctx, &f->options, f->tokenizer, &document,
                                            window->first_index + i, f->scratch, &length,
@@ -316,5 +349,6 @@ void tfenc_feeder_destroy(tfenc_feeder *f)
     free(f->batches);
     free(f->id_pool);
     free(f->scratch);
+    free(f->text);
     free(f);
 }

@@ -25,6 +25,7 @@ typedef struct tfenc_feeder_options {
     int truncation;     /* cut long documents (else refuse them) */
     int vocab_size;     /* > 0: token ids must be below it */
     int has_ids;        /* carry document ids to the writer */
+    const char *prompt; /* put before every text document, or NULL */
 } tfenc_feeder_options;
 
 /* Turns a document into ids: the tokenizer for text (tokenizer != NULL),

@@ -3,6 +3,8 @@
 
 #include "params.h"
 
+#include <jansson.h>
+
 #include <hdf5.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -27,6 +29,53 @@ static int job_origin_error(reader *r, const char *key, const char *message)
     return tfenc_error(r->ctx, TFENC_ERR_CONFIG, "%s: [job] %s: %s", r->job->path, key, message);
 }
 
+/* A prompt written as a JSON string ("query: "): INI strips the spaces
+ * at a value's ends, and prompts often end in one. */
+static int decode_prompt(reader *r, const char *value, char **text)
+{
+    json_error_t error;
+    json_t *decoded = json_loads(value, JSON_DECODE_ANY, &error);
+    int status = TFENC_OK;
+    if (decoded == NULL || !json_is_string(decoded))
+        status = job_origin_error(r, "prompt", "a prompt in quotes must be a JSON string, such "
+                                               "as \"query: \"");
+    else if ((*text = strdup(json_string_value(decoded))) == NULL)
+        status = tfenc_error(r->ctx, TFENC_ERR_NO_MEMORY, "out of memory");
+    json_decref(decoded);
+    return status;
+}
+
+/* [job] prompt: the name of an entry of [prompts] (what tfenc-import writes
+ * from sentence-transformers' config), or the text itself as a JSON
+ * string. A bare word that names no prompt is refused rather than taken as
+ * text: a misspelt name would otherwise change every vector silently. */
+static int read_prompt(reader *r, const char *value)
+{
+    tfenc_job_settings *s = r->settings;
+    if (value == NULL || value[0] == '\0')
+        return TFENC_OK;
+    if (value[0] == '"')
+        return decode_prompt(r, value, &s->prompt);
+    tfenc_job_section *prompts = tfenc_jobfile_find(r->job, "prompts");
+    tfenc_job_entry *entry = tfenc_job_section_get(prompts, value);
+    if (entry == NULL) {
+        char names[256] = "";
+        for (int i = 0; prompts != NULL && i < prompts->n_entries; i++)
+            snprintf(names + strlen(names), sizeof names - strlen(names), "%s%s", i ? ", " : "",
+                     prompts->entries[i].key);
+        char message[512];
+        snprintf(message, sizeof message,
+                 "'%s' is not a prompt of [prompts] (%s); write a prompt's text as a JSON "
+                 "string in quotes", value, names[0] != '\0' ? names : "there is none");
+        return job_origin_error(r, "prompt", message);
+    }
+    entry->used = 1;
+    if (entry->value[0] == '"')
+        return decode_prompt(r, entry->value, &s->prompt);
+    s->prompt = strdup(entry->value);
+    return s->prompt != NULL ? TFENC_OK : tfenc_error(r->ctx, TFENC_ERR_NO_MEMORY, "out of memory");
+}
+
 static int read_job_settings(reader *r)
 {
     static const char *const policies[] = {"replace", "error", NULL};
@@ -39,6 +88,7 @@ static int read_job_settings(reader *r)
     const char *input = NULL, *output = NULL;
     int kind = 0, dtype = 0, compression = 0, format = 0, policy = 0;
     long max_id_bytes = 0;
+    const char *prompt = NULL;
     int status = TFENC_OK;
 #define READ(call) if (status == TFENC_OK) status = (call)
     READ(tfenc_param_string(&p, "input", NULL, &input));
@@ -74,6 +124,8 @@ static int read_job_settings(reader *r)
      * and at 10^8 documents the ~50000 windows keep every rank busy to the
      * end. */
     READ(tfenc_param_int(&p, "window_documents", 2048, &s->window_documents));
+    READ(tfenc_param_string(&p, "prompt", NULL, &prompt));
+    READ(tfenc_param_int(&p, "output_dim", 0, &s->output_dim));
     READ(tfenc_param_int(&p, "pipeline_stages", 1, &s->pipeline_stages));
     READ(tfenc_param_int(&p, "threads", 0, &s->threads));
     READ(tfenc_param_float(&p, "progress_interval", 10.0, &s->progress_interval));
@@ -105,6 +157,16 @@ static int read_job_settings(reader *r)
         return job_origin_error(r, "batch_tokens",
                                 "must be at least max_seq_len (a document must fit a batch) "
                                 "and at most 16777216");
+    if (s->output_dim < 0 || s->output_dim > r->config->d_model)
+        return job_origin_error(r, "output_dim", "must be in 1..[model] d_model (0: d_model)");
+    if (s->output_dim == r->config->d_model)
+        s->output_dim = 0;
+    status = read_prompt(r, prompt);
+    if (status != TFENC_OK)
+        return status;
+    if (s->prompt != NULL && s->corpus.format == TFENC_CORPUS_HDF5)
+        return job_origin_error(r, "prompt", "a prompt is text: it needs a text or JSON Lines "
+                                             "corpus, not token ids");
     if (max_id_bytes < 1 || max_id_bytes > (1L << 20))
         return job_origin_error(r, "max_id_bytes", "must be in 1..1048576");
     s->corpus.max_id_bytes = (size_t)max_id_bytes;
@@ -258,7 +320,8 @@ void tfenc_job_settings_free(tfenc_job_settings *settings)
     free(settings->input);
     free(settings->output);
     free(settings->vocabulary);
-    settings->input = settings->output = settings->vocabulary = NULL;
+    free(settings->prompt);
+    settings->input = settings->output = settings->vocabulary = settings->prompt = NULL;
 }
 
 int tfenc_job_settings_output_path(tfenc_context *ctx, const tfenc_jobfile *job, char **path)

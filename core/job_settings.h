@@ -22,6 +22,8 @@ typedef struct tfenc_job_settings {
     long batch_tokens;
     long max_seq_len;
     long window_documents; /* documents per window of work (windows.h) */
+    char *prompt;          /* text put before every document, or NULL ([job] prompt) */
+    long output_dim;       /* pooled rows cut to this width and renormalised; 0 keeps d_model */
     int truncation;
     int invalid_utf8_error;
     long pipeline_stages;

@@ -14,7 +14,7 @@
 static int is_run_section(const char *name)
 {
     return strcmp(name, "job") == 0 || strcmp(name, "model") == 0 ||
-           strcmp(name, "tokenizer") == 0;
+           strcmp(name, "tokenizer") == 0 || strcmp(name, "prompts") == 0;
 }
 
 static const char *section_origin(const tfenc_jobfile *job, const tfenc_job_section *section,

@@ -223,7 +223,8 @@ static int open_input(run *r)
                                         .batch_tokens = (int)r->settings.batch_tokens,
                                         .truncation = r->settings.truncation,
                                         .vocab_size = r->config.vocab_size,
-                                        .has_ids = r->settings.corpus.id_field != NULL};
+                                        .has_ids = r->settings.corpus.id_field != NULL,
+                                        .prompt = r->settings.prompt};
     if (!tfenc_layout_is_first_stage(&r->layout))
         return TFENC_OK;
     int status = tfenc_job_settings_tokenizer(r->ctx, r->job, &r->config, &r->settings,
@@ -244,6 +245,10 @@ static int decide_output_kind(run *r, int pools)
         return tfenc_error(r->ctx, TFENC_ERR_CONFIG,
                            "%s: output_kind = %s but the model %s its output", r->job->path,
                            tfenc_output_kind_name(wanted), pools ? "pools" : "does not pool");
+    if (!pools && r->settings.output_dim > 0)
+        return tfenc_error(r->ctx, TFENC_ERR_CONFIG,
+                           "%s: [job] output_dim cuts pooled vectors, but the model does not "
+                           "pool its output", r->job->path);
     return TFENC_OK;
 }
 
@@ -436,7 +441,8 @@ static int open_output(run *r)
     if (status == TFENC_OK && tfenc_layout_is_last_stage(l)) {
         tfenc_output_options o = {
             .path = r->settings.output, .kind = r->output_kind, .dtype = r->settings.dtype,
-            .compression = r->settings.compression, .d_model = r->config.d_model,
+            .compression = r->settings.compression,
+            .d_model = r->settings.output_dim > 0 ? (int)r->settings.output_dim : r->config.d_model,
             .n_documents = r->n_documents, .n_tokens = r->n_tokens,
             .has_ids = r->settings.corpus.id_field != NULL,
             .max_id_length = r->windows.max_id_length, .job_text = provenance,
@@ -458,7 +464,8 @@ static int open_output(run *r)
         if (status == TFENC_OK)
             status = tfenc_writer_create(r->ctx, r->output,
                                          r->output_kind == TFENC_OUTPUT_POOLED,
-                                         r->settings.output, &r->writer);
+                                         (int)r->settings.output_dim, r->settings.output,
+                                         &r->writer);
     }
     free(identity);
     free(provenance);

@@ -5,6 +5,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -18,6 +19,7 @@
 struct tfenc_writer {
     tfenc_output *output;
     int pooled;
+    int output_dim; /* > 0: rows cut to this width and renormalised */
     const char *path;
     int sync_fd;
     /* The current group's metadata. */
@@ -32,8 +34,8 @@ struct tfenc_writer {
 };
 
 
-int tfenc_writer_create(tfenc_context *ctx, tfenc_output *output, int pooled, const char *path,
-                  tfenc_writer **writer_out)
+int tfenc_writer_create(tfenc_context *ctx, tfenc_output *output, int pooled, int output_dim,
+                        const char *path, tfenc_writer **writer_out)
 {
     *writer_out = NULL;
     tfenc_writer *w = calloc(1, sizeof *w);
@@ -41,6 +43,7 @@ int tfenc_writer_create(tfenc_context *ctx, tfenc_output *output, int pooled, co
         return tfenc_error(ctx, TFENC_ERR_NO_MEMORY, "out of memory");
     w->output = output;
     w->pooled = pooled;
+    w->output_dim = output_dim;
     w->path = path;
     w->last_flush = tfenc_clock_seconds();
     /* fdatasync through any descriptor flushes the file's data. */
@@ -98,6 +101,23 @@ static int queue(tfenc_context *ctx, tfenc_writer *w, const tfenc_microbatch *m)
     return TFENC_OK;
 }
 
+/* Rows [n, d] -> their first `width` values, at unit length, packed as
+ * [n, width] in the same buffer (sentence-transformers' truncate_dim with
+ * normalize_embeddings). Sums in double: the norm of 1024 floats. */
+static void truncate_rows(float *x, int n, int d, int width)
+{
+    for (int j = 0; j < n; j++) {
+        const float *row = x + (size_t)j * (size_t)d;
+        double sum = 0;
+        for (int c = 0; c < width; c++)
+            sum += (double)row[c] * (double)row[c];
+        float scale = sum > 0 ? (float)(1.0 / sqrt(sum)) : 0.0f;
+        float *packed = x + (size_t)j * (size_t)width;
+        for (int c = 0; c < width; c++)
+            packed[c] = row[c] * scale;
+    }
+}
+
 int tfenc_writer_write(tfenc_context *ctx, tfenc_writer *w, const tfenc_microbatch *m)
 {
     const tfenc_batch *b = &m->batch;
@@ -111,6 +131,8 @@ int tfenc_writer_write(tfenc_context *ctx, tfenc_writer *w, const tfenc_microbat
                            "the model pools its output (%d rows for %d tokens): set [job] "
                            "output_kind = pooled or auto",
                            b->rows, b->n_tokens);
+    if (w->pooled && w->output_dim > 0)
+        truncate_rows(b->x, b->n_seq, b->d_model, w->output_dim);
     int status = w->pooled ? tfenc_output_write_pooled(ctx, w->output, b->n_seq, m->indices, b->x)
                            : tfenc_output_write_tokens(ctx, w->output, b->n_seq, m->indices,
                                                        m->token_offsets, m->lengths, b->x);

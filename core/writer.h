@@ -16,8 +16,11 @@
 
 typedef struct tfenc_writer tfenc_writer;
 
-int tfenc_writer_create(tfenc_context *ctx, tfenc_output *output, int pooled, const char *path,
-                  tfenc_writer **writer_out);
+/* output_dim > 0 (pooled only): each row is cut to its first output_dim
+ * values and scaled back to unit length, as a Matryoshka model's vectors
+ * are used at a smaller width. */
+int tfenc_writer_create(tfenc_context *ctx, tfenc_output *output, int pooled, int output_dim,
+                        const char *path, tfenc_writer **writer_out);
 
 /* Writes the microbatch's rows; its metadata waits for the next group. */
 int tfenc_writer_write(tfenc_context *ctx, tfenc_writer *w, const tfenc_microbatch *microbatch);

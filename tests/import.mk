@@ -7,7 +7,8 @@ tests_import_test_safetensors_SOURCES = tests/import/test_safetensors.c
 tests_import_test_safetensors_CPPFLAGS = $(AM_CPPFLAGS) $(CUNIT_CFLAGS)
 tests_import_test_safetensors_LDADD = core/libtfenc.la $(CUNIT_LIBS)
 
-dist_check_SCRIPTS += tests/import/import.sh tests/import/parity.sh
-TESTS += tests/import/import.sh tests/import/parity.sh
+dist_check_SCRIPTS += tests/import/import.sh tests/import/parity.sh tests/import/st_features.sh
+TESTS += tests/import/import.sh tests/import/parity.sh tests/import/st_features.sh
 EXTRA_DIST += tests/import/make_checkpoint.py tests/import/check_import.py \
-	tests/import/st_reference.py tests/import/compare_embeddings.py tests/import/sentences.txt
+	tests/import/st_reference.py tests/import/compare_embeddings.py tests/import/sentences.txt \
+	tests/import/st_features.py
