@@ -37,6 +37,7 @@ static void importer_free(importer *self)
         free(self->tokenizer.special[i]);
     free(self->tokenizer.vocab);
     free(self->tokenizer.vocab_text);
+    json_decref(self->pooling.prompts);
 }
 
 static void usage(FILE *stream)
@@ -137,6 +138,8 @@ int main(int argc, char **argv)
         status = import_read_config(&self);
     if (status == TFENC_OK && pooling_dir != NULL)
         status = import_read_pooling(&self, pooling_dir);
+    if (status == TFENC_OK)
+        status = import_read_prompts(&self);
     free(pooling_dir);
     if (status != TFENC_OK || (status = import_read_tokenizer(&self)) != TFENC_OK
         || (status = import_open_weights(&self)) != TFENC_OK)

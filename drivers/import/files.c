@@ -129,3 +129,33 @@ int import_json_bool(tfenc_context *ctx, const char *path, json_t *object, const
     *value = json_is_true(item);
     return TFENC_OK;
 }
+
+int import_json_positive(tfenc_context *ctx, const char *path, json_t *object, const char *key,
+                         double default_value, double *value)
+{
+    json_t *item = json_object_get(object, key);
+    if (item == NULL || json_is_null(item)) {
+        *value = default_value;
+        return TFENC_OK;
+    }
+    double number = json_number_value(item);
+    if (!json_is_number(item) || !(number > 0) || !isfinite(number))
+        return tfenc_error(ctx, TFENC_ERR_CONFIG, "%s: key '%s' must be a positive number",
+                           path, key);
+    *value = number;
+    return TFENC_OK;
+}
+
+int import_json_string(tfenc_context *ctx, const char *path, json_t *object, const char *key,
+                       const char *default_value, const char **value)
+{
+    json_t *item = json_object_get(object, key);
+    if (item == NULL || json_is_null(item)) {
+        *value = default_value;
+        return TFENC_OK;
+    }
+    if (!json_is_string(item))
+        return tfenc_error(ctx, TFENC_ERR_CONFIG, "%s: key '%s' must be a string", path, key);
+    *value = json_string_value(item);
+    return TFENC_OK;
+}

@@ -36,4 +36,12 @@ int import_json_int(tfenc_context *ctx, const char *path, json_t *object, const 
 int import_json_bool(tfenc_context *ctx, const char *path, json_t *object, const char *key,
                      int default_value, int *value);
 
+/* A finite number > 0; `default_value` when absent. */
+int import_json_positive(tfenc_context *ctx, const char *path, json_t *object, const char *key,
+                         double default_value, double *value);
+
+/* A string (owned by `object`); `default_value` when absent or null. */
+int import_json_string(tfenc_context *ctx, const char *path, json_t *object, const char *key,
+                       const char *default_value, const char **value);
+
 #endif

@@ -31,14 +31,14 @@ int import_read_pooling(importer *self, const char *directory)
         goto done;
     static const struct {
         const char *key;
-        const char *mode; /* NULL: tfenc has no such pooling */
+        const char *mode; /* tfenc's name (plugins/pooling.c) */
     } modes[] = {
         {"pooling_mode_cls_token", "cls"},
         {"pooling_mode_mean_tokens", "mean"},
         {"pooling_mode_max_tokens", "max"},
-        {"pooling_mode_mean_sqrt_len_tokens", NULL},
-        {"pooling_mode_weightedmean_tokens", NULL},
-        {"pooling_mode_lasttoken", NULL},
+        {"pooling_mode_mean_sqrt_len_tokens", "mean_sqrt_len"},
+        {"pooling_mode_weightedmean_tokens", "weightedmean"},
+        {"pooling_mode_lasttoken", "lasttoken"},
     };
     int n_enabled = 0;
     for (size_t i = 0; i < sizeof modes / sizeof modes[0]; i++) {
@@ -47,11 +47,6 @@ int import_read_pooling(importer *self, const char *directory)
             goto done;
         if (!enabled)
             continue;
-        if (modes[i].mode == NULL) {
-            status = tfenc_error(ctx, TFENC_ERR_CONFIG, "%s: %s is not supported by tfenc's "
-                                 "pooling (cls, mean or max)", path, modes[i].key);
-            goto done;
-        }
         self->pooling.mode = modes[i].mode;
         n_enabled++;
     }
@@ -59,6 +54,16 @@ int import_read_pooling(importer *self, const char *directory)
         status = tfenc_error(ctx, TFENC_ERR_CONFIG, "%s: exactly one pooling mode must be true "
                              "(found %d; sentence-transformers concatenates several, tfenc does "
                              "not)", path, n_enabled);
+        goto done;
+    }
+    /* include_prompt = false leaves the prompt's tokens out of the pooling
+     * (INSTRUCTOR-style models); tfenc pools every token. */
+    int include_prompt;
+    if ((status = import_json_bool(ctx, path, json, "include_prompt", 1, &include_prompt)))
+        goto done;
+    if (!include_prompt) {
+        status = tfenc_error(ctx, TFENC_ERR_CONFIG, "%s: include_prompt = false is not "
+                             "supported (tfenc pools the prompt's tokens too)", path);
         goto done;
     }
     int width;
@@ -142,6 +147,61 @@ done:
         *pooling_dir = NULL;
     }
     free(text);
+    json_decref(json);
+    free(path);
+    return status;
+}
+
+int import_read_prompts(importer *self)
+{
+    tfenc_context *ctx = self->ctx;
+    char *path = import_join_path(self->model_dir, "config_sentence_transformers.json");
+    if (path == NULL)
+        return tfenc_error(ctx, TFENC_ERR_NO_MEMORY, "out of memory");
+    json_t *json = NULL;
+    int status = TFENC_OK;
+    if (!import_file_exists(path) || (status = import_load_json(ctx, path, &json, NULL)))
+        goto done;
+    json_t *prompts = json_object_get(json, "prompts");
+    if (prompts == NULL || json_is_null(prompts))
+        goto done;
+    if (!json_is_object(prompts)) {
+        status = tfenc_error(ctx, TFENC_ERR_CONFIG, "%s: 'prompts' must be an object of "
+                             "name: text", path);
+        goto done;
+    }
+    const char *name;
+    json_t *text;
+    json_object_foreach(prompts, name, text) {
+        /* Names become keys of the job's [prompts] section. */
+        size_t length = strlen(name);
+        if (length == 0 || strspn(name, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+                                        "0123456789_.-") != length) {
+            status = tfenc_error(ctx, TFENC_ERR_CONFIG, "%s: prompt name '%s' is not made of "
+                                 "letters, digits, '_', '.' and '-'", path, name);
+            goto done;
+        }
+        if (!json_is_string(text)) {
+            status = tfenc_error(ctx, TFENC_ERR_CONFIG, "%s: prompt '%s' is not a string",
+                                 path, name);
+            goto done;
+        }
+    }
+    const char *default_name;
+    if ((status = import_json_string(ctx, path, json, "default_prompt_name", NULL,
+                                     &default_name)))
+        goto done;
+    if (default_name != NULL && json_object_get(prompts, default_name) == NULL) {
+        status = tfenc_error(ctx, TFENC_ERR_CONFIG, "%s: default_prompt_name '%s' is not one "
+                             "of the prompts", path, default_name);
+        goto done;
+    }
+    self->pooling.prompts = json_incref(prompts);
+    /* The name as a key of `prompts`, which outlives `json`. */
+    if (default_name != NULL)
+        self->pooling.default_prompt = json_object_iter_key(json_object_iter_at(prompts,
+                                                                                default_name));
+done:
     json_decref(json);
     free(path);
     return status;

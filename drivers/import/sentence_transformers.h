@@ -16,4 +16,8 @@ int import_read_modules(importer *self, char **pooling_dir);
  * (needs the model's config read first, for its width). */
 int import_read_pooling(importer *self, const char *directory);
 
+/* Reads the prompts of config_sentence_transformers.json (when the folder
+ * has one) into self->pooling.prompts and default_prompt. */
+int import_read_prompts(importer *self);
+
 #endif

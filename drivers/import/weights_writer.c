@@ -176,28 +176,32 @@ int import_write_weights(importer *self, const char *path)
     }
     for (int i = 0; i < self->plan_count; i++) {
         const tensor_plan *item = &self->plan[i];
-        /* +1: a zero-size tensor still gets a pointer to pass around. */
-        data = malloc((size_t)item->tensor->n_elements * sizeof *data + 1);
+        /* Zeros when the plan has no source. +1: a zero-size tensor still gets a
+         * pointer to pass around. */
+        size_t count = item->zeros ? (size_t)item->dims[0] * (item->rank > 1 ? item->dims[1] : 1)
+                                   : (size_t)item->tensor->n_elements;
+        data = calloc(count + 1, sizeof *data);
         if (data == NULL) {
             status = tfenc_error(ctx, TFENC_ERR_NO_MEMORY, "out of memory for tensor '%s'",
                                  item->source);
             goto done;
         }
-        status = tfenc_safetensors_read_float32(ctx, self->weights, item->tensor, data);
-        if (status != TFENC_OK)
+        if (!item->zeros
+            && (status = tfenc_safetensors_read_float32(ctx, self->weights, item->tensor, data)))
             goto done;
         /* tfenc refuses non-finite weights at load time: say so now, by name. */
-        for (int64_t k = 0; k < item->tensor->n_elements; k++) {
+        for (size_t k = 0; k < count; k++) {
             if (!isfinite(data[k])) {
                 status = tfenc_error(ctx, TFENC_ERR_WEIGHTS, "%s: tensor '%s' holds a "
-                                     "non-finite value at element %lld",
-                                     tfenc_safetensors_name(self->weights), item->source,
-                                     (long long)k);
+                                     "non-finite value at element %zu",
+                                     tfenc_safetensors_name(self->weights), item->source, k);
                 goto done;
             }
         }
+        /* A block of rows starts first_row rows into the tensor. */
+        size_t row_size = item->rank > 1 ? (size_t)item->dims[1] : 1;
         status = write_dataset(self, path, file, create_groups, item->target, item->rank,
-                               item->dims, data);
+                               item->dims, data + (size_t)item->first_row * row_size);
         if (status != TFENC_OK)
             goto done;
         free(data);

@@ -159,9 +159,13 @@ dir=$(copy bert dense-head)
 edit_json "$dir/modules.json" 'd.insert(2, {"idx": 2, "name": "2", "path": "2_Dense", "type": "sentence_transformers.models.Dense"})'
 expect_error unsupported-module "$dir" "modules.json" "sentence_transformers.models.Dense"
 
-dir=$(copy bert sqrt-pooling)
-edit_json "$dir/1_Pooling/config.json" 'd["pooling_mode_cls_token"] = False; d["pooling_mode_mean_sqrt_len_tokens"] = True'
-expect_error unsupported-pooling "$dir" "pooling_mode_mean_sqrt_len_tokens"
+dir=$(copy bert two-poolings)
+edit_json "$dir/1_Pooling/config.json" 'd["pooling_mode_mean_sqrt_len_tokens"] = True'
+expect_error concatenated-pooling "$dir" "1_Pooling/config.json" "exactly one pooling mode"
+
+dir=$(copy bert no-prompt-pooling)
+edit_json "$dir/1_Pooling/config.json" 'd["include_prompt"] = False'
+expect_error pooling-without-prompt "$dir" "include_prompt"
 
 expect_error not-a-directory "$work/nowhere" "nowhere"
 
