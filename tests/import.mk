@@ -7,7 +7,13 @@ tests_import_test_safetensors_SOURCES = tests/import/test_safetensors.c
 tests_import_test_safetensors_CPPFLAGS = $(AM_CPPFLAGS) $(CUNIT_CFLAGS)
 tests_import_test_safetensors_LDADD = core/libtfenc.la $(CUNIT_LIBS)
 
-dist_check_SCRIPTS += tests/import/import.sh tests/import/parity.sh
-TESTS += tests/import/import.sh tests/import/parity.sh
+# architectures.sh: every mapped architecture on random weights against
+# transformers / the published code; parity_mpnet.sh: the real
+# all-mpnet-base-v2, fetched once into a cache by fetch_mpnet.sh.
+dist_check_SCRIPTS += tests/import/import.sh tests/import/parity.sh tests/import/parity_mpnet.sh \
+	tests/import/fetch_mpnet.sh tests/import/architectures.sh
+TESTS += tests/import/import.sh tests/import/architectures.sh tests/import/parity.sh \
+	tests/import/parity_mpnet.sh
 EXTRA_DIST += tests/import/make_checkpoint.py tests/import/check_import.py \
-	tests/import/st_reference.py tests/import/compare_embeddings.py tests/import/sentences.txt
+	tests/import/st_reference.py tests/import/compare_embeddings.py tests/import/sentences.txt \
+	tests/import/architectures.py tests/import/reference_models.py

@@ -268,11 +268,12 @@ int import_write_job(importer *self, const char *job_tmp, const char *job_path,
         fprintf(out, "; No [tokenizer] section: the vocabulary and its settings are read\n"
                      "; from the weights file (/tokenizer).\n\n");
     write_layers(out, c);
+    /* Every layer section ends in a blank line. */
     if (self->pooling.present)
-        fprintf(out, "\n[pooling]\ntype = pooling\nmode = %s\nnormalize = %s\n",
+        fprintf(out, "[pooling]\ntype = pooling\nmode = %s\nnormalize = %s\n",
                 self->pooling.mode, self->pooling.normalize ? "true" : "false");
     else
-        fprintf(out, "\n; No sentence-transformers pooling in the checkpoint: the output holds\n"
+        fprintf(out, "; No sentence-transformers pooling in the checkpoint: the output holds\n"
                      "; per-token hidden states. Add a [pooling] section for one vector each.\n");
     if ((status = write_prompts(self, out, job_path)) != TFENC_OK)
         goto done;

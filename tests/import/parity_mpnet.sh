@@ -1,0 +1,56 @@
+#!/bin/sh
+# The real all-mpnet-base-v2 (MPNet: relative position buckets, positions
+# from padding_idx + 1, <s> and </s> around the text) imported with
+# tfenc-import and run by tfenc-batch over tests/import/sentences.txt must
+# reproduce sentence-transformers' normalised embeddings: twice, from the
+# token ids sentence-transformers' own tokenizer gives (the weights and the
+# layers alone), and from the text (tfenc's tokenizer too), where the token
+# count of every line must also be the same.
+set -eu
+
+: "${REFERENCE_PYTHON:=/usr/bin/python3}"
+: "${top_builddir:=.}"
+: "${TFENC_VENV_PYTHON:=${TFENC_VENV:-${XDG_CACHE_HOME:-$HOME/.cache}/tfenc/venv}/bin/python}"
+export TFENC_VENV_PYTHON
+here=$(cd "$(dirname "$0")" && pwd)
+sentences="$here/sentences.txt"
+import="$top_builddir/drivers/tfenc-import"
+batch="$top_builddir/drivers/tfenc-batch"
+: "${TFENC_PLUGIN_PATH:=$(cd "$top_builddir" && pwd)/plugins/.libs}"
+export TFENC_PLUGIN_PATH
+work=$(mktemp -d "${TMPDIR:-/tmp}/tfenc-parity-mpnet.XXXXXX")
+trap 'rm -rf "$work"' EXIT
+
+if ! "$TFENC_VENV_PYTHON" -c "import sentence_transformers" 2>"$work/venv.err"; then
+  echo "FAIL: $TFENC_VENV_PYTHON cannot import sentence_transformers:"
+  tail -n 3 "$work/venv.err"
+  echo "Run tests/setup-python-venv (it installs tests/python-requirements.txt)."
+  exit 1
+fi
+model=$("$here/fetch_mpnet.sh")
+
+# Offline: the reference must come from the fetched files, never the hub.
+# The token-id check takes the first 100 lines: the weights and layers are
+# the same on every line, and the test stays within its share of CI time.
+head -n 100 "$sentences" >"$work/first.txt"
+export HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1
+"$TFENC_VENV_PYTHON" "$here/st_reference.py" "$model" "$work/first.txt" \
+  "$work/reference-first.h5" "$work/ids.h5"
+"$TFENC_VENV_PYTHON" "$here/st_reference.py" "$model" "$sentences" "$work/reference.h5"
+
+"$import" "$model" -o "$work/mpnet.h5" --job "$work/mpnet.ini"
+failures=0
+# Same bar as the MiniLM parity test (parity.sh): float32 summation order
+# leaves ~1e-7 per layer; a wrong bucket, position or token moves cosines by
+# more than 1e-3.
+"$batch" --quiet --set "job.input=$work/ids.h5" --set job.input_format=hdf5 \
+  --set "job.output=$work/from-ids.h5" "$work/mpnet.ini"
+"$REFERENCE_PYTHON" "$here/compare_embeddings.py" "$work/reference-first.h5" \
+  "$work/from-ids.h5" "mpnet from token ids" 0.99999 1e-4 || failures=$((failures + 1))
+"$batch" --quiet --set "job.input=$sentences" --set "job.output=$work/from-text.h5" \
+  "$work/mpnet.ini"
+"$REFERENCE_PYTHON" "$here/compare_embeddings.py" "$work/reference.h5" "$work/from-text.h5" \
+  "mpnet from text" 0.99999 1e-4 || failures=$((failures + 1))
+
+echo "parity_mpnet.sh: $((2 - failures)) passed, $failures failed"
+[ "$failures" -eq 0 ]
