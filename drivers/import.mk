@@ -17,3 +17,5 @@ drivers_tfenc_import_SOURCES = drivers/tfenc-import.c \
 	drivers/import/job_writer.c drivers/import/job_writer.h
 drivers_tfenc_import_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/drivers
 drivers_tfenc_import_LDADD = core/libtfenc.la $(HDF5_LIBS) $(JANSSON_LIBS) $(UTF8PROC_LIBS) -lm
+# What it reads and how each architecture is verified.
+EXTRA_DIST += docs/models.md

@@ -1,7 +1,8 @@
-/* tfenc-import: turns a Hugging Face BERT-family checkpoint directory
- * (config.json, model.safetensors, vocab.txt, sentence-transformers files)
- * into a tfenc weights file (docs/weights.md) and optionally a job file
- * (docs/job-file.md) that reproduces the model's embeddings.
+/* tfenc-import: turns a Hugging Face model directory (config.json,
+ * model.safetensors, vocab.txt, sentence-transformers files) of one of the
+ * architectures of docs/models.md into a tfenc weights file
+ * (docs/weights.md) and optionally a job file (docs/job-file.md) that
+ * reproduces the model's embeddings.
  *
  * This file is the program: arguments, the order of the steps, and writing
  * both outputs all or nothing. The steps live in drivers/import/: reading
@@ -45,9 +46,10 @@ static void usage(FILE *stream)
     fprintf(stream,
             "usage: tfenc-import HF_MODEL_DIR -o MODEL.h5 [--job JOB.ini] "
             "[--dtype float32|float16|bfloat16]\n"
-            "Converts a Hugging Face BERT/RoBERTa checkpoint (config.json, model.safetensors,\n"
-            "vocab.txt, sentence-transformers modules) into a tfenc weights file and,\n"
-            "with --job, a job file that computes the same embeddings.\n");
+            "Converts a Hugging Face checkpoint (config.json, model.safetensors, vocab.txt,\n"
+            "sentence-transformers modules) of BERT, RoBERTa, XLM-R, ELECTRA, DistilBERT,\n"
+            "MPNet, Qwen2, NomicBERT, ModernBERT or JinaBERT v2 into a tfenc weights file\n"
+            "and, with --job, a job file that computes the same embeddings.\n");
 }
 
 static char *temporary_name(const char *path)
