@@ -29,7 +29,7 @@ typedef struct tensor_rule {
 typedef struct tensor_map {
     const char *const *prefixes; /* tried in order: task models wrap the bare one */
     const tensor_rule *model;    /* once per model; the first one locates the prefix */
-    const tensor_rule *layer;    /* once per layer */
+    const tensor_rule *const *layer; /* tables applied once per layer, NULL-terminated */
     /* Tensors under the prefix that the model does not compute with and
      * that tfenc may leave out (name prefixes); any other unused float
      * tensor means the checkpoint holds a part tfenc's map does not know. */
@@ -91,7 +91,8 @@ static const tensor_rule bert_model[] = {
     {"embeddings.LayerNorm.bias", "/embeddings_norm/bias", "d", "", 0},
     {NULL, NULL, NULL, NULL, 0},
 };
-static const tensor_rule bert_layer[] = {
+/* BERT's attention names, which JinaBERT shares. */
+static const tensor_rule bert_attention[] = {
     {"encoder.layer.%d.attention.self.query.weight", "/encoder/%d/attention/q_weight", "dd", "", 0},
     {"encoder.layer.%d.attention.self.query.bias", "/encoder/%d/attention/q_bias", "d", "", 0},
     {"encoder.layer.%d.attention.self.key.weight", "/encoder/%d/attention/k_weight", "dd", "", 0},
@@ -105,6 +106,10 @@ static const tensor_rule bert_layer[] = {
      "", 0},
     {"encoder.layer.%d.attention.output.LayerNorm.bias", "/encoder/%d/attention/norm/bias", "d", "",
      0},
+    {NULL, NULL, NULL, NULL, 0},
+};
+/* BERT's feed-forward names, which MPNet shares. */
+static const tensor_rule bert_ffn[] = {
     {"encoder.layer.%d.intermediate.dense.weight", "/encoder/%d/ffn/in_weight", "fd", "", 0},
     {"encoder.layer.%d.intermediate.dense.bias", "/encoder/%d/ffn/in_bias", "f", "", 0},
     {"encoder.layer.%d.output.dense.weight", "/encoder/%d/ffn/out_weight", "df", "", 0},
@@ -124,7 +129,7 @@ static const tensor_rule mpnet_model[] = {
     {"embeddings.LayerNorm.bias", "/embeddings_norm/bias", "d", "", 0},
     {NULL, NULL, NULL, NULL, 0},
 };
-static const tensor_rule mpnet_layer[] = {
+static const tensor_rule mpnet_attention[] = {
     {"encoder.layer.%d.attention.attn.q.weight", "/encoder/%d/attention/q_weight", "dd", "", 0},
     {"encoder.layer.%d.attention.attn.q.bias", "/encoder/%d/attention/q_bias", "d", "", 0},
     {"encoder.layer.%d.attention.attn.k.weight", "/encoder/%d/attention/k_weight", "dd", "", 0},
@@ -137,12 +142,6 @@ static const tensor_rule mpnet_layer[] = {
      "bh", "", 0},
     {"encoder.layer.%d.attention.LayerNorm.weight", "/encoder/%d/attention/norm/weight", "d", "", 0},
     {"encoder.layer.%d.attention.LayerNorm.bias", "/encoder/%d/attention/norm/bias", "d", "", 0},
-    {"encoder.layer.%d.intermediate.dense.weight", "/encoder/%d/ffn/in_weight", "fd", "", 0},
-    {"encoder.layer.%d.intermediate.dense.bias", "/encoder/%d/ffn/in_bias", "f", "", 0},
-    {"encoder.layer.%d.output.dense.weight", "/encoder/%d/ffn/out_weight", "df", "", 0},
-    {"encoder.layer.%d.output.dense.bias", "/encoder/%d/ffn/out_bias", "d", "", 0},
-    {"encoder.layer.%d.output.LayerNorm.weight", "/encoder/%d/ffn/norm/weight", "d", "", 0},
-    {"encoder.layer.%d.output.LayerNorm.bias", "/encoder/%d/ffn/norm/bias", "d", "", 0},
     {NULL, NULL, NULL, NULL, 0},
 };
 
@@ -180,20 +179,7 @@ static const tensor_rule jina_model[] = {
     {"embeddings.LayerNorm.bias", "/embeddings_norm/bias", "d", "", 0},
     {NULL, NULL, NULL, NULL, 0},
 };
-static const tensor_rule jina_layer[] = {
-    {"encoder.layer.%d.attention.self.query.weight", "/encoder/%d/attention/q_weight", "dd", "", 0},
-    {"encoder.layer.%d.attention.self.query.bias", "/encoder/%d/attention/q_bias", "d", "", 0},
-    {"encoder.layer.%d.attention.self.key.weight", "/encoder/%d/attention/k_weight", "dd", "", 0},
-    {"encoder.layer.%d.attention.self.key.bias", "/encoder/%d/attention/k_bias", "d", "", 0},
-    {"encoder.layer.%d.attention.self.value.weight", "/encoder/%d/attention/v_weight", "dd", "", 0},
-    {"encoder.layer.%d.attention.self.value.bias", "/encoder/%d/attention/v_bias", "d", "", 0},
-    {"encoder.layer.%d.attention.output.dense.weight", "/encoder/%d/attention/out_weight", "dd", "",
-     0},
-    {"encoder.layer.%d.attention.output.dense.bias", "/encoder/%d/attention/out_bias", "d", "", 0},
-    {"encoder.layer.%d.attention.output.LayerNorm.weight", "/encoder/%d/attention/norm/weight", "d",
-     "", 0},
-    {"encoder.layer.%d.attention.output.LayerNorm.bias", "/encoder/%d/attention/norm/bias", "d", "",
-     0},
+static const tensor_rule jina_ffn[] = {
     {"encoder.layer.%d.mlp.gated_layers.weight", "/encoder/%d/ffn/gate_weight", "gd", "", '1'},
     {"encoder.layer.%d.mlp.gated_layers.weight", "/encoder/%d/ffn/in_weight", "gd", "", '2'},
     {"", "/encoder/%d/ffn/gate_bias", "f", "I", 0},
@@ -292,15 +278,22 @@ static const tensor_rule qwen2_layer[] = {
 
 static const tensor_map *map_of(architecture kind)
 {
+    static const tensor_rule *const bert_layer[] = {bert_attention, bert_ffn, NULL};
+    static const tensor_rule *const mpnet_layer[] = {mpnet_attention, bert_ffn, NULL};
+    static const tensor_rule *const jina_layer[] = {bert_attention, jina_ffn, NULL};
+    static const tensor_rule *const distilbert_layers[] = {distilbert_layer, NULL};
+    static const tensor_rule *const nomic_layers[] = {nomic_layer, NULL};
+    static const tensor_rule *const modernbert_layers[] = {modernbert_layer, NULL};
+    static const tensor_rule *const qwen2_layers[] = {qwen2_layer, NULL};
     static const tensor_map bert = {bert_prefixes, bert_model, bert_layer, bert_unused};
     static const tensor_map mpnet = {mpnet_prefixes, mpnet_model, mpnet_layer, bert_unused};
-    static const tensor_map distilbert = {distilbert_prefixes, bert_model, distilbert_layer,
+    static const tensor_map distilbert = {distilbert_prefixes, bert_model, distilbert_layers,
                                           no_unused};
     static const tensor_map jina = {jina_prefixes, jina_model, jina_layer, bert_unused};
-    static const tensor_map nomic = {nomic_prefixes, nomic_model, nomic_layer, bert_unused};
+    static const tensor_map nomic = {nomic_prefixes, nomic_model, nomic_layers, bert_unused};
     static const tensor_map modernbert = {modernbert_prefixes, modernbert_model,
-                                          modernbert_layer, modernbert_unused};
-    static const tensor_map qwen2 = {qwen2_prefixes, qwen2_model, qwen2_layer, no_unused};
+                                          modernbert_layers, modernbert_unused};
+    static const tensor_map qwen2 = {qwen2_prefixes, qwen2_model, qwen2_layers, no_unused};
     switch (kind) {
     case ARCH_MPNET: return &mpnet;
     case ARCH_DISTILBERT: return &distilbert;
@@ -425,8 +418,9 @@ static int plan_tensors(importer *self, const char *safetensors_path)
     int n_model = 0, n_layer = 0;
     while (map->model[n_model].source != NULL)
         n_model++;
-    while (map->layer[n_layer].source != NULL)
-        n_layer++;
+    for (const tensor_rule *const *table = map->layer; *table != NULL; table++)
+        for (const tensor_rule *rule = *table; rule->source != NULL; rule++)
+            n_layer++;
     int capacity = n_model + n_layer * c->n_layers;
     self->plan = calloc((size_t)capacity, sizeof *self->plan);
     if (self->plan == NULL)
@@ -437,10 +431,11 @@ static int plan_tensors(importer *self, const char *safetensors_path)
             && (status = add_plan(self, capacity, prefix, &map->model[i], -1)))
             return status;
     for (int layer = 0; layer < c->n_layers; layer++)
-        for (int i = 0; i < n_layer; i++)
-            if (applies(c, map->layer[i].when, layer)
-                && (status = add_plan(self, capacity, prefix, &map->layer[i], layer)))
-                return status;
+        for (const tensor_rule *const *table = map->layer; *table != NULL; table++)
+            for (const tensor_rule *rule = *table; rule->source != NULL; rule++)
+                if (applies(c, rule->when, layer)
+                    && (status = add_plan(self, capacity, prefix, rule, layer)))
+                    return status;
 
     for (int i = 0; i < self->plan_count; i++) {
         tensor_plan *item = &self->plan[i];

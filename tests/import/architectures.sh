@@ -8,15 +8,11 @@
 # also pooled in every sentence-transformers pooling mode.
 set -eu
 
-: "${REFERENCE_PYTHON:=/usr/bin/python3}"
-: "${top_builddir:=.}"
+. "$(cd "$(dirname "$0")/../.." && pwd)/tests/environment.sh"
 : "${TFENC_VENV_PYTHON:=${TFENC_VENV:-${XDG_CACHE_HOME:-$HOME/.cache}/tfenc/venv}/bin/python}"
-here=$(cd "$(dirname "$0")" && pwd)
-import="$top_builddir/drivers/tfenc-import"
-batch="$top_builddir/drivers/tfenc-batch"
-: "${TFENC_PLUGIN_PATH:=$(cd "$top_builddir" && pwd)/plugins/.libs}"
-: "${OPENBLAS_NUM_THREADS:=1}"
-export TFENC_PLUGIN_PATH OPENBLAS_NUM_THREADS
+export TFENC_VENV_PYTHON
+import="$builddir/drivers/tfenc-import"
+batch=$driver
 work=$(mktemp -d "${TMPDIR:-/tmp}/tfenc-architectures.XXXXXX")
 trap 'rm -rf "$work"' EXIT
 failures=0
@@ -26,7 +22,7 @@ HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 "$TFENC_VENV_PYTHON" "$here/architecture
 
 compare() { # REFERENCE DATASET OUTPUT LABEL
   checks=$((checks + 1))
-  "$REFERENCE_PYTHON" "$here/architectures.py" compare "$@" || failures=$((failures + 1))
+  "$python" "$here/architectures.py" compare "$@" || failures=$((failures + 1))
 }
 
 run() { # JOB OUTPUT [--set ...]: tfenc-batch on the kind's token ids

@@ -8,16 +8,12 @@
 # count of every line must also be the same.
 set -eu
 
-: "${REFERENCE_PYTHON:=/usr/bin/python3}"
-: "${top_builddir:=.}"
+. "$(cd "$(dirname "$0")/../.." && pwd)/tests/environment.sh"
 : "${TFENC_VENV_PYTHON:=${TFENC_VENV:-${XDG_CACHE_HOME:-$HOME/.cache}/tfenc/venv}/bin/python}"
 export TFENC_VENV_PYTHON
-here=$(cd "$(dirname "$0")" && pwd)
+import="$builddir/drivers/tfenc-import"
+batch=$driver
 sentences="$here/sentences.txt"
-import="$top_builddir/drivers/tfenc-import"
-batch="$top_builddir/drivers/tfenc-batch"
-: "${TFENC_PLUGIN_PATH:=$(cd "$top_builddir" && pwd)/plugins/.libs}"
-export TFENC_PLUGIN_PATH
 work=$(mktemp -d "${TMPDIR:-/tmp}/tfenc-parity-mpnet.XXXXXX")
 trap 'rm -rf "$work"' EXIT
 
@@ -45,11 +41,11 @@ failures=0
 # more than 1e-3.
 "$batch" --quiet --set "job.input=$work/ids.h5" --set job.input_format=hdf5 \
   --set "job.output=$work/from-ids.h5" "$work/mpnet.ini"
-"$REFERENCE_PYTHON" "$here/compare_embeddings.py" "$work/reference-first.h5" \
+"$python" "$here/compare_embeddings.py" "$work/reference-first.h5" \
   "$work/from-ids.h5" "mpnet from token ids" 0.99999 1e-4 || failures=$((failures + 1))
 "$batch" --quiet --set "job.input=$sentences" --set "job.output=$work/from-text.h5" \
   "$work/mpnet.ini"
-"$REFERENCE_PYTHON" "$here/compare_embeddings.py" "$work/reference.h5" "$work/from-text.h5" \
+"$python" "$here/compare_embeddings.py" "$work/reference.h5" "$work/from-text.h5" \
   "mpnet from text" 0.99999 1e-4 || failures=$((failures + 1))
 
 echo "parity_mpnet.sh: $((2 - failures)) passed, $failures failed"
