@@ -1,42 +1,63 @@
 /* Multi-head self-attention (layer type `mha`) over packed, padding-free batches.
  *
- * Each sequence of a batch attends only to itself, in both directions (no
- * causal mask): the same result as PyTorch's nn.MultiheadAttention with a
- * key_padding_mask, without computing any padding.
+ * Each sequence of a batch attends only to itself, in both directions (or,
+ * with causal = true, to itself up to the current token): the same result as
+ * PyTorch's nn.MultiheadAttention with a key_padding_mask (and a causal
+ * mask), without computing any padding.
  *
  * Job keys (section of a layer with `type = mha`):
  *
- *   n_heads     int, required        heads; must divide d_model
+ *   n_heads     int, required        query heads; must divide d_model
+ *   n_kv_heads  int, n_heads         key/value heads (grouped-query attention): query
+ *                                    head h uses key/value head h / (n_heads / n_kv_heads);
+ *                                    must divide n_heads
  *   bias        bool, true           Q/K/V and output projections have biases
+ *   out_bias    bool, bias           the output projection has a bias (Qwen2: Q/K/V do,
+ *                                    the output does not)
  *   qkv         auto|separate|fused  auto: fused when `qkv_weight` exists
- *   position    none|rope|alibi      none: positions come from another layer
+ *   causal      bool, false          token i attends to tokens j <= i only (decoders)
+ *   window      int, 0               > 0: token i attends to tokens |i - j| <= window only
+ *                                    (ModernBERT's local layers: local_attention / 2)
+ *   position    none|rope|alibi|relative_buckets
+ *                                    none: positions come from another layer
  *   rope_theta  float, 10000         RoPE base: pair i turns by pos * theta^(-2i/rope_dims)
  *   rope_dims   int, head_dim        rotate the first rope_dims dims of each head (even)
  *   rope_style  half|interleaved     half: GPT-NeoX/LLaMA rotate_half pairs (i, i + rope_dims/2);
  *                                    interleaved: GPT-J pairs (2i, 2i+1)
+ *   num_buckets int, 32              relative_buckets: buckets of relative distance
+ *   max_distance int, 128            relative_buckets: distance of the last bucket
  *   scale       float, 1/sqrt(head_dim)  multiplies Q K^T before the softmax
  *
- * Weights (group of the layer, d = d_model, docs/weights.md):
+ * Weights (group of the layer, d = d_model, k = n_kv_heads * head_dim,
+ * docs/weights.md):
  *
- *   q_weight, k_weight, v_weight  [d, d]   (qkv = separate)
- *   q_bias, k_bias, v_bias        [d]      (separate, bias = true)
- *   qkv_weight                    [3d, d]  (qkv = fused: Q rows, then K, then V,
+ *   q_weight                      [d, d]   (qkv = separate)
+ *   k_weight, v_weight            [k, d]   (qkv = separate)
+ *   q_bias, k_bias, v_bias        [d], [k] (separate, bias = true)
+ *   qkv_weight                    [d+2k, d] (qkv = fused: Q rows, then K, then V,
  *                                           as nn.MultiheadAttention.in_proj_weight)
- *   qkv_bias                      [3d]     (fused, bias = true)
+ *   qkv_bias                      [d+2k]   (fused, bias = true)
  *   out_weight                    [d, d]
- *   out_bias                      [d]      (bias = true)
+ *   out_bias                      [d]      (out_bias = true)
+ *   relative_attention_bias       [B, n_heads]  (relative_buckets; B >= num_buckets)
  *
  * RoPE turns Q and K by each token's batch position (its place in its
  * document). ALiBi adds -slope_h * |i - j| to the scores of head h, i and j
  * being rows of the same sequence (the bidirectional form), with the slopes of
  * the ALiBi paper's reference code, including its rule for a number of heads
- * that is not a power of two.
+ * that is not a power of two. relative_buckets (MPNet, T5's bidirectional
+ * buckets) adds relative_attention_bias[bucket(j - i), h] to the scores of
+ * head h: distances below num_buckets / 4 get a bucket each, longer ones
+ * share log-spaced buckets up to max_distance, and keys after the query use
+ * the upper half of the buckets (transformers' MPNet relative_position_bucket,
+ * its float32 arithmetic included, so that the buckets are the same).
  *
- * Workspace: qkv [max_tokens, 3d] + context [max_tokens, d] + one tile of
+ * Workspace: qkv [max_tokens, d+2k] + context [max_tokens, d] + one tile of
  * scores [128, max_seq_len]; forward() refuses a batch beyond the limits it
  * was created with.
  */
 #include <cblas.h>
+#include <float.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -51,24 +72,32 @@
 #define QUERY_TILE 128
 
 enum qkv_layout { QKV_AUTO, QKV_SEPARATE, QKV_FUSED };
-enum position_kind { POSITION_NONE, POSITION_ROPE, POSITION_ALIBI };
+enum position_kind { POSITION_NONE, POSITION_ROPE, POSITION_ALIBI, POSITION_BUCKETS };
 enum rope_style { ROPE_HALF, ROPE_INTERLEAVED };
 
 static const char *const qkv_names[] = {"auto", "separate", "fused", NULL};
-static const char *const position_names[] = {"none", "rope", "alibi", NULL};
+static const char *const position_names[] = {"none", "rope", "alibi", "relative_buckets", NULL};
 static const char *const rope_style_names[] = {"half", "interleaved", NULL};
 
 typedef struct attention {
     int d_model;
     int n_heads;
+    int n_kv_heads;        /* heads of K and V; n_heads / n_kv_heads query heads share one */
     int head_dim;          /* d_model / n_heads */
+    int kv_width;          /* n_kv_heads * head_dim: the width of K and of V */
     float scale;           /* applied to Q K^T */
+    int causal;            /* token i sees tokens j <= i only */
+    int window;            /* > 0: token i sees tokens |i - j| <= window only */
     enum position_kind position;
     enum rope_style rope_style;
     int rope_dims;         /* leading dims of each head that RoPE rotates */
     float *rope_inverse_frequency; /* [rope_dims / 2]: theta^(-2i/rope_dims) */
     float *alibi_slopes;   /* [n_heads] */
-    tfenc_linear *qkv;     /* x [rows, d] -> [rows, 3d]: Q, K, V side by side (store-owned) */
+    int num_buckets;       /* relative_buckets: buckets, and distance of the last one */
+    int max_distance;
+    float *relative_bias;  /* [n_heads][2 max_seq_len - 1]: the bias of head h for key j
+                            * and query i at [h][j - i + max_seq_len - 1] */
+    tfenc_linear *qkv;     /* x [rows, d] -> [rows, d+2k]: Q, K, V side by side (store-owned) */
     tfenc_linear *out;     /* context [rows, d] -> [rows, d] (store-owned) */
     tfenc_limits limits;   /* the batches forward() was promised */
 } attention;
@@ -89,9 +118,31 @@ static void alibi_fill_slopes(float *slopes, int n_heads)
     }
 }
 
-/* Rotates the first rope_dims dims of every head of `vectors` (a Q or K block
- * of `rows` rows, row stride `stride`) by the angle of each row's position. */
-static void rope_apply(const attention *layer, float *vectors, int rows, int stride,
+/* The bucket of relative position j - i (key j, query i), as transformers'
+ * MPNetEncoder.relative_position_bucket computes it: half of the buckets for
+ * keys after the query, exact distances below a quarter of num_buckets, then
+ * logarithmic steps up to max_distance. The logarithm is taken in float32,
+ * as torch does: at distances max_exact * 2^k the quotient is an integer
+ * that one ulp less would truncate to the bucket below. */
+static int relative_bucket(int relative_position, int num_buckets, int max_distance)
+{
+    int n = -relative_position;
+    int half = num_buckets / 2;
+    int bucket = n < 0 ? half : 0;
+    n = abs(n);
+    int max_exact = half / 2;
+    if (n < max_exact)
+        return bucket + n;
+    float large = logf((float)n / (float)max_exact)
+                  / (float)log((double)max_distance / max_exact) * (float)(half - max_exact);
+    int value = max_exact + (int)large;
+    return bucket + (value < half - 1 ? value : half - 1);
+}
+
+/* Rotates the first rope_dims dims of each of `heads` heads of `vectors` (a Q
+ * or K block of `rows` rows, row stride `stride`) by the angle of each row's
+ * position. */
+static void rope_apply(const attention *layer, float *vectors, int rows, int stride, int heads,
                        const int32_t *positions)
 {
     int half = layer->rope_dims / 2;
@@ -100,7 +151,7 @@ static void rope_apply(const attention *layer, float *vectors, int rows, int str
         for (int i = 0; i < half; i++) {
             double angle = position * layer->rope_inverse_frequency[i];
             float c = (float)cos(angle), s = (float)sin(angle);
-            for (int h = 0; h < layer->n_heads; h++) {
+            for (int h = 0; h < heads; h++) {
                 float *head = vectors + (size_t)r * stride + (size_t)h * layer->head_dim;
                 /* half: dim i pairs with i + half; interleaved: 2i with 2i+1. */
                 int a = layer->rope_style == ROPE_HALF ? i : 2 * i;
@@ -125,55 +176,92 @@ static inline float exp_nonpositive(float x)
 
 /* Replaces each row of a score tile by exp(score - row maximum) and returns
  * 1 / (row sum) per row: the normalisation is applied later to the context
- * rows (head_dim values) rather than to the probabilities (L values). */
+ * rows (head_dim values) rather than to the probabilities (L values).
+ * Row r is query first + r and holds the scores of keys 0 .. length - 1; of
+ * those it sees keys [lo, hi) only (causal: none after itself; window: none
+ * farther than `window`). The scores of the other keys become exactly 0: a
+ * -inf score would turn into NaN below. */
 LAYERS_VECTOR_CLONES
-static void exponentiate_rows(float *scores, int rows, int length, float *inverse_sums)
+static void exponentiate_rows(const attention *layer, float *scores, int first, int rows,
+                              int length, float *inverse_sums)
 {
     for (int r = 0; r < rows; r++) {
         float *row = scores + (size_t)r * length;
+        int query = first + r, lo = 0, hi = length;
+        if (layer->causal && query + 1 < hi)
+            hi = query + 1;
+        if (layer->window > 0) {
+            lo = query - layer->window > 0 ? query - layer->window : 0;
+            hi = query + layer->window + 1 < hi ? query + layer->window + 1 : hi;
+        }
         /* Subtracting the row maximum keeps the exponentials <= 1: no overflow. */
-        float maximum = row[0];
+        float maximum = row[lo];
 #pragma omp simd reduction(max : maximum)
-        for (int j = 1; j < length; j++)
+        for (int j = lo + 1; j < hi; j++)
             maximum = row[j] > maximum ? row[j] : maximum;
         float sum = 0.0f;
 #pragma omp simd reduction(+ : sum)
-        for (int j = 0; j < length; j++) {
+        for (int j = lo; j < hi; j++) {
             row[j] = exp_nonpositive(row[j] - maximum);
             sum += row[j];
         }
+        for (int j = 0; j < lo; j++)
+            row[j] = 0.0f;
+        for (int j = hi; j < length; j++)
+            row[j] = 0.0f;
         inverse_sums[r] = 1.0f / sum;
     }
 }
 
+/* Adds the position terms of head h to a tile of scores: rows are queries
+ * first .. first + rows - 1, columns keys 0 .. keys - 1. */
+static void add_position_bias(const attention *layer, int h, float *scores, int first, int rows,
+                              int keys)
+{
+    if (layer->position == POSITION_ALIBI) {
+        float slope = layer->alibi_slopes[h];
+        for (int r = 0; r < rows; r++)
+            for (int j = 0; j < keys; j++)
+                scores[(size_t)r * keys + j] -= slope * (float)abs(first + r - j);
+    } else if (layer->position == POSITION_BUCKETS) {
+        int longest = layer->limits.max_seq_len;
+        for (int r = 0; r < rows; r++) {
+            /* bias[j] is the bias of key j for query first + r */
+            const float *bias = layer->relative_bias + (size_t)h * (2 * longest - 1)
+                                + (longest - 1) - (first + r);
+            float *row = scores + (size_t)r * keys;
+            for (int j = 0; j < keys; j++)
+                row[j] += bias[j];
+        }
+    }
+}
+
 /* Attention of one sequence of `length` tokens: its Q/K/V rows start at
- * `qkv` (row stride 3d), its context rows at `context` (row stride d). */
+ * `qkv` (row stride d + 2k), its context rows at `context` (row stride d). */
 static void attend_sequence(const attention *layer, const float *qkv, int length, float *context,
                             float *scores)
 {
-    int d = layer->d_model, head_dim = layer->head_dim, stride = 3 * d;
+    int d = layer->d_model, head_dim = layer->head_dim, stride = d + 2 * layer->kv_width;
+    int group = layer->n_heads / layer->n_kv_heads; /* query heads per key/value head */
     for (int h = 0; h < layer->n_heads; h++) {
         const float *q = qkv + (size_t)h * head_dim;
-        const float *k = q + d;
-        const float *v = q + 2 * d;
+        const float *k = qkv + d + (size_t)(h / group) * head_dim;
+        const float *v = k + layer->kv_width;
         for (int first = 0; first < length; first += QUERY_TILE) {
             int rows = length - first < QUERY_TILE ? length - first : QUERY_TILE;
-            /* scores[rows, length] = scale * Q_tile K^T */
-            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, rows, length, head_dim,
+            /* A causal tile sees no key after its last query. */
+            int keys = layer->causal ? first + rows : length;
+            /* scores[rows, keys] = scale * Q_tile K^T */
+            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, rows, keys, head_dim,
                         layer->scale, q + (size_t)first * stride, stride, k, stride, 0.0f,
-                        scores, length);
-            if (layer->position == POSITION_ALIBI) {
-                float slope = layer->alibi_slopes[h];
-                for (int r = 0; r < rows; r++)
-                    for (int j = 0; j < length; j++)
-                        scores[(size_t)r * length + j] -= slope * (float)abs(first + r - j);
-            }
+                        scores, keys);
+            add_position_bias(layer, h, scores, first, rows, keys);
             float inverse_sums[QUERY_TILE];
-            exponentiate_rows(scores, rows, length, inverse_sums);
+            exponentiate_rows(layer, scores, first, rows, keys, inverse_sums);
             /* context_tile[rows, head_dim] = softmax(scores) V, normalised after the product */
             float *out = context + (size_t)first * d + (size_t)h * head_dim;
-            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, rows, head_dim, length, 1.0f,
-                        scores, length, v, stride, 0.0f, out, d);
+            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, rows, head_dim, keys, 1.0f,
+                        scores, keys, v, stride, 0.0f, out, d);
             for (int r = 0; r < rows; r++)
                 for (int e = 0; e < head_dim; e++)
                     out[(size_t)r * d + e] *= inverse_sums[r];
@@ -206,11 +294,12 @@ static int attention_forward(void *instance, tfenc_context *ctx, tfenc_batch *ba
     if (layer->position == POSITION_ROPE && batch->positions == NULL)
         return tfenc_error(ctx, TFENC_ERR_INTERNAL, "mha: position = rope needs batch positions");
 
-    /* Workspace layout: qkv [tokens, 3d] | context [tokens, d] | scores [tile, L].
+    /* Workspace layout: qkv [tokens, d+2k] | context [tokens, d] | scores [tile, L].
      * Offsets are multiples of 16 floats only when d is; sgemm needs no more
      * than float alignment, so that is enough. */
+    int qkv_width = d + 2 * layer->kv_width;
     float *qkv = workspace;
-    float *context = qkv + (size_t)batch->n_tokens * 3 * d;
+    float *context = qkv + (size_t)batch->n_tokens * qkv_width;
     float *scores = context + (size_t)batch->n_tokens * d;
 
     /* Q, K and V of every token in one GEMM. */
@@ -220,15 +309,16 @@ static int attention_forward(void *instance, tfenc_context *ctx, tfenc_batch *ba
 
     /* RoPE turns Q and K (not V) before they meet in the scores. */
     if (layer->position == POSITION_ROPE) {
-        rope_apply(layer, qkv, batch->n_tokens, 3 * d, batch->positions);
-        rope_apply(layer, qkv + d, batch->n_tokens, 3 * d, batch->positions);
+        rope_apply(layer, qkv, batch->n_tokens, qkv_width, layer->n_heads, batch->positions);
+        rope_apply(layer, qkv + d, batch->n_tokens, qkv_width, layer->n_kv_heads,
+                   batch->positions);
     }
 
     for (int s = 0; s < batch->n_seq; s++) {
         int start = batch->seq_start[s];
         int length = batch->seq_start[s + 1] - start;
         if (length > 0)
-            attend_sequence(layer, qkv + (size_t)start * 3 * d, length,
+            attend_sequence(layer, qkv + (size_t)start * qkv_width, length,
                             context + (size_t)start * d, scores);
     }
 
@@ -242,16 +332,17 @@ static size_t attention_workspace_size(const void *instance, const tfenc_limits 
     size_t tokens = limits->max_tokens > 0 ? (size_t)limits->max_tokens : 0;
     size_t longest = limits->max_seq_len > 0 ? (size_t)limits->max_seq_len : 0;
     size_t tile = longest < QUERY_TILE ? longest : QUERY_TILE;
-    return (tokens * 4 * (size_t)layer->d_model + tile * longest) * sizeof(float);
+    return (tokens * (2 * (size_t)layer->d_model + 2 * (size_t)layer->kv_width) + tile * longest)
+           * sizeof(float);
 }
 
 static double attention_flops_per_token(const void *instance, double mean_seq_len)
 {
     const attention *layer = instance;
-    double d = layer->d_model;
-    /* Projections: 2 flops per weight (QKV is 3d x d, output d x d); attention:
-     * Q K^T and P V, each 2 * L * d per token summed over heads. */
-    return 2.0 * (3.0 * d * d + d * d) + 4.0 * mean_seq_len * d;
+    double d = layer->d_model, k = layer->kv_width;
+    /* Projections: 2 flops per weight (QKV is (d + 2k) x d, output d x d);
+     * attention: Q K^T and P V, each 2 * L * d per token summed over heads. */
+    return 2.0 * ((d + 2.0 * k) * d + d * d) + 4.0 * mean_seq_len * d;
 }
 
 static void attention_destroy(void *instance)
@@ -262,24 +353,31 @@ static void attention_destroy(void *instance)
     /* The linear maps belong to the weight store. */
     free(layer->rope_inverse_frequency);
     free(layer->alibi_slopes);
+    free(layer->relative_bias);
     free(layer);
 }
 
 /* Reads every key of the section, so that the host's unknown-key check sees
  * them all as known even when the layer does not use them. */
 static int read_params(tfenc_context *ctx, const tfenc_layer_init *init, attention *layer,
-                       int *bias, int *qkv_layout)
+                       int *bias, int *out_bias, int *qkv_layout)
 {
     tfenc_params *params = init->params;
-    long n_heads, rope_dims;
+    long n_heads, n_kv_heads, rope_dims, num_buckets, max_distance, window;
     double rope_theta, scale;
     int position, rope_style, status;
 
     if ((status = tfenc_param_int(params, "n_heads", 0, &n_heads)) != TFENC_OK ||
+        (status = tfenc_param_int(params, "n_kv_heads", -1, &n_kv_heads)) != TFENC_OK ||
         (status = tfenc_param_bool(params, "bias", 1, bias)) != TFENC_OK ||
+        (status = tfenc_param_bool(params, "out_bias", *bias, out_bias)) != TFENC_OK ||
         (status = tfenc_param_choice(params, "qkv", qkv_names, QKV_AUTO, qkv_layout)) != TFENC_OK ||
+        (status = tfenc_param_bool(params, "causal", 0, &layer->causal)) != TFENC_OK ||
+        (status = tfenc_param_int(params, "window", 0, &window)) != TFENC_OK ||
         (status = tfenc_param_choice(params, "position", position_names, POSITION_NONE,
                                      &position)) != TFENC_OK ||
+        (status = tfenc_param_int(params, "num_buckets", 32, &num_buckets)) != TFENC_OK ||
+        (status = tfenc_param_int(params, "max_distance", 128, &max_distance)) != TFENC_OK ||
         (status = tfenc_param_float(params, "rope_theta", 10000.0, &rope_theta)) != TFENC_OK ||
         (status = tfenc_param_int(params, "rope_dims", -1, &rope_dims)) != TFENC_OK ||
         (status = tfenc_param_choice(params, "rope_style", rope_style_names, ROPE_HALF,
@@ -297,9 +395,17 @@ static int read_params(tfenc_context *ctx, const tfenc_layer_init *init, attenti
     if (d % n_heads != 0)
         return tfenc_error(ctx, TFENC_ERR_CONFIG,
                            "mha: n_heads = %ld does not divide d_model = %d", n_heads, d);
+    if (n_kv_heads < 0)
+        n_kv_heads = n_heads;
+    if (n_kv_heads <= 0 || n_heads % n_kv_heads != 0)
+        return tfenc_error(ctx, TFENC_ERR_CONFIG,
+                           "mha: n_kv_heads = %ld must be positive and divide n_heads = %ld",
+                           n_kv_heads, n_heads);
     layer->d_model = d;
     layer->n_heads = (int)n_heads;
+    layer->n_kv_heads = (int)n_kv_heads;
     layer->head_dim = d / (int)n_heads;
+    layer->kv_width = layer->n_kv_heads * layer->head_dim;
     layer->position = (enum position_kind)position;
     layer->rope_style = (enum rope_style)rope_style;
 
@@ -315,6 +421,20 @@ static int read_params(tfenc_context *ctx, const tfenc_layer_init *init, attenti
                                rope_theta);
     }
     layer->rope_dims = (int)rope_dims;
+    /* A quarter of the buckets are exact distances: at least one, and the
+     * logarithmic ones must reach beyond them. */
+    if (layer->position == POSITION_BUCKETS
+        && (num_buckets < 4 || num_buckets > 1 << 16 || max_distance <= num_buckets / 4
+            || max_distance > INT32_MAX / 2))
+        return tfenc_error(ctx, TFENC_ERR_CONFIG,
+                           "mha: num_buckets = %ld must be in 4..65536 and max_distance = %ld "
+                           "above num_buckets / 4", num_buckets, max_distance);
+    if (window < 0 || window > INT32_MAX / 2)
+        return tfenc_error(ctx, TFENC_ERR_CONFIG, "mha: window = %ld must be >= 0 (0: none)",
+                           window);
+    layer->window = (int)window;
+    layer->num_buckets = (int)num_buckets;
+    layer->max_distance = (int)max_distance;
 
     /* NAN stands for "absent": no job can spell the default, which depends on head_dim. */
     if (isnan(scale))
@@ -341,16 +461,44 @@ static int read_params(tfenc_context *ctx, const tfenc_layer_init *init, attenti
     return TFENC_OK;
 }
 
+/* The bias of every head for every relative position a sequence within the
+ * limits can hold, from the bucket table [rows >= num_buckets, n_heads]. */
+static int load_relative_bias(tfenc_context *ctx, const tfenc_layer_init *init, attention *layer)
+{
+    int64_t dims[2] = {-1, layer->n_heads};
+    const float *table;
+    int status = tfenc_weight_load(init->weights, "relative_attention_bias", 2, dims, &table);
+    if (status != TFENC_OK)
+        return status;
+    if (dims[0] < layer->num_buckets)
+        return tfenc_error(ctx, TFENC_ERR_WEIGHTS,
+                           "mha: relative_attention_bias has %lld rows, fewer than num_buckets "
+                           "= %d", (long long)dims[0], layer->num_buckets);
+    int longest = layer->limits.max_seq_len > 0 ? layer->limits.max_seq_len : 1;
+    size_t span = 2 * (size_t)longest - 1;
+    layer->relative_bias = malloc((size_t)layer->n_heads * span * sizeof(float));
+    if (layer->relative_bias == NULL)
+        return tfenc_error(ctx, TFENC_ERR_NO_MEMORY,
+                           "mha: out of memory for the relative position bias");
+    for (int delta = 1 - longest; delta < longest; delta++) {
+        int bucket = relative_bucket(delta, layer->num_buckets, layer->max_distance);
+        for (int h = 0; h < layer->n_heads; h++)
+            layer->relative_bias[(size_t)h * span + (size_t)(delta + longest - 1)] =
+                table[(size_t)bucket * layer->n_heads + h];
+    }
+    return TFENC_OK;
+}
+
 static int load_weights(tfenc_context *ctx, const tfenc_layer_init *init, attention *layer,
-                        int bias, int qkv_layout)
+                        int bias, int out_bias, int qkv_layout)
 {
     static const char *const separate_weights[] = {"q_weight", "k_weight", "v_weight"};
     static const char *const separate_biases[] = {"q_bias", "k_bias", "v_bias"};
     static const char *const fused_weight[] = {"qkv_weight"};
     static const char *const fused_bias[] = {"qkv_bias"};
     static const char *const out_weight[] = {"out_weight"};
-    static const char *const out_bias[] = {"out_bias"};
-    int d = layer->d_model, width, status;
+    static const char *const out_bias_name[] = {"out_bias"};
+    int d = layer->d_model, qkv_width = d + 2 * layer->kv_width, width, status;
 
     if (qkv_layout == QKV_AUTO)
         qkv_layout = tfenc_weight_exists(init->weights, "qkv_weight") ? QKV_FUSED : QKV_SEPARATE;
@@ -363,19 +511,22 @@ static int load_weights(tfenc_context *ctx, const tfenc_layer_init *init, attent
                                    bias ? separate_biases : NULL, d, &width, &layer->qkv);
     if (status != TFENC_OK)
         return status;
-    if (width != 3 * d)
+    if (width != qkv_width)
         return tfenc_error(ctx, TFENC_ERR_WEIGHTS,
-                           "mha: %s has %d output rows, expected 3 * d_model = %d",
+                           "mha: %s has %d output rows, expected d_model + 2 * n_kv_heads * "
+                           "head_dim = %d",
                            qkv_layout == QKV_FUSED ? "qkv_weight" : "q_weight+k_weight+v_weight",
-                           width, 3 * d);
+                           width, qkv_width);
 
-    status = tfenc_linear_load(init->weights, 1, out_weight, bias ? out_bias : NULL, d, &width,
-                               &layer->out);
+    status = tfenc_linear_load(init->weights, 1, out_weight, out_bias ? out_bias_name : NULL, d,
+                               &width, &layer->out);
     if (status != TFENC_OK)
         return status;
     if (width != d)
         return tfenc_error(ctx, TFENC_ERR_WEIGHTS,
                            "mha: out_weight has %d output rows, expected d_model = %d", width, d);
+    if (layer->position == POSITION_BUCKETS)
+        return load_relative_bias(ctx, init, layer);
     return TFENC_OK;
 }
 
@@ -385,10 +536,10 @@ static int attention_create(tfenc_context *ctx, const tfenc_layer_init *init, vo
     if (layer == NULL)
         return tfenc_error(ctx, TFENC_ERR_NO_MEMORY, "mha: out of memory");
     layer->limits = init->limits;
-    int bias, qkv_layout;
-    int status = read_params(ctx, init, layer, &bias, &qkv_layout);
+    int bias, out_bias, qkv_layout;
+    int status = read_params(ctx, init, layer, &bias, &out_bias, &qkv_layout);
     if (status == TFENC_OK)
-        status = load_weights(ctx, init, layer, bias, qkv_layout);
+        status = load_weights(ctx, init, layer, bias, out_bias, qkv_layout);
     if (status != TFENC_OK) {
         attention_destroy(layer);
         return status;
@@ -400,7 +551,8 @@ static int attention_create(tfenc_context *ctx, const tfenc_layer_init *init, vo
 static const tfenc_layer_descriptor mha_descriptor = {
     TFENC_DESCRIPTOR_INIT,
     .type = "mha",
-    .description = "multi-head self-attention over packed sequences (RoPE, ALiBi)",
+    .description = "multi-head self-attention over packed sequences (RoPE, ALiBi, relative "
+                   "buckets, causal, grouped-query)",
     .create = attention_create,
     .forward = attention_forward,
     .destroy = attention_destroy,

@@ -2,11 +2,17 @@
  * (the document embedding), optionally L2-normalised.
  *
  * Job keys:
- *   mode       cls | mean | max | none, default mean.
+ *   mode       cls | mean | max | mean_sqrt_len | weightedmean | lasttoken | none,
+ *              default mean. The modes of sentence-transformers' Pooling:
  *              cls: the first token of each sequence; mean: the average over
  *              the sequence's tokens (a packed batch has no padding, so every
- *              row counts); max: the elementwise maximum; none: keep one row
- *              per token (only normalize applies).
+ *              row counts); max: the elementwise maximum; mean_sqrt_len: the
+ *              sum divided by sqrt(tokens); weightedmean: the mean weighted
+ *              by position, token t (from 0) counting t + 1 (as
+ *              sentence-transformers with right padding); lasttoken: the
+ *              last token (decoder embedders, whose last token has seen the
+ *              whole sequence); none: keep one row per token (only normalize
+ *              applies).
  *   normalize  bool, false  divide each output row by max(||row||_2, 1e-12),
  *              as torch.nn.functional.normalize
  *
@@ -21,8 +27,9 @@
 
 #include "layers.h"
 
-enum mode { CLS, MEAN, MAX, NONE };
-static const char *const mode_names[] = {"cls", "mean", "max", "none", NULL};
+enum mode { CLS, MEAN, MAX, NONE, MEAN_SQRT_LEN, WEIGHTED_MEAN, LAST_TOKEN };
+static const char *const mode_names[] = {"cls",          "mean",      "max", "none",
+                                         "mean_sqrt_len", "weightedmean", "lasttoken", NULL};
 
 typedef struct pooling {
     int d_model;
@@ -73,6 +80,9 @@ static void pool_sequence(float *restrict out, const float *restrict x, int star
     case CLS:
         memcpy(out, first, (size_t)d * sizeof *out);
         break;
+    case LAST_TOKEN:
+        memcpy(out, x + (size_t)(end - 1) * d, (size_t)d * sizeof *out);
+        break;
     case MAX:
         memcpy(out, first, (size_t)d * sizeof *out);
         for (int t = start + 1; t < end; t++) {
@@ -81,18 +91,22 @@ static void pool_sequence(float *restrict out, const float *restrict x, int star
                 out[j] = row[j] > out[j] ? row[j] : out[j];
         }
         break;
-    default: /* MEAN */
+    default: /* MEAN, MEAN_SQRT_LEN, WEIGHTED_MEAN */
         /* double sums: a 512-token mean in float would lose about 9 bits */
         for (int j = 0; j < d; j++)
             sum[j] = 0.0;
+        double total_weight = 0.0;
         for (int t = start; t < end; t++) {
             const float *restrict row = x + (size_t)t * d;
+            const double weight = mode == WEIGHTED_MEAN ? t - start + 1 : 1.0;
             for (int j = 0; j < d; j++)
-                sum[j] += row[j];
+                sum[j] += weight * row[j];
+            total_weight += weight;
         }
-        const double count = end - start;
+        /* mean_sqrt_len divides the plain sum by sqrt(tokens) */
+        const double divisor = mode == MEAN_SQRT_LEN ? sqrt((double)(end - start)) : total_weight;
         for (int j = 0; j < d; j++)
-            out[j] = (float)(sum[j] / count);
+            out[j] = (float)(sum[j] / divisor);
         break;
     }
 }
@@ -157,8 +171,8 @@ static double pooling_flops(const void *instance, double mean_seq_len)
 const tfenc_layer_descriptor tfenc_layers_pooling = {
     TFENC_DESCRIPTOR_INIT,
     .type = "pooling",
-    .description = "pools each sequence (cls, mean, max, or none) with optional L2 "
-                   "normalisation",
+    .description = "pools each sequence (cls, mean, max, mean_sqrt_len, weightedmean, "
+                   "lasttoken, or none) with optional L2 normalisation",
     .create = pooling_create,
     .forward = pooling_forward,
     .destroy = pooling_destroy,

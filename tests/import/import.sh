@@ -159,11 +159,60 @@ dir=$(copy bert dense-head)
 edit_json "$dir/modules.json" 'd.insert(2, {"idx": 2, "name": "2", "path": "2_Dense", "type": "sentence_transformers.models.Dense"})'
 expect_error unsupported-module "$dir" "modules.json" "sentence_transformers.models.Dense"
 
-dir=$(copy bert sqrt-pooling)
-edit_json "$dir/1_Pooling/config.json" 'd["pooling_mode_cls_token"] = False; d["pooling_mode_mean_sqrt_len_tokens"] = True'
-expect_error unsupported-pooling "$dir" "pooling_mode_mean_sqrt_len_tokens"
+dir=$(copy bert two-poolings)
+edit_json "$dir/1_Pooling/config.json" 'd["pooling_mode_mean_sqrt_len_tokens"] = True'
+expect_error concatenated-pooling "$dir" "1_Pooling/config.json" "exactly one pooling mode"
+
+dir=$(copy bert no-prompt-pooling)
+edit_json "$dir/1_Pooling/config.json" 'd["include_prompt"] = False'
+expect_error pooling-without-prompt "$dir" "include_prompt"
 
 expect_error not-a-directory "$work/nowhere" "nowhere"
+
+# A tensor the map does not know (here JinaBERT's query norm of its
+# qk-post-norm variant) would be left out silently: refused by name.
+make_checkpoint bert "$work/extra" --extra encoder.layer.0.attention.self.layer_norm_q.weight
+expect_error unknown-tensor "$work/extra" "encoder.layer.0.attention.self.layer_norm_q.weight" \
+  "not part of tfenc's map of bert"
+
+dir=$(copy bert electra-small)
+edit_json "$dir/config.json" 'd["model_type"] = "electra"; d["embedding_size"] = 8'
+expect_error electra-projection "$dir" "embedding_size 8" "config.json"
+
+dir=$(copy bert qwen2-window)
+edit_json "$dir/config.json" 'd["model_type"] = "qwen2"; d["hidden_act"] = "silu"; d["use_sliding_window"] = True'
+expect_error qwen2-sliding-window "$dir" "use_sliding_window" "config.json"
+
+dir=$(copy bert bad-prompt-name)
+echo '{"prompts": {"a query": "query: "}}' >"$dir/config_sentence_transformers.json"
+expect_error bad-prompt-name "$dir" "config_sentence_transformers.json" "a query"
+
+# --- Prompts (config_sentence_transformers.json) become the job's [prompts]
+# section, each text a JSON string that survives INI (spaces at the ends,
+# ';', '#', quotes, non-ASCII), and default_prompt_name its [job] prompt.
+checks=$((checks + 1))
+dir=$(copy bert prompts)
+"$REFERENCE_PYTHON" - "$dir/config_sentence_transformers.json" <<'PY'
+import json, sys
+json.dump({"prompts": {"query": "query: ", "passage": "passage; #1 \"q\" \u00e9 ", "empty": ""},
+           "default_prompt_name": "query"}, open(sys.argv[1], "w"))
+PY
+if "$import" "$dir" -o "$work/prompts.h5" --job "$work/prompts.ini" >/dev/null; then
+  "$REFERENCE_PYTHON" - "$dir/config_sentence_transformers.json" "$work/prompts.ini" <<'PY' || fail "prompts: job differs"
+import configparser, json, sys
+want = json.load(open(sys.argv[1]))
+job = configparser.ConfigParser(interpolation=None, comment_prefixes=(";",),
+                                 inline_comment_prefixes=None)
+job.optionxform = str
+job.read(sys.argv[2])
+got = {name: json.loads(text) for name, text in job["prompts"].items()}
+assert got == want["prompts"], (got, want["prompts"])
+assert job["job"]["prompt"] == "query", job["job"].get("prompt")
+print("ok: prompts:", got)
+PY
+else
+  fail "prompts: tfenc-import failed"
+fi
 
 echo "import.sh: $((checks - failures)) passed, $failures failed"
 [ "$failures" -eq 0 ]

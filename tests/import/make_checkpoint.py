@@ -6,7 +6,7 @@ sentence-transformers modules. The float32 value of every tensor is also
 saved to reference.pt for the comparison script.
 
 usage: make_checkpoint.py KIND OUT_DIR [--dtype F32|F16|BF16] [--prefix P]
-                          [--drop TENSOR] [--seed N]
+                          [--drop TENSOR] [--extra TENSOR] [--seed N]
 KIND: bert (sentence-transformers layout, no name prefix) or roberta."""
 import argparse
 import json
@@ -104,6 +104,8 @@ def main():
     parser.add_argument("--dtype", default="F32", choices=["F32", "F16", "BF16"])
     parser.add_argument("--prefix", default=None)
     parser.add_argument("--drop", action="append", default=[])
+    parser.add_argument("--extra", action="append", default=[],
+                        help="add a float tensor [D] that no architecture has")
     parser.add_argument("--seed", type=int, default=1)
     args = parser.parse_args()
     os.makedirs(args.out, exist_ok=True)
@@ -139,6 +141,8 @@ def main():
         stored["lm_head.dense.weight"] = ("F32", torch.zeros(D, D))
     for name in args.drop:
         del stored[name]
+    for name in args.extra:
+        stored[name] = ("F32", torch.ones(D))
     write_safetensors(os.path.join(args.out, "model.safetensors"), stored, {"format": "pt"})
     # What tfenc must reproduce: the stored values widened to float32.
     torch.save({name: tensor.float() for name, (_, tensor) in stored.items()

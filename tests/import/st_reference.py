@@ -2,9 +2,13 @@
 """Reference sentence embeddings from sentence-transformers itself: what
 tfenc-import + tfenc-batch must reproduce.
 
-usage: st_reference.py MODEL_DIR SENTENCES.txt OUT.h5
+usage: st_reference.py MODEL_DIR SENTENCES.txt OUT.h5 [IDS.h5]
 Writes `embeddings [N, d]` (float32), one row per line of SENTENCES.txt,
-computed by SentenceTransformer.encode(..., normalize_embeddings=True)."""
+computed by SentenceTransformer.encode(..., normalize_embeddings=True), and
+`lengths [N]`, the tokens of each line after sentence-transformers'
+truncation. With IDS.h5, also writes those token ids there as tfenc's HDF5
+corpus (`tokens` [T] int32, `offsets` [N+1]), so that a model's weights can
+be checked apart from tfenc's tokenizer."""
 import sys
 
 import h5py
@@ -25,8 +29,18 @@ def main():
     print(f"st_reference: {len(sentences)} sentences, max_seq_length {model.max_seq_length}")
     embeddings = model.encode(sentences, batch_size=32, normalize_embeddings=True,
                               convert_to_numpy=True, show_progress_bar=False)
+    ids = []
+    for first in range(0, len(sentences), 64):
+        features = model.tokenize(sentences[first:first + 64])
+        for row, mask in zip(features["input_ids"], features["attention_mask"]):
+            ids.append(row[mask.bool()].numpy().astype(np.int32))
     with h5py.File(out_path, "w") as out:
         out["embeddings"] = np.asarray(embeddings, dtype=np.float32)
+        out["lengths"] = np.array([len(row) for row in ids], dtype=np.int64)
+    if len(sys.argv) > 4:
+        with h5py.File(sys.argv[4], "w") as out:
+            out["tokens"] = np.concatenate(ids)
+            out["offsets"] = np.cumsum([0] + [len(row) for row in ids]).astype(np.int64)
 
 
 if __name__ == "__main__":

@@ -1,0 +1,161 @@
+/* Paths, whole files and typed JSON getters for tfenc-import's readers. */
+#include "config.h"
+
+#include "files.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+char *import_join_path(const char *directory, const char *name)
+{
+    size_t length = strlen(directory) + strlen(name) + 2;
+    char *path = malloc(length);
+    if (path != NULL) {
+        if (directory[0] == '\0' || name[0] == '\0')
+            snprintf(path, length, "%s%s", directory, name);
+        else
+            snprintf(path, length, "%s/%s", directory, name);
+    }
+    return path;
+}
+
+int import_file_exists(const char *path)
+{
+    struct stat info;
+    return stat(path, &info) == 0 && S_ISREG(info.st_mode);
+}
+
+/* Reads the whole file into a NUL-terminated buffer. */
+int import_read_text_file(tfenc_context *ctx, const char *path, char **text, size_t *length)
+{
+    *text = NULL;
+    FILE *stream = fopen(path, "rb");
+    if (stream == NULL)
+        return tfenc_error(ctx, TFENC_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
+    size_t capacity = 4096, used = 0;
+    char *buffer = malloc(capacity);
+    while (buffer != NULL) {
+        used += fread(buffer + used, 1, capacity - used - 1, stream);
+        if (used < capacity - 1)
+            break;
+        capacity *= 2;
+        char *grown = realloc(buffer, capacity);
+        if (grown == NULL)
+            free(buffer);
+        buffer = grown;
+    }
+    int failed = ferror(stream);
+    fclose(stream);
+    if (buffer == NULL)
+        return tfenc_error(ctx, TFENC_ERR_NO_MEMORY, "%s: out of memory", path);
+    if (failed) {
+        free(buffer);
+        return tfenc_error(ctx, TFENC_ERR_IO, "%s: read error", path);
+    }
+    buffer[used] = '\0';
+    *text = buffer;
+    if (length != NULL)
+        *length = used;
+    return TFENC_OK;
+}
+
+/* Hugging Face JSON files hold integers as large as 1e30 (model_max_length
+ * for "no limit"), which jansson refuses as integers: read numbers as reals. */
+int import_load_json(tfenc_context *ctx, const char *path, json_t **json, char **text)
+{
+    char *buffer;
+    size_t length;
+    int status = import_read_text_file(ctx, path, &buffer, &length);
+    if (status != TFENC_OK)
+        return status;
+    json_error_t error;
+    *json = json_loadb(buffer, length, JSON_DECODE_INT_AS_REAL, &error);
+    if (*json == NULL) {
+        free(buffer);
+        return tfenc_error(ctx, TFENC_ERR_CONFIG, "%s:%d:%d: invalid JSON: %s", path,
+                           error.line, error.column, error.text);
+    }
+    if (!json_is_object(*json)) {
+        free(buffer);
+        json_decref(*json);
+        *json = NULL;
+        return tfenc_error(ctx, TFENC_ERR_CONFIG, "%s: expected a JSON object", path);
+    }
+    if (text != NULL)
+        *text = buffer;
+    else
+        free(buffer);
+    return TFENC_OK;
+}
+
+/* An integral number in [minimum, INT_MAX]; `default_value` when absent
+ * (a negative default_value below minimum makes the key required). */
+int import_json_int(tfenc_context *ctx, const char *path, json_t *object, const char *key,
+                    int minimum, int default_value, int *value)
+{
+    json_t *item = json_object_get(object, key);
+    if (item == NULL || json_is_null(item)) {
+        if (default_value < minimum)
+            return tfenc_error(ctx, TFENC_ERR_CONFIG, "%s: required key '%s' is missing", path,
+                               key);
+        *value = default_value;
+        return TFENC_OK;
+    }
+    double number = json_number_value(item);
+    if (!json_is_number(item) || number != floor(number) || number < minimum
+        || number > INT_MAX)
+        return tfenc_error(ctx, TFENC_ERR_CONFIG,
+                           "%s: key '%s' must be an integer >= %d", path, key, minimum);
+    *value = (int)number;
+    return TFENC_OK;
+}
+
+int import_json_bool(tfenc_context *ctx, const char *path, json_t *object, const char *key,
+                     int default_value, int *value)
+{
+    json_t *item = json_object_get(object, key);
+    if (item == NULL || json_is_null(item)) {
+        *value = default_value;
+        return TFENC_OK;
+    }
+    if (!json_is_boolean(item))
+        return tfenc_error(ctx, TFENC_ERR_CONFIG, "%s: key '%s' must be true or false", path,
+                           key);
+    *value = json_is_true(item);
+    return TFENC_OK;
+}
+
+int import_json_positive(tfenc_context *ctx, const char *path, json_t *object, const char *key,
+                         double default_value, double *value)
+{
+    json_t *item = json_object_get(object, key);
+    if (item == NULL || json_is_null(item)) {
+        *value = default_value;
+        return TFENC_OK;
+    }
+    double number = json_number_value(item);
+    if (!json_is_number(item) || !(number > 0) || !isfinite(number))
+        return tfenc_error(ctx, TFENC_ERR_CONFIG, "%s: key '%s' must be a positive number",
+                           path, key);
+    *value = number;
+    return TFENC_OK;
+}
+
+int import_json_string(tfenc_context *ctx, const char *path, json_t *object, const char *key,
+                       const char *default_value, const char **value)
+{
+    json_t *item = json_object_get(object, key);
+    if (item == NULL || json_is_null(item)) {
+        *value = default_value;
+        return TFENC_OK;
+    }
+    if (!json_is_string(item))
+        return tfenc_error(ctx, TFENC_ERR_CONFIG, "%s: key '%s' must be a string", path, key);
+    *value = json_string_value(item);
+    return TFENC_OK;
+}

@@ -1,0 +1,392 @@
+/* config.json: the architecture of a Hugging Face checkpoint, read with the
+ * defaults of the class that wrote it (transformers 4.40's configuration
+ * classes, or the published modeling code of models transformers lacks),
+ * and refused in one line where tfenc's layers cannot compute it exactly. */
+#include "config.h"
+
+#include "hf_config.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include <jansson.h>
+
+#include "files.h"
+
+#define SUPPORTED_TYPES "bert, roberta, xlm-roberta, electra, mpnet, distilbert, nomic_bert, " \
+                        "modernbert, qwen2, and bert with position_embedding_type alibi " \
+                        "(JinaBERT v2)"
+
+/* What every reader starts from: a post-norm BERT-style encoder. */
+static void set_bert_defaults(model_config *config)
+{
+    config->learned_positions = 1;
+    config->embeddings_norm = 1;
+    config->norm_bias = 1;
+    config->qkv_bias = config->out_bias = 1;
+    config->ffn_in_bias = config->ffn_out_bias = 1;
+    config->position = "none";
+}
+
+/* Maps a transformers activation name (hidden_act) to tfenc's ffn name. */
+static int read_activation(tfenc_context *ctx, const char *path, json_t *json, const char *key,
+                           const char *default_name, const char **activation)
+{
+    json_t *item = json_object_get(json, key);
+    const char *name = item == NULL ? default_name : json_string_value(item);
+    if (name != NULL && strcmp(name, "gelu") == 0)
+        *activation = "gelu";
+    else if (name != NULL
+             && (strcmp(name, "gelu_new") == 0 || strcmp(name, "gelu_pytorch_tanh") == 0))
+        *activation = "gelu_tanh";
+    else if (name != NULL && strcmp(name, "relu") == 0)
+        *activation = "relu";
+    else
+        return tfenc_error(ctx, TFENC_ERR_CONFIG, "%s: %s '%s' is not supported (tfenc-import "
+                           "maps gelu, gelu_new, gelu_pytorch_tanh and relu)", path, key,
+                           name != NULL ? name : "(not a string)");
+    return TFENC_OK;
+}
+
+/* hidden_size, num_attention_heads, num_hidden_layers, intermediate_size,
+ * vocab_size: the keys every transformers encoder config has. */
+static int read_dimensions(tfenc_context *ctx, const char *path, json_t *json,
+                           model_config *config)
+{
+    int status;
+    if ((status = import_json_int(ctx, path, json, "hidden_size", 1, -1, &config->d_model))
+        || (status = import_json_int(ctx, path, json, "num_attention_heads", 1, -1,
+                                     &config->n_heads))
+        || (status = import_json_int(ctx, path, json, "num_hidden_layers", 1, -1,
+                                     &config->n_layers))
+        || (status = import_json_int(ctx, path, json, "intermediate_size", 1, -1,
+                                     &config->ffn_width))
+        || (status = import_json_int(ctx, path, json, "vocab_size", 1, -1, &config->vocab_size)))
+        return status;
+    config->n_kv_heads = config->n_heads;
+    return TFENC_OK;
+}
+
+/* BERT, RoBERTa, XLM-R, ELECTRA, MPNet and JinaBERT v2 share BertConfig's keys. */
+static int read_bert_family(tfenc_context *ctx, const char *path, json_t *json,
+                            const char *model_type, model_config *config)
+{
+    int is_roberta = strcmp(model_type, "roberta") == 0 || strcmp(model_type, "xlm-roberta") == 0;
+    int is_mpnet = strcmp(model_type, "mpnet") == 0;
+    set_bert_defaults(config);
+    config->architecture = is_roberta ? ARCH_ROBERTA : is_mpnet ? ARCH_MPNET : ARCH_BERT;
+
+    const char *position_type;
+    int status = import_json_string(ctx, path, json, "position_embedding_type", "absolute",
+                                    &position_type);
+    if (status != TFENC_OK)
+        return status;
+    if (strcmp(model_type, "bert") == 0 && strcmp(position_type, "alibi") == 0) {
+        /* JinaBERT v2 (jinaai/jina-bert-implementation): ALiBi instead of
+         * learned positions, and a GEGLU feed-forward without input bias. */
+        const char *feed_forward;
+        if ((status = import_json_string(ctx, path, json, "feed_forward_type", "original",
+                                         &feed_forward)))
+            return status;
+        if (strcmp(feed_forward, "geglu") != 0)
+            return tfenc_error(ctx, TFENC_ERR_CONFIG, "%s: feed_forward_type '%s' is not "
+                               "supported for JinaBERT (only 'geglu')", path, feed_forward);
+        config->architecture = ARCH_JINA_BERT;
+        config->learned_positions = 0;
+        config->position = "alibi";
+        config->activation = "geglu";
+        config->ffn_in_bias = 0;
+    } else if (!is_mpnet && strcmp(position_type, "absolute") != 0) {
+        return tfenc_error(ctx, TFENC_ERR_CONFIG, "%s: position_embedding_type '%s' is not "
+                           "supported (only 'absolute', and 'alibi' for JinaBERT)", path,
+                           position_type);
+    } else if ((status = read_activation(ctx, path, json, "hidden_act", "gelu",
+                                         &config->activation))) {
+        return status;
+    }
+
+    if ((status = read_dimensions(ctx, path, json, config))
+        || (status = import_json_int(ctx, path, json, "max_position_embeddings", 1, 512,
+                                     &config->max_position_embeddings))
+        || (status = import_json_int(ctx, path, json, "type_vocab_size", 0, 2,
+                                     &config->type_vocab_size))
+        || (status = import_json_int(ctx, path, json, "pad_token_id", 0,
+                                     is_roberta || is_mpnet ? 1 : 0, &config->pad_token_id))
+        || (status = import_json_positive(ctx, path, json, "layer_norm_eps", 1e-12,
+                                          &config->layer_norm_eps)))
+        return status;
+
+    if (strcmp(model_type, "electra") == 0) {
+        /* ELECTRA projects embeddings of another width into hidden_size
+         * after their LayerNorm: tfenc's model has one width. */
+        int embedding_size;
+        if ((status = import_json_int(ctx, path, json, "embedding_size", 1, 128,
+                                      &embedding_size)))
+            return status;
+        if (embedding_size != config->d_model)
+            return tfenc_error(ctx, TFENC_ERR_CONFIG, "%s: embedding_size %d differs from "
+                               "hidden_size %d (the embeddings_project layer is not supported)",
+                               path, embedding_size, config->d_model);
+    }
+    if (is_roberta) {
+        /* RoBERTa's position ids start after padding_idx
+         * (create_position_ids_from_input_ids). */
+        config->position_offset = config->pad_token_id + 1;
+    } else if (is_mpnet) {
+        /* MPNetEmbeddings numbers positions from its padding_idx, fixed at
+         * 1, plus one; it has no token types. Its relative position bias
+         * always uses 32 buckets (compute_position_bias's default), from a
+         * table of relative_attention_num_buckets rows. */
+        config->position_offset = 2;
+        config->type_vocab_size = 0;
+        config->position = "relative_buckets";
+        if ((status = import_json_int(ctx, path, json, "relative_attention_num_buckets", 32, 32,
+                                      &config->num_buckets)))
+            return status;
+    }
+    if (config->position_offset >= config->max_position_embeddings)
+        return tfenc_error(ctx, TFENC_ERR_CONFIG, "%s: pad_token_id %d leaves no position of "
+                           "max_position_embeddings %d", path, config->pad_token_id,
+                           config->max_position_embeddings);
+    return TFENC_OK;
+}
+
+/* DistilBertConfig: dim, n_heads, n_layers, hidden_dim; LayerNorm eps fixed
+ * at 1e-12 in its modeling code; no token types. */
+static int read_distilbert(tfenc_context *ctx, const char *path, json_t *json,
+                           model_config *config)
+{
+    set_bert_defaults(config);
+    config->architecture = ARCH_DISTILBERT;
+    config->layer_norm_eps = 1e-12;
+    int status;
+    if ((status = import_json_int(ctx, path, json, "dim", 1, 768, &config->d_model))
+        || (status = import_json_int(ctx, path, json, "n_heads", 1, 12, &config->n_heads))
+        || (status = import_json_int(ctx, path, json, "n_layers", 1, 6, &config->n_layers))
+        || (status = import_json_int(ctx, path, json, "hidden_dim", 1, 3072, &config->ffn_width))
+        || (status = import_json_int(ctx, path, json, "vocab_size", 1, 30522,
+                                     &config->vocab_size))
+        || (status = import_json_int(ctx, path, json, "max_position_embeddings", 1, 512,
+                                     &config->max_position_embeddings))
+        || (status = import_json_int(ctx, path, json, "pad_token_id", 0, 0,
+                                     &config->pad_token_id))
+        || (status = read_activation(ctx, path, json, "activation", "gelu",
+                                     &config->activation)))
+        return status;
+    config->n_kv_heads = config->n_heads;
+    return TFENC_OK;
+}
+
+/* NomicBertConfig (nomic-ai/contrastors, GPT2Config keys): the post-norm
+ * encoder of nomic-embed-text with rotary positions and SwiGLU. */
+static int read_nomic_bert(tfenc_context *ctx, const char *path, json_t *json,
+                           model_config *config)
+{
+    set_bert_defaults(config);
+    config->architecture = ARCH_NOMIC_BERT;
+    config->learned_positions = 0;
+    config->position = "rope";
+    const char *activation;
+    double fraction;
+    int prenorm, rms, parallel, causal, interleaved, multiple;
+    int status;
+    if ((status = import_json_int(ctx, path, json, "n_embd", 1, 768, &config->d_model))
+        || (status = import_json_int(ctx, path, json, "n_head", 1, 12, &config->n_heads))
+        || (status = import_json_int(ctx, path, json, "n_layer", 1, 12, &config->n_layers))
+        || (status = import_json_int(ctx, path, json, "n_inner", 1, -1, &config->ffn_width))
+        || (status = import_json_int(ctx, path, json, "vocab_size", 1, -1, &config->vocab_size))
+        || (status = import_json_int(ctx, path, json, "pad_vocab_size_multiple", 1, 1,
+                                     &multiple))
+        || (status = import_json_int(ctx, path, json, "max_trained_positions", 1, 2048,
+                                     &config->max_position_embeddings))
+        || (status = import_json_int(ctx, path, json, "type_vocab_size", 0, 2,
+                                     &config->type_vocab_size))
+        || (status = import_json_positive(ctx, path, json, "layer_norm_epsilon", 1e-5,
+                                          &config->layer_norm_eps))
+        || (status = import_json_string(ctx, path, json, "activation_function", "gelu",
+                                        &activation))
+        || (status = import_json_positive(ctx, path, json, "rotary_emb_fraction", 0.0,
+                                          &fraction))
+        || (status = import_json_positive(ctx, path, json, "rotary_emb_base", 10000.0,
+                                          &config->rope_theta))
+        || (status = import_json_bool(ctx, path, json, "rotary_emb_interleaved", 0,
+                                      &interleaved))
+        || (status = import_json_bool(ctx, path, json, "qkv_proj_bias", 1, &config->qkv_bias))
+        || (status = import_json_bool(ctx, path, json, "mlp_fc1_bias", 1, &config->ffn_in_bias))
+        || (status = import_json_bool(ctx, path, json, "mlp_fc2_bias", 1,
+                                      &config->ffn_out_bias))
+        || (status = import_json_bool(ctx, path, json, "prenorm", 0, &prenorm))
+        || (status = import_json_bool(ctx, path, json, "use_rms_norm", 0, &rms))
+        || (status = import_json_bool(ctx, path, json, "parallel_block", 0, &parallel))
+        || (status = import_json_bool(ctx, path, json, "causal", 0, &causal)))
+        return status;
+    config->n_kv_heads = config->n_heads;
+    config->out_bias = config->qkv_bias;
+    /* NomicBertModel pads the vocabulary to a multiple of this. */
+    config->vocab_size = (config->vocab_size + multiple - 1) / multiple * multiple;
+    const char *refused = prenorm ? "prenorm" : rms ? "use_rms_norm" : parallel ? "parallel_block"
+                          : causal ? "causal" : interleaved ? "rotary_emb_interleaved" : NULL;
+    if (refused != NULL)
+        return tfenc_error(ctx, TFENC_ERR_CONFIG, "%s: %s = true is not supported for "
+                           "nomic_bert", path, refused);
+    if (json_object_get(json, "rotary_emb_scale_base") != NULL
+        && !json_is_null(json_object_get(json, "rotary_emb_scale_base")))
+        return tfenc_error(ctx, TFENC_ERR_CONFIG, "%s: rotary_emb_scale_base (XPos) is not "
+                           "supported", path);
+    if (strcmp(activation, "swiglu") == 0)
+        config->activation = "swiglu";
+    else if (strcmp(activation, "geglu") == 0)
+        config->activation = "geglu";
+    else
+        return tfenc_error(ctx, TFENC_ERR_CONFIG, "%s: activation_function '%s' is not "
+                           "supported for nomic_bert (swiglu or geglu)", path, activation);
+    if (config->d_model % config->n_heads != 0)
+        return TFENC_OK; /* the caller names the mismatch */
+    int head_dim = config->d_model / config->n_heads;
+    config->rope_dims = (int)(head_dim * fraction);
+    if (!(fraction > 0) || config->rope_dims % 2 != 0 || config->rope_dims > head_dim)
+        return tfenc_error(ctx, TFENC_ERR_CONFIG, "%s: rotary_emb_fraction %g gives %d rotary "
+                           "dims of a %d-wide head (need an even number, at least 2)", path,
+                           fraction, config->rope_dims, head_dim);
+    /* Beyond max_trained_positions a rotary_scaling_factor would change the
+     * frequencies (dynamic NTK): the job's inputs stop before, where they
+     * are exactly the plain rotary ones. */
+    return TFENC_OK;
+}
+
+/* ModernBertConfig (transformers 4.48): pre-norm, GEGLU, RoPE with a global
+ * and a local base, sliding-window attention on all but every n-th layer. */
+static int read_modernbert(tfenc_context *ctx, const char *path, json_t *json,
+                           model_config *config)
+{
+    set_bert_defaults(config);
+    config->architecture = ARCH_MODERNBERT;
+    config->learned_positions = 0;
+    config->pre_norm = config->final_norm = 1;
+    config->type_vocab_size = 0;
+    config->position = "rope";
+    const char *activation;
+    int attention_bias, mlp_bias, status;
+    if ((status = read_dimensions(ctx, path, json, config))
+        || (status = import_json_int(ctx, path, json, "max_position_embeddings", 1, 8192,
+                                     &config->max_position_embeddings))
+        || (status = import_json_int(ctx, path, json, "pad_token_id", 0, 50283,
+                                     &config->pad_token_id))
+        || (status = import_json_positive(ctx, path, json, "norm_eps", 1e-5,
+                                          &config->layer_norm_eps))
+        || (status = import_json_bool(ctx, path, json, "norm_bias", 0, &config->norm_bias))
+        || (status = import_json_bool(ctx, path, json, "attention_bias", 0, &attention_bias))
+        || (status = import_json_bool(ctx, path, json, "mlp_bias", 0, &mlp_bias))
+        || (status = import_json_positive(ctx, path, json, "global_rope_theta", 160000.0,
+                                          &config->rope_theta))
+        || (status = import_json_positive(ctx, path, json, "local_rope_theta", 10000.0,
+                                          &config->local_rope_theta))
+        || (status = import_json_int(ctx, path, json, "local_attention", 2, 128,
+                                     &config->local_window))
+        || (status = import_json_int(ctx, path, json, "global_attn_every_n_layers", 1, 3,
+                                     &config->global_every))
+        || (status = import_json_string(ctx, path, json, "hidden_activation", "gelu",
+                                        &activation)))
+        return status;
+    config->qkv_bias = config->out_bias = attention_bias;
+    config->ffn_in_bias = config->ffn_out_bias = mlp_bias;
+    if (strcmp(activation, "gelu") != 0)
+        return tfenc_error(ctx, TFENC_ERR_CONFIG, "%s: hidden_activation '%s' is not supported "
+                           "for modernbert (only 'gelu', as GEGLU)", path, activation);
+    config->activation = "geglu";
+    config->rope_dims = config->d_model / config->n_heads;
+    return TFENC_OK;
+}
+
+/* Qwen2Config (transformers 4.40): the decoder of GTE-Qwen2 and similar
+ * embedders. */
+static int read_qwen2(tfenc_context *ctx, const char *path, json_t *json, model_config *config)
+{
+    config->architecture = ARCH_QWEN2;
+    config->position = "rope";
+    config->rms_norm = 1;
+    config->pre_norm = config->final_norm = config->causal = 1;
+    config->qkv_bias = 1; /* q_proj, k_proj, v_proj have biases; o_proj and the MLP none */
+    const char *activation;
+    int sliding, status;
+    if ((status = read_dimensions(ctx, path, json, config))
+        || (status = import_json_int(ctx, path, json, "num_key_value_heads", 1, config->n_heads,
+                                     &config->n_kv_heads))
+        || (status = import_json_int(ctx, path, json, "max_position_embeddings", 1, 32768,
+                                     &config->max_position_embeddings))
+        || (status = import_json_positive(ctx, path, json, "rms_norm_eps", 1e-6,
+                                          &config->layer_norm_eps))
+        || (status = import_json_positive(ctx, path, json, "rope_theta", 10000.0,
+                                          &config->rope_theta))
+        || (status = import_json_bool(ctx, path, json, "use_sliding_window", 0, &sliding))
+        || (status = import_json_string(ctx, path, json, "hidden_act", "silu", &activation)))
+        return status;
+    if (strcmp(activation, "silu") != 0)
+        return tfenc_error(ctx, TFENC_ERR_CONFIG, "%s: hidden_act '%s' is not supported for "
+                           "qwen2 (only 'silu', as SwiGLU)", path, activation);
+    config->activation = "swiglu";
+    if (sliding)
+        return tfenc_error(ctx, TFENC_ERR_CONFIG, "%s: use_sliding_window = true is not "
+                           "supported", path);
+    json_t *scaling = json_object_get(json, "rope_scaling");
+    if (scaling != NULL && !json_is_null(scaling))
+        return tfenc_error(ctx, TFENC_ERR_CONFIG, "%s: rope_scaling is not supported", path);
+    if (config->n_heads % config->n_kv_heads != 0)
+        return tfenc_error(ctx, TFENC_ERR_CONFIG, "%s: num_key_value_heads %d does not divide "
+                           "num_attention_heads %d", path, config->n_kv_heads, config->n_heads);
+    config->rope_dims = config->d_model / config->n_heads;
+    return TFENC_OK;
+}
+
+int import_read_config(importer *self)
+{
+    tfenc_context *ctx = self->ctx;
+    model_config *config = &self->config;
+    char *path = import_join_path(self->transformer_dir, "config.json");
+    if (path == NULL)
+        return tfenc_error(ctx, TFENC_ERR_NO_MEMORY, "out of memory");
+    json_t *json = NULL;
+    int status = import_load_json(ctx, path, &json, &config->config_text);
+    if (status != TFENC_OK)
+        goto done;
+
+    const char *model_type = json_string_value(json_object_get(json, "model_type"));
+    if (model_type == NULL) {
+        status = tfenc_error(ctx, TFENC_ERR_CONFIG, "%s: required key 'model_type' is missing "
+                             "or not a string", path);
+        goto done;
+    }
+    if ((config->model_type = strdup(model_type)) == NULL) {
+        status = tfenc_error(ctx, TFENC_ERR_NO_MEMORY, "out of memory");
+        goto done;
+    }
+    static const char *const bert_family[] = {"bert", "roberta", "xlm-roberta", "electra",
+                                              "mpnet"};
+    int in_bert_family = 0;
+    for (size_t i = 0; i < sizeof bert_family / sizeof bert_family[0]; i++)
+        in_bert_family |= strcmp(model_type, bert_family[i]) == 0;
+    if (in_bert_family)
+        status = read_bert_family(ctx, path, json, model_type, config);
+    else if (strcmp(model_type, "distilbert") == 0)
+        status = read_distilbert(ctx, path, json, config);
+    else if (strcmp(model_type, "nomic_bert") == 0)
+        status = read_nomic_bert(ctx, path, json, config);
+    else if (strcmp(model_type, "modernbert") == 0)
+        status = read_modernbert(ctx, path, json, config);
+    else if (strcmp(model_type, "qwen2") == 0)
+        status = read_qwen2(ctx, path, json, config);
+    else
+        status = tfenc_error(ctx, TFENC_ERR_CONFIG, "%s: model_type '%s' is not supported "
+                             "(tfenc-import reads " SUPPORTED_TYPES ")", path, model_type);
+    if (status != TFENC_OK)
+        goto done;
+    if (config->d_model % config->n_heads != 0) {
+        status = tfenc_error(ctx, TFENC_ERR_CONFIG, "%s: hidden_size %d is not a multiple of "
+                             "num_attention_heads %d", path, config->d_model, config->n_heads);
+        goto done;
+    }
+done:
+    json_decref(json);
+    free(path);
+    return status;
+}

@@ -1,0 +1,124 @@
+/* What tfenc-import learns about one Hugging Face model folder, filled in
+ * by the readers (hf_config, sentence_transformers, tokenizer_files,
+ * tensor_map) and read by the writers (weights_writer, job_writer). */
+#ifndef TFENC_IMPORT_IMPORTER_H
+#define TFENC_IMPORT_IMPORTER_H
+
+#include <stdint.h>
+
+#include <jansson.h>
+
+#include "context.h"
+#include "safetensors.h"
+
+#define IMPORTER_VERSION "tfenc-import " PACKAGE_VERSION
+
+/* How the weights file stores the tensors. */
+typedef enum storage_dtype { STORAGE_FLOAT32, STORAGE_FLOAT16, STORAGE_BFLOAT16 } storage_dtype;
+extern const char *const import_storage_names[3]; /* "float32", "float16", "bfloat16" */
+
+/* The architectures tfenc-import maps (docs/models.md). */
+typedef enum architecture {
+    ARCH_BERT,       /* bert, and electra with embedding_size = hidden_size */
+    ARCH_ROBERTA,    /* roberta, xlm-roberta: BERT with positions from pad_token_id + 1 */
+    ARCH_MPNET,      /* BERT-like, relative position buckets shared by all layers */
+    ARCH_DISTILBERT, /* BERT without token types, its own tensor names */
+    ARCH_JINA_BERT,  /* bert with position_embedding_type alibi: ALiBi, GEGLU */
+    ARCH_NOMIC_BERT, /* post-norm, RoPE, fused QKV, SwiGLU */
+    ARCH_MODERNBERT, /* pre-norm, RoPE, alternating global and local attention, GEGLU */
+    ARCH_QWEN2       /* decoder: RMSNorm, RoPE, grouped-query causal attention, SwiGLU */
+} architecture;
+
+/* What config.json says about the architecture, in tfenc's terms. */
+typedef struct model_config {
+    char *model_type;            /* as config.json names it */
+    architecture architecture;
+    int d_model;                 /* hidden_size */
+    int n_heads;                 /* num_attention_heads */
+    int n_kv_heads;              /* key/value heads (grouped-query attention), else n_heads */
+    int n_layers;                /* num_hidden_layers */
+    int ffn_width;               /* intermediate_size */
+    int vocab_size;
+    int max_position_embeddings; /* rows of the position table, or the longest input */
+    int type_vocab_size;         /* rows of the token-type table (0: none) */
+    int pad_token_id;
+    int position_offset;         /* RoBERTa numbers positions from pad_token_id + 1 */
+    int learned_positions;       /* the embedding adds a learned position vector */
+    double layer_norm_eps;
+    int rms_norm;                /* rmsnorm rather than layernorm */
+    int norm_bias;               /* the layer norms have a bias */
+    int pre_norm;                /* x + f(norm(x)) rather than norm(x + f(x)) */
+    int final_norm;              /* a norm after the last block (pre-norm models) */
+    int embeddings_norm;         /* a norm right after the embedding */
+    const char *activation;      /* tfenc's ffn activation: gelu, gelu_tanh, relu, swiglu, geglu */
+    int qkv_bias;                /* the Q, K, V projections have biases */
+    int out_bias;                /* the attention output projection has a bias */
+    int ffn_in_bias;             /* the first FFN linear(s) have biases */
+    int ffn_out_bias;            /* the second FFN linear has a bias */
+    const char *position;        /* mha position: none, rope, alibi, relative_buckets */
+    double rope_theta;           /* rope: base (global layers of ModernBERT) */
+    int rope_dims;               /* rope: rotated dims of each head */
+    double local_rope_theta;     /* ModernBERT's local layers */
+    int local_window;            /* ModernBERT: local layers see |i - j| <= local_window / 2 */
+    int global_every;            /* ModernBERT: layer i is global when i % global_every == 0 */
+    int num_buckets;             /* relative_buckets: rows of the bias table */
+    int causal;                  /* decoder: token i sees tokens j <= i */
+    char *config_text;           /* config.json as read, stored in the weights file */
+} model_config;
+
+/* The WordPiece tokenizer settings stored under /tokenizer. */
+typedef struct tokenizer_settings {
+    int present;                 /* vocab.txt exists */
+    int do_lower_case;
+    int strip_accents;           /* 1, 0, or -1 = follow do_lower_case */
+    int tokenize_chinese_chars;
+    char *special[4];            /* cls, sep, unk, pad */
+    char *vocab_text;            /* vocab.txt, its newlines replaced by NULs */
+    const char **vocab;          /* [vocab_count] pointers into vocab_text */
+    int vocab_count;
+} tokenizer_settings;
+
+/* Keys of the four special tokens, in the order of tokenizer_settings.special. */
+extern const char *const import_special_names[4];
+
+/* The sentence-transformers head (modules.json), if the model has one, and
+ * its prompts (config_sentence_transformers.json). */
+typedef struct pooling_settings {
+    int present;
+    const char *mode;           /* tfenc's pooling mode: cls, mean, max, mean_sqrt_len,
+                                 * weightedmean, lasttoken */
+    int normalize;
+    json_t *prompts;            /* {"name": "text", ...} or NULL (owned) */
+    const char *default_prompt; /* default_prompt_name, or NULL (in prompts) */
+} pooling_settings;
+
+/* One source tensor (or a block of its rows) and where it goes in the
+ * weights file. */
+typedef struct tensor_plan {
+    char source[160]; /* name in model.safetensors, prefix included */
+    char target[96];  /* HDF5 dataset path */
+    int rank;
+    int64_t dims[2];  /* the shape written */
+    int64_t source_rows; /* rows of the source tensor (dims[0] unless a block is taken) */
+    int64_t first_row;   /* the block starts at this row of the source */
+    int zeros;           /* no source: a dataset of zeros */
+    const tfenc_safetensors_tensor *tensor; /* NULL for zeros */
+} tensor_plan;
+
+typedef struct importer {
+    tfenc_context *ctx;
+    char *model_dir;       /* the directory as given */
+    char *transformer_dir; /* where config.json lives (modules.json may name a subfolder) */
+    model_config config;
+    tokenizer_settings tokenizer;
+    pooling_settings pooling;
+    int max_length;        /* longest input in tokens, special tokens included */
+    storage_dtype dtype;
+    tfenc_safetensors *weights;
+    tensor_plan *plan;
+    int plan_count;
+    long long n_parameters;
+    const char *warning;   /* printed by main() when the import still succeeds */
+} importer;
+
+#endif

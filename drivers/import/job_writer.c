@@ -1,0 +1,294 @@
+/* Writes the job file (docs/job-file.md) that runs an imported model as
+ * its reference implementation does. */
+#include "config.h"
+
+#include "job_writer.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <jansson.h>
+
+#include "files.h"
+
+/* `target` relative to directory `from` (both absolute and normalised by
+ * realpath), so that the job keeps working when both move together. */
+static char *relative_path(const char *from, const char *target)
+{
+    /* `common` ends the longest run of whole components both share. */
+    size_t common = 0;
+    for (size_t i = 0;; i++) {
+        int from_end = from[i] == '/' || from[i] == '\0';
+        int target_end = target[i] == '/' || target[i] == '\0';
+        if (from_end && target_end)
+            common = i;
+        if (from[i] != target[i] || from[i] == '\0')
+            break;
+    }
+    int ups = 0;
+    for (size_t i = common; from[i] != '\0'; i++)
+        ups += from[i] != '/' && (i == 0 || from[i - 1] == '/');
+    const char *rest = target + common;
+    while (*rest == '/')
+        rest++;
+    char *result = malloc((size_t)ups * 3 + strlen(rest) + 1);
+    if (result == NULL)
+        return NULL;
+    result[0] = '\0';
+    for (int i = 0; i < ups; i++)
+        strcat(result, "../");
+    strcat(result, rest);
+    return result;
+}
+
+/* The absolute directory holding `path` (which need not exist yet). */
+static char *absolute_directory(const char *path)
+{
+    char *copy = strdup(path);
+    if (copy == NULL)
+        return NULL;
+    char *slash = strrchr(copy, '/');
+    if (slash == copy)
+        slash[1] = '\0';
+    else if (slash != NULL)
+        *slash = '\0';
+    char *result = realpath(slash != NULL ? copy : ".", NULL);
+    free(copy);
+    return result;
+}
+
+/* The shortest decimal form that reads back as exactly `value` ("1e-12"). */
+static void format_double(char *text, size_t size, double value)
+{
+    for (int precision = 1; precision <= 17; precision++) {
+        snprintf(text, size, "%.*g", precision, value);
+        if (strtod(text, NULL) == value)
+            return;
+    }
+}
+
+/* A norm section of the model's kind, or nothing for a layer without one. */
+static void write_norm(FILE *out, const char *section, const model_config *c)
+{
+    char eps[32];
+    format_double(eps, sizeof eps, c->layer_norm_eps);
+    fprintf(out, "[%s]\ntype = %s\neps = %s\n", section, c->rms_norm ? "rmsnorm" : "layernorm",
+            eps);
+    if (!c->rms_norm && !c->norm_bias)
+        fprintf(out, "bias = false\n");
+    fprintf(out, "\n");
+}
+
+/* The attention sublayer [BLOCK.attention] of layer `layer` (ModernBERT's
+ * layers differ: global ones see the whole sequence with one RoPE base,
+ * local ones a window with another). */
+static void write_attention(FILE *out, const char *block, const model_config *c, int layer)
+{
+    fprintf(out, "[%s.attention]\ntype = mha\nn_heads = %d\n", block, c->n_heads);
+    if (c->n_kv_heads != c->n_heads)
+        fprintf(out, "n_kv_heads = %d\n", c->n_kv_heads);
+    if (!c->qkv_bias)
+        fprintf(out, "bias = false\n");
+    if (c->out_bias != c->qkv_bias)
+        fprintf(out, "out_bias = %s\n", c->out_bias ? "true" : "false");
+    if (c->causal)
+        fprintf(out, "causal = true\n");
+    if (strcmp(c->position, "none") != 0)
+        fprintf(out, "position = %s\n", c->position);
+    if (strcmp(c->position, "relative_buckets") == 0)
+        /* transformers' MPNet: 32 buckets whatever the table holds, 128 the
+         * distance of the last. */
+        fprintf(out, "num_buckets = 32\nmax_distance = 128\n");
+    if (strcmp(c->position, "rope") == 0) {
+        int local = c->global_every > 0 && layer % c->global_every != 0;
+        char theta[32];
+        format_double(theta, sizeof theta, local ? c->local_rope_theta : c->rope_theta);
+        fprintf(out, "rope_theta = %s\n", theta);
+        if (c->rope_dims != c->d_model / c->n_heads)
+            fprintf(out, "rope_dims = %d\n", c->rope_dims);
+        if (local)
+            fprintf(out, "window = %d\n", c->local_window / 2);
+    }
+    fprintf(out, "\n");
+}
+
+/* Block `name` of `repeat` layers from layer `first` on, its weights in
+ * `weights` (a template with {i}, or one group). */
+static void write_block(FILE *out, const char *name, int repeat, const char *weights,
+                        const model_config *c, int first)
+{
+    fprintf(out, "[%s]\nrepeat = %d\nnorm_position = %s\n", name, repeat,
+            c->pre_norm ? "pre" : "post");
+    if (weights != NULL)
+        fprintf(out, "weights = %s\n", weights);
+    fprintf(out, "\n");
+    write_attention(out, name, c, first);
+    char section[64];
+    /* ModernBERT's first layer has no norm before its attention. */
+    if (!(c->architecture == ARCH_MODERNBERT && first == 0)) {
+        snprintf(section, sizeof section, "%s.attention.norm", name);
+        write_norm(out, section, c);
+    }
+    fprintf(out, "[%s.ffn]\ntype = ffn\nactivation = %s\n", name, c->activation);
+    if (!c->ffn_in_bias && !c->ffn_out_bias)
+        fprintf(out, "bias = false\n");
+    fprintf(out, "\n");
+    snprintf(section, sizeof section, "%s.ffn.norm", name);
+    write_norm(out, section, c);
+}
+
+/* The layers: embedding, its norm, the blocks, the final norm. */
+static void write_layers(FILE *out, const model_config *c)
+{
+    fprintf(out, "[embeddings]\ntype = embedding\nlearned_positions = %s\ntoken_types = %s\n",
+            c->learned_positions ? "true" : "false", c->type_vocab_size > 0 ? "true" : "false");
+    if (c->position_offset != 0)
+        fprintf(out, "; %s numbers positions from padding_idx + 1.\nposition_offset = %d\n",
+                c->architecture == ARCH_MPNET ? "MPNet" : "RoBERTa", c->position_offset);
+    fprintf(out, "\n");
+    if (c->embeddings_norm)
+        write_norm(out, "embeddings_norm", c);
+    if (c->architecture == ARCH_MODERNBERT) {
+        /* Layers differ (global or local attention, no first attention norm):
+         * one block per layer, each reading its own group. */
+        for (int layer = 0; layer < c->n_layers; layer++) {
+            char name[32], weights[48];
+            snprintf(name, sizeof name, "layer_%d", layer);
+            snprintf(weights, sizeof weights, "encoder/%d", layer);
+            write_block(out, name, 1, weights, c, layer);
+        }
+    } else {
+        write_block(out, "encoder", c->n_layers, NULL, c, 0);
+    }
+    if (c->final_norm)
+        write_norm(out, "final_norm", c);
+}
+
+/* A JSON string that INI carries unchanged: inih strips the spaces around a
+ * value (prompts often end in one) and may take ';' or '#' for a comment,
+ * so the value is quoted and those characters escaped. NULL when out of
+ * memory. */
+static char *ini_json_string(const char *text)
+{
+    json_t *string = json_string(text);
+    char *dumped = string != NULL ? json_dumps(string, JSON_ENCODE_ANY | JSON_ENSURE_ASCII) : NULL;
+    json_decref(string);
+    if (dumped == NULL)
+        return NULL;
+    char *result = malloc(strlen(dumped) * 6 + 1);
+    if (result != NULL) {
+        char *end = result;
+        for (const char *p = dumped; *p != '\0'; p++)
+            end += *p == ';' ? sprintf(end, "\\u003b") : *p == '#' ? sprintf(end, "\\u0023")
+                                                                     : sprintf(end, "%c", *p);
+    }
+    free(dumped);
+    return result;
+}
+
+/* [prompts]: sentence-transformers' named prompts, NAME = "text" (a JSON
+ * string), which `[job] prompt = NAME` selects. */
+static int write_prompts(importer *self, FILE *out, const char *job_path)
+{
+    json_t *prompts = self->pooling.prompts;
+    if (prompts == NULL || json_object_size(prompts) == 0)
+        return TFENC_OK;
+    fprintf(out, "\n; sentence-transformers' prompts (config_sentence_transformers.json), put\n"
+                 "; before each document by `[job] prompt = NAME`. Each value is a JSON\n"
+                 "; string: quoted, so that spaces at its ends stay.\n[prompts]\n");
+    const char *name;
+    json_t *value;
+    json_object_foreach(prompts, name, value) {
+        char *text = ini_json_string(json_string_value(value));
+        if (text == NULL)
+            return tfenc_error(self->ctx, TFENC_ERR_NO_MEMORY, "%s: out of memory", job_path);
+        fprintf(out, "%s = %s\n", name, text);
+        free(text);
+    }
+    return TFENC_OK;
+}
+
+int import_write_job(importer *self, const char *job_tmp, const char *job_path,
+                     const char *weights_path)
+{
+    tfenc_context *ctx = self->ctx;
+    const model_config *c = &self->config;
+    char *job_dir = absolute_directory(job_path);
+    char *weights_dir = absolute_directory(weights_path);
+    const char *weights_name = strrchr(weights_path, '/');
+    weights_name = weights_name != NULL ? weights_name + 1 : weights_path;
+    char *weights_absolute = weights_dir != NULL ? import_join_path(weights_dir, weights_name)
+                                                 : NULL;
+    char *weights_relative = job_dir != NULL && weights_absolute != NULL
+                             ? relative_path(job_dir, weights_absolute) : NULL;
+    int status = TFENC_OK;
+    FILE *out = NULL;
+    if (weights_relative == NULL) {
+        status = tfenc_error(ctx, TFENC_ERR_IO, "%s: cannot resolve the directories of the job "
+                             "and of %s", job_path, weights_path);
+        goto done;
+    }
+    if (strpbrk(weights_relative, "\n;#") != NULL) {
+        status = tfenc_error(ctx, TFENC_ERR_CONFIG, "%s: the weights path '%s' holds a "
+                             "character a job file cannot carry (newline, ';' or '#')", job_path,
+                             weights_relative);
+        goto done;
+    }
+    out = fopen(job_tmp, "w");
+    if (out == NULL) {
+        status = tfenc_error(ctx, TFENC_ERR_IO, "%s: cannot create: %s", job_tmp,
+                             strerror(errno));
+        goto done;
+    }
+    char *source = realpath(self->model_dir, NULL);
+    fprintf(out, "; Written by %s from %s\n; (%s, %d layers, d_model %d, %lld parameters).\n",
+            IMPORTER_VERSION, source != NULL ? source : self->model_dir, c->model_type,
+            c->n_layers, c->d_model, self->n_parameters);
+    free(source);
+    fprintf(out, "; `input` is a placeholder: point it at a corpus (one document per line)\n"
+                 "; here or on the command line, e.g.\n"
+                 ";   tfenc-batch --set job.input=corpus.txt --set job.output=out.h5 JOB\n\n");
+    fprintf(out, "[job]\n");
+    if (!self->tokenizer.present)
+        fprintf(out, "; This model has no WordPiece vocabulary: give it HDF5 token ids.\n"
+                     "input = tokens.h5\ninput_format = hdf5\n");
+    else
+        fprintf(out, "input = corpus.txt\n");
+    fprintf(out, "output = embeddings.h5\nmax_seq_len = %d\n", self->max_length);
+    if (self->pooling.default_prompt != NULL)
+        fprintf(out, "; sentence-transformers' default_prompt_name: the prompt every document\n"
+                     "; gets (see [prompts]).\nprompt = %s\n", self->pooling.default_prompt);
+    fprintf(out, "\n");
+    fprintf(out, "[model]\nweights = %s\nd_model = %d\nvocab_size = %d\nmax_positions = %d\n\n",
+            weights_relative, c->d_model, c->vocab_size,
+            c->max_position_embeddings - c->position_offset);
+    if (self->tokenizer.present)
+        fprintf(out, "; No [tokenizer] section: the vocabulary and its settings are read\n"
+                     "; from the weights file (/tokenizer).\n\n");
+    write_layers(out, c);
+    /* Every layer section ends in a blank line. */
+    if (self->pooling.present)
+        fprintf(out, "[pooling]\ntype = pooling\nmode = %s\nnormalize = %s\n",
+                self->pooling.mode, self->pooling.normalize ? "true" : "false");
+    else
+        fprintf(out, "; No sentence-transformers pooling in the checkpoint: the output holds\n"
+                     "; per-token hidden states. Add a [pooling] section for one vector each.\n");
+    if ((status = write_prompts(self, out, job_path)) != TFENC_OK)
+        goto done;
+    if (fclose(out) != 0) {
+        out = NULL;
+        status = tfenc_error(ctx, TFENC_ERR_IO, "%s: write error: %s", job_tmp, strerror(errno));
+        goto done;
+    }
+    out = NULL;
+done:
+    if (out != NULL)
+        fclose(out);
+    free(job_dir);
+    free(weights_dir);
+    free(weights_absolute);
+    free(weights_relative);
+    return status;
+}

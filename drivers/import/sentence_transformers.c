@@ -1,0 +1,208 @@
+/* The sentence-transformers files of a model folder: modules.json and the
+ * Pooling module's config.json. */
+#include "config.h"
+
+#include "sentence_transformers.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include <jansson.h>
+
+#include "files.h"
+
+/* Type names look like "sentence_transformers.models.Pooling". */
+static int module_is(const char *type, const char *name)
+{
+    size_t type_length = strlen(type), name_length = strlen(name);
+    return type_length >= name_length && strcmp(type + type_length - name_length, name) == 0
+           && (type_length == name_length || type[type_length - name_length - 1] == '.');
+}
+
+int import_read_pooling(importer *self, const char *directory)
+{
+    tfenc_context *ctx = self->ctx;
+    char *path = import_join_path(directory, "config.json");
+    if (path == NULL)
+        return tfenc_error(ctx, TFENC_ERR_NO_MEMORY, "out of memory");
+    json_t *json = NULL;
+    int status = import_load_json(ctx, path, &json, NULL);
+    if (status != TFENC_OK)
+        goto done;
+    static const struct {
+        const char *key;
+        const char *mode; /* tfenc's name (plugins/pooling.c) */
+    } modes[] = {
+        {"pooling_mode_cls_token", "cls"},
+        {"pooling_mode_mean_tokens", "mean"},
+        {"pooling_mode_max_tokens", "max"},
+        {"pooling_mode_mean_sqrt_len_tokens", "mean_sqrt_len"},
+        {"pooling_mode_weightedmean_tokens", "weightedmean"},
+        {"pooling_mode_lasttoken", "lasttoken"},
+    };
+    int n_enabled = 0;
+    for (size_t i = 0; i < sizeof modes / sizeof modes[0]; i++) {
+        int enabled = 0;
+        if ((status = import_json_bool(ctx, path, json, modes[i].key, 0, &enabled)) != TFENC_OK)
+            goto done;
+        if (!enabled)
+            continue;
+        self->pooling.mode = modes[i].mode;
+        n_enabled++;
+    }
+    if (n_enabled != 1) {
+        status = tfenc_error(ctx, TFENC_ERR_CONFIG, "%s: exactly one pooling mode must be true "
+                             "(found %d; sentence-transformers concatenates several, tfenc does "
+                             "not)", path, n_enabled);
+        goto done;
+    }
+    /* include_prompt = false leaves the prompt's tokens out of the pooling
+     * (INSTRUCTOR-style models); tfenc pools every token. */
+    int include_prompt;
+    if ((status = import_json_bool(ctx, path, json, "include_prompt", 1, &include_prompt)))
+        goto done;
+    if (!include_prompt) {
+        status = tfenc_error(ctx, TFENC_ERR_CONFIG, "%s: include_prompt = false is not "
+                             "supported (tfenc pools the prompt's tokens too)", path);
+        goto done;
+    }
+    int width;
+    if ((status = import_json_int(ctx, path, json, "word_embedding_dimension", 1,
+                                  self->config.d_model, &width)) != TFENC_OK)
+        goto done;
+    if (width != self->config.d_model) {
+        status = tfenc_error(ctx, TFENC_ERR_CONFIG, "%s: word_embedding_dimension %d differs "
+                             "from hidden_size %d", path, width, self->config.d_model);
+        goto done;
+    }
+    self->pooling.present = 1;
+done:
+    json_decref(json);
+    free(path);
+    return status;
+}
+
+/* modules.json lists the sentence-transformers pipeline: Transformer,
+ * Pooling, optional Normalize. Anything else (Dense, ...) would change the
+ * embeddings in ways the job cannot express, so it is refused. The Pooling
+ * folder is returned in *pooling_dir (NULL when there is none). */
+int import_read_modules(importer *self, char **pooling_dir)
+{
+    tfenc_context *ctx = self->ctx;
+    *pooling_dir = NULL;
+    char *path = import_join_path(self->model_dir, "modules.json");
+    if (path == NULL)
+        return tfenc_error(ctx, TFENC_ERR_NO_MEMORY, "out of memory");
+    int status = TFENC_OK;
+    json_t *json = NULL;
+    char *text = NULL;
+    if (!import_file_exists(path))
+        goto done;
+    if ((status = import_read_text_file(ctx, path, &text, NULL)) != TFENC_OK)
+        goto done;
+    json_error_t error;
+    json = json_loads(text, 0, &error);
+    if (json == NULL || !json_is_array(json)) {
+        status = tfenc_error(ctx, TFENC_ERR_CONFIG, "%s:%d: expected a JSON array of modules%s%s",
+                             path, json == NULL ? error.line : 1, json == NULL ? ": " : "",
+                             json == NULL ? error.text : "");
+        goto done;
+    }
+    size_t index;
+    json_t *module;
+    json_array_foreach(json, index, module) {
+        const char *type = json_string_value(json_object_get(module, "type"));
+        const char *module_path = json_string_value(json_object_get(module, "path"));
+        if (type == NULL || module_path == NULL || module_path[0] == '/'
+            || strstr(module_path, "..") != NULL) {
+            status = tfenc_error(ctx, TFENC_ERR_CONFIG, "%s: module %zu needs string 'type' "
+                                 "and 'path' keys (a path inside the model directory)", path,
+                                 index);
+            goto done;
+        }
+        char **slot = NULL;
+        if (module_is(type, "Transformer") && index == 0)
+            slot = &self->transformer_dir;
+        else if (module_is(type, "Pooling") && index == 1)
+            slot = pooling_dir;
+        else if (module_is(type, "Normalize") && index == 2 && *pooling_dir != NULL)
+            self->pooling.normalize = 1;
+        else {
+            status = tfenc_error(ctx, TFENC_ERR_CONFIG, "%s: module %zu of type '%s' is not "
+                                 "supported here (tfenc-import reads Transformer, Pooling, "
+                                 "Normalize in that order)", path, index, type);
+            goto done;
+        }
+        if (slot != NULL) {
+            free(*slot);
+            if ((*slot = import_join_path(self->model_dir, module_path)) == NULL) {
+                status = tfenc_error(ctx, TFENC_ERR_NO_MEMORY, "out of memory");
+                goto done;
+            }
+        }
+    }
+done:
+    if (status != TFENC_OK) {
+        free(*pooling_dir);
+        *pooling_dir = NULL;
+    }
+    free(text);
+    json_decref(json);
+    free(path);
+    return status;
+}
+
+int import_read_prompts(importer *self)
+{
+    tfenc_context *ctx = self->ctx;
+    char *path = import_join_path(self->model_dir, "config_sentence_transformers.json");
+    if (path == NULL)
+        return tfenc_error(ctx, TFENC_ERR_NO_MEMORY, "out of memory");
+    json_t *json = NULL;
+    int status = TFENC_OK;
+    if (!import_file_exists(path) || (status = import_load_json(ctx, path, &json, NULL)))
+        goto done;
+    json_t *prompts = json_object_get(json, "prompts");
+    if (prompts == NULL || json_is_null(prompts))
+        goto done;
+    if (!json_is_object(prompts)) {
+        status = tfenc_error(ctx, TFENC_ERR_CONFIG, "%s: 'prompts' must be an object of "
+                             "name: text", path);
+        goto done;
+    }
+    const char *name;
+    json_t *text;
+    json_object_foreach(prompts, name, text) {
+        /* Names become keys of the job's [prompts] section. */
+        size_t length = strlen(name);
+        if (length == 0 || strspn(name, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+                                        "0123456789_.-") != length) {
+            status = tfenc_error(ctx, TFENC_ERR_CONFIG, "%s: prompt name '%s' is not made of "
+                                 "letters, digits, '_', '.' and '-'", path, name);
+            goto done;
+        }
+        if (!json_is_string(text)) {
+            status = tfenc_error(ctx, TFENC_ERR_CONFIG, "%s: prompt '%s' is not a string",
+                                 path, name);
+            goto done;
+        }
+    }
+    const char *default_name;
+    if ((status = import_json_string(ctx, path, json, "default_prompt_name", NULL,
+                                     &default_name)))
+        goto done;
+    if (default_name != NULL && json_object_get(prompts, default_name) == NULL) {
+        status = tfenc_error(ctx, TFENC_ERR_CONFIG, "%s: default_prompt_name '%s' is not one "
+                             "of the prompts", path, default_name);
+        goto done;
+    }
+    self->pooling.prompts = json_incref(prompts);
+    /* The name as a key of `prompts`, which outlives `json`. */
+    if (default_name != NULL)
+        self->pooling.default_prompt = json_object_iter_key(json_object_iter_at(prompts,
+                                                                                default_name));
+done:
+    json_decref(json);
+    free(path);
+    return status;
+}

@@ -1,0 +1,488 @@
+/* Which tensor of model.safetensors becomes which dataset of the weights
+ * file (docs/weights.md), per architecture; every tensor is found and its
+ * shape and dtype checked before anything is written. */
+#include "config.h"
+
+#include "tensor_map.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "files.h"
+
+/* One tensor of the map. Names are printf patterns: %d is the layer index
+ * (rules of the per-layer table; a source without %d is one tensor that
+ * every layer's group receives a copy of). */
+typedef struct tensor_rule {
+    const char *source; /* name in the checkpoint, after the prefix; "" writes zeros (a
+                         * bias the model lacks where the tfenc layer has one for all
+                         * its linear maps) */
+    const char *target; /* dataset in the weights file */
+    const char *shape;  /* one letter per dimension, see dimension() */
+    const char *when;   /* conditions that must all hold, see applies(); "" always */
+    char half;          /* 0: the whole tensor; '1' / '2': the first / second half of its
+                         * rows (a fused gate-and-up projection) */
+} tensor_rule;
+
+/* The map of one architecture. */
+typedef struct tensor_map {
+    const char *const *prefixes; /* tried in order: task models wrap the bare one */
+    const tensor_rule *model;    /* once per model; the first one locates the prefix */
+    const tensor_rule *const *layer; /* tables applied once per layer, NULL-terminated */
+    /* Tensors under the prefix that the model does not compute with and
+     * that tfenc may leave out (name prefixes); any other unused float
+     * tensor means the checkpoint holds a part tfenc's map does not know. */
+    const char *const *unused;
+} tensor_map;
+
+/* Sizes by letter: d d_model, f ffn width, g 2 f, v vocabulary, p positions,
+ * t token types, k key/value width, q d + 2 k (fused Q, K, V), b relative
+ * position buckets, h heads. */
+static int64_t dimension(const model_config *c, char letter)
+{
+    int64_t head_dim = c->d_model / c->n_heads, kv = (int64_t)c->n_kv_heads * head_dim;
+    switch (letter) {
+    case 'd': return c->d_model;
+    case 'f': return c->ffn_width;
+    case 'g': return 2 * (int64_t)c->ffn_width;
+    case 'v': return c->vocab_size;
+    case 'p': return c->max_position_embeddings;
+    case 't': return c->type_vocab_size;
+    case 'k': return kv;
+    case 'q': return c->d_model + 2 * kv;
+    case 'b': return c->num_buckets;
+    default: return c->n_heads; /* 'h' */
+    }
+}
+
+/* Conditions by letter: t token types, q Q/K/V biases, o output projection
+ * bias, i first FFN linear bias, u second FFN linear bias, n norm biases,
+ * l a layer after the first (ModernBERT's layer 0 has no attention norm);
+ * I and U: only the second (I) or only the first (U) FFN linear has a bias,
+ * so that the ffn layer, whose `bias` key covers both, needs zeros for the
+ * other. */
+static int applies(const model_config *c, const char *when, int layer)
+{
+    for (; *when != '\0'; when++) {
+        int holds = *when == 't' ? c->type_vocab_size > 0 : *when == 'q' ? c->qkv_bias
+                    : *when == 'o' ? c->out_bias : *when == 'i' ? c->ffn_in_bias
+                    : *when == 'u' ? c->ffn_out_bias : *when == 'n' ? c->norm_bias
+                    : *when == 'I' ? !c->ffn_in_bias && c->ffn_out_bias
+                    : *when == 'U' ? c->ffn_in_bias && !c->ffn_out_bias
+                    : layer > 0; /* 'l' */
+        if (!holds)
+            return 0;
+    }
+    return 1;
+}
+
+static const char *const no_unused[] = {NULL};
+static const char *const bert_unused[] = {"pooler.", NULL};
+
+/* BERT, ELECTRA, RoBERTa, XLM-R (transformers' BertModel names). */
+static const char *const bert_prefixes[] = {"", "bert.", "roberta.", "electra.", NULL};
+static const tensor_rule bert_model[] = {
+    {"embeddings.word_embeddings.weight", "/embeddings/token_embeddings", "vd", "", 0},
+    {"embeddings.position_embeddings.weight", "/embeddings/position_embeddings", "pd", "", 0},
+    {"embeddings.token_type_embeddings.weight", "/embeddings/token_type_embeddings", "td", "t",
+     0},
+    {"embeddings.LayerNorm.weight", "/embeddings_norm/weight", "d", "", 0},
+    {"embeddings.LayerNorm.bias", "/embeddings_norm/bias", "d", "", 0},
+    {NULL, NULL, NULL, NULL, 0},
+};
+/* BERT's attention names, which JinaBERT shares. */
+static const tensor_rule bert_attention[] = {
+    {"encoder.layer.%d.attention.self.query.weight", "/encoder/%d/attention/q_weight", "dd", "", 0},
+    {"encoder.layer.%d.attention.self.query.bias", "/encoder/%d/attention/q_bias", "d", "", 0},
+    {"encoder.layer.%d.attention.self.key.weight", "/encoder/%d/attention/k_weight", "dd", "", 0},
+    {"encoder.layer.%d.attention.self.key.bias", "/encoder/%d/attention/k_bias", "d", "", 0},
+    {"encoder.layer.%d.attention.self.value.weight", "/encoder/%d/attention/v_weight", "dd", "", 0},
+    {"encoder.layer.%d.attention.self.value.bias", "/encoder/%d/attention/v_bias", "d", "", 0},
+    {"encoder.layer.%d.attention.output.dense.weight", "/encoder/%d/attention/out_weight", "dd", "",
+     0},
+    {"encoder.layer.%d.attention.output.dense.bias", "/encoder/%d/attention/out_bias", "d", "", 0},
+    {"encoder.layer.%d.attention.output.LayerNorm.weight", "/encoder/%d/attention/norm/weight", "d",
+     "", 0},
+    {"encoder.layer.%d.attention.output.LayerNorm.bias", "/encoder/%d/attention/norm/bias", "d", "",
+     0},
+    {NULL, NULL, NULL, NULL, 0},
+};
+/* BERT's feed-forward names, which MPNet shares. */
+static const tensor_rule bert_ffn[] = {
+    {"encoder.layer.%d.intermediate.dense.weight", "/encoder/%d/ffn/in_weight", "fd", "", 0},
+    {"encoder.layer.%d.intermediate.dense.bias", "/encoder/%d/ffn/in_bias", "f", "", 0},
+    {"encoder.layer.%d.output.dense.weight", "/encoder/%d/ffn/out_weight", "df", "", 0},
+    {"encoder.layer.%d.output.dense.bias", "/encoder/%d/ffn/out_bias", "d", "", 0},
+    {"encoder.layer.%d.output.LayerNorm.weight", "/encoder/%d/ffn/norm/weight", "d", "", 0},
+    {"encoder.layer.%d.output.LayerNorm.bias", "/encoder/%d/ffn/norm/bias", "d", "", 0},
+    {NULL, NULL, NULL, NULL, 0},
+};
+
+/* MPNet: BERT's layout with its own attention names, no token types, and
+ * one relative position bias table that every layer uses. */
+static const char *const mpnet_prefixes[] = {"", "mpnet.", NULL};
+static const tensor_rule mpnet_model[] = {
+    {"embeddings.word_embeddings.weight", "/embeddings/token_embeddings", "vd", "", 0},
+    {"embeddings.position_embeddings.weight", "/embeddings/position_embeddings", "pd", "", 0},
+    {"embeddings.LayerNorm.weight", "/embeddings_norm/weight", "d", "", 0},
+    {"embeddings.LayerNorm.bias", "/embeddings_norm/bias", "d", "", 0},
+    {NULL, NULL, NULL, NULL, 0},
+};
+static const tensor_rule mpnet_attention[] = {
+    {"encoder.layer.%d.attention.attn.q.weight", "/encoder/%d/attention/q_weight", "dd", "", 0},
+    {"encoder.layer.%d.attention.attn.q.bias", "/encoder/%d/attention/q_bias", "d", "", 0},
+    {"encoder.layer.%d.attention.attn.k.weight", "/encoder/%d/attention/k_weight", "dd", "", 0},
+    {"encoder.layer.%d.attention.attn.k.bias", "/encoder/%d/attention/k_bias", "d", "", 0},
+    {"encoder.layer.%d.attention.attn.v.weight", "/encoder/%d/attention/v_weight", "dd", "", 0},
+    {"encoder.layer.%d.attention.attn.v.bias", "/encoder/%d/attention/v_bias", "d", "", 0},
+    {"encoder.layer.%d.attention.attn.o.weight", "/encoder/%d/attention/out_weight", "dd", "", 0},
+    {"encoder.layer.%d.attention.attn.o.bias", "/encoder/%d/attention/out_bias", "d", "", 0},
+    {"encoder.relative_attention_bias.weight", "/encoder/%d/attention/relative_attention_bias",
+     "bh", "", 0},
+    {"encoder.layer.%d.attention.LayerNorm.weight", "/encoder/%d/attention/norm/weight", "d", "", 0},
+    {"encoder.layer.%d.attention.LayerNorm.bias", "/encoder/%d/attention/norm/bias", "d", "", 0},
+    {NULL, NULL, NULL, NULL, 0},
+};
+
+/* DistilBERT (transformers' DistilBertModel names). */
+static const char *const distilbert_prefixes[] = {"", "distilbert.", NULL};
+static const tensor_rule distilbert_layer[] = {
+    {"transformer.layer.%d.attention.q_lin.weight", "/encoder/%d/attention/q_weight", "dd", "", 0},
+    {"transformer.layer.%d.attention.q_lin.bias", "/encoder/%d/attention/q_bias", "d", "", 0},
+    {"transformer.layer.%d.attention.k_lin.weight", "/encoder/%d/attention/k_weight", "dd", "", 0},
+    {"transformer.layer.%d.attention.k_lin.bias", "/encoder/%d/attention/k_bias", "d", "", 0},
+    {"transformer.layer.%d.attention.v_lin.weight", "/encoder/%d/attention/v_weight", "dd", "", 0},
+    {"transformer.layer.%d.attention.v_lin.bias", "/encoder/%d/attention/v_bias", "d", "", 0},
+    {"transformer.layer.%d.attention.out_lin.weight", "/encoder/%d/attention/out_weight", "dd", "",
+     0},
+    {"transformer.layer.%d.attention.out_lin.bias", "/encoder/%d/attention/out_bias", "d", "", 0},
+    {"transformer.layer.%d.sa_layer_norm.weight", "/encoder/%d/attention/norm/weight", "d", "", 0},
+    {"transformer.layer.%d.sa_layer_norm.bias", "/encoder/%d/attention/norm/bias", "d", "", 0},
+    {"transformer.layer.%d.ffn.lin1.weight", "/encoder/%d/ffn/in_weight", "fd", "", 0},
+    {"transformer.layer.%d.ffn.lin1.bias", "/encoder/%d/ffn/in_bias", "f", "", 0},
+    {"transformer.layer.%d.ffn.lin2.weight", "/encoder/%d/ffn/out_weight", "df", "", 0},
+    {"transformer.layer.%d.ffn.lin2.bias", "/encoder/%d/ffn/out_bias", "d", "", 0},
+    {"transformer.layer.%d.output_layer_norm.weight", "/encoder/%d/ffn/norm/weight", "d", "", 0},
+    {"transformer.layer.%d.output_layer_norm.bias", "/encoder/%d/ffn/norm/bias", "d", "", 0},
+    {NULL, NULL, NULL, NULL, 0},
+};
+
+/* JinaBERT v2 (jinaai/jina-bert-implementation): BERT attention, no position
+ * table, a GEGLU whose gated_layers hold the activated rows first. */
+static const char *const jina_prefixes[] = {"", "bert.", NULL};
+static const tensor_rule jina_model[] = {
+    {"embeddings.word_embeddings.weight", "/embeddings/token_embeddings", "vd", "", 0},
+    {"embeddings.token_type_embeddings.weight", "/embeddings/token_type_embeddings", "td", "t",
+     0},
+    {"embeddings.LayerNorm.weight", "/embeddings_norm/weight", "d", "", 0},
+    {"embeddings.LayerNorm.bias", "/embeddings_norm/bias", "d", "", 0},
+    {NULL, NULL, NULL, NULL, 0},
+};
+static const tensor_rule jina_ffn[] = {
+    {"encoder.layer.%d.mlp.gated_layers.weight", "/encoder/%d/ffn/gate_weight", "gd", "", '1'},
+    {"encoder.layer.%d.mlp.gated_layers.weight", "/encoder/%d/ffn/in_weight", "gd", "", '2'},
+    {"", "/encoder/%d/ffn/gate_bias", "f", "I", 0},
+    {"", "/encoder/%d/ffn/in_bias", "f", "I", 0},
+    {"encoder.layer.%d.mlp.wo.weight", "/encoder/%d/ffn/out_weight", "df", "", 0},
+    {"encoder.layer.%d.mlp.wo.bias", "/encoder/%d/ffn/out_bias", "d", "", 0},
+    {"encoder.layer.%d.mlp.layernorm.weight", "/encoder/%d/ffn/norm/weight", "d", "", 0},
+    {"encoder.layer.%d.mlp.layernorm.bias", "/encoder/%d/ffn/norm/bias", "d", "", 0},
+    {NULL, NULL, NULL, NULL, 0},
+};
+
+/* NomicBERT (nomic-ai/contrastors' NomicBertModel names). Its SwiGLU is
+ * fc11(x) * act(fc12(x)): fc12 is the gate. */
+static const char *const nomic_prefixes[] = {"", "bert.", NULL};
+static const tensor_rule nomic_model[] = {
+    {"embeddings.word_embeddings.weight", "/embeddings/token_embeddings", "vd", "", 0},
+    {"embeddings.token_type_embeddings.weight", "/embeddings/token_type_embeddings", "td", "t",
+     0},
+    {"emb_ln.weight", "/embeddings_norm/weight", "d", "", 0},
+    {"emb_ln.bias", "/embeddings_norm/bias", "d", "", 0},
+    {NULL, NULL, NULL, NULL, 0},
+};
+static const tensor_rule nomic_layer[] = {
+    {"encoder.layers.%d.attn.Wqkv.weight", "/encoder/%d/attention/qkv_weight", "qd", "", 0},
+    {"encoder.layers.%d.attn.Wqkv.bias", "/encoder/%d/attention/qkv_bias", "q", "q", 0},
+    {"encoder.layers.%d.attn.out_proj.weight", "/encoder/%d/attention/out_weight", "dd", "", 0},
+    {"encoder.layers.%d.attn.out_proj.bias", "/encoder/%d/attention/out_bias", "d", "o", 0},
+    {"encoder.layers.%d.norm1.weight", "/encoder/%d/attention/norm/weight", "d", "", 0},
+    {"encoder.layers.%d.norm1.bias", "/encoder/%d/attention/norm/bias", "d", "", 0},
+    {"encoder.layers.%d.mlp.fc11.weight", "/encoder/%d/ffn/in_weight", "fd", "", 0},
+    {"encoder.layers.%d.mlp.fc11.bias", "/encoder/%d/ffn/in_bias", "f", "i", 0},
+    {"encoder.layers.%d.mlp.fc12.weight", "/encoder/%d/ffn/gate_weight", "fd", "", 0},
+    {"encoder.layers.%d.mlp.fc12.bias", "/encoder/%d/ffn/gate_bias", "f", "i", 0},
+    {"encoder.layers.%d.mlp.fc2.weight", "/encoder/%d/ffn/out_weight", "df", "", 0},
+    {"encoder.layers.%d.mlp.fc2.bias", "/encoder/%d/ffn/out_bias", "d", "u", 0},
+    {"", "/encoder/%d/ffn/in_bias", "f", "I", 0},
+    {"", "/encoder/%d/ffn/gate_bias", "f", "I", 0},
+    {"", "/encoder/%d/ffn/out_bias", "d", "U", 0},
+    {"encoder.layers.%d.norm2.weight", "/encoder/%d/ffn/norm/weight", "d", "", 0},
+    {"encoder.layers.%d.norm2.bias", "/encoder/%d/ffn/norm/bias", "d", "", 0},
+    {NULL, NULL, NULL, NULL, 0},
+};
+
+/* ModernBERT (transformers' ModernBertModel names). Its Wi holds the
+ * activated rows first, then the gate rows. */
+static const char *const modernbert_prefixes[] = {"", "model.", NULL};
+static const char *const modernbert_unused[] = {"head.", NULL};
+static const tensor_rule modernbert_model[] = {
+    {"embeddings.tok_embeddings.weight", "/embeddings/token_embeddings", "vd", "", 0},
+    {"embeddings.norm.weight", "/embeddings_norm/weight", "d", "", 0},
+    {"embeddings.norm.bias", "/embeddings_norm/bias", "d", "n", 0},
+    {"final_norm.weight", "/final_norm/weight", "d", "", 0},
+    {"final_norm.bias", "/final_norm/bias", "d", "n", 0},
+    {NULL, NULL, NULL, NULL, 0},
+};
+static const tensor_rule modernbert_layer[] = {
+    {"layers.%d.attn_norm.weight", "/encoder/%d/attention/norm/weight", "d", "l", 0},
+    {"layers.%d.attn_norm.bias", "/encoder/%d/attention/norm/bias", "d", "ln", 0},
+    {"layers.%d.attn.Wqkv.weight", "/encoder/%d/attention/qkv_weight", "qd", "", 0},
+    {"layers.%d.attn.Wqkv.bias", "/encoder/%d/attention/qkv_bias", "q", "q", 0},
+    {"layers.%d.attn.Wo.weight", "/encoder/%d/attention/out_weight", "dd", "", 0},
+    {"layers.%d.attn.Wo.bias", "/encoder/%d/attention/out_bias", "d", "o", 0},
+    {"layers.%d.mlp_norm.weight", "/encoder/%d/ffn/norm/weight", "d", "", 0},
+    {"layers.%d.mlp_norm.bias", "/encoder/%d/ffn/norm/bias", "d", "n", 0},
+    {"layers.%d.mlp.Wi.weight", "/encoder/%d/ffn/gate_weight", "gd", "", '1'},
+    {"layers.%d.mlp.Wi.weight", "/encoder/%d/ffn/in_weight", "gd", "", '2'},
+    {"layers.%d.mlp.Wi.bias", "/encoder/%d/ffn/gate_bias", "g", "i", '1'},
+    {"layers.%d.mlp.Wi.bias", "/encoder/%d/ffn/in_bias", "g", "i", '2'},
+    {"layers.%d.mlp.Wo.weight", "/encoder/%d/ffn/out_weight", "df", "", 0},
+    {"layers.%d.mlp.Wo.bias", "/encoder/%d/ffn/out_bias", "d", "u", 0},
+    {NULL, NULL, NULL, NULL, 0},
+};
+
+/* Qwen2 (transformers' Qwen2Model names). */
+static const char *const qwen2_prefixes[] = {"", "model.", NULL};
+static const tensor_rule qwen2_model[] = {
+    {"embed_tokens.weight", "/embeddings/token_embeddings", "vd", "", 0},
+    {"norm.weight", "/final_norm/weight", "d", "", 0},
+    {NULL, NULL, NULL, NULL, 0},
+};
+static const tensor_rule qwen2_layer[] = {
+    {"layers.%d.input_layernorm.weight", "/encoder/%d/attention/norm/weight", "d", "", 0},
+    {"layers.%d.self_attn.q_proj.weight", "/encoder/%d/attention/q_weight", "dd", "", 0},
+    {"layers.%d.self_attn.q_proj.bias", "/encoder/%d/attention/q_bias", "d", "", 0},
+    {"layers.%d.self_attn.k_proj.weight", "/encoder/%d/attention/k_weight", "kd", "", 0},
+    {"layers.%d.self_attn.k_proj.bias", "/encoder/%d/attention/k_bias", "k", "", 0},
+    {"layers.%d.self_attn.v_proj.weight", "/encoder/%d/attention/v_weight", "kd", "", 0},
+    {"layers.%d.self_attn.v_proj.bias", "/encoder/%d/attention/v_bias", "k", "", 0},
+    {"layers.%d.self_attn.o_proj.weight", "/encoder/%d/attention/out_weight", "dd", "", 0},
+    {"layers.%d.post_attention_layernorm.weight", "/encoder/%d/ffn/norm/weight", "d", "", 0},
+    {"layers.%d.mlp.gate_proj.weight", "/encoder/%d/ffn/gate_weight", "fd", "", 0},
+    {"layers.%d.mlp.up_proj.weight", "/encoder/%d/ffn/in_weight", "fd", "", 0},
+    {"layers.%d.mlp.down_proj.weight", "/encoder/%d/ffn/out_weight", "df", "", 0},
+    {NULL, NULL, NULL, NULL, 0},
+};
+
+static const tensor_map *map_of(architecture kind)
+{
+    static const tensor_rule *const bert_layer[] = {bert_attention, bert_ffn, NULL};
+    static const tensor_rule *const mpnet_layer[] = {mpnet_attention, bert_ffn, NULL};
+    static const tensor_rule *const jina_layer[] = {bert_attention, jina_ffn, NULL};
+    static const tensor_rule *const distilbert_layers[] = {distilbert_layer, NULL};
+    static const tensor_rule *const nomic_layers[] = {nomic_layer, NULL};
+    static const tensor_rule *const modernbert_layers[] = {modernbert_layer, NULL};
+    static const tensor_rule *const qwen2_layers[] = {qwen2_layer, NULL};
+    static const tensor_map bert = {bert_prefixes, bert_model, bert_layer, bert_unused};
+    static const tensor_map mpnet = {mpnet_prefixes, mpnet_model, mpnet_layer, bert_unused};
+    static const tensor_map distilbert = {distilbert_prefixes, bert_model, distilbert_layers,
+                                          no_unused};
+    static const tensor_map jina = {jina_prefixes, jina_model, jina_layer, bert_unused};
+    static const tensor_map nomic = {nomic_prefixes, nomic_model, nomic_layers, bert_unused};
+    static const tensor_map modernbert = {modernbert_prefixes, modernbert_model,
+                                          modernbert_layers, modernbert_unused};
+    static const tensor_map qwen2 = {qwen2_prefixes, qwen2_model, qwen2_layers, no_unused};
+    switch (kind) {
+    case ARCH_MPNET: return &mpnet;
+    case ARCH_DISTILBERT: return &distilbert;
+    case ARCH_JINA_BERT: return &jina;
+    case ARCH_NOMIC_BERT: return &nomic;
+    case ARCH_MODERNBERT: return &modernbert;
+    case ARCH_QWEN2: return &qwen2;
+    default: return &bert; /* ARCH_BERT, ARCH_ROBERTA */
+    }
+}
+
+static void format_shape(char *text, size_t size, int rank, const int64_t *dims)
+{
+    size_t used = (size_t)snprintf(text, size, "[");
+    for (int i = 0; i < rank && used < size; i++)
+        used += (size_t)snprintf(text + used, size - used, "%s%lld", i ? ", " : "",
+                                 (long long)dims[i]);
+    if (used < size)
+        snprintf(text + used, size - used, "]");
+}
+
+/* Appends the plan entry of `rule` for `layer` (-1 for a model rule). */
+static int add_plan(importer *self, int capacity, const char *prefix, const tensor_rule *rule,
+                    int layer)
+{
+    if (self->plan_count >= capacity)
+        return tfenc_error(self->ctx, TFENC_ERR_INTERNAL, "tensor plan overflow");
+    tensor_plan *item = &self->plan[self->plan_count++];
+    char source[128];
+    snprintf(source, sizeof source, rule->source, layer);
+    snprintf(item->source, sizeof item->source, "%s%s", prefix, source);
+    snprintf(item->target, sizeof item->target, rule->target, layer);
+    item->rank = (int)strlen(rule->shape);
+    item->dims[0] = dimension(&self->config, rule->shape[0]);
+    item->dims[1] = item->rank > 1 ? dimension(&self->config, rule->shape[1]) : 0;
+    item->source_rows = item->dims[0];
+    item->zeros = rule->source[0] == '\0';
+    if (rule->half != 0) {
+        item->dims[0] /= 2;
+        item->first_row = rule->half == '2' ? item->dims[0] : 0;
+    }
+    return TFENC_OK;
+}
+
+/* Checks the tensor of a plan entry: present, of the planned shape, a float. */
+static int check_tensor(importer *self, const char *safetensors_path, tensor_plan *item)
+{
+    tfenc_context *ctx = self->ctx;
+    if (item->zeros)
+        return TFENC_OK;
+    item->tensor = tfenc_safetensors_find(self->weights, item->source);
+    if (item->tensor == NULL)
+        return tfenc_error(ctx, TFENC_ERR_WEIGHTS, "%s: tensor '%s' not found (needed for %s)",
+                           safetensors_path, item->source, item->target);
+    int64_t expected[2] = {item->source_rows, item->dims[1]};
+    int same = item->tensor->rank == item->rank;
+    for (int k = 0; same && k < item->rank; k++)
+        same = item->tensor->dims[k] == expected[k];
+    if (!same) {
+        char wanted[64], found[64];
+        format_shape(wanted, sizeof wanted, item->rank, expected);
+        format_shape(found, sizeof found, item->tensor->rank, item->tensor->dims);
+        return tfenc_error(ctx, TFENC_ERR_WEIGHTS, "%s: tensor '%s' has shape %s, config.json "
+                           "implies %s", safetensors_path, item->source, found, wanted);
+    }
+    const char *dtype = item->tensor->dtype;
+    if (strcmp(dtype, "F32") != 0 && strcmp(dtype, "F16") != 0 && strcmp(dtype, "BF16") != 0)
+        return tfenc_error(ctx, TFENC_ERR_WEIGHTS, "%s: tensor '%s' has dtype %s (expected F32, "
+                           "F16 or BF16)", safetensors_path, item->source, dtype);
+    return TFENC_OK;
+}
+
+/* A float tensor under the prefix that the map does not use is a part of the
+ * model tfenc would silently leave out (e.g. JinaBERT's query/key norms):
+ * refuse it, unless the map lists it as not part of the embedding model. */
+static int check_all_used(importer *self, const char *safetensors_path, const char *prefix,
+                          const tensor_map *map)
+{
+    size_t prefix_length = strlen(prefix);
+    for (int i = 0; i < tfenc_safetensors_count(self->weights); i++) {
+        const tfenc_safetensors_tensor *tensor = tfenc_safetensors_tensor_at(self->weights, i);
+        if (strncmp(tensor->name, prefix, prefix_length) != 0 || tensor->dtype[0] == 'I'
+            || tensor->dtype[0] == 'U' || strcmp(tensor->dtype, "BOOL") == 0)
+            continue;
+        int used = 0;
+        for (int k = 0; k < self->plan_count && !used; k++)
+            used = self->plan[k].tensor == tensor;
+        for (const char *const *unused = map->unused; *unused != NULL && !used; unused++)
+            used = strncmp(tensor->name + prefix_length, *unused, strlen(*unused)) == 0;
+        if (!used)
+            return tfenc_error(self->ctx, TFENC_ERR_WEIGHTS, "%s: tensor '%s' is not part of "
+                               "tfenc's map of %s (a variant of the architecture that tfenc "
+                               "does not compute)", safetensors_path, tensor->name,
+                               self->config.model_type);
+    }
+    return TFENC_OK;
+}
+
+/* Finds every tensor the model needs and checks its shape and dtype before
+ * anything is written, so a bad checkpoint leaves no output behind. */
+static int plan_tensors(importer *self, const char *safetensors_path)
+{
+    tfenc_context *ctx = self->ctx;
+    const model_config *c = &self->config;
+    const tensor_map *map = map_of(c->architecture);
+    const char *prefix = NULL;
+    for (const char *const *p = map->prefixes; *p != NULL && prefix == NULL; p++) {
+        char name[160];
+        snprintf(name, sizeof name, "%s%s", *p, map->model[0].source);
+        if (tfenc_safetensors_find(self->weights, name) != NULL)
+            prefix = *p;
+    }
+    if (prefix == NULL) {
+        char tried[128] = "";
+        for (const char *const *p = map->prefixes + 1; *p != NULL; p++)
+            snprintf(tried + strlen(tried), sizeof tried - strlen(tried), "%s'%s'",
+                     tried[0] != '\0' ? " or " : "", *p);
+        return tfenc_error(ctx, TFENC_ERR_WEIGHTS, "%s: tensor '%s' not found (nor with the "
+                           "prefix %s)", safetensors_path, map->model[0].source, tried);
+    }
+
+    int n_model = 0, n_layer = 0;
+    while (map->model[n_model].source != NULL)
+        n_model++;
+    for (const tensor_rule *const *table = map->layer; *table != NULL; table++)
+        for (const tensor_rule *rule = *table; rule->source != NULL; rule++)
+            n_layer++;
+    int capacity = n_model + n_layer * c->n_layers;
+    self->plan = calloc((size_t)capacity, sizeof *self->plan);
+    if (self->plan == NULL)
+        return tfenc_error(ctx, TFENC_ERR_NO_MEMORY, "out of memory");
+    int status;
+    for (int i = 0; i < n_model; i++)
+        if (applies(c, map->model[i].when, 0)
+            && (status = add_plan(self, capacity, prefix, &map->model[i], -1)))
+            return status;
+    for (int layer = 0; layer < c->n_layers; layer++)
+        for (const tensor_rule *const *table = map->layer; *table != NULL; table++)
+            for (const tensor_rule *rule = *table; rule->source != NULL; rule++)
+                if (applies(c, rule->when, layer)
+                    && (status = add_plan(self, capacity, prefix, rule, layer)))
+                    return status;
+
+    for (int i = 0; i < self->plan_count; i++) {
+        tensor_plan *item = &self->plan[i];
+        if ((status = check_tensor(self, safetensors_path, item)) != TFENC_OK)
+            return status;
+        /* A tensor copied into every layer, or split in halves, counts once;
+         * zeros do not count. */
+        int counted = item->zeros;
+        for (int k = 0; k < i && !counted; k++)
+            counted = self->plan[k].tensor == item->tensor;
+        if (!counted)
+            self->n_parameters += item->tensor->n_elements;
+    }
+    return check_all_used(self, safetensors_path, prefix, map);
+}
+
+int import_open_weights(importer *self)
+{
+    tfenc_context *ctx = self->ctx;
+    const char *dir = self->transformer_dir;
+    char *path = import_join_path(dir, "model.safetensors");
+    char *bin_path = import_join_path(dir, "pytorch_model.bin");
+    char *index_path = import_join_path(dir, "model.safetensors.index.json");
+    int status;
+    if (path == NULL || bin_path == NULL || index_path == NULL) {
+        status = tfenc_error(ctx, TFENC_ERR_NO_MEMORY, "out of memory");
+    } else if (import_file_exists(path)) {
+        status = tfenc_safetensors_open(ctx, path, &self->weights);
+        if (status == TFENC_OK)
+            status = plan_tensors(self, path);
+    } else if (import_file_exists(index_path)) {
+        status = tfenc_error(ctx, TFENC_ERR_WEIGHTS, "%s: sharded checkpoints are not "
+                             "supported; save the model as one model.safetensors", index_path);
+    } else if (import_file_exists(bin_path)) {
+        /* Reading a pickle would mean running Python code: ask for a conversion. */
+        status = tfenc_error(ctx, TFENC_ERR_WEIGHTS,
+                             "%s: only pytorch_model.bin is present and tfenc-import reads "
+                             "model.safetensors; convert it once with: python3 -c \"import "
+                             "torch, safetensors.torch as s; d = torch.load('%s', "
+                             "map_location='cpu'); s.save_file({k: v.clone().contiguous() for "
+                             "k, v in d.items()}, '%s')\"", dir, bin_path, path);
+    } else {
+        status = tfenc_error(ctx, TFENC_ERR_WEIGHTS, "%s: not found (a Hugging Face model "
+                             "directory holds config.json and model.safetensors)", path);
+    }
+    free(path);
+    free(bin_path);
+    free(index_path);
+    return status;
+}

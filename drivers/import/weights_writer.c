@@ -1,0 +1,232 @@
+/* Writes the weights file (docs/weights.md): every planned tensor, the
+ * WordPiece tokenizer, and the provenance attributes. */
+#include "config.h"
+
+#include "weights_writer.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <hdf5.h>
+
+#include "float16.h"
+#include "hdf5_error.h"
+
+const char *const import_storage_names[3] = {"float32", "float16", "bfloat16"};
+
+/* One line naming the file, what could not be written, and HDF5's cause. */
+static int hdf5_error(tfenc_context *ctx, const char *path, const char *what)
+{
+    char detail[512];
+    return tfenc_error(ctx, TFENC_ERR_IO, "%s: cannot write %s (HDF5: %s)", path, what,
+                       tfenc_hdf5_error_detail(detail, sizeof detail));
+}
+
+static int write_string_attribute(tfenc_context *ctx, const char *path, hid_t location,
+                                  const char *name, const char *value)
+{
+    hid_t type = H5Tcopy(H5T_C_S1);
+    hid_t space = H5Screate(H5S_SCALAR);
+    hid_t attribute = -1;
+    int ok = type >= 0 && space >= 0 && H5Tset_size(type, H5T_VARIABLE) >= 0
+             && H5Tset_cset(type, H5T_CSET_UTF8) >= 0
+             && (attribute = H5Acreate2(location, name, type, space, H5P_DEFAULT,
+                                        H5P_DEFAULT)) >= 0
+             && H5Awrite(attribute, type, &value) >= 0;
+    if (attribute >= 0)
+        H5Aclose(attribute);
+    if (space >= 0)
+        H5Sclose(space);
+    if (type >= 0)
+        H5Tclose(type);
+    return ok ? TFENC_OK : hdf5_error(ctx, path, name);
+}
+
+static int write_int_attribute(tfenc_context *ctx, const char *path, hid_t location,
+                               const char *name, int value)
+{
+    hid_t space = H5Screate(H5S_SCALAR);
+    hid_t attribute = -1;
+    int ok = space >= 0
+             && (attribute = H5Acreate2(location, name, H5T_STD_I32LE, space, H5P_DEFAULT,
+                                        H5P_DEFAULT)) >= 0
+             && H5Awrite(attribute, H5T_NATIVE_INT, &value) >= 0;
+    if (attribute >= 0)
+        H5Aclose(attribute);
+    if (space >= 0)
+        H5Sclose(space);
+    return ok ? TFENC_OK : hdf5_error(ctx, path, name);
+}
+
+/* Writes `data` (count values) as dataset `name` with `rank`/`dims`. The
+ * 16-bit storage types are filled by tfenc's own rounding (nearest, ties to
+ * even, as PyTorch's .half()/.bfloat16()), not by HDF5's conversion, which
+ * rounds some ties differently. */
+static int write_dataset(importer *self, const char *path, hid_t file, hid_t create_groups,
+                         const char *name, int rank, const int64_t *dims, const float *data)
+{
+    tfenc_context *ctx = self->ctx;
+    hsize_t shape[2];
+    size_t count = 1;
+    for (int i = 0; i < rank; i++) {
+        shape[i] = (hsize_t)dims[i];
+        count *= (size_t)dims[i];
+    }
+    hid_t type = self->dtype == STORAGE_FLOAT16 ? tfenc_h5_float16_type()
+                 : self->dtype == STORAGE_BFLOAT16 ? tfenc_h5_bfloat16_type()
+                 : H5Tcopy(H5T_IEEE_F32LE);
+    hid_t space = H5Screate_simple(rank, shape, NULL);
+    hid_t dataset = -1;
+    int status = TFENC_OK;
+    uint16_t *narrow = NULL;
+    if (type < 0 || space < 0) {
+        status = hdf5_error(ctx, path, name);
+        goto done;
+    }
+    const void *buffer = data;
+    hid_t memory_type = H5T_NATIVE_FLOAT;
+    if (self->dtype != STORAGE_FLOAT32) {
+        narrow = malloc(count * sizeof *narrow + 1);
+        if (narrow == NULL) {
+            status = tfenc_error(ctx, TFENC_ERR_NO_MEMORY, "out of memory for %s", name);
+            goto done;
+        }
+        if (self->dtype == STORAGE_FLOAT16)
+            tfenc_float32_to_float16_array(narrow, data, count);
+        else
+            tfenc_float32_to_bfloat16_array(narrow, data, count);
+        for (size_t i = 0; i < count; i++) {
+            if ((narrow[i] & 0x7fffu) >= (self->dtype == STORAGE_FLOAT16 ? 0x7c00u : 0x7f80u)) {
+                status = tfenc_error(ctx, TFENC_ERR_WEIGHTS, "%s: value %g of %s overflows "
+                                     "%s; use --dtype bfloat16 or float32", path,
+                                     (double)data[i], name, import_storage_names[self->dtype]);
+                goto done;
+            }
+        }
+        buffer = narrow;
+        memory_type = type;
+    }
+    dataset = H5Dcreate2(file, name, type, space, create_groups, H5P_DEFAULT, H5P_DEFAULT);
+    if (dataset < 0 || H5Dwrite(dataset, memory_type, H5S_ALL, H5S_ALL, H5P_DEFAULT, buffer) < 0)
+        status = hdf5_error(ctx, path, name);
+done:
+    free(narrow);
+    if (dataset >= 0)
+        H5Dclose(dataset);
+    if (space >= 0)
+        H5Sclose(space);
+    if (type >= 0)
+        H5Tclose(type);
+    return status;
+}
+
+static int write_tokenizer(importer *self, const char *path, hid_t file, hid_t create_groups)
+{
+    tfenc_context *ctx = self->ctx;
+    const tokenizer_settings *tokenizer = &self->tokenizer;
+    hid_t group = H5Gcreate2(file, "/tokenizer", create_groups, H5P_DEFAULT, H5P_DEFAULT);
+    if (group < 0)
+        return hdf5_error(ctx, path, "/tokenizer");
+    hid_t type = H5Tcopy(H5T_C_S1);
+    hsize_t size = (hsize_t)tokenizer->vocab_count;
+    hid_t space = H5Screate_simple(1, &size, NULL);
+    hid_t dataset = -1;
+    int ok = type >= 0 && space >= 0 && H5Tset_size(type, H5T_VARIABLE) >= 0
+             && H5Tset_cset(type, H5T_CSET_UTF8) >= 0
+             && (dataset = H5Dcreate2(group, "vocab", type, space, H5P_DEFAULT, H5P_DEFAULT,
+                                      H5P_DEFAULT)) >= 0
+             && H5Dwrite(dataset, type, H5S_ALL, H5S_ALL, H5P_DEFAULT, tokenizer->vocab) >= 0;
+    int status = ok ? TFENC_OK : hdf5_error(ctx, path, "/tokenizer/vocab");
+    if (dataset >= 0)
+        H5Dclose(dataset);
+    if (space >= 0)
+        H5Sclose(space);
+    if (type >= 0)
+        H5Tclose(type);
+    if (status == TFENC_OK)
+        status = write_int_attribute(ctx, path, group, "do_lower_case", tokenizer->do_lower_case);
+    if (status == TFENC_OK)
+        status = write_int_attribute(ctx, path, group, "strip_accents", tokenizer->strip_accents);
+    if (status == TFENC_OK)
+        status = write_int_attribute(ctx, path, group, "tokenize_chinese_chars",
+                                     tokenizer->tokenize_chinese_chars);
+    if (status == TFENC_OK)
+        status = write_int_attribute(ctx, path, group, "max_length", self->max_length);
+    for (int i = 0; i < 4 && status == TFENC_OK; i++)
+        status = write_string_attribute(ctx, path, group, import_special_names[i],
+                                        tokenizer->special[i]);
+    H5Gclose(group);
+    return status;
+}
+
+int import_write_weights(importer *self, const char *path)
+{
+    tfenc_context *ctx = self->ctx;
+    hid_t file = H5Fcreate(path, H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
+    if (file < 0)
+        return hdf5_error(ctx, path, "the file");
+    hid_t create_groups = H5Pcreate(H5P_LINK_CREATE);
+    int status = TFENC_OK;
+    float *data = NULL;
+    if (create_groups < 0 || H5Pset_create_intermediate_group(create_groups, 1) < 0) {
+        status = hdf5_error(ctx, path, "the file");
+        goto done;
+    }
+    for (int i = 0; i < self->plan_count; i++) {
+        const tensor_plan *item = &self->plan[i];
+        /* Zeros when the plan has no source. +1: a zero-size tensor still gets a
+         * pointer to pass around. */
+        size_t count = item->zeros ? (size_t)item->dims[0] * (item->rank > 1 ? item->dims[1] : 1)
+                                   : (size_t)item->tensor->n_elements;
+        data = calloc(count + 1, sizeof *data);
+        if (data == NULL) {
+            status = tfenc_error(ctx, TFENC_ERR_NO_MEMORY, "out of memory for tensor '%s'",
+                                 item->source);
+            goto done;
+        }
+        if (!item->zeros
+            && (status = tfenc_safetensors_read_float32(ctx, self->weights, item->tensor, data)))
+            goto done;
+        /* tfenc refuses non-finite weights at load time: say so now, by name. */
+        for (size_t k = 0; k < count; k++) {
+            if (!isfinite(data[k])) {
+                status = tfenc_error(ctx, TFENC_ERR_WEIGHTS, "%s: tensor '%s' holds a "
+                                     "non-finite value at element %zu",
+                                     tfenc_safetensors_name(self->weights), item->source, k);
+                goto done;
+            }
+        }
+        /* A block of rows starts first_row rows into the tensor. */
+        size_t row_size = item->rank > 1 ? (size_t)item->dims[1] : 1;
+        status = write_dataset(self, path, file, create_groups, item->target, item->rank,
+                               item->dims, data + (size_t)item->first_row * row_size);
+        if (status != TFENC_OK)
+            goto done;
+        free(data);
+        data = NULL;
+    }
+    if (self->tokenizer.present
+        && (status = write_tokenizer(self, path, file, create_groups)) != TFENC_OK)
+        goto done;
+
+    char *source = realpath(self->model_dir, NULL);
+    status = write_string_attribute(ctx, path, file, "source",
+                                    source != NULL ? source : self->model_dir);
+    free(source);
+    if (status == TFENC_OK)
+        status = write_string_attribute(ctx, path, file, "config_json",
+                                        self->config.config_text);
+    if (status == TFENC_OK)
+        status = write_string_attribute(ctx, path, file, "importer_version", IMPORTER_VERSION);
+    if (status == TFENC_OK)
+        status = write_string_attribute(ctx, path, file, "model_type", self->config.model_type);
+done:
+    free(data);
+    if (create_groups >= 0)
+        H5Pclose(create_groups);
+    if (H5Fclose(file) < 0 && status == TFENC_OK)
+        status = hdf5_error(ctx, path, "the file");
+    return status;
+}

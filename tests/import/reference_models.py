@@ -1,0 +1,231 @@
+"""PyTorch references for the architectures that transformers 4.40 lacks,
+written from their published modeling code (read, not copied) so that
+tfenc-import's maps of them can be checked on random weights:
+
+- NomicBERT: nomic-ai/contrastors, models/huggingface/modeling_hf_nomic_bert.py
+  (NomicBertModel with prenorm = False, rotary positions, SwiGLU);
+- ModernBERT: transformers 4.48 modeling_modernbert.py (eager attention);
+- JinaBERT v2: jinaai/jina-bert-implementation (ALiBi, GEGLU MLP with its
+  own residual and LayerNorm).
+
+Module names follow each checkpoint's tensor names, so that state_dict()
+is what the published code saves. Each forward takes one unpadded
+sequence of ids [1, L] and returns its hidden states [1, L, d]."""
+import math
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+
+def rotate_half(x):
+    half = x.shape[-1] // 2
+    return torch.cat((-x[..., half:], x[..., :half]), dim=-1)
+
+
+def rotary(x, base, rotary_dims):
+    """x [1, heads, L, head_dim]: the first rotary_dims of each head turned
+    by position (GPT-NeoX pairs i, i + rotary_dims / 2), in float32 as both
+    published codes compute it."""
+    length = x.shape[2]
+    inverse = 1.0 / (base ** (torch.arange(0, rotary_dims, 2, dtype=torch.int64).float()
+                              / rotary_dims))
+    angles = torch.outer(torch.arange(length, dtype=torch.float32), inverse)
+    cos = torch.cat((angles.cos(), angles.cos()), dim=-1)
+    sin = torch.cat((angles.sin(), angles.sin()), dim=-1)
+    turned, rest = x[..., :rotary_dims], x[..., rotary_dims:]
+    return torch.cat((turned * cos + rotate_half(turned) * sin, rest), dim=-1)
+
+
+def split_heads(x, heads):
+    batch, length, width = x.shape
+    return x.view(batch, length, heads, width // heads).transpose(1, 2)
+
+
+def attend(q, k, v, bias=None):
+    """q, k, v [1, heads, L, head_dim] -> [1, L, heads * head_dim]."""
+    scores = q @ k.transpose(-1, -2) / math.sqrt(q.shape[-1])
+    if bias is not None:
+        scores = scores + bias
+    context = scores.softmax(dim=-1) @ v
+    return context.transpose(1, 2).reshape(q.shape[0], q.shape[2], -1)
+
+
+class Holder(nn.Module):
+    """A named container, so that state_dict() keys read like the checkpoint's."""
+
+
+# ---------------------------------------------------------------- NomicBERT
+
+class NomicBert(nn.Module):
+    def __init__(self, c):
+        super().__init__()
+        self.c = c
+        d, f = c["n_embd"], c["n_inner"]
+        self.embeddings = Holder()
+        self.embeddings.word_embeddings = nn.Embedding(c["vocab_size"], d)
+        self.embeddings.token_type_embeddings = nn.Embedding(c["type_vocab_size"], d)
+        self.emb_ln = nn.LayerNorm(d, eps=c["layer_norm_epsilon"])
+        self.encoder = Holder()
+        self.encoder.layers = nn.ModuleList()
+        for _ in range(c["n_layer"]):
+            layer = Holder()
+            layer.attn = Holder()
+            layer.attn.Wqkv = nn.Linear(d, 3 * d, bias=c["qkv_proj_bias"])
+            layer.attn.out_proj = nn.Linear(d, d, bias=c["qkv_proj_bias"])
+            layer.mlp = Holder()
+            layer.mlp.fc11 = nn.Linear(d, f, bias=c["mlp_fc1_bias"])
+            layer.mlp.fc12 = nn.Linear(d, f, bias=c["mlp_fc1_bias"])
+            layer.mlp.fc2 = nn.Linear(f, d, bias=c["mlp_fc2_bias"])
+            layer.norm1 = nn.LayerNorm(d, eps=c["layer_norm_epsilon"])
+            layer.norm2 = nn.LayerNorm(d, eps=c["layer_norm_epsilon"])
+            self.encoder.layers.append(layer)
+
+    def forward(self, ids):
+        c = self.c
+        heads = c["n_head"]
+        head_dim = c["n_embd"] // heads
+        rotary_dims = int(head_dim * c["rotary_emb_fraction"])
+        x = self.embeddings.word_embeddings(ids)
+        x = x + self.embeddings.token_type_embeddings(torch.zeros_like(ids))
+        x = self.emb_ln(x)
+        for layer in self.encoder.layers:
+            # Wqkv rows: Q of every head, then K, then V ("(three h d)").
+            q, k, v = (split_heads(part, heads) for part in layer.attn.Wqkv(x).chunk(3, dim=-1))
+            q = rotary(q, c["rotary_emb_base"], rotary_dims)
+            k = rotary(k, c["rotary_emb_base"], rotary_dims)
+            x = layer.norm1(layer.attn.out_proj(attend(q, k, v)) + x)
+            # NomciBertGatedMLP with SwiGLU: fc11(x) * silu(fc12(x))
+            hidden = layer.mlp.fc11(x) * F.silu(layer.mlp.fc12(x))
+            x = layer.norm2(layer.mlp.fc2(hidden) + x)
+        return x
+
+
+# --------------------------------------------------------------- ModernBERT
+
+class BiasFreeLayerNorm(nn.Module):
+    """nn.LayerNorm(bias=False), which torch 1.13 lacks."""
+
+    def __init__(self, width, eps):
+        super().__init__()
+        self.weight = nn.Parameter(torch.ones(width))
+        self.eps = eps
+
+    def forward(self, x):
+        return F.layer_norm(x, (x.shape[-1],), self.weight, None, self.eps)
+
+
+class ModernBert(nn.Module):
+    def __init__(self, c):
+        super().__init__()
+        self.c = c
+        d, f = c["hidden_size"], c["intermediate_size"]
+
+        def norm():
+            return BiasFreeLayerNorm(d, c["norm_eps"])
+
+        self.embeddings = Holder()
+        self.embeddings.tok_embeddings = nn.Embedding(c["vocab_size"], d)
+        self.embeddings.norm = norm()
+        self.layers = nn.ModuleList()
+        for i in range(c["num_hidden_layers"]):
+            layer = Holder()
+            # Layer 0 has nn.Identity() as its attention norm.
+            layer.attn_norm = norm() if i > 0 else nn.Identity()
+            layer.attn = Holder()
+            layer.attn.Wqkv = nn.Linear(d, 3 * d, bias=False)
+            layer.attn.Wo = nn.Linear(d, d, bias=False)
+            layer.mlp_norm = norm()
+            layer.mlp = Holder()
+            layer.mlp.Wi = nn.Linear(d, 2 * f, bias=False)
+            layer.mlp.Wo = nn.Linear(f, d, bias=False)
+            self.layers.append(layer)
+        self.final_norm = norm()
+
+    def forward(self, ids):
+        c = self.c
+        heads = c["num_attention_heads"]
+        head_dim = c["hidden_size"] // heads
+        length = ids.shape[1]
+        x = self.embeddings.norm(self.embeddings.tok_embeddings(ids))
+        rows = torch.arange(length)
+        distance = (rows[None, :] - rows[:, None]).abs()
+        window = torch.zeros(length, length)
+        window[distance > c["local_attention"] // 2] = torch.finfo(torch.float32).min
+        for i, layer in enumerate(self.layers):
+            is_global = i % c["global_attn_every_n_layers"] == 0
+            base = c["global_rope_theta"] if is_global else c["local_rope_theta"]
+            h = layer.attn_norm(x)
+            # Wqkv viewed as (3, heads, head_dim)
+            q, k, v = (split_heads(part, heads) for part in layer.attn.Wqkv(h).chunk(3, dim=-1))
+            q, k = rotary(q, base, head_dim), rotary(k, base, head_dim)
+            x = x + layer.attn.Wo(attend(q, k, v, None if is_global else window))
+            # ModernBertMLP: input, gate = Wi(x).chunk(2); Wo(act(input) * gate)
+            activated, gate = layer.mlp.Wi(layer.mlp_norm(x)).chunk(2, dim=-1)
+            x = x + layer.mlp.Wo(F.gelu(activated) * gate)
+        return self.final_norm(x)
+
+
+# -------------------------------------------------------------- JinaBERT v2
+
+def alibi_slopes(heads):
+    """The ALiBi paper's slopes (and JinaBERT's _get_alibi_head_slopes)."""
+    def power_of_two(n):
+        start = 2 ** (-(2 ** -(math.log2(n) - 3)))
+        return [start * start ** i for i in range(n)]
+    if math.log2(heads).is_integer():
+        return power_of_two(heads)
+    closest = 2 ** math.floor(math.log2(heads))
+    return power_of_two(closest) + alibi_slopes(2 * closest)[0::2][:heads - closest]
+
+
+class JinaBert(nn.Module):
+    def __init__(self, c):
+        super().__init__()
+        self.c = c
+        d, f, eps = c["hidden_size"], c["intermediate_size"], c["layer_norm_eps"]
+        self.embeddings = Holder()
+        self.embeddings.word_embeddings = nn.Embedding(c["vocab_size"], d)
+        self.embeddings.token_type_embeddings = nn.Embedding(c["type_vocab_size"], d)
+        self.embeddings.LayerNorm = nn.LayerNorm(d, eps=eps)
+        self.encoder = Holder()
+        self.encoder.layer = nn.ModuleList()
+        for _ in range(c["num_hidden_layers"]):
+            layer = Holder()
+            layer.attention = Holder()
+            setattr(layer.attention, "self", Holder())
+            attention = getattr(layer.attention, "self")
+            attention.query = nn.Linear(d, d)
+            attention.key = nn.Linear(d, d)
+            attention.value = nn.Linear(d, d)
+            layer.attention.output = Holder()
+            layer.attention.output.dense = nn.Linear(d, d)
+            layer.attention.output.LayerNorm = nn.LayerNorm(d, eps=eps)
+            layer.mlp = Holder()
+            layer.mlp.gated_layers = nn.Linear(d, 2 * f, bias=False)
+            layer.mlp.wo = nn.Linear(f, d)
+            layer.mlp.layernorm = nn.LayerNorm(d, eps=eps)
+            self.encoder.layer.append(layer)
+
+    def forward(self, ids):
+        c = self.c
+        heads, f = c["num_attention_heads"], c["intermediate_size"]
+        length = ids.shape[1]
+        x = self.embeddings.word_embeddings(ids)
+        x = x + self.embeddings.token_type_embeddings(torch.zeros_like(ids))
+        x = self.embeddings.LayerNorm(x)
+        rows = torch.arange(length)
+        distance = (rows[None, :] - rows[:, None]).abs()
+        bias = -torch.tensor(alibi_slopes(heads))[:, None, None] * distance[None]
+        for layer in self.encoder.layer:
+            attention = getattr(layer.attention, "self")
+            q, k, v = (split_heads(linear(x), heads)
+                       for linear in (attention.query, attention.key, attention.value))
+            output = layer.attention.output
+            x = output.LayerNorm(output.dense(attend(q, k, v, bias[None])) + x)
+            # JinaBertGLUMLP: act(first half) * second half, then wo and its
+            # own residual LayerNorm.
+            hidden = layer.mlp.gated_layers(x)
+            hidden = F.gelu(hidden[..., :f]) * hidden[..., f:]
+            x = layer.mlp.layernorm(layer.mlp.wo(hidden) + x)
+        return x
