@@ -32,10 +32,7 @@ static int hash_block(tfenc_context *ctx, const char *path, int fd, int64_t inde
                                got < 0 ? strerror(errno) : "the file got shorter");
         done += got;
     }
-    tfenc_sha256 hash;
-    tfenc_sha256_init(&hash);
-    tfenc_sha256_update(&hash, buffer, (size_t)length);
-    tfenc_sha256_final(&hash, digest);
+    tfenc_sha256_digest(buffer, (size_t)length, digest);
     return TFENC_OK;
 }
 
@@ -85,14 +82,19 @@ int tfenc_fingerprint_file(tfenc_context *ctx, MPI_Comm comm, const char *path, 
     /* Each block's digest is written by one rank; the others hold zeros. */
     if (n_blocks > 0)
         MPI_Allreduce(MPI_IN_PLACE, digests, (int)(32 * n_blocks), MPI_BYTE, MPI_BOR, comm);
-    tfenc_sha256 hash;
-    tfenc_sha256_init(&hash);
+    /* The size first, then every block's digest in order. */
     char header[32];
     int header_length = snprintf(header, sizeof header, "%lld\n", (long long)size);
-    tfenc_sha256_update(&hash, header, (size_t)header_length);
-    tfenc_sha256_update(&hash, digests, (size_t)(32 * n_blocks));
+    unsigned char *message = malloc((size_t)header_length + 32 * (size_t)n_blocks);
+    if (message == NULL) {
+        free(digests);
+        return tfenc_error(ctx, TFENC_ERR_NO_MEMORY, "%s: out of memory to fingerprint it", path);
+    }
+    memcpy(message, header, (size_t)header_length);
+    memcpy(message + header_length, digests, 32 * (size_t)n_blocks);
     unsigned char digest[32];
-    tfenc_sha256_final(&hash, digest);
+    tfenc_sha256_digest(message, (size_t)header_length + 32 * (size_t)n_blocks, digest);
+    free(message);
     for (int i = 0; i < 32; i++)
         snprintf(hex + 2 * i, 3, "%02x", digest[i]);
     free(digests);

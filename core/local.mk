@@ -4,7 +4,7 @@ core_libtfenc_la_SOURCES = \
 	core/context.c core/context.h \
 	core/aligned.c core/aligned.h
 core_libtfenc_la_LIBADD = $(HDF5_LIBS) $(MPI_LIBS) $(OPENBLAS_LIBS) $(INIH_LIBS) \
-	$(UTF8PROC_LIBS) $(JANSSON_LIBS) $(DL_LIBS) -lm
+	$(UTF8PROC_LIBS) $(JANSSON_LIBS) $(CRYPTO_LIBS) $(DL_LIBS) -lm
 core_libtfenc_la_LDFLAGS = -version-info 0:0:0 $(SANITIZER_FLAGS)
 tfencincludedir = $(includedir)/tfenc
 tfencinclude_HEADERS = core/include/tfenc/plugin.h
