@@ -157,6 +157,54 @@ static const char *type_of(json_t *object)
     return type != NULL ? type : "";
 }
 
+/* ---------------------------------------------------------- scores */
+
+/* A Unigram score as `tokenizers` reads it. serde_json (without its
+ * float_roundtrip feature) parses a number as its digits D, an integer,
+ * times 10^E: (double)D, then one multiplication or division by 10^|E|.
+ * When D has more than 15 digits, (double)D rounds first, and the result
+ * can be one unit in the last place away from the correctly rounded value
+ * that jansson's strtod gives. Viterbi compares sums of scores, so that
+ * unit decides ties. The file's text is the shortest decimal that reads
+ * back as the same double (what Rust and Python write), so it can be
+ * recovered from the double and re-read the serde way. */
+static double serde_json_double(double value)
+{
+    if (value == 0.0 || !isfinite(value))
+        return value;
+    char text[40];
+    int digits = 15;
+    for (; digits <= 17; digits++) {
+        snprintf(text, sizeof text, "%.*e", digits - 1, value);
+        if (strtod(text, NULL) == value)
+            break;
+    }
+    char *exponent_mark = strchr(text, 'e');
+    if (digits > 17 || exponent_mark == NULL)
+        return value;
+    long exponent = strtol(exponent_mark + 1, NULL, 10) - (digits - 1);
+    uint64_t significand = 0;
+    for (const char *c = text; c < exponent_mark; c++)
+        if (*c >= '0' && *c <= '9')
+            significand = significand * 10 + (uint64_t)(*c - '0');
+    if (digits <= 15 && exponent >= -22 && exponent <= 22)
+        return value;  /* everything exact: both parsers round once */
+    double result = (double)significand;
+    while (exponent < -308) {
+        result /= 1e308;
+        exponent += 308;
+    }
+    if (exponent > 308)
+        return value;
+    double power = 1.0;
+    /* 10^|E| as the nearest double, as serde's table holds it. */
+    char power_text[16];
+    snprintf(power_text, sizeof power_text, "1e%ld", exponent < 0 ? -exponent : exponent);
+    power = strtod(power_text, NULL);
+    result = exponent >= 0 ? result * power : result / power;
+    return value < 0 ? -fabs(result) : fabs(result);
+}
+
 /* ------------------------------------------------------------- base64 */
 
 static int base64_value(unsigned char c)
@@ -640,7 +688,7 @@ static int parse_model(parser *p, json_t *object)
                 snprintf(message, sizeof message, "vocab entry %zu is not [piece, score]", i);
                 return refuse(p, where, message);
             }
-            m->scores[i] = json_number_value(score);
+            m->scores[i] = serde_json_double(json_number_value(score));
             if (m->scores[i] < m->min_score)
                 m->min_score = m->scores[i];
             if (token_table_put(&m->vocab, json_string_value(piece), json_string_length(piece),

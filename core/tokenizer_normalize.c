@@ -190,7 +190,8 @@ static int unicode_form(const char *in, size_t length, utf8proc_option_t options
         utf8proc_ssize_t n = utf8proc_decompose((const utf8proc_uint8_t *)in, (utf8proc_ssize_t)length,
                                                 (utf8proc_int32_t *)spare->data,
                                                 (utf8proc_ssize_t)capacity_points,
-                                                options & ~(utf8proc_option_t)UTF8PROC_COMPOSE);
+                                                (options & ~(utf8proc_option_t)UTF8PROC_COMPOSE) |
+                                                    UTF8PROC_DECOMPOSE);
         if (n < 0)
             return -1;
         if ((size_t)n <= capacity_points) {
