@@ -852,6 +852,7 @@ static int parse_added(parser *p, json_t *list)
     t->added = calloc(count ? count : 1, sizeof *t->added);
     if (t->added == NULL)
         return no_memory(p);
+    int32_t largest_added = -1;
     for (size_t i = 0; i < count; i++) {
         json_t *item = json_array_get(list, i);
         const char *content;
@@ -872,10 +873,23 @@ static int parse_added(parser *p, json_t *list)
             (status = get_bool(p, item, where, "special", 0, &token->special)) ||
             (status = get_bool(p, item, where, "normalized", !token->special, &token->normalized)))
             return status;
-        /* HF gives an added token the model's id for the same text when the
-         * model has one, whatever the file says. */
+        /* HF ignores the file's id (it only warns when they differ): an
+         * added token takes the model's id for the same text, or the next
+         * id after the model's vocabulary and the tokens added so far. */
+        (void)id;
         int32_t model_id = token_table_get(&t->model.vocab, content, length);
-        token->id = model_id >= 0 ? model_id : id;
+        int32_t model_size = (int32_t)(t->model.kind == MODEL_UNIGRAM ? t->model.n_pieces
+                                                                      : t->model.vocab.count);
+        token->id = model_id;
+        for (size_t k = 0; k < t->n_added && token->id < 0; k++)
+            if (t->added[k].length == length && memcmp(t->added[k].content, content, length) == 0)
+                token->id = t->added[k].id;
+        if (token->id < 0)
+            token->id = largest_added < 0 ? model_size
+                        : largest_added >= model_size || model_size == 0 ? largest_added + 1
+                                                                         : model_size;
+        if (token->id > largest_added)
+            largest_added = token->id;
         token->content = copy_bytes(content, length);
         token->length = length;
         if (token->content == NULL)
