@@ -10,10 +10,14 @@
 
 /* ----------------------------------------------------------- scratch text */
 
+/* Room for `more` bytes and a NUL; the text stays NUL-terminated (an empty
+ * buffer too, once reserved), as PCRE2 and the callers expect. */
 int text_reserve(text_buffer *text, size_t more)
 {
-    if (text->length + more + 1 <= text->capacity)
+    if (text->length + more + 1 <= text->capacity) {
+        text->data[text->length] = '\0';
         return 0;
+    }
     size_t capacity = text->capacity ? text->capacity : 256;
     while (capacity < text->length + more + 1) {
         if (capacity > SIZE_MAX / 2)
@@ -25,6 +29,7 @@ int text_reserve(text_buffer *text, size_t more)
         return -1;
     text->data = grown;
     text->capacity = capacity;
+    text->data[text->length] = '\0';
     return 0;
 }
 
