@@ -148,9 +148,10 @@ typedef struct normalizer {
     char *replacements;
     size_t replacements_length;
     match_list matches;         /* REPLACE's scratch */
+    text_buffer work, points;   /* BERT's accent stripping: text, code points */
 } normalizer;
 
-/* Normalizes in[0..length) into out (cleared first). */
+/* Normalizes in[0..length) into out (cleared first); spare is scratch. */
 int normalizer_apply(tfenc_context *ctx, normalizer *n, const char *in, size_t length,
                      text_buffer *out, text_buffer *spare);
 void normalizer_free(normalizer *n);

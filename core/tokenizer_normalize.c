@@ -222,7 +222,7 @@ static int unicode_form(const char *in, size_t length, utf8proc_option_t options
 
 /* --------------------------------------------------------- BertNormalizer */
 
-static int bert_normalize(const normalizer *n, const char *in, size_t length, text_buffer *out,
+static int bert_normalize(normalizer *n, const char *in, size_t length, text_buffer *out,
                           text_buffer *spare)
 {
     /* Clean and space out ideographs into spare, strip accents (NFD, drop
@@ -247,25 +247,24 @@ static int bert_normalize(const normalizer *n, const char *in, size_t length, te
     }
     const char *text = spare->data;
     size_t text_length = spare->length;
-    text_buffer decomposed = {0};
     if (n->strip_accents) {
-        if (unicode_form(text, text_length, UTF8PROC_STABLE | UTF8PROC_DECOMPOSE, &decomposed, out) != 0) {
-            free(decomposed.data);
+        text_buffer *decomposed = &n->work;
+        if (unicode_form(text, text_length, UTF8PROC_STABLE | UTF8PROC_DECOMPOSE, decomposed,
+                         &n->points) != 0)
             return -1;
-        }
         /* Keep all but the nonspacing marks. */
         size_t kept = 0;
-        for (size_t i = 0; i < decomposed.length;) {
+        for (size_t i = 0; i < decomposed->length;) {
             int32_t c;
-            size_t k = utf8_decode(decomposed.data + i, &c);
+            size_t k = utf8_decode(decomposed->data + i, &c);
             if (c < 0x300 || utf8proc_category(c) != UTF8PROC_CATEGORY_MN) {
-                memmove(decomposed.data + kept, decomposed.data + i, k);
+                memmove(decomposed->data + kept, decomposed->data + i, k);
                 kept += k;
             }
             i += k;
         }
-        decomposed.length = kept;
-        text = decomposed.data;
+        decomposed->length = kept;
+        text = decomposed->data;
         text_length = kept;
     }
     out->length = 0;
@@ -275,7 +274,6 @@ static int bert_normalize(const normalizer *n, const char *in, size_t length, te
         i += utf8_decode(text + i, &c);
         status = n->lowercase ? append_lower(out, c) : text_append_char(out, c);
     }
-    free(decomposed.data);
     return status;
 }
 
@@ -493,4 +491,6 @@ void normalizer_free(normalizer *n)
     free(n->trie);
     free(n->replacements);
     free(n->matches.spans);
+    free(n->work.data);
+    free(n->points.data);
 }
