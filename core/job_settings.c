@@ -185,8 +185,8 @@ static int setup_tokenizer(reader *r)
         if (status == TFENC_ERR_NOT_FOUND) {
             tfenc_context_clear(r->ctx);
             return tfenc_error(r->ctx, TFENC_ERR_CONFIG,
-                               "%s: text input needs a tokenizer: set [tokenizer] json = "
-                               "tokenizer.json or vocab = vocab.txt, or use weights made by "
+                               "%s: text input needs a vocabulary: set [tokenizer] vocab = "
+                               "vocab.txt or json = tokenizer.json, or use weights made by "
                                "tfenc-import (%s has no /tokenizer)",
                                r->job->path, r->config->weights_path);
         }

@@ -60,19 +60,25 @@ static tfenc_tokenizer *new_tokenizer(tfenc_context *ctx, const char *source,
 
 /* ---------------------------------------------------------- added tokens */
 
-/* Normalizes in[0..length) through every normalizer into out. */
+/* Normalizes in[0..length) through every normalizer into out. *moved (may
+ * be NULL) tells whether one of them removed the first character, after
+ * which HF no longer counts the text as starting at offset 0. */
 static int normalize_all(tfenc_context *ctx, tfenc_tokenizer *t, const char *in, size_t length,
-                         text_buffer *out)
+                         text_buffer *out, int *moved)
 {
     text_buffer *ping = &t->pre_text[0], *pong = &t->pre_text[1];
     const char *current = in;
     size_t current_length = length;
+    if (moved != NULL)
+        *moved = 0;
     for (size_t i = 0; i < t->n_normalizers; i++) {
         text_buffer *target = i % 2 == 0 ? ping : pong;
         int status = normalizer_apply(ctx, &t->normalizers[i], current, current_length, target,
                                       &t->spare);
         if (status != TFENC_OK)
             return status;
+        if (moved != NULL && t->normalizers[i].deleted_first)
+            *moved = 1;
         current = target->data;
         current_length = target->length;
     }
@@ -93,7 +99,7 @@ static int prepare_added(tfenc_context *ctx, tfenc_tokenizer *t)
         token->pattern = NULL;
         text_buffer pattern = {0};
         int status = token->normalized && t->n_normalizers > 0
-                         ? normalize_all(ctx, t, token->content, token->length, &pattern)
+                         ? normalize_all(ctx, t, token->content, token->length, &pattern, NULL)
                          : (text_append(&pattern, token->content, token->length) == 0
                                 ? TFENC_OK
                                 : tfenc_error(ctx, TFENC_ERR_NO_MEMORY, "tokenizer: out of memory"));
@@ -313,10 +319,13 @@ int tfenc_tokenizer_encode(tfenc_context *ctx, tfenc_tokenizer *tokenizer, const
             continue;
         }
         size_t base = t->normalized.length;
-        status = normalize_all(ctx, t, t->text.data + segment.start, segment.length, &t->normalized);
+        int moved = 0;
+        status = normalize_all(ctx, t, t->text.data + segment.start, segment.length, &t->normalized,
+                               &moved);
         if (status == TFENC_OK)
             status = split_on_added(ctx, t, 1, t->normalized.data + base, base,
-                                    t->normalized.length - base, segment.first, &t->raw_pieces);
+                                    t->normalized.length - base, segment.first && !moved,
+                                    &t->raw_pieces);
     }
     if (status != TFENC_OK)
         return status;

@@ -149,6 +149,9 @@ typedef struct normalizer {
     size_t replacements_length;
     match_list matches;         /* REPLACE's scratch */
     text_buffer work, points;   /* BERT's accent stripping: text, code points */
+    /* Set by normalizer_apply: it removed the first character of its input,
+     * so (in HF's alignments) the text no longer starts at offset 0. */
+    int deleted_first;
 } normalizer;
 
 /* Normalizes in[0..length) into out (cleared first); spare is scratch. */

@@ -520,7 +520,9 @@ static int parse_vocab_object(parser *p, json_t *vocab, const char *where)
     return TFENC_OK;
 }
 
-static int set_unk(parser *p, json_t *object, const char *where, int required)
+/* fallback: HF's default when the key is absent (WordPiece's "[UNK]"), or
+ * NULL for none. */
+static int set_unk(parser *p, json_t *object, const char *where, const char *fallback)
 {
     const char *unk;
     size_t length;
@@ -528,9 +530,11 @@ static int set_unk(parser *p, json_t *object, const char *where, int required)
     if (status != TFENC_OK)
         return status;
     model *m = &p->t->model;
+    if (unk == NULL && fallback != NULL) {
+        unk = fallback;
+        length = strlen(fallback);
+    }
     if (unk == NULL) {
-        if (required)
-            return refuse(p, where, "'unk_token' is missing");
         m->unk_id = -1;
         return TFENC_OK;
     }
@@ -642,7 +646,7 @@ static int parse_model(parser *p, json_t *object)
             (status = set_affix(p, object, where, "continuing_subword_prefix", "##",
                                 &m->continuing_prefix, &m->continuing_prefix_length)))
             return status;
-        return set_unk(p, object, where, 1);
+        return set_unk(p, object, where, "[UNK]");
     }
     if (strcmp(type, "BPE") == 0) {
         const char *where = "model BPE";
@@ -660,7 +664,7 @@ static int parse_model(parser *p, json_t *object)
             (status = get_bool(p, object, where, "fuse_unk", 0, &m->fuse_unk)) ||
             (status = get_bool(p, object, where, "byte_fallback", 0, &m->byte_fallback)) ||
             (status = get_bool(p, object, where, "ignore_merges", 0, &m->ignore_merges)) ||
-            (status = set_unk(p, object, where, 0)))
+            (status = set_unk(p, object, where, NULL)))
             return status;
         return parse_merges(p, json_object_get(object, "merges"), where);
     }

@@ -336,7 +336,7 @@ static const char *precompiled_lookup(const normalizer *n, const char *key, size
 /* Per extended grapheme cluster: a cluster under 6 bytes whose prefix the
  * map knows is replaced whole; otherwise each character on its own. This
  * is what SentencePiece and HF do, odd as it looks. */
-static int precompiled_normalize(const normalizer *n, const char *in, size_t length, text_buffer *out)
+static int precompiled_normalize(normalizer *n, const char *in, size_t length, text_buffer *out)
 {
     out->length = 0;
     if (text_reserve(out, length) != 0)
@@ -359,6 +359,8 @@ static int precompiled_normalize(const normalizer *n, const char *in, size_t len
         if (end - start < 6)
             replacement = precompiled_lookup(n, in + start, end - start, &replacement_length);
         if (replacement != NULL) {
+            if (start == 0 && replacement_length == 0)
+                n->deleted_first = 1;
             if (text_append(out, replacement, replacement_length) != 0)
                 return -1;
         } else {
@@ -366,6 +368,8 @@ static int precompiled_normalize(const normalizer *n, const char *in, size_t len
                 int32_t c;
                 size_t k = utf8_decode(in + i, &c);
                 replacement = precompiled_lookup(n, in + i, k, &replacement_length);
+                if (i == 0 && replacement != NULL && replacement_length == 0)
+                    n->deleted_first = 1;
                 if (replacement != NULL ? text_append(out, replacement, replacement_length) != 0
                                         : text_append(out, in + i, k) != 0)
                     return -1;
@@ -403,11 +407,46 @@ static int strip(const normalizer *n, const char *in, size_t length, text_buffer
     return text_append(out, in + start, end - start);
 }
 
+/* Whether the normalizer removes the first character of in (when it holds
+ * one): HF then aligns the normalized text to a later original offset,
+ * which Metaspace's prepend_scheme "first" looks at. */
+static int removes_first(normalizer *n, const char *in, size_t length)
+{
+    if (length == 0)
+        return 0;
+    int32_t c;
+    utf8_decode(in, &c);
+    utf8proc_category_t category = utf8proc_category(c);
+    switch (n->kind) {
+    case NORMALIZER_BERT:
+        if (n->clean_text && (c == 0 || c == 0xFFFD || is_control(c)))
+            return 1;
+        if (n->strip_accents) {
+            utf8proc_int32_t first[8];
+            utf8proc_ssize_t k = utf8proc_decompose_char(c, first, 8, UTF8PROC_DECOMPOSE, NULL);
+            return k > 0 && k <= 8 && utf8proc_category(first[0]) == UTF8PROC_CATEGORY_MN;
+        }
+        return 0;
+    case NORMALIZER_STRIP:
+        return n->strip_left && tokenizer_is_whitespace(c);
+    case NORMALIZER_STRIP_ACCENTS:
+        return category == UTF8PROC_CATEGORY_MN || category == UTF8PROC_CATEGORY_MC ||
+               category == UTF8PROC_CATEGORY_ME;
+    case NORMALIZER_REPLACE:
+        /* n->matches holds this input's matches (normalizer_apply ran). */
+        return n->content_length == 0 && n->matches.count > 0 && n->matches.spans[0] == 0 &&
+               n->matches.spans[1] > 0;
+    default:
+        return 0;
+    }
+}
+
 int normalizer_apply(tfenc_context *ctx, normalizer *n, const char *in, size_t length,
                      text_buffer *out, text_buffer *spare)
 {
     int failed = 0;
     out->length = 0;
+    n->deleted_first = 0;
     switch (n->kind) {
     case NORMALIZER_BERT:
         failed = bert_normalize(n, in, length, out, spare);
@@ -481,6 +520,8 @@ int normalizer_apply(tfenc_context *ctx, normalizer *n, const char *in, size_t l
     }
     if (failed)
         return tfenc_error(ctx, TFENC_ERR_NO_MEMORY, "tokenizer: out of memory while normalizing");
+    if (n->kind != NORMALIZER_PRECOMPILED)
+        n->deleted_first = removes_first(n, in, length);
     return TFENC_OK;
 }
 

@@ -404,6 +404,43 @@ static void test_json_unigram(void)
     tfenc_tokenizer_destroy(t);
 }
 
+/* Metaspace's prepend_scheme "first" prepends only to the text that starts
+ * at offset 0 of the original, and HF's alignments move that start when a
+ * normalizer removes the first character: Strip with leading spaces,
+ * BertNormalizer with a leading control, Replace with "" at the start.
+ * Expected pieces from tokenizers 0.19 on the same tokenizer. */
+static void test_json_metaspace_first(void)
+{
+    static const char *const normalizers[] = {
+        "{\"type\": \"Lowercase\"}", "{\"type\": \"Strip\", \"strip_left\": true, \"strip_right\": true}",
+        "{\"type\": \"BertNormalizer\", \"lowercase\": false}",
+        "{\"type\": \"Replace\", \"pattern\": {\"String\": \"x\"}, \"content\": \"\"}"};
+    /* Ids: <unk> 0, ▁ 1, h 2, ▁h 3, x 4; texts "h h", "  h h", "\x01h h", "xh h". */
+    static const int32_t expected[4][4][4] = {
+        {{3, 3, -1}, {1, 3, 3, -1}, {1, 0, 2, 3}, {1, 4, 2, 3}},
+        {{3, 3, -1}, {2, 3, -1}, {1, 0, 2, 3}, {1, 4, 2, 3}},
+        {{3, 3, -1}, {1, 3, 3, -1}, {2, 3, -1}, {1, 4, 2, 3}},
+        {{3, 3, -1}, {1, 3, 3, -1}, {1, 0, 2, 3}, {2, 3, -1}}};
+    static const char *const texts[] = {"h h", "  h h", "\x01h h", "xh h"};
+    for (int n = 0; n < 4; n++) {
+        char json[1024];
+        snprintf(json, sizeof json,
+                 "{\"model\": {\"type\": \"Unigram\", \"unk_id\": 0, \"vocab\": [[\"<unk>\", 0.0],"
+                 " [\"\\u2581\", -1.0], [\"h\", -2.0], [\"\\u2581h\", -1.5], [\"x\", -1.0]]},"
+                 " \"normalizer\": %s, \"pre_tokenizer\": {\"type\": \"Metaspace\","
+                 " \"replacement\": \"\\u2581\", \"prepend_scheme\": \"first\", \"split\": true}}",
+                 normalizers[n]);
+        tfenc_tokenizer *t = from_json(json);
+        for (int k = 0; k < 4; k++) {
+            int n_expected = 0;
+            while (n_expected < 4 && expected[n][k][n_expected] >= 0)
+                n_expected++;
+            check_encode(t, texts[k], strlen(texts[k]), 16, expected[n][k], n_expected, 0);
+        }
+        tfenc_tokenizer_destroy(t);
+    }
+}
+
 /* Added tokens: matched on the raw text, longest first; single_word only
  * between non-word characters; lstrip / rstrip swallow the spaces. */
 static void test_json_added_tokens(void)
@@ -543,6 +580,7 @@ int main(void)
     CU_add_test(suite, "tokenizer.json BPE: merges by rank, unknowns, template", test_json_bpe);
     CU_add_test(suite, "tokenizer.json Unigram: best path, NFKC, Metaspace", test_json_unigram);
     CU_add_test(suite, "tokenizer.json added tokens", test_json_added_tokens);
+    CU_add_test(suite, "Metaspace prepend_scheme first after normalizers", test_json_metaspace_first);
     CU_add_test(suite, "tokenizer.json byte-level BPE and invalid UTF-8", test_json_byte_level);
     CU_add_test(suite, "tokenizer.json refusals in one line", test_json_refusals);
     CU_add_test(suite, "store in and load from the weights file", test_store_and_load);
