@@ -327,29 +327,38 @@ void model_find_byte_ids(model *m)
     }
 }
 
+/* Grows each of the arrays (element sizes given) to capacity elements;
+ * 0, or -1 when out of memory (the arrays that did grow stay valid). */
+static int grow_arrays(size_t capacity, int n, void **arrays[], const size_t sizes[])
+{
+    for (int i = 0; i < n; i++) {
+        void *grown = realloc(*arrays[i], capacity * sizes[i]);
+        if (grown == NULL)
+            return -1;
+        *arrays[i] = grown;
+    }
+    return 0;
+}
+
+static size_t doubled(size_t capacity, size_t wanted)
+{
+    capacity = capacity ? capacity : 256;
+    while (capacity < wanted)
+        capacity *= 2;
+    return capacity;
+}
+
 static int grow_symbols(model_scratch *s, size_t n)
 {
     if (n <= s->symbol_capacity)
         return 0;
-    size_t capacity = s->symbol_capacity ? s->symbol_capacity : 256;
-    while (capacity < n)
-        capacity *= 2;
-    int32_t *id = realloc(s->symbol_id, capacity * sizeof *id);
-    if (id != NULL)
-        s->symbol_id = id;
-    int32_t *prev = realloc(s->symbol_prev, capacity * sizeof *prev);
-    if (prev != NULL)
-        s->symbol_prev = prev;
-    int32_t *next = realloc(s->symbol_next, capacity * sizeof *next);
-    if (next != NULL)
-        s->symbol_next = next;
-    uint32_t *length = realloc(s->symbol_length, capacity * sizeof *length);
-    if (length != NULL)
-        s->symbol_length = length;
-    uint64_t *heap = realloc(s->heap, 4 * capacity * sizeof *heap);
-    if (heap != NULL)
-        s->heap = heap;
-    if (id == NULL || prev == NULL || next == NULL || length == NULL || heap == NULL)
+    size_t capacity = doubled(s->symbol_capacity, n);
+    void **arrays[] = {(void **)&s->symbol_id, (void **)&s->symbol_prev, (void **)&s->symbol_next,
+                       (void **)&s->symbol_length, (void **)&s->heap};
+    /* The heap holds at most one pair per symbol, plus stale entries. */
+    const size_t sizes[] = {sizeof *s->symbol_id, sizeof *s->symbol_prev, sizeof *s->symbol_next,
+                            sizeof *s->symbol_length, 4 * sizeof *s->heap};
+    if (grow_arrays(capacity, 5, arrays, sizes) != 0)
         return -1;
     s->symbol_capacity = capacity;
     s->heap_capacity = 4 * capacity;
@@ -526,22 +535,12 @@ static int grow_paths(model_scratch *s, size_t n)
 {
     if (n <= s->best_capacity)
         return 0;
-    size_t capacity = s->best_capacity ? s->best_capacity : 256;
-    while (capacity < n)
-        capacity *= 2;
-    double *score = realloc(s->best_score, capacity * sizeof *score);
-    if (score != NULL)
-        s->best_score = score;
-    int32_t *id = realloc(s->best_id, capacity * sizeof *id);
-    if (id != NULL)
-        s->best_id = id;
-    int64_t *start = realloc(s->best_start, capacity * sizeof *start);
-    if (start != NULL)
-        s->best_start = start;
-    int32_t *reversed = realloc(s->reversed, capacity * sizeof *reversed);
-    if (reversed != NULL)
-        s->reversed = reversed;
-    if (score == NULL || id == NULL || start == NULL || reversed == NULL)
+    size_t capacity = doubled(s->best_capacity, n);
+    void **arrays[] = {(void **)&s->best_score, (void **)&s->best_id, (void **)&s->best_start,
+                       (void **)&s->reversed};
+    const size_t sizes[] = {sizeof *s->best_score, sizeof *s->best_id, sizeof *s->best_start,
+                            sizeof *s->reversed};
+    if (grow_arrays(capacity, 4, arrays, sizes) != 0)
         return -1;
     s->best_capacity = capacity;
     return 0;

@@ -486,6 +486,63 @@ static void test_json_byte_level(void)
     tfenc_tokenizer_destroy(t);
 }
 
+/* A 1 MiB word: BPE's merges go through the heap in n log n (2^20 a's
+ * merge pairwise ten times into 1024 pieces of 1024 a's), Unigram's
+ * lattice in n x longest piece; both exact and in seconds. */
+static void test_json_long_word(void)
+{
+    char json[16384];
+    int at = snprintf(json, sizeof json, "{\"model\": {\"type\": \"BPE\", \"vocab\": {");
+    for (int k = 0; k <= 10; k++) {
+        at += snprintf(json + at, sizeof json - (size_t)at, "%s\"", k ? ", " : "");
+        for (int i = 0; i < (1 << k); i++)
+            json[at++] = 'a';
+        at += snprintf(json + at, sizeof json - (size_t)at, "\": %d", k);
+    }
+    at += snprintf(json + at, sizeof json - (size_t)at, "}, \"merges\": [");
+    for (int k = 0; k < 10; k++) {
+        at += snprintf(json + at, sizeof json - (size_t)at, "%s\"", k ? ", " : "");
+        for (int side = 0; side < 2; side++) {
+            for (int i = 0; i < (1 << k); i++)
+                json[at++] = 'a';
+            json[at++] = side == 0 ? ' ' : '"';
+        }
+    }
+    snprintf(json + at, sizeof json - (size_t)at, "]}}");
+    tfenc_tokenizer *bpe = from_json(json);
+    tfenc_tokenizer *unigram = from_json(
+        "{\"model\": {\"type\": \"Unigram\", \"unk_id\": 0, \"vocab\": [[\"<unk>\", 0.0],"
+        " [\"a\", -1.0], [\"aa\", -1.5], [\"aaaa\", -2.5]]}}");
+    const size_t size = (size_t)1 << 20;
+    char *text = malloc(size);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(text);
+    memset(text, 'a', size);
+    int32_t *ids = malloc(2048 * sizeof *ids);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(ids);
+    int n_ids = 0, n_truncated = 0;
+    clock_t start = clock();
+    tfenc_context_clear(&ctx);
+    CU_ASSERT_EQUAL(tfenc_tokenizer_encode(&ctx, bpe, text, size, ids, 2048, &n_ids, &n_truncated),
+                    TFENC_OK);
+    CU_ASSERT_EQUAL(n_ids, 1024);
+    CU_ASSERT_EQUAL(n_truncated, 0);
+    CU_ASSERT_EQUAL(ids[0], 10);
+    CU_ASSERT_EQUAL(ids[1023], 10);
+    /* Unigram: "aaaa" (-2.5) beats every other way to cover four a's. */
+    CU_ASSERT_EQUAL(tfenc_tokenizer_encode(&ctx, unigram, text, size, ids, 2048, &n_ids, &n_truncated),
+                    TFENC_OK);
+    CU_ASSERT_EQUAL(n_ids, 2048);
+    CU_ASSERT_EQUAL(n_truncated, (int)(size / 4) - 2048);
+    CU_ASSERT_EQUAL(ids[0], 3);
+    double seconds = (double)(clock() - start) / CLOCKS_PER_SEC;
+    CU_ASSERT(seconds < 30.0);
+    fprintf(stderr, "(2 x 1 MiB in %.2f s) ", seconds);
+    free(ids);
+    free(text);
+    tfenc_tokenizer_destroy(bpe);
+    tfenc_tokenizer_destroy(unigram);
+}
+
 static void test_json_refusals(void)
 {
     check_refused("{\"model\": {\"type\": \"WordLevel\", \"vocab\": {}}}", "WordLevel");
@@ -583,6 +640,7 @@ int main(void)
     CU_add_test(suite, "Metaspace prepend_scheme first after normalizers", test_json_metaspace_first);
     CU_add_test(suite, "tokenizer.json byte-level BPE and invalid UTF-8", test_json_byte_level);
     CU_add_test(suite, "tokenizer.json refusals in one line", test_json_refusals);
+    CU_add_test(suite, "1 MiB words through BPE and Unigram", test_json_long_word);
     CU_add_test(suite, "store in and load from the weights file", test_store_and_load);
     CU_basic_set_mode(CU_BRM_VERBOSE);
     CU_basic_run_tests();

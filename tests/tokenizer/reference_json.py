@@ -24,22 +24,31 @@ def load(path):
     return tokenizer
 
 
+def read_texts(corpus):
+    """The corpus's lines (split on b"\\n" only), decoded as Python does with
+    errors='replace', the text HF tokenizers gets."""
+    data = open(corpus, "rb").read()
+    lines = data.split(b"\n")
+    if data.endswith(b"\n"):
+        lines.pop()
+    return [line.decode("utf-8", errors="replace") for line in lines]
+
+
+def write_ids(output, kept, full):
+    """One "n_truncated: id id ..." line per text, tokenize_corpus's format."""
+    with open(output, "w") as f:
+        for k, w in zip(kept, full):
+            f.write("%d: %s\n" % (len(w.ids) - len(k.ids), " ".join(map(str, k.ids))))
+
+
 def main():
     path, corpus, max_length, output = sys.argv[1:5]
     max_length = int(max_length)
     whole = load(path)
     truncating = load(path)
     truncating.enable_truncation(max_length)
-    data = open(corpus, "rb").read()
-    lines = data.split(b"\n")
-    if data.endswith(b"\n"):
-        lines.pop()
-    texts = [line.decode("utf-8", errors="replace") for line in lines]
-    kept = truncating.encode_batch(texts)
-    full = whole.encode_batch(texts)
-    with open(output, "w") as f:
-        for k, w in zip(kept, full):
-            f.write("%d: %s\n" % (len(w.ids) - len(k.ids), " ".join(map(str, k.ids))))
+    texts = read_texts(corpus)
+    write_ids(output, truncating.encode_batch(texts), whole.encode_batch(texts))
 
 
 if __name__ == "__main__":
