@@ -93,6 +93,7 @@ static int normalize_all(tfenc_context *ctx, tfenc_tokenizer *t, const char *in,
 static int prepare_added(tfenc_context *ctx, tfenc_tokenizer *t)
 {
     t->raw_added = t->normalized_added = 0;
+    memset(t->added_first, 0, sizeof t->added_first);
     for (size_t i = 0; i < t->n_added; i++) {
         added_token *token = &t->added[i];
         free(token->pattern);
@@ -109,6 +110,8 @@ static int prepare_added(tfenc_context *ctx, tfenc_tokenizer *t)
         }
         token->pattern = pattern.data;
         token->pattern_length = pattern.length;
+        if (pattern.length > 0)
+            t->added_first[token->normalized != 0][(unsigned char)pattern.data[0]] = 1;
         if (token->normalized)
             t->normalized_added++;
         else
@@ -155,9 +158,15 @@ static int split_on_added(tfenc_context *ctx, const tfenc_tokenizer *t, int norm
                           piece_list *out)
 {
     size_t kinds = normalized ? t->normalized_added : t->raw_added;
+    const unsigned char *starts = t->added_first[normalized != 0];
     size_t start_offset = 0;
     if (kinds > 0) {
         for (size_t at = 0; at < length;) {
+            /* Most bytes start no added token: skip them. */
+            while (at < length && !starts[(unsigned char)text[at]])
+                at++;
+            if (at == length)
+                break;
             const added_token *token = added_at(t, normalized, text, at, length);
             if (token == NULL) {
                 at++;

@@ -244,8 +244,22 @@ typedef struct model {
     double min_score;
 } model;
 
+/* A remembered piece and its ids: real text repeats its words, and a
+ * piece's ids depend on the piece alone. Direct-mapped by hash. */
+#define CACHE_SLOTS 16384
+#define CACHE_WORD_BYTES 32
+#define CACHE_IDS 12
+typedef struct cache_slot {
+    uint64_t hash;
+    uint32_t length;             /* 0 = empty */
+    uint32_t n_ids;
+    char word[CACHE_WORD_BYTES];
+    int32_t ids[CACHE_IDS];
+} cache_slot;
+
 /* Scratch of the models, grown as needed. */
 typedef struct model_scratch {
+    cache_slot *cache;               /* [CACHE_SLOTS], made at first use */
     /* BPE symbols */
     int32_t *symbol_id;
     int32_t *symbol_prev, *symbol_next;
@@ -307,6 +321,7 @@ struct tfenc_tokenizer {
     added_token *added;
     size_t n_added;
     size_t raw_added, normalized_added;  /* how many of each kind */
+    unsigned char added_first[2][256];   /* [normalized][byte]: a pattern starts with it */
     int32_t prefix_ids[MAX_SPECIAL_IDS], suffix_ids[MAX_SPECIAL_IDS];
     int n_prefix, n_suffix;
     int32_t pad_id;

@@ -634,11 +634,9 @@ static int unigram(tfenc_context *ctx, const model *m, model_scratch *s, const c
     return TFENC_OK;
 }
 
-int model_tokenize(tfenc_context *ctx, const model *m, model_scratch *scratch, const char *piece,
-                   size_t length, id_list *out)
+static int run_model(tfenc_context *ctx, const model *m, model_scratch *scratch, const char *piece,
+                     size_t length, id_list *out)
 {
-    if (length == 0)
-        return TFENC_OK;
     switch (m->kind) {
     case MODEL_WORDPIECE:
         return wordpiece(ctx, m, scratch, piece, length, out);
@@ -648,6 +646,39 @@ int model_tokenize(tfenc_context *ctx, const model *m, model_scratch *scratch, c
         return unigram(ctx, m, scratch, piece, length, out);
     }
     return tfenc_error(ctx, TFENC_ERR_CONFIG, "tokenizer: unknown model");
+}
+
+/* Short pieces go through the cache (allocated once; without memory for it
+ * the model just runs every time). */
+int model_tokenize(tfenc_context *ctx, const model *m, model_scratch *scratch, const char *piece,
+                   size_t length, id_list *out)
+{
+    if (length == 0)
+        return TFENC_OK;
+    if (length > CACHE_WORD_BYTES)
+        return run_model(ctx, m, scratch, piece, length, out);
+    if (scratch->cache == NULL)
+        scratch->cache = calloc(CACHE_SLOTS, sizeof *scratch->cache);
+    if (scratch->cache == NULL)
+        return run_model(ctx, m, scratch, piece, length, out);
+    uint64_t hash = token_hash(piece, length);
+    cache_slot *slot = &scratch->cache[hash & (CACHE_SLOTS - 1)];
+    if (slot->length == length && slot->hash == hash && memcmp(slot->word, piece, length) == 0) {
+        for (uint32_t i = 0; i < slot->n_ids; i++)
+            if (ids_add(out, slot->ids[i]) != 0)
+                return no_memory(ctx);
+        return TFENC_OK;
+    }
+    size_t first = out->count;
+    int status = run_model(ctx, m, scratch, piece, length, out);
+    if (status == TFENC_OK && out->count - first <= CACHE_IDS) {
+        slot->hash = hash;
+        slot->length = (uint32_t)length;
+        slot->n_ids = (uint32_t)(out->count - first);
+        memcpy(slot->word, piece, length);
+        memcpy(slot->ids, out->ids + first, slot->n_ids * sizeof *slot->ids);
+    }
+    return status;
 }
 
 void model_free(model *m)
@@ -662,6 +693,7 @@ void model_free(model *m)
 
 void model_scratch_free(model_scratch *s)
 {
+    free(s->cache);
     free(s->symbol_id);
     free(s->symbol_prev);
     free(s->symbol_next);
