@@ -676,7 +676,10 @@ int model_tokenize(tfenc_context *ctx, const model *m, model_scratch *scratch, c
         slot->length = (uint32_t)length;
         slot->n_ids = (uint32_t)(out->count - first);
         memcpy(slot->word, piece, length);
-        memcpy(slot->ids, out->ids + first, slot->n_ids * sizeof *slot->ids);
+        /* A piece may give no id at all (BPE drops characters it has
+         * neither a token nor an unk_token for); then ids may be NULL. */
+        if (slot->n_ids > 0)
+            memcpy(slot->ids, out->ids + first, slot->n_ids * sizeof *slot->ids);
     }
     return status;
 }
