@@ -1,11 +1,10 @@
 /* Reading the [job] section and the tokenizer of a job file. */
 #include "job_settings.h"
 
+#include "context.h"
 #include "params.h"
 
 #include <jansson.h>
-
-#include <hdf5.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -191,70 +190,6 @@ static int read_job_settings(reader *r)
 
 /* ------------------------------------------------------------ tokenizer */
 
-/* The vocabulary and settings tfenc-import stores under /tokenizer. */
-static int tokenizer_from_weights(reader *r, const tfenc_tokenizer_options *base,
-                                  tfenc_job_section *section)
-{
-    const char *path = r->config->weights_path;
-    hid_t file = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
-    if (file < 0)
-        return tfenc_error(r->ctx, TFENC_ERR_WEIGHTS, "weights %s: cannot open", path);
-    int status = TFENC_OK;
-    hid_t dataset = H5Lexists(file, "/tokenizer", H5P_DEFAULT) > 0 &&
-                            H5Lexists(file, "/tokenizer/vocab", H5P_DEFAULT) > 0
-                        ? H5Dopen2(file, "/tokenizer/vocab", H5P_DEFAULT)
-                        : H5I_INVALID_HID;
-    if (dataset < 0) {
-        H5Fclose(file);
-        return tfenc_error(r->ctx, TFENC_ERR_CONFIG,
-                           "%s: text input needs a vocabulary: set [tokenizer] vocab = vocab.txt, "
-                           "or use weights made by tfenc-import (%s has no /tokenizer/vocab)",
-                           r->job->path, path);
-    }
-    tfenc_tokenizer_options opts = *base;
-    /* Settings stored by the importer apply unless the job sets them. */
-    hid_t group = H5Gopen2(file, "/tokenizer", H5P_DEFAULT);
-    struct {
-        const char *attribute, *key;
-        int *target;
-    } settings[] = {{"do_lower_case", "lowercase", &opts.lowercase},
-                    {"strip_accents", "strip_accents", &opts.strip_accents},
-                    {"tokenize_chinese_chars", "chinese_chars", &opts.chinese_chars}};
-    for (size_t i = 0; i < sizeof settings / sizeof *settings; i++) {
-        if (tfenc_job_section_get(section, settings[i].key) != NULL ||
-            H5Aexists(group, settings[i].attribute) <= 0)
-            continue;
-        hid_t attribute = H5Aopen(group, settings[i].attribute, H5P_DEFAULT);
-        int value = 0;
-        if (attribute >= 0 && H5Aread(attribute, H5T_NATIVE_INT, &value) >= 0)
-            *settings[i].target = value;
-        if (attribute >= 0)
-            H5Aclose(attribute);
-    }
-    H5Gclose(group);
-    hid_t space = H5Dget_space(dataset);
-    hssize_t count = H5Sget_simple_extent_npoints(space);
-    hid_t string_type = H5Tcopy(H5T_C_S1);
-    H5Tset_size(string_type, H5T_VARIABLE);
-    H5Tset_cset(string_type, H5T_CSET_UTF8);
-    char **tokens = count > 0 ? calloc((size_t)count, sizeof *tokens) : NULL;
-    if (tokens == NULL || H5Dread(dataset, string_type, H5S_ALL, H5S_ALL, H5P_DEFAULT, tokens) < 0)
-        status = tfenc_error(r->ctx, TFENC_ERR_WEIGHTS,
-                             "weights %s: /tokenizer/vocab is not a list of strings", path);
-    if (status == TFENC_OK)
-        status = tfenc_tokenizer_create_from_tokens(r->ctx, (const char *const *)tokens,
-                                                    (int)count, &opts, r->tokenizer);
-    if (tokens != NULL) {
-        H5Dvlen_reclaim(string_type, space, H5P_DEFAULT, tokens);
-        free(tokens);
-    }
-    H5Tclose(string_type);
-    H5Sclose(space);
-    H5Dclose(dataset);
-    H5Fclose(file);
-    return status;
-}
-
 static int setup_tokenizer(reader *r)
 {
     static const char *const accents[] = {"auto", "true", "false", NULL};
@@ -275,9 +210,11 @@ static int setup_tokenizer(reader *r)
     tfenc_params_bind(&p, r->ctx, r->job, section);
     tfenc_tokenizer_options opts;
     tfenc_tokenizer_options_default(&opts);
-    const char *vocab = NULL;
+    const char *vocab = NULL, *json = NULL;
     int accent = 0;
     int status = tfenc_param_string(&p, "vocab", NULL, &vocab);
+    if (status == TFENC_OK)
+        status = tfenc_param_string(&p, "json", NULL, &json);
     if (status == TFENC_OK)
         status = tfenc_param_bool(&p, "lowercase", 1, &opts.lowercase);
     if (status == TFENC_OK)
@@ -288,15 +225,41 @@ static int setup_tokenizer(reader *r)
         status = tfenc_params_check_all_used(&p, "not a [tokenizer] key");
     if (status != TFENC_OK)
         return status;
+    if (vocab != NULL && json != NULL)
+        return tfenc_error(r->ctx, TFENC_ERR_CONFIG, "%s: [tokenizer] sets both vocab and json; "
+                           "name one tokenizer", r->job->path);
     opts.strip_accents = accent == 0 ? -1 : accent == 1;
     opts.invalid_utf8 = r->settings->invalid_utf8_error ? TFENC_INVALID_UTF8_ERROR
                                                        : TFENC_INVALID_UTF8_REPLACE;
-    if (vocab == NULL)
-        return tokenizer_from_weights(r, &opts, section);
-    char *path = tfenc_jobfile_resolve_path(r->job, vocab);
+    /* The job's own BERT options win over those stored with the weights. */
+    static const struct {
+        const char *key;
+        unsigned bit;
+    } set_keys[] = {{"lowercase", TFENC_TOKENIZER_SET_LOWERCASE},
+                    {"strip_accents", TFENC_TOKENIZER_SET_STRIP_ACCENTS},
+                    {"chinese_chars", TFENC_TOKENIZER_SET_CHINESE_CHARS}};
+    for (size_t i = 0; i < sizeof set_keys / sizeof *set_keys; i++)
+        if (tfenc_job_section_get(section, set_keys[i].key) != NULL)
+            opts.job_set |= set_keys[i].bit;
+    if (vocab == NULL && json == NULL) {
+        status = tfenc_tokenizer_load(r->ctx, r->config->weights_path, &opts, r->tokenizer);
+        if (status == TFENC_ERR_NOT_FOUND) {
+            tfenc_context_clear(r->ctx);
+            return tfenc_error(r->ctx, TFENC_ERR_CONFIG,
+                               "%s: text input needs a vocabulary: set [tokenizer] vocab = "
+                               "vocab.txt or json = tokenizer.json, or use weights made by "
+                               "tfenc-import (%s has no /tokenizer)",
+                               r->job->path, r->config->weights_path);
+        }
+        return status;
+    }
+    char *path = tfenc_jobfile_resolve_path(r->job, json != NULL ? json : vocab);
     if (path == NULL)
         return tfenc_error(r->ctx, TFENC_ERR_NO_MEMORY, "out of memory");
-    status = tfenc_tokenizer_create_from_file(r->ctx, path, &opts, r->tokenizer);
+    if (json != NULL)
+        status = tfenc_tokenizer_create_from_json_file(r->ctx, path, &opts, r->tokenizer);
+    else
+        status = tfenc_tokenizer_create_from_file(r->ctx, path, &opts, r->tokenizer);
     free(path);
     if (status == TFENC_OK && r->config->vocab_size > 0 &&
         tfenc_tokenizer_vocab_size(*r->tokenizer) > r->config->vocab_size)

@@ -1,48 +1,55 @@
-/* The BERT WordPiece tokenizer: text in, [CLS] piece ids [SEP] out, the same
- * ids as Hugging Face's BertWordPieceTokenizer (the `tokenizers` package, which
- * BertTokenizerFast runs) for the same vocabulary and options.
+/* Tokenizers: text in, token ids out, the same ids as Hugging Face's
+ * `tokenizers` (0.19) for the same tokenizer. Two sources:
  *
- * Pipeline, as in `tokenizers`:
- *   1. Special tokens ([PAD] [UNK] [CLS] [SEP] [MASK], those in the vocab)
- *      written literally in the raw text are matched first, case-sensitively,
- *      and become their own id, as HF does for added special tokens.
- *   2. BertNormalizer on the text between them: drop U+0000, U+FFFD and
- *      control characters (categories Cc Cf Co Cs, but not \t \n \r, which are
- *      whitespace; unassigned code points are kept, as HF keeps them), map
- *      whitespace to a space, put spaces around CJK ideographs, strip accents
- *      (NFD then drop category Mn), lower-case.
- *   3. BertPreTokenizer: split on whitespace, and isolate each punctuation
- *      character (ASCII 33-47, 58-64, 91-96, 123-126 and categories P*).
- *   4. WordPiece: greedy longest match first, "##" on continuation pieces; a
- *      word longer than 100 code points, or one that cannot be covered by
- *      pieces, becomes [UNK].
+ *   - a tokenizer.json (what every current model folder ships): normalizers
+ *     BertNormalizer, NFC, NFD, NFKC, NFKD, Lowercase, Strip, StripAccents,
+ *     Replace, Prepend, Precompiled (SentencePiece's charsmap), Sequence;
+ *     pre-tokenizers BertPreTokenizer, Whitespace, WhitespaceSplit,
+ *     Metaspace, ByteLevel, Split, Digits, Punctuation, CharDelimiterSplit,
+ *     Sequence; models WordPiece, BPE (byte-level or not, byte_fallback,
+ *     prefixes and suffixes), Unigram; post-processors BertProcessing,
+ *     RobertaProcessing, TemplateProcessing, ByteLevel, Sequence; added and
+ *     special tokens with single_word / lstrip / rstrip / normalized. Any
+ *     other component is refused in one line naming the file and the type.
+ *   - a BERT vocab.txt (BertWordPieceTokenizer's pipeline: BertNormalizer,
+ *     BertPreTokenizer, WordPiece with "##", [CLS] A [SEP]), with options.
  *
- * Unicode data comes from utf8proc (Unicode 15 on Debian 12). `tokenizers`
- * 0.23 classifies categories with older tables (from about Unicode 8), so
- * the two differ on code points assigned or recategorized since. Measured on
- * every code point c as the text "a" c "b": ids differ for 149 code points in
- * the cased and lower-case-only configurations (129 punctuation marks such
- * as U+061D and U+2E43..U+2E5D that HF does not split off, 20 format
- * characters, U+0890 U+0891 U+08E2 U+110CD U+13430..U+1343F, that HF keeps)
- * and for 568 with accent stripping (also 419 newer nonspacing marks that HF
- * keeps). Everything else, case mapping and NFD included, is identical.
- * tfenc follows the current standard there.
+ * Pipeline, as in `tokenizers`: added tokens are matched on the raw text
+ * (leftmost longest, case-sensitive); the text between them is normalized,
+ * normalized added tokens are matched on that; pre-tokenizers split the
+ * rest into pieces, the model turns each piece into ids, and the
+ * post-processor adds its special tokens. Truncation keeps the first
+ * max_length ids counting those special tokens (HF's truncation=True).
+ *
+ * Differences from `tokenizers` that remain, all from Unicode data
+ * (tfenc uses utf8proc's Unicode 15; tokenizers 0.19's crates have older
+ * tables, about Unicode 8-13): category tests (controls, punctuation,
+ * marks), normal forms and grapheme clusters differ on code points assigned
+ * or recategorized since. docs/tokenizers.md lists what the tests measured.
+ * For BERT, on every code point c as the text "a" c "b": 149 code points
+ * differ in the cased and lower-case-only configurations (129 punctuation
+ * marks such as U+061D and U+2E43..U+2E5D that HF does not split off, 20
+ * format characters, U+0890 U+0891 U+08E2 U+110CD U+13430..U+1343F, that HF
+ * keeps) and 568 with accent stripping (also 419 newer nonspacing marks).
  *
  * Invalid UTF-8 (tfenc_invalid_utf8_policy):
  *   REPLACE: each maximal invalid subsequence (Unicode's "maximal subpart",
- *     the rule of Python's bytes.decode('utf-8', errors='replace')) stands
- *     for one U+FFFD, which the cleaner then drops. So the ids are those HF
- *     gives for the Python-decoded string; an invalid byte does not split a
- *     word ("ab\xffcd" is the word "abcd").
+ *     the rule of Python's bytes.decode('utf-8', errors='replace')) becomes
+ *     one U+FFFD, so the ids are those HF gives for the Python-decoded
+ *     string (BERT's cleaner then drops U+FFFD; byte-level BPE encodes its
+ *     three bytes; Unigram maps it to the unknown piece unless listed).
  *   ERROR: tfenc_tokenizer_encode() fails with TFENC_ERR_INPUT and a message
  *     giving the byte offset of the first invalid byte.
  *   Overlong forms, encoded surrogates (U+D800..U+DFFF) and code points above
  *   U+10FFFF are invalid.
  *
- * Cost: linear in the text length. The whole text is tokenized even when the
- * output is truncated, so the truncated count is exact. Memory beyond the
- * vocabulary is a few kilobytes of scratch per tokenizer, whatever the text
- * length. A tokenizer MUST NOT be used by two threads at once (the scratch). */
+ * Cost: linear in the text (Unigram: text x longest piece; BPE: pieces x
+ * log pieces). The whole text is tokenized even when the output is
+ * truncated, so the truncated count is exact. Scratch buffers grow to the
+ * largest document seen and are reused: no allocation per token or per
+ * document once warm. Pieces of up to 32 bytes and their ids are remembered
+ * in a 1.5 MB direct-mapped cache (real text repeats its words). A
+ * tokenizer MUST NOT be used by two threads at once. */
 #ifndef TFENC_TOKENIZER_H
 #define TFENC_TOKENIZER_H
 
@@ -58,15 +65,22 @@ typedef enum {
     TFENC_INVALID_UTF8_ERROR = 1
 } tfenc_invalid_utf8_policy;
 
+/* Which of the BERT options a job set explicitly (job_set bits): those win
+ * over the settings stored in a weights file; a tokenizer.json refuses them. */
+#define TFENC_TOKENIZER_SET_LOWERCASE 1u
+#define TFENC_TOKENIZER_SET_STRIP_ACCENTS 2u
+#define TFENC_TOKENIZER_SET_CHINESE_CHARS 4u
+
 typedef struct tfenc_tokenizer_options {
-    int lowercase;          /* 1 = lower-case */
-    int strip_accents;      /* 1, 0, or -1 = follow lowercase */
-    int chinese_chars;      /* 1 = split CJK ideographs */
-    tfenc_invalid_utf8_policy invalid_utf8;
+    int lowercase;          /* vocab.txt only: 1 = lower-case */
+    int strip_accents;      /* vocab.txt only: 1, 0, or -1 = follow lowercase */
+    int chinese_chars;      /* vocab.txt only: 1 = split CJK ideographs */
+    tfenc_invalid_utf8_policy invalid_utf8;  /* every tokenizer */
+    unsigned job_set;       /* TFENC_TOKENIZER_SET_* bits */
 } tfenc_tokenizer_options;
 
 /* bert-base-uncased's settings: lowercase 1, strip_accents -1 (so on),
- * chinese_chars 1, invalid_utf8 REPLACE. */
+ * chinese_chars 1, invalid_utf8 REPLACE, job_set 0. */
 void tfenc_tokenizer_options_default(tfenc_tokenizer_options *options);
 
 /* Reads vocab.txt: one token per line, id = line index from 0. As HF does,
@@ -85,20 +99,68 @@ int tfenc_tokenizer_create_from_tokens(tfenc_context *ctx, const char *const *to
                                        int n_tokens, const tfenc_tokenizer_options *options,
                                        tfenc_tokenizer **tokenizer);
 
-/* Encodes text[0..length) into ids (capacity max_length >= 2): [CLS] pieces [SEP].
-   *n_ids gets the count written, *n_truncated the number of word pieces cut.
-   Truncation keeps the first max_length - 2 pieces (HF's truncation=True);
-   the text need not be NUL-terminated and may contain NUL bytes (dropped as
-   U+0000 is). n_truncated may be NULL. */
+/* Reads a tokenizer.json. Fails with TFENC_ERR_IO (unreadable), or
+ * TFENC_ERR_CONFIG in one line naming the path and the key or component
+ * type (malformed JSON, an unsupported component, a merge naming an absent
+ * token, a pattern that does not compile). Of the options only
+ * invalid_utf8 applies; job_set must be 0. */
+int tfenc_tokenizer_create_from_json_file(tfenc_context *ctx, const char *path,
+                                          const tfenc_tokenizer_options *options,
+                                          tfenc_tokenizer **tokenizer);
+
+/* The same from the text of a tokenizer.json (length bytes, copied);
+ * `source` names it in messages. */
+int tfenc_tokenizer_create_from_json_text(tfenc_context *ctx, const char *text, size_t length,
+                                          const char *source, const tfenc_tokenizer_options *options,
+                                          tfenc_tokenizer **tokenizer);
+
+/* Encodes text[0..length) into ids (capacity max_length, which must hold
+ * the post-processor's special tokens and one more): specials, pieces,
+ * specials. *n_ids gets the count written, *n_truncated the number of
+ * pieces cut (may be NULL). The text need not be NUL-terminated and may
+ * contain NUL bytes. */
 int tfenc_tokenizer_encode(tfenc_context *ctx, tfenc_tokenizer *tokenizer, const char *text,
                            size_t length, int32_t *ids, int max_length, int *n_ids,
                            int *n_truncated);
 
-/* Number of vocabulary lines, i.e. one more than the largest id (the row
- * count the embedding table needs), even if some token appears twice. */
+/* One more than the largest id (the row count the embedding table needs):
+ * for a vocab.txt the number of lines, even if some token appears twice. */
 int tfenc_tokenizer_vocab_size(const tfenc_tokenizer *tokenizer);
 
-int32_t tfenc_tokenizer_token_id(const tfenc_tokenizer *tokenizer, const char *token); /* -1 if absent */
+/* The id of a token of the vocabulary or an added token; -1 if absent. */
+int32_t tfenc_tokenizer_token_id(const tfenc_tokenizer *tokenizer, const char *token);
+
+typedef enum {
+    TFENC_SPECIAL_CLS = 0,  /* the first token put before the text: [CLS], <s> (BOS) */
+    TFENC_SPECIAL_SEP = 1,  /* the last token put after it: [SEP], </s>, an EOS */
+    TFENC_SPECIAL_PAD = 2,  /* tokenizer.json's padding pad_id, else [PAD] or <pad> */
+    TFENC_SPECIAL_UNK = 3   /* the model's unknown token */
+} tfenc_special_token;
+#define TFENC_SPECIAL_BOS TFENC_SPECIAL_CLS
+#define TFENC_SPECIAL_EOS TFENC_SPECIAL_SEP
+
+/* The id, or -1 when the tokenizer has none. */
+int32_t tfenc_tokenizer_special_id(const tfenc_tokenizer *tokenizer, tfenc_special_token which);
+
+/* How many special tokens the post-processor adds to one text. */
+int tfenc_tokenizer_special_count(const tfenc_tokenizer *tokenizer);
+
+/* Writes the tokenizer into the `/tokenizer` group of an open HDF5 file
+ * (the weights file tfenc-import makes; `path` names it in messages): the
+ * tokenizer.json text as the string dataset /tokenizer/json, or for a
+ * vocab.txt the layout tfenc 0.1 wrote and reads: /tokenizer/vocab (one
+ * string per id) with the attributes do_lower_case, strip_accents,
+ * tokenize_chinese_chars, cls_token, sep_token, unk_token, pad_token.
+ * `file` is an hid_t (int64_t), so that this header needs no hdf5.h. */
+int tfenc_tokenizer_store(tfenc_context *ctx, const tfenc_tokenizer *tokenizer, int64_t file,
+                          const char *path);
+
+/* Reads the tokenizer stored in the weights file at `path`: /tokenizer/json,
+ * or the vocab.txt layout, whose stored options apply except those the job
+ * set (options->job_set). Returns TFENC_ERR_NOT_FOUND, with a message, when
+ * the file has no tokenizer. */
+int tfenc_tokenizer_load(tfenc_context *ctx, const char *path,
+                         const tfenc_tokenizer_options *options, tfenc_tokenizer **tokenizer);
 
 /* Accepts NULL. */
 void tfenc_tokenizer_destroy(tfenc_tokenizer *tokenizer);

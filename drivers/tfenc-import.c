@@ -38,6 +38,7 @@ static void importer_free(importer *self)
         free(self->tokenizer.special[i]);
     free(self->tokenizer.vocab);
     free(self->tokenizer.vocab_text);
+    tfenc_tokenizer_destroy(self->tokenizer.json);
     json_decref(self->pooling.prompts);
 }
 

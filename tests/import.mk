@@ -16,12 +16,6 @@ dist_check_SCRIPTS += tests/import/import.sh tests/import/parity.sh tests/import
 	tests/import/st_features.sh
 TESTS += tests/import/import.sh tests/import/architectures.sh tests/import/parity.sh \
 	tests/import/parity_mpnet.sh tests/import/parity_mpnet_text.sh tests/import/st_features.sh
-# From text, MPNet needs its own special tokens (<s>, </s>), which the
-# WordPiece tokenizer of this tree replaces by [CLS] and [SEP] (cosine 0.92 to
-# 0.9999): expected to fail until the tokenizer reads them from the model
-# (issue 13 item 1). An unexpected pass fails the suite, so that this line
-# goes when the tokenizer lands.
-XFAIL_TESTS = tests/import/parity_mpnet_text.sh
 EXTRA_DIST += tests/import/make_checkpoint.py tests/import/check_import.py \
 	tests/import/st_reference.py tests/import/compare_embeddings.py tests/import/sentences.txt \
 	tests/import/architectures.py tests/import/reference_models.py tests/import/st_features.py

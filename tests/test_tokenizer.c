@@ -1,6 +1,9 @@
-/* Unit tests of the WordPiece tokenizer on a small hand-made vocabulary, with
- * expected ids worked out by hand from the BERT rules. */
+/* Unit tests of the tokenizers: WordPiece on a small hand-made vocabulary,
+ * and small hand-made tokenizer.json files (BPE merges by rank, Unigram's
+ * best path, added tokens, post-processors, refusals, the weights-file
+ * store/load), with expected ids worked out by hand from HF's rules. */
 #include <CUnit/Basic.h>
+#include <hdf5.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -321,6 +324,299 @@ static void test_long_document(void)
     tfenc_tokenizer_destroy(t);
 }
 
+
+/* ------------------------------------------------------- tokenizer.json */
+
+static tfenc_tokenizer *from_json(const char *json)
+{
+    tfenc_tokenizer *t = NULL;
+    tfenc_context_clear(&ctx);
+    int status = tfenc_tokenizer_create_from_json_text(&ctx, json, strlen(json), "test.json", NULL, &t);
+    if (status != TFENC_OK)
+        fprintf(stderr, "\n  %s\n", tfenc_context_message(&ctx));
+    CU_ASSERT_EQUAL_FATAL(status, TFENC_OK);
+    return t;
+}
+
+/* Refused in one line naming the file and what is wrong. */
+static void check_refused(const char *json, const char *expected)
+{
+    tfenc_tokenizer *t = NULL;
+    tfenc_context_clear(&ctx);
+    CU_ASSERT_NOT_EQUAL(tfenc_tokenizer_create_from_json_text(&ctx, json, strlen(json), "bad.json",
+                                                              NULL, &t), TFENC_OK);
+    CU_ASSERT_PTR_NULL(t);
+    const char *message = tfenc_context_message(&ctx);
+    CU_ASSERT_PTR_NOT_NULL(strstr(message, "bad.json"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(message, expected));
+    CU_ASSERT_PTR_NULL(strchr(message, '\n'));
+    if (strstr(message, expected) == NULL)
+        fprintf(stderr, "\n  expected '%s' in: %s\n", expected, message);
+}
+
+/* Merges apply lowest rank first, wherever they are in the word: "abcd"
+ * with ranks (c d) 0, (a b) 1, (b cd) 2, (ab cd) 3 goes c+d, a+b, then
+ * ab+cd (b is gone, so (b cd) never applies). */
+static void test_json_bpe(void)
+{
+    tfenc_tokenizer *t = from_json(
+        "{\"model\": {\"type\": \"BPE\", \"unk_token\": \"<unk>\", \"fuse_unk\": true,"
+        " \"vocab\": {\"<unk>\": 0, \"a\": 1, \"b\": 2, \"c\": 3, \"d\": 4, \"cd\": 5, \"ab\": 6,"
+        " \"bcd\": 7, \"abcd\": 8},"
+        " \"merges\": [\"c d\", [\"a\", \"b\"], \"b cd\", \"ab cd\"]},"
+        " \"pre_tokenizer\": {\"type\": \"WhitespaceSplit\"},"
+        " \"post_processor\": {\"type\": \"TemplateProcessing\", \"single\": [{\"Sequence\": {\"id\": \"A\","
+        " \"type_id\": 0}}, {\"SpecialToken\": {\"id\": \"</s>\", \"type_id\": 0}}], \"pair\": [],"
+        " \"special_tokens\": {\"</s>\": {\"id\": \"</s>\", \"ids\": [9], \"tokens\": [\"</s>\"]}}},"
+        " \"added_tokens\": [{\"id\": 9, \"content\": \"</s>\", \"special\": true}]}");
+    CHECK(t, "abcd", 16, 0, 8, 9);
+    CHECK(t, "bcd dcb", 16, 0, 7, 4, 3, 2, 9);
+    /* Unknown characters fuse into one <unk>; the added token splits words. */
+    CHECK(t, "xyab</s>a", 16, 0, 0, 6, 9, 1, 9);
+    /* Truncation keeps room for </s>: 5 pieces, 3 kept. */
+    CHECK(t, "a b c d a", 4, 2, 1, 2, 3, 9);
+    CU_ASSERT_EQUAL(tfenc_tokenizer_special_id(t, TFENC_SPECIAL_EOS), 9);
+    CU_ASSERT_EQUAL(tfenc_tokenizer_special_id(t, TFENC_SPECIAL_BOS), -1);
+    CU_ASSERT_EQUAL(tfenc_tokenizer_special_count(t), 1);
+    CU_ASSERT_EQUAL(tfenc_tokenizer_vocab_size(t), 10);
+    tfenc_tokenizer_destroy(t);
+}
+
+/* Unigram takes the best-scoring path: "▁abc" as "▁a" + "bc" (-0.25 - 1.5)
+ * beats "▁a" + "b" + "c" (-2.25) and "▁" + "ab" + "c" (-2.5); "x" is
+ * unknown, and a run of unknowns is one <unk>. */
+static void test_json_unigram(void)
+{
+    tfenc_tokenizer *t = from_json(
+        "{\"model\": {\"type\": \"Unigram\", \"unk_id\": 0, \"vocab\": [[\"<unk>\", 0.0],"
+        " [\"a\", -1.0], [\"b\", -1.0], [\"c\", -1.0], [\"ab\", -1.0], [\"bc\", -1.5],"
+        " [\"\\u2581\", -0.5], [\"\\u2581a\", -0.25]]},"
+        " \"normalizer\": {\"type\": \"Sequence\", \"normalizers\": [{\"type\": \"NFKC\"},"
+        " {\"type\": \"Lowercase\"}]},"
+        " \"pre_tokenizer\": {\"type\": \"Metaspace\", \"replacement\": \"\\u2581\","
+        " \"prepend_scheme\": \"always\", \"split\": true},"
+        " \"post_processor\": null, \"added_tokens\": []}");
+    /* NFKC and Lowercase turn the fullwidth A into "a"; Metaspace puts
+     * U+2581 in front. */
+    CHECK(t, "\xef\xbc\xa1" "bc", 16, 0, 7, 5);
+    /* ...and x x fuse into one unknown. */
+    CHECK(t, "xxab", 16, 0, 6, 0, 4);
+    tfenc_tokenizer_destroy(t);
+}
+
+/* Metaspace's prepend_scheme "first" prepends only to the text that starts
+ * at offset 0 of the original, and HF's alignments move that start when a
+ * normalizer removes the first character: Strip with leading spaces,
+ * BertNormalizer with a leading control, Replace with "" at the start.
+ * Expected pieces from tokenizers 0.19 on the same tokenizer. */
+static void test_json_metaspace_first(void)
+{
+    static const char *const normalizers[] = {
+        "{\"type\": \"Lowercase\"}", "{\"type\": \"Strip\", \"strip_left\": true, \"strip_right\": true}",
+        "{\"type\": \"BertNormalizer\", \"lowercase\": false}",
+        "{\"type\": \"Replace\", \"pattern\": {\"String\": \"x\"}, \"content\": \"\"}"};
+    /* Ids: <unk> 0, ▁ 1, h 2, ▁h 3, x 4; texts "h h", "  h h", "\x01h h", "xh h". */
+    static const int32_t expected[4][4][4] = {
+        {{3, 3, -1}, {1, 3, 3, -1}, {1, 0, 2, 3}, {1, 4, 2, 3}},
+        {{3, 3, -1}, {2, 3, -1}, {1, 0, 2, 3}, {1, 4, 2, 3}},
+        {{3, 3, -1}, {1, 3, 3, -1}, {2, 3, -1}, {1, 4, 2, 3}},
+        {{3, 3, -1}, {1, 3, 3, -1}, {1, 0, 2, 3}, {2, 3, -1}}};
+    static const char *const texts[] = {"h h", "  h h", "\x01h h", "xh h"};
+    for (int n = 0; n < 4; n++) {
+        char json[1024];
+        snprintf(json, sizeof json,
+                 "{\"model\": {\"type\": \"Unigram\", \"unk_id\": 0, \"vocab\": [[\"<unk>\", 0.0],"
+                 " [\"\\u2581\", -1.0], [\"h\", -2.0], [\"\\u2581h\", -1.5], [\"x\", -1.0]]},"
+                 " \"normalizer\": %s, \"pre_tokenizer\": {\"type\": \"Metaspace\","
+                 " \"replacement\": \"\\u2581\", \"prepend_scheme\": \"first\", \"split\": true}}",
+                 normalizers[n]);
+        tfenc_tokenizer *t = from_json(json);
+        for (int k = 0; k < 4; k++) {
+            int n_expected = 0;
+            while (n_expected < 4 && expected[n][k][n_expected] >= 0)
+                n_expected++;
+            check_encode(t, texts[k], strlen(texts[k]), 16, expected[n][k], n_expected, 0);
+        }
+        tfenc_tokenizer_destroy(t);
+    }
+}
+
+/* Added tokens: matched on the raw text, longest first; single_word only
+ * between non-word characters; lstrip / rstrip swallow the spaces. */
+static void test_json_added_tokens(void)
+{
+    tfenc_tokenizer *t = from_json(
+        "{\"model\": {\"type\": \"WordPiece\", \"unk_token\": \"[UNK]\", \"vocab\": {\"[UNK]\": 0,"
+        " \"[CLS]\": 1, \"[SEP]\": 2, \"a\": 3, \"##a\": 4, \"<m>\": 5, \"<\": 6, \">\": 7, \"m\": 8,"
+        " \"w\": 9, \"<mm>\": 10}},"
+        " \"normalizer\": {\"type\": \"BertNormalizer\", \"lowercase\": true},"
+        " \"pre_tokenizer\": {\"type\": \"BertPreTokenizer\"},"
+        " \"post_processor\": {\"type\": \"BertProcessing\", \"sep\": [\"[SEP]\", 2], \"cls\": [\"[CLS]\", 1]},"
+        " \"added_tokens\": [{\"id\": 5, \"content\": \"<m>\", \"lstrip\": true, \"rstrip\": true,"
+        " \"normalized\": false, \"special\": true},"
+        " {\"id\": 10, \"content\": \"<mm>\", \"normalized\": false, \"special\": true},"
+        " {\"id\": 9, \"content\": \"W\", \"single_word\": true, \"normalized\": false}]}");
+    CHECK(t, "a <m> a", 16, 0, 1, 3, 5, 3, 2);
+    CHECK(t, "aa<mm>a", 16, 0, 1, 3, 4, 10, 3, 2);
+    /* W alone is the added token; inside "aWa" it is a letter (lower-cased
+     * to w, then [UNK] as a word "awa" WordPiece cannot cover). HF ignores
+     * the file's id 9 for W, which the model lacks: it takes the next id
+     * after the model's 11 entries, 11. */
+    CHECK(t, "a W a", 16, 0, 1, 3, 11, 3, 2);
+    CHECK(t, "aWa", 16, 0, 1, 0, 2);
+    /* Case-sensitive: <M> is not <m>; it is lower-cased to "<", "m", ">". */
+    CHECK(t, "<M>", 16, 0, 1, 6, 8, 7, 2);
+    CU_ASSERT_EQUAL(tfenc_tokenizer_special_id(t, TFENC_SPECIAL_CLS), 1);
+    CU_ASSERT_EQUAL(tfenc_tokenizer_special_id(t, TFENC_SPECIAL_UNK), 0);
+    tfenc_tokenizer_destroy(t);
+}
+
+/* Byte-level BPE: bytes map to GPT-2's characters (space -> U+0120), an
+ * invalid byte becomes U+FFFD's three bytes, as Python's decoding gives. */
+static void test_json_byte_level(void)
+{
+    tfenc_tokenizer *t = from_json(
+        "{\"model\": {\"type\": \"BPE\", \"vocab\": {\"a\": 0, \"\\u0120\": 1, \"\\u0120a\": 2,"
+        " \"\\u00ef\": 3, \"\\u00bf\": 4, \"\\u00bd\": 5}, \"merges\": [\"\\u0120 a\"]},"
+        " \"pre_tokenizer\": {\"type\": \"ByteLevel\", \"add_prefix_space\": false, \"use_regex\": true},"
+        " \"post_processor\": {\"type\": \"ByteLevel\"}, \"added_tokens\": []}");
+    CHECK(t, "a a", 16, 0, 0, 2);
+    CHECK(t, "a\xff", 16, 0, 0, 3, 4, 5);
+    CU_ASSERT_EQUAL(tfenc_tokenizer_special_count(t), 0);
+    tfenc_tokenizer_destroy(t);
+}
+
+/* A 1 MiB word: BPE's merges go through the heap in n log n (2^20 a's
+ * merge pairwise ten times into 1024 pieces of 1024 a's), Unigram's
+ * lattice in n x longest piece; both exact and in seconds. */
+static void test_json_long_word(void)
+{
+    char json[16384];
+    int at = snprintf(json, sizeof json, "{\"model\": {\"type\": \"BPE\", \"vocab\": {");
+    for (int k = 0; k <= 10; k++) {
+        at += snprintf(json + at, sizeof json - (size_t)at, "%s\"", k ? ", " : "");
+        for (int i = 0; i < (1 << k); i++)
+            json[at++] = 'a';
+        at += snprintf(json + at, sizeof json - (size_t)at, "\": %d", k);
+    }
+    at += snprintf(json + at, sizeof json - (size_t)at, "}, \"merges\": [");
+    for (int k = 0; k < 10; k++) {
+        at += snprintf(json + at, sizeof json - (size_t)at, "%s\"", k ? ", " : "");
+        for (int side = 0; side < 2; side++) {
+            for (int i = 0; i < (1 << k); i++)
+                json[at++] = 'a';
+            json[at++] = side == 0 ? ' ' : '"';
+        }
+    }
+    snprintf(json + at, sizeof json - (size_t)at, "]}}");
+    tfenc_tokenizer *bpe = from_json(json);
+    tfenc_tokenizer *unigram = from_json(
+        "{\"model\": {\"type\": \"Unigram\", \"unk_id\": 0, \"vocab\": [[\"<unk>\", 0.0],"
+        " [\"a\", -1.0], [\"aa\", -1.5], [\"aaaa\", -2.5]]}}");
+    const size_t size = (size_t)1 << 20;
+    char *text = malloc(size);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(text);
+    memset(text, 'a', size);
+    int32_t *ids = malloc(2048 * sizeof *ids);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(ids);
+    int n_ids = 0, n_truncated = 0;
+    clock_t start = clock();
+    tfenc_context_clear(&ctx);
+    CU_ASSERT_EQUAL(tfenc_tokenizer_encode(&ctx, bpe, text, size, ids, 2048, &n_ids, &n_truncated),
+                    TFENC_OK);
+    CU_ASSERT_EQUAL(n_ids, 1024);
+    CU_ASSERT_EQUAL(n_truncated, 0);
+    CU_ASSERT_EQUAL(ids[0], 10);
+    CU_ASSERT_EQUAL(ids[1023], 10);
+    /* Unigram: "aaaa" (-2.5) beats every other way to cover four a's. */
+    CU_ASSERT_EQUAL(tfenc_tokenizer_encode(&ctx, unigram, text, size, ids, 2048, &n_ids, &n_truncated),
+                    TFENC_OK);
+    CU_ASSERT_EQUAL(n_ids, 2048);
+    CU_ASSERT_EQUAL(n_truncated, (int)(size / 4) - 2048);
+    CU_ASSERT_EQUAL(ids[0], 3);
+    double seconds = (double)(clock() - start) / CLOCKS_PER_SEC;
+    CU_ASSERT(seconds < 30.0);
+    fprintf(stderr, "(2 x 1 MiB in %.2f s) ", seconds);
+    free(ids);
+    free(text);
+    tfenc_tokenizer_destroy(bpe);
+    tfenc_tokenizer_destroy(unigram);
+}
+
+static void test_json_refusals(void)
+{
+    check_refused("{\"model\": {\"type\": \"WordLevel\", \"vocab\": {}}}", "WordLevel");
+    check_refused("{\"model\": {\"type\": \"BPE\", \"vocab\": {\"a\": 0}, \"merges\": []},"
+                  " \"normalizer\": {\"type\": \"Nmt\"}}", "normalizer: type 'Nmt'");
+    check_refused("{\"model\": {\"type\": \"BPE\", \"vocab\": {\"a\": 0}, \"merges\": []},"
+                  " \"pre_tokenizer\": {\"type\": \"UnicodeScripts\"}}", "UnicodeScripts");
+    check_refused("{\"model\": {\"type\": \"BPE\", \"vocab\": {\"a\": 0}, \"merges\": []},"
+                  " \"post_processor\": {\"type\": \"Mystery\"}}", "post_processor: type 'Mystery'");
+    check_refused("{\"model\": {\"type\": \"BPE\", \"vocab\": {\"a\": 0}, \"merges\": [\"a b\"]}}",
+                  "merge 1");
+    check_refused("{\"model\": {\"type\": \"BPE\", \"vocab\": {}, \"merges\": []},"
+                  " \"pre_tokenizer\": {\"type\": \"Split\", \"pattern\": {\"Regex\": \"(\"},"
+                  " \"behavior\": \"Isolated\"}}", "does not compile");
+    check_refused("{\"model\": ", "not JSON");
+    check_refused("{\"model\": {\"type\": \"WordPiece\", \"unk_token\": \"[UNK]\", \"vocab\": {\"a\": 0}}}",
+                  "unk_token '[UNK]' is not in the vocabulary");
+    tfenc_tokenizer *t = NULL;
+    tfenc_context_clear(&ctx);
+    CU_ASSERT_EQUAL(tfenc_tokenizer_create_from_json_file(&ctx, "/nonexistent/tokenizer.json", NULL, &t),
+                    TFENC_ERR_IO);
+    CU_ASSERT_PTR_NOT_NULL(strstr(tfenc_context_message(&ctx), "/nonexistent/tokenizer.json"));
+}
+
+/* The weights file keeps a tokenizer.json whole and a vocab.txt in tfenc
+ * 0.1's layout; both load back to the same ids, and a file written by hand
+ * in the 0.1 layout (as tfenc-import 0.1 did) loads with its options. */
+static void test_store_and_load(void)
+{
+    char path[] = "/tmp/tfenc-tokenizer-XXXXXX";
+    int fd = mkstemp(path);
+    CU_ASSERT_FATAL(fd >= 0);
+    close(fd);
+    tfenc_tokenizer *wordpiece = make(0, 0, 1, TFENC_INVALID_UTF8_REPLACE);
+    const char json[] = "{\"model\": {\"type\": \"BPE\", \"vocab\": {\"a\": 0, \"b\": 1, \"ab\": 2},"
+                        " \"merges\": [\"a b\"]}, \"added_tokens\": []}";
+    tfenc_tokenizer *bpe = from_json(json);
+    for (int kind = 0; kind < 2; kind++) {
+        hid_t file = H5Fcreate(path, H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
+        CU_ASSERT_FATAL(file >= 0);
+        tfenc_context_clear(&ctx);
+        CU_ASSERT_EQUAL(tfenc_tokenizer_store(&ctx, kind ? bpe : wordpiece, file, path), TFENC_OK);
+        H5Fclose(file);
+        tfenc_tokenizer *loaded = NULL;
+        CU_ASSERT_EQUAL_FATAL(tfenc_tokenizer_load(&ctx, path, NULL, &loaded), TFENC_OK);
+        if (kind) {
+            CHECK(loaded, "abba", 16, 0, 2, 1, 0);
+        } else {
+            /* Stored cased: É stays é (15) where the default would strip it. */
+            CHECK(loaded, "\xc3\xa9 Hello", 16, 0, CLS, E_ACUTE, UNK, SEP);
+            tfenc_tokenizer_destroy(loaded);
+            /* The job's own lowercase wins over the stored one. */
+            tfenc_tokenizer_options options;
+            tfenc_tokenizer_options_default(&options);
+            options.lowercase = 1;
+            options.strip_accents = -1;
+            options.job_set = TFENC_TOKENIZER_SET_LOWERCASE | TFENC_TOKENIZER_SET_STRIP_ACCENTS;
+            CU_ASSERT_EQUAL_FATAL(tfenc_tokenizer_load(&ctx, path, &options, &loaded), TFENC_OK);
+            CHECK(loaded, "\xc3\xa9 Hello", 16, 0, CLS, E, HELLO, SEP);
+        }
+        tfenc_tokenizer_destroy(loaded);
+    }
+    /* A file without a tokenizer: TFENC_ERR_NOT_FOUND with the path. */
+    hid_t file = H5Fcreate(path, H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
+    H5Fclose(file);
+    tfenc_tokenizer *none = NULL;
+    tfenc_context_clear(&ctx);
+    CU_ASSERT_EQUAL(tfenc_tokenizer_load(&ctx, path, NULL, &none), TFENC_ERR_NOT_FOUND);
+    CU_ASSERT_PTR_NOT_NULL(strstr(tfenc_context_message(&ctx), path));
+    unlink(path);
+    tfenc_tokenizer_destroy(wordpiece);
+    tfenc_tokenizer_destroy(bpe);
+}
+
 int main(void)
 {
     tfenc_context_init(&ctx);
@@ -338,6 +634,14 @@ int main(void)
     CU_add_test(suite, "normalization", test_normalization);
     CU_add_test(suite, "special tokens written in the text", test_special_tokens_in_text);
     CU_add_test(suite, "10 MB documents", test_long_document);
+    CU_add_test(suite, "tokenizer.json BPE: merges by rank, unknowns, template", test_json_bpe);
+    CU_add_test(suite, "tokenizer.json Unigram: best path, NFKC, Metaspace", test_json_unigram);
+    CU_add_test(suite, "tokenizer.json added tokens", test_json_added_tokens);
+    CU_add_test(suite, "Metaspace prepend_scheme first after normalizers", test_json_metaspace_first);
+    CU_add_test(suite, "tokenizer.json byte-level BPE and invalid UTF-8", test_json_byte_level);
+    CU_add_test(suite, "tokenizer.json refusals in one line", test_json_refusals);
+    CU_add_test(suite, "1 MiB words through BPE and Unigram", test_json_long_word);
+    CU_add_test(suite, "store in and load from the weights file", test_store_and_load);
     CU_basic_set_mode(CU_BRM_VERBOSE);
     CU_basic_run_tests();
     int failed = CU_get_number_of_failures() != 0 || CU_get_number_of_tests_failed() != 0;

@@ -1,14 +1,21 @@
 # tests fragment: see Makefile.am
-# The WordPiece tokenizer: unit tests, and token-for-token agreement with
-# Hugging Face's `tokenizers` on a generated corpus (needs tests/setup-python-venv).
+# The tokenizers: unit tests, WordPiece (vocab.txt) against Hugging Face's
+# `tokenizers` on a generated corpus, and tokenizer.json tokenizers (trained
+# and real ones) against it on real multilingual and generated text (both
+# need tests/setup-python-venv).
 check_PROGRAMS += tests/test_tokenizer tests/tokenizer/tokenize_corpus
-TESTS += tests/test_tokenizer tests/tokenizer/test-reference.sh
+TESTS += tests/test_tokenizer tests/tokenizer/test-reference.sh tests/tokenizer/test-json.sh \
+	tests/tokenizer/test-weights.sh
 tests_test_tokenizer_SOURCES = tests/test_tokenizer.c
 tests_test_tokenizer_CPPFLAGS = $(AM_CPPFLAGS) $(CUNIT_CFLAGS)
-tests_test_tokenizer_LDADD = core/libtfenc.la $(CUNIT_LIBS)
+tests_test_tokenizer_LDADD = core/libtfenc.la $(CUNIT_LIBS) $(HDF5_LIBS)
 tests_tokenizer_tokenize_corpus_SOURCES = tests/tokenizer/tokenize_corpus.c
 tests_tokenizer_tokenize_corpus_LDADD = core/libtfenc.la
-dist_check_SCRIPTS += tests/tokenizer/test-reference.sh
+dist_check_SCRIPTS += tests/tokenizer/test-reference.sh tests/tokenizer/test-json.sh \
+	tests/tokenizer/test-weights.sh
 EXTRA_DIST += tests/tokenizer/make_corpus.py tests/tokenizer/reference_ids.py \
-	tests/tokenizer/compare.py tests/setup-python-venv tests/python-requirements.txt
-CLEANFILES += tests/data/generated/tokenizer/*
+	tests/tokenizer/compare.py tests/tokenizer/real_text.py tests/tokenizer/train_tokenizers.py \
+	tests/tokenizer/reference_json.py tests/tokenizer/bench.py tests/tokenizer/bench.sh \
+	tests/setup-python-venv tests/python-requirements.txt
+CLEANFILES += tests/data/generated/tokenizer/* tests/data/generated/tokenizer-json/*
+EXTRA_DIST += docs/tokenizers.md tests/tokenizer/codepoints.py tests/tokenizer/small_tokenizer.py

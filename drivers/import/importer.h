@@ -10,6 +10,7 @@
 
 #include "context.h"
 #include "safetensors.h"
+#include "tokenizer.h"
 
 #define IMPORTER_VERSION "tfenc-import " PACKAGE_VERSION
 
@@ -66,9 +67,12 @@ typedef struct model_config {
     char *config_text;           /* config.json as read, stored in the weights file */
 } model_config;
 
-/* The WordPiece tokenizer settings stored under /tokenizer. */
+/* The tokenizer stored under /tokenizer: the model's tokenizer.json when
+ * it has one (it carries the model's own special tokens and template),
+ * else its WordPiece vocab.txt with these settings. */
 typedef struct tokenizer_settings {
-    int present;                 /* vocab.txt exists */
+    int present;                 /* tokenizer.json or vocab.txt exists */
+    tfenc_tokenizer *json;       /* from tokenizer.json, or NULL */
     int do_lower_case;
     int strip_accents;           /* 1, 0, or -1 = follow do_lower_case */
     int tokenize_chinese_chars;

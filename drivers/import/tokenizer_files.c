@@ -1,4 +1,4 @@
-/* The WordPiece tokenizer files of a model folder: vocab.txt,
+/* The tokenizer files of a model folder: tokenizer.json, or vocab.txt,
  * tokenizer_config.json, special_tokens_map.json, and the limits of
  * sentence_bert_config.json. */
 #include "config.h"
@@ -79,12 +79,14 @@ int import_read_tokenizer(importer *self)
     tokenizer_settings *tokenizer = &self->tokenizer;
     const char *dir = self->transformer_dir;
     char *vocab_path = import_join_path(dir, "vocab.txt");
+    char *json_path = import_join_path(dir, "tokenizer.json");
     char *config_path = import_join_path(dir, "tokenizer_config.json");
     char *map_path = import_join_path(dir, "special_tokens_map.json");
     char *st_path = import_join_path(self->model_dir, "sentence_bert_config.json");
     json_t *config = NULL, *map = NULL, *st = NULL;
     int status = TFENC_OK;
-    if (vocab_path == NULL || config_path == NULL || map_path == NULL || st_path == NULL) {
+    if (vocab_path == NULL || json_path == NULL || config_path == NULL || map_path == NULL ||
+        st_path == NULL) {
         status = tfenc_error(ctx, TFENC_ERR_NO_MEMORY, "out of memory");
         goto done;
     }
@@ -110,10 +112,25 @@ int import_read_tokenizer(importer *self)
     if (st_max_length < self->max_length)
         self->max_length = st_max_length;
 
+    /* tokenizer.json first: every current model ships one, and it is the
+     * whole tokenizer (normalizer, model, special tokens, template), where
+     * vocab.txt leaves the special tokens to BERT's ([CLS]/[SEP], wrong for
+     * MPNet's <s>/</s>). RoBERTa's byte-level BPE and XLM-R's
+     * SentencePiece have only it. */
+    if (import_file_exists(json_path)) {
+        status = tfenc_tokenizer_create_from_json_file(ctx, json_path, NULL, &tokenizer->json);
+        if (status == TFENC_OK &&
+            tfenc_tokenizer_vocab_size(tokenizer->json) > self->config.vocab_size)
+            status = tfenc_error(ctx, TFENC_ERR_CONFIG, "%s: ids up to %d, more than config.json "
+                                 "vocab_size %d", json_path,
+                                 tfenc_tokenizer_vocab_size(tokenizer->json) - 1,
+                                 self->config.vocab_size);
+        tokenizer->present = status == TFENC_OK;
+        goto done;
+    }
     if (!import_file_exists(vocab_path)) {
-        /* RoBERTa's byte-level BPE and XLM-R's SentencePiece are not WordPiece. */
-        self->warning = "no vocab.txt (not a WordPiece model): the weights file has no "
-                        "tokenizer; feed the job HDF5 token ids (input_format = hdf5)";
+        self->warning = "no tokenizer.json or vocab.txt: the weights file has no tokenizer; "
+                        "feed the job HDF5 token ids (input_format = hdf5)";
         goto done;
     }
     tokenizer->present = 1;
@@ -164,6 +181,7 @@ done:
     json_decref(map);
     json_decref(st);
     free(vocab_path);
+    free(json_path);
     free(config_path);
     free(map_path);
     free(st_path);

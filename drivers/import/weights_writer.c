@@ -122,42 +122,34 @@ done:
     return status;
 }
 
-static int write_tokenizer(importer *self, const char *path, hid_t file, hid_t create_groups)
+/* The tokenizer goes through core's tfenc_tokenizer_store, in the layout
+ * tfenc-batch's tfenc_tokenizer_load reads; max_length is the importer's. */
+static int write_tokenizer(importer *self, const char *path, hid_t file)
 {
     tfenc_context *ctx = self->ctx;
-    const tokenizer_settings *tokenizer = &self->tokenizer;
-    hid_t group = H5Gcreate2(file, "/tokenizer", create_groups, H5P_DEFAULT, H5P_DEFAULT);
-    if (group < 0)
-        return hdf5_error(ctx, path, "/tokenizer");
-    hid_t type = H5Tcopy(H5T_C_S1);
-    hsize_t size = (hsize_t)tokenizer->vocab_count;
-    hid_t space = H5Screate_simple(1, &size, NULL);
-    hid_t dataset = -1;
-    int ok = type >= 0 && space >= 0 && H5Tset_size(type, H5T_VARIABLE) >= 0
-             && H5Tset_cset(type, H5T_CSET_UTF8) >= 0
-             && (dataset = H5Dcreate2(group, "vocab", type, space, H5P_DEFAULT, H5P_DEFAULT,
-                                      H5P_DEFAULT)) >= 0
-             && H5Dwrite(dataset, type, H5S_ALL, H5S_ALL, H5P_DEFAULT, tokenizer->vocab) >= 0;
-    int status = ok ? TFENC_OK : hdf5_error(ctx, path, "/tokenizer/vocab");
-    if (dataset >= 0)
-        H5Dclose(dataset);
-    if (space >= 0)
-        H5Sclose(space);
-    if (type >= 0)
-        H5Tclose(type);
+    const tokenizer_settings *settings = &self->tokenizer;
+    tfenc_tokenizer *wordpiece = NULL;
+    int status = TFENC_OK;
+    if (settings->json == NULL) {
+        tfenc_tokenizer_options options;
+        tfenc_tokenizer_options_default(&options);
+        options.lowercase = settings->do_lower_case;
+        options.strip_accents = settings->strip_accents;
+        options.chinese_chars = settings->tokenize_chinese_chars;
+        status = tfenc_tokenizer_create_from_tokens(ctx, settings->vocab, settings->vocab_count,
+                                                    &options, &wordpiece);
+    }
     if (status == TFENC_OK)
-        status = write_int_attribute(ctx, path, group, "do_lower_case", tokenizer->do_lower_case);
-    if (status == TFENC_OK)
-        status = write_int_attribute(ctx, path, group, "strip_accents", tokenizer->strip_accents);
-    if (status == TFENC_OK)
-        status = write_int_attribute(ctx, path, group, "tokenize_chinese_chars",
-                                     tokenizer->tokenize_chinese_chars);
+        status = tfenc_tokenizer_store(ctx, settings->json != NULL ? settings->json : wordpiece,
+                                       file, path);
+    tfenc_tokenizer_destroy(wordpiece);
+    hid_t group = status == TFENC_OK ? H5Gopen2(file, "/tokenizer", H5P_DEFAULT) : -1;
+    if (status == TFENC_OK && group < 0)
+        status = hdf5_error(ctx, path, "/tokenizer");
     if (status == TFENC_OK)
         status = write_int_attribute(ctx, path, group, "max_length", self->max_length);
-    for (int i = 0; i < 4 && status == TFENC_OK; i++)
-        status = write_string_attribute(ctx, path, group, import_special_names[i],
-                                        tokenizer->special[i]);
-    H5Gclose(group);
+    if (group >= 0)
+        H5Gclose(group);
     return status;
 }
 
@@ -208,7 +200,7 @@ int import_write_weights(importer *self, const char *path)
         data = NULL;
     }
     if (self->tokenizer.present
-        && (status = write_tokenizer(self, path, file, create_groups)) != TFENC_OK)
+        && (status = write_tokenizer(self, path, file)) != TFENC_OK)
         goto done;
 
     char *source = realpath(self->model_dir, NULL);

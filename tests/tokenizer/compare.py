@@ -2,7 +2,7 @@
 """Compares tfenc's token ids with the reference ids, line by line and token
 by token. Prints the number of lines compared and of mismatches, and the
 first mismatching lines with both token lists; exits 1 on any mismatch.
-Usage: compare.py VOCAB_TXT CORPUS EXPECTED ACTUAL LABEL"""
+Usage: compare.py VOCAB_TXT|TOKENIZER_JSON CORPUS EXPECTED ACTUAL LABEL"""
 
 import sys
 
@@ -19,7 +19,12 @@ def read_ids(path):
 
 def main():
     vocab_path, corpus_path, expected_path, actual_path, label = sys.argv[1:6]
-    vocab = [line.rstrip() for line in open(vocab_path, encoding="utf-8")]
+    if vocab_path.endswith(".json"):
+        from reference_json import load
+        tokenizer = load(vocab_path)
+        vocab = [tokenizer.id_to_token(i) for i in range(tokenizer.get_vocab_size(with_added_tokens=True))]
+    else:
+        vocab = [line.rstrip() for line in open(vocab_path, encoding="utf-8")]
     data = open(corpus_path, "rb").read()
     corpus = data.split(b"\n")
     if data.endswith(b"\n"):
@@ -37,7 +42,7 @@ def main():
           % (label, len(corpus), n_tokens, n_cut, len(mismatches)))
 
     def names(ids):
-        return " ".join(vocab[i] if 0 <= i < len(vocab) else "<%d>" % i for i in ids)
+        return " ".join(str(vocab[i]) if 0 <= i < len(vocab) else "<%d>" % i for i in ids)
 
     for i in mismatches[:SHOWN]:
         print("  line %d: %r" % (i + 1, corpus[i][:300]))

@@ -10,6 +10,8 @@ import sys
 
 from tokenizers import BertWordPieceTokenizer
 
+from reference_json import read_texts, write_ids
+
 
 def main():
     vocab, corpus, max_length, lowercase, strip_accents, output = sys.argv[1:7]
@@ -24,17 +26,8 @@ def main():
     truncating.enable_truncation(max_length)
     whole = make()  # no truncation: its length gives the count of pieces cut
 
-    data = open(corpus, "rb").read()
-    lines = data.split(b"\n")
-    if data.endswith(b"\n"):
-        lines.pop()
-    texts = [line.decode("utf-8", errors="replace") for line in lines]
-    kept = truncating.encode_batch(texts)
-    full = whole.encode_batch(texts)
-    with open(output, "w") as f:
-        for k, w in zip(kept, full):
-            cut = max(0, (len(w.ids) - 2) - (max_length - 2))
-            f.write("%d: %s\n" % (cut, " ".join(map(str, k.ids))))
+    texts = read_texts(corpus)
+    write_ids(output, truncating.encode_batch(texts), whole.encode_batch(texts))
 
 
 if __name__ == "__main__":

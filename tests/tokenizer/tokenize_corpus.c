@@ -1,8 +1,10 @@
 /* Test driver: tokenizes each line of a raw-bytes corpus with tfenc and prints
- * "n_truncated: id id ..." per line, for compare.py to set beside HF's ids. */
+ * "n_truncated: id id ..." per line, for compare.py to set beside HF's ids.
+ * With --bench it prints only the time and the rate instead. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "context.h"
 #include "tokenizer.h"
@@ -10,55 +12,108 @@
 static int usage(void)
 {
     fprintf(stderr, "usage: tokenize_corpus VOCAB_TXT CORPUS MAX_LENGTH LOWERCASE(0|1) STRIP_ACCENTS(-1|0|1)\n"
+                    "       tokenize_corpus --json TOKENIZER_JSON CORPUS MAX_LENGTH [--bench ROUNDS]\n"
                     "  CORPUS lines are split on \\n only; every byte else is text.\n");
     return 2;
 }
 
+static double now(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
 int main(int argc, char **argv)
 {
-    if (argc != 6)
+    int json = argc >= 5 && strcmp(argv[1], "--json") == 0;
+    int rounds = 0;
+    if (json && argc == 7 && strcmp(argv[5], "--bench") == 0)
+        rounds = atoi(argv[6]);
+    else if (json ? argc != 5 : argc != 6)
         return usage();
-    int max_length = atoi(argv[3]);
+    const char *source = argv[json ? 2 : 1], *corpus_path = argv[json ? 3 : 2];
+    int max_length = atoi(argv[json ? 4 : 3]);
     tfenc_tokenizer_options options;
     tfenc_tokenizer_options_default(&options);
-    options.lowercase = atoi(argv[4]);
-    options.strip_accents = atoi(argv[5]);
-
     tfenc_context ctx;
     tfenc_context_init(&ctx);
     tfenc_tokenizer *tokenizer = NULL;
-    if (tfenc_tokenizer_create_from_file(&ctx, argv[1], &options, &tokenizer) != TFENC_OK) {
+    int status;
+    if (json) {
+        status = tfenc_tokenizer_create_from_json_file(&ctx, source, &options, &tokenizer);
+    } else {
+        options.lowercase = atoi(argv[4]);
+        options.strip_accents = atoi(argv[5]);
+        status = tfenc_tokenizer_create_from_file(&ctx, source, &options, &tokenizer);
+    }
+    if (status != TFENC_OK) {
         fprintf(stderr, "tokenize_corpus: %s\n", tfenc_context_message(&ctx));
         return 1;
     }
-    FILE *corpus = fopen(argv[2], "rb");
+    FILE *corpus = fopen(corpus_path, "rb");
     if (corpus == NULL) {
-        fprintf(stderr, "tokenize_corpus: cannot open %s\n", argv[2]);
+        fprintf(stderr, "tokenize_corpus: cannot open %s\n", corpus_path);
         return 1;
     }
-    int32_t *ids = malloc((size_t)max_length * sizeof *ids);
+    /* The whole corpus in memory, so that --bench times tokenization alone. */
+    char **lines = NULL;
+    size_t *lengths = NULL, n_lines = 0, capacity_lines = 0, total_bytes = 0;
     char *line = NULL;
     size_t capacity = 0;
     ssize_t length;
-    int status = 0;
     while ((length = getdelim(&line, &capacity, '\n', corpus)) >= 0) {
         if (length > 0 && line[length - 1] == '\n')
             length--;
-        int n_ids = 0, n_truncated = 0;
-        if (tfenc_tokenizer_encode(&ctx, tokenizer, line, (size_t)length, ids, max_length, &n_ids,
-                                   &n_truncated) != TFENC_OK) {
-            fprintf(stderr, "tokenize_corpus: %s\n", tfenc_context_message(&ctx));
-            status = 1;
-            break;
+        if (n_lines == capacity_lines) {
+            capacity_lines = capacity_lines ? 2 * capacity_lines : 1024;
+            lines = realloc(lines, capacity_lines * sizeof *lines);
+            lengths = realloc(lengths, capacity_lines * sizeof *lengths);
+            if (lines == NULL || lengths == NULL)
+                return 1;
         }
-        printf("%d:", n_truncated);
-        for (int i = 0; i < n_ids; i++)
-            printf(" %d", (int)ids[i]);
-        putchar('\n');
+        lines[n_lines] = malloc((size_t)length + 1);
+        if (lines[n_lines] == NULL)
+            return 1;
+        memcpy(lines[n_lines], line, (size_t)length);
+        lengths[n_lines++] = (size_t)length;
+        total_bytes += (size_t)length;
     }
     free(line);
-    free(ids);
     fclose(corpus);
+    int32_t *ids = malloc((size_t)max_length * sizeof *ids);
+    int failed = 0;
+    double started = now();
+    long long tokens = 0;
+    for (int round = 0; round < (rounds > 0 ? rounds : 1) && !failed; round++) {
+        for (size_t i = 0; i < n_lines; i++) {
+            int n_ids = 0, n_truncated = 0;
+            if (tfenc_tokenizer_encode(&ctx, tokenizer, lines[i], lengths[i], ids, max_length,
+                                       &n_ids, &n_truncated) != TFENC_OK) {
+                fprintf(stderr, "tokenize_corpus: line %zu: %s\n", i + 1, tfenc_context_message(&ctx));
+                failed = 1;
+                break;
+            }
+            tokens += n_ids;
+            if (rounds > 0)
+                continue;
+            printf("%d:", n_truncated);
+            for (int k = 0; k < n_ids; k++)
+                printf(" %d", (int)ids[k]);
+            putchar('\n');
+        }
+    }
+    if (rounds > 0 && !failed) {
+        double seconds = now() - started;
+        printf("tfenc: %d rounds of %zu lines (%zu bytes): %lld tokens in %.3f s: %.0f tokens/s, "
+               "%.1f MB/s\n", rounds, n_lines, total_bytes, tokens, seconds, tokens / seconds,
+               rounds * total_bytes / seconds / 1e6);
+    }
+    for (size_t i = 0; i < n_lines; i++)
+        free(lines[i]);
+    free(lines);
+    free(lengths);
+    free(ids);
     tfenc_tokenizer_destroy(tokenizer);
-    return status;
+    return failed;
 }
