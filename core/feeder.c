@@ -7,17 +7,20 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* A document of the current window, tokenized. */
+/* A sequence of the current window: a whole document, or one chunk of a
+ * long one. */
 typedef struct pending {
     int64_t global_index;
-    int64_t token_offset; /* first row in the output's hidden (tokens kind) */
+    int64_t token_offset; /* first row of its document in the output: its first
+                           * token's (tokens kind), its first chunk's (EACH) */
     size_t ids_at;        /* its ids start here in the window's id pool */
     int32_t length;
-    int32_t truncated;
+    int32_t truncated;    /* pieces its document lost to max_seq_len */
+    int32_t chunk, n_chunks, chunk_start;
     char *id;             /* document id, or NULL */
 } pending;
 
-/* A microbatch of the window: documents order[first .. end). */
+/* A microbatch of the window: sequences order[first .. end). */
 typedef struct planned_batch {
     int first, end;
     int skip; /* every document finished by an earlier run */
@@ -29,14 +32,14 @@ struct tfenc_feeder {
     tfenc_corpus *corpus;
     int64_t documents_fed;
     /* The current window. */
-    pending *documents;
-    int *order;          /* documents sorted by length, longest first */
+    pending *sequences;
+    int *order;          /* sequences sorted by length, longest first */
     planned_batch *batches;
-    int n_documents, n_batches, next_batch;
-    int capacity;        /* documents the arrays above hold */
-    int32_t *id_pool;    /* every document's ids, end to end */
+    int n_sequences, n_batches, next_batch;
+    int capacity;        /* sequences the arrays above hold */
+    int32_t *id_pool;    /* every sequence's ids, end to end */
     size_t pool_used, pool_capacity;
-    int32_t *scratch;    /* [max_seq_len]: one document's ids while counting */
+    int32_t *scratch;    /* [max_seq_len]: one document's ids */
     char *text;          /* the prompt, then the document being tokenized */
     size_t text_capacity;
 };
@@ -119,6 +122,19 @@ int tfenc_feeder_create(tfenc_context *ctx, const tfenc_feeder_options *options,
                         tfenc_feeder **feeder_out)
 {
     *feeder_out = NULL;
+    if (options->chunks != TFENC_CHUNKS_OFF) {
+        int room = options->max_seq_len - (tokenizer != NULL ? tfenc_tokenizer_special_count(tokenizer)
+                                                             : 0);
+        if (tokenizer == NULL)
+            return tfenc_error(ctx, TFENC_ERR_CONFIG, "%s: long_documents = chunk cuts text "
+                               "documents; a token-id corpus is used as given",
+                               options->input);
+        if (options->chunk_overlap < 0 || options->chunk_overlap >= room)
+            return tfenc_error(ctx, TFENC_ERR_CONFIG, "[job] chunk_overlap = %d: must be in "
+                               "0..%d (max_seq_len %d less the %d special tokens, less one)",
+                               options->chunk_overlap, room - 1, options->max_seq_len,
+                               options->max_seq_len - room);
+    }
     tfenc_feeder *f = calloc(1, sizeof *f);
     if (f == NULL || (f->scratch = malloc((size_t)options->max_seq_len * sizeof *f->scratch)) == NULL) {
         free(f);
@@ -133,33 +149,38 @@ int tfenc_feeder_create(tfenc_context *ctx, const tfenc_feeder_options *options,
 
 static void clear_window(tfenc_feeder *f)
 {
-    for (int i = 0; i < f->n_documents; i++) {
-        free(f->documents[i].id);
-        f->documents[i].id = NULL;
+    for (int i = 0; i < f->n_sequences; i++) {
+        free(f->sequences[i].id);
+        f->sequences[i].id = NULL;
     }
-    f->n_documents = 0;
+    f->n_sequences = 0;
     f->n_batches = 0;
     f->next_batch = 0;
     f->pool_used = 0;
 }
 
-/* Room for `n` documents and `ids` more token ids in the window. */
+/* Room for `n` sequences and `ids` more token ids in the window. */
 static int reserve(tfenc_context *ctx, tfenc_feeder *f, int64_t n, size_t ids)
 {
     if (n > f->capacity) {
-        pending *documents = realloc(f->documents, (size_t)n * sizeof *documents);
-        if (documents != NULL)
-            f->documents = documents;
-        int *order = realloc(f->order, (size_t)n * sizeof *order);
+        int64_t capacity = f->capacity > 0 ? f->capacity : 256;
+        while (capacity < n)
+            capacity *= 2;
+        if (capacity > INT32_MAX)
+            return tfenc_error(ctx, TFENC_ERR_INPUT, "a window of more than 2^31 sequences");
+        pending *sequences = realloc(f->sequences, (size_t)capacity * sizeof *sequences);
+        if (sequences != NULL)
+            f->sequences = sequences;
+        int *order = realloc(f->order, (size_t)capacity * sizeof *order);
         if (order != NULL)
             f->order = order;
-        planned_batch *batches = realloc(f->batches, (size_t)n * sizeof *batches);
+        planned_batch *batches = realloc(f->batches, (size_t)capacity * sizeof *batches);
         if (batches != NULL)
             f->batches = batches;
-        if (documents == NULL || order == NULL || batches == NULL)
+        if (sequences == NULL || order == NULL || batches == NULL)
             return tfenc_error(ctx, TFENC_ERR_NO_MEMORY, "out of memory for a window of %lld "
-                               "documents", (long long)n);
-        f->capacity = (int)n;
+                               "sequences", (long long)n);
+        f->capacity = (int)capacity;
     }
     if (f->pool_used + ids > f->pool_capacity) {
         size_t capacity = f->pool_capacity > 0 ? f->pool_capacity : 1 << 16;
@@ -174,94 +195,147 @@ static int reserve(tfenc_context *ctx, tfenc_feeder *f, int64_t n, size_t ids)
     return TFENC_OK;
 }
 
-static const pending *sort_documents;
+static const pending *sort_sequences;
 
-/* Longest first; ties by index so that the order is reproducible. */
+/* Longest first; ties by document, then chunk, so that the order is
+ * reproducible. */
 static int by_length(const void *a, const void *b)
 {
-    const pending *x = &sort_documents[*(const int *)a], *y = &sort_documents[*(const int *)b];
+    const pending *x = &sort_sequences[*(const int *)a], *y = &sort_sequences[*(const int *)b];
     if (x->length != y->length)
         return x->length > y->length ? -1 : 1;
-    return x->global_index < y->global_index ? -1 : x->global_index > y->global_index;
+    if (x->global_index != y->global_index)
+        return x->global_index < y->global_index ? -1 : 1;
+    return (x->chunk > y->chunk) - (x->chunk < y->chunk);
 }
 
-/* The cut into microbatches: the longest remaining documents that fit
+/* The cut into microbatches: the longest remaining sequences that fit
  * batch_tokens together, in sorted order. */
 static void plan_batches(tfenc_feeder *f, const uint8_t *finished, int64_t first_index)
 {
     f->n_batches = 0;
-    for (int at = 0; at < f->n_documents;) {
+    for (int at = 0; at < f->n_sequences;) {
         planned_batch *b = &f->batches[f->n_batches++];
         int tokens = 0, end = at;
-        while (end < f->n_documents &&
-               tokens + f->documents[f->order[end]].length <= f->options.batch_tokens)
-            tokens += f->documents[f->order[end++]].length;
+        while (end < f->n_sequences &&
+               tokens + f->sequences[f->order[end]].length <= f->options.batch_tokens)
+            tokens += f->sequences[f->order[end++]].length;
         b->first = at;
         b->end = end;
         b->skip = finished != NULL;
         for (int j = at; b->skip && j < end; j++)
-            b->skip = finished[f->documents[f->order[j]].global_index - first_index] != 0;
+            b->skip = finished[f->sequences[f->order[j]].global_index - first_index] != 0;
         at = end;
     }
 }
 
+/* How many chunks a document of n_pieces pieces is cut into: chunks of
+ * `room` pieces starting every room - overlap pieces, the last one ending
+ * with the document. */
+static int chunk_count(int n_pieces, int room, int overlap)
+{
+    if (n_pieces <= room)
+        return 1;
+    int step = room - overlap;
+    return 1 + (n_pieces - room + step - 1) / step;
+}
+
+/* Adds the document just tokenized (its truncated form in f->scratch, its
+ * whole pieces in the tokenizer) as one sequence, or as chunks when it is
+ * long and the job chunks long documents. Returns the sequences added. */
+static int add_document(tfenc_context *ctx, tfenc_feeder *f, int64_t global_index, const char *id,
+                        int32_t length, int32_t truncated, int64_t first_row, int *added)
+{
+    const int chunked = f->options.chunks != TFENC_CHUNKS_OFF && truncated > 0;
+    const int32_t *prefix = NULL, *suffix = NULL, *pieces = NULL;
+    int n_prefix = 0, n_suffix = 0, n_pieces = 0, room = 0, n_chunks = 1;
+    if (chunked) {
+        tfenc_tokenizer_specials(f->tokenizer, &prefix, &n_prefix, &suffix, &n_suffix);
+        pieces = tfenc_tokenizer_last_pieces(f->tokenizer, &n_pieces);
+        room = f->options.max_seq_len - n_prefix - n_suffix;
+        n_chunks = chunk_count(n_pieces, room, f->options.chunk_overlap);
+    }
+    int status = reserve(ctx, f, (int64_t)f->n_sequences + n_chunks,
+                         (size_t)n_chunks * (size_t)f->options.max_seq_len);
+    for (int c = 0; status == TFENC_OK && c < n_chunks; c++) {
+        pending *sequence = &f->sequences[f->n_sequences];
+        int32_t *ids = f->id_pool + f->pool_used;
+        sequence->global_index = global_index;
+        sequence->token_offset = first_row;
+        sequence->ids_at = f->pool_used;
+        sequence->chunk = c;
+        sequence->n_chunks = n_chunks;
+        sequence->id = NULL;
+        if (!chunked) {
+            memcpy(ids, f->scratch, (size_t)length * sizeof *ids);
+            sequence->length = length;
+            sequence->truncated = truncated;
+            sequence->chunk_start = 0;
+        } else {
+            int start = c * (room - f->options.chunk_overlap);
+            int end = start + room < n_pieces ? start + room : n_pieces;
+            memcpy(ids, prefix, (size_t)n_prefix * sizeof *ids);
+            memcpy(ids + n_prefix, pieces + start, (size_t)(end - start) * sizeof *ids);
+            memcpy(ids + n_prefix + (end - start), suffix, (size_t)n_suffix * sizeof *ids);
+            sequence->length = n_prefix + (end - start) + n_suffix;
+            sequence->truncated = 0;
+            sequence->chunk_start = start;
+        }
+        if (id != NULL && (sequence->id = strdup(id)) == NULL)
+            status = tfenc_error(ctx, TFENC_ERR_NO_MEMORY, "out of memory");
+        f->pool_used += (size_t)sequence->length;
+        f->n_sequences++;
+    }
+    *added = n_chunks;
+    return status;
+}
+
 int tfenc_feeder_load_window(tfenc_context *ctx, tfenc_feeder *f, const tfenc_corpus_range *window,
-                             int64_t first_token, const uint8_t *finished)
+                             int64_t first_row, const uint8_t *finished)
 {
     clear_window(f);
     int status = tfenc_corpus_select(ctx, f->corpus, window);
-    if (status == TFENC_OK)
-        status = reserve(ctx, f, window->n_documents, 0);
     tfenc_document document;
-    int64_t token_cursor = first_token;
-    while (status == TFENC_OK && f->n_documents < window->n_documents) {
+    int64_t row = first_row;
+    for (int64_t i = 0; status == TFENC_OK && i < window->n_documents; i++) {
         status = tfenc_corpus_next(ctx, f->corpus, &document);
         if (status == TFENC_ERR_NOT_FOUND)
             status = tfenc_error(ctx, TFENC_ERR_IO, "%s: window of documents %lld.. ended after "
-                                 "%d of %lld documents (did the file change while the job "
+                                 "%lld of %lld documents (did the file change while the job "
                                  "ran?)", f->options.input, (long long)window->first_index,
-                                 f->n_documents, (long long)window->n_documents);
+                                 (long long)i, (long long)window->n_documents);
         if (status == TFENC_OK)
-            status = reserve(ctx, f, window->n_documents, (size_t)f->options.max_seq_len);
-        if (status != TFENC_OK)
-            break;
-        pending *doc = &f->documents[f->n_documents];
-        doc->global_index = window->first_index + document.local_index;
-        doc->ids_at = f->pool_used;
-        doc->id = NULL;
-        if ((status = put_prompt(ctx, f, &document)) != TFENC_OK)
-            break;
-        status = tfenc_feeder_tokenize(ctx, &f->options, f->tokenizer, &document,
-                                       doc->global_index, f->id_pool + doc->ids_at,
-                                       &doc->length, &doc->truncated);
-        if (status != TFENC_OK)
-            break;
-        doc->token_offset = token_cursor;
-        token_cursor += doc->length;
-        if (f->options.has_ids) {
-            doc->id = strdup(document.id != NULL ? document.id : "");
-            if (doc->id == NULL)
-                status = tfenc_error(ctx, TFENC_ERR_NO_MEMORY, "out of memory");
-        }
-        f->pool_used += (size_t)doc->length;
-        f->n_documents++;
+            status = put_prompt(ctx, f, &document);
+        int32_t length = 0, truncated = 0;
+        int64_t global_index = window->first_index + document.local_index;
+        if (status == TFENC_OK)
+            status = tfenc_feeder_tokenize(ctx, &f->options, f->tokenizer, &document,
+                                           global_index, f->scratch, &length, &truncated);
+        int added = 0;
+        if (status == TFENC_OK)
+            status = add_document(ctx, f, global_index,
+                                  f->options.has_ids ? (document.id != NULL ? document.id : "")
+                                                     : NULL,
+                                  length, truncated, row, &added);
+        /* The document's rows in the output: its tokens, or its chunks. */
+        row += f->options.chunks == TFENC_CHUNKS_EACH ? added : length;
     }
     if (status != TFENC_OK) {
         clear_window(f);
         return status;
     }
-    for (int i = 0; i < f->n_documents; i++)
+    for (int i = 0; i < f->n_sequences; i++)
         f->order[i] = i;
-    sort_documents = f->documents;
-    qsort(f->order, (size_t)f->n_documents, sizeof *f->order, by_length);
+    sort_sequences = f->sequences;
+    qsort(f->order, (size_t)f->n_sequences, sizeof *f->order, by_length);
     plan_batches(f, finished, window->first_index);
     return TFENC_OK;
 }
 
 int tfenc_feeder_count_window(tfenc_context *ctx, tfenc_feeder *f,
-                              const tfenc_corpus_range *window, int64_t *tokens)
+                              const tfenc_corpus_range *window, int64_t *tokens, int64_t *chunks)
 {
-    *tokens = 0;
+    *tokens = *chunks = 0;
     int status = tfenc_corpus_select(ctx, f->corpus, window);
     tfenc_document document;
     for (int64_t i = 0; status == TFENC_OK && i < window->n_documents; i++) {
@@ -278,7 +352,15 @@ int tfenc_feeder_count_window(tfenc_context *ctx, tfenc_feeder *f,
             status = tfenc_feeder_tokenize(ctx, &f->options, f->tokenizer, &document,
                                            window->first_index + i, f->scratch, &length,
                                            &truncated);
+        int n_chunks = 1;
+        if (status == TFENC_OK && f->options.chunks != TFENC_CHUNKS_OFF && truncated > 0) {
+            int n_pieces = 0;
+            tfenc_tokenizer_last_pieces(f->tokenizer, &n_pieces);
+            int room = f->options.max_seq_len - tfenc_tokenizer_special_count(f->tokenizer);
+            n_chunks = chunk_count(n_pieces, room, f->options.chunk_overlap);
+        }
         *tokens += length;
+        *chunks += n_chunks;
     }
     return status;
 }
@@ -295,10 +377,10 @@ int tfenc_feeder_next(tfenc_context *ctx, tfenc_feeder *f, tfenc_pipeline *pipel
     int n_seq = b->end - b->first, n_tokens = 0;
     size_t ids_bytes = 0;
     for (int j = b->first; j < b->end; j++) {
-        const pending *doc = &f->documents[f->order[j]];
-        n_tokens += doc->length;
-        if (doc->id != NULL)
-            ids_bytes += strlen(doc->id) + 1;
+        const pending *sequence = &f->sequences[f->order[j]];
+        n_tokens += sequence->length;
+        if (sequence->id != NULL)
+            ids_bytes += strlen(sequence->id) + 1;
     }
     tfenc_microbatch *m = NULL;
     int status = tfenc_pipeline_acquire(ctx, pipeline, &m);
@@ -310,26 +392,31 @@ int tfenc_feeder_next(tfenc_context *ctx, tfenc_feeder *f, tfenc_pipeline *pipel
     int row = 0;
     m->seq_start[0] = 0;
     for (int j = 0; j < n_seq; j++) {
-        const pending *doc = &f->documents[f->order[b->first + j]];
-        memcpy(m->token_ids + row, f->id_pool + doc->ids_at, (size_t)doc->length * sizeof(int32_t));
-        for (int t = 0; t < doc->length; t++) {
+        const pending *sequence = &f->sequences[f->order[b->first + j]];
+        memcpy(m->token_ids + row, f->id_pool + sequence->ids_at,
+               (size_t)sequence->length * sizeof(int32_t));
+        for (int t = 0; t < sequence->length; t++) {
             m->positions[row + t] = t;
             m->token_types[row + t] = 0;
         }
-        row += doc->length;
+        row += sequence->length;
         m->seq_start[j + 1] = row;
-        m->indices[j] = doc->global_index;
-        m->token_offsets[j] = doc->token_offset;
-        m->lengths[j] = doc->length;
-        m->truncated[j] = doc->truncated;
+        m->indices[j] = sequence->global_index;
+        m->token_offsets[j] = sequence->token_offset;
+        m->lengths[j] = sequence->length;
+        m->truncated[j] = sequence->truncated;
+        m->chunk[j] = sequence->chunk;
+        m->n_chunks[j] = sequence->n_chunks;
+        m->chunk_start[j] = sequence->chunk_start;
         if (id_cursor != NULL) {
-            size_t bytes = strlen(doc->id) + 1;
-            memcpy(id_cursor, doc->id, bytes);
+            size_t bytes = strlen(sequence->id) + 1;
+            memcpy(id_cursor, sequence->id, bytes);
             id_cursor += bytes;
         }
     }
     f->next_batch++;
-    f->documents_fed += n_seq;
+    for (int j = 0; j < n_seq; j++)
+        f->documents_fed += m->chunk[j] == m->n_chunks[j] - 1;
     *microbatch_out = m;
     return TFENC_OK;
 }
@@ -344,7 +431,7 @@ void tfenc_feeder_destroy(tfenc_feeder *f)
     if (f == NULL)
         return;
     clear_window(f);
-    free(f->documents);
+    free(f->sequences);
     free(f->order);
     free(f->batches);
     free(f->id_pool);

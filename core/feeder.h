@@ -13,6 +13,7 @@
 #define TFENC_FEEDER_H
 
 #include "corpus.h"
+#include "output.h"
 #include "pipeline.h"
 #include "tokenizer.h"
 
@@ -26,6 +27,12 @@ typedef struct tfenc_feeder_options {
     int vocab_size;     /* > 0: token ids must be below it */
     int has_ids;        /* carry document ids to the writer */
     const char *prompt; /* put before every text document, or NULL */
+    /* Long documents ([job] long_documents = chunk): a text document longer
+     * than max_seq_len becomes several sequences, chunks of max_seq_len
+     * tokens (the special tokens around each) starting every max_seq_len -
+     * specials - chunk_overlap pieces, instead of being cut. */
+    tfenc_output_chunks chunks;
+    int chunk_overlap;
 } tfenc_feeder_options;
 
 /* Turns a document into ids: the tokenizer for text (tokenizer != NULL),
@@ -45,11 +52,12 @@ int tfenc_feeder_create(tfenc_context *ctx, const tfenc_feeder_options *options,
                         tfenc_feeder **feeder_out);
 
 /* Reads and tokenizes the window's documents and cuts its microbatches.
- * first_token is the window's first row in a per-token output (0 when the
- * output pools). finished (may be NULL) holds one flag per document of the
- * window: a microbatch whose documents are all finished is skipped. */
+ * first_row is the window's first row in an output of several rows per
+ * document (tokens, or chunks with TFENC_CHUNKS_EACH; 0 otherwise).
+ * finished (may be NULL) holds one flag per document of the window: a
+ * microbatch whose documents are all finished is skipped. */
 int tfenc_feeder_load_window(tfenc_context *ctx, tfenc_feeder *f, const tfenc_corpus_range *window,
-                             int64_t first_token, const uint8_t *finished);
+                             int64_t first_row, const uint8_t *finished);
 
 /* Acquires a slot of the pipeline and fills it with the window's next
  * microbatch (tokens, positions, documents' indices, offsets, lengths,
@@ -57,12 +65,13 @@ int tfenc_feeder_load_window(tfenc_context *ctx, tfenc_feeder *f, const tfenc_co
 int tfenc_feeder_next(tfenc_context *ctx, tfenc_feeder *f, tfenc_pipeline *pipeline,
                       tfenc_microbatch **microbatch);
 
-/* The tokens (after truncation) of a window's documents, without keeping
- * them: how per-token outputs learn where each window's rows go. */
+/* The tokens (after truncation) and the sequences (documents, or their
+ * chunks) of a window, without keeping them: how outputs of several rows
+ * per document learn where each window's rows go. */
 int tfenc_feeder_count_window(tfenc_context *ctx, tfenc_feeder *f,
-                              const tfenc_corpus_range *window, int64_t *tokens);
+                              const tfenc_corpus_range *window, int64_t *tokens, int64_t *chunks);
 
-/* Documents in the microbatches handed out so far (skipped ones excluded). */
+/* Documents whose last sequence has been handed out (skipped ones excluded). */
 int64_t tfenc_feeder_documents_fed(const tfenc_feeder *f);
 
 void tfenc_feeder_destroy(tfenc_feeder *f);

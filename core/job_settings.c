@@ -78,6 +78,8 @@ static int read_prompt(reader *r, const char *value)
 static int read_job_settings(reader *r)
 {
     static const char *const policies[] = {"replace", "error", NULL};
+    static const char *const long_document_policies[] = {"truncate", "chunk", NULL};
+    static const char *const chunk_poolings[] = {"mean", "none", NULL};
     tfenc_job_settings *s = r->settings;
     tfenc_job_section *section = tfenc_jobfile_find(r->job, "job");
     if (section == NULL)
@@ -88,6 +90,7 @@ static int read_job_settings(reader *r)
     int kind = 0, dtype = 0, compression = 0, format = 0, policy = 0;
     long max_id_bytes = 0;
     const char *prompt = NULL;
+    int long_documents = 0, chunk_pooling = 0;
     int status = TFENC_OK;
 #define READ(call) if (status == TFENC_OK) status = (call)
     READ(tfenc_param_string(&p, "input", NULL, &input));
@@ -117,6 +120,9 @@ static int read_job_settings(reader *r)
     READ(tfenc_param_int(&p, "batch_tokens", s->max_seq_len > 2048 ? s->max_seq_len : 2048,
                          &s->batch_tokens));
     READ(tfenc_param_bool(&p, "truncation", 1, &s->truncation));
+    READ(tfenc_param_choice(&p, "long_documents", long_document_policies, 0, &long_documents));
+    READ(tfenc_param_int(&p, "chunk_overlap", 0, &s->chunk_overlap));
+    READ(tfenc_param_choice(&p, "chunk_pooling", chunk_poolings, 0, &chunk_pooling));
     READ(tfenc_param_choice(&p, "invalid_utf8", policies, 0, &policy));
     /* A window is the unit of work and of reproducibility (windows.h): 2048
      * short documents make about 20 full microbatches to sort by length,
@@ -156,6 +162,23 @@ static int read_job_settings(reader *r)
         return job_origin_error(r, "batch_tokens",
                                 "must be at least max_seq_len (a document must fit a batch) "
                                 "and at most 16777216");
+    s->chunks = long_documents == 0 ? TFENC_CHUNKS_OFF
+                : chunk_pooling == 0  ? TFENC_CHUNKS_MEAN
+                                      : TFENC_CHUNKS_EACH;
+    tfenc_job_section *job_section = tfenc_jobfile_find(r->job, "job");
+    if (s->chunks == TFENC_CHUNKS_OFF &&
+        (tfenc_job_section_get(job_section, "chunk_overlap") != NULL ||
+         tfenc_job_section_get(job_section, "chunk_pooling") != NULL))
+        return job_origin_error(r, tfenc_job_section_get(job_section, "chunk_overlap") != NULL
+                                       ? "chunk_overlap"
+                                       : "chunk_pooling",
+                                "applies to chunked documents: set long_documents = chunk too");
+    if (s->chunks != TFENC_CHUNKS_OFF && s->corpus.format == TFENC_CORPUS_HDF5)
+        return job_origin_error(r, "long_documents", "chunk cuts text documents; a token-id "
+                                                     "corpus is used as given");
+    if (s->chunk_overlap < 0 || s->chunk_overlap >= s->max_seq_len)
+        return job_origin_error(r, "chunk_overlap", "must be in 0..max_seq_len - 1 (less the "
+                                                    "tokenizer's special tokens)");
     if (s->output_dim < 0 || s->output_dim > r->config->d_model)
         return job_origin_error(r, "output_dim", "must be in 1..[model] d_model (0: d_model)");
     if (s->output_dim == r->config->d_model)
@@ -368,8 +391,10 @@ char *tfenc_job_settings_identity(const tfenc_jobfile *job, const tfenc_job_sett
      * tfenc: the values in effect are part of the identity. */
     char effective[256];
     snprintf(effective, sizeof effective,
-             "(in effect) max_seq_len = %ld, batch_tokens = %ld, window_documents = %ld\n",
-             settings->max_seq_len, settings->batch_tokens, settings->window_documents);
+             "(in effect) max_seq_len = %ld, batch_tokens = %ld, window_documents = %ld, "
+             "chunks = %s, chunk_overlap = %ld\n",
+             settings->max_seq_len, settings->batch_tokens, settings->window_documents,
+             tfenc_output_chunks_names[settings->chunks], settings->chunk_overlap);
     append(&t, effective);
     return t.data;
 }

@@ -24,6 +24,8 @@ typedef struct tfenc_job_settings {
     long window_documents; /* documents per window of work (windows.h) */
     char *prompt;          /* text put before every document, or NULL ([job] prompt) */
     long output_dim;       /* pooled rows cut to this width and renormalised; 0 keeps d_model */
+    tfenc_output_chunks chunks; /* long_documents = chunk: with chunk_pooling mean or none */
+    long chunk_overlap;    /* tokens shared by consecutive chunks */
     int truncation;
     int invalid_utf8_error;
     long pipeline_stages;

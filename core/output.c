@@ -41,7 +41,10 @@ struct tfenc_output {
     hid_t float_type;      /* memory = file type of the float datasets */
     size_t float_size;
     hid_t rows;            /* embeddings or hidden */
-    hid_t offsets;         /* tokens kind, else -1 */
+    hid_t offsets;         /* tokens kind (offsets) or chunk rows (chunk_offsets), else -1 */
+    tfenc_output_chunks chunks;
+    hid_t chunk_counts;    /* chunks [N] of a chunked output, else -1 */
+    hid_t chunk_starts;    /* chunk_starts [C] with a row per chunk, else -1 */
     hid_t lengths;
     hid_t truncated;
     hid_t ids;             /* -1 without ids */
@@ -77,6 +80,7 @@ static int h5_fail(tfenc_context *ctx, int status, const char *path, const char 
 const char *const tfenc_output_kind_names[] = {"pooled", "tokens", "auto", NULL};
 const char *const tfenc_output_dtype_names[] = {"float32", "float16", "bfloat16", NULL};
 const char *const tfenc_output_compression_names[] = {"none", "gzip", NULL};
+const char *const tfenc_output_chunks_names[] = {"off", "mean", "each", NULL};
 
 /* Looks `name` up among the first `count` names of a table (those after
  * them, such as "auto", are no value a file can have). */
@@ -377,6 +381,9 @@ static int write_attributes(tfenc_context *ctx, tfenc_output *out,
     if (status == TFENC_OK)
         status = write_string_attribute(ctx, out, "output_kind", tfenc_output_kind_name(out->kind));
     if (status == TFENC_OK)
+        status = write_string_attribute(ctx, out, "chunks",
+                                        tfenc_name_of(tfenc_output_chunks_names, 3, out->chunks));
+    if (status == TFENC_OK)
         status = write_string_attribute(ctx, out, "dtype", tfenc_output_dtype_name(out->dtype));
     if (status == TFENC_OK)
         status = write_string_attribute(ctx, out, "compression",
@@ -388,6 +395,8 @@ static int write_attributes(tfenc_context *ctx, tfenc_output *out,
         status = write_int64_attribute(ctx, out, "n_documents", out->n_documents);
     if (status == TFENC_OK && out->kind == TFENC_OUTPUT_TOKENS)
         status = write_int64_attribute(ctx, out, "n_tokens", out->n_tokens);
+    if (status == TFENC_OK && out->chunks == TFENC_CHUNKS_EACH)
+        status = write_int64_attribute(ctx, out, "n_chunks", out->n_tokens);
     int32_t complete = 0;
     if (status == TFENC_OK)
         status = write_attribute(ctx, out, "complete", H5T_NATIVE_INT32, &complete);
@@ -397,6 +406,23 @@ static int write_attributes(tfenc_context *ctx, tfenc_output *out,
 static int write_elements(tfenc_context *ctx, tfenc_output *out, hid_t dataset, const char *name,
                           int64_t n_runs, const int64_t *run_start, const int64_t *run_length,
                           int64_t width, hid_t memory_type, const void *data);
+
+/* Outputs whose documents own runs of rows, found through an offsets
+ * dataset: per-token states, and every chunk's vector. */
+static int has_row_runs(const tfenc_output *out)
+{
+    return out->kind == TFENC_OUTPUT_TOKENS || out->chunks == TFENC_CHUNKS_EACH;
+}
+
+static const char *rows_name(const tfenc_output *out)
+{
+    return out->kind == TFENC_OUTPUT_TOKENS ? "hidden" : "embeddings";
+}
+
+static const char *offsets_name(const tfenc_output *out)
+{
+    return out->kind == TFENC_OUTPUT_TOKENS ? "offsets" : "chunk_offsets";
+}
 
 /* What create and reopen share: checks that the writers agree, refuses
  * gzip with several writers, and fills a new handle (no file yet). */
@@ -408,7 +434,9 @@ static int prepare(tfenc_context *ctx, MPI_Comm writers, const tfenc_output_opti
         return tfenc_error(ctx, TFENC_ERR_CONFIG, "output: no path given");
     const char *path = options->path;
     if (options->d_model < 1 || options->n_documents < 0
-        || (options->kind == TFENC_OUTPUT_TOKENS && options->n_tokens < 0))
+        || (options->kind == TFENC_OUTPUT_TOKENS && options->n_tokens < 0)
+        || (options->kind == TFENC_OUTPUT_POOLED && options->chunks == TFENC_CHUNKS_EACH
+            && options->n_chunks < options->n_documents))
         return tfenc_error(ctx, TFENC_ERR_INTERNAL, "%s: bad output shape (d_model %d, %lld "
                            "documents, %lld tokens)", path, options->d_model,
                            (long long)options->n_documents, (long long)options->n_tokens);
@@ -437,13 +465,18 @@ static int prepare(tfenc_context *ctx, MPI_Comm writers, const tfenc_output_opti
         return tfenc_error(ctx, TFENC_ERR_NO_MEMORY, "%s: out of memory", path);
     out->file = out->transfer = out->float_type = out->rows = out->offsets = -1;
     out->lengths = out->truncated = out->ids = out->id_type = -1;
+    out->chunk_counts = out->chunk_starts = -1;
+    out->chunks = options->kind == TFENC_OUTPUT_POOLED ? options->chunks : TFENC_CHUNKS_OFF;
     out->writers = writers;
     out->parallel = n_writers > 1;
     out->kind = options->kind;
     out->dtype = options->dtype;
     out->d_model = options->d_model;
     out->n_documents = options->n_documents;
-    out->n_tokens = options->kind == TFENC_OUTPUT_TOKENS ? options->n_tokens : 0;
+    /* Rows of the float dataset beyond one per document: tokens, or chunks. */
+    out->n_tokens = options->kind == TFENC_OUTPUT_TOKENS  ? options->n_tokens
+                    : out->chunks == TFENC_CHUNKS_EACH ? options->n_chunks
+                                                       : 0;
     out->compress = options->compression == TFENC_COMPRESSION_GZIP;
     out->n_writers = n_writers;
     out->path = malloc(strlen(path) + 1);
@@ -475,10 +508,10 @@ static int prepare(tfenc_context *ctx, MPI_Comm writers, const tfenc_output_opti
 static int check_free_space(tfenc_context *ctx, const tfenc_output *out,
                             const tfenc_output_options *options)
 {
-    const double rows = out->kind == TFENC_OUTPUT_POOLED ? (double)out->n_documents
-                                                         : (double)out->n_tokens;
+    const double rows = has_row_runs(out) ? (double)out->n_tokens : (double)out->n_documents;
     const double row_bytes = (double)out->d_model * (out->dtype == TFENC_DTYPE_FLOAT32 ? 4 : 2);
-    const double per_document = 4 + 4 + (out->kind == TFENC_OUTPUT_TOKENS ? 8 : 0) +
+    const double per_document = 4 + 4 + (has_row_runs(out) ? 8 : 0) +
+                                (out->chunks != TFENC_CHUNKS_OFF ? 4 : 0) +
                                 (options->has_ids ? (double)out->id_length : 0);
     const double needed = rows * row_bytes + (double)out->n_documents * per_document;
     char *directory = strdup(out->path);
@@ -520,14 +553,18 @@ int tfenc_output_create(tfenc_context *ctx, MPI_Comm writers, const tfenc_output
         status = open_file(ctx, out, writers, out->n_writers, 1);
     int compress = out->compress;
     if (status == TFENC_OK)
-        status = out->kind == TFENC_OUTPUT_POOLED
-            ? create_dataset(ctx, out, "embeddings", out->float_type, out->n_documents,
-                             out->d_model, compress, NULL, &out->rows)
-            : create_dataset(ctx, out, "hidden", out->float_type, out->n_tokens, out->d_model,
-                             compress, NULL, &out->rows);
-    if (status == TFENC_OK && out->kind == TFENC_OUTPUT_TOKENS)
-        status = create_dataset(ctx, out, "offsets", H5T_STD_I64LE, out->n_documents + 1, 0,
-                                compress, NULL, &out->offsets);
+        status = create_dataset(ctx, out, rows_name(out), out->float_type,
+                                has_row_runs(out) ? out->n_tokens : out->n_documents,
+                                out->d_model, compress, NULL, &out->rows);
+    if (status == TFENC_OK && has_row_runs(out))
+        status = create_dataset(ctx, out, offsets_name(out), H5T_STD_I64LE,
+                                out->n_documents + 1, 0, compress, NULL, &out->offsets);
+    if (status == TFENC_OK && out->chunks == TFENC_CHUNKS_EACH)
+        status = create_dataset(ctx, out, "chunk_starts", H5T_STD_I32LE, out->n_tokens, 0,
+                                compress, NULL, &out->chunk_starts);
+    if (status == TFENC_OK && out->chunks != TFENC_CHUNKS_OFF)
+        status = create_dataset(ctx, out, "chunks", H5T_STD_I32LE, out->n_documents, 0,
+                                compress, NULL, &out->chunk_counts);
     int32_t not_written = -1;
     if (status == TFENC_OK)
         status = create_dataset(ctx, out, "lengths", H5T_STD_I32LE, out->n_documents, 0, compress,
@@ -554,9 +591,9 @@ int tfenc_output_create(tfenc_context *ctx, MPI_Comm writers, const tfenc_output
     int rank = 0;
     if (writers != MPI_COMM_NULL)
         MPI_Comm_rank(writers, &rank);
-    if (status == TFENC_OK && out->kind == TFENC_OUTPUT_TOKENS && rank == 0) {
+    if (status == TFENC_OK && has_row_runs(out) && rank == 0) {
         int64_t start = out->n_documents, one = 1;
-        status = write_elements(ctx, out, out->offsets, "offsets", 1, &start, &one, 0,
+        status = write_elements(ctx, out, out->offsets, offsets_name(out), 1, &start, &one, 0,
                                 H5T_NATIVE_INT64, &out->n_tokens);
     }
     /* The file's structure reaches the disk now, so that a killed job
@@ -700,6 +737,7 @@ int tfenc_output_reopen(tfenc_context *ctx, MPI_Comm writers, const tfenc_output
         {"job_settings", options->job_settings},
         {"weights_sha256", options->weights_sha256},
         {"output_kind", tfenc_output_kind_name(out->kind)},
+        {"chunks", tfenc_name_of(tfenc_output_chunks_names, 3, out->chunks)},
         {"dtype", tfenc_output_dtype_name(out->dtype)},
         {"compression", out->compress ? "gzip" : "none"}};
     for (size_t i = 0; status == TFENC_OK && i < sizeof strings / sizeof strings[0]; i++)
@@ -729,7 +767,8 @@ int tfenc_output_reopen(tfenc_context *ctx, MPI_Comm writers, const tfenc_output
     const struct { const char *name; int64_t expected; int wanted; } numbers[] = {
         {"d_model", out->d_model, 1},
         {"n_documents", out->n_documents, 1},
-        {"n_tokens", out->n_tokens, out->kind == TFENC_OUTPUT_TOKENS}};
+        {"n_tokens", out->n_tokens, out->kind == TFENC_OUTPUT_TOKENS},
+        {"n_chunks", out->n_tokens, out->chunks == TFENC_CHUNKS_EACH}};
     for (size_t i = 0; status == TFENC_OK && i < sizeof numbers / sizeof numbers[0]; i++)
         if (numbers[i].wanted
             && !same_int_attribute(out, numbers[i].name, numbers[i].expected, found, sizeof found))
@@ -738,13 +777,17 @@ int tfenc_output_reopen(tfenc_context *ctx, MPI_Comm writers, const tfenc_output
                                  out->path, numbers[i].name, found,
                                  (long long)numbers[i].expected);
     if (status == TFENC_OK)
-        status = open_existing_dataset(ctx, out, out->kind == TFENC_OUTPUT_POOLED ? "embeddings"
-                                                                                  : "hidden",
-                                       out->kind == TFENC_OUTPUT_POOLED ? out->n_documents
-                                                                        : out->n_tokens,
+        status = open_existing_dataset(ctx, out, rows_name(out),
+                                       has_row_runs(out) ? out->n_tokens : out->n_documents,
                                        &out->rows);
-    if (status == TFENC_OK && out->kind == TFENC_OUTPUT_TOKENS)
-        status = open_existing_dataset(ctx, out, "offsets", out->n_documents + 1, &out->offsets);
+    if (status == TFENC_OK && has_row_runs(out))
+        status = open_existing_dataset(ctx, out, offsets_name(out), out->n_documents + 1,
+                                       &out->offsets);
+    if (status == TFENC_OK && out->chunks == TFENC_CHUNKS_EACH)
+        status = open_existing_dataset(ctx, out, "chunk_starts", out->n_tokens,
+                                       &out->chunk_starts);
+    if (status == TFENC_OK && out->chunks != TFENC_CHUNKS_OFF)
+        status = open_existing_dataset(ctx, out, "chunks", out->n_documents, &out->chunk_counts);
     if (status == TFENC_OK)
         status = open_existing_dataset(ctx, out, "lengths", out->n_documents, &out->lengths);
     if (status == TFENC_OK)
@@ -948,9 +991,10 @@ static int64_t coalesce(int64_t n, int64_t *start, int64_t *length)
 int tfenc_output_write_pooled(tfenc_context *ctx, tfenc_output *out, int64_t n_rows,
                               const int64_t *global_indices, const float *rows)
 {
-    if (out->kind != TFENC_OUTPUT_POOLED)
-        return tfenc_error(ctx, TFENC_ERR_INTERNAL, "%s: pooled rows written to a per-token "
-                           "output", out->path);
+    if (out->kind != TFENC_OUTPUT_POOLED || out->chunks == TFENC_CHUNKS_EACH)
+        return tfenc_error(ctx, TFENC_ERR_INTERNAL, "%s: one row per document written to an "
+                           "output of %s", out->path,
+                           out->kind == TFENC_OUTPUT_POOLED ? "chunks" : "tokens");
     if (n_rows <= 0)
         return TFENC_OK;
     sort_entry *sorted = NULL;
@@ -982,13 +1026,12 @@ int tfenc_output_write_pooled(tfenc_context *ctx, tfenc_output *out, int64_t n_r
     return status;
 }
 
-int tfenc_output_write_tokens(tfenc_context *ctx, tfenc_output *out, int64_t n_documents,
-                              const int64_t *global_indices, const int64_t *token_offsets,
-                              const int32_t *n_tokens, const float *rows)
+/* Documents' runs of rows (tokens, or chunks), with chunk_starts for
+ * chunks: `token_offsets` are the runs' first rows, n_tokens their lengths. */
+static int write_row_runs(tfenc_context *ctx, tfenc_output *out, int64_t n_documents,
+                          const int64_t *global_indices, const int64_t *token_offsets,
+                          const int32_t *n_tokens, const int32_t *chunk_starts, const float *rows)
 {
-    if (out->kind != TFENC_OUTPUT_TOKENS)
-        return tfenc_error(ctx, TFENC_ERR_INTERNAL, "%s: per-token rows written to a pooled "
-                           "output", out->path);
     if (n_documents <= 0)
         return TFENC_OK;
     size_t d = (size_t)out->d_model;
@@ -1003,9 +1046,9 @@ int tfenc_output_write_tokens(tfenc_context *ctx, tfenc_output *out, int64_t n_d
         if (n_tokens[j] < 0 || token_offsets[j] < 0
             || token_offsets[j] + n_tokens[j] > out->n_tokens)
             status = tfenc_error(ctx, TFENC_ERR_INTERNAL, "%s: document %lld: rows %lld..%lld "
-                                 "do not fit in 'hidden' of %lld rows", out->path,
+                                 "do not fit in '%s' of %lld rows", out->path,
                                  (long long)global_indices[j], (long long)token_offsets[j],
-                                 (long long)token_offsets[j] + n_tokens[j],
+                                 (long long)token_offsets[j] + n_tokens[j], rows_name(out),
                                  (long long)out->n_tokens);
         total += n_tokens[j];
     }
@@ -1042,18 +1085,34 @@ int tfenc_output_write_tokens(tfenc_context *ctx, tfenc_output *out, int64_t n_d
             offset_value[i] = token_offsets[j];
         }
     }
+    int32_t *starts_sorted = NULL;
+    if (status == TFENC_OK && chunk_starts != NULL) {
+        starts_sorted = malloc((size_t)total * sizeof *starts_sorted + 1);
+        if (starts_sorted == NULL)
+            status = tfenc_error(ctx, TFENC_ERR_NO_MEMORY, "%s: out of memory", out->path);
+        for (int64_t i = 0, at = 0; status == TFENC_OK && i < n_documents; i++) {
+            int64_t j = sorted[i].position;
+            memcpy(starts_sorted + at, chunk_starts + source[j],
+                   (size_t)n_tokens[j] * sizeof *starts_sorted);
+            at += n_tokens[j];
+        }
+    }
     if (status == TFENC_OK) {
         int64_t runs = coalesce(n_documents, start, length);
-        status = write_elements(ctx, out, out->rows, "hidden", runs, start, length, out->d_model,
-                                out->float_type, out->staging);
+        status = write_elements(ctx, out, out->rows, rows_name(out), runs, start, length,
+                                out->d_model, out->float_type, out->staging);
+        if (status == TFENC_OK && starts_sorted != NULL)
+            status = write_elements(ctx, out, out->chunk_starts, "chunk_starts", runs, start,
+                                    length, 0, H5T_NATIVE_INT32, starts_sorted);
     }
+    free(starts_sorted);
     if (status == TFENC_OK) {
         for (int64_t i = 0; i < n_documents; i++) {
             start[i] = sorted[i].key;
             length[i] = 1;
         }
         int64_t runs = coalesce(n_documents, start, length);
-        status = write_elements(ctx, out, out->offsets, "offsets", runs, start, length, 0,
+        status = write_elements(ctx, out, out->offsets, offsets_name(out), runs, start, length, 0,
                                 H5T_NATIVE_INT64, offset_value);
     }
     free(offset_value);
@@ -1061,6 +1120,63 @@ int tfenc_output_write_tokens(tfenc_context *ctx, tfenc_output *out, int64_t n_d
     free(length);
     free(sorted);
     free(source);
+    return status;
+}
+
+int tfenc_output_write_tokens(tfenc_context *ctx, tfenc_output *out, int64_t n_documents,
+                              const int64_t *global_indices, const int64_t *token_offsets,
+                              const int32_t *n_tokens, const float *rows)
+{
+    if (out->kind != TFENC_OUTPUT_TOKENS)
+        return tfenc_error(ctx, TFENC_ERR_INTERNAL, "%s: per-token rows written to a pooled "
+                           "output", out->path);
+    return write_row_runs(ctx, out, n_documents, global_indices, token_offsets, n_tokens, NULL,
+                          rows);
+}
+
+int tfenc_output_write_chunks(tfenc_context *ctx, tfenc_output *out, int64_t n_documents,
+                              const int64_t *global_indices, const int64_t *chunk_offsets,
+                              const int32_t *n_chunks, const int32_t *chunk_starts,
+                              const float *rows)
+{
+    if (out->chunks != TFENC_CHUNKS_EACH)
+        return tfenc_error(ctx, TFENC_ERR_INTERNAL, "%s: chunk rows written to an output "
+                           "without them", out->path);
+    return write_row_runs(ctx, out, n_documents, global_indices, chunk_offsets, n_chunks,
+                          chunk_starts, rows);
+}
+
+int tfenc_output_write_chunk_counts(tfenc_context *ctx, tfenc_output *out, int64_t n_documents,
+                                    const int64_t *global_indices, const int32_t *n_chunks)
+{
+    if (out->chunk_counts < 0 || n_documents <= 0)
+        return TFENC_OK;
+    sort_entry *sorted = NULL;
+    int status = sort_items(ctx, out, n_documents, global_indices, out->n_documents,
+                            "document index", &sorted);
+    int64_t *start = NULL, *length = NULL;
+    int32_t *values = NULL;
+    if (status == TFENC_OK) {
+        start = malloc((size_t)n_documents * sizeof *start);
+        length = malloc((size_t)n_documents * sizeof *length);
+        values = malloc((size_t)n_documents * sizeof *values);
+        if (start == NULL || length == NULL || values == NULL)
+            status = tfenc_error(ctx, TFENC_ERR_NO_MEMORY, "%s: out of memory", out->path);
+    }
+    for (int64_t i = 0; status == TFENC_OK && i < n_documents; i++) {
+        start[i] = sorted[i].key;
+        length[i] = 1;
+        values[i] = n_chunks[sorted[i].position];
+    }
+    if (status == TFENC_OK) {
+        int64_t runs = coalesce(n_documents, start, length);
+        status = write_elements(ctx, out, out->chunk_counts, "chunks", runs, start, length, 0,
+                                H5T_NATIVE_INT32, values);
+    }
+    free(values);
+    free(start);
+    free(length);
+    free(sorted);
     return status;
 }
 
@@ -1134,7 +1250,8 @@ int tfenc_output_write_metadata(tfenc_context *ctx, tfenc_output *out, int64_t n
 static int close_handles(tfenc_output *out)
 {
     int failed = 0;
-    hid_t *datasets[] = {&out->rows, &out->offsets, &out->lengths, &out->truncated, &out->ids};
+    hid_t *datasets[] = {&out->rows, &out->offsets, &out->lengths, &out->truncated, &out->ids,
+                         &out->chunk_counts, &out->chunk_starts};
     for (size_t i = 0; i < sizeof datasets / sizeof datasets[0]; i++)
         if (*datasets[i] >= 0) {
             failed |= H5Dclose(*datasets[i]) < 0;

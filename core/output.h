@@ -57,9 +57,23 @@ typedef enum tfenc_output_compression {
     TFENC_COMPRESSION_GZIP
 } tfenc_output_compression;
 
+/* Long documents cut into chunks ([job] long_documents = chunk), for a
+ * pooled output: */
+typedef enum tfenc_output_chunks {
+    TFENC_CHUNKS_OFF,  /* documents are truncated, not chunked */
+    TFENC_CHUNKS_MEAN, /* embeddings [N, d] holds the mean of each document's chunk
+                        * vectors; chunks [N] how many it had */
+    TFENC_CHUNKS_EACH  /* embeddings [C, d] holds every chunk's vector: document i's
+                        * are rows chunk_offsets[i] .. chunk_offsets[i+1]-1, chunk_starts [C]
+                        * the first token of each chunk within its document (special
+                        * tokens not counted), chunks [N] how many each document had */
+} tfenc_output_chunks;
+
 typedef struct tfenc_output_options {
     const char *path;
     tfenc_output_kind kind;
+    tfenc_output_chunks chunks;  /* pooled only */
+    int64_t n_chunks;            /* TFENC_CHUNKS_EACH: C, the rows of embeddings */
     tfenc_output_dtype dtype;
     tfenc_output_compression compression;
     int d_model;
@@ -103,6 +117,7 @@ typedef struct tfenc_output tfenc_output;
 extern const char *const tfenc_output_kind_names[];
 extern const char *const tfenc_output_dtype_names[];
 extern const char *const tfenc_output_compression_names[];
+extern const char *const tfenc_output_chunks_names[];
 
 /* Name -> value through those tables: TFENC_ERR_NOT_FOUND for an unknown
  * name (and for "auto", which no file has). */
@@ -154,6 +169,21 @@ int tfenc_output_write_pooled(tfenc_context *ctx, tfenc_output *out, int64_t n_r
 int tfenc_output_write_tokens(tfenc_context *ctx, tfenc_output *out, int64_t n_documents,
                               const int64_t *global_indices, const int64_t *token_offsets,
                               const int32_t *n_tokens, const float *rows);
+
+/* TFENC_CHUNKS_EACH: document j's n_chunks[j] chunk vectors, packed one
+ * document after another in `rows` (with their chunk_starts), go to rows
+ * chunk_offsets[j] ... of embeddings, and chunk_offsets[global_indices[j]]
+ * is set; chunk offsets MUST grow with the document index (a running sum
+ * of the chunk counts in document order), as token offsets do. */
+int tfenc_output_write_chunks(tfenc_context *ctx, tfenc_output *out, int64_t n_documents,
+                              const int64_t *global_indices, const int64_t *chunk_offsets,
+                              const int32_t *n_chunks, const int32_t *chunk_starts,
+                              const float *rows);
+
+/* Chunked outputs: how many chunks each document had. Write it before the
+ * document's metadata (whose lengths mark it finished). */
+int tfenc_output_write_chunk_counts(tfenc_context *ctx, tfenc_output *out, int64_t n_documents,
+                                    const int64_t *global_indices, const int32_t *n_chunks);
 
 /* Per-document metadata at the documents' global indices: lengths and
  * truncated (required), ids (NULL-terminated strings; required when the file

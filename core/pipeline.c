@@ -45,7 +45,7 @@ struct tfenc_pipeline {
 
 static size_t meta_bytes(int n_seq, int n_tokens, size_t ids_bytes)
 {
-    return sizeof(meta_header) + (size_t)n_seq * (2 * sizeof(int64_t) + 3 * sizeof(int32_t)) +
+    return sizeof(meta_header) + (size_t)n_seq * (2 * sizeof(int64_t) + 6 * sizeof(int32_t)) +
            sizeof(int32_t) + (size_t)n_tokens * 3 * sizeof(int32_t) + ids_bytes;
 }
 
@@ -74,6 +74,12 @@ static void point_into_meta(slot *s, int n_seq, int n_tokens, size_t ids_bytes, 
     m->lengths = (int32_t *)p;
     p += (size_t)n_seq * sizeof(int32_t);
     m->truncated = (int32_t *)p;
+    p += (size_t)n_seq * sizeof(int32_t);
+    m->chunk = (int32_t *)p;
+    p += (size_t)n_seq * sizeof(int32_t);
+    m->n_chunks = (int32_t *)p;
+    p += (size_t)n_seq * sizeof(int32_t);
+    m->chunk_start = (int32_t *)p;
     p += (size_t)n_seq * sizeof(int32_t);
     m->ids = ids_bytes > 0 ? (char *)p : NULL;
     m->ids_bytes = ids_bytes;

@@ -33,6 +33,10 @@ typedef struct tfenc_microbatch {
     int64_t *token_offsets;   /* [n_seq] first row in the output's hidden (tokens kind) */
     int32_t *lengths;         /* [n_seq] tokens of each sequence */
     int32_t *truncated;       /* [n_seq] word pieces cut from each document */
+    /* A long document cut into chunks ([job] long_documents = chunk) is
+     * several sequences: chunk[j] of n_chunks[j], whose first content token
+     * is the document's chunk_start[j]-th. A whole document: 0 of 1 at 0. */
+    int32_t *chunk, *n_chunks, *chunk_start;
     char *ids;                /* n_seq NUL-terminated ids one after another, or
                                * NULL when the corpus has none */
     size_t ids_bytes;

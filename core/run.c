@@ -60,6 +60,7 @@ typedef struct run {
     tfenc_feeder_options feeding;
     tfenc_windows windows;   /* the corpus cut into windows, and what is finished */
     int64_t n_documents, n_tokens; /* the whole corpus (n_tokens once counted) */
+    int64_t n_rows;          /* output rows of a per-token or every-chunk output */
     tfenc_output *output;
     tfenc_output_lock *lock; /* rank 0: this job owns the output */
     int64_t already_done;    /* documents an earlier run finished */
@@ -221,10 +222,15 @@ static int open_input(run *r)
     r->feeding = (tfenc_feeder_options){.input = r->settings.input,
                                         .max_seq_len = (int)r->settings.max_seq_len,
                                         .batch_tokens = (int)r->settings.batch_tokens,
-                                        .truncation = r->settings.truncation,
+                                        /* A chunked document is cut into chunks,
+                                         * never refused for its length. */
+                                        .truncation = r->settings.truncation ||
+                                                      r->settings.chunks != TFENC_CHUNKS_OFF,
                                         .vocab_size = r->config.vocab_size,
                                         .has_ids = r->settings.corpus.id_field != NULL,
-                                        .prompt = r->settings.prompt};
+                                        .prompt = r->settings.prompt,
+                                        .chunks = r->settings.chunks,
+                                        .chunk_overlap = (int)r->settings.chunk_overlap};
     if (!tfenc_layout_is_first_stage(&r->layout))
         return TFENC_OK;
     int status = tfenc_job_settings_tokenizer(r->ctx, r->job, &r->config, &r->settings,
@@ -245,6 +251,10 @@ static int decide_output_kind(run *r, int pools)
         return tfenc_error(r->ctx, TFENC_ERR_CONFIG,
                            "%s: output_kind = %s but the model %s its output", r->job->path,
                            tfenc_output_kind_name(wanted), pools ? "pools" : "does not pool");
+    if (!pools && r->settings.chunks != TFENC_CHUNKS_OFF)
+        return tfenc_error(r->ctx, TFENC_ERR_CONFIG,
+                           "%s: [job] long_documents = chunk pools each chunk, but the model "
+                           "does not pool its output", r->job->path);
     if (!pools && r->settings.output_dim > 0)
         return tfenc_error(r->ctx, TFENC_ERR_CONFIG,
                            "%s: [job] output_dim cuts pooled vectors, but the model does not "
@@ -270,27 +280,36 @@ static int cut_windows(run *r)
     return 0;
 }
 
-static int count_one_window(tfenc_context *ctx, void *user, int64_t window, int64_t *tokens)
+/* A window's output rows: its chunks for an output of every chunk, else
+ * its tokens; the tokens are summed either way (for the plan). */
+static int count_one_window(tfenc_context *ctx, void *user, int64_t window, int64_t *rows)
 {
     run *r = user;
     tfenc_corpus_range range;
     tfenc_windows_range(&r->windows, window, &range);
-    return tfenc_feeder_count_window(ctx, r->feeder, &range, tokens);
+    int64_t tokens = 0, chunks = 0;
+    int status = tfenc_feeder_count_window(ctx, r->feeder, &range, &tokens, &chunks);
+    *rows = r->settings.chunks == TFENC_CHUNKS_EACH ? chunks : tokens;
+    r->n_tokens += tokens;
+    return status;
 }
 
-/* Pass 1, where the output places rows by token (or a plan needs the
- * corpus's size in tokens): the first stages tokenize the windows, one
- * replica each in turn, and every rank learns each window's first row. */
-static int count_tokens(run *r)
+/* Pass 1, where the output places rows by token or by chunk (or a plan
+ * needs the corpus's size in tokens): the first stages tokenize the
+ * windows, one replica each in turn, and every rank learns each window's
+ * first row. */
+static int count_rows(run *r)
 {
     const tfenc_layout *l = &r->layout;
     int counter = tfenc_layout_is_first_stage(l) ? l->replica : -1;
+    r->n_tokens = 0;
     int status = tfenc_windows_count_local(r->ctx, &r->windows, counter, l->data_parallel,
                                            count_one_window, r);
     if (agree_on_failure(r, status) ||
-        agree_on_failure(r, tfenc_windows_sum_tokens(r->ctx, MPI_COMM_WORLD, &r->windows)))
+        agree_on_failure(r, tfenc_windows_sum_rows(r->ctx, MPI_COMM_WORLD, &r->windows)))
         return 1;
-    r->n_tokens = r->windows.first_token[r->windows.n_windows];
+    MPI_Allreduce(MPI_IN_PLACE, &r->n_tokens, 1, MPI_INT64_T, MPI_SUM, MPI_COMM_WORLD);
+    r->n_rows = r->windows.first_row[r->windows.n_windows];
     return 0;
 }
 
@@ -443,7 +462,8 @@ static int open_output(run *r)
             .path = r->settings.output, .kind = r->output_kind, .dtype = r->settings.dtype,
             .compression = r->settings.compression,
             .d_model = r->settings.output_dim > 0 ? (int)r->settings.output_dim : r->config.d_model,
-            .n_documents = r->n_documents, .n_tokens = r->n_tokens,
+            .n_documents = r->n_documents, .n_tokens = r->n_rows,
+            .chunks = r->settings.chunks, .n_chunks = r->n_rows,
             .has_ids = r->settings.corpus.id_field != NULL,
             .max_id_length = r->windows.max_id_length, .job_text = provenance,
             .job_settings = identity, .weights_sha256 = weights_sha256,
@@ -464,8 +484,8 @@ static int open_output(run *r)
         if (status == TFENC_OK)
             status = tfenc_writer_create(r->ctx, r->output,
                                          r->output_kind == TFENC_OUTPUT_POOLED,
-                                         (int)r->settings.output_dim, r->settings.output,
-                                         &r->writer);
+                                         r->settings.chunks, (int)r->settings.output_dim,
+                                         r->config.d_model, r->settings.output, &r->writer);
     }
     free(identity);
     free(provenance);
@@ -545,7 +565,7 @@ static int next_microbatch(run *r, tfenc_rank_work *work, tfenc_microbatch **m)
         tfenc_windows_range(&r->windows, k, &range);
         status = tfenc_feeder_load_window(
             r->ctx, r->feeder, &range,
-            r->windows.first_token != NULL ? r->windows.first_token[k] : 0,
+            r->windows.first_row != NULL ? r->windows.first_row[k] : 0,
             tfenc_windows_finished_documents(&r->windows, k));
         if (status != TFENC_OK)
             return status;
@@ -746,8 +766,9 @@ static int run_steps(run *r)
         return 1;
     if (cut_windows(r))
         return 1;
-    if ((n_stages > 1 || r->output_kind == TFENC_OUTPUT_TOKENS || r->request->dry_run) &&
-        count_tokens(r))
+    if ((n_stages > 1 || r->output_kind == TFENC_OUTPUT_TOKENS ||
+         r->settings.chunks == TFENC_CHUNKS_EACH || r->request->dry_run) &&
+        count_rows(r))
         return 1;
     if (cost_steps(r))
         return 1;

@@ -726,6 +726,21 @@ int32_t tfenc_tokenizer_special_id(const tfenc_tokenizer *tokenizer, tfenc_speci
     return -1;
 }
 
+const int32_t *tfenc_tokenizer_last_pieces(const tfenc_tokenizer *tokenizer, int *count)
+{
+    *count = tokenizer->ids.count > INT_MAX ? INT_MAX : (int)tokenizer->ids.count;
+    return tokenizer->ids.ids;
+}
+
+void tfenc_tokenizer_specials(const tfenc_tokenizer *tokenizer, const int32_t **prefix,
+                              int *n_prefix, const int32_t **suffix, int *n_suffix)
+{
+    *prefix = tokenizer->prefix_ids;
+    *n_prefix = tokenizer->n_prefix;
+    *suffix = tokenizer->suffix_ids;
+    *n_suffix = tokenizer->n_suffix;
+}
+
 int tfenc_tokenizer_special_count(const tfenc_tokenizer *tokenizer)
 {
     return tokenizer->n_prefix + tokenizer->n_suffix;

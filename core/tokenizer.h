@@ -123,6 +123,16 @@ int tfenc_tokenizer_encode(tfenc_context *ctx, tfenc_tokenizer *tokenizer, const
                            size_t length, int32_t *ids, int max_length, int *n_ids,
                            int *n_truncated);
 
+/* After tfenc_tokenizer_encode(): every piece of that text, before
+ * truncation and without the special tokens (*count of them). Valid until
+ * the next encode. How a long document is cut into chunks: each chunk is
+ * the specials around a run of these pieces. */
+const int32_t *tfenc_tokenizer_last_pieces(const tfenc_tokenizer *tokenizer, int *count);
+
+/* The special tokens the post-processor puts before and after the pieces. */
+void tfenc_tokenizer_specials(const tfenc_tokenizer *tokenizer, const int32_t **prefix,
+                              int *n_prefix, const int32_t **suffix, int *n_suffix);
+
 /* One more than the largest id (the row count the embedding table needs):
  * for a vocab.txt the number of lines, even if some token appears twice. */
 int tfenc_tokenizer_vocab_size(const tfenc_tokenizer *tokenizer);

@@ -120,35 +120,35 @@ void tfenc_windows_range(const tfenc_windows *windows, int64_t k, tfenc_corpus_r
     range->byte_end = windows->byte_start != NULL ? windows->byte_start[k + 1] : 0;
 }
 
-/* ---------------------------------------------------------------- tokens */
+/* ------------------------------------------------------------------ rows */
 
 int tfenc_windows_count_local(tfenc_context *ctx, tfenc_windows *windows, int counter,
                               int n_counters, tfenc_window_counter count_window, void *user)
 {
-    free(windows->first_token);
-    windows->first_token = calloc((size_t)windows->n_windows + 1, sizeof *windows->first_token);
-    if (windows->first_token == NULL)
-        return tfenc_error(ctx, TFENC_ERR_NO_MEMORY, "out of memory for the windows' tokens");
+    free(windows->first_row);
+    windows->first_row = calloc((size_t)windows->n_windows + 1, sizeof *windows->first_row);
+    if (windows->first_row == NULL)
+        return tfenc_error(ctx, TFENC_ERR_NO_MEMORY, "out of memory for the windows' rows");
     int status = TFENC_OK;
     for (int64_t k = counter; counter >= 0 && status == TFENC_OK && k < windows->n_windows;
          k += n_counters)
-        status = count_window(ctx, user, k, &windows->first_token[k]);
+        status = count_window(ctx, user, k, &windows->first_row[k]);
     return status;
 }
 
-int tfenc_windows_sum_tokens(tfenc_context *ctx, MPI_Comm comm, tfenc_windows *windows)
+int tfenc_windows_sum_rows(tfenc_context *ctx, MPI_Comm comm, tfenc_windows *windows)
 {
     const int64_t n = windows->n_windows;
-    int status = agree_on_memory(ctx, comm, windows->first_token != NULL);
+    int status = agree_on_memory(ctx, comm, windows->first_row != NULL);
     if (status != TFENC_OK)
         return status;
     /* Counts of windows nobody here counted are 0: the sum is each window's count. */
-    MPI_Allreduce(MPI_IN_PLACE, windows->first_token, (int)n, MPI_INT64_T, MPI_SUM, comm);
+    MPI_Allreduce(MPI_IN_PLACE, windows->first_row, (int)n, MPI_INT64_T, MPI_SUM, comm);
     int64_t running = 0;
     for (int64_t k = 0; k <= n; k++) {
-        int64_t tokens = k < n ? windows->first_token[k] : 0;
-        windows->first_token[k] = running;
-        running += tokens;
+        int64_t rows = k < n ? windows->first_row[k] : 0;
+        windows->first_row[k] = running;
+        running += rows;
     }
     return TFENC_OK;
 }
@@ -277,7 +277,7 @@ int64_t tfenc_windows_documents_finished(const tfenc_windows *windows)
 void tfenc_windows_free(tfenc_windows *windows)
 {
     free(windows->byte_start);
-    free(windows->first_token);
+    free(windows->first_row);
     free(windows->state);
     free(windows->partial);
     free(windows->partial_done);

@@ -40,8 +40,10 @@ typedef struct tfenc_windows {
     size_t max_id_length;     /* longest document id in bytes (JSON Lines ids), else 0 */
     int64_t *byte_start;      /* text: [n_windows + 1] offset of each window's first line,
                                * then the file size; NULL for HDF5 */
-    int64_t *first_token;     /* [n_windows + 1] first output row of each window's tokens
-                               * (after truncation), then the total; NULL until counted */
+    int64_t *first_row;       /* [n_windows + 1] first output row of each window, for
+                               * outputs of several rows per document (tokens after
+                               * truncation, or chunks), then the total; NULL until
+                               * counted */
     uint8_t *state;           /* [n_windows] tfenc_window_state; all FRESH until read */
     int64_t n_partial;
     int64_t *partial;         /* [n_partial] the PARTIAL windows, ascending */
@@ -74,17 +76,17 @@ int tfenc_windows_build(tfenc_context *ctx, MPI_Comm comm, tfenc_windows_share *
 /* The documents of window k, as a corpus range. */
 void tfenc_windows_range(const tfenc_windows *windows, int64_t k, tfenc_corpus_range *range);
 
-/* Token counting, for outputs that place each document's rows by token
- * (per-token output). Local, on each counting rank (one per replica, say):
- * counts the windows k with k % n_counters == counter with `count_window`
- * (the window's tokens after truncation), keeping them in the windows. */
+/* Row counting, for outputs that place each document's rows by token
+ * (per-token output) or by chunk. Local, on each counting rank (one per
+ * replica, say): counts the windows k with k % n_counters == counter with
+ * `count_window` (the window's output rows), keeping them in the windows. */
 typedef int (*tfenc_window_counter)(tfenc_context *ctx, void *user, int64_t window,
-                                    int64_t *tokens);
+                                    int64_t *rows);
 int tfenc_windows_count_local(tfenc_context *ctx, tfenc_windows *windows, int counter,
                               int n_counters, tfenc_window_counter count_window, void *user);
 /* Collective over `comm` (ranks that counted nothing take part too): every
- * rank gets first_token. Call only when every rank's counting succeeded. */
-int tfenc_windows_sum_tokens(tfenc_context *ctx, MPI_Comm comm, tfenc_windows *windows);
+ * rank gets first_row. Call only when every rank's counting succeeded. */
+int tfenc_windows_sum_rows(tfenc_context *ctx, MPI_Comm comm, tfenc_windows *windows);
 
 /* Resume. Local, on each reading rank (a writer, which has the output
  * open): reads the state of the windows k with k % n_readers == reader,

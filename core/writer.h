@@ -18,8 +18,12 @@ typedef struct tfenc_writer tfenc_writer;
 
 /* output_dim > 0 (pooled only): each row is cut to its first output_dim
  * values and scaled back to unit length, as a Matryoshka model's vectors
- * are used at a smaller width. */
-int tfenc_writer_create(tfenc_context *ctx, tfenc_output *output, int pooled, int output_dim,
+ * are used at a smaller width. chunks (pooled only): a long document's
+ * chunks are sequences of their own (pipeline.h); with MEAN the writer
+ * writes the mean of a document's chunk vectors once all have come, with
+ * EACH every chunk's vector (output.h). d_model is the model's width. */
+int tfenc_writer_create(tfenc_context *ctx, tfenc_output *output, int pooled,
+                        tfenc_output_chunks chunks, int output_dim, int d_model,
                         const char *path, tfenc_writer **writer_out);
 
 /* Writes the microbatch's rows; its metadata waits for the next group. */

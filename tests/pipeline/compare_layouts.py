@@ -48,7 +48,8 @@ def main():
             problems.append("not marked complete")
         if set(other) != set(baseline):
             problems.append(f"datasets {sorted(other)} != {sorted(baseline)}")
-        for name in ("lengths", "truncated", "offsets", "ids"):
+        for name in ("lengths", "truncated", "offsets", "ids", "chunks", "chunk_offsets",
+                     "chunk_starts"):
             if name in baseline and not np.array_equal(baseline[name], other.get(name)):
                 problems.append(f"{name} differs")
         diff = float("inf")
