@@ -485,7 +485,8 @@ static int open_output(run *r)
             status = tfenc_writer_create(r->ctx, r->output,
                                          r->output_kind == TFENC_OUTPUT_POOLED,
                                          r->settings.chunks, (int)r->settings.output_dim,
-                                         r->config.d_model, r->settings.output, &r->writer);
+                                         r->config.d_model, l->data_parallel, r->settings.output,
+                                         &r->writer);
     }
     free(identity);
     free(provenance);

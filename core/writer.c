@@ -16,6 +16,10 @@
  * encoding, and a killed job loses at most a second of work. */
 #define GROUP_DOCUMENTS 4096
 #define GROUP_SECONDS 1.0
+/* Syncs per second a whole job asks of the file system at most: with more
+ * writers than this each one's group lasts longer (docs/scale.md: at 1,000
+ * ranks the metadata flushes are the first shared resource to fill). */
+#define JOB_SYNCS_PER_SECOND 1000.0
 
 /* A chunked document whose chunks have not all arrived: they are spread
  * over the microbatches of its window (sorted by length with the others). */
@@ -47,6 +51,7 @@ struct tfenc_writer {
     int has_ids;
     int64_t documents, tokens, truncated_documents;
     double last_flush;
+    double group_seconds;
     /* Chunked outputs. */
     open_document *open;
     int n_open, open_capacity;
@@ -55,7 +60,7 @@ struct tfenc_writer {
 };
 
 int tfenc_writer_create(tfenc_context *ctx, tfenc_output *output, int pooled,
-                        tfenc_output_chunks chunks, int output_dim, int d_model,
+                        tfenc_output_chunks chunks, int output_dim, int d_model, int n_writers,
                         const char *path, tfenc_writer **writer_out)
 {
     *writer_out = NULL;
@@ -69,6 +74,9 @@ int tfenc_writer_create(tfenc_context *ctx, tfenc_output *output, int pooled,
     w->d_model = d_model;
     w->path = path;
     w->last_flush = tfenc_clock_seconds();
+    w->group_seconds = n_writers / JOB_SYNCS_PER_SECOND > GROUP_SECONDS
+                           ? n_writers / JOB_SYNCS_PER_SECOND
+                           : GROUP_SECONDS;
     /* fdatasync through any descriptor flushes the file's data. */
     w->sync_fd = open(path, O_RDONLY | O_CLOEXEC);
     if (w->sync_fd < 0) {
@@ -344,7 +352,8 @@ int tfenc_writer_write(tfenc_context *ctx, tfenc_writer *w, const tfenc_microbat
     if (status != TFENC_OK)
         return status;
     w->tokens += b->n_tokens;
-    if (w->n_queued >= GROUP_DOCUMENTS || tfenc_clock_seconds() - w->last_flush >= GROUP_SECONDS)
+    if (w->n_queued >= GROUP_DOCUMENTS ||
+        tfenc_clock_seconds() - w->last_flush >= w->group_seconds)
         return tfenc_writer_flush(ctx, w);
     return TFENC_OK;
 }

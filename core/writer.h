@@ -21,9 +21,12 @@ typedef struct tfenc_writer tfenc_writer;
  * are used at a smaller width. chunks (pooled only): a long document's
  * chunks are sequences of their own (pipeline.h); with MEAN the writer
  * writes the mean of a document's chunk vectors once all have come, with
- * EACH every chunk's vector (output.h). d_model is the model's width. */
+ * EACH every chunk's vector (output.h). d_model is the model's width.
+ * n_writers (the job's writing ranks) stretches the group interval past a
+ * second when the job has more than 1,000, so that a job never asks the file
+ * system for more than about 1,000 syncs a second. */
 int tfenc_writer_create(tfenc_context *ctx, tfenc_output *output, int pooled,
-                        tfenc_output_chunks chunks, int output_dim, int d_model,
+                        tfenc_output_chunks chunks, int output_dim, int d_model, int n_writers,
                         const char *path, tfenc_writer **writer_out);
 
 /* Writes the microbatch's rows; its metadata waits for the next group. */

@@ -5,4 +5,5 @@ check_PROGRAMS += tests/scale/calibrate
 tests_scale_calibrate_SOURCES = tests/scale/calibrate.c
 tests_scale_calibrate_CFLAGS = $(TEST_CFLAGS)
 tests_scale_calibrate_LDADD = $(TEST_LIBS)
-EXTRA_DIST += tests/scale/straggler.sh tests/scale/calibrate.sh tests/scale/model.py
+EXTRA_DIST += tests/scale/straggler.sh tests/scale/calibrate.sh tests/scale/model.py \
+	tests/scale/efficiency.sh

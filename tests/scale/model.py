@@ -43,7 +43,10 @@ def simulate(cal, ranks, documents, fs_write_bps, fs_syncs_per_s, atomic_s, seed
     # A rank's own write rate as measured here; the file system's aggregate
     # caps the sum.
     rank_write_bps = write_bytes / cal["window_write_s"]
-    sync_s = max(cal["metadata_flush_s"], 1.0 / fs_syncs_per_s)
+    # A sync occupies the file system for 1 / its sync rate (syncs of many
+    # clients proceed side by side); the writer waits the latency measured.
+    sync_occupancy = 1.0 / fs_syncs_per_s
+    sync_latency = cal["metadata_flush_s"]
     counter_s = max(cal["counter_round_trip_s"], atomic_s if ranks > 1 else 0.0)
 
     # Startup: read and check the corpus once (pass 0), then fingerprint it
@@ -55,11 +58,17 @@ def simulate(cal, ranks, documents, fs_write_bps, fs_syncs_per_s, atomic_s, seed
 
     # Node speeds differ a little (a heterogeneous or busy cluster), and
     # windows differ in tokens.
-    node_speed = [rng.lognormvariate(0, cal["rank_speed_cv"]) for _ in range(ranks)]
+    # (lognormal with mean 1: no systematic speed-up)
+    def around_one(cv):
+        return rng.lognormvariate(-cv * cv / 2, cv)
+    node_speed = [around_one(cal["rank_speed_cv"]) for _ in range(ranks)]
     counter_free = 0.0
     fs_write_free = 0.0
     fs_sync_free = 0.0
     counter_busy = fs_write_busy = fs_sync_busy = 0.0
+    # Rank-seconds lost waiting for each shared resource.
+    counter_wait = fs_write_wait = fs_sync_wait = 0.0
+    first_idle = None
     next_window = 0
     events = [(startup, r, "take") for r in range(ranks)]
     last_flush = [startup] * ranks
@@ -71,11 +80,14 @@ def simulate(cal, ranks, documents, fs_write_bps, fs_syncs_per_s, atomic_s, seed
             start = max(t, counter_free)
             counter_free = start + counter_s
             counter_busy += counter_s
+            counter_wait += start - t
             if next_window >= n_windows:
                 finish = max(finish, counter_free)
+                if first_idle is None:
+                    first_idle = counter_free
                 continue
             next_window += 1
-            cost = compute * rng.lognormvariate(0, cal["window_compute_cv"]) / node_speed[r]
+            cost = compute * around_one(cal["window_compute_cv"]) / node_speed[r]
             heapq.heappush(events, (counter_free + cost, r, "write"))
         elif what == "write":
             # The file system serves writes in turn at its aggregate rate;
@@ -85,22 +97,34 @@ def simulate(cal, ranks, documents, fs_write_bps, fs_syncs_per_s, atomic_s, seed
             fs_write_free = max(fs_write_free, t) + shared
             fs_write_busy += shared
             done = max(t + own, fs_write_free)
-            if done - last_flush[r] >= 1.0:
+            fs_write_wait += done - (t + own)
+            # The writer's group interval: a second, stretched past 1,000
+            # writers so that the job asks for ~1,000 syncs a second at most.
+            if done - last_flush[r] >= max(1.0, ranks / 1000.0):
                 s = max(done, fs_sync_free)
-                fs_sync_free = s + sync_s
-                fs_sync_busy += sync_s
-                done = fs_sync_free
+                fs_sync_free = s + sync_occupancy
+                fs_sync_busy += sync_occupancy
+                fs_sync_wait += s - done
+                done = s + max(sync_latency, sync_occupancy)
                 last_flush[r] = done
             heapq.heappush(events, (done, r, "take"))
     wall = finish
-    # The ideal: every window's encoding spread evenly, nothing else.
-    ideal = n_windows * compute / ranks
+    # The ideal: every window's encoding spread over the ranks in proportion
+    # to their speeds, nothing else.
+    ideal = n_windows * compute / sum(node_speed)
     return {
         "ranks": ranks, "wall_s": wall, "documents_per_s": documents / wall,
         "efficiency": ideal / wall, "startup_s": startup,
         "counter_utilisation": counter_busy / wall,
         "fs_write_utilisation": fs_write_busy / wall,
         "fs_sync_utilisation": fs_sync_busy / wall,
+        # Where the lost efficiency goes, in seconds of the wall time.
+        "losses": {"startup (reading, checking, fingerprinting the corpus)": startup,
+                   "the tail (ranks idle while the last windows finish)":
+                       finish - (first_idle if first_idle is not None else finish),
+                   "waiting for the counter": counter_wait / ranks,
+                   "waiting for file system bandwidth": fs_write_wait / ranks,
+                   "waiting for file system syncs": fs_sync_wait / ranks},
     }
 
 
@@ -143,19 +167,16 @@ def main():
               f"{100 * r['efficiency']:>9.1f}% {r['startup_s']:>10.1f} "
               f"{100 * r['counter_utilisation']:>7.2f}% {100 * r['fs_write_utilisation']:>8.2f}% "
               f"{100 * r['fs_sync_utilisation']:>7.2f}%")
-    last = results[-1]
-    use = {"the counter": last["counter_utilisation"], "file system bandwidth":
-           last["fs_write_utilisation"], "file system syncs (metadata flushes)":
-           last["fs_sync_utilisation"]}
-    busiest = max(use, key=use.get)
     n_windows = math.ceil(args.documents / cal["window_documents"])
-    encoding = n_windows * cal["window_compute_s"] / last["ranks"]
-    other = max(last["wall_s"] - last["startup_s"] - encoding, 0.0)
-    print(f"model: at {last['ranks']} ranks the busiest shared resource is {busiest} "
-          f"({100 * use[busiest]:.1f}% busy); of the {last['wall_s']:.0f} s, "
-          f"{last['startup_s']:.0f} s is startup (reading, checking and fingerprinting the "
-          f"corpus), {encoding:.0f} s encoding, and {other:.0f} s waiting and the tail "
-          f"({n_windows / last['ranks']:.0f} windows per rank)")
+    for r in results:
+        if r["ranks"] == 1:
+            continue
+        losses = r["losses"]
+        first = max(losses, key=losses.get)
+        print(f"model: {r['ranks']} ranks ({n_windows / r['ranks']:.0f} windows each): "
+              f"the largest loss is {first}, {losses[first]:.1f} s of {r['wall_s']:.0f} s; "
+              + ", ".join(f"{k.split(' (')[0]} {v:.1f} s" for k, v in losses.items()
+                          if k != first))
 
 
 if __name__ == "__main__":
