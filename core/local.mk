@@ -30,6 +30,7 @@ core_libtfenc_la_SOURCES += \
 	core/writer.c core/writer.h \
 	core/ownership.c core/ownership.h \
 	core/fingerprint.c core/fingerprint.h \
+	core/node_arena.c core/node_arena.h \
 	core/run.c core/run.h \
 	core/run_report.c core/run_report.h
 

@@ -1,8 +1,8 @@
 # I/O tests: corpus shares and validation, 16-bit floats, SHA-256, the
 # output writer (serial), and the same file written by 3 MPI ranks.
-check_PROGRAMS += tests/test_corpus tests/test_output tests/io/mpi_output
-TESTS += tests/test_corpus tests/test_output tests/io/mpi_output.sh
-dist_check_SCRIPTS += tests/io/mpi_output.sh
+check_PROGRAMS += tests/test_corpus tests/test_output tests/io/mpi_output tests/io/node_arena
+TESTS += tests/test_corpus tests/test_output tests/io/mpi_output.sh tests/io/node_arena.sh
+dist_check_SCRIPTS += tests/io/mpi_output.sh tests/io/node_arena.sh
 EXTRA_DIST += tests/io/check_output.py
 
 tests_test_corpus_SOURCES = tests/test_corpus.c
@@ -15,3 +15,6 @@ tests_test_output_LDADD = core/libtfenc.la $(CUNIT_LIBS) $(HDF5_LIBS) $(MPI_LIBS
 
 tests_io_mpi_output_SOURCES = tests/io/mpi_output.c
 tests_io_mpi_output_LDADD = core/libtfenc.la $(HDF5_LIBS) $(MPI_LIBS)
+
+tests_io_node_arena_SOURCES = tests/io/node_arena.c
+tests_io_node_arena_LDADD = core/libtfenc.la $(MPI_LIBS)
