@@ -71,10 +71,11 @@ BENCH_VENV = os.environ.get("TFENC_BENCH_VENV", os.path.join(CACHE, "bench-venv"
 MPNET_DIR = os.environ.get("TFENC_BENCH_MPNET", os.path.join(CACHE, "models", "all-mpnet-base-v2"))
 
 MODELS = {
-    # texts per model: MPNet costs 8x MiniLM per token, so it gets a quarter
-    # of the short texts and a third of the passages (each engine ~10-60 s).
+    # texts per model: MPNet costs 8x MiniLM per token, so it gets an eighth
+    # of the short texts and a sixth of the passages (on 2 quiet cores each
+    # engine then runs 10-60 s per text).
     "minilm": dict(label="all-MiniLM-L6-v2", short=4000, passages=300),
-    "mpnet": dict(label="all-mpnet-base-v2", short=1000, passages=100),
+    "mpnet": dict(label="all-mpnet-base-v2", short=500, passages=50),
 }
 ENGINES = [
     # id, label, precision (of the roofline it is held to), kind
@@ -255,7 +256,9 @@ def minilm_folder(directory):
 def model_folder(name, work):
     if name == "minilm":
         return minilm_folder(os.path.join(work, "minilm", "hf"))
-    return MPNET_DIR if os.path.exists(os.path.join(MPNET_DIR, "config.json")) else None
+    # setup-bench (or tests/import/fetch_mpnet.sh) writes this file last.
+    complete = os.path.exists(os.path.join(MPNET_DIR, ".tfenc-fetched-0.0.1"))
+    return MPNET_DIR if complete else None
 
 
 def tfenc_import(builddir, model_dir, directory):
@@ -648,12 +651,11 @@ def prepare_model(run, name, model_dir, text_dir):
         for kind in ("onnxruntime-fp32", "openvino-f32", "openvino-default"):
             model["artifacts"][kind] = onnx
     # One int8 model per engine serves both texts: OpenVINO's is calibrated
-    # on texts drawn from both (the last 150 of each, which the smaller
-    # MPNet corpus does not use).
+    # on texts drawn from both (the last 64 of each; peers.py takes 128).
     calibration = os.path.join(model["work"], "calibration.txt")
     short = read_texts(os.path.join(text_dir, "short.txt"))
     passages = read_texts(os.path.join(text_dir, "passages.txt"))
-    write_texts(calibration, [t for pair in zip(short[-150:], passages[-150:]) for t in pair])
+    write_texts(calibration, [t for pair in zip(short[-64:], passages[-64:]) for t in pair])
     for kind, file in (("onnxruntime-int8", "model-qint8.onnx"), ("openvino-int8", "model-int8.xml")):
         if kind not in peers:
             continue
