@@ -268,7 +268,8 @@ def tfenc_import(builddir, model_dir, directory):
                              os.path.join(directory, "model.h5"), "--job", job],
                             capture_output=True, text=True)
     if result.returncode != 0:
-        return None, "tfenc-import: " + last_line(result.stderr).replace("tfenc-import: ", "")
+        reason = last_line(result.stderr).replace("tfenc-import: ", "")
+        return None, "tfenc-import: " + reason.replace(model_dir.rstrip("/") + "/", "")
     return job, None
 
 
@@ -748,6 +749,8 @@ def measure_text(run, model, text, text_dir, rooflines):
                        else 100 * ratio(speed, roof),
                        peak_rss_mib=r["rss_mib"], ran_at=r["ran_at"],
                        engine_tokens=r.get("own_tokens", tokens))
+            if kind == "openvino-default":
+                row["label"] = f"{label} ({r['ran_at']})"
             row["min_cos"], row["mean_cos"] = cosines(r["vectors"], reference)
             if precision == "fp32" and not row["min_cos"] >= FP32_MIN_COSINE:
                 log(f"FAIL: {label}: min cosine {row['min_cos']:.6f} to sentence-transformers "
