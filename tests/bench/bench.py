@@ -372,18 +372,12 @@ def roofline(shapes, rates, precision):
 
 # ----------------------------------------------------------------- engines
 
-def peak_rss_mib():
-    with open("/proc/self/status") as f:
-        for line in f:
-            if line.startswith("VmHWM:"):
-                return int(line.split()[1]) / 1024.0
-    return float("nan")
-
-
 def sentence_transformers_child(model_dir, corpus, warmup, out):
     """Child process: sentence-transformers' encode(), as its users call it."""
     import torch
     from sentence_transformers import SentenceTransformer
+    sys.path.insert(0, HERE)
+    from peers import peak_rss_mib  # plain Python, no peer library
     torch.set_num_threads(THREADS)
     model = SentenceTransformer(model_dir, device="cpu")
     model.encode(read_texts(warmup), batch_size=32)
