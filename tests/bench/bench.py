@@ -767,12 +767,12 @@ CSV_FIELDS = ("date", "cpu", "cpu_flags", "load_start", "load_end", "model", "te
               "peak_rss_mib", "engine_tokens", "versions", "text_source")
 
 
-def report(run, rows, rooflines, text_source, load_start):
-    load_end = os.getloadavg()
+def write_csv(run, rows, rooflines, text_source, load_start):
+    """bench.csv and roofline.json: after each text, so that an interrupted
+    run keeps what it measured."""
     cpu_name, cpu_flags = cpu_description()
-    today = str(datetime.date.today())
-    common = {"date": today, "cpu": cpu_name, "cpu_flags": cpu_flags,
-              "load_start": f"{load_start[0]:.2f}", "load_end": f"{load_end[0]:.2f}",
+    common = {"date": str(datetime.date.today()), "cpu": cpu_name, "cpu_flags": cpu_flags,
+              "load_start": f"{load_start[0]:.2f}", "load_end": f"{os.getloadavg()[0]:.2f}",
               "versions": json.dumps(run.versions), "text_source": text_source}
     with open(os.path.join(run.out, "bench.csv"), "w", newline="") as f:
         writer = csv.DictWriter(f, fieldnames=CSV_FIELDS)
@@ -781,6 +781,13 @@ def report(run, rows, rooflines, text_source, load_start):
             writer.writerow({**row, **common})
     with open(os.path.join(run.out, "roofline.json"), "w") as f:
         json.dump({" / ".join(key): value for key, value in rooflines.items()}, f, indent=1)
+
+
+def report(run, rows, rooflines, text_source, load_start):
+    write_csv(run, rows, rooflines, text_source, load_start)
+    load_end = os.getloadavg()
+    cpu_name, cpu_flags = cpu_description()
+    today = str(datetime.date.today())
     plot(rows, os.path.join(run.out, "bench.png"),
          f"{cpu_name} ({cpu_flags}), {THREADS} threads per engine, {today}; load average "
          f"{load_start[0]:.1f} at the start, {load_end[0]:.1f} at the end")
@@ -846,6 +853,7 @@ def main():
         model = prepare_model(run, name, model_dir, text_dir)
         for text in args.texts.split(","):
             rows.extend(measure_text(run, model, text, text_dir, rooflines))
+            write_csv(run, rows, rooflines, text_source, load_start)
     if not rows:
         sys.exit("bench: nothing was measured")
     report(run, rows, rooflines, text_source, load_start)
