@@ -543,6 +543,7 @@ def plot(rows, path, title):
         values = [r["tokens_per_s"] or 0.0 for r in chosen]
         colours = ["#1f77b4" if r["engine"].startswith("tfenc") else "#999999" for r in chosen]
         axis.barh(range(len(chosen)), values, color=colours)
+        axis.set_xlim(0, 1.3 * max(values + [1.0]))  # room for the labels
         axis.set_yticks(range(len(chosen)))
         axis.set_yticklabels([r["label"] for r in chosen], fontsize=7)
         axis.invert_yaxis()
@@ -551,11 +552,12 @@ def plot(rows, path, title):
         for i, r in enumerate(chosen):
             note = f"{values[i]:,.0f}" if r["status"] == "ok" else r["status"]
             if r["status"] == "ok" and r["min_cos"] is not None:
-                note += f"  (min cos {r['min_cos']:.4f})"
+                note += f"  (min cos {r['min_cos']:.5f})"
             axis.annotate(note, (values[i], i), xytext=(3, 0), textcoords="offset points",
                           va="center", fontsize=6)
     fig.suptitle(title, fontsize=8)
-    fig.tight_layout()
+    # Keep the top 0.5 inch for the title.
+    fig.tight_layout(rect=(0, 0, 1, 1 - 0.5 / fig.get_figheight()))
     fig.savefig(path, dpi=110)
 
 
