@@ -32,15 +32,15 @@ the peers' venv, the text and the MPNet model. What one run does:
 - Roofline (tests/bench/gemm_rate): OpenBLAS sgemm and oneDNN's f32, bf16
   and int8 (u8 x s8) matmul at the model's GEMM shapes (the four linear maps
   at tfenc's 2048-row microbatches, attention's products at the text's
-  lengths), 1 thread and 2 threads. A precision's roofline is the tokens/s
-  at which those GEMMs alone would run (FLOPs per token from the model's
-  shapes); "% roofline" is a row's tokens/s over it, with 2 ranks x 1 thread
-  against twice the 1-thread rate.
+  lengths), on one thread. A precision's roofline is the tokens/s at which
+  those GEMMs alone would run on 2 cores, twice the one-core rate (FLOPs per
+  token from the model's shapes); "% roofline" is a row's tokens/s over the
+  roofline of its precision.
 - Accuracy: the min and mean cosine of each row's vectors to
   sentence-transformers' over the whole corpus.
 
-Writes OUT/bench.csv and OUT/bench.png, prints the table with the CPU, its
-flags and the load average. --smoke: the harness on a tiny workload
+Writes OUT/bench.csv, OUT/roofline.json and OUT/bench.png, prints the table
+with the CPU, its flags and the load average. --smoke: the harness on a tiny workload
 (MiniLM, 64 lines of tests/import/sentences.txt, no OpenVINO), for make check.
 """
 
