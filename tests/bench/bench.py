@@ -256,7 +256,7 @@ def minilm_folder(directory):
 def model_folder(name, work):
     if name == "minilm":
         return minilm_folder(os.path.join(work, "minilm", "hf"))
-    # setup-bench (or tests/import/fetch_mpnet.sh) writes this file last.
+    # tests/import/fetch_mpnet.sh writes this file last.
     complete = os.path.exists(os.path.join(MPNET_DIR, ".tfenc-fetched-0.0.1"))
     return MPNET_DIR if complete else None
 
