@@ -97,10 +97,12 @@ def tfenc_label(precision, layout):
 ENGINES += [(f"tfenc-{p}-{layout}", tfenc_label(p, layout), p, "tfenc")
             for p in ("fp32", "bf16", "int8") for layout in ("1x2", "2x1")]
 ENGINE_IDS = [e[0] for e in ENGINES]
-# The bench checks itself: an fp32 row below this cosine to the reference
-# means a harness fault (a tokenizer, pooling or order mismatch), not a
-# precision choice, and fails the run. fp32 engines differ from PyTorch only
-# in summation order (~1e-7 relative per layer).
+# The bench checks itself: a peer's fp32 row below this cosine to the
+# reference means a harness fault (a tokenizer, pooling or order mismatch),
+# not a precision choice, and fails the run; fp32 engines differ from
+# PyTorch only in summation order (~1e-7 relative per layer). A tfenc row
+# below it is tfenc's result, reported (the smoke test holds tfenc's fp32
+# MiniLM to it).
 FP32_MIN_COSINE = 0.9999
 CPU_FLAGS = ("avx2", "avx512f", "avx512_bf16", "avx512_vnni", "avx_vnni", "amx_tile", "amx_bf16",
              "amx_int8")
@@ -749,9 +751,16 @@ def measure_text(run, model, text, text_dir, rooflines):
                 row["label"] = f"{label} ({r['ran_at']})"
             row["min_cos"], row["mean_cos"] = cosines(r["vectors"], reference)
             if precision == "fp32" and not row["min_cos"] >= FP32_MIN_COSINE:
-                log(f"FAIL: {label}: min cosine {row['min_cos']:.6f} to sentence-transformers "
-                    f"is below {FP32_MIN_COSINE} (a fault of the harness)")
-                run.failed = True
+                if kind == "tfenc":
+                    # tfenc's own result (its tokenizer or its model), which
+                    # the table reports; the smoke test holds MiniLM to it.
+                    log(f"note: {label}: min cosine {row['min_cos']:.6f} to "
+                        f"sentence-transformers, below {FP32_MIN_COSINE}")
+                else:
+                    log(f"FAIL: {label}: min cosine {row['min_cos']:.6f} to "
+                        f"sentence-transformers is below {FP32_MIN_COSINE} (a fault of the "
+                        f"harness: the peers share its tokenizer and pooling)")
+                    run.failed = True
         elif r["status"] == "failed":
             run.failed = True
         rows.append(row)

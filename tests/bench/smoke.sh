@@ -6,8 +6,8 @@
 # and ONNX Runtime fp32 and int8 where tests/bench/setup-bench --smoke can
 # install it (not OpenVINO: CI stays quick; without PyPI the smoke test goes
 # on without ONNX Runtime). It checks that each row is measured or refused
-# with a reason, that the fp32 rows agree with sentence-transformers (the
-# harness checks that itself) and that the CSV and PNG are written. It
+# with a reason, that the fp32 rows agree with sentence-transformers
+# (cosine >= 0.9999) and that the CSV and PNG are written. It
 # asserts no timing; `make bench` is the benchmark.
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
@@ -53,7 +53,11 @@ for r in rows:
         for field in ("tokens_per_s", "roofline_tokens_per_s", "min_cos", "mean_cos",
                       "peak_rss_mib"):
             if not r[field] or not math.isfinite(float(r[field])) or float(r[field]) <= 0:
-                problems.append(f"{name}: no {field} ({r[field]!r})")
+                problems.append(f"{name}: {field} is {r[field]!r}")
+        # tfenc is exact on MiniLM (tests/import/parity.sh's bar is tighter);
+        # float32 engines differ in summation order only.
+        if r["precision"] == "fp32" and r["min_cos"] and not float(r["min_cos"]) >= 0.9999:
+            problems.append(f"{name}: min cosine {r['min_cos']} to sentence-transformers")
 for p in problems:
     print(f"bench smoke: FAIL: {p}")
 sys.exit(1 if problems else 0)
