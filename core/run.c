@@ -660,9 +660,10 @@ static int encode(run *r, tfenc_rank_work *work)
 static int encode_and_finish(run *r, double start)
 {
     tfenc_rank_work work = {.replica = r->layout.replica, .stage = r->layout.stage};
-    double encode_start = tfenc_clock_seconds();
+    double encode_start = tfenc_clock_seconds(), cpu_start = tfenc_clock_cpu_seconds();
     int status = encode(r, &work);
     work.encode_seconds = tfenc_clock_seconds() - encode_start;
+    work.encode_cpu_seconds = tfenc_clock_cpu_seconds() - cpu_start;
     if (status != TFENC_OK && status != TFENC_ERR_INTERRUPTED)
         return broken(r);
     int interrupted = status == TFENC_ERR_INTERRUPTED, any_interrupted = 0;

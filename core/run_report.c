@@ -88,6 +88,7 @@ void tfenc_run_summary_gather(MPI_Comm world, const tfenc_rank_work *mine, int64
             summary->encode_seconds = w->encode_seconds;
         if (w->peak_rss_mib > summary->peak_rss_mib)
             summary->peak_rss_mib = w->peak_rss_mib;
+        summary->encode_cpu_seconds += w->encode_cpu_seconds;
         busy_sum += w->busy_seconds;
         if (w->busy_seconds > busy_max)
             busy_max = w->busy_seconds;

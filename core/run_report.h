@@ -18,6 +18,7 @@ typedef struct tfenc_rank_work {
     double writing_seconds;  /* last stage: writing rows and metadata */
     double waiting_seconds;  /* blocked on the previous stage */
     double encode_seconds;   /* wall time of the encoding phase */
+    double encode_cpu_seconds; /* CPU time this rank's threads spent in it */
     double flops;            /* FLOPs of its layers, from the plugins' estimates */
     double peak_rss_mib;     /* filled by tfenc_run_summary_gather */
     int replica, stage;
@@ -31,6 +32,7 @@ typedef struct tfenc_run_summary {
     int64_t tokens;
     double wall_seconds;         /* the whole run, setup included */
     double encode_seconds;       /* the slowest rank's encoding phase */
+    double encode_cpu_seconds;   /* all ranks' CPU time while encoding */
     double flops_per_rank;       /* FLOP/s per rank while encoding */
     double peak_rss_mib;         /* the largest of the ranks' */
     double node_rss_mib;         /* the largest sum over the ranks of one node */

@@ -197,9 +197,10 @@ static void print_summary(void *user, const tfenc_run_summary *s)
         return;
     fprintf(stderr,
             "%s: wrote %s: %lld documents (%lld truncated), %lld tokens; %.2f s in all, "
-            "%.2f s encoding, %.0f tokens/s, %.2f GFLOP/s per rank; peak RSS %.1f MiB per rank\n",
+            "%.3f s encoding (%.3f CPU-seconds), %.0f tokens/s, %.2f GFLOP/s per rank; peak RSS "
+            "%.1f MiB per rank\n",
             program, s->output_path, (long long)s->documents, (long long)s->truncated_documents,
-            (long long)s->tokens, s->wall_seconds, s->encode_seconds,
+            (long long)s->tokens, s->wall_seconds, s->encode_seconds, s->encode_cpu_seconds,
             fraction((double)s->tokens, s->encode_seconds), s->flops_per_rank / 1e9,
             s->peak_rss_mib);
     if (s->n_ranks < 2)
