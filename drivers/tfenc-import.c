@@ -10,6 +10,7 @@
  * its tensors (tensor_map), and writing (weights_writer, job_writer). */
 #include "config.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,6 +20,9 @@
 
 #include <hdf5.h>
 
+#include "ownership.h"
+
+#include "import/files.h"
 #include "import/hf_config.h"
 #include "import/importer.h"
 #include "import/job_writer.h"
@@ -51,6 +55,88 @@ static void usage(FILE *stream)
             "sentence-transformers modules) of BERT, RoBERTa, XLM-R, ELECTRA, DistilBERT,\n"
             "MPNet, Qwen2, NomicBERT, ModernBERT or JinaBERT v2 into a tfenc weights file\n"
             "and, with --job, a job file that computes the same embeddings.\n");
+}
+
+/* The files of the model folder (two levels: the sentence-transformers
+ * modules sit in subfolders), which the outputs must not be. */
+typedef struct folder_files {
+    tfenc_input_file *files;
+    char **paths;
+    int count, capacity;
+} folder_files;
+
+static int collect_file(folder_files *list, const char *path)
+{
+    if (list->count == list->capacity) {
+        int capacity = list->capacity > 0 ? 2 * list->capacity : 32;
+        tfenc_input_file *files = realloc(list->files, (size_t)capacity * sizeof *files);
+        if (files != NULL)
+            list->files = files;
+        char **paths = realloc(list->paths, (size_t)capacity * sizeof *paths);
+        if (paths != NULL)
+            list->paths = paths;
+        if (files == NULL || paths == NULL)
+            return 0;
+        list->capacity = capacity;
+    }
+    if ((list->paths[list->count] = strdup(path)) == NULL)
+        return 0;
+    list->files[list->count] = (tfenc_input_file){"a file of the model folder",
+                                                  list->paths[list->count]};
+    list->count++;
+    return 1;
+}
+
+static int collect_folder(folder_files *list, const char *dir, int depth)
+{
+    DIR *folder = opendir(dir);
+    if (folder == NULL)
+        return 1;
+    int ok = 1;
+    struct dirent *entry;
+    while (ok && (entry = readdir(folder)) != NULL) {
+        if (strcmp(entry->d_name, ".") == 0 || strcmp(entry->d_name, "..") == 0)
+            continue;
+        char *path = import_join_path(dir, entry->d_name);
+        struct stat info;
+        if (path == NULL)
+            ok = 0;
+        else if (stat(path, &info) == 0 && S_ISREG(info.st_mode))
+            ok = collect_file(list, path);
+        else if (depth > 0 && stat(path, &info) == 0 && S_ISDIR(info.st_mode))
+            ok = collect_folder(list, path, depth - 1);
+        free(path);
+    }
+    closedir(folder);
+    return ok;
+}
+
+/* tfenc-import writes OUTPUT.tmp and renames it over OUTPUT: an output
+ * that is one of the model's own files under another name (a path inside
+ * the folder, a link to it) would destroy the checkpoint being read. */
+static int check_outputs(tfenc_context *ctx, const char *model_dir, const char *output,
+                         const char *job)
+{
+    folder_files list = {0};
+    int status = collect_folder(&list, model_dir, 2) ? TFENC_OK
+                                                      : tfenc_error(ctx, TFENC_ERR_NO_MEMORY,
+                                                                    "out of memory");
+    if (status == TFENC_OK)
+        status = tfenc_output_check_not_input(ctx, output, list.files, list.count);
+    if (status == TFENC_OK && job != NULL)
+        status = tfenc_output_check_not_input(ctx, job, list.files, list.count);
+    if (status == TFENC_OK && job != NULL) {
+        tfenc_input_file weights = {"the weights output (-o)", output};
+        status = tfenc_output_check_not_input(ctx, job, &weights, 1);
+        if (status == TFENC_OK && strcmp(job, output) == 0)
+            status = tfenc_error(ctx, TFENC_ERR_CONFIG, "%s: -o and --job name the same file",
+                                 job);
+    }
+    for (int i = 0; i < list.count; i++)
+        free(list.paths[i]);
+    free(list.paths);
+    free(list.files);
+    return status;
 }
 
 static char *temporary_name(const char *path)
@@ -135,6 +221,8 @@ int main(int argc, char **argv)
         status = tfenc_error(&ctx, TFENC_ERR_IO, "%s: not a directory", model_dir);
         goto done;
     }
+    if ((status = check_outputs(&ctx, model_dir, output, job)) != TFENC_OK)
+        goto done;
     char *pooling_dir = NULL;
     status = import_read_modules(&self, &pooling_dir);
     if (status == TFENC_OK)

@@ -12,7 +12,9 @@
 #     the layer and the document, and no non-finite row is marked finished;
 #  7. an output that is a device (/dev/null), a directory or a FIFO:
 #     refused in one line, no crash;
-#  9. a JSON Lines id longer than max_id_bytes: refused with its line.
+#  9. a JSON Lines id longer than max_id_bytes: refused with its line;
+#  and tfenc-import's outputs (-o, --job) that are files of the model
+#  folder it reads, under any name, are refused before anything is written.
 set -u
 . "$(cd "$(dirname "$0")/../pipeline" && pwd)/common.sh"
 work=$builddir/tests/data/generated/resume/guards
@@ -160,6 +162,30 @@ rm -f alone.h5
 run 1 --set job.input=big.txt --set job.output=alone.h5 job.ini
 "$python" "$srcdir/tests/pipeline/compare_layouts.py" alone.h5 shared.h5 \
   || fail "the held output's rows are not the first job's alone"
+
+# tfenc-import over its own checkpoint.
+"$python" "$srcdir/tests/import/make_checkpoint.py" bert checkpoint >/dev/null || exit 1
+before=$(cat checkpoint/* 2>/dev/null | sha256sum)
+import_refused() { # import_refused WHAT PATTERN ARGS...
+  what=$1 pattern=$2
+  shift 2
+  if "$builddir/drivers/tfenc-import" checkpoint "$@" > import.out 2> import.err; then
+    fail "tfenc-import $what: accepted"
+  elif ! grep -q -- "$pattern" import.err; then
+    fail "tfenc-import $what: $(cat import.err)"
+  else
+    echo "guards: ok   tfenc-import $what: $(cat import.err)"
+  fi
+}
+import_refused "-o its own safetensors" "the output is the same file as a file of the model folder" \
+  -o checkpoint/model.safetensors
+ln -sf checkpoint/config.json alias.h5
+import_refused "-o a link to its config.json" "the output is the same file as a file of the model folder" \
+  -o alias.h5
+import_refused "--job over its vocabulary" "the output is the same file as a file of the model folder" \
+  -o new.h5 --job ./checkpoint/../checkpoint/vocab.txt
+import_refused "-o and --job alike" "-o and --job name the same file" -o same.h5 --job same.h5
+[ "$(cat checkpoint/* 2>/dev/null | sha256sum)" = "$before" ] || fail "the checkpoint changed"
 
 if [ "$failed" -ne 0 ]; then
   echo "guards: FAIL ($failed)"
