@@ -2,6 +2,7 @@
  * HDF5 token-id corpus, and every malformed input is reported with its file
  * and line (or dataset). */
 #include "corpus.h"
+#include "files.h"
 #include "hdf5_error.h"
 #include "names.h"
 
@@ -139,8 +140,8 @@ static int64_t line_number(tfenc_corpus *corpus, int64_t local)
 {
     if (corpus->first_index >= 0)
         return corpus->first_index + local + 1;
-    FILE *file = fopen(corpus->path, "rb");
-    if (file == NULL)
+    FILE *file = NULL;
+    if (tfenc_file_open_regular(NULL, "[job] input", corpus->path, &file) != TFENC_OK)
         return -1;
     int64_t newlines = 0, remaining = corpus->share_start;
     char buffer[1 << 16];
@@ -189,16 +190,15 @@ static int text_rewind(tfenc_context *ctx, tfenc_corpus *corpus)
 
 static int open_text(tfenc_context *ctx, tfenc_corpus *corpus, int share, int n_shares)
 {
-    corpus->file = fopen(corpus->path, "rb");
-    if (corpus->file == NULL)
-        return tfenc_error(ctx, TFENC_ERR_IO, "%s: cannot open the corpus: %s", corpus->path,
-                           strerror(errno));
+    /* A regular file only: shares are byte ranges, and a FIFO would block. */
+    int opened = tfenc_file_open_regular(ctx, "[job] input", corpus->path, &corpus->file);
+    if (opened != TFENC_OK)
+        return opened;
     setvbuf(corpus->file, NULL, _IOFBF, READ_BUFFER_BYTES);
     struct stat status;
-    if (fstat(fileno(corpus->file), &status) != 0 || !S_ISREG(status.st_mode))
-        return tfenc_error(ctx, TFENC_ERR_IO,
-                           "%s: the corpus must be a regular file (shares are byte ranges)",
-                           corpus->path);
+    if (fstat(fileno(corpus->file), &status) != 0)
+        return tfenc_error(ctx, TFENC_ERR_IO, "[job] input %s: cannot examine: %s",
+                           corpus->path, strerror(errno));
     corpus->file_size = (int64_t)status.st_size;
     corpus->share_end = share_boundary(corpus->file_size, share + 1, n_shares);
     int status_code = find_share_start(ctx, corpus, share_boundary(corpus->file_size, share,
@@ -549,6 +549,10 @@ static int open_hdf5(tfenc_context *ctx, tfenc_corpus *corpus,
 {
     char detail[256];
     H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
+    /* Before HDF5 opens it: its open() would wait forever on a FIFO. */
+    int checked = tfenc_file_check_regular(ctx, "[job] input", corpus->path);
+    if (checked != TFENC_OK)
+        return checked;
     corpus->h5_file = H5Fopen(corpus->path, H5F_ACC_RDONLY, H5P_DEFAULT);
     if (corpus->h5_file < 0)
         return tfenc_error(ctx, TFENC_ERR_IO, "%s: cannot open the HDF5 corpus: %s",

@@ -9,6 +9,7 @@ core_libtfenc_la_LDFLAGS = -version-info 0:0:0 $(SANITIZER_FLAGS)
 tfencincludedir = $(includedir)/tfenc
 tfencinclude_HEADERS = core/include/tfenc/plugin.h
 core_libtfenc_la_SOURCES += \
+	core/files.c core/files.h \
 	core/jobfile.c core/jobfile.h \
 	core/params.c core/params.h \
 	core/weights.c core/weights.h \

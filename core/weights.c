@@ -2,6 +2,7 @@
  * type, converted to float32 by HDF5 itself) or from memory, are checked for
  * shape and finiteness, and live until the store is closed. */
 #include "weights.h"
+#include "files.h"
 #include "aligned.h"
 #include "context.h"
 #include "gemm.h"
@@ -82,6 +83,10 @@ int tfenc_weight_store_open(tfenc_context *ctx, const char *path, tfenc_weight_s
     *store_out = NULL;
     /* HDF5 prints its error stack by default; ours is one line from the caller. */
     H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
+    /* HDF5's open() would wait forever on a FIFO: check the kind first. */
+    int checked = tfenc_file_check_regular(ctx, "[model] weights", path);
+    if (checked != TFENC_OK)
+        return checked;
     if (H5Fis_hdf5(path) <= 0) {
         FILE *probe = fopen(path, "rb");
         if (probe == NULL)
