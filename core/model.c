@@ -6,6 +6,7 @@
 #include "context.h"
 #include "params.h"
 
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -42,11 +43,13 @@ int tfenc_model_config_read(tfenc_context *ctx, const tfenc_jobfile *job,
     int precision = 0;
     int status = tfenc_param_string(&params, "weights", NULL, &weights);
     if (status == TFENC_OK)
-        status = tfenc_param_int(&params, "d_model", 0, &d_model);
+        status = tfenc_param_int_range(&params, "d_model", 0, 1, 65536, &d_model);
+    /* Token ids are int32: a larger vocabulary could not be indexed. */
     if (status == TFENC_OK)
-        status = tfenc_param_int(&params, "vocab_size", 0, &vocab_size);
+        status = tfenc_param_int_range(&params, "vocab_size", 0, 0, INT32_MAX, &vocab_size);
     if (status == TFENC_OK)
-        status = tfenc_param_int(&params, "max_positions", 512, &max_positions);
+        status = tfenc_param_int_range(&params, "max_positions", 512, 1, 1L << 24,
+                                       &max_positions);
     if (status == TFENC_OK)
         status = tfenc_param_string(&params, "plugin_path", NULL, &config->plugin_path);
     if (status == TFENC_OK)
@@ -184,7 +187,7 @@ static int read_block_header(tfenc_context *ctx, const tfenc_jobfile *job,
     tfenc_params params;
     tfenc_params_bind(&params, ctx, job, header);
     int norm_position = 1;
-    int status = tfenc_param_int(&params, "repeat", 0, &block->repeat);
+    int status = tfenc_param_int_range(&params, "repeat", 0, 1, 100000, &block->repeat);
     if (status == TFENC_OK)
         status = tfenc_param_choice(&params, "norm_position", positions, 1, &norm_position);
     if (status == TFENC_OK)
@@ -449,7 +452,7 @@ static int create_instance(tfenc_context *ctx, const tfenc_model_options *option
         return tfenc_error(ctx, TFENC_ERR_NO_MEMORY, "out of memory");
 
     tfenc_params params;
-    tfenc_params_bind(&params, ctx, job, section);
+    tfenc_params_bind_layer(&params, ctx, job, section, layer->descriptor);
     tfenc_weights *weights = NULL;
     int status = tfenc_weight_store_group(ctx, options->weights, group, &weights);
     if (status != TFENC_OK)
