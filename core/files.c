@@ -33,30 +33,45 @@ static int refuse_kind(tfenc_context *ctx, const char *what, const char *path, m
                        kind_of(mode));
 }
 
-int tfenc_file_open_regular(tfenc_context *ctx, const char *what, const char *path, FILE **file)
+int tfenc_file_open_regular_descriptor(const char *path, struct stat *info, char *why,
+                                       size_t why_size)
 {
-    *file = NULL;
     /* O_NONBLOCK: opening a FIFO for reading otherwise waits for a writer.
      * O_NOCTTY: a terminal named by mistake must not become ours. */
     int descriptor = open(path, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
-    if (descriptor < 0)
-        return tfenc_error(ctx, TFENC_ERR_IO, "%s %s: cannot open: %s", what, path,
-                           strerror(errno));
-    struct stat info;
-    if (fstat(descriptor, &info) != 0) {
-        int error = errno;
-        close(descriptor);
-        return tfenc_error(ctx, TFENC_ERR_IO, "%s %s: cannot examine: %s", what, path,
-                           strerror(error));
+    if (descriptor < 0) {
+        snprintf(why, why_size, "cannot open: %s", strerror(errno));
+        return -1;
     }
-    if (!S_ISREG(info.st_mode)) {
+    if (fstat(descriptor, info) != 0) {
+        snprintf(why, why_size, "cannot examine: %s", strerror(errno));
         close(descriptor);
-        return refuse_kind(ctx, what, path, info.st_mode);
+        return -1;
     }
-    /* Regular files never block; clearing the flag keeps stdio's reads plain. */
+    if (!S_ISREG(info->st_mode)) {
+        snprintf(why, why_size, "%s, not a regular file", kind_of(info->st_mode));
+        close(descriptor);
+        return -1;
+    }
+    /* Regular files never block; clearing the flag keeps later reads plain. */
     int flags = fcntl(descriptor, F_GETFL);
-    if (flags < 0 || fcntl(descriptor, F_SETFL, flags & ~O_NONBLOCK) < 0 ||
-        (*file = fdopen(descriptor, "rb")) == NULL) {
+    if (flags < 0 || fcntl(descriptor, F_SETFL, flags & ~O_NONBLOCK) < 0) {
+        snprintf(why, why_size, "cannot open: %s", strerror(errno));
+        close(descriptor);
+        return -1;
+    }
+    return descriptor;
+}
+
+int tfenc_file_open_regular(tfenc_context *ctx, const char *what, const char *path, FILE **file)
+{
+    *file = NULL;
+    struct stat info;
+    char why[256];
+    int descriptor = tfenc_file_open_regular_descriptor(path, &info, why, sizeof why);
+    if (descriptor < 0)
+        return tfenc_error(ctx, TFENC_ERR_IO, "%s %s: %s", what, path, why);
+    if ((*file = fdopen(descriptor, "rb")) == NULL) {
         int error = errno;
         close(descriptor);
         return tfenc_error(ctx, TFENC_ERR_IO, "%s %s: cannot open: %s", what, path,

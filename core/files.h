@@ -20,6 +20,7 @@
 #define TFENC_FILES_H
 
 #include <stdio.h>
+#include <sys/stat.h>
 #include <sys/types.h>
 
 #include "tfenc/plugin.h"
@@ -31,6 +32,13 @@
  * checked with fstat on the open descriptor (no window between the check and
  * the read); the stream returned reads in the normal, blocking way. */
 int tfenc_file_open_regular(tfenc_context *ctx, const char *what, const char *path, FILE **file);
+
+/* The descriptor-level form, for readers that need the descriptor and its
+ * status (the plugin loader): opens `path` as above and returns the
+ * descriptor with *info filled, or -1 with the reason, without the path, in
+ * `why` (e.g. "is a directory, not a regular file"). */
+int tfenc_file_open_regular_descriptor(const char *path, struct stat *info, char *why,
+                                       size_t why_size);
 
 /* The same check for a file that another library opens by name (HDF5): a
  * stat(), which never blocks, of the file the path leads to. */

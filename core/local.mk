@@ -14,6 +14,7 @@ core_libtfenc_la_SOURCES += \
 	core/params.c core/params.h \
 	core/weights.c core/weights.h \
 	core/plugin_loader.c core/plugin_loader.h \
+	core/shared_object.c core/shared_object.h \
 	core/model.c core/model.h \
 	core/hdf5_error.c core/hdf5_error.h \
 	core/layout.c core/layout.h \

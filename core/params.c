@@ -40,7 +40,7 @@ void tfenc_params_bind_layer(tfenc_params *params, tfenc_context *ctx, const tfe
     params->layer_type = descriptor->type;
 }
 
-static const char *type_name(tfenc_param_type type)
+const char *tfenc_param_type_name(tfenc_param_type type)
 {
     switch (type) {
     case TFENC_PARAM_INT: return "int";
@@ -67,7 +67,7 @@ const char *tfenc_params_check_table(const tfenc_param_info *table, char *why, s
             snprintf(why, size, "declares parameter '%s', not a key name [a-z0-9_]+", info->name);
             return why;
         }
-        if (strcmp(type_name(info->type), "unknown") == 0) {
+        if (strcmp(tfenc_param_type_name(info->type), "unknown") == 0) {
             snprintf(why, size, "declares parameter '%s' of unknown type %d", info->name,
                      (int)info->type);
             return why;
@@ -107,8 +107,8 @@ static int lookup(tfenc_params *params, const char *key, tfenc_param_type type,
             return tfenc_error(params->ctx, TFENC_ERR_PLUGIN,
                                "layer type %s declares key '%s' as %s but reads it as %s (a bug "
                                "of the plugin)",
-                               params->layer_type, key, type_name(params->declared[index].type),
-                               type_name(type));
+                               params->layer_type, key, tfenc_param_type_name(params->declared[index].type),
+                               tfenc_param_type_name(type));
         params->asked |= (uint64_t)1 << index;
     }
     *entry = tfenc_job_section_get(params->section, key);

@@ -29,6 +29,8 @@ void tfenc_params_bind_layer(tfenc_params *params, tfenc_context *ctx, const tfe
 /* The descriptor's declared parameter table: NULL for ABI 1.0 descriptors
  * and for those without one. */
 const tfenc_param_info *tfenc_params_declared(const tfenc_layer_descriptor *descriptor);
+/* "int", "float", "bool", "string" or "choice". */
+const char *tfenc_param_type_name(tfenc_param_type type);
 /* Why a declared table is malformed (a key twice, a bad name or type, too
  * many keys), written into `why`; NULL when it is well formed. */
 const char *tfenc_params_check_table(const tfenc_param_info *table, char *why, size_t size);

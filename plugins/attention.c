@@ -548,11 +548,30 @@ static int attention_create(tfenc_context *ctx, const tfenc_layer_init *init, vo
     return TFENC_OK;
 }
 
+/* The keys read_params() reads (shown by --list-plugins). */
+static const tfenc_param_info mha_params[] = {
+    {"n_heads", TFENC_PARAM_INT, NULL, "attention heads, required; must divide d_model"},
+    {"bias", TFENC_PARAM_BOOL, "true", "the projections have biases"},
+    {"qkv", TFENC_PARAM_CHOICE, "auto",
+     "auto, separate or fused (auto: fused when qkv_weight exists)"},
+    {"position", TFENC_PARAM_CHOICE, "none", "none, rope (rotary, on Q and K) or alibi"},
+    {"rope_theta", TFENC_PARAM_FLOAT, "10000", "RoPE frequency base, > 0"},
+    {"rope_dims", TFENC_PARAM_INT, NULL,
+     "rotate the first rope_dims features of each head, even (default: the head size)"},
+    {"rope_style", TFENC_PARAM_CHOICE, "half",
+     "half (GPT-NeoX/LLaMA pairs i, i + rope_dims/2) or interleaved (GPT-J pairs 2i, 2i+1)"},
+    {"scale", TFENC_PARAM_FLOAT, NULL, "multiplies Q K^T (default: 1/sqrt(head size))"},
+    {NULL, 0, NULL, NULL},
+};
+
+TFENC_PLUGIN_TYPES("mha");
+
 static const tfenc_layer_descriptor mha_descriptor = {
     TFENC_DESCRIPTOR_INIT,
     .type = "mha",
     .description = "multi-head self-attention over packed sequences (RoPE, ALiBi, relative "
                    "buckets, causal, grouped-query)",
+    .params = mha_params,
     .create = attention_create,
     .forward = attention_forward,
     .destroy = attention_destroy,

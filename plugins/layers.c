@@ -2,6 +2,9 @@
  * layer types (embedding, sinusoidal, ffn, layernorm, rmsnorm, pooling). */
 #include "layers.h"
 
+/* The types below, readable without loading the file (tfenc/plugin.h). */
+TFENC_PLUGIN_TYPES("embedding sinusoidal ffn layernorm rmsnorm pooling");
+
 static const tfenc_layer_descriptor *const layer_types[] = {
     &tfenc_layers_embedding,
     &tfenc_layers_sinusoidal,
