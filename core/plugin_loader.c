@@ -350,8 +350,17 @@ static int index_file(tfenc_context *ctx, tfenc_plugin_registry *registry, const
     if (problem == NULL &&
         tfenc_shared_object_examine(descriptor, info.st_size, &object, why, sizeof why) != 0)
         problem = why;
+    /* The plugin ABI is tfenc/plugin.h: libtfenc's other functions are for
+     * its own programs and change without notice (core/libtfenc.map). */
+    if (problem == NULL && object.uses_private_symbols) {
+        snprintf(why, sizeof why, "needs libtfenc symbols of version %s, which are not plugin "
+                 "ABI: a plugin may call only the functions of tfenc/plugin.h (nm -D "
+                 "--with-symbol-versions shows which)", TFENC_PRIVATE_VERSION);
+        problem = why;
+    }
     close(descriptor);
     if (problem != NULL) {
+        tfenc_shared_object_free(&object);
         if (explicit_file)
             return refuse(ctx, registry, path, problem);
         return record(registry, path, "%s", problem) ? out_of_memory(ctx) : TFENC_OK;
@@ -591,7 +600,7 @@ static int add_layer(tfenc_context *ctx, tfenc_plugin_registry *registry, plugin
 {
     const tfenc_plugin_layer *existing = tfenc_plugin_registry_find(registry, descriptor->type);
     if (existing != NULL) {
-        if (strcmp(existing->file, file->path) != 0 &&
+        if (strcmp(existing->file, file->resolved) != 0 &&
             record(registry, file->path, "provides layer type '%s', which %s provides too: a "
                    "job needing it is refused until one of them is removed", descriptor->type,
                    existing->file))
@@ -601,7 +610,7 @@ static int add_layer(tfenc_context *ctx, tfenc_plugin_registry *registry, plugin
     if (reserve(&registry->layers, registry->n_layers, sizeof(tfenc_plugin_layer)))
         return out_of_memory(ctx);
     registry->layers[registry->n_layers].descriptor = descriptor;
-    registry->layers[registry->n_layers].file = file->path;
+    registry->layers[registry->n_layers].file = file->resolved;
     registry->n_layers++;
     return TFENC_OK;
 }

@@ -18,6 +18,7 @@
 #define MAX_SECTIONS 65535
 #define MAX_SECTION_NAMES_BYTES (1 << 20)
 #define MAX_DECLARATION_BYTES (1 << 16)
+#define MAX_VERSION_BYTES (8 << 20)
 
 /* Reads `length` bytes at `offset`; -1 when they are not all in the file. */
 static int read_at(int descriptor, off_t size, uint64_t offset, void *buffer, size_t length)
@@ -113,6 +114,66 @@ static int parse_declaration(const char *bytes, size_t length, tfenc_shared_obje
     return 0;
 }
 
+/* Reads section `index` whole into a new buffer (NUL-terminated), or NULL. */
+static char *read_section(int descriptor, off_t size, const ElfW(Shdr) *sections, unsigned count,
+                          unsigned index, size_t limit, size_t *length)
+{
+    if (index >= count || sections[index].sh_type == SHT_NOBITS ||
+        sections[index].sh_size > limit)
+        return NULL;
+    *length = (size_t)sections[index].sh_size;
+    char *bytes = malloc(*length + 1);
+    if (bytes != NULL &&
+        read_at(descriptor, size, sections[index].sh_offset, bytes, *length) != 0) {
+        free(bytes);
+        return NULL;
+    }
+    if (bytes != NULL)
+        bytes[*length] = '\0';
+    return bytes;
+}
+
+/* Whether the version requirements (.gnu.version_r) name `version`: walks
+ * the Verneed entries and their Vernaux records, every offset checked. */
+static int requires_version(int descriptor, off_t size, const ElfW(Shdr) *sections,
+                            unsigned count, const char *version)
+{
+    int found = 0;
+    for (unsigned s = 0; s < count && !found; s++) {
+        if (sections[s].sh_type != SHT_GNU_verneed)
+            continue;
+        size_t needs_length = 0, names_length = 0;
+        char *needs = read_section(descriptor, size, sections, count, s, MAX_VERSION_BYTES,
+                                   &needs_length);
+        char *names = read_section(descriptor, size, sections, count, sections[s].sh_link,
+                                   MAX_VERSION_BYTES, &names_length);
+        size_t at = 0;
+        for (unsigned entry = 0; needs != NULL && names != NULL && !found &&
+                                 entry < sections[s].sh_info && at + sizeof(ElfW(Verneed)) <= needs_length;
+             entry++) {
+            ElfW(Verneed) need;
+            memcpy(&need, needs + at, sizeof need);
+            size_t aux_at = at + need.vn_aux;
+            for (unsigned k = 0; k < need.vn_cnt && aux_at + sizeof(ElfW(Vernaux)) <= needs_length;
+                 k++) {
+                ElfW(Vernaux) aux;
+                memcpy(&aux, needs + aux_at, sizeof aux);
+                if (aux.vna_name < names_length && strcmp(names + aux.vna_name, version) == 0)
+                    found = 1;
+                if (aux.vna_next == 0)
+                    break;
+                aux_at += aux.vna_next;
+            }
+            if (need.vn_next == 0)
+                break;
+            at += need.vn_next;
+        }
+        free(needs);
+        free(names);
+    }
+    return found;
+}
+
 /* Checks the section table and reads the declaration, if any. */
 static int examine_sections(int descriptor, off_t size, const ElfW(Ehdr) *header,
                             tfenc_shared_object *object, char *why, size_t why_size)
@@ -168,6 +229,8 @@ static int examine_sections(int descriptor, off_t size, const ElfW(Ehdr) *header
         goto done;
     }
     names[names_bytes] = '\0';
+    object->uses_private_symbols =
+        requires_version(descriptor, size, sections, header->e_shnum, TFENC_PRIVATE_VERSION);
     for (unsigned i = 0; i < header->e_shnum; i++) {
         if (sections[i].sh_name >= names_bytes ||
             strcmp(names + sections[i].sh_name, DECLARATION_SECTION) != 0)

@@ -11,6 +11,9 @@
  * catch every malformed ELF a hostile author could craft (a plugin runs
  * with the job's rights anyway); it catches damaged files.
  *
+ * The version requirements (.gnu.version_r) tell whether the object needs
+ * symbols of libtfenc's private version, which a plugin must not use.
+ *
  * The declared types (TFENC_PLUGIN_TYPES in tfenc/plugin.h) are the strings
  * of section .tfenc_types: names separated by spaces, one NUL-terminated
  * string per source file that declared some. */
@@ -23,7 +26,12 @@
 /* Most layer types one file may declare. */
 #define TFENC_MAX_DECLARED_TYPES 256
 
+/* The symbol version of libtfenc's functions that are not plugin ABI
+ * (core/libtfenc.map). */
+#define TFENC_PRIVATE_VERSION "TFENC_PRIVATE"
+
 typedef struct tfenc_shared_object {
+    int uses_private_symbols; /* 1 when it needs symbols of TFENC_PRIVATE_VERSION */
     int declares_types; /* 1 when the file has a .tfenc_types section */
     char **types;       /* the declared names, each [a-z0-9_]+ */
     int n_types;
