@@ -40,7 +40,12 @@ int tfenc_file_open_regular_descriptor(const char *path, struct stat *info, char
      * O_NOCTTY: a terminal named by mistake must not become ours. */
     int descriptor = open(path, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
     if (descriptor < 0) {
-        snprintf(why, why_size, "cannot open: %s", strerror(errno));
+        int error = errno;
+        /* A socket cannot be opened at all (ENXIO): say what it is. */
+        if (stat(path, info) == 0 && !S_ISREG(info->st_mode))
+            snprintf(why, why_size, "%s, not a regular file", kind_of(info->st_mode));
+        else
+            snprintf(why, why_size, "cannot open: %s", strerror(error));
         return -1;
     }
     if (fstat(descriptor, info) != 0) {
@@ -111,7 +116,7 @@ int tfenc_file_same(const char *a, const char *b)
 
 int tfenc_file_free_space(tfenc_context *ctx, const char *what, const char *path, double *bytes)
 {
-    *bytes = 0.0;
+    *bytes = -1.0;
     char *directory = strdup(path);
     if (directory == NULL)
         return tfenc_error(ctx, TFENC_ERR_NO_MEMORY, "out of memory");
@@ -123,26 +128,21 @@ int tfenc_file_free_space(tfenc_context *ctx, const char *what, const char *path
     else
         *slash = '\0';
     int status = TFENC_OK;
-    struct stat info;
     struct statvfs space;
-    if (stat(directory, &info) != 0)
-        status = tfenc_error(ctx, TFENC_ERR_IO, "%s %s: directory %s: %s", what, path, directory,
-                             strerror(errno));
-    else if (!S_ISDIR(info.st_mode))
-        status = tfenc_error(ctx, TFENC_ERR_IO, "%s %s: %s is not a directory", what, path,
-                             directory);
-    else if (statvfs(directory, &space) != 0)
-        status = tfenc_error(ctx, TFENC_ERR_IO, "%s %s: cannot examine the file system of %s: %s",
-                             what, path, directory, strerror(errno));
-    /* procfs and sysfs report no blocks at all: they present the kernel's
-     * state as files and cannot store one, so "0 MiB free" would mislead. */
-    else if (space.f_blocks == 0)
-        status = tfenc_error(ctx, TFENC_ERR_IO,
-                             "%s %s: %s is on a file system that cannot hold files (it has no "
-                             "data blocks, as /proc and /sys); choose another directory",
-                             what, path, directory);
-    else
-        *bytes = (double)space.f_bavail * (double)space.f_frsize;
+    /* A directory that cannot be examined is left to the create, whose
+     * message (HDF5's) says why it cannot make the file there. */
+    if (statvfs(directory, &space) == 0) {
+        /* procfs and sysfs report no blocks at all: they present the
+         * kernel's state as files and cannot store one, so "0 MiB free"
+         * would mislead. */
+        if (space.f_blocks == 0)
+            status = tfenc_error(ctx, TFENC_ERR_IO,
+                                 "%s %s: %s is on a file system that cannot hold files (it has "
+                                 "no data blocks, as /proc and /sys); choose another directory",
+                                 what, path, directory);
+        else
+            *bytes = (double)space.f_bavail * (double)space.f_frsize;
+    }
     free(directory);
     return status;
 }

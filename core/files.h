@@ -60,9 +60,10 @@ int tfenc_file_identity(const char *path, tfenc_file_id *id);
 int tfenc_file_same(const char *a, const char *b);
 
 /* For a file about to be created at `path`: the bytes free for it on the
- * file system of its directory. Refuses, naming `what` and the path, a parent
- * that does not exist or is not a directory, and a file system that holds no
- * data blocks at all (procfs, sysfs and the like, which cannot store a file). */
+ * file system of its directory, or -1 when the directory cannot be examined
+ * (missing: the create that follows says why better). Refuses, naming
+ * `what` and the path, a file system that holds no data blocks at all
+ * (procfs, sysfs and the like, which cannot store a file). */
 int tfenc_file_free_space(tfenc_context *ctx, const char *what, const char *path,
                           double *bytes);
 

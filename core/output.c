@@ -516,8 +516,8 @@ static int check_free_space(tfenc_context *ctx, const tfenc_output *out,
     const double needed = rows * row_bytes + (double)out->n_documents * per_document;
     double available = 0.0;
     int status = tfenc_file_free_space(ctx, "[job] output", out->path, &available);
-    if (status != TFENC_OK)
-        return status;
+    if (status != TFENC_OK || available < 0)
+        return status; /* a missing directory: the create below reports it better */
     if (needed > available)
         return tfenc_error(ctx, TFENC_ERR_IO,
                            "%s: the output needs %.1f MiB but its file system has %.1f MiB "

@@ -238,6 +238,21 @@ static const memory_tensor *find_memory(const tfenc_weight_store *store, const c
     return NULL;
 }
 
+int tfenc_weight_store_has_group(const tfenc_weight_store *store, const char *group)
+{
+    if (store->file != H5I_INVALID_HID) {
+        int exists = hdf5_path_exists(store->file, group);
+        H5Eclear2(H5E_DEFAULT);
+        return exists;
+    }
+    size_t length = strlen(group);
+    for (int i = 0; i < store->n_tensors; i++)
+        if (strncmp(store->tensors[i].path, group, length) == 0 &&
+            store->tensors[i].path[length] == '/')
+            return 1;
+    return 0;
+}
+
 int tfenc_weight_exists(tfenc_weights *weights, const char *name)
 {
     char path[1024];

@@ -438,7 +438,9 @@ static void test_model_post_and_pre_norm(void)
 
     const char *pre =
         "[model]\nweights = w.h5\nd_model = 2\n"
-        "[blk]\nrepeat = 1\nnorm_position = pre\n"
+        /* compose() always stores /blk/1/inc/bias: one layer more than this
+         * block runs, on purpose here. */
+        "[blk]\nrepeat = 1\nnorm_position = pre\nextra_layers = ignore\n"
         "[blk.f]\ntype = scale\nfactor = 3\n"
         "[blk.f.norm]\ntype = scale\nfactor = 0.5\n";
     CU_ASSERT_EQUAL_FATAL(compose(&c, pre), TFENC_OK);
@@ -472,6 +474,9 @@ static void test_model_composition_errors(void)
     expect_compose_error(text, "[b] repeat = '0': expected an integer in 1..100000");
     snprintf(text, sizeof text, "%s[b]\nrepeat = 2\nnorm = pre\n[b.x]\ntype = scale\n", head);
     expect_compose_error(text, "m.ini:6: [b] unknown key 'norm'");
+    /* compose() stores /blk/1/inc/bias: weights of two layers for a block of one. */
+    snprintf(text, sizeof text, "%s[blk]\nrepeat = 1\n[blk.inc]\ntype = add\n", head);
+    expect_compose_error(text, "m.ini:4: [blk] repeat = 1, but weights (memory) hold group /blk/1 too");
     expect_compose_error("[model]\nd_model = 2\n[l]\ntype = scale\n", "[model] requires key 'weights'");
     expect_compose_error("[model]\nweights = w\nd_model = 2\nwat = 1\n[l]\ntype = scale\n",
                          "m.ini:4: [model] unknown key 'wat'");
