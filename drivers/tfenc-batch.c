@@ -334,13 +334,17 @@ static int list_plugins(tfenc_context *ctx, const options *opts, int rank)
  * with status 0 and an unfinished output. (_exit() runs no handler: the
  * plugin loader's probe catches it in constructors, mpirun at 2+ ranks.) */
 static int main_returned;
+static int guarded_rank = -1; /* named in the message when the job has several */
 
 static void report_exit_from_plugin(void)
 {
     if (main_returned)
         return;
-    fprintf(stderr, "%s: the process was ended by exit() from inside a plugin or library before "
-            "the job finished, without an error: the run failed\n", program);
+    char rank[32] = "";
+    if (guarded_rank >= 0)
+        snprintf(rank, sizeof rank, "rank %d: ", guarded_rank);
+    fprintf(stderr, "%s: %sthe process was ended by exit() from inside a plugin or library "
+            "before the job finished, without an error: the run failed\n", program, rank);
     fflush(stderr);
     _exit(1);
 }
@@ -370,6 +374,7 @@ int main(int argc, char **argv)
     int rank = 0, n_ranks = 1;
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &n_ranks);
+    guarded_rank = n_ranks > 1 ? rank : -1;
     tfenc_context ctx;
     tfenc_context_init(&ctx);
 

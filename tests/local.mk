@@ -29,6 +29,18 @@ tests_test_core_SOURCES = tests/test_core.c
 tests_test_core_CFLAGS = $(TEST_CFLAGS)
 tests_test_core_LDADD = $(TEST_LIBS)
 
+# The safety stream's units: integer ranges, inline comments and declared
+# parameter tables (params); file checks, identity and plugin files examined
+# without loading them (files, shared_object).
+check_PROGRAMS += tests/test_params tests/test_files
+TESTS += tests/test_params tests/test_files
+tests_test_params_SOURCES = tests/test_params.c
+tests_test_params_CFLAGS = $(TEST_CFLAGS)
+tests_test_params_LDADD = $(TEST_LIBS)
+tests_test_files_SOURCES = tests/test_files.c
+tests_test_files_CFLAGS = $(TEST_CFLAGS)
+tests_test_files_LDADD = $(TEST_LIBS)
+
 # Plugins that the loader must refuse: an older ABI, and no entry symbol.
 check_LTLIBRARIES += tests/plugins/old_abi.la tests/plugins/no_entry.la
 tests_plugins_old_abi_la_SOURCES = tests/plugins/old_abi.c
@@ -68,6 +80,10 @@ clean-local:
 
 dist_check_SCRIPTS += tests/bad_inputs.sh
 TESTS += tests/bad_inputs.sh
+
+# The plugin ABI is plugin.h: libtfenc's exports against the header (nm -D).
+dist_check_SCRIPTS += tests/exports.sh
+TESTS += tests/exports.sh
 
 dist_check_SCRIPTS += tests/many_documents.sh
 TESTS += tests/many_documents.sh
