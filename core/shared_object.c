@@ -213,40 +213,23 @@ static int examine_sections(int descriptor, off_t size, const ElfW(Ehdr) *header
         names_index = sections[0].sh_link; /* the real index, when it does not fit 16 bits */
     if (names_index == SHN_UNDEF)
         goto done; /* no section names: nothing can be declared */
+    size_t names_bytes = 0, length = 0;
     if (names_index >= header->e_shnum || sections[names_index].sh_type != SHT_STRTAB ||
-        sections[names_index].sh_size > MAX_SECTION_NAMES_BYTES) {
+        (names = read_section(descriptor, size, sections, header->e_shnum, names_index,
+                              MAX_SECTION_NAMES_BYTES, &names_bytes)) == NULL) {
         result = fail(why, why_size, "its section name table is malformed");
         goto done;
     }
-    size_t names_bytes = (size_t)sections[names_index].sh_size;
-    names = malloc(names_bytes + 1);
-    if (names == NULL) {
-        result = fail(why, why_size, "out of memory");
-        goto done;
-    }
-    if (read_at(descriptor, size, sections[names_index].sh_offset, names, names_bytes) != 0) {
-        result = fail(why, why_size, "cannot read its section names");
-        goto done;
-    }
-    names[names_bytes] = '\0';
     object->uses_private_symbols =
         requires_version(descriptor, size, sections, header->e_shnum, TFENC_PRIVATE_VERSION);
     for (unsigned i = 0; i < header->e_shnum; i++) {
         if (sections[i].sh_name >= names_bytes ||
             strcmp(names + sections[i].sh_name, DECLARATION_SECTION) != 0)
             continue;
-        if (sections[i].sh_type == SHT_NOBITS || sections[i].sh_size > MAX_DECLARATION_BYTES) {
-            result = fail(why, why_size, "its section %s is malformed", DECLARATION_SECTION);
-            goto done;
-        }
-        size_t length = (size_t)sections[i].sh_size;
-        declaration = malloc(length + 1);
+        declaration = read_section(descriptor, size, sections, header->e_shnum, i,
+                                   MAX_DECLARATION_BYTES, &length);
         if (declaration == NULL) {
-            result = fail(why, why_size, "out of memory");
-            goto done;
-        }
-        if (read_at(descriptor, size, sections[i].sh_offset, declaration, length) != 0) {
-            result = fail(why, why_size, "cannot read its section %s", DECLARATION_SECTION);
+            result = fail(why, why_size, "its section %s is malformed", DECLARATION_SECTION);
             goto done;
         }
         object->declares_types = 1;
@@ -265,13 +248,16 @@ int tfenc_shared_object_examine(int descriptor, off_t size, tfenc_shared_object 
 {
     memset(object, 0, sizeof *object);
     ElfW(Ehdr) header;
+    /* The magic first, so that a short text file is called what it is. */
+    unsigned char magic[SELFMAG];
+    if (size >= SELFMAG && (read_at(descriptor, size, 0, magic, SELFMAG) != 0 ||
+                            memcmp(magic, ELFMAG, SELFMAG) != 0))
+        return fail(why, why_size, "not an ELF shared object (it does not start with \\177ELF)");
     if (size < (off_t)sizeof header)
         return fail(why, why_size, "%lld bytes: too short for an ELF header (empty or truncated)",
                     (long long)size);
     if (read_at(descriptor, size, 0, &header, sizeof header) != 0)
         return fail(why, why_size, "cannot read its ELF header");
-    if (memcmp(header.e_ident, ELFMAG, SELFMAG) != 0)
-        return fail(why, why_size, "not an ELF shared object (it does not start with \\177ELF)");
     const int own_class = sizeof(void *) == 8 ? ELFCLASS64 : ELFCLASS32;
     if (header.e_ident[EI_CLASS] != own_class)
         return fail(why, why_size, "an ELF file of another word size (%d-bit; this tfenc is "

@@ -23,4 +23,12 @@ static inline void identity_destroy(void *instance)
     (void)instance;
 }
 
+/* The entry symbol of a plugin of one layer type. */
+#define ONE_TYPE_PLUGIN(descriptor)                                                            \
+    TFENC_EXPORT const tfenc_layer_descriptor *tfenc_plugin_descriptor(unsigned index);        \
+    TFENC_EXPORT const tfenc_layer_descriptor *tfenc_plugin_descriptor(unsigned index)         \
+    {                                                                                          \
+        return index == 0 ? &(descriptor) : (const tfenc_layer_descriptor *)0;                 \
+    }
+
 #endif

@@ -24,9 +24,4 @@ static const tfenc_layer_descriptor exit_create = {
     .destroy = identity_destroy,
 };
 
-TFENC_EXPORT const tfenc_layer_descriptor *tfenc_plugin_descriptor(unsigned index);
-
-TFENC_EXPORT const tfenc_layer_descriptor *tfenc_plugin_descriptor(unsigned index)
-{
-    return index == 0 ? &exit_create : NULL;
-}
+ONE_TYPE_PLUGIN(exit_create)

@@ -19,9 +19,4 @@ static const tfenc_layer_descriptor exit_layer = {
     .destroy = identity_destroy,
 };
 
-TFENC_EXPORT const tfenc_layer_descriptor *tfenc_plugin_descriptor(unsigned index);
-
-TFENC_EXPORT const tfenc_layer_descriptor *tfenc_plugin_descriptor(unsigned index)
-{
-    return index == 0 ? &exit_layer : NULL;
-}
+ONE_TYPE_PLUGIN(exit_layer)

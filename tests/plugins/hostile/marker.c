@@ -26,9 +26,4 @@ static const tfenc_layer_descriptor marker_layer = {
     .destroy = identity_destroy,
 };
 
-TFENC_EXPORT const tfenc_layer_descriptor *tfenc_plugin_descriptor(unsigned index);
-
-TFENC_EXPORT const tfenc_layer_descriptor *tfenc_plugin_descriptor(unsigned index)
-{
-    return index == 0 ? &marker_layer : NULL;
-}
+ONE_TYPE_PLUGIN(marker_layer)

@@ -14,9 +14,4 @@ static const tfenc_layer_descriptor shadow_pooling = {
     .destroy = identity_destroy,
 };
 
-TFENC_EXPORT const tfenc_layer_descriptor *tfenc_plugin_descriptor(unsigned index);
-
-TFENC_EXPORT const tfenc_layer_descriptor *tfenc_plugin_descriptor(unsigned index)
-{
-    return index == 0 ? &shadow_pooling : NULL;
-}
+ONE_TYPE_PLUGIN(shadow_pooling)
