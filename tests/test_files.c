@@ -237,6 +237,10 @@ static void test_plugin_files_examined_at_every_size(void)
             tfenc_shared_object_free(&object);
     }
     CU_ASSERT_EQUAL(refused, tried);
+    /* 2 kB keep the program headers but cut the first loadable segment,
+     * which dlopen would map and touch (SIGBUS): named as such. */
+    CU_ASSERT_EQUAL(examine_prefix(data, 2048, &object, why, sizeof why), -1);
+    CU_ASSERT(contains(why, "segment") && contains(why, "but the file has only 2048 bytes"));
     CU_ASSERT_EQUAL(examine_prefix(data, size - 1, &object, why, sizeof why), -1);
     /* Not ELF at all; a plugin without a declaration. */
     CU_ASSERT_EQUAL(examine_prefix("#!/bin/sh\necho not a plugin, just long enough to have a header\n",

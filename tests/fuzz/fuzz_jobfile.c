@@ -58,7 +58,7 @@ static int read_job_section(tfenc_context *ctx, const tfenc_jobfile *job)
         status = tfenc_param_choice(&params, "output_kind", kinds, 0, &index);
     if (status == TFENC_OK)
         status = tfenc_param_choice(&params, "output_dtype", dtypes, 0, &index);
-    /* The integer keys with drivers/batch/settings.c's ranges. */
+    /* The integer keys with core/job_settings.c's ranges. */
     if (status == TFENC_OK)
         status = read_int_range(&params, "batch_tokens", 1, 1L << 24);
     if (status == TFENC_OK)
