@@ -174,6 +174,9 @@ static const tfenc_param_info embedding_params[] = {
     {NULL, 0, NULL, NULL},
 };
 
+/* The layer type(s) of this file, readable without loading layers.so. */
+TFENC_PLUGIN_TYPES("embedding");
+
 const tfenc_layer_descriptor tfenc_layers_embedding = {
     TFENC_DESCRIPTOR_INIT,
     .type = "embedding",

@@ -245,6 +245,9 @@ static const tfenc_param_info ffn_params[] = {
     {NULL, 0, NULL, NULL},
 };
 
+/* The layer type(s) of this file, readable without loading layers.so. */
+TFENC_PLUGIN_TYPES("ffn");
+
 const tfenc_layer_descriptor tfenc_layers_ffn = {
     TFENC_DESCRIPTOR_INIT,
     .type = "ffn",

@@ -165,6 +165,9 @@ static const tfenc_param_info rmsnorm_params[] = {
     {NULL, 0, NULL, NULL},
 };
 
+/* The layer type(s) of this file, readable without loading layers.so. */
+TFENC_PLUGIN_TYPES("layernorm rmsnorm");
+
 const tfenc_layer_descriptor tfenc_layers_layernorm = {
     TFENC_DESCRIPTOR_INIT,
     .type = "layernorm",

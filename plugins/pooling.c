@@ -175,6 +175,9 @@ static const tfenc_param_info pooling_params[] = {
     {NULL, 0, NULL, NULL},
 };
 
+/* The layer type(s) of this file, readable without loading layers.so. */
+TFENC_PLUGIN_TYPES("pooling");
+
 const tfenc_layer_descriptor tfenc_layers_pooling = {
     TFENC_DESCRIPTOR_INIT,
     .type = "pooling",

@@ -111,6 +111,9 @@ static const tfenc_param_info sinusoidal_params[] = {
     {NULL, 0, NULL, NULL},
 };
 
+/* The layer type(s) of this file, readable without loading layers.so. */
+TFENC_PLUGIN_TYPES("sinusoidal");
+
 const tfenc_layer_descriptor tfenc_layers_sinusoidal = {
     TFENC_DESCRIPTOR_INIT,
     .type = "sinusoidal",

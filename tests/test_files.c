@@ -223,9 +223,14 @@ static void test_plugin_files_examined_at_every_size(void)
     CU_ASSERT_EQUAL(object.declares_types, 1);
     CU_ASSERT_EQUAL(object.uses_private_symbols, 0);
     CU_ASSERT_EQUAL(object.n_types, 6);
+    /* One declaration per source file, concatenated by the linker. */
     const char *expected[] = {"embedding", "sinusoidal", "ffn", "layernorm", "rmsnorm", "pooling"};
-    for (int i = 0; i < object.n_types && i < 6; i++)
-        CU_ASSERT_STRING_EQUAL(object.types[i], expected[i]);
+    for (int e = 0; e < 6; e++) {
+        int found = 0;
+        for (int i = 0; i < object.n_types; i++)
+            found |= strcmp(object.types[i], expected[e]) == 0;
+        CU_ASSERT(found);
+    }
     tfenc_shared_object_free(&object);
     /* Every shorter copy is refused (the section table is at the end), in a
      * line that says so, and never crashes: each step a few hundred bytes. */
