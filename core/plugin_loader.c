@@ -354,8 +354,8 @@ static int index_file(tfenc_context *ctx, tfenc_plugin_registry *registry, const
      * its own programs and change without notice (core/libtfenc.map). */
     if (problem == NULL && object.uses_private_symbols) {
         snprintf(why, sizeof why, "needs libtfenc symbols of version %s, which are not plugin "
-                 "ABI: a plugin may call only the functions of tfenc/plugin.h (nm -D "
-                 "--with-symbol-versions shows which)", TFENC_PRIVATE_VERSION);
+                 "ABI: a plugin may call only the functions of tfenc/plugin.h (nm -D shows "
+                 "which)", TFENC_PRIVATE_VERSION);
         problem = why;
     }
     close(descriptor);

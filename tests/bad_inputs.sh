@@ -467,7 +467,7 @@ for value in -1 2147483648 4294967297 9223372036854775808 -9223372036854775809; 
   # (at 4 ranks too for one value: the stage count decides the layout)
   layouts=1
   [ "$value" != 4294967297 ] || layouts="1 4"
-  for key in max_seq_len batch_tokens pipeline_stages threads; do
+  for key in max_seq_len batch_tokens window_documents pipeline_stages threads; do
     error_at "$layouts" "[job] $key = $value" "$key.*'?$value'?.*(expected an integer|must)" \
       "/^$key = /d; s/^\[job\]/[job]\n$key = $value/" job.ini
   done

@@ -64,6 +64,8 @@ static int read_job_section(tfenc_context *ctx, const tfenc_jobfile *job)
     if (status == TFENC_OK)
         status = read_int_range(&params, "max_seq_len", 2, 1L << 24);
     if (status == TFENC_OK)
+        status = read_int_range(&params, "window_documents", 1, 1L << 20);
+    if (status == TFENC_OK)
         status = read_int_range(&params, "pipeline_stages", 1, INT_MAX);
     if (status == TFENC_OK)
         status = read_int_range(&params, "threads", 0, 4096);
