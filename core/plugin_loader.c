@@ -674,12 +674,6 @@ static int load(tfenc_context *ctx, tfenc_plugin_registry *registry, plugin_file
                        "types with TFENC_PLUGIN_TYPES)", file->provides[i]);
             problem = why;
         }
-    for (unsigned i = 0; problem == NULL && file->declared && i < count; i++)
-        if (!provides(file, entry(i)->type)) {
-            snprintf(why, sizeof why, "describes layer type '%s', which its TFENC_PLUGIN_TYPES "
-                     "declaration does not list", entry(i)->type);
-            problem = why;
-        }
     if (problem != NULL) {
         dlclose(handle);
         return refuse(ctx, registry, file->path, problem);
@@ -688,8 +682,15 @@ static int load(tfenc_context *ctx, tfenc_plugin_registry *registry, plugin_file
     file->state = LOADED;
     for (unsigned i = 0; i < count; i++) {
         const tfenc_layer_descriptor *descriptor = entry(i);
-        if (!all_types && !provides(file, descriptor->type))
-            continue; /* not findable without loading: never offered */
+        if (!all_types && !provides(file, descriptor->type)) {
+            /* Not findable without loading, so never offered: a job needing
+             * it is told why instead of loading the file by chance. */
+            if (record(registry, file->path, "describes layer type '%s' but does not declare "
+                       "it (TFENC_PLUGIN_TYPES%s): that type is not offered", descriptor->type,
+                       file->declared ? "" : ", or a file name of its own") != 0)
+                return out_of_memory(ctx);
+            continue;
+        }
         int status = add_layer(ctx, registry, file, descriptor);
         if (status != TFENC_OK)
             return status;

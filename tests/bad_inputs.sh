@@ -405,6 +405,10 @@ error "plugin reads an undeclared key" \
 error "plugin ignores a declared key" \
   "layer type ignores_declared declares key 'gamma' but its create\(\) never reads it" \
   "$(with_plugins plugins-tables "$(add_layer ignores_declared)")" job.ini
+error "type described, not declared" "no plugin provides layer type 'undeclared_type'" \
+  "$(with_plugins plugins-tables "$(add_layer undeclared_type)")" job.ini
+listing "type described, not declared" \
+  "undeclared_key.so: describes layer type 'undeclared_type' but does not declare it" "$PWD/plugins-tables"
 error "FIFO named like a plugin" \
   "no plugin provides layer type 'fifo_layer'.*refused [^ ]*plugins-fifo/fifo_layer.so: is a FIFO" \
   "$(with_plugins plugins-fifo "$(add_layer fifo_layer)")" job.ini

@@ -138,7 +138,7 @@ static void destroy(void *instance)
     free(instance);
 }
 
-TFENC_PLUGIN_TYPES("scale add fail pause");
+TFENC_PLUGIN_TYPES("scale add fail pause overflow");
 
 static const tfenc_layer_descriptor layers[] = {
     {TFENC_DESCRIPTOR_INIT, .type = "scale", .description = "x *= factor (test)",

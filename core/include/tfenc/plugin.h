@@ -258,8 +258,8 @@ typedef const tfenc_layer_descriptor *(*tfenc_plugin_entry_fn)(unsigned index);
  * descriptors, listing their type names separated by spaces:
  *     TFENC_PLUGIN_TYPES("attention_pooling");
  * It puts the names into the ELF section .tfenc_types of the shared object,
- * where the loader reads them; the descriptors must describe exactly the
- * types the file declares. */
+ * where the loader reads them. The descriptors MUST describe every type the
+ * file declares; a type described but not declared is not offered to jobs. */
 #if defined(__GNUC__)
 #define TFENC_PLUGIN_TYPES(names) \
     __attribute__((used, section(".tfenc_types"))) static const char tfenc_declared_types_[] = names

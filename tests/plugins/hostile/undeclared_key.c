@@ -1,6 +1,8 @@
 /* Plugins whose declared parameter tables disagree with their create():
  * `reads_undeclared` reads a key its table lacks, `ignores_declared` never
- * reads a key its table lists. The host must refuse both as plugin bugs. */
+ * reads a key its table lists. The host must refuse both as plugin bugs.
+ * `undeclared_type` is described but missing from TFENC_PLUGIN_TYPES: it
+ * must not be offered (a job cannot find it without loading the file). */
 #include "common.h"
 
 TFENC_PLUGIN_TYPES("reads_undeclared ignores_declared");
@@ -32,11 +34,13 @@ static const tfenc_layer_descriptor layers[] = {
     {TFENC_DESCRIPTOR_INIT, .type = "ignores_declared", .description = "test",
      .params = alpha_and_gamma, .create = read_alpha, .forward = identity_forward,
      .destroy = identity_destroy},
+    {TFENC_DESCRIPTOR_INIT, .type = "undeclared_type", .description = "test",
+     .create = identity_create, .forward = identity_forward, .destroy = identity_destroy},
 };
 
 TFENC_EXPORT const tfenc_layer_descriptor *tfenc_plugin_descriptor(unsigned index);
 
 TFENC_EXPORT const tfenc_layer_descriptor *tfenc_plugin_descriptor(unsigned index)
 {
-    return index < 2 ? &layers[index] : NULL;
+    return index < sizeof layers / sizeof *layers ? &layers[index] : NULL;
 }
