@@ -189,6 +189,9 @@ text_input() { # CORPUS [FORMAT[\\nMORE [job] KEYS]]: a text corpus, the small v
   printf '%s' "s#^input = .*#input = $1#; s#^input_format = .*#input_format = ${2:-text}#; \$a [tokenizer]\nvocab = vocab.txt"
 }
 hdf5_input() { printf '%s' "s#^input = .*#input = $1#"; }
+json_tokenizer() { # FILE: a text corpus tokenized by the tokenizer.json FILE
+  printf '%s' "s#^input = .*#input = text.txt#; s#^input_format = .*#input_format = text#; \$a [tokenizer]\njson = $1"
+}
 weights() { printf '%s' "s#^weights = .*#weights = $1#"; }
 padded() { # CORPUS: padded HDF5 input (ids + lengths)
   printf '%s' "s#^input = .*#input = $1#; s#^input_format = .*#input_format = hdf5\nids_dataset = ids\nlengths_dataset = lengths#"
@@ -439,7 +442,8 @@ for pair in "a-fifo|is a FIFO or pipe" "a-socket|is a socket" "a-directory|is a 
   error "HDF5 corpus is $file"  "\[job\] input $file: $what" "$(hdf5_input "$file")" job.ini
   error "text corpus is $file"  "\[job\] input $file: $what" "$(text_input "$file")" job.ini
   error "weights are $file"     "\[model\] weights $file: $what" "$(weights "$file")" job.ini
-  error "vocabulary is $file"   "\[tokenizer\] vocab $file: $what" "$(text_input text.txt)" --set "tokenizer.vocab=$file" job.ini
+  error "vocabulary is $file"   "vocabulary $file: $what" "$(text_input text.txt)" --set "tokenizer.vocab=$file" job.ini
+  error "tokenizer.json is $file" "tokenizer $file: $what" "$(json_tokenizer "$file")" job.ini
 done
 error "plugin_path is a FIFO" "no plugin provides layer type 'scale'.*refused a-fifo: search directory is not a directory" \
   "$(with_plugins a-fifo "$(add_layer scale)")" job.ini
@@ -471,7 +475,8 @@ for value in -1 2147483648 4294967297 9223372036854775808 -9223372036854775809; 
   # (at 4 ranks too for one value: the stage count decides the layout)
   layouts=1
   [ "$value" != 4294967297 ] || layouts="1 4"
-  for key in max_seq_len batch_tokens window_documents pipeline_stages threads; do
+  for key in max_seq_len batch_tokens window_documents max_id_bytes chunk_overlap output_dim \
+      pipeline_stages threads; do
     error_at "$layouts" "[job] $key = $value" "$key.*'?$value'?.*(expected an integer|must)" \
       "/^$key = /d; s/^\[job\]/[job]\n$key = $value/" job.ini
   done
@@ -534,9 +539,9 @@ error "truncation refused"      "more than max_seq_len" 's/^max_seq_len = .*/max
 
 # --- text and JSON Lines corpora
 error "text without vocabulary" "text input needs a vocabulary" 's#^input = .*#input = text.txt#; s#^input_format = .*#input_format = text#' job.ini
-error "vocabulary missing"      "\[tokenizer\] vocab [^ ]*absent.txt: cannot open: No such file" "$(text_input text.txt)" --set tokenizer.vocab=absent.txt job.ini
+error "vocabulary missing"      "vocabulary [^ ]*absent.txt: cannot open: No such file" "$(text_input text.txt)" --set tokenizer.vocab=absent.txt job.ini
 error "vocabulary lacks [CLS]"  "vocab-no-cls.txt lacks the special token \[CLS\]" "$(text_input text.txt)" --set tokenizer.vocab=vocab-no-cls.txt job.ini
-error "vocabulary is /dev/zero" "\[tokenizer\] vocab /dev/zero: is a character device" "$(text_input text.txt)" --set tokenizer.vocab=/dev/zero job.ini
+error "vocabulary is /dev/zero" "vocabulary /dev/zero: is a character device" "$(text_input text.txt)" --set tokenizer.vocab=/dev/zero job.ini
 error "corpus is a directory"   "\[job\] input a-directory: is a directory, not a regular file" "$(text_input a-directory)" job.ini
 error "empty text corpus"       "the corpus holds no documents" "$(text_input empty.txt)" job.ini
 error "NUL byte in a line"      "nul.txt: line 2: NUL byte at byte offset 16" "$(text_input nul.txt)" job.ini

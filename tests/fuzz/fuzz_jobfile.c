@@ -66,6 +66,12 @@ static int read_job_section(tfenc_context *ctx, const tfenc_jobfile *job)
     if (status == TFENC_OK)
         status = read_int_range(&params, "window_documents", 1, 1L << 20);
     if (status == TFENC_OK)
+        status = read_int_range(&params, "max_id_bytes", 1, 1L << 20);
+    if (status == TFENC_OK)
+        status = read_int_range(&params, "chunk_overlap", 0, 1L << 24);
+    if (status == TFENC_OK)
+        status = read_int_range(&params, "output_dim", 0, 65536);
+    if (status == TFENC_OK)
         status = read_int_range(&params, "pipeline_stages", 1, INT_MAX);
     if (status == TFENC_OK)
         status = read_int_range(&params, "threads", 0, 4096);
