@@ -2,6 +2,7 @@
  * HDF5 token-id corpus, and every malformed input is reported with its file
  * and line (or dataset). */
 #include "corpus.h"
+#include "files.h"
 #include "hdf5_error.h"
 #include "names.h"
 
@@ -139,8 +140,8 @@ static int64_t line_number(tfenc_corpus *corpus, int64_t local)
 {
     if (corpus->first_index >= 0)
         return corpus->first_index + local + 1;
-    FILE *file = fopen(corpus->path, "rb");
-    if (file == NULL)
+    FILE *file = NULL;
+    if (tfenc_file_open_regular(NULL, "[job] input", corpus->path, &file) != TFENC_OK)
         return -1;
     int64_t newlines = 0, remaining = corpus->share_start;
     char buffer[1 << 16];
@@ -189,16 +190,15 @@ static int text_rewind(tfenc_context *ctx, tfenc_corpus *corpus)
 
 static int open_text(tfenc_context *ctx, tfenc_corpus *corpus, int share, int n_shares)
 {
-    corpus->file = fopen(corpus->path, "rb");
-    if (corpus->file == NULL)
-        return tfenc_error(ctx, TFENC_ERR_IO, "%s: cannot open the corpus: %s", corpus->path,
-                           strerror(errno));
+    /* A regular file only: shares are byte ranges, and a FIFO would block. */
+    int opened = tfenc_file_open_regular(ctx, "[job] input", corpus->path, &corpus->file);
+    if (opened != TFENC_OK)
+        return opened;
     setvbuf(corpus->file, NULL, _IOFBF, READ_BUFFER_BYTES);
     struct stat status;
-    if (fstat(fileno(corpus->file), &status) != 0 || !S_ISREG(status.st_mode))
-        return tfenc_error(ctx, TFENC_ERR_IO,
-                           "%s: the corpus must be a regular file (shares are byte ranges)",
-                           corpus->path);
+    if (fstat(fileno(corpus->file), &status) != 0)
+        return tfenc_error(ctx, TFENC_ERR_IO, "[job] input %s: cannot examine: %s",
+                           corpus->path, strerror(errno));
     corpus->file_size = (int64_t)status.st_size;
     corpus->share_end = share_boundary(corpus->file_size, share + 1, n_shares);
     int status_code = find_share_start(ctx, corpus, share_boundary(corpus->file_size, share,
@@ -549,6 +549,10 @@ static int open_hdf5(tfenc_context *ctx, tfenc_corpus *corpus,
 {
     char detail[256];
     H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
+    /* Before HDF5 opens it: its open() would wait forever on a FIFO. */
+    int checked = tfenc_file_check_regular(ctx, "[job] input", corpus->path);
+    if (checked != TFENC_OK)
+        return checked;
     corpus->h5_file = H5Fopen(corpus->path, H5F_ACC_RDONLY, H5P_DEFAULT);
     if (corpus->h5_file < 0)
         return tfenc_error(ctx, TFENC_ERR_IO, "%s: cannot open the HDF5 corpus: %s",
@@ -591,6 +595,56 @@ static int open_hdf5(tfenc_context *ctx, tfenc_corpus *corpus,
      * work itself is cut into windows (tfenc_corpus_select). */
     return hdf5_load_range(ctx, corpus, share_boundary(corpus->total_documents, share, n_shares),
                            share_boundary(corpus->total_documents, share + 1, n_shares));
+}
+
+/* Refuses token `position` of `document`, a negative or too large id, with
+ * the value as stored: it is read again alone, as a 64-bit integer of the
+ * dataset's signedness, since the int32 block holds it clipped. */
+static int refuse_token(tfenc_context *ctx, tfenc_corpus *corpus, int64_t document,
+                        int64_t position)
+{
+    hsize_t coordinates[2] = {0, 0};
+    if (corpus->padded) {
+        coordinates[0] = (hsize_t)document;
+        coordinates[1] = (hsize_t)position;
+    } else {
+        coordinates[0] = (hsize_t)(corpus->offsets[document - corpus->first] + position);
+    }
+    hid_t type = H5Dget_type(corpus->tokens);
+    int is_unsigned = type >= 0 && H5Tget_sign(type) == H5T_SGN_NONE;
+    if (type >= 0)
+        H5Tclose(type);
+    union {
+        long long signed_value;
+        unsigned long long unsigned_value;
+    } stored = {0};
+    hsize_t one = 1;
+    hid_t file_space = H5Dget_space(corpus->tokens);
+    hid_t memory_space = H5Screate_simple(1, &one, NULL);
+    int read = file_space >= 0 && memory_space >= 0 &&
+               H5Sselect_elements(file_space, H5S_SELECT_SET, 1, coordinates) >= 0 &&
+               H5Dread(corpus->tokens, is_unsigned ? H5T_NATIVE_ULLONG : H5T_NATIVE_LLONG,
+                       memory_space, file_space, H5P_DEFAULT, &stored) >= 0;
+    if (memory_space >= 0)
+        H5Sclose(memory_space);
+    if (file_space >= 0)
+        H5Sclose(file_space);
+    H5Eclear2(H5E_DEFAULT);
+    char value[32];
+    if (!read)
+        snprintf(value, sizeof value, "%s", "(unreadable)");
+    else if (is_unsigned)
+        snprintf(value, sizeof value, "%llu", stored.unsigned_value);
+    else
+        snprintf(value, sizeof value, "%lld", stored.signed_value);
+    if (read && !is_unsigned && stored.signed_value < 0)
+        return tfenc_error(ctx, TFENC_ERR_INPUT, "%s: dataset '%s': document %lld has a "
+                           "negative token id %s at position %lld", corpus->path,
+                           corpus->tokens_name, (long long)document, value, (long long)position);
+    return tfenc_error(ctx, TFENC_ERR_INPUT, "%s: dataset '%s': document %lld has token id %s at "
+                       "position %lld, outside 0..%d (token ids are 32-bit)", corpus->path,
+                       corpus->tokens_name, (long long)document, value, (long long)position,
+                       INT32_MAX - 1);
 }
 
 /* Loads the block of documents that starts at `first`: as many as fit in
@@ -643,21 +697,20 @@ static int load_block(tfenc_context *ctx, tfenc_corpus *corpus, int64_t first)
         }
         needed = packed;
     }
-    /* HDF5 clips out-of-range values of wider integer types to INT32_MIN/MAX:
-     * negatives are caught here, too-large ids by the embedding's vocabulary
-     * check. */
+    /* HDF5 clips values of wider integer types to INT32_MIN/MAX when it reads
+     * them as int32. Every id must be in 0..INT32_MAX - 1 (a vocabulary has at
+     * most INT32_MAX entries), so a negative id or INT32_MAX is refused here,
+     * with the value the file really holds; the embedding's vocabulary check
+     * handles the rest. */
     for (size_t i = 0; i < needed; i++)
-        if (corpus->block[i] < 0) {
+        if (corpus->block[i] < 0 || corpus->block[i] == INT32_MAX) {
             int64_t document = first;
             size_t seen = 0;
             while (seen + (size_t)corpus->lengths[document - corpus->first] <= i) {
                 seen += (size_t)corpus->lengths[document - corpus->first];
                 document++;
             }
-            return tfenc_error(ctx, TFENC_ERR_INPUT, "%s: dataset '%s': document %lld has a "
-                               "negative token id %d at position %zu", corpus->path,
-                               corpus->tokens_name, (long long)document, (int)corpus->block[i],
-                               i - seen);
+            return refuse_token(ctx, corpus, document, (int64_t)(i - seen));
         }
     corpus->block_first = first;
     corpus->block_end = end;

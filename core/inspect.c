@@ -1,6 +1,7 @@
 /* Reads an output file's attributes and lengths, read-only and without
  * HDF5's file lock, into a tfenc_inspection. */
 #include "inspect.h"
+#include "files.h"
 #include "ownership.h"
 #include "hdf5_error.h"
 
@@ -337,6 +338,13 @@ int tfenc_inspect_output(tfenc_context *ctx, const char *path, tfenc_inspection 
     if (inspection->path == NULL)
         return tfenc_error(ctx, TFENC_ERR_NO_MEMORY, "out of memory");
     H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
+    /* HDF5's open() would wait forever on a FIFO (core/files.h); a missing
+     * file is reported below. */
+    if (access(path, F_OK) == 0) {
+        int checked = tfenc_file_check_regular(ctx, "--status", path);
+        if (checked != TFENC_OK)
+            return checked;
+    }
     if (access(path, R_OK) != 0)
         return tfenc_error(ctx, TFENC_ERR_IO, "%s: %s", path, strerror(errno));
     if (H5Fis_hdf5(path) <= 0) {

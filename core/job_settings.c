@@ -5,6 +5,7 @@
 #include "params.h"
 
 #include <jansson.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -99,7 +100,7 @@ static int read_job_settings(reader *r)
     READ(tfenc_param_string(&p, "text_field", "text", &s->corpus.text_field));
     READ(tfenc_param_string(&p, "id_field", NULL, &s->corpus.id_field));
     /* An id is a name (a URL, a key), not a document. */
-    READ(tfenc_param_int(&p, "max_id_bytes", 1024, &max_id_bytes));
+    READ(tfenc_param_int_range(&p, "max_id_bytes", 1024, 1, 1L << 20, &max_id_bytes));
     READ(tfenc_param_string(&p, "tokens_dataset", "tokens", &s->corpus.tokens_dataset));
     READ(tfenc_param_string(&p, "offsets_dataset", "offsets", &s->corpus.offsets_dataset));
     READ(tfenc_param_string(&p, "ids_dataset", NULL, &s->corpus.ids_dataset));
@@ -112,27 +113,30 @@ static int read_job_settings(reader *r)
                           TFENC_COMPRESSION_NONE, &compression));
 
     /* Without a limit the model's own is the natural one (512 at most, as BERT's). */
-    READ(tfenc_param_int(&p, "max_seq_len",
-                         r->config->max_positions < 512 ? r->config->max_positions : 512,
-                         &s->max_seq_len));
+    READ(tfenc_param_int_range(&p, "max_seq_len",
+                               r->config->max_positions < 512 ? r->config->max_positions : 512,
+                               2, 1L << 24, &s->max_seq_len));
     /* 2048 tokens make GEMMs of 2048 rows, which run at full rate; more only
      * costs memory (docs/performance.md). A document must fit a batch. */
-    READ(tfenc_param_int(&p, "batch_tokens", s->max_seq_len > 2048 ? s->max_seq_len : 2048,
-                         &s->batch_tokens));
+    READ(tfenc_param_int_range(&p, "batch_tokens", s->max_seq_len > 2048 ? s->max_seq_len : 2048,
+                               1, 1L << 24, &s->batch_tokens));
     READ(tfenc_param_bool(&p, "truncation", 1, &s->truncation));
     READ(tfenc_param_choice(&p, "long_documents", long_document_policies, 0, &long_documents));
-    READ(tfenc_param_int(&p, "chunk_overlap", 0, &s->chunk_overlap));
+    READ(tfenc_param_int_range(&p, "chunk_overlap", 0, 0, 1L << 24, &s->chunk_overlap));
     READ(tfenc_param_choice(&p, "chunk_pooling", chunk_poolings, 0, &chunk_pooling));
     READ(tfenc_param_choice(&p, "invalid_utf8", policies, 0, &policy));
     /* A window is the unit of work and of reproducibility (windows.h): 2048
      * short documents make about 20 full microbatches to sort by length,
      * and at 10^8 documents the ~50000 windows keep every rank busy to the
      * end. */
-    READ(tfenc_param_int(&p, "window_documents", 2048, &s->window_documents));
+    READ(tfenc_param_int_range(&p, "window_documents", 2048, 1, 1L << 20, &s->window_documents));
     READ(tfenc_param_string(&p, "prompt", NULL, &prompt));
-    READ(tfenc_param_int(&p, "output_dim", 0, &s->output_dim));
-    READ(tfenc_param_int(&p, "pipeline_stages", 1, &s->pipeline_stages));
-    READ(tfenc_param_int(&p, "threads", 0, &s->threads));
+    /* Ranges on the whole value: these end up in ints (a stage count of
+     * 4294967297 must not wrap to 1); 4096 threads is beyond any machine;
+     * d_model is at most 65536. */
+    READ(tfenc_param_int_range(&p, "output_dim", 0, 0, 65536, &s->output_dim));
+    READ(tfenc_param_int_range(&p, "pipeline_stages", 1, 1, INT_MAX, &s->pipeline_stages));
+    READ(tfenc_param_int_range(&p, "threads", 0, 0, 4096, &s->threads));
     READ(tfenc_param_float(&p, "progress_interval", 10.0, &s->progress_interval));
     READ(tfenc_param_bool(&p, "resume", 1, &s->resume));
     READ(tfenc_params_check_all_used(&p, "not a [job] key; see docs/job-file.md"));

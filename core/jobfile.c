@@ -3,12 +3,31 @@
  * messages can refer to file:line. */
 #include "jobfile.h"
 #include "context.h"
+#include "files.h"
 
 #include <errno.h>
 #include <ini.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+/* Comments (docs/job-file.md): a line starting with ';' or '#', and the rest
+ * of a line from a ';' or '#' that follows a space or tab, so that
+ * `output = x.h5   # note` names x.h5. inih's defaults know only ';' inline.
+ * Debian's libinih exposes its options as variables (its ini.h declares
+ * them); builds that fix them at compile time lack the symbols, hence weak
+ * references, and there a value with " #" is refused rather than kept. */
+extern char *ini_inline_comment_prefixes;
+extern bool ini_allow_inline_comments;
+#pragma weak ini_inline_comment_prefixes
+#pragma weak ini_allow_inline_comments
+static char inline_comment_prefixes[] = ";#";
+
+static int inline_hash_comments_supported(void)
+{
+    return &ini_inline_comment_prefixes != NULL && &ini_allow_inline_comments != NULL;
+}
 
 /* A power of two, as the read buffer doubles up to it. */
 #define MAX_JOB_FILE_BYTES (1 << 20)
@@ -137,6 +156,17 @@ static int on_key(void *user, const char *section_name, const char *key, const c
             return 0;
         }
     }
+    if (!inline_hash_comments_supported()) {
+        for (const char *c = value; *c != '\0'; c++)
+            if (*c == '#' && c > value && (c[-1] == ' ' || c[-1] == '\t')) {
+                state->status = tfenc_error(state->ctx, TFENC_ERR_CONFIG,
+                                            "%s:%d: [%s] %s: this build's inih keeps '#' "
+                                            "comments in the value: put the comment on a line "
+                                            "of its own or start it with ';'",
+                                            job->path, state->line, section_name, key);
+                return 0;
+            }
+    }
     tfenc_job_entry *existing = tfenc_job_section_get(section, key);
     if (existing != NULL) {
         state->status = tfenc_error(state->ctx, TFENC_ERR_CONFIG,
@@ -181,7 +211,20 @@ int tfenc_jobfile_parse_string(tfenc_context *ctx, const char *name, const char 
         return tfenc_error(ctx, TFENC_ERR_NO_MEMORY, "%s: out of memory", name);
     }
     parse_state state = {.ctx = ctx, .job = job, .cursor = job->text, .status = TFENC_OK};
+    char *saved_prefixes = NULL;
+    bool saved_allow = false;
+    if (inline_hash_comments_supported()) {
+        /* Process-wide settings of the library: set for this parse only. */
+        saved_prefixes = ini_inline_comment_prefixes;
+        saved_allow = ini_allow_inline_comments;
+        ini_inline_comment_prefixes = inline_comment_prefixes;
+        ini_allow_inline_comments = true;
+    }
     int result = ini_parse_stream(read_line, &state, on_key, &state);
+    if (inline_hash_comments_supported()) {
+        ini_inline_comment_prefixes = saved_prefixes;
+        ini_allow_inline_comments = saved_allow;
+    }
     int status = state.status;
     if (status == TFENC_OK && state.line_too_long > 0)
         status = tfenc_error(ctx, TFENC_ERR_CONFIG,
@@ -204,10 +247,10 @@ int tfenc_jobfile_parse_string(tfenc_context *ctx, const char *name, const char 
 int tfenc_jobfile_load(tfenc_context *ctx, const char *path, tfenc_jobfile **job)
 {
     *job = NULL;
-    FILE *file = fopen(path, "rb");
-    if (file == NULL)
-        return tfenc_error(ctx, TFENC_ERR_IO, "%s: cannot open job file: %s", path,
-                           strerror(errno));
+    FILE *file = NULL;
+    int opened = tfenc_file_open_regular(ctx, "job file", path, &file);
+    if (opened != TFENC_OK)
+        return opened;
     size_t capacity = 4096, length = 0;
     char *text = malloc(capacity);
     int status = TFENC_OK;
@@ -235,7 +278,7 @@ int tfenc_jobfile_load(tfenc_context *ctx, const char *path, tfenc_jobfile **job
     if (text == NULL)
         status = tfenc_error(ctx, TFENC_ERR_NO_MEMORY, "%s: out of memory", path);
     else if (ferror(file))
-        status = tfenc_error(ctx, TFENC_ERR_IO, "%s: cannot read job file: %s", path,
+        status = tfenc_error(ctx, TFENC_ERR_IO, "job file %s: cannot read: %s", path,
                              strerror(errno));
     fclose(file);
     if (status == TFENC_OK && memchr(text, '\0', length) != NULL)

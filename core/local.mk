@@ -5,14 +5,21 @@ core_libtfenc_la_SOURCES = \
 	core/aligned.c core/aligned.h
 core_libtfenc_la_LIBADD = $(HDF5_LIBS) $(MPI_LIBS) $(OPENBLAS_LIBS) $(INIH_LIBS) \
 	$(UTF8PROC_LIBS) $(JANSSON_LIBS) $(CRYPTO_LIBS) $(DL_LIBS) -lm
-core_libtfenc_la_LDFLAGS = -version-info 0:0:0 $(SANITIZER_FLAGS)
+# Exports: the plugin ABI (plugin.h) and, versioned apart, what tfenc's own
+# programs use; nothing else (core/libtfenc.map, checked by tests/exports.sh).
+core_libtfenc_la_LDFLAGS = -version-info 0:0:0 $(SANITIZER_FLAGS) \
+	-Wl,--version-script=$(top_srcdir)/core/libtfenc.map
+EXTRA_core_libtfenc_la_DEPENDENCIES = core/libtfenc.map
+EXTRA_DIST += core/libtfenc.map
 tfencincludedir = $(includedir)/tfenc
 tfencinclude_HEADERS = core/include/tfenc/plugin.h
 core_libtfenc_la_SOURCES += \
+	core/files.c core/files.h \
 	core/jobfile.c core/jobfile.h \
 	core/params.c core/params.h \
 	core/weights.c core/weights.h \
 	core/plugin_loader.c core/plugin_loader.h \
+	core/shared_object.c core/shared_object.h \
 	core/model.c core/model.h \
 	core/hdf5_error.c core/hdf5_error.h \
 	core/layout.c core/layout.h \

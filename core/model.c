@@ -6,6 +6,7 @@
 #include "context.h"
 #include "params.h"
 
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -42,11 +43,13 @@ int tfenc_model_config_read(tfenc_context *ctx, const tfenc_jobfile *job,
     int precision = 0;
     int status = tfenc_param_string(&params, "weights", NULL, &weights);
     if (status == TFENC_OK)
-        status = tfenc_param_int(&params, "d_model", 0, &d_model);
+        status = tfenc_param_int_range(&params, "d_model", 0, 1, 65536, &d_model);
+    /* Token ids are int32: a larger vocabulary could not be indexed. */
     if (status == TFENC_OK)
-        status = tfenc_param_int(&params, "vocab_size", 0, &vocab_size);
+        status = tfenc_param_int_range(&params, "vocab_size", 0, 0, INT32_MAX, &vocab_size);
     if (status == TFENC_OK)
-        status = tfenc_param_int(&params, "max_positions", 512, &max_positions);
+        status = tfenc_param_int_range(&params, "max_positions", 512, 1, 1L << 24,
+                                       &max_positions);
     if (status == TFENC_OK)
         status = tfenc_param_string(&params, "plugin_path", NULL, &config->plugin_path);
     if (status == TFENC_OK)
@@ -161,6 +164,7 @@ typedef struct block_header {
     long repeat;
     int norm_first;                /* pre-norm (1) or post-norm (0) */
     const char *weights_template;  /* "{i}" is the repeat index; NULL: /BLOCK/{i} */
+    int extra_layers_ignored;      /* extra_layers = ignore */
 } block_header;
 
 /* One sublayer of a block: [BLOCK.NAME] and its optional [BLOCK.NAME.norm]. */
@@ -179,21 +183,28 @@ static int read_block_header(tfenc_context *ctx, const tfenc_jobfile *job,
                              tfenc_job_section *header, block_header *block)
 {
     static const char *const positions[] = {"pre", "post", NULL};
+    static const char *const extra_layer_policies[] = {"error", "ignore", NULL};
     char origin[512];
     section_origin(job, header, origin, sizeof origin);
     tfenc_params params;
     tfenc_params_bind(&params, ctx, job, header);
     int norm_position = 1;
-    int status = tfenc_param_int(&params, "repeat", 0, &block->repeat);
+    int status = tfenc_param_int_range(&params, "repeat", 0, 1, 100000, &block->repeat);
     if (status == TFENC_OK)
         status = tfenc_param_choice(&params, "norm_position", positions, 1, &norm_position);
     if (status == TFENC_OK)
         status = tfenc_param_string(&params, "weights", NULL, &block->weights_template);
+    int extra_layers = 0;
     if (status == TFENC_OK)
-        status = tfenc_params_check_all_used(&params, "a block takes repeat, norm_position, weights");
+        status = tfenc_param_choice(&params, "extra_layers", extra_layer_policies, 0,
+                                    &extra_layers);
+    if (status == TFENC_OK)
+        status = tfenc_params_check_all_used(&params, "a block takes repeat, norm_position, "
+                                                      "weights, extra_layers");
     if (status != TFENC_OK)
         return status;
     block->norm_first = norm_position == 0;
+    block->extra_layers_ignored = extra_layers == 1;
     if (block->repeat < 1 || block->repeat > 100000)
         return tfenc_error(ctx, TFENC_ERR_CONFIG, "%s: [%s] repeat must be in 1..100000",
                            origin, header->name);
@@ -336,9 +347,24 @@ static int plan_block(tfenc_context *ctx, const tfenc_jobfile *job, int header_i
                              origin, header->name, block.repeat, n_sublayers);
     const char *weights_template =
         block.weights_template != NULL ? block.weights_template : default_template;
+    int first_step = plan->n_steps;
     for (int i = 0; status == TFENC_OK && i < block.repeat; i++)
         status = emit_repeat(ctx, header->name, &block, weights_template, i, sublayers,
                              n_sublayers, plan, capacity);
+    /* Weights of more layers than `repeat` would give a model silently cut
+     * short: the group one repeat past the last must not exist, which is
+     * checked once the weights are open (tfenc_model_create). */
+    if (status == TFENC_OK && !block.extra_layers_ignored && plan->n_steps > first_step &&
+        strstr(weights_template, "{i}") != NULL) {
+        tfenc_step_plan *step = &plan->steps[first_step];
+        char where[700];
+        snprintf(where, sizeof where, "%s: [%s] repeat = %ld", origin, header->name,
+                 block.repeat);
+        step->extra_group = expand_template(weights_template, (int)block.repeat);
+        step->block_origin = strdup(where);
+        if (step->extra_group == NULL || step->block_origin == NULL)
+            status = tfenc_error(ctx, TFENC_ERR_NO_MEMORY, "out of memory");
+    }
     free(sublayers);
     free(default_template);
     plan->n_layers += (int)block.repeat;
@@ -399,6 +425,8 @@ void tfenc_model_plan_free(tfenc_model_plan *plan)
         free(plan->steps[i].name);
         free(plan->steps[i].group);
         free(plan->steps[i].norm_group);
+        free(plan->steps[i].extra_group);
+        free(plan->steps[i].block_origin);
     }
     free(plan->steps);
     memset(plan, 0, sizeof *plan);
@@ -449,7 +477,7 @@ static int create_instance(tfenc_context *ctx, const tfenc_model_options *option
         return tfenc_error(ctx, TFENC_ERR_NO_MEMORY, "out of memory");
 
     tfenc_params params;
-    tfenc_params_bind(&params, ctx, job, section);
+    tfenc_params_bind_layer(&params, ctx, job, section, layer->descriptor);
     tfenc_weights *weights = NULL;
     int status = tfenc_weight_store_group(ctx, options->weights, group, &weights);
     if (status != TFENC_OK)
@@ -510,6 +538,17 @@ int tfenc_model_create(tfenc_context *ctx, const tfenc_model_options *options,
     model->limits = options->limits;
     int status = model->steps == NULL ? tfenc_error(ctx, TFENC_ERR_NO_MEMORY, "out of memory")
                                       : TFENC_OK;
+    /* Checked by the stage that starts the model, once per block. */
+    for (int i = 0; status == TFENC_OK && first == 0 && i < plan->n_steps; i++)
+        if (plan->steps[i].extra_group != NULL &&
+            tfenc_weight_store_has_group(options->weights, plan->steps[i].extra_group))
+            status = tfenc_error(ctx, TFENC_ERR_CONFIG,
+                                 "%s, but weights %s hold group %s too (a model of more layers):"
+                                 " set repeat to its layer count, or extra_layers = ignore to "
+                                 "use only the first %d on purpose",
+                                 plan->steps[i].block_origin,
+                                 tfenc_weight_store_name(options->weights),
+                                 plan->steps[i].extra_group, plan->steps[i].repeat_count);
     size_t workspace_bytes = 0;
     for (int i = first; status == TFENC_OK && i < end; i++) {
         const tfenc_step_plan *step_plan = &plan->steps[i];

@@ -38,6 +38,11 @@ typedef struct tfenc_step_plan {
     int norm_first;                   /* pre-norm (1) or post-norm (0) */
     int repeat_index;                 /* -1 outside a block */
     int repeat_count;                 /* repeats of the enclosing block, 0 outside */
+    /* First step of a block only: the weights group one repeat past the last
+     * (e.g. /encoder/6 for repeat = 6), which must not exist unless the
+     * block says extra_layers = ignore; NULL when there is nothing to check. */
+    char *extra_group;
+    char *block_origin;               /* "job.ini:30: [encoder] repeat = 6", for that check */
 } tfenc_step_plan;
 
 typedef struct tfenc_model_plan {

@@ -1,6 +1,7 @@
 /* The HDF5 output writer: datasets created collectively, rows written
  * independently by each rank at their documents' global indices. */
 #include "output.h"
+#include "files.h"
 #include "hdf5_error.h"
 #include "names.h"
 
@@ -9,7 +10,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/statvfs.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -514,22 +514,10 @@ static int check_free_space(tfenc_context *ctx, const tfenc_output *out,
                                 (out->chunks != TFENC_CHUNKS_OFF ? 4 : 0) +
                                 (options->has_ids ? (double)out->id_length : 0);
     const double needed = rows * row_bytes + (double)out->n_documents * per_document;
-    char *directory = strdup(out->path);
-    if (directory == NULL)
-        return tfenc_error(ctx, TFENC_ERR_NO_MEMORY, "out of memory");
-    char *slash = strrchr(directory, '/');
-    if (slash == NULL)
-        strcpy(directory, ".");
-    else if (slash == directory)
-        slash[1] = '\0';
-    else
-        *slash = '\0';
-    struct statvfs space;
-    int known = statvfs(directory, &space) == 0;
-    free(directory);
-    if (!known)
-        return TFENC_OK; /* the create below reports a missing directory better */
-    const double available = (double)space.f_bavail * (double)space.f_frsize;
+    double available = 0.0;
+    int status = tfenc_file_free_space(ctx, "[job] output", out->path, &available);
+    if (status != TFENC_OK || available < 0)
+        return status; /* a missing directory: the create below reports it better */
     if (needed > available)
         return tfenc_error(ctx, TFENC_ERR_IO,
                            "%s: the output needs %.1f MiB but its file system has %.1f MiB "

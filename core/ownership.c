@@ -1,5 +1,6 @@
 /* Output ownership: the lock file and the identity check. */
 #include "ownership.h"
+#include "files.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -52,9 +53,16 @@ int tfenc_output_lock_take(tfenc_context *ctx, const char *output_path, tfenc_ou
     lock->fd = open(lock->path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK, 0644);
     struct stat file;
     int status = TFENC_OK;
-    if (lock->fd < 0)
-        status = tfenc_error(ctx, TFENC_ERR_IO, "%s: cannot create the lock file %s: %s",
-                             output_path, lock->path, strerror(errno));
+    if (lock->fd < 0) {
+        int error = errno;
+        /* A file system that holds no files at all (/proc) is the reason to
+         * give, not the lock file it could not hold (core/files.h). */
+        double free_bytes;
+        status = tfenc_file_free_space(ctx, "[job] output", output_path, &free_bytes);
+        if (status == TFENC_OK)
+            status = tfenc_error(ctx, TFENC_ERR_IO, "%s: cannot create the lock file %s: %s",
+                                 output_path, lock->path, strerror(error));
+    }
     else if (fstat(lock->fd, &file) != 0 || !S_ISREG(file.st_mode))
         status = tfenc_error(ctx, TFENC_ERR_IO, "%s: the lock file %s is not a regular file",
                              output_path, lock->path);

@@ -184,9 +184,11 @@ static int read_job(run *r)
     if (status == TFENC_OK)
         warn_about_binding(r);
     if (status == TFENC_OK)
-        status = tfenc_plugin_registry_create(r->ctx, r->config.plugin_path, &r->registry);
+        status = tfenc_plugin_registry_create(r->ctx, r->config.plugin_path, r->job->directory,
+                                              &r->registry);
+    /* Only the plugin files of the types this job names (core/plugin_loader.h). */
     if (status == TFENC_OK)
-        status = tfenc_plugin_registry_scan(r->ctx, r->registry);
+        status = tfenc_plugin_registry_load_job(r->ctx, r->registry, r->job);
     if (status == TFENC_OK)
         status = tfenc_weight_store_open(r->ctx, r->config.weights_path, &r->weights);
     return status;

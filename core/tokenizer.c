@@ -2,6 +2,7 @@
  * in tokenizer_json.c), invalid UTF-8, added tokens, and encode(), which runs
  * normalizers, pre-tokenizers, the model and the post-processor's specials. */
 #include "tokenizer_internal.h"
+#include "files.h"
 
 #include <limits.h>
 #include <stdio.h>
@@ -536,9 +537,11 @@ int tfenc_tokenizer_create_from_tokens(tfenc_context *ctx, const char *const *to
 int tokenizer_read_file(tfenc_context *ctx, const char *path, const char *what, char **data,
                         size_t *size)
 {
-    FILE *file = fopen(path, "rb");
-    if (file == NULL)
-        return tfenc_error(ctx, TFENC_ERR_IO, "cannot open %s %s", what, path);
+    /* A regular file only (core/files.h): a FIFO would block, a device never end. */
+    FILE *file = NULL;
+    int opened = tfenc_file_open_regular(ctx, what, path, &file);
+    if (opened != TFENC_OK)
+        return opened;
     size_t capacity = 1 << 16, used = 0;
     char *buffer = malloc(capacity);
     while (buffer != NULL) {

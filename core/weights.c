@@ -2,6 +2,7 @@
  * type, converted to float32 by HDF5 itself) or from memory, are checked for
  * shape and finiteness, and live until the store is closed. */
 #include "weights.h"
+#include "files.h"
 #include "aligned.h"
 #include "context.h"
 #include "gemm.h"
@@ -82,6 +83,10 @@ int tfenc_weight_store_open(tfenc_context *ctx, const char *path, tfenc_weight_s
     *store_out = NULL;
     /* HDF5 prints its error stack by default; ours is one line from the caller. */
     H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
+    /* HDF5's open() would wait forever on a FIFO: check the kind first. */
+    int checked = tfenc_file_check_regular(ctx, "[model] weights", path);
+    if (checked != TFENC_OK)
+        return checked;
     if (H5Fis_hdf5(path) <= 0) {
         FILE *probe = fopen(path, "rb");
         if (probe == NULL)
@@ -231,6 +236,21 @@ static const memory_tensor *find_memory(const tfenc_weight_store *store, const c
         if (strcmp(store->tensors[i].path, path) == 0)
             return &store->tensors[i];
     return NULL;
+}
+
+int tfenc_weight_store_has_group(const tfenc_weight_store *store, const char *group)
+{
+    if (store->file != H5I_INVALID_HID) {
+        int exists = hdf5_path_exists(store->file, group);
+        H5Eclear2(H5E_DEFAULT);
+        return exists;
+    }
+    size_t length = strlen(group);
+    for (int i = 0; i < store->n_tensors; i++)
+        if (strncmp(store->tensors[i].path, group, length) == 0 &&
+            store->tensors[i].path[length] == '/')
+            return 1;
+    return 0;
 }
 
 int tfenc_weight_exists(tfenc_weights *weights, const char *name)

@@ -21,6 +21,9 @@ void tfenc_weight_store_close(tfenc_weight_store *store);
 /* The file path, or "(memory)". */
 const char *tfenc_weight_store_name(const tfenc_weight_store *store);
 
+/* 1 when the store holds group `group` ("/encoder/6"), else 0. */
+int tfenc_weight_store_has_group(const tfenc_weight_store *store, const char *group);
+
 /* A handle on one group ("/encoder/3/attention"), for a layer's init. The
  * store owns it; it carries the context in which errors are reported. */
 int tfenc_weight_store_group(tfenc_context *ctx, tfenc_weight_store *store, const char *group,

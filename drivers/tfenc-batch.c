@@ -6,6 +6,7 @@
 #include "config.h"
 
 #include "context.h"
+#include "params.h"
 #include "plugin_loader.h"
 #include "model.h"
 #include "run.h"
@@ -289,7 +290,8 @@ static int list_plugins(tfenc_context *ctx, const options *opts, int rank)
             status = tfenc_model_config_read(ctx, job, &config);
     }
     if (status == TFENC_OK)
-        status = tfenc_plugin_registry_create(ctx, config.plugin_path, &registry);
+        status = tfenc_plugin_registry_create(ctx, config.plugin_path,
+                                              job != NULL ? job->directory : NULL, &registry);
     if (status == TFENC_OK)
         status = tfenc_plugin_registry_scan(ctx, registry);
     if (status == TFENC_OK && rank == 0) {
@@ -302,6 +304,15 @@ static int list_plugins(tfenc_context *ctx, const options *opts, int rank)
             printf("  %-14s %s  [%s]\n", layer->descriptor->type,
                    layer->descriptor->description != NULL ? layer->descriptor->description : "",
                    layer->file);
+            /* Its keys, as ompi_info lists MCA parameters: name, type, default, help. */
+            const tfenc_param_info *keys = tfenc_params_declared(layer->descriptor);
+            for (int k = 0; keys != NULL && keys[k].name != NULL; k++)
+                printf("      %-18s %-7s %-9s %s\n", keys[k].name,
+                       tfenc_param_type_name(keys[k].type),
+                       keys[k].default_value != NULL ? keys[k].default_value : "-",
+                       keys[k].help != NULL ? keys[k].help : "");
+            if (keys == NULL)
+                printf("      (its keys are not declared: see the plugin's documentation)\n");
         }
         if (tfenc_plugin_registry_n_failures(registry) > 0)
             printf("refused:\n");
@@ -317,6 +328,27 @@ static int list_plugins(tfenc_context *ctx, const options *opts, int rank)
 }
 
 /* ----------------------------------------------------------------- main */
+
+/* The exit guard: main() sets this on its way out. tfenc-batch itself
+ * never calls exit(), so an exit() before that came from a plugin (or a
+ * library) in the middle of the job: without the guard the job would end
+ * with status 0 and an unfinished output. (_exit() runs no handler: the
+ * plugin loader's probe catches it in constructors, mpirun at 2+ ranks.) */
+static int main_returned;
+static int guarded_rank = -1; /* named in the message when the job has several */
+
+static void report_exit_from_plugin(void)
+{
+    if (main_returned)
+        return;
+    char rank[32] = "";
+    if (guarded_rank >= 0)
+        snprintf(rank, sizeof rank, "rank %d: ", guarded_rank);
+    fprintf(stderr, "%s: %sthe process was ended by exit() from inside a plugin or library "
+            "before the job finished, without an error: the run failed\n", program, rank);
+    fflush(stderr);
+    _exit(1);
+}
 
 int main(int argc, char **argv)
 {
@@ -338,10 +370,12 @@ int main(int argc, char **argv)
      * the path) rather than kill the process. */
     signal(SIGXFSZ, SIG_IGN);
     MPI_Init(&argc, &argv);
+    atexit(report_exit_from_plugin);
     H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
     int rank = 0, n_ranks = 1;
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &n_ranks);
+    guarded_rank = n_ranks > 1 ? rank : -1;
     tfenc_context ctx;
     tfenc_context_init(&ctx);
 
@@ -355,6 +389,7 @@ int main(int argc, char **argv)
         status = first_failed < n_ranks ? TFENC_ERR_CONFIG : TFENC_OK;
         free(opts.overrides);
         MPI_Finalize();
+        main_returned = 1;
         return status == TFENC_OK ? 0 : 1;
     }
 
@@ -393,6 +428,7 @@ int main(int argc, char **argv)
          * already written stay in the file, which is not marked complete. */
         fprintf(stderr, "%s: %s\n", program, tfenc_context_message(&ctx));
         fflush(NULL);
+        main_returned = 1; /* Open MPI's abort ends the process with exit() */
         if (n_ranks > 1)
             MPI_Abort(MPI_COMM_WORLD, 1);
         /* Alone: leave at once, as MPI_Abort would. Closing the file could
@@ -405,5 +441,6 @@ int main(int argc, char **argv)
         _exit(exit_code);
     }
     MPI_Finalize();
+    main_returned = 1;
     return exit_code;
 }

@@ -367,19 +367,21 @@ static int read_params(tfenc_context *ctx, const tfenc_layer_init *init, attenti
     double rope_theta, scale;
     int position, rope_style, status;
 
-    if ((status = tfenc_param_int(params, "n_heads", 0, &n_heads)) != TFENC_OK ||
-        (status = tfenc_param_int(params, "n_kv_heads", -1, &n_kv_heads)) != TFENC_OK ||
+    /* Ranges on the whole value (d_model is at most 65536): no long-to-int wrap. */
+    if ((status = tfenc_param_int_range(params, "n_heads", 0, 1, 65536, &n_heads)) != TFENC_OK ||
+        (status = tfenc_param_int_range(params, "n_kv_heads", -1, 1, 65536, &n_kv_heads)) != TFENC_OK ||
         (status = tfenc_param_bool(params, "bias", 1, bias)) != TFENC_OK ||
         (status = tfenc_param_bool(params, "out_bias", *bias, out_bias)) != TFENC_OK ||
         (status = tfenc_param_choice(params, "qkv", qkv_names, QKV_AUTO, qkv_layout)) != TFENC_OK ||
         (status = tfenc_param_bool(params, "causal", 0, &layer->causal)) != TFENC_OK ||
-        (status = tfenc_param_int(params, "window", 0, &window)) != TFENC_OK ||
+        (status = tfenc_param_int_range(params, "window", 0, 0, INT32_MAX / 2, &window)) != TFENC_OK ||
         (status = tfenc_param_choice(params, "position", position_names, POSITION_NONE,
                                      &position)) != TFENC_OK ||
-        (status = tfenc_param_int(params, "num_buckets", 32, &num_buckets)) != TFENC_OK ||
-        (status = tfenc_param_int(params, "max_distance", 128, &max_distance)) != TFENC_OK ||
+        (status = tfenc_param_int_range(params, "num_buckets", 32, 1, 1 << 16, &num_buckets)) != TFENC_OK ||
+        (status = tfenc_param_int_range(params, "max_distance", 128, 1, INT32_MAX / 2,
+                                        &max_distance)) != TFENC_OK ||
         (status = tfenc_param_float(params, "rope_theta", 10000.0, &rope_theta)) != TFENC_OK ||
-        (status = tfenc_param_int(params, "rope_dims", -1, &rope_dims)) != TFENC_OK ||
+        (status = tfenc_param_int_range(params, "rope_dims", -1, 0, 65536, &rope_dims)) != TFENC_OK ||
         (status = tfenc_param_choice(params, "rope_style", rope_style_names, ROPE_HALF,
                                      &rope_style)) != TFENC_OK ||
         (status = tfenc_param_float(params, "scale", NAN, &scale)) != TFENC_OK)
@@ -548,11 +550,38 @@ static int attention_create(tfenc_context *ctx, const tfenc_layer_init *init, vo
     return TFENC_OK;
 }
 
+/* The keys read_params() reads (shown by --list-plugins). */
+static const tfenc_param_info mha_params[] = {
+    {"n_heads", TFENC_PARAM_INT, NULL, "query heads, required; must divide d_model"},
+    {"n_kv_heads", TFENC_PARAM_INT, NULL,
+     "key/value heads (grouped-query attention), must divide n_heads (default: n_heads)"},
+    {"bias", TFENC_PARAM_BOOL, "true", "the Q/K/V and output projections have biases"},
+    {"out_bias", TFENC_PARAM_BOOL, NULL, "the output projection has a bias (default: bias)"},
+    {"qkv", TFENC_PARAM_CHOICE, "auto",
+     "auto, separate or fused (auto: fused when qkv_weight exists)"},
+    {"causal", TFENC_PARAM_BOOL, "false", "token i attends to tokens j <= i only (decoders)"},
+    {"window", TFENC_PARAM_INT, "0", "> 0: token i attends to tokens |i - j| <= window only"},
+    {"position", TFENC_PARAM_CHOICE, "none",
+     "none, rope (rotary, on Q and K), alibi or relative_buckets"},
+    {"num_buckets", TFENC_PARAM_INT, "32", "relative_buckets: buckets of relative distance"},
+    {"max_distance", TFENC_PARAM_INT, "128", "relative_buckets: distance of the last bucket"},
+    {"rope_theta", TFENC_PARAM_FLOAT, "10000", "RoPE frequency base, > 0"},
+    {"rope_dims", TFENC_PARAM_INT, NULL,
+     "rotate the first rope_dims features of each head, even (default: the head size)"},
+    {"rope_style", TFENC_PARAM_CHOICE, "half",
+     "half (GPT-NeoX/LLaMA pairs i, i + rope_dims/2) or interleaved (GPT-J pairs 2i, 2i+1)"},
+    {"scale", TFENC_PARAM_FLOAT, NULL, "multiplies Q K^T (default: 1/sqrt(head size))"},
+    {NULL, 0, NULL, NULL},
+};
+
+TFENC_PLUGIN_TYPES("mha");
+
 static const tfenc_layer_descriptor mha_descriptor = {
     TFENC_DESCRIPTOR_INIT,
     .type = "mha",
     .description = "multi-head self-attention over packed sequences (RoPE, ALiBi, relative "
                    "buckets, causal, grouped-query)",
+    .params = mha_params,
     .create = attention_create,
     .forward = attention_forward,
     .destroy = attention_destroy,

@@ -161,11 +161,28 @@ static double embedding_flops(const void *instance, double mean_seq_len)
     return 3.0 * layer->d_model; /* a scale and up to two additions per element */
 }
 
+/* The keys embedding_create() reads (shown by --list-plugins). */
+static const tfenc_param_info embedding_params[] = {
+    {"scale_by_sqrt_d", TFENC_PARAM_BOOL, "false",
+     "multiply token vectors by sqrt(d_model) (the original Transformer)"},
+    {"learned_positions", TFENC_PARAM_BOOL, "false",
+     "add a learned position vector, dataset position_embeddings (BERT)"},
+    {"position_offset", TFENC_PARAM_INT, "0",
+     "added to each position before the lookup, 0..1073741823 (RoBERTa: 2)"},
+    {"token_types", TFENC_PARAM_BOOL, "false",
+     "add a segment vector, dataset token_type_embeddings (BERT; type 0 for text input)"},
+    {NULL, 0, NULL, NULL},
+};
+
+/* The layer type(s) of this file, readable without loading layers.so. */
+TFENC_PLUGIN_TYPES("embedding");
+
 const tfenc_layer_descriptor tfenc_layers_embedding = {
     TFENC_DESCRIPTOR_INIT,
     .type = "embedding",
     .description = "token embeddings, optionally scaled by sqrt(d), plus learned positions "
                    "and token types",
+    .params = embedding_params,
     .create = embedding_create,
     .forward = embedding_forward,
     .destroy = embedding_destroy,

@@ -237,11 +237,23 @@ static double ffn_flops(const void *instance, double mean_seq_len)
     return 2.0 * layer->d_model * layer->hidden * (layer->gated ? 3 : 2);
 }
 
+/* The keys ffn_create() reads (shown by --list-plugins). */
+static const tfenc_param_info ffn_params[] = {
+    {"activation", TFENC_PARAM_CHOICE, "gelu",
+     "relu, gelu (exact erf), gelu_tanh, silu, or gated swiglu, geglu"},
+    {"bias", TFENC_PARAM_BOOL, "true", "the two linear maps have biases"},
+    {NULL, 0, NULL, NULL},
+};
+
+/* The layer type(s) of this file, readable without loading layers.so. */
+TFENC_PLUGIN_TYPES("ffn");
+
 const tfenc_layer_descriptor tfenc_layers_ffn = {
     TFENC_DESCRIPTOR_INIT,
     .type = "ffn",
     .description = "feed-forward block: Linear(d->f), relu/gelu/gelu_tanh/silu or gated "
                    "swiglu/geglu, Linear(f->d)",
+    .params = ffn_params,
     .create = ffn_create,
     .forward = ffn_forward,
     .destroy = ffn_destroy,

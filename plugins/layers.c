@@ -2,6 +2,8 @@
  * layer types (embedding, sinusoidal, ffn, layernorm, rmsnorm, pooling). */
 #include "layers.h"
 
+/* Each type's source file declares it next to its descriptor
+ * (TFENC_PLUGIN_TYPES): the loader checks this list against those. */
 static const tfenc_layer_descriptor *const layer_types[] = {
     &tfenc_layers_embedding,
     &tfenc_layers_sinusoidal,

@@ -153,10 +153,26 @@ static double norm_flops(const void *instance, double mean_seq_len)
     return 8.0 * layer->d_model; /* two reduction passes and a scale-shift */
 }
 
+/* The keys layernorm_create() and rmsnorm_create() read (--list-plugins). */
+static const tfenc_param_info layernorm_params[] = {
+    {"eps", TFENC_PARAM_FLOAT, "1e-5", "added to the variance, >= 0 (BERT: 1e-12)"},
+    {"bias", TFENC_PARAM_BOOL, "true", "add the bias dataset after scaling"},
+    {NULL, 0, NULL, NULL},
+};
+
+static const tfenc_param_info rmsnorm_params[] = {
+    {"eps", TFENC_PARAM_FLOAT, "1e-6", "added to the mean square, >= 0"},
+    {NULL, 0, NULL, NULL},
+};
+
+/* The layer type(s) of this file, readable without loading layers.so. */
+TFENC_PLUGIN_TYPES("layernorm rmsnorm");
+
 const tfenc_layer_descriptor tfenc_layers_layernorm = {
     TFENC_DESCRIPTOR_INIT,
     .type = "layernorm",
     .description = "layer normalisation over d_model (torch.nn.LayerNorm), optional bias",
+    .params = layernorm_params,
     .create = layernorm_create,
     .forward = layernorm_forward,
     .destroy = norm_destroy,
@@ -167,6 +183,7 @@ const tfenc_layer_descriptor tfenc_layers_rmsnorm = {
     TFENC_DESCRIPTOR_INIT,
     .type = "rmsnorm",
     .description = "root-mean-square normalisation over d_model (LLaMA, T5)",
+    .params = rmsnorm_params,
     .create = rmsnorm_create,
     .forward = rmsnorm_forward,
     .destroy = norm_destroy,

@@ -168,11 +168,23 @@ static double pooling_flops(const void *instance, double mean_seq_len)
     return 3.0 * layer->d_model; /* an addition or comparison per element, and the norm */
 }
 
+/* The keys pooling_create() reads (shown by --list-plugins). */
+static const tfenc_param_info pooling_params[] = {
+    {"mode", TFENC_PARAM_CHOICE, "mean",
+     "cls, mean, max, mean_sqrt_len, weightedmean, lasttoken, or none (keep per-token rows)"},
+    {"normalize", TFENC_PARAM_BOOL, "false", "L2-normalise each output row: x / max(|x|, 1e-12)"},
+    {NULL, 0, NULL, NULL},
+};
+
+/* The layer type(s) of this file, readable without loading layers.so. */
+TFENC_PLUGIN_TYPES("pooling");
+
 const tfenc_layer_descriptor tfenc_layers_pooling = {
     TFENC_DESCRIPTOR_INIT,
     .type = "pooling",
     .description = "pools each sequence (cls, mean, max, mean_sqrt_len, weightedmean, "
                    "lasttoken, or none) with optional L2 normalisation",
+    .params = pooling_params,
     .create = pooling_create,
     .forward = pooling_forward,
     .destroy = pooling_destroy,

@@ -105,10 +105,20 @@ static double sinusoidal_flops(const void *instance, double mean_seq_len)
     return layer->d_model; /* one addition per element */
 }
 
+/* The keys sinusoidal_create() reads (shown by --list-plugins). */
+static const tfenc_param_info sinusoidal_params[] = {
+    {"base", TFENC_PARAM_FLOAT, "10000", "wavelength base of the sines and cosines, > 0"},
+    {NULL, 0, NULL, NULL},
+};
+
+/* The layer type(s) of this file, readable without loading layers.so. */
+TFENC_PLUGIN_TYPES("sinusoidal");
+
 const tfenc_layer_descriptor tfenc_layers_sinusoidal = {
     TFENC_DESCRIPTOR_INIT,
     .type = "sinusoidal",
     .description = "adds the fixed sine/cosine position encoding of the original Transformer",
+    .params = sinusoidal_params,
     .create = sinusoidal_create,
     .forward = sinusoidal_forward,
     .destroy = sinusoidal_destroy,

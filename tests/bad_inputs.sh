@@ -6,6 +6,12 @@
 # output file marked complete. Inputs that are odd but valid (empty lines,
 # a 10 MB line, ...) must instead give the documented result. Broken
 # safetensors checkpoints go through tfenc-import, a serial tool, once.
+#
+# Issue 14's hostile inputs are here too: FIFOs, sockets, directories and
+# devices at every path key the job reads; plugins that are truncated, in a
+# directory others can write, duplicate a type, end the process, or whose
+# declared keys disagree with their code; plugin files a job must never load;
+# integer keys beyond int and long; HDF5 token ids beyond int32.
 set -u
 : "${top_builddir:=.}" "${top_srcdir:=.}" "${REFERENCE_PYTHON:=/usr/bin/python3}"
 : "${MPIEXEC:=mpiexec}"
@@ -96,10 +102,34 @@ for name, text in jsonl.items():
     open(name, "w").write(text)
 os.mkdir("a-directory")
 
-# Plugin directories holding one file each that is not a tfenc plugin.
+# Plugin directories holding one file each that is not a tfenc plugin. A
+# file provides the type its name says (no TFENC_PLUGIN_TYPES declaration).
 for name in ("plugins-fake", "plugins-old", "plugins-no-entry"):
     os.mkdir(name)
-open("plugins-fake/fake.so", "w").write("not a shared object\n")
+open("plugins-fake/fake_layer.so", "w").write("not a shared object\n")
+
+# HDF5 token ids that do not fit int32, stored in wider types.
+with h5py.File("huge-id.h5", "w") as f:
+    f["tokens"] = np.array([1, 2, 3000000000, 3], dtype=np.int64)
+    f["offsets"] = np.array([0, 2, 4], dtype=np.int64)
+with h5py.File("huge-unsigned-id.h5", "w") as f:
+    f["tokens"] = np.array([1, 2, 3, 2**64 - 1], dtype=np.uint64)
+    f["offsets"] = np.array([0, 2, 4], dtype=np.int64)
+with h5py.File("huge-negative-id.h5", "w") as f:
+    f["tokens"] = np.array([1, 2, -2**40, 3], dtype=np.int64)
+    f["offsets"] = np.array([0, 2, 4], dtype=np.int64)
+with h5py.File("huge-padded-id.h5", "w") as f:
+    f["ids"] = np.array([[1, 2, 0], [4, 2**35, 6]], dtype=np.int64)
+    f["lengths"] = np.array([2, 3], dtype=np.int32)
+
+# Special files where a regular file is expected: a FIFO (would block a
+# reader forever), a socket, a directory; /dev/zero is the device.
+import socket
+open("big.ini", "w").write("; a comment line\n" * 70000)  # 1.1 MB of valid INI
+os.mkfifo("a-fifo")
+listener = socket.socket(socket.AF_UNIX)
+listener.bind("a-socket")
+listener.close()
 
 # Broken safetensors checkpoints for tfenc-import, from the good one.
 good = open("checkpoint/model.safetensors", "rb").read()
@@ -119,8 +149,35 @@ at = 8 + header_length + header[name]["data_offsets"][0]
 checkpoint("st-nan", good[:at] + struct.pack("<f", float("nan")) + good[at + 4:])
 open("st-nan/tensor-name", "w").write(name)
 PY
-cp "$builddir/tests/plugins/.libs/old_abi.so" plugins-old/ || exit 1
-cp "$builddir/tests/plugins/.libs/no_entry.so" plugins-no-entry/ || exit 1
+cp "$builddir/tests/plugins/.libs/old_abi.so" plugins-old/old_layer.so || exit 1
+cp "$builddir/tests/plugins/.libs/no_entry.so" plugins-no-entry/some_layer.so || exit 1
+hostile="$builddir/tests/plugins/hostile/.libs"
+layers_so="$builddir/plugins/.libs/layers.so"
+arithmetic_so="$builddir/tests/plugins/.libs/arithmetic.so"
+# One directory per misdeed (core/plugin_loader.h has the policy).
+mkdir plugins-truncated plugins-world plugins-group plugins-shadow plugins-named-pooling \
+  plugins-exit plugins-tables plugins-marker plugins-fifo plugins-file-mode plugins-owner \
+  plugins-unused-truncated jobdir
+for size in 2048 10240 30720; do # 2-30 kB of a real plugin, as issue 14 found
+  head -c $size "$layers_so" > plugins-truncated/truncated_$size.so
+done
+head -c 10240 "$layers_so" > plugins-unused-truncated/layers.so
+cp "$arithmetic_so" plugins-world/ && chmod 0777 plugins-world
+cp "$arithmetic_so" plugins-group/ && chmod 0775 plugins-group
+cp "$arithmetic_so" plugins-file-mode/ && chmod 0666 plugins-file-mode/arithmetic.so
+cp "$arithmetic_so" plugins-owner/ && chown 65534 plugins-owner/arithmetic.so 2>/dev/null \
+  || rm -f plugins-owner/arithmetic.so # (not root: no file of another user to make)
+cp "$hostile/shadow.so" plugins-shadow/
+cp "$hostile/marker.so" plugins-named-pooling/pooling.so
+cp "$hostile/exit_layer.so" "$hostile/exit_create.so" plugins-exit/
+cp "$hostile/undeclared_key.so" plugins-tables/
+cp "$hostile/marker.so" "$arithmetic_so" plugins-marker/
+mkfifo plugins-fifo/fifo_layer.so
+# A job in another directory than the one tfenc-batch runs in, with its
+# plugin beside it: plugin_path = . is that directory.
+cp "$arithmetic_so" jobdir/
+sed 's#^input = .*#input = ../good/input.h5#; s#^weights = .*#weights = ../good/model.h5#; s#^output = .*#output = ../out.h5#; s#^\[model\]#[model]\nplugin_path = .#' good/job.ini > jobdir/job.ini
+printf '[scaled]\ntype = scale\nfactor = 1\n' >> jobdir/job.ini
 cp good/job.ini base.ini
 sed -i 's#^input = .*#input = good/input.h5#; s#^output = .*#output = out.h5#; s#^weights = .*#weights = good/model.h5#' base.ini
 nan_tensor=$(cat st-nan/tensor-name)
@@ -132,6 +189,9 @@ text_input() { # CORPUS [FORMAT[\\nMORE [job] KEYS]]: a text corpus, the small v
   printf '%s' "s#^input = .*#input = $1#; s#^input_format = .*#input_format = ${2:-text}#; \$a [tokenizer]\nvocab = vocab.txt"
 }
 hdf5_input() { printf '%s' "s#^input = .*#input = $1#"; }
+json_tokenizer() { # FILE: a text corpus tokenized by the tokenizer.json FILE
+  printf '%s' "s#^input = .*#input = text.txt#; s#^input_format = .*#input_format = text#; \$a [tokenizer]\njson = $1"
+}
 weights() { printf '%s' "s#^weights = .*#weights = $1#"; }
 padded() { # CORPUS: padded HDF5 input (ids + lengths)
   printf '%s' "s#^input = .*#input = $1#; s#^input_format = .*#input_format = hdf5\nids_dataset = ids\nlengths_dataset = lengths#"
@@ -158,9 +218,9 @@ run_batch() { # LAYOUT TRANSFORM ARGS...
   sed "$transform" base.ini > job.ini
   start=$(date +%s)
   if [ "$layout" -eq 1 ]; then
-    timeout 60 "$batch" --quiet "$@" > stdout.txt 2> raw-stderr.txt
+    timeout 60 "$batch" --quiet "$@" > stdout.txt 2> raw-stderr.txt < "${stdin:-/dev/null}"
   else
-    timeout 60 $MPIEXEC -n "$layout" "$batch" --quiet "$@" > stdout.txt 2> raw-stderr.txt
+    timeout 60 $MPIEXEC -n "$layout" "$batch" --quiet "$@" > stdout.txt 2> raw-stderr.txt < /dev/null
   fi
   code=$?
   elapsed=$(( $(date +%s) - start ))
@@ -202,9 +262,13 @@ error_at() {
 # A valid input at the edge: exit 0, no stderr, a complete out.h5 for which
 # the Python expression (over h5py File f) is true.
 odd() {
-  name=$1 check=$2 transform=$3
-  shift 3
-  for layout in 1 4; do
+  odd_at "1 4" "$@"
+}
+
+odd_at() {
+  layouts=$1 name=$2 check=$3 transform=$4
+  shift 4
+  for layout in $layouts; do
     run_batch "$layout" "$transform" "$@"
     why=""
     [ "$code" -eq 0 ] || why="exit status $code"
@@ -237,10 +301,29 @@ import_error() {
   report "$name [import]" "$why" "$elapsed"
 }
 
+# listing NAME PATTERN TFENC_PLUGIN_PATH: --list-plugins loads every file of
+# the search path: it must exit 0 within 60 s, not crash, and print a line
+# matching PATTERN (a refusal, say).
+listing() {
+  name=$1 pattern=$2 path=$3
+  start=$(date +%s)
+  TFENC_PLUGIN_PATH=$path timeout 60 "$batch" --list-plugins > stdout.txt 2> stderr.txt
+  code=$?
+  elapsed=$(( $(date +%s) - start ))
+  why=""
+  [ "$code" -eq 0 ] || why="exit status $code"
+  grep -qE -- "$pattern" stdout.txt || why="$why; no line matches '$pattern'"
+  [ -z "$why" ] || cat stdout.txt >> stderr.txt
+  report "$name [--list-plugins]" "$why" "$elapsed"
+}
+
 # --- command line and job files
-error "missing job file"        "nope.ini: cannot open job file: No such file" "" nope.ini
-error "job file is a directory" "a-directory: cannot read job file: Is a directory" "" a-directory
-error "job file is /dev/zero"   "/dev/zero: larger than 1 MiB: not a job file" "" /dev/zero
+error "missing job file"        "job file nope.ini: cannot open: No such file" "" nope.ini
+error "job file is a directory" "job file a-directory: is a directory, not a regular file" "" a-directory
+error "job file is /dev/zero"   "job file /dev/zero: is a character device" "" /dev/zero
+error "job file is a FIFO"      "job file a-fifo: is a FIFO or pipe" "" a-fifo
+error "job file is a socket"    "job file a-socket: is a socket" "" a-socket
+error "job file too large"      "big.ini: larger than 1 MiB: not a job file" "" big.ini
 error "unknown option"          "unknown option '--frobnicate'" "" --frobnicate job.ini
 error "malformed --set"         "--set 'batch_tokens=5': expected section.key=value" "" --set batch_tokens=5 job.ini
 error "not INI syntax"          "job.ini:2: not INI syntax" '2i this line is not ini' job.ini
@@ -255,10 +338,10 @@ error "duplicate key"           "key 'output' is set twice" 's/^\[job\]/[job]\no
 error "missing input key"       "\[job\] requires key 'input'" '/^input = /d' job.ini
 error "missing weights key"     "\[model\] requires key 'weights'" '/^weights = /d' job.ini
 error "missing [model]"         "job.ini: missing section \[model\]" 's/^\[model\]/[modle]/' job.ini
-error "d_model out of range"    "\[model\] d_model must be set to an integer in 1..65536" 's/^d_model = .*/d_model = 0/' job.ini
+error "d_model out of range"    "\[model\] d_model = '0': expected an integer in 1..65536" 's/^d_model = .*/d_model = 0/' job.ini
 error "max_seq_len too long"    "\[job\] max_seq_len: must be in 2..\[model\] max_positions" 's/^max_seq_len = .*/max_seq_len = 4096/' job.ini
 error "batch smaller than doc"  "\[job\] batch_tokens: must be at least max_seq_len" 's/^batch_tokens = .*/batch_tokens = 16/' job.ini
-error "pipeline_stages zero"    "\[job\] pipeline_stages: must be >= 1" 's/^\[job\]/[job]\npipeline_stages = 0/' job.ini
+error "pipeline_stages zero"    "\[job\] pipeline_stages = '0': expected an integer in 1..2147483647" 's/^\[job\]/[job]\npipeline_stages = 0/' job.ini
 error "unknown layer type"      "no plugin provides layer type 'transformer_magic'" 's/^type = mha/type = transformer_magic/' job.ini
 error "unknown plugin key"      "unknown key 'dropout' \(not a parameter of layer type mha\)" 's/^n_heads = 4/n_heads = 4\ndropout = 0.1/' job.ini
 error "heads do not divide d"   "n_heads" 's/^n_heads = 4/n_heads = 5/' job.ini
@@ -269,12 +352,157 @@ error "unwritable output"       "/nonexistent-dir/out.h5" 's#^output = .*#output
 error "output is the input"     "the output is the same file as the corpus" 's#^output = .*#output = good/input.h5#' job.ini
 
 # --- plugins that are not tfenc plugins (the job needs the type they would give)
-error "plugin not a shared object" "no plugin provides layer type 'fake_layer'.*refused [^ ]*plugins-fake/fake.so" \
+error "plugin not a shared object" "no plugin provides layer type 'fake_layer'.*refused [^ ]*plugins-fake/fake_layer.so: not an ELF shared object" \
   's#^\[model\]#[model]\nplugin_path = plugins-fake#; s/^type = mha/type = fake_layer/' job.ini
-error "plugin of an older ABI"  "no plugin provides layer type 'old_layer'.*refused [^ ]*plugins-old/old_abi.so: .*ABI" \
+error "plugin of an older ABI"  "layer type 'old_layer': plugin [^ ]*plugins-old/old_layer.so: built for plugin ABI 0.9" \
   's#^\[model\]#[model]\nplugin_path = plugins-old#; s/^type = mha/type = old_layer/' job.ini
-error "plugin without entry"    "refused [^ ]*plugins-no-entry/no_entry.so: .*tfenc_plugin_descriptor" \
+error "plugin without entry"    "plugin [^ ]*plugins-no-entry/some_layer.so: not a tfenc plugin: .*tfenc_plugin_descriptor" \
   's#^\[model\]#[model]\nplugin_path = plugins-no-entry#; s/^type = mha/type = some_layer/' job.ini
+
+# --- the loading policy (core/plugin_loader.h): each of these crashed, hung,
+# ran foreign code or passed silently before it
+with_plugins() { # DIRECTORY [MORE SED]: plugin_path = DIRECTORY, then MORE
+  printf '%s' "s#^\[model\]#[model]\nplugin_path = $1#${2:+; $2}"
+}
+add_layer() { # TYPE: one more layer at the end of the model
+  printf '%s' "\$a [extra]\ntype = $1"
+}
+for size in 2048 10240 30720; do
+  error "truncated plugin ($size bytes)" \
+    "no plugin provides layer type 'truncated_$size'.*refused [^ ]*plugins-truncated/truncated_$size.so: .*(truncated|too short)" \
+    "$(with_plugins plugins-truncated "$(add_layer truncated_$size)")" job.ini
+done
+listing "truncated plugins" "plugins-truncated/truncated_2048.so: .*truncated" "$PWD/plugins-truncated"
+odd "a truncated plugin the job does not need" "f['hidden'].shape[0] > 0" \
+  "$(with_plugins plugins-unused-truncated)" job.ini
+error "world-writable plugin directory" \
+  "no plugin provides layer type 'scale'.*refused [^ ]*plugins-world: search directory writable by every user" \
+  "$(with_plugins plugins-world "$(add_layer scale)")" job.ini
+error "group-writable plugin directory" \
+  "no plugin provides layer type 'scale'.*refused [^ ]*plugins-group: search directory writable by its group" \
+  "$(with_plugins plugins-group "$(add_layer scale)")" job.ini
+error "world-writable plugin file" \
+  "no plugin provides layer type 'scale'.*refused [^ ]*plugins-file-mode/arithmetic.so: writable by every user" \
+  "$(with_plugins plugins-file-mode "$(add_layer scale)")" job.ini
+if [ -f plugins-owner/arithmetic.so ]; then
+  error "plugin of another user" \
+    "no plugin provides layer type 'scale'.*refused [^ ]*plugins-owner/arithmetic.so: owned by uid 65534" \
+    "$(with_plugins plugins-owner "$(add_layer scale)")" job.ini
+else
+  echo "note plugin of another user: not run (making a file of another user needs root)"
+fi
+error "a second pooling (declared)" \
+  "layer type 'pooling' is provided by both [^ ]*plugins-shadow/shadow.so and [^ ]*layers.so" \
+  "$(with_plugins plugins-shadow "$(add_layer pooling)")" job.ini
+error "a second pooling (by name)" \
+  "layer type 'pooling' is provided by both [^ ]*plugins-named-pooling/pooling.so and [^ ]*layers.so" \
+  "$(with_plugins plugins-named-pooling "$(add_layer pooling)")" job.ini
+error "constructor calls _exit(0)" \
+  "plugin [^ ]*plugins-exit/exit_layer.so: ends the process while loading, with exit status 0" \
+  "$(with_plugins plugins-exit "$(add_layer exit_layer)")" job.ini
+error "create() calls exit(0)"  "the process was ended by exit\(\) from inside a plugin" \
+  "$(with_plugins plugins-exit "$(add_layer exit_create)")" job.ini
+error "plugin reads an undeclared key" \
+  "layer type reads_undeclared reads key 'alpha', which its declared parameter table lacks" \
+  "$(with_plugins plugins-tables "$(add_layer reads_undeclared)")" job.ini
+error "plugin ignores a declared key" \
+  "layer type ignores_declared declares key 'gamma' but its create\(\) never reads it" \
+  "$(with_plugins plugins-tables "$(add_layer ignores_declared)")" job.ini
+error "type described, not declared" "no plugin provides layer type 'undeclared_type'" \
+  "$(with_plugins plugins-tables "$(add_layer undeclared_type)")" job.ini
+listing "type described, not declared" \
+  "undeclared_key.so: describes layer type 'undeclared_type' but does not declare it" "$PWD/plugins-tables"
+error "FIFO named like a plugin" \
+  "no plugin provides layer type 'fifo_layer'.*refused [^ ]*plugins-fifo/fifo_layer.so: is a FIFO" \
+  "$(with_plugins plugins-fifo "$(add_layer fifo_layer)")" job.ini
+listing "hostile plugins" "plugins-exit/exit_layer.so: ends the process while loading" \
+  "$PWD/plugins-exit:$PWD/plugins-fifo:$PWD/plugins-truncated:$PWD/plugins-world"
+# marker.so's constructor creates $TFENC_TEST_MARKER; the job needs only
+# `scale` from that directory, so marker.so must never be loaded.
+rm -f marker-trace
+TFENC_TEST_MARKER=$PWD/marker-trace
+export TFENC_TEST_MARKER
+odd "only the plugin files the job needs" "f['hidden'].shape[0] > 0" \
+  "$(with_plugins plugins-marker "$(add_layer scale)")" job.ini
+if [ -e marker-trace ]; then
+  failed=$((failed + 1))
+  echo "FAIL only the plugin files the job needs: marker.so was loaded (its constructor ran)"
+else
+  passed=$((passed + 1))
+  echo "ok   only the plugin files the job needs: marker.so never loaded"
+fi
+unset TFENC_TEST_MARKER
+# plugin_path = . is the job file's directory, not where tfenc-batch runs.
+odd "plugin_path = . beside the job file" "f['hidden'].shape[0] > 0" "" jobdir/job.ini
+
+# --- every path key the job reads against special files: refused in one
+# line naming the key, never a wait (60 s is a failure)
+for pair in "a-fifo|is a FIFO or pipe" "a-socket|is a socket" "a-directory|is a directory" "/dev/zero|is a character device"; do
+  file=${pair%%|*} what=${pair#*|}
+  error "HDF5 corpus is $file"  "\[job\] input $file: $what" "$(hdf5_input "$file")" job.ini
+  error "text corpus is $file"  "\[job\] input $file: $what" "$(text_input "$file")" job.ini
+  error "weights are $file"     "\[model\] weights $file: $what" "$(weights "$file")" job.ini
+  error "vocabulary is $file"   "vocabulary $file: $what" "$(text_input text.txt)" --set "tokenizer.vocab=$file" job.ini
+  error "tokenizer.json is $file" "tokenizer $file: $what" "$(json_tokenizer "$file")" job.ini
+done
+error "plugin_path is a FIFO" "no plugin provides layer type 'scale'.*refused a-fifo: search directory is not a directory" \
+  "$(with_plugins a-fifo "$(add_layer scale)")" job.ini
+# /dev/stdin names whatever stdin is: a regular file works (one rank: under
+# mpirun only rank 0 has the shell's stdin), a pipe is refused like a FIFO.
+stdin=text.txt
+odd_at 1 "corpus /dev/stdin from a file" "list(f['lengths'][:]) == [4]" "$(text_input /dev/stdin)" job.ini
+rm -f pipe-fifo
+mkfifo pipe-fifo
+(sleep 5 > pipe-fifo &) # a writer that keeps the pipe open, as `cat x |` would
+stdin=pipe-fifo
+error_at 1 "corpus /dev/stdin from a pipe" "\[job\] input /dev/stdin: is a FIFO or pipe" "$(text_input /dev/stdin)" job.ini
+stdin=
+# A symbolic link and a hard link to the corpus are the corpus.
+ln -sf good/input.h5 input-link.h5
+ln -f good/input.h5 input-hardlink.h5
+odd "corpus through a symbolic link" "f['hidden'].shape[0] > 0" "$(hdf5_input input-link.h5)" job.ini
+odd "corpus through a hard link" "f['hidden'].shape[0] > 0" "$(hdf5_input input-hardlink.h5)" job.ini
+error "output on /proc"         "\[job\] output /proc/x.h5: /proc is on a file system that cannot hold files" \
+  's#^output = .*#output = /proc/x.h5#' job.ini
+
+# --- integers: every integer key over its whole range, beyond int and long.
+# Each value must be refused naming the key (no wrap to a small int).
+for value in -1 2147483648 4294967297 9223372036854775808 -9223372036854775809; do
+  for key in d_model vocab_size max_positions; do
+    error_at 1 "[model] $key = $value" "$key.*'?$value'?.*(expected an integer|must)" \
+      "s/^\[model\]/[model]\n$key = $value/; /^$key = [0-9]*\$/d" job.ini
+  done
+  # (at 4 ranks too for one value: the stage count decides the layout)
+  layouts=1
+  [ "$value" != 4294967297 ] || layouts="1 4"
+  for key in max_seq_len batch_tokens window_documents max_id_bytes chunk_overlap output_dim \
+      pipeline_stages threads; do
+    error_at "$layouts" "[job] $key = $value" "$key.*'?$value'?.*(expected an integer|must)" \
+      "/^$key = /d; s/^\[job\]/[job]\n$key = $value/" job.ini
+  done
+  error_at 1 "[encoder] repeat = $value" "repeat.*'?$value'?.*expected an integer" "s/^repeat = .*/repeat = $value/" job.ini
+  error_at 1 "mha n_heads = $value" "n_heads.*$value" "s/^n_heads = .*/n_heads = $value/" job.ini
+  error_at 1 "mha rope_dims = $value" "rope_dims.*$value" "s/^n_heads = .*/n_heads = 4\nrope_dims = $value/" job.ini
+  error_at 1 "embedding position_offset = $value" "position_offset.*$value" \
+    "s/^scale_by_sqrt_d = .*/scale_by_sqrt_d = true\nposition_offset = $value/" job.ini
+done
+error "threads above the range" "\[job\] threads = '4097': expected an integer in 0..4096" \
+  's/^\[job\]/[job]\nthreads = 4097/' job.ini
+error "vocab_size beyond int32" "\[model\] vocab_size = '2147483648': expected an integer in 0..2147483647" \
+  's/^vocab_size = .*/vocab_size = 2147483648/' job.ini
+
+# --- small silent cases of issue 14
+error "repeat below the weights' layers" \
+  "\[encoder\] repeat = 5, but weights good/model.h5 hold group /encoder/5 too.*extra_layers = ignore" \
+  's/^repeat = .*/repeat = 5/' job.ini
+odd "repeat below the weights' layers, on purpose" "f['hidden'].shape[0] > 0" \
+  's/^repeat = .*/repeat = 5\nextra_layers = ignore/' job.ini
+rm -f 'out.h5   # a note' 'out.h5 ; a note'
+odd "inline # comment"          "f['hidden'].shape[0] > 0" 's/^output = .*/output = out.h5   # a note/' job.ini
+[ ! -e 'out.h5   # a note' ] || { failed=$((failed + 1)); echo "FAIL inline # comment: a file named with the comment exists"; }
+odd "inline ; comment"          "f['hidden'].shape[0] > 0" 's/^output = .*/output = out.h5 ; a note/' job.ini
+cp good/input.h5 'in#put.h5'
+odd "# inside a value (no space before it)" "f['hidden'].shape[0] > 0" 's|^input = .*|input = in#put.h5|' job.ini
 
 # --- weights
 error "missing weights file"    "weights good/absent.h5: cannot open" "$(weights good/absent.h5)" job.ini
@@ -298,6 +526,10 @@ error "offsets not from 0"      "dataset 'offsets' must start at 0, found 1" "$(
 error "offsets decrease"        "dataset 'offsets' decreases at entry 2" "$(hdf5_input offsets-decrease.h5)" job.ini
 error "offsets end short"       "dataset 'offsets' ends at 3 but 'tokens' holds 4 tokens" "$(hdf5_input offsets-end.h5)" job.ini
 error "negative token id"       "dataset 'tokens': document 1 has a negative token id -7" "$(hdf5_input negative-id.h5)" job.ini
+error "int64 id beyond int32"   "dataset 'tokens': document 1 has token id 3000000000 at position 0, outside 0..2147483646" "$(hdf5_input huge-id.h5)" job.ini
+error "uint64 id beyond int32"  "dataset 'tokens': document 1 has token id 18446744073709551615 at position 1" "$(hdf5_input huge-unsigned-id.h5)" job.ini
+error "int64 negative id"       "dataset 'tokens': document 1 has a negative token id -1099511627776 at position 0" "$(hdf5_input huge-negative-id.h5)" job.ini
+error "padded id beyond int32"  "dataset 'ids': document 1 has token id 34359738368 at position 1" "$(padded huge-padded-id.h5)" job.ini
 error "never-written dataset"   "dataset 'offsets' declares 2400000 bytes of data but stores only 0" "$(hdf5_input unwritten.h5)" job.ini
 error "padded length too long"  "dataset 'lengths': entry 1 is 5, outside \[0, 4\]" "$(padded padded-long.h5)" job.ini
 error "padded ids of rank 1"    "dataset 'ids' must have rank 2, found rank 1" "$(padded padded-rank1.h5)" job.ini
@@ -307,10 +539,10 @@ error "truncation refused"      "more than max_seq_len" 's/^max_seq_len = .*/max
 
 # --- text and JSON Lines corpora
 error "text without vocabulary" "text input needs a vocabulary" 's#^input = .*#input = text.txt#; s#^input_format = .*#input_format = text#' job.ini
-error "vocabulary missing"      "cannot open vocabulary [^ ]*absent.txt" "$(text_input text.txt)" --set tokenizer.vocab=absent.txt job.ini
+error "vocabulary missing"      "vocabulary [^ ]*absent.txt: cannot open: No such file" "$(text_input text.txt)" --set tokenizer.vocab=absent.txt job.ini
 error "vocabulary lacks [CLS]"  "vocab-no-cls.txt lacks the special token \[CLS\]" "$(text_input text.txt)" --set tokenizer.vocab=vocab-no-cls.txt job.ini
-error "vocabulary is /dev/zero" "vocabulary /dev/zero: larger than 256 MiB" "$(text_input text.txt)" --set tokenizer.vocab=/dev/zero job.ini
-error "corpus is a directory"   "a-directory: the corpus must be a regular file" "$(text_input a-directory)" job.ini
+error "vocabulary is /dev/zero" "vocabulary /dev/zero: is a character device" "$(text_input text.txt)" --set tokenizer.vocab=/dev/zero job.ini
+error "corpus is a directory"   "\[job\] input a-directory: is a directory, not a regular file" "$(text_input a-directory)" job.ini
 error "empty text corpus"       "the corpus holds no documents" "$(text_input empty.txt)" job.ini
 error "NUL byte in a line"      "nul.txt: line 2: NUL byte at byte offset 16" "$(text_input nul.txt)" job.ini
 error "UTF-16 text"             "utf16.txt: line 1: NUL byte at byte offset 3 \(is the file UTF-16 or binary\?\)" "$(text_input utf16.txt)" job.ini

@@ -23,7 +23,14 @@ EXTRA_DIST += plugins/examples/attention-pooling/Makefile \
 	plugins/examples/attention-pooling/compare.py \
 	plugins/examples/attention-pooling/job.ini \
 	plugins/examples/attention-pooling/make-model \
-	plugins/examples/attention-pooling/make_model.py
+	plugins/examples/attention-pooling/make_model.py \
+	plugins/examples/scale-norm/Makefile \
+	plugins/examples/scale-norm/README \
+	plugins/examples/scale-norm/scale_norm.c \
+	plugins/examples/scale-norm/compare.py \
+	plugins/examples/scale-norm/job.ini \
+	plugins/examples/scale-norm/make-model \
+	plugins/examples/scale-norm/make_model.py
 
 dist_check_SCRIPTS += tests/readme.sh
 TESTS += tests/readme.sh

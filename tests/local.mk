@@ -29,6 +29,18 @@ tests_test_core_SOURCES = tests/test_core.c
 tests_test_core_CFLAGS = $(TEST_CFLAGS)
 tests_test_core_LDADD = $(TEST_LIBS)
 
+# The safety stream's units: integer ranges, inline comments and declared
+# parameter tables (params); file checks, identity and plugin files examined
+# without loading them (files, shared_object).
+check_PROGRAMS += tests/test_params tests/test_files
+TESTS += tests/test_params tests/test_files
+tests_test_params_SOURCES = tests/test_params.c
+tests_test_params_CFLAGS = $(TEST_CFLAGS)
+tests_test_params_LDADD = $(TEST_LIBS)
+tests_test_files_SOURCES = tests/test_files.c
+tests_test_files_CFLAGS = $(TEST_CFLAGS)
+tests_test_files_LDADD = $(TEST_LIBS)
+
 # Plugins that the loader must refuse: an older ABI, and no entry symbol.
 check_LTLIBRARIES += tests/plugins/old_abi.la tests/plugins/no_entry.la
 tests_plugins_old_abi_la_SOURCES = tests/plugins/old_abi.c
@@ -40,6 +52,27 @@ tests_plugins_arithmetic_la_SOURCES = tests/plugins/arithmetic.c
 tests_plugins_arithmetic_la_CFLAGS = $(AM_CFLAGS)
 tests_plugins_arithmetic_la_LDFLAGS = -module -avoid-version -shared -rpath /nowhere $(SANITIZER_FLAGS)
 tests_plugins_arithmetic_la_LIBADD = core/libtfenc.la
+# Plugins that misbehave in one way each, for the loading policy
+# (core/plugin_loader.h) and tests/bad_inputs.sh: a constructor that calls
+# _exit(0), a create() that calls exit(0), a second `pooling`, a constructor
+# that leaves a trace, declared parameter tables that create() contradicts.
+# In their own directory, so that jobs searching tests/plugins/.libs never
+# meet them.
+HOSTILE_PLUGIN_FLAGS = -module -avoid-version -shared -rpath /nowhere $(SANITIZER_FLAGS)
+check_LTLIBRARIES += tests/plugins/hostile/exit_layer.la tests/plugins/hostile/exit_create.la \
+	tests/plugins/hostile/shadow.la tests/plugins/hostile/marker.la \
+	tests/plugins/hostile/undeclared_key.la
+tests_plugins_hostile_exit_layer_la_SOURCES = tests/plugins/hostile/exit_layer.c tests/plugins/hostile/common.h
+tests_plugins_hostile_exit_layer_la_LDFLAGS = $(HOSTILE_PLUGIN_FLAGS)
+tests_plugins_hostile_exit_create_la_SOURCES = tests/plugins/hostile/exit_create.c tests/plugins/hostile/common.h
+tests_plugins_hostile_exit_create_la_LDFLAGS = $(HOSTILE_PLUGIN_FLAGS)
+tests_plugins_hostile_shadow_la_SOURCES = tests/plugins/hostile/shadow.c tests/plugins/hostile/common.h
+tests_plugins_hostile_shadow_la_LDFLAGS = $(HOSTILE_PLUGIN_FLAGS)
+tests_plugins_hostile_marker_la_SOURCES = tests/plugins/hostile/marker.c tests/plugins/hostile/common.h
+tests_plugins_hostile_marker_la_LDFLAGS = $(HOSTILE_PLUGIN_FLAGS)
+tests_plugins_hostile_undeclared_key_la_SOURCES = tests/plugins/hostile/undeclared_key.c tests/plugins/hostile/common.h
+tests_plugins_hostile_undeclared_key_la_LDFLAGS = $(HOSTILE_PLUGIN_FLAGS)
+tests_plugins_hostile_undeclared_key_la_LIBADD = core/libtfenc.la
 
 # Reference models, example outputs and other data the tests generate.
 clean-local:
@@ -47,6 +80,10 @@ clean-local:
 
 dist_check_SCRIPTS += tests/bad_inputs.sh
 TESTS += tests/bad_inputs.sh
+
+# The plugin ABI is plugin.h: libtfenc's exports against the header (nm -D).
+dist_check_SCRIPTS += tests/exports.sh
+TESTS += tests/exports.sh
 
 dist_check_SCRIPTS += tests/many_documents.sh
 TESTS += tests/many_documents.sh

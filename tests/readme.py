@@ -29,9 +29,9 @@ How each block is exercised:
                            vocab.txt), MODEL_DIR and all-MiniLM-L6-v2 (the
                            packaged MiniLM), DIR/pytorch_model.bin, my_layer.c
                            (the example plugin's source) and
-                           plugins/examples/attention-pooling; tfenc-batch and
-                           tfenc-import are this build's; python3 is the tests'
-                           venv; mpirun runs 2 local ranks whatever -n says;
+                           plugins/examples/attention-pooling and scale-norm;
+                           tfenc-batch and tfenc-import are this build's;
+                           python3 is the tests' venv; mpirun runs 2 local ranks whatever -n says;
                            pkg-config finds tfenc in a staged `make install`.
   ini                      written to the sandbox as job.ini and validated with
                            tfenc-batch --dry-run; with `same as FILE` its keys
@@ -345,8 +345,10 @@ def make_template(root):
                               ".reshape(2, 3), 'b': torch.ones(2)}, 'DIR/pytorch_model.bin')"],
                              cwd=template)
     check(status == 0, "DIR/pytorch_model.bin for the conversion command")
+    for name in ("attention-pooling", "scale-norm"):
+        shutil.copytree(os.path.join(SRCDIR, "plugins", "examples", name),
+                        os.path.join(template, "plugins", "examples", name))
     example = os.path.join(SRCDIR, "plugins", "examples", "attention-pooling")
-    shutil.copytree(example, os.path.join(template, "plugins", "examples", "attention-pooling"))
     shutil.copy(os.path.join(example, "attention_pooling.c"), os.path.join(template, "my_layer.c"))
     make_writable(template)
 

@@ -617,7 +617,7 @@ static const tfenc_layer_descriptor *load_plugin(void)
 {
     tfenc_context ctx;
     tfenc_context_init(&ctx);
-    if (tfenc_plugin_registry_create(&ctx, NULL, &registry) != TFENC_OK ||
+    if (tfenc_plugin_registry_create(&ctx, NULL, NULL, &registry) != TFENC_OK ||
         tfenc_plugin_registry_scan(&ctx, registry) != TFENC_OK) {
         fprintf(stderr, "plugin registry: %s\n", tfenc_context_message(&ctx));
         return NULL;

@@ -823,7 +823,7 @@ static int suite_init(void)
 {
     tfenc_context ctx;
     tfenc_context_init(&ctx);
-    if (tfenc_plugin_registry_create(&ctx, NULL, &registry) != TFENC_OK)
+    if (tfenc_plugin_registry_create(&ctx, NULL, NULL, &registry) != TFENC_OK)
         return 1;
     /* layers.so from the first directory of the host's search path that has it */
     for (int i = 0; i < tfenc_plugin_registry_n_directories(registry); i++) {

@@ -1,7 +1,9 @@
 /* libFuzzer target: arbitrary text as a job file, validated the way
  * tfenc-batch validates a job before it loads any plugin: INI parsing,
  * --set overrides, the [model] configuration, the typed getters over [job]
- * and [tokenizer], and the layer composition plan. */
+ * and [tokenizer], and the layer composition plan. Every integer key is
+ * read with its range, and a value accepted must lie inside it. */
+#include <limits.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -22,6 +24,16 @@ static void broken(int line, const char *condition)
     abort();
 }
 
+/* An integer key read with its range: a value the getter accepts must lie
+ * in the range, whatever the text (no wrap, no overflow). */
+static int read_int_range(tfenc_params *params, const char *key, long minimum, long maximum)
+{
+    long value = minimum;
+    int status = tfenc_param_int_range(params, key, minimum, minimum, maximum, &value);
+    require(status != TFENC_OK || (value >= minimum && value <= maximum));
+    return status;
+}
+
 /* The [job] keys with the getter type tfenc-batch reads them with (the
  * driver's own checks on the values are not library code). */
 static int read_job_section(tfenc_context *ctx, const tfenc_jobfile *job)
@@ -35,7 +47,6 @@ static int read_job_section(tfenc_context *ctx, const tfenc_jobfile *job)
     tfenc_params params;
     tfenc_params_bind(&params, ctx, job, tfenc_jobfile_find(job, "job"));
     const char *text;
-    long number;
     double real;
     int index, flag;
     int status = TFENC_OK;
@@ -47,8 +58,23 @@ static int read_job_section(tfenc_context *ctx, const tfenc_jobfile *job)
         status = tfenc_param_choice(&params, "output_kind", kinds, 0, &index);
     if (status == TFENC_OK)
         status = tfenc_param_choice(&params, "output_dtype", dtypes, 0, &index);
+    /* The integer keys with core/job_settings.c's ranges. */
     if (status == TFENC_OK)
-        status = tfenc_param_int(&params, "batch_tokens", 8192, &number);
+        status = read_int_range(&params, "batch_tokens", 1, 1L << 24);
+    if (status == TFENC_OK)
+        status = read_int_range(&params, "max_seq_len", 2, 1L << 24);
+    if (status == TFENC_OK)
+        status = read_int_range(&params, "window_documents", 1, 1L << 20);
+    if (status == TFENC_OK)
+        status = read_int_range(&params, "max_id_bytes", 1, 1L << 20);
+    if (status == TFENC_OK)
+        status = read_int_range(&params, "chunk_overlap", 0, 1L << 24);
+    if (status == TFENC_OK)
+        status = read_int_range(&params, "output_dim", 0, 65536);
+    if (status == TFENC_OK)
+        status = read_int_range(&params, "pipeline_stages", 1, INT_MAX);
+    if (status == TFENC_OK)
+        status = read_int_range(&params, "threads", 0, 4096);
     if (status == TFENC_OK)
         status = tfenc_param_bool(&params, "truncation", 1, &flag);
     if (status == TFENC_OK)
@@ -71,7 +97,11 @@ static int read_step_keys(tfenc_context *ctx, const tfenc_jobfile *job, tfenc_jo
     const char *text;
     int status = tfenc_param_string(&params, "type", NULL, &text);
     if (status == TFENC_OK)
-        status = tfenc_param_int(&params, "n_heads", 1, &number);
+        status = read_int_range(&params, "n_heads", 1, 65536);
+    if (status == TFENC_OK)
+        status = read_int_range(&params, "rope_dims", 0, 65536);
+    if (status == TFENC_OK)
+        status = tfenc_param_int(&params, "position_offset", 0, &number);
     if (status == TFENC_OK)
         status = tfenc_param_float(&params, "eps", 1e-5, &real);
     if (status == TFENC_OK)
@@ -126,7 +156,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         }
     }
     if (status == TFENC_OK) {
-        require(config.weights_path != NULL && config.d_model >= 1);
+        /* [model]'s integers, read with their ranges (core/model.c). */
+        require(config.weights_path != NULL && config.d_model >= 1 && config.d_model <= 65536);
+        require(config.vocab_size >= 0 && config.max_positions >= 1 &&
+                config.max_positions <= (1 << 24));
+        for (int i = 0; i < plan.n_steps; i++)
+            require(plan.steps[i].repeat_count >= 0 && plan.steps[i].repeat_count <= 100000);
         char *resolved = tfenc_jobfile_resolve_path(job, "relative/path");
         require(resolved != NULL);
         free(resolved);

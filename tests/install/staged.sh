@@ -3,9 +3,10 @@
 # and uses it as a user of the installed tfenc would: every promised file is
 # there, the installed binaries run on the installed libtfenc and plugins,
 # tfenc/plugin.h compiles alone with `pkg-config --cflags tfenc`, and the
-# out-of-tree example plugin (plugins/examples/attention-pooling) builds with
-# its own Makefile against the staged SDK, runs in the staged tfenc-batch,
-# and matches its PyTorch reference (tolerances: see its compare.py).
+# out-of-tree example plugins (plugins/examples/attention-pooling and
+# scale-norm) build with their own Makefiles against the staged SDK, run in
+# the staged tfenc-batch, and match their PyTorch references (tolerances:
+# see their compare.py).
 set -u
 : "${abs_top_builddir:?run from make check}" "${abs_top_srcdir:?run from make check}"
 : "${REFERENCE_PYTHON:=/usr/bin/python3}" "${MPIEXEC:=mpiexec}"
@@ -178,6 +179,43 @@ if "$MPIEXEC" -n 2 "$bindir/tfenc-batch" --quiet --set attention_pool.normalize=
     && ok "the normalised output of two ranks matches PyTorch" || fail "normalised output differs"
 else
   fail "$MPIEXEC -n 2 tfenc-batch with normalize = true"
+fi
+
+# The second example, scale-norm: a per-token plugin with a parameter and a
+# weight, built and checked the same way (tolerances: its compare.py).
+example=$tmp/scale-norm
+cp -R "$abs_top_srcdir/plugins/examples/scale-norm" "$example" && chmod -R u+w "$example"
+if make -C "$example" CC="$TFENC_CC" >"$tmp/scale-norm.log" 2>&1 && [ -f "$example/scale_norm.so" ] \
+    && ! grep -q 'warning' "$tmp/scale-norm.log"; then
+  ok "the scale-norm example builds without warnings against the staged SDK"
+else
+  cat "$tmp/scale-norm.log"; fail "the scale-norm example does not build cleanly"; exit 1
+fi
+(cd "$example" && ./make-model) || { fail "the scale-norm example's make-model"; exit 1; }
+cd "$example" || exit 1
+# Its type, found through plugin_path = . (the job file's directory, asked
+# for from elsewhere), with its one key, its default and help.
+(cd / && "$bindir/tfenc-batch" --list-plugins "$example/job.ini") >"$tmp/plugins.txt" 2>&1
+if grep -Eq "^  scale_norm +.*\[$example/scale_norm\.so\]\$" "$tmp/plugins.txt" \
+    && grep -Eq "^      eps +float +1e-5 +lower bound" "$tmp/plugins.txt"; then
+  ok "--list-plugins job.ini lists scale_norm and its key eps (from another directory)"
+else
+  fail "scale_norm or its key eps is not listed through job.ini's plugin_path:"; cat "$tmp/plugins.txt"
+fi
+if (cd / && "$bindir/tfenc-batch" --quiet "$example/job.ini"); then
+  ok "installed tfenc-batch runs scale-norm/job.ini (from another directory)"
+  "$REFERENCE_PYTHON" compare.py embeddings.h5 expected.h5 \
+    && ok "the scale-norm output matches PyTorch" || fail "the scale-norm output differs from PyTorch"
+else
+  fail "installed tfenc-batch scale-norm/job.ini"
+fi
+if "$MPIEXEC" -n 2 "$bindir/tfenc-batch" --quiet --set final_norm.eps=1000 \
+    --set job.output=large-eps.h5 job.ini; then
+  ok "$MPIEXEC -n 2 tfenc-batch --set final_norm.eps=1000 scale-norm/job.ini"
+  "$REFERENCE_PYTHON" compare.py --large-eps large-eps.h5 expected.h5 \
+    && ok "the large-eps output of two ranks matches PyTorch" || fail "large-eps output differs"
+else
+  fail "$MPIEXEC -n 2 tfenc-batch with final_norm.eps = 1000"
 fi
 
 if [ "$failed" -eq 0 ]; then

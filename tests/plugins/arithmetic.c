@@ -138,6 +138,8 @@ static void destroy(void *instance)
     free(instance);
 }
 
+TFENC_PLUGIN_TYPES("scale add fail pause overflow");
+
 static const tfenc_layer_descriptor layers[] = {
     {TFENC_DESCRIPTOR_INIT, .type = "scale", .description = "x *= factor (test)",
      .create = create_scale, .forward = forward, .destroy = destroy},

@@ -22,7 +22,7 @@ extern "C" {
  * host services the host lacks); an older MINOR is accepted, because minor
  * releases only append fields (guarded by struct_size) and functions. */
 #define TFENC_ABI_MAJOR 1
-#define TFENC_ABI_MINOR 0
+#define TFENC_ABI_MINOR 1
 
 #define TFENC_PLUGIN_ENTRY "tfenc_plugin_descriptor"
 
@@ -77,6 +77,12 @@ int tfenc_error(tfenc_context *ctx, int status, const char *format, ...) TFENC_P
 typedef struct tfenc_params tfenc_params;
 
 int tfenc_param_int(tfenc_params *params, const char *key, long default_value, long *value);
+/* ABI 1.1. An integer in [minimum, maximum], checked on the whole value as
+ * written: a value outside the range, or too large for a long, fails with a
+ * message naming file:line, the key, the value and the range. Use it for
+ * every integer that ends up in an int, so that 2147483648 cannot wrap. */
+int tfenc_param_int_range(tfenc_params *params, const char *key, long default_value,
+                          long minimum, long maximum, long *value);
 int tfenc_param_float(tfenc_params *params, const char *key, double default_value, double *value);
 /* true/false, yes/no, on/off, 1/0 */
 int tfenc_param_bool(tfenc_params *params, const char *key, int default_value, int *value);
@@ -86,6 +92,27 @@ int tfenc_param_string(tfenc_params *params, const char *key, const char *defaul
 /* One of a NULL-terminated list of names; *index is the position of the match. */
 int tfenc_param_choice(tfenc_params *params, const char *key, const char *const *choices,
                        int default_index, int *index);
+
+/* Declared parameters (ABI 1.1): a layer type may list the keys its
+ * create() reads, so that `tfenc-batch --list-plugins` shows every key with
+ * its type, default and help, as `ompi_info` lists MCA parameters. When a
+ * descriptor has a table, the host holds create() to it: reading a key the
+ * table does not declare, or not reading one it declares, is refused as a
+ * bug of the plugin, naming the type and the key. */
+typedef enum tfenc_param_type {
+    TFENC_PARAM_INT = 1,
+    TFENC_PARAM_FLOAT = 2,
+    TFENC_PARAM_BOOL = 3,
+    TFENC_PARAM_STRING = 4,
+    TFENC_PARAM_CHOICE = 5
+} tfenc_param_type;
+
+typedef struct tfenc_param_info {
+    const char *name;          /* the key; NULL ends the table */
+    tfenc_param_type type;
+    const char *default_value; /* as a job file would spell it; NULL: required or computed */
+    const char *help;          /* one line: what it does, its range or its choices */
+} tfenc_param_info;
 
 /* -------------------------------------------------------------- weights */
 
@@ -212,13 +239,34 @@ typedef struct tfenc_layer_descriptor {
      * unknown one. */
     const void *(*extension)(const char *uri);
 
+    /* ABI 1.1, optional (may be NULL). The keys create() reads, ended by an
+     * entry whose name is NULL (see tfenc_param_info). */
+    const tfenc_param_info *params;
+
     /* Zero. Lets minor versions append callbacks without a major bump. */
-    void *reserved[8];
+    void *reserved[7];
 } tfenc_layer_descriptor;
 
 /* The entry symbol every plugin exports. Returns descriptor `index`, or NULL
  * past the last one. */
 typedef const tfenc_layer_descriptor *(*tfenc_plugin_entry_fn)(unsigned index);
+
+/* The layer types a plugin file provides, readable without loading it (ABI
+ * 1.1). tfenc loads only the plugin files a job needs: a file provides the
+ * types this declaration lists, or, without one, the type its name says
+ * (mytype.so provides mytype). Write it once per source file, next to the
+ * descriptors, listing their type names separated by spaces:
+ *     TFENC_PLUGIN_TYPES("attention_pooling");
+ * It puts the names into the ELF section .tfenc_types of the shared object,
+ * where the loader reads them. The descriptors MUST describe every type the
+ * file declares; a type described but not declared is not offered to jobs. */
+#if defined(__GNUC__)
+#define TFENC_PLUGIN_TYPES(names) \
+    __attribute__((used, section(".tfenc_types"))) static const char tfenc_declared_types_[] = names
+#else
+#define TFENC_PLUGIN_TYPES(names) \
+    static const char tfenc_declared_types_[] = names
+#endif
 
 #define TFENC_DESCRIPTOR_INIT .abi_major = TFENC_ABI_MAJOR, .abi_minor = TFENC_ABI_MINOR, \
     .struct_size = sizeof(tfenc_layer_descriptor)

@@ -1,0 +1,214 @@
+/* CUnit suite for the job-file getters' integer ranges (every value checked
+ * whole, no wrap to int), inline comments, and declared parameter tables
+ * (ABI 1.1): the host holds create() to its table. */
+#include "context.h"
+#include "jobfile.h"
+#include "params.h"
+
+#include <CUnit/Basic.h>
+#include <limits.h>
+#include <stdio.h>
+#include <string.h>
+
+static tfenc_context ctx;
+
+static int contains(const char *haystack, const char *needle)
+{
+    if (strstr(haystack, needle) != NULL)
+        return 1;
+    fprintf(stderr, "\n  expected \"%s\" in: %s\n", needle, haystack);
+    return 0;
+}
+
+static tfenc_jobfile *parse(const char *text)
+{
+    tfenc_context_init(&ctx);
+    tfenc_jobfile *job = NULL;
+    CU_ASSERT_EQUAL(tfenc_jobfile_parse_string(&ctx, "j.ini", text, &job), TFENC_OK);
+    return job;
+}
+
+/* Reads `key` of section [s] of `text` with the range getter. */
+static int read_range(const char *value, long minimum, long maximum, long *result)
+{
+    char text[256];
+    snprintf(text, sizeof text, "[s]\nk = %s\n", value);
+    tfenc_jobfile *job = parse(text);
+    if (job == NULL)
+        return -100;
+    tfenc_params params;
+    tfenc_params_bind(&params, &ctx, job, tfenc_jobfile_find(job, "s"));
+    int status = tfenc_param_int_range(&params, "k", 0, minimum, maximum, result);
+    tfenc_jobfile_destroy(job);
+    return status;
+}
+
+static void test_int_range_boundaries(void)
+{
+    long value = -1;
+    /* Inside the range, at both ends. */
+    CU_ASSERT_EQUAL(read_range("0", 0, INT_MAX, &value), TFENC_OK);
+    CU_ASSERT_EQUAL(value, 0);
+    CU_ASSERT_EQUAL(read_range("2147483647", 0, INT_MAX, &value), TFENC_OK);
+    CU_ASSERT_EQUAL(value, INT_MAX);
+    CU_ASSERT_EQUAL(read_range("-2147483648", INT_MIN, INT_MAX, &value), TFENC_OK);
+    CU_ASSERT_EQUAL(value, INT_MIN);
+    /* One past either end, and the values that wrapped through (int) before. */
+    const char *outside[] = {"-1", "2147483648", "4294967296", "4294967297", "4294997818",
+                             "9223372036854775807", "9223372036854775808",
+                             "-9223372036854775809", "99999999999999999999999"};
+    for (size_t i = 0; i < sizeof outside / sizeof *outside; i++) {
+        CU_ASSERT_EQUAL(read_range(outside[i], 0, INT_MAX, &value), TFENC_ERR_CONFIG);
+        char expected[128];
+        snprintf(expected, sizeof expected, "[s] k = '%s': expected an integer in 0..2147483647",
+                 outside[i]);
+        CU_ASSERT(contains(tfenc_context_message(&ctx), expected));
+    }
+    CU_ASSERT_EQUAL(read_range("-2147483649", INT_MIN, INT_MAX, &value), TFENC_ERR_CONFIG);
+    /* Not integers, whatever the range. */
+    const char *malformed[] = {"12x", "0x10", "1e3", "1.0", "", "--1", "4 2"};
+    for (size_t i = 0; i < sizeof malformed / sizeof *malformed; i++)
+        CU_ASSERT_EQUAL(read_range(malformed[i], LONG_MIN, LONG_MAX, &value), TFENC_ERR_CONFIG);
+    /* The plain getter: any long, nothing beyond. */
+    tfenc_jobfile *job = parse("[s]\nbig = 9223372036854775807\nhuge = 9223372036854775808\n");
+    tfenc_params params;
+    tfenc_params_bind(&params, &ctx, job, tfenc_jobfile_find(job, "s"));
+    CU_ASSERT_EQUAL(tfenc_param_int(&params, "big", 0, &value), TFENC_OK);
+    CU_ASSERT_EQUAL(value, LONG_MAX);
+    CU_ASSERT_EQUAL(tfenc_param_int(&params, "huge", 0, &value), TFENC_ERR_CONFIG);
+    CU_ASSERT(contains(tfenc_context_message(&ctx), "huge = '9223372036854775808': expected an integer"));
+    tfenc_jobfile_destroy(job);
+    /* Absent: the default, even outside the range (a "required" marker). */
+    job = parse("[s]\nother = 1\n");
+    tfenc_params_bind(&params, &ctx, job, tfenc_jobfile_find(job, "s"));
+    CU_ASSERT_EQUAL(tfenc_param_int_range(&params, "k", -1, 1, 10, &value), TFENC_OK);
+    CU_ASSERT_EQUAL(value, -1);
+    tfenc_jobfile_destroy(job);
+}
+
+static void test_inline_comments(void)
+{
+    /* docs/job-file.md: ';' or '#' after a space or tab starts a comment;
+     * a '#' inside a value stays. */
+    tfenc_jobfile *job = parse("# whole line\n[job]\noutput = x.h5   # a note\ninput = a#b.txt\n"
+                               "text_field = t\t; note\nid_field = i;d\n");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(job);
+    const tfenc_job_section *section = tfenc_jobfile_find(job, "job");
+    CU_ASSERT_STRING_EQUAL(tfenc_job_section_get(section, "output")->value, "x.h5");
+    CU_ASSERT_STRING_EQUAL(tfenc_job_section_get(section, "input")->value, "a#b.txt");
+    CU_ASSERT_STRING_EQUAL(tfenc_job_section_get(section, "text_field")->value, "t");
+    CU_ASSERT_STRING_EQUAL(tfenc_job_section_get(section, "id_field")->value, "i;d");
+    tfenc_jobfile_destroy(job);
+}
+
+/* A minimal ABI 1.1 descriptor around a table. */
+static int no_create(tfenc_context *c, const tfenc_layer_init *init, void **instance)
+{
+    (void)c, (void)init, (void)instance;
+    return TFENC_OK;
+}
+
+static tfenc_layer_descriptor descriptor_with(const tfenc_param_info *table, uint32_t minor)
+{
+    tfenc_layer_descriptor descriptor = {TFENC_DESCRIPTOR_INIT, .type = "t", .params = table,
+                                         .create = no_create};
+    descriptor.abi_minor = minor;
+    return descriptor;
+}
+
+static void test_declared_table_holds_create(void)
+{
+    static const tfenc_param_info table[] = {
+        {"n", TFENC_PARAM_INT, "1", "a count"},
+        {"f", TFENC_PARAM_FLOAT, "0.5", "a factor"},
+        {NULL, 0, NULL, NULL},
+    };
+    tfenc_layer_descriptor descriptor = descriptor_with(table, 1);
+    tfenc_jobfile *job = parse("[l]\nn = 3\n");
+    tfenc_job_section *section = tfenc_jobfile_find(job, "l");
+    tfenc_params params;
+    long n;
+    double f;
+    /* Reading what the table declares, as declared: fine, and all read. */
+    tfenc_params_bind_layer(&params, &ctx, job, section, &descriptor);
+    CU_ASSERT_EQUAL(tfenc_param_int(&params, "n", 1, &n), TFENC_OK);
+    CU_ASSERT_EQUAL(n, 3);
+    CU_ASSERT_EQUAL(tfenc_param_float(&params, "f", 0.5, &f), TFENC_OK);
+    CU_ASSERT_EQUAL(tfenc_params_check_all_used(&params, "test"), TFENC_OK);
+    /* A key the table lacks. */
+    tfenc_context_init(&ctx);
+    tfenc_params_bind_layer(&params, &ctx, job, section, &descriptor);
+    CU_ASSERT_EQUAL(tfenc_param_int(&params, "m", 1, &n), TFENC_ERR_PLUGIN);
+    CU_ASSERT(contains(tfenc_context_message(&ctx), "layer type t reads key 'm', which its declared parameter table lacks"));
+    /* A declared key read as another type. */
+    tfenc_context_init(&ctx);
+    tfenc_params_bind_layer(&params, &ctx, job, section, &descriptor);
+    CU_ASSERT_EQUAL(tfenc_param_float(&params, "n", 1, &f), TFENC_ERR_PLUGIN);
+    CU_ASSERT(contains(tfenc_context_message(&ctx), "declares key 'n' as int but reads it as float"));
+    /* A declared key never read. */
+    tfenc_context_init(&ctx);
+    tfenc_params_bind_layer(&params, &ctx, job, section, &descriptor);
+    CU_ASSERT_EQUAL(tfenc_param_int(&params, "n", 1, &n), TFENC_OK);
+    CU_ASSERT_EQUAL(tfenc_params_check_all_used(&params, "test"), TFENC_ERR_PLUGIN);
+    CU_ASSERT(contains(tfenc_context_message(&ctx), "declares key 'f' but its create() never reads it"));
+    /* An ABI 1.0 descriptor has no table, whatever its reserved slot holds:
+     * the getters accept any key, as before. */
+    tfenc_context_init(&ctx);
+    descriptor = descriptor_with(table, 0);
+    CU_ASSERT_PTR_NULL(tfenc_params_declared(&descriptor));
+    tfenc_params_bind_layer(&params, &ctx, job, section, &descriptor);
+    CU_ASSERT_EQUAL(tfenc_param_int(&params, "m", 1, &n), TFENC_OK);
+    CU_ASSERT_EQUAL(tfenc_param_int(&params, "n", 1, &n), TFENC_OK);
+    CU_ASSERT_EQUAL(tfenc_params_check_all_used(&params, "test"), TFENC_OK);
+    tfenc_jobfile_destroy(job);
+}
+
+static void test_declared_table_checks(void)
+{
+    char why[256];
+    static const tfenc_param_info twice[] = {{"a", TFENC_PARAM_INT, "1", ""},
+                                             {"a", TFENC_PARAM_BOOL, "true", ""},
+                                             {NULL, 0, NULL, NULL}};
+    static const tfenc_param_info bad_name[] = {{"Bad-Name", TFENC_PARAM_INT, "1", ""},
+                                                {NULL, 0, NULL, NULL}};
+    static const tfenc_param_info bad_type[] = {{"a", (tfenc_param_type)9, "1", ""},
+                                                {NULL, 0, NULL, NULL}};
+    static const tfenc_param_info two_lines[] = {{"a", TFENC_PARAM_INT, "1", "one\ntwo"},
+                                                 {NULL, 0, NULL, NULL}};
+    CU_ASSERT_PTR_NULL(tfenc_params_check_table(NULL, why, sizeof why));
+    CU_ASSERT(tfenc_params_check_table(twice, why, sizeof why) != NULL &&
+              contains(why, "declares parameter 'a' twice"));
+    CU_ASSERT(tfenc_params_check_table(bad_name, why, sizeof why) != NULL &&
+              contains(why, "not a key name"));
+    CU_ASSERT(tfenc_params_check_table(bad_type, why, sizeof why) != NULL &&
+              contains(why, "unknown type 9"));
+    CU_ASSERT(tfenc_params_check_table(two_lines, why, sizeof why) != NULL &&
+              contains(why, "one line"));
+    tfenc_param_info many[TFENC_MAX_DECLARED_PARAMS + 2];
+    char names[TFENC_MAX_DECLARED_PARAMS + 1][8];
+    for (int i = 0; i <= TFENC_MAX_DECLARED_PARAMS; i++) {
+        snprintf(names[i], sizeof names[i], "k%d", i);
+        many[i] = (tfenc_param_info){names[i], TFENC_PARAM_INT, "0", ""};
+    }
+    many[TFENC_MAX_DECLARED_PARAMS + 1] = (tfenc_param_info){NULL, 0, NULL, NULL};
+    CU_ASSERT(tfenc_params_check_table(many, why, sizeof why) != NULL &&
+              contains(why, "more than 64 parameters"));
+    many[TFENC_MAX_DECLARED_PARAMS] = (tfenc_param_info){NULL, 0, NULL, NULL};
+    CU_ASSERT_PTR_NULL(tfenc_params_check_table(many, why, sizeof why));
+}
+
+int main(void)
+{
+    if (CU_initialize_registry() != CUE_SUCCESS)
+        return 1;
+    CU_pSuite suite = CU_add_suite("params", NULL, NULL);
+    CU_add_test(suite, "integer ranges on the whole value", test_int_range_boundaries);
+    CU_add_test(suite, "inline comments", test_inline_comments);
+    CU_add_test(suite, "declared tables hold create()", test_declared_table_holds_create);
+    CU_add_test(suite, "declared tables are checked", test_declared_table_checks);
+    CU_basic_set_mode(CU_BRM_VERBOSE);
+    CU_basic_run_tests();
+    int failed = CU_get_number_of_failures() != 0 || CU_get_number_of_tests_failed() != 0;
+    CU_cleanup_registry();
+    return failed;
+}
