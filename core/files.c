@@ -11,8 +11,7 @@
 #include <sys/statvfs.h>
 #include <unistd.h>
 
-/* What a non-regular file is, and why it cannot serve as a file to read. */
-static const char *kind_of(mode_t mode)
+const char *tfenc_file_kind(mode_t mode)
 {
     if (S_ISDIR(mode))
         return "is a directory";
@@ -30,7 +29,7 @@ static const char *kind_of(mode_t mode)
 static int refuse_kind(tfenc_context *ctx, const char *what, const char *path, mode_t mode)
 {
     return tfenc_error(ctx, TFENC_ERR_IO, "%s %s: %s, not a regular file", what, path,
-                       kind_of(mode));
+                       tfenc_file_kind(mode));
 }
 
 int tfenc_file_open_regular_descriptor(const char *path, struct stat *info, char *why,
@@ -43,7 +42,7 @@ int tfenc_file_open_regular_descriptor(const char *path, struct stat *info, char
         int error = errno;
         /* A socket cannot be opened at all (ENXIO): say what it is. */
         if (stat(path, info) == 0 && !S_ISREG(info->st_mode))
-            snprintf(why, why_size, "%s, not a regular file", kind_of(info->st_mode));
+            snprintf(why, why_size, "%s, not a regular file", tfenc_file_kind(info->st_mode));
         else
             snprintf(why, why_size, "cannot open: %s", strerror(error));
         return -1;
@@ -54,7 +53,7 @@ int tfenc_file_open_regular_descriptor(const char *path, struct stat *info, char
         return -1;
     }
     if (!S_ISREG(info->st_mode)) {
-        snprintf(why, why_size, "%s, not a regular file", kind_of(info->st_mode));
+        snprintf(why, why_size, "%s, not a regular file", tfenc_file_kind(info->st_mode));
         close(descriptor);
         return -1;
     }

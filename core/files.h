@@ -40,6 +40,11 @@ int tfenc_file_open_regular(tfenc_context *ctx, const char *what, const char *pa
 int tfenc_file_open_regular_descriptor(const char *path, struct stat *info, char *why,
                                        size_t why_size);
 
+/* What a file that is not a regular file is, as a phrase for messages:
+ * "is a directory", "is a FIFO or pipe (...)", "is a character device
+ * (...)". */
+const char *tfenc_file_kind(mode_t mode);
+
 /* The same check for a file that another library opens by name (HDF5): a
  * stat(), which never blocks, of the file the path leads to. */
 int tfenc_file_check_regular(tfenc_context *ctx, const char *what, const char *path);

@@ -1,5 +1,6 @@
 /* Output ownership: the lock file and the identity check. */
 #include "ownership.h"
+
 #include "files.h"
 
 #include <errno.h>
@@ -157,31 +158,16 @@ int tfenc_output_check_not_input(tfenc_context *ctx, const char *output_path,
     /* Writing HDF5 into a device, a FIFO or a directory is never meant. */
     if (stat(output_path, &target) == 0 && !S_ISREG(target.st_mode))
         status = tfenc_error(ctx, TFENC_ERR_CONFIG,
-                             "%s: exists and is not a regular file (a %s); the output must be a "
-                             "new or a regular file",
-                             output_path, S_ISDIR(target.st_mode)    ? "directory"
-                                          : S_ISCHR(target.st_mode)  ? "character device"
-                                          : S_ISBLK(target.st_mode)  ? "block device"
-                                          : S_ISFIFO(target.st_mode) ? "FIFO"
-                                          : S_ISSOCK(target.st_mode) ? "socket"
-                                                                     : "special file");
-    for (int c = 0; c < 2 && status == TFENC_OK; c++) {
-        struct stat written;
-        /* A file that does not exist yet cannot be an input. */
-        if (stat(candidates[c], &written) != 0)
-            continue;
-        for (int i = 0; i < n_inputs && status == TFENC_OK; i++) {
-            struct stat read;
-            if (inputs[i].path == NULL || stat(inputs[i].path, &read) != 0)
-                continue;
-            if (read.st_dev == written.st_dev && read.st_ino == written.st_ino)
+                             "%s: exists and %s; the output must be a new or a regular file",
+                             output_path, tfenc_file_kind(target.st_mode));
+    for (int c = 0; c < 2 && status == TFENC_OK; c++)
+        for (int i = 0; i < n_inputs && status == TFENC_OK; i++)
+            if (inputs[i].path != NULL && tfenc_file_same(candidates[c], inputs[i].path))
                 status = tfenc_error(ctx, TFENC_ERR_CONFIG,
                                      "%s: %s is the same file as %s %s; refusing to overwrite "
                                      "an input",
                                      output_path, c == 0 ? "the output" : "its lock file",
                                      inputs[i].what, inputs[i].path);
-        }
-    }
     free(lock);
     return status;
 }

@@ -176,6 +176,10 @@ def help_options():
     check(status == 0, "tests/bench/bench.py --help runs")
     accepted["tests/bench/bench.py"] = options_in(text)
     accepted["tests/bench/run.sh"] = accepted["tests/bench/bench.py"] | {"--builddir"}
+    status, text = output_of([REFERENCE_PYTHON, os.path.join(SRCDIR, "tests", "scale",
+                                                             "model.py"), "--help"])
+    check(status == 0, "tests/scale/model.py --help runs")
+    accepted["tests/scale/model.py"] = options_in(text)
     # tests/setup-deps takes the names of the package lists of tests/deps/.
     accepted["tests/setup-deps"] = {os.path.basename(p)[:-len(".txt")]
                                     for p in glob.glob(os.path.join(SRCDIR, "tests", "deps", "*.txt"))}

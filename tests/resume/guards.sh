@@ -84,13 +84,13 @@ for ranks in 1 2; do
   [ "$(sha256sum v.txt)" = "$before" ] || fail "the input changed although every run was refused"
 
   # 7. Outputs that are not files.
-  refused "output = /dev/null" "/dev/null: exists and is not a regular file" \
+  refused "output = /dev/null" "/dev/null: exists and is a character device" \
     "$ranks" --set job.output=/dev/null job.ini
   mkdir -p a-directory.h5
-  refused "output = a directory" "a-directory.h5: exists and is not a regular file" \
+  refused "output = a directory" "a-directory.h5: exists and is a directory" \
     "$ranks" --set job.output=a-directory.h5 job.ini
   rm -f fifo.h5 && mkfifo fifo.h5
-  refused "output = a FIFO" "fifo.h5: exists and is not a regular file" \
+  refused "output = a FIFO" "fifo.h5: exists and is a FIFO" \
     "$ranks" --set job.output=fifo.h5 job.ini
 
   # 9. A huge JSON Lines id.
