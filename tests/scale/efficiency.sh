@@ -44,7 +44,7 @@ for i in $(seq 1 "$repeat"); do
   best2=$(printf '%s\n%s\n' "$best2" "$two" | grep . | sort -n | head -n 1)
 done
 flags=$(grep -m1 -o -w -E 'avx512_bf16|avx512_vnni|avx512f|avx2|amx_tile' /proc/cpuinfo | sort -u | tr '\n' ' ')
-echo "efficiency: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//'), $(nproc) cores ($flags), load $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "efficiency: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//'), $(nproc --all) cores ($flags), load $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "efficiency: all-MiniLM-L6-v2, $(wc -l < "$out/corpus.txt") real sentences, windows of 256; best of $repeat"
 echo "$best1 $best2" | awk '{
   printf "efficiency: 1 rank x 1 thread:  encoding %6.2f s, whole command %6.2f s\n", $1, $2
