@@ -367,10 +367,11 @@ typedef struct composed {
     tfenc_model *model;
 } composed;
 
-static int compose(composed *c, const char *text)
+/* The job written in `text`, its model's config and plan, the plugins of
+ * `directory` (NULL: $TFENC_PLUGIN_PATH and the build tree) and an empty
+ * memory store: a model's pieces, without the model. */
+static int compose_pieces(composed *c, const char *text, const char *directory)
 {
-    char directory[1024];
-    snprintf(directory, sizeof directory, "%s/tests/plugins/.libs", build_dir());
     memset(c, 0, sizeof *c);
     tfenc_context_init(&ctx);
     int status = tfenc_jobfile_parse_string(&ctx, "m.ini", text, &c->job);
@@ -384,6 +385,14 @@ static int compose(composed *c, const char *text)
         status = tfenc_plugin_registry_scan(&ctx, c->registry);
     if (status == TFENC_OK)
         status = tfenc_weight_store_create_memory(&ctx, &c->store);
+    return status;
+}
+
+static int compose(composed *c, const char *text)
+{
+    char directory[1024];
+    snprintf(directory, sizeof directory, "%s/tests/plugins/.libs", build_dir());
+    int status = compose_pieces(c, text, directory);
     if (status == TFENC_OK) {
         float bias[2] = {100, 200};
         int64_t dims[1] = {2};
@@ -538,20 +547,8 @@ static int encoder_open(composed *c, const char *precision, tfenc_model_options 
 {
     char text[1024];
     encoder_job(text, sizeof text, precision);
-    memset(c, 0, sizeof *c);
-    tfenc_context_init(&ctx);
-    int status = tfenc_jobfile_parse_string(&ctx, "m.ini", text, &c->job);
-    if (status == TFENC_OK)
-        status = tfenc_model_config_read(&ctx, c->job, &c->config);
-    if (status == TFENC_OK)
-        status = tfenc_model_plan_read(&ctx, c->job, &c->plan);
     /* TFENC_PLUGIN_PATH (set by the test harness) leads to the build's plugins. */
-    if (status == TFENC_OK)
-        status = tfenc_plugin_registry_create(&ctx, NULL, &c->registry);
-    if (status == TFENC_OK)
-        status = tfenc_plugin_registry_scan(&ctx, c->registry);
-    if (status == TFENC_OK)
-        status = tfenc_weight_store_create_memory(&ctx, &c->store);
+    int status = compose_pieces(c, text, NULL);
     if (status == TFENC_OK)
         add_encoder_weights(c->store);
     *options = (tfenc_model_options){
