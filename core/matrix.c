@@ -65,8 +65,10 @@ struct tfenc_matmul_plan {
 
 /* ---------------------------------------------------------------- bf16 */
 
+/* The loops are static: the ifunc resolvers of their vector clones stay
+ * out of libtfenc's exports. */
 TFENC_VECTOR_CLONES
-void tfenc_matrix_to_bf16(const float *in, uint16_t *out, size_t n)
+static void round_to_bf16(const float *in, uint16_t *out, size_t n)
 {
 #pragma omp simd
     for (size_t i = 0; i < n; i++) {
@@ -81,13 +83,23 @@ void tfenc_matrix_to_bf16(const float *in, uint16_t *out, size_t n)
 }
 
 TFENC_VECTOR_CLONES
-void tfenc_matrix_from_bf16(const uint16_t *in, float *out, size_t n)
+static void widen_from_bf16(const uint16_t *in, float *out, size_t n)
 {
 #pragma omp simd
     for (size_t i = 0; i < n; i++) {
         uint32_t bits = (uint32_t)in[i] << 16;
         memcpy(&out[i], &bits, sizeof bits);
     }
+}
+
+void tfenc_matrix_to_bf16(const float *in, uint16_t *out, size_t n)
+{
+    round_to_bf16(in, out, n);
+}
+
+void tfenc_matrix_from_bf16(const uint16_t *in, float *out, size_t n)
+{
+    widen_from_bf16(in, out, n);
 }
 
 /* -------------------------------------------------------------- threads */
