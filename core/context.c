@@ -2,8 +2,13 @@
  * to the one driver line that reports them. */
 #include "context.h"
 
+#include <pthread.h>
 #include <stdio.h>
 #include <string.h>
+
+/* A plugin's threads (an OpenMP parallel loop) may report at the same time:
+ * the first error still wins, whole. */
+static pthread_mutex_t error_lock = PTHREAD_MUTEX_INITIALIZER;
 
 const char *tfenc_status_string(int status)
 {
@@ -47,8 +52,13 @@ void tfenc_context_set_scope(tfenc_context *ctx, const char *scope)
 int tfenc_verror(tfenc_context *ctx, int status, const char *format, va_list args)
 {
     /* The first error is the cause; later ones are usually its consequences. */
-    if (ctx == NULL || ctx->status != TFENC_OK)
+    if (ctx == NULL)
         return status;
+    pthread_mutex_lock(&error_lock);
+    if (ctx->status != TFENC_OK) {
+        pthread_mutex_unlock(&error_lock);
+        return status;
+    }
     ctx->status = status;
     size_t used = 0;
     if (ctx->scope != NULL) {
@@ -60,6 +70,7 @@ int tfenc_verror(tfenc_context *ctx, int status, const char *format, va_list arg
     for (char *p = ctx->message; *p != '\0'; p++)
         if (*p == '\n' || *p == '\r')
             *p = ' ';
+    pthread_mutex_unlock(&error_lock);
     return status;
 }
 

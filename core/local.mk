@@ -24,7 +24,8 @@ core_libtfenc_la_SOURCES += \
 	core/hdf5_error.c core/hdf5_error.h \
 	core/layout.c core/layout.h \
 	core/pipeline.c core/pipeline.h \
-	core/names.h core/clock.h
+	core/names.h core/clock.h \
+	core/precision.c core/precision.h
 
 # A tfenc-batch job: the [job] settings, the corpus's windows and the queue
 # that hands them out, the first stage's feeder, the last stage's writer,
@@ -41,7 +42,16 @@ core_libtfenc_la_SOURCES += \
 	core/run.c core/run.h \
 	core/run_report.c core/run_report.h
 
-# The matrix backend of tfenc_linear_forward: OpenBLAS fp32, and oneDNN bf16
-# when configure found it ([model] precision = bf16).
-core_libtfenc_la_SOURCES += core/gemm.c core/gemm.h
-core_libtfenc_la_LIBADD += $(ONEDNN_LIBS)
+# The matrix backend (core/matrix.h): OpenBLAS fp32, oneDNN bf16 and int8
+# when configure found it, on the rank's one OpenMP thread pool. A library
+# of its own for its flags: OpenMP for the parallel epilogues, and the
+# vectorisation flags of the plugins' loops (plugins/local.mk says why).
+noinst_LTLIBRARIES += core/libtfenc_matrix.la
+core_libtfenc_matrix_la_SOURCES = core/matrix.c core/matrix.h core/matrix_onednn.h \
+	core/fast_math.h core/parallel.h
+if HAVE_ONEDNN
+core_libtfenc_matrix_la_SOURCES += core/matrix_onednn.c
+endif
+core_libtfenc_matrix_la_CFLAGS = $(AM_CFLAGS) $(OPENMP_CFLAGS) -fno-trapping-math -ffp-contract=fast
+core_libtfenc_la_LIBADD += core/libtfenc_matrix.la $(ONEDNN_LIBS)
+core_libtfenc_la_LDFLAGS += $(OPENMP_CFLAGS)

@@ -31,7 +31,6 @@ static const char *section_origin(const tfenc_jobfile *job, const tfenc_job_sect
 int tfenc_model_config_read(tfenc_context *ctx, const tfenc_jobfile *job,
                             tfenc_model_config *config)
 {
-    static const char *const precisions[] = {"fp32", "bf16", NULL};
     memset(config, 0, sizeof *config);
     tfenc_job_section *section = tfenc_jobfile_find(job, "model");
     if (section == NULL)
@@ -41,6 +40,7 @@ int tfenc_model_config_read(tfenc_context *ctx, const tfenc_jobfile *job,
     const char *weights = NULL;
     long d_model = 0, vocab_size = 0, max_positions = 0;
     int precision = 0;
+    double min_cosine = 0.999;
     int status = tfenc_param_string(&params, "weights", NULL, &weights);
     if (status == TFENC_OK)
         status = tfenc_param_int_range(&params, "d_model", 0, 1, 65536, &d_model);
@@ -53,7 +53,9 @@ int tfenc_model_config_read(tfenc_context *ctx, const tfenc_jobfile *job,
     if (status == TFENC_OK)
         status = tfenc_param_string(&params, "plugin_path", NULL, &config->plugin_path);
     if (status == TFENC_OK)
-        status = tfenc_param_choice(&params, "precision", precisions, 0, &precision);
+        status = tfenc_param_choice(&params, "precision", tfenc_precision_names, 0, &precision);
+    if (status == TFENC_OK)
+        status = tfenc_param_float(&params, "min_cosine", 0.999, &min_cosine);
     if (status == TFENC_OK)
         status = tfenc_params_check_all_used(&params, "not a [model] key");
     if (status != TFENC_OK)
@@ -65,6 +67,9 @@ int tfenc_model_config_read(tfenc_context *ctx, const tfenc_jobfile *job,
     if (d_model < 1 || d_model > 65536)
         return tfenc_error(ctx, TFENC_ERR_CONFIG,
                            "%s: [model] d_model must be set to an integer in 1..65536", origin);
+    if (!(min_cosine >= -1.0 && min_cosine <= 1.0))
+        return tfenc_error(ctx, TFENC_ERR_CONFIG, "%s: [model] min_cosine must be in -1..1",
+                           origin);
     if (vocab_size < 0 || max_positions < 1 || max_positions > (1L << 24))
         return tfenc_error(ctx, TFENC_ERR_CONFIG,
                            "%s: [model] vocab_size must be >= 0 and max_positions in 1..2^24",
@@ -72,7 +77,8 @@ int tfenc_model_config_read(tfenc_context *ctx, const tfenc_jobfile *job,
     config->d_model = (int)d_model;
     config->vocab_size = (int)vocab_size;
     config->max_positions = (int)max_positions;
-    config->precision_bf16 = precision == 1;
+    config->precision = (tfenc_precision)precision;
+    config->min_cosine = min_cosine;
     config->weights_path = tfenc_jobfile_resolve_path(job, weights);
     if (config->weights_path == NULL)
         return tfenc_error(ctx, TFENC_ERR_NO_MEMORY, "out of memory");
@@ -436,8 +442,9 @@ void tfenc_model_plan_free(tfenc_model_plan *plan)
 
 typedef struct layer_instance {
     const tfenc_layer_descriptor *descriptor;
-    void *instance; /* non-NULL iff create() succeeded */
-    char *scope;    /* "layer encoder.3.ffn (ffn)": prefixes its errors */
+    void *instance;         /* non-NULL iff create() succeeded */
+    char *scope;            /* "layer encoder.3.ffn (ffn)": prefixes its errors */
+    tfenc_weights *weights; /* owns what the layer loaded; released after destroy() */
 } layer_instance;
 
 typedef struct model_step {
@@ -478,15 +485,20 @@ static int create_instance(tfenc_context *ctx, const tfenc_model_options *option
 
     tfenc_params params;
     tfenc_params_bind_layer(&params, ctx, job, section, layer->descriptor);
-    tfenc_weights *weights = NULL;
-    int status = tfenc_weight_store_group(ctx, options->weights, group, &weights);
+    const tfenc_weight_options weight_options = {
+        .precision = options->step_precision != NULL
+                         ? options->step_precision[plan - options->plan->steps]
+                         : options->config->precision,
+        .calibrate = options->calibrate};
+    int status =
+        tfenc_weight_store_group(ctx, options->weights, group, &weight_options, &layer->weights);
     if (status != TFENC_OK)
         return status;
     tfenc_layer_init init = {
         .struct_size = sizeof init,
         .name = name,
         .params = &params,
-        .weights = weights,
+        .weights = layer->weights,
         .model = {.d_model = options->config->d_model,
                   .vocab_size = options->config->vocab_size,
                   .max_positions = options->config->max_positions,
@@ -796,6 +808,9 @@ static void destroy_instance(layer_instance *layer)
 {
     if (layer->instance != NULL)
         layer->descriptor->destroy(layer->instance);
+    /* The layer's weights go with it: a survey that builds step after step
+     * holds one step's weights at a time. */
+    tfenc_weights_release(layer->weights);
     free(layer->scope);
 }
 

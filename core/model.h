@@ -7,6 +7,7 @@
 
 #include "jobfile.h"
 #include "plugin_loader.h"
+#include "precision.h"
 #include "weights.h"
 
 /* The [model] section. */
@@ -16,7 +17,8 @@ typedef struct tfenc_model_config {
     int d_model;
     int vocab_size;
     int max_positions;
-    int precision_bf16;
+    tfenc_precision precision; /* of the matrix products */
+    double min_cosine;         /* int8: the accuracy gate's bar on the corpus sample */
 } tfenc_model_config;
 
 int tfenc_model_config_read(tfenc_context *ctx, const tfenc_jobfile *job,
@@ -67,6 +69,12 @@ typedef struct tfenc_model_options {
     tfenc_limits limits;
     int first_step; /* this stage's range [first_step, end_step) */
     int end_step;
+    /* Precision of each step of the plan (the int8 accuracy gate's
+     * choices), or NULL for config->precision everywhere. */
+    const tfenc_precision *step_precision;
+    /* fp32 steps record their linear maps' input ranges for int8 (the
+     * accuracy gate's reference pass; weights.h). */
+    int calibrate;
 } tfenc_model_options;
 
 /* Creates the instances of the step range, loading their weights, and

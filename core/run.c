@@ -10,12 +10,13 @@
 #include "corpus.h"
 #include "feeder.h"
 #include "fingerprint.h"
-#include "gemm.h"
 #include "job_settings.h"
 #include "jobfile.h"
+#include "matrix.h"
 #include "output.h"
 #include "ownership.h"
 #include "pipeline.h"
+#include "precision.h"
 #include "plugin_loader.h"
 #include "sha256.h"
 #include "tokenizer.h"
@@ -24,7 +25,6 @@
 #include "work_queue.h"
 #include "writer.h"
 
-#include <cblas.h>
 #include <mpi.h>
 #include <sched.h>
 #include <stdarg.h>
@@ -71,6 +71,8 @@ typedef struct run {
     tfenc_feeder *feeder;
     tfenc_writer *writer;
     tfenc_run_result *result;
+    tfenc_precision *step_precision; /* int8: the accuracy gate's choice per step */
+    double sample_cosine;            /* int8: the gate's min cosine to fp32 on its sample */
 } run;
 
 static void notice(run *r, const char *format, ...) TFENC_PRINTF(2, 3);
@@ -132,18 +134,18 @@ static int broken(run *r)
 /* ---------------------------------------------------------------- setup */
 
 /* Open MPI binds each rank to one core by default, also a rank started
- * without mpiexec: OpenBLAS's threads would then share that core and run
+ * without mpiexec: the rank's threads would then share that core and run
  * slower than one thread. Said once, by rank 0, as advice. */
 static void warn_about_binding(run *r)
 {
     cpu_set_t cores;
-    int threads = openblas_get_num_threads();
+    int threads = tfenc_matrix_threads();
     if (r->rank != 0 || threads < 2 || sched_getaffinity(0, sizeof cores, &cores) != 0)
         return;
     int usable = CPU_COUNT(&cores);
     if (usable < threads)
         notice(r,
-               "warning: %d OpenBLAS threads per rank but this rank may run on %d core%s "
+               "warning: %d threads per rank but this rank may run on %d core%s "
                "(MPI binds ranks to cores): start with mpiexec --bind-to none (or set "
                "OMPI_MCA_hwloc_base_binding_policy=none), or use 1 thread and more ranks",
                threads, usable, usable == 1 ? "" : "s");
@@ -159,14 +161,14 @@ static int read_job(run *r)
         status = tfenc_jobfile_override(r->ctx, r->job, q->overrides[i]);
     if (status == TFENC_OK)
         status = tfenc_model_config_read(r->ctx, r->job, &r->config);
-    /* Before any weight is loaded: linear maps take their precision at load. */
-    if (status == TFENC_OK &&
-        (status = tfenc_gemm_set_precision(r->ctx, r->config.precision_bf16 ? "bf16" : "fp32")) !=
-            TFENC_OK) {
-        char reason[TFENC_MESSAGE_MAX];
-        snprintf(reason, sizeof reason, "%s", tfenc_context_message(r->ctx));
-        tfenc_context_clear(r->ctx);
-        status = tfenc_error(r->ctx, status, "%s: [model] %s", r->job->path, reason);
+    /* Before any weight is loaded: what this CPU runs of the precision
+     * asked for, said in one line where it lacks an instruction set. */
+    if (status == TFENC_OK) {
+        char line[512];
+        tfenc_precision runs;
+        if (tfenc_matrix_describe(r->config.precision, &runs, line, sizeof line))
+            notice(r, "%s", line);
+        r->config.precision = runs;
     }
     if (status == TFENC_OK)
         status = tfenc_job_settings_read(r->ctx, r->job, &r->config, &r->settings);
@@ -179,8 +181,8 @@ static int read_job(run *r)
                                     (int)r->settings.pipeline_stages, r->plan.n_steps,
                                     &r->layout);
     }
-    if (status == TFENC_OK && r->settings.threads > 0)
-        openblas_set_num_threads((int)r->settings.threads);
+    if (status == TFENC_OK)
+        tfenc_matrix_set_threads((int)r->settings.threads);
     if (status == TFENC_OK)
         warn_about_binding(r);
     if (status == TFENC_OK)
@@ -213,9 +215,165 @@ static tfenc_model_options model_options(run *r, int first_step, int end_step)
         .limits = {.max_tokens = (int)r->settings.batch_tokens,
                    .max_seq_len = (int)r->settings.max_seq_len,
                    .max_seqs = (int)r->settings.batch_tokens},
-        .first_step = first_step, .end_step = end_step};
+        .first_step = first_step, .end_step = end_step, .step_precision = r->step_precision};
     return o;
 }
+
+/* Sample of the accuracy gate: the first documents of rank 0's share, at
+ * most this many microbatches of them. */
+#define GATE_SAMPLE_BATCHES 2
+
+typedef struct gate_sample {
+    tfenc_batch batches[GATE_SAMPLE_BATCHES];
+    int32_t *ids, *types, *positions, *starts;
+    int n_batches, n_documents, n_tokens;
+} gate_sample;
+
+/* Tokenizes the first documents of the share into packed batches of at
+ * most batch_tokens tokens, then rewinds the corpus. */
+static int gate_sample_read(run *r, gate_sample *sample)
+{
+    const int batch_tokens = (int)r->settings.batch_tokens;
+    const size_t capacity = (size_t)batch_tokens * GATE_SAMPLE_BATCHES;
+    sample->ids = calloc(capacity, sizeof *sample->ids);
+    sample->types = calloc(capacity, sizeof *sample->types);
+    sample->positions = calloc(capacity, sizeof *sample->positions);
+    sample->starts = calloc(capacity + GATE_SAMPLE_BATCHES, sizeof *sample->starts);
+    int32_t *document = malloc((size_t)r->feeding.max_seq_len * sizeof *document);
+    if (sample->ids == NULL || sample->types == NULL || sample->positions == NULL ||
+        sample->starts == NULL || document == NULL) {
+        free(document);
+        return tfenc_error(r->ctx, TFENC_ERR_NO_MEMORY, "out of memory");
+    }
+    int status = TFENC_OK, n_seq = 0, used = 0, batch_first = 0;
+    int32_t *starts = sample->starts;
+    tfenc_document doc;
+    while (status == TFENC_OK && sample->n_batches < GATE_SAMPLE_BATCHES) {
+        status = tfenc_corpus_next(r->ctx, r->corpus, &doc);
+        int32_t length = 0, truncated = 0;
+        if (status == TFENC_OK)
+            status = tfenc_feeder_tokenize(r->ctx, &r->feeding, r->tokenizer, &doc, doc.local_index,
+                                     document, &length, &truncated);
+        int full = status == TFENC_ERR_NOT_FOUND ||
+                   (status == TFENC_OK && used - batch_first + length > batch_tokens);
+        if (full && n_seq > 0) { /* close the batch being filled */
+            sample->batches[sample->n_batches++] = (tfenc_batch){
+                .n_seq = n_seq, .n_tokens = used - batch_first, .seq_start = starts,
+                .token_ids = sample->ids + batch_first, .token_types = sample->types + batch_first,
+                .positions = sample->positions + batch_first, .rows = used - batch_first,
+                .d_model = r->config.d_model};
+            starts += n_seq + 1;
+            batch_first = used;
+            n_seq = 0;
+        }
+        if (status != TFENC_OK || sample->n_batches == GATE_SAMPLE_BATCHES)
+            break;
+        starts[n_seq] = used - batch_first;
+        memcpy(sample->ids + used, document, (size_t)length * sizeof *document);
+        for (int t = 0; t < length; t++)
+            sample->positions[used + t] = t;
+        used += length;
+        starts[++n_seq] = used - batch_first;
+        sample->n_documents++;
+    }
+    free(document);
+    sample->n_tokens = used;
+    if (status == TFENC_ERR_NOT_FOUND) {
+        tfenc_context_clear(r->ctx);
+        status = TFENC_OK;
+    }
+    if (status == TFENC_OK)
+        status = tfenc_corpus_rewind(r->ctx, r->corpus);
+    return status;
+}
+
+static void gate_sample_free(gate_sample *sample)
+{
+    free(sample->ids);
+    free(sample->types);
+    free(sample->positions);
+    free(sample->starts);
+}
+
+_Static_assert(sizeof(tfenc_precision) == sizeof(int), "step precisions travel as MPI_INT");
+
+/* int8 jobs: rank 0 runs the accuracy gate (core/precision.h) on a sample
+ * of its share, every rank takes its choice of precision per step, and a
+ * job whose min_cosine cannot be met stops here. (bf16's accuracy is the
+ * tests' business: 0.9999 on the test models and all-MiniLM-L6-v2.) */
+static int gate_precision(run *r)
+{
+    if (r->config.precision != TFENC_PRECISION_INT8)
+        return 0;
+    const int n_steps = r->plan.n_steps;
+    r->step_precision = calloc((size_t)n_steps, sizeof *r->step_precision);
+    if (r->step_precision == NULL)
+        return agree_on_failure(r, tfenc_error(r->ctx, TFENC_ERR_NO_MEMORY, "out of memory"));
+    tfenc_precision_report report = {.step_precision = r->step_precision};
+    gate_sample sample = {0};
+    int status = TFENC_OK;
+    if (r->rank == 0) {
+        status = gate_sample_read(r, &sample);
+        if (status == TFENC_OK && sample.n_batches == 0)
+            status = tfenc_error(r->ctx, TFENC_ERR_INPUT,
+                                 "%s: no document to check precision = %s on", r->settings.input,
+                                 tfenc_precision_names[r->config.precision]);
+        tfenc_model_options o = model_options(r, 0, n_steps);
+        if (status == TFENC_OK)
+            status = tfenc_precision_gate(r->ctx, &o, sample.batches, sample.n_batches,
+                                          r->config.min_cosine, &report);
+        if (status != TFENC_OK && status != TFENC_ERR_CONFIG) {
+            char reason[TFENC_MESSAGE_MAX];
+            snprintf(reason, sizeof reason, "%s", tfenc_context_message(r->ctx));
+            tfenc_context_clear(r->ctx);
+            status = tfenc_error(r->ctx, status, "precision = %s: the accuracy gate failed: %s",
+                                 tfenc_precision_names[r->config.precision], reason);
+        }
+    }
+    gate_sample_free(&sample);
+    /* Every rank builds its int8 maps with rank 0's calibration. */
+    void *table = NULL;
+    size_t table_size = 0;
+    if (status == TFENC_OK && r->rank == 0)
+        status = tfenc_weight_store_calibration_export(r->ctx, r->weights, &table, &table_size);
+    if (agree_on_failure(r, status)) {
+        free(table);
+        return 1;
+    }
+    MPI_Bcast(r->step_precision, n_steps, MPI_INT, 0, MPI_COMM_WORLD);
+    MPI_Bcast(&report.sample_cosine, 1, MPI_DOUBLE, 0, MPI_COMM_WORLD);
+    unsigned long long table_bytes = table_size;
+    MPI_Bcast(&table_bytes, 1, MPI_UNSIGNED_LONG_LONG, 0, MPI_COMM_WORLD);
+    if (r->rank != 0)
+        table = malloc(table_bytes > 0 ? table_bytes : 1);
+    status = table == NULL ? tfenc_error(r->ctx, TFENC_ERR_NO_MEMORY, "out of memory") : TFENC_OK;
+    if (agree_on_failure(r, status))
+        return 1;
+    MPI_Bcast(table, (int)table_bytes, MPI_BYTE, 0, MPI_COMM_WORLD);
+    if (r->rank != 0)
+        status = tfenc_weight_store_calibration_import(r->ctx, r->weights, table, table_bytes);
+    free(table);
+    if (agree_on_failure(r, status))
+        return 1;
+    r->sample_cosine = report.sample_cosine;
+    if (r->rank == 0) {
+        char line[TFENC_MESSAGE_MAX];
+        int used = snprintf(line, sizeof line,
+                            "precision = %s: min cosine %.6f to fp32 on a sample of %d documents "
+                            "(min_cosine %.6f)",
+                            tfenc_precision_names[r->config.precision], report.sample_cosine,
+                            sample.n_documents, r->config.min_cosine);
+        if (report.n_fallbacks > 0 && used > 0 && (size_t)used < sizeof line)
+            used += snprintf(line + used, sizeof line - used, "; kept in %s:",
+                             tfenc_precision_names[tfenc_matrix_int8_fallback()]);
+        for (int i = 0; i < n_steps && used > 0 && (size_t)used < sizeof line; i++)
+            if (r->step_precision[i] != r->config.precision)
+                used += snprintf(line + used, sizeof line - used, " %s", r->plan.steps[i].name);
+        notice(r, "%s", line);
+    }
+    return 0;
+}
+
 
 /* The first stage reads the corpus: the tokenizer, and the corpus itself
  * (opened on a small share; each window selects its own documents). */
@@ -475,7 +633,7 @@ static int open_output(run *r)
                                                                      : NULL,
             .layout = layout, .job_path = r->request->job_path,
             .overrides = r->request->overrides, .n_overrides = r->request->n_overrides,
-            .precision = r->config.precision_bf16 ? "bf16" : "fp32"};
+            .precision = tfenc_precision_names[r->config.precision]};
         MPI_Comm writers = l->data_parallel > 1 ? r->writers_comm : MPI_COMM_NULL;
         status = TFENC_ERR_NOT_FOUND;
         if (r->settings.resume)
@@ -718,6 +876,7 @@ static void release_run(run *r)
     tfenc_corpus_close(r->corpus);
     tfenc_tokenizer_destroy(r->tokenizer);
     tfenc_model_destroy(r->model);
+    free(r->step_precision);
     tfenc_layout_free(&r->layout);
     tfenc_work_queue_destroy(r->queue);
     tfenc_windows_free(&r->windows);
@@ -761,7 +920,7 @@ static int run_steps(run *r)
     if (agree_on_failure(r, read_job(r)))
         return 1;
     join_communicators(r);
-    if (agree_on_failure(r, open_input(r)))
+    if (agree_on_failure(r, open_input(r)) || gate_precision(r))
         return 1;
     const int n_stages = r->layout.pipeline_stages;
     /* One stage: the whole model, probed now, tells whether it pools before

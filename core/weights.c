@@ -1,18 +1,27 @@
 /* Weight stores and linear maps: tensors come from an HDF5 file (any float
  * type, converted to float32 by HDF5 itself) or from memory, are checked for
- * shape and finiteness, and live until the store is closed. */
+ * shape and finiteness, and live as long as the group handle they were
+ * loaded through: the model releases a layer's handle after the layer's
+ * destroy(), so memory holds the weights of the layers that exist, not of
+ * every layer ever built from the store. */
 #include "weights.h"
 #include "files.h"
 #include "aligned.h"
 #include "context.h"
-#include "gemm.h"
+#include "matrix.h"
 
-#include <cblas.h>
 #include <hdf5.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+/* A linear map's input ranges, found again by the map's first dataset. */
+typedef struct calibration {
+    char *key; /* "/encoder/0/ffn/in_weight:1": first weight dataset and parts */
+    int in;
+    float *range; /* [in] */
+} calibration;
 
 typedef struct memory_tensor {
     char *path;
@@ -21,7 +30,8 @@ typedef struct memory_tensor {
     float *data;
 } memory_tensor;
 
-/* Everything the store hands out is owned here and freed at close. */
+/* Everything a group handle hands out is owned by the handle and freed when
+ * the handle is released. */
 typedef struct owned {
     struct owned *next;
     void *pointer;
@@ -34,21 +44,19 @@ struct tfenc_weight_store {
     memory_tensor *tensors;
     int n_tensors;
     int capacity;
-    owned *owned;
+    tfenc_weights *handles; /* live group handles, released at close at the latest */
+    tfenc_matrix_scratch *scratch; /* shared by the linear maps and products of every handle */
+    calibration *calibrations;     /* input ranges of linear maps, by their datasets */
+    int n_calibrations;
 };
 
 struct tfenc_weights {
     tfenc_weight_store *store;
     tfenc_context *ctx;
     char *group;
-};
-
-struct tfenc_linear {
-    int in_features;
-    int out_features;
-    float *weight; /* [out_features, in_features] */
-    float *bias;   /* [out_features] or NULL */
-    tfenc_gemm_weights *bf16; /* the bf16 backend's copy, NULL in fp32 */
+    owned *owned;                 /* tensors and linear maps loaded through this handle */
+    tfenc_weights *previous, *next; /* the store's list of live handles */
+    tfenc_weight_options options; /* the precision of its linear maps and products */
 };
 
 /* Shape of a tensor as found, before reading it. */
@@ -57,7 +65,7 @@ typedef struct tensor_shape {
     int64_t dims[TFENC_MAX_RANK];
 } tensor_shape;
 
-static int keep(tfenc_weight_store *store, void *pointer, void (*release)(void *))
+static int keep(tfenc_weights *weights, void *pointer, void (*release)(void *))
 {
     owned *node = malloc(sizeof *node);
     if (node == NULL) {
@@ -66,14 +74,27 @@ static int keep(tfenc_weight_store *store, void *pointer, void (*release)(void *
     }
     node->pointer = pointer;
     node->release = release;
-    node->next = store->owned;
-    store->owned = node;
+    node->next = weights->owned;
+    weights->owned = node;
     return TFENC_OK;
 }
 
-static void release_weights(void *pointer)
+void tfenc_weights_release(tfenc_weights *weights)
 {
-    tfenc_weights *weights = pointer;
+    if (weights == NULL)
+        return;
+    while (weights->owned != NULL) {
+        owned *node = weights->owned;
+        weights->owned = node->next;
+        node->release(node->pointer);
+        free(node);
+    }
+    if (weights->previous != NULL)
+        weights->previous->next = weights->next;
+    else
+        weights->store->handles = weights->next;
+    if (weights->next != NULL)
+        weights->next->previous = weights->previous;
     free(weights->group);
     free(weights);
 }
@@ -100,7 +121,10 @@ int tfenc_weight_store_open(tfenc_context *ctx, const char *path, tfenc_weight_s
     if (file < 0)
         return tfenc_error(ctx, TFENC_ERR_WEIGHTS, "weights %s: HDF5 cannot open it", path);
     tfenc_weight_store *store = calloc(1, sizeof *store);
-    if (store == NULL || (store->name = strdup(path)) == NULL) {
+    if (store == NULL || (store->name = strdup(path)) == NULL ||
+        tfenc_matrix_scratch_create(ctx, &store->scratch) != TFENC_OK) {
+        if (store != NULL)
+            free(store->name);
         free(store);
         H5Fclose(file);
         return tfenc_error(ctx, TFENC_ERR_NO_MEMORY, "weights %s: out of memory", path);
@@ -113,7 +137,10 @@ int tfenc_weight_store_open(tfenc_context *ctx, const char *path, tfenc_weight_s
 int tfenc_weight_store_create_memory(tfenc_context *ctx, tfenc_weight_store **store_out)
 {
     tfenc_weight_store *store = calloc(1, sizeof *store);
-    if (store == NULL || (store->name = strdup("(memory)")) == NULL) {
+    if (store == NULL || (store->name = strdup("(memory)")) == NULL ||
+        tfenc_matrix_scratch_create(ctx, &store->scratch) != TFENC_OK) {
+        if (store != NULL)
+            free(store->name);
         free(store);
         return tfenc_error(ctx, TFENC_ERR_NO_MEMORY, "weights: out of memory");
     }
@@ -158,12 +185,14 @@ void tfenc_weight_store_close(tfenc_weight_store *store)
 {
     if (store == NULL)
         return;
-    while (store->owned != NULL) {
-        owned *node = store->owned;
-        store->owned = node->next;
-        node->release(node->pointer);
-        free(node);
+    while (store->handles != NULL)
+        tfenc_weights_release(store->handles);
+    tfenc_matrix_scratch_destroy(store->scratch);
+    for (int i = 0; i < store->n_calibrations; i++) {
+        free(store->calibrations[i].key);
+        free(store->calibrations[i].range);
     }
+    free(store->calibrations);
     for (int i = 0; i < store->n_tensors; i++) {
         free(store->tensors[i].path);
         free(store->tensors[i].data);
@@ -181,7 +210,7 @@ const char *tfenc_weight_store_name(const tfenc_weight_store *store)
 }
 
 int tfenc_weight_store_group(tfenc_context *ctx, tfenc_weight_store *store, const char *group,
-                             tfenc_weights **weights_out)
+                             const tfenc_weight_options *options, tfenc_weights **weights_out)
 {
     tfenc_weights *weights = calloc(1, sizeof *weights);
     if (weights == NULL)
@@ -201,8 +230,12 @@ int tfenc_weight_store_group(tfenc_context *ctx, tfenc_weight_store *store, cons
     weights->group[1 + length - (length > 0 ? skip : 0)] = '\0';
     weights->store = store;
     weights->ctx = ctx;
-    if (keep(store, weights, release_weights) != TFENC_OK)
-        return tfenc_error(ctx, TFENC_ERR_NO_MEMORY, "weights: out of memory");
+    if (options != NULL)
+        weights->options = *options;
+    weights->next = store->handles;
+    if (store->handles != NULL)
+        store->handles->previous = weights;
+    store->handles = weights;
     *weights_out = weights;
     return TFENC_OK;
 }
@@ -396,7 +429,7 @@ int tfenc_weight_load(tfenc_weights *weights, const char *name, int rank, int64_
         tfenc_aligned_free(buffer);
         return status;
     }
-    if (keep(weights->store, buffer, tfenc_aligned_free) != TFENC_OK)
+    if (keep(weights, buffer, tfenc_aligned_free) != TFENC_OK)
         return tfenc_error(weights->ctx, TFENC_ERR_NO_MEMORY, "weights: out of memory");
     for (int i = 0; i < rank; i++)
         dims[i] = shape.dims[i];
@@ -404,25 +437,103 @@ int tfenc_weight_load(tfenc_weights *weights, const char *name, int rank, int64_
     return TFENC_OK;
 }
 
-static void release_linear(void *pointer)
+static calibration *find_calibration(tfenc_weight_store *store, const char *key, int in)
 {
-    tfenc_linear *linear = pointer;
-    tfenc_gemm_weights_destroy(linear->bf16);
-    tfenc_aligned_free(linear->weight);
-    tfenc_aligned_free(linear->bias);
-    free(linear);
+    for (int i = 0; i < store->n_calibrations; i++)
+        if (strcmp(store->calibrations[i].key, key) == 0 && store->calibrations[i].in == in)
+            return &store->calibrations[i];
+    return NULL;
 }
 
-/* Gives the matrix backend its own copy of the weights when the precision
- * is not fp32 (bf16: converted once here, not per batch). */
-static int linear_prepare_backend(tfenc_context *ctx, tfenc_linear *linear)
+static calibration *add_calibration(tfenc_weight_store *store, const char *key, int in)
 {
-    tfenc_gemm_precision precision;
-    int status = tfenc_gemm_get_precision(ctx, &precision);
-    if (status != TFENC_OK || precision == TFENC_GEMM_FP32)
-        return status;
-    return tfenc_gemm_weights_create(ctx, linear->weight, linear->bias, linear->out_features,
-                                     linear->in_features, &linear->bf16);
+    calibration *grown =
+        realloc(store->calibrations, (size_t)(store->n_calibrations + 1) * sizeof *grown);
+    if (grown == NULL)
+        return NULL;
+    store->calibrations = grown;
+    calibration *entry = &grown[store->n_calibrations];
+    entry->key = strdup(key);
+    entry->in = in;
+    entry->range = calloc((size_t)in, sizeof *entry->range);
+    if (entry->key == NULL || entry->range == NULL) {
+        free(entry->key);
+        free(entry->range);
+        return NULL;
+    }
+    store->n_calibrations++;
+    return entry;
+}
+
+/* The table as bytes: per entry, the key's length (int32), the key, `in`
+ * (int32) and the ranges (float). Same machine, same byte order. */
+int tfenc_weight_store_calibration_export(tfenc_context *ctx, const tfenc_weight_store *store,
+                                          void **bytes, size_t *size)
+{
+    size_t total = 0;
+    for (int i = 0; i < store->n_calibrations; i++)
+        total += 2 * sizeof(int32_t) + strlen(store->calibrations[i].key) +
+                 (size_t)store->calibrations[i].in * sizeof(float);
+    char *out = malloc(total > 0 ? total : 1);
+    if (out == NULL)
+        return tfenc_error(ctx, TFENC_ERR_NO_MEMORY, "weights: out of memory");
+    char *at = out;
+    for (int i = 0; i < store->n_calibrations; i++) {
+        const calibration *c = &store->calibrations[i];
+        int32_t length = (int32_t)strlen(c->key), in = c->in;
+        memcpy(at, &length, sizeof length);
+        at += sizeof length;
+        memcpy(at, c->key, (size_t)length);
+        at += length;
+        memcpy(at, &in, sizeof in);
+        at += sizeof in;
+        memcpy(at, c->range, (size_t)in * sizeof(float));
+        at += (size_t)in * sizeof(float);
+    }
+    *bytes = out;
+    *size = total;
+    return TFENC_OK;
+}
+
+int tfenc_weight_store_calibration_import(tfenc_context *ctx, tfenc_weight_store *store,
+                                          const void *bytes, size_t size)
+{
+    const char *at = bytes, *end = at + size;
+    while (at < end) {
+        int32_t length, in;
+        if ((size_t)(end - at) < sizeof length)
+            break;
+        memcpy(&length, at, sizeof length);
+        at += sizeof length;
+        if (length < 0 || length >= 1100 || (size_t)(end - at) < (size_t)length + sizeof in)
+            break;
+        char key[1100];
+        memcpy(key, at, (size_t)length);
+        key[length] = '\0';
+        at += length;
+        memcpy(&in, at, sizeof in);
+        at += sizeof in;
+        if (in < 1 || (size_t)(end - at) < (size_t)in * sizeof(float))
+            break;
+        calibration *entry = find_calibration(store, key, in);
+        if (entry == NULL && (entry = add_calibration(store, key, in)) == NULL)
+            return tfenc_error(ctx, TFENC_ERR_NO_MEMORY, "weights: out of memory");
+        memcpy(entry->range, at, (size_t)in * sizeof(float));
+        at += (size_t)in * sizeof(float);
+    }
+    if (at != end)
+        return tfenc_error(ctx, TFENC_ERR_INTERNAL, "weights: malformed calibration table");
+    return TFENC_OK;
+}
+
+static void release_linear(void *pointer)
+{
+    tfenc_matrix_linear_destroy(pointer);
+}
+
+static void release_plan(void *pointer)
+{
+    tfenc_matrix_matmul_destroy(pointer);
 }
 
 int tfenc_linear_load(tfenc_weights *weights, int n_parts, const char *const *weight_names,
@@ -450,32 +561,49 @@ int tfenc_linear_load(tfenc_weights *weights, int n_parts, const char *const *we
         }
         total_out += (int)weight_shapes[p].dims[0];
     }
-    tfenc_linear *linear = calloc(1, sizeof *linear);
-    if (linear == NULL)
-        return tfenc_error(weights->ctx, TFENC_ERR_NO_MEMORY, "weights: out of memory");
-    linear->in_features = in_features;
-    linear->out_features = total_out;
-    linear->weight = tfenc_aligned_alloc((size_t)total_out * (size_t)in_features * sizeof(float));
-    linear->bias = bias_names != NULL ? tfenc_aligned_alloc((size_t)total_out * sizeof(float))
-                                      : NULL;
+    float *weight = tfenc_aligned_alloc((size_t)total_out * (size_t)in_features * sizeof(float));
+    float *bias = bias_names != NULL ? tfenc_aligned_alloc((size_t)total_out * sizeof(float))
+                                     : NULL;
     int status = TFENC_OK;
-    if (linear->weight == NULL || (bias_names != NULL && linear->bias == NULL))
+    if (weight == NULL || (bias_names != NULL && bias == NULL))
         status = tfenc_error(weights->ctx, TFENC_ERR_NO_MEMORY, "weights: out of memory");
     size_t row = 0;
     for (int p = 0; status == TFENC_OK && p < n_parts; p++) {
         status = read_into(weights, weight_names[p], &weight_shapes[p],
-                           linear->weight + row * (size_t)in_features);
+                           weight + row * (size_t)in_features);
         if (status == TFENC_OK && bias_names != NULL)
-            status = read_into(weights, bias_names[p], &bias_shapes[p], linear->bias + row);
+            status = read_into(weights, bias_names[p], &bias_shapes[p], bias + row);
         row += (size_t)weight_shapes[p].dims[0];
     }
-    if (status == TFENC_OK)
-        status = linear_prepare_backend(weights->ctx, linear);
-    if (status != TFENC_OK) {
-        release_linear(linear);
-        return status;
+    tfenc_linear *linear = NULL;
+    tfenc_matrix_linear_options linear_options = {.precision = weights->options.precision};
+    if (status == TFENC_OK) {
+        char key[1100];
+        snprintf(key, sizeof key, "%s/%s:%d", strcmp(weights->group, "/") == 0 ? "" : weights->group,
+                 weight_names[0], n_parts);
+        calibration *found = find_calibration(weights->store, key, in_features);
+        if (weights->options.calibrate && linear_options.precision == TFENC_PRECISION_FP32) {
+            if (found == NULL)
+                found = add_calibration(weights->store, key, in_features);
+            if (found == NULL)
+                status = tfenc_error(weights->ctx, TFENC_ERR_NO_MEMORY, "weights: out of memory");
+            else
+                linear_options.record_input_range = found->range;
+        } else if (found != NULL && linear_options.precision == TFENC_PRECISION_INT8) {
+            linear_options.input_range = found->range;
+        }
     }
-    if (keep(weights->store, linear, release_linear) != TFENC_OK)
+    if (status == TFENC_OK) {
+        /* The backend takes the weight over (and frees it on failure). */
+        status = tfenc_matrix_linear_create(weights->ctx, &linear_options, weight, bias, total_out,
+                                            in_features, weights->store->scratch, &linear);
+        weight = NULL;
+    }
+    tfenc_aligned_free(weight);
+    tfenc_aligned_free(bias);
+    if (status != TFENC_OK)
+        return status;
+    if (keep(weights, linear, release_linear) != TFENC_OK)
         return tfenc_error(weights->ctx, TFENC_ERR_NO_MEMORY, "weights: out of memory");
     if (out_features != NULL)
         *out_features = total_out;
@@ -483,23 +611,17 @@ int tfenc_linear_load(tfenc_weights *weights, int n_parts, const char *const *we
     return TFENC_OK;
 }
 
-int tfenc_linear_forward(tfenc_context *ctx, const tfenc_linear *linear, const float *x, int rows,
-                         float *y)
+int tfenc_matmul_plan_create(tfenc_weights *weights, const tfenc_matmul_shape *largest,
+                             tfenc_matmul_plan **plan_out)
 {
-    if (rows <= 0)
-        return TFENC_OK;
-    if (linear->bf16 != NULL)
-        return tfenc_gemm_forward(ctx, linear->bf16, x, rows, y);
-    const int in = linear->in_features, out = linear->out_features;
-    float beta = 0.0f;
-    if (linear->bias != NULL) {
-        /* Start from the bias and let the GEMM accumulate onto it: one pass over y. */
-        for (int r = 0; r < rows; r++)
-            memcpy(y + (size_t)r * out, linear->bias, (size_t)out * sizeof(float));
-        beta = 1.0f;
-    }
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, rows, out, in, 1.0f, x, in,
-                linear->weight, in, beta, y, out);
-    (void)ctx;
+    *plan_out = NULL;
+    tfenc_matmul_plan *plan = NULL;
+    int status = tfenc_matrix_matmul_create(weights->ctx, weights->options.precision, largest,
+                                            weights->store->scratch, &plan);
+    if (status != TFENC_OK)
+        return status;
+    if (keep(weights, plan, release_plan) != TFENC_OK)
+        return tfenc_error(weights->ctx, TFENC_ERR_NO_MEMORY, "weights: out of memory");
+    *plan_out = plan;
     return TFENC_OK;
 }

@@ -52,13 +52,19 @@
  * the upper half of the buckets (transformers' MPNet relative_position_bucket,
  * its float32 arithmetic included, so that the buckets are the same).
  *
- * Workspace: qkv [max_tokens, d+2k] + context [max_tokens, d] + one tile of
- * scores [128, max_seq_len]; forward() refuses a batch beyond the limits it
- * was created with.
+ * The products Q K^T and P V run on the host (tfenc_matmul), all heads of a
+ * query tile in one call, at the job's precision (bf16 in bf16 and int8
+ * jobs). A batch's sequences are spread over the rank's threads (one
+ * OpenMP parallel region per layer), each thread with its own tile of
+ * scores; a lone sequence uses the threads inside its loops instead.
+ *
+ * Workspace: qkv [max_tokens, d+2k] + context [max_tokens, d] + per thread
+ * one tile of scores [n_heads, 128, max_seq_len] and its row sums;
+ * forward() refuses a batch beyond the limits it was created with.
  */
-#include <cblas.h>
 #include <float.h>
 #include <math.h>
+#include <omp.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -97,9 +103,12 @@ typedef struct attention {
     int max_distance;
     float *relative_bias;  /* [n_heads][2 max_seq_len - 1]: the bias of head h for key j
                             * and query i at [h][j - i + max_seq_len - 1] */
-    tfenc_linear *qkv;     /* x [rows, d] -> [rows, d+2k]: Q, K, V side by side (store-owned) */
-    tfenc_linear *out;     /* context [rows, d] -> [rows, d] (store-owned) */
+    tfenc_linear *qkv;     /* x [rows, d] -> [rows, d+2k]: Q, K, V side by side (host-owned) */
+    tfenc_linear *out;     /* context [rows, d] -> [rows, d] (host-owned) */
+    tfenc_matmul_plan *scores_plan;  /* Q_tile K^T, every head (host-owned) */
+    tfenc_matmul_plan *context_plan; /* P V, every head (host-owned) */
     tfenc_limits limits;   /* the batches forward() was promised */
+    int threads;           /* the rank's pool at create(): each thread scores its own sequences */
 } attention;
 
 /* Slopes of the ALiBi reference implementation (ofirpress/attention_with_linear_biases):
@@ -236,36 +245,104 @@ static void add_position_bias(const attention *layer, int h, float *scores, int 
     }
 }
 
-/* Attention of one sequence of `length` tokens: its Q/K/V rows start at
- * `qkv` (row stride d + 2k), its context rows at `context` (row stride d). */
-static void attend_sequence(const attention *layer, const float *qkv, int length, float *context,
-                            float *scores)
+/* Floats of one tile of scores, every head: [n_heads, tile, max_seq_len]. */
+static size_t score_tile_floats(const attention *layer, const tfenc_limits *limits)
 {
-    int d = layer->d_model, head_dim = layer->head_dim, stride = d + 2 * layer->kv_width;
-    int group = layer->n_heads / layer->n_kv_heads; /* query heads per key/value head */
+    size_t longest = limits->max_seq_len > 0 ? (size_t)limits->max_seq_len : 0;
+    size_t tile = longest < QUERY_TILE ? longest : QUERY_TILE;
+    return (size_t)layer->n_heads * tile * longest;
+}
+
+/* Floats of one tile's row sums: [n_heads, QUERY_TILE]. */
+static size_t tile_sums(const attention *layer)
+{
+    return (size_t)layer->n_heads * QUERY_TILE;
+}
+
+/* The position terms and the softmax of head h's part of a tile of scores. */
+static void score_head(const attention *layer, int h, float *scores, int first, int rows,
+                       int keys, float *inverse_sums)
+{
+    float *head = scores + (size_t)h * rows * keys;
+    add_position_bias(layer, h, head, first, rows, keys);
+    exponentiate_rows(layer, head, first, rows, keys, inverse_sums + (size_t)h * rows);
+}
+
+/* Scales each head's part of context row r by its 1 / (row sum); head h's
+ * sums sit `rows` apart. */
+static void normalise_row(const attention *layer, float *row, const float *inverse_sums, int r,
+                          int rows)
+{
     for (int h = 0; h < layer->n_heads; h++) {
-        const float *q = qkv + (size_t)h * head_dim;
-        const float *k = qkv + d + (size_t)(h / group) * head_dim;
-        const float *v = k + layer->kv_width;
-        for (int first = 0; first < length; first += QUERY_TILE) {
-            int rows = length - first < QUERY_TILE ? length - first : QUERY_TILE;
-            /* A causal tile sees no key after its last query. */
-            int keys = layer->causal ? first + rows : length;
-            /* scores[rows, keys] = scale * Q_tile K^T */
-            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, rows, keys, head_dim,
-                        layer->scale, q + (size_t)first * stride, stride, k, stride, 0.0f,
-                        scores, keys);
-            add_position_bias(layer, h, scores, first, rows, keys);
-            float inverse_sums[QUERY_TILE];
-            exponentiate_rows(layer, scores, first, rows, keys, inverse_sums);
-            /* context_tile[rows, head_dim] = softmax(scores) V, normalised after the product */
-            float *out = context + (size_t)first * d + (size_t)h * head_dim;
-            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, rows, head_dim, keys, 1.0f,
-                        scores, keys, v, stride, 0.0f, out, d);
-            for (int r = 0; r < rows; r++)
-                for (int e = 0; e < head_dim; e++)
-                    out[(size_t)r * d + e] *= inverse_sums[r];
-        }
+        const float inverse = inverse_sums[(size_t)h * rows + r];
+        float *values = row + (size_t)h * layer->head_dim;
+        for (int e = 0; e < layer->head_dim; e++)
+            values[e] *= inverse;
+    }
+}
+
+/* Attention of one sequence of `length` tokens: its Q/K/V rows start at
+ * `qkv` (row stride d + 2k), its context rows at `context` (row stride d).
+ * scores holds [n_heads][QUERY_TILE][length], inverse_sums [n_heads][QUERY_TILE]. */
+static int attend_sequence(tfenc_context *ctx, const attention *layer, const float *qkv,
+                           int length, float *context, float *scores, float *inverse_sums)
+{
+    const int d = layer->d_model, head_dim = layer->head_dim;
+    const int stride = d + 2 * layer->kv_width, heads = layer->n_heads;
+    const int group = layer->n_heads / layer->n_kv_heads; /* query heads per key/value head */
+    for (int first = 0; first < length; first += QUERY_TILE) {
+        const int rows = length - first < QUERY_TILE ? length - first : QUERY_TILE;
+        /* A causal tile sees no key after its last query. */
+        const int keys = layer->causal ? first + rows : length;
+        /* scores[h][rows][keys] = scale * Q_tile,h K_(h / group)^T, every head in one call */
+        tfenc_matmul_args qk = {.struct_size = sizeof qk, .m = rows, .n = keys, .k = head_dim,
+                                .alpha = layer->scale,
+                                .a = qkv + (size_t)first * stride, .a_row_stride = stride,
+                                .a_batch_stride = head_dim,
+                                .b = qkv + d, .b_row_stride = stride, .b_batch_stride = head_dim,
+                                .b_shared_by = group,
+                                .c = scores, .c_row_stride = keys,
+                                .c_batch_stride = (long)rows * keys};
+        int status = tfenc_matmul(ctx, layer->scores_plan, &qk);
+        if (status != TFENC_OK)
+            return status;
+        TFENC_PARALLEL_FOR(h, heads, (double)heads * rows * keys,
+                           score_head(layer, h, scores, first, rows, keys, inverse_sums));
+        /* context_tile,h = softmax(scores_h) V_(h / group), normalised after the product */
+        float *out = context + (size_t)first * d;
+        tfenc_matmul_args pv = {.struct_size = sizeof pv, .m = rows, .n = head_dim, .k = keys,
+                                .alpha = 1.0f,
+                                .a = scores, .a_row_stride = keys,
+                                .a_batch_stride = (long)rows * keys,
+                                .b = qkv + d + layer->kv_width, .b_row_stride = stride,
+                                .b_batch_stride = head_dim, .b_shared_by = group,
+                                .c = out, .c_row_stride = d, .c_batch_stride = head_dim};
+        if ((status = tfenc_matmul(ctx, layer->context_plan, &pv)) != TFENC_OK)
+            return status;
+        TFENC_PARALLEL_FOR(r, rows, (double)rows * d,
+                           normalise_row(layer, out + (size_t)r * d, inverse_sums, r, rows));
+    }
+    return TFENC_OK;
+}
+
+/* Sequence s with the calling thread's tile of scores; the first failure
+ * is kept in *failed and stops the sequences not yet started. */
+static void attend_in_thread(tfenc_context *ctx, const attention *layer, const tfenc_batch *batch,
+                             int s, const float *qkv, float *context, float *scores, int *failed)
+{
+    const int d = layer->d_model, stride = d + 2 * layer->kv_width;
+    const int start = batch->seq_start[s], length = batch->seq_start[s + 1] - start;
+    int already;
+#pragma omp atomic read
+    already = *failed;
+    if (length <= 0 || already != TFENC_OK)
+        return;
+    int status = attend_sequence(ctx, layer, qkv + (size_t)start * stride, length,
+                                 context + (size_t)start * d, scores,
+                                 scores + score_tile_floats(layer, &layer->limits));
+    if (status != TFENC_OK) {
+#pragma omp atomic write
+        *failed = status;
     }
 }
 
@@ -294,13 +371,15 @@ static int attention_forward(void *instance, tfenc_context *ctx, tfenc_batch *ba
     if (layer->position == POSITION_ROPE && batch->positions == NULL)
         return tfenc_error(ctx, TFENC_ERR_INTERNAL, "mha: position = rope needs batch positions");
 
-    /* Workspace layout: qkv [tokens, d+2k] | context [tokens, d] | scores [tile, L].
-     * Offsets are multiples of 16 floats only when d is; sgemm needs no more
-     * than float alignment, so that is enough. */
+    /* Workspace layout: qkv [tokens, d+2k] | context [tokens, d] | per thread
+     * scores [heads, tile, L] and inverse sums [heads, tile]. Offsets are
+     * multiples of 16 floats only when d is; the products need no more than
+     * float alignment, so that is enough. */
     int qkv_width = d + 2 * layer->kv_width;
     float *qkv = workspace;
     float *context = qkv + (size_t)batch->n_tokens * qkv_width;
     float *scores = context + (size_t)batch->n_tokens * d;
+    const size_t thread_floats = score_tile_floats(layer, &layer->limits) + tile_sums(layer);
 
     /* Q, K and V of every token in one GEMM. */
     int status = tfenc_linear_forward(ctx, layer->qkv, batch->x, batch->n_tokens, qkv);
@@ -314,13 +393,23 @@ static int attention_forward(void *instance, tfenc_context *ctx, tfenc_batch *ba
                    batch->positions);
     }
 
-    for (int s = 0; s < batch->n_seq; s++) {
-        int start = batch->seq_start[s];
-        int length = batch->seq_start[s + 1] - start;
-        if (length > 0)
-            attend_sequence(layer, qkv + (size_t)start * qkv_width, length,
-                            context + (size_t)start * d, scores);
+    /* Sequences are independent: with several, the pool's threads take
+     * them one at a time (one parallel region for the layer, each thread
+     * with its own tile of scores); a lone sequence uses the threads
+     * inside its products and loops instead. */
+    int failed = TFENC_OK;
+    if (batch->n_seq > 1 && layer->threads > 1 && !omp_in_parallel()) {
+#pragma omp parallel for schedule(dynamic, 1) num_threads(layer->threads)
+        for (int s = 0; s < batch->n_seq; s++)
+            attend_in_thread(ctx, layer, batch, s, qkv, context,
+                             scores + (size_t)omp_get_thread_num() * thread_floats, &failed);
+    } else {
+        /* (no parallel region at all: libgomp allocates a team even for one thread) */
+        for (int s = 0; s < batch->n_seq; s++)
+            attend_in_thread(ctx, layer, batch, s, qkv, context, scores, &failed);
     }
+    if (failed != TFENC_OK)
+        return failed;
 
     /* Output projection back into the activations. */
     return tfenc_linear_forward(ctx, layer->out, context, batch->n_tokens, batch->x);
@@ -330,10 +419,10 @@ static size_t attention_workspace_size(const void *instance, const tfenc_limits 
 {
     const attention *layer = instance;
     size_t tokens = limits->max_tokens > 0 ? (size_t)limits->max_tokens : 0;
-    size_t longest = limits->max_seq_len > 0 ? (size_t)limits->max_seq_len : 0;
-    size_t tile = longest < QUERY_TILE ? longest : QUERY_TILE;
-    return (tokens * (2 * (size_t)layer->d_model + 2 * (size_t)layer->kv_width) + tile * longest)
-           * sizeof(float);
+    /* one tile of scores and row sums per thread */
+    return (tokens * (2 * (size_t)layer->d_model + 2 * (size_t)layer->kv_width) +
+            (size_t)layer->threads * (score_tile_floats(layer, limits) + tile_sums(layer))) *
+           sizeof(float);
 }
 
 static double attention_flops_per_token(const void *instance, double mean_seq_len)
@@ -350,7 +439,7 @@ static void attention_destroy(void *instance)
     attention *layer = instance;
     if (layer == NULL)
         return;
-    /* The linear maps belong to the weight store. */
+    /* The linear maps and products belong to the host, which frees them after destroy(). */
     free(layer->rope_inverse_frequency);
     free(layer->alibi_slopes);
     free(layer->relative_bias);
@@ -527,6 +616,21 @@ static int load_weights(tfenc_context *ctx, const tfenc_layer_init *init, attent
     if (width != d)
         return tfenc_error(ctx, TFENC_ERR_WEIGHTS,
                            "mha: out_weight has %d output rows, expected d_model = %d", width, d);
+
+    /* The products of forward(), planned for the longest sequences. */
+    int longest = init->limits.max_seq_len > 0 ? init->limits.max_seq_len : 1;
+    int tile = longest < QUERY_TILE ? longest : QUERY_TILE;
+    tfenc_matmul_shape scores = {.struct_size = sizeof scores, .batch = layer->n_heads,
+                                 .m = tile, .n = longest, .k = layer->head_dim,
+                                 .b_transposed = 1};
+    tfenc_matmul_shape context = {.struct_size = sizeof context, .batch = layer->n_heads,
+                                  .m = tile, .n = layer->head_dim, .k = longest,
+                                  .b_transposed = 0};
+    if ((status = tfenc_matmul_plan_create(init->weights, &scores, &layer->scores_plan)) !=
+            TFENC_OK ||
+        (status = tfenc_matmul_plan_create(init->weights, &context, &layer->context_plan)) !=
+            TFENC_OK)
+        return status;
     if (layer->position == POSITION_BUCKETS)
         return load_relative_bias(ctx, init, layer);
     return TFENC_OK;
@@ -538,6 +642,7 @@ static int attention_create(tfenc_context *ctx, const tfenc_layer_init *init, vo
     if (layer == NULL)
         return tfenc_error(ctx, TFENC_ERR_NO_MEMORY, "mha: out of memory");
     layer->limits = init->limits;
+    layer->threads = omp_get_max_threads();
     int bias, out_bias, qkv_layout;
     int status = read_params(ctx, init, layer, &bias, &out_bias, &qkv_layout);
     if (status == TFENC_OK)

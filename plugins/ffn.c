@@ -15,7 +15,11 @@
  *   out_weight  [d, f], out_bias  [d]  second linear
  *
  * The gate and up projections are stacked into one linear map, so a gated
- * FFN costs one GEMM [rows, 2f] instead of two. */
+ * FFN costs one GEMM [rows, 2f] instead of two. The activation (gating
+ * included) is the host's epilogue of the first map: oneDNN's post-op in
+ * bf16, a pass over each chunk of the product while it is in cache in fp32
+ * and int8 (core/fast_math.h has the formulas: exact GELU by Abramowitz and
+ * Stegun's erf, error <= 1.5e-7). */
 #include <math.h>
 #include <stdlib.h>
 
@@ -24,6 +28,11 @@
 enum activation { RELU, GELU, GELU_TANH, SILU, SWIGLU, GEGLU };
 static const char *const activation_names[] = {"relu", "gelu", "gelu_tanh", "silu",
                                                "swiglu", "geglu", NULL};
+/* The host applies the activation inside the first linear map (its
+ * epilogue), in the order of enum activation. */
+static const tfenc_activation activation_kinds[] = {
+    TFENC_ACTIVATION_RELU, TFENC_ACTIVATION_GELU,   TFENC_ACTIVATION_GELU_TANH,
+    TFENC_ACTIVATION_SILU, TFENC_ACTIVATION_SWIGLU, TFENC_ACTIVATION_GEGLU};
 
 typedef struct ffn {
     int d_model;
@@ -89,93 +98,22 @@ static int ffn_create(tfenc_context *ctx, const tfenc_layer_init *init, void **i
                              out_width, layer->hidden, d, layer->hidden);
         goto fail;
     }
+    /* Make forward()'s products now (calls of 0 rows), so it does not allocate. */
+    const tfenc_element_type hidden_dtype = tfenc_linear_dtype(layer->in);
+    tfenc_linear_args first = {.struct_size = sizeof first, .x_dtype = TFENC_FLOAT32,
+                               .y_dtype = hidden_dtype, .rows = 0,
+                               .activation = activation_kinds[activation]};
+    tfenc_linear_args second = {.struct_size = sizeof second, .x_dtype = hidden_dtype,
+                                .y_dtype = TFENC_FLOAT32, .rows = 0,
+                                .activation = TFENC_ACTIVATION_NONE};
+    if ((status = tfenc_linear_run(ctx, layer->in, &first)) ||
+        (status = tfenc_linear_run(ctx, layer->out, &second)))
+        goto fail;
     *instance = layer;
     return TFENC_OK;
 fail:
-    free(layer); /* linear maps belong to the weight store */
+    free(layer); /* linear maps belong to the host */
     return status;
-}
-
-/* Activations over n contiguous values, in place. Plain loops without
- * branches on the data, so that the compiler can vectorise them. */
-
-LAYERS_VECTOR_CLONES
-static void relu(float *v, size_t n)
-{
-#pragma omp simd
-    for (size_t i = 0; i < n; i++)
-        v[i] = v[i] > 0.0f ? v[i] : 0.0f;
-}
-
-/* 0.5 x (1 + erf(x / sqrt 2)), torch's exact GELU. erf by Abramowitz and
- * Stegun 7.1.26, |error| <= 1.5e-7 (then float rounding, a few 1e-8): on
- * GELU's output that is at most 0.5 |x| 1.5e-7, below the float32 noise of
- * the GEMMs around it. Unlike libm's erff it vectorises, which made GELU
- * drop from 12% of a MiniLM forward pass to about 1%. */
-static inline float gelu_exact(float x)
-{
-    const float a = fabsf(x) * 0.70710678118654752f; /* |x| / sqrt(2) */
-    const float t = 1.0f / (1.0f + 0.3275911f * a);
-    const float poly =
-        t * (0.254829592f +
-             t * (-0.284496736f + t * (1.421413741f + t * (-1.453152027f + t * 1.061405429f))));
-    const float erf_abs = 1.0f - poly * layers_exp(-a * a);
-    return 0.5f * x * (1.0f + copysignf(erf_abs, x));
-}
-
-LAYERS_VECTOR_CLONES
-static void gelu(float *v, size_t n)
-{
-#pragma omp simd
-    for (size_t i = 0; i < n; i++)
-        v[i] = gelu_exact(v[i]);
-}
-
-LAYERS_VECTOR_CLONES
-static void gelu_tanh(float *v, size_t n)
-{
-#pragma omp simd
-    for (size_t i = 0; i < n; i++) {
-        const float x = v[i];
-        /* torch's approximate='tanh': 0.5 x (1 + tanh(u)), u = sqrt(2/pi) (x + 0.044715 x^3).
-         * 0.5 (1 + tanh(u)) is exactly 1 / (1 + exp(-2u)), and exp vectorises. */
-        const float u = 0.79788456080286536f * (x + 0.044715f * x * x * x);
-        v[i] = x / (1.0f + layers_exp(-2.0f * u));
-    }
-}
-
-static inline float silu_value(float x)
-{
-    /* For very negative x, exp(-x) saturates at exp(88) and x / 1.7e38 is
-     * -0 or a tiny negative number: the limit, as with an infinite expf. */
-    return x / (1.0f + layers_exp(-x));
-}
-
-LAYERS_VECTOR_CLONES
-static void silu(float *v, size_t n)
-{
-#pragma omp simd
-    for (size_t i = 0; i < n; i++)
-        v[i] = silu_value(v[i]);
-}
-
-/* out[j] = act(gate[j]) * up[j]. out may be gate itself (the first row of the
- * in-place compaction below), so no restrict: each element is read before it
- * is written, which keeps the exact alias correct. */
-LAYERS_VECTOR_CLONES
-static void swiglu_row(float *out, const float *gate, const float *up, int n)
-{
-#pragma omp simd
-    for (int j = 0; j < n; j++)
-        out[j] = silu_value(gate[j]) * up[j];
-}
-
-LAYERS_VECTOR_CLONES
-static void geglu_row(float *out, const float *gate, const float *up, int n)
-{
-#pragma omp simd
-    for (int j = 0; j < n; j++)
-        out[j] = gelu_exact(gate[j]) * up[j];
 }
 
 static int ffn_forward(void *instance, tfenc_context *ctx, tfenc_batch *batch, void *workspace)
@@ -184,38 +122,23 @@ static int ffn_forward(void *instance, tfenc_context *ctx, tfenc_batch *batch, v
     int status = layers_check_width(ctx, "ffn", batch, layer->d_model);
     if (status)
         return status;
-    const int rows = batch->rows, f = layer->hidden;
-    float *hidden = workspace; /* (rows, f), or (rows, 2f) when gated */
-
-    /* first linear: x -> hidden (gate and up in one GEMM when gated) */
-    if ((status = tfenc_linear_forward(ctx, layer->in, batch->x, rows, hidden)))
+    /* hidden (rows, f) in the maps' own element type: bf16 between the two
+     * GEMMs of a bf16 or int8 job, float32 in fp32 */
+    const tfenc_element_type hidden_dtype = tfenc_linear_dtype(layer->in);
+    tfenc_linear_args first = {.struct_size = sizeof first, .x = batch->x,
+                               .x_dtype = TFENC_FLOAT32, .y = workspace,
+                               .y_dtype = hidden_dtype, .rows = batch->rows,
+                               .activation = activation_kinds[layer->activation]};
+    /* first linear and the activation, fused: x -> hidden (gate and up in
+     * one GEMM when gated, combined into f columns by the host) */
+    if ((status = tfenc_linear_run(ctx, layer->in, &first)))
         return status;
-
-    /* activation */
-    if (layer->gated) {
-        /* Row r of (rows, 2f) holds [gate | up]; its product goes to row r of
-         * (rows, f). For r >= 1 that destination lies wholly in rows already
-         * consumed (r f + f <= 2 r f), and for r = 0 it is the gate itself,
-         * element by element, so compacting in place is safe. */
-        for (int r = 0; r < rows; r++) {
-            const float *gate = hidden + (size_t)r * 2 * f;
-            if (layer->activation == SWIGLU)
-                swiglu_row(hidden + (size_t)r * f, gate, gate + f, f);
-            else
-                geglu_row(hidden + (size_t)r * f, gate, gate + f, f);
-        }
-    } else {
-        const size_t n = (size_t)rows * f;
-        switch (layer->activation) {
-        case RELU: relu(hidden, n); break;
-        case GELU: gelu(hidden, n); break;
-        case GELU_TANH: gelu_tanh(hidden, n); break;
-        default: silu(hidden, n); break;
-        }
-    }
-
     /* second linear: hidden -> x (x is no longer needed, so it takes the result) */
-    return tfenc_linear_forward(ctx, layer->out, hidden, rows, batch->x);
+    tfenc_linear_args second = {.struct_size = sizeof second, .x = workspace,
+                                .x_dtype = hidden_dtype, .y = batch->x,
+                                .y_dtype = TFENC_FLOAT32, .rows = batch->rows,
+                                .activation = TFENC_ACTIVATION_NONE};
+    return tfenc_linear_run(ctx, layer->out, &second);
 }
 
 static void ffn_destroy(void *instance)
@@ -226,8 +149,8 @@ static void ffn_destroy(void *instance)
 static size_t ffn_workspace_size(const void *instance, const tfenc_limits *limits)
 {
     const ffn *layer = instance;
-    const size_t width = (size_t)layer->hidden * (layer->gated ? 2 : 1);
-    return layers_align((size_t)limits->max_tokens * width * sizeof(float));
+    /* hidden (rows, f): the gate and up halves are combined by the host */
+    return layers_align((size_t)limits->max_tokens * (size_t)layer->hidden * sizeof(float));
 }
 
 static double ffn_flops(const void *instance, double mean_seq_len)

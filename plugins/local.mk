@@ -4,22 +4,24 @@
 pkglib_LTLIBRARIES += plugins/attention.la
 plugins_attention_la_SOURCES = plugins/attention.c
 plugins_attention_la_LDFLAGS = -module -avoid-version -shared \
-	-export-symbols-regex '^tfenc_plugin_descriptor$$' $(SANITIZER_FLAGS)
-plugins_attention_la_LIBADD = core/libtfenc.la $(OPENBLAS_LIBS) -lm
-# The softmax loops carry `omp simd` pragmas (vectorisation only, no threads);
-# -fno-trapping-math lets the exp clamp become a vector select (no code here
-# reads floating-point exception flags).
-plugins_attention_la_CFLAGS = $(AM_CFLAGS) -fopenmp-simd -fno-trapping-math -ffp-contract=fast
+	-export-symbols-regex '^tfenc_plugin_descriptor$$' $(OPENMP_CFLAGS) $(SANITIZER_FLAGS)
+plugins_attention_la_LIBADD = core/libtfenc.la -lm
+# The softmax loops carry `omp simd` pragmas (vectorisation) and `omp
+# parallel for` (the rank's one OpenMP pool, which the host's matrix
+# products use too); -fno-trapping-math lets the exp clamp become a vector
+# select (no code here reads floating-point exception flags).
+plugins_attention_la_CFLAGS = $(AM_CFLAGS) $(OPENMP_CFLAGS) -fno-trapping-math -ffp-contract=fast
 
 # layers: embedding, sinusoidal, ffn, layernorm, rmsnorm, pooling.
 pkglib_LTLIBRARIES += plugins/layers.la
 plugins_layers_la_SOURCES = plugins/layers.c plugins/layers.h plugins/embedding.c \
 	plugins/positional.c plugins/ffn.c plugins/norm.c plugins/pooling.c
 plugins_layers_la_LDFLAGS = -module -avoid-version -shared \
-	-export-symbols-regex '^tfenc_plugin_descriptor$$' $(SANITIZER_FLAGS)
+	-export-symbols-regex '^tfenc_plugin_descriptor$$' $(OPENMP_CFLAGS) $(SANITIZER_FLAGS)
 plugins_layers_la_LIBADD = core/libtfenc.la -lm
-# As for attention: `omp simd` loops (GELU, SiLU, LayerNorm) without threads,
-# and selects instead of branches for the clamps in layers_exp(). C11 mode
-# turns off the contraction of a * b + c into one fused multiply-add, which
-# the polynomials of the AVX2 clones (layers.h) want: it only rounds less.
-plugins_layers_la_CFLAGS = $(AM_CFLAGS) -fopenmp-simd -fno-trapping-math -ffp-contract=fast
+# As for attention: `omp simd` loops (LayerNorm, RMSNorm) run over rows on
+# the rank's OpenMP pool, and selects replace branches for the clamps in
+# layers_exp(). C11 mode turns off the contraction of a * b + c into one
+# fused multiply-add, which the polynomials of the vector clones
+# (core/fast_math.h) want: it only rounds less.
+plugins_layers_la_CFLAGS = $(AM_CFLAGS) $(OPENMP_CFLAGS) -fno-trapping-math -ffp-contract=fast

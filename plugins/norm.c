@@ -12,7 +12,8 @@
  *   Weights:  weight [d]
  *
  * The statistics are accumulated in double: the two passes over a row are
- * cheap next to the GEMMs, and they keep rows with a large mean exact. */
+ * cheap next to the GEMMs, and they keep rows with a large mean exact. Rows
+ * are spread over the rank's OpenMP threads. */
 #include <math.h>
 #include <stdlib.h>
 
@@ -124,8 +125,9 @@ static int layernorm_forward(void *instance, tfenc_context *ctx, tfenc_batch *ba
     int status = layers_check_width(ctx, "layernorm", batch, d);
     if (status)
         return status;
-    for (int r = 0; r < batch->rows; r++)
-        layernorm_row(batch->x + (size_t)r * d, layer->weight, layer->bias, d, layer->eps);
+    TFENC_PARALLEL_FOR(r, batch->rows, (double)batch->rows * d,
+                       layernorm_row(batch->x + (size_t)r * d, layer->weight, layer->bias, d,
+                                     layer->eps));
     return TFENC_OK;
 }
 
@@ -137,8 +139,8 @@ static int rmsnorm_forward(void *instance, tfenc_context *ctx, tfenc_batch *batc
     int status = layers_check_width(ctx, "rmsnorm", batch, d);
     if (status)
         return status;
-    for (int r = 0; r < batch->rows; r++)
-        rmsnorm_row(batch->x + (size_t)r * d, layer->weight, d, layer->eps);
+    TFENC_PARALLEL_FOR(r, batch->rows, (double)batch->rows * d,
+                       rmsnorm_row(batch->x + (size_t)r * d, layer->weight, d, layer->eps));
     return TFENC_OK;
 }
 

@@ -6,6 +6,9 @@ TESTS += tests/test_attention
 tests_test_attention_SOURCES = tests/test_attention.c
 tests_test_attention_CPPFLAGS = $(AM_CPPFLAGS) $(CUNIT_CFLAGS)
 tests_test_attention_LDADD = core/libtfenc.la $(CUNIT_LIBS) -lm
+# The plugin's workspace depends on the rank's OpenMP pool (one tile of
+# scores per thread).
+tests_test_attention_CFLAGS = $(AM_CFLAGS) $(OPENMP_CFLAGS)
 
 # per-token and pooling layers against naive double-precision references.
 check_PROGRAMS += tests/test_layers

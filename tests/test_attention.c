@@ -2,12 +2,14 @@
  * here from the textbook formulas, one sequence at a time, full L x L. */
 #include <CUnit/Basic.h>
 #include <math.h>
+#include <omp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "context.h"
 #include "jobfile.h"
+#include "matrix.h"
 #include "params.h"
 #include "plugin_loader.h"
 #include "weights.h"
@@ -52,6 +54,7 @@ typedef struct attention_case {
     double scale;            /* 0: key left out (1/sqrt(head_dim)) */
     const char *extra;       /* more job lines, or NULL */
     const char *omit_weight; /* a dataset left out of the store, or NULL */
+    tfenc_precision precision; /* of the projections and products; fp32 by default */
 } attention_case;
 
 /* Weights in PyTorch layout: qkv [3d, d] (Q rows, K rows, V rows), out [d, d]. */
@@ -207,8 +210,9 @@ static void instance_create(instance *in, const attention_case *c, const attenti
     CU_ASSERT_EQUAL_FATAL(tfenc_weight_store_create_memory(&in->ctx, &in->store), TFENC_OK);
     store_fill(&in->ctx, in->store, c, w);
     tfenc_weights *group = NULL;
-    CU_ASSERT_EQUAL_FATAL(tfenc_weight_store_group(&in->ctx, in->store, "/attention", &group),
-                          TFENC_OK);
+    const tfenc_weight_options options = {.precision = c->precision};
+    CU_ASSERT_EQUAL_FATAL(
+        tfenc_weight_store_group(&in->ctx, in->store, "/attention", &options, &group), TFENC_OK);
     tfenc_params_bind(&in->params, &in->ctx, in->job, tfenc_jobfile_find(in->job, "attention"));
     tfenc_layer_init init = {.struct_size = sizeof init, .name = "attention",
                              .params = &in->params, .weights = group,
@@ -587,6 +591,63 @@ static void test_errors(void)
     expect_create_error(&bad_choice, TFENC_ERR_CONFIG, "position", NULL);
 }
 
+/* bf16 (projections and both products) against fp32 on the same weights:
+ * the smallest cosine over tokens. Sequences of 1 to 300 tokens exercise
+ * the padded product sizes and a second query tile. bf16 rounds x, the
+ * weights, Q, K, V and the probabilities to 8 significant bits (2^-9
+ * relative); about five such roundings on the way to each output give
+ * 1 - cos near (5 * 2^-9 / sqrt 3)^2 / 2 ~ 1.6e-5 at worst: the issue's bar
+ * of 0.9999 holds with room, while any mistake in the padded or gathered
+ * layouts mixes heads or tokens and costs percents. */
+static void test_bf16_against_fp32(void)
+{
+    tfenc_context ctx;
+    tfenc_context_init(&ctx);
+    if (tfenc_matrix_check_precision(&ctx, TFENC_PRECISION_BF16) != TFENC_OK) {
+        CU_FAIL("bf16 does not run here: its accuracy is untested");
+        return;
+    }
+    static const int lengths[] = {1, 5, 37, 129, 300};
+    const int n_seq = 5, tokens = 472;
+    attention_case cases[] = {
+        {.d = 64, .heads = 4, .bias = 1},
+        {.d = 48, .heads = 6, .bias = 1, .position = POSITION_ALIBI},
+        {.d = 32, .heads = 2, .bias = 0, .position = POSITION_ROPE, .fused = 1},
+        {.d = 64, .heads = 4, .bias = 1, .extra = "causal = true"},
+        {.d = 64, .heads = 4, .bias = 1, .extra = "window = 20"},
+    };
+    for (size_t k = 0; k < sizeof cases / sizeof *cases; k++) {
+        attention_case c = cases[k];
+        attention_weights w;
+        weights_make(&w, c.d, 41 + k);
+        unsigned long long state = 9;
+        float *x = malloc(sizeof(float) * tokens * c.d);
+        float *want = malloc(sizeof(float) * tokens * c.d);
+        float *got = malloc(sizeof(float) * tokens * c.d);
+        fill_uniform(x, (size_t)tokens * c.d, 1.0, &state);
+        c.precision = TFENC_PRECISION_FP32;
+        CU_ASSERT_EQUAL(plugin_run(&c, &w, lengths, n_seq, x, want), TFENC_OK);
+        c.precision = TFENC_PRECISION_BF16;
+        CU_ASSERT_EQUAL(plugin_run(&c, &w, lengths, n_seq, x, got), TFENC_OK);
+        double lowest = 1.0;
+        for (int t = 0; t < tokens; t++) {
+            double dot = 0, a = 0, b = 0;
+            for (int j = 0; j < c.d; j++) {
+                dot += (double)want[t * c.d + j] * got[t * c.d + j];
+                a += (double)want[t * c.d + j] * want[t * c.d + j];
+                b += (double)got[t * c.d + j] * got[t * c.d + j];
+            }
+            lowest = fmin(lowest, dot / sqrt(a * b));
+        }
+        printf("\n    bf16 d=%d h=%d: min cosine to fp32 %.7f", c.d, c.heads, lowest);
+        CU_ASSERT(lowest >= 0.9999 && lowest < 1.0);
+        free(x);
+        free(want);
+        free(got);
+        weights_free(&w);
+    }
+}
+
 static void test_workspace_and_flops(void)
 {
     attention_case c = {.d = 32, .heads = 4, .bias = 1};
@@ -598,8 +659,11 @@ static void test_workspace_and_flops(void)
     CU_ASSERT_EQUAL_FATAL(in.status, TFENC_OK);
     const tfenc_layer_descriptor *descriptor = mha_descriptor();
     size_t bytes = descriptor->workspace_size(in.layer, &limits);
-    /* qkv + context, and one tile of scores: never a full 500 x 500 matrix. */
-    size_t needed = sizeof(float) * ((size_t)1000 * 4 * 32 + (size_t)64 * 500);
+    /* qkv + context, and for each thread of the pool (each scores its own
+     * sequences) one tile of 128 query rows of scores for each of the 4
+     * heads with its row sums: never a full 500 x 500 matrix per head. */
+    size_t threads = (size_t)omp_get_max_threads();
+    size_t needed = sizeof(float) * ((size_t)1000 * 4 * 32 + threads * (4 * 128 * 500 + 4 * 128));
     CU_ASSERT(bytes >= needed);
     CU_ASSERT(bytes < needed + sizeof(float) * 500 * 500 / 2);
     double d = 32, length = 100;
@@ -649,6 +713,7 @@ int main(void)
     CU_add_test(suite, "packing invariance", test_packing_invariance);
     CU_add_test(suite, "create errors", test_errors);
     CU_add_test(suite, "workspace and flops", test_workspace_and_flops);
+    CU_add_test(suite, "bf16 against fp32", test_bf16_against_fp32);
     CU_basic_set_mode(CU_BRM_VERBOSE);
     CU_basic_run_tests();
     int failed = CU_get_number_of_failures() != 0 || CU_get_number_of_tests_failed() != 0;

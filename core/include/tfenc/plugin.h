@@ -127,8 +127,9 @@ typedef struct tfenc_weights tfenc_weights;
  * match, dims[i] < 0 accepts any size and is replaced by the size found. A
  * mismatch, a missing dataset, or a NaN/Inf value fails with a message that
  * names the dataset path, the expected and the found shape. The data is owned
- * by the host, row-major, 64-byte aligned, and valid until the model is
- * destroyed (after the layer's destroy()). */
+ * by the host, row-major, 64-byte aligned, and valid until the layer's
+ * destroy() returns: the host frees what a layer loaded right after it, so
+ * a plugin MUST NOT keep it beyond its instance. */
 int tfenc_weight_load(tfenc_weights *weights, const char *name, int rank, int64_t *dims,
                       const float **data);
 
@@ -136,9 +137,9 @@ int tfenc_weight_load(tfenc_weights *weights, const char *name, int rank, int64_
 int tfenc_weight_exists(tfenc_weights *weights, const char *name);
 
 /* A linear map y = x W^T + b with W stored as PyTorch's nn.Linear stores it,
- * [out_features, in_features]. The host owns the matrix and may keep it in
- * the layout and precision its matrix backend runs fastest (OpenBLAS fp32 by
- * default, oneDNN bf16 when the job asks for it). */
+ * [out_features, in_features]. The host owns the matrix and keeps it in the
+ * layout and precision its matrix backend runs fastest: OpenBLAS fp32 by
+ * default, oneDNN bf16 or int8 when the job's [model] precision asks. */
 typedef struct tfenc_linear tfenc_linear;
 
 /* Loads n_parts weight datasets [out_i, in_features] and stacks them along
@@ -154,6 +155,94 @@ int tfenc_linear_load(tfenc_weights *weights, int n_parts, const char *const *we
  * the host's matrix backend with the rank's configured threads. */
 int tfenc_linear_forward(tfenc_context *ctx, const tfenc_linear *linear, const float *x, int rows,
                          float *y);
+
+/* ------------------------------------------- matrix services (ABI 1.1) */
+
+/* Element types of the activation buffers the matrix services read and
+ * write. bfloat16 values are the top 16 bits of a float32, as uint16_t. */
+typedef enum tfenc_element_type {
+    TFENC_FLOAT32 = 0,
+    TFENC_BFLOAT16 = 1
+} tfenc_element_type;
+
+/* What a linear map applies to x W^T + b before it stores the result: the
+ * host fuses it into the product instead of another pass over memory. */
+typedef enum tfenc_activation {
+    TFENC_ACTIVATION_NONE = 0,
+    TFENC_ACTIVATION_RELU = 1,
+    TFENC_ACTIVATION_GELU = 2,      /* exact: 0.5 z (1 + erf(z / sqrt 2)) */
+    TFENC_ACTIVATION_GELU_TANH = 3, /* torch's approximate='tanh' */
+    TFENC_ACTIVATION_SILU = 4,      /* z sigmoid(z) */
+    TFENC_ACTIVATION_SWIGLU = 5,    /* gated: y[j] = silu(z[j]) z[f + j], f = out / 2 */
+    TFENC_ACTIVATION_GEGLU = 6      /* gated: y[j] = gelu(z[j]) z[f + j] */
+} tfenc_activation;
+
+/* The element type in which the map reads x and writes y fastest: float32
+ * when the job runs it in fp32, bfloat16 in bf16 and int8. A plugin that
+ * keeps an activation between two of its maps (an FFN's hidden layer)
+ * SHOULD keep it in this type; any type is correct. */
+tfenc_element_type tfenc_linear_dtype(const tfenc_linear *linear);
+
+typedef struct tfenc_linear_args {
+    size_t struct_size;   /* sizeof(tfenc_linear_args) as the plugin saw it */
+    const void *x;        /* [rows, in_features] of x_dtype, row-major */
+    tfenc_element_type x_dtype;
+    void *y;              /* [rows, out_features] of y_dtype; out_features / 2 when gated */
+    tfenc_element_type y_dtype;
+    int rows;
+    tfenc_activation activation;
+} tfenc_linear_args;
+
+/* y = activation(x W^T + b) in the map's precision. x and y MUST NOT
+ * overlap. Like every matrix service it uses the rank's threads itself, so
+ * it MUST NOT be called from inside a parallel region. A call with rows = 0
+ * computes nothing and prepares the map for its types and activation: a
+ * plugin SHOULD make one from create() for each kind of call its forward()
+ * makes, so that forward() does not allocate (tfenc_linear_forward's kind,
+ * float32 without activation, is always prepared). */
+int tfenc_linear_run(tfenc_context *ctx, const tfenc_linear *linear, const tfenc_linear_args *args);
+
+/* Products of two activations, such as attention's scores Q K^T and its
+ * context P V: for b < batch, C_b = alpha A_b op(B_b), with A_b [m, k],
+ * op(B_b) [k, n] and C_b [m, n], float32, each matrix row-major with its own
+ * row stride and each batch entry at its own offset (the heads of packed
+ * Q, K, V rows). They run at the layer's precision: bf16 (fp32 sums) in bf16
+ * and int8 jobs, float32 in fp32 ones. A plan made at create() for the
+ * largest sizes lets forward() run them without allocating. */
+typedef struct tfenc_matmul_plan tfenc_matmul_plan;
+
+typedef struct tfenc_matmul_shape {
+    size_t struct_size; /* sizeof(tfenc_matmul_shape) as the plugin saw it */
+    int batch;          /* products per call, >= 1 */
+    int m, n, k;        /* the largest sizes a call will use, >= 1 */
+    int b_transposed;   /* 1: B_b is stored [n, k] and used as B_b^T (Q K^T); 0: stored [k, n] */
+} tfenc_matmul_shape;
+
+/* Plans the products of `largest` for the layer whose weights handle this
+ * is; the host owns the plan and frees it after the layer's destroy(). */
+int tfenc_matmul_plan_create(tfenc_weights *weights, const tfenc_matmul_shape *largest,
+                             tfenc_matmul_plan **plan);
+
+typedef struct tfenc_matmul_args {
+    size_t struct_size;         /* sizeof(tfenc_matmul_args) as the plugin saw it */
+    int m, n, k;                /* within the plan's sizes */
+    float alpha;
+    const float *a;             /* A_b[i][j] = a[b * a_batch_stride + i * a_row_stride + j] */
+    long a_row_stride, a_batch_stride;
+    const float *b;             /* stored B_s[i][j] = b[s * b_batch_stride + i * b_row_stride + j] */
+    long b_row_stride, b_batch_stride;
+    int b_shared_by;            /* batch entries that use one stored B: B_b = B_(b / b_shared_by);
+                                   1 (or 0) normally, heads per group for grouped-query attention */
+    float *c;                   /* C_b[i][j] = c[b * c_batch_stride + i * c_row_stride + j] */
+    long c_row_stride, c_batch_stride;
+} tfenc_matmul_args;
+
+/* Runs the batch of products of `args` (plan->batch of them). C MUST NOT
+ * overlap A or B. Unlike the linear maps it MAY be called from the
+ * threads of an OpenMP parallel region (a plugin spreading its sequences
+ * over the pool), one call per thread at a time: it then runs on the
+ * calling thread alone. */
+int tfenc_matmul(tfenc_context *ctx, const tfenc_matmul_plan *plan, const tfenc_matmul_args *args);
 
 /* -------------------------------------------------------- packed batches */
 
@@ -220,7 +309,9 @@ typedef struct tfenc_layer_descriptor {
     /* Transforms batch->x in place. MUST NOT allocate, print, exit, or call
      * MPI or HDF5: scratch memory is `workspace`, workspace_size() bytes,
      * 64-byte aligned. May change batch->rows only downward (pooling). Called
-     * by one thread at a time per instance. */
+     * by one thread at a time per instance. MUST NOT start threads of its
+     * own; MAY run OpenMP parallel loops, which use the rank's one thread
+     * pool (the host sizes it; the matrix services use it too). */
     int (*forward)(void *instance, tfenc_context *ctx, tfenc_batch *batch, void *workspace);
 
     /* Called exactly once for every instance create() returned. */
