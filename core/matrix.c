@@ -53,6 +53,8 @@ struct tfenc_linear {
     tfenc_matrix_scratch *scratch;
     float *record_input_range;  /* fp32 calibration: max |x[., j]| seen, or NULL */
     float *input_smoothing;     /* int8: [in] 1 / s_j applied to x before quantizing, or NULL */
+    int borrowed;               /* weight, bias and smoothing live in a block
+                                 * (tfenc_matrix_block), not in the map's own memory */
 };
 
 struct tfenc_matmul_plan {
@@ -457,11 +459,9 @@ static void record_range(const float *x, int rows, int n, float *range)
 /* SmoothQuant's factors (alpha 1/2), applied to the weight's columns now
  * and kept inverted for the inputs. A channel never seen (range 0) or a
  * zero column keeps factor 1. */
-static float *smooth_weights(float *weight, int out, int in, const float *input_range)
+static void smooth_weights(float *weight, int out, int in, const float *input_range,
+                           float *inverse)
 {
-    float *inverse = tfenc_aligned_alloc((size_t)in * sizeof *inverse);
-    if (inverse == NULL)
-        return NULL;
     for (int j = 0; j < in; j++) {
         float column = 0.0f;
         for (int n = 0; n < out; n++)
@@ -472,7 +472,6 @@ static float *smooth_weights(float *weight, int out, int in, const float *input_
         for (int n = 0; n < out; n++)
             weight[(size_t)n * in + j] *= factor;
     }
-    return inverse;
 }
 
 /* --------------------------------------------------------- linear maps */
@@ -492,44 +491,136 @@ static size_t linear_scratch_bytes(tfenc_precision precision, int in, int out)
     return (input + 63) / 64 * 64 + (product + 63) / 64 * 64 + (extra + 63) / 64 * 64;
 }
 
+/* Where each part of a map lives in a block (see tfenc_matrix_block): the
+ * weights (float32 [out, in], or oneDNN's packed bf16/s8), then the bias,
+ * then int8's scales, zero corrections and input smoothing, each 64-byte
+ * aligned. */
+typedef struct block_layout {
+    size_t weights, bias, scales, zero_correction, smoothing, total;
+} block_layout;
+
+static size_t round_up_64(size_t bytes)
+{
+    return (bytes + 63) / 64 * 64;
+}
+
+static block_layout layout_block(tfenc_precision precision, size_t packed_bytes, int out, int in,
+                                 int has_bias, int smoothing)
+{
+    block_layout b = {0};
+    size_t at = round_up_64(precision == TFENC_PRECISION_FP32
+                                ? (size_t)out * (size_t)in * sizeof(float)
+                                : packed_bytes);
+    b.bias = at;
+    at += has_bias ? round_up_64((size_t)out * sizeof(float)) : 0;
+    if (precision == TFENC_PRECISION_INT8) {
+        b.scales = at;
+        at += round_up_64((size_t)out * sizeof(float));
+        b.zero_correction = at;
+        at += round_up_64((size_t)out * sizeof(float));
+        b.smoothing = at;
+        at += smoothing ? round_up_64((size_t)in * sizeof(float)) : 0;
+    }
+    b.total = at;
+    return b;
+}
+
+int tfenc_matrix_linear_block_bytes(tfenc_context *ctx, const tfenc_matrix_linear_options *options,
+                                    int out, int in, int has_bias, size_t *bytes)
+{
+    *bytes = 0;
+    size_t packed = 0;
+    if (options->precision != TFENC_PRECISION_FP32) {
+        int status = tfenc_matrix_check_precision(ctx, options->precision);
+        if (status != TFENC_OK)
+            return status;
+#ifdef HAVE_ONEDNN
+        onednn_linear *probe = NULL;
+        status = onednn_linear_prepare(ctx, options->precision, out, in, &probe);
+        if (status != TFENC_OK)
+            return status;
+        packed = onednn_linear_packed_bytes(probe);
+        onednn_linear_destroy(probe);
+#endif
+    }
+    *bytes = layout_block(options->precision, packed, out, in, has_bias,
+                          options->input_range != NULL)
+                 .total;
+    return TFENC_OK;
+}
+
 int tfenc_matrix_linear_create(tfenc_context *ctx, const tfenc_matrix_linear_options *options,
                                float *weight, const float *bias, int out, int in,
                                tfenc_matrix_scratch *scratch, tfenc_linear **linear_out)
 {
     *linear_out = NULL;
     const tfenc_precision precision = options->precision;
+    const tfenc_matrix_block *block = options->block;
+    const int fill = block == NULL || block->fill;
+    const int has_bias = bias != NULL || (block != NULL && block->has_bias);
     pthread_once(&blas_once, blas_single_threaded);
     tfenc_linear *linear = calloc(1, sizeof *linear);
     int status = linear == NULL ? tfenc_error(ctx, TFENC_ERR_NO_MEMORY, "matrix backend: out of memory")
                                 : TFENC_OK;
+    if (status == TFENC_OK && fill && weight == NULL)
+        status = tfenc_error(ctx, TFENC_ERR_INTERNAL, "matrix backend: no weight to fill a map with");
+    char *memory = block != NULL ? block->memory : NULL;
+#ifdef HAVE_ONEDNN
+    if (status == TFENC_OK && precision != TFENC_PRECISION_FP32) {
+        status = tfenc_matrix_check_precision(ctx, precision);
+        if (status == TFENC_OK)
+            status = onednn_linear_prepare(ctx, precision, out, in, &linear->onednn);
+    }
+#endif
+    block_layout layout = {0};
     if (status == TFENC_OK) {
         linear->precision = precision;
         linear->in = in;
         linear->out = out;
         linear->scratch = scratch;
+        linear->borrowed = block != NULL;
         if (precision == TFENC_PRECISION_FP32)
             linear->record_input_range = options->record_input_range;
-        if (bias != NULL) {
-            linear->bias = tfenc_aligned_alloc((size_t)out * sizeof(float));
-            if (linear->bias == NULL)
-                status = tfenc_error(ctx, TFENC_ERR_NO_MEMORY, "matrix backend: out of memory");
-            else
-                memcpy(linear->bias, bias, (size_t)out * sizeof(float));
-        }
+        size_t packed = 0;
+#ifdef HAVE_ONEDNN
+        if (linear->onednn != NULL)
+            packed = onednn_linear_packed_bytes(linear->onednn);
+#endif
+        layout = layout_block(precision, packed, out, in, has_bias, options->input_range != NULL);
+        if (block != NULL && block->bytes < layout.total)
+            status = tfenc_error(ctx, TFENC_ERR_INTERNAL,
+                                 "matrix backend: a %zu-byte block for a map that needs %zu",
+                                 block->bytes, layout.total);
+    }
+    if (status == TFENC_OK && has_bias) {
+        linear->bias = block != NULL ? (float *)(memory + layout.bias)
+                                     : tfenc_aligned_alloc((size_t)out * sizeof(float));
+        if (linear->bias == NULL)
+            status = tfenc_error(ctx, TFENC_ERR_NO_MEMORY, "matrix backend: out of memory");
+        else if (fill)
+            memcpy(linear->bias, bias, (size_t)out * sizeof(float));
     }
     if (status == TFENC_OK)
         status = scratch_reserve(ctx, scratch, linear_scratch_bytes(precision, in, out));
-    if (status == TFENC_OK && precision == TFENC_PRECISION_INT8 && options->input_range != NULL &&
-        (linear->input_smoothing = smooth_weights(weight, out, in, options->input_range)) == NULL)
-        status = tfenc_error(ctx, TFENC_ERR_NO_MEMORY, "matrix backend: out of memory");
+    if (status == TFENC_OK && precision == TFENC_PRECISION_INT8 && options->input_range != NULL) {
+        float *smoothing = block != NULL ? (float *)(memory + layout.smoothing)
+                                         : tfenc_aligned_alloc((size_t)in * sizeof(float));
+        if (smoothing == NULL)
+            status = tfenc_error(ctx, TFENC_ERR_NO_MEMORY, "matrix backend: out of memory");
+        else if (fill)
+            smooth_weights(weight, out, in, options->input_range, smoothing);
+        linear->input_smoothing = smoothing;
+    }
     if (status == TFENC_OK && precision != TFENC_PRECISION_FP32) {
-        status = tfenc_matrix_check_precision(ctx, precision);
 #ifdef HAVE_ONEDNN
+        status = scratch_stream(ctx, scratch);
         if (status == TFENC_OK)
-            status = scratch_stream(ctx, scratch);
-        if (status == TFENC_OK)
-            status = onednn_linear_create(ctx, precision, weight, linear->bias, out, in,
-                                          &linear->onednn);
+            status = onednn_linear_place(
+                ctx, linear->onednn, fill ? weight : NULL, linear->bias,
+                block != NULL ? memory : NULL,
+                block != NULL && precision == TFENC_PRECISION_INT8 ? (float *)(memory + layout.scales) : NULL,
+                block != NULL && precision == TFENC_PRECISION_INT8 ? (float *)(memory + layout.zero_correction)
+                                                                 : NULL);
 #endif
         tfenc_aligned_free(weight); /* converted: the float32 copy is not kept */
         weight = NULL;
@@ -537,12 +628,18 @@ int tfenc_matrix_linear_create(tfenc_context *ctx, const tfenc_matrix_linear_opt
          * threshold grows with the first one freed): give them back, or
          * the float32 copies of every map stay resident. */
         malloc_trim(0);
-    }
-    if (linear != NULL)
+    } else if (status == TFENC_OK && block != NULL) {
+        linear->weight = (float *)memory;
+        if (fill)
+            memcpy(linear->weight, weight, (size_t)out * (size_t)in * sizeof(float));
+        tfenc_aligned_free(weight);
+        weight = NULL;
+    } else if (status == TFENC_OK) {
         linear->weight = weight;
+        weight = NULL;
+    }
+    tfenc_aligned_free(weight);
     if (status != TFENC_OK) {
-        if (linear == NULL)
-            tfenc_aligned_free(weight);
         tfenc_matrix_linear_destroy(linear);
         return status;
     }
@@ -557,9 +654,11 @@ void tfenc_matrix_linear_destroy(tfenc_linear *linear)
 #ifdef HAVE_ONEDNN
     onednn_linear_destroy(linear->onednn);
 #endif
-    tfenc_aligned_free(linear->weight);
-    tfenc_aligned_free(linear->bias);
-    tfenc_aligned_free(linear->input_smoothing);
+    if (!linear->borrowed) {
+        tfenc_aligned_free(linear->weight);
+        tfenc_aligned_free(linear->bias);
+        tfenc_aligned_free(linear->input_smoothing);
+    }
     free(linear);
 }
 

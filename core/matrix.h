@@ -72,12 +72,32 @@ typedef struct tfenc_matrix_linear_options {
      * per-channel scales absorb them; per-token int8 inputs then keep their
      * resolution for every channel. */
     const float *input_range;
+    /* Where the map keeps what it holds, or NULL for memory of its own. */
+    const struct tfenc_matrix_block *block;
 } tfenc_matrix_linear_options;
+
+/* Memory that holds everything a map keeps (its weights in the form it
+ * multiplies them, bias, int8 scales and smoothing), owned by the caller
+ * and outliving the map: the ranks of a node map one copy
+ * (core/node_arena.h). One rank fills it (fill = 1, passing the weight);
+ * the others, making an identical map (same options, shape and
+ * calibration), pass weight = NULL and bias = NULL and read it. */
+typedef struct tfenc_matrix_block {
+    void *memory; /* 64-byte aligned */
+    size_t bytes; /* at least tfenc_matrix_linear_block_bytes() */
+    int fill;
+    int has_bias; /* the map has a bias (in the block when fill = 0) */
+} tfenc_matrix_block;
+
+/* The bytes of a block for a map made with `options` (block ignored). */
+int tfenc_matrix_linear_block_bytes(tfenc_context *ctx, const tfenc_matrix_linear_options *options,
+                                    int out, int in, int has_bias, size_t *bytes);
 
 /* A linear map y = x W^T + b. Takes over `weight` [out, in] (64-byte
  * aligned, from tfenc_aligned_alloc): fp32 keeps it, bf16 and int8 convert
  * it once into oneDNN's preferred layout and free it, also on failure.
- * bias [out] or NULL is copied. Any number of rows runs, in chunks of
+ * bias [out] or NULL is copied. With options->block, the map lives in
+ * that block (see tfenc_matrix_block). Any number of rows runs, in chunks of
  * TFENC_MATRIX_CHUNK_ROWS. */
 int tfenc_matrix_linear_create(tfenc_context *ctx, const tfenc_matrix_linear_options *options,
                                float *weight, const float *bias, int out, int in,

@@ -207,6 +207,8 @@ struct onednn_linear {
     const float *bias;               /* the front's copy, which outlives this */
     float *scales;                   /* int8: [out] max|w_n| / 127 */
     float *zero_correction;          /* int8: [out] scales[n] * sum_k wq[n][k] */
+    int borrowed;                    /* weights, scales, zero_correction live in the
+                                      * caller's block (shared by a node's ranks) */
     variant variants[MAX_VARIANTS];
 };
 
@@ -394,8 +396,8 @@ static dnnl_status_t pack_weights(onednn_linear *linear, const float *weight)
     return status;
 }
 
-int onednn_linear_create(tfenc_context *ctx, tfenc_precision precision, const float *weight,
-                         const float *bias, int out, int in, onednn_linear **linear_out)
+int onednn_linear_prepare(tfenc_context *ctx, tfenc_precision precision, int out, int in,
+                          onednn_linear **linear_out)
 {
     *linear_out = NULL;
     const char *name = tfenc_precision_names[precision];
@@ -408,25 +410,15 @@ int onednn_linear_create(tfenc_context *ctx, tfenc_precision precision, const fl
     linear->in = in;
     linear->out = out;
     int int8 = precision == TFENC_PRECISION_INT8;
-    dnnl_status_t status = dnnl_success;
-    if (int8 && ((linear->scales = malloc((size_t)out * sizeof(float))) == NULL ||
-                 (linear->zero_correction = malloc((size_t)out * sizeof(float))) == NULL))
-        status = dnnl_out_of_memory;
-    /* bf16 adds the bias inside the product; int8 after the token scale. */
-    if (status == dnnl_success && bias != NULL && !int8) {
-        dnnl_dims_t bias_dims = {1, out};
-        dnnl_memory_desc_t bias_desc;
-        status = dnnl_memory_desc_init_by_tag(&bias_desc, 2, bias_dims, dnnl_f32, dnnl_ab);
-        if (status == dnnl_success)
-            status = dnnl_memory_create(&linear->bias_memory, &bias_desc, engine, (void *)bias);
-    }
+    /* Scales are read when a primitive is made; the layout chooser's are
+     * placeholders (the real ones come with the weights). */
+    float *placeholder_scales = int8 ? malloc((size_t)out * sizeof(float)) : NULL;
+    dnnl_status_t status = int8 && placeholder_scales == NULL ? dnnl_out_of_memory : dnnl_success;
+    for (int n = 0; int8 && status == dnnl_success && n < out; n++)
+        placeholder_scales[n] = 1.0f;
+    linear->scales = placeholder_scales;
     /* The full-chunk primitive chooses the weight layout; the smaller row
      * counts are made for the same layout. */
-    if (status == dnnl_success && int8) {
-        /* Scales are read when the primitive is made: fill them first. */
-        for (int n = 0; n < out; n++)
-            linear->scales[n] = 1.0f;
-    }
     dnnl_primitive_attr_t attr = NULL;
     if (status == dnnl_success)
         status = linear_attributes(linear, TFENC_ACTIVATION_NONE, &attr);
@@ -444,36 +436,70 @@ int onednn_linear_create(tfenc_context *ctx, tfenc_precision precision, const fl
         status = dnnl_primitive_desc_create(&chooser, &desc, attr, engine, NULL);
     if (attr != NULL)
         dnnl_primitive_attr_destroy(attr);
+    linear->scales = NULL;
+    free(placeholder_scales);
     if (status == dnnl_success) {
         linear->weights_desc = *dnnl_primitive_desc_query_md(chooser, dnnl_query_weights_md, 0);
         dnnl_primitive_desc_destroy(chooser);
         linear->weights_bytes = dnnl_memory_desc_get_size(&linear->weights_desc);
-        linear->weights = tfenc_aligned_alloc(linear->weights_bytes);
-        if (linear->weights == NULL)
-            status = dnnl_out_of_memory;
     }
-    if (status == dnnl_success)
-        status = dnnl_memory_create(&linear->weights_memory, &linear->weights_desc, engine,
-                                    linear->weights);
-    if (status == dnnl_success)
-        status = pack_weights(linear, weight);
-    linear->bias = bias;
     if (status != dnnl_success) {
-        onednn_linear_destroy(linear);
+        free(linear);
         return tfenc_error(ctx, status == dnnl_out_of_memory ? TFENC_ERR_NO_MEMORY : TFENC_ERR_INTERNAL,
-                           "precision = %s: oneDNN cannot prepare a [%d, %d] weight (status %d)",
+                           "precision = %s: oneDNN has no layout for a [%d, %d] weight (status %d)",
                            name, out, in, (int)status);
-    }
-    /* tfenc_linear_forward's products (float32 out, no activation) are made
-     * now; other pairs when a plugin prepares them (a run of 0 rows). */
-    int made = variant_make(ctx, linear, &linear->variants[0], TFENC_FLOAT32,
-                            TFENC_ACTIVATION_NONE);
-    if (made != TFENC_OK) {
-        onednn_linear_destroy(linear);
-        return made;
     }
     *linear_out = linear;
     return TFENC_OK;
+}
+
+size_t onednn_linear_packed_bytes(const onednn_linear *linear)
+{
+    return linear->weights_bytes;
+}
+
+int onednn_linear_place(tfenc_context *ctx, onednn_linear *linear, const float *weight,
+                        const float *bias, void *packed, float *scales, float *zero_correction)
+{
+    const char *name = tfenc_precision_names[linear->precision];
+    int int8 = linear->precision == TFENC_PRECISION_INT8;
+    dnnl_status_t status = dnnl_success;
+    linear->borrowed = packed != NULL;
+    if (packed != NULL) {
+        linear->weights = packed;
+        linear->scales = scales;
+        linear->zero_correction = zero_correction;
+    } else {
+        linear->weights = tfenc_aligned_alloc(linear->weights_bytes);
+        if (int8) {
+            linear->scales = malloc((size_t)linear->out * sizeof(float));
+            linear->zero_correction = malloc((size_t)linear->out * sizeof(float));
+        }
+        if (linear->weights == NULL ||
+            (int8 && (linear->scales == NULL || linear->zero_correction == NULL)))
+            status = dnnl_out_of_memory;
+    }
+    /* bf16 adds the bias inside the product; int8 after the token scale. */
+    if (status == dnnl_success && bias != NULL && !int8) {
+        dnnl_dims_t bias_dims = {1, linear->out};
+        dnnl_memory_desc_t bias_desc;
+        status = dnnl_memory_desc_init_by_tag(&bias_desc, 2, bias_dims, dnnl_f32, dnnl_ab);
+        if (status == dnnl_success)
+            status = dnnl_memory_create(&linear->bias_memory, &bias_desc, engine, (void *)bias);
+    }
+    linear->bias = bias;
+    if (status == dnnl_success)
+        status = dnnl_memory_create(&linear->weights_memory, &linear->weights_desc, engine,
+                                    linear->weights);
+    if (status == dnnl_success && weight != NULL)
+        status = pack_weights(linear, weight);
+    if (status != dnnl_success)
+        return tfenc_error(ctx, status == dnnl_out_of_memory ? TFENC_ERR_NO_MEMORY : TFENC_ERR_INTERNAL,
+                           "precision = %s: oneDNN cannot prepare a [%d, %d] weight (status %d)",
+                           name, linear->out, linear->in, (int)status);
+    /* tfenc_linear_forward's products (float32 out, no activation) are made
+     * now; other pairs when a plugin prepares them (a run of 0 rows). */
+    return variant_make(ctx, linear, &linear->variants[0], TFENC_FLOAT32, TFENC_ACTIVATION_NONE);
 }
 
 void onednn_linear_destroy(onednn_linear *linear)
@@ -487,9 +513,11 @@ void onednn_linear_destroy(onednn_linear *linear)
         dnnl_memory_destroy(linear->weights_memory);
     if (linear->bias_memory != NULL)
         dnnl_memory_destroy(linear->bias_memory);
-    tfenc_aligned_free(linear->weights);
-    free(linear->scales);
-    free(linear->zero_correction);
+    if (!linear->borrowed) {
+        tfenc_aligned_free(linear->weights);
+        free(linear->scales);
+        free(linear->zero_correction);
+    }
     free(linear);
 }
 

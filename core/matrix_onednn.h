@@ -29,13 +29,24 @@ void onednn_stream_destroy(void *stream);
 
 typedef struct onednn_linear onednn_linear;
 
-/* weight [out, in] float32 is converted once: bf16 in oneDNN's layout for
- * bf16; for int8, s8 per output channel with scale max|w| / 127 (the scales
- * are applied inside the product). bias [out] is fused into bf16 products;
- * int8 products leave it to the caller's epilogue (it comes after the
- * per-token scale). */
-int onednn_linear_create(tfenc_context *ctx, tfenc_precision precision, const float *weight,
-                         const float *bias, int out, int in, onednn_linear **linear);
+/* A map of `out` x `in` weights: oneDNN chooses the packed layout (its
+ * size is onednn_linear_packed_bytes()); nothing is placed yet. */
+int onednn_linear_prepare(tfenc_context *ctx, tfenc_precision precision, int out, int in,
+                          onednn_linear **linear);
+size_t onednn_linear_packed_bytes(const onednn_linear *linear);
+/* Places the map's packed weights and (int8) its scales and zero
+ * corrections: in `packed` [packed_bytes], scales [out], zero_correction
+ * [out] when packed is not NULL (the caller's memory, which outlives the
+ * map: a node's shared copy), else in memory of its own. With `weight`
+ * [out, in] float32 it converts the weights into place: bf16 in oneDNN's
+ * layout; for int8, s8 per output channel with scale max|w| / 127 (the
+ * scales are applied inside the product). With weight NULL the caller's
+ * memory already holds what an identical map placed there. bias [out] (the
+ * caller's, outliving the map) is fused into bf16 products; int8 products
+ * leave it to the caller's epilogue (it comes after the per-token scale).
+ * On failure the map is left for onednn_linear_destroy(). */
+int onednn_linear_place(tfenc_context *ctx, onednn_linear *linear, const float *weight,
+                        const float *bias, void *packed, float *scales, float *zero_correction);
 void onednn_linear_destroy(onednn_linear *linear);
 size_t onednn_linear_bytes(const onednn_linear *linear);
 /* int8: [out] weight scale times the sum of the quantized weights of each

@@ -15,7 +15,7 @@
 /* Names a node's ranks can share: a model's tensors and their packed
  * copies (BERT-base has about 400 of both). */
 #define TABLE_SIZE 8192
-#define NAME_BYTES 192
+#define NAME_BYTES (TFENC_NODE_ARENA_NAME_MAX + 1)
 #define ALIGNMENT 64
 
 enum { BLOCK_FILLING = 0, BLOCK_READY = 1, BLOCK_ABANDONED = 2 };
@@ -160,7 +160,7 @@ int tfenc_node_arena_claim(tfenc_context *ctx, tfenc_node_arena *arena, const ch
     while ((state = atomic_load(&entry->state)) == BLOCK_FILLING)
         wait_a_little();
     if (state == BLOCK_ABANDONED)
-        return tfenc_error(ctx, TFENC_ERR_WEIGHTS, "%s: another rank of this node failed to "
+        return tfenc_error(ctx, TFENC_ERR_MPI, "%s: another rank of this node failed to "
                            "load it", name);
     return TFENC_OK;
 }

@@ -21,6 +21,9 @@
 
 typedef struct tfenc_node_arena tfenc_node_arena;
 
+/* The longest block name. */
+#define TFENC_NODE_ARENA_NAME_MAX 191
+
 /* Collective over `world`: each node's ranks share an arena of `capacity`
  * bytes (node rank 0 allocates it). */
 int tfenc_node_arena_create(tfenc_context *ctx, MPI_Comm world, size_t capacity,
@@ -38,7 +41,8 @@ int tfenc_node_arena_claim(tfenc_context *ctx, tfenc_node_arena *arena, const ch
 void tfenc_node_arena_publish(tfenc_node_arena *arena, void *block);
 
 /* A block this rank filled could not be filled after all: ranks waiting for
- * it fail instead of waiting forever (they name `name`). */
+ * it fail instead of waiting forever, with TFENC_ERR_MPI (another rank
+ * failed first, and says why) and a line naming the block. */
 void tfenc_node_arena_abandon(tfenc_node_arena *arena, void *block);
 
 /* Bytes of the arena in use on this node (blocks claimed so far). */

@@ -213,6 +213,13 @@ static int write_run_attributes(tfenc_context *ctx, tfenc_output *out,
         status = write_string_attribute(ctx, out, "job_overrides", overrides);
     if (status == TFENC_OK)
         status = write_string_attribute(ctx, out, "precision", options->precision);
+    /* Rewritten by every run, like precision: a resume runs the gate again. */
+    double cosine = options->precision_steps != NULL ? options->sample_min_cosine : 1.0;
+    if (status == TFENC_OK)
+        status = write_attribute(ctx, out, "precision_sample_min_cosine", H5T_NATIVE_DOUBLE,
+                                 &cosine);
+    if (status == TFENC_OK)
+        status = write_string_attribute(ctx, out, "precision_steps", options->precision_steps);
     free(overrides);
     return status;
 }

@@ -20,7 +20,8 @@
  * corpus_fingerprint, vocabulary_fingerprint ("" without a vocabulary file),
  * tfenc_version, layout, created (ISO-8601 UTC), output_kind, dtype,
  * compression, d_model, n_documents, n_tokens (tokens kind), job_path,
- * working_directory, job_overrides, precision, and complete:
+ * working_directory, job_overrides, precision, precision_sample_min_cosine
+ * (float64), precision_steps, and complete:
  * 0 while the job runs, 1 once tfenc_output_finish() has flushed everything.
  *
  * Parallelism: create and finish are collective over `writers`; the write
@@ -108,6 +109,12 @@ typedef struct tfenc_output_options {
     const char *const *overrides;
     int n_overrides;
     const char *precision;
+    /* int8: what the accuracy gate measured and chose: the min cosine to
+     * fp32 on its sample, and each step's precision ("encoder.0.attention
+     * bf16\n..."). precision_steps NULL (other precisions, which are not
+     * gated) stores 1.0 and "". */
+    double sample_min_cosine;
+    const char *precision_steps;
 } tfenc_output_options;
 
 typedef struct tfenc_output tfenc_output;

@@ -13,6 +13,7 @@
 #include "job_settings.h"
 #include "jobfile.h"
 #include "matrix.h"
+#include "node_arena.h"
 #include "output.h"
 #include "ownership.h"
 #include "pipeline.h"
@@ -49,6 +50,7 @@ typedef struct run {
     tfenc_model_plan plan;
     tfenc_plugin_registry *registry;
     tfenc_weight_store *weights;
+    tfenc_node_arena *arena; /* the node's one copy of the weights; NULL: not shared */
     tfenc_layout layout;     /* this rank's place, and the steps of each stage */
     MPI_Comm replica_comm;   /* the replica's stages; MPI_COMM_NULL with one stage */
     MPI_Comm writers_comm;   /* every last stage; MPI_COMM_NULL on the others */
@@ -97,11 +99,18 @@ static void notice(run *r, const char *format, ...)
  * the error is not in the job itself (which every rank reads alike). */
 static int agree_on_failure(run *r, int status)
 {
-    int failed_rank = status != TFENC_OK ? r->rank : r->n_ranks;
-    int first_failed = r->n_ranks;
+    /* A rank that failed only because another did (TFENC_ERR_MPI: a block
+     * of the node's weights another rank could not load) reports only if
+     * no rank has a reason of its own. */
+    const int everyone = 2 * r->n_ranks;
+    int failed_rank = status == TFENC_OK       ? everyone
+                      : status == TFENC_ERR_MPI ? r->n_ranks + r->rank
+                                                : r->rank;
+    int first_failed = everyone;
     MPI_Allreduce(&failed_rank, &first_failed, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
-    if (first_failed == r->n_ranks)
+    if (first_failed == everyone)
         return 0;
+    first_failed %= r->n_ranks;
     r->result->outcome = TFENC_RUN_REFUSED;
     r->result->report = r->rank == first_failed;
     if (r->result->report && r->n_ranks > 1 && status != TFENC_ERR_CONFIG) {
@@ -499,6 +508,35 @@ static int cost_steps(run *r)
     return agree_on_failure(r, decide_output_kind(r, pools));
 }
 
+/* The ranks of a node keep one copy of the weights (core/node_arena.h),
+ * made after the int8 gate, whose trial models would otherwise leave
+ * their conversions in it. The arena is sized for the whole model as
+ * float32, the largest form a map takes; its pages are backed only where
+ * written. A node that cannot make it keeps a copy per rank, as before. */
+static void share_weights(run *r)
+{
+    size_t capacity = tfenc_weight_store_float32_bytes(r->weights);
+    capacity += capacity / 4 + ((size_t)16 << 20);
+    int status = tfenc_node_arena_create(r->ctx, MPI_COMM_WORLD, capacity, &r->arena);
+    if (status != TFENC_OK) {
+        notice(r, "weights %s are not shared by the ranks of a node (%s): each rank keeps its "
+                  "own copy", r->config.weights_path, tfenc_context_message(r->ctx));
+        tfenc_context_clear(r->ctx);
+        r->arena = NULL;
+        return;
+    }
+    if (tfenc_node_arena_ranks(r->arena) > 1)
+        tfenc_weight_store_share(r->weights, r->arena);
+}
+
+/* MiB of weights this rank's node holds once for its ranks. */
+static double shared_mib(const run *r)
+{
+    return r->arena != NULL && tfenc_node_arena_ranks(r->arena) > 1
+               ? (double)tfenc_node_arena_used(r->arena) / (1024.0 * 1024.0)
+               : 0.0;
+}
+
 static void describe_plan(run *r)
 {
     const tfenc_run_observer *o = &r->request->observer;
@@ -510,7 +548,12 @@ static void describe_plan(run *r)
                            .input_path = r->settings.input, .output_path = r->settings.output,
                            .output_kind = r->output_kind, .dtype = r->settings.dtype,
                            .n_documents = r->n_documents, .n_tokens = r->n_tokens,
-                           .last_flop_rate = tfenc_run_last_flop_rate()};
+                           .last_flop_rate = tfenc_run_last_flop_rate(),
+                           .weights_float32_mib =
+                               (double)tfenc_weight_store_float32_bytes(r->weights) / (1024.0 * 1024.0),
+                           .node_ranks = r->arena != NULL ? tfenc_node_arena_ranks(r->arena) : 1,
+                           .shared_weights_mib = r->model != NULL ? shared_mib(r) : 0.0,
+                           .rank_memory_mib = r->model != NULL ? tfenc_proportional_mib() : 0.0};
     o->plan(o->user, &plan);
 }
 
@@ -612,6 +655,19 @@ static int open_output(run *r)
     snprintf(layout, sizeof layout, "ranks=%d data_parallel=%d pipeline_stages=%d", r->n_ranks,
              l->data_parallel, l->pipeline_stages);
     int was_complete = 0, resumed = 0;
+    /* int8: the gate's choice per step, one "name precision" line each. */
+    char *precision_steps = NULL;
+    if (r->step_precision != NULL) {
+        size_t size = 1;
+        for (int i = 0; i < r->plan.n_steps; i++)
+            size += strlen(r->plan.steps[i].name) + 8;
+        precision_steps = calloc(size, 1);
+        for (int i = 0; precision_steps != NULL && i < r->plan.n_steps; i++) {
+            size_t used = strlen(precision_steps);
+            snprintf(precision_steps + used, size - used, "%s %s\n", r->plan.steps[i].name,
+                     tfenc_precision_names[r->step_precision[i]]);
+        }
+    }
     char *identity = tfenc_job_settings_identity(r->job, &r->settings);
     char *provenance = tfenc_job_settings_provenance(r->job, r->request->overrides,
                                                      r->request->n_overrides);
@@ -633,7 +689,8 @@ static int open_output(run *r)
                                                                      : NULL,
             .layout = layout, .job_path = r->request->job_path,
             .overrides = r->request->overrides, .n_overrides = r->request->n_overrides,
-            .precision = tfenc_precision_names[r->config.precision]};
+            .precision = tfenc_precision_names[r->config.precision],
+            .sample_min_cosine = r->sample_cosine, .precision_steps = precision_steps};
         MPI_Comm writers = l->data_parallel > 1 ? r->writers_comm : MPI_COMM_NULL;
         status = TFENC_ERR_NOT_FOUND;
         if (r->settings.resume)
@@ -649,6 +706,7 @@ static int open_output(run *r)
                                          &r->writer);
     }
     free(identity);
+    free(precision_steps);
     free(provenance);
     /* HDF5 cannot always shut down after a failed write to a new file. */
     if (status == TFENC_ERR_IO)
@@ -819,7 +877,8 @@ static int encode(run *r, tfenc_rank_work *work)
  * resumable. */
 static int encode_and_finish(run *r, double start)
 {
-    tfenc_rank_work work = {.replica = r->layout.replica, .stage = r->layout.stage};
+    tfenc_rank_work work = {.replica = r->layout.replica, .stage = r->layout.stage,
+                            .shared_mib = shared_mib(r)};
     double encode_start = tfenc_clock_seconds(), cpu_start = tfenc_clock_cpu_seconds();
     int status = encode(r, &work);
     work.encode_seconds = tfenc_clock_seconds() - encode_start;
@@ -883,6 +942,7 @@ static void release_run(run *r)
     free(r->todo);
     free(r->step_flops);
     tfenc_weight_store_close(r->weights);
+    tfenc_node_arena_destroy(r->arena);
     tfenc_plugin_registry_destroy(r->registry);
     tfenc_model_plan_free(&r->plan);
     tfenc_model_config_free(&r->config);
@@ -922,6 +982,7 @@ static int run_steps(run *r)
     join_communicators(r);
     if (agree_on_failure(r, open_input(r)) || gate_precision(r))
         return 1;
+    share_weights(r);
     const int n_stages = r->layout.pipeline_stages;
     /* One stage: the whole model, probed now, tells whether it pools before
      * pass 1 (which then tokenizes only when token offsets are needed). */

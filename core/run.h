@@ -45,6 +45,12 @@ typedef struct tfenc_run_plan {
     int64_t n_documents;
     int64_t n_tokens;              /* after truncation */
     double last_flop_rate;         /* per rank, from the last job here; 0 if none */
+    double weights_float32_mib;    /* every dataset of the weights file as float32 */
+    int node_ranks;                /* ranks on rank 0's node, which share one copy */
+    double shared_weights_mib;     /* that copy, in the form the layers run it (0: the
+                                    * model is not built in this dry run, or one rank) */
+    double rank_memory_mib;        /* rank 0's proportional set size with its model built
+                                    * (0: not built) */
 } tfenc_run_plan;
 
 /* Callbacks through which a run tells its driver what happens. Each may be

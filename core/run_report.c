@@ -41,19 +41,52 @@ double tfenc_peak_rss_mib(void)
 
 static void remember_flop_rate(double flops_per_second_per_rank);
 
-/* The largest total RSS over the ranks of one node (ranks that share
- * memory): what a node must hold. */
-static double node_rss_mib(MPI_Comm world, double mine)
+double tfenc_proportional_mib(void)
+{
+    long kib = -1;
+    FILE *rollup = fopen("/proc/self/smaps_rollup", "r");
+    char line[256];
+    while (rollup != NULL && fgets(line, sizeof line, rollup) != NULL)
+        if (sscanf(line, "Pss: %ld kB", &kib) == 1)
+            break;
+    if (rollup != NULL)
+        fclose(rollup);
+    if (kib < 0) {
+        FILE *status = fopen("/proc/self/status", "r");
+        while (status != NULL && fgets(line, sizeof line, status) != NULL)
+            if (sscanf(line, "VmRSS: %ld kB", &kib) == 1)
+                break;
+        if (status != NULL)
+            fclose(status);
+    }
+    return kib > 0 ? (double)kib / 1024.0 : 0.0;
+}
+
+/* What the fullest node holds: the sum of its ranks' proportional set
+ * sizes, its shared weights and its rank count, on rank 0. */
+static void node_memory(MPI_Comm world, double shared_mib, tfenc_run_summary *summary)
 {
     MPI_Comm node;
-    int rank = 0;
+    int rank = 0, node_ranks = 1;
     MPI_Comm_rank(world, &rank);
     MPI_Comm_split_type(world, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, &node);
-    double sum = 0, largest = 0;
+    MPI_Comm_size(node, &node_ranks);
+    double mine = tfenc_proportional_mib(), sum = 0;
     MPI_Allreduce(&mine, &sum, 1, MPI_DOUBLE, MPI_SUM, node);
     MPI_Comm_free(&node);
-    MPI_Reduce(&sum, &largest, 1, MPI_DOUBLE, MPI_MAX, 0, world);
-    return largest;
+    struct {
+        double value;
+        int rank;
+    } local = {sum, rank}, fullest = {0, 0};
+    MPI_Allreduce(&local, &fullest, 1, MPI_DOUBLE_INT, MPI_MAXLOC, world);
+    double facts[2] = {shared_mib, (double)node_ranks};
+    if (fullest.rank != 0 && rank == fullest.rank)
+        MPI_Send(facts, 2, MPI_DOUBLE, 0, 0, world);
+    if (rank == 0 && fullest.rank != 0)
+        MPI_Recv(facts, 2, MPI_DOUBLE, fullest.rank, 0, world, MPI_STATUS_IGNORE);
+    summary->node_memory_mib = fullest.value;
+    summary->node_shared_mib = facts[0];
+    summary->node_ranks = (int)facts[1];
 }
 
 void tfenc_run_summary_gather(MPI_Comm world, const tfenc_rank_work *mine, int64_t documents,
@@ -68,7 +101,8 @@ void tfenc_run_summary_gather(MPI_Comm world, const tfenc_rank_work *mine, int64
     own.peak_rss_mib = tfenc_peak_rss_mib();
     int64_t counts[3] = {documents, truncated_documents, tokens}, totals[3] = {0, 0, 0};
     MPI_Reduce(counts, totals, 3, MPI_INT64_T, MPI_SUM, 0, world);
-    double node = node_rss_mib(world, own.peak_rss_mib);
+    tfenc_run_summary node = {0};
+    node_memory(world, own.shared_mib, &node);
     tfenc_rank_work *all = rank == 0 ? calloc((size_t)n_ranks, sizeof *all) : NULL;
     /* Every rank takes part even when rank 0 could not allocate. */
     MPI_Gather(&own, (int)sizeof own, MPI_BYTE, all, (int)sizeof own, MPI_BYTE, 0, world);
@@ -80,7 +114,9 @@ void tfenc_run_summary_gather(MPI_Comm world, const tfenc_rank_work *mine, int64
     summary->wall_seconds = wall_seconds;
     summary->n_ranks = n_ranks;
     summary->ranks = all;
-    summary->node_rss_mib = node;
+    summary->node_memory_mib = node.node_memory_mib;
+    summary->node_shared_mib = node.node_shared_mib;
+    summary->node_ranks = node.node_ranks;
     double busy_sum = 0, busy_max = 0, flops = 0, idle_sum = 0;
     for (int i = 0; i < n_ranks; i++) {
         const tfenc_rank_work *w = &all[i];

@@ -21,6 +21,7 @@ typedef struct tfenc_rank_work {
     double encode_cpu_seconds; /* CPU time this rank's threads spent in it */
     double flops;            /* FLOPs of its layers, from the plugins' estimates */
     double peak_rss_mib;     /* filled by tfenc_run_summary_gather */
+    double shared_mib;       /* weights this rank's node holds once for its ranks */
     int replica, stage;
 } tfenc_rank_work;
 
@@ -35,7 +36,11 @@ typedef struct tfenc_run_summary {
     double encode_cpu_seconds;   /* all ranks' CPU time while encoding */
     double flops_per_rank;       /* FLOP/s per rank while encoding */
     double peak_rss_mib;         /* the largest of the ranks' */
-    double node_rss_mib;         /* the largest sum over the ranks of one node */
+    double node_memory_mib;      /* the largest over nodes of the sum of the node's ranks'
+                                  * proportional set sizes (shared pages counted once) at
+                                  * the end of encoding */
+    double node_shared_mib;      /* that node's shared weights */
+    int node_ranks;              /* the most ranks on one node */
     int n_ranks;
     tfenc_rank_work *ranks;      /* [n_ranks] on rank 0, NULL elsewhere */
     double load_imbalance;       /* busiest rank's busy time / the mean */
@@ -53,6 +58,11 @@ void tfenc_run_summary_free(tfenc_run_summary *summary);
 
 /* This process's peak resident memory in MiB. */
 double tfenc_peak_rss_mib(void);
+/* This process's proportional set size now, in MiB: its private pages
+ * plus its share of pages mapped by several processes (a node's shared
+ * weights count 1/n in each of n ranks); its RSS where the kernel does not
+ * say. */
+double tfenc_proportional_mib(void);
 
 /* The FLOP rate per rank of the last finished job on this machine (0 if
  * none is recorded), kept in $XDG_CACHE_HOME/tfenc/throughput. */

@@ -9,6 +9,7 @@
 #include "aligned.h"
 #include "context.h"
 #include "matrix.h"
+#include "node_arena.h"
 
 #include <hdf5.h>
 #include <math.h>
@@ -48,6 +49,7 @@ struct tfenc_weight_store {
     tfenc_matrix_scratch *scratch; /* shared by the linear maps and products of every handle */
     calibration *calibrations;     /* input ranges of linear maps, by their datasets */
     int n_calibrations;
+    tfenc_node_arena *arena;       /* the node's one copy of what is loaded, or NULL */
 };
 
 struct tfenc_weights {
@@ -409,6 +411,78 @@ static int read_into(tfenc_weights *weights, const char *name, const tensor_shap
     return TFENC_OK;
 }
 
+/* The node's block for `description` (what is kept and in which form):
+ * *fill = 1 when this rank is the first of its node to ask and must fill it
+ * (then finish_shared()), 0 when another rank has filled it.
+ * TFENC_ERR_NOT_FOUND, without a message, when it is not shared (the arena
+ * is full): the caller keeps a copy of its own. */
+static int claim_shared(tfenc_weights *weights, const char *description, size_t bytes,
+                        void **block, int *fill)
+{
+    char name[TFENC_NODE_ARENA_NAME_MAX + 1];
+    size_t length = strlen(description);
+    if (length <= TFENC_NODE_ARENA_NAME_MAX) {
+        memcpy(name, description, length + 1);
+    } else {
+        /* Long descriptions (many parts, deep groups): a prefix and a hash
+         * of the whole keep the name unique and short. */
+        uint64_t hash = 1469598103934665603ull; /* FNV-1a */
+        for (size_t i = 0; i < length; i++)
+            hash = (hash ^ (unsigned char)description[i]) * 1099511628211ull;
+        snprintf(name, sizeof name, "%.160s #%016llx", description, (unsigned long long)hash);
+    }
+    return tfenc_node_arena_claim(weights->ctx, weights->store->arena, name, bytes, block, fill);
+}
+
+/* Tells the node's other ranks whether the block this rank filled is ready. */
+static void finish_shared(tfenc_weights *weights, void *block, int status)
+{
+    if (status == TFENC_OK)
+        tfenc_node_arena_publish(weights->store->arena, block);
+    else
+        tfenc_node_arena_abandon(weights->store->arena, block);
+}
+
+void tfenc_weight_store_share(tfenc_weight_store *store, tfenc_node_arena *arena)
+{
+    store->arena = arena;
+}
+
+static herr_t add_dataset_bytes(hid_t object, const char *name, const H5O_info_t *info,
+                                void *total)
+{
+    if (info->type != H5O_TYPE_DATASET)
+        return 0;
+    hid_t dataset = H5Dopen2(object, name, H5P_DEFAULT);
+    hid_t space = dataset >= 0 ? H5Dget_space(dataset) : H5I_INVALID_HID;
+    hssize_t count = space >= 0 ? H5Sget_simple_extent_npoints(space) : 0;
+    if (count > 0)
+        *(size_t *)total += (size_t)count * sizeof(float) + 64;
+    if (space >= 0)
+        H5Sclose(space);
+    if (dataset >= 0)
+        H5Dclose(dataset);
+    return 0;
+}
+
+size_t tfenc_weight_store_float32_bytes(const tfenc_weight_store *store)
+{
+    size_t total = 0;
+    if (store->file == H5I_INVALID_HID) {
+        for (int i = 0; i < store->n_tensors; i++) {
+            size_t count = 1;
+            for (int d = 0; d < store->tensors[i].rank; d++)
+                count *= (size_t)store->tensors[i].dims[d];
+            total += count * sizeof(float) + 64;
+        }
+        return total;
+    }
+    if (H5Ovisit2(store->file, H5_INDEX_NAME, H5_ITER_NATIVE, add_dataset_bytes, &total,
+                  H5O_INFO_BASIC) < 0)
+        H5Eclear2(H5E_DEFAULT);
+    return total;
+}
+
 int tfenc_weight_load(tfenc_weights *weights, const char *name, int rank, int64_t *dims,
                       const float **data)
 {
@@ -420,6 +494,27 @@ int tfenc_weight_load(tfenc_weights *weights, const char *name, int rank, int64_
     int status = inspect(weights, name, rank, dims, &shape);
     if (status != TFENC_OK)
         return status;
+    if (weights->store->arena != NULL) {
+        char path[1024], description[1100];
+        dataset_path(weights, name, path, sizeof path);
+        snprintf(description, sizeof description, "%s float32", path);
+        void *block = NULL;
+        int fill = 0;
+        status = claim_shared(weights, description, element_count(&shape) * sizeof(float), &block,
+                              &fill);
+        if (status == TFENC_OK && fill) {
+            status = read_into(weights, name, &shape, block);
+            finish_shared(weights, block, status);
+        }
+        if (status == TFENC_OK) {
+            for (int i = 0; i < rank; i++)
+                dims[i] = shape.dims[i];
+            *data = block;
+            return TFENC_OK;
+        }
+        if (status != TFENC_ERR_NOT_FOUND)
+            return status;
+    }
     float *buffer = tfenc_aligned_alloc(element_count(&shape) * sizeof(float));
     if (buffer == NULL)
         return tfenc_error(weights->ctx, TFENC_ERR_NO_MEMORY, "weights: out of memory for %s",
@@ -526,6 +621,34 @@ int tfenc_weight_store_calibration_import(tfenc_context *ctx, tfenc_weight_store
     return TFENC_OK;
 }
 
+/* What a shared map holds, in words: its datasets, shape, precision and
+ * (int8) a digest of the input ranges its smoothing came from, so that
+ * only identical maps share a block. */
+static void describe_linear(const tfenc_weights *weights, int n_parts,
+                            const char *const *weight_names, const char *const *bias_names,
+                            int in_features, const tfenc_matrix_linear_options *options,
+                            char *text, size_t size)
+{
+    char path[1024];
+    size_t used = 0;
+    for (int p = 0; p < n_parts && used < size; p++) {
+        dataset_path(weights, weight_names[p], path, sizeof path);
+        used += (size_t)snprintf(text + used, size - used, "%s%s", p ? "+" : "", path);
+        if (bias_names != NULL && used < size)
+            used += (size_t)snprintf(text + used, size - used, "&%s", bias_names[p]);
+    }
+    uint64_t ranges = 0;
+    if (options->input_range != NULL) {
+        ranges = 1469598103934665603ull; /* FNV-1a over the ranges' bytes */
+        const unsigned char *bytes = (const unsigned char *)options->input_range;
+        for (size_t i = 0; i < (size_t)in_features * sizeof(float); i++)
+            ranges = (ranges ^ bytes[i]) * 1099511628211ull;
+    }
+    if (used < size)
+        snprintf(text + used, size - used, " in %d %s smoothing %016llx", in_features,
+                 tfenc_precision_names[options->precision], (unsigned long long)ranges);
+}
+
 static void release_linear(void *pointer)
 {
     tfenc_matrix_linear_destroy(pointer);
@@ -561,14 +684,50 @@ int tfenc_linear_load(tfenc_weights *weights, int n_parts, const char *const *we
         }
         total_out += (int)weight_shapes[p].dims[0];
     }
-    float *weight = tfenc_aligned_alloc((size_t)total_out * (size_t)in_features * sizeof(float));
-    float *bias = bias_names != NULL ? tfenc_aligned_alloc((size_t)total_out * sizeof(float))
-                                     : NULL;
+    /* How the map is made: precision, and for int8 the inputs' ranges the
+     * fp32 calibration pass recorded (the same table on every rank). */
+    tfenc_matrix_linear_options linear_options = {.precision = weights->options.precision};
+    char key[1100];
+    snprintf(key, sizeof key, "%s/%s:%d", strcmp(weights->group, "/") == 0 ? "" : weights->group,
+             weight_names[0], n_parts);
+    calibration *found = find_calibration(weights->store, key, in_features);
+    if (weights->options.calibrate && linear_options.precision == TFENC_PRECISION_FP32) {
+        if (found == NULL && (found = add_calibration(weights->store, key, in_features)) == NULL)
+            return tfenc_error(weights->ctx, TFENC_ERR_NO_MEMORY, "weights: out of memory");
+        linear_options.record_input_range = found->range;
+    } else if (found != NULL && linear_options.precision == TFENC_PRECISION_INT8) {
+        linear_options.input_range = found->range;
+    }
+    /* Shared by the node's ranks: one of them reads the file and converts;
+     * the others find the map's memory filled. */
+    tfenc_matrix_block block = {.has_bias = bias_names != NULL};
     int status = TFENC_OK;
-    if (weight == NULL || (bias_names != NULL && bias == NULL))
-        status = tfenc_error(weights->ctx, TFENC_ERR_NO_MEMORY, "weights: out of memory");
+    if (weights->store->arena != NULL) {
+        char description[4096];
+        describe_linear(weights, n_parts, weight_names, bias_names, in_features,
+                        &linear_options, description, sizeof description);
+        status = tfenc_matrix_linear_block_bytes(weights->ctx, &linear_options, total_out,
+                                                 in_features, block.has_bias, &block.bytes);
+        if (status == TFENC_OK)
+            status = claim_shared(weights, description, block.bytes, &block.memory, &block.fill);
+        if (status == TFENC_ERR_NOT_FOUND)
+            block.memory = NULL; /* not shared: a copy of its own */
+        else if (status != TFENC_OK)
+            return status;
+        status = TFENC_OK;
+        if (block.memory != NULL)
+            linear_options.block = &block;
+    }
+    const int read_file = block.memory == NULL || block.fill;
+    float *weight = NULL, *bias = NULL;
+    if (read_file) {
+        weight = tfenc_aligned_alloc((size_t)total_out * (size_t)in_features * sizeof(float));
+        bias = bias_names != NULL ? tfenc_aligned_alloc((size_t)total_out * sizeof(float)) : NULL;
+        if (weight == NULL || (bias_names != NULL && bias == NULL))
+            status = tfenc_error(weights->ctx, TFENC_ERR_NO_MEMORY, "weights: out of memory");
+    }
     size_t row = 0;
-    for (int p = 0; status == TFENC_OK && p < n_parts; p++) {
+    for (int p = 0; read_file && status == TFENC_OK && p < n_parts; p++) {
         status = read_into(weights, weight_names[p], &weight_shapes[p],
                            weight + row * (size_t)in_features);
         if (status == TFENC_OK && bias_names != NULL)
@@ -576,29 +735,14 @@ int tfenc_linear_load(tfenc_weights *weights, int n_parts, const char *const *we
         row += (size_t)weight_shapes[p].dims[0];
     }
     tfenc_linear *linear = NULL;
-    tfenc_matrix_linear_options linear_options = {.precision = weights->options.precision};
-    if (status == TFENC_OK) {
-        char key[1100];
-        snprintf(key, sizeof key, "%s/%s:%d", strcmp(weights->group, "/") == 0 ? "" : weights->group,
-                 weight_names[0], n_parts);
-        calibration *found = find_calibration(weights->store, key, in_features);
-        if (weights->options.calibrate && linear_options.precision == TFENC_PRECISION_FP32) {
-            if (found == NULL)
-                found = add_calibration(weights->store, key, in_features);
-            if (found == NULL)
-                status = tfenc_error(weights->ctx, TFENC_ERR_NO_MEMORY, "weights: out of memory");
-            else
-                linear_options.record_input_range = found->range;
-        } else if (found != NULL && linear_options.precision == TFENC_PRECISION_INT8) {
-            linear_options.input_range = found->range;
-        }
-    }
     if (status == TFENC_OK) {
         /* The backend takes the weight over (and frees it on failure). */
         status = tfenc_matrix_linear_create(weights->ctx, &linear_options, weight, bias, total_out,
                                             in_features, weights->store->scratch, &linear);
         weight = NULL;
     }
+    if (block.memory != NULL && block.fill)
+        finish_shared(weights, block.memory, status);
     tfenc_aligned_free(weight);
     tfenc_aligned_free(bias);
     if (status != TFENC_OK)

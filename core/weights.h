@@ -35,6 +35,18 @@ void tfenc_weight_store_close(tfenc_weight_store *store);
 /* The file path, or "(memory)". */
 const char *tfenc_weight_store_name(const tfenc_weight_store *store);
 
+/* From now on, what is loaded through the store is kept once per node in
+ * `arena` (core/node_arena.h), in the form the layers use it (float32
+ * tensors; linear maps as the matrix backend packs them): the first rank
+ * of the node to load a tensor reads and converts it, the others map its
+ * copy. NULL: every rank keeps its own. The arena must outlive the
+ * store's handles. */
+typedef struct tfenc_node_arena tfenc_node_arena;
+void tfenc_weight_store_share(tfenc_weight_store *store, tfenc_node_arena *arena);
+/* Bytes of every dataset of the store as float32 (plus alignment): what an
+ * arena needs to hold the whole model in its largest form. */
+size_t tfenc_weight_store_float32_bytes(const tfenc_weight_store *store);
+
 /* 1 when the store holds group `group` ("/encoder/6"), else 0. */
 int tfenc_weight_store_has_group(const tfenc_weight_store *store, const char *group);
 

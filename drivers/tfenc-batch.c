@@ -204,6 +204,11 @@ static void print_summary(void *user, const tfenc_run_summary *s)
             (long long)s->tokens, s->wall_seconds, s->encode_seconds, s->encode_cpu_seconds,
             fraction((double)s->tokens, s->encode_seconds), s->flops_per_rank / 1e9,
             s->peak_rss_mib);
+    if (s->node_ranks > 1)
+        fprintf(stderr,
+                "%s: node memory %.1f MiB on the fullest node (%d ranks, proportional set sizes "
+                "at the end of encoding), of which weights kept once for the node %.1f MiB\n",
+                program, s->node_memory_mib, s->node_ranks, s->node_shared_mib);
     if (s->n_ranks < 2)
         return;
     char windows[64];
@@ -241,11 +246,20 @@ static void print_plan(void *user, const tfenc_run_plan *p)
         printf("  replica %d: ranks", replica);
         for (int s = 0; s < l->pipeline_stages; s++)
             printf(" %d", tfenc_layout_rank(l, replica, s));
-        printf(" (reads share %d of %d; rank %d writes)\n", replica + 1, l->data_parallel,
+        printf(" (rank %d reads the windows it takes, rank %d writes)\n",
+               tfenc_layout_rank(l, replica, 0),
                tfenc_layout_rank(l, replica, l->pipeline_stages - 1));
     }
     printf("model: d_model = %d, %d steps, weights %s\n", p->d_model, p->model->n_steps,
            p->weights_path);
+    printf("memory: weights %.1f MiB as float32, one copy per node", p->weights_float32_mib);
+    if (p->shared_weights_mib > 0)
+        printf(" (%.1f MiB as they run, shared by rank 0's node's %d ranks)",
+               p->shared_weights_mib, p->node_ranks);
+    if (p->rank_memory_mib > 0)
+        printf("; rank 0 holds %.1f MiB with its model built (proportional set size)",
+               p->rank_memory_mib);
+    printf("\n");
     for (int s = 0; s < l->pipeline_stages; s++) {
         if (l->pipeline_stages > 1)
             printf("  stage %d: steps %d..%d, %.1f%% of the cost\n", s,

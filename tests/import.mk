@@ -19,6 +19,6 @@ TESTS += tests/import/import.sh tests/import/architectures.sh tests/import/parit
 	tests/import/parity_mpnet.sh tests/import/parity_mpnet_text.sh tests/import/st_features.sh \
 	tests/import/st_chunks.sh
 EXTRA_DIST += tests/import/make_checkpoint.py tests/import/check_import.py \
-	tests/import/st_reference.py tests/import/compare_embeddings.py tests/import/sentences.txt \
+	tests/import/st_reference.py tests/import/compare_embeddings.py tests/import/check_precision_attributes.py tests/import/sentences.txt \
 	tests/import/architectures.py tests/import/reference_models.py tests/import/st_features.py \
 	tests/import/st_chunks.py

@@ -6,7 +6,7 @@ tests_scale_calibrate_SOURCES = tests/scale/calibrate.c
 tests_scale_calibrate_CFLAGS = $(TEST_CFLAGS)
 tests_scale_calibrate_LDADD = $(TEST_LIBS)
 EXTRA_DIST += tests/scale/straggler.sh tests/scale/calibrate.sh tests/scale/model.py \
-	tests/scale/efficiency.sh tests/scale/calibration-example.json
+	tests/scale/efficiency.sh tests/scale/node_memory.sh tests/scale/calibration-example.json
 # The model itself is tested (seeded, so deterministic) on that calibration.
 dist_check_SCRIPTS += tests/scale/model_check.sh
 TESTS += tests/scale/model_check.sh

@@ -61,6 +61,8 @@ for case in "bf16 0.9999" "int8 0.999"; do
   set -- $case
   if "$batch" --quiet --set "job.input=$sentences" --set "job.output=$work/out-$1.h5"       --set job.threads=2 --set "model.precision=$1" "$work/minilm-float32.ini"; then
     "$REFERENCE_PYTHON" "$here/compare_embeddings.py" "$work/reference.h5"       "$work/out-$1.h5" "precision $1" "$2" 1 || failures=$((failures + 1))
+    "$REFERENCE_PYTHON" "$here/check_precision_attributes.py" "$work/out-$1.h5" "$1" "$2" \
+      || failures=$((failures + 1))
   else
     echo "FAIL: the precision = $1 job failed"
     failures=$((failures + 1))

@@ -88,7 +88,7 @@ int main(int argc, char **argv)
         tfenc_node_arena_abandon(arena, data);
     else
         check(tfenc_node_arena_claim(&ctx, arena, "abandoned", 64, (void **)&data, &fill) ==
-                  TFENC_ERR_WEIGHTS,
+                  TFENC_ERR_MPI,
               rank, "a waiting rank fails on an abandoned block");
     tfenc_node_arena_destroy(arena);
     int all = 0;
