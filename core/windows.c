@@ -21,6 +21,30 @@ static int agree_on_memory(tfenc_context *ctx, MPI_Comm comm, int ok)
                           : "out of memory while cutting the corpus into windows");
 }
 
+int64_t tfenc_windows_grain(int64_t window_documents)
+{
+    return (window_documents + TFENC_WINDOW_TAIL_STEPS - 1) / TFENC_WINDOW_TAIL_STEPS;
+}
+
+/* The windows' first documents (then N) for N documents and width W. */
+static int64_t cut(int64_t n_documents, int64_t width, int64_t *first)
+{
+    const int64_t grain = tfenc_windows_grain(width);
+    int64_t k = 0, at = 0;
+    while (at < n_documents) {
+        int64_t left = n_documents - at;
+        int64_t size = left / TFENC_WINDOW_TAIL_DIVISOR / grain * grain;
+        size = size < grain ? grain : size > width ? width : size;
+        if (first != NULL)
+            first[k] = at;
+        k++;
+        at += size < left ? size : left;
+    }
+    if (first != NULL)
+        first[k] = n_documents;
+    return k;
+}
+
 int tfenc_windows_scan(tfenc_context *ctx, MPI_Comm comm, const tfenc_corpus_options *options,
                        int64_t window_documents, tfenc_windows_share *share_info)
 {
@@ -42,7 +66,7 @@ int tfenc_windows_scan(tfenc_context *ctx, MPI_Comm comm, const tfenc_corpus_opt
     share_info->max_id_length = counts.max_id_length;
     if (status == TFENC_OK && options->format != TFENC_CORPUS_HDF5) {
         tfenc_corpus_set_first_index(corpus, first_index);
-        status = tfenc_corpus_line_starts(ctx, corpus, window_documents,
+        status = tfenc_corpus_line_starts(ctx, corpus, tfenc_windows_grain(window_documents),
                                           &share_info->line_starts, &share_info->n_line_starts);
         share_info->file_size = tfenc_corpus_file_size(corpus);
     }
@@ -61,25 +85,33 @@ int tfenc_windows_build(tfenc_context *ctx, MPI_Comm comm, tfenc_windows_share *
     MPI_Allreduce(&longest_id, &longest, 1, MPI_UNSIGNED_LONG_LONG, MPI_MAX, comm);
     windows->max_id_length = (size_t)longest;
     windows->window_documents = window_documents;
-    windows->n_windows = (windows->n_documents + window_documents - 1) / window_documents;
+    windows->n_windows = cut(windows->n_documents, window_documents, NULL);
     const int64_t n = windows->n_windows;
+    const int64_t grain = tfenc_windows_grain(window_documents);
+    const int64_t n_grains = (windows->n_documents + grain - 1) / grain;
     windows->state = calloc((size_t)n + 1, 1);
-    int ok = windows->state != NULL;
+    windows->first_document = malloc(((size_t)n + 1) * sizeof *windows->first_document);
+    int ok = windows->state != NULL && windows->first_document != NULL;
+    if (ok)
+        cut(windows->n_documents, window_documents, windows->first_document);
+    int64_t *grain_start = NULL; /* text: offset of every grain-th line */
     int is_text = share_info->line_starts != NULL || share_info->file_size > 0;
     int any_text = 0;
     MPI_Allreduce(&is_text, &any_text, 1, MPI_INT, MPI_MAX, comm);
     int *counts = NULL, *displacements = NULL;
     if (any_text) {
         windows->byte_start = malloc(((size_t)n + 1) * sizeof *windows->byte_start);
+        grain_start = malloc(((size_t)n_grains + 1) * sizeof *grain_start);
         counts = malloc((size_t)n_ranks * sizeof *counts);
         displacements = malloc((size_t)n_ranks * sizeof *displacements);
-        ok = ok && windows->byte_start != NULL && counts != NULL && displacements != NULL;
+        ok = ok && windows->byte_start != NULL && grain_start != NULL && counts != NULL &&
+             displacements != NULL;
     }
     int status = agree_on_memory(ctx, comm, ok);
     if (status == TFENC_OK && any_text) {
-        /* Every window's first line starts in exactly one share, and the
+        /* Every grain's first line starts in exactly one share, and the
          * shares are in file order: their lists, concatenated, are the
-         * windows' starts. */
+         * grains' starts, and every window starts on a grain. */
         int mine = (int)share_info->n_line_starts;
         MPI_Allgather(&mine, 1, MPI_INT, counts, 1, MPI_INT, comm);
         int64_t total = 0;
@@ -87,18 +119,21 @@ int tfenc_windows_build(tfenc_context *ctx, MPI_Comm comm, tfenc_windows_share *
             displacements[r] = (int)total;
             total += counts[r];
         }
-        if (total != n)
+        if (total != n_grains)
             status = tfenc_error(ctx, TFENC_ERR_INTERNAL,
-                                 "the corpus's shares found %lld window starts for %lld windows "
-                                 "(did the file change while it was read?)",
-                                 (long long)total, (long long)n);
+                                 "the corpus's shares found %lld line starts for %lld windows' "
+                                 "grains (did the file change while it was read?)",
+                                 (long long)total, (long long)n_grains);
         else
-            MPI_Allgatherv(share_info->line_starts, mine, MPI_INT64_T, windows->byte_start,
+            MPI_Allgatherv(share_info->line_starts, mine, MPI_INT64_T, grain_start,
                            counts, displacements, MPI_INT64_T, comm);
         int64_t size = share_info->file_size, largest = 0;
         MPI_Allreduce(&size, &largest, 1, MPI_INT64_T, MPI_MAX, comm);
+        for (int64_t k = 0; status == TFENC_OK && k < n; k++)
+            windows->byte_start[k] = grain_start[windows->first_document[k] / grain];
         windows->byte_start[n] = largest;
     }
+    free(grain_start);
     free(counts);
     free(displacements);
     free(share_info->line_starts);
@@ -110,12 +145,8 @@ int tfenc_windows_build(tfenc_context *ctx, MPI_Comm comm, tfenc_windows_share *
 
 void tfenc_windows_range(const tfenc_windows *windows, int64_t k, tfenc_corpus_range *range)
 {
-    const int64_t first = k * windows->window_documents;
-    const int64_t end = first + windows->window_documents < windows->n_documents
-                            ? first + windows->window_documents
-                            : windows->n_documents;
-    range->first_index = first;
-    range->n_documents = end - first;
+    range->first_index = windows->first_document[k];
+    range->n_documents = windows->first_document[k + 1] - windows->first_document[k];
     range->byte_start = windows->byte_start != NULL ? windows->byte_start[k] : 0;
     range->byte_end = windows->byte_start != NULL ? windows->byte_start[k + 1] : 0;
 }
@@ -277,6 +308,7 @@ int64_t tfenc_windows_documents_finished(const tfenc_windows *windows)
 void tfenc_windows_free(tfenc_windows *windows)
 {
     free(windows->byte_start);
+    free(windows->first_document);
     free(windows->first_row);
     free(windows->state);
     free(windows->partial);

@@ -1,7 +1,13 @@
-/* The corpus cut into windows: window k holds documents
- * [k*W, min((k+1)*W, N)) for W = [job] window_documents. Windows depend on
- * the job alone, never on the number of ranks or the layout, and they are
- * the unit of everything that must not depend on the layout:
+/* The corpus cut into windows of W = [job] window_documents consecutive
+ * documents, and toward the end of the corpus smaller ones: a window holds
+ * 1/1024 of the documents left (TFENC_WINDOW_TAIL_DIVISOR), rounded down to
+ * a multiple of the grain G = ceil(W / 8), and at least G and at most W.
+ * The last ~1024 W documents are so cut into windows that taper from W to
+ * G, and up to about a thousand replicas finish within one small window of
+ * each other instead of one whole window apart (a corpus smaller than
+ * that is all small windows). Windows depend on the job and the corpus's
+ * size alone, never on the number of ranks or the layout, and they are the
+ * unit of everything that must not depend on the layout:
  *
  * - work: a replica takes whole windows, one at a time, as it becomes free
  *   (work_queue.h), so a slow node simply takes fewer;
@@ -26,6 +32,15 @@
 
 #include "corpus.h"
 
+/* Tail windows shrink to W / TFENC_WINDOW_TAIL_STEPS (the grain), each
+ * 1 / TFENC_WINDOW_TAIL_DIVISOR of the documents left: the divisor is the
+ * number of replicas whose finishing times the taper evens out. */
+#define TFENC_WINDOW_TAIL_STEPS 8
+#define TFENC_WINDOW_TAIL_DIVISOR 1024
+
+/* The grain of width W: every window but the last starts on a multiple. */
+int64_t tfenc_windows_grain(int64_t window_documents);
+
 /* What an earlier run left of a window. */
 typedef enum tfenc_window_state {
     TFENC_WINDOW_FRESH = 0,   /* none of its documents is finished */
@@ -35,8 +50,9 @@ typedef enum tfenc_window_state {
 
 typedef struct tfenc_windows {
     int64_t n_documents;
-    int64_t window_documents; /* W */
+    int64_t window_documents; /* W: no window is larger */
     int64_t n_windows;
+    int64_t *first_document;  /* [n_windows + 1] each window's first document, then N */
     size_t max_id_length;     /* longest document id in bytes (JSON Lines ids), else 0 */
     int64_t *byte_start;      /* text: [n_windows + 1] offset of each window's first line,
                                * then the file size; NULL for HDF5 */
@@ -55,7 +71,7 @@ typedef struct tfenc_windows_share {
     int64_t n_documents;
     size_t max_id_length;
     int64_t *line_starts;     /* text: byte offsets of the share's lines whose global index
-                               * is a multiple of W (malloc'ed; freed by build) */
+                               * is a multiple of the grain (malloc'ed; freed by build) */
     int64_t n_line_starts;
     int64_t file_size;        /* text: the corpus's size in bytes */
 } tfenc_windows_share;

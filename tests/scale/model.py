@@ -34,10 +34,27 @@ import math
 import random
 
 
+def window_sizes(documents, width):
+    """The windows' sizes as core/windows.c cuts them: W documents, then
+    toward the end 1/1024 of what is left, a multiple of the grain
+    ceil(W / 8), between the grain and W."""
+    grain = -(-width // 8)
+    sizes, at = [], 0
+    while at < documents:
+        left = documents - at
+        size = min(max(left // 1024 // grain * grain, grain), width)
+        sizes.append(min(size, left))
+        at += sizes[-1]
+    return sizes
+
+
 def simulate(cal, ranks, documents, fs_write_bps, fs_syncs_per_s, atomic_s, seed=1):
     rng = random.Random(seed)
     window = cal["window_documents"]
-    n_windows = math.ceil(documents / window)
+    # Full windows are all alike: only the tapering tail is listed.
+    full = max(0, documents - 2048 * window) // window
+    tail = window_sizes(documents - full * window, window)
+    n_windows = full + len(tail)
     compute = cal["window_compute_s"]
     write_bytes = cal["window_bytes"]
     # A rank's own write rate as measured here; the file system's aggregate
@@ -86,14 +103,16 @@ def simulate(cal, ranks, documents, fs_write_bps, fs_syncs_per_s, atomic_s, seed
                 if first_idle is None:
                     first_idle = counter_free
                 continue
+            share = 1.0 if next_window < full else tail[next_window - full] / window
             next_window += 1
-            cost = compute * around_one(cal["window_compute_cv"]) / node_speed[r]
-            heapq.heappush(events, (counter_free + cost, r, "write"))
-        elif what == "write":
+            cost = share * compute * around_one(cal["window_compute_cv"]) / node_speed[r]
+            heapq.heappush(events, (counter_free + cost, r, ("write", share)))
+        else:
             # The file system serves writes in turn at its aggregate rate;
             # a rank's own write takes at least its measured time.
-            own = write_bytes / rank_write_bps
-            shared = write_bytes / fs_write_bps
+            share = what[1]
+            own = share * write_bytes / rank_write_bps
+            shared = share * write_bytes / fs_write_bps
             fs_write_free = max(fs_write_free, t) + shared
             fs_write_busy += shared
             done = max(t + own, fs_write_free)
@@ -111,7 +130,7 @@ def simulate(cal, ranks, documents, fs_write_bps, fs_syncs_per_s, atomic_s, seed
     wall = finish
     # The ideal: every window's encoding spread over the ranks in proportion
     # to their speeds, nothing else.
-    ideal = n_windows * compute / sum(node_speed)
+    ideal = documents / window * compute / sum(node_speed)
     return {
         "ranks": ranks, "wall_s": wall, "documents_per_s": documents / wall,
         "efficiency": ideal / wall, "startup_s": startup,
