@@ -860,12 +860,52 @@ int64_t tfenc_corpus_total_documents(const tfenc_corpus *corpus)
     return corpus->format == TFENC_CORPUS_HDF5 ? corpus->total_documents : -1;
 }
 
+/* Which lines' starts are wanted: every stride-th, or those listed. */
+typedef struct wanted_lines {
+    int64_t stride;        /* > 0: global indices that are multiples of it */
+    const int64_t *listed; /* else: these global indices, ascending */
+    int64_t n_listed;
+    int64_t next;          /* the first listed index not yet passed */
+} wanted_lines;
+
+static int line_wanted(wanted_lines *w, int64_t index)
+{
+    if (w->stride > 0)
+        return index % w->stride == 0;
+    while (w->next < w->n_listed && w->listed[w->next] < index)
+        w->next++;
+    return w->next < w->n_listed && w->listed[w->next] == index;
+}
+
+static int collect_line_starts(tfenc_context *ctx, tfenc_corpus *corpus, wanted_lines *wanted,
+                               int64_t **starts, int64_t *n_starts);
+
 int tfenc_corpus_line_starts(tfenc_context *ctx, tfenc_corpus *corpus, int64_t stride,
                              int64_t **starts, int64_t *n_starts)
 {
+    wanted_lines wanted = {.stride = stride};
+    if (stride < 1) {
+        *starts = NULL;
+        *n_starts = 0;
+        return tfenc_error(ctx, TFENC_ERR_INTERNAL, "%s: line starts every %lld lines",
+                           corpus->path, (long long)stride);
+    }
+    return collect_line_starts(ctx, corpus, &wanted, starts, n_starts);
+}
+
+int tfenc_corpus_line_starts_at(tfenc_context *ctx, tfenc_corpus *corpus, const int64_t *indices,
+                                int64_t n_indices, int64_t **starts, int64_t *n_starts)
+{
+    wanted_lines wanted = {.listed = indices, .n_listed = n_indices};
+    return collect_line_starts(ctx, corpus, &wanted, starts, n_starts);
+}
+
+static int collect_line_starts(tfenc_context *ctx, tfenc_corpus *corpus, wanted_lines *wanted,
+                               int64_t **starts, int64_t *n_starts)
+{
     *starts = NULL;
     *n_starts = 0;
-    if (corpus->format == TFENC_CORPUS_HDF5 || corpus->first_index < 0 || stride < 1)
+    if (corpus->format == TFENC_CORPUS_HDF5 || corpus->first_index < 0)
         return tfenc_error(ctx, TFENC_ERR_INTERNAL, "%s: line starts need a text share that "
                            "knows its first index", corpus->path);
     int status = tfenc_corpus_rewind(ctx, corpus);
@@ -877,7 +917,7 @@ int tfenc_corpus_line_starts(tfenc_context *ctx, tfenc_corpus *corpus, int64_t s
         status = read_line(ctx, corpus, &length);
         if (status != TFENC_OK)
             break;
-        if ((corpus->first_index + local) % stride != 0)
+        if (!line_wanted(wanted, corpus->first_index + local))
             continue;
         if (*n_starts == capacity) {
             capacity = capacity > 0 ? 2 * capacity : 64;

@@ -146,6 +146,10 @@ int64_t tfenc_corpus_file_size(const tfenc_corpus *corpus);
  * `stride`, in order (malloc'ed into *starts; free() it). Rewinds. */
 int tfenc_corpus_line_starts(tfenc_context *ctx, tfenc_corpus *corpus, int64_t stride,
                              int64_t **starts, int64_t *n_starts);
+/* The same for the lines whose global index is one of `indices`
+ * (ascending; indices outside the share are passed over). */
+int tfenc_corpus_line_starts_at(tfenc_context *ctx, tfenc_corpus *corpus, const int64_t *indices,
+                                int64_t n_indices, int64_t **starts, int64_t *n_starts);
 
 /* Frees everything; NULL is allowed. */
 void tfenc_corpus_close(tfenc_corpus *corpus);

@@ -23,7 +23,10 @@ static int agree_on_memory(tfenc_context *ctx, MPI_Comm comm, int ok)
 
 int64_t tfenc_windows_grain(int64_t window_documents)
 {
-    return (window_documents + TFENC_WINDOW_TAIL_STEPS - 1) / TFENC_WINDOW_TAIL_STEPS;
+    int64_t grain = (window_documents + TFENC_WINDOW_TAIL_STEPS - 1) / TFENC_WINDOW_TAIL_STEPS;
+    if (grain < TFENC_WINDOW_MIN_DOCUMENTS)
+        grain = TFENC_WINDOW_MIN_DOCUMENTS;
+    return grain < window_documents ? grain : window_documents;
 }
 
 /* The windows' first documents (then N) for N documents and width W. */
@@ -58,16 +61,28 @@ int tfenc_windows_scan(tfenc_context *ctx, MPI_Comm comm, const tfenc_corpus_opt
     if (status == TFENC_OK)
         status = tfenc_corpus_count(ctx, corpus, &counts);
     /* Collective whatever happened above: a failed share counts nothing. */
-    int64_t mine = status == TFENC_OK ? counts.n_documents : 0, first_index = 0;
+    int64_t mine = status == TFENC_OK ? counts.n_documents : 0, first_index = 0, total = 0;
     MPI_Exscan(&mine, &first_index, 1, MPI_INT64_T, MPI_SUM, comm);
     if (rank == 0)
         first_index = 0; /* MPI_Exscan leaves rank 0's result undefined */
+    MPI_Allreduce(&mine, &total, 1, MPI_INT64_T, MPI_SUM, comm);
     share_info->n_documents = mine;
     share_info->max_id_length = counts.max_id_length;
     if (status == TFENC_OK && options->format != TFENC_CORPUS_HDF5) {
-        tfenc_corpus_set_first_index(corpus, first_index);
-        status = tfenc_corpus_line_starts(ctx, corpus, tfenc_windows_grain(window_documents),
-                                          &share_info->line_starts, &share_info->n_line_starts);
+        /* The whole corpus's size gives the cut; the share reports where the
+         * windows that start in it start. */
+        int64_t n_windows = cut(total, window_documents, NULL);
+        int64_t *first = malloc(((size_t)n_windows + 1) * sizeof *first);
+        if (first == NULL) {
+            status = tfenc_error(ctx, TFENC_ERR_NO_MEMORY, "out of memory for the windows");
+        } else {
+            cut(total, window_documents, first);
+            tfenc_corpus_set_first_index(corpus, first_index);
+            status = tfenc_corpus_line_starts_at(ctx, corpus, first, n_windows,
+                                                 &share_info->line_starts,
+                                                 &share_info->n_line_starts);
+            free(first);
+        }
         share_info->file_size = tfenc_corpus_file_size(corpus);
     }
     tfenc_corpus_close(corpus);
@@ -87,31 +102,27 @@ int tfenc_windows_build(tfenc_context *ctx, MPI_Comm comm, tfenc_windows_share *
     windows->window_documents = window_documents;
     windows->n_windows = cut(windows->n_documents, window_documents, NULL);
     const int64_t n = windows->n_windows;
-    const int64_t grain = tfenc_windows_grain(window_documents);
-    const int64_t n_grains = (windows->n_documents + grain - 1) / grain;
     windows->state = calloc((size_t)n + 1, 1);
     windows->first_document = malloc(((size_t)n + 1) * sizeof *windows->first_document);
     int ok = windows->state != NULL && windows->first_document != NULL;
     if (ok)
         cut(windows->n_documents, window_documents, windows->first_document);
-    int64_t *grain_start = NULL; /* text: offset of every grain-th line */
+
     int is_text = share_info->line_starts != NULL || share_info->file_size > 0;
     int any_text = 0;
     MPI_Allreduce(&is_text, &any_text, 1, MPI_INT, MPI_MAX, comm);
     int *counts = NULL, *displacements = NULL;
     if (any_text) {
         windows->byte_start = malloc(((size_t)n + 1) * sizeof *windows->byte_start);
-        grain_start = malloc(((size_t)n_grains + 1) * sizeof *grain_start);
         counts = malloc((size_t)n_ranks * sizeof *counts);
         displacements = malloc((size_t)n_ranks * sizeof *displacements);
-        ok = ok && windows->byte_start != NULL && grain_start != NULL && counts != NULL &&
-             displacements != NULL;
+        ok = ok && windows->byte_start != NULL && counts != NULL && displacements != NULL;
     }
     int status = agree_on_memory(ctx, comm, ok);
     if (status == TFENC_OK && any_text) {
-        /* Every grain's first line starts in exactly one share, and the
+        /* Every window's first line starts in exactly one share, and the
          * shares are in file order: their lists, concatenated, are the
-         * grains' starts, and every window starts on a grain. */
+         * windows' starts. */
         int mine = (int)share_info->n_line_starts;
         MPI_Allgather(&mine, 1, MPI_INT, counts, 1, MPI_INT, comm);
         int64_t total = 0;
@@ -119,21 +130,18 @@ int tfenc_windows_build(tfenc_context *ctx, MPI_Comm comm, tfenc_windows_share *
             displacements[r] = (int)total;
             total += counts[r];
         }
-        if (total != n_grains)
+        if (total != n)
             status = tfenc_error(ctx, TFENC_ERR_INTERNAL,
-                                 "the corpus's shares found %lld line starts for %lld windows' "
-                                 "grains (did the file change while it was read?)",
-                                 (long long)total, (long long)n_grains);
+                                 "the corpus's shares found %lld window starts for %lld windows "
+                                 "(did the file change while it was read?)",
+                                 (long long)total, (long long)n);
         else
-            MPI_Allgatherv(share_info->line_starts, mine, MPI_INT64_T, grain_start,
+            MPI_Allgatherv(share_info->line_starts, mine, MPI_INT64_T, windows->byte_start,
                            counts, displacements, MPI_INT64_T, comm);
         int64_t size = share_info->file_size, largest = 0;
         MPI_Allreduce(&size, &largest, 1, MPI_INT64_T, MPI_MAX, comm);
-        for (int64_t k = 0; status == TFENC_OK && k < n; k++)
-            windows->byte_start[k] = grain_start[windows->first_document[k] / grain];
         windows->byte_start[n] = largest;
     }
-    free(grain_start);
     free(counts);
     free(displacements);
     free(share_info->line_starts);

@@ -1,9 +1,9 @@
 /* The corpus cut into windows of W = [job] window_documents consecutive
  * documents, and toward the end of the corpus smaller ones: a window holds
  * 1/1024 of the documents left (TFENC_WINDOW_TAIL_DIVISOR), rounded down to
- * a multiple of the grain G = ceil(W / 8), and at least G and at most W.
- * The last ~1024 W documents are so cut into windows that taper from W to
- * G, and up to about a thousand replicas finish within one small window of
+ * a multiple of the grain G (W / 64, at least 32 documents, at most W), and
+ * at least G and at most W. The last ~1024 W documents are so cut into
+ * windows that taper from W to G, and up to about a thousand replicas finish within one small window of
  * each other instead of one whole window apart (a corpus smaller than
  * that is all small windows). Windows depend on the job and the corpus's
  * size alone, never on the number of ranks or the layout, and they are the
@@ -32,13 +32,17 @@
 
 #include "corpus.h"
 
-/* Tail windows shrink to W / TFENC_WINDOW_TAIL_STEPS (the grain), each
- * 1 / TFENC_WINDOW_TAIL_DIVISOR of the documents left: the divisor is the
- * number of replicas whose finishing times the taper evens out. */
-#define TFENC_WINDOW_TAIL_STEPS 8
+/* Tail windows shrink to the grain, W / TFENC_WINDOW_TAIL_STEPS but not
+ * below TFENC_WINDOW_MIN_DOCUMENTS (smaller windows would make microbatches
+ * of short texts too small for efficient matrix products), nor above W;
+ * each holds 1 / TFENC_WINDOW_TAIL_DIVISOR of the documents left: the
+ * divisor is the number of replicas whose finishing times the taper evens
+ * out. */
+#define TFENC_WINDOW_TAIL_STEPS 64
+#define TFENC_WINDOW_MIN_DOCUMENTS 32
 #define TFENC_WINDOW_TAIL_DIVISOR 1024
 
-/* The grain of width W: every window but the last starts on a multiple. */
+/* The grain of width W: every window's size but the last is a multiple. */
 int64_t tfenc_windows_grain(int64_t window_documents);
 
 /* What an earlier run left of a window. */
@@ -70,8 +74,8 @@ typedef struct tfenc_windows {
 typedef struct tfenc_windows_share {
     int64_t n_documents;
     size_t max_id_length;
-    int64_t *line_starts;     /* text: byte offsets of the share's lines whose global index
-                               * is a multiple of the grain (malloc'ed; freed by build) */
+    int64_t *line_starts;     /* text: byte offsets of the share's lines that start a
+                               * window (malloc'ed; freed by build) */
     int64_t n_line_starts;
     int64_t file_size;        /* text: the corpus's size in bytes */
 } tfenc_windows_share;

@@ -37,8 +37,8 @@ import random
 def window_sizes(documents, width):
     """The windows' sizes as core/windows.c cuts them: W documents, then
     toward the end 1/1024 of what is left, a multiple of the grain
-    ceil(W / 8), between the grain and W."""
-    grain = -(-width // 8)
+    (ceil(W / 64), at least 32, at most W), between the grain and W."""
+    grain = min(max(-(-width // 64), 32), width)
     sizes, at = [], 0
     while at < documents:
         left = documents - at
