@@ -13,20 +13,28 @@ static double fraction(double part, double whole)
     return whole > 0 ? part / whole : 0.0;
 }
 
+/* A "Name: N kB" field of a /proc file (`format` is its sscanf pattern),
+ * or -1 when the file or the field is missing. */
+static long proc_kib(const char *path, const char *format)
+{
+    long kib = -1;
+    FILE *file = fopen(path, "r");
+    char line[256];
+    while (file != NULL && fgets(line, sizeof line, file) != NULL)
+        if (sscanf(line, format, &kib) == 1)
+            break;
+    if (file != NULL)
+        fclose(file);
+    return kib;
+}
+
 /* This process's peak resident memory in KiB. VmHWM, not getrusage's
  * ru_maxrss: the latter also counts what the process was before exec (a
  * Python that launched tfenc-batch, say). */
 static long peak_rss_kib(void)
 {
-    long kib = 0;
-    FILE *status = fopen("/proc/self/status", "r");
-    char line[256];
-    while (status != NULL && fgets(line, sizeof line, status) != NULL)
-        if (sscanf(line, "VmHWM: %ld kB", &kib) == 1)
-            break;
-    if (status != NULL)
-        fclose(status);
-    if (kib == 0) {
+    long kib = proc_kib("/proc/self/status", "VmHWM: %ld kB");
+    if (kib <= 0) {
         struct rusage usage;
         getrusage(RUSAGE_SELF, &usage);
         kib = usage.ru_maxrss;
@@ -43,22 +51,9 @@ static void remember_flop_rate(double flops_per_second_per_rank);
 
 double tfenc_proportional_mib(void)
 {
-    long kib = -1;
-    FILE *rollup = fopen("/proc/self/smaps_rollup", "r");
-    char line[256];
-    while (rollup != NULL && fgets(line, sizeof line, rollup) != NULL)
-        if (sscanf(line, "Pss: %ld kB", &kib) == 1)
-            break;
-    if (rollup != NULL)
-        fclose(rollup);
-    if (kib < 0) {
-        FILE *status = fopen("/proc/self/status", "r");
-        while (status != NULL && fgets(line, sizeof line, status) != NULL)
-            if (sscanf(line, "VmRSS: %ld kB", &kib) == 1)
-                break;
-        if (status != NULL)
-            fclose(status);
-    }
+    long kib = proc_kib("/proc/self/smaps_rollup", "Pss: %ld kB");
+    if (kib < 0)
+        kib = proc_kib("/proc/self/status", "VmRSS: %ld kB");
     return kib > 0 ? (double)kib / 1024.0 : 0.0;
 }
 
