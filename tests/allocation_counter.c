@@ -31,8 +31,12 @@ static void note_free(size_t usable)
 }
 
 #if defined(__SANITIZE_ADDRESS__)
-/* ASan owns malloc: it calls these hooks on every allocation and free. */
-#include <sanitizer/allocator_interface.h>
+/* ASan owns malloc: it calls these hooks on every allocation and free.
+ * Declared here rather than through <sanitizer/allocator_interface.h>,
+ * which only clang installs; GCC's libasan exports the same functions. */
+size_t __sanitizer_get_allocated_size(const volatile void *pointer);
+int __sanitizer_install_malloc_and_free_hooks(void (*malloc_hook)(const volatile void *, size_t),
+                                              void (*free_hook)(const volatile void *));
 
 static void malloc_hook(const volatile void *pointer, size_t size)
 {
