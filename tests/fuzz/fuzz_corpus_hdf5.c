@@ -306,7 +306,8 @@ static void remove_input(void)
 }
 
 /* Reads every share; returns TFENC_OK and checks the documents against the
- * plan (when `plan` is non-NULL), or returns the first failure's status. */
+ * plan (when `plan` is non-NULL and valid), or returns the first failure's
+ * status. */
 static int read_corpus(const corpus_plan *plan, int padded, int n_shares, int *n_documents)
 {
     tfenc_corpus_options options = {.path = path, .format = TFENC_CORPUS_HDF5};
@@ -338,7 +339,11 @@ static int read_corpus(const corpus_plan *plan, int padded, int n_shares, int *n
                 int64_t global = *n_documents + local;
                 for (int i = 0; i < document.n_tokens; i++)
                     require(document.token_ids[i] >= 0);
-                if (plan != NULL) {
+                /* Only a valid corpus has documents to compare with: in an
+                 * invalid one a share may read its own documents before
+                 * another share finds the defect (an index that ends
+                 * short of the tokens, say), and the job is refused then. */
+                if (plan != NULL && plan->valid) {
                     require(global < plan->n_documents);
                     require(document.n_tokens == plan->lengths[global]);
                     require(memcmp(document.token_ids, plan->tokens + plan->starts[global],
