@@ -192,6 +192,14 @@ static int32_t read_back(int64_t value, const integer_type *type)
     return (int32_t)clip(clip(value, type), &int32);
 }
 
+/* The ids core/corpus.c accepts: 0..INT32_MAX - 1. A stored id of
+ * INT32_MAX or more reads back as INT32_MAX, which cannot be told from a
+ * clipped one, so it is refused like a negative id. */
+static int id_fits(int32_t id)
+{
+    return id >= 0 && id < INT32_MAX;
+}
+
 static void build_ragged(hid_t file, reader *r, corpus_plan *plan)
 {
     dataset_plan tokens_plan = plan_dataset(r), offsets_plan = plan_dataset(r);
@@ -228,19 +236,18 @@ static void build_ragged(hid_t file, reader *r, corpus_plan *plan)
         if (index_fine && i == offsets_count - 1)
             index_fine = seen[i] == (int64_t)tokens_count;
     }
-    int negative = 0;
+    int id_out_of_range = 0;
     for (int d = 0; index_fine && d < plan->n_documents; d++) {
         plan->starts[d] = (int)seen[d];
         plan->lengths[d] = (int)(seen[d + 1] - seen[d]);
         for (int64_t i = seen[d]; i < seen[d + 1]; i++) {
             plan->tokens[i] = read_back(tokens[i], tokens_plan.type);
-            negative |= plan->tokens[i] < 0;
+            id_out_of_range |= !id_fits(plan->tokens[i]);
         }
     }
-    /* Wider-than-int32 ids are clipped to INT32_MAX: large but valid for the
-     * reader (the embedding layer refuses them against the vocabulary). */
+    /* Ids that do not fit (negative, or INT32_MAX and up) make it invalid. */
     plan->valid = tokens_plan.defect == FINE && offsets_plan.defect == FINE && index_fine
-                  && !negative;
+                  && !id_out_of_range;
     /* Grown datasets may still make a valid corpus (offsets of a corpus
      * without tokens are all 0 anyway), unless the excess is too large for
      * what is stored: either outcome can be right. */
@@ -259,7 +266,7 @@ static void build_padded(hid_t file, reader *r, corpus_plan *plan)
     int width = (int)(take(r, 1) % (MAX_LENGTH - 1));
     int64_t ids[MAX_DOCUMENTS * MAX_LENGTH];
     int64_t lengths[MAX_DOCUMENTS + 1];
-    int lengths_fine = 1, negative = 0;
+    int lengths_fine = 1, id_out_of_range = 0;
     for (int d = 0; d < plan->n_documents; d++) {
         /* One more than the width now and then: a length the row cannot hold. */
         lengths[d] = (int64_t)(take(r, 1) % (uint64_t)(width + 2));
@@ -275,7 +282,7 @@ static void build_padded(hid_t file, reader *r, corpus_plan *plan)
             if (i < plan->lengths[d]) {
                 plan->tokens[d * MAX_LENGTH + i] = read_back(value, ids_plan.type);
                 /* Only the real tokens are checked; padding may be anything. */
-                negative |= plan->tokens[d * MAX_LENGTH + i] < 0;
+                id_out_of_range |= !id_fits(plan->tokens[d * MAX_LENGTH + i]);
             }
         }
     }
@@ -288,7 +295,7 @@ static void build_padded(hid_t file, reader *r, corpus_plan *plan)
         lengths[rows] = 0;
     hsize_t ids_dims[2] = {rows, (hsize_t)width};
     plan->valid = ids_plan.defect == FINE && lengths_plan.defect == FINE && lengths_fine
-                  && !negative && lengths_count == rows;
+                  && !id_out_of_range && lengths_count == rows;
     /* Both grown alike, the extra rows are valid empty documents. */
     plan->unknown = ids_plan.defect == GROWN || lengths_plan.defect == GROWN;
     if (lengths_plan.grow > 24)
