@@ -228,9 +228,12 @@ static tfenc_model_options model_options(run *r, int first_step, int end_step)
     return o;
 }
 
-/* Sample of the accuracy gate: the first documents of rank 0's share, at
- * most this many microbatches of them. */
-#define GATE_SAMPLE_BATCHES 2
+/* Sample of the accuracy gate: at most GATE_SAMPLE_BATCHES microbatches,
+ * read in GATE_SAMPLE_PIECES equal parts from windows spread evenly over
+ * the whole corpus (the first documents of each), so that it sees the
+ * corpus's kinds of documents and lengths, not only its beginning. */
+#define GATE_SAMPLE_BATCHES 4
+#define GATE_SAMPLE_PIECES 8
 
 typedef struct gate_sample {
     tfenc_batch batches[GATE_SAMPLE_BATCHES];
@@ -238,8 +241,47 @@ typedef struct gate_sample {
     int n_batches, n_documents, n_tokens;
 } gate_sample;
 
-/* Tokenizes the first documents of the share into packed batches of at
- * most batch_tokens tokens, then rewinds the corpus. */
+/* Packs documents into the sample's batches. */
+typedef struct sample_packer {
+    gate_sample *sample;
+    int batch_tokens, n_seq, used, batch_first;
+    int32_t *starts;
+} sample_packer;
+
+static void close_batch(sample_packer *p, int d_model)
+{
+    gate_sample *sample = p->sample;
+    if (p->n_seq == 0)
+        return;
+    sample->batches[sample->n_batches++] = (tfenc_batch){
+        .n_seq = p->n_seq, .n_tokens = p->used - p->batch_first, .seq_start = p->starts,
+        .token_ids = sample->ids + p->batch_first, .token_types = sample->types + p->batch_first,
+        .positions = sample->positions + p->batch_first, .rows = p->used - p->batch_first,
+        .d_model = d_model};
+    p->starts += p->n_seq + 1;
+    p->batch_first = p->used;
+    p->n_seq = 0;
+}
+
+/* Adds one document; 0 once the sample is full (the document not added). */
+static int pack_document(sample_packer *p, const int32_t *document, int length, int d_model)
+{
+    gate_sample *sample = p->sample;
+    if (p->used - p->batch_first + length > p->batch_tokens)
+        close_batch(p, d_model);
+    if (sample->n_batches == GATE_SAMPLE_BATCHES)
+        return 0;
+    p->starts[p->n_seq] = p->used - p->batch_first;
+    memcpy(sample->ids + p->used, document, (size_t)length * sizeof *document);
+    for (int t = 0; t < length; t++)
+        sample->positions[p->used + t] = t;
+    p->used += length;
+    p->starts[++p->n_seq] = p->used - p->batch_first;
+    sample->n_documents++;
+    return 1;
+}
+
+/* Tokenizes the sample (the windows are cut: r->windows). */
 static int gate_sample_read(run *r, gate_sample *sample)
 {
     const int batch_tokens = (int)r->settings.batch_tokens;
@@ -254,45 +296,40 @@ static int gate_sample_read(run *r, gate_sample *sample)
         free(document);
         return tfenc_error(r->ctx, TFENC_ERR_NO_MEMORY, "out of memory");
     }
-    int status = TFENC_OK, n_seq = 0, used = 0, batch_first = 0;
-    int32_t *starts = sample->starts;
-    tfenc_document doc;
-    while (status == TFENC_OK && sample->n_batches < GATE_SAMPLE_BATCHES) {
-        status = tfenc_corpus_next(r->ctx, r->corpus, &doc);
-        int32_t length = 0, truncated = 0;
-        if (status == TFENC_OK)
-            status = tfenc_feeder_tokenize(r->ctx, &r->feeding, r->tokenizer, &doc, doc.local_index,
-                                     document, &length, &truncated);
-        int full = status == TFENC_ERR_NOT_FOUND ||
-                   (status == TFENC_OK && used - batch_first + length > batch_tokens);
-        if (full && n_seq > 0) { /* close the batch being filled */
-            sample->batches[sample->n_batches++] = (tfenc_batch){
-                .n_seq = n_seq, .n_tokens = used - batch_first, .seq_start = starts,
-                .token_ids = sample->ids + batch_first, .token_types = sample->types + batch_first,
-                .positions = sample->positions + batch_first, .rows = used - batch_first,
-                .d_model = r->config.d_model};
-            starts += n_seq + 1;
-            batch_first = used;
-            n_seq = 0;
+    sample_packer packer = {.sample = sample, .batch_tokens = batch_tokens,
+                            .starts = sample->starts};
+    const int64_t n_windows = r->windows.n_windows;
+    const int pieces = n_windows < GATE_SAMPLE_PIECES ? (int)n_windows : GATE_SAMPLE_PIECES;
+    int status = TFENC_OK, full = 0;
+    for (int piece = 0; status == TFENC_OK && !full && piece < pieces; piece++) {
+        /* The middle window of each of `pieces` equal parts of the corpus,
+         * read until the piece's share of the sample's tokens. */
+        const int64_t window = (2 * (int64_t)piece + 1) * n_windows / (2 * pieces);
+        const long quota = (long)capacity * (piece + 1) / pieces;
+        tfenc_corpus_range range;
+        tfenc_windows_range(&r->windows, window, &range);
+        status = tfenc_corpus_select(r->ctx, r->corpus, &range);
+        while (status == TFENC_OK && packer.used < quota) {
+            tfenc_document doc;
+            status = tfenc_corpus_next(r->ctx, r->corpus, &doc);
+            int32_t length = 0, truncated = 0;
+            if (status == TFENC_OK)
+                status = tfenc_feeder_tokenize(r->ctx, &r->feeding, r->tokenizer, &doc,
+                                               doc.local_index, document, &length, &truncated);
+            if (status == TFENC_OK && !pack_document(&packer, document, length, r->config.d_model))
+                full = 1;
+            if (full)
+                break;
         }
-        if (status != TFENC_OK || sample->n_batches == GATE_SAMPLE_BATCHES)
-            break;
-        starts[n_seq] = used - batch_first;
-        memcpy(sample->ids + used, document, (size_t)length * sizeof *document);
-        for (int t = 0; t < length; t++)
-            sample->positions[used + t] = t;
-        used += length;
-        starts[++n_seq] = used - batch_first;
-        sample->n_documents++;
+        if (status == TFENC_ERR_NOT_FOUND) { /* the window's last document */
+            tfenc_context_clear(r->ctx);
+            status = TFENC_OK;
+        }
     }
+    if (status == TFENC_OK && sample->n_batches < GATE_SAMPLE_BATCHES)
+        close_batch(&packer, r->config.d_model);
     free(document);
-    sample->n_tokens = used;
-    if (status == TFENC_ERR_NOT_FOUND) {
-        tfenc_context_clear(r->ctx);
-        status = TFENC_OK;
-    }
-    if (status == TFENC_OK)
-        status = tfenc_corpus_rewind(r->ctx, r->corpus);
+    sample->n_tokens = packer.used;
     return status;
 }
 
@@ -980,15 +1017,14 @@ static int run_steps(run *r)
     if (agree_on_failure(r, read_job(r)))
         return 1;
     join_communicators(r);
-    if (agree_on_failure(r, open_input(r)) || gate_precision(r))
+    /* The windows come first: the int8 gate samples them. */
+    if (agree_on_failure(r, open_input(r)) || cut_windows(r) || gate_precision(r))
         return 1;
     share_weights(r);
     const int n_stages = r->layout.pipeline_stages;
     /* One stage: the whole model, probed now, tells whether it pools before
      * pass 1 (which then tokenizes only when token offsets are needed). */
     if (n_stages == 1 && agree_on_failure(r, whole_model(r)))
-        return 1;
-    if (cut_windows(r))
         return 1;
     if ((n_stages > 1 || r->output_kind == TFENC_OUTPUT_TOKENS ||
          r->settings.chunks == TFENC_CHUNKS_EACH || r->request->dry_run) &&
