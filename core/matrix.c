@@ -73,15 +73,8 @@ TFENC_VECTOR_CLONES
 static void round_to_bf16(const float *in, uint16_t *out, size_t n)
 {
 #pragma omp simd
-    for (size_t i = 0; i < n; i++) {
-        uint32_t bits;
-        memcpy(&bits, &in[i], sizeof bits);
-        /* Adding 0x7fff plus the lowest kept bit rounds to nearest, ties to
-         * even; a NaN could round into infinity, so it keeps a quiet NaN. */
-        uint32_t rounded = (bits + 0x7fffu + ((bits >> 16) & 1u)) >> 16;
-        int is_nan = (bits & 0x7fffffffu) > 0x7f800000u;
-        out[i] = (uint16_t)(is_nan ? ((bits >> 16) | 0x40u) : rounded);
-    }
+    for (size_t i = 0; i < n; i++)
+        out[i] = tfenc_matrix_bf16_of(in[i]);
 }
 
 TFENC_VECTOR_CLONES

@@ -727,14 +727,21 @@ int onednn_matmul_create(tfenc_context *ctx, const tfenc_matmul_shape *largest, 
 }
 
 /* Copies rows x columns floats (row stride `stride`) into a zero-padded
- * bf16 [padded_rows][padded_columns] block. */
+ * bf16 [padded_rows][padded_columns] block. The rows are short (a head's
+ * 32 to 128 values): the rounding is inlined into the loop, not called
+ * per row. */
+TFENC_VECTOR_CLONES
 static void gather_bf16(const float *from, long stride, int rows, int columns, uint16_t *to,
                         int padded_rows, int padded_columns)
 {
     for (int r = 0; r < rows; r++) {
-        uint16_t *row = to + (size_t)r * padded_columns;
-        tfenc_matrix_to_bf16(from + (size_t)r * stride, row, (size_t)columns);
-        memset(row + columns, 0, (size_t)(padded_columns - columns) * sizeof *row);
+        uint16_t *restrict row = to + (size_t)r * padded_columns;
+        const float *restrict source = from + (size_t)r * stride;
+#pragma omp simd
+        for (int j = 0; j < columns; j++)
+            row[j] = tfenc_matrix_bf16_of(source[j]);
+        for (int j = columns; j < padded_columns; j++)
+            row[j] = 0;
     }
     memset(to + (size_t)rows * padded_columns, 0,
            (size_t)(padded_rows - rows) * padded_columns * sizeof *to);
