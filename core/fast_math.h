@@ -22,6 +22,21 @@
 #define TFENC_VECTOR_CLONES
 #endif
 
+/* One float32 rounded to bfloat16 (its top 16 bits), to nearest with ties
+ * to even, NaN kept a quiet NaN: torch's .to(torch.bfloat16). Inline, so
+ * that a loop over short rows (attention's heads, probabilities) vectorises
+ * it in place instead of calling a function per row. */
+static inline uint16_t tfenc_round_to_bf16(float value)
+{
+    uint32_t bits;
+    memcpy(&bits, &value, sizeof bits);
+    /* Adding 0x7fff plus the lowest kept bit rounds to nearest, ties to
+     * even; a NaN could round into infinity, so it keeps a quiet NaN. */
+    uint32_t rounded = (bits + 0x7fffu + ((bits >> 16) & 1u)) >> 16;
+    int is_nan = (bits & 0x7fffffffu) > 0x7f800000u;
+    return (uint16_t)(is_nan ? ((bits >> 16) | 0x40u) : rounded);
+}
+
 /* exp(x) in plain arithmetic. x is clamped to [-87, 88]: exp(-87) ~ 1.6e-38
  * keeps 2^n a normal float, exp(88) ~ 1.7e38 stays finite, and both are
  * their limits for every use here (x / (1 + exp(-x)) and erf's tail). NaN

@@ -74,7 +74,7 @@ static void round_to_bf16(const float *in, uint16_t *out, size_t n)
 {
 #pragma omp simd
     for (size_t i = 0; i < n; i++)
-        out[i] = tfenc_matrix_bf16_of(in[i]);
+        out[i] = tfenc_round_to_bf16(in[i]);
 }
 
 TFENC_VECTOR_CLONES

@@ -12,7 +12,6 @@
 
 #include <stddef.h>
 #include <stdint.h>
-#include <string.h>
 
 #include "precision.h"
 #include "tfenc/plugin.h"
@@ -116,22 +115,8 @@ int tfenc_matrix_matmul_create(tfenc_context *ctx, tfenc_precision precision,
                                tfenc_matmul_plan **plan);
 void tfenc_matrix_matmul_destroy(tfenc_matmul_plan *plan);
 
-/* One float32 rounded to bfloat16, to nearest with ties to even (NaN stays
- * a quiet NaN), as torch's .to(torch.bfloat16) does: inline, so that the
- * loops that gather short rows (attention's heads) vectorise it in place. */
-static inline uint16_t tfenc_matrix_bf16_of(float value)
-{
-    uint32_t bits;
-    memcpy(&bits, &value, sizeof bits);
-    /* Adding 0x7fff plus the lowest kept bit rounds to nearest, ties to
-     * even; a NaN could round into infinity, so it keeps a quiet NaN. */
-    uint32_t rounded = (bits + 0x7fffu + ((bits >> 16) & 1u)) >> 16;
-    int is_nan = (bits & 0x7fffffffu) > 0x7f800000u;
-    return (uint16_t)(is_nan ? ((bits >> 16) | 0x40u) : rounded);
-}
-
-/* Rounds float32 to bfloat16 as tfenc_matrix_bf16_of() does; written so
- * that the loop vectorises. */
+/* Rounds float32 to bfloat16 as tfenc_round_to_bf16() (core/fast_math.h)
+ * does; written so that the loop vectorises. */
 void tfenc_matrix_to_bf16(const float *in, uint16_t *out, size_t n);
 void tfenc_matrix_from_bf16(const uint16_t *in, float *out, size_t n);
 

@@ -739,7 +739,7 @@ static void gather_bf16(const float *from, long stride, int rows, int columns, u
         const float *restrict source = from + (size_t)r * stride;
 #pragma omp simd
         for (int j = 0; j < columns; j++)
-            row[j] = tfenc_matrix_bf16_of(source[j]);
+            row[j] = tfenc_round_to_bf16(source[j]);
         for (int j = columns; j < padded_columns; j++)
             row[j] = 0;
     }
