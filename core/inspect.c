@@ -7,6 +7,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -82,6 +83,25 @@ static int64_t read_integer(hid_t file, const char *name, int *found)
         if (stored >= 0 && H5Tget_class(stored) == H5T_INTEGER
             && H5Aread(attribute, H5T_NATIVE_INT64, &value) >= 0)
             *found = 1;
+        if (stored >= 0)
+            H5Tclose(stored);
+        if (attribute >= 0)
+            H5Aclose(attribute);
+    }
+    H5Eclear2(H5E_DEFAULT);
+    return value;
+}
+
+/* A floating-point attribute; NAN when absent. */
+static double read_double(hid_t file, const char *name)
+{
+    double value = NAN;
+    if (H5Aexists(file, name) > 0) {
+        hid_t attribute = H5Aopen(file, name, H5P_DEFAULT);
+        hid_t stored = attribute >= 0 ? H5Aget_type(attribute) : -1;
+        if (stored < 0 || H5Tget_class(stored) != H5T_FLOAT
+            || H5Aread(attribute, H5T_NATIVE_DOUBLE, &value) < 0)
+            value = NAN;
         if (stored >= 0)
             H5Tclose(stored);
         if (attribute >= 0)
@@ -419,6 +439,9 @@ int tfenc_inspect_output(tfenc_context *ctx, const char *path, tfenc_inspection 
             note_unknown(inspection, strings[i].name);
     }
     inspection->precision_recorded = inspection->precision != NULL;
+    /* Optional detail (recorded since the int8 gate): not listed as unknown. */
+    inspection->precision_steps = read_string(file, "precision_steps");
+    inspection->precision_sample_min_cosine = read_double(file, "precision_sample_min_cosine");
     if (inspection->precision == NULL && inspection->job_settings != NULL)
         inspection->precision = precision_from_settings(inspection->job_settings);
 
@@ -457,7 +480,8 @@ void tfenc_inspection_free(tfenc_inspection *inspection)
                         &inspection->weights_sha256, &inspection->layout,
                         &inspection->job_settings, &inspection->job_text, &inspection->job_path,
                         &inspection->working_directory, &inspection->job_overrides,
-                        &inspection->precision, &inspection->resume_command};
+                        &inspection->precision, &inspection->precision_steps,
+                        &inspection->resume_command};
     for (size_t i = 0; i < sizeof strings / sizeof strings[0]; i++) {
         free(*strings[i]);
         *strings[i] = NULL;

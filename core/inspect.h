@@ -56,6 +56,11 @@ typedef struct tfenc_inspection {
      * with precision_recorded = 0. NULL when job_settings is missing too. */
     char *precision;
     int precision_recorded;
+    /* int8: what the accuracy gate measured and chose (the attributes
+     * precision_sample_min_cosine and precision_steps, "step precision"
+     * per line); NAN and NULL where the file does not record them. */
+    double precision_sample_min_cosine;
+    char *precision_steps;
     /* 1 when a job is writing the file now: it holds the output's lock
      * file (ownership.h, taken at any rank count), or, for files written
      * alone, HDF5's own lock on the file. */

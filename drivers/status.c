@@ -27,6 +27,28 @@ static void print_indented(const char *text)
     }
 }
 
+/* int8: the accuracy gate's measurement and the steps it kept out of int8. */
+static void print_gate(const tfenc_inspection *i)
+{
+    if (i->precision_steps == NULL || i->precision_steps[0] == '\0')
+        return;
+    printf("accuracy gate: min cosine %.6f to fp32 on its sample",
+           i->precision_sample_min_cosine);
+    int kept = 0;
+    for (const char *line = i->precision_steps; *line != '\0';) {
+        size_t length = strcspn(line, "\n");
+        const char *space = memchr(line, ' ', length);
+        if (space != NULL && i->precision != NULL &&
+            strncmp(space + 1, i->precision, length - (size_t)(space + 1 - line)) != 0) {
+            printf("%s %.*s (%.*s)", kept++ == 0 ? "; kept out of it:" : ",",
+                   (int)(space - line), line, (int)(length - (size_t)(space + 1 - line)),
+                   space + 1);
+        }
+        line += length + (line[length] == '\n');
+    }
+    printf("%s\n", kept == 0 ? "; every step runs in it" : "");
+}
+
 static void print_report(const tfenc_inspection *i)
 {
     printf("file: %s\n", i->path);
@@ -54,6 +76,7 @@ static void print_report(const tfenc_inspection *i)
         printf("precision: %s%s\n", i->precision,
                i->precision_recorded ? "" : " (not recorded; from the job settings or the "
                                             "default)");
+    print_gate(i);
     printf("layout: %s%s\n", or_unknown(i->layout),
            i->layout != NULL ? " (of the last run)" : "");
     printf("written by: tfenc %s, created %s\n", or_unknown(i->tfenc_version),

@@ -63,6 +63,13 @@ for case in "bf16 0.9999" "int8 0.999"; do
     "$REFERENCE_PYTHON" "$here/compare_embeddings.py" "$work/reference.h5"       "$work/out-$1.h5" "precision $1" "$2" 1 || failures=$((failures + 1))
     "$REFERENCE_PYTHON" "$here/check_precision_attributes.py" "$work/out-$1.h5" "$1" "$2" \
       || failures=$((failures + 1))
+    # --status tells what the gate measured and kept out of int8.
+    if [ "$1" = int8 ] && ! "$batch" --status "$work/out-$1.h5" \
+        | grep -Eq '^accuracy gate: min cosine 0\.99[0-9]+ to fp32 on its sample; (kept out of it: [a-z0-9_.]+ \((bf16|fp32)\)|every step runs in it)'; then
+      echo "FAIL: tfenc-batch --status does not report the accuracy gate:"
+      "$batch" --status "$work/out-$1.h5" | grep -E '^(precision|accuracy)'
+      failures=$((failures + 1))
+    fi
   else
     echo "FAIL: the precision = $1 job failed"
     failures=$((failures + 1))
