@@ -139,6 +139,7 @@ static int read_job_settings(reader *r)
     READ(tfenc_param_int_range(&p, "threads", 0, 0, 4096, &s->threads));
     READ(tfenc_param_float(&p, "progress_interval", 10.0, &s->progress_interval));
     READ(tfenc_param_bool(&p, "resume", 1, &s->resume));
+    READ(tfenc_param_bool(&p, "share_weights", 1, &s->share_weights));
     READ(tfenc_params_check_all_used(&p, "not a [job] key; see docs/job-file.md"));
 #undef READ
     if (status != TFENC_OK)
@@ -371,7 +372,7 @@ static void append(text_buffer *t, const char *piece)
 char *tfenc_job_settings_identity(const tfenc_jobfile *job, const tfenc_job_settings *settings)
 {
     static const char *const run_only[] = {"pipeline_stages", "threads", "progress_interval",
-                                           "resume", "output", NULL};
+                                           "resume", "output", "share_weights", NULL};
     text_buffer t = {0};
     append(&t, "");
     for (int i = 0; i < job->n_sections; i++) {

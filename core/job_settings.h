@@ -32,6 +32,7 @@ typedef struct tfenc_job_settings {
     long threads;
     double progress_interval;
     int resume;
+    int share_weights;     /* the ranks of a node map one copy of the weights */
 } tfenc_job_settings;
 
 int tfenc_job_settings_read(tfenc_context *ctx, const tfenc_jobfile *job,

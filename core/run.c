@@ -552,6 +552,9 @@ static int cost_steps(run *r)
  * written. A node that cannot make it keeps a copy per rank, as before. */
 static void share_weights(run *r)
 {
+    /* Every rank reads the same job: all skip the collective below. */
+    if (!r->settings.share_weights)
+        return;
     size_t capacity = tfenc_weight_store_float32_bytes(r->weights);
     capacity += capacity / 4 + ((size_t)16 << 20);
     int status = tfenc_node_arena_create(r->ctx, MPI_COMM_WORLD, capacity, &r->arena);
@@ -590,7 +593,8 @@ static void describe_plan(run *r)
                                (double)tfenc_weight_store_float32_bytes(r->weights) / (1024.0 * 1024.0),
                            .node_ranks = r->arena != NULL ? tfenc_node_arena_ranks(r->arena) : 1,
                            .shared_weights_mib = r->model != NULL ? shared_mib(r) : 0.0,
-                           .rank_memory_mib = r->model != NULL ? tfenc_proportional_mib() : 0.0};
+                           .rank_memory_mib = r->model != NULL ? tfenc_proportional_mib() : 0.0,
+                           .weights_per_rank = r->arena == NULL};
     o->plan(o->user, &plan);
 }
 

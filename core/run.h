@@ -51,6 +51,8 @@ typedef struct tfenc_run_plan {
                                     * model is not built in this dry run, or one rank) */
     double rank_memory_mib;        /* rank 0's proportional set size with its model built
                                     * (0: not built) */
+    int weights_per_rank;          /* 1: every rank keeps its own copy ([job] share_weights =
+                                    * false, or the node could not make the window) */
 } tfenc_run_plan;
 
 /* Callbacks through which a run tells its driver what happens. Each may be

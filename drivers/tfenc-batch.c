@@ -252,7 +252,8 @@ static void print_plan(void *user, const tfenc_run_plan *p)
     }
     printf("model: d_model = %d, %d steps, weights %s\n", p->d_model, p->model->n_steps,
            p->weights_path);
-    printf("memory: weights %.1f MiB as float32, one copy per node", p->weights_float32_mib);
+    printf("memory: weights %.1f MiB as float32, %s", p->weights_float32_mib,
+           p->weights_per_rank ? "a copy per rank" : "one copy per node");
     if (p->shared_weights_mib > 0)
         printf(" (%.1f MiB as they run, shared by rank 0's node's %d ranks)",
                p->shared_weights_mib, p->node_ranks);

@@ -58,6 +58,21 @@ for precision in bf16 int8; do
     --set job.batch_tokens=64 --set job.window_documents=40 \
     --set model.precision=$precision --set model.min_cosine=0.99
 done
+# [job] share_weights = false: every rank its own copy (as the dry run
+# says), the same vectors.
+for share in true false; do
+  line=$(cd "$work/pooled" && "$mpiexec" -n 2 "$driver" --dry-run --set job.input=big.txt \
+           --set job.share_weights=$share job.ini | grep '^memory: ')
+  case "$share:$line" in
+    "true:"*"one copy per node ("*"shared by rank 0's node's 2 ranks)"*) ;;
+    "false:"*"a copy per rank;"*) ;;
+    *) echo "layouts: FAIL share_weights = $share, the dry run says: $line"
+       failed=$((failed + 1)) ;;
+  esac
+done
+layouts="1:1 3:1 2:2"
+run_matrix pooled-unshared "$work/pooled" --set job.input=big.txt --set job.batch_tokens=64 \
+  --set job.window_documents=40 --set model.precision=bf16 --set job.share_weights=false
 layouts="1:1 8:2 8:4"
 run_matrix tiny "$work/pooled" --set job.input=tiny.txt --set job.batch_tokens=64
 
