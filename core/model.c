@@ -814,15 +814,6 @@ static void destroy_instance(layer_instance *layer)
     free(layer->scope);
 }
 
-void tfenc_model_release_activations(tfenc_model *model)
-{
-    const size_t activation_bytes =
-        (size_t)model->limits.max_tokens * (size_t)model->d_model * sizeof(float);
-    tfenc_aligned_release_pages(model->residual, activation_bytes);
-    tfenc_aligned_release_pages(model->input, activation_bytes);
-    tfenc_aligned_release_pages(model->workspace, model->workspace_bytes);
-}
-
 void tfenc_model_destroy(tfenc_model *model)
 {
     if (model == NULL)

@@ -87,11 +87,6 @@ int tfenc_model_create(tfenc_context *ctx, const tfenc_model_options *options,
  * TFENC_ERR_WEIGHTS naming the layer that made it, and
  * tfenc_model_nonfinite_sequence() tells which sequence of the batch. */
 int tfenc_model_forward(tfenc_context *ctx, tfenc_model *model, tfenc_batch *batch);
-/* Gives the pages of the model's activation buffers back to the system
- * (their contents are not needed between batches); the next forward
- * touches them again. For models kept idle, as the accuracy gate keeps its
- * quantized steps. */
-void tfenc_model_release_activations(tfenc_model *model);
 /* After such a failure: the index of the sequence in the batch; else -1. */
 int tfenc_model_nonfinite_sequence(const tfenc_model *model);
 /* Estimated floating-point operations per token of step i (in range) for

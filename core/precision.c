@@ -33,7 +33,11 @@ static int stream_create(tfenc_context *ctx, stream *s, const tfenc_batch *sampl
     for (int b = 0; b < n; b++) {
         s->batches[b] = samples[b];
         s->batches[b].d_model = d_model;
-        s->batches[b].x = tfenc_aligned_alloc((size_t)max_tokens * (size_t)d_model * sizeof(float));
+        /* Rows never outnumber the batch's tokens (pooling only drops
+         * them): the sample's activations take no more than they use. */
+        int rows = samples[b].n_tokens < max_tokens ? samples[b].n_tokens : max_tokens;
+        s->batches[b].x = tfenc_aligned_alloc((size_t)(rows > 0 ? rows : 1) * (size_t)d_model *
+                                              sizeof(float));
         if (s->batches[b].x == NULL)
             return tfenc_error(ctx, TFENC_ERR_NO_MEMORY, "accuracy gate: out of memory");
     }
@@ -94,80 +98,43 @@ static double stream_cosine(const stream *a, const stream *b)
     return lowest;
 }
 
-/* The steps the gate has built at bf16 and at int8, [precision][step],
- * kept for its later passes: the bisection runs the whole model several
- * times, and building a quantized step (packing its weights, making its
- * oneDNN primitives) costs more than running the sample through it. fp32
- * steps are built for each pass of step_cosines() (they calibrate). */
-typedef struct step_cache {
-    tfenc_model **built[TFENC_PRECISION_COUNT];
-} step_cache;
-
-static int cache_create(tfenc_context *ctx, step_cache *cache, int n_steps)
-{
-    for (int p = 0; p < TFENC_PRECISION_COUNT; p++)
-        if ((cache->built[p] = calloc((size_t)n_steps, sizeof(tfenc_model *))) == NULL)
-            return tfenc_error(ctx, TFENC_ERR_NO_MEMORY, "accuracy gate: out of memory");
-    return TFENC_OK;
-}
-
-static void cache_destroy(step_cache *cache, int n_steps)
-{
-    for (int p = 0; p < TFENC_PRECISION_COUNT; p++) {
-        for (int i = 0; cache->built[p] != NULL && i < n_steps; i++)
-            tfenc_model_destroy(cache->built[p][i]);
-        free(cache->built[p]);
-        cache->built[p] = NULL;
-    }
-}
-
-/* Runs every batch of `s` through step `step` alone at `precision`, built
- * now (fp32, calibrating) or taken from the cache. */
+/* Builds step `step` alone at `precision` and runs every batch of `s`
+ * through it. */
 static int run_step(tfenc_context *ctx, const tfenc_model_options *options, tfenc_precision *chosen,
-                    step_cache *cache, int step, tfenc_precision precision, stream *s)
+                    int step, tfenc_precision precision, stream *s)
 {
-    tfenc_model *model = precision != TFENC_PRECISION_FP32 ? cache->built[precision][step] : NULL;
-    int status = TFENC_OK;
-    if (model == NULL) {
-        tfenc_model_options one = *options;
-        one.first_step = step;
-        one.end_step = step + 1;
-        /* The fp32 reference calibrates the int8 maps' input smoothing:
-         * it runs before the step is built at int8. */
-        one.calibrate = precision == TFENC_PRECISION_FP32;
-        tfenc_precision kept = chosen[step];
-        chosen[step] = precision;
-        one.step_precision = chosen;
-        status = tfenc_model_create(ctx, &one, &model);
-        chosen[step] = kept;
-        if (status == TFENC_OK && precision != TFENC_PRECISION_FP32)
-            cache->built[precision][step] = model;
-    }
+    tfenc_model_options one = *options;
+    one.first_step = step;
+    one.end_step = step + 1;
+    /* The fp32 reference calibrates the int8 maps' input smoothing. */
+    one.calibrate = precision == TFENC_PRECISION_FP32;
+    tfenc_precision kept = chosen[step];
+    chosen[step] = precision;
+    one.step_precision = chosen;
+    tfenc_model *model = NULL;
+    int status = tfenc_model_create(ctx, &one, &model);
+    chosen[step] = kept;
     for (int b = 0; status == TFENC_OK && b < s->n; b++)
         status = tfenc_model_forward(ctx, model, &s->batches[b]);
-    if (precision == TFENC_PRECISION_FP32)
-        tfenc_model_destroy(model);
-    else if (model != NULL) /* kept: only its weights stay resident */
-        tfenc_model_release_activations(model);
+    tfenc_model_destroy(model);
     return status;
 }
 
 /* The whole model at precisions `chosen`, step by step, on the sample. */
 static int run_model(tfenc_context *ctx, const tfenc_model_options *options,
-                     tfenc_precision *chosen, step_cache *cache, const tfenc_batch *samples,
-                     stream *s)
+                     tfenc_precision *chosen, const tfenc_batch *samples, stream *s)
 {
     stream_reset(s, samples);
     int status = TFENC_OK;
     for (int i = 0; status == TFENC_OK && i < options->plan->n_steps; i++)
-        status = run_step(ctx, options, chosen, cache, i, chosen[i], s);
+        status = run_step(ctx, options, chosen, i, chosen[i], s);
     return status;
 }
 
 /* Each step alone at `precision` against fp32 on fp32 inputs; `reference`
  * ends holding the fp32 model's output. */
 static int step_cosines(tfenc_context *ctx, const tfenc_model_options *options,
-                        tfenc_precision *chosen, step_cache *cache, const tfenc_batch *samples,
+                        tfenc_precision *chosen, const tfenc_batch *samples,
                         tfenc_precision precision, stream *reference, stream *tested,
                         double *cosines)
 {
@@ -175,9 +142,9 @@ static int step_cosines(tfenc_context *ctx, const tfenc_model_options *options,
     int status = TFENC_OK;
     for (int i = 0; status == TFENC_OK && i < options->plan->n_steps; i++) {
         stream_copy(tested, reference);
-        status = run_step(ctx, options, chosen, cache, i, TFENC_PRECISION_FP32, reference);
+        status = run_step(ctx, options, chosen, i, TFENC_PRECISION_FP32, reference);
         if (status == TFENC_OK)
-            status = run_step(ctx, options, chosen, cache, i, precision, tested);
+            status = run_step(ctx, options, chosen, i, precision, tested);
         if (status == TFENC_OK)
             cosines[i] = stream_cosine(reference, tested);
     }
@@ -237,7 +204,6 @@ int tfenc_precision_gate(tfenc_context *ctx, const tfenc_model_options *options,
         return tfenc_error(ctx, TFENC_ERR_INTERNAL, "accuracy gate: no sample batches");
 
     stream reference = {0}, tested = {0};
-    step_cache cache = {0};
     double *cosines = calloc((size_t)n_steps, sizeof *cosines);
     int *order = calloc((size_t)n_steps, sizeof *order);
     int status = cosines == NULL || order == NULL
@@ -245,20 +211,18 @@ int tfenc_precision_gate(tfenc_context *ctx, const tfenc_model_options *options,
                      : TFENC_OK;
     const int max_tokens = options->limits.max_tokens, d = options->config->d_model;
     if (status == TFENC_OK)
-        status = cache_create(ctx, &cache, n_steps);
-    if (status == TFENC_OK)
         status = stream_create(ctx, &reference, samples, n_samples, max_tokens, d);
     if (status == TFENC_OK)
         status = stream_create(ctx, &tested, samples, n_samples, max_tokens, d);
     if (status == TFENC_OK)
-        status = step_cosines(ctx, options, chosen, &cache, samples, requested, &reference, &tested,
+        status = step_cosines(ctx, options, chosen, samples, requested, &reference, &tested,
                               cosines);
     /* reference now holds the fp32 model's output. */
     if (status == TFENC_OK) {
         if (report->step_cosine != NULL)
             memcpy(report->step_cosine, cosines, (size_t)n_steps * sizeof *cosines);
         report->worst_step = worst_step(cosines, n_steps);
-        status = run_model(ctx, options, chosen, &cache, samples, &tested);
+        status = run_model(ctx, options, chosen, samples, &tested);
     }
     double sample_cosine = status == TFENC_OK ? stream_cosine(&reference, &tested) : 0.0;
     int refuse = 0;
@@ -277,7 +241,7 @@ int tfenc_precision_gate(tfenc_context *ctx, const tfenc_model_options *options,
                     order[n_candidates++] = i;
             sort_by_cosine(order, n_candidates, cosines);
             assign(chosen, n_steps, order, n_candidates);
-            status = run_model(ctx, options, chosen, &cache, samples, &tested);
+            status = run_model(ctx, options, chosen, samples, &tested);
             double all_bf16 = status == TFENC_OK ? stream_cosine(&reference, &tested) : 0.0;
             if (status == TFENC_OK && all_bf16 < bar) {
                 refuse = 1;
@@ -306,7 +270,7 @@ int tfenc_precision_gate(tfenc_context *ctx, const tfenc_model_options *options,
                     int middle = probes < 2 && guess > low && guess < high ? guess
                                                                            : (low + high) / 2;
                     assign(chosen, n_steps, order, middle);
-                    status = run_model(ctx, options, chosen, &cache, samples, &tested);
+                    status = run_model(ctx, options, chosen, samples, &tested);
                     double cosine = status == TFENC_OK ? stream_cosine(&reference, &tested) : 0.0;
                     if (cosine >= bar) {
                         high = middle;
@@ -323,7 +287,7 @@ int tfenc_precision_gate(tfenc_context *ctx, const tfenc_model_options *options,
             }
             if (status == TFENC_OK && refuse) {
                 /* Name the layer that bf16 itself serves worst. */
-                status = step_cosines(ctx, options, chosen, &cache, samples,
+                status = step_cosines(ctx, options, chosen, samples,
                                       tfenc_matrix_int8_fallback(), &reference, &tested, cosines);
                 int worst = worst_step(cosines, n_steps);
                 report->worst_step = worst;
@@ -349,7 +313,6 @@ int tfenc_precision_gate(tfenc_context *ctx, const tfenc_model_options *options,
             tfenc_precision_names[requested == TFENC_PRECISION_INT8 ? tfenc_matrix_int8_fallback()
                                                                     : requested]);
     }
-    cache_destroy(&cache, n_steps);
     stream_destroy(&reference);
     stream_destroy(&tested);
     free(cosines);

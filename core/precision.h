@@ -34,10 +34,8 @@ typedef struct tfenc_precision_report {
 
 /* The accuracy gate, run before a job on a sample of its corpus. The plan of
  * `options` (the whole model; first_step and end_step are ignored) runs
- * step by step, each step built alone as the pipeline survey does; the
- * steps built at int8 and bf16 are kept for the later passes (their
- * weights only: about 3/4 of the fp32 model's size), the fp32 ones are
- * not:
+ * step by step, each step built alone as the pipeline survey does, so
+ * memory holds one step's weights at a time:
  * 1. each step at fp32 and at the requested precision (options->config)
  *    on the same fp32 inputs gives the step's cosine;
  * 2. the whole model at the chosen precisions gives the sample's cosine to

@@ -228,17 +228,23 @@ static tfenc_model_options model_options(run *r, int first_step, int end_step)
     return o;
 }
 
-/* Sample of the accuracy gate: at most GATE_SAMPLE_BATCHES microbatches,
- * read in GATE_SAMPLE_PIECES equal parts from windows spread evenly over
- * the whole corpus (the first documents of each), so that it sees the
- * corpus's kinds of documents and lengths, not only its beginning. */
-#define GATE_SAMPLE_BATCHES 4
+/* Sample of the accuracy gate: GATE_SAMPLE_TOKENS tokens (4 documents
+ * of max_seq_len if more), read in GATE_SAMPLE_PIECES equal parts from
+ * windows spread evenly over the whole corpus (the first documents of
+ * each), so that it sees the corpus's kinds of documents and lengths, not
+ * only its beginning. Its microbatches hold GATE_BATCH_TOKENS tokens (or
+ * one document of max_seq_len): the gate's trial steps then need a
+ * quarter of the activation memory of the job's 2048-token batches, and
+ * GEMMs of 512 rows still run at full rate. */
+#define GATE_SAMPLE_TOKENS 8192
 #define GATE_SAMPLE_PIECES 8
+#define GATE_BATCH_TOKENS 512
 
 typedef struct gate_sample {
-    tfenc_batch batches[GATE_SAMPLE_BATCHES];
+    tfenc_batch *batches;
     int32_t *ids, *types, *positions, *starts;
-    int n_batches, n_documents, n_tokens;
+    int n_batches, capacity_batches, n_documents, n_tokens;
+    int batch_tokens; /* the most tokens of a sample batch */
 } gate_sample;
 
 /* Packs documents into the sample's batches. */
@@ -248,11 +254,19 @@ typedef struct sample_packer {
     int32_t *starts;
 } sample_packer;
 
-static void close_batch(sample_packer *p, int d_model)
+static int close_batch(tfenc_context *ctx, sample_packer *p, int d_model)
 {
     gate_sample *sample = p->sample;
     if (p->n_seq == 0)
-        return;
+        return TFENC_OK;
+    if (sample->n_batches == sample->capacity_batches) {
+        int capacity = sample->capacity_batches > 0 ? 2 * sample->capacity_batches : 16;
+        tfenc_batch *grown = realloc(sample->batches, (size_t)capacity * sizeof *grown);
+        if (grown == NULL)
+            return tfenc_error(ctx, TFENC_ERR_NO_MEMORY, "out of memory");
+        sample->batches = grown;
+        sample->capacity_batches = capacity;
+    }
     sample->batches[sample->n_batches++] = (tfenc_batch){
         .n_seq = p->n_seq, .n_tokens = p->used - p->batch_first, .seq_start = p->starts,
         .token_ids = sample->ids + p->batch_first, .token_types = sample->types + p->batch_first,
@@ -261,16 +275,19 @@ static void close_batch(sample_packer *p, int d_model)
     p->starts += p->n_seq + 1;
     p->batch_first = p->used;
     p->n_seq = 0;
+    return TFENC_OK;
 }
 
-/* Adds one document; 0 once the sample is full (the document not added). */
-static int pack_document(sample_packer *p, const int32_t *document, int length, int d_model)
+/* Adds one document (the caller leaves room for it in the sample). */
+static int pack_document(tfenc_context *ctx, sample_packer *p, const int32_t *document,
+                         int length, int d_model)
 {
     gate_sample *sample = p->sample;
-    if (p->used - p->batch_first + length > p->batch_tokens)
-        close_batch(p, d_model);
-    if (sample->n_batches == GATE_SAMPLE_BATCHES)
-        return 0;
+    if (p->used - p->batch_first + length > p->batch_tokens) {
+        int status = close_batch(ctx, p, d_model);
+        if (status != TFENC_OK)
+            return status;
+    }
     p->starts[p->n_seq] = p->used - p->batch_first;
     memcpy(sample->ids + p->used, document, (size_t)length * sizeof *document);
     for (int t = 0; t < length; t++)
@@ -278,25 +295,31 @@ static int pack_document(sample_packer *p, const int32_t *document, int length, 
     p->used += length;
     p->starts[++p->n_seq] = p->used - p->batch_first;
     sample->n_documents++;
-    return 1;
+    return TFENC_OK;
 }
 
 /* Tokenizes the sample (the windows are cut: r->windows). */
 static int gate_sample_read(run *r, gate_sample *sample)
 {
-    const int batch_tokens = (int)r->settings.batch_tokens;
-    const size_t capacity = (size_t)batch_tokens * GATE_SAMPLE_BATCHES;
+    const long max_seq_len = r->settings.max_seq_len;
+    long batch_tokens = max_seq_len > GATE_BATCH_TOKENS ? max_seq_len : GATE_BATCH_TOKENS;
+    if (batch_tokens > r->settings.batch_tokens)
+        batch_tokens = r->settings.batch_tokens;
+    sample->batch_tokens = (int)batch_tokens;
+    const size_t capacity = (size_t)(4 * max_seq_len > GATE_SAMPLE_TOKENS ? 4 * max_seq_len
+                                                                          : GATE_SAMPLE_TOKENS);
     sample->ids = calloc(capacity, sizeof *sample->ids);
     sample->types = calloc(capacity, sizeof *sample->types);
     sample->positions = calloc(capacity, sizeof *sample->positions);
-    sample->starts = calloc(capacity + GATE_SAMPLE_BATCHES, sizeof *sample->starts);
+    /* a start per document and an end per batch: each holds a token at least */
+    sample->starts = calloc(2 * capacity, sizeof *sample->starts);
     int32_t *document = malloc((size_t)r->feeding.max_seq_len * sizeof *document);
     if (sample->ids == NULL || sample->types == NULL || sample->positions == NULL ||
         sample->starts == NULL || document == NULL) {
         free(document);
         return tfenc_error(r->ctx, TFENC_ERR_NO_MEMORY, "out of memory");
     }
-    sample_packer packer = {.sample = sample, .batch_tokens = batch_tokens,
+    sample_packer packer = {.sample = sample, .batch_tokens = (int)batch_tokens,
                             .starts = sample->starts};
     const int64_t n_windows = r->windows.n_windows;
     const int pieces = n_windows < GATE_SAMPLE_PIECES ? (int)n_windows : GATE_SAMPLE_PIECES;
@@ -309,25 +332,25 @@ static int gate_sample_read(run *r, gate_sample *sample)
         tfenc_corpus_range range;
         tfenc_windows_range(&r->windows, window, &range);
         status = tfenc_corpus_select(r->ctx, r->corpus, &range);
-        while (status == TFENC_OK && packer.used < quota) {
+        while (status == TFENC_OK && !full && packer.used < quota) {
             tfenc_document doc;
             status = tfenc_corpus_next(r->ctx, r->corpus, &doc);
             int32_t length = 0, truncated = 0;
             if (status == TFENC_OK)
                 status = tfenc_feeder_tokenize(r->ctx, &r->feeding, r->tokenizer, &doc,
                                                doc.local_index, document, &length, &truncated);
-            if (status == TFENC_OK && !pack_document(&packer, document, length, r->config.d_model))
+            if (status == TFENC_OK && (size_t)packer.used + (size_t)length > capacity)
                 full = 1;
-            if (full)
-                break;
+            else if (status == TFENC_OK && length > 0) /* an empty one tells nothing */
+                status = pack_document(r->ctx, &packer, document, length, r->config.d_model);
         }
         if (status == TFENC_ERR_NOT_FOUND) { /* the window's last document */
             tfenc_context_clear(r->ctx);
             status = TFENC_OK;
         }
     }
-    if (status == TFENC_OK && sample->n_batches < GATE_SAMPLE_BATCHES)
-        close_batch(&packer, r->config.d_model);
+    if (status == TFENC_OK)
+        status = close_batch(r->ctx, &packer, r->config.d_model);
     free(document);
     sample->n_tokens = packer.used;
     return status;
@@ -335,6 +358,7 @@ static int gate_sample_read(run *r, gate_sample *sample)
 
 static void gate_sample_free(gate_sample *sample)
 {
+    free(sample->batches);
     free(sample->ids);
     free(sample->types);
     free(sample->positions);
@@ -365,6 +389,7 @@ static int gate_precision(run *r)
                                  "%s: no document to check precision = %s on", r->settings.input,
                                  tfenc_precision_names[r->config.precision]);
         tfenc_model_options o = model_options(r, 0, n_steps);
+        o.limits.max_tokens = o.limits.max_seqs = sample.batch_tokens;
         if (status == TFENC_OK)
             status = tfenc_precision_gate(r->ctx, &o, sample.batches, sample.n_batches,
                                           r->config.min_cosine, &report);
