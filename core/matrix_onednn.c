@@ -24,6 +24,9 @@
 
 /* Row counts of a linear map's primitives: 256, 128, ..., 1. */
 #define ROW_SIZES 9
+/* The smallest must be 1 row, or a tail of odd length would be left out. */
+_Static_assert((TFENC_MATRIX_CHUNK_ROWS >> (ROW_SIZES - 1)) == 1,
+               "ROW_SIZES must run from TFENC_MATRIX_CHUNK_ROWS down to 1 row");
 
 /* (destination type, activation) pairs a linear map serves, each with its
  * own primitives; a layer uses one or two. */
