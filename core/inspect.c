@@ -72,43 +72,40 @@ static char *read_string(hid_t file, const char *name)
     return copy;
 }
 
-/* An integer attribute; 0 when absent (then *found = 0). */
-static int64_t read_integer(hid_t file, const char *name, int *found)
+/* A scalar attribute of HDF5 class `kind` read as `memory_type` into
+ * *value: 1 when read, 0 when absent or of another class. */
+static int read_number(hid_t file, const char *name, H5T_class_t kind, hid_t memory_type,
+                       void *value)
 {
-    int64_t value = 0;
-    *found = 0;
+    int found = 0;
     if (H5Aexists(file, name) > 0) {
         hid_t attribute = H5Aopen(file, name, H5P_DEFAULT);
         hid_t stored = attribute >= 0 ? H5Aget_type(attribute) : -1;
-        if (stored >= 0 && H5Tget_class(stored) == H5T_INTEGER
-            && H5Aread(attribute, H5T_NATIVE_INT64, &value) >= 0)
-            *found = 1;
+        if (stored >= 0 && H5Tget_class(stored) == kind
+            && H5Aread(attribute, memory_type, value) >= 0)
+            found = 1;
         if (stored >= 0)
             H5Tclose(stored);
         if (attribute >= 0)
             H5Aclose(attribute);
     }
     H5Eclear2(H5E_DEFAULT);
-    return value;
+    return found;
+}
+
+/* An integer attribute; 0 when absent (then *found = 0). */
+static int64_t read_integer(hid_t file, const char *name, int *found)
+{
+    int64_t value = 0;
+    *found = read_number(file, name, H5T_INTEGER, H5T_NATIVE_INT64, &value);
+    return *found ? value : 0;
 }
 
 /* A floating-point attribute; NAN when absent. */
 static double read_double(hid_t file, const char *name)
 {
     double value = NAN;
-    if (H5Aexists(file, name) > 0) {
-        hid_t attribute = H5Aopen(file, name, H5P_DEFAULT);
-        hid_t stored = attribute >= 0 ? H5Aget_type(attribute) : -1;
-        if (stored < 0 || H5Tget_class(stored) != H5T_FLOAT
-            || H5Aread(attribute, H5T_NATIVE_DOUBLE, &value) < 0)
-            value = NAN;
-        if (stored >= 0)
-            H5Tclose(stored);
-        if (attribute >= 0)
-            H5Aclose(attribute);
-    }
-    H5Eclear2(H5E_DEFAULT);
-    return value;
+    return read_number(file, name, H5T_FLOAT, H5T_NATIVE_DOUBLE, &value) ? value : NAN;
 }
 
 /* ----------------------------------------------------------------- lengths */
