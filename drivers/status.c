@@ -38,11 +38,14 @@ static void print_gate(const tfenc_inspection *i)
     for (const char *line = i->precision_steps; *line != '\0';) {
         size_t length = strcspn(line, "\n");
         const char *space = memchr(line, ' ', length);
-        if (space != NULL && i->precision != NULL &&
-            strncmp(space + 1, i->precision, length - (size_t)(space + 1 - line)) != 0) {
-            printf("%s %.*s (%.*s)", kept++ == 0 ? "; kept out of it:" : ",",
-                   (int)(space - line), line, (int)(length - (size_t)(space + 1 - line)),
-                   space + 1);
+        if (space != NULL && i->precision != NULL) {
+            /* "step precision": the step's precision, whole, against the job's */
+            const char *step_precision = space + 1;
+            const size_t precision_length = length - (size_t)(step_precision - line);
+            if (precision_length != strlen(i->precision) ||
+                strncmp(step_precision, i->precision, precision_length) != 0)
+                printf("%s %.*s (%.*s)", kept++ == 0 ? "; kept out of it:" : ",",
+                       (int)(space - line), line, (int)precision_length, step_precision);
         }
         line += length + (line[length] == '\n');
     }
