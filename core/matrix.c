@@ -627,6 +627,7 @@ int tfenc_matrix_linear_create(tfenc_context *ctx, const tfenc_matrix_linear_opt
             memcpy(linear->weight, weight, (size_t)out * (size_t)in * sizeof(float));
         tfenc_aligned_free(weight);
         weight = NULL;
+        malloc_trim(0); /* as above: the copy now lives in the block */
     } else if (status == TFENC_OK) {
         linear->weight = weight;
         weight = NULL;
