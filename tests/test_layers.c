@@ -430,7 +430,9 @@ static void reference_linear(double *y, const double *x, const float *w, const f
     }
 }
 
-static void ffn_case(const char *activation, int bias)
+/* The FFN of `activation` against the reference on a batch of the given
+ * sequence lengths (within the harness's limits, raised to the batch). */
+static void ffn_run(const char *activation, int bias, const int *seq_lengths, int n_seq)
 {
     const int gated = strcmp(activation, "swiglu") == 0 || strcmp(activation, "geglu") == 0;
     float in_w[FFN_F * FFN_D], in_b[FFN_F], gate_w[FFN_F * FFN_D], gate_b[FFN_F];
@@ -460,15 +462,22 @@ static void ffn_case(const char *activation, int bias)
     char keys[128];
     snprintf(keys, sizeof keys, "activation = %s\nbias = %s\n", activation,
              bias ? "true" : "false");
+    int tokens = 0;
+    for (int s = 0; s < n_seq; s++)
+        tokens += seq_lengths[s];
+    if (tokens > h.init.limits.max_tokens)
+        h.init.limits.max_tokens = tokens;
+    if (n_seq > h.init.limits.max_seqs)
+        h.init.limits.max_seqs = n_seq;
     CU_ASSERT_EQUAL_FATAL(harness_create(&h, "ffn", keys), TFENC_OK);
     const double flops = h.descriptor->flops_per_token(h.instance, 10.0);
     CU_ASSERT_DOUBLE_EQUAL(flops, 2.0 * FFN_D * FFN_F * (gated ? 3 : 2), 0.5);
 
     test_batch b;
-    batch_make(&b, lengths, N_SEQ, FFN_D);
-    fill(b.x, N_TOKENS * FFN_D, -2, 2);
-    double want[N_TOKENS * FFN_D];
-    for (int t = 0; t < N_TOKENS; t++) {
+    batch_make(&b, seq_lengths, n_seq, FFN_D);
+    fill(b.x, (size_t)tokens * FFN_D, -2, 2);
+    double *want = malloc(sizeof(double) * tokens * FFN_D);
+    for (int t = 0; t < tokens; t++) {
         double x[FFN_D], up[FFN_F], gate[FFN_F], hidden[FFN_F];
         for (int j = 0; j < FFN_D; j++)
             x[j] = b.x[t * FFN_D + j];
@@ -480,9 +489,27 @@ static void ffn_case(const char *activation, int bias)
         reference_linear(want + t * FFN_D, hidden, out_w, bias ? out_b : NULL, FFN_F, FFN_D);
     }
     CU_ASSERT_EQUAL(harness_forward(&h, &b.batch), TFENC_OK);
-    assert_close(b.x, want, N_TOKENS * FFN_D, keys);
+    assert_close(b.x, want, (size_t)tokens * FFN_D, keys);
+    free(want);
     batch_free(&b);
     harness_close(&h);
+}
+
+static void ffn_case(const char *activation, int bias)
+{
+    ffn_run(activation, bias, lengths, N_SEQ);
+}
+
+/* A batch of 1,120 tokens runs through the network in chunks of 512 rows
+ * (the workspace holds one chunk): every chunk, the short last one
+ * included, must match. */
+static void test_ffn_chunks(void)
+{
+    int many[35];
+    for (int s = 0; s < 35; s++)
+        many[s] = 32;
+    ffn_run("gelu", 1, many, 35);
+    ffn_run("swiglu", 0, many, 35);
 }
 
 static void test_ffn_activations(void)
@@ -998,6 +1025,7 @@ int main(void)
         {"ffn activations over their range", test_ffn_activation_range},
         {"ffn without bias", test_ffn_no_bias},
         {"ffn gated swiglu geglu", test_ffn_gated},
+        {"ffn in chunks of 512 rows", test_ffn_chunks},
         {"ffn default exact gelu", test_ffn_default_is_exact_gelu},
         {"ffn weight and key errors", test_ffn_weight_errors},
         {"layernorm", test_layernorm},
