@@ -58,9 +58,13 @@
  * OpenMP parallel region per layer), each thread with its own tile of
  * scores; a lone sequence uses the threads inside its loops instead.
  *
- * Workspace: qkv [max_tokens, d+2k] + context [max_tokens, d] + per thread
- * one tile of scores [n_heads, 128, max_seq_len] and its row sums;
- * forward() refuses a batch beyond the limits it was created with.
+ * A batch runs in groups of whole sequences, each through the Q/K/V map,
+ * the scores and the output map before the next (see group_tokens()), so
+ * that the workspace does not grow with the batch.
+ *
+ * Workspace: qkv [group, d+2k] + context [group, d] + per thread one tile
+ * of scores [n_heads, 128, max_seq_len] and its row sums; forward()
+ * refuses a batch beyond the limits it was created with.
  */
 #include <float.h>
 #include <math.h>
@@ -76,6 +80,12 @@
  * (128 x 512 floats: 256 KiB, inside L2). 128 rather than 64 scores a whole
  * 128-token sequence in one GEMM per head: 3% less CPU time on MiniLM. */
 #define QUERY_TILE 128
+
+/* Tokens a group of sequences may hold (or more: see group_tokens()).
+ * all-MiniLM-L6-v2 keeps d + 2k + d = 1536 floats per token of a group:
+ * 3 MiB of Q, K, V and context at one thread, where a whole 2048-token
+ * batch took 12 MiB. */
+#define GROUP_TOKENS 512
 
 enum qkv_layout { QKV_AUTO, QKV_SEPARATE, QKV_FUSED };
 enum position_kind { POSITION_NONE, POSITION_ROPE, POSITION_ALIBI, POSITION_BUCKETS };
@@ -259,6 +269,19 @@ static size_t tile_sums(const attention *layer)
     return (size_t)layer->n_heads * QUERY_TILE;
 }
 
+/* Tokens a group of sequences holds at most: GROUP_TOKENS, or two longest
+ * sequences per thread (so that the threads, taking a group's sequences
+ * one at a time, have work to balance), never more than a batch. */
+static int group_tokens(const attention *layer, const tfenc_limits *limits)
+{
+    if (limits->max_tokens <= 0)
+        return 0;
+    long tokens = GROUP_TOKENS;
+    long per_thread = 2L * layer->threads * (limits->max_seq_len > 0 ? limits->max_seq_len : 0);
+    tokens = per_thread > tokens ? per_thread : tokens;
+    return tokens < limits->max_tokens ? (int)tokens : limits->max_tokens;
+}
+
 /* The position terms and the softmax of head h's part of a tile of scores. */
 static void score_head(const attention *layer, int h, float *scores, int first, int rows,
                        int keys, float *inverse_sums)
@@ -328,10 +351,13 @@ static int attend_sequence(tfenc_context *ctx, const attention *layer, const flo
 /* Sequence s with the calling thread's tile of scores; the first failure
  * is kept in *failed and stops the sequences not yet started. */
 static void attend_in_thread(tfenc_context *ctx, const attention *layer, const tfenc_batch *batch,
-                             int s, const float *qkv, float *context, float *scores, int *failed)
+                             int s, int group_start, const float *qkv, float *context,
+                             float *scores, int *failed)
 {
     const int d = layer->d_model, stride = d + 2 * layer->kv_width;
-    const int start = batch->seq_start[s], length = batch->seq_start[s + 1] - start;
+    /* qkv and context start at the group's first token */
+    const int start = batch->seq_start[s] - group_start,
+              length = batch->seq_start[s + 1] - batch->seq_start[s];
     int already;
 #pragma omp atomic read
     already = *failed;
@@ -371,54 +397,68 @@ static int attention_forward(void *instance, tfenc_context *ctx, tfenc_batch *ba
     if (layer->position == POSITION_ROPE && batch->positions == NULL)
         return tfenc_error(ctx, TFENC_ERR_INTERNAL, "mha: position = rope needs batch positions");
 
-    /* Workspace layout: qkv [tokens, d+2k] | context [tokens, d] | per thread
+    /* Workspace layout: qkv [group, d+2k] | context [group, d] | per thread
      * scores [heads, tile, L] and inverse sums [heads, tile]. Offsets are
      * multiples of 16 floats only when d is; the products need no more than
      * float alignment, so that is enough. */
-    int qkv_width = d + 2 * layer->kv_width;
+    const int qkv_width = d + 2 * layer->kv_width, capacity = group_tokens(layer, &layer->limits);
     float *qkv = workspace;
-    float *context = qkv + (size_t)batch->n_tokens * qkv_width;
-    float *scores = context + (size_t)batch->n_tokens * d;
+    float *context = qkv + (size_t)capacity * qkv_width;
+    float *scores = context + (size_t)capacity * d;
     const size_t thread_floats = score_tile_floats(layer, &layer->limits) + tile_sums(layer);
 
-    /* Q, K and V of every token in one GEMM. */
-    int status = tfenc_linear_forward(ctx, layer->qkv, batch->x, batch->n_tokens, qkv);
-    if (status != TFENC_OK)
-        return status;
+    int status = TFENC_OK;
+    for (int first = 0; status == TFENC_OK && first < batch->n_seq;) {
+        /* The group: sequences first .. end - 1, as many as fit. */
+        const int group_start = batch->seq_start[first];
+        int end = first + 1;
+        while (end < batch->n_seq && batch->seq_start[end + 1] - group_start <= capacity)
+            end++;
+        const int tokens = batch->seq_start[end] - group_start;
+        float *x = batch->x + (size_t)group_start * d;
 
-    /* RoPE turns Q and K (not V) before they meet in the scores. */
-    if (layer->position == POSITION_ROPE) {
-        rope_apply(layer, qkv, batch->n_tokens, qkv_width, layer->n_heads, batch->positions);
-        rope_apply(layer, qkv + d, batch->n_tokens, qkv_width, layer->n_kv_heads,
-                   batch->positions);
-    }
+        /* Q, K and V of the group's tokens in one GEMM. */
+        status = tfenc_linear_forward(ctx, layer->qkv, x, tokens, qkv);
+        if (status != TFENC_OK)
+            return status;
 
-    /* Sequences are independent: with several, the pool's threads take
-     * them one at a time (one parallel region for the layer, each thread
-     * with its own tile of scores); a lone sequence uses the threads
-     * inside its products and loops instead. */
-    int failed = TFENC_OK;
-    if (batch->n_seq > 1 && layer->threads > 1 && !omp_in_parallel()) {
+        /* RoPE turns Q and K (not V) before they meet in the scores. */
+        if (layer->position == POSITION_ROPE) {
+            const int32_t *positions = batch->positions + group_start;
+            rope_apply(layer, qkv, tokens, qkv_width, layer->n_heads, positions);
+            rope_apply(layer, qkv + d, tokens, qkv_width, layer->n_kv_heads, positions);
+        }
+
+        /* Sequences are independent: with several, the pool's threads take
+         * them one at a time (one parallel region per group, each thread
+         * with its own tile of scores); a lone sequence uses the threads
+         * inside its products and loops instead. */
+        int failed = TFENC_OK;
+        if (end - first > 1 && layer->threads > 1 && !omp_in_parallel()) {
 #pragma omp parallel for schedule(dynamic, 1) num_threads(layer->threads)
-        for (int s = 0; s < batch->n_seq; s++)
-            attend_in_thread(ctx, layer, batch, s, qkv, context,
-                             scores + (size_t)omp_get_thread_num() * thread_floats, &failed);
-    } else {
-        /* (no parallel region at all: libgomp allocates a team even for one thread) */
-        for (int s = 0; s < batch->n_seq; s++)
-            attend_in_thread(ctx, layer, batch, s, qkv, context, scores, &failed);
-    }
-    if (failed != TFENC_OK)
-        return failed;
+            for (int s = first; s < end; s++)
+                attend_in_thread(ctx, layer, batch, s, group_start, qkv, context,
+                                 scores + (size_t)omp_get_thread_num() * thread_floats, &failed);
+        } else {
+            /* (no parallel region at all: libgomp allocates a team even for one thread) */
+            for (int s = first; s < end; s++)
+                attend_in_thread(ctx, layer, batch, s, group_start, qkv, context, scores,
+                                 &failed);
+        }
+        if (failed != TFENC_OK)
+            return failed;
 
-    /* Output projection back into the activations. */
-    return tfenc_linear_forward(ctx, layer->out, context, batch->n_tokens, batch->x);
+        /* Output projection back into the group's activations. */
+        status = tfenc_linear_forward(ctx, layer->out, context, tokens, x);
+        first = end;
+    }
+    return status;
 }
 
 static size_t attention_workspace_size(const void *instance, const tfenc_limits *limits)
 {
     const attention *layer = instance;
-    size_t tokens = limits->max_tokens > 0 ? (size_t)limits->max_tokens : 0;
+    size_t tokens = (size_t)group_tokens(layer, limits);
     /* one tile of scores and row sums per thread */
     return (tokens * (2 * (size_t)layer->d_model + 2 * (size_t)layer->kv_width) +
             (size_t)layer->threads * (score_tile_floats(layer, limits) + tile_sums(layer))) *

@@ -508,44 +508,71 @@ static void test_alibi(void)
     CU_ASSERT(check_case("alibi 6 heads d=24", &six, NULL) <= TOLERANCE);
 }
 
-/* A sequence's output must not depend on its neighbours in the batch. */
-static void test_packing_invariance(void)
+/* Each sequence of a packed batch against the reference and against the
+ * same sequence run alone: its output must not depend on its neighbours
+ * (RoPE positions and ALiBi distances count from its own start). */
+static void check_packed(const char *label, const int *lengths, int n_seq)
 {
+    int tokens = 0;
+    for (int s = 0; s < n_seq; s++)
+        tokens += lengths[s];
     attention_case cases[] = {
         {.d = 32, .heads = 4, .bias = 1, .position = POSITION_ROPE},
-        {.d = 24, .heads = 6, .bias = 1, .position = POSITION_ALIBI},
+        {.d = 24, .heads = 6, .bias = 1, .position = POSITION_ALIBI, .fused = 1},
     };
     for (size_t k = 0; k < sizeof cases / sizeof *cases; k++) {
         const attention_case *c = &cases[k];
-        int d = c->d;
+        const int d = c->d;
         attention_weights w;
         weights_make(&w, d, 77);
         unsigned long long state = 5;
-        float *x = malloc(sizeof(float) * MIXED_TOKENS * d);
-        float *packed = malloc(sizeof(float) * MIXED_TOKENS * d);
-        fill_uniform(x, (size_t)MIXED_TOKENS * d, 1.0, &state);
-        CU_ASSERT_EQUAL(plugin_run(c, &w, mixed_lengths, MIXED_SEQS, x, packed), TFENC_OK);
+        float *x = malloc(sizeof(float) * tokens * d);
+        float *packed = malloc(sizeof(float) * tokens * d);
+        fill_uniform(x, (size_t)tokens * d, 1.0, &state);
+        double error = INFINITY;
+        if (plugin_run(c, &w, lengths, n_seq, x, packed) == TFENC_OK)
+            error = relative_error(c, &w, lengths, n_seq, x, packed);
         int bitwise = 1;
         double worst = 0.0;
         size_t offset = 0;
-        for (int s = 0; s < MIXED_SEQS; s++) {
-            float *alone = malloc(sizeof(float) * mixed_lengths[s] * d);
-            CU_ASSERT_EQUAL(plugin_run(c, &w, &mixed_lengths[s], 1, x + offset, alone), TFENC_OK);
-            for (int i = 0; i < mixed_lengths[s] * d; i++)
+        for (int s = 0; s < n_seq; s++) {
+            float *alone = malloc(sizeof(float) * lengths[s] * d);
+            CU_ASSERT_EQUAL(plugin_run(c, &w, &lengths[s], 1, x + offset, alone), TFENC_OK);
+            for (int i = 0; i < lengths[s] * d; i++)
                 worst = worse(worst, fabs((double)alone[i] - packed[offset + i]));
-            if (memcmp(alone, packed + offset, sizeof(float) * mixed_lengths[s] * d) != 0)
+            if (memcmp(alone, packed + offset, sizeof(float) * lengths[s] * d) != 0)
                 bitwise = 0;
-            offset += (size_t)mixed_lengths[s] * d;
+            offset += (size_t)lengths[s] * d;
             free(alone);
         }
-        printf("\n    alone vs packed (%s): max abs difference %.2e (%s)",
-               c->position == POSITION_ROPE ? "rope" : "alibi", worst,
+        printf("\n    %s, %d tokens (%s): relative error %.2e; alone vs packed: max abs "
+               "difference %.2e (%s)",
+               label, tokens, c->position == POSITION_ROPE ? "rope" : "alibi", error, worst,
                bitwise ? "bitwise equal" : "not bitwise");
+        CU_ASSERT(error <= TOLERANCE);
         CU_ASSERT(worst <= TOLERANCE);
         free(x);
         free(packed);
         weights_free(&w);
     }
+}
+
+static void test_packing_invariance(void)
+{
+    check_packed("mixed batch", mixed_lengths, MIXED_SEQS);
+}
+
+/* A batch larger than a group (512 tokens at 1 or 2 threads) runs in
+ * several groups of whole sequences, each through the maps and the scores
+ * before the next. Two threads at most, so that the groups stay 512 tokens
+ * on any machine. */
+static void test_groups(void)
+{
+    static const int lengths[] = {100, 7, 100, 1, 90, 100, 64, 100, 33, 100, 17};
+    const int threads = omp_get_max_threads();
+    omp_set_num_threads(threads < 2 ? threads : 2);
+    check_packed("several groups", lengths, (int)(sizeof lengths / sizeof *lengths));
+    omp_set_num_threads(threads);
 }
 
 /* create() must fail with the right status and a message naming the culprit. */
@@ -659,13 +686,26 @@ static void test_workspace_and_flops(void)
     CU_ASSERT_EQUAL_FATAL(in.status, TFENC_OK);
     const tfenc_layer_descriptor *descriptor = mha_descriptor();
     size_t bytes = descriptor->workspace_size(in.layer, &limits);
-    /* qkv + context, and for each thread of the pool (each scores its own
-     * sequences) one tile of 128 query rows of scores for each of the 4
-     * heads with its row sums: never a full 500 x 500 matrix per head. */
+    /* qkv + context of a group (here the whole batch: two 500-token
+     * sequences per thread are more than it holds), and for each thread of
+     * the pool (each scores its own sequences) one tile of 128 query rows of
+     * scores for each of the 4 heads with its row sums: never a full
+     * 500 x 500 matrix per head. */
     size_t threads = (size_t)omp_get_max_threads();
     size_t needed = sizeof(float) * ((size_t)1000 * 4 * 32 + threads * (4 * 128 * 500 + 4 * 128));
     CU_ASSERT(bytes >= needed);
     CU_ASSERT(bytes < needed + sizeof(float) * 500 * 500 / 2);
+    instance_destroy(&in);
+    /* A batch of many short sequences: qkv + context for one group, 512
+     * tokens or two 100-token sequences per thread, not for the batch. */
+    limits = (tfenc_limits){.max_tokens = 100000, .max_seq_len = 100, .max_seqs = 1000};
+    instance_create(&in, &c, &w, limits);
+    CU_ASSERT_EQUAL_FATAL(in.status, TFENC_OK);
+    size_t group = 2 * threads * 100 > 512 ? 2 * threads * 100 : 512;
+    needed = sizeof(float) * (group * 4 * 32 + threads * (4 * 100 * 100 + 4 * 128));
+    bytes = descriptor->workspace_size(in.layer, &limits);
+    CU_ASSERT(bytes >= needed);
+    CU_ASSERT(bytes < needed + 4096);
     double d = 32, length = 100;
     CU_ASSERT_DOUBLE_EQUAL(descriptor->flops_per_token(in.layer, length),
                            2 * (3 * d * d + d * d) + 4 * length * d, 1e-9);
@@ -711,6 +751,7 @@ int main(void)
     CU_add_test(suite, "rope half and interleaved", test_rope);
     CU_add_test(suite, "alibi 3, 4, 6 heads", test_alibi);
     CU_add_test(suite, "packing invariance", test_packing_invariance);
+    CU_add_test(suite, "batches in several groups", test_groups);
     CU_add_test(suite, "create errors", test_errors);
     CU_add_test(suite, "workspace and flops", test_workspace_and_flops);
     CU_add_test(suite, "bf16 against fp32", test_bf16_against_fp32);
