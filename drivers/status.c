@@ -17,14 +17,25 @@ static const char *or_unknown(const char *value)
     return value != NULL ? value : "(not recorded)";
 }
 
+/* Newline-separated text, one line at a time: *line and *length get the
+ * next line (without its newline) and *cursor moves past it; 0 at the end. */
+static int next_line(const char **cursor, const char **line, size_t *length)
+{
+    if (**cursor == '\0')
+        return 0;
+    *line = *cursor;
+    *length = strcspn(*line, "\n");
+    *cursor += *length + ((*line)[*length] == '\n');
+    return 1;
+}
+
 /* Each line of `text` indented by two spaces. */
 static void print_indented(const char *text)
 {
-    for (const char *line = text; *line != '\0';) {
-        size_t length = strcspn(line, "\n");
+    const char *line;
+    size_t length;
+    while (next_line(&text, &line, &length))
         printf("  %.*s\n", (int)length, line);
-        line += length + (line[length] == '\n');
-    }
 }
 
 /* int8: the accuracy gate's measurement and the steps it kept out of int8. */
@@ -35,8 +46,9 @@ static void print_gate(const tfenc_inspection *i)
     printf("accuracy gate: min cosine %.6f to fp32 on its sample",
            i->precision_sample_min_cosine);
     int kept = 0;
-    for (const char *line = i->precision_steps; *line != '\0';) {
-        size_t length = strcspn(line, "\n");
+    const char *cursor = i->precision_steps, *line;
+    size_t length;
+    while (next_line(&cursor, &line, &length)) {
         const char *space = memchr(line, ' ', length);
         if (space != NULL && i->precision != NULL) {
             /* "step precision": the step's precision, whole, against the job's */
@@ -47,7 +59,6 @@ static void print_gate(const tfenc_inspection *i)
                 printf("%s %.*s (%.*s)", kept++ == 0 ? "; kept out of it:" : ",",
                        (int)(space - line), line, (int)precision_length, step_precision);
         }
-        line += length + (line[length] == '\n');
     }
     printf("%s\n", kept == 0 ? "; every step runs in it" : "");
 }
