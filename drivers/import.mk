@@ -1,7 +1,7 @@
 # drivers fragment: see Makefile.am
 # tfenc-import: Hugging Face checkpoint -> tfenc weights file + job file.
-# The safetensors reader lives in libtfenc so that tests and fuzzers reach it.
-core_libtfenc_la_SOURCES += core/safetensors.c core/safetensors.h
+# The safetensors reader lives in libtfenc (core/model/) so that tests and
+# fuzzers reach it.
 
 # Its parts in drivers/import/: reading the model folder, the tensor map,
 # and the writers of the weights and of the job.

@@ -1,5 +1,5 @@
 # tfenc-batch: the job runner users call (under mpirun or alone): arguments,
-# MPI, signals and printing around the library's tfenc_run_job (core/run.h).
+# MPI, signals and printing around the library's tfenc_run_job (core/run/run.h).
 bin_PROGRAMS += drivers/tfenc-batch
 drivers_tfenc_batch_SOURCES = drivers/tfenc-batch.c \
 	drivers/status.c drivers/status.h

@@ -5,9 +5,9 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "context.h"
-#include "inspect.h"
-#include "job_settings.h"
+#include "base/context.h"
+#include "output/inspect.h"
+#include "run/job_settings.h"
 
 #include <hdf5.h>
 #include <stdlib.h>

@@ -1,4 +1,4 @@
-/* tfenc-batch --status OUT.h5|JOB.ini: prints what core/inspect.h reads from an
+/* tfenc-batch --status OUT.h5|JOB.ini: prints what core/output/inspect.h reads from an
  * output file. */
 #ifndef TFENC_DRIVERS_STATUS_H
 #define TFENC_DRIVERS_STATUS_H

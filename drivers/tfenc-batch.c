@@ -1,15 +1,15 @@
 /* tfenc-batch: encodes a corpus with the encoder a job file composes and
- * writes the encodings to HDF5. The work is the library's (core/run.h);
+ * writes the encodings to HDF5. The work is the library's (core/run/run.h);
  * this program parses the arguments, starts MPI, turns SIGTERM/SIGINT into
  * a stop request, prints what the run reports, and chooses the exit
  * status. With tfenc-import it is the only code that prints or exits. */
 #include "config.h"
 
-#include "context.h"
-#include "params.h"
-#include "plugin_loader.h"
-#include "model.h"
-#include "run.h"
+#include "base/context.h"
+#include "job/params.h"
+#include "plugin/plugin_loader.h"
+#include "model/model.h"
+#include "run/run.h"
 #include "status.h"
 
 #include <hdf5.h>

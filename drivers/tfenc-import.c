@@ -20,7 +20,7 @@
 
 #include <hdf5.h>
 
-#include "ownership.h"
+#include "output/ownership.h"
 
 #include "import/files.h"
 #include "import/hf_config.h"

@@ -9,8 +9,8 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "fast_math.h"
-#include "parallel.h"
+#include "base/fast_math.h"
+#include "base/parallel.h"
 #include "tfenc/plugin.h"
 
 extern const tfenc_layer_descriptor tfenc_layers_embedding;  /* plugins/embedding.c */
@@ -47,7 +47,7 @@ static inline int32_t layers_position(const tfenc_batch *batch, int t, int32_t s
     return batch->positions != NULL ? batch->positions[t] : t - start;
 }
 
-/* The vector clones and exp() of core/fast_math.h, under the names the
+/* The vector clones and exp() of core/base/fast_math.h, under the names the
  * plugins' loops use. */
 #define LAYERS_VECTOR_CLONES TFENC_VECTOR_CLONES
 

@@ -23,5 +23,5 @@ plugins_layers_la_LIBADD = core/libtfenc.la -lm
 # the rank's OpenMP pool, and selects replace branches for the clamps in
 # layers_exp(). C11 mode turns off the contraction of a * b + c into one
 # fused multiply-add, which the polynomials of the vector clones
-# (core/fast_math.h) want: it only rounds less.
+# (core/base/fast_math.h) want: it only rounds less.
 plugins_layers_la_CFLAGS = $(AM_CFLAGS) $(OPENMP_CFLAGS) -fno-trapping-math -ffp-contract=fast

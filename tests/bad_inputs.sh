@@ -154,7 +154,7 @@ cp "$builddir/tests/plugins/.libs/no_entry.so" plugins-no-entry/some_layer.so ||
 hostile="$builddir/tests/plugins/hostile/.libs"
 layers_so="$builddir/plugins/.libs/layers.so"
 arithmetic_so="$builddir/tests/plugins/.libs/arithmetic.so"
-# One directory per misdeed (core/plugin_loader.h has the policy).
+# One directory per misdeed (core/plugin/plugin_loader.h has the policy).
 mkdir plugins-truncated plugins-world plugins-group plugins-shadow plugins-named-pooling \
   plugins-exit plugins-tables plugins-marker plugins-fifo plugins-file-mode plugins-owner \
   plugins-unused-truncated jobdir
@@ -359,7 +359,7 @@ error "plugin of an older ABI"  "layer type 'old_layer': plugin [^ ]*plugins-old
 error "plugin without entry"    "plugin [^ ]*plugins-no-entry/some_layer.so: not a tfenc plugin: .*tfenc_plugin_descriptor" \
   's#^\[model\]#[model]\nplugin_path = plugins-no-entry#; s/^type = mha/type = some_layer/' job.ini
 
-# --- the loading policy (core/plugin_loader.h): each of these crashed, hung,
+# --- the loading policy (core/plugin/plugin_loader.h): each of these crashed, hung,
 # ran foreign code or passed silently before it
 with_plugins() { # DIRECTORY [MORE SED]: plugin_path = DIRECTORY, then MORE
   printf '%s' "s#^\[model\]#[model]\nplugin_path = $1#${2:+; $2}"
@@ -555,7 +555,7 @@ error "JSON not an object"      "array.jsonl: line 2: expected a JSON object, fo
 error "JSON text not a string"  "number-text.jsonl: line 1: text field 'text' is an integer, expected a string" "$(text_input number-text.jsonl jsonl)" job.ini
 error "JSON id missing"         "no-id.jsonl: line 2: id field 'id' is missing" "$(text_input no-id.jsonl 'jsonl\nid_field = id')" job.ini
 
-# --- odd but valid corpora: the documented behaviour (docs/job-file.md, core/corpus.h)
+# --- odd but valid corpora: the documented behaviour (docs/job-file.md, core/input/corpus.h)
 odd "empty lines are empty documents" "list(f['lengths'][:]) == [4, 2, 4, 2]" "$(text_input empty-lines.txt)" job.ini
 odd "CRLF line ends"            "list(f['lengths'][:]) == [4, 4]" "$(text_input crlf.txt)" job.ini
 odd "10 MB line is truncated"   "list(f['lengths'][:]) == [4, 128, 3] and f['truncated'][1] == 2 * (10 * 1024 * 1024 // 12) - 126" \

@@ -54,7 +54,7 @@ for plugin in "$builddir"/plugins/.libs/*.so "$builddir"/tests/plugins/.libs/*.s
 done
 
 # A plugin calling an internal function is refused; the same without the
-# call loads. (tfenc_file_same is internal: core/files.h.)
+# call loads. (tfenc_file_same is internal: core/base/files.h.)
 mkdir -p "$work/private" "$work/public-only"
 cat > "$work/user.c" <<'C'
 #include <tfenc/plugin.h>

@@ -56,7 +56,7 @@ tests_plugins_arithmetic_la_CFLAGS = $(AM_CFLAGS)
 tests_plugins_arithmetic_la_LDFLAGS = -module -avoid-version -shared -rpath /nowhere $(SANITIZER_FLAGS)
 tests_plugins_arithmetic_la_LIBADD = core/libtfenc.la
 # Plugins that misbehave in one way each, for the loading policy
-# (core/plugin_loader.h) and tests/bad_inputs.sh: a constructor that calls
+# (core/plugin/plugin_loader.h) and tests/bad_inputs.sh: a constructor that calls
 # _exit(0), a create() that calls exit(0), a second `pooling`, a constructor
 # that leaves a trace, declared parameter tables that create() contradicts.
 # In their own directory, so that jobs searching tests/plugins/.libs never

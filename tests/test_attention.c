@@ -7,12 +7,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "context.h"
-#include "jobfile.h"
-#include "matrix.h"
-#include "params.h"
-#include "plugin_loader.h"
-#include "weights.h"
+#include "base/context.h"
+#include "job/jobfile.h"
+#include "matrix/matrix.h"
+#include "job/params.h"
+#include "plugin/plugin_loader.h"
+#include "model/weights.h"
 
 /* Tolerance, relative to the largest output magnitude: each output is a float32
  * sum of at most ~100 products of O(1) values (projections over d <= 32, softmax

@@ -3,14 +3,14 @@
  * the model's memory promises (weights live with their layers; forward never
  * allocates), checked with a counting allocator. */
 #include "allocation_counter.h"
-#include "context.h"
-#include "jobfile.h"
-#include "matrix.h"
-#include "model.h"
-#include "params.h"
-#include "plugin_loader.h"
-#include "precision.h"
-#include "weights.h"
+#include "base/context.h"
+#include "job/jobfile.h"
+#include "matrix/matrix.h"
+#include "model/model.h"
+#include "job/params.h"
+#include "plugin/plugin_loader.h"
+#include "run/accuracy_gate.h"
+#include "model/weights.h"
 
 #include <CUnit/Basic.h>
 #include <hdf5.h>

@@ -10,8 +10,8 @@
 #include <CUnit/Basic.h>
 #include <hdf5.h>
 
-#include "context.h"
-#include "corpus.h"
+#include "base/context.h"
+#include "input/corpus.h"
 
 static char directory[256];
 

@@ -1,9 +1,9 @@
 /* CUnit suite for core/files (the checks every reader applies, file
  * identity, the output's file system) and core/shared_object (a plugin file
  * examined without loading it, truncated at every size). */
-#include "context.h"
-#include "files.h"
-#include "shared_object.h"
+#include "base/context.h"
+#include "base/files.h"
+#include "plugin/shared_object.h"
 
 #include <CUnit/Basic.h>
 #include <errno.h>

@@ -15,13 +15,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "aligned.h"
-#include "context.h"
-#include "matrix.h"
-#include "jobfile.h"
-#include "params.h"
-#include "plugin_loader.h"
-#include "weights.h"
+#include "base/aligned.h"
+#include "base/context.h"
+#include "matrix/matrix.h"
+#include "job/jobfile.h"
+#include "job/params.h"
+#include "plugin/plugin_loader.h"
+#include "model/weights.h"
 
 #define TOLERANCE 1e-5
 

@@ -1,7 +1,7 @@
 /* Rank layout: the checks, the rank -> replica/stage map, and the split of
  * steps into stages against a brute-force search over every split. */
-#include "context.h"
-#include "layout.h"
+#include "base/context.h"
+#include "ranks/layout.h"
 
 #include <CUnit/Basic.h>
 #include <stdio.h>

@@ -13,10 +13,10 @@
 #include <CUnit/Basic.h>
 #include <hdf5.h>
 
-#include "context.h"
-#include "float16.h"
-#include "output.h"
-#include "sha256.h"
+#include "base/context.h"
+#include "base/float16.h"
+#include "output/output.h"
+#include "base/sha256.h"
 
 static char directory[256];
 

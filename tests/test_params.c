@@ -1,9 +1,9 @@
 /* CUnit suite for the job-file getters' integer ranges (every value checked
  * whole, no wrap to int), inline comments, and declared parameter tables
  * (ABI 1.1): the host holds create() to its table. */
-#include "context.h"
-#include "jobfile.h"
-#include "params.h"
+#include "base/context.h"
+#include "job/jobfile.h"
+#include "job/params.h"
 
 #include <CUnit/Basic.h>
 #include <limits.h>

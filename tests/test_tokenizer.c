@@ -10,8 +10,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "context.h"
-#include "tokenizer.h"
+#include "base/context.h"
+#include "tokenizer/tokenizer.h"
 
 /* Ids are the positions in this list. */
 static const char *const vocab[] = {

@@ -8,7 +8,7 @@
 
 #include <jansson.h>
 
-#include "context.h"
+#include "base/context.h"
 
 /* "directory/name" (or the one that is not empty), malloc'ed; NULL when out
  * of memory. */

@@ -8,9 +8,9 @@
 
 #include <jansson.h>
 
-#include "context.h"
-#include "safetensors.h"
-#include "tokenizer.h"
+#include "base/context.h"
+#include "model/safetensors.h"
+#include "tokenizer/tokenizer.h"
 
 #define IMPORTER_VERSION "tfenc-import " PACKAGE_VERSION
 

@@ -11,8 +11,8 @@
 
 #include <hdf5.h>
 
-#include "float16.h"
-#include "hdf5_error.h"
+#include "base/float16.h"
+#include "base/hdf5_error.h"
 
 const char *const import_storage_names[3] = {"float32", "float16", "bfloat16"};
 

@@ -38,7 +38,7 @@ cflags="-std=c11 -g -O1 $(makefile_values WARN_CFLAGS) -D_GNU_SOURCE -DHAVE_CONF
 libs="$(makefile_values '[A-Z0-9]*_LIBS') -lm"
 
 objects=""
-for source in "$top"/core/*.c; do
+for source in "$top"/core/*/*.c; do
   object="$out/objects/$(basename "$source" .c).o"
   # Rebuild only what changed, so that run.sh after an edit is quick.
   if [ ! -f "$object" ] || [ "$source" -nt "$object" ] \

@@ -22,8 +22,8 @@
 
 #include <hdf5.h>
 
-#include "context.h"
-#include "corpus.h"
+#include "base/context.h"
+#include "input/corpus.h"
 
 #define MAX_DOCUMENTS 40
 #define MAX_LENGTH 12
@@ -166,7 +166,7 @@ typedef struct corpus_plan {
     int padded;
     int n_shares;
     int n_documents;
-    int valid;                          /* every rule of core/corpus.h holds */
+    int valid;                          /* every rule of core/input/corpus.h holds */
     int unknown;                        /* valid or not depends on HDF5's storage */
     int lengths[MAX_DOCUMENTS];
     int starts[MAX_DOCUMENTS];          /* document d is tokens[starts[d]..][0..lengths[d]) */
@@ -192,7 +192,7 @@ static int32_t read_back(int64_t value, const integer_type *type)
     return (int32_t)clip(clip(value, type), &int32);
 }
 
-/* The ids core/corpus.c accepts: 0..INT32_MAX - 1. A stored id of
+/* The ids core/input/corpus.c accepts: 0..INT32_MAX - 1. A stored id of
  * INT32_MAX or more reads back as INT32_MAX, which cannot be told from a
  * clipped one, so it is refused like a negative id. */
 static int id_fits(int32_t id)

@@ -10,8 +10,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "context.h"
-#include "corpus.h"
+#include "base/context.h"
+#include "input/corpus.h"
 
 /* A broken invariant is a finding: say which, then stop the fuzzer with a
  * stack trace and the input saved. */

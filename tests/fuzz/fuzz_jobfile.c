@@ -9,10 +9,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "context.h"
-#include "jobfile.h"
-#include "model.h"
-#include "params.h"
+#include "base/context.h"
+#include "job/jobfile.h"
+#include "model/model.h"
+#include "job/params.h"
 
 /* A broken invariant is a finding: say which, then stop the fuzzer with a
  * stack trace and the input saved. */
@@ -58,7 +58,7 @@ static int read_job_section(tfenc_context *ctx, const tfenc_jobfile *job)
         status = tfenc_param_choice(&params, "output_kind", kinds, 0, &index);
     if (status == TFENC_OK)
         status = tfenc_param_choice(&params, "output_dtype", dtypes, 0, &index);
-    /* The integer keys with core/job_settings.c's ranges. */
+    /* The integer keys with core/run/job_settings.c's ranges. */
     if (status == TFENC_OK)
         status = read_int_range(&params, "batch_tokens", 1, 1L << 24);
     if (status == TFENC_OK)
@@ -156,7 +156,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         }
     }
     if (status == TFENC_OK) {
-        /* [model]'s integers, read with their ranges (core/model.c). */
+        /* [model]'s integers, read with their ranges (core/model/model.c). */
         require(config.weights_path != NULL && config.d_model >= 1 && config.d_model <= 65536);
         require(config.vocab_size >= 0 && config.max_positions >= 1 &&
                 config.max_positions <= (1 << 24));

@@ -7,8 +7,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "context.h"
-#include "safetensors.h"
+#include "base/context.h"
+#include "model/safetensors.h"
 
 /* A broken invariant is a finding: say which, then stop the fuzzer with a
  * stack trace and the input saved. */

@@ -5,8 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "context.h"
-#include "tokenizer.h"
+#include "base/context.h"
+#include "tokenizer/tokenizer.h"
 
 /* Multi-byte, continuation and special pieces, so that the longest-match
  * search, the "##" lookups and the special-token split all get exercised. */

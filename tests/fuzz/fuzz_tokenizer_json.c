@@ -8,8 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "context.h"
-#include "tokenizer.h"
+#include "base/context.h"
+#include "tokenizer/tokenizer.h"
 
 #define require(condition) ((condition) ? (void)0 : broken(__LINE__, #condition))
 

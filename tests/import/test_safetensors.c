@@ -7,8 +7,8 @@
 
 #include <CUnit/Basic.h>
 
-#include "context.h"
-#include "safetensors.h"
+#include "base/context.h"
+#include "model/safetensors.h"
 
 /* Parses `header` as if followed by `data_size` bytes; returns the status
  * and leaves the message in *ctx. */

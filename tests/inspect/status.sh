@@ -1,5 +1,5 @@
 #!/bin/sh
-# tfenc-batch --status OUT.h5 (core/inspect.c, drivers/batch/status.c) on
+# tfenc-batch --status OUT.h5 (core/output/inspect.c, drivers/batch/status.c) on
 # the files a user meets, written by 1- and 2-rank jobs:
 #   - a file being written by a running job: read without a lock conflict
 #     (a lone writer holds HDF5's exclusive lock), unfinished, its count of

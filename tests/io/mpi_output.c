@@ -11,8 +11,8 @@
 
 #include <mpi.h>
 
-#include "context.h"
-#include "output.h"
+#include "base/context.h"
+#include "output/output.h"
 
 enum { N_DOCUMENTS = 1000, D_MODEL = 12, CALL_DOCUMENTS = 7 };
 

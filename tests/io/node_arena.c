@@ -9,8 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "context.h"
-#include "node_arena.h"
+#include "base/context.h"
+#include "ranks/node_arena.h"
 
 #define NAMES 40
 #define FLOATS 1000

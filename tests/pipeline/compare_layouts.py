@@ -13,7 +13,7 @@ Why bitwise: a document's rows are computed on the microbatch it shares
 with other documents, and a float32 GEMM's result for one row depends on the
 size of the matrix it is multiplied in (the kernels block by size). So
 tfenc cuts the corpus into windows that depend on the job alone and forms
-microbatches inside a window only (core/windows.h): at any layout, and
+microbatches inside a window only (core/input/windows.h): at any layout, and
 after a resume at any other, every document meets the same companions in
 the same microbatch, and its vector is the same to the bit.
 """

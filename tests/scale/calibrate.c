@@ -17,12 +17,12 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "clock.h"
-#include "context.h"
-#include "fingerprint.h"
-#include "output.h"
-#include "windows.h"
-#include "work_queue.h"
+#include "base/clock.h"
+#include "base/context.h"
+#include "output/fingerprint.h"
+#include "output/output.h"
+#include "input/windows.h"
+#include "ranks/work_queue.h"
 
 static void die(tfenc_context *ctx, int rank)
 {

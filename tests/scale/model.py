@@ -13,7 +13,7 @@ checks the corpus. What this machine cannot show (a cluster file system's
 aggregate bandwidth and sync rate, a network atomic) are parameters with
 defaults stated in docs/scale.md.
 
-Each rank, as in core/run.c: takes a window from the counter (one server at
+Each rank, as in core/run/run.c: takes a window from the counter (one server at
 rank 0, first come first served: a fetch-and-add occupies it for the
 atomic's time), encodes it (the measured time, varied per window and per
 node), writes its rows (the file system is one server of the aggregate
@@ -35,7 +35,7 @@ import random
 
 
 def window_sizes(documents, width):
-    """The windows' sizes as core/windows.c cuts them: W documents, then
+    """The windows' sizes as core/input/windows.c cuts them: W documents, then
     toward the end 1/1024 of what is left, a multiple of the grain
     (ceil(W / 64), at least 32, at most W), between the grain and W."""
     grain = min(max(-(-width // 64), 32), width)

@@ -6,8 +6,8 @@
 #include <string.h>
 #include <time.h>
 
-#include "context.h"
-#include "tokenizer.h"
+#include "base/context.h"
+#include "tokenizer/tokenizer.h"
 
 static int usage(void)
 {

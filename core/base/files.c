@@ -1,0 +1,147 @@
+/* Checks on the files a job names, and file identity: open without blocking,
+ * refuse what is not a regular file, compare files by device and inode. */
+#include "base/files.h"
+#include "base/context.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <unistd.h>
+
+const char *tfenc_file_kind(mode_t mode)
+{
+    if (S_ISDIR(mode))
+        return "is a directory";
+    if (S_ISFIFO(mode))
+        return "is a FIFO or pipe (reading it would wait for a writer)";
+    if (S_ISSOCK(mode))
+        return "is a socket";
+    if (S_ISCHR(mode))
+        return "is a character device (such as /dev/zero, whose data never ends)";
+    if (S_ISBLK(mode))
+        return "is a block device";
+    return "is not a regular file";
+}
+
+static int refuse_kind(tfenc_context *ctx, const char *what, const char *path, mode_t mode)
+{
+    return tfenc_error(ctx, TFENC_ERR_IO, "%s %s: %s, not a regular file", what, path,
+                       tfenc_file_kind(mode));
+}
+
+int tfenc_file_open_regular_descriptor(const char *path, struct stat *info, char *why,
+                                       size_t why_size)
+{
+    /* O_NONBLOCK: opening a FIFO for reading otherwise waits for a writer.
+     * O_NOCTTY: a terminal named by mistake must not become ours. */
+    int descriptor = open(path, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+    if (descriptor < 0) {
+        int error = errno;
+        /* A socket cannot be opened at all (ENXIO): say what it is. */
+        if (stat(path, info) == 0 && !S_ISREG(info->st_mode))
+            snprintf(why, why_size, "%s, not a regular file", tfenc_file_kind(info->st_mode));
+        else
+            snprintf(why, why_size, "cannot open: %s", strerror(error));
+        return -1;
+    }
+    if (fstat(descriptor, info) != 0) {
+        snprintf(why, why_size, "cannot examine: %s", strerror(errno));
+        close(descriptor);
+        return -1;
+    }
+    if (!S_ISREG(info->st_mode)) {
+        snprintf(why, why_size, "%s, not a regular file", tfenc_file_kind(info->st_mode));
+        close(descriptor);
+        return -1;
+    }
+    /* Regular files never block; clearing the flag keeps later reads plain. */
+    int flags = fcntl(descriptor, F_GETFL);
+    if (flags < 0 || fcntl(descriptor, F_SETFL, flags & ~O_NONBLOCK) < 0) {
+        snprintf(why, why_size, "cannot open: %s", strerror(errno));
+        close(descriptor);
+        return -1;
+    }
+    return descriptor;
+}
+
+int tfenc_file_open_regular(tfenc_context *ctx, const char *what, const char *path, FILE **file)
+{
+    *file = NULL;
+    struct stat info;
+    char why[256];
+    int descriptor = tfenc_file_open_regular_descriptor(path, &info, why, sizeof why);
+    if (descriptor < 0)
+        return tfenc_error(ctx, TFENC_ERR_IO, "%s %s: %s", what, path, why);
+    if ((*file = fdopen(descriptor, "rb")) == NULL) {
+        int error = errno;
+        close(descriptor);
+        return tfenc_error(ctx, TFENC_ERR_IO, "%s %s: cannot open: %s", what, path,
+                           strerror(error));
+    }
+    return TFENC_OK;
+}
+
+int tfenc_file_check_regular(tfenc_context *ctx, const char *what, const char *path)
+{
+    struct stat info;
+    if (stat(path, &info) != 0)
+        return tfenc_error(ctx, TFENC_ERR_IO, "%s %s: cannot open: %s", what, path,
+                           strerror(errno));
+    if (!S_ISREG(info.st_mode))
+        return refuse_kind(ctx, what, path, info.st_mode);
+    return TFENC_OK;
+}
+
+int tfenc_file_identity(const char *path, tfenc_file_id *id)
+{
+    struct stat info;
+    if (path == NULL || stat(path, &info) != 0)
+        return TFENC_ERR_NOT_FOUND;
+    id->device = info.st_dev;
+    id->inode = info.st_ino;
+    return TFENC_OK;
+}
+
+int tfenc_file_same(const char *a, const char *b)
+{
+    tfenc_file_id first, second;
+    return tfenc_file_identity(a, &first) == TFENC_OK &&
+           tfenc_file_identity(b, &second) == TFENC_OK && first.device == second.device &&
+           first.inode == second.inode;
+}
+
+int tfenc_file_free_space(tfenc_context *ctx, const char *what, const char *path, double *bytes)
+{
+    *bytes = -1.0;
+    char *directory = strdup(path);
+    if (directory == NULL)
+        return tfenc_error(ctx, TFENC_ERR_NO_MEMORY, "out of memory");
+    char *slash = strrchr(directory, '/');
+    if (slash == NULL)
+        strcpy(directory, ".");
+    else if (slash == directory)
+        slash[1] = '\0';
+    else
+        *slash = '\0';
+    int status = TFENC_OK;
+    struct statvfs space;
+    /* A directory that cannot be examined is left to the create, whose
+     * message (HDF5's) says why it cannot make the file there. */
+    if (statvfs(directory, &space) == 0) {
+        /* procfs and sysfs report no blocks at all: they present the
+         * kernel's state as files and cannot store one, so "0 MiB free"
+         * would mislead. */
+        if (space.f_blocks == 0)
+            status = tfenc_error(ctx, TFENC_ERR_IO,
+                                 "%s %s: %s is on a file system that cannot hold files (it has "
+                                 "no data blocks, as /proc and /sys); choose another directory",
+                                 what, path, directory);
+        else
+            *bytes = (double)space.f_bavail * (double)space.f_frsize;
+    }
+    free(directory);
+    return status;
+}

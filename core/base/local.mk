@@ -1,0 +1,12 @@
+# base: the leaves every subsystem may use (the error context, files,
+# aligned memory, clocks, 16-bit floats, SHA-256, HDF5 error text, the
+# precision names, the element-wise kernels and parallel loops).
+core_libtfenc_la_SOURCES += \
+	core/base/context.c core/base/context.h \
+	core/base/aligned.c core/base/aligned.h \
+	core/base/files.c core/base/files.h \
+	core/base/float16.c core/base/float16.h \
+	core/base/sha256.c core/base/sha256.h \
+	core/base/hdf5_error.c core/base/hdf5_error.h \
+	core/base/precision.c core/base/precision.h \
+	core/base/clock.h core/base/names.h core/base/fast_math.h core/base/parallel.h

@@ -1,0 +1,325 @@
+/* Windows of the corpus: the counting pass that cuts them, token offsets,
+ * and what an earlier run finished. */
+#include "input/windows.h"
+
+#include "base/context.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* Every rank learns whether all of them could allocate what a collective
+ * step needs: without this, one rank out of memory would leave the others
+ * waiting in the collective forever. */
+static int agree_on_memory(tfenc_context *ctx, MPI_Comm comm, int ok)
+{
+    int all_ok = 0;
+    MPI_Allreduce(&ok, &all_ok, 1, MPI_INT, MPI_MIN, comm);
+    if (all_ok)
+        return TFENC_OK;
+    return tfenc_error(ctx, TFENC_ERR_NO_MEMORY,
+                       ok ? "another rank ran out of memory while cutting the corpus into windows"
+                          : "out of memory while cutting the corpus into windows");
+}
+
+int64_t tfenc_windows_grain(int64_t window_documents)
+{
+    int64_t grain = (window_documents + TFENC_WINDOW_TAIL_STEPS - 1) / TFENC_WINDOW_TAIL_STEPS;
+    if (grain < TFENC_WINDOW_MIN_DOCUMENTS)
+        grain = TFENC_WINDOW_MIN_DOCUMENTS;
+    return grain < window_documents ? grain : window_documents;
+}
+
+/* The windows' first documents (then N) for N documents and width W. */
+static int64_t cut(int64_t n_documents, int64_t width, int64_t *first)
+{
+    const int64_t grain = tfenc_windows_grain(width);
+    int64_t k = 0, at = 0;
+    while (at < n_documents) {
+        int64_t left = n_documents - at;
+        int64_t size = left / TFENC_WINDOW_TAIL_DIVISOR / grain * grain;
+        size = size < grain ? grain : size > width ? width : size;
+        if (first != NULL)
+            first[k] = at;
+        k++;
+        at += size < left ? size : left;
+    }
+    if (first != NULL)
+        first[k] = n_documents;
+    return k;
+}
+
+int tfenc_windows_scan(tfenc_context *ctx, MPI_Comm comm, const tfenc_corpus_options *options,
+                       int64_t window_documents, tfenc_windows_share *share_info)
+{
+    memset(share_info, 0, sizeof *share_info);
+    int rank = 0, n_ranks = 1;
+    MPI_Comm_rank(comm, &rank);
+    MPI_Comm_size(comm, &n_ranks);
+    tfenc_corpus *corpus = NULL;
+    tfenc_corpus_counts counts = {0};
+    int status = tfenc_corpus_open(ctx, options, rank, n_ranks, &corpus);
+    if (status == TFENC_OK)
+        status = tfenc_corpus_count(ctx, corpus, &counts);
+    /* Collective whatever happened above: a failed share counts nothing. */
+    int64_t mine = status == TFENC_OK ? counts.n_documents : 0, first_index = 0, total = 0;
+    MPI_Exscan(&mine, &first_index, 1, MPI_INT64_T, MPI_SUM, comm);
+    if (rank == 0)
+        first_index = 0; /* MPI_Exscan leaves rank 0's result undefined */
+    MPI_Allreduce(&mine, &total, 1, MPI_INT64_T, MPI_SUM, comm);
+    share_info->n_documents = mine;
+    share_info->max_id_length = counts.max_id_length;
+    if (status == TFENC_OK && options->format != TFENC_CORPUS_HDF5) {
+        /* The whole corpus's size gives the cut; the share reports where the
+         * windows that start in it start. */
+        int64_t n_windows = cut(total, window_documents, NULL);
+        int64_t *first = malloc(((size_t)n_windows + 1) * sizeof *first);
+        if (first == NULL) {
+            status = tfenc_error(ctx, TFENC_ERR_NO_MEMORY, "out of memory for the windows");
+        } else {
+            cut(total, window_documents, first);
+            tfenc_corpus_set_first_index(corpus, first_index);
+            status = tfenc_corpus_line_starts_at(ctx, corpus, first, n_windows,
+                                                 &share_info->line_starts,
+                                                 &share_info->n_line_starts);
+            free(first);
+        }
+        share_info->file_size = tfenc_corpus_file_size(corpus);
+    }
+    tfenc_corpus_close(corpus);
+    return status;
+}
+
+int tfenc_windows_build(tfenc_context *ctx, MPI_Comm comm, tfenc_windows_share *share_info,
+                        int64_t window_documents, tfenc_windows *windows)
+{
+    memset(windows, 0, sizeof *windows);
+    int n_ranks = 1;
+    MPI_Comm_size(comm, &n_ranks);
+    unsigned long long longest_id = share_info->max_id_length, longest = 0;
+    MPI_Allreduce(&share_info->n_documents, &windows->n_documents, 1, MPI_INT64_T, MPI_SUM, comm);
+    MPI_Allreduce(&longest_id, &longest, 1, MPI_UNSIGNED_LONG_LONG, MPI_MAX, comm);
+    windows->max_id_length = (size_t)longest;
+    windows->window_documents = window_documents;
+    windows->n_windows = cut(windows->n_documents, window_documents, NULL);
+    const int64_t n = windows->n_windows;
+    windows->state = calloc((size_t)n + 1, 1);
+    windows->first_document = malloc(((size_t)n + 1) * sizeof *windows->first_document);
+    int ok = windows->state != NULL && windows->first_document != NULL;
+    if (ok)
+        cut(windows->n_documents, window_documents, windows->first_document);
+
+    int is_text = share_info->line_starts != NULL || share_info->file_size > 0;
+    int any_text = 0;
+    MPI_Allreduce(&is_text, &any_text, 1, MPI_INT, MPI_MAX, comm);
+    int *counts = NULL, *displacements = NULL;
+    if (any_text) {
+        windows->byte_start = malloc(((size_t)n + 1) * sizeof *windows->byte_start);
+        counts = malloc((size_t)n_ranks * sizeof *counts);
+        displacements = malloc((size_t)n_ranks * sizeof *displacements);
+        ok = ok && windows->byte_start != NULL && counts != NULL && displacements != NULL;
+    }
+    int status = agree_on_memory(ctx, comm, ok);
+    if (status == TFENC_OK && any_text) {
+        /* Every window's first line starts in exactly one share, and the
+         * shares are in file order: their lists, concatenated, are the
+         * windows' starts. */
+        int mine = (int)share_info->n_line_starts;
+        MPI_Allgather(&mine, 1, MPI_INT, counts, 1, MPI_INT, comm);
+        int64_t total = 0;
+        for (int r = 0; r < n_ranks; r++) {
+            displacements[r] = (int)total;
+            total += counts[r];
+        }
+        if (total != n)
+            status = tfenc_error(ctx, TFENC_ERR_INTERNAL,
+                                 "the corpus's shares found %lld window starts for %lld windows "
+                                 "(did the file change while it was read?)",
+                                 (long long)total, (long long)n);
+        else
+            MPI_Allgatherv(share_info->line_starts, mine, MPI_INT64_T, windows->byte_start,
+                           counts, displacements, MPI_INT64_T, comm);
+        int64_t size = share_info->file_size, largest = 0;
+        MPI_Allreduce(&size, &largest, 1, MPI_INT64_T, MPI_MAX, comm);
+        windows->byte_start[n] = largest;
+    }
+    free(counts);
+    free(displacements);
+    free(share_info->line_starts);
+    share_info->line_starts = NULL;
+    if (status != TFENC_OK)
+        tfenc_windows_free(windows);
+    return status;
+}
+
+void tfenc_windows_range(const tfenc_windows *windows, int64_t k, tfenc_corpus_range *range)
+{
+    range->first_index = windows->first_document[k];
+    range->n_documents = windows->first_document[k + 1] - windows->first_document[k];
+    range->byte_start = windows->byte_start != NULL ? windows->byte_start[k] : 0;
+    range->byte_end = windows->byte_start != NULL ? windows->byte_start[k + 1] : 0;
+}
+
+/* ------------------------------------------------------------------ rows */
+
+int tfenc_windows_count_local(tfenc_context *ctx, tfenc_windows *windows, int counter,
+                              int n_counters, tfenc_window_counter count_window, void *user)
+{
+    free(windows->first_row);
+    windows->first_row = calloc((size_t)windows->n_windows + 1, sizeof *windows->first_row);
+    if (windows->first_row == NULL)
+        return tfenc_error(ctx, TFENC_ERR_NO_MEMORY, "out of memory for the windows' rows");
+    int status = TFENC_OK;
+    for (int64_t k = counter; counter >= 0 && status == TFENC_OK && k < windows->n_windows;
+         k += n_counters)
+        status = count_window(ctx, user, k, &windows->first_row[k]);
+    return status;
+}
+
+int tfenc_windows_sum_rows(tfenc_context *ctx, MPI_Comm comm, tfenc_windows *windows)
+{
+    const int64_t n = windows->n_windows;
+    int status = agree_on_memory(ctx, comm, windows->first_row != NULL);
+    if (status != TFENC_OK)
+        return status;
+    /* Counts of windows nobody here counted are 0: the sum is each window's count. */
+    MPI_Allreduce(MPI_IN_PLACE, windows->first_row, (int)n, MPI_INT64_T, MPI_SUM, comm);
+    int64_t running = 0;
+    for (int64_t k = 0; k <= n; k++) {
+        int64_t rows = k < n ? windows->first_row[k] : 0;
+        windows->first_row[k] = running;
+        running += rows;
+    }
+    return TFENC_OK;
+}
+
+/* ---------------------------------------------------------------- resume */
+
+int tfenc_windows_progress_local(tfenc_context *ctx, tfenc_windows *windows, int reader,
+                                 int n_readers, tfenc_window_progress written, void *user)
+{
+    const int64_t width = windows->window_documents;
+    uint8_t *done = malloc((size_t)width);
+    if (done == NULL)
+        return tfenc_error(ctx, TFENC_ERR_NO_MEMORY, "out of memory");
+    int status = TFENC_OK;
+    for (int64_t k = reader; reader >= 0 && status == TFENC_OK && k < windows->n_windows;
+         k += n_readers) {
+        tfenc_corpus_range range;
+        tfenc_windows_range(windows, k, &range);
+        status = written(ctx, user, range.first_index, range.n_documents, done);
+        int64_t finished = 0;
+        for (int64_t i = 0; status == TFENC_OK && i < range.n_documents; i++)
+            finished += done[i] != 0;
+        if (status != TFENC_OK || finished == 0)
+            continue;
+        windows->state[k] = finished == range.n_documents ? TFENC_WINDOW_DONE
+                                                           : TFENC_WINDOW_PARTIAL;
+        if (windows->state[k] != TFENC_WINDOW_PARTIAL)
+            continue;
+        /* Kept until the combination: this reader's partial windows only. */
+        int64_t *partial = realloc(windows->partial,
+                                   ((size_t)windows->n_partial + 1) * sizeof *partial);
+        uint8_t *flags = partial == NULL ? NULL
+                                         : realloc(windows->partial_done,
+                                                   ((size_t)windows->n_partial + 1) * (size_t)width);
+        if (partial != NULL)
+            windows->partial = partial;
+        if (flags != NULL)
+            windows->partial_done = flags;
+        if (partial == NULL || flags == NULL) {
+            status = tfenc_error(ctx, TFENC_ERR_NO_MEMORY, "out of memory");
+            break;
+        }
+        memset(flags + (size_t)windows->n_partial * (size_t)width, 0, (size_t)width);
+        memcpy(flags + (size_t)windows->n_partial * (size_t)width, done, (size_t)range.n_documents);
+        windows->partial[windows->n_partial++] = k;
+    }
+    free(done);
+    return status;
+}
+
+int tfenc_windows_combine_progress(tfenc_context *ctx, MPI_Comm comm, tfenc_windows *windows)
+{
+    const int64_t n = windows->n_windows, width = windows->window_documents;
+    MPI_Allreduce(MPI_IN_PLACE, windows->state, (int)n, MPI_UINT8_T, MPI_MAX, comm);
+    int64_t n_partial = 0;
+    for (int64_t k = 0; k < n; k++)
+        n_partial += windows->state[k] == TFENC_WINDOW_PARTIAL;
+    int64_t *partial = malloc(((size_t)n_partial + 1) * sizeof *partial);
+    uint8_t *flags = calloc((size_t)n_partial * (size_t)width + 1, 1);
+    int status = agree_on_memory(ctx, comm, partial != NULL && flags != NULL);
+    if (status != TFENC_OK) {
+        free(partial);
+        free(flags);
+        return status;
+    }
+    for (int64_t k = 0, j = 0; k < n; k++)
+        if (windows->state[k] == TFENC_WINDOW_PARTIAL)
+            partial[j++] = k;
+    /* Each partial window's flags come from the one reader that has them. */
+    for (int64_t i = 0; i < windows->n_partial; i++) {
+        int64_t k = windows->partial[i], low = 0, high = n_partial;
+        while (low < high) {
+            int64_t middle = low + (high - low) / 2;
+            if (partial[middle] < k)
+                low = middle + 1;
+            else
+                high = middle;
+        }
+        memcpy(flags + (size_t)low * (size_t)width,
+               windows->partial_done + (size_t)i * (size_t)width, (size_t)width);
+    }
+    if (n_partial > 0)
+        MPI_Allreduce(MPI_IN_PLACE, flags, (int)(n_partial * width), MPI_UINT8_T, MPI_MAX, comm);
+    free(windows->partial);
+    free(windows->partial_done);
+    windows->partial = partial;
+    windows->partial_done = flags;
+    windows->n_partial = n_partial;
+    return TFENC_OK;
+}
+
+const uint8_t *tfenc_windows_finished_documents(const tfenc_windows *windows, int64_t k)
+{
+    if (windows->state == NULL || windows->state[k] != TFENC_WINDOW_PARTIAL)
+        return NULL;
+    int64_t low = 0, high = windows->n_partial;
+    while (low < high) {
+        int64_t middle = low + (high - low) / 2;
+        if (windows->partial[middle] < k)
+            low = middle + 1;
+        else
+            high = middle;
+    }
+    if (low < windows->n_partial && windows->partial[low] == k)
+        return windows->partial_done + (size_t)low * (size_t)windows->window_documents;
+    return NULL;
+}
+
+int64_t tfenc_windows_documents_finished(const tfenc_windows *windows)
+{
+    int64_t finished = 0;
+    for (int64_t k = 0; windows->state != NULL && k < windows->n_windows; k++) {
+        tfenc_corpus_range range;
+        tfenc_windows_range(windows, k, &range);
+        if (windows->state[k] == TFENC_WINDOW_DONE)
+            finished += range.n_documents;
+        else if (windows->state[k] == TFENC_WINDOW_PARTIAL) {
+            const uint8_t *done = tfenc_windows_finished_documents(windows, k);
+            for (int64_t i = 0; done != NULL && i < range.n_documents; i++)
+                finished += done[i] != 0;
+        }
+    }
+    return finished;
+}
+
+void tfenc_windows_free(tfenc_windows *windows)
+{
+    free(windows->byte_start);
+    free(windows->first_document);
+    free(windows->first_row);
+    free(windows->state);
+    free(windows->partial);
+    free(windows->partial_done);
+    memset(windows, 0, sizeof *windows);
+}

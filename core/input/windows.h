@@ -1,0 +1,132 @@
+/* The corpus cut into windows of W = [job] window_documents consecutive
+ * documents, and toward the end of the corpus smaller ones: a window holds
+ * 1/1024 of the documents left (TFENC_WINDOW_TAIL_DIVISOR), rounded down to
+ * a multiple of the grain G (W / 64, at least 32 documents, at most W), and
+ * at least G and at most W. The last ~1024 W documents are so cut into
+ * windows that taper from W to G, and up to about a thousand replicas finish within one small window of
+ * each other instead of one whole window apart (a corpus smaller than
+ * that is all small windows). Windows depend on the job and the corpus's
+ * size alone, never on the number of ranks or the layout, and they are the
+ * unit of everything that must not depend on the layout:
+ *
+ * - work: a replica takes whole windows, one at a time, as it becomes free
+ *   (work_queue.h), so a slow node simply takes fewer;
+ * - reproducibility: a window's documents are sorted by length and cut into
+ *   microbatches inside the window only (feeder.h), so a document's
+ *   microbatch companions, and hence its vector, bit for bit, depend only
+ *   on the job;
+ * - resume: a window a previous run finished is skipped, and inside a
+ *   window it left unfinished only the microbatches it did not finish are
+ *   encoded again (they are the same microbatches).
+ *
+ * Building the windows takes one parallel pass over the corpus: each rank
+ * counts and checks its share (corpus.h), the counts give every share its
+ * first global index, and text shares report the byte offsets where windows
+ * start. For per-token output a second pass tokenizes each window once to
+ * learn where its rows go. */
+#ifndef TFENC_WINDOWS_H
+#define TFENC_WINDOWS_H
+
+#include <mpi.h>
+#include <stdint.h>
+
+#include "input/corpus.h"
+
+/* Tail windows shrink to the grain, W / TFENC_WINDOW_TAIL_STEPS but not
+ * below TFENC_WINDOW_MIN_DOCUMENTS (smaller windows would make microbatches
+ * of short texts too small for efficient matrix products), nor above W;
+ * each holds 1 / TFENC_WINDOW_TAIL_DIVISOR of the documents left: the
+ * divisor is the number of replicas whose finishing times the taper evens
+ * out. */
+#define TFENC_WINDOW_TAIL_STEPS 64
+#define TFENC_WINDOW_MIN_DOCUMENTS 32
+#define TFENC_WINDOW_TAIL_DIVISOR 1024
+
+/* The grain of width W: every window's size but the last is a multiple. */
+int64_t tfenc_windows_grain(int64_t window_documents);
+
+/* What an earlier run left of a window. */
+typedef enum tfenc_window_state {
+    TFENC_WINDOW_FRESH = 0,   /* none of its documents is finished */
+    TFENC_WINDOW_PARTIAL = 1, /* some are */
+    TFENC_WINDOW_DONE = 2     /* all are: nothing to do */
+} tfenc_window_state;
+
+typedef struct tfenc_windows {
+    int64_t n_documents;
+    int64_t window_documents; /* W: no window is larger */
+    int64_t n_windows;
+    int64_t *first_document;  /* [n_windows + 1] each window's first document, then N */
+    size_t max_id_length;     /* longest document id in bytes (JSON Lines ids), else 0 */
+    int64_t *byte_start;      /* text: [n_windows + 1] offset of each window's first line,
+                               * then the file size; NULL for HDF5 */
+    int64_t *first_row;       /* [n_windows + 1] first output row of each window, for
+                               * outputs of several rows per document (tokens after
+                               * truncation, or chunks), then the total; NULL until
+                               * counted */
+    uint8_t *state;           /* [n_windows] tfenc_window_state; all FRESH until read */
+    int64_t n_partial;
+    int64_t *partial;         /* [n_partial] the PARTIAL windows, ascending */
+    uint8_t *partial_done;    /* [n_partial * W] per document: finished (1) or not */
+} tfenc_windows;
+
+/* What one rank learned about its share in the counting pass. */
+typedef struct tfenc_windows_share {
+    int64_t n_documents;
+    size_t max_id_length;
+    int64_t *line_starts;     /* text: byte offsets of the share's lines that start a
+                               * window (malloc'ed; freed by build) */
+    int64_t n_line_starts;
+    int64_t file_size;        /* text: the corpus's size in bytes */
+} tfenc_windows_share;
+
+/* Local, on every rank: opens share `share` of `n_shares` of the corpus,
+ * reads and checks all of it, and fills `share_info`; the global index of
+ * the share's first document is learned by an MPI_Exscan inside, so this is
+ * collective over `comm` (whose size is n_shares). A failure is this rank's
+ * and is returned after the collective parts, so every rank can agree. */
+int tfenc_windows_scan(tfenc_context *ctx, MPI_Comm comm, const tfenc_corpus_options *corpus,
+                       int64_t window_documents, tfenc_windows_share *share_info);
+
+/* Collective over `comm`: combines every rank's share into the windows.
+ * Call only when every rank's tfenc_windows_scan succeeded. */
+int tfenc_windows_build(tfenc_context *ctx, MPI_Comm comm, tfenc_windows_share *share_info,
+                        int64_t window_documents, tfenc_windows *windows);
+
+/* The documents of window k, as a corpus range. */
+void tfenc_windows_range(const tfenc_windows *windows, int64_t k, tfenc_corpus_range *range);
+
+/* Row counting, for outputs that place each document's rows by token
+ * (per-token output) or by chunk. Local, on each counting rank (one per
+ * replica, say): counts the windows k with k % n_counters == counter with
+ * `count_window` (the window's output rows), keeping them in the windows. */
+typedef int (*tfenc_window_counter)(tfenc_context *ctx, void *user, int64_t window,
+                                    int64_t *rows);
+int tfenc_windows_count_local(tfenc_context *ctx, tfenc_windows *windows, int counter,
+                              int n_counters, tfenc_window_counter count_window, void *user);
+/* Collective over `comm` (ranks that counted nothing take part too): every
+ * rank gets first_row. Call only when every rank's counting succeeded. */
+int tfenc_windows_sum_rows(tfenc_context *ctx, MPI_Comm comm, tfenc_windows *windows);
+
+/* Resume. Local, on each reading rank (a writer, which has the output
+ * open): reads the state of the windows k with k % n_readers == reader,
+ * `written` filling each document's finished flag. */
+typedef int (*tfenc_window_progress)(tfenc_context *ctx, void *user, int64_t first_document,
+                                     int64_t n_documents, uint8_t *done);
+int tfenc_windows_progress_local(tfenc_context *ctx, tfenc_windows *windows, int reader,
+                                 int n_readers, tfenc_window_progress written, void *user);
+/* Collective over `comm`: every rank gets every window's state and the
+ * finished flags of the partial windows. Call only when every rank's
+ * reading succeeded. */
+int tfenc_windows_combine_progress(tfenc_context *ctx, MPI_Comm comm, tfenc_windows *windows);
+
+/* After progress is combined: the finished flags of a PARTIAL window's
+ * documents (W bytes); NULL for a FRESH window, and for a DONE one, which
+ * is never read again. */
+const uint8_t *tfenc_windows_finished_documents(const tfenc_windows *windows, int64_t k);
+/* Documents an earlier run finished, in all. */
+int64_t tfenc_windows_documents_finished(const tfenc_windows *windows);
+
+void tfenc_windows_free(tfenc_windows *windows);
+
+#endif

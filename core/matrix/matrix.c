@@ -1,0 +1,969 @@
+/* The matrix backend's front: linear maps and activation products at each
+ * layer's precision (fp32 here on OpenBLAS; bf16 and int8 handed to
+ * core/matrix/matrix_onednn.c), their epilogues (per-token int8 scales, bias,
+ * activations, element types), the rank's OpenMP thread pool, and what the
+ * CPU offers each precision.
+ *
+ * One pool: OpenBLAS brings a thread pool of its own (pthreads in Debian's
+ * default build), and two pools on the same cores spin against each other
+ * between calls. So OpenBLAS always runs single-threaded, and fp32
+ * products are split by rows (linear maps) or by batch entry (activation
+ * products) over OpenMP's threads, which oneDNN and the element-wise loops
+ * use too. Its OpenMP build would not do better: its threaded GEMM
+ * allocates a 512 KiB job table on every call. */
+#include "config.h"
+
+#include "matrix/matrix.h"
+#include "base/aligned.h"
+#include "base/fast_math.h"
+#include "matrix/matrix_onednn.h"
+#include "base/parallel.h"
+
+#include <cblas.h>
+#include <malloc.h>
+#include <math.h>
+#include <omp.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* OpenBLAS's own declaration (in its cblas.h), repeated in case another
+ * CBLAS header is found first. */
+void openblas_set_num_threads(int threads);
+
+struct tfenc_matrix_scratch {
+    void *data;
+    size_t bytes;
+    int threads;   /* the pool's size when the first oneDNN product was made */
+    size_t thread_stride; /* activation products from a parallel region: thread t uses
+                           * the scratch from t * thread_stride (the largest product's
+                           * need, so that no two threads' parts overlap) */
+    void **streams; /* [threads] oneDNN streams (products from a parallel region use
+                     * their thread's); NULL until the first oneDNN product */
+};
+
+struct tfenc_linear {
+    tfenc_precision precision;
+    int in, out;
+    float *weight;          /* fp32: [out, in]; NULL in bf16 and int8 */
+    float *bias;            /* [out] or NULL */
+    onednn_linear *onednn;  /* bf16 and int8 */
+    tfenc_matrix_scratch *scratch;
+    float *record_input_range;  /* fp32 calibration: max |x[., j]| seen, or NULL */
+    float *input_smoothing;     /* int8: [in] 1 / s_j applied to x before quantizing, or NULL */
+    int borrowed;               /* weight, bias and smoothing live in a block
+                                 * (tfenc_matrix_block), not in the map's own memory */
+};
+
+struct tfenc_matmul_plan {
+    tfenc_precision precision; /* FP32, or BF16 for bf16 and int8 layers */
+    tfenc_matmul_shape largest;
+    onednn_matmul *onednn;
+    tfenc_matrix_scratch *scratch;
+    int threads;               /* threads that may call it at once (a parallel region's) */
+};
+
+/* ---------------------------------------------------------------- bf16 */
+
+/* The loops are static: the ifunc resolvers of their vector clones stay
+ * out of libtfenc's exports. */
+TFENC_VECTOR_CLONES
+static void round_to_bf16(const float *in, uint16_t *out, size_t n)
+{
+#pragma omp simd
+    for (size_t i = 0; i < n; i++)
+        out[i] = tfenc_round_to_bf16(in[i]);
+}
+
+TFENC_VECTOR_CLONES
+static void widen_from_bf16(const uint16_t *in, float *out, size_t n)
+{
+#pragma omp simd
+    for (size_t i = 0; i < n; i++) {
+        uint32_t bits = (uint32_t)in[i] << 16;
+        memcpy(&out[i], &bits, sizeof bits);
+    }
+}
+
+void tfenc_matrix_to_bf16(const float *in, uint16_t *out, size_t n)
+{
+    round_to_bf16(in, out, n);
+}
+
+void tfenc_matrix_from_bf16(const uint16_t *in, float *out, size_t n)
+{
+    widen_from_bf16(in, out, n);
+}
+
+/* -------------------------------------------------------------- threads */
+
+static int configured_threads;
+static pthread_once_t blas_once = PTHREAD_ONCE_INIT;
+
+static void blas_single_threaded(void)
+{
+    openblas_set_num_threads(1);
+}
+
+void tfenc_matrix_set_threads(int threads)
+{
+    if (threads <= 0) {
+        const char *names[] = {"OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS"};
+        for (int i = 0; threads <= 0 && i < 2; i++) {
+            const char *value = getenv(names[i]);
+            if (value != NULL)
+                threads = atoi(value);
+        }
+    }
+    if (threads <= 0) {
+        cpu_set_t cores;
+        threads = sched_getaffinity(0, sizeof cores, &cores) == 0 ? CPU_COUNT(&cores) : 1;
+    }
+    configured_threads = threads;
+    omp_set_num_threads(threads);
+    pthread_once(&blas_once, blas_single_threaded);
+}
+
+int tfenc_matrix_threads(void)
+{
+    return configured_threads > 0 ? configured_threads : omp_get_max_threads();
+}
+
+/* ----------------------------------------------------------- precisions */
+
+int tfenc_matrix_check_precision(tfenc_context *ctx, tfenc_precision precision)
+{
+    if (precision == TFENC_PRECISION_FP32)
+        return TFENC_OK;
+    const char *name = tfenc_precision_names[precision];
+#ifndef HAVE_ONEDNN
+    return tfenc_error(ctx, TFENC_ERR_CONFIG,
+                       "precision = %s: tfenc was built without oneDNN (install libdnnl-dev and "
+                       "run configure again, or use precision = fp32)",
+                       name);
+#else
+    if (!onednn_precision_runs(precision))
+        return tfenc_error(ctx, TFENC_ERR_CONFIG,
+                           "precision = %s: oneDNN has no %s matmul for this CPU (instruction set "
+                           "%s; bf16 needs AVX-512); use precision = fp32",
+                           name, name, onednn_isa_name());
+    return TFENC_OK;
+#endif
+}
+
+tfenc_precision tfenc_matrix_int8_fallback(void)
+{
+    return tfenc_matrix_check_precision(NULL, TFENC_PRECISION_BF16) == TFENC_OK
+               ? TFENC_PRECISION_BF16
+               : TFENC_PRECISION_FP32;
+}
+
+int tfenc_matrix_describe(tfenc_precision requested, tfenc_precision *runs, char *line,
+                          size_t size)
+{
+    tfenc_precision chosen = requested;
+    while (chosen != TFENC_PRECISION_FP32 && tfenc_matrix_check_precision(NULL, chosen) != TFENC_OK)
+        chosen = (tfenc_precision)(chosen - 1);
+    *runs = chosen;
+    line[0] = '\0';
+    if (requested == TFENC_PRECISION_FP32)
+        return 0;
+#ifdef HAVE_ONEDNN
+    int bf16 = onednn_isa_has_bf16(), vnni = onednn_isa_has_vnni(), amx = onednn_isa_has_amx();
+    const char *isa = onednn_isa_name();
+#else
+    int bf16 = 0, vnni = 0, amx = 0;
+    const char *isa = "none: tfenc was built without oneDNN";
+#endif
+    char lacks[96] = "";
+    if (requested == TFENC_PRECISION_BF16 && !bf16)
+        strcat(lacks, "AVX512_BF16");
+    if (requested == TFENC_PRECISION_INT8 && !vnni)
+        strcat(lacks, "AVX512_VNNI");
+    if (!amx)
+        strcat(strcat(lacks, lacks[0] != '\0' ? " and " : ""), "AMX");
+    if (lacks[0] == '\0' && chosen == requested)
+        return 0;
+    snprintf(line, size, "precision = %s: this CPU lacks %s (oneDNN runs %s); %s runs%s",
+             tfenc_precision_names[requested], lacks[0] != '\0' ? lacks : "nothing", isa,
+             tfenc_precision_names[chosen],
+             chosen != requested                                         ? " instead"
+             : requested == TFENC_PRECISION_BF16 && !bf16                 ? " (emulated, slower)"
+             : requested == TFENC_PRECISION_INT8 && !vnni                 ? " (without VNNI, slower)"
+                                                                          : "");
+    return 1;
+}
+
+/* -------------------------------------------------------------- scratch */
+
+int tfenc_matrix_scratch_create(tfenc_context *ctx, tfenc_matrix_scratch **scratch)
+{
+    *scratch = calloc(1, sizeof **scratch);
+    if (*scratch == NULL)
+        return tfenc_error(ctx, TFENC_ERR_NO_MEMORY, "matrix backend: out of memory");
+    return TFENC_OK;
+}
+
+void tfenc_matrix_scratch_destroy(tfenc_matrix_scratch *scratch)
+{
+    if (scratch == NULL)
+        return;
+#ifdef HAVE_ONEDNN
+    for (int t = 0; scratch->streams != NULL && t < scratch->threads; t++)
+        if (scratch->streams[t] != NULL)
+            onednn_stream_destroy(scratch->streams[t]);
+#endif
+    free(scratch->streams);
+    tfenc_aligned_free(scratch->data);
+    free(scratch);
+}
+
+size_t tfenc_matrix_scratch_bytes(const tfenc_matrix_scratch *scratch)
+{
+    return scratch->bytes;
+}
+
+/* Grows the scratch to `bytes` at creation time. Pages a product never
+ * touches (the conversion paths of an fp32 map) are never made resident. */
+static int scratch_reserve(tfenc_context *ctx, tfenc_matrix_scratch *scratch, size_t bytes)
+{
+    if (bytes <= scratch->bytes)
+        return TFENC_OK;
+    void *grown = tfenc_aligned_alloc(bytes);
+    if (grown == NULL)
+        return tfenc_error(ctx, TFENC_ERR_NO_MEMORY,
+                           "matrix backend: out of memory for %zu bytes of scratch", bytes);
+    tfenc_aligned_free(scratch->data);
+    scratch->data = grown;
+    scratch->bytes = bytes;
+    return TFENC_OK;
+}
+
+#ifdef HAVE_ONEDNN
+static int scratch_stream(tfenc_context *ctx, tfenc_matrix_scratch *scratch)
+{
+    if (scratch->streams != NULL)
+        return TFENC_OK;
+    scratch->threads = omp_get_max_threads();
+    scratch->streams = calloc((size_t)scratch->threads, sizeof *scratch->streams);
+    if (scratch->streams == NULL)
+        return tfenc_error(ctx, TFENC_ERR_NO_MEMORY, "matrix backend: out of memory");
+    for (int t = 0; t < scratch->threads; t++)
+        if (onednn_stream_create(&scratch->streams[t]) != TFENC_OK)
+            return tfenc_error(ctx, TFENC_ERR_INTERNAL, "matrix backend: no oneDNN stream");
+    return TFENC_OK;
+}
+#endif
+
+/* ------------------------------------------------------------ epilogues */
+
+static int is_gated(tfenc_activation activation)
+{
+    return activation == TFENC_ACTIVATION_SWIGLU || activation == TFENC_ACTIVATION_GEGLU;
+}
+
+/* One row of the epilogue: z = scale * (product - offset * correction) +
+ * bias (int8 tokens' scale and zero point; 1 and 0 otherwise), then the
+ * activation (gated ones read z[j] and z[f + j]), stored as float32 or
+ * bfloat16. `z` is the row's float32 product, `width` its length (2f when
+ * gated); y may be z itself. */
+TFENC_VECTOR_CLONES
+static void epilogue_row(float *z, int width, float scale, float offset,
+                         const float *restrict correction, const float *restrict bias,
+                         tfenc_activation activation, void *y, tfenc_element_type y_dtype)
+{
+    if (correction != NULL && offset != 0.0f) {
+#pragma omp simd
+        for (int j = 0; j < width; j++)
+            z[j] -= offset * correction[j];
+    }
+    if (scale != 1.0f || bias != NULL) {
+        if (bias != NULL) {
+#pragma omp simd
+            for (int j = 0; j < width; j++)
+                z[j] = z[j] * scale + bias[j];
+        } else {
+#pragma omp simd
+            for (int j = 0; j < width; j++)
+                z[j] *= scale;
+        }
+    }
+    int n = is_gated(activation) ? width / 2 : width;
+    switch (activation) {
+    case TFENC_ACTIVATION_RELU:
+#pragma omp simd
+        for (int j = 0; j < n; j++)
+            z[j] = tfenc_relu(z[j]);
+        break;
+    case TFENC_ACTIVATION_GELU:
+#pragma omp simd
+        for (int j = 0; j < n; j++)
+            z[j] = tfenc_gelu(z[j]);
+        break;
+    case TFENC_ACTIVATION_GELU_TANH:
+#pragma omp simd
+        for (int j = 0; j < n; j++)
+            z[j] = tfenc_gelu_tanh(z[j]);
+        break;
+    case TFENC_ACTIVATION_SILU:
+#pragma omp simd
+        for (int j = 0; j < n; j++)
+            z[j] = tfenc_silu(z[j]);
+        break;
+    case TFENC_ACTIVATION_SWIGLU:
+#pragma omp simd
+        for (int j = 0; j < n; j++)
+            z[j] = tfenc_silu(z[j]) * z[n + j];
+        break;
+    case TFENC_ACTIVATION_GEGLU:
+#pragma omp simd
+        for (int j = 0; j < n; j++)
+            z[j] = tfenc_gelu(z[j]) * z[n + j];
+        break;
+    default:
+        break;
+    }
+    if (y_dtype == TFENC_BFLOAT16)
+        tfenc_matrix_to_bf16(z, y, (size_t)n);
+    else if ((float *)y != z)
+        memcpy(y, z, (size_t)n * sizeof(float));
+}
+
+/* The epilogue over rows of a product: row r of z (stride z_stride) goes to
+ * row r of y (n output columns of y_dtype). row_scales NULL means 1 (and
+ * no zero points). */
+static void epilogue(float *z, int rows, int width, size_t z_stride, const float *row_scales,
+                     const float *row_offsets, const float *correction, const float *bias,
+                     tfenc_activation activation, void *y, tfenc_element_type y_dtype)
+{
+    const int n = is_gated(activation) ? width / 2 : width;
+    const size_t y_row_bytes = (size_t)n * (y_dtype == TFENC_BFLOAT16 ? 2 : 4);
+    TFENC_PARALLEL_FOR(r, rows, (double)rows * width,
+                       epilogue_row(z + (size_t)r * z_stride, width,
+                                    row_scales != NULL ? row_scales[r] : 1.0f,
+                                    row_offsets != NULL ? row_offsets[r] : 0.0f, correction, bias,
+                                    activation, (char *)y + (size_t)r * y_row_bytes, y_dtype));
+}
+
+/* Rows of x (x_dtype, row length n) as float32 into `out`. */
+static void rows_to_float(const void *x, tfenc_element_type x_dtype, int rows, int n, float *out)
+{
+    if (x_dtype == TFENC_FLOAT32) {
+        memcpy(out, x, (size_t)rows * (size_t)n * sizeof(float));
+        return;
+    }
+    TFENC_PARALLEL_FOR(r, rows, (double)rows * n,
+                       tfenc_matrix_from_bf16((const uint16_t *)x + (size_t)r * n,
+                                              out + (size_t)r * n, (size_t)n));
+}
+
+/* Rows of x (x_dtype) as bfloat16 into `out`. */
+static void rows_to_bf16(const void *x, tfenc_element_type x_dtype, int rows, int n, uint16_t *out)
+{
+    if (x_dtype == TFENC_BFLOAT16) {
+        memcpy(out, x, (size_t)rows * (size_t)n * sizeof(uint16_t));
+        return;
+    }
+    TFENC_PARALLEL_FOR(r, rows, (double)rows * n,
+                       tfenc_matrix_to_bf16((const float *)x + (size_t)r * n, out + (size_t)r * n,
+                                            (size_t)n));
+}
+
+/* int8 inputs, per token and asymmetric: row r becomes round(x / s_r) +
+ * z_r in 0..255, with s_r = (max - min) / 255 and z_r placing min at 0, so
+ * that each token uses all 256 levels between its own extremes whatever
+ * the other tokens hold (one bit more than +-max for one-sided rows such
+ * as GELU's). oneDNN subtracts 128 from every input; the epilogue takes
+ * the rest, (z_r - 128) times the weights' column sums, back. */
+TFENC_VECTOR_CLONES
+static void quantize_row(const float *restrict x, int n, uint8_t *restrict q, float *scale,
+                         float *offset)
+{
+    float lowest = x[0], highest = x[0];
+#pragma omp simd reduction(min : lowest) reduction(max : highest)
+    for (int j = 0; j < n; j++) {
+        lowest = x[j] < lowest ? x[j] : lowest;
+        highest = x[j] > highest ? x[j] : highest;
+    }
+    /* The range includes 0, so that zero stays exact (padding, ReLU). */
+    lowest = lowest < 0.0f ? lowest : 0.0f;
+    highest = highest > 0.0f ? highest : 0.0f;
+    float s = highest > lowest ? (highest - lowest) / 255.0f : 1.0f;
+    float zero = nearbyintf(-lowest / s);
+    float inverse = 1.0f / s;
+#pragma omp simd
+    for (int j = 0; j < n; j++) {
+        float level = nearbyintf(x[j] * inverse) + zero;
+        level = level < 0.0f ? 0.0f : level;
+        q[j] = (uint8_t)(level > 255.0f ? 255.0f : level);
+    }
+    *scale = s;
+    *offset = zero - 128.0f;
+}
+
+/* own[j] = row[j] * smoothing[j]: a token's channels divided by their
+ * SmoothQuant factors before it is quantized (own may be row). */
+TFENC_VECTOR_CLONES
+static void smooth_row(const float *row, const float *restrict smoothing, int n, float *own)
+{
+#pragma omp simd
+    for (int j = 0; j < n; j++)
+        own[j] = row[j] * smoothing[j];
+}
+
+static void quantize_one(const void *x, tfenc_element_type x_dtype, const float *smoothing, int r,
+                         int n, uint8_t *q, float *scales, float *offsets, float *row_buffer)
+{
+    const float *row = (const float *)x + (size_t)r * n;
+    float *own = row_buffer + (size_t)omp_get_thread_num() * n;
+    if (x_dtype == TFENC_BFLOAT16) {
+        tfenc_matrix_from_bf16((const uint16_t *)x + (size_t)r * n, own, (size_t)n);
+        row = own;
+    }
+    if (smoothing != NULL) {
+        smooth_row(row, smoothing, n, own);
+        row = own;
+    }
+    quantize_row(row, n, q + (size_t)r * n, &scales[r], &offsets[r]);
+}
+
+static void quantize_rows(const void *x, tfenc_element_type x_dtype, const float *smoothing,
+                          int rows, int n, uint8_t *q, float *scales, float *offsets,
+                          float *row_buffer)
+{
+    TFENC_PARALLEL_FOR(r, rows, (double)rows * n,
+                       quantize_one(x, x_dtype, smoothing, r, n, q, scales, offsets, row_buffer));
+}
+
+/* Calibration: range[j] = max(range[j], |x[r][j]|) over the rows. */
+TFENC_VECTOR_CLONES
+static void record_range(const float *x, int rows, int n, float *range)
+{
+    for (int r = 0; r < rows; r++) {
+        const float *row = x + (size_t)r * n;
+#pragma omp simd
+        for (int j = 0; j < n; j++)
+            range[j] = fabsf(row[j]) > range[j] ? fabsf(row[j]) : range[j];
+    }
+}
+
+/* SmoothQuant's factors (alpha 1/2), applied to the weight's columns now
+ * and kept inverted for the inputs. A channel never seen (range 0) or a
+ * zero column keeps factor 1. */
+static void smooth_weights(float *weight, int out, int in, const float *input_range,
+                           float *inverse)
+{
+    for (int j = 0; j < in; j++) {
+        float column = 0.0f;
+        for (int n = 0; n < out; n++)
+            column = fmaxf(column, fabsf(weight[(size_t)n * in + j]));
+        float factor = input_range[j] > 0.0f && column > 0.0f ? sqrtf(input_range[j] / column)
+                                                              : 1.0f;
+        inverse[j] = 1.0f / factor;
+        for (int n = 0; n < out; n++)
+            weight[(size_t)n * in + j] *= factor;
+    }
+}
+
+/* --------------------------------------------------------- linear maps */
+
+/* Scratch a map needs for one chunk: the input in the product's type, the
+ * product in float32 when an epilogue follows, and per-token scales. */
+static size_t linear_scratch_bytes(tfenc_precision precision, int in, int out)
+{
+    size_t rows = TFENC_MATRIX_CHUNK_ROWS;
+    size_t input = precision == TFENC_PRECISION_BF16   ? rows * (size_t)in * 2
+                   : precision == TFENC_PRECISION_INT8 ? rows * (size_t)in
+                                                       : rows * (size_t)in * 4;
+    size_t product = rows * (size_t)out * sizeof(float);
+    /* int8 from bf16 input: one float row per thread while quantizing. */
+    size_t extra =
+        2 * rows * sizeof(float) + (size_t)omp_get_max_threads() * (size_t)in * sizeof(float);
+    return (input + 63) / 64 * 64 + (product + 63) / 64 * 64 + (extra + 63) / 64 * 64;
+}
+
+/* Where each part of a map lives in a block (see tfenc_matrix_block): the
+ * weights (float32 [out, in], or oneDNN's packed bf16/s8), then the bias,
+ * then int8's scales, zero corrections and input smoothing, each 64-byte
+ * aligned. */
+typedef struct block_layout {
+    size_t weights, bias, scales, zero_correction, smoothing, total;
+} block_layout;
+
+static size_t round_up_64(size_t bytes)
+{
+    return (bytes + 63) / 64 * 64;
+}
+
+static block_layout layout_block(tfenc_precision precision, size_t packed_bytes, int out, int in,
+                                 int has_bias, int smoothing)
+{
+    block_layout b = {0};
+    size_t at = round_up_64(precision == TFENC_PRECISION_FP32
+                                ? (size_t)out * (size_t)in * sizeof(float)
+                                : packed_bytes);
+    b.bias = at;
+    at += has_bias ? round_up_64((size_t)out * sizeof(float)) : 0;
+    if (precision == TFENC_PRECISION_INT8) {
+        b.scales = at;
+        at += round_up_64((size_t)out * sizeof(float));
+        b.zero_correction = at;
+        at += round_up_64((size_t)out * sizeof(float));
+        b.smoothing = at;
+        at += smoothing ? round_up_64((size_t)in * sizeof(float)) : 0;
+    }
+    b.total = at;
+    return b;
+}
+
+int tfenc_matrix_linear_block_bytes(tfenc_context *ctx, const tfenc_matrix_linear_options *options,
+                                    int out, int in, int has_bias, size_t *bytes)
+{
+    *bytes = 0;
+    size_t packed = 0;
+    if (options->precision != TFENC_PRECISION_FP32) {
+        int status = tfenc_matrix_check_precision(ctx, options->precision);
+        if (status != TFENC_OK)
+            return status;
+#ifdef HAVE_ONEDNN
+        onednn_linear *probe = NULL;
+        status = onednn_linear_prepare(ctx, options->precision, out, in, &probe);
+        if (status != TFENC_OK)
+            return status;
+        packed = onednn_linear_packed_bytes(probe);
+        onednn_linear_destroy(probe);
+#endif
+    }
+    *bytes = layout_block(options->precision, packed, out, in, has_bias,
+                          options->input_range != NULL)
+                 .total;
+    return TFENC_OK;
+}
+
+int tfenc_matrix_linear_create(tfenc_context *ctx, const tfenc_matrix_linear_options *options,
+                               float *weight, const float *bias, int out, int in,
+                               tfenc_matrix_scratch *scratch, tfenc_linear **linear_out)
+{
+    *linear_out = NULL;
+    const tfenc_precision precision = options->precision;
+    const tfenc_matrix_block *block = options->block;
+    const int fill = block == NULL || block->fill;
+    const int has_bias = bias != NULL || (block != NULL && block->has_bias);
+    pthread_once(&blas_once, blas_single_threaded);
+    tfenc_linear *linear = calloc(1, sizeof *linear);
+    int status = linear == NULL ? tfenc_error(ctx, TFENC_ERR_NO_MEMORY, "matrix backend: out of memory")
+                                : TFENC_OK;
+    if (status == TFENC_OK && fill && weight == NULL)
+        status = tfenc_error(ctx, TFENC_ERR_INTERNAL, "matrix backend: no weight to fill a map with");
+    char *memory = block != NULL ? block->memory : NULL;
+#ifdef HAVE_ONEDNN
+    if (status == TFENC_OK && precision != TFENC_PRECISION_FP32) {
+        status = tfenc_matrix_check_precision(ctx, precision);
+        if (status == TFENC_OK)
+            status = onednn_linear_prepare(ctx, precision, out, in, &linear->onednn);
+    }
+#endif
+    block_layout layout = {0};
+    if (status == TFENC_OK) {
+        linear->precision = precision;
+        linear->in = in;
+        linear->out = out;
+        linear->scratch = scratch;
+        linear->borrowed = block != NULL;
+        if (precision == TFENC_PRECISION_FP32)
+            linear->record_input_range = options->record_input_range;
+        size_t packed = 0;
+#ifdef HAVE_ONEDNN
+        if (linear->onednn != NULL)
+            packed = onednn_linear_packed_bytes(linear->onednn);
+#endif
+        layout = layout_block(precision, packed, out, in, has_bias, options->input_range != NULL);
+        if (block != NULL && block->bytes < layout.total)
+            status = tfenc_error(ctx, TFENC_ERR_INTERNAL,
+                                 "matrix backend: a %zu-byte block for a map that needs %zu",
+                                 block->bytes, layout.total);
+    }
+    if (status == TFENC_OK && has_bias) {
+        linear->bias = block != NULL ? (float *)(memory + layout.bias)
+                                     : tfenc_aligned_alloc((size_t)out * sizeof(float));
+        if (linear->bias == NULL)
+            status = tfenc_error(ctx, TFENC_ERR_NO_MEMORY, "matrix backend: out of memory");
+        else if (fill)
+            memcpy(linear->bias, bias, (size_t)out * sizeof(float));
+    }
+    if (status == TFENC_OK)
+        status = scratch_reserve(ctx, scratch, linear_scratch_bytes(precision, in, out));
+    if (status == TFENC_OK && precision == TFENC_PRECISION_INT8 && options->input_range != NULL) {
+        float *smoothing = block != NULL ? (float *)(memory + layout.smoothing)
+                                         : tfenc_aligned_alloc((size_t)in * sizeof(float));
+        if (smoothing == NULL)
+            status = tfenc_error(ctx, TFENC_ERR_NO_MEMORY, "matrix backend: out of memory");
+        else if (fill)
+            smooth_weights(weight, out, in, options->input_range, smoothing);
+        linear->input_smoothing = smoothing;
+    }
+    if (status == TFENC_OK && precision != TFENC_PRECISION_FP32) {
+#ifdef HAVE_ONEDNN
+        status = scratch_stream(ctx, scratch);
+        if (status == TFENC_OK)
+            status = onednn_linear_place(
+                ctx, linear->onednn, fill ? weight : NULL, linear->bias,
+                block != NULL ? memory : NULL,
+                block != NULL && precision == TFENC_PRECISION_INT8 ? (float *)(memory + layout.scales) : NULL,
+                block != NULL && precision == TFENC_PRECISION_INT8 ? (float *)(memory + layout.zero_correction)
+                                                                 : NULL);
+#endif
+        tfenc_aligned_free(weight); /* converted: the float32 copy is not kept */
+        weight = NULL;
+        /* glibc keeps freed blocks of this size in its heap (its mmap
+         * threshold grows with the first one freed): give them back, or
+         * the float32 copies of every map stay resident. */
+        malloc_trim(0);
+    } else if (status == TFENC_OK && block != NULL) {
+        linear->weight = (float *)memory;
+        if (fill)
+            memcpy(linear->weight, weight, (size_t)out * (size_t)in * sizeof(float));
+        tfenc_aligned_free(weight);
+        weight = NULL;
+        malloc_trim(0); /* as above: the copy now lives in the block */
+    } else if (status == TFENC_OK) {
+        linear->weight = weight;
+        weight = NULL;
+    }
+    tfenc_aligned_free(weight);
+    if (status != TFENC_OK) {
+        tfenc_matrix_linear_destroy(linear);
+        return status;
+    }
+    *linear_out = linear;
+    return TFENC_OK;
+}
+
+void tfenc_matrix_linear_destroy(tfenc_linear *linear)
+{
+    if (linear == NULL)
+        return;
+#ifdef HAVE_ONEDNN
+    onednn_linear_destroy(linear->onednn);
+#endif
+    if (!linear->borrowed) {
+        tfenc_aligned_free(linear->weight);
+        tfenc_aligned_free(linear->bias);
+        tfenc_aligned_free(linear->input_smoothing);
+    }
+    free(linear);
+}
+
+size_t tfenc_matrix_linear_bytes(const tfenc_linear *linear)
+{
+    size_t bytes = (linear->bias != NULL ? (size_t)linear->out * sizeof(float) : 0);
+    if (linear->weight != NULL)
+        bytes += (size_t)linear->out * (size_t)linear->in * sizeof(float);
+#ifdef HAVE_ONEDNN
+    if (linear->onednn != NULL)
+        bytes += onednn_linear_bytes(linear->onednn);
+#endif
+    return bytes;
+}
+
+tfenc_element_type tfenc_linear_dtype(const tfenc_linear *linear)
+{
+    return linear->precision == TFENC_PRECISION_FP32 ? TFENC_FLOAT32 : TFENC_BFLOAT16;
+}
+
+static size_t dtype_size(tfenc_element_type dtype)
+{
+    return dtype == TFENC_BFLOAT16 ? 2 : 4;
+}
+
+/* Row blocks of an fp32 product: one per thread, in multiples of 16 rows,
+ * none smaller than 32 rows (a smaller GEMM is not worth a thread). */
+static int row_parts(int rows)
+{
+    int parts = omp_get_max_threads();
+    while (parts > 1 && rows / parts < 32)
+        parts--;
+    return parts;
+}
+
+static int part_start(int part, int parts, int rows)
+{
+    return part == parts ? rows : (int)((long)rows * part / parts / 16 * 16);
+}
+
+/* Rows [first, end) of the plain fp32 case: y starts from the bias and the
+ * GEMM accumulates onto it (one pass over y), then the activation while
+ * the rows are in cache. */
+static void fp32_rows(const tfenc_linear *linear, const float *x, float *y, int first, int end,
+                      tfenc_activation activation)
+{
+    const int in = linear->in, out = linear->out, rows = end - first;
+    if (rows <= 0)
+        return;
+    x += (size_t)first * in;
+    y += (size_t)first * out;
+    float beta = 0.0f;
+    if (linear->bias != NULL) {
+        for (int r = 0; r < rows; r++)
+            memcpy(y + (size_t)r * out, linear->bias, (size_t)out * sizeof(float));
+        beta = 1.0f;
+    }
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, rows, out, in, 1.0f, x, in,
+                linear->weight, in, beta, y, out);
+    if (activation != TFENC_ACTIVATION_NONE)
+        for (int r = 0; r < rows; r++)
+            epilogue_row(y + (size_t)r * out, out, 1.0f, 0.0f, NULL, NULL, activation,
+                         y + (size_t)r * out, TFENC_FLOAT32);
+}
+
+/* fp32 on OpenBLAS. The plain case (float32 in and out) runs its row
+ * blocks on the pool's threads; other element types and gated activations
+ * go chunk by chunk through scratch. */
+static int fp32_run(const tfenc_linear *linear, const tfenc_linear_args *args)
+{
+    const int in = linear->in, out = linear->out, rows = args->rows;
+    if (linear->record_input_range != NULL && args->x_dtype == TFENC_FLOAT32)
+        record_range(args->x, rows, in, linear->record_input_range);
+    if (args->x_dtype == TFENC_FLOAT32 && args->y_dtype == TFENC_FLOAT32 &&
+        !is_gated(args->activation)) {
+        const int parts = row_parts(rows);
+        TFENC_PARALLEL_FOR(part, parts, (double)rows * in * out,
+                           fp32_rows(linear, args->x, args->y, part_start(part, parts, rows),
+                                     part_start(part + 1, parts, rows), args->activation));
+        return TFENC_OK;
+    }
+    char *scratch = linear->scratch->data;
+    float *input = (float *)scratch;
+    float *product = (float *)(scratch + ((size_t)TFENC_MATRIX_CHUNK_ROWS * in * 4 + 63) / 64 * 64);
+    const size_t y_width = (size_t)(is_gated(args->activation) ? out / 2 : out);
+    for (int first = 0; first < rows; first += TFENC_MATRIX_CHUNK_ROWS) {
+        int count = rows - first < TFENC_MATRIX_CHUNK_ROWS ? rows - first : TFENC_MATRIX_CHUNK_ROWS;
+        const char *x = (const char *)args->x + (size_t)first * in * dtype_size(args->x_dtype);
+        const float *source = (const float *)x;
+        if (args->x_dtype != TFENC_FLOAT32) {
+            rows_to_float(x, args->x_dtype, count, in, input);
+            source = input;
+            if (linear->record_input_range != NULL)
+                record_range(input, count, in, linear->record_input_range);
+        }
+        const int parts = row_parts(count);
+        TFENC_PARALLEL_FOR(part, parts, (double)count * in * out,
+                           cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans,
+                                       part_start(part + 1, parts, count) -
+                                           part_start(part, parts, count),
+                                       out, in, 1.0f,
+                                       source + (size_t)part_start(part, parts, count) * in, in,
+                                       linear->weight, in, 0.0f,
+                                       product + (size_t)part_start(part, parts, count) * out,
+                                       out));
+        epilogue(product, count, out, (size_t)out, NULL, NULL, NULL, linear->bias,
+                 args->activation,
+                 (char *)args->y + (size_t)first * y_width * dtype_size(args->y_dtype),
+                 args->y_dtype);
+    }
+    return TFENC_OK;
+}
+
+#ifdef HAVE_ONEDNN
+/* Activations oneDNN applies inside the product (post-ops); gated ones need
+ * two columns of the product and are left to the epilogue. */
+static int onednn_fuses(tfenc_activation activation)
+{
+    return activation == TFENC_ACTIVATION_NONE || activation == TFENC_ACTIVATION_RELU ||
+           activation == TFENC_ACTIVATION_GELU || activation == TFENC_ACTIVATION_GELU_TANH ||
+           activation == TFENC_ACTIVATION_SILU;
+}
+
+/* bf16 and int8 on oneDNN, chunk by chunk: the input converted (bf16) or
+ * quantized per token (int8) into scratch, the product straight into y when
+ * oneDNN finishes the job (bf16, element-wise activation), otherwise into
+ * float32 scratch and through the epilogue. */
+static int onednn_run(tfenc_context *ctx, const tfenc_linear *linear,
+                      const tfenc_linear_args *args)
+{
+    const int in = linear->in, out = linear->out;
+    const int int8 = linear->precision == TFENC_PRECISION_INT8;
+    const int direct = !int8 && onednn_fuses(args->activation);
+    char *scratch = linear->scratch->data;
+    const size_t input_bytes =
+        ((size_t)TFENC_MATRIX_CHUNK_ROWS * in * (int8 ? 1 : 2) + 63) / 64 * 64;
+    void *input = scratch;
+    float *product = (float *)(scratch + input_bytes);
+    float *row_scales = product + (size_t)TFENC_MATRIX_CHUNK_ROWS * out;
+    float *row_offsets = row_scales + TFENC_MATRIX_CHUNK_ROWS;
+    float *row_buffer = row_offsets + TFENC_MATRIX_CHUNK_ROWS;
+    const size_t y_width = (size_t)(is_gated(args->activation) ? out / 2 : out);
+    if (args->rows == 0) /* prepare the primitives this call will need */
+        return direct ? onednn_linear_execute(ctx, linear->onednn, linear->scratch->streams[0], NULL, 0,
+                                              NULL, args->y_dtype, args->activation)
+                      : onednn_linear_execute(ctx, linear->onednn, linear->scratch->streams[0], NULL, 0,
+                                              NULL, TFENC_FLOAT32, TFENC_ACTIVATION_NONE);
+    for (int first = 0; first < args->rows; first += TFENC_MATRIX_CHUNK_ROWS) {
+        int count = args->rows - first < TFENC_MATRIX_CHUNK_ROWS ? args->rows - first
+                                                                 : TFENC_MATRIX_CHUNK_ROWS;
+        const char *x = (const char *)args->x + (size_t)first * in * dtype_size(args->x_dtype);
+        char *y = (char *)args->y + (size_t)first * y_width * dtype_size(args->y_dtype);
+        const void *source = x;
+        if (int8) {
+            quantize_rows(x, args->x_dtype, linear->input_smoothing, count, in, input, row_scales,
+                          row_offsets, row_buffer);
+            source = input;
+        } else if (args->x_dtype != TFENC_BFLOAT16) {
+            rows_to_bf16(x, args->x_dtype, count, in, input);
+            source = input;
+        }
+        int status;
+        if (direct) {
+            status = onednn_linear_execute(ctx, linear->onednn, linear->scratch->streams[0], source,
+                                           count, y, args->y_dtype, args->activation);
+        } else {
+            status = onednn_linear_execute(ctx, linear->onednn, linear->scratch->streams[0], source,
+                                           count, product, TFENC_FLOAT32,
+                                           TFENC_ACTIVATION_NONE);
+            /* bf16 products got their bias inside oneDNN; int8 ones get it
+             * here, after the per-token scale. */
+            if (status == TFENC_OK)
+                epilogue(product, count, out, (size_t)out, int8 ? row_scales : NULL,
+                         int8 ? row_offsets : NULL,
+                         int8 ? onednn_linear_zero_correction(linear->onednn) : NULL,
+                         int8 ? linear->bias : NULL, args->activation, y, args->y_dtype);
+        }
+        if (status != TFENC_OK)
+            return status;
+    }
+    return TFENC_OK;
+}
+#endif
+
+int tfenc_linear_run(tfenc_context *ctx, const tfenc_linear *linear, const tfenc_linear_args *args)
+{
+    if (args == NULL || args->struct_size < sizeof(tfenc_linear_args) || args->rows < 0 ||
+        (unsigned)args->activation > TFENC_ACTIVATION_GEGLU ||
+        (unsigned)args->x_dtype > TFENC_BFLOAT16 ||
+        (unsigned)args->y_dtype > TFENC_BFLOAT16)
+        return tfenc_error(ctx, TFENC_ERR_INTERNAL, "tfenc_linear_run: bad arguments");
+    if (is_gated(args->activation) && linear->out % 2 != 0)
+        return tfenc_error(ctx, TFENC_ERR_INTERNAL,
+                           "tfenc_linear_run: a gated activation needs an even width, not %d",
+                           linear->out);
+    if (linear->precision == TFENC_PRECISION_FP32)
+        return args->rows == 0 ? TFENC_OK : fp32_run(linear, args);
+#ifdef HAVE_ONEDNN
+    return onednn_run(ctx, linear, args);
+#else
+    return tfenc_error(ctx, TFENC_ERR_INTERNAL, "matrix backend: built without oneDNN");
+#endif
+}
+
+int tfenc_linear_forward(tfenc_context *ctx, const tfenc_linear *linear, const float *x, int rows,
+                         float *y)
+{
+    tfenc_linear_args args = {.struct_size = sizeof args, .x = x, .x_dtype = TFENC_FLOAT32,
+                              .y = y, .y_dtype = TFENC_FLOAT32, .rows = rows,
+                              .activation = TFENC_ACTIVATION_NONE};
+    return tfenc_linear_run(ctx, linear, &args);
+}
+
+/* ------------------------------------------------- activation products */
+
+int tfenc_matrix_matmul_create(tfenc_context *ctx, tfenc_precision precision,
+                               const tfenc_matmul_shape *largest, tfenc_matrix_scratch *scratch,
+                               tfenc_matmul_plan **plan_out)
+{
+    *plan_out = NULL;
+    pthread_once(&blas_once, blas_single_threaded);
+    if (largest == NULL || largest->struct_size < sizeof(tfenc_matmul_shape) ||
+        largest->batch < 1 || largest->m < 1 || largest->n < 1 || largest->k < 1)
+        return tfenc_error(ctx, TFENC_ERR_INTERNAL, "tfenc_matmul_plan_create: bad shape");
+    tfenc_matmul_plan *plan = calloc(1, sizeof *plan);
+    if (plan == NULL)
+        return tfenc_error(ctx, TFENC_ERR_NO_MEMORY, "matrix backend: out of memory");
+    /* Attention stays out of int8: its products run in bf16 in int8 jobs
+     * (fp32 where bf16 does not run). */
+    plan->precision = precision == TFENC_PRECISION_INT8 ? tfenc_matrix_int8_fallback() : precision;
+    plan->largest = *largest;
+    plan->largest.struct_size = sizeof plan->largest;
+    plan->scratch = scratch;
+    int status = TFENC_OK;
+    if (plan->precision != TFENC_PRECISION_FP32) {
+        status = tfenc_matrix_check_precision(ctx, plan->precision);
+#ifdef HAVE_ONEDNN
+        size_t bytes = 0;
+        if (status == TFENC_OK)
+            status = scratch_stream(ctx, scratch);
+        /* Each thread of the pool may run one product at a time. */
+        plan->threads = scratch->threads;
+        if (status == TFENC_OK)
+            status = onednn_matmul_create(ctx, &plan->largest, plan->threads, &plan->onednn, &bytes);
+        bytes = (bytes + 63) / 64 * 64;
+        if (bytes > scratch->thread_stride)
+            scratch->thread_stride = bytes;
+        if (status == TFENC_OK)
+            status = scratch_reserve(ctx, scratch, scratch->thread_stride * (size_t)plan->threads);
+#endif
+    }
+    if (status != TFENC_OK) {
+        tfenc_matrix_matmul_destroy(plan);
+        return status;
+    }
+    *plan_out = plan;
+    return TFENC_OK;
+}
+
+void tfenc_matrix_matmul_destroy(tfenc_matmul_plan *plan)
+{
+    if (plan == NULL)
+        return;
+#ifdef HAVE_ONEDNN
+    onednn_matmul_destroy(plan->onednn);
+#endif
+    free(plan);
+}
+
+static void fp32_product(const tfenc_matmul_args *args, int b_transposed, int b)
+{
+    const int shared = args->b_shared_by > 1 ? args->b_shared_by : 1;
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, b_transposed ? CblasTrans : CblasNoTrans, args->m,
+                args->n, args->k, args->alpha, args->a + b * args->a_batch_stride,
+                (int)args->a_row_stride, args->b + (b / shared) * args->b_batch_stride,
+                (int)args->b_row_stride, 0.0f, args->c + b * args->c_batch_stride,
+                (int)args->c_row_stride);
+}
+
+int tfenc_matmul(tfenc_context *ctx, const tfenc_matmul_plan *plan, const tfenc_matmul_args *args)
+{
+    const tfenc_matmul_shape *largest = &plan->largest;
+    if (args == NULL || args->struct_size < sizeof(tfenc_matmul_args) || args->m < 0 ||
+        args->n < 0 || args->k < 0 || args->m > largest->m || args->n > largest->n ||
+        args->k > largest->k || args->b_shared_by < 0 ||
+        (args->b_shared_by > 1 && largest->batch % args->b_shared_by != 0))
+        return tfenc_error(ctx, TFENC_ERR_INTERNAL,
+                           "tfenc_matmul: a [%d, %d] x [%d, %d] product outside its plan "
+                           "[%d, %d] x [%d, %d]",
+                           args ? args->m : 0, args ? args->k : 0, args ? args->k : 0,
+                           args ? args->n : 0, largest->m, largest->k, largest->k, largest->n);
+    if (args->m == 0 || args->n == 0)
+        return TFENC_OK;
+    if (plan->precision == TFENC_PRECISION_FP32) {
+        /* One single-threaded sgemm per batch entry, the entries spread over
+         * the pool's threads. */
+        TFENC_PARALLEL_FOR(b, largest->batch, (double)largest->batch * args->m * args->n * args->k,
+                           fp32_product(args, largest->b_transposed, b));
+        return TFENC_OK;
+    }
+#ifdef HAVE_ONEDNN
+    /* From a parallel region each thread uses its own stream, memory
+     * objects and part of the scratch, and oneDNN runs on it alone. */
+    const int thread = omp_in_parallel() ? omp_get_thread_num() : 0;
+    if (thread >= plan->threads)
+        return tfenc_error(ctx, TFENC_ERR_INTERNAL,
+                           "tfenc_matmul: thread %d of a pool planned for %d", thread, plan->threads);
+    return onednn_matmul_execute(ctx, plan->onednn, thread, plan->scratch->streams[thread], args,
+                                 (char *)plan->scratch->data +
+                                     (size_t)thread * plan->scratch->thread_stride);
+#else
+    return tfenc_error(ctx, TFENC_ERR_INTERNAL, "matrix backend: built without oneDNN");
+#endif
+}

@@ -1,0 +1,830 @@
+/* Model composition and the forward pass: job sections become steps, steps
+ * become plugin instances, and a batch flows through them with residual
+ * connections and pre- or post-norm as the block says. */
+#include "model/model.h"
+#include "base/aligned.h"
+#include "base/context.h"
+#include "job/params.h"
+
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Sections that configure the run rather than describe a layer. */
+static int is_run_section(const char *name)
+{
+    return strcmp(name, "job") == 0 || strcmp(name, "model") == 0 ||
+           strcmp(name, "tokenizer") == 0 || strcmp(name, "prompts") == 0;
+}
+
+static const char *section_origin(const tfenc_jobfile *job, const tfenc_job_section *section,
+                                  char *buffer, size_t size)
+{
+    if (section->line > 0)
+        snprintf(buffer, size, "%s:%d", job->path, section->line);
+    else
+        snprintf(buffer, size, "%s (--set)", job->path);
+    return buffer;
+}
+
+int tfenc_model_config_read(tfenc_context *ctx, const tfenc_jobfile *job,
+                            tfenc_model_config *config)
+{
+    memset(config, 0, sizeof *config);
+    tfenc_job_section *section = tfenc_jobfile_find(job, "model");
+    if (section == NULL)
+        return tfenc_error(ctx, TFENC_ERR_CONFIG, "%s: missing section [model]", job->path);
+    tfenc_params params;
+    tfenc_params_bind(&params, ctx, job, section);
+    const char *weights = NULL;
+    long d_model = 0, vocab_size = 0, max_positions = 0;
+    int precision = 0;
+    double min_cosine = 0.999;
+    int status = tfenc_param_string(&params, "weights", NULL, &weights);
+    if (status == TFENC_OK)
+        status = tfenc_param_int_range(&params, "d_model", 0, 1, 65536, &d_model);
+    /* Token ids are int32: a larger vocabulary could not be indexed. */
+    if (status == TFENC_OK)
+        status = tfenc_param_int_range(&params, "vocab_size", 0, 0, INT32_MAX, &vocab_size);
+    if (status == TFENC_OK)
+        status = tfenc_param_int_range(&params, "max_positions", 512, 1, 1L << 24,
+                                       &max_positions);
+    if (status == TFENC_OK)
+        status = tfenc_param_string(&params, "plugin_path", NULL, &config->plugin_path);
+    if (status == TFENC_OK)
+        status = tfenc_param_choice(&params, "precision", tfenc_precision_names, 0, &precision);
+    if (status == TFENC_OK)
+        status = tfenc_param_float(&params, "min_cosine", 0.999, &min_cosine);
+    if (status == TFENC_OK)
+        status = tfenc_params_check_all_used(&params, "not a [model] key");
+    if (status != TFENC_OK)
+        return status;
+    char origin[512];
+    section_origin(job, section, origin, sizeof origin);
+    if (weights == NULL || weights[0] == '\0')
+        return tfenc_error(ctx, TFENC_ERR_CONFIG, "%s: [model] requires key 'weights'", origin);
+    if (d_model < 1 || d_model > 65536)
+        return tfenc_error(ctx, TFENC_ERR_CONFIG,
+                           "%s: [model] d_model must be set to an integer in 1..65536", origin);
+    if (!(min_cosine >= -1.0 && min_cosine <= 1.0))
+        return tfenc_error(ctx, TFENC_ERR_CONFIG, "%s: [model] min_cosine must be in -1..1",
+                           origin);
+    if (vocab_size < 0 || max_positions < 1 || max_positions > (1L << 24))
+        return tfenc_error(ctx, TFENC_ERR_CONFIG,
+                           "%s: [model] vocab_size must be >= 0 and max_positions in 1..2^24",
+                           origin);
+    config->d_model = (int)d_model;
+    config->vocab_size = (int)vocab_size;
+    config->max_positions = (int)max_positions;
+    config->precision = (tfenc_precision)precision;
+    config->min_cosine = min_cosine;
+    config->weights_path = tfenc_jobfile_resolve_path(job, weights);
+    if (config->weights_path == NULL)
+        return tfenc_error(ctx, TFENC_ERR_NO_MEMORY, "out of memory");
+    return TFENC_OK;
+}
+
+void tfenc_model_config_free(tfenc_model_config *config)
+{
+    free(config->weights_path);
+    config->weights_path = NULL;
+}
+
+/* ----------------------------------------------------------------- plan */
+
+static char *format_string(const char *format, const char *a, const char *b)
+{
+    size_t length = strlen(format) + strlen(a) + (b != NULL ? strlen(b) : 0) + 1;
+    char *text = malloc(length);
+    if (text != NULL)
+        snprintf(text, length, format, a, b);
+    return text;
+}
+
+/* Replaces every "{i}" of a weights template with the repeat index. */
+static char *expand_template(const char *template_path, int index)
+{
+    char number[16];
+    snprintf(number, sizeof number, "%d", index);
+    size_t length = strlen(template_path) + 1;
+    for (const char *p = strstr(template_path, "{i}"); p != NULL; p = strstr(p + 3, "{i}"))
+        length += strlen(number);
+    char *text = malloc(length);
+    if (text == NULL)
+        return NULL;
+    char *out = text;
+    for (const char *p = template_path; *p != '\0';) {
+        if (strncmp(p, "{i}", 3) == 0) {
+            out += sprintf(out, "%s", number);
+            p += 3;
+        } else {
+            *out++ = *p++;
+        }
+    }
+    *out = '\0';
+    return text;
+}
+
+static tfenc_step_plan *add_step(tfenc_model_plan *plan, int *capacity)
+{
+    if (plan->n_steps == *capacity) {
+        int grown_capacity = *capacity ? *capacity * 2 : 16;
+        tfenc_step_plan *grown = realloc(plan->steps, (size_t)grown_capacity * sizeof *grown);
+        if (grown == NULL)
+            return NULL;
+        plan->steps = grown;
+        *capacity = grown_capacity;
+    }
+    tfenc_step_plan *step = &plan->steps[plan->n_steps++];
+    memset(step, 0, sizeof *step);
+    step->repeat_index = -1;
+    return step;
+}
+
+/* Reads the keys every layer section has: its type (which names the
+ * plugin), an optional weights group, and in a block whether the sublayer
+ * has a residual connection. */
+static int read_layer_keys(tfenc_context *ctx, const tfenc_jobfile *job,
+                           tfenc_job_section *section, int in_block, const char **type,
+                           const char **weights, int *residual)
+{
+    tfenc_params params;
+    tfenc_params_bind(&params, ctx, job, section);
+    int status = tfenc_param_string(&params, "type", NULL, type);
+    if (status == TFENC_OK)
+        status = tfenc_param_string(&params, "weights", NULL, weights);
+    if (status == TFENC_OK && in_block)
+        status = tfenc_param_bool(&params, "residual", 1, residual);
+    char origin[512];
+    if (status == TFENC_OK && *type == NULL)
+        status = tfenc_error(ctx, TFENC_ERR_CONFIG,
+                             "%s: section [%s] has no 'type' key (a layer needs a type, a block "
+                             "a 'repeat' key)",
+                             section_origin(job, section, origin, sizeof origin), section->name);
+    return status;
+}
+
+/* A block's own keys, from its header section [BLOCK]. */
+typedef struct block_header {
+    long repeat;
+    int norm_first;                /* pre-norm (1) or post-norm (0) */
+    const char *weights_template;  /* "{i}" is the repeat index; NULL: /BLOCK/{i} */
+    int extra_layers_ignored;      /* extra_layers = ignore */
+} block_header;
+
+/* One sublayer of a block: [BLOCK.NAME] and its optional [BLOCK.NAME.norm]. */
+typedef struct sublayer_info {
+    tfenc_job_section *section;
+    tfenc_job_section *norm_section;
+    const char *name; /* NAME */
+    const char *type;
+    const char *norm_type;
+    const char *weights_override;
+    const char *norm_weights_override;
+    int residual;
+} sublayer_info;
+
+static int read_block_header(tfenc_context *ctx, const tfenc_jobfile *job,
+                             tfenc_job_section *header, block_header *block)
+{
+    static const char *const positions[] = {"pre", "post", NULL};
+    static const char *const extra_layer_policies[] = {"error", "ignore", NULL};
+    char origin[512];
+    section_origin(job, header, origin, sizeof origin);
+    tfenc_params params;
+    tfenc_params_bind(&params, ctx, job, header);
+    int norm_position = 1;
+    int status = tfenc_param_int_range(&params, "repeat", 0, 1, 100000, &block->repeat);
+    if (status == TFENC_OK)
+        status = tfenc_param_choice(&params, "norm_position", positions, 1, &norm_position);
+    if (status == TFENC_OK)
+        status = tfenc_param_string(&params, "weights", NULL, &block->weights_template);
+    int extra_layers = 0;
+    if (status == TFENC_OK)
+        status = tfenc_param_choice(&params, "extra_layers", extra_layer_policies, 0,
+                                    &extra_layers);
+    if (status == TFENC_OK)
+        status = tfenc_params_check_all_used(&params, "a block takes repeat, norm_position, "
+                                                      "weights, extra_layers");
+    if (status != TFENC_OK)
+        return status;
+    block->norm_first = norm_position == 0;
+    block->extra_layers_ignored = extra_layers == 1;
+    if (block->repeat < 1 || block->repeat > 100000)
+        return tfenc_error(ctx, TFENC_ERR_CONFIG, "%s: [%s] repeat must be in 1..100000",
+                           origin, header->name);
+    return TFENC_OK;
+}
+
+/* Reads the sublayer sections [first, end) of a block into `sublayers`
+ * (norm sections attach to the sublayer named before them). */
+static int read_sublayers(tfenc_context *ctx, const tfenc_jobfile *job, const char *block_name,
+                          int first, int end, sublayer_info *sublayers, int *n_sublayers)
+{
+    size_t prefix_length = strlen(block_name);
+    char origin[512];
+    int status = TFENC_OK;
+    *n_sublayers = 0;
+    for (int s = first; status == TFENC_OK && s < end; s++) {
+        tfenc_job_section *section = &job->sections[s];
+        const char *sublayer = section->name + prefix_length + 1;
+        size_t sublayer_length = strlen(sublayer);
+        if (sublayer_length > 5 && strcmp(sublayer + sublayer_length - 5, ".norm") == 0) {
+            char *owner = strndup(section->name, strlen(section->name) - 5);
+            tfenc_job_section *owner_section = owner != NULL ? tfenc_jobfile_find(job, owner) : NULL;
+            free(owner);
+            if (owner_section == NULL || owner_section > section)
+                status = tfenc_error(ctx, TFENC_ERR_CONFIG,
+                                     "%s: [%s] is a norm for a sublayer that is not defined before it",
+                                     section_origin(job, section, origin, sizeof origin),
+                                     section->name);
+            continue;
+        }
+        if (strchr(sublayer, '.') != NULL)
+            return tfenc_error(ctx, TFENC_ERR_CONFIG,
+                               "%s: [%s]: sublayer names cannot contain '.' (only NAME.norm)",
+                               section_origin(job, section, origin, sizeof origin),
+                               section->name);
+        sublayer_info *info = &sublayers[(*n_sublayers)++];
+        info->section = section;
+        info->name = sublayer;
+        info->residual = 1;
+        status = read_layer_keys(ctx, job, section, 1, &info->type, &info->weights_override,
+                                 &info->residual);
+        if (status != TFENC_OK)
+            break;
+        char *norm_name = format_string("%s.norm", section->name, NULL);
+        info->norm_section = norm_name != NULL ? tfenc_jobfile_find(job, norm_name) : NULL;
+        free(norm_name);
+        if (info->norm_section != NULL) {
+            int unused;
+            status = read_layer_keys(ctx, job, info->norm_section, 0, &info->norm_type,
+                                     &info->norm_weights_override, &unused);
+        }
+    }
+    return status;
+}
+
+/* Appends repeat `index` of the block's sublayers to the plan. */
+static int emit_repeat(tfenc_context *ctx, const char *block_name, const block_header *block,
+                       const char *weights_template, int index, const sublayer_info *sublayers,
+                       int n_sublayers, tfenc_model_plan *plan, int *capacity)
+{
+    char index_text[16];
+    snprintf(index_text, sizeof index_text, "%d", index);
+    char *block_group = expand_template(weights_template, index);
+    char *block_index = format_string("%s.%s", block_name, index_text);
+    int status = block_group == NULL || block_index == NULL
+                     ? tfenc_error(ctx, TFENC_ERR_NO_MEMORY, "out of memory")
+                     : TFENC_OK;
+    for (int k = 0; status == TFENC_OK && k < n_sublayers; k++) {
+        const sublayer_info *info = &sublayers[k];
+        tfenc_step_plan *step = add_step(plan, capacity);
+        if (step == NULL) {
+            status = tfenc_error(ctx, TFENC_ERR_NO_MEMORY, "out of memory");
+            break;
+        }
+        step->name = format_string("%s.%s", block_index, info->name);
+        step->section = info->section;
+        step->type = info->type;
+        step->norm_section = info->norm_section;
+        step->norm_type = info->norm_type;
+        step->in_block = 1;
+        step->residual = info->residual;
+        step->norm_first = block->norm_first;
+        step->repeat_index = index;
+        step->repeat_count = (int)block->repeat;
+        step->group = info->weights_override != NULL
+                          ? expand_template(info->weights_override, index)
+                          : format_string("%s/%s", block_group, info->name);
+        if (info->norm_section != NULL) {
+            if (info->norm_weights_override != NULL)
+                step->norm_group = expand_template(info->norm_weights_override, index);
+            else if (step->group != NULL)
+                step->norm_group = format_string("%s/norm", step->group, NULL);
+        }
+        if (step->name == NULL || step->group == NULL ||
+            (info->norm_section != NULL && step->norm_group == NULL))
+            status = tfenc_error(ctx, TFENC_ERR_NO_MEMORY, "out of memory");
+    }
+    free(block_group);
+    free(block_index);
+    return status;
+}
+
+/* A block: its header section, the sublayer sections [BLOCK.NAME] that
+ * follow it, and `repeat` copies of them in the plan, each with its own
+ * weights. *next_index is the first section after the block. */
+static int plan_block(tfenc_context *ctx, const tfenc_jobfile *job, int header_index,
+                      tfenc_model_plan *plan, int *capacity, int *next_index)
+{
+    tfenc_job_section *header = &job->sections[header_index];
+    char origin[512];
+    section_origin(job, header, origin, sizeof origin);
+    block_header block = {0};
+    int status = read_block_header(ctx, job, header, &block);
+    if (status != TFENC_OK)
+        return status;
+    size_t prefix_length = strlen(header->name);
+    int first_sublayer = header_index + 1, end_sublayer = first_sublayer;
+    while (end_sublayer < job->n_sections &&
+           strncmp(job->sections[end_sublayer].name, header->name, prefix_length) == 0 &&
+           job->sections[end_sublayer].name[prefix_length] == '.')
+        end_sublayer++;
+    *next_index = end_sublayer;
+    if (end_sublayer == first_sublayer)
+        return tfenc_error(ctx, TFENC_ERR_CONFIG,
+                           "%s: block [%s] has no sublayers (sections [%s.NAME] after it)",
+                           origin, header->name, header->name);
+    char *default_template = format_string("/%s/{i}", header->name, NULL);
+    sublayer_info *sublayers = calloc((size_t)(end_sublayer - first_sublayer), sizeof *sublayers);
+    int n_sublayers = 0;
+    if (default_template == NULL || sublayers == NULL)
+        status = tfenc_error(ctx, TFENC_ERR_NO_MEMORY, "out of memory");
+    if (status == TFENC_OK)
+        status = read_sublayers(ctx, job, header->name, first_sublayer, end_sublayer, sublayers,
+                                &n_sublayers);
+    /* A model of more steps than this is a typo (repeat = 100000 with many
+     * sublayers), not a model: refuse it before building millions of steps. */
+    if (status == TFENC_OK && (long)plan->n_steps + block.repeat * (long)n_sublayers > 100000)
+        status = tfenc_error(ctx, TFENC_ERR_CONFIG,
+                             "%s: [%s] repeat %ld x %d sublayers makes more than 100000 steps",
+                             origin, header->name, block.repeat, n_sublayers);
+    const char *weights_template =
+        block.weights_template != NULL ? block.weights_template : default_template;
+    int first_step = plan->n_steps;
+    for (int i = 0; status == TFENC_OK && i < block.repeat; i++)
+        status = emit_repeat(ctx, header->name, &block, weights_template, i, sublayers,
+                             n_sublayers, plan, capacity);
+    /* Weights of more layers than `repeat` would give a model silently cut
+     * short: the group one repeat past the last must not exist, which is
+     * checked once the weights are open (tfenc_model_create). */
+    if (status == TFENC_OK && !block.extra_layers_ignored && plan->n_steps > first_step &&
+        strstr(weights_template, "{i}") != NULL) {
+        tfenc_step_plan *step = &plan->steps[first_step];
+        char where[700];
+        snprintf(where, sizeof where, "%s: [%s] repeat = %ld", origin, header->name,
+                 block.repeat);
+        step->extra_group = expand_template(weights_template, (int)block.repeat);
+        step->block_origin = strdup(where);
+        if (step->extra_group == NULL || step->block_origin == NULL)
+            status = tfenc_error(ctx, TFENC_ERR_NO_MEMORY, "out of memory");
+    }
+    free(sublayers);
+    free(default_template);
+    plan->n_layers += (int)block.repeat;
+    return status;
+}
+
+int tfenc_model_plan_read(tfenc_context *ctx, const tfenc_jobfile *job, tfenc_model_plan *plan)
+{
+    memset(plan, 0, sizeof *plan);
+    int capacity = 0, status = TFENC_OK;
+    char origin[512];
+    for (int s = 0; status == TFENC_OK && s < job->n_sections;) {
+        tfenc_job_section *section = &job->sections[s];
+        if (is_run_section(section->name)) {
+            s++;
+            continue;
+        }
+        if (tfenc_job_section_get(section, "repeat") != NULL) {
+            status = plan_block(ctx, job, s, plan, &capacity, &s);
+            continue;
+        }
+        if (strchr(section->name, '.') != NULL) {
+            status = tfenc_error(ctx, TFENC_ERR_CONFIG,
+                                 "%s: section [%s] looks like a block sublayer, but no block "
+                                 "(a section with 'repeat') precedes it",
+                                 section_origin(job, section, origin, sizeof origin),
+                                 section->name);
+            break;
+        }
+        const char *weights_override = NULL, *type = NULL;
+        status = read_layer_keys(ctx, job, section, 0, &type, &weights_override, NULL);
+        if (status != TFENC_OK)
+            break;
+        tfenc_step_plan *step = add_step(plan, &capacity);
+        if (step == NULL) {
+            status = tfenc_error(ctx, TFENC_ERR_NO_MEMORY, "out of memory");
+            break;
+        }
+        step->name = strdup(section->name);
+        step->section = section;
+        step->type = type;
+        step->group = weights_override != NULL ? strdup(weights_override)
+                                               : format_string("/%s", section->name, NULL);
+        if (step->name == NULL || step->group == NULL)
+            status = tfenc_error(ctx, TFENC_ERR_NO_MEMORY, "out of memory");
+        s++;
+    }
+    if (status == TFENC_OK && plan->n_steps == 0)
+        status = tfenc_error(ctx, TFENC_ERR_CONFIG, "%s: the job describes no layers", job->path);
+    if (status != TFENC_OK)
+        tfenc_model_plan_free(plan);
+    return status;
+}
+
+void tfenc_model_plan_free(tfenc_model_plan *plan)
+{
+    for (int i = 0; i < plan->n_steps; i++) {
+        free(plan->steps[i].name);
+        free(plan->steps[i].group);
+        free(plan->steps[i].norm_group);
+        free(plan->steps[i].extra_group);
+        free(plan->steps[i].block_origin);
+    }
+    free(plan->steps);
+    memset(plan, 0, sizeof *plan);
+}
+
+/* ---------------------------------------------------------------- model */
+
+typedef struct layer_instance {
+    const tfenc_layer_descriptor *descriptor;
+    void *instance;         /* non-NULL iff create() succeeded */
+    char *scope;            /* "layer encoder.3.ffn (ffn)": prefixes its errors */
+    tfenc_weights *weights; /* owns what the layer loaded; released after destroy() */
+} layer_instance;
+
+typedef struct model_step {
+    const tfenc_step_plan *plan;
+    layer_instance layer;
+    layer_instance norm; /* descriptor NULL when the step has no norm */
+} model_step;
+
+struct tfenc_model {
+    model_step *steps; /* the stage's range only */
+    int n_steps;
+    int first_step;
+    int d_model;
+    tfenc_limits limits;
+    float *residual; /* [max_tokens, d_model]: the step input kept for the skip connection */
+    float *input;    /* [max_tokens, d_model]: the batch as it came in, to find the layer
+                      * that made a non-finite value */
+    void *workspace;
+    size_t workspace_bytes;
+    int nonfinite_sequence; /* after a non-finite failure: which sequence, else -1 */
+};
+
+static int create_instance(tfenc_context *ctx, const tfenc_model_options *options,
+                           const tfenc_step_plan *plan, tfenc_job_section *section,
+                           const char *type, const char *name, const char *group,
+                           layer_instance *layer, size_t *workspace_bytes)
+{
+    const tfenc_jobfile *job = options->job;
+    char where[600];
+    snprintf(where, sizeof where, "%s:%d: [%s]", job->path, section->line, section->name);
+    const tfenc_plugin_layer *found = tfenc_plugin_registry_find(options->registry, type);
+    if (found == NULL)
+        return tfenc_plugin_registry_missing(ctx, options->registry, type, where);
+    layer->descriptor = found->descriptor;
+    layer->scope = format_string("layer %s (%s)", name, type);
+    if (layer->scope == NULL)
+        return tfenc_error(ctx, TFENC_ERR_NO_MEMORY, "out of memory");
+
+    tfenc_params params;
+    tfenc_params_bind_layer(&params, ctx, job, section, layer->descriptor);
+    const tfenc_weight_options weight_options = {
+        .precision = options->step_precision != NULL
+                         ? options->step_precision[plan - options->plan->steps]
+                         : options->config->precision,
+        .calibrate = options->calibrate};
+    int status =
+        tfenc_weight_store_group(ctx, options->weights, group, &weight_options, &layer->weights);
+    if (status != TFENC_OK)
+        return status;
+    tfenc_layer_init init = {
+        .struct_size = sizeof init,
+        .name = name,
+        .params = &params,
+        .weights = layer->weights,
+        .model = {.d_model = options->config->d_model,
+                  .vocab_size = options->config->vocab_size,
+                  .max_positions = options->config->max_positions,
+                  .n_layers = plan->repeat_count > 0 ? plan->repeat_count : options->plan->n_layers,
+                  .layer_index = plan->repeat_index},
+        .limits = options->limits,
+    };
+    tfenc_context_set_scope(ctx, layer->scope);
+    void *instance = NULL;
+    status = layer->descriptor->create(ctx, &init, &instance);
+    tfenc_context_set_scope(ctx, NULL);
+    if (status != TFENC_OK) {
+        if (ctx->status == TFENC_OK)
+            tfenc_error(ctx, status, "%s: create failed without a message (%s)", layer->scope,
+                        tfenc_status_string(status));
+        return status;
+    }
+    if (instance == NULL)
+        return tfenc_error(ctx, TFENC_ERR_PLUGIN, "%s: create returned no instance", layer->scope);
+    layer->instance = instance;
+    char what[128];
+    snprintf(what, sizeof what, "not a parameter of layer type %s", type);
+    status = tfenc_params_check_all_used(&params, what);
+    if (status != TFENC_OK)
+        return status;
+    if (layer->descriptor->workspace_size != NULL) {
+        size_t bytes = layer->descriptor->workspace_size(instance, &options->limits);
+        if (bytes > *workspace_bytes)
+            *workspace_bytes = bytes;
+    }
+    return TFENC_OK;
+}
+
+int tfenc_model_create(tfenc_context *ctx, const tfenc_model_options *options,
+                       tfenc_model **model_out)
+{
+    *model_out = NULL;
+    const tfenc_model_plan *plan = options->plan;
+    int first = options->first_step, end = options->end_step;
+    if (first < 0 || end > plan->n_steps || first >= end)
+        return tfenc_error(ctx, TFENC_ERR_INTERNAL, "model: bad step range [%d, %d) of %d",
+                           first, end, plan->n_steps);
+    tfenc_model *model = calloc(1, sizeof *model);
+    if (model == NULL)
+        return tfenc_error(ctx, TFENC_ERR_NO_MEMORY, "out of memory");
+    model->steps = calloc((size_t)(end - first), sizeof *model->steps);
+    model->first_step = first;
+    model->d_model = options->config->d_model;
+    model->limits = options->limits;
+    int status = model->steps == NULL ? tfenc_error(ctx, TFENC_ERR_NO_MEMORY, "out of memory")
+                                      : TFENC_OK;
+    /* Checked by the stage that starts the model, once per block. */
+    for (int i = 0; status == TFENC_OK && first == 0 && i < plan->n_steps; i++)
+        if (plan->steps[i].extra_group != NULL &&
+            tfenc_weight_store_has_group(options->weights, plan->steps[i].extra_group))
+            status = tfenc_error(ctx, TFENC_ERR_CONFIG,
+                                 "%s, but weights %s hold group %s too (a model of more layers):"
+                                 " set repeat to its layer count, or extra_layers = ignore to "
+                                 "use only the first %d on purpose",
+                                 plan->steps[i].block_origin,
+                                 tfenc_weight_store_name(options->weights),
+                                 plan->steps[i].extra_group, plan->steps[i].repeat_count);
+    size_t workspace_bytes = 0;
+    for (int i = first; status == TFENC_OK && i < end; i++) {
+        const tfenc_step_plan *step_plan = &plan->steps[i];
+        model_step *step = &model->steps[model->n_steps++];
+        step->plan = step_plan;
+        status = create_instance(ctx, options, step_plan, step_plan->section, step_plan->type,
+                                 step_plan->name, step_plan->group, &step->layer,
+                                 &workspace_bytes);
+        if (status == TFENC_OK && step_plan->norm_section != NULL) {
+            char *norm_name = format_string("%s.norm", step_plan->name, NULL);
+            status = norm_name == NULL
+                         ? tfenc_error(ctx, TFENC_ERR_NO_MEMORY, "out of memory")
+                         : create_instance(ctx, options, step_plan, step_plan->norm_section,
+                                           step_plan->norm_type, norm_name,
+                                           step_plan->norm_group, &step->norm,
+                                           &workspace_bytes);
+            free(norm_name);
+        }
+    }
+    if (status == TFENC_OK) {
+        size_t activation_bytes =
+            (size_t)options->limits.max_tokens * (size_t)model->d_model * sizeof(float);
+        model->residual = tfenc_aligned_alloc(activation_bytes);
+        model->input = tfenc_aligned_alloc(activation_bytes);
+        model->workspace = tfenc_aligned_alloc(workspace_bytes);
+        model->workspace_bytes = workspace_bytes;
+        model->nonfinite_sequence = -1;
+        if (model->residual == NULL || model->input == NULL || model->workspace == NULL)
+            status = tfenc_error(ctx, TFENC_ERR_NO_MEMORY,
+                                 "out of memory for %zu bytes of activations and %zu of workspace",
+                                 activation_bytes, workspace_bytes);
+    }
+    if (status != TFENC_OK) {
+        tfenc_model_destroy(model);
+        return status;
+    }
+    *model_out = model;
+    return TFENC_OK;
+}
+
+static int run_layer(tfenc_context *ctx, tfenc_model *model, layer_instance *layer,
+                     tfenc_batch *batch)
+{
+    tfenc_context_set_scope(ctx, layer->scope);
+    int rows_before = batch->rows;
+    int status = layer->descriptor->forward(layer->instance, ctx, batch, model->workspace);
+    tfenc_context_set_scope(ctx, NULL);
+    if (status != TFENC_OK && ctx->status == TFENC_OK)
+        tfenc_error(ctx, status, "%s: forward failed without a message (%s)", layer->scope,
+                    tfenc_status_string(status));
+    if (status == TFENC_OK && (batch->rows > rows_before || batch->rows < 1))
+        return tfenc_error(ctx, TFENC_ERR_PLUGIN, "%s: forward set rows from %d to %d",
+                           layer->scope, rows_before, batch->rows);
+    return status;
+}
+
+/* x += skip, over the batch's rows. */
+static int add_residual(tfenc_context *ctx, const model_step *step, const float *skip, int rows,
+                        tfenc_batch *batch)
+{
+    if (batch->rows != rows)
+        return tfenc_error(ctx, TFENC_ERR_CONFIG,
+                           "%s: a layer that changes the number of rows cannot sit inside a "
+                           "residual connection (set residual = false)",
+                           step->layer.scope);
+    float *x = batch->x;
+    const size_t count = (size_t)rows * (size_t)batch->d_model;
+    for (size_t k = 0; k < count; k++)
+        x[k] += skip[k];
+    return TFENC_OK;
+}
+
+/* One block sublayer f with its norm and residual connection:
+ *   pre-norm:  x = x + f(norm(x))
+ *   post-norm: x = norm(x + f(x))
+ * (without a norm: x = x + f(x); with residual = false the "x +" goes). */
+static int run_block_step(tfenc_context *ctx, tfenc_model *model, model_step *step,
+                          tfenc_batch *batch)
+{
+    const int rows = batch->rows;
+    const int has_norm = step->norm.descriptor != NULL;
+    int status = TFENC_OK;
+    if (step->plan->residual)
+        memcpy(model->residual, batch->x, (size_t)rows * (size_t)batch->d_model * sizeof(float));
+    if (has_norm && step->plan->norm_first)
+        status = run_layer(ctx, model, &step->norm, batch);
+    if (status == TFENC_OK)
+        status = run_layer(ctx, model, &step->layer, batch);
+    if (status == TFENC_OK && step->plan->residual)
+        status = add_residual(ctx, step, model->residual, rows, batch);
+    if (status == TFENC_OK && has_norm && !step->plan->norm_first)
+        status = run_layer(ctx, model, &step->norm, batch);
+    return status;
+}
+
+/* The first row of x [rows, width] holding a NaN or an infinity, or -1.
+ * Exponent bits all set is both; integer compares keep it one pass that
+ * compilers vectorise, whatever -ffast-math would do to isfinite(). */
+static int first_nonfinite_row(const float *x, int rows, int width)
+{
+    for (int r = 0; r < rows; r++) {
+        const float *row = x + (size_t)r * (size_t)width;
+        uint32_t bad = 0;
+        for (int c = 0; c < width; c++) {
+            uint32_t bits;
+            memcpy(&bits, &row[c], sizeof bits);
+            bad |= (uint32_t)((bits & 0x7f800000u) == 0x7f800000u);
+        }
+        if (bad)
+            return r;
+    }
+    return -1;
+}
+
+/* The sequence a row belongs to: itself once pooled, else by seq_start. */
+static int row_sequence(const tfenc_batch *batch, int row)
+{
+    if (batch->rows == batch->n_seq && batch->rows != batch->n_tokens)
+        return row;
+    int sequence = 0;
+    while (sequence + 1 < batch->n_seq && batch->seq_start[sequence + 1] <= row)
+        sequence++;
+    return sequence;
+}
+
+static int run_steps(tfenc_context *ctx, tfenc_model *model, tfenc_batch *batch, int check_each)
+{
+    for (int i = 0; i < model->n_steps; i++) {
+        model_step *step = &model->steps[i];
+        int status = step->plan->in_block ? run_block_step(ctx, model, step, batch)
+                                          : run_layer(ctx, model, &step->layer, batch);
+        if (status != TFENC_OK)
+            return status;
+        int row = check_each ? first_nonfinite_row(batch->x, batch->rows, batch->d_model) : -1;
+        if (row >= 0) {
+            model->nonfinite_sequence = row_sequence(batch, row);
+            return tfenc_error(ctx, TFENC_ERR_WEIGHTS,
+                               "%s made a non-finite value (NaN or infinity): the weights or "
+                               "the input overflow float32",
+                               step->layer.scope);
+        }
+    }
+    return TFENC_OK;
+}
+
+int tfenc_model_forward(tfenc_context *ctx, tfenc_model *model, tfenc_batch *batch)
+{
+    if (batch->n_tokens > model->limits.max_tokens || batch->d_model != model->d_model)
+        return tfenc_error(ctx, TFENC_ERR_INTERNAL,
+                           "model: batch of %d tokens x %d exceeds the limits %d x %d",
+                           batch->n_tokens, batch->d_model, model->limits.max_tokens,
+                           model->d_model);
+    model->nonfinite_sequence = -1;
+    const int rows = batch->rows;
+    const size_t bytes = (size_t)rows * (size_t)batch->d_model * sizeof(float);
+    memcpy(model->input, batch->x, bytes);
+    int status = run_steps(ctx, model, batch, 0);
+    /* Never hand on a non-finite row: run again step by step from the input
+     * kept above, to say which layer made it (only on this rare path). */
+    if (status == TFENC_OK && first_nonfinite_row(batch->x, batch->rows, batch->d_model) >= 0) {
+        memcpy(batch->x, model->input, bytes);
+        batch->rows = rows;
+        status = run_steps(ctx, model, batch, 1);
+        if (status == TFENC_OK)
+            status = tfenc_error(ctx, TFENC_ERR_INTERNAL,
+                                 "model: a non-finite value appeared, but not when the batch "
+                                 "was run again step by step");
+    }
+    return status;
+}
+
+int tfenc_model_nonfinite_sequence(const tfenc_model *model)
+{
+    return model->nonfinite_sequence;
+}
+
+/* The probe: one sequence of two tokens of id 0 (every vocabulary has it). */
+typedef struct probe {
+    int32_t seq_start[2], token_ids[2], token_types[2], positions[2];
+    float *x;
+    tfenc_batch batch;
+} probe;
+
+static int probe_start(tfenc_context *ctx, probe *p, int d_model)
+{
+    memset(p, 0, sizeof *p);
+    p->seq_start[1] = 2;
+    p->positions[1] = 1;
+    p->x = tfenc_aligned_alloc(2 * (size_t)d_model * sizeof(float));
+    if (p->x == NULL)
+        return tfenc_error(ctx, TFENC_ERR_NO_MEMORY, "out of memory");
+    memset(p->x, 0, 2 * (size_t)d_model * sizeof(float));
+    p->batch = (tfenc_batch){.n_seq = 1, .n_tokens = 2, .seq_start = p->seq_start,
+                             .token_ids = p->token_ids, .token_types = p->token_types,
+                             .positions = p->positions, .x = p->x, .rows = 2,
+                             .d_model = d_model};
+    return TFENC_OK;
+}
+
+int tfenc_model_probe_pools(tfenc_context *ctx, tfenc_model *model, int *pools)
+{
+    probe p;
+    int status = probe_start(ctx, &p, model->d_model);
+    if (status == TFENC_OK)
+        status = tfenc_model_forward(ctx, model, &p.batch);
+    *pools = p.batch.rows == 1;
+    tfenc_aligned_free(p.x);
+    return status;
+}
+
+int tfenc_model_survey(tfenc_context *ctx, const tfenc_model_options *options,
+                       double mean_seq_len, double *step_flops, int *pools)
+{
+    probe p;
+    int status = probe_start(ctx, &p, options->config->d_model);
+    for (int i = 0; status == TFENC_OK && i < options->plan->n_steps; i++) {
+        tfenc_model_options one = *options;
+        one.first_step = i;
+        one.end_step = i + 1;
+        tfenc_model *step = NULL;
+        status = tfenc_model_create(ctx, &one, &step);
+        if (status == TFENC_OK)
+            status = tfenc_model_forward(ctx, step, &p.batch);
+        if (status == TFENC_OK)
+            step_flops[i] = tfenc_model_step_flops(step, i, mean_seq_len);
+        tfenc_model_destroy(step);
+    }
+    *pools = p.batch.rows == 1;
+    tfenc_aligned_free(p.x);
+    return status;
+}
+
+double tfenc_model_step_flops(const tfenc_model *model, int step, double mean_seq_len)
+{
+    const model_step *s = &model->steps[step - model->first_step];
+    double flops = 0.0;
+    if (s->layer.descriptor->flops_per_token != NULL)
+        flops += s->layer.descriptor->flops_per_token(s->layer.instance, mean_seq_len);
+    if (s->norm.descriptor != NULL && s->norm.descriptor->flops_per_token != NULL)
+        flops += s->norm.descriptor->flops_per_token(s->norm.instance, mean_seq_len);
+    return flops;
+}
+
+static void destroy_instance(layer_instance *layer)
+{
+    if (layer->instance != NULL)
+        layer->descriptor->destroy(layer->instance);
+    /* The layer's weights go with it: a survey that builds step after step
+     * holds one step's weights at a time. */
+    tfenc_weights_release(layer->weights);
+    free(layer->scope);
+}
+
+void tfenc_model_destroy(tfenc_model *model)
+{
+    if (model == NULL)
+        return;
+    for (int i = 0; i < model->n_steps; i++) {
+        destroy_instance(&model->steps[i].layer);
+        destroy_instance(&model->steps[i].norm);
+    }
+    free(model->steps);
+    tfenc_aligned_free(model->residual);
+    tfenc_aligned_free(model->input);
+    tfenc_aligned_free(model->workspace);
+    free(model);
+}

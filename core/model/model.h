@@ -1,0 +1,108 @@
+/* The encoder: composes plugin layer instances from the job file (layers in
+ * file order, blocks repeated with per-repeat weights, residual and pre/post
+ * norm wrapping) and runs them over packed batches. A pipeline stage builds
+ * only its contiguous range of steps. */
+#ifndef TFENC_MODEL_H
+#define TFENC_MODEL_H
+
+#include "job/jobfile.h"
+#include "plugin/plugin_loader.h"
+#include "base/precision.h"
+#include "model/weights.h"
+
+/* The [model] section. */
+typedef struct tfenc_model_config {
+    char *weights_path; /* resolved against the job file's directory */
+    const char *plugin_path;
+    int d_model;
+    int vocab_size;
+    int max_positions;
+    tfenc_precision precision; /* of the matrix products */
+    double min_cosine;         /* int8: the accuracy gate's bar on the corpus sample */
+} tfenc_model_config;
+
+int tfenc_model_config_read(tfenc_context *ctx, const tfenc_jobfile *job,
+                            tfenc_model_config *config);
+void tfenc_model_config_free(tfenc_model_config *config);
+
+/* One step of the forward pass: a plain layer, or a block sublayer with its
+ * residual connection and optional norm. */
+typedef struct tfenc_step_plan {
+    char *name;                       /* "embeddings", "encoder.3.ffn" */
+    tfenc_job_section *section;       /* the layer's section */
+    const char *type;                 /* its layer type: which plugin runs it */
+    tfenc_job_section *norm_section;  /* the sublayer's norm, or NULL */
+    const char *norm_type;            /* the norm's layer type, or NULL */
+    char *group;                      /* weights group of the layer */
+    char *norm_group;                 /* weights group of the norm, or NULL */
+    int in_block;
+    int residual;                     /* add the step's input back */
+    int norm_first;                   /* pre-norm (1) or post-norm (0) */
+    int repeat_index;                 /* -1 outside a block */
+    int repeat_count;                 /* repeats of the enclosing block, 0 outside */
+    /* First step of a block only: the weights group one repeat past the last
+     * (e.g. /encoder/6 for repeat = 6), which must not exist unless the
+     * block says extra_layers = ignore; NULL when there is nothing to check. */
+    char *extra_group;
+    char *block_origin;               /* "job.ini:30: [encoder] repeat = 6", for that check */
+} tfenc_step_plan;
+
+typedef struct tfenc_model_plan {
+    tfenc_step_plan *steps;
+    int n_steps;
+    int n_layers; /* encoder block repeats in total */
+} tfenc_model_plan;
+
+/* Reads the composition from the job (no plugin is loaded). Rejects unknown
+ * sections and block keys with file:line. */
+int tfenc_model_plan_read(tfenc_context *ctx, const tfenc_jobfile *job, tfenc_model_plan *plan);
+void tfenc_model_plan_free(tfenc_model_plan *plan);
+
+typedef struct tfenc_model tfenc_model;
+
+typedef struct tfenc_model_options {
+    const tfenc_jobfile *job;
+    const tfenc_model_config *config;
+    const tfenc_model_plan *plan;
+    tfenc_plugin_registry *registry;
+    tfenc_weight_store *weights;
+    tfenc_limits limits;
+    int first_step; /* this stage's range [first_step, end_step) */
+    int end_step;
+    /* Precision of each step of the plan (the int8 accuracy gate's
+     * choices), or NULL for config->precision everywhere. */
+    const tfenc_precision *step_precision;
+    /* fp32 steps record their linear maps' input ranges for int8 (the
+     * accuracy gate's reference pass; weights.h). */
+    int calibrate;
+} tfenc_model_options;
+
+/* Creates the instances of the step range, loading their weights, and
+ * allocates all scratch once. */
+int tfenc_model_create(tfenc_context *ctx, const tfenc_model_options *options,
+                       tfenc_model **model);
+/* Runs the stage's steps over the batch, in place. Never allocates. Never
+ * returns a non-finite value: when the output holds a NaN or an infinity
+ * (weights that are finite but huge overflow float32), it fails with
+ * TFENC_ERR_WEIGHTS naming the layer that made it, and
+ * tfenc_model_nonfinite_sequence() tells which sequence of the batch. */
+int tfenc_model_forward(tfenc_context *ctx, tfenc_model *model, tfenc_batch *batch);
+/* After such a failure: the index of the sequence in the batch; else -1. */
+int tfenc_model_nonfinite_sequence(const tfenc_model *model);
+/* Estimated floating-point operations per token of step i (in range) for
+ * sequences of mean length `mean_seq_len`. */
+double tfenc_model_step_flops(const tfenc_model *model, int step, double mean_seq_len);
+/* Runs one 2-token sequence through the model to learn whether it pools
+ * (its rows drop to one per sequence): works for custom pooling plugins
+ * too, and shows that the model runs before any I/O. */
+int tfenc_model_probe_pools(tfenc_context *ctx, tfenc_model *model, int *pools);
+/* For pipelines, before any stage loads its range: builds each step of the
+ * plan alone (one at a time, so memory holds one step's weights), runs the
+ * probe sequence through the steps in order, and destroys them again.
+ * step_flops[n_steps] gets each step's FLOPs per token at mean_seq_len;
+ * *pools whether the whole model pools. */
+int tfenc_model_survey(tfenc_context *ctx, const tfenc_model_options *options,
+                       double mean_seq_len, double *step_flops, int *pools);
+void tfenc_model_destroy(tfenc_model *model);
+
+#endif

@@ -1,0 +1,486 @@
+/* Reads an output file's attributes and lengths, read-only and without
+ * HDF5's file lock, into a tfenc_inspection. */
+#include "output/inspect.h"
+#include "base/files.h"
+#include "output/ownership.h"
+#include "base/hdf5_error.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <unistd.h>
+
+#include <hdf5.h>
+
+#include "base/context.h"
+#include "job/jobfile.h"
+
+/* Lengths are counted this many at a time: bounded memory for any corpus. */
+#define LENGTHS_PER_READ ((hsize_t)1 << 20)
+
+/* ------------------------------------------------------------ attributes */
+
+static void note_unknown(tfenc_inspection *inspection, const char *name)
+{
+    size_t used = strlen(inspection->unknown);
+    snprintf(inspection->unknown + used, sizeof inspection->unknown - used, "%s%s",
+             used > 0 ? ", " : "", name);
+}
+
+/* A string attribute as a new string; NULL when absent or not a string. */
+static char *read_string(hid_t file, const char *name)
+{
+    char *copy = NULL;
+    if (H5Aexists(file, name) <= 0) {
+        H5Eclear2(H5E_DEFAULT);
+        return NULL;
+    }
+    hid_t attribute = H5Aopen(file, name, H5P_DEFAULT);
+    hid_t stored = attribute >= 0 ? H5Aget_type(attribute) : -1;
+    hid_t type = H5Tcopy(H5T_C_S1);
+    if (stored >= 0 && H5Tget_class(stored) == H5T_STRING && type >= 0
+        && H5Tset_cset(type, H5Tget_cset(stored)) >= 0) {
+        if (H5Tis_variable_str(stored) > 0) {
+            char *value = NULL;
+            if (H5Tset_size(type, H5T_VARIABLE) >= 0 && H5Aread(attribute, type, &value) >= 0) {
+                copy = strdup(value != NULL ? value : "");
+                hid_t space = H5Screate(H5S_SCALAR);
+                H5Dvlen_reclaim(type, space, H5P_DEFAULT, &value);
+                H5Sclose(space);
+            }
+        } else {
+            /* Fixed-length: what h5py writes for numpy byte strings. */
+            size_t size = H5Tget_size(stored);
+            copy = calloc(size + 1, 1);
+            if (copy != NULL && (H5Tset_size(type, size) < 0 || H5Aread(attribute, type, copy) < 0)) {
+                free(copy);
+                copy = NULL;
+            }
+        }
+    }
+    if (type >= 0)
+        H5Tclose(type);
+    if (stored >= 0)
+        H5Tclose(stored);
+    if (attribute >= 0)
+        H5Aclose(attribute);
+    H5Eclear2(H5E_DEFAULT);
+    return copy;
+}
+
+/* A scalar attribute of HDF5 class `kind` read as `memory_type` into
+ * *value: 1 when read, 0 when absent or of another class. */
+static int read_number(hid_t file, const char *name, H5T_class_t kind, hid_t memory_type,
+                       void *value)
+{
+    int found = 0;
+    if (H5Aexists(file, name) > 0) {
+        hid_t attribute = H5Aopen(file, name, H5P_DEFAULT);
+        hid_t stored = attribute >= 0 ? H5Aget_type(attribute) : -1;
+        if (stored >= 0 && H5Tget_class(stored) == kind
+            && H5Aread(attribute, memory_type, value) >= 0)
+            found = 1;
+        if (stored >= 0)
+            H5Tclose(stored);
+        if (attribute >= 0)
+            H5Aclose(attribute);
+    }
+    H5Eclear2(H5E_DEFAULT);
+    return found;
+}
+
+/* An integer attribute; 0 when absent (then *found = 0). */
+static int64_t read_integer(hid_t file, const char *name, int *found)
+{
+    int64_t value = 0;
+    *found = read_number(file, name, H5T_INTEGER, H5T_NATIVE_INT64, &value);
+    return *found ? value : 0;
+}
+
+/* A floating-point attribute; NAN when absent. */
+static double read_double(hid_t file, const char *name)
+{
+    double value = NAN;
+    return read_number(file, name, H5T_FLOAT, H5T_NATIVE_DOUBLE, &value) ? value : NAN;
+}
+
+/* ----------------------------------------------------------------- lengths */
+
+/* Counts finished (length >= 0) and truncated documents among the first
+ * n_documents of `lengths` and `truncated`, a block at a time. */
+static int count_finished(tfenc_context *ctx, const char *path, hid_t file, int64_t n_documents,
+                          tfenc_inspection *inspection)
+{
+    hid_t lengths = H5Dopen2(file, "lengths", H5P_DEFAULT);
+    hid_t truncated = H5Lexists(file, "truncated", H5P_DEFAULT) > 0
+                          ? H5Dopen2(file, "truncated", H5P_DEFAULT)
+                          : -1;
+    H5Eclear2(H5E_DEFAULT);
+    if (lengths < 0)
+        return tfenc_error(ctx, TFENC_ERR_CONFIG, "%s: cannot open dataset 'lengths'", path);
+    /* Only a -1 fill value makes an unwritten length recognisable. */
+    int32_t fill = 0;
+    H5D_fill_value_t defined = H5D_FILL_VALUE_UNDEFINED;
+    hid_t create = H5Dget_create_plist(lengths);
+    int marked = create >= 0 && H5Pfill_value_defined(create, &defined) >= 0
+                 && defined == H5D_FILL_VALUE_USER_DEFINED
+                 && H5Pget_fill_value(create, H5T_NATIVE_INT32, &fill) >= 0 && fill == -1;
+    if (create >= 0)
+        H5Pclose(create);
+    hid_t file_space = H5Dget_space(lengths);
+    hsize_t rows = 0;
+    int ok = file_space >= 0 && H5Sget_simple_extent_ndims(file_space) == 1
+             && H5Sget_simple_extent_dims(file_space, &rows, NULL) == 1;
+    if (ok && (int64_t)rows < n_documents)
+        n_documents = (int64_t)rows;
+    int32_t *length_block = malloc(LENGTHS_PER_READ * sizeof *length_block);
+    int32_t *truncated_block = malloc(LENGTHS_PER_READ * sizeof *truncated_block);
+    if (length_block == NULL || truncated_block == NULL)
+        ok = 0;
+    int64_t finished = 0, cut = 0;
+    int truncation_known = truncated >= 0;
+    for (hsize_t first = 0; ok && first < (hsize_t)n_documents; first += LENGTHS_PER_READ) {
+        hsize_t count = (hsize_t)n_documents - first < LENGTHS_PER_READ
+                            ? (hsize_t)n_documents - first
+                            : LENGTHS_PER_READ;
+        hid_t memory_space = H5Screate_simple(1, &count, NULL);
+        ok = memory_space >= 0
+             && H5Sselect_hyperslab(file_space, H5S_SELECT_SET, &first, NULL, &count, NULL) >= 0
+             && H5Dread(lengths, H5T_NATIVE_INT32, memory_space, file_space, H5P_DEFAULT,
+                        length_block) >= 0;
+        if (ok && truncation_known) {
+            hid_t truncated_space = H5Dget_space(truncated);
+            truncation_known =
+                truncated_space >= 0
+                && H5Sselect_hyperslab(truncated_space, H5S_SELECT_SET, &first, NULL, &count, NULL)
+                       >= 0
+                && H5Dread(truncated, H5T_NATIVE_INT32, memory_space, truncated_space,
+                           H5P_DEFAULT, truncated_block) >= 0;
+            if (truncated_space >= 0)
+                H5Sclose(truncated_space);
+        }
+        for (hsize_t i = 0; ok && i < count; i++)
+            if (length_block[i] >= 0) {
+                finished++;
+                cut += truncation_known && truncated_block[i] > 0;
+            }
+        if (memory_space >= 0)
+            H5Sclose(memory_space);
+    }
+    char detail[256] = "";
+    int status = ok ? TFENC_OK
+                    : tfenc_error(ctx, TFENC_ERR_IO, "%s: cannot read dataset 'lengths': %s", path,
+                                  tfenc_hdf5_error_detail(detail, sizeof detail));
+    free(length_block);
+    free(truncated_block);
+    if (file_space >= 0)
+        H5Sclose(file_space);
+    if (truncated >= 0)
+        H5Dclose(truncated);
+    H5Dclose(lengths);
+    if (status != TFENC_OK)
+        return status;
+    if (marked || inspection->complete) {
+        inspection->n_finished = inspection->complete && !marked ? n_documents : finished;
+        inspection->n_truncated = truncation_known ? cut : -1;
+    } else {
+        note_unknown(inspection, "which documents are finished");
+    }
+    return TFENC_OK;
+}
+
+/* ------------------------------------------------------------- in use */
+
+/* HDF5 takes an exclusive flock() on a file it opens for writing with one
+ * process; asking for a shared one without waiting tells whether some
+ * process holds it. The probe's own lock is released at once. */
+static int held_by_another_process(const char *path)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return 0;
+    int held = flock(fd, LOCK_SH | LOCK_NB) != 0 && errno == EWOULDBLOCK;
+    close(fd);
+    return held;
+}
+
+/* ---------------------------------------------------------- precision */
+
+/* Older files: [model] precision from the job settings, else the default. */
+static char *precision_from_settings(const char *settings)
+{
+    static const char key[] = "model.precision = ";
+    for (const char *line = settings; line != NULL && *line != '\0';) {
+        size_t length = strcspn(line, "\n");
+        if (length > sizeof key - 1 && strncmp(line, key, sizeof key - 1) == 0)
+            return strndup(line + sizeof key - 1, length - (sizeof key - 1));
+        line += length + (line[length] == '\n');
+    }
+    return strdup("fp32");
+}
+
+/* ------------------------------------------------------ resume command */
+
+typedef struct text {
+    char *data;
+    size_t length, capacity;
+    int failed;
+} text;
+
+static void append(text *t, const char *piece, size_t n)
+{
+    if (t->failed)
+        return;
+    if (t->length + n + 1 > t->capacity) {
+        size_t capacity = t->capacity > 0 ? t->capacity * 2 : 256;
+        while (capacity < t->length + n + 1)
+            capacity *= 2;
+        char *grown = realloc(t->data, capacity);
+        if (grown == NULL) {
+            t->failed = 1;
+            return;
+        }
+        t->data = grown;
+        t->capacity = capacity;
+    }
+    memcpy(t->data + t->length, piece, n);
+    t->length += n;
+    t->data[t->length] = '\0';
+}
+
+/* Appends " WORD", single-quoted unless it is made of safe characters only. */
+static void append_word(text *t, const char *word, size_t n)
+{
+    static const char safe[] = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+                               "0123456789_-./=:,+@%";
+    int plain = n > 0;
+    for (size_t i = 0; i < n; i++)
+        plain &= strchr(safe, word[i]) != NULL && word[i] != '\0';
+    append(t, " ", 1);
+    if (plain) {
+        append(t, word, n);
+        return;
+    }
+    append(t, "'", 1);
+    for (size_t i = 0; i < n; i++)
+        if (word[i] == '\'')
+            append(t, "'\\''", 4);
+        else
+            append(t, word + i, 1);
+    append(t, "'", 1);
+}
+
+/* The ranks of a layout attribute "ranks=R ...", or 1. */
+static long ranks_of(const char *layout)
+{
+    const char *found = layout != NULL ? strstr(layout, "ranks=") : NULL;
+    long ranks = found != NULL ? strtol(found + strlen("ranks="), NULL, 10) : 1;
+    return ranks > 0 ? ranks : 1;
+}
+
+/* Whether the last run, with its overrides, had [job] resume = false: then
+ * running the same command again would overwrite the file, so the resume
+ * command adds --set job.resume=true. */
+static int resume_was_off(const tfenc_inspection *inspection)
+{
+    tfenc_context scratch;
+    tfenc_context_init(&scratch);
+    tfenc_jobfile *job = NULL;
+    int off = 0;
+    if (inspection->job_text != NULL
+        && tfenc_jobfile_parse_string(&scratch, "job", inspection->job_text, &job) == TFENC_OK) {
+        for (const char *line = inspection->job_overrides; line != NULL && *line != '\0';) {
+            size_t length = strcspn(line, "\n");
+            char *assignment = strndup(line, length);
+            if (assignment != NULL)
+                tfenc_jobfile_override(&scratch, job, assignment);
+            free(assignment);
+            line += length + (line[length] == '\n');
+        }
+        const tfenc_job_section *section = tfenc_jobfile_find(job, "job");
+        const tfenc_job_entry *entry = section != NULL ? tfenc_job_section_get(section, "resume")
+                                                       : NULL;
+        off = entry != NULL && (strcmp(entry->value, "false") == 0
+                                || strcmp(entry->value, "0") == 0
+                                || strcmp(entry->value, "no") == 0);
+    }
+    tfenc_jobfile_destroy(job);
+    return off;
+}
+
+/* cd WORKING_DIRECTORY && [mpirun -n R] tfenc-batch [--set X]... JOB */
+static char *resume_command(const tfenc_inspection *inspection)
+{
+    text t = {0};
+    append(&t, "cd", 2);
+    append_word(&t, inspection->working_directory, strlen(inspection->working_directory));
+    append(&t, " &&", 3);
+    long ranks = ranks_of(inspection->layout);
+    if (ranks > 1) {
+        char launcher[64];
+        snprintf(launcher, sizeof launcher, " mpirun -n %ld", ranks);
+        append(&t, launcher, strlen(launcher));
+    }
+    append(&t, " tfenc-batch", strlen(" tfenc-batch"));
+    for (const char *line = inspection->job_overrides; *line != '\0';) {
+        size_t length = strcspn(line, "\n");
+        if (length > 0) {
+            append(&t, " --set", 6);
+            append_word(&t, line, length);
+        }
+        line += length + (line[length] == '\n');
+    }
+    if (resume_was_off(inspection))
+        append(&t, " --set job.resume=true", strlen(" --set job.resume=true"));
+    append_word(&t, inspection->job_path, strlen(inspection->job_path));
+    if (t.failed) {
+        free(t.data);
+        return NULL;
+    }
+    return t.data;
+}
+
+/* ----------------------------------------------------------------- public */
+
+int tfenc_inspect_output(tfenc_context *ctx, const char *path, tfenc_inspection *inspection)
+{
+    memset(inspection, 0, sizeof *inspection);
+    inspection->n_documents = inspection->n_finished = inspection->n_truncated = -1;
+    inspection->n_tokens = inspection->d_model = -1;
+    inspection->path = strdup(path);
+    if (inspection->path == NULL)
+        return tfenc_error(ctx, TFENC_ERR_NO_MEMORY, "out of memory");
+    H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
+    /* HDF5's open() would wait forever on a FIFO (core/base/files.h); a missing
+     * file is reported below. */
+    if (access(path, F_OK) == 0) {
+        int checked = tfenc_file_check_regular(ctx, "--status", path);
+        if (checked != TFENC_OK)
+            return checked;
+    }
+    if (access(path, R_OK) != 0)
+        return tfenc_error(ctx, TFENC_ERR_IO, "%s: %s", path, strerror(errno));
+    if (H5Fis_hdf5(path) <= 0) {
+        H5Eclear2(H5E_DEFAULT);
+        return tfenc_error(ctx, TFENC_ERR_IO, "%s: not an HDF5 file", path);
+    }
+    /* A job holds the output's lock file (any rank count), and one writing
+     * rank also HDF5's own lock on the file. */
+    inspection->in_use = tfenc_output_lock_held(path, NULL, 0) || held_by_another_process(path);
+    /* Read-only and without HDF5's lock, which the writing job holds. */
+    hid_t access_properties = H5Pcreate(H5P_FILE_ACCESS);
+    hid_t file = -1;
+    if (access_properties >= 0 && H5Pset_file_locking(access_properties, 0, 1) >= 0)
+        file = H5Fopen(path, H5F_ACC_RDONLY, access_properties);
+    char detail[256] = "";
+    int status = file < 0 ? tfenc_error(ctx, TFENC_ERR_IO, "%s: cannot open it read-only: %s",
+                                        path, tfenc_hdf5_error_detail(detail, sizeof detail))
+                          : TFENC_OK;
+    if (access_properties >= 0)
+        H5Pclose(access_properties);
+    if (status != TFENC_OK)
+        return status;
+
+    /* A tfenc output: the version and completion attributes, the rows and
+     * the lengths. */
+    int has_complete = 0, found = 0;
+    int64_t complete = read_integer(file, "complete", &has_complete);
+    inspection->tfenc_version = read_string(file, "tfenc_version");
+    int has_rows = H5Lexists(file, "embeddings", H5P_DEFAULT) > 0
+                   || H5Lexists(file, "hidden", H5P_DEFAULT) > 0;
+    int has_lengths = H5Lexists(file, "lengths", H5P_DEFAULT) > 0;
+    H5Eclear2(H5E_DEFAULT);
+    const char *lacking = inspection->tfenc_version == NULL ? "attribute 'tfenc_version'"
+                          : !has_complete                  ? "attribute 'complete'"
+                          : !has_rows                      ? "dataset 'embeddings' or 'hidden'"
+                          : !has_lengths                   ? "dataset 'lengths'"
+                                                           : NULL;
+    if (lacking != NULL) {
+        H5Fclose(file);
+        return tfenc_error(ctx, TFENC_ERR_CONFIG, "%s: not a tfenc output: it has no %s", path,
+                           lacking);
+    }
+    inspection->complete = complete == 1;
+    inspection->n_documents = read_integer(file, "n_documents", &found);
+    if (!found) {
+        inspection->n_documents = -1;
+        note_unknown(inspection, "n_documents");
+    }
+    inspection->d_model = read_integer(file, "d_model", &found);
+    if (!found)
+        inspection->d_model = -1;
+    inspection->n_tokens = read_integer(file, "n_tokens", &found);
+    if (!found)
+        inspection->n_tokens = -1;
+
+    struct { const char *name; char **value; } strings[] = {
+        {"created", &inspection->created},
+        {"output_kind", &inspection->output_kind},
+        {"dtype", &inspection->dtype},
+        {"compression", &inspection->compression},
+        {"weights_sha256", &inspection->weights_sha256},
+        {"layout", &inspection->layout},
+        {"job_settings", &inspection->job_settings},
+        {"job", &inspection->job_text},
+        {"job_path", &inspection->job_path},
+        {"working_directory", &inspection->working_directory},
+        {"job_overrides", &inspection->job_overrides},
+        {"precision", &inspection->precision}};
+    for (size_t i = 0; i < sizeof strings / sizeof strings[0]; i++) {
+        *strings[i].value = read_string(file, strings[i].name);
+        if (*strings[i].value == NULL)
+            note_unknown(inspection, strings[i].name);
+    }
+    inspection->precision_recorded = inspection->precision != NULL;
+    /* Optional detail (recorded since the int8 gate): not listed as unknown. */
+    inspection->precision_steps = read_string(file, "precision_steps");
+    inspection->precision_sample_min_cosine = read_double(file, "precision_sample_min_cosine");
+    if (inspection->precision == NULL && inspection->job_settings != NULL)
+        inspection->precision = precision_from_settings(inspection->job_settings);
+
+    int64_t rows = inspection->n_documents;
+    if (rows < 0) {
+        /* Older files still say it through the length of `lengths`. */
+        hid_t lengths = H5Dopen2(file, "lengths", H5P_DEFAULT);
+        hid_t space = lengths >= 0 ? H5Dget_space(lengths) : -1;
+        hsize_t dims = 0;
+        if (space >= 0 && H5Sget_simple_extent_ndims(space) == 1
+            && H5Sget_simple_extent_dims(space, &dims, NULL) == 1)
+            rows = inspection->n_documents = (int64_t)dims;
+        if (space >= 0)
+            H5Sclose(space);
+        if (lengths >= 0)
+            H5Dclose(lengths);
+        H5Eclear2(H5E_DEFAULT);
+    }
+    status = count_finished(ctx, path, file, rows < 0 ? 0 : rows, inspection);
+    H5Fclose(file);
+    if (status != TFENC_OK)
+        return status;
+    if (!inspection->complete && inspection->job_path != NULL
+        && inspection->working_directory != NULL && inspection->job_overrides != NULL) {
+        inspection->resume_command = resume_command(inspection);
+        if (inspection->resume_command == NULL)
+            return tfenc_error(ctx, TFENC_ERR_NO_MEMORY, "out of memory");
+    }
+    return TFENC_OK;
+}
+
+void tfenc_inspection_free(tfenc_inspection *inspection)
+{
+    char **strings[] = {&inspection->path, &inspection->tfenc_version, &inspection->created,
+                        &inspection->output_kind, &inspection->dtype, &inspection->compression,
+                        &inspection->weights_sha256, &inspection->layout,
+                        &inspection->job_settings, &inspection->job_text, &inspection->job_path,
+                        &inspection->working_directory, &inspection->job_overrides,
+                        &inspection->precision, &inspection->precision_steps,
+                        &inspection->resume_command};
+    for (size_t i = 0; i < sizeof strings / sizeof strings[0]; i++) {
+        free(*strings[i]);
+        *strings[i] = NULL;
+    }
+}

@@ -1,0 +1,9 @@
+# output: the HDF5 output file, the last stage's writer, which window a
+# file holds (ownership), a job's fingerprint, and reading a file back
+# (--status).
+core_libtfenc_la_SOURCES += \
+	core/output/output.c core/output/output.h \
+	core/output/writer.c core/output/writer.h \
+	core/output/ownership.c core/output/ownership.h \
+	core/output/fingerprint.c core/output/fingerprint.h \
+	core/output/inspect.c core/output/inspect.h

@@ -1,0 +1,215 @@
+/* The HDF5 output file: one file that every writing rank fills at its
+ * documents' global indices (parallel HDF5, independent I/O), so that its
+ * content does not depend on the number of ranks or the layout.
+ *
+ * Layout (N documents, d = d_model, T = tokens of all documents):
+ *   embeddings [N, d]            pooled kind: one row per document
+ *   hidden     [T, d]            tokens kind: rows offsets[i] .. offsets[i+1]-1
+ *   offsets    [N+1] int64       tokens kind: offsets[0] = 0, offsets[N] = T
+ *   lengths    [N]   int32       tokens encoded per document, special tokens
+ *                                included; -1 (the fill value) until the
+ *                                document's metadata is written
+ *   truncated  [N]   int32       word pieces cut from the document
+ *   ids        [N]   string      only when the corpus has ids: fixed-length,
+ *                                NUL-padded UTF-8, as long as the longest id
+ *                                (variable-length strings cannot be written in
+ *                                parallel HDF5; h5py returns them as bytes)
+ * float datasets are float32, float16 (IEEE half, numpy.float16 in h5py) or
+ * bfloat16 (docs/weights.md's layout), chunked about 1 MiB per chunk.
+ * Root attributes (strings are variable-length UTF-8): job, job_settings, weights_sha256,
+ * corpus_fingerprint, vocabulary_fingerprint ("" without a vocabulary file),
+ * tfenc_version, layout, created (ISO-8601 UTC), output_kind, dtype,
+ * compression, d_model, n_documents, n_tokens (tokens kind), job_path,
+ * working_directory, job_overrides, precision, precision_sample_min_cosine
+ * (float64), precision_steps, and complete:
+ * 0 while the job runs, 1 once tfenc_output_finish() has flushed everything.
+ *
+ * Parallelism: create and finish are collective over `writers`; the write
+ * functions are independent, so ranks with more work never hold up the
+ * others. With one writer (or MPI_COMM_NULL, which needs no MPI at all) the
+ * file is written with HDF5's sec2 driver instead of MPI-IO.
+ *
+ * Compression: gzip level 4 with shuffle is offered with ONE writer only.
+ * Parallel HDF5 1.10 writes compressed datasets only with collective calls,
+ * which would make every writer wait for the slowest at each write;
+ * tfenc_output_create() refuses gzip with several writers, saying so
+ * (compress afterwards with h5repack). */
+#ifndef TFENC_OUTPUT_H
+#define TFENC_OUTPUT_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <mpi.h>
+#include "tfenc/plugin.h"
+
+/* AUTO is a job's choice (whatever the model gives), never a file's kind. */
+typedef enum tfenc_output_kind {
+    TFENC_OUTPUT_POOLED,
+    TFENC_OUTPUT_TOKENS,
+    TFENC_OUTPUT_AUTO
+} tfenc_output_kind;
+typedef enum tfenc_output_dtype {
+    TFENC_DTYPE_FLOAT32,
+    TFENC_DTYPE_FLOAT16,
+    TFENC_DTYPE_BFLOAT16
+} tfenc_output_dtype;
+typedef enum tfenc_output_compression {
+    TFENC_COMPRESSION_NONE,
+    TFENC_COMPRESSION_GZIP
+} tfenc_output_compression;
+
+/* Long documents cut into chunks ([job] long_documents = chunk), for a
+ * pooled output: */
+typedef enum tfenc_output_chunks {
+    TFENC_CHUNKS_OFF,  /* documents are truncated, not chunked */
+    TFENC_CHUNKS_MEAN, /* embeddings [N, d] holds the mean of each document's chunk
+                        * vectors; chunks [N] how many it had */
+    TFENC_CHUNKS_EACH  /* embeddings [C, d] holds every chunk's vector: document i's
+                        * are rows chunk_offsets[i] .. chunk_offsets[i+1]-1, chunk_starts [C]
+                        * the first token of each chunk within its document (special
+                        * tokens not counted), chunks [N] how many each document had */
+} tfenc_output_chunks;
+
+typedef struct tfenc_output_options {
+    const char *path;
+    tfenc_output_kind kind;
+    tfenc_output_chunks chunks;  /* pooled only */
+    int64_t n_chunks;            /* TFENC_CHUNKS_EACH: C, the rows of embeddings */
+    tfenc_output_dtype dtype;
+    tfenc_output_compression compression;
+    int d_model;
+    int64_t n_documents;
+    int64_t n_tokens;        /* tokens kind: rows of `hidden`; ignored for pooled */
+    int has_ids;             /* write an `ids` dataset */
+    size_t max_id_length;    /* this rank's longest id in bytes; the file uses the
+                              * maximum over all writers */
+    /* Provenance, stored as attributes; NULL stores "". In parallel every
+     * writer MUST pass the same strings (attributes are collective). */
+    const char *job_text;
+    /* What makes two runs the same job for resuming: the job's settings
+     * that shape the result (tfenc-batch leaves out the rank layout,
+     * threads and progress keys). Stored as `job_settings`; a file whose
+     * job_settings differ is never appended to. */
+    const char *job_settings;
+    const char *weights_sha256;
+    /* The inputs' fingerprints (fingerprint.h): a resume is refused when
+     * either changed, naming the file. vocabulary_* are NULL when the
+     * weights hold the tokenizer. */
+    const char *corpus_path;
+    const char *corpus_fingerprint;
+    const char *vocabulary_path;
+    const char *vocabulary_fingerprint;
+    const char *layout;      /* e.g. "ranks=4 data_parallel=2 pipeline_stages=2" */
+    /* How this run was started, so that tfenc-batch --status can print the
+     * command that resumes an unfinished file (core/output/inspect.h): the job file
+     * as given (stored absolute, with the working directory), the --set
+     * overrides (stored one per line) and the matrix precision. NULL (or no
+     * overrides) stores "". Rewritten by every run, like layout. */
+    const char *job_path;
+    const char *const *overrides;
+    int n_overrides;
+    const char *precision;
+    /* int8: what the accuracy gate measured and chose: the min cosine to
+     * fp32 on its sample, and each step's precision ("encoder.0.attention
+     * bf16\n..."). precision_steps NULL (other precisions, which are not
+     * gated) stores 1.0 and "". */
+    double sample_min_cosine;
+    const char *precision_steps;
+} tfenc_output_options;
+
+typedef struct tfenc_output tfenc_output;
+
+/* The names of each enum's values, indexed by value, NULL-terminated: the
+ * job file's output_kind / output_dtype / compression choices. */
+extern const char *const tfenc_output_kind_names[];
+extern const char *const tfenc_output_dtype_names[];
+extern const char *const tfenc_output_compression_names[];
+extern const char *const tfenc_output_chunks_names[];
+
+/* Name -> value through those tables: TFENC_ERR_NOT_FOUND for an unknown
+ * name (and for "auto", which no file has). */
+int tfenc_output_kind_from_name(const char *name, tfenc_output_kind *kind);
+int tfenc_output_dtype_from_name(const char *name, tfenc_output_dtype *dtype);
+int tfenc_output_compression_from_name(const char *name, tfenc_output_compression *compression);
+const char *tfenc_output_kind_name(tfenc_output_kind kind);
+const char *tfenc_output_dtype_name(tfenc_output_dtype dtype);
+
+/* Creates (truncating any existing file) the file and every dataset, writes
+ * the attributes with complete = 0 and flushes, so that a job killed later
+ * leaves a readable, visibly incomplete file. Collective over `writers`
+ * (MPI_COMM_NULL: this process alone, without MPI). */
+int tfenc_output_create(tfenc_context *ctx, MPI_Comm writers, const tfenc_output_options *options,
+                        tfenc_output **out);
+
+/* Resuming. Reopens the file a killed run of the same job left, so that
+ * only the documents it did not finish are encoded again. Collective.
+ * Returns TFENC_ERR_NOT_FOUND, recording no message, when there is no file
+ * at options->path (then call tfenc_output_create). Returns
+ * TFENC_ERR_CONFIG naming the first attribute or dataset that differs when
+ * the file holds another job's output (job settings, weights checksum, kind,
+ * dtype, compression, d_model, documents, tokens, ids): such a file is never
+ * appended to. On success *was_complete says whether that run had finished;
+ * the file is marked complete = 0 (and gets this run's job text and layout) until
+ * tfenc_output_finish(). A compressed output (gzip) is never reopened:
+ * TFENC_ERR_CONFIG, since HDF5 compresses whole chunks in memory and a
+ * killed run's file cannot say which rows reached the disk. */
+int tfenc_output_reopen(tfenc_context *ctx, MPI_Comm writers, const tfenc_output_options *options,
+                        tfenc_output **out, int *was_complete);
+
+/* written[i] = 1 if document first + i is finished (its length was stored,
+ * which write_metadata does after the rows), else 0. Independent: each
+ * rank asks about its own share. */
+int tfenc_output_written(tfenc_context *ctx, tfenc_output *out, int64_t first, int64_t count,
+                         uint8_t *written);
+
+/* Pooled kind: rows[j] (d floats) goes to embeddings[global_indices[j]].
+ * Indices may come in any order but not twice in one call. */
+int tfenc_output_write_pooled(tfenc_context *ctx, tfenc_output *out, int64_t n_rows,
+                              const int64_t *global_indices, const float *rows);
+
+/* Tokens kind: document j (global index global_indices[j]) has n_tokens[j]
+ * rows, stored one document after another in `rows`; they go to hidden
+ * rows token_offsets[j] ..., and offsets[global_indices[j]] =
+ * token_offsets[j]. token_offsets MUST be the exclusive running sum of the
+ * lengths in global document order (the driver gets it with an MPI_Exscan),
+ * so that offsets is consistent across writers. */
+int tfenc_output_write_tokens(tfenc_context *ctx, tfenc_output *out, int64_t n_documents,
+                              const int64_t *global_indices, const int64_t *token_offsets,
+                              const int32_t *n_tokens, const float *rows);
+
+/* TFENC_CHUNKS_EACH: document j's n_chunks[j] chunk vectors, packed one
+ * document after another in `rows` (with their chunk_starts), go to rows
+ * chunk_offsets[j] ... of embeddings, and chunk_offsets[global_indices[j]]
+ * is set; chunk offsets MUST grow with the document index (a running sum
+ * of the chunk counts in document order), as token offsets do. */
+int tfenc_output_write_chunks(tfenc_context *ctx, tfenc_output *out, int64_t n_documents,
+                              const int64_t *global_indices, const int64_t *chunk_offsets,
+                              const int32_t *n_chunks, const int32_t *chunk_starts,
+                              const float *rows);
+
+/* Chunked outputs: how many chunks each document had. Write it before the
+ * document's metadata (whose lengths mark it finished). */
+int tfenc_output_write_chunk_counts(tfenc_context *ctx, tfenc_output *out, int64_t n_documents,
+                                    const int64_t *global_indices, const int32_t *n_chunks);
+
+/* Per-document metadata at the documents' global indices: lengths and
+ * truncated (required), ids (NULL-terminated strings; required when the file
+ * has ids, else ignored). Write it after the document's rows: a length of
+ * -1 then means "not written yet" in a file left by a killed job. */
+int tfenc_output_write_metadata(tfenc_context *ctx, tfenc_output *out, int64_t n_documents,
+                                const int64_t *global_indices, const int32_t *lengths,
+                                const int32_t *truncated, const char *const *ids);
+
+/* Flushes everything, sets complete = 1 and closes; frees `out` whatever
+ * happens. Collective. */
+int tfenc_output_finish(tfenc_context *ctx, tfenc_output *out);
+
+/* Closes without marking the file complete, for error paths; frees `out`.
+ * Collective in parallel like every HDF5 file close: a driver that is about
+ * to MPI_Abort should skip it. NULL is allowed. */
+void tfenc_output_close(tfenc_output *out);
+
+/* The path the file was created at. */
+const char *tfenc_output_path(const tfenc_output *out);
+
+#endif

@@ -1,0 +1,423 @@
+/* Rows now, metadata after fdatasync: the last stage's writes. */
+#include "output/writer.h"
+
+#include "base/clock.h"
+#include "base/context.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+/* A group ends after this many documents or this many seconds, whichever
+ * comes first: one fdatasync per group keeps the sync cost small next to
+ * encoding, and a killed job loses at most a second of work. */
+#define GROUP_DOCUMENTS 4096
+#define GROUP_SECONDS 1.0
+/* Syncs per second a whole job asks of the file system at most: with more
+ * writers than this each one's group lasts longer (docs/scale.md: at 1,000
+ * ranks the metadata flushes are the first shared resource to fill). */
+#define JOB_SYNCS_PER_SECOND 1000.0
+
+/* A chunked document whose chunks have not all arrived: they are spread
+ * over the microbatches of its window (sorted by length with the others). */
+typedef struct open_document {
+    int64_t index;
+    int64_t first_row;  /* TFENC_CHUNKS_EACH: its first row in embeddings */
+    int32_t n_chunks, seen;
+    int32_t tokens;     /* all its chunks' tokens, special tokens included */
+    char *id;
+    float *rows;        /* MEAN: [d] the sum so far; EACH: [n_chunks, d] by chunk */
+    int32_t *starts;    /* EACH: [n_chunks] each chunk's first token */
+} open_document;
+
+struct tfenc_writer {
+    tfenc_output *output;
+    int pooled;
+    tfenc_output_chunks chunks;
+    int output_dim; /* > 0: rows cut to this width and renormalised */
+    int d_model;
+    const char *path;
+    int sync_fd;
+    /* The current group's metadata, one entry per finished document. */
+    int64_t *indices;
+    int32_t *lengths;
+    int32_t *truncated;
+    int32_t *chunk_counts;
+    char **ids;
+    int64_t n_queued, capacity;
+    int has_ids;
+    int64_t documents, tokens, truncated_documents;
+    double last_flush;
+    double group_seconds;
+    /* Chunked outputs. */
+    open_document *open;
+    int n_open, open_capacity;
+    float *finished_rows; /* rows of the documents a microbatch finished */
+    size_t finished_capacity;
+};
+
+int tfenc_writer_create(tfenc_context *ctx, tfenc_output *output, int pooled,
+                        tfenc_output_chunks chunks, int output_dim, int d_model, int n_writers,
+                        const char *path, tfenc_writer **writer_out)
+{
+    *writer_out = NULL;
+    tfenc_writer *w = calloc(1, sizeof *w);
+    if (w == NULL)
+        return tfenc_error(ctx, TFENC_ERR_NO_MEMORY, "out of memory");
+    w->output = output;
+    w->pooled = pooled;
+    w->chunks = pooled ? chunks : TFENC_CHUNKS_OFF;
+    w->output_dim = output_dim;
+    w->d_model = d_model;
+    w->path = path;
+    w->last_flush = tfenc_clock_seconds();
+    w->group_seconds = n_writers / JOB_SYNCS_PER_SECOND > GROUP_SECONDS
+                           ? n_writers / JOB_SYNCS_PER_SECOND
+                           : GROUP_SECONDS;
+    /* fdatasync through any descriptor flushes the file's data. */
+    w->sync_fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (w->sync_fd < 0) {
+        int error = errno;
+        free(w);
+        return tfenc_error(ctx, TFENC_ERR_IO, "%s: cannot open for syncing: %s", path,
+                           strerror(error));
+    }
+    *writer_out = w;
+    return TFENC_OK;
+}
+
+/* Room for n more finished documents in the group. */
+static int reserve_queue(tfenc_context *ctx, tfenc_writer *w, int64_t n)
+{
+    if (w->n_queued + n <= w->capacity)
+        return TFENC_OK;
+    int64_t capacity = w->capacity > 0 ? w->capacity : 1024;
+    while (capacity < w->n_queued + n)
+        capacity *= 2;
+    int64_t *indices = realloc(w->indices, (size_t)capacity * sizeof *indices);
+    if (indices != NULL)
+        w->indices = indices;
+    int32_t *lengths = realloc(w->lengths, (size_t)capacity * sizeof *lengths);
+    if (lengths != NULL)
+        w->lengths = lengths;
+    int32_t *truncated = realloc(w->truncated, (size_t)capacity * sizeof *truncated);
+    if (truncated != NULL)
+        w->truncated = truncated;
+    int32_t *chunk_counts = realloc(w->chunk_counts, (size_t)capacity * sizeof *chunk_counts);
+    if (chunk_counts != NULL)
+        w->chunk_counts = chunk_counts;
+    char **ids = realloc(w->ids, (size_t)capacity * sizeof *ids);
+    if (ids != NULL)
+        w->ids = ids;
+    if (indices == NULL || lengths == NULL || truncated == NULL || chunk_counts == NULL ||
+        ids == NULL)
+        return tfenc_error(ctx, TFENC_ERR_NO_MEMORY, "out of memory");
+    w->capacity = capacity;
+    return TFENC_OK;
+}
+
+/* A finished document's metadata joins the group; `id` is copied. */
+static int queue(tfenc_context *ctx, tfenc_writer *w, int64_t index, int32_t length,
+                 int32_t truncated, int32_t chunks, const char *id)
+{
+    int status = reserve_queue(ctx, w, 1);
+    if (status != TFENC_OK)
+        return status;
+    int64_t k = w->n_queued;
+    w->indices[k] = index;
+    w->lengths[k] = length;
+    w->truncated[k] = truncated;
+    w->chunk_counts[k] = chunks;
+    w->ids[k] = NULL;
+    if (id != NULL) {
+        if ((w->ids[k] = strdup(id)) == NULL)
+            return tfenc_error(ctx, TFENC_ERR_NO_MEMORY, "out of memory");
+        w->has_ids = 1;
+    }
+    w->n_queued++;
+    w->documents++;
+    w->truncated_documents += truncated > 0;
+    return TFENC_OK;
+}
+
+/* Rows [n, d] -> their first `width` values, at unit length, packed as
+ * [n, width] in the same buffer (sentence-transformers' truncate_dim with
+ * normalize_embeddings). Sums in double: the norm of 1024 floats. */
+static void truncate_rows(float *x, int64_t n, int d, int width)
+{
+    for (int64_t j = 0; j < n; j++) {
+        const float *row = x + (size_t)j * (size_t)d;
+        double sum = 0;
+        for (int c = 0; c < width; c++)
+            sum += (double)row[c] * (double)row[c];
+        float scale = sum > 0 ? (float)(1.0 / sqrt(sum)) : 0.0f;
+        float *packed = x + (size_t)j * (size_t)width;
+        for (int c = 0; c < width; c++)
+            packed[c] = row[c] * scale;
+    }
+}
+
+/* The ids of a microbatch, one NUL-terminated string after another. */
+static const char *next_id(const char **cursor)
+{
+    const char *id = *cursor;
+    if (id != NULL)
+        *cursor += strlen(id) + 1;
+    return id;
+}
+
+/* ------------------------------------------------------------- chunks */
+
+static open_document *find_open(tfenc_writer *w, int64_t index)
+{
+    for (int i = 0; i < w->n_open; i++)
+        if (w->open[i].index == index)
+            return &w->open[i];
+    return NULL;
+}
+
+static open_document *add_open(tfenc_context *ctx, tfenc_writer *w, const tfenc_microbatch *m,
+                               int j, const char *id)
+{
+    if (w->n_open == w->open_capacity) {
+        int capacity = w->open_capacity > 0 ? 2 * w->open_capacity : 16;
+        open_document *grown = realloc(w->open, (size_t)capacity * sizeof *grown);
+        if (grown == NULL)
+            return NULL;
+        w->open = grown;
+        w->open_capacity = capacity;
+    }
+    open_document *o = &w->open[w->n_open];
+    memset(o, 0, sizeof *o);
+    o->index = m->indices[j];
+    o->first_row = m->token_offsets[j];
+    o->n_chunks = m->n_chunks[j];
+    size_t rows = w->chunks == TFENC_CHUNKS_EACH ? (size_t)o->n_chunks : 1;
+    o->rows = calloc(rows * (size_t)w->d_model, sizeof *o->rows);
+    o->starts = w->chunks == TFENC_CHUNKS_EACH ? calloc((size_t)o->n_chunks, sizeof *o->starts)
+                                                : NULL;
+    o->id = id != NULL ? strdup(id) : NULL;
+    if (o->rows == NULL || (w->chunks == TFENC_CHUNKS_EACH && o->starts == NULL) ||
+        (id != NULL && o->id == NULL)) {
+        free(o->rows);
+        free(o->starts);
+        free(o->id);
+        tfenc_error(ctx, TFENC_ERR_NO_MEMORY, "out of memory for a document of %d chunks",
+                    m->n_chunks[j]);
+        return NULL;
+    }
+    w->n_open++;
+    return o;
+}
+
+static void close_open(tfenc_writer *w, open_document *o)
+{
+    free(o->rows);
+    free(o->starts);
+    free(o->id);
+    *o = w->open[--w->n_open];
+}
+
+/* Room for `rows` finished rows of d floats. */
+static int reserve_finished(tfenc_context *ctx, tfenc_writer *w, size_t rows)
+{
+    size_t needed = rows * (size_t)w->d_model;
+    if (needed <= w->finished_capacity)
+        return TFENC_OK;
+    float *grown = realloc(w->finished_rows, needed * sizeof *grown);
+    if (grown == NULL)
+        return tfenc_error(ctx, TFENC_ERR_NO_MEMORY, "out of memory");
+    w->finished_rows = grown;
+    w->finished_capacity = needed;
+    return TFENC_OK;
+}
+
+/* Writes a finished document's rows: its chunks' mean (MEAN) or every
+ * chunk (EACH), then queues its metadata. */
+static int finish_open(tfenc_context *ctx, tfenc_writer *w, open_document *o)
+{
+    const int d = w->d_model;
+    const int64_t rows = w->chunks == TFENC_CHUNKS_EACH ? o->n_chunks : 1;
+    if (w->chunks == TFENC_CHUNKS_MEAN)
+        for (int c = 0; c < d; c++)
+            o->rows[c] /= (float)o->n_chunks;
+    if (w->output_dim > 0)
+        truncate_rows(o->rows, rows, d, w->output_dim);
+    int status = w->chunks == TFENC_CHUNKS_EACH
+                     ? tfenc_output_write_chunks(ctx, w->output, 1, &o->index, &o->first_row,
+                                                 &o->n_chunks, o->starts, o->rows)
+                     : tfenc_output_write_pooled(ctx, w->output, 1, &o->index, o->rows);
+    if (status == TFENC_OK)
+        status = queue(ctx, w, o->index, o->tokens, 0, o->n_chunks, o->id);
+    close_open(w, o);
+    return status;
+}
+
+/* A microbatch of a chunked output: documents of one chunk are written at
+ * once; the chunks of longer ones gather until their document is whole. */
+static int write_chunked(tfenc_context *ctx, tfenc_writer *w, const tfenc_microbatch *m)
+{
+    const tfenc_batch *b = &m->batch;
+    const int d = w->d_model;
+    int status = reserve_finished(ctx, w, (size_t)b->n_seq);
+    int64_t n_whole = 0;
+    int64_t *whole_index = status == TFENC_OK ? malloc((size_t)b->n_seq * sizeof *whole_index)
+                                              : NULL;
+    int64_t *whole_row = status == TFENC_OK ? malloc((size_t)b->n_seq * sizeof *whole_row) : NULL;
+    int32_t *ones = status == TFENC_OK ? malloc((size_t)b->n_seq * sizeof *ones) : NULL;
+    int32_t *zeros = status == TFENC_OK ? calloc((size_t)b->n_seq, sizeof *zeros) : NULL;
+    if (status == TFENC_OK && (whole_index == NULL || whole_row == NULL || ones == NULL ||
+                               zeros == NULL))
+        status = tfenc_error(ctx, TFENC_ERR_NO_MEMORY, "out of memory");
+    const char *id_cursor = m->ids;
+    for (int j = 0; status == TFENC_OK && j < b->n_seq; j++) {
+        const char *id = next_id(&id_cursor);
+        const float *row = b->x + (size_t)j * (size_t)d;
+        if (m->n_chunks[j] == 1) {
+            memcpy(w->finished_rows + (size_t)n_whole * (size_t)d, row, (size_t)d * sizeof *row);
+            whole_index[n_whole] = m->indices[j];
+            whole_row[n_whole] = m->token_offsets[j];
+            ones[n_whole] = 1;
+            n_whole++;
+            status = queue(ctx, w, m->indices[j], m->lengths[j], m->truncated[j], 1, id);
+            continue;
+        }
+        open_document *o = find_open(w, m->indices[j]);
+        if (o == NULL && (o = add_open(ctx, w, m, j, id)) == NULL) {
+            if (ctx->status == TFENC_OK)
+                tfenc_error(ctx, TFENC_ERR_NO_MEMORY, "out of memory");
+            status = ctx->status;
+            break;
+        }
+        if (w->chunks == TFENC_CHUNKS_EACH) {
+            memcpy(o->rows + (size_t)m->chunk[j] * (size_t)d, row, (size_t)d * sizeof *row);
+            o->starts[m->chunk[j]] = m->chunk_start[j];
+        } else {
+            for (int c = 0; c < d; c++)
+                o->rows[c] += row[c];
+        }
+        o->tokens += m->lengths[j];
+        if (++o->seen == o->n_chunks)
+            status = finish_open(ctx, w, o);
+    }
+    if (status == TFENC_OK && n_whole > 0) {
+        if (w->output_dim > 0)
+            truncate_rows(w->finished_rows, n_whole, d, w->output_dim);
+        status = w->chunks == TFENC_CHUNKS_EACH
+                     ? tfenc_output_write_chunks(ctx, w->output, n_whole, whole_index, whole_row,
+                                                 ones, zeros, w->finished_rows)
+                     : tfenc_output_write_pooled(ctx, w->output, n_whole, whole_index,
+                                                 w->finished_rows);
+    }
+    free(whole_index);
+    free(whole_row);
+    free(ones);
+    free(zeros);
+    return status;
+}
+
+/* ------------------------------------------------------------- writing */
+
+int tfenc_writer_write(tfenc_context *ctx, tfenc_writer *w, const tfenc_microbatch *m)
+{
+    const tfenc_batch *b = &m->batch;
+    if (w->pooled && b->rows != b->n_seq)
+        return tfenc_error(ctx, TFENC_ERR_PLUGIN,
+                           "the model's output has %d rows for %d documents; with "
+                           "output_kind = pooled the model must end in pooling",
+                           b->rows, b->n_seq);
+    if (!w->pooled && b->rows != b->n_tokens)
+        return tfenc_error(ctx, TFENC_ERR_CONFIG,
+                           "the model pools its output (%d rows for %d tokens): set [job] "
+                           "output_kind = pooled or auto",
+                           b->rows, b->n_tokens);
+    int status = TFENC_OK;
+    if (w->chunks != TFENC_CHUNKS_OFF) {
+        status = write_chunked(ctx, w, m);
+    } else {
+        if (w->pooled && w->output_dim > 0)
+            truncate_rows(b->x, b->n_seq, b->d_model, w->output_dim);
+        status = w->pooled
+                     ? tfenc_output_write_pooled(ctx, w->output, b->n_seq, m->indices, b->x)
+                     : tfenc_output_write_tokens(ctx, w->output, b->n_seq, m->indices,
+                                                 m->token_offsets, m->lengths, b->x);
+        const char *id_cursor = m->ids;
+        for (int j = 0; status == TFENC_OK && j < b->n_seq; j++)
+            status = queue(ctx, w, m->indices[j], m->lengths[j], m->truncated[j], 1,
+                           next_id(&id_cursor));
+    }
+    if (status != TFENC_OK)
+        return status;
+    w->tokens += b->n_tokens;
+    if (w->n_queued >= GROUP_DOCUMENTS ||
+        tfenc_clock_seconds() - w->last_flush >= w->group_seconds)
+        return tfenc_writer_flush(ctx, w);
+    return TFENC_OK;
+}
+
+int tfenc_writer_flush(tfenc_context *ctx, tfenc_writer *w)
+{
+    w->last_flush = tfenc_clock_seconds();
+    if (w->n_queued == 0)
+        return TFENC_OK;
+    if (fdatasync(w->sync_fd) != 0) {
+        int error = errno;
+        /* Filesystems without fdatasync (some FUSE mounts) still have the
+         * data in the page cache, which a killed process does not lose. */
+        if (error != EINVAL && error != ENOTSUP)
+            return tfenc_error(ctx, TFENC_ERR_IO, "%s: cannot flush rows to disk: %s", w->path,
+                               strerror(error));
+    }
+    int status = TFENC_OK;
+    if (w->chunks != TFENC_CHUNKS_OFF)
+        status = tfenc_output_write_chunk_counts(ctx, w->output, w->n_queued, w->indices,
+                                                 w->chunk_counts);
+    if (status == TFENC_OK)
+        status = tfenc_output_write_metadata(ctx, w->output, w->n_queued, w->indices, w->lengths,
+                                             w->truncated,
+                                             w->has_ids ? (const char *const *)w->ids : NULL);
+    for (int64_t k = 0; k < w->n_queued; k++) {
+        free(w->ids[k]);
+        w->ids[k] = NULL;
+    }
+    w->n_queued = 0;
+    return status;
+}
+
+int64_t tfenc_writer_documents(const tfenc_writer *w)
+{
+    return w->documents;
+}
+
+int64_t tfenc_writer_tokens(const tfenc_writer *w)
+{
+    return w->tokens;
+}
+
+int64_t tfenc_writer_truncated_documents(const tfenc_writer *w)
+{
+    return w->truncated_documents;
+}
+
+void tfenc_writer_destroy(tfenc_writer *w)
+{
+    if (w == NULL)
+        return;
+    for (int64_t k = 0; k < w->n_queued; k++)
+        free(w->ids[k]);
+    while (w->n_open > 0)
+        close_open(w, &w->open[0]);
+    if (w->sync_fd >= 0)
+        close(w->sync_fd);
+    free(w->indices);
+    free(w->lengths);
+    free(w->truncated);
+    free(w->chunk_counts);
+    free(w->ids);
+    free(w->open);
+    free(w->finished_rows);
+    free(w);
+}

@@ -1,0 +1,45 @@
+/* The last pipeline stage's output side: writes each finished microbatch's
+ * rows at once, and its documents' metadata (lengths, truncated, ids) later,
+ * in groups, after the rows have reached the disk.
+ *
+ * That order is what makes resuming safe: a document counts as finished
+ * when its length is in the file (tfenc_output_written), so its length must
+ * never land before its rows. Rows go to the file with pwrite through HDF5
+ * (the datasets are allocated at creation and HDF5 caches no raw data for
+ * them), so they survive the process being killed; fdatasync() before each
+ * metadata group makes them survive a node crash too. */
+#ifndef TFENC_WRITER_H
+#define TFENC_WRITER_H
+
+#include "output/output.h"
+#include "ranks/pipeline.h"
+
+typedef struct tfenc_writer tfenc_writer;
+
+/* output_dim > 0 (pooled only): each row is cut to its first output_dim
+ * values and scaled back to unit length, as a Matryoshka model's vectors
+ * are used at a smaller width. chunks (pooled only): a long document's
+ * chunks are sequences of their own (pipeline.h); with MEAN the writer
+ * writes the mean of a document's chunk vectors once all have come, with
+ * EACH every chunk's vector (output.h). d_model is the model's width.
+ * n_writers (the job's writing ranks) stretches the group interval past a
+ * second when the job has more than 1,000, so that a job never asks the file
+ * system for more than about 1,000 syncs a second. */
+int tfenc_writer_create(tfenc_context *ctx, tfenc_output *output, int pooled,
+                        tfenc_output_chunks chunks, int output_dim, int d_model, int n_writers,
+                        const char *path, tfenc_writer **writer_out);
+
+/* Writes the microbatch's rows; its metadata waits for the next group. */
+int tfenc_writer_write(tfenc_context *ctx, tfenc_writer *w, const tfenc_microbatch *microbatch);
+
+/* Makes the rows written so far durable, then writes their metadata. */
+int tfenc_writer_flush(tfenc_context *ctx, tfenc_writer *w);
+
+/* Documents and real tokens written, and documents that were truncated. */
+int64_t tfenc_writer_documents(const tfenc_writer *w);
+int64_t tfenc_writer_tokens(const tfenc_writer *w);
+int64_t tfenc_writer_truncated_documents(const tfenc_writer *w);
+
+void tfenc_writer_destroy(tfenc_writer *w);
+
+#endif

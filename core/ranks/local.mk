@@ -1,0 +1,7 @@
+# ranks: the MPI layout (replicas x stages), the pipeline between stages,
+# the node's shared weights window and the window counter.
+core_libtfenc_la_SOURCES += \
+	core/ranks/layout.c core/ranks/layout.h \
+	core/ranks/pipeline.c core/ranks/pipeline.h \
+	core/ranks/node_arena.c core/ranks/node_arena.h \
+	core/ranks/work_queue.c core/ranks/work_queue.h

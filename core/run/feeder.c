@@ -1,0 +1,441 @@
+/* Windows of documents -> length-sorted microbatches for the first stage. */
+#include "run/feeder.h"
+
+#include "base/context.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* A sequence of the current window: a whole document, or one chunk of a
+ * long one. */
+typedef struct pending {
+    int64_t global_index;
+    int64_t token_offset; /* first row of its document in the output: its first
+                           * token's (tokens kind), its first chunk's (EACH) */
+    size_t ids_at;        /* its ids start here in the window's id pool */
+    int32_t length;
+    int32_t truncated;    /* pieces its document lost to max_seq_len */
+    int32_t chunk, n_chunks, chunk_start;
+    char *id;             /* document id, or NULL */
+} pending;
+
+/* A microbatch of the window: sequences order[first .. end). */
+typedef struct planned_batch {
+    int first, end;
+    int skip; /* every document finished by an earlier run */
+} planned_batch;
+
+struct tfenc_feeder {
+    tfenc_feeder_options options;
+    tfenc_tokenizer *tokenizer;
+    tfenc_corpus *corpus;
+    int64_t documents_fed;
+    /* The current window. */
+    pending *sequences;
+    int *order;          /* sequences sorted by length, longest first */
+    planned_batch *batches;
+    int n_sequences, n_batches, next_batch;
+    int capacity;        /* sequences the arrays above hold */
+    int32_t *id_pool;    /* every sequence's ids, end to end */
+    size_t pool_used, pool_capacity;
+    int32_t *scratch;    /* [max_seq_len]: one document's ids */
+    char *text;          /* the prompt, then the document being tokenized */
+    size_t text_capacity;
+};
+
+int tfenc_feeder_tokenize(tfenc_context *ctx, const tfenc_feeder_options *options, tfenc_tokenizer *tokenizer,
+                    const tfenc_document *document, int64_t global_index, int32_t *ids,
+                    int32_t *length, int32_t *truncated)
+{
+    const int max_length = options->max_seq_len;
+    int n_ids = 0, cut = 0;
+    if (document->token_ids != NULL || tokenizer == NULL) {
+        n_ids = document->n_tokens < max_length ? document->n_tokens : max_length;
+        cut = document->n_tokens - n_ids;
+        if (n_ids > 0)
+            memcpy(ids, document->token_ids, (size_t)n_ids * sizeof *ids);
+        if (n_ids == 0)
+            return tfenc_error(ctx, TFENC_ERR_INPUT,
+                               "%s: document %lld has no tokens (an encoder needs at least one)",
+                               options->input, (long long)global_index);
+        if (options->vocab_size > 0)
+            for (int i = 0; i < n_ids; i++)
+                if (ids[i] >= options->vocab_size)
+                    return tfenc_error(ctx, TFENC_ERR_INPUT,
+                                       "%s: document %lld: token id %d is outside the "
+                                       "vocabulary (vocab_size %d)",
+                                       options->input, (long long)global_index, ids[i],
+                                       options->vocab_size);
+    } else {
+        int status = tfenc_tokenizer_encode(ctx, tokenizer, document->text, document->text_length,
+                                            ids, max_length, &n_ids, &cut);
+        if (status != TFENC_OK) {
+            /* The tokenizer knows the text, not where it came from. */
+            char message[TFENC_MESSAGE_MAX];
+            snprintf(message, sizeof message, "%s", tfenc_context_message(ctx));
+            tfenc_context_clear(ctx);
+            return tfenc_error(ctx, status, "%s: document %lld (0-based): %s", options->input,
+                               (long long)global_index, message);
+        }
+    }
+    if (cut > 0 && !options->truncation)
+        return tfenc_error(ctx, TFENC_ERR_INPUT,
+                           "%s: document %lld has %d tokens, more than max_seq_len %d "
+                           "(set [job] truncation = true to cut it)",
+                           options->input, (long long)global_index, n_ids + cut,
+                           options->max_seq_len);
+    *length = n_ids;
+    *truncated = cut;
+    return TFENC_OK;
+}
+
+/* With a prompt, the document's text becomes prompt + text, as
+ * sentence-transformers encodes it (the prompt's tokens are part of the
+ * document: they count toward max_seq_len and are pooled with it). */
+static int put_prompt(tfenc_context *ctx, tfenc_feeder *f, tfenc_document *document)
+{
+    if (f->options.prompt == NULL || document->text == NULL)
+        return TFENC_OK;
+    size_t prompt = strlen(f->options.prompt), needed = prompt + document->text_length + 1;
+    if (needed > f->text_capacity) {
+        size_t capacity = f->text_capacity > 0 ? f->text_capacity : 4096;
+        while (capacity < needed)
+            capacity *= 2;
+        char *grown = realloc(f->text, capacity);
+        if (grown == NULL)
+            return tfenc_error(ctx, TFENC_ERR_NO_MEMORY, "out of memory for a %zu-byte document",
+                               needed);
+        f->text = grown;
+        f->text_capacity = capacity;
+    }
+    memcpy(f->text, f->options.prompt, prompt);
+    memcpy(f->text + prompt, document->text, document->text_length);
+    f->text[prompt + document->text_length] = '\0';
+    document->text = f->text;
+    document->text_length += prompt;
+    return TFENC_OK;
+}
+
+int tfenc_feeder_create(tfenc_context *ctx, const tfenc_feeder_options *options,
+                        tfenc_tokenizer *tokenizer, tfenc_corpus *corpus,
+                        tfenc_feeder **feeder_out)
+{
+    *feeder_out = NULL;
+    if (options->chunks != TFENC_CHUNKS_OFF) {
+        int room = options->max_seq_len - (tokenizer != NULL ? tfenc_tokenizer_special_count(tokenizer)
+                                                             : 0);
+        if (tokenizer == NULL)
+            return tfenc_error(ctx, TFENC_ERR_CONFIG, "%s: long_documents = chunk cuts text "
+                               "documents; a token-id corpus is used as given",
+                               options->input);
+        if (options->chunk_overlap < 0 || options->chunk_overlap >= room)
+            return tfenc_error(ctx, TFENC_ERR_CONFIG, "[job] chunk_overlap = %d: must be in "
+                               "0..%d (max_seq_len %d less the %d special tokens, less one)",
+                               options->chunk_overlap, room - 1, options->max_seq_len,
+                               options->max_seq_len - room);
+    }
+    tfenc_feeder *f = calloc(1, sizeof *f);
+    if (f == NULL || (f->scratch = malloc((size_t)options->max_seq_len * sizeof *f->scratch)) == NULL) {
+        free(f);
+        return tfenc_error(ctx, TFENC_ERR_NO_MEMORY, "out of memory");
+    }
+    f->options = *options;
+    f->tokenizer = tokenizer;
+    f->corpus = corpus;
+    *feeder_out = f;
+    return TFENC_OK;
+}
+
+static void clear_window(tfenc_feeder *f)
+{
+    for (int i = 0; i < f->n_sequences; i++) {
+        free(f->sequences[i].id);
+        f->sequences[i].id = NULL;
+    }
+    f->n_sequences = 0;
+    f->n_batches = 0;
+    f->next_batch = 0;
+    f->pool_used = 0;
+}
+
+/* Room for `n` sequences and `ids` more token ids in the window. */
+static int reserve(tfenc_context *ctx, tfenc_feeder *f, int64_t n, size_t ids)
+{
+    if (n > f->capacity) {
+        int64_t capacity = f->capacity > 0 ? f->capacity : 256;
+        while (capacity < n)
+            capacity *= 2;
+        if (capacity > INT32_MAX)
+            return tfenc_error(ctx, TFENC_ERR_INPUT, "a window of more than 2^31 sequences");
+        pending *sequences = realloc(f->sequences, (size_t)capacity * sizeof *sequences);
+        if (sequences != NULL)
+            f->sequences = sequences;
+        int *order = realloc(f->order, (size_t)capacity * sizeof *order);
+        if (order != NULL)
+            f->order = order;
+        planned_batch *batches = realloc(f->batches, (size_t)capacity * sizeof *batches);
+        if (batches != NULL)
+            f->batches = batches;
+        if (sequences == NULL || order == NULL || batches == NULL)
+            return tfenc_error(ctx, TFENC_ERR_NO_MEMORY, "out of memory for a window of %lld "
+                               "sequences", (long long)n);
+        f->capacity = (int)capacity;
+    }
+    if (f->pool_used + ids > f->pool_capacity) {
+        size_t capacity = f->pool_capacity > 0 ? f->pool_capacity : 1 << 16;
+        while (capacity < f->pool_used + ids)
+            capacity *= 2;
+        int32_t *grown = realloc(f->id_pool, capacity * sizeof *grown);
+        if (grown == NULL)
+            return tfenc_error(ctx, TFENC_ERR_NO_MEMORY, "out of memory for a window's tokens");
+        f->id_pool = grown;
+        f->pool_capacity = capacity;
+    }
+    return TFENC_OK;
+}
+
+static const pending *sort_sequences;
+
+/* Longest first; ties by document, then chunk, so that the order is
+ * reproducible. */
+static int by_length(const void *a, const void *b)
+{
+    const pending *x = &sort_sequences[*(const int *)a], *y = &sort_sequences[*(const int *)b];
+    if (x->length != y->length)
+        return x->length > y->length ? -1 : 1;
+    if (x->global_index != y->global_index)
+        return x->global_index < y->global_index ? -1 : 1;
+    return (x->chunk > y->chunk) - (x->chunk < y->chunk);
+}
+
+/* The cut into microbatches: the longest remaining sequences that fit
+ * batch_tokens together, in sorted order. */
+static void plan_batches(tfenc_feeder *f, const uint8_t *finished, int64_t first_index)
+{
+    f->n_batches = 0;
+    for (int at = 0; at < f->n_sequences;) {
+        planned_batch *b = &f->batches[f->n_batches++];
+        int tokens = 0, end = at;
+        while (end < f->n_sequences &&
+               tokens + f->sequences[f->order[end]].length <= f->options.batch_tokens)
+            tokens += f->sequences[f->order[end++]].length;
+        b->first = at;
+        b->end = end;
+        b->skip = finished != NULL;
+        for (int j = at; b->skip && j < end; j++)
+            b->skip = finished[f->sequences[f->order[j]].global_index - first_index] != 0;
+        at = end;
+    }
+}
+
+/* How many chunks a document of n_pieces pieces is cut into: chunks of
+ * `room` pieces starting every room - overlap pieces, the last one ending
+ * with the document. */
+static int chunk_count(int n_pieces, int room, int overlap)
+{
+    if (n_pieces <= room)
+        return 1;
+    int step = room - overlap;
+    return 1 + (n_pieces - room + step - 1) / step;
+}
+
+/* Adds the document just tokenized (its truncated form in f->scratch, its
+ * whole pieces in the tokenizer) as one sequence, or as chunks when it is
+ * long and the job chunks long documents. Returns the sequences added. */
+static int add_document(tfenc_context *ctx, tfenc_feeder *f, int64_t global_index, const char *id,
+                        int32_t length, int32_t truncated, int64_t first_row, int *added)
+{
+    const int chunked = f->options.chunks != TFENC_CHUNKS_OFF && truncated > 0;
+    const int32_t *prefix = NULL, *suffix = NULL, *pieces = NULL;
+    int n_prefix = 0, n_suffix = 0, n_pieces = 0, room = 0, n_chunks = 1;
+    if (chunked) {
+        tfenc_tokenizer_specials(f->tokenizer, &prefix, &n_prefix, &suffix, &n_suffix);
+        pieces = tfenc_tokenizer_last_pieces(f->tokenizer, &n_pieces);
+        room = f->options.max_seq_len - n_prefix - n_suffix;
+        n_chunks = chunk_count(n_pieces, room, f->options.chunk_overlap);
+    }
+    int status = reserve(ctx, f, (int64_t)f->n_sequences + n_chunks,
+                         (size_t)n_chunks * (size_t)f->options.max_seq_len);
+    for (int c = 0; status == TFENC_OK && c < n_chunks; c++) {
+        pending *sequence = &f->sequences[f->n_sequences];
+        int32_t *ids = f->id_pool + f->pool_used;
+        sequence->global_index = global_index;
+        sequence->token_offset = first_row;
+        sequence->ids_at = f->pool_used;
+        sequence->chunk = c;
+        sequence->n_chunks = n_chunks;
+        sequence->id = NULL;
+        if (!chunked) {
+            memcpy(ids, f->scratch, (size_t)length * sizeof *ids);
+            sequence->length = length;
+            sequence->truncated = truncated;
+            sequence->chunk_start = 0;
+        } else {
+            int start = c * (room - f->options.chunk_overlap);
+            int end = start + room < n_pieces ? start + room : n_pieces;
+            memcpy(ids, prefix, (size_t)n_prefix * sizeof *ids);
+            memcpy(ids + n_prefix, pieces + start, (size_t)(end - start) * sizeof *ids);
+            memcpy(ids + n_prefix + (end - start), suffix, (size_t)n_suffix * sizeof *ids);
+            sequence->length = n_prefix + (end - start) + n_suffix;
+            sequence->truncated = 0;
+            sequence->chunk_start = start;
+        }
+        if (id != NULL && (sequence->id = strdup(id)) == NULL)
+            status = tfenc_error(ctx, TFENC_ERR_NO_MEMORY, "out of memory");
+        f->pool_used += (size_t)sequence->length;
+        f->n_sequences++;
+    }
+    *added = n_chunks;
+    return status;
+}
+
+int tfenc_feeder_load_window(tfenc_context *ctx, tfenc_feeder *f, const tfenc_corpus_range *window,
+                             int64_t first_row, const uint8_t *finished)
+{
+    clear_window(f);
+    int status = tfenc_corpus_select(ctx, f->corpus, window);
+    tfenc_document document;
+    int64_t row = first_row;
+    for (int64_t i = 0; status == TFENC_OK && i < window->n_documents; i++) {
+        status = tfenc_corpus_next(ctx, f->corpus, &document);
+        if (status == TFENC_ERR_NOT_FOUND)
+            status = tfenc_error(ctx, TFENC_ERR_IO, "%s: window of documents %lld.. ended after "
+                                 "%lld of %lld documents (did the file change while the job "
+                                 "ran?)", f->options.input, (long long)window->first_index,
+                                 (long long)i, (long long)window->n_documents);
+        if (status == TFENC_OK)
+            status = put_prompt(ctx, f, &document);
+        int32_t length = 0, truncated = 0;
+        int64_t global_index = window->first_index + document.local_index;
+        if (status == TFENC_OK)
+            status = tfenc_feeder_tokenize(ctx, &f->options, f->tokenizer, &document,
+                                           global_index, f->scratch, &length, &truncated);
+        int added = 0;
+        if (status == TFENC_OK)
+            status = add_document(ctx, f, global_index,
+                                  f->options.has_ids ? (document.id != NULL ? document.id : "")
+                                                     : NULL,
+                                  length, truncated, row, &added);
+        /* The document's rows in the output: its tokens, or its chunks. */
+        row += f->options.chunks == TFENC_CHUNKS_EACH ? added : length;
+    }
+    if (status != TFENC_OK) {
+        clear_window(f);
+        return status;
+    }
+    for (int i = 0; i < f->n_sequences; i++)
+        f->order[i] = i;
+    sort_sequences = f->sequences;
+    qsort(f->order, (size_t)f->n_sequences, sizeof *f->order, by_length);
+    plan_batches(f, finished, window->first_index);
+    return TFENC_OK;
+}
+
+int tfenc_feeder_count_window(tfenc_context *ctx, tfenc_feeder *f,
+                              const tfenc_corpus_range *window, int64_t *tokens, int64_t *chunks)
+{
+    *tokens = *chunks = 0;
+    int status = tfenc_corpus_select(ctx, f->corpus, window);
+    tfenc_document document;
+    for (int64_t i = 0; status == TFENC_OK && i < window->n_documents; i++) {
+        status = tfenc_corpus_next(ctx, f->corpus, &document);
+        if (status == TFENC_ERR_NOT_FOUND)
+            status = tfenc_error(ctx, TFENC_ERR_IO, "%s: window of documents %lld.. ended after "
+                                 "%lld of %lld documents (did the file change?)",
+                                 f->options.input, (long long)window->first_index, (long long)i,
+                                 (long long)window->n_documents);
+        int32_t length = 0, truncated = 0;
+        if (status == TFENC_OK)
+            status = put_prompt(ctx, f, &document);
+        if (status == TFENC_OK)
+            status = tfenc_feeder_tokenize(ctx, &f->options, f->tokenizer, &document,
+                                           window->first_index + i, f->scratch, &length,
+                                           &truncated);
+        int n_chunks = 1;
+        if (status == TFENC_OK && f->options.chunks != TFENC_CHUNKS_OFF && truncated > 0) {
+            int n_pieces = 0;
+            tfenc_tokenizer_last_pieces(f->tokenizer, &n_pieces);
+            int room = f->options.max_seq_len - tfenc_tokenizer_special_count(f->tokenizer);
+            n_chunks = chunk_count(n_pieces, room, f->options.chunk_overlap);
+        }
+        *tokens += length;
+        *chunks += n_chunks;
+    }
+    return status;
+}
+
+int tfenc_feeder_next(tfenc_context *ctx, tfenc_feeder *f, tfenc_pipeline *pipeline,
+                      tfenc_microbatch **microbatch_out)
+{
+    *microbatch_out = NULL;
+    while (f->next_batch < f->n_batches && f->batches[f->next_batch].skip)
+        f->next_batch++;
+    if (f->next_batch >= f->n_batches)
+        return TFENC_ERR_NOT_FOUND;
+    const planned_batch *b = &f->batches[f->next_batch];
+    int n_seq = b->end - b->first, n_tokens = 0;
+    size_t ids_bytes = 0;
+    for (int j = b->first; j < b->end; j++) {
+        const pending *sequence = &f->sequences[f->order[j]];
+        n_tokens += sequence->length;
+        if (sequence->id != NULL)
+            ids_bytes += strlen(sequence->id) + 1;
+    }
+    tfenc_microbatch *m = NULL;
+    int status = tfenc_pipeline_acquire(ctx, pipeline, &m);
+    if (status == TFENC_OK)
+        status = tfenc_microbatch_shape(ctx, pipeline, m, n_seq, n_tokens, ids_bytes);
+    if (status != TFENC_OK)
+        return status;
+    char *id_cursor = m->ids;
+    int row = 0;
+    m->seq_start[0] = 0;
+    for (int j = 0; j < n_seq; j++) {
+        const pending *sequence = &f->sequences[f->order[b->first + j]];
+        memcpy(m->token_ids + row, f->id_pool + sequence->ids_at,
+               (size_t)sequence->length * sizeof(int32_t));
+        for (int t = 0; t < sequence->length; t++) {
+            m->positions[row + t] = t;
+            m->token_types[row + t] = 0;
+        }
+        row += sequence->length;
+        m->seq_start[j + 1] = row;
+        m->indices[j] = sequence->global_index;
+        m->token_offsets[j] = sequence->token_offset;
+        m->lengths[j] = sequence->length;
+        m->truncated[j] = sequence->truncated;
+        m->chunk[j] = sequence->chunk;
+        m->n_chunks[j] = sequence->n_chunks;
+        m->chunk_start[j] = sequence->chunk_start;
+        if (id_cursor != NULL) {
+            size_t bytes = strlen(sequence->id) + 1;
+            memcpy(id_cursor, sequence->id, bytes);
+            id_cursor += bytes;
+        }
+    }
+    f->next_batch++;
+    for (int j = 0; j < n_seq; j++)
+        f->documents_fed += m->chunk[j] == m->n_chunks[j] - 1;
+    *microbatch_out = m;
+    return TFENC_OK;
+}
+
+int64_t tfenc_feeder_documents_fed(const tfenc_feeder *f)
+{
+    return f->documents_fed;
+}
+
+void tfenc_feeder_destroy(tfenc_feeder *f)
+{
+    if (f == NULL)
+        return;
+    clear_window(f);
+    free(f->sequences);
+    free(f->order);
+    free(f->batches);
+    free(f->id_pool);
+    free(f->scratch);
+    free(f->text);
+    free(f);
+}

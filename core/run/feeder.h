@@ -1,0 +1,79 @@
+/* The first pipeline stage's input side: reads one window of the corpus
+ * (windows.h) at a time, tokenizes its documents, sorts them by length and
+ * cuts them into microbatches of at most batch_tokens real tokens.
+ *
+ * The cut is a function of the window's documents alone: longest first,
+ * ties by document index, each microbatch taking the next documents while
+ * they fit. So the same window always gives the same microbatches, whatever
+ * rank reads it and whether a run is resumed; a resumed window skips the
+ * microbatches whose documents are all finished, and encodes the others
+ * exactly as before. Sorting keeps microbatches of similar lengths
+ * (attention's cost per sequence is quadratic) while memory stays flat. */
+#ifndef TFENC_FEEDER_H
+#define TFENC_FEEDER_H
+
+#include "input/corpus.h"
+#include "output/output.h"
+#include "ranks/pipeline.h"
+#include "tokenizer/tokenizer.h"
+
+#include <stdint.h>
+
+typedef struct tfenc_feeder_options {
+    const char *input;  /* the corpus path, for messages */
+    int max_seq_len;
+    int batch_tokens;
+    int truncation;     /* cut long documents (else refuse them) */
+    int vocab_size;     /* > 0: token ids must be below it */
+    int has_ids;        /* carry document ids to the writer */
+    const char *prompt; /* put before every text document, or NULL */
+    /* Long documents ([job] long_documents = chunk): a text document longer
+     * than max_seq_len becomes several sequences, chunks of max_seq_len
+     * tokens (the special tokens around each) starting every max_seq_len -
+     * specials - chunk_overlap pieces, instead of being cut. */
+    tfenc_output_chunks chunks;
+    int chunk_overlap;
+} tfenc_feeder_options;
+
+/* Turns a document into ids: the tokenizer for text (tokenizer != NULL),
+ * the ids as given for token-id corpora; refuses empty documents, ids
+ * outside the vocabulary, and long documents when truncation is off. */
+int tfenc_feeder_tokenize(tfenc_context *ctx, const tfenc_feeder_options *options,
+                          tfenc_tokenizer *tokenizer, const tfenc_document *document,
+                          int64_t global_index, int32_t *ids, int32_t *length,
+                          int32_t *truncated);
+
+typedef struct tfenc_feeder tfenc_feeder;
+
+/* A feeder over an open corpus (any share: windows select their own
+ * documents). tokenizer is NULL for token-id corpora. */
+int tfenc_feeder_create(tfenc_context *ctx, const tfenc_feeder_options *options,
+                        tfenc_tokenizer *tokenizer, tfenc_corpus *corpus,
+                        tfenc_feeder **feeder_out);
+
+/* Reads and tokenizes the window's documents and cuts its microbatches.
+ * first_row is the window's first row in an output of several rows per
+ * document (tokens, or chunks with TFENC_CHUNKS_EACH; 0 otherwise).
+ * finished (may be NULL) holds one flag per document of the window: a
+ * microbatch whose documents are all finished is skipped. */
+int tfenc_feeder_load_window(tfenc_context *ctx, tfenc_feeder *f, const tfenc_corpus_range *window,
+                             int64_t first_row, const uint8_t *finished);
+
+/* Acquires a slot of the pipeline and fills it with the window's next
+ * microbatch (tokens, positions, documents' indices, offsets, lengths,
+ * ids). TFENC_ERR_NOT_FOUND, with no message, when the window is done. */
+int tfenc_feeder_next(tfenc_context *ctx, tfenc_feeder *f, tfenc_pipeline *pipeline,
+                      tfenc_microbatch **microbatch);
+
+/* The tokens (after truncation) and the sequences (documents, or their
+ * chunks) of a window, without keeping them: how outputs of several rows
+ * per document learn where each window's rows go. */
+int tfenc_feeder_count_window(tfenc_context *ctx, tfenc_feeder *f,
+                              const tfenc_corpus_range *window, int64_t *tokens, int64_t *chunks);
+
+/* Documents whose last sequence has been handed out (skipped ones excluded). */
+int64_t tfenc_feeder_documents_fed(const tfenc_feeder *f);
+
+void tfenc_feeder_destroy(tfenc_feeder *f);
+
+#endif

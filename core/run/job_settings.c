@@ -1,0 +1,420 @@
+/* Reading the [job] section and the tokenizer of a job file. */
+#include "run/job_settings.h"
+
+#include "base/context.h"
+#include "job/params.h"
+
+#include <jansson.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* What the readers below consult and fill. */
+typedef struct reader {
+    tfenc_context *ctx;
+    const tfenc_jobfile *job;
+    const tfenc_model_config *config;
+    tfenc_job_settings *settings;
+    tfenc_tokenizer **tokenizer;
+} reader;
+
+static int job_origin_error(reader *r, const char *key, const char *message)
+{
+    tfenc_job_section *section = tfenc_jobfile_find(r->job, "job");
+    tfenc_job_entry *entry = tfenc_job_section_get(section, key);
+    if (entry != NULL && entry->line > 0)
+        return tfenc_error(r->ctx, TFENC_ERR_CONFIG, "%s:%d: [job] %s: %s", r->job->path,
+                           entry->line, key, message);
+    return tfenc_error(r->ctx, TFENC_ERR_CONFIG, "%s: [job] %s: %s", r->job->path, key, message);
+}
+
+/* A prompt written as a JSON string ("query: "): INI strips the spaces
+ * at a value's ends, and prompts often end in one. */
+static int decode_prompt(reader *r, const char *value, char **text)
+{
+    json_error_t error;
+    json_t *decoded = json_loads(value, JSON_DECODE_ANY, &error);
+    int status = TFENC_OK;
+    if (decoded == NULL || !json_is_string(decoded))
+        status = job_origin_error(r, "prompt", "a prompt in quotes must be a JSON string, such "
+                                               "as \"query: \"");
+    else if ((*text = strdup(json_string_value(decoded))) == NULL)
+        status = tfenc_error(r->ctx, TFENC_ERR_NO_MEMORY, "out of memory");
+    json_decref(decoded);
+    return status;
+}
+
+/* [job] prompt: the name of an entry of [prompts] (what tfenc-import writes
+ * from sentence-transformers' config), or the text itself as a JSON
+ * string. A bare word that names no prompt is refused rather than taken as
+ * text: a misspelt name would otherwise change every vector silently. */
+static int read_prompt(reader *r, const char *value)
+{
+    tfenc_job_settings *s = r->settings;
+    if (value == NULL || value[0] == '\0')
+        return TFENC_OK;
+    if (value[0] == '"')
+        return decode_prompt(r, value, &s->prompt);
+    tfenc_job_section *prompts = tfenc_jobfile_find(r->job, "prompts");
+    tfenc_job_entry *entry = tfenc_job_section_get(prompts, value);
+    if (entry == NULL) {
+        char names[256] = "";
+        for (int i = 0; prompts != NULL && i < prompts->n_entries; i++)
+            snprintf(names + strlen(names), sizeof names - strlen(names), "%s%s", i ? ", " : "",
+                     prompts->entries[i].key);
+        char message[512];
+        snprintf(message, sizeof message,
+                 "'%s' is not a prompt of [prompts] (%s); write a prompt's text as a JSON "
+                 "string in quotes", value, names[0] != '\0' ? names : "there is none");
+        return job_origin_error(r, "prompt", message);
+    }
+    entry->used = 1;
+    if (entry->value[0] == '"')
+        return decode_prompt(r, entry->value, &s->prompt);
+    s->prompt = strdup(entry->value);
+    return s->prompt != NULL ? TFENC_OK : tfenc_error(r->ctx, TFENC_ERR_NO_MEMORY, "out of memory");
+}
+
+static int read_job_settings(reader *r)
+{
+    static const char *const policies[] = {"replace", "error", NULL};
+    static const char *const long_document_policies[] = {"truncate", "chunk", NULL};
+    static const char *const chunk_poolings[] = {"mean", "none", NULL};
+    tfenc_job_settings *s = r->settings;
+    tfenc_job_section *section = tfenc_jobfile_find(r->job, "job");
+    if (section == NULL)
+        return tfenc_error(r->ctx, TFENC_ERR_CONFIG, "%s: missing section [job]", r->job->path);
+    tfenc_params p;
+    tfenc_params_bind(&p, r->ctx, r->job, section);
+    const char *input = NULL, *output = NULL;
+    int kind = 0, dtype = 0, compression = 0, format = 0, policy = 0;
+    long max_id_bytes = 0;
+    const char *prompt = NULL;
+    int long_documents = 0, chunk_pooling = 0;
+    int status = TFENC_OK;
+#define READ(call) if (status == TFENC_OK) status = (call)
+    READ(tfenc_param_string(&p, "input", NULL, &input));
+    READ(tfenc_param_choice(&p, "input_format", tfenc_corpus_format_names, TFENC_CORPUS_AUTO,
+                          &format));
+    READ(tfenc_param_string(&p, "text_field", "text", &s->corpus.text_field));
+    READ(tfenc_param_string(&p, "id_field", NULL, &s->corpus.id_field));
+    /* An id is a name (a URL, a key), not a document. */
+    READ(tfenc_param_int_range(&p, "max_id_bytes", 1024, 1, 1L << 20, &max_id_bytes));
+    READ(tfenc_param_string(&p, "tokens_dataset", "tokens", &s->corpus.tokens_dataset));
+    READ(tfenc_param_string(&p, "offsets_dataset", "offsets", &s->corpus.offsets_dataset));
+    READ(tfenc_param_string(&p, "ids_dataset", NULL, &s->corpus.ids_dataset));
+    READ(tfenc_param_string(&p, "lengths_dataset", NULL, &s->corpus.lengths_dataset));
+    READ(tfenc_param_string(&p, "output", NULL, &output));
+    READ(tfenc_param_choice(&p, "output_kind", tfenc_output_kind_names, TFENC_OUTPUT_AUTO, &kind));
+    READ(tfenc_param_choice(&p, "output_dtype", tfenc_output_dtype_names, TFENC_DTYPE_FLOAT32,
+                          &dtype));
+    READ(tfenc_param_choice(&p, "compression", tfenc_output_compression_names,
+                          TFENC_COMPRESSION_NONE, &compression));
+
+    /* Without a limit the model's own is the natural one (512 at most, as BERT's). */
+    READ(tfenc_param_int_range(&p, "max_seq_len",
+                               r->config->max_positions < 512 ? r->config->max_positions : 512,
+                               2, 1L << 24, &s->max_seq_len));
+    /* 2048 tokens make GEMMs of 2048 rows, which run at full rate; more only
+     * costs memory (docs/performance.md). A document must fit a batch. */
+    READ(tfenc_param_int_range(&p, "batch_tokens", s->max_seq_len > 2048 ? s->max_seq_len : 2048,
+                               1, 1L << 24, &s->batch_tokens));
+    READ(tfenc_param_bool(&p, "truncation", 1, &s->truncation));
+    READ(tfenc_param_choice(&p, "long_documents", long_document_policies, 0, &long_documents));
+    READ(tfenc_param_int_range(&p, "chunk_overlap", 0, 0, 1L << 24, &s->chunk_overlap));
+    READ(tfenc_param_choice(&p, "chunk_pooling", chunk_poolings, 0, &chunk_pooling));
+    READ(tfenc_param_choice(&p, "invalid_utf8", policies, 0, &policy));
+    /* A window is the unit of work and of reproducibility (windows.h): 2048
+     * short documents make about 20 full microbatches to sort by length,
+     * and at 10^8 documents the ~50000 windows keep every rank busy to the
+     * end. */
+    READ(tfenc_param_int_range(&p, "window_documents", 2048, 1, 1L << 20, &s->window_documents));
+    READ(tfenc_param_string(&p, "prompt", NULL, &prompt));
+    /* Ranges on the whole value: these end up in ints (a stage count of
+     * 4294967297 must not wrap to 1); 4096 threads is beyond any machine;
+     * d_model is at most 65536. */
+    READ(tfenc_param_int_range(&p, "output_dim", 0, 0, 65536, &s->output_dim));
+    READ(tfenc_param_int_range(&p, "pipeline_stages", 1, 1, INT_MAX, &s->pipeline_stages));
+    READ(tfenc_param_int_range(&p, "threads", 0, 0, 4096, &s->threads));
+    READ(tfenc_param_float(&p, "progress_interval", 10.0, &s->progress_interval));
+    READ(tfenc_param_bool(&p, "resume", 1, &s->resume));
+    READ(tfenc_param_bool(&p, "share_weights", 1, &s->share_weights));
+    READ(tfenc_params_check_all_used(&p, "not a [job] key; see docs/job-file.md"));
+#undef READ
+    if (status != TFENC_OK)
+        return status;
+    if (input == NULL)
+        return tfenc_error(r->ctx, TFENC_ERR_CONFIG, "%s: [job] requires key 'input'",
+                           r->job->path);
+    if (output == NULL)
+        return tfenc_error(r->ctx, TFENC_ERR_CONFIG, "%s: [job] requires key 'output'",
+                           r->job->path);
+    s->input = tfenc_jobfile_resolve_path(r->job, input);
+    s->output = tfenc_jobfile_resolve_path(r->job, output);
+    if (s->input == NULL || s->output == NULL)
+        return tfenc_error(r->ctx, TFENC_ERR_NO_MEMORY, "out of memory");
+    s->corpus.path = s->input;
+    s->corpus.format = format == TFENC_CORPUS_AUTO ? tfenc_corpus_format_from_path(s->input)
+                                                   : (tfenc_corpus_format)format;
+    s->output_kind = (tfenc_output_kind)kind;
+    s->dtype = (tfenc_output_dtype)dtype;
+    s->compression = (tfenc_output_compression)compression;
+    s->invalid_utf8_error = policy == 1;
+    if (s->max_seq_len < 2 || s->max_seq_len > r->config->max_positions)
+        return job_origin_error(r, "max_seq_len", "must be in 2..[model] max_positions");
+    if (s->batch_tokens < s->max_seq_len || s->batch_tokens > (1L << 24))
+        return job_origin_error(r, "batch_tokens",
+                                "must be at least max_seq_len (a document must fit a batch) "
+                                "and at most 16777216");
+    s->chunks = long_documents == 0 ? TFENC_CHUNKS_OFF
+                : chunk_pooling == 0  ? TFENC_CHUNKS_MEAN
+                                      : TFENC_CHUNKS_EACH;
+    tfenc_job_section *job_section = tfenc_jobfile_find(r->job, "job");
+    if (s->chunks == TFENC_CHUNKS_OFF &&
+        (tfenc_job_section_get(job_section, "chunk_overlap") != NULL ||
+         tfenc_job_section_get(job_section, "chunk_pooling") != NULL))
+        return job_origin_error(r, tfenc_job_section_get(job_section, "chunk_overlap") != NULL
+                                       ? "chunk_overlap"
+                                       : "chunk_pooling",
+                                "applies to chunked documents: set long_documents = chunk too");
+    if (s->chunks != TFENC_CHUNKS_OFF && s->corpus.format == TFENC_CORPUS_HDF5)
+        return job_origin_error(r, "long_documents", "chunk cuts text documents; a token-id "
+                                                     "corpus is used as given");
+    if (s->chunk_overlap < 0 || s->chunk_overlap >= s->max_seq_len)
+        return job_origin_error(r, "chunk_overlap", "must be in 0..max_seq_len - 1 (less the "
+                                                    "tokenizer's special tokens)");
+    if (s->output_dim < 0 || s->output_dim > r->config->d_model)
+        return job_origin_error(r, "output_dim", "must be in 1..[model] d_model (0: d_model)");
+    if (s->output_dim == r->config->d_model)
+        s->output_dim = 0;
+    status = read_prompt(r, prompt);
+    if (status != TFENC_OK)
+        return status;
+    if (s->prompt != NULL && s->corpus.format == TFENC_CORPUS_HDF5)
+        return job_origin_error(r, "prompt", "a prompt is text: it needs a text or JSON Lines "
+                                             "corpus, not token ids");
+    if (max_id_bytes < 1 || max_id_bytes > (1L << 20))
+        return job_origin_error(r, "max_id_bytes", "must be in 1..1048576");
+    s->corpus.max_id_bytes = (size_t)max_id_bytes;
+    if (s->window_documents < 1 || s->window_documents > (1L << 20))
+        return job_origin_error(r, "window_documents", "must be in 1..1048576");
+    if (s->pipeline_stages < 1)
+        return job_origin_error(r, "pipeline_stages", "must be >= 1");
+    if (s->threads < 0 || s->progress_interval <= 0)
+        return job_origin_error(r, s->threads < 0 ? "threads" : "progress_interval",
+                                "must be positive");
+    /* The tokenizer's file is an input too: the output must not be it, and
+     * a resume must find it unchanged. */
+    tfenc_params tokenizer;
+    tfenc_params_bind(&tokenizer, r->ctx, r->job, tfenc_jobfile_find(r->job, "tokenizer"));
+    const char *vocabulary = NULL;
+    status = tfenc_param_string(&tokenizer, "vocab", NULL, &vocabulary);
+    if (status == TFENC_OK && vocabulary != NULL &&
+        (s->vocabulary = tfenc_jobfile_resolve_path(r->job, vocabulary)) == NULL)
+        status = tfenc_error(r->ctx, TFENC_ERR_NO_MEMORY, "out of memory");
+    return status;
+}
+
+/* ------------------------------------------------------------ tokenizer */
+
+static int setup_tokenizer(reader *r)
+{
+    static const char *const accents[] = {"auto", "true", "false", NULL};
+    tfenc_job_section *section = tfenc_jobfile_find(r->job, "tokenizer");
+    if (r->settings->corpus.format == TFENC_CORPUS_HDF5) {
+        if (section != NULL && section->n_entries > 0 && section->line > 0)
+            return tfenc_error(r->ctx, TFENC_ERR_CONFIG,
+                               "%s:%d: [tokenizer] is not used: the input holds token ids",
+                               r->job->path, section->line);
+        if (section != NULL && section->n_entries > 0)
+            return tfenc_error(r->ctx, TFENC_ERR_CONFIG,
+                               "%s: --set tokenizer.%s: [tokenizer] is not used: the input holds "
+                               "token ids",
+                               r->job->path, section->entries[0].key);
+        return TFENC_OK;
+    }
+    tfenc_params p;
+    tfenc_params_bind(&p, r->ctx, r->job, section);
+    tfenc_tokenizer_options opts;
+    tfenc_tokenizer_options_default(&opts);
+    const char *vocab = NULL, *json = NULL;
+    int accent = 0;
+    int status = tfenc_param_string(&p, "vocab", NULL, &vocab);
+    if (status == TFENC_OK)
+        status = tfenc_param_string(&p, "json", NULL, &json);
+    if (status == TFENC_OK)
+        status = tfenc_param_bool(&p, "lowercase", 1, &opts.lowercase);
+    if (status == TFENC_OK)
+        status = tfenc_param_choice(&p, "strip_accents", accents, 0, &accent);
+    if (status == TFENC_OK)
+        status = tfenc_param_bool(&p, "chinese_chars", 1, &opts.chinese_chars);
+    if (status == TFENC_OK)
+        status = tfenc_params_check_all_used(&p, "not a [tokenizer] key");
+    if (status != TFENC_OK)
+        return status;
+    if (vocab != NULL && json != NULL)
+        return tfenc_error(r->ctx, TFENC_ERR_CONFIG, "%s: [tokenizer] sets both vocab and json; "
+                           "name one tokenizer", r->job->path);
+    opts.strip_accents = accent == 0 ? -1 : accent == 1;
+    opts.invalid_utf8 = r->settings->invalid_utf8_error ? TFENC_INVALID_UTF8_ERROR
+                                                       : TFENC_INVALID_UTF8_REPLACE;
+    /* The job's own BERT options win over those stored with the weights. */
+    static const struct {
+        const char *key;
+        unsigned bit;
+    } set_keys[] = {{"lowercase", TFENC_TOKENIZER_SET_LOWERCASE},
+                    {"strip_accents", TFENC_TOKENIZER_SET_STRIP_ACCENTS},
+                    {"chinese_chars", TFENC_TOKENIZER_SET_CHINESE_CHARS}};
+    for (size_t i = 0; i < sizeof set_keys / sizeof *set_keys; i++)
+        if (tfenc_job_section_get(section, set_keys[i].key) != NULL)
+            opts.job_set |= set_keys[i].bit;
+    if (vocab == NULL && json == NULL) {
+        status = tfenc_tokenizer_load(r->ctx, r->config->weights_path, &opts, r->tokenizer);
+        if (status == TFENC_ERR_NOT_FOUND) {
+            tfenc_context_clear(r->ctx);
+            return tfenc_error(r->ctx, TFENC_ERR_CONFIG,
+                               "%s: text input needs a vocabulary: set [tokenizer] vocab = "
+                               "vocab.txt or json = tokenizer.json, or use weights made by "
+                               "tfenc-import (%s has no /tokenizer)",
+                               r->job->path, r->config->weights_path);
+        }
+        return status;
+    }
+    char *path = tfenc_jobfile_resolve_path(r->job, json != NULL ? json : vocab);
+    if (path == NULL)
+        return tfenc_error(r->ctx, TFENC_ERR_NO_MEMORY, "out of memory");
+    if (json != NULL)
+        status = tfenc_tokenizer_create_from_json_file(r->ctx, path, &opts, r->tokenizer);
+    else
+        status = tfenc_tokenizer_create_from_file(r->ctx, path, &opts, r->tokenizer);
+    free(path);
+    if (status == TFENC_OK && r->config->vocab_size > 0 &&
+        tfenc_tokenizer_vocab_size(*r->tokenizer) > r->config->vocab_size)
+        status = tfenc_error(r->ctx, TFENC_ERR_CONFIG,
+                             "%s: the vocabulary has %d tokens but [model] vocab_size is %d",
+                             r->job->path, tfenc_tokenizer_vocab_size(*r->tokenizer),
+                             r->config->vocab_size);
+    return status;
+}
+
+int tfenc_job_settings_read(tfenc_context *ctx, const tfenc_jobfile *job,
+                            const tfenc_model_config *config, tfenc_job_settings *settings)
+{
+    memset(settings, 0, sizeof *settings);
+    reader r = {.ctx = ctx, .job = job, .config = config, .settings = settings};
+    return read_job_settings(&r);
+}
+
+void tfenc_job_settings_free(tfenc_job_settings *settings)
+{
+    free(settings->input);
+    free(settings->output);
+    free(settings->vocabulary);
+    free(settings->prompt);
+    settings->input = settings->output = settings->vocabulary = settings->prompt = NULL;
+}
+
+int tfenc_job_settings_output_path(tfenc_context *ctx, const tfenc_jobfile *job, char **path)
+{
+    *path = NULL;
+    tfenc_params p;
+    tfenc_params_bind(&p, ctx, job, tfenc_jobfile_find(job, "job"));
+    const char *output = NULL;
+    int status = tfenc_param_string(&p, "output", NULL, &output);
+    if (status == TFENC_OK && output == NULL)
+        status = tfenc_error(ctx, TFENC_ERR_CONFIG, "%s: [job] requires key 'output'", job->path);
+    if (status == TFENC_OK && (*path = tfenc_jobfile_resolve_path(job, output)) == NULL)
+        status = tfenc_error(ctx, TFENC_ERR_NO_MEMORY, "out of memory");
+    return status;
+}
+
+int tfenc_job_settings_tokenizer(tfenc_context *ctx, const tfenc_jobfile *job,
+                                 const tfenc_model_config *config,
+                                 const tfenc_job_settings *settings, tfenc_tokenizer **tokenizer)
+{
+    *tokenizer = NULL;
+    reader r = {.ctx = ctx, .job = job, .config = config, .settings = (tfenc_job_settings *)settings,
+                .tokenizer = tokenizer};
+    return setup_tokenizer(&r);
+}
+
+/* A growing string; on allocation failure it stays NULL. */
+typedef struct text_buffer {
+    char *data;
+    size_t length, capacity;
+    int failed;
+} text_buffer;
+
+static void append(text_buffer *t, const char *piece)
+{
+    size_t n = strlen(piece);
+    if (t->failed)
+        return;
+    if (t->length + n + 1 > t->capacity) {
+        size_t capacity = t->capacity > 0 ? t->capacity : 256;
+        while (capacity < t->length + n + 1)
+            capacity *= 2;
+        char *grown = realloc(t->data, capacity);
+        if (grown == NULL) {
+            t->failed = 1;
+            free(t->data);
+            t->data = NULL;
+            return;
+        }
+        t->data = grown;
+        t->capacity = capacity;
+    }
+    memcpy(t->data + t->length, piece, n + 1);
+    t->length += n;
+}
+
+char *tfenc_job_settings_identity(const tfenc_jobfile *job, const tfenc_job_settings *settings)
+{
+    static const char *const run_only[] = {"pipeline_stages", "threads", "progress_interval",
+                                           "resume", "output", "share_weights", NULL};
+    text_buffer t = {0};
+    append(&t, "");
+    for (int i = 0; i < job->n_sections; i++) {
+        const tfenc_job_section *section = &job->sections[i];
+        for (int j = 0; j < section->n_entries; j++) {
+            const tfenc_job_entry *entry = &section->entries[j];
+            int skip = 0;
+            for (int k = 0; strcmp(section->name, "job") == 0 && run_only[k] != NULL; k++)
+                skip |= strcmp(entry->key, run_only[k]) == 0;
+            if (skip)
+                continue;
+            append(&t, section->name);
+            append(&t, ".");
+            append(&t, entry->key);
+            append(&t, " = ");
+            append(&t, entry->value);
+            append(&t, "\n");
+        }
+    }
+    /* Defaults shape the result too, and may differ between versions of
+     * tfenc: the values in effect are part of the identity. */
+    char effective[256];
+    snprintf(effective, sizeof effective,
+             "(in effect) max_seq_len = %ld, batch_tokens = %ld, window_documents = %ld, "
+             "chunks = %s, chunk_overlap = %ld\n",
+             settings->max_seq_len, settings->batch_tokens, settings->window_documents,
+             tfenc_output_chunks_names[settings->chunks], settings->chunk_overlap);
+    append(&t, effective);
+    return t.data;
+}
+
+char *tfenc_job_settings_provenance(const tfenc_jobfile *job, const char *const *overrides,
+                                    int n_overrides)
+{
+    text_buffer t = {0};
+    append(&t, job->text);
+    if (n_overrides > 0)
+        append(&t, "\n; overridden on the command line:\n");
+    for (int i = 0; i < n_overrides; i++) {
+        append(&t, "; --set ");
+        append(&t, overrides[i]);
+        append(&t, "\n");
+    }
+    return t.data;
+}

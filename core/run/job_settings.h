@@ -1,0 +1,64 @@
+/* The [job] section of a job file (docs/job-file.md): what to encode, where
+ * to write it and how the run is shaped, read once and checked key by key;
+ * and the job's tokenizer ([tokenizer], or the one tfenc-import stored with
+ * the weights). */
+#ifndef TFENC_JOB_SETTINGS_H
+#define TFENC_JOB_SETTINGS_H
+
+#include "input/corpus.h"
+#include "job/jobfile.h"
+#include "model/model.h"
+#include "output/output.h"
+#include "tokenizer/tokenizer.h"
+
+typedef struct tfenc_job_settings {
+    char *input;  /* resolved against the job file's directory */
+    char *output;
+    char *vocabulary; /* [tokenizer] vocab, resolved; NULL when the weights hold it */
+    tfenc_corpus_options corpus;
+    tfenc_output_kind output_kind; /* TFENC_OUTPUT_AUTO: what the model gives */
+    tfenc_output_dtype dtype;
+    tfenc_output_compression compression;
+    long batch_tokens;
+    long max_seq_len;
+    long window_documents; /* documents per window of work (windows.h) */
+    char *prompt;          /* text put before every document, or NULL ([job] prompt) */
+    long output_dim;       /* pooled rows cut to this width and renormalised; 0 keeps d_model */
+    tfenc_output_chunks chunks; /* long_documents = chunk: with chunk_pooling mean or none */
+    long chunk_overlap;    /* tokens shared by consecutive chunks */
+    int truncation;
+    int invalid_utf8_error;
+    long pipeline_stages;
+    long threads;
+    double progress_interval;
+    int resume;
+    int share_weights;     /* the ranks of a node map one copy of the weights */
+} tfenc_job_settings;
+
+int tfenc_job_settings_read(tfenc_context *ctx, const tfenc_jobfile *job,
+                            const tfenc_model_config *config, tfenc_job_settings *settings);
+void tfenc_job_settings_free(tfenc_job_settings *settings);
+
+/* Only [job] output, resolved against the job file's directory (free()
+ * it): for tools that ask about a job's output without running it. */
+int tfenc_job_settings_output_path(tfenc_context *ctx, const tfenc_jobfile *job, char **path);
+
+/* Makes the job's tokenizer; *tokenizer stays NULL for token-id corpora. */
+int tfenc_job_settings_tokenizer(tfenc_context *ctx, const tfenc_jobfile *job,
+                                 const tfenc_model_config *config,
+                                 const tfenc_job_settings *settings, tfenc_tokenizer **tokenizer);
+
+/* The job's settings that shape the result, one "section.key = value" line
+ * each, in file order with --set overrides applied, then the values in
+ * effect of the keys whose defaults shape it: what a resumed run must share
+ * with the run that began the file. Leaves out where and how the job runs:
+ * pipeline_stages, threads, progress_interval, resume, output.
+ * NULL when out of memory; free() it. */
+char *tfenc_job_settings_identity(const tfenc_jobfile *job, const tfenc_job_settings *settings);
+
+/* The job file's text followed by the --set overrides, as the output's
+ * provenance. NULL when out of memory; free() it. */
+char *tfenc_job_settings_provenance(const tfenc_jobfile *job, const char *const *overrides,
+                                    int n_overrides);
+
+#endif

@@ -1,0 +1,9 @@
+# run: a tfenc-batch job from its [job] settings to its report: the first
+# stage's feeder, the int8 accuracy gate, the run that ties the subsystems
+# together.
+core_libtfenc_la_SOURCES += \
+	core/run/job_settings.c core/run/job_settings.h \
+	core/run/feeder.c core/run/feeder.h \
+	core/run/accuracy_gate.c core/run/accuracy_gate.h \
+	core/run/run.c core/run/run.h \
+	core/run/run_report.c core/run/run_report.h

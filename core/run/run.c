@@ -1,0 +1,1105 @@
+/* A job run: setup agreed by every rank, the model and the corpus, the
+ * output (created or resumed), the encoding loop of each stage, and the
+ * end (complete, or stopped and resumable). */
+#include "config.h"
+
+#include "run/run.h"
+
+#include "base/clock.h"
+#include "base/context.h"
+#include "input/corpus.h"
+#include "run/feeder.h"
+#include "output/fingerprint.h"
+#include "run/job_settings.h"
+#include "job/jobfile.h"
+#include "matrix/matrix.h"
+#include "ranks/node_arena.h"
+#include "output/output.h"
+#include "output/ownership.h"
+#include "ranks/pipeline.h"
+#include "run/accuracy_gate.h"
+#include "plugin/plugin_loader.h"
+#include "base/sha256.h"
+#include "tokenizer/tokenizer.h"
+#include "model/weights.h"
+#include "input/windows.h"
+#include "ranks/work_queue.h"
+#include "output/writer.h"
+
+#include <mpi.h>
+#include <sched.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+/* Microbatches a pipeline stage can hold at once (one being computed, the
+ * others in flight to or from its neighbours). */
+#define PIPELINE_SLOTS 3
+
+/* Everything a run holds, released in one place. */
+typedef struct run {
+    tfenc_context *ctx;
+    const tfenc_run_request *request;
+    int rank;
+    int n_ranks;
+    tfenc_jobfile *job;
+    tfenc_job_settings settings;
+    tfenc_model_config config;
+    tfenc_model_plan plan;
+    tfenc_plugin_registry *registry;
+    tfenc_weight_store *weights;
+    tfenc_node_arena *arena; /* the node's one copy of the weights; NULL: not shared */
+    tfenc_layout layout;     /* this rank's place, and the steps of each stage */
+    MPI_Comm replica_comm;   /* the replica's stages; MPI_COMM_NULL with one stage */
+    MPI_Comm writers_comm;   /* every last stage; MPI_COMM_NULL on the others */
+    double *step_flops;      /* [n_steps] FLOPs per token at the corpus's mean length */
+    tfenc_model *model;
+    tfenc_output_kind output_kind; /* pooled or tokens, once the model is known */
+    tfenc_tokenizer *tokenizer;
+    tfenc_corpus *corpus;
+    tfenc_feeder_options feeding;
+    tfenc_windows windows;   /* the corpus cut into windows, and what is finished */
+    int64_t n_documents, n_tokens; /* the whole corpus (n_tokens once counted) */
+    int64_t n_rows;          /* output rows of a per-token or every-chunk output */
+    tfenc_output *output;
+    tfenc_output_lock *lock; /* rank 0: this job owns the output */
+    int64_t already_done;    /* documents an earlier run finished */
+    int64_t *todo;           /* the windows this run encodes, in order */
+    int64_t n_todo, todo_documents;
+    tfenc_work_queue *queue; /* hands out indices into todo */
+    tfenc_pipeline *pipeline;
+    tfenc_feeder *feeder;
+    tfenc_writer *writer;
+    tfenc_run_result *result;
+    tfenc_precision *step_precision; /* int8: the accuracy gate's choice per step */
+    double sample_cosine;            /* int8: the gate's min cosine to fp32 on its sample */
+} run;
+
+static void notice(run *r, const char *format, ...) TFENC_PRINTF(2, 3);
+static void notice(run *r, const char *format, ...)
+{
+    const tfenc_run_observer *o = &r->request->observer;
+    if (r->rank != 0 || o->notice == NULL)
+        return;
+    char line[TFENC_MESSAGE_MAX];
+    va_list args;
+    va_start(args, format);
+    vsnprintf(line, sizeof line, format, args);
+    va_end(args);
+    o->notice(o->user, line);
+}
+
+/* ------------------------------------------------------------ agreement */
+
+/* The lowest rank that failed reports; every rank learns whether any did.
+ * Used where every rank takes part, so that a setup error is one line. A
+ * rank's message is prefixed with its number when other ranks exist and
+ * the error is not in the job itself (which every rank reads alike). */
+static int agree_on_failure(run *r, int status)
+{
+    /* A rank that failed only because another did (TFENC_ERR_MPI: a block
+     * of the node's weights another rank could not load) reports only if
+     * no rank has a reason of its own. */
+    const int everyone = 2 * r->n_ranks;
+    int failed_rank = status == TFENC_OK       ? everyone
+                      : status == TFENC_ERR_MPI ? r->n_ranks + r->rank
+                                                : r->rank;
+    int first_failed = everyone;
+    MPI_Allreduce(&failed_rank, &first_failed, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+    if (first_failed == everyone)
+        return 0;
+    first_failed %= r->n_ranks;
+    r->result->outcome = TFENC_RUN_REFUSED;
+    r->result->report = r->rank == first_failed;
+    if (r->result->report && r->n_ranks > 1 && status != TFENC_ERR_CONFIG) {
+        char message[TFENC_MESSAGE_MAX];
+        snprintf(message, sizeof message, "%s", tfenc_context_message(r->ctx));
+        tfenc_context_clear(r->ctx);
+        tfenc_error(r->ctx, status, "rank %d: %s", r->rank, message);
+    }
+    if (r->ctx->status == TFENC_OK)
+        r->ctx->status = TFENC_ERR_MPI; /* another rank failed: not ours to print */
+    return 1;
+}
+
+/* A failure in the middle of encoding: other ranks may be anywhere (inside
+ * a receive from this rank, say), so only the driver can end the job. */
+static int broken(run *r)
+{
+    r->result->outcome = TFENC_RUN_BROKEN;
+    r->result->report = 1;
+    if (r->n_ranks > 1) {
+        char message[TFENC_MESSAGE_MAX];
+        snprintf(message, sizeof message, "%s", tfenc_context_message(r->ctx));
+        int status = r->ctx->status;
+        tfenc_context_clear(r->ctx);
+        tfenc_error(r->ctx, status, "rank %d: %s", r->rank, message);
+    }
+    return 1;
+}
+
+/* ---------------------------------------------------------------- setup */
+
+/* Open MPI binds each rank to one core by default, also a rank started
+ * without mpiexec: the rank's threads would then share that core and run
+ * slower than one thread. Said once, by rank 0, as advice. */
+static void warn_about_binding(run *r)
+{
+    cpu_set_t cores;
+    int threads = tfenc_matrix_threads();
+    if (r->rank != 0 || threads < 2 || sched_getaffinity(0, sizeof cores, &cores) != 0)
+        return;
+    int usable = CPU_COUNT(&cores);
+    if (usable < threads)
+        notice(r,
+               "warning: %d threads per rank but this rank may run on %d core%s "
+               "(MPI binds ranks to cores): start with mpiexec --bind-to none (or set "
+               "OMPI_MCA_hwloc_base_binding_policy=none), or use 1 thread and more ranks",
+               threads, usable, usable == 1 ? "" : "s");
+}
+
+/* The job, the model's plan and the layout check: identical on every rank,
+ * so errors here are reported once. */
+static int read_job(run *r)
+{
+    const tfenc_run_request *q = r->request;
+    int status = tfenc_jobfile_load(r->ctx, q->job_path, &r->job);
+    for (int i = 0; status == TFENC_OK && i < q->n_overrides; i++)
+        status = tfenc_jobfile_override(r->ctx, r->job, q->overrides[i]);
+    if (status == TFENC_OK)
+        status = tfenc_model_config_read(r->ctx, r->job, &r->config);
+    /* Before any weight is loaded: what this CPU runs of the precision
+     * asked for, said in one line where it lacks an instruction set. */
+    if (status == TFENC_OK) {
+        char line[512];
+        tfenc_precision runs;
+        if (tfenc_matrix_describe(r->config.precision, &runs, line, sizeof line))
+            notice(r, "%s", line);
+        r->config.precision = runs;
+    }
+    if (status == TFENC_OK)
+        status = tfenc_job_settings_read(r->ctx, r->job, &r->config, &r->settings);
+    if (status == TFENC_OK)
+        status = tfenc_model_plan_read(r->ctx, r->job, &r->plan);
+    if (status == TFENC_OK) {
+        char where[512];
+        snprintf(where, sizeof where, "%s: [job]", r->job->path);
+        status = tfenc_layout_place(r->ctx, where, r->rank, r->n_ranks,
+                                    (int)r->settings.pipeline_stages, r->plan.n_steps,
+                                    &r->layout);
+    }
+    if (status == TFENC_OK)
+        tfenc_matrix_set_threads((int)r->settings.threads);
+    if (status == TFENC_OK)
+        warn_about_binding(r);
+    if (status == TFENC_OK)
+        status = tfenc_plugin_registry_create(r->ctx, r->config.plugin_path, r->job->directory,
+                                              &r->registry);
+    /* Only the plugin files of the types this job names (core/plugin/plugin_loader.h). */
+    if (status == TFENC_OK)
+        status = tfenc_plugin_registry_load_job(r->ctx, r->registry, r->job);
+    if (status == TFENC_OK)
+        status = tfenc_weight_store_open(r->ctx, r->config.weights_path, &r->weights);
+    return status;
+}
+
+/* The communicators of the rank's role: its replica's chain of stages, and
+ * the writers (every last stage). */
+static void join_communicators(run *r)
+{
+    const tfenc_layout *l = &r->layout;
+    if (l->pipeline_stages > 1)
+        MPI_Comm_split(MPI_COMM_WORLD, l->replica, l->stage, &r->replica_comm);
+    MPI_Comm_split(MPI_COMM_WORLD, tfenc_layout_is_last_stage(l) ? 0 : MPI_UNDEFINED, r->rank,
+                   &r->writers_comm);
+}
+
+static tfenc_model_options model_options(run *r, int first_step, int end_step)
+{
+    tfenc_model_options o = {
+        .job = r->job, .config = &r->config, .plan = &r->plan, .registry = r->registry,
+        .weights = r->weights,
+        .limits = {.max_tokens = (int)r->settings.batch_tokens,
+                   .max_seq_len = (int)r->settings.max_seq_len,
+                   .max_seqs = (int)r->settings.batch_tokens},
+        .first_step = first_step, .end_step = end_step, .step_precision = r->step_precision};
+    return o;
+}
+
+/* Sample of the accuracy gate: GATE_SAMPLE_TOKENS tokens (4 documents
+ * of max_seq_len if more), read in GATE_SAMPLE_PIECES equal parts from
+ * windows spread evenly over the whole corpus (the first documents of
+ * each), so that it sees the corpus's kinds of documents and lengths, not
+ * only its beginning. Its microbatches hold GATE_BATCH_TOKENS tokens (or
+ * one document of max_seq_len): the gate's trial steps then need a
+ * quarter of the activation memory of the job's 2048-token batches, and
+ * GEMMs of 512 rows still run at full rate. */
+#define GATE_SAMPLE_TOKENS 8192
+#define GATE_SAMPLE_PIECES 8
+#define GATE_BATCH_TOKENS 512
+
+typedef struct gate_sample {
+    tfenc_batch *batches;
+    int32_t *ids, *types, *positions, *starts;
+    int n_batches, capacity_batches, n_documents, n_tokens;
+    int batch_tokens; /* the most tokens of a sample batch */
+} gate_sample;
+
+/* Packs documents into the sample's batches. */
+typedef struct sample_packer {
+    gate_sample *sample;
+    int batch_tokens, n_seq, used, batch_first;
+    int32_t *starts;
+} sample_packer;
+
+static int close_batch(tfenc_context *ctx, sample_packer *p, int d_model)
+{
+    gate_sample *sample = p->sample;
+    if (p->n_seq == 0)
+        return TFENC_OK;
+    if (sample->n_batches == sample->capacity_batches) {
+        int capacity = sample->capacity_batches > 0 ? 2 * sample->capacity_batches : 16;
+        tfenc_batch *grown = realloc(sample->batches, (size_t)capacity * sizeof *grown);
+        if (grown == NULL)
+            return tfenc_error(ctx, TFENC_ERR_NO_MEMORY, "out of memory");
+        sample->batches = grown;
+        sample->capacity_batches = capacity;
+    }
+    sample->batches[sample->n_batches++] = (tfenc_batch){
+        .n_seq = p->n_seq, .n_tokens = p->used - p->batch_first, .seq_start = p->starts,
+        .token_ids = sample->ids + p->batch_first, .token_types = sample->types + p->batch_first,
+        .positions = sample->positions + p->batch_first, .rows = p->used - p->batch_first,
+        .d_model = d_model};
+    p->starts += p->n_seq + 1;
+    p->batch_first = p->used;
+    p->n_seq = 0;
+    return TFENC_OK;
+}
+
+/* Adds one document (the caller leaves room for it in the sample). */
+static int pack_document(tfenc_context *ctx, sample_packer *p, const int32_t *document,
+                         int length, int d_model)
+{
+    gate_sample *sample = p->sample;
+    if (p->used - p->batch_first + length > p->batch_tokens) {
+        int status = close_batch(ctx, p, d_model);
+        if (status != TFENC_OK)
+            return status;
+    }
+    p->starts[p->n_seq] = p->used - p->batch_first;
+    memcpy(sample->ids + p->used, document, (size_t)length * sizeof *document);
+    for (int t = 0; t < length; t++)
+        sample->positions[p->used + t] = t;
+    p->used += length;
+    p->starts[++p->n_seq] = p->used - p->batch_first;
+    sample->n_documents++;
+    return TFENC_OK;
+}
+
+/* Tokenizes the sample (the windows are cut: r->windows). */
+static int gate_sample_read(run *r, gate_sample *sample)
+{
+    const long max_seq_len = r->settings.max_seq_len;
+    long batch_tokens = max_seq_len > GATE_BATCH_TOKENS ? max_seq_len : GATE_BATCH_TOKENS;
+    if (batch_tokens > r->settings.batch_tokens)
+        batch_tokens = r->settings.batch_tokens;
+    sample->batch_tokens = (int)batch_tokens;
+    const size_t capacity = (size_t)(4 * max_seq_len > GATE_SAMPLE_TOKENS ? 4 * max_seq_len
+                                                                          : GATE_SAMPLE_TOKENS);
+    sample->ids = calloc(capacity, sizeof *sample->ids);
+    sample->types = calloc(capacity, sizeof *sample->types);
+    sample->positions = calloc(capacity, sizeof *sample->positions);
+    /* a start per document and an end per batch: each holds a token at least */
+    sample->starts = calloc(2 * capacity, sizeof *sample->starts);
+    int32_t *document = malloc((size_t)r->feeding.max_seq_len * sizeof *document);
+    if (sample->ids == NULL || sample->types == NULL || sample->positions == NULL ||
+        sample->starts == NULL || document == NULL) {
+        free(document);
+        return tfenc_error(r->ctx, TFENC_ERR_NO_MEMORY, "out of memory");
+    }
+    sample_packer packer = {.sample = sample, .batch_tokens = (int)batch_tokens,
+                            .starts = sample->starts};
+    const int64_t n_windows = r->windows.n_windows;
+    const int pieces = n_windows < GATE_SAMPLE_PIECES ? (int)n_windows : GATE_SAMPLE_PIECES;
+    int status = TFENC_OK, full = 0;
+    for (int piece = 0; status == TFENC_OK && !full && piece < pieces; piece++) {
+        /* The middle window of each of `pieces` equal parts of the corpus,
+         * read until the piece's share of the sample's tokens. */
+        const int64_t window = (2 * (int64_t)piece + 1) * n_windows / (2 * pieces);
+        const long quota = (long)capacity * (piece + 1) / pieces;
+        tfenc_corpus_range range;
+        tfenc_windows_range(&r->windows, window, &range);
+        status = tfenc_corpus_select(r->ctx, r->corpus, &range);
+        while (status == TFENC_OK && !full && packer.used < quota) {
+            tfenc_document doc;
+            status = tfenc_corpus_next(r->ctx, r->corpus, &doc);
+            int32_t length = 0, truncated = 0;
+            if (status == TFENC_OK)
+                status = tfenc_feeder_tokenize(r->ctx, &r->feeding, r->tokenizer, &doc,
+                                               doc.local_index, document, &length, &truncated);
+            if (status == TFENC_OK && (size_t)packer.used + (size_t)length > capacity)
+                full = 1;
+            else if (status == TFENC_OK && length > 0) /* an empty one tells nothing */
+                status = pack_document(r->ctx, &packer, document, length, r->config.d_model);
+        }
+        if (status == TFENC_ERR_NOT_FOUND) { /* the window's last document */
+            tfenc_context_clear(r->ctx);
+            status = TFENC_OK;
+        }
+    }
+    if (status == TFENC_OK)
+        status = close_batch(r->ctx, &packer, r->config.d_model);
+    free(document);
+    sample->n_tokens = packer.used;
+    return status;
+}
+
+static void gate_sample_free(gate_sample *sample)
+{
+    free(sample->batches);
+    free(sample->ids);
+    free(sample->types);
+    free(sample->positions);
+    free(sample->starts);
+}
+
+_Static_assert(sizeof(tfenc_precision) == sizeof(int), "step precisions travel as MPI_INT");
+
+/* int8 jobs: rank 0 runs the accuracy gate (core/base/precision.h) on a sample
+ * of its share, every rank takes its choice of precision per step, and a
+ * job whose min_cosine cannot be met stops here. (bf16's accuracy is the
+ * tests' business: 0.9999 on the test models and all-MiniLM-L6-v2.) */
+static int gate_precision(run *r)
+{
+    if (r->config.precision != TFENC_PRECISION_INT8)
+        return 0;
+    const int n_steps = r->plan.n_steps;
+    r->step_precision = calloc((size_t)n_steps, sizeof *r->step_precision);
+    if (r->step_precision == NULL)
+        return agree_on_failure(r, tfenc_error(r->ctx, TFENC_ERR_NO_MEMORY, "out of memory"));
+    tfenc_precision_report report = {.step_precision = r->step_precision};
+    gate_sample sample = {0};
+    int status = TFENC_OK;
+    if (r->rank == 0) {
+        status = gate_sample_read(r, &sample);
+        if (status == TFENC_OK && sample.n_batches == 0)
+            status = tfenc_error(r->ctx, TFENC_ERR_INPUT,
+                                 "%s: no document to check precision = %s on", r->settings.input,
+                                 tfenc_precision_names[r->config.precision]);
+        tfenc_model_options o = model_options(r, 0, n_steps);
+        o.limits.max_tokens = o.limits.max_seqs = sample.batch_tokens;
+        if (status == TFENC_OK)
+            status = tfenc_precision_gate(r->ctx, &o, sample.batches, sample.n_batches,
+                                          r->config.min_cosine, &report);
+        if (status != TFENC_OK && status != TFENC_ERR_CONFIG) {
+            char reason[TFENC_MESSAGE_MAX];
+            snprintf(reason, sizeof reason, "%s", tfenc_context_message(r->ctx));
+            tfenc_context_clear(r->ctx);
+            status = tfenc_error(r->ctx, status, "precision = %s: the accuracy gate failed: %s",
+                                 tfenc_precision_names[r->config.precision], reason);
+        }
+    }
+    gate_sample_free(&sample);
+    /* Every rank builds its int8 maps with rank 0's calibration. */
+    void *table = NULL;
+    size_t table_size = 0;
+    if (status == TFENC_OK && r->rank == 0)
+        status = tfenc_weight_store_calibration_export(r->ctx, r->weights, &table, &table_size);
+    if (agree_on_failure(r, status)) {
+        free(table);
+        return 1;
+    }
+    MPI_Bcast(r->step_precision, n_steps, MPI_INT, 0, MPI_COMM_WORLD);
+    MPI_Bcast(&report.sample_cosine, 1, MPI_DOUBLE, 0, MPI_COMM_WORLD);
+    unsigned long long table_bytes = table_size;
+    MPI_Bcast(&table_bytes, 1, MPI_UNSIGNED_LONG_LONG, 0, MPI_COMM_WORLD);
+    if (r->rank != 0)
+        table = malloc(table_bytes > 0 ? table_bytes : 1);
+    status = table == NULL ? tfenc_error(r->ctx, TFENC_ERR_NO_MEMORY, "out of memory") : TFENC_OK;
+    if (agree_on_failure(r, status))
+        return 1;
+    MPI_Bcast(table, (int)table_bytes, MPI_BYTE, 0, MPI_COMM_WORLD);
+    if (r->rank != 0)
+        status = tfenc_weight_store_calibration_import(r->ctx, r->weights, table, table_bytes);
+    free(table);
+    if (agree_on_failure(r, status))
+        return 1;
+    r->sample_cosine = report.sample_cosine;
+    if (r->rank == 0) {
+        char line[TFENC_MESSAGE_MAX];
+        int used = snprintf(line, sizeof line,
+                            "precision = %s: min cosine %.6f to fp32 on a sample of %d documents "
+                            "(min_cosine %.6f)",
+                            tfenc_precision_names[r->config.precision], report.sample_cosine,
+                            sample.n_documents, r->config.min_cosine);
+        if (report.n_fallbacks > 0 && used > 0 && (size_t)used < sizeof line)
+            used += snprintf(line + used, sizeof line - used, "; kept in %s:",
+                             tfenc_precision_names[tfenc_matrix_int8_fallback()]);
+        for (int i = 0; i < n_steps && used > 0 && (size_t)used < sizeof line; i++)
+            if (r->step_precision[i] != r->config.precision)
+                used += snprintf(line + used, sizeof line - used, " %s", r->plan.steps[i].name);
+        notice(r, "%s", line);
+    }
+    return 0;
+}
+
+
+/* The first stage reads the corpus: the tokenizer, and the corpus itself
+ * (opened on a small share; each window selects its own documents). */
+static int open_input(run *r)
+{
+    r->feeding = (tfenc_feeder_options){.input = r->settings.input,
+                                        .max_seq_len = (int)r->settings.max_seq_len,
+                                        .batch_tokens = (int)r->settings.batch_tokens,
+                                        /* A chunked document is cut into chunks,
+                                         * never refused for its length. */
+                                        .truncation = r->settings.truncation ||
+                                                      r->settings.chunks != TFENC_CHUNKS_OFF,
+                                        .vocab_size = r->config.vocab_size,
+                                        .has_ids = r->settings.corpus.id_field != NULL,
+                                        .prompt = r->settings.prompt,
+                                        .chunks = r->settings.chunks,
+                                        .chunk_overlap = (int)r->settings.chunk_overlap};
+    if (!tfenc_layout_is_first_stage(&r->layout))
+        return TFENC_OK;
+    int status = tfenc_job_settings_tokenizer(r->ctx, r->job, &r->config, &r->settings,
+                                              &r->tokenizer);
+    if (status == TFENC_OK)
+        status = tfenc_corpus_open(r->ctx, &r->settings.corpus, r->layout.replica,
+                                   r->layout.data_parallel, &r->corpus);
+    if (status == TFENC_OK)
+        status = tfenc_feeder_create(r->ctx, &r->feeding, r->tokenizer, r->corpus, &r->feeder);
+    return status;
+}
+
+static int decide_output_kind(run *r, int pools)
+{
+    tfenc_output_kind wanted = r->settings.output_kind;
+    r->output_kind = pools ? TFENC_OUTPUT_POOLED : TFENC_OUTPUT_TOKENS;
+    if (wanted != TFENC_OUTPUT_AUTO && wanted != r->output_kind)
+        return tfenc_error(r->ctx, TFENC_ERR_CONFIG,
+                           "%s: output_kind = %s but the model %s its output", r->job->path,
+                           tfenc_output_kind_name(wanted), pools ? "pools" : "does not pool");
+    if (!pools && r->settings.chunks != TFENC_CHUNKS_OFF)
+        return tfenc_error(r->ctx, TFENC_ERR_CONFIG,
+                           "%s: [job] long_documents = chunk pools each chunk, but the model "
+                           "does not pool its output", r->job->path);
+    if (!pools && r->settings.output_dim > 0)
+        return tfenc_error(r->ctx, TFENC_ERR_CONFIG,
+                           "%s: [job] output_dim cuts pooled vectors, but the model does not "
+                           "pool its output", r->job->path);
+    return TFENC_OK;
+}
+
+/* Pass 0: every rank reads and checks one share of the corpus, and the
+ * shares together cut it into windows (windows.h). */
+static int cut_windows(run *r)
+{
+    tfenc_windows_share share;
+    int status = tfenc_windows_scan(r->ctx, MPI_COMM_WORLD, &r->settings.corpus,
+                                    r->settings.window_documents, &share);
+    if (agree_on_failure(r, status)) {
+        free(share.line_starts);
+        return 1;
+    }
+    if (agree_on_failure(r, tfenc_windows_build(r->ctx, MPI_COMM_WORLD, &share,
+                                                r->settings.window_documents, &r->windows)))
+        return 1;
+    r->n_documents = r->windows.n_documents;
+    return 0;
+}
+
+/* A window's output rows: its chunks for an output of every chunk, else
+ * its tokens; the tokens are summed either way (for the plan). */
+static int count_one_window(tfenc_context *ctx, void *user, int64_t window, int64_t *rows)
+{
+    run *r = user;
+    tfenc_corpus_range range;
+    tfenc_windows_range(&r->windows, window, &range);
+    int64_t tokens = 0, chunks = 0;
+    int status = tfenc_feeder_count_window(ctx, r->feeder, &range, &tokens, &chunks);
+    *rows = r->settings.chunks == TFENC_CHUNKS_EACH ? chunks : tokens;
+    r->n_tokens += tokens;
+    return status;
+}
+
+/* Pass 1, where the output places rows by token or by chunk (or a plan
+ * needs the corpus's size in tokens): the first stages tokenize the
+ * windows, one replica each in turn, and every rank learns each window's
+ * first row. */
+static int count_rows(run *r)
+{
+    const tfenc_layout *l = &r->layout;
+    int counter = tfenc_layout_is_first_stage(l) ? l->replica : -1;
+    r->n_tokens = 0;
+    int status = tfenc_windows_count_local(r->ctx, &r->windows, counter, l->data_parallel,
+                                           count_one_window, r);
+    if (agree_on_failure(r, status) ||
+        agree_on_failure(r, tfenc_windows_sum_rows(r->ctx, MPI_COMM_WORLD, &r->windows)))
+        return 1;
+    MPI_Allreduce(MPI_IN_PLACE, &r->n_tokens, 1, MPI_INT64_T, MPI_SUM, MPI_COMM_WORLD);
+    r->n_rows = r->windows.first_row[r->windows.n_windows];
+    return 0;
+}
+
+/* Step costs for the split into stages, and whether the model pools: from
+ * the whole model with one stage, else from rank 0's step-by-step survey
+ * (no rank ever loads more than its stage's weights for good). */
+static int cost_steps(run *r)
+{
+    r->step_flops = calloc((size_t)r->plan.n_steps, sizeof *r->step_flops);
+    if (r->step_flops == NULL)
+        return agree_on_failure(r, tfenc_error(r->ctx, TFENC_ERR_NO_MEMORY, "out of memory"));
+    double mean_length = r->n_documents > 0 ? (double)r->n_tokens / (double)r->n_documents : 1.0;
+    if (r->layout.pipeline_stages == 1) {
+        for (int i = 0; i < r->plan.n_steps; i++)
+            r->step_flops[i] = tfenc_model_step_flops(r->model, i, mean_length);
+        return 0;
+    }
+    int pools = 0, status = TFENC_OK;
+    if (r->rank == 0) {
+        tfenc_model_options o = model_options(r, 0, r->plan.n_steps);
+        status = tfenc_model_survey(r->ctx, &o, mean_length, r->step_flops, &pools);
+    }
+    if (agree_on_failure(r, status))
+        return 1;
+    MPI_Bcast(r->step_flops, r->plan.n_steps, MPI_DOUBLE, 0, MPI_COMM_WORLD);
+    MPI_Bcast(&pools, 1, MPI_INT, 0, MPI_COMM_WORLD);
+    return agree_on_failure(r, decide_output_kind(r, pools));
+}
+
+/* The ranks of a node keep one copy of the weights (core/ranks/node_arena.h),
+ * made after the int8 gate, whose trial models would otherwise leave
+ * their conversions in it. The arena is sized for the whole model as
+ * float32, the largest form a map takes; its pages are backed only where
+ * written. A node that cannot make it keeps a copy per rank, as before. */
+static void share_weights(run *r)
+{
+    /* Every rank reads the same job: all skip the collective below. */
+    if (!r->settings.share_weights)
+        return;
+    size_t capacity = tfenc_weight_store_float32_bytes(r->weights);
+    capacity += capacity / 4 + ((size_t)16 << 20);
+    int status = tfenc_node_arena_create(r->ctx, MPI_COMM_WORLD, capacity, &r->arena);
+    if (status != TFENC_OK) {
+        notice(r, "weights %s are not shared by the ranks of a node (%s): each rank keeps its "
+                  "own copy", r->config.weights_path, tfenc_context_message(r->ctx));
+        tfenc_context_clear(r->ctx);
+        r->arena = NULL;
+        return;
+    }
+    if (tfenc_node_arena_ranks(r->arena) > 1)
+        tfenc_weight_store_share(r->weights, r->arena);
+}
+
+/* MiB of weights this rank's node holds once for its ranks. */
+static double shared_mib(const run *r)
+{
+    return r->arena != NULL && tfenc_node_arena_ranks(r->arena) > 1
+               ? (double)tfenc_node_arena_used(r->arena) / (1024.0 * 1024.0)
+               : 0.0;
+}
+
+static void describe_plan(run *r)
+{
+    const tfenc_run_observer *o = &r->request->observer;
+    if (r->rank != 0 || o->plan == NULL)
+        return;
+    tfenc_run_plan plan = {.job_path = r->job->path, .layout = &r->layout, .model = &r->plan,
+                           .step_flops = r->step_flops, .d_model = r->config.d_model,
+                           .weights_path = r->config.weights_path,
+                           .input_path = r->settings.input, .output_path = r->settings.output,
+                           .output_kind = r->output_kind, .dtype = r->settings.dtype,
+                           .n_documents = r->n_documents, .n_tokens = r->n_tokens,
+                           .last_flop_rate = tfenc_run_last_flop_rate(),
+                           .weights_float32_mib =
+                               (double)tfenc_weight_store_float32_bytes(r->weights) / (1024.0 * 1024.0),
+                           .node_ranks = r->arena != NULL ? tfenc_node_arena_ranks(r->arena) : 1,
+                           .shared_weights_mib = r->model != NULL ? shared_mib(r) : 0.0,
+                           .rank_memory_mib = r->model != NULL ? tfenc_proportional_mib() : 0.0,
+                           .weights_per_rank = r->arena == NULL};
+    o->plan(o->user, &plan);
+}
+
+/* --------------------------------------------------------------- output */
+
+static int read_window_progress(tfenc_context *ctx, void *user, int64_t first_document,
+                                int64_t n_documents, uint8_t *done)
+{
+    run *r = user;
+    return tfenc_output_written(ctx, r->output, first_document, n_documents, done);
+}
+
+/* What an earlier run finished, window by window, known to every rank
+ * (the writers read it from the file), and the windows left to do. */
+static int learn_progress(run *r, int resumed, int was_complete)
+{
+    MPI_Allreduce(MPI_IN_PLACE, &resumed, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+    if (resumed) {
+        const tfenc_layout *l = &r->layout;
+        int reader = tfenc_layout_is_last_stage(l) ? l->replica : -1;
+        int status = tfenc_windows_progress_local(r->ctx, &r->windows, reader, l->data_parallel,
+                                                  read_window_progress, r);
+        if (agree_on_failure(r, status) ||
+            agree_on_failure(r, tfenc_windows_combine_progress(r->ctx, MPI_COMM_WORLD,
+                                                                &r->windows)))
+            return 1;
+    }
+    r->todo = malloc(((size_t)r->windows.n_windows + 1) * sizeof *r->todo);
+    if (agree_on_failure(r, r->todo == NULL ? tfenc_error(r->ctx, TFENC_ERR_NO_MEMORY,
+                                                          "out of memory")
+                                            : TFENC_OK))
+        return 1;
+    for (int64_t k = 0; k < r->windows.n_windows; k++) {
+        if (r->windows.state[k] == TFENC_WINDOW_DONE)
+            continue;
+        tfenc_corpus_range range;
+        tfenc_windows_range(&r->windows, k, &range);
+        r->todo[r->n_todo++] = k;
+        r->todo_documents += range.n_documents;
+    }
+    r->already_done = tfenc_windows_documents_finished(&r->windows);
+    if (resumed)
+        notice(r, "resuming %s: %lld of %lld documents were finished by an earlier run%s",
+               r->settings.output, (long long)r->already_done, (long long)r->n_documents,
+               was_complete ? " (it had completed)" : "");
+    return agree_on_failure(r, tfenc_work_queue_create(r->ctx, MPI_COMM_WORLD, r->n_todo,
+                                                       &r->queue));
+}
+
+/* Before the output is touched: it must not be one of the job's inputs
+ * under another name, and this job must own it (rank 0 takes the lock and
+ * holds it to the end). */
+static int claim_output(run *r)
+{
+    int status = TFENC_OK;
+    if (r->rank == 0) {
+        int n_plugins = tfenc_plugin_registry_n_layers(r->registry);
+        tfenc_input_file *inputs = calloc((size_t)n_plugins + 4, sizeof *inputs);
+        if (inputs == NULL)
+            return agree_on_failure(r, tfenc_error(r->ctx, TFENC_ERR_NO_MEMORY, "out of memory"));
+        int n = 0;
+        inputs[n++] = (tfenc_input_file){"the job file", r->job->path};
+        inputs[n++] = (tfenc_input_file){"the corpus", r->settings.input};
+        inputs[n++] = (tfenc_input_file){"the weights", r->config.weights_path};
+        inputs[n++] = (tfenc_input_file){"the vocabulary", r->settings.vocabulary};
+        for (int i = 0; i < n_plugins; i++)
+            inputs[n++] = (tfenc_input_file){"the plugin",
+                                             tfenc_plugin_registry_layer(r->registry, i)->file};
+        status = tfenc_output_check_not_input(r->ctx, r->settings.output, inputs, n);
+        free(inputs);
+        if (status == TFENC_OK)
+            status = tfenc_output_lock_take(r->ctx, r->settings.output, &r->lock);
+    }
+    return agree_on_failure(r, status);
+}
+
+/* The last stages open the file: reopened to resume when a previous run of
+ * the same job left it, else created. */
+static int open_output(run *r)
+{
+    char weights_sha256[65] = "", corpus_fingerprint[65] = "", vocabulary_fingerprint[65] = "";
+    if (claim_output(r))
+        return 1;
+    int status = TFENC_OK;
+    if (r->rank == 0)
+        status = tfenc_sha256_file(r->ctx, r->config.weights_path, weights_sha256);
+    if (agree_on_failure(r, status))
+        return 1;
+    MPI_Bcast(weights_sha256, sizeof weights_sha256, MPI_CHAR, 0, MPI_COMM_WORLD);
+    if (agree_on_failure(r, tfenc_fingerprint_file(r->ctx, MPI_COMM_WORLD, r->settings.input,
+                                                   corpus_fingerprint)))
+        return 1;
+    if (r->settings.vocabulary != NULL &&
+        agree_on_failure(r, tfenc_fingerprint_file(r->ctx, MPI_COMM_WORLD, r->settings.vocabulary,
+                                                   vocabulary_fingerprint)))
+        return 1;
+    const tfenc_layout *l = &r->layout;
+    char layout[128];
+    snprintf(layout, sizeof layout, "ranks=%d data_parallel=%d pipeline_stages=%d", r->n_ranks,
+             l->data_parallel, l->pipeline_stages);
+    int was_complete = 0, resumed = 0;
+    /* int8: the gate's choice per step, one "name precision" line each. */
+    char *precision_steps = NULL;
+    if (r->step_precision != NULL) {
+        size_t size = 1;
+        for (int i = 0; i < r->plan.n_steps; i++)
+            size += strlen(r->plan.steps[i].name) + 8;
+        precision_steps = calloc(size, 1);
+        for (int i = 0; precision_steps != NULL && i < r->plan.n_steps; i++) {
+            size_t used = strlen(precision_steps);
+            snprintf(precision_steps + used, size - used, "%s %s\n", r->plan.steps[i].name,
+                     tfenc_precision_names[r->step_precision[i]]);
+        }
+    }
+    char *identity = tfenc_job_settings_identity(r->job, &r->settings);
+    char *provenance = tfenc_job_settings_provenance(r->job, r->request->overrides,
+                                                     r->request->n_overrides);
+    if (identity == NULL || provenance == NULL)
+        status = tfenc_error(r->ctx, TFENC_ERR_NO_MEMORY, "out of memory");
+    if (status == TFENC_OK && tfenc_layout_is_last_stage(l)) {
+        tfenc_output_options o = {
+            .path = r->settings.output, .kind = r->output_kind, .dtype = r->settings.dtype,
+            .compression = r->settings.compression,
+            .d_model = r->settings.output_dim > 0 ? (int)r->settings.output_dim : r->config.d_model,
+            .n_documents = r->n_documents, .n_tokens = r->n_rows,
+            .chunks = r->settings.chunks, .n_chunks = r->n_rows,
+            .has_ids = r->settings.corpus.id_field != NULL,
+            .max_id_length = r->windows.max_id_length, .job_text = provenance,
+            .job_settings = identity, .weights_sha256 = weights_sha256,
+            .corpus_path = r->settings.input, .corpus_fingerprint = corpus_fingerprint,
+            .vocabulary_path = r->settings.vocabulary,
+            .vocabulary_fingerprint = r->settings.vocabulary != NULL ? vocabulary_fingerprint
+                                                                     : NULL,
+            .layout = layout, .job_path = r->request->job_path,
+            .overrides = r->request->overrides, .n_overrides = r->request->n_overrides,
+            .precision = tfenc_precision_names[r->config.precision],
+            .sample_min_cosine = r->sample_cosine, .precision_steps = precision_steps};
+        MPI_Comm writers = l->data_parallel > 1 ? r->writers_comm : MPI_COMM_NULL;
+        status = TFENC_ERR_NOT_FOUND;
+        if (r->settings.resume)
+            status = tfenc_output_reopen(r->ctx, writers, &o, &r->output, &was_complete);
+        resumed = status == TFENC_OK;
+        if (status == TFENC_ERR_NOT_FOUND)
+            status = tfenc_output_create(r->ctx, writers, &o, &r->output);
+        if (status == TFENC_OK)
+            status = tfenc_writer_create(r->ctx, r->output,
+                                         r->output_kind == TFENC_OUTPUT_POOLED,
+                                         r->settings.chunks, (int)r->settings.output_dim,
+                                         r->config.d_model, l->data_parallel, r->settings.output,
+                                         &r->writer);
+    }
+    free(identity);
+    free(precision_steps);
+    free(provenance);
+    /* HDF5 cannot always shut down after a failed write to a new file. */
+    if (status == TFENC_ERR_IO)
+        r->result->skip_finalize = 1;
+    if (agree_on_failure(r, status))
+        return 1;
+    return learn_progress(r, resumed, was_complete);
+}
+
+/* ------------------------------------------------------------- encoding */
+
+static int stop_requested(const run *r)
+{
+    return r->request->stop != NULL && *r->request->stop != 0;
+}
+
+static void report_progress(run *r, const tfenc_rank_work *work, double start, double *last,
+                            int final)
+{
+    const tfenc_run_observer *o = &r->request->observer;
+    if (r->rank != 0 || o->progress == NULL || r->queue == NULL)
+        return;
+    double now = tfenc_clock_seconds();
+    if (!final && now - *last < r->settings.progress_interval)
+        return;
+    *last = now;
+    /* Windows handed out so far, counted in documents: every replica's
+     * progress, read from the queue's counter (rank 0 holds it). */
+    int64_t taken = tfenc_work_queue_taken(r->queue), documents = 0;
+    for (int64_t i = 0; i < taken; i++) {
+        tfenc_corpus_range range;
+        tfenc_windows_range(&r->windows, r->todo[i], &range);
+        documents += range.n_documents;
+    }
+    tfenc_run_progress p = {.documents_done = final ? r->todo_documents : documents,
+                            .documents_total = r->todo_documents,
+                            .tokens_done = work->tokens,
+                            .elapsed_seconds = now - start,
+                            .n_ranks = r->n_ranks,
+                            .final = final};
+    o->progress(o->user, &p);
+}
+
+/* A layer made a non-finite value: the message names the layer and the
+ * sequence of the microbatch; the user needs the document. */
+static int name_document(run *r, const tfenc_microbatch *m, int status)
+{
+    int sequence = tfenc_model_nonfinite_sequence(r->model);
+    if (sequence < 0 || sequence >= m->batch.n_seq)
+        return status;
+    char message[TFENC_MESSAGE_MAX];
+    snprintf(message, sizeof message, "%s", tfenc_context_message(r->ctx));
+    tfenc_context_clear(r->ctx);
+    return tfenc_error(r->ctx, status, "%s: document %lld (0-based): %s; stopped before "
+                       "writing it", r->settings.input, (long long)m->indices[sequence], message);
+}
+
+/* The first stage's next microbatch: from the window in hand, or from the
+ * next window the queue hands this replica. TFENC_ERR_NOT_FOUND when the
+ * queue is empty. */
+static int next_microbatch(run *r, tfenc_rank_work *work, tfenc_microbatch **m)
+{
+    for (;;) {
+        int status = tfenc_feeder_next(r->ctx, r->feeder, r->pipeline, m);
+        if (status != TFENC_ERR_NOT_FOUND)
+            return status;
+        int64_t item = -1;
+        status = tfenc_work_queue_take(r->ctx, r->queue, &item);
+        if (status != TFENC_OK)
+            return status;
+        if (item < 0)
+            return TFENC_ERR_NOT_FOUND;
+        const int64_t k = r->todo[item];
+        tfenc_corpus_range range;
+        tfenc_windows_range(&r->windows, k, &range);
+        status = tfenc_feeder_load_window(
+            r->ctx, r->feeder, &range,
+            r->windows.first_row != NULL ? r->windows.first_row[k] : 0,
+            tfenc_windows_finished_documents(&r->windows, k));
+        if (status != TFENC_OK)
+            return status;
+        work->windows++;
+    }
+}
+
+/* Every stage's loop: take a microbatch (from the corpus on the first
+ * stage, else from the previous stage), run this stage's steps, pass it on
+ * or write it. Returns TFENC_ERR_INTERRUPTED when a stop request ended the
+ * first stage early. */
+static int encode(run *r, tfenc_rank_work *work)
+{
+    const tfenc_layout *l = &r->layout;
+    const int first_stage = tfenc_layout_is_first_stage(l);
+    const int last_stage = tfenc_layout_is_last_stage(l);
+    double stage_flops = 0;
+    for (int i = tfenc_layout_first_step(l, l->stage); i < tfenc_layout_end_step(l, l->stage); i++)
+        stage_flops += r->step_flops[i];
+    tfenc_microbatch_limits limits = {
+        .max_tokens = (int)r->settings.batch_tokens, .max_seqs = (int)r->settings.batch_tokens,
+        .max_ids_bytes = r->feeding.has_ids ? (size_t)r->settings.batch_tokens *
+                                                  (r->windows.max_id_length + 1)
+                                            : 0,
+        .d_model = r->config.d_model};
+    int status = tfenc_pipeline_create(r->ctx, r->replica_comm, &limits, PIPELINE_SLOTS,
+                                       &r->pipeline);
+    if (status != TFENC_OK)
+        return status;
+    const double start = tfenc_clock_seconds();
+    double last_report = start;
+    int interrupted = 0;
+    for (;;) {
+        tfenc_microbatch *m = NULL;
+        if (first_stage) {
+            if (stop_requested(r)) {
+                interrupted = 1;
+                break;
+            }
+            status = next_microbatch(r, work, &m);
+            if (status == TFENC_ERR_NOT_FOUND) {
+                status = TFENC_OK;
+                break;
+            }
+        } else {
+            double waited = 0;
+            status = tfenc_pipeline_receive(r->ctx, r->pipeline, &m, &waited);
+            work->waiting_seconds += waited;
+            if (status == TFENC_OK && m->end_of_stream) {
+                tfenc_pipeline_release(r->pipeline, m);
+                break;
+            }
+        }
+        if (status != TFENC_OK)
+            return status;
+        double step_start = tfenc_clock_seconds();
+        status = tfenc_model_forward(r->ctx, r->model, &m->batch);
+        work->busy_seconds += tfenc_clock_seconds() - step_start;
+        if (status != TFENC_OK)
+            return name_document(r, m, status);
+        work->tokens += m->batch.n_tokens;
+        work->microbatches++;
+        work->flops += stage_flops * m->batch.n_tokens;
+        if (last_stage) {
+            step_start = tfenc_clock_seconds();
+            status = tfenc_writer_write(r->ctx, r->writer, m);
+            work->writing_seconds += tfenc_clock_seconds() - step_start;
+            tfenc_pipeline_release(r->pipeline, m);
+        } else {
+            status = tfenc_pipeline_pass_on(r->ctx, r->pipeline, m);
+        }
+        if (status != TFENC_OK)
+            return status;
+        report_progress(r, work, start, &last_report, 0);
+    }
+    status = tfenc_pipeline_finish(r->ctx, r->pipeline);
+    if (status == TFENC_OK && last_stage) {
+        double flush_start = tfenc_clock_seconds();
+        status = tfenc_writer_flush(r->ctx, r->writer);
+        work->writing_seconds += tfenc_clock_seconds() - flush_start;
+    }
+    if (status == TFENC_OK && !interrupted)
+        report_progress(r, work, start, &last_report, 1);
+    if (status == TFENC_OK && interrupted)
+        status = TFENC_ERR_INTERRUPTED;
+    return status;
+}
+
+/* Encodes, then marks the file complete, or (stopped on request) leaves it
+ * resumable. */
+static int encode_and_finish(run *r, double start)
+{
+    tfenc_rank_work work = {.replica = r->layout.replica, .stage = r->layout.stage,
+                            .shared_mib = shared_mib(r)};
+    double encode_start = tfenc_clock_seconds(), cpu_start = tfenc_clock_cpu_seconds();
+    int status = encode(r, &work);
+    work.encode_seconds = tfenc_clock_seconds() - encode_start;
+    work.encode_cpu_seconds = tfenc_clock_cpu_seconds() - cpu_start;
+    if (status != TFENC_OK && status != TFENC_ERR_INTERRUPTED)
+        return broken(r);
+    int interrupted = status == TFENC_ERR_INTERRUPTED, any_interrupted = 0;
+    MPI_Allreduce(&interrupted, &any_interrupted, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+    int64_t documents = 0, truncated = 0, tokens = 0;
+    if (r->writer != NULL) {
+        documents = tfenc_writer_documents(r->writer);
+        truncated = tfenc_writer_truncated_documents(r->writer);
+        tokens = tfenc_writer_tokens(r->writer);
+    }
+    if (any_interrupted) {
+        int64_t written = 0;
+        MPI_Allreduce(&documents, &written, 1, MPI_INT64_T, MPI_SUM, MPI_COMM_WORLD);
+        tfenc_output_close(r->output);
+        r->output = NULL;
+        r->result->outcome = TFENC_RUN_STOPPED;
+        r->result->documents_finished = r->already_done + written;
+        r->result->n_documents = r->n_documents;
+        return 0;
+    }
+    status = TFENC_OK;
+    if (r->output != NULL) {
+        status = tfenc_output_finish(r->ctx, r->output);
+        r->output = NULL;
+    }
+    if (agree_on_failure(r, status))
+        return 1;
+    tfenc_run_summary summary;
+    tfenc_run_summary_gather(MPI_COMM_WORLD, &work, documents, truncated, tokens,
+                             tfenc_clock_seconds() - start, &summary);
+    summary.output_path = r->settings.output;
+    const tfenc_run_observer *o = &r->request->observer;
+    if (r->rank == 0 && o->summary != NULL && summary.ranks != NULL)
+        o->summary(o->user, &summary);
+    tfenc_run_summary_free(&summary);
+    r->result->outcome = TFENC_RUN_FINISHED;
+    return 0;
+}
+
+/* --------------------------------------------------------------- the rest */
+
+static void release_run(run *r)
+{
+    tfenc_feeder_destroy(r->feeder);
+    tfenc_writer_destroy(r->writer);
+    tfenc_pipeline_destroy(r->pipeline);
+    if (!r->result->skip_finalize)
+        tfenc_output_close(r->output);
+    tfenc_output_lock_release(r->lock);
+    tfenc_corpus_close(r->corpus);
+    tfenc_tokenizer_destroy(r->tokenizer);
+    tfenc_model_destroy(r->model);
+    free(r->step_precision);
+    tfenc_layout_free(&r->layout);
+    tfenc_work_queue_destroy(r->queue);
+    tfenc_windows_free(&r->windows);
+    free(r->todo);
+    free(r->step_flops);
+    tfenc_weight_store_close(r->weights);
+    tfenc_node_arena_destroy(r->arena);
+    tfenc_plugin_registry_destroy(r->registry);
+    tfenc_model_plan_free(&r->plan);
+    tfenc_model_config_free(&r->config);
+    tfenc_job_settings_free(&r->settings);
+    tfenc_jobfile_destroy(r->job);
+    if (r->replica_comm != MPI_COMM_NULL)
+        MPI_Comm_free(&r->replica_comm);
+    if (r->writers_comm != MPI_COMM_NULL)
+        MPI_Comm_free(&r->writers_comm);
+}
+
+static int stage_model(run *r)
+{
+    const tfenc_layout *l = &r->layout;
+    tfenc_model_options o = model_options(r, tfenc_layout_first_step(l, l->stage),
+                                          tfenc_layout_end_step(l, l->stage));
+    return tfenc_model_create(r->ctx, &o, &r->model);
+}
+
+static int whole_model(run *r)
+{
+    tfenc_model_options o = model_options(r, 0, r->plan.n_steps);
+    int pools = 0;
+    int status = tfenc_model_create(r->ctx, &o, &r->model);
+    if (status == TFENC_OK)
+        status = tfenc_model_probe_pools(r->ctx, r->model, &pools);
+    if (status == TFENC_OK)
+        status = decide_output_kind(r, pools);
+    return status;
+}
+
+static int run_steps(run *r)
+{
+    double start = tfenc_clock_seconds();
+    if (agree_on_failure(r, read_job(r)))
+        return 1;
+    join_communicators(r);
+    /* The windows come first: the int8 gate samples them. */
+    if (agree_on_failure(r, open_input(r)) || cut_windows(r) || gate_precision(r))
+        return 1;
+    share_weights(r);
+    const int n_stages = r->layout.pipeline_stages;
+    /* One stage: the whole model, probed now, tells whether it pools before
+     * pass 1 (which then tokenizes only when token offsets are needed). */
+    if (n_stages == 1 && agree_on_failure(r, whole_model(r)))
+        return 1;
+    if ((n_stages > 1 || r->output_kind == TFENC_OUTPUT_TOKENS ||
+         r->settings.chunks == TFENC_CHUNKS_EACH || r->request->dry_run) &&
+        count_rows(r))
+        return 1;
+    if (cost_steps(r))
+        return 1;
+    if (agree_on_failure(r, tfenc_layout_split(r->ctx, &r->layout, r->step_flops)))
+        return 1;
+    if (r->request->dry_run) {
+        describe_plan(r);
+        r->result->outcome = TFENC_RUN_PLANNED;
+        return 0;
+    }
+    /* Every rank knows it, as it knows the job: reported once, by rank 0. */
+    if (r->n_documents == 0)
+        return agree_on_failure(r, tfenc_error(r->ctx, TFENC_ERR_CONFIG,
+                                               "%s: the corpus holds no documents",
+                                               r->settings.input));
+    if (n_stages > 1 && agree_on_failure(r, stage_model(r)))
+        return 1;
+    if (open_output(r))
+        return 1;
+    return encode_and_finish(r, start);
+}
+
+int tfenc_run_job(tfenc_context *ctx, const tfenc_run_request *request, tfenc_run_result *result)
+{
+    memset(result, 0, sizeof *result);
+    run r;
+    memset(&r, 0, sizeof r);
+    r.ctx = ctx;
+    r.request = request;
+    r.result = result;
+    r.replica_comm = r.writers_comm = MPI_COMM_NULL;
+    r.output_kind = TFENC_OUTPUT_POOLED;
+    MPI_Comm_rank(MPI_COMM_WORLD, &r.rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &r.n_ranks);
+    run_steps(&r);
+    if (r.settings.output != NULL)
+        snprintf(result->output_path, sizeof result->output_path, "%s", r.settings.output);
+    /* A broken run is ended by the driver; releasing could block on a rank
+     * that waits for this one (collective closes). */
+    if (result->outcome != TFENC_RUN_BROKEN && !result->skip_finalize)
+        release_run(&r);
+    if (result->outcome == TFENC_RUN_REFUSED || result->outcome == TFENC_RUN_BROKEN)
+        return ctx->status != TFENC_OK ? ctx->status : TFENC_ERR_INTERNAL;
+    return TFENC_OK;
+}

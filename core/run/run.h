@@ -1,0 +1,112 @@
+/* A tfenc-batch job from its job file to a finished output file, run by
+ * every rank of MPI_COMM_WORLD together: the ranks form data-parallel
+ * replicas of pipeline_stages ranks each (layout.h); a replica's first
+ * stage reads and tokenizes its part of the corpus (feeder.h), every stage
+ * runs its range of the model's steps, microbatches move between stages
+ * (pipeline.h), and the last stages write into one output file (writer.h,
+ * output.h).
+ *
+ * This is tfenc-batch's engine; the program itself only parses arguments,
+ * initialises MPI, catches signals and prints what the observer is told
+ * and the error a failed run leaves in the context. */
+#ifndef TFENC_RUN_H
+#define TFENC_RUN_H
+
+#include <signal.h>
+#include <stdint.h>
+
+#include "ranks/layout.h"
+#include "model/model.h"
+#include "output/output.h"
+#include "run/run_report.h"
+
+/* Progress of the encoding, as rank 0 sees it. */
+typedef struct tfenc_run_progress {
+    int64_t documents_done;  /* of rank 0's replica */
+    int64_t documents_total; /* of rank 0's replica */
+    int64_t tokens_done;     /* by rank 0 */
+    double elapsed_seconds;
+    int n_ranks;
+    int final;               /* the last report of the run */
+} tfenc_run_progress;
+
+/* What a dry run found: everything the driver prints as the plan. */
+typedef struct tfenc_run_plan {
+    const char *job_path;
+    const tfenc_layout *layout;
+    const tfenc_model_plan *model;
+    const double *step_flops;     /* [model->n_steps] FLOPs per token */
+    int d_model;
+    const char *weights_path;
+    const char *input_path;
+    const char *output_path;
+    tfenc_output_kind output_kind; /* pooled or tokens */
+    tfenc_output_dtype dtype;
+    int64_t n_documents;
+    int64_t n_tokens;              /* after truncation */
+    double last_flop_rate;         /* per rank, from the last job here; 0 if none */
+    double weights_float32_mib;    /* every dataset of the weights file as float32 */
+    int node_ranks;                /* ranks on rank 0's node, which share one copy */
+    double shared_weights_mib;     /* that copy, in the form the layers run it (0: the
+                                    * model is not built in this dry run, or one rank) */
+    double rank_memory_mib;        /* rank 0's proportional set size with its model built
+                                    * (0: not built) */
+    int weights_per_rank;          /* 1: every rank keeps its own copy ([job] share_weights =
+                                    * false, or the node could not make the window) */
+} tfenc_run_plan;
+
+/* Callbacks through which a run tells its driver what happens. Each may be
+ * NULL. They are called on rank 0 only, from the calling thread. */
+typedef struct tfenc_run_observer {
+    void *user;
+    /* An informational line: resuming, a layout warning. */
+    void (*notice)(void *user, const char *line);
+    /* At most every progress_interval seconds while encoding, and once at
+     * the end (final = 1). */
+    void (*progress)(void *user, const tfenc_run_progress *progress);
+    /* The dry run's result. */
+    void (*plan)(void *user, const tfenc_run_plan *plan);
+    /* The finished job's figures. */
+    void (*summary)(void *user, const tfenc_run_summary *summary);
+} tfenc_run_observer;
+
+typedef struct tfenc_run_request {
+    const char *job_path;
+    const char *const *overrides; /* "section.key=value" (--set), applied in order */
+    int n_overrides;
+    int dry_run;                  /* plan and count, encode nothing */
+    /* Nonzero (set by a signal handler) asks the run to stop after the
+     * microbatch in hand, keeping every finished row. May be NULL. */
+    const volatile sig_atomic_t *stop;
+    tfenc_run_observer observer;
+} tfenc_run_request;
+
+typedef enum tfenc_run_outcome {
+    TFENC_RUN_FINISHED, /* the output is complete */
+    TFENC_RUN_PLANNED,  /* the dry run is done */
+    TFENC_RUN_STOPPED,  /* stopped on request: finished rows are kept, run again to resume */
+    TFENC_RUN_REFUSED,  /* failed where every rank knows it: each returns this */
+    TFENC_RUN_BROKEN    /* failed on this rank while others may be waiting on it: the
+                         * driver must end the whole job (MPI_Abort) */
+} tfenc_run_outcome;
+
+typedef struct tfenc_run_result {
+    tfenc_run_outcome outcome;
+    /* REFUSED and BROKEN: this rank holds the message (the context's) to
+     * print; exactly one rank does for REFUSED. */
+    int report;
+    /* A failed write left HDF5 unable to shut down: leave without
+     * MPI_Finalize (and without closing the output again). */
+    int skip_finalize;
+    /* STOPPED: documents finished in the file, of how many, and where. */
+    int64_t documents_finished;
+    int64_t n_documents;
+    char output_path[4096];
+} tfenc_run_result;
+
+/* Runs the job. Collective over MPI_COMM_WORLD; MPI must be initialised.
+ * Returns the outcome in *result and TFENC_OK, or, for REFUSED and BROKEN,
+ * the error's status with the message in ctx on the reporting rank. */
+int tfenc_run_job(tfenc_context *ctx, const tfenc_run_request *request, tfenc_run_result *result);
+
+#endif
