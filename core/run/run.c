@@ -665,8 +665,17 @@ static int learn_progress(run *r, int resumed, int was_complete)
         notice(r, "resuming %s: %lld of %lld documents were finished by an earlier run%s",
                r->settings.output, (long long)r->already_done, (long long)r->n_documents,
                was_complete ? " (it had completed)" : "");
-    return agree_on_failure(r, tfenc_work_queue_create(r->ctx, MPI_COMM_WORLD, r->n_todo,
-                                                       &r->queue));
+    int status = agree_on_failure(
+        r, tfenc_work_queue_create(r->ctx, MPI_COMM_WORLD, r->n_todo, r->layout.replica,
+                                   r->layout.data_parallel, &r->queue));
+    const char *reason = NULL;
+    if (status == TFENC_OK && tfenc_work_queue_dealt_out(r->queue, &reason))
+        notice(r, "the MPI library cannot make a one-sided window across these ranks (%s): "
+               "windows are dealt out to the %d replicas in turn instead of to whichever is "
+               "free; the output is the same (with Open MPI over TCP, OMPI_MCA_osc=pt2pt "
+               "restores the balancing)",
+               reason, r->layout.data_parallel);
+    return status;
 }
 
 /* Before the output is touched: it must not be one of the job's inputs

@@ -71,7 +71,7 @@ int main(int argc, char **argv)
     /* 1. The counter alone: every rank takes items as fast as it can. */
     const int takes = 2000;
     tfenc_work_queue *queue = NULL;
-    if (tfenc_work_queue_create(&ctx, MPI_COMM_WORLD, (int64_t)takes * n_ranks, &queue) != TFENC_OK)
+    if (tfenc_work_queue_create(&ctx, MPI_COMM_WORLD, (int64_t)takes * n_ranks, rank, n_ranks, &queue) != TFENC_OK)
         die(&ctx, rank);
     MPI_Barrier(MPI_COMM_WORLD);
     double start = tfenc_clock_seconds();
@@ -101,7 +101,7 @@ int main(int argc, char **argv)
     for (size_t i = 0; i < (size_t)window * (size_t)d_model; i++)
         rows[i] = (float)(i % 97) * 0.01f;
     int sync_fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (tfenc_work_queue_create(&ctx, MPI_COMM_WORLD, n_windows, &queue) != TFENC_OK)
+    if (tfenc_work_queue_create(&ctx, MPI_COMM_WORLD, n_windows, rank, n_ranks, &queue) != TFENC_OK)
         die(&ctx, rank);
     double write_seconds = 0, flush_seconds = 0;
     int written = 0;
