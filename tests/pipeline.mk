@@ -1,8 +1,7 @@
 # Issue 4: rank layouts (data-parallel replicas x pipeline stages) against
 # the single-rank output, and a failing rank at every layout.
-dist_check_SCRIPTS += tests/pipeline/layouts.sh tests/pipeline/failing_rank.sh \
-	tests/pipeline/slurm.sh
-TESTS += tests/pipeline/layouts.sh tests/pipeline/failing_rank.sh tests/pipeline/slurm.sh
+dist_check_SCRIPTS += tests/pipeline/layouts.sh tests/pipeline/failing_rank.sh
+TESTS += tests/pipeline/layouts.sh tests/pipeline/failing_rank.sh
 EXTRA_DIST += tests/pipeline/common.sh tests/pipeline/compare_layouts.py \
 	tests/pipeline/make_inputs.py tests/pipeline/bench.sh jobs/slurm/encode.sbatch \
 	tests/resume/progress.py
@@ -22,3 +21,9 @@ tests_test_layout_LDADD = $(TEST_LIBS)
 dist_check_SCRIPTS += tests/resume/kill_resume.sh tests/resume/disk_full.sh \
 	tests/resume/guards.sh
 TESTS += tests/resume/kill_resume.sh tests/resume/disk_full.sh tests/resume/guards.sh
+
+# Real clusters on this machine: jobs/slurm/encode.sbatch under a one-node
+# Slurm (slurmctld, slurmd, munge started by the test), and the real MiniLM
+# job across two nodes made of network namespaces (MPI over TCP).
+dist_check_SCRIPTS += tests/cluster/slurm.sh tests/cluster/two_nodes.sh
+TESTS += tests/cluster/slurm.sh tests/cluster/two_nodes.sh

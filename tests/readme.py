@@ -107,7 +107,8 @@ PROGRAMS = {"tfenc-batch", "tfenc-import", "mpirun", "mpiexec", "sbatch", "sh", 
 # machine cannot ask (no Slurm, no perf) or which belong to a launcher's
 # long help: each is named with its program so that a reader can look it up.
 FOREIGN_OPTIONS = {"--signal": "sbatch", "--sort": "perf report", "--bind-to": "mpiexec",
-                   "--map-by": "mpiexec", "--variable": "pkg-config", "--no-deps": "pip"}
+                   "--map-by": "mpiexec", "--variable": "pkg-config", "--no-deps": "pip", "--mpi": "srun",
+                   "--mca": "mpiexec"}
 # make VAR=VALUE: the program whose options VALUE holds.
 MAKE_VARIABLE_PROGRAMS = {"BENCH_ARGS": "tests/bench/bench.py"}
 
