@@ -98,17 +98,17 @@ static int get_char(parser *p, json_t *object, const char *where, const char *ke
         *value = fallback;
         return TFENC_OK;
     }
-    if (length == 0 || utf8_length((unsigned char)text[0]) != length) {
+    if (length == 0 || tok_utf8_length((unsigned char)text[0]) != length) {
         char message[128];
         snprintf(message, sizeof message, "'%s' must be one character", key);
         return refuse(p, where, message);
     }
-    utf8_decode(text, value);
+    tok_utf8_decode(text, value);
     return TFENC_OK;
 }
 
 /* {"String": "..."} or {"Regex": "..."}. */
-static int get_pattern(parser *p, json_t *object, const char *where, text_pattern *pattern)
+static int get_pattern(parser *p, json_t *object, const char *where, tok_text_pattern *pattern)
 {
     json_t *item = json_object_get(object, "pattern");
     json_t *literal = json_object_get(item, "String");
@@ -123,14 +123,14 @@ static int get_pattern(parser *p, json_t *object, const char *where, text_patter
         if (strlen(json_string_value(regex)) != json_string_length(regex))
             return refuse(p, where, "the pattern holds a NUL character");
         pattern->is_regex = 1;
-        return token_regex_compile(p->ctx, p->source, where, json_string_value(regex),
-                                   &pattern->regex);
+        return tok_regex_compile(p->ctx, p->source, where, json_string_value(regex),
+                                 &pattern->regex);
     }
     return refuse(p, where, "'pattern' must be {\"String\": ...} or {\"Regex\": ...}");
 }
 
-static int get_behavior(parser *p, json_t *object, const char *where, split_behavior fallback,
-                        split_behavior *behavior)
+static int get_behavior(parser *p, json_t *object, const char *where, tok_split_behavior fallback,
+                        tok_split_behavior *behavior)
 {
     static const char *const names[] = {"Removed", "Isolated", "MergedWithPrevious",
                                         "MergedWithNext", "Contiguous"};
@@ -144,7 +144,7 @@ static int get_behavior(parser *p, json_t *object, const char *where, split_beha
     }
     for (size_t i = 0; i < sizeof names / sizeof *names; i++)
         if (strcmp(name, names[i]) == 0) {
-            *behavior = (split_behavior)i;
+            *behavior = (tok_split_behavior)i;
             return TFENC_OK;
         }
     return refuse(p, where, "'behavior' must be Removed, Isolated, MergedWithPrevious, "
@@ -247,10 +247,10 @@ static long base64_decode(const char *in, size_t length, unsigned char *out)
 
 /* --------------------------------------------------------- normalizers */
 
-static int add_normalizer(parser *p, normalizer **out)
+static int add_normalizer(parser *p, tok_normalizer **out)
 {
     tfenc_tokenizer *t = p->t;
-    normalizer *grown = realloc(t->normalizers, (t->n_normalizers + 1) * sizeof *grown);
+    tok_normalizer *grown = realloc(t->normalizers, (t->n_normalizers + 1) * sizeof *grown);
     if (grown == NULL)
         return no_memory(p);
     t->normalizers = grown;
@@ -261,7 +261,7 @@ static int add_normalizer(parser *p, normalizer **out)
 
 /* SentencePiece's precompiled_charsmap: a u32 trie size, the double-array
  * units, then the NUL-separated replacement strings. */
-static int parse_precompiled(parser *p, normalizer *n, json_t *object)
+static int parse_precompiled(parser *p, tok_normalizer *n, json_t *object)
 {
     const char *where = "normalizer Precompiled";
     const char *encoded;
@@ -320,12 +320,18 @@ static int parse_normalizer(parser *p, json_t *object, int depth)
     }
     static const struct {
         const char *name;
-        normalizer_kind kind;
-    } kinds[] = {{"BertNormalizer", NORMALIZER_BERT}, {"NFC", NORMALIZER_NFC},
-                 {"NFD", NORMALIZER_NFD}, {"NFKC", NORMALIZER_NFKC}, {"NFKD", NORMALIZER_NFKD},
-                 {"Lowercase", NORMALIZER_LOWERCASE}, {"Strip", NORMALIZER_STRIP},
-                 {"StripAccents", NORMALIZER_STRIP_ACCENTS}, {"Replace", NORMALIZER_REPLACE},
-                 {"Prepend", NORMALIZER_PREPEND}, {"Precompiled", NORMALIZER_PRECOMPILED}};
+        tok_normalizer_kind kind;
+    } kinds[] = {{"BertNormalizer", TOK_NORMALIZER_BERT},
+                 {"NFC", TOK_NORMALIZER_NFC},
+                 {"NFD", TOK_NORMALIZER_NFD},
+                 {"NFKC", TOK_NORMALIZER_NFKC},
+                 {"NFKD", TOK_NORMALIZER_NFKD},
+                 {"Lowercase", TOK_NORMALIZER_LOWERCASE},
+                 {"Strip", TOK_NORMALIZER_STRIP},
+                 {"StripAccents", TOK_NORMALIZER_STRIP_ACCENTS},
+                 {"Replace", TOK_NORMALIZER_REPLACE},
+                 {"Prepend", TOK_NORMALIZER_PREPEND},
+                 {"Precompiled", TOK_NORMALIZER_PRECOMPILED}};
     size_t which = 0;
     while (which < sizeof kinds / sizeof *kinds && strcmp(type, kinds[which].name) != 0)
         which++;
@@ -336,7 +342,7 @@ static int parse_normalizer(parser *p, json_t *object, int depth)
                  "Replace, Prepend, Precompiled, Sequence)", type);
         return refuse(p, "normalizer", message);
     }
-    normalizer *n = NULL;
+    tok_normalizer *n = NULL;
     int status = add_normalizer(p, &n);
     if (status != TFENC_OK)
         return status;
@@ -344,7 +350,7 @@ static int parse_normalizer(parser *p, json_t *object, int depth)
     char where[64];
     snprintf(where, sizeof where, "normalizer %s", kinds[which].name);
     switch (n->kind) {
-    case NORMALIZER_BERT: {
+    case TOK_NORMALIZER_BERT: {
         json_t *strip = json_object_get(object, "strip_accents");
         if ((status = get_bool(p, object, where, "clean_text", 1, &n->clean_text)) ||
             (status = get_bool(p, object, where, "handle_chinese_chars", 1, &n->handle_chinese_chars)) ||
@@ -357,11 +363,11 @@ static int parse_normalizer(parser *p, json_t *object, int depth)
             return status;
         return TFENC_OK;
     }
-    case NORMALIZER_STRIP:
+    case TOK_NORMALIZER_STRIP:
         if ((status = get_bool(p, object, where, "strip_left", 1, &n->strip_left)))
             return status;
         return get_bool(p, object, where, "strip_right", 1, &n->strip_right);
-    case NORMALIZER_REPLACE: {
+    case TOK_NORMALIZER_REPLACE: {
         const char *content;
         if ((status = get_pattern(p, object, where, &n->pattern)) ||
             (status = get_string(p, object, where, "content", &content, &n->content_length)))
@@ -371,7 +377,7 @@ static int parse_normalizer(parser *p, json_t *object, int depth)
         n->content = copy_bytes(content, n->content_length);
         return n->content != NULL ? TFENC_OK : no_memory(p);
     }
-    case NORMALIZER_PREPEND: {
+    case TOK_NORMALIZER_PREPEND: {
         const char *content;
         if ((status = get_string(p, object, where, "prepend", &content, &n->content_length)))
             return status;
@@ -380,7 +386,7 @@ static int parse_normalizer(parser *p, json_t *object, int depth)
         n->content = copy_bytes(content, n->content_length);
         return n->content != NULL ? TFENC_OK : no_memory(p);
     }
-    case NORMALIZER_PRECOMPILED:
+    case TOK_NORMALIZER_PRECOMPILED:
         return parse_precompiled(p, n, object);
     default:
         return TFENC_OK;
@@ -392,10 +398,11 @@ static int parse_normalizer(parser *p, json_t *object, int depth)
 /* GPT-2's split pattern, ByteLevel's use_regex. */
 #define GPT2_PATTERN "'s|'t|'re|'ve|'m|'ll|'d| ?\\p{L}+| ?\\p{N}+| ?[^\\s\\p{L}\\p{N}]+|\\s+(?!\\S)|\\s+"
 
-static int add_pre_tokenizer(parser *p, pre_tokenizer **out)
+static int add_pre_tokenizer(parser *p, tok_pre_tokenizer **out)
 {
     tfenc_tokenizer *t = p->t;
-    pre_tokenizer *grown = realloc(t->pre_tokenizers, (t->n_pre_tokenizers + 1) * sizeof *grown);
+    tok_pre_tokenizer *grown =
+        realloc(t->pre_tokenizers, (t->n_pre_tokenizers + 1) * sizeof *grown);
     if (grown == NULL)
         return no_memory(p);
     t->pre_tokenizers = grown;
@@ -426,11 +433,16 @@ static int parse_pre_tokenizer(parser *p, json_t *object, int depth)
     }
     static const struct {
         const char *name;
-        pre_tokenizer_kind kind;
-    } kinds[] = {{"BertPreTokenizer", PRE_BERT}, {"Whitespace", PRE_WHITESPACE},
-                 {"WhitespaceSplit", PRE_WHITESPACE_SPLIT}, {"Metaspace", PRE_METASPACE},
-                 {"ByteLevel", PRE_BYTE_LEVEL}, {"Split", PRE_SPLIT}, {"Digits", PRE_DIGITS},
-                 {"Punctuation", PRE_PUNCTUATION}, {"CharDelimiterSplit", PRE_CHAR_DELIMITER}};
+        tok_pre_tokenizer_kind kind;
+    } kinds[] = {{"BertPreTokenizer", TOK_PRE_BERT},
+                 {"Whitespace", TOK_PRE_WHITESPACE},
+                 {"WhitespaceSplit", TOK_PRE_WHITESPACE_SPLIT},
+                 {"Metaspace", TOK_PRE_METASPACE},
+                 {"ByteLevel", TOK_PRE_BYTE_LEVEL},
+                 {"Split", TOK_PRE_SPLIT},
+                 {"Digits", TOK_PRE_DIGITS},
+                 {"Punctuation", TOK_PRE_PUNCTUATION},
+                 {"CharDelimiterSplit", TOK_PRE_CHAR_DELIMITER}};
     size_t which = 0;
     while (which < sizeof kinds / sizeof *kinds && strcmp(type, kinds[which].name) != 0)
         which++;
@@ -441,7 +453,7 @@ static int parse_pre_tokenizer(parser *p, json_t *object, int depth)
                  "Digits, Punctuation, CharDelimiterSplit, Sequence)", type);
         return refuse(p, "pre_tokenizer", message);
     }
-    pre_tokenizer *pre = NULL;
+    tok_pre_tokenizer *pre = NULL;
     int status = add_pre_tokenizer(p, &pre);
     if (status != TFENC_OK)
         return status;
@@ -449,7 +461,7 @@ static int parse_pre_tokenizer(parser *p, json_t *object, int depth)
     char where[64];
     snprintf(where, sizeof where, "pre_tokenizer %s", kinds[which].name);
     switch (pre->kind) {
-    case PRE_METASPACE: {
+    case TOK_PRE_METASPACE: {
         const char *scheme;
         int add_prefix_space;
         if ((status = get_char(p, object, where, "replacement", 0x2581, &pre->replacement)) ||
@@ -459,37 +471,37 @@ static int parse_pre_tokenizer(parser *p, json_t *object, int depth)
             return status;
         /* Files older than prepend_scheme say add_prefix_space instead. */
         if (scheme == NULL)
-            pre->prepend = add_prefix_space ? PREPEND_ALWAYS : PREPEND_NEVER;
+            pre->prepend = add_prefix_space ? TOK_PREPEND_ALWAYS : TOK_PREPEND_NEVER;
         else if (strcmp(scheme, "always") == 0)
-            pre->prepend = PREPEND_ALWAYS;
+            pre->prepend = TOK_PREPEND_ALWAYS;
         else if (strcmp(scheme, "first") == 0)
-            pre->prepend = PREPEND_FIRST;
+            pre->prepend = TOK_PREPEND_FIRST;
         else if (strcmp(scheme, "never") == 0)
-            pre->prepend = PREPEND_NEVER;
+            pre->prepend = TOK_PREPEND_NEVER;
         else
             return refuse(p, where, "'prepend_scheme' must be always, first or never");
         return TFENC_OK;
     }
-    case PRE_BYTE_LEVEL:
+    case TOK_PRE_BYTE_LEVEL:
         if ((status = get_bool(p, object, where, "add_prefix_space", 1, &pre->add_prefix_space)) ||
             (status = get_bool(p, object, where, "use_regex", 1, &pre->use_regex)))
             return status;
         pre->pattern.is_regex = 1;
-        return pre->use_regex ? token_regex_compile(p->ctx, p->source, where, GPT2_PATTERN,
-                                                    &pre->pattern.regex)
-                              : TFENC_OK;
-    case PRE_SPLIT:
+        return pre->use_regex
+                   ? tok_regex_compile(p->ctx, p->source, where, GPT2_PATTERN, &pre->pattern.regex)
+                   : TFENC_OK;
+    case TOK_PRE_SPLIT:
         if ((status = get_pattern(p, object, where, &pre->pattern)) ||
-            (status = get_behavior(p, object, where, SPLIT_REMOVED, &pre->behavior)))
+            (status = get_behavior(p, object, where, TOK_SPLIT_REMOVED, &pre->behavior)))
             return status;
         if (json_object_get(object, "behavior") == NULL)
             return refuse(p, where, "'behavior' is missing");
         return get_bool(p, object, where, "invert", 0, &pre->invert);
-    case PRE_DIGITS:
+    case TOK_PRE_DIGITS:
         return get_bool(p, object, where, "individual_digits", 0, &pre->individual_digits);
-    case PRE_PUNCTUATION:
-        return get_behavior(p, object, where, SPLIT_ISOLATED, &pre->behavior);
-    case PRE_CHAR_DELIMITER:
+    case TOK_PRE_PUNCTUATION:
+        return get_behavior(p, object, where, TOK_SPLIT_ISOLATED, &pre->behavior);
+    case TOK_PRE_CHAR_DELIMITER:
         if ((status = get_char(p, object, where, "delimiter", -1, &pre->delimiter)))
             return status;
         return pre->delimiter < 0 ? refuse(p, where, "'delimiter' is missing") : TFENC_OK;
@@ -514,7 +526,7 @@ static int parse_vocab_object(parser *p, json_t *vocab, const char *where)
             return status;
         /* jansson gives keys NUL-terminated; one with a NUL inside is cut
          * there, which no real vocabulary holds. */
-        if (token_table_put(&p->t->model.vocab, key, strlen(key), id) != 0)
+        if (tok_table_put(&p->t->model.vocab, key, strlen(key), id) != 0)
             return no_memory(p);
     }
     return TFENC_OK;
@@ -529,7 +541,7 @@ static int set_unk(parser *p, json_t *object, const char *where, const char *fal
     int status = get_string(p, object, where, "unk_token", &unk, &length);
     if (status != TFENC_OK)
         return status;
-    model *m = &p->t->model;
+    tok_model *m = &p->t->model;
     if (unk == NULL && fallback != NULL) {
         unk = fallback;
         length = strlen(fallback);
@@ -538,7 +550,7 @@ static int set_unk(parser *p, json_t *object, const char *where, const char *fal
         m->unk_id = -1;
         return TFENC_OK;
     }
-    m->unk_id = token_table_get(&m->vocab, unk, length);
+    m->unk_id = tok_table_get(&m->vocab, unk, length);
     if (m->unk_id < 0) {
         char message[200];
         snprintf(message, sizeof message, "unk_token '%.80s' is not in the vocabulary", unk);
@@ -609,8 +621,8 @@ static int parse_merges(parser *p, json_t *merges, const char *where)
         }
     }
     if (status == TFENC_OK)
-        status = model_set_merges(p->ctx, &p->t->model, left, left_length, right, right_length,
-                                  count, p->source);
+        status = tok_model_set_merges(p->ctx, &p->t->model, left, left_length, right, right_length,
+                                      count, p->source);
     free(left);
     free(right);
     free(left_length);
@@ -622,7 +634,7 @@ static int parse_model(parser *p, json_t *object)
 {
     if (!json_is_object(object))
         return refuse(p, "model", "is missing or not an object");
-    model *m = &p->t->model;
+    tok_model *m = &p->t->model;
     const char *type = type_of(object);
     /* Old files have no type: tell the model by its members. */
     if (type[0] == '\0')
@@ -634,7 +646,7 @@ static int parse_model(parser *p, json_t *object)
     if (strcmp(type, "WordPiece") == 0) {
         const char *where = "model WordPiece";
         json_t *limit = json_object_get(object, "max_input_chars_per_word");
-        m->kind = MODEL_WORDPIECE;
+        m->kind = TOK_MODEL_WORDPIECE;
         m->max_input_chars_per_word = 100;
         if (limit != NULL && !json_is_null(limit)) {
             if (!json_is_integer(limit) || json_integer_value(limit) < 0 ||
@@ -650,7 +662,7 @@ static int parse_model(parser *p, json_t *object)
     }
     if (strcmp(type, "BPE") == 0) {
         const char *where = "model BPE";
-        m->kind = MODEL_BPE;
+        m->kind = TOK_MODEL_BPE;
         json_t *dropout = json_object_get(object, "dropout");
         if (dropout != NULL && !json_is_null(dropout) &&
             !(json_is_number(dropout) && json_number_value(dropout) == 0.0))
@@ -670,7 +682,7 @@ static int parse_model(parser *p, json_t *object)
     }
     if (strcmp(type, "Unigram") == 0) {
         const char *where = "model Unigram";
-        m->kind = MODEL_UNIGRAM;
+        m->kind = TOK_MODEL_UNIGRAM;
         json_t *vocab = json_object_get(object, "vocab");
         json_t *unk = json_object_get(object, "unk_id");
         if ((status = get_bool(p, object, where, "byte_fallback", 0, &m->byte_fallback)))
@@ -695,8 +707,8 @@ static int parse_model(parser *p, json_t *object)
             m->scores[i] = serde_json_double(json_number_value(score));
             if (m->scores[i] < m->min_score)
                 m->min_score = m->scores[i];
-            if (token_table_put(&m->vocab, json_string_value(piece), json_string_length(piece),
-                                (int32_t)i) != 0)
+            if (tok_table_put(&m->vocab, json_string_value(piece), json_string_length(piece),
+                              (int32_t)i) != 0)
                 return no_memory(p);
         }
         m->unk_id = -1;
@@ -870,7 +882,7 @@ static int parse_added(parser *p, json_t *list)
             return status;
         if (content == NULL || length == 0)
             continue;  /* HF ignores empty tokens */
-        added_token *token = &t->added[t->n_added];
+        tok_added_token *token = &t->added[t->n_added];
         if ((status = get_bool(p, item, where, "single_word", 0, &token->single_word)) ||
             (status = get_bool(p, item, where, "lstrip", 0, &token->lstrip)) ||
             (status = get_bool(p, item, where, "rstrip", 0, &token->rstrip)) ||
@@ -881,9 +893,9 @@ static int parse_added(parser *p, json_t *list)
          * added token takes the model's id for the same text, or the next
          * id after the model's vocabulary and the tokens added so far. */
         (void)id;
-        int32_t model_id = token_table_get(&t->model.vocab, content, length);
-        int32_t model_size = (int32_t)(t->model.kind == MODEL_UNIGRAM ? t->model.n_pieces
-                                                                      : t->model.vocab.count);
+        int32_t model_id = tok_table_get(&t->model.vocab, content, length);
+        int32_t model_size = (int32_t)(t->model.kind == TOK_MODEL_UNIGRAM ? t->model.n_pieces
+                                                                          : t->model.vocab.count);
         token->id = model_id;
         for (size_t k = 0; k < t->n_added && token->id < 0; k++)
             if (t->added[k].length == length && memcmp(t->added[k].content, content, length) == 0)
@@ -915,7 +927,7 @@ static int parse_added(parser *p, json_t *list)
 
 /* ---------------------------------------------------------------- entry */
 
-int tokenizer_from_json(tfenc_context *ctx, tfenc_tokenizer *t, const char *text, size_t length)
+int tok_from_json(tfenc_context *ctx, tfenc_tokenizer *t, const char *text, size_t length)
 {
     parser p = {.ctx = ctx, .t = t, .source = t->source};
     json_error_t error;
