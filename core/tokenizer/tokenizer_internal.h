@@ -47,7 +47,7 @@ void tok_table_free(tok_table *table);
 int tok_table_put(tok_table *table, const char *bytes, size_t length, int32_t value);
 /* The value, or -1. */
 int32_t tok_table_get(const tok_table *table, const char *bytes, size_t length);
-/* The same with the hash already computed (token_hash of the bytes). */
+/* The same with the hash already computed (tok_hash of the bytes). */
 int32_t tok_table_get_hashed(const tok_table *table, uint64_t hash, const char *bytes,
                              size_t length);
 
