@@ -298,6 +298,55 @@ static int parse_precompiled(parser *p, tok_normalizer *n, json_t *object)
     return status;
 }
 
+/* The options of one normalizer of a known kind; `where` names it in
+ * errors. */
+static int normalizer_options(parser *p, tok_normalizer *n, json_t *object, const char *where)
+{
+    int status = TFENC_OK;
+    switch (n->kind) {
+    case TOK_NORMALIZER_BERT: {
+        json_t *strip = json_object_get(object, "strip_accents");
+        if ((status = get_bool(p, object, where, "clean_text", 1, &n->clean_text)) ||
+            (status = get_bool(p, object, where, "handle_chinese_chars", 1, &n->handle_chinese_chars)) ||
+            (status = get_bool(p, object, where, "lowercase", 1, &n->lowercase)))
+            return status;
+        /* null: follow lowercase, as HF's BertNormalizer does. */
+        if (strip == NULL || json_is_null(strip))
+            n->strip_accents = n->lowercase;
+        else if ((status = get_bool(p, object, where, "strip_accents", 0, &n->strip_accents)))
+            return status;
+        return TFENC_OK;
+    }
+    case TOK_NORMALIZER_STRIP:
+        if ((status = get_bool(p, object, where, "strip_left", 1, &n->strip_left)))
+            return status;
+        return get_bool(p, object, where, "strip_right", 1, &n->strip_right);
+    case TOK_NORMALIZER_REPLACE: {
+        const char *content;
+        if ((status = get_pattern(p, object, where, &n->pattern)) ||
+            (status = get_string(p, object, where, "content", &content, &n->content_length)))
+            return status;
+        if (content == NULL)
+            return refuse(p, where, "'content' is missing");
+        n->content = copy_bytes(content, n->content_length);
+        return n->content != NULL ? TFENC_OK : no_memory(p);
+    }
+    case TOK_NORMALIZER_PREPEND: {
+        const char *content;
+        if ((status = get_string(p, object, where, "prepend", &content, &n->content_length)))
+            return status;
+        if (content == NULL)
+            return refuse(p, where, "'prepend' is missing");
+        n->content = copy_bytes(content, n->content_length);
+        return n->content != NULL ? TFENC_OK : no_memory(p);
+    }
+    case TOK_NORMALIZER_PRECOMPILED:
+        return parse_precompiled(p, n, object);
+    default:
+        return TFENC_OK;
+    }
+}
+
 static int parse_normalizer(parser *p, json_t *object, int depth)
 {
     if (object == NULL || json_is_null(object))
@@ -349,48 +398,7 @@ static int parse_normalizer(parser *p, json_t *object, int depth)
     n->kind = kinds[which].kind;
     char where[64];
     snprintf(where, sizeof where, "normalizer %s", kinds[which].name);
-    switch (n->kind) {
-    case TOK_NORMALIZER_BERT: {
-        json_t *strip = json_object_get(object, "strip_accents");
-        if ((status = get_bool(p, object, where, "clean_text", 1, &n->clean_text)) ||
-            (status = get_bool(p, object, where, "handle_chinese_chars", 1, &n->handle_chinese_chars)) ||
-            (status = get_bool(p, object, where, "lowercase", 1, &n->lowercase)))
-            return status;
-        /* null: follow lowercase, as HF's BertNormalizer does. */
-        if (strip == NULL || json_is_null(strip))
-            n->strip_accents = n->lowercase;
-        else if ((status = get_bool(p, object, where, "strip_accents", 0, &n->strip_accents)))
-            return status;
-        return TFENC_OK;
-    }
-    case TOK_NORMALIZER_STRIP:
-        if ((status = get_bool(p, object, where, "strip_left", 1, &n->strip_left)))
-            return status;
-        return get_bool(p, object, where, "strip_right", 1, &n->strip_right);
-    case TOK_NORMALIZER_REPLACE: {
-        const char *content;
-        if ((status = get_pattern(p, object, where, &n->pattern)) ||
-            (status = get_string(p, object, where, "content", &content, &n->content_length)))
-            return status;
-        if (content == NULL)
-            return refuse(p, where, "'content' is missing");
-        n->content = copy_bytes(content, n->content_length);
-        return n->content != NULL ? TFENC_OK : no_memory(p);
-    }
-    case TOK_NORMALIZER_PREPEND: {
-        const char *content;
-        if ((status = get_string(p, object, where, "prepend", &content, &n->content_length)))
-            return status;
-        if (content == NULL)
-            return refuse(p, where, "'prepend' is missing");
-        n->content = copy_bytes(content, n->content_length);
-        return n->content != NULL ? TFENC_OK : no_memory(p);
-    }
-    case TOK_NORMALIZER_PRECOMPILED:
-        return parse_precompiled(p, n, object);
-    default:
-        return TFENC_OK;
-    }
+    return normalizer_options(p, n, object, where);
 }
 
 /* ------------------------------------------------------- pre-tokenizers */
@@ -409,6 +417,62 @@ static int add_pre_tokenizer(parser *p, tok_pre_tokenizer **out)
     *out = &t->pre_tokenizers[t->n_pre_tokenizers++];
     memset(*out, 0, sizeof **out);
     return TFENC_OK;
+}
+
+/* The options of one pre-tokenizer of a known kind; `where` names it in
+ * errors. */
+static int pre_tokenizer_options(parser *p, tok_pre_tokenizer *pre, json_t *object,
+                                 const char *where)
+{
+    int status = TFENC_OK;
+    switch (pre->kind) {
+    case TOK_PRE_METASPACE: {
+        const char *scheme;
+        int add_prefix_space;
+        if ((status = get_char(p, object, where, "replacement", 0x2581, &pre->replacement)) ||
+            (status = get_bool(p, object, where, "split", 1, &pre->split)) ||
+            (status = get_bool(p, object, where, "add_prefix_space", 1, &add_prefix_space)) ||
+            (status = get_string(p, object, where, "prepend_scheme", &scheme, NULL)))
+            return status;
+        /* Files older than prepend_scheme say add_prefix_space instead. */
+        if (scheme == NULL)
+            pre->prepend = add_prefix_space ? TOK_PREPEND_ALWAYS : TOK_PREPEND_NEVER;
+        else if (strcmp(scheme, "always") == 0)
+            pre->prepend = TOK_PREPEND_ALWAYS;
+        else if (strcmp(scheme, "first") == 0)
+            pre->prepend = TOK_PREPEND_FIRST;
+        else if (strcmp(scheme, "never") == 0)
+            pre->prepend = TOK_PREPEND_NEVER;
+        else
+            return refuse(p, where, "'prepend_scheme' must be always, first or never");
+        return TFENC_OK;
+    }
+    case TOK_PRE_BYTE_LEVEL:
+        if ((status = get_bool(p, object, where, "add_prefix_space", 1, &pre->add_prefix_space)) ||
+            (status = get_bool(p, object, where, "use_regex", 1, &pre->use_regex)))
+            return status;
+        pre->pattern.is_regex = 1;
+        return pre->use_regex
+                   ? tok_regex_compile(p->ctx, p->source, where, GPT2_PATTERN, &pre->pattern.regex)
+                   : TFENC_OK;
+    case TOK_PRE_SPLIT:
+        if ((status = get_pattern(p, object, where, &pre->pattern)) ||
+            (status = get_behavior(p, object, where, TOK_SPLIT_REMOVED, &pre->behavior)))
+            return status;
+        if (json_object_get(object, "behavior") == NULL)
+            return refuse(p, where, "'behavior' is missing");
+        return get_bool(p, object, where, "invert", 0, &pre->invert);
+    case TOK_PRE_DIGITS:
+        return get_bool(p, object, where, "individual_digits", 0, &pre->individual_digits);
+    case TOK_PRE_PUNCTUATION:
+        return get_behavior(p, object, where, TOK_SPLIT_ISOLATED, &pre->behavior);
+    case TOK_PRE_CHAR_DELIMITER:
+        if ((status = get_char(p, object, where, "delimiter", -1, &pre->delimiter)))
+            return status;
+        return pre->delimiter < 0 ? refuse(p, where, "'delimiter' is missing") : TFENC_OK;
+    default:
+        return TFENC_OK;
+    }
 }
 
 static int parse_pre_tokenizer(parser *p, json_t *object, int depth)
@@ -460,54 +524,7 @@ static int parse_pre_tokenizer(parser *p, json_t *object, int depth)
     pre->kind = kinds[which].kind;
     char where[64];
     snprintf(where, sizeof where, "pre_tokenizer %s", kinds[which].name);
-    switch (pre->kind) {
-    case TOK_PRE_METASPACE: {
-        const char *scheme;
-        int add_prefix_space;
-        if ((status = get_char(p, object, where, "replacement", 0x2581, &pre->replacement)) ||
-            (status = get_bool(p, object, where, "split", 1, &pre->split)) ||
-            (status = get_bool(p, object, where, "add_prefix_space", 1, &add_prefix_space)) ||
-            (status = get_string(p, object, where, "prepend_scheme", &scheme, NULL)))
-            return status;
-        /* Files older than prepend_scheme say add_prefix_space instead. */
-        if (scheme == NULL)
-            pre->prepend = add_prefix_space ? TOK_PREPEND_ALWAYS : TOK_PREPEND_NEVER;
-        else if (strcmp(scheme, "always") == 0)
-            pre->prepend = TOK_PREPEND_ALWAYS;
-        else if (strcmp(scheme, "first") == 0)
-            pre->prepend = TOK_PREPEND_FIRST;
-        else if (strcmp(scheme, "never") == 0)
-            pre->prepend = TOK_PREPEND_NEVER;
-        else
-            return refuse(p, where, "'prepend_scheme' must be always, first or never");
-        return TFENC_OK;
-    }
-    case TOK_PRE_BYTE_LEVEL:
-        if ((status = get_bool(p, object, where, "add_prefix_space", 1, &pre->add_prefix_space)) ||
-            (status = get_bool(p, object, where, "use_regex", 1, &pre->use_regex)))
-            return status;
-        pre->pattern.is_regex = 1;
-        return pre->use_regex
-                   ? tok_regex_compile(p->ctx, p->source, where, GPT2_PATTERN, &pre->pattern.regex)
-                   : TFENC_OK;
-    case TOK_PRE_SPLIT:
-        if ((status = get_pattern(p, object, where, &pre->pattern)) ||
-            (status = get_behavior(p, object, where, TOK_SPLIT_REMOVED, &pre->behavior)))
-            return status;
-        if (json_object_get(object, "behavior") == NULL)
-            return refuse(p, where, "'behavior' is missing");
-        return get_bool(p, object, where, "invert", 0, &pre->invert);
-    case TOK_PRE_DIGITS:
-        return get_bool(p, object, where, "individual_digits", 0, &pre->individual_digits);
-    case TOK_PRE_PUNCTUATION:
-        return get_behavior(p, object, where, TOK_SPLIT_ISOLATED, &pre->behavior);
-    case TOK_PRE_CHAR_DELIMITER:
-        if ((status = get_char(p, object, where, "delimiter", -1, &pre->delimiter)))
-            return status;
-        return pre->delimiter < 0 ? refuse(p, where, "'delimiter' is missing") : TFENC_OK;
-    default:
-        return TFENC_OK;
-    }
+    return pre_tokenizer_options(p, pre, object, where);
 }
 
 /* -------------------------------------------------------------- models */
@@ -630,11 +647,104 @@ static int parse_merges(parser *p, json_t *merges, const char *where)
     return status;
 }
 
+/* model WordPiece: the vocabulary, the continuing prefix, the unknown token
+ * and the longest word it splits. */
+static int parse_wordpiece(parser *p, json_t *object)
+{
+    tok_model *m = &p->t->model;
+    int status;
+    const char *where = "model WordPiece";
+    json_t *limit = json_object_get(object, "max_input_chars_per_word");
+    m->kind = TOK_MODEL_WORDPIECE;
+    m->max_input_chars_per_word = 100;
+    if (limit != NULL && !json_is_null(limit)) {
+        if (!json_is_integer(limit) || json_integer_value(limit) < 0 ||
+            json_integer_value(limit) > INT32_MAX)
+            return refuse(p, where, "'max_input_chars_per_word' must be a count");
+        m->max_input_chars_per_word = (int)json_integer_value(limit);
+    }
+    if ((status = parse_vocab_object(p, json_object_get(object, "vocab"), where)) ||
+        (status = set_affix(p, object, where, "continuing_subword_prefix", "##",
+                            &m->continuing_prefix, &m->continuing_prefix_length)))
+        return status;
+    return set_unk(p, object, where, "[UNK]");
+}
+
+/* model BPE: vocabulary, merges, affixes and options; dropout must be off
+ * (a batch encoder must give the same ids every time). */
+static int parse_bpe(parser *p, json_t *object)
+{
+    tok_model *m = &p->t->model;
+    int status;
+    const char *where = "model BPE";
+    m->kind = TOK_MODEL_BPE;
+    json_t *dropout = json_object_get(object, "dropout");
+    if (dropout != NULL && !json_is_null(dropout) &&
+        !(json_is_number(dropout) && json_number_value(dropout) == 0.0))
+        return refuse(p, where, "'dropout' is random sampling, which a batch encoder cannot "
+                                "reproduce: set it to null");
+    if ((status = parse_vocab_object(p, json_object_get(object, "vocab"), where)) ||
+        (status = set_affix(p, object, where, "continuing_subword_prefix", NULL,
+                            &m->continuing_prefix, &m->continuing_prefix_length)) ||
+        (status = set_affix(p, object, where, "end_of_word_suffix", NULL,
+                            &m->end_of_word_suffix, &m->end_of_word_suffix_length)) ||
+        (status = get_bool(p, object, where, "fuse_unk", 0, &m->fuse_unk)) ||
+        (status = get_bool(p, object, where, "byte_fallback", 0, &m->byte_fallback)) ||
+        (status = get_bool(p, object, where, "ignore_merges", 0, &m->ignore_merges)) ||
+        (status = set_unk(p, object, where, NULL)))
+        return status;
+    return parse_merges(p, json_object_get(object, "merges"), where);
+}
+
+/* model Unigram: the pieces with their scores and the unknown id. */
+static int parse_unigram(parser *p, json_t *object)
+{
+    tok_model *m = &p->t->model;
+    int status;
+    const char *where = "model Unigram";
+    m->kind = TOK_MODEL_UNIGRAM;
+    json_t *vocab = json_object_get(object, "vocab");
+    json_t *unk = json_object_get(object, "unk_id");
+    if ((status = get_bool(p, object, where, "byte_fallback", 0, &m->byte_fallback)))
+        return status;
+    if (!json_is_array(vocab) || json_array_size(vocab) == 0)
+        return refuse(p, where, "'vocab' must be a non-empty list of [piece, score]");
+    m->n_pieces = json_array_size(vocab);
+    if (m->n_pieces > INT32_MAX)
+        return refuse(p, where, "more than 2147483647 pieces");
+    m->scores = malloc(m->n_pieces * sizeof *m->scores);
+    if (m->scores == NULL)
+        return no_memory(p);
+    m->min_score = INFINITY;
+    for (size_t i = 0; i < m->n_pieces; i++) {
+        json_t *entry = json_array_get(vocab, i);
+        json_t *piece = json_array_get(entry, 0), *score = json_array_get(entry, 1);
+        if (!json_is_array(entry) || !json_is_string(piece) || !json_is_number(score)) {
+            char message[96];
+            snprintf(message, sizeof message, "vocab entry %zu is not [piece, score]", i);
+            return refuse(p, where, message);
+        }
+        m->scores[i] = serde_json_double(json_number_value(score));
+        if (m->scores[i] < m->min_score)
+            m->min_score = m->scores[i];
+        if (tok_table_put(&m->vocab, json_string_value(piece), json_string_length(piece),
+                          (int32_t)i) != 0)
+            return no_memory(p);
+    }
+    m->unk_id = -1;
+    if (unk != NULL && !json_is_null(unk)) {
+        if ((status = get_id(p, unk, where, &m->unk_id)))
+            return status;
+        if ((size_t)m->unk_id >= m->n_pieces)
+            return refuse(p, where, "'unk_id' is past the end of the vocabulary");
+    }
+    return TFENC_OK;
+}
+
 static int parse_model(parser *p, json_t *object)
 {
     if (!json_is_object(object))
         return refuse(p, "model", "is missing or not an object");
-    tok_model *m = &p->t->model;
     const char *type = type_of(object);
     /* Old files have no type: tell the model by its members. */
     if (type[0] == '\0')
@@ -642,84 +752,12 @@ static int parse_model(parser *p, json_t *object)
                : json_is_array(json_object_get(object, "vocab")) ? "Unigram"
                : json_object_get(object, "max_input_chars_per_word") != NULL ? "WordPiece"
                : "";
-    int status;
-    if (strcmp(type, "WordPiece") == 0) {
-        const char *where = "model WordPiece";
-        json_t *limit = json_object_get(object, "max_input_chars_per_word");
-        m->kind = TOK_MODEL_WORDPIECE;
-        m->max_input_chars_per_word = 100;
-        if (limit != NULL && !json_is_null(limit)) {
-            if (!json_is_integer(limit) || json_integer_value(limit) < 0 ||
-                json_integer_value(limit) > INT32_MAX)
-                return refuse(p, where, "'max_input_chars_per_word' must be a count");
-            m->max_input_chars_per_word = (int)json_integer_value(limit);
-        }
-        if ((status = parse_vocab_object(p, json_object_get(object, "vocab"), where)) ||
-            (status = set_affix(p, object, where, "continuing_subword_prefix", "##",
-                                &m->continuing_prefix, &m->continuing_prefix_length)))
-            return status;
-        return set_unk(p, object, where, "[UNK]");
-    }
-    if (strcmp(type, "BPE") == 0) {
-        const char *where = "model BPE";
-        m->kind = TOK_MODEL_BPE;
-        json_t *dropout = json_object_get(object, "dropout");
-        if (dropout != NULL && !json_is_null(dropout) &&
-            !(json_is_number(dropout) && json_number_value(dropout) == 0.0))
-            return refuse(p, where, "'dropout' is random sampling, which a batch encoder cannot "
-                                    "reproduce: set it to null");
-        if ((status = parse_vocab_object(p, json_object_get(object, "vocab"), where)) ||
-            (status = set_affix(p, object, where, "continuing_subword_prefix", NULL,
-                                &m->continuing_prefix, &m->continuing_prefix_length)) ||
-            (status = set_affix(p, object, where, "end_of_word_suffix", NULL,
-                                &m->end_of_word_suffix, &m->end_of_word_suffix_length)) ||
-            (status = get_bool(p, object, where, "fuse_unk", 0, &m->fuse_unk)) ||
-            (status = get_bool(p, object, where, "byte_fallback", 0, &m->byte_fallback)) ||
-            (status = get_bool(p, object, where, "ignore_merges", 0, &m->ignore_merges)) ||
-            (status = set_unk(p, object, where, NULL)))
-            return status;
-        return parse_merges(p, json_object_get(object, "merges"), where);
-    }
-    if (strcmp(type, "Unigram") == 0) {
-        const char *where = "model Unigram";
-        m->kind = TOK_MODEL_UNIGRAM;
-        json_t *vocab = json_object_get(object, "vocab");
-        json_t *unk = json_object_get(object, "unk_id");
-        if ((status = get_bool(p, object, where, "byte_fallback", 0, &m->byte_fallback)))
-            return status;
-        if (!json_is_array(vocab) || json_array_size(vocab) == 0)
-            return refuse(p, where, "'vocab' must be a non-empty list of [piece, score]");
-        m->n_pieces = json_array_size(vocab);
-        if (m->n_pieces > INT32_MAX)
-            return refuse(p, where, "more than 2147483647 pieces");
-        m->scores = malloc(m->n_pieces * sizeof *m->scores);
-        if (m->scores == NULL)
-            return no_memory(p);
-        m->min_score = INFINITY;
-        for (size_t i = 0; i < m->n_pieces; i++) {
-            json_t *entry = json_array_get(vocab, i);
-            json_t *piece = json_array_get(entry, 0), *score = json_array_get(entry, 1);
-            if (!json_is_array(entry) || !json_is_string(piece) || !json_is_number(score)) {
-                char message[96];
-                snprintf(message, sizeof message, "vocab entry %zu is not [piece, score]", i);
-                return refuse(p, where, message);
-            }
-            m->scores[i] = serde_json_double(json_number_value(score));
-            if (m->scores[i] < m->min_score)
-                m->min_score = m->scores[i];
-            if (tok_table_put(&m->vocab, json_string_value(piece), json_string_length(piece),
-                              (int32_t)i) != 0)
-                return no_memory(p);
-        }
-        m->unk_id = -1;
-        if (unk != NULL && !json_is_null(unk)) {
-            if ((status = get_id(p, unk, where, &m->unk_id)))
-                return status;
-            if ((size_t)m->unk_id >= m->n_pieces)
-                return refuse(p, where, "'unk_id' is past the end of the vocabulary");
-        }
-        return TFENC_OK;
-    }
+    if (strcmp(type, "WordPiece") == 0)
+        return parse_wordpiece(p, object);
+    if (strcmp(type, "BPE") == 0)
+        return parse_bpe(p, object);
+    if (strcmp(type, "Unigram") == 0)
+        return parse_unigram(p, object);
     char message[160];
     snprintf(message, sizeof message, "type '%.80s' is not supported (supported: WordPiece, BPE, "
              "Unigram)", type);
