@@ -11,6 +11,10 @@ core_libtfenc_la_LDFLAGS = -version-info 0:0:0 $(SANITIZER_FLAGS) \
 	-Wl,--version-script=$(top_srcdir)/core/libtfenc.map
 EXTRA_core_libtfenc_la_DEPENDENCIES = core/libtfenc.map
 EXTRA_DIST += core/libtfenc.map
-# The plugin SDK: the one public header, where installs expect it.
+# The plugin SDK, where installs expect it: the ABI (plugin.h), and two
+# header-only services that add no symbol: element-wise math that
+# vectorises (plugin_math.h) and loops on the rank's thread pool
+# (plugin_parallel.h), which the matrix backend uses too.
 tfencincludedir = $(includedir)/tfenc
-tfencinclude_HEADERS = core/include/tfenc/plugin.h
+tfencinclude_HEADERS = core/include/tfenc/plugin.h core/include/tfenc/plugin_math.h \
+	core/include/tfenc/plugin_parallel.h

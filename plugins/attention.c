@@ -72,7 +72,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "layers.h" /* LAYERS_VECTOR_CLONES, layers_exp */
+#include "layers.h"
 #include "tfenc/plugin.h"
 
 /* Query rows scored at once: the scores of one tile, tile x L floats, stay
@@ -184,13 +184,13 @@ static void rope_apply(const attention *layer, float *vectors, int rows, int str
 }
 
 /* exp(x) for the scores once their row maximum is subtracted (x <= 0):
- * layers_exp() (plain arithmetic, so that a loop of it vectorises; libm's
+ * tfenc_fast_exp() (plain arithmetic, so that a loop of it vectorises; libm's
  * expf() would make the softmax cost as much as the GEMMs at L = 512), with
- * NaN and -inf scores turned back into NaN by (x - x), where layers_exp's
+ * NaN and -inf scores turned back into NaN by (x - x), where tfenc_fast_exp's
  * clamp alone would hide them as exp(-87). */
 static inline float exp_nonpositive(float x)
 {
-    return layers_exp(x) + (x - x);
+    return tfenc_fast_exp(x) + (x - x);
 }
 
 /* Replaces each row of a score tile by exp(score - row maximum) and returns
@@ -200,7 +200,7 @@ static inline float exp_nonpositive(float x)
  * those it sees keys [lo, hi) only (causal: none after itself; window: none
  * farther than `window`). The scores of the other keys become exactly 0: a
  * -inf score would turn into NaN below. */
-LAYERS_VECTOR_CLONES
+TFENC_VECTOR_CLONES
 static void exponentiate_rows(const attention *layer, float *scores, int first, int rows,
                               int length, float *inverse_sums)
 {

@@ -18,7 +18,7 @@
  * FFN costs one GEMM [rows, 2f] instead of two. The activation (gating
  * included) is the host's epilogue of the first map: oneDNN's post-op in
  * bf16, a pass over each chunk of the product while it is in cache in fp32
- * and int8 (core/base/fast_math.h has the formulas: exact GELU by Abramowitz and
+ * and int8 (tfenc/plugin_math.h has the formulas: exact GELU by Abramowitz and
  * Stegun's erf, error <= 1.5e-7). */
 #include <math.h>
 #include <stdlib.h>

@@ -9,9 +9,9 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "base/fast_math.h"
-#include "base/parallel.h"
 #include "tfenc/plugin.h"
+#include "tfenc/plugin_math.h"
+#include "tfenc/plugin_parallel.h"
 
 extern const tfenc_layer_descriptor tfenc_layers_embedding;  /* plugins/embedding.c */
 extern const tfenc_layer_descriptor tfenc_layers_sinusoidal; /* plugins/positional.c */
@@ -45,15 +45,6 @@ static inline int layers_check_width(tfenc_context *ctx, const char *type,
 static inline int32_t layers_position(const tfenc_batch *batch, int t, int32_t start)
 {
     return batch->positions != NULL ? batch->positions[t] : t - start;
-}
-
-/* The vector clones and exp() of core/base/fast_math.h, under the names the
- * plugins' loops use. */
-#define LAYERS_VECTOR_CLONES TFENC_VECTOR_CLONES
-
-static inline float layers_exp(float x)
-{
-    return tfenc_fast_exp(x);
 }
 
 #endif

@@ -21,7 +21,7 @@ plugins_layers_la_LDFLAGS = -module -avoid-version -shared \
 plugins_layers_la_LIBADD = core/libtfenc.la -lm
 # As for attention: `omp simd` loops (LayerNorm, RMSNorm) run over rows on
 # the rank's OpenMP pool, and selects replace branches for the clamps in
-# layers_exp(). C11 mode turns off the contraction of a * b + c into one
+# tfenc_fast_exp(). C11 mode turns off the contraction of a * b + c into one
 # fused multiply-add, which the polynomials of the vector clones
-# (core/base/fast_math.h) want: it only rounds less.
+# (tfenc/plugin_math.h) want: it only rounds less.
 plugins_layers_la_CFLAGS = $(AM_CFLAGS) $(OPENMP_CFLAGS) -fno-trapping-math -ffp-contract=fast

@@ -72,7 +72,7 @@ static int rmsnorm_create(tfenc_context *ctx, const tfenc_layer_init *init, void
 }
 
 /* One row of layer normalisation: out = (x - mean) * rstd * weight (+ bias). */
-LAYERS_VECTOR_CLONES
+TFENC_VECTOR_CLONES
 static void layernorm_row(float *restrict x, const float *restrict weight,
                           const float *restrict bias, int d, double eps)
 {
@@ -104,7 +104,7 @@ static void layernorm_row(float *restrict x, const float *restrict weight,
 }
 
 /* One row of RMS normalisation: out = x * rms^-1 * weight. */
-LAYERS_VECTOR_CLONES
+TFENC_VECTOR_CLONES
 static void rmsnorm_row(float *restrict x, const float *restrict weight, int d, double eps)
 {
     double squares = 0.0;

@@ -1,6 +1,8 @@
 # base: the leaves every subsystem may use (the error context, files,
 # aligned memory, clocks, 16-bit floats, SHA-256, HDF5 error text, the
-# precision names, the element-wise kernels and parallel loops).
+# precision names). The element-wise kernels and parallel loops the matrix
+# backend shares with the plugins are SDK headers (core/local.mk).
+# may use: nothing (only libraries: libc, HDF5)
 core_libtfenc_la_SOURCES += \
 	core/base/context.c core/base/context.h \
 	core/base/aligned.c core/base/aligned.h \
@@ -9,4 +11,4 @@ core_libtfenc_la_SOURCES += \
 	core/base/sha256.c core/base/sha256.h \
 	core/base/hdf5_error.c core/base/hdf5_error.h \
 	core/base/precision.c core/base/precision.h \
-	core/base/clock.h core/base/names.h core/base/fast_math.h core/base/parallel.h
+	core/base/clock.h core/base/names.h

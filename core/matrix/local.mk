@@ -3,6 +3,7 @@
 # pool. A library of its own for its flags: OpenMP for the parallel
 # epilogues, and the vectorisation flags of the plugins' loops
 # (plugins/local.mk says why).
+# may use: base
 noinst_LTLIBRARIES += core/libtfenc_matrix.la
 core_libtfenc_matrix_la_SOURCES = core/matrix/matrix.c core/matrix/matrix.h \
 	core/matrix/matrix_onednn.h

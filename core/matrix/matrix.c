@@ -15,9 +15,9 @@
 
 #include "matrix/matrix.h"
 #include "base/aligned.h"
-#include "base/fast_math.h"
+#include "tfenc/plugin_math.h"
 #include "matrix/matrix_onednn.h"
-#include "base/parallel.h"
+#include "tfenc/plugin_parallel.h"
 
 #include <cblas.h>
 #include <malloc.h>

@@ -115,7 +115,7 @@ int tfenc_matrix_matmul_create(tfenc_context *ctx, tfenc_precision precision,
                                tfenc_matmul_plan **plan);
 void tfenc_matrix_matmul_destroy(tfenc_matmul_plan *plan);
 
-/* Rounds float32 to bfloat16 as tfenc_round_to_bf16() (core/base/fast_math.h)
+/* Rounds float32 to bfloat16 as tfenc_round_to_bf16() (tfenc/plugin_math.h)
  * does; written so that the loop vectorises. */
 void tfenc_matrix_to_bf16(const float *in, uint16_t *out, size_t n);
 void tfenc_matrix_from_bf16(const uint16_t *in, float *out, size_t n);

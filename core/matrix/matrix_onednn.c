@@ -11,9 +11,9 @@
 
 #include "matrix/matrix_onednn.h"
 #include "base/aligned.h"
-#include "base/fast_math.h"
+#include "tfenc/plugin_math.h"
 #include "matrix/matrix.h"
-#include "base/parallel.h"
+#include "tfenc/plugin_parallel.h"
 
 #include <dnnl.h>
 #include <math.h>

@@ -1,6 +1,7 @@
 # output: the HDF5 output file, the last stage's writer, which window a
 # file holds (ownership), a job's fingerprint, and reading a file back
 # (--status).
+# may use: base job ranks
 core_libtfenc_la_SOURCES += \
 	core/output/output.c core/output/output.h \
 	core/output/writer.c core/output/writer.h \

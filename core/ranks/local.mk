@@ -1,5 +1,6 @@
 # ranks: the MPI layout (replicas x stages), the pipeline between stages,
 # the node's shared weights window and the window counter.
+# may use: base
 core_libtfenc_la_SOURCES += \
 	core/ranks/layout.c core/ranks/layout.h \
 	core/ranks/pipeline.c core/ranks/pipeline.h \

@@ -1,16 +1,153 @@
 /* The accuracy gate that decides, on a sample of the corpus, which steps of
- * an int8 model run in int8 and which stay in bf16 (see run/accuracy_gate.h). */
+ * an int8 model run in int8 and which stay in bf16 (see run/accuracy_gate.h):
+ * the sample, read from windows spread over the corpus, then the trial
+ * runs of the model on it. */
 #include "run/accuracy_gate.h"
 #include "base/aligned.h"
 #include "base/context.h"
 #include "matrix/matrix.h"
 #include "model/model.h"
+#include "run/feeder.h"
 
 #include <malloc.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+/* ------------------------------------------------------------ the sample */
+
+/* Sample of the accuracy gate: GATE_SAMPLE_TOKENS tokens (4 documents
+ * of max_seq_len if more), read in GATE_SAMPLE_PIECES equal parts from
+ * windows spread evenly over the whole corpus (the first documents of
+ * each), so that it sees the corpus's kinds of documents and lengths, not
+ * only its beginning. Its microbatches hold GATE_BATCH_TOKENS tokens (or
+ * one document of max_seq_len): the gate's trial steps then need a
+ * quarter of the activation memory of the job's 2048-token batches, and
+ * GEMMs of 512 rows still run at full rate. */
+#define GATE_SAMPLE_TOKENS 8192
+#define GATE_SAMPLE_PIECES 8
+#define GATE_BATCH_TOKENS 512
+
+/* Packs documents into the sample's batches. */
+typedef struct sample_packer {
+    tfenc_gate_sample *sample;
+    int batch_tokens, n_seq, used, batch_first;
+    int32_t *starts;
+} sample_packer;
+
+static int close_batch(tfenc_context *ctx, sample_packer *p, int d_model)
+{
+    tfenc_gate_sample *sample = p->sample;
+    if (p->n_seq == 0)
+        return TFENC_OK;
+    if (sample->n_batches == sample->capacity_batches) {
+        int capacity = sample->capacity_batches > 0 ? 2 * sample->capacity_batches : 16;
+        tfenc_batch *grown = realloc(sample->batches, (size_t)capacity * sizeof *grown);
+        if (grown == NULL)
+            return tfenc_error(ctx, TFENC_ERR_NO_MEMORY, "out of memory");
+        sample->batches = grown;
+        sample->capacity_batches = capacity;
+    }
+    sample->batches[sample->n_batches++] = (tfenc_batch){
+        .n_seq = p->n_seq, .n_tokens = p->used - p->batch_first, .seq_start = p->starts,
+        .token_ids = sample->ids + p->batch_first, .token_types = sample->types + p->batch_first,
+        .positions = sample->positions + p->batch_first, .rows = p->used - p->batch_first,
+        .d_model = d_model};
+    p->starts += p->n_seq + 1;
+    p->batch_first = p->used;
+    p->n_seq = 0;
+    return TFENC_OK;
+}
+
+/* Adds one document (the caller leaves room for it in the sample). */
+static int pack_document(tfenc_context *ctx, sample_packer *p, const int32_t *document,
+                         int length, int d_model)
+{
+    tfenc_gate_sample *sample = p->sample;
+    if (p->used - p->batch_first + length > p->batch_tokens) {
+        int status = close_batch(ctx, p, d_model);
+        if (status != TFENC_OK)
+            return status;
+    }
+    p->starts[p->n_seq] = p->used - p->batch_first;
+    memcpy(sample->ids + p->used, document, (size_t)length * sizeof *document);
+    for (int t = 0; t < length; t++)
+        sample->positions[p->used + t] = t;
+    p->used += length;
+    p->starts[++p->n_seq] = p->used - p->batch_first;
+    sample->n_documents++;
+    return TFENC_OK;
+}
+
+int tfenc_gate_sample_read(tfenc_context *ctx, const tfenc_gate_corpus *source,
+                           tfenc_gate_sample *sample)
+{
+    const long max_seq_len = source->max_seq_len;
+    long batch_tokens = max_seq_len > GATE_BATCH_TOKENS ? max_seq_len : GATE_BATCH_TOKENS;
+    if (batch_tokens > source->batch_tokens)
+        batch_tokens = source->batch_tokens;
+    sample->batch_tokens = (int)batch_tokens;
+    const size_t capacity = (size_t)(4 * max_seq_len > GATE_SAMPLE_TOKENS ? 4 * max_seq_len
+                                                                          : GATE_SAMPLE_TOKENS);
+    sample->ids = calloc(capacity, sizeof *sample->ids);
+    sample->types = calloc(capacity, sizeof *sample->types);
+    sample->positions = calloc(capacity, sizeof *sample->positions);
+    /* a start per document and an end per batch: each holds a token at least */
+    sample->starts = calloc(2 * capacity, sizeof *sample->starts);
+    int32_t *document = malloc((size_t)source->feeding->max_seq_len * sizeof *document);
+    if (sample->ids == NULL || sample->types == NULL || sample->positions == NULL ||
+        sample->starts == NULL || document == NULL) {
+        free(document);
+        return tfenc_error(ctx, TFENC_ERR_NO_MEMORY, "out of memory");
+    }
+    sample_packer packer = {.sample = sample, .batch_tokens = (int)batch_tokens,
+                            .starts = sample->starts};
+    const int64_t n_windows = source->windows->n_windows;
+    const int pieces = n_windows < GATE_SAMPLE_PIECES ? (int)n_windows : GATE_SAMPLE_PIECES;
+    int status = TFENC_OK, full = 0;
+    for (int piece = 0; status == TFENC_OK && !full && piece < pieces; piece++) {
+        /* The middle window of each of `pieces` equal parts of the corpus,
+         * read until the piece's share of the sample's tokens. */
+        const int64_t window = (2 * (int64_t)piece + 1) * n_windows / (2 * pieces);
+        const long quota = (long)capacity * (piece + 1) / pieces;
+        tfenc_corpus_range range;
+        tfenc_windows_range(source->windows, window, &range);
+        status = tfenc_corpus_select(ctx, source->corpus, &range);
+        while (status == TFENC_OK && !full && packer.used < quota) {
+            tfenc_document doc;
+            status = tfenc_corpus_next(ctx, source->corpus, &doc);
+            int32_t length = 0, truncated = 0;
+            if (status == TFENC_OK)
+                status = tfenc_feeder_tokenize(ctx, source->feeding, source->tokenizer, &doc,
+                                               doc.local_index, document, &length, &truncated);
+            if (status == TFENC_OK && (size_t)packer.used + (size_t)length > capacity)
+                full = 1;
+            else if (status == TFENC_OK && length > 0) /* an empty one tells nothing */
+                status = pack_document(ctx, &packer, document, length, source->d_model);
+        }
+        if (status == TFENC_ERR_NOT_FOUND) { /* the window's last document */
+            tfenc_context_clear(ctx);
+            status = TFENC_OK;
+        }
+    }
+    if (status == TFENC_OK)
+        status = close_batch(ctx, &packer, source->d_model);
+    free(document);
+    sample->n_tokens = packer.used;
+    return status;
+}
+
+void tfenc_gate_sample_free(tfenc_gate_sample *sample)
+{
+    free(sample->batches);
+    free(sample->ids);
+    free(sample->types);
+    free(sample->positions);
+    free(sample->starts);
+}
+
+/* ------------------------------------------------------- the trial runs */
 
 /* One copy of the sample's activations: the batches as the caller gave
  * them, each with its own x. */
@@ -179,140 +316,200 @@ static void sort_by_cosine(int *order, int n, const double *cosines)
     }
 }
 
-int tfenc_precision_gate(tfenc_context *ctx, const tfenc_model_options *options,
-                         const tfenc_batch *samples, int n_samples, double min_cosine,
-                         tfenc_precision_report *report)
+/* What one run of the gate holds: the sample, the fp32 model's output on
+ * it (reference), the trial runs' (tested), each step's cosine, the order
+ * the int8 steps fall back in, and the bar the sample must meet. */
+typedef struct gate {
+    tfenc_context *ctx;
+    const tfenc_model_options *options;
+    const tfenc_batch *samples;
+    tfenc_precision *chosen; /* [n_steps] the report's step_precision */
+    int n_steps;
+    stream reference, tested;
+    double *cosines; /* [n_steps] */
+    int *order;      /* [n_steps] */
+    double bar;
+} gate;
+
+/* The whole model at the chosen precisions on the sample: its smallest
+ * cosine to the fp32 output (0 after an error). */
+static int model_cosine(gate *g, double *cosine)
 {
-    const int n_steps = options->plan->n_steps;
-    const tfenc_precision requested = options->config->precision;
-    tfenc_precision *chosen = report->step_precision;
+    int status = run_model(g->ctx, g->options, g->chosen, g->samples, &g->tested);
+    *cosine = status == TFENC_OK ? stream_cosine(&g->reference, &g->tested) : 0.0;
+    return status;
+}
+
+/* Where the bisection starts: the steps' errors add up (1 - cosine of the
+ * model ~ the sum over its int8 steps), so the fewest candidates whose
+ * errors, taken out, bring the model to the bar is close enough that a
+ * probe or two confirm it. */
+static int first_guess(const gate *g, int n_candidates, double int8_cosine, double all_bf16)
+{
+    double total = 0.0;
+    for (int i = 0; i < n_candidates; i++)
+        total += 1.0 - g->cosines[g->order[i]];
+    double left = total, int8_error = (1.0 - int8_cosine) - (1.0 - all_bf16);
+    int guess = 0;
+    while (guess < n_candidates && total > 0.0 &&
+           (1.0 - all_bf16) + int8_error * left / total > 1.0 - g->bar) {
+        left -= 1.0 - g->cosines[g->order[guess]];
+        guess++;
+    }
+    return guess;
+}
+
+/* The fewest candidates in bf16 that meet the bar: bisection over k, with
+ * k = 0 known to fail and k = n_candidates to pass (at all_bf16). Leaves
+ * the chosen precisions at that k, with its count and sample cosine. */
+static int fewest_fallbacks(gate *g, int n_candidates, double int8_cosine, double all_bf16,
+                            int *fallbacks, double *cosine)
+{
+    int low = 0, high = n_candidates;
+    double high_cosine = all_bf16;
+    int guess = first_guess(g, n_candidates, int8_cosine, all_bf16);
+    int status = TFENC_OK;
+    /* The guess, then its neighbour on the side of the answer, then plain
+     * bisection if the guess was far off. */
+    for (int probes = 0; status == TFENC_OK && high - low > 1; probes++) {
+        int middle = probes < 2 && guess > low && guess < high ? guess : (low + high) / 2;
+        assign(g->chosen, g->n_steps, g->order, middle);
+        double probe;
+        status = model_cosine(g, &probe);
+        if (probe >= g->bar) {
+            high = middle;
+            high_cosine = probe;
+            guess = middle - 1;
+        } else {
+            low = middle;
+            guess = middle + 1;
+        }
+    }
+    assign(g->chosen, g->n_steps, g->order, high);
+    *fallbacks = high;
+    *cosine = high_cosine;
+    return status;
+}
+
+/* int8 below the bar: the int8 steps that are not exact are the
+ * candidates for bf16, least accurate first. With all of them out of int8
+ * the bar is met: keep the fewest out (*sample_cosine becomes theirs).
+ * Otherwise the job is refused (*refuse), naming the layer that bf16
+ * itself serves worst (report->worst_step, its cosine *refused_cosine). */
+static int keep_out_of_int8(gate *g, tfenc_precision_report *report, double *sample_cosine,
+                            int *refuse, double *refused_cosine)
+{
+    int n_candidates = 0;
+    for (int i = 0; i < g->n_steps; i++)
+        if (g->cosines[i] < 1.0)
+            g->order[n_candidates++] = i;
+    sort_by_cosine(g->order, n_candidates, g->cosines);
+    assign(g->chosen, g->n_steps, g->order, n_candidates);
+    double all_bf16;
+    int status = model_cosine(g, &all_bf16);
+    if (status != TFENC_OK)
+        return status;
+    if (all_bf16 >= g->bar)
+        return fewest_fallbacks(g, n_candidates, *sample_cosine, all_bf16, &report->n_fallbacks,
+                                sample_cosine);
+    *refuse = 1;
+    *sample_cosine = all_bf16;
+    status = step_cosines(g->ctx, g->options, g->chosen, g->samples, tfenc_matrix_int8_fallback(),
+                          &g->reference, &g->tested, g->cosines);
+    int worst = worst_step(g->cosines, g->n_steps);
+    report->worst_step = worst;
+    *refused_cosine = worst >= 0 ? g->cosines[worst] : 1.0;
+    return status;
+}
+
+/* The one line a refused job ends with. */
+static int refuse_job(gate *g, const tfenc_precision_report *report, double min_cosine,
+                      double refused_cosine)
+{
+    const tfenc_precision requested = g->options->config->precision;
+    const char *name =
+        report->worst_step >= 0 ? g->options->plan->steps[report->worst_step].name : "(none)";
+    return tfenc_error(
+        g->ctx, TFENC_ERR_CONFIG,
+        "precision = %s: on the corpus sample the output's min cosine to fp32 is %.8f, below "
+        "%.8f (min_cosine = %.8f with half its error to spare)%s; the least accurate layer "
+        "is %s (cosine %.8f in %s alone)",
+        tfenc_precision_names[requested], report->sample_cosine, g->bar, min_cosine,
+        requested == TFENC_PRECISION_INT8 ? " even with every layer out of int8" : "", name,
+        refused_cosine,
+        tfenc_precision_names[requested == TFENC_PRECISION_INT8 ? tfenc_matrix_int8_fallback()
+                                                                : requested]);
+}
+
+/* The report of an exact run: every step at the requested precision. */
+static void report_exact(tfenc_precision_report *report, int n_steps, tfenc_precision requested)
+{
     for (int i = 0; i < n_steps; i++)
-        chosen[i] = requested;
+        report->step_precision[i] = requested;
     report->sample_cosine = 1.0;
     report->n_fallbacks = 0;
     report->worst_step = -1;
     if (report->step_cosine != NULL)
         for (int i = 0; i < n_steps; i++)
             report->step_cosine[i] = 1.0;
+}
+
+int tfenc_precision_gate(tfenc_context *ctx, const tfenc_model_options *options,
+                         const tfenc_batch *samples, int n_samples, double min_cosine,
+                         tfenc_precision_report *report)
+{
+    const int n_steps = options->plan->n_steps;
+    const tfenc_precision requested = options->config->precision;
+    report_exact(report, n_steps, requested);
     if (requested == TFENC_PRECISION_FP32)
         return TFENC_OK;
     if (n_samples < 1)
         return tfenc_error(ctx, TFENC_ERR_INTERNAL, "accuracy gate: no sample batches");
 
-    stream reference = {0}, tested = {0};
-    double *cosines = calloc((size_t)n_steps, sizeof *cosines);
-    int *order = calloc((size_t)n_steps, sizeof *order);
-    int status = cosines == NULL || order == NULL
+    /* A corpus holds documents less accurate than its sample's worst: the
+     * sample must meet the bar with half the error to spare (all-MiniLM-
+     * L6-v2: 0.99908 on a 139-document sample, 0.99873 over its 532). */
+    gate g = {.ctx = ctx, .options = options, .samples = samples,
+              .chosen = report->step_precision, .n_steps = n_steps,
+              .bar = 1.0 - (1.0 - min_cosine) / 2.0};
+    g.cosines = calloc((size_t)n_steps, sizeof *g.cosines);
+    g.order = calloc((size_t)n_steps, sizeof *g.order);
+    int status = g.cosines == NULL || g.order == NULL
                      ? tfenc_error(ctx, TFENC_ERR_NO_MEMORY, "accuracy gate: out of memory")
                      : TFENC_OK;
     const int max_tokens = options->limits.max_tokens, d = options->config->d_model;
     if (status == TFENC_OK)
-        status = stream_create(ctx, &reference, samples, n_samples, max_tokens, d);
+        status = stream_create(ctx, &g.reference, samples, n_samples, max_tokens, d);
     if (status == TFENC_OK)
-        status = stream_create(ctx, &tested, samples, n_samples, max_tokens, d);
+        status = stream_create(ctx, &g.tested, samples, n_samples, max_tokens, d);
     if (status == TFENC_OK)
-        status = step_cosines(ctx, options, chosen, samples, requested, &reference, &tested,
-                              cosines);
-    /* reference now holds the fp32 model's output. */
+        status = step_cosines(ctx, options, g.chosen, samples, requested, &g.reference,
+                              &g.tested, g.cosines);
+    /* g.reference now holds the fp32 model's output. */
+    double sample_cosine = 0.0;
     if (status == TFENC_OK) {
         if (report->step_cosine != NULL)
-            memcpy(report->step_cosine, cosines, (size_t)n_steps * sizeof *cosines);
-        report->worst_step = worst_step(cosines, n_steps);
-        status = run_model(ctx, options, chosen, samples, &tested);
+            memcpy(report->step_cosine, g.cosines, (size_t)n_steps * sizeof *g.cosines);
+        report->worst_step = worst_step(g.cosines, n_steps);
+        status = model_cosine(&g, &sample_cosine);
     }
-    double sample_cosine = status == TFENC_OK ? stream_cosine(&reference, &tested) : 0.0;
     int refuse = 0;
     double refused_cosine = 0.0;
-    /* A corpus holds documents less accurate than its sample's worst: the
-     * sample must meet the bar with half the error to spare (all-MiniLM-
-     * L6-v2: 0.99908 on a 139-document sample, 0.99873 over its 532). */
-    const double bar = 1.0 - (1.0 - min_cosine) / 2.0;
-    if (status == TFENC_OK && sample_cosine < bar) {
+    if (status == TFENC_OK && sample_cosine < g.bar) {
         if (requested == TFENC_PRECISION_INT8) {
-            /* Candidates for bf16: the int8 steps that are not exact,
-             * least accurate first. */
-            int n_candidates = 0;
-            for (int i = 0; i < n_steps; i++)
-                if (cosines[i] < 1.0)
-                    order[n_candidates++] = i;
-            sort_by_cosine(order, n_candidates, cosines);
-            assign(chosen, n_steps, order, n_candidates);
-            status = run_model(ctx, options, chosen, samples, &tested);
-            double all_bf16 = status == TFENC_OK ? stream_cosine(&reference, &tested) : 0.0;
-            if (status == TFENC_OK && all_bf16 < bar) {
-                refuse = 1;
-                sample_cosine = all_bf16;
-            } else if (status == TFENC_OK) {
-                /* The fewest steps in bf16 that meet the bar: bisection over
-                 * k, with k = 0 known to fail and k = n_candidates to pass.
-                 * The first guess comes from the steps' errors adding up
-                 * (1 - cosine of the model ~ the sum over its int8 steps),
-                 * which is close enough that a pass or two confirm it. */
-                int low = 0, high = n_candidates;
-                double high_cosine = all_bf16;
-                double total = 0.0;
-                for (int i = 0; i < n_candidates; i++)
-                    total += 1.0 - cosines[order[i]];
-                double left = total, int8_error = (1.0 - sample_cosine) - (1.0 - all_bf16);
-                int guess = 0;
-                while (guess < n_candidates && total > 0.0 &&
-                       (1.0 - all_bf16) + int8_error * left / total > 1.0 - bar) {
-                    left -= 1.0 - cosines[order[guess]];
-                    guess++;
-                }
-                /* The guess, then its neighbour on the side of the answer,
-                 * then plain bisection if the guess was far off. */
-                for (int probes = 0; status == TFENC_OK && high - low > 1; probes++) {
-                    int middle = probes < 2 && guess > low && guess < high ? guess
-                                                                           : (low + high) / 2;
-                    assign(chosen, n_steps, order, middle);
-                    status = run_model(ctx, options, chosen, samples, &tested);
-                    double cosine = status == TFENC_OK ? stream_cosine(&reference, &tested) : 0.0;
-                    if (cosine >= bar) {
-                        high = middle;
-                        high_cosine = cosine;
-                        guess = middle - 1;
-                    } else {
-                        low = middle;
-                        guess = middle + 1;
-                    }
-                }
-                assign(chosen, n_steps, order, high);
-                report->n_fallbacks = high;
-                sample_cosine = high_cosine;
-            }
-            if (status == TFENC_OK && refuse) {
-                /* Name the layer that bf16 itself serves worst. */
-                status = step_cosines(ctx, options, chosen, samples,
-                                      tfenc_matrix_int8_fallback(), &reference, &tested, cosines);
-                int worst = worst_step(cosines, n_steps);
-                report->worst_step = worst;
-                refused_cosine = worst >= 0 ? cosines[worst] : 1.0;
-            }
+            status = keep_out_of_int8(&g, report, &sample_cosine, &refuse, &refused_cosine);
         } else {
             refuse = 1;
-            refused_cosine = report->worst_step >= 0 ? cosines[report->worst_step] : 1.0;
+            refused_cosine = report->worst_step >= 0 ? g.cosines[report->worst_step] : 1.0;
         }
     }
     report->sample_cosine = sample_cosine;
-    if (status == TFENC_OK && refuse) {
-        const char *name =
-            report->worst_step >= 0 ? options->plan->steps[report->worst_step].name : "(none)";
-        status = tfenc_error(
-            ctx, TFENC_ERR_CONFIG,
-            "precision = %s: on the corpus sample the output's min cosine to fp32 is %.8f, below "
-            "%.8f (min_cosine = %.8f with half its error to spare)%s; the least accurate layer "
-            "is %s (cosine %.8f in %s alone)",
-            tfenc_precision_names[requested], sample_cosine, bar, min_cosine,
-            requested == TFENC_PRECISION_INT8 ? " even with every layer out of int8" : "", name,
-            refused_cosine,
-            tfenc_precision_names[requested == TFENC_PRECISION_INT8 ? tfenc_matrix_int8_fallback()
-                                                                    : requested]);
-    }
-    stream_destroy(&reference);
-    stream_destroy(&tested);
-    free(cosines);
-    free(order);
+    if (status == TFENC_OK && refuse)
+        status = refuse_job(&g, report, min_cosine, refused_cosine);
+    stream_destroy(&g.reference);
+    stream_destroy(&g.tested);
+    free(g.cosines);
+    free(g.order);
     malloc_trim(0); /* the sample's activations and the steps built for it */
     return status;
 }

@@ -1,15 +1,48 @@
-/* The int8 accuracy gate: before a job, it runs the model step by step on
- * a sample of the corpus at fp32 and at the job's precision, and keeps in
- * bf16 (or fp32) the steps that would take the output below min_cosine. It
- * builds and runs trial models, so it sits above the model it drives. */
+/* The int8 accuracy gate: before a job, it reads a sample spread over the
+ * corpus, runs the model step by step on it at fp32 and at the job's
+ * precision, and keeps in bf16 (or fp32) the steps that would take the
+ * output below min_cosine. It reads the corpus and builds and runs trial
+ * models, so it sits above the input and the model it drives. */
 #ifndef TFENC_ACCURACY_GATE_H
 #define TFENC_ACCURACY_GATE_H
 
 #include "base/precision.h"
+#include "input/corpus.h"
+#include "input/windows.h"
+#include "model/model.h"
+#include "run/feeder.h"
 #include "tfenc/plugin.h"
+#include "tokenizer/tokenizer.h"
 
-struct tfenc_model_options;
-struct tfenc_batch;
+/* Where the sample comes from: the job's corpus, cut into its windows,
+ * tokenized as the first stage tokenizes it. */
+typedef struct tfenc_gate_corpus {
+    tfenc_corpus *corpus;                /* read with select/next: its position changes */
+    const tfenc_windows *windows;        /* the windows the corpus is cut into */
+    tfenc_tokenizer *tokenizer;          /* as tfenc_feeder_tokenize takes it */
+    const tfenc_feeder_options *feeding;
+    long max_seq_len, batch_tokens;      /* the job's [job] settings */
+    int d_model;
+} tfenc_gate_corpus;
+
+/* The sample: packed batches of token ids over arrays the sample owns. */
+typedef struct tfenc_gate_sample {
+    tfenc_batch *batches;                /* [n_batches]; x is NULL */
+    int32_t *ids, *types, *positions, *starts;
+    int n_batches, capacity_batches, n_documents, n_tokens;
+    int batch_tokens;                    /* the most tokens of a sample batch */
+} tfenc_gate_sample;
+
+/* Reads the sample into a zeroed `sample`: 8,192 tokens (four documents of
+ * max_seq_len if more) in eight equal parts, each from the middle window of
+ * one eighth of the corpus, so that it sees the corpus's kinds of documents
+ * and lengths and not only its beginning; batches of 512 tokens (or one
+ * document of max_seq_len, at most batch_tokens), a quarter of the
+ * activation memory of a job's batches. Empty documents are left out.
+ * Free with tfenc_gate_sample_free, also after an error. */
+int tfenc_gate_sample_read(tfenc_context *ctx, const tfenc_gate_corpus *source,
+                           tfenc_gate_sample *sample);
+void tfenc_gate_sample_free(tfenc_gate_sample *sample);
 
 /* What the accuracy gate found and chose. */
 typedef struct tfenc_precision_report {
@@ -42,8 +75,8 @@ typedef struct tfenc_precision_report {
  * least accurate layer when min_cosine cannot be met (int8 with every step
  * out of int8, or bf16 itself); other errors as model creation
  * and forward report them. fp32 jobs are exact: cosine 1 without a run. */
-int tfenc_precision_gate(tfenc_context *ctx, const struct tfenc_model_options *options,
-                         const struct tfenc_batch *samples, int n_samples, double min_cosine,
+int tfenc_precision_gate(tfenc_context *ctx, const tfenc_model_options *options,
+                         const tfenc_batch *samples, int n_samples, double min_cosine,
                          tfenc_precision_report *report);
 
 #endif

@@ -76,41 +76,46 @@ static int read_prompt(reader *r, const char *value)
     return s->prompt != NULL ? TFENC_OK : tfenc_error(r->ctx, TFENC_ERR_NO_MEMORY, "out of memory");
 }
 
-static int read_job_settings(reader *r)
+/* The [job] values that need more than a typed read before they are
+ * settings: paths to resolve against the job file, choice indexes, and the
+ * keys whose meaning depends on others. */
+typedef struct job_keys {
+    const char *input, *output, *prompt;
+    int kind, dtype, compression, format, invalid_utf8;
+    int long_documents, chunk_pooling;
+    long max_id_bytes;
+} job_keys;
+
+/* Reads every [job] key with its type, default and range; an unknown key
+ * is an error. Fills what needs no other key into the settings. */
+static int read_job_keys(reader *r, tfenc_job_section *section, job_keys *k)
 {
     static const char *const policies[] = {"replace", "error", NULL};
     static const char *const long_document_policies[] = {"truncate", "chunk", NULL};
     static const char *const chunk_poolings[] = {"mean", "none", NULL};
     tfenc_job_settings *s = r->settings;
-    tfenc_job_section *section = tfenc_jobfile_find(r->job, "job");
-    if (section == NULL)
-        return tfenc_error(r->ctx, TFENC_ERR_CONFIG, "%s: missing section [job]", r->job->path);
     tfenc_params p;
     tfenc_params_bind(&p, r->ctx, r->job, section);
-    const char *input = NULL, *output = NULL;
-    int kind = 0, dtype = 0, compression = 0, format = 0, policy = 0;
-    long max_id_bytes = 0;
-    const char *prompt = NULL;
-    int long_documents = 0, chunk_pooling = 0;
     int status = TFENC_OK;
 #define READ(call) if (status == TFENC_OK) status = (call)
-    READ(tfenc_param_string(&p, "input", NULL, &input));
+    READ(tfenc_param_string(&p, "input", NULL, &k->input));
     READ(tfenc_param_choice(&p, "input_format", tfenc_corpus_format_names, TFENC_CORPUS_AUTO,
-                          &format));
+                            &k->format));
     READ(tfenc_param_string(&p, "text_field", "text", &s->corpus.text_field));
     READ(tfenc_param_string(&p, "id_field", NULL, &s->corpus.id_field));
     /* An id is a name (a URL, a key), not a document. */
-    READ(tfenc_param_int_range(&p, "max_id_bytes", 1024, 1, 1L << 20, &max_id_bytes));
+    READ(tfenc_param_int_range(&p, "max_id_bytes", 1024, 1, 1L << 20, &k->max_id_bytes));
     READ(tfenc_param_string(&p, "tokens_dataset", "tokens", &s->corpus.tokens_dataset));
     READ(tfenc_param_string(&p, "offsets_dataset", "offsets", &s->corpus.offsets_dataset));
     READ(tfenc_param_string(&p, "ids_dataset", NULL, &s->corpus.ids_dataset));
     READ(tfenc_param_string(&p, "lengths_dataset", NULL, &s->corpus.lengths_dataset));
-    READ(tfenc_param_string(&p, "output", NULL, &output));
-    READ(tfenc_param_choice(&p, "output_kind", tfenc_output_kind_names, TFENC_OUTPUT_AUTO, &kind));
+    READ(tfenc_param_string(&p, "output", NULL, &k->output));
+    READ(tfenc_param_choice(&p, "output_kind", tfenc_output_kind_names, TFENC_OUTPUT_AUTO,
+                            &k->kind));
     READ(tfenc_param_choice(&p, "output_dtype", tfenc_output_dtype_names, TFENC_DTYPE_FLOAT32,
-                          &dtype));
+                            &k->dtype));
     READ(tfenc_param_choice(&p, "compression", tfenc_output_compression_names,
-                          TFENC_COMPRESSION_NONE, &compression));
+                            TFENC_COMPRESSION_NONE, &k->compression));
 
     /* Without a limit the model's own is the natural one (512 at most, as BERT's). */
     READ(tfenc_param_int_range(&p, "max_seq_len",
@@ -121,16 +126,16 @@ static int read_job_settings(reader *r)
     READ(tfenc_param_int_range(&p, "batch_tokens", s->max_seq_len > 2048 ? s->max_seq_len : 2048,
                                1, 1L << 24, &s->batch_tokens));
     READ(tfenc_param_bool(&p, "truncation", 1, &s->truncation));
-    READ(tfenc_param_choice(&p, "long_documents", long_document_policies, 0, &long_documents));
+    READ(tfenc_param_choice(&p, "long_documents", long_document_policies, 0, &k->long_documents));
     READ(tfenc_param_int_range(&p, "chunk_overlap", 0, 0, 1L << 24, &s->chunk_overlap));
-    READ(tfenc_param_choice(&p, "chunk_pooling", chunk_poolings, 0, &chunk_pooling));
-    READ(tfenc_param_choice(&p, "invalid_utf8", policies, 0, &policy));
+    READ(tfenc_param_choice(&p, "chunk_pooling", chunk_poolings, 0, &k->chunk_pooling));
+    READ(tfenc_param_choice(&p, "invalid_utf8", policies, 0, &k->invalid_utf8));
     /* A window is the unit of work and of reproducibility (windows.h): 2048
      * short documents make about 20 full microbatches to sort by length,
      * and at 10^8 documents the ~50000 windows keep every rank busy to the
      * end. */
     READ(tfenc_param_int_range(&p, "window_documents", 2048, 1, 1L << 20, &s->window_documents));
-    READ(tfenc_param_string(&p, "prompt", NULL, &prompt));
+    READ(tfenc_param_string(&p, "prompt", NULL, &k->prompt));
     /* Ranges on the whole value: these end up in ints (a stage count of
      * 4294967297 must not wrap to 1); 4096 threads is beyond any machine;
      * d_model is at most 65536. */
@@ -142,39 +147,53 @@ static int read_job_settings(reader *r)
     READ(tfenc_param_bool(&p, "share_weights", 1, &s->share_weights));
     READ(tfenc_params_check_all_used(&p, "not a [job] key; see docs/job-file.md"));
 #undef READ
-    if (status != TFENC_OK)
-        return status;
-    if (input == NULL)
+    return status;
+}
+
+/* Turns the keys into settings: the required paths resolved against the
+ * job file, the choices into their enums. */
+static int apply_job_keys(reader *r, const job_keys *k)
+{
+    tfenc_job_settings *s = r->settings;
+    if (k->input == NULL)
         return tfenc_error(r->ctx, TFENC_ERR_CONFIG, "%s: [job] requires key 'input'",
                            r->job->path);
-    if (output == NULL)
+    if (k->output == NULL)
         return tfenc_error(r->ctx, TFENC_ERR_CONFIG, "%s: [job] requires key 'output'",
                            r->job->path);
-    s->input = tfenc_jobfile_resolve_path(r->job, input);
-    s->output = tfenc_jobfile_resolve_path(r->job, output);
+    s->input = tfenc_jobfile_resolve_path(r->job, k->input);
+    s->output = tfenc_jobfile_resolve_path(r->job, k->output);
     if (s->input == NULL || s->output == NULL)
         return tfenc_error(r->ctx, TFENC_ERR_NO_MEMORY, "out of memory");
     s->corpus.path = s->input;
-    s->corpus.format = format == TFENC_CORPUS_AUTO ? tfenc_corpus_format_from_path(s->input)
-                                                   : (tfenc_corpus_format)format;
-    s->output_kind = (tfenc_output_kind)kind;
-    s->dtype = (tfenc_output_dtype)dtype;
-    s->compression = (tfenc_output_compression)compression;
-    s->invalid_utf8_error = policy == 1;
+    s->corpus.format = k->format == TFENC_CORPUS_AUTO ? tfenc_corpus_format_from_path(s->input)
+                                                      : (tfenc_corpus_format)k->format;
+    s->corpus.max_id_bytes = (size_t)k->max_id_bytes;
+    s->output_kind = (tfenc_output_kind)k->kind;
+    s->dtype = (tfenc_output_dtype)k->dtype;
+    s->compression = (tfenc_output_compression)k->compression;
+    s->invalid_utf8_error = k->invalid_utf8 == 1;
+    s->chunks = k->long_documents == 0 ? TFENC_CHUNKS_OFF
+                : k->chunk_pooling == 0  ? TFENC_CHUNKS_MEAN
+                                         : TFENC_CHUNKS_EACH;
+    return TFENC_OK;
+}
+
+/* The rules between keys and against the model, each refused with the key
+ * it names; the prompt is read here because it needs the corpus format. */
+static int check_job_settings(reader *r, tfenc_job_section *section, const job_keys *k)
+{
+    tfenc_job_settings *s = r->settings;
     if (s->max_seq_len < 2 || s->max_seq_len > r->config->max_positions)
         return job_origin_error(r, "max_seq_len", "must be in 2..[model] max_positions");
     if (s->batch_tokens < s->max_seq_len || s->batch_tokens > (1L << 24))
         return job_origin_error(r, "batch_tokens",
                                 "must be at least max_seq_len (a document must fit a batch) "
                                 "and at most 16777216");
-    s->chunks = long_documents == 0 ? TFENC_CHUNKS_OFF
-                : chunk_pooling == 0  ? TFENC_CHUNKS_MEAN
-                                      : TFENC_CHUNKS_EACH;
-    tfenc_job_section *job_section = tfenc_jobfile_find(r->job, "job");
     if (s->chunks == TFENC_CHUNKS_OFF &&
-        (tfenc_job_section_get(job_section, "chunk_overlap") != NULL ||
-         tfenc_job_section_get(job_section, "chunk_pooling") != NULL))
-        return job_origin_error(r, tfenc_job_section_get(job_section, "chunk_overlap") != NULL
+        (tfenc_job_section_get(section, "chunk_overlap") != NULL ||
+         tfenc_job_section_get(section, "chunk_pooling") != NULL))
+        return job_origin_error(r, tfenc_job_section_get(section, "chunk_overlap") != NULL
                                        ? "chunk_overlap"
                                        : "chunk_pooling",
                                 "applies to chunked documents: set long_documents = chunk too");
@@ -188,15 +207,14 @@ static int read_job_settings(reader *r)
         return job_origin_error(r, "output_dim", "must be in 1..[model] d_model (0: d_model)");
     if (s->output_dim == r->config->d_model)
         s->output_dim = 0;
-    status = read_prompt(r, prompt);
+    int status = read_prompt(r, k->prompt);
     if (status != TFENC_OK)
         return status;
     if (s->prompt != NULL && s->corpus.format == TFENC_CORPUS_HDF5)
         return job_origin_error(r, "prompt", "a prompt is text: it needs a text or JSON Lines "
                                              "corpus, not token ids");
-    if (max_id_bytes < 1 || max_id_bytes > (1L << 20))
+    if (k->max_id_bytes < 1 || k->max_id_bytes > (1L << 20))
         return job_origin_error(r, "max_id_bytes", "must be in 1..1048576");
-    s->corpus.max_id_bytes = (size_t)max_id_bytes;
     if (s->window_documents < 1 || s->window_documents > (1L << 20))
         return job_origin_error(r, "window_documents", "must be in 1..1048576");
     if (s->pipeline_stages < 1)
@@ -204,15 +222,36 @@ static int read_job_settings(reader *r)
     if (s->threads < 0 || s->progress_interval <= 0)
         return job_origin_error(r, s->threads < 0 ? "threads" : "progress_interval",
                                 "must be positive");
-    /* The tokenizer's file is an input too: the output must not be it, and
-     * a resume must find it unchanged. */
+    return TFENC_OK;
+}
+
+/* The tokenizer's file is an input too: the output must not be it, and a
+ * resume must find it unchanged; the settings keep its resolved path. */
+static int resolve_vocabulary(reader *r)
+{
     tfenc_params tokenizer;
     tfenc_params_bind(&tokenizer, r->ctx, r->job, tfenc_jobfile_find(r->job, "tokenizer"));
     const char *vocabulary = NULL;
-    status = tfenc_param_string(&tokenizer, "vocab", NULL, &vocabulary);
+    int status = tfenc_param_string(&tokenizer, "vocab", NULL, &vocabulary);
     if (status == TFENC_OK && vocabulary != NULL &&
-        (s->vocabulary = tfenc_jobfile_resolve_path(r->job, vocabulary)) == NULL)
+        (r->settings->vocabulary = tfenc_jobfile_resolve_path(r->job, vocabulary)) == NULL)
         status = tfenc_error(r->ctx, TFENC_ERR_NO_MEMORY, "out of memory");
+    return status;
+}
+
+static int read_job_settings(reader *r)
+{
+    tfenc_job_section *section = tfenc_jobfile_find(r->job, "job");
+    if (section == NULL)
+        return tfenc_error(r->ctx, TFENC_ERR_CONFIG, "%s: missing section [job]", r->job->path);
+    job_keys keys = {0};
+    int status = read_job_keys(r, section, &keys);
+    if (status == TFENC_OK)
+        status = apply_job_keys(r, &keys);
+    if (status == TFENC_OK)
+        status = check_job_settings(r, section, &keys);
+    if (status == TFENC_OK)
+        status = resolve_vocabulary(r);
     return status;
 }
 

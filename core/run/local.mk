@@ -1,6 +1,7 @@
 # run: a tfenc-batch job from its [job] settings to its report: the first
 # stage's feeder, the int8 accuracy gate, the run that ties the subsystems
 # together.
+# may use: base job plugin tokenizer input matrix ranks model output
 core_libtfenc_la_SOURCES += \
 	core/run/job_settings.c core/run/job_settings.h \
 	core/run/feeder.c core/run/feeder.h \

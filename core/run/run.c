@@ -228,146 +228,9 @@ static tfenc_model_options model_options(run *r, int first_step, int end_step)
     return o;
 }
 
-/* Sample of the accuracy gate: GATE_SAMPLE_TOKENS tokens (4 documents
- * of max_seq_len if more), read in GATE_SAMPLE_PIECES equal parts from
- * windows spread evenly over the whole corpus (the first documents of
- * each), so that it sees the corpus's kinds of documents and lengths, not
- * only its beginning. Its microbatches hold GATE_BATCH_TOKENS tokens (or
- * one document of max_seq_len): the gate's trial steps then need a
- * quarter of the activation memory of the job's 2048-token batches, and
- * GEMMs of 512 rows still run at full rate. */
-#define GATE_SAMPLE_TOKENS 8192
-#define GATE_SAMPLE_PIECES 8
-#define GATE_BATCH_TOKENS 512
-
-typedef struct gate_sample {
-    tfenc_batch *batches;
-    int32_t *ids, *types, *positions, *starts;
-    int n_batches, capacity_batches, n_documents, n_tokens;
-    int batch_tokens; /* the most tokens of a sample batch */
-} gate_sample;
-
-/* Packs documents into the sample's batches. */
-typedef struct sample_packer {
-    gate_sample *sample;
-    int batch_tokens, n_seq, used, batch_first;
-    int32_t *starts;
-} sample_packer;
-
-static int close_batch(tfenc_context *ctx, sample_packer *p, int d_model)
-{
-    gate_sample *sample = p->sample;
-    if (p->n_seq == 0)
-        return TFENC_OK;
-    if (sample->n_batches == sample->capacity_batches) {
-        int capacity = sample->capacity_batches > 0 ? 2 * sample->capacity_batches : 16;
-        tfenc_batch *grown = realloc(sample->batches, (size_t)capacity * sizeof *grown);
-        if (grown == NULL)
-            return tfenc_error(ctx, TFENC_ERR_NO_MEMORY, "out of memory");
-        sample->batches = grown;
-        sample->capacity_batches = capacity;
-    }
-    sample->batches[sample->n_batches++] = (tfenc_batch){
-        .n_seq = p->n_seq, .n_tokens = p->used - p->batch_first, .seq_start = p->starts,
-        .token_ids = sample->ids + p->batch_first, .token_types = sample->types + p->batch_first,
-        .positions = sample->positions + p->batch_first, .rows = p->used - p->batch_first,
-        .d_model = d_model};
-    p->starts += p->n_seq + 1;
-    p->batch_first = p->used;
-    p->n_seq = 0;
-    return TFENC_OK;
-}
-
-/* Adds one document (the caller leaves room for it in the sample). */
-static int pack_document(tfenc_context *ctx, sample_packer *p, const int32_t *document,
-                         int length, int d_model)
-{
-    gate_sample *sample = p->sample;
-    if (p->used - p->batch_first + length > p->batch_tokens) {
-        int status = close_batch(ctx, p, d_model);
-        if (status != TFENC_OK)
-            return status;
-    }
-    p->starts[p->n_seq] = p->used - p->batch_first;
-    memcpy(sample->ids + p->used, document, (size_t)length * sizeof *document);
-    for (int t = 0; t < length; t++)
-        sample->positions[p->used + t] = t;
-    p->used += length;
-    p->starts[++p->n_seq] = p->used - p->batch_first;
-    sample->n_documents++;
-    return TFENC_OK;
-}
-
-/* Tokenizes the sample (the windows are cut: r->windows). */
-static int gate_sample_read(run *r, gate_sample *sample)
-{
-    const long max_seq_len = r->settings.max_seq_len;
-    long batch_tokens = max_seq_len > GATE_BATCH_TOKENS ? max_seq_len : GATE_BATCH_TOKENS;
-    if (batch_tokens > r->settings.batch_tokens)
-        batch_tokens = r->settings.batch_tokens;
-    sample->batch_tokens = (int)batch_tokens;
-    const size_t capacity = (size_t)(4 * max_seq_len > GATE_SAMPLE_TOKENS ? 4 * max_seq_len
-                                                                          : GATE_SAMPLE_TOKENS);
-    sample->ids = calloc(capacity, sizeof *sample->ids);
-    sample->types = calloc(capacity, sizeof *sample->types);
-    sample->positions = calloc(capacity, sizeof *sample->positions);
-    /* a start per document and an end per batch: each holds a token at least */
-    sample->starts = calloc(2 * capacity, sizeof *sample->starts);
-    int32_t *document = malloc((size_t)r->feeding.max_seq_len * sizeof *document);
-    if (sample->ids == NULL || sample->types == NULL || sample->positions == NULL ||
-        sample->starts == NULL || document == NULL) {
-        free(document);
-        return tfenc_error(r->ctx, TFENC_ERR_NO_MEMORY, "out of memory");
-    }
-    sample_packer packer = {.sample = sample, .batch_tokens = (int)batch_tokens,
-                            .starts = sample->starts};
-    const int64_t n_windows = r->windows.n_windows;
-    const int pieces = n_windows < GATE_SAMPLE_PIECES ? (int)n_windows : GATE_SAMPLE_PIECES;
-    int status = TFENC_OK, full = 0;
-    for (int piece = 0; status == TFENC_OK && !full && piece < pieces; piece++) {
-        /* The middle window of each of `pieces` equal parts of the corpus,
-         * read until the piece's share of the sample's tokens. */
-        const int64_t window = (2 * (int64_t)piece + 1) * n_windows / (2 * pieces);
-        const long quota = (long)capacity * (piece + 1) / pieces;
-        tfenc_corpus_range range;
-        tfenc_windows_range(&r->windows, window, &range);
-        status = tfenc_corpus_select(r->ctx, r->corpus, &range);
-        while (status == TFENC_OK && !full && packer.used < quota) {
-            tfenc_document doc;
-            status = tfenc_corpus_next(r->ctx, r->corpus, &doc);
-            int32_t length = 0, truncated = 0;
-            if (status == TFENC_OK)
-                status = tfenc_feeder_tokenize(r->ctx, &r->feeding, r->tokenizer, &doc,
-                                               doc.local_index, document, &length, &truncated);
-            if (status == TFENC_OK && (size_t)packer.used + (size_t)length > capacity)
-                full = 1;
-            else if (status == TFENC_OK && length > 0) /* an empty one tells nothing */
-                status = pack_document(r->ctx, &packer, document, length, r->config.d_model);
-        }
-        if (status == TFENC_ERR_NOT_FOUND) { /* the window's last document */
-            tfenc_context_clear(r->ctx);
-            status = TFENC_OK;
-        }
-    }
-    if (status == TFENC_OK)
-        status = close_batch(r->ctx, &packer, r->config.d_model);
-    free(document);
-    sample->n_tokens = packer.used;
-    return status;
-}
-
-static void gate_sample_free(gate_sample *sample)
-{
-    free(sample->batches);
-    free(sample->ids);
-    free(sample->types);
-    free(sample->positions);
-    free(sample->starts);
-}
-
 _Static_assert(sizeof(tfenc_precision) == sizeof(int), "step precisions travel as MPI_INT");
 
-/* int8 jobs: rank 0 runs the accuracy gate (core/base/precision.h) on a sample
+/* int8 jobs: rank 0 runs the accuracy gate (run/accuracy_gate.h) on a sample
  * of its share, every rank takes its choice of precision per step, and a
  * job whose min_cosine cannot be met stops here. (bf16's accuracy is the
  * tests' business: 0.9999 on the test models and all-MiniLM-L6-v2.) */
@@ -380,10 +243,14 @@ static int gate_precision(run *r)
     if (r->step_precision == NULL)
         return agree_on_failure(r, tfenc_error(r->ctx, TFENC_ERR_NO_MEMORY, "out of memory"));
     tfenc_precision_report report = {.step_precision = r->step_precision};
-    gate_sample sample = {0};
+    tfenc_gate_sample sample = {0};
     int status = TFENC_OK;
     if (r->rank == 0) {
-        status = gate_sample_read(r, &sample);
+        const tfenc_gate_corpus source = {
+            .corpus = r->corpus, .windows = &r->windows, .tokenizer = r->tokenizer,
+            .feeding = &r->feeding, .max_seq_len = r->settings.max_seq_len,
+            .batch_tokens = r->settings.batch_tokens, .d_model = r->config.d_model};
+        status = tfenc_gate_sample_read(r->ctx, &source, &sample);
         if (status == TFENC_OK && sample.n_batches == 0)
             status = tfenc_error(r->ctx, TFENC_ERR_INPUT,
                                  "%s: no document to check precision = %s on", r->settings.input,
@@ -401,7 +268,7 @@ static int gate_precision(run *r)
                                  tfenc_precision_names[r->config.precision], reason);
         }
     }
-    gate_sample_free(&sample);
+    tfenc_gate_sample_free(&sample);
     /* Every rank builds its int8 maps with rank 0's calibration. */
     void *table = NULL;
     size_t table_size = 0;

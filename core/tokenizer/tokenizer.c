@@ -65,17 +65,17 @@ static tfenc_tokenizer *new_tokenizer(tfenc_context *ctx, const char *source,
  * be NULL) tells whether one of them removed the first character, after
  * which HF no longer counts the text as starting at offset 0. */
 static int normalize_all(tfenc_context *ctx, tfenc_tokenizer *t, const char *in, size_t length,
-                         text_buffer *out, int *moved)
+                         tok_text_buffer *out, int *moved)
 {
-    text_buffer *ping = &t->pre_text[0], *pong = &t->pre_text[1];
+    tok_text_buffer *ping = &t->pre_text[0], *pong = &t->pre_text[1];
     const char *current = in;
     size_t current_length = length;
     if (moved != NULL)
         *moved = 0;
     for (size_t i = 0; i < t->n_normalizers; i++) {
-        text_buffer *target = i % 2 == 0 ? ping : pong;
-        int status = normalizer_apply(ctx, &t->normalizers[i], current, current_length, target,
-                                      &t->spare);
+        tok_text_buffer *target = i % 2 == 0 ? ping : pong;
+        int status = tok_normalizer_apply(ctx, &t->normalizers[i], current, current_length, target,
+                                          &t->spare);
         if (status != TFENC_OK)
             return status;
         if (moved != NULL && t->normalizers[i].deleted_first)
@@ -83,7 +83,7 @@ static int normalize_all(tfenc_context *ctx, tfenc_tokenizer *t, const char *in,
         current = target->data;
         current_length = target->length;
     }
-    if (text_append(out, current != NULL ? current : "", current_length) != 0)
+    if (tok_text_append(out, current != NULL ? current : "", current_length) != 0)
         return tfenc_error(ctx, TFENC_ERR_NO_MEMORY, "tokenizer: out of memory");
     return TFENC_OK;
 }
@@ -96,15 +96,16 @@ static int prepare_added(tfenc_context *ctx, tfenc_tokenizer *t)
     t->raw_added = t->normalized_added = 0;
     memset(t->added_first, 0, sizeof t->added_first);
     for (size_t i = 0; i < t->n_added; i++) {
-        added_token *token = &t->added[i];
+        tok_added_token *token = &t->added[i];
         free(token->pattern);
         token->pattern = NULL;
-        text_buffer pattern = {0};
-        int status = token->normalized && t->n_normalizers > 0
-                         ? normalize_all(ctx, t, token->content, token->length, &pattern, NULL)
-                         : (text_append(&pattern, token->content, token->length) == 0
-                                ? TFENC_OK
-                                : tfenc_error(ctx, TFENC_ERR_NO_MEMORY, "tokenizer: out of memory"));
+        tok_text_buffer pattern = {0};
+        int status =
+            token->normalized && t->n_normalizers > 0
+                ? normalize_all(ctx, t, token->content, token->length, &pattern, NULL)
+                : (tok_text_append(&pattern, token->content, token->length) == 0
+                       ? TFENC_OK
+                       : tfenc_error(ctx, TFENC_ERR_NO_MEMORY, "tokenizer: out of memory"));
         if (status != TFENC_OK) {
             free(pattern.data);
             return status;
@@ -123,12 +124,12 @@ static int prepare_added(tfenc_context *ctx, tfenc_tokenizer *t)
 
 /* The longest added token of the given kind matching at text[at..length),
  * or NULL: Aho-Corasick's leftmost-longest, one position at a time. */
-static const added_token *added_at(const tfenc_tokenizer *t, int normalized, const char *text,
-                                   size_t at, size_t length)
+static const tok_added_token *added_at(const tfenc_tokenizer *t, int normalized, const char *text,
+                                       size_t at, size_t length)
 {
-    const added_token *best = NULL;
+    const tok_added_token *best = NULL;
     for (size_t i = 0; i < t->n_added; i++) {
-        const added_token *token = &t->added[i];
+        const tok_added_token *token = &t->added[i];
         if (token->normalized != normalized || token->pattern_length == 0 ||
             token->pattern_length > length - at ||
             (best != NULL && token->pattern_length <= best->pattern_length))
@@ -146,7 +147,7 @@ static int32_t last_char(const char *text, size_t end)
     while (k < end && ((unsigned char)text[end - k] & 0xC0) == 0x80)
         k++;
     int32_t c;
-    utf8_decode(text + end - k, &c);
+    tok_utf8_decode(text + end - k, &c);
     return c;
 }
 
@@ -156,7 +157,7 @@ static int32_t last_char(const char *text, size_t end)
  * take the whitespace before / after into the token. */
 static int split_on_added(tfenc_context *ctx, const tfenc_tokenizer *t, int normalized,
                           const char *text, size_t base, size_t length, int first,
-                          piece_list *out)
+                          tok_piece_list *out)
 {
     size_t kinds = normalized ? t->normalized_added : t->raw_added;
     const unsigned char *starts = t->added_first[normalized != 0];
@@ -168,7 +169,7 @@ static int split_on_added(tfenc_context *ctx, const tfenc_tokenizer *t, int norm
                 at++;
             if (at == length)
                 break;
-            const added_token *token = added_at(t, normalized, text, at, length);
+            const tok_added_token *token = added_at(t, normalized, text, at, length);
             if (token == NULL) {
                 at++;
                 continue;
@@ -176,17 +177,17 @@ static int split_on_added(tfenc_context *ctx, const tfenc_tokenizer *t, int norm
             size_t start = at, stop = at + token->pattern_length;
             at = stop;
             if (token->single_word) {
-                int word_before = start > 0 && tokenizer_is_word_char(last_char(text, start));
+                int word_before = start > 0 && tok_is_word_char(last_char(text, start));
                 int32_t next = 0;
                 if (stop < length)
-                    utf8_decode(text + stop, &next);
-                int word_after = stop < length && tokenizer_is_word_char(next);
+                    tok_utf8_decode(text + stop, &next);
+                int word_after = stop < length && tok_is_word_char(next);
                 if (word_before || word_after)
                     continue;
             }
             if (token->lstrip) {
                 size_t new_start = start;
-                while (new_start > 0 && tokenizer_is_whitespace(last_char(text, new_start))) {
+                while (new_start > 0 && tok_is_whitespace(last_char(text, new_start))) {
                     size_t k = 1;
                     while (k < new_start && ((unsigned char)text[new_start - k] & 0xC0) == 0x80)
                         k++;
@@ -197,24 +198,24 @@ static int split_on_added(tfenc_context *ctx, const tfenc_tokenizer *t, int norm
             if (token->rstrip) {
                 while (stop < length) {
                     int32_t c;
-                    size_t k = utf8_decode(text + stop, &c);
-                    if (!tokenizer_is_whitespace(c))
+                    size_t k = tok_utf8_decode(text + stop, &c);
+                    if (!tok_is_whitespace(c))
                         break;
                     stop += k;
                 }
                 at = stop;
             }
             if (start_offset < start &&
-                pieces_add(out, base + start_offset, start - start_offset, -1,
-                           first && start_offset == 0) != 0)
+                tok_pieces_add(out, base + start_offset, start - start_offset, -1,
+                               first && start_offset == 0) != 0)
                 goto no_memory;
-            if (pieces_add(out, 0, 0, token->id, 0) != 0)
+            if (tok_pieces_add(out, 0, 0, token->id, 0) != 0)
                 goto no_memory;
             start_offset = stop;
         }
     }
-    if (start_offset < length &&
-        pieces_add(out, base + start_offset, length - start_offset, -1, first && start_offset == 0) != 0)
+    if (start_offset < length && tok_pieces_add(out, base + start_offset, length - start_offset, -1,
+                                                first && start_offset == 0) != 0)
         goto no_memory;
     return TFENC_OK;
 no_memory:
@@ -265,7 +266,7 @@ static int sanitize(tfenc_context *ctx, tfenc_tokenizer *t, const char *text, si
 {
     const unsigned char *bytes = (const unsigned char *)text;
     t->text.length = 0;
-    if (text_reserve(&t->text, length) != 0)
+    if (tok_text_reserve(&t->text, length) != 0)
         return tfenc_error(ctx, TFENC_ERR_NO_MEMORY, "tokenizer: no memory for a text of %zu bytes",
                            length);
     size_t clean_from = 0;
@@ -276,20 +277,20 @@ static int sanitize(tfenc_context *ctx, tfenc_tokenizer *t, const char *text, si
         }
         size_t bad = invalid_length(bytes + i, length - i);
         if (bad == 0) {
-            i += utf8_length(bytes[i]);
+            i += tok_utf8_length(bytes[i]);
             continue;
         }
         if (t->invalid_utf8 == TFENC_INVALID_UTF8_ERROR)
             return tfenc_error(ctx, TFENC_ERR_INPUT,
                                "tokenizer: invalid UTF-8 at byte offset %zu of the text (byte 0x%02x)",
                                i, bytes[i]);
-        if (text_append(&t->text, text + clean_from, i - clean_from) != 0 ||
-            text_append(&t->text, "\xef\xbf\xbd", 3) != 0)
+        if (tok_text_append(&t->text, text + clean_from, i - clean_from) != 0 ||
+            tok_text_append(&t->text, "\xef\xbf\xbd", 3) != 0)
             return tfenc_error(ctx, TFENC_ERR_NO_MEMORY, "tokenizer: out of memory");
         i += bad;
         clean_from = i;
     }
-    if (text_append(&t->text, text + clean_from, length - clean_from) != 0)
+    if (tok_text_append(&t->text, text + clean_from, length - clean_from) != 0)
         return tfenc_error(ctx, TFENC_ERR_NO_MEMORY, "tokenizer: out of memory");
     return TFENC_OK;
 }
@@ -322,9 +323,9 @@ int tfenc_tokenizer_encode(tfenc_context *ctx, tfenc_tokenizer *tokenizer, const
     t->normalized.length = 0;
     status = split_on_added(ctx, t, 0, t->text.data, 0, t->text.length, 1, &t->segments);
     for (size_t i = 0; i < t->segments.count && status == TFENC_OK; i++) {
-        text_piece segment = t->segments.items[i];
+        tok_text_piece segment = t->segments.items[i];
         if (segment.id >= 0) {
-            if (pieces_add(&t->raw_pieces, 0, 0, segment.id, 0) != 0)
+            if (tok_pieces_add(&t->raw_pieces, 0, 0, segment.id, 0) != 0)
                 return tfenc_error(ctx, TFENC_ERR_NO_MEMORY, "tokenizer: out of memory");
             continue;
         }
@@ -341,13 +342,13 @@ int tfenc_tokenizer_encode(tfenc_context *ctx, tfenc_tokenizer *tokenizer, const
         return status;
 
     /* 4. Pre-tokenizers, each over the pieces of the one before. */
-    const text_buffer *piece_text = &t->normalized;
-    const piece_list *pieces = &t->raw_pieces;
+    const tok_text_buffer *piece_text = &t->normalized;
+    const tok_piece_list *pieces = &t->raw_pieces;
     for (size_t i = 0; i < t->n_pre_tokenizers; i++) {
-        text_buffer *target_text = &t->pre_text[i % 2];
-        piece_list *target = &t->pieces[i % 2];
-        status = pre_tokenizer_apply(ctx, &t->pre_tokenizers[i], piece_text, pieces, target_text,
-                                     target, &t->matches);
+        tok_text_buffer *target_text = &t->pre_text[i % 2];
+        tok_piece_list *target = &t->pieces[i % 2];
+        status = tok_pre_tokenizer_apply(ctx, &t->pre_tokenizers[i], piece_text, pieces,
+                                         target_text, target, &t->matches);
         if (status != TFENC_OK)
             return status;
         piece_text = target_text;
@@ -357,14 +358,14 @@ int tfenc_tokenizer_encode(tfenc_context *ctx, tfenc_tokenizer *tokenizer, const
     /* 5. The model on each piece. */
     t->ids.count = 0;
     for (size_t i = 0; i < pieces->count; i++) {
-        const text_piece *piece = &pieces->items[i];
+        const tok_text_piece *piece = &pieces->items[i];
         if (piece->id >= 0)
-            status = ids_add(&t->ids, piece->id) == 0
+            status = tok_ids_add(&t->ids, piece->id) == 0
                          ? TFENC_OK
                          : tfenc_error(ctx, TFENC_ERR_NO_MEMORY, "tokenizer: out of memory");
         else
-            status = model_tokenize(ctx, &t->model, &t->scratch, piece_text->data + piece->start,
-                                    piece->length, &t->ids);
+            status = tok_model_tokenize(ctx, &t->model, &t->scratch,
+                                        piece_text->data + piece->start, piece->length, &t->ids);
         if (status != TFENC_OK)
             return status;
     }
@@ -390,13 +391,13 @@ int tfenc_tokenizer_encode(tfenc_context *ctx, tfenc_tokenizer *tokenizer, const
 
 /* ------------------------------------------------------------ building */
 
-int tokenizer_finish(tfenc_context *ctx, tfenc_tokenizer *t)
+int tok_finish(tfenc_context *ctx, tfenc_tokenizer *t)
 {
     int status = prepare_added(ctx, t);
     if (status != TFENC_OK)
         return status;
     int32_t largest = -1;
-    const token_table *vocab = &t->model.vocab;
+    const tok_table *vocab = &t->model.vocab;
     for (size_t i = 0; i < vocab->count; i++)
         if (vocab->value[i] > largest)
             largest = vocab->value[i];
@@ -410,8 +411,8 @@ int tokenizer_finish(tfenc_context *ctx, tfenc_tokenizer *t)
         if (t->suffix_ids[i] > largest)
             largest = t->suffix_ids[i];
     t->vocab_size = largest + 1;
-    if (t->model.kind != MODEL_BPE || t->model.byte_fallback)
-        model_find_byte_ids(&t->model);
+    if (t->model.kind != TOK_MODEL_BPE || t->model.byte_fallback)
+        tok_model_find_byte_ids(&t->model);
     if (t->pad_id < 0) {
         static const char *const pads[] = {"[PAD]", "<pad>", "<|pad|>"};
         for (size_t i = 0; i < sizeof pads / sizeof *pads && t->pad_id < 0; i++)
@@ -450,21 +451,21 @@ static int build_bert(tfenc_context *ctx, const char *const *token, const size_t
         goto no_memory;
     t->n_vocab_tokens = n;
     t->n_normalizers = 1;
-    normalizer *bert = &t->normalizers[0];
-    bert->kind = NORMALIZER_BERT;
+    tok_normalizer *bert = &t->normalizers[0];
+    bert->kind = TOK_NORMALIZER_BERT;
     bert->clean_text = 1;
     bert->handle_chinese_chars = t->options.chinese_chars;
     bert->lowercase = t->options.lowercase;
     bert->strip_accents = chosen.strip_accents < 0 ? t->options.lowercase : chosen.strip_accents;
     t->n_pre_tokenizers = 1;
-    t->pre_tokenizers[0].kind = PRE_BERT;
-    model *m = &t->model;
-    m->kind = MODEL_WORDPIECE;
+    t->pre_tokenizers[0].kind = TOK_PRE_BERT;
+    tok_model *m = &t->model;
+    m->kind = TOK_MODEL_WORDPIECE;
     m->continuing_prefix_length = 2;
     m->max_input_chars_per_word = BERT_MAX_WORD_CHARS;
     for (int i = 0; i < n; i++) {
         if ((t->vocab_tokens[i] = strndup(token[i], length[i])) == NULL ||
-            token_table_put(&m->vocab, token[i], length[i], i) != 0)
+            tok_table_put(&m->vocab, token[i], length[i], i) != 0)
             goto no_memory;
     }
     int32_t cls = tfenc_tokenizer_token_id(t, "[CLS]"), sep = tfenc_tokenizer_token_id(t, "[SEP]");
@@ -480,7 +481,7 @@ static int build_bert(tfenc_context *ctx, const char *const *token, const size_t
         int32_t id = tfenc_tokenizer_token_id(t, bert_specials[i]);
         if (id < 0)
             continue;
-        added_token *added = &t->added[t->n_added];
+        tok_added_token *added = &t->added[t->n_added];
         if ((added->content = strdup(bert_specials[i])) == NULL)
             goto no_memory;
         added->length = strlen(bert_specials[i]);
@@ -490,7 +491,7 @@ static int build_bert(tfenc_context *ctx, const char *const *token, const size_t
     }
     t->prefix_ids[t->n_prefix++] = cls;
     t->suffix_ids[t->n_suffix++] = sep;
-    status = tokenizer_finish(ctx, t);
+    status = tok_finish(ctx, t);
     if (status != TFENC_OK) {
         tfenc_tokenizer_destroy(t);
         return status;
@@ -534,8 +535,7 @@ int tfenc_tokenizer_create_from_tokens(tfenc_context *ctx, const char *const *to
  * eating all memory. A power of two, as the read buffer doubles up to it. */
 #define MAX_TOKENIZER_FILE_BYTES ((size_t)1 << 28)
 
-int tokenizer_read_file(tfenc_context *ctx, const char *path, const char *what, char **data,
-                        size_t *size)
+int tok_read_file(tfenc_context *ctx, const char *path, const char *what, char **data, size_t *size)
 {
     /* A regular file only (core/base/files.h): a FIFO would block, a device never end. */
     FILE *file = NULL;
@@ -586,7 +586,7 @@ int tfenc_tokenizer_create_from_file(tfenc_context *ctx, const char *vocab_path,
     *tokenizer = NULL;
     char *data = NULL;
     size_t size = 0;
-    int status = tokenizer_read_file(ctx, vocab_path, "vocabulary", &data, &size);
+    int status = tok_read_file(ctx, vocab_path, "vocabulary", &data, &size);
     if (status != TFENC_OK)
         return status;
 
@@ -627,7 +627,7 @@ int tfenc_tokenizer_create_from_file(tfenc_context *ctx, const char *vocab_path,
                 goto done;
             }
             position += (size_t)n;
-            if (!tokenizer_is_whitespace(c))
+            if (!tok_is_whitespace(c))
                 kept_end = position;
         }
         token[line] = data + start;
@@ -661,9 +661,9 @@ int tfenc_tokenizer_create_from_json_text(tfenc_context *ctx, const char *text, 
     tfenc_tokenizer *t = new_tokenizer(ctx, source, &chosen);
     if (t == NULL)
         return TFENC_ERR_NO_MEMORY;
-    status = tokenizer_from_json(ctx, t, text, length);
+    status = tok_from_json(ctx, t, text, length);
     if (status == TFENC_OK)
-        status = tokenizer_finish(ctx, t);
+        status = tok_finish(ctx, t);
     if (status == TFENC_OK) {
         t->json_text = malloc(length + 1);
         if (t->json_text == NULL)
@@ -689,7 +689,7 @@ int tfenc_tokenizer_create_from_json_file(tfenc_context *ctx, const char *path,
     *tokenizer = NULL;
     char *data = NULL;
     size_t size = 0;
-    int status = tokenizer_read_file(ctx, path, "tokenizer", &data, &size);
+    int status = tok_read_file(ctx, path, "tokenizer", &data, &size);
     if (status != TFENC_OK)
         return status;
     status = tfenc_tokenizer_create_from_json_text(ctx, data, size, path, options, tokenizer);
@@ -711,7 +711,7 @@ int32_t tfenc_tokenizer_token_id(const tfenc_tokenizer *tokenizer, const char *t
         if (tokenizer->added[i].length == length &&
             memcmp(tokenizer->added[i].content, token, length) == 0)
             return tokenizer->added[i].id;
-    return token_table_get(&tokenizer->model.vocab, token, length);
+    return tok_table_get(&tokenizer->model.vocab, token, length);
 }
 
 int32_t tfenc_tokenizer_special_id(const tfenc_tokenizer *tokenizer, tfenc_special_token which)
@@ -754,12 +754,12 @@ void tfenc_tokenizer_destroy(tfenc_tokenizer *t)
     if (t == NULL)
         return;
     for (size_t i = 0; i < t->n_normalizers; i++)
-        normalizer_free(&t->normalizers[i]);
+        tok_normalizer_free(&t->normalizers[i]);
     free(t->normalizers);
     for (size_t i = 0; i < t->n_pre_tokenizers; i++)
-        pre_tokenizer_free(&t->pre_tokenizers[i]);
+        tok_pre_tokenizer_free(&t->pre_tokenizers[i]);
     free(t->pre_tokenizers);
-    model_free(&t->model);
+    tok_model_free(&t->model);
     for (size_t i = 0; i < t->n_added; i++) {
         free(t->added[i].content);
         free(t->added[i].pattern);
@@ -781,7 +781,7 @@ void tfenc_tokenizer_destroy(tfenc_tokenizer *t)
     free(t->pieces[0].items);
     free(t->pieces[1].items);
     free(t->matches.spans);
-    model_scratch_free(&t->scratch);
+    tok_model_scratch_free(&t->scratch);
     free(t->ids.ids);
     free(t);
 }

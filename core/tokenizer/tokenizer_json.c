@@ -98,17 +98,17 @@ static int get_char(parser *p, json_t *object, const char *where, const char *ke
         *value = fallback;
         return TFENC_OK;
     }
-    if (length == 0 || utf8_length((unsigned char)text[0]) != length) {
+    if (length == 0 || tok_utf8_length((unsigned char)text[0]) != length) {
         char message[128];
         snprintf(message, sizeof message, "'%s' must be one character", key);
         return refuse(p, where, message);
     }
-    utf8_decode(text, value);
+    tok_utf8_decode(text, value);
     return TFENC_OK;
 }
 
 /* {"String": "..."} or {"Regex": "..."}. */
-static int get_pattern(parser *p, json_t *object, const char *where, text_pattern *pattern)
+static int get_pattern(parser *p, json_t *object, const char *where, tok_text_pattern *pattern)
 {
     json_t *item = json_object_get(object, "pattern");
     json_t *literal = json_object_get(item, "String");
@@ -123,14 +123,14 @@ static int get_pattern(parser *p, json_t *object, const char *where, text_patter
         if (strlen(json_string_value(regex)) != json_string_length(regex))
             return refuse(p, where, "the pattern holds a NUL character");
         pattern->is_regex = 1;
-        return token_regex_compile(p->ctx, p->source, where, json_string_value(regex),
-                                   &pattern->regex);
+        return tok_regex_compile(p->ctx, p->source, where, json_string_value(regex),
+                                 &pattern->regex);
     }
     return refuse(p, where, "'pattern' must be {\"String\": ...} or {\"Regex\": ...}");
 }
 
-static int get_behavior(parser *p, json_t *object, const char *where, split_behavior fallback,
-                        split_behavior *behavior)
+static int get_behavior(parser *p, json_t *object, const char *where, tok_split_behavior fallback,
+                        tok_split_behavior *behavior)
 {
     static const char *const names[] = {"Removed", "Isolated", "MergedWithPrevious",
                                         "MergedWithNext", "Contiguous"};
@@ -144,7 +144,7 @@ static int get_behavior(parser *p, json_t *object, const char *where, split_beha
     }
     for (size_t i = 0; i < sizeof names / sizeof *names; i++)
         if (strcmp(name, names[i]) == 0) {
-            *behavior = (split_behavior)i;
+            *behavior = (tok_split_behavior)i;
             return TFENC_OK;
         }
     return refuse(p, where, "'behavior' must be Removed, Isolated, MergedWithPrevious, "
@@ -247,10 +247,10 @@ static long base64_decode(const char *in, size_t length, unsigned char *out)
 
 /* --------------------------------------------------------- normalizers */
 
-static int add_normalizer(parser *p, normalizer **out)
+static int add_normalizer(parser *p, tok_normalizer **out)
 {
     tfenc_tokenizer *t = p->t;
-    normalizer *grown = realloc(t->normalizers, (t->n_normalizers + 1) * sizeof *grown);
+    tok_normalizer *grown = realloc(t->normalizers, (t->n_normalizers + 1) * sizeof *grown);
     if (grown == NULL)
         return no_memory(p);
     t->normalizers = grown;
@@ -261,7 +261,7 @@ static int add_normalizer(parser *p, normalizer **out)
 
 /* SentencePiece's precompiled_charsmap: a u32 trie size, the double-array
  * units, then the NUL-separated replacement strings. */
-static int parse_precompiled(parser *p, normalizer *n, json_t *object)
+static int parse_precompiled(parser *p, tok_normalizer *n, json_t *object)
 {
     const char *where = "normalizer Precompiled";
     const char *encoded;
@@ -298,6 +298,55 @@ static int parse_precompiled(parser *p, normalizer *n, json_t *object)
     return status;
 }
 
+/* The options of one normalizer of a known kind; `where` names it in
+ * errors. */
+static int normalizer_options(parser *p, tok_normalizer *n, json_t *object, const char *where)
+{
+    int status = TFENC_OK;
+    switch (n->kind) {
+    case TOK_NORMALIZER_BERT: {
+        json_t *strip = json_object_get(object, "strip_accents");
+        if ((status = get_bool(p, object, where, "clean_text", 1, &n->clean_text)) ||
+            (status = get_bool(p, object, where, "handle_chinese_chars", 1, &n->handle_chinese_chars)) ||
+            (status = get_bool(p, object, where, "lowercase", 1, &n->lowercase)))
+            return status;
+        /* null: follow lowercase, as HF's BertNormalizer does. */
+        if (strip == NULL || json_is_null(strip))
+            n->strip_accents = n->lowercase;
+        else if ((status = get_bool(p, object, where, "strip_accents", 0, &n->strip_accents)))
+            return status;
+        return TFENC_OK;
+    }
+    case TOK_NORMALIZER_STRIP:
+        if ((status = get_bool(p, object, where, "strip_left", 1, &n->strip_left)))
+            return status;
+        return get_bool(p, object, where, "strip_right", 1, &n->strip_right);
+    case TOK_NORMALIZER_REPLACE: {
+        const char *content;
+        if ((status = get_pattern(p, object, where, &n->pattern)) ||
+            (status = get_string(p, object, where, "content", &content, &n->content_length)))
+            return status;
+        if (content == NULL)
+            return refuse(p, where, "'content' is missing");
+        n->content = copy_bytes(content, n->content_length);
+        return n->content != NULL ? TFENC_OK : no_memory(p);
+    }
+    case TOK_NORMALIZER_PREPEND: {
+        const char *content;
+        if ((status = get_string(p, object, where, "prepend", &content, &n->content_length)))
+            return status;
+        if (content == NULL)
+            return refuse(p, where, "'prepend' is missing");
+        n->content = copy_bytes(content, n->content_length);
+        return n->content != NULL ? TFENC_OK : no_memory(p);
+    }
+    case TOK_NORMALIZER_PRECOMPILED:
+        return parse_precompiled(p, n, object);
+    default:
+        return TFENC_OK;
+    }
+}
+
 static int parse_normalizer(parser *p, json_t *object, int depth)
 {
     if (object == NULL || json_is_null(object))
@@ -320,12 +369,18 @@ static int parse_normalizer(parser *p, json_t *object, int depth)
     }
     static const struct {
         const char *name;
-        normalizer_kind kind;
-    } kinds[] = {{"BertNormalizer", NORMALIZER_BERT}, {"NFC", NORMALIZER_NFC},
-                 {"NFD", NORMALIZER_NFD}, {"NFKC", NORMALIZER_NFKC}, {"NFKD", NORMALIZER_NFKD},
-                 {"Lowercase", NORMALIZER_LOWERCASE}, {"Strip", NORMALIZER_STRIP},
-                 {"StripAccents", NORMALIZER_STRIP_ACCENTS}, {"Replace", NORMALIZER_REPLACE},
-                 {"Prepend", NORMALIZER_PREPEND}, {"Precompiled", NORMALIZER_PRECOMPILED}};
+        tok_normalizer_kind kind;
+    } kinds[] = {{"BertNormalizer", TOK_NORMALIZER_BERT},
+                 {"NFC", TOK_NORMALIZER_NFC},
+                 {"NFD", TOK_NORMALIZER_NFD},
+                 {"NFKC", TOK_NORMALIZER_NFKC},
+                 {"NFKD", TOK_NORMALIZER_NFKD},
+                 {"Lowercase", TOK_NORMALIZER_LOWERCASE},
+                 {"Strip", TOK_NORMALIZER_STRIP},
+                 {"StripAccents", TOK_NORMALIZER_STRIP_ACCENTS},
+                 {"Replace", TOK_NORMALIZER_REPLACE},
+                 {"Prepend", TOK_NORMALIZER_PREPEND},
+                 {"Precompiled", TOK_NORMALIZER_PRECOMPILED}};
     size_t which = 0;
     while (which < sizeof kinds / sizeof *kinds && strcmp(type, kinds[which].name) != 0)
         which++;
@@ -336,55 +391,14 @@ static int parse_normalizer(parser *p, json_t *object, int depth)
                  "Replace, Prepend, Precompiled, Sequence)", type);
         return refuse(p, "normalizer", message);
     }
-    normalizer *n = NULL;
+    tok_normalizer *n = NULL;
     int status = add_normalizer(p, &n);
     if (status != TFENC_OK)
         return status;
     n->kind = kinds[which].kind;
     char where[64];
     snprintf(where, sizeof where, "normalizer %s", kinds[which].name);
-    switch (n->kind) {
-    case NORMALIZER_BERT: {
-        json_t *strip = json_object_get(object, "strip_accents");
-        if ((status = get_bool(p, object, where, "clean_text", 1, &n->clean_text)) ||
-            (status = get_bool(p, object, where, "handle_chinese_chars", 1, &n->handle_chinese_chars)) ||
-            (status = get_bool(p, object, where, "lowercase", 1, &n->lowercase)))
-            return status;
-        /* null: follow lowercase, as HF's BertNormalizer does. */
-        if (strip == NULL || json_is_null(strip))
-            n->strip_accents = n->lowercase;
-        else if ((status = get_bool(p, object, where, "strip_accents", 0, &n->strip_accents)))
-            return status;
-        return TFENC_OK;
-    }
-    case NORMALIZER_STRIP:
-        if ((status = get_bool(p, object, where, "strip_left", 1, &n->strip_left)))
-            return status;
-        return get_bool(p, object, where, "strip_right", 1, &n->strip_right);
-    case NORMALIZER_REPLACE: {
-        const char *content;
-        if ((status = get_pattern(p, object, where, &n->pattern)) ||
-            (status = get_string(p, object, where, "content", &content, &n->content_length)))
-            return status;
-        if (content == NULL)
-            return refuse(p, where, "'content' is missing");
-        n->content = copy_bytes(content, n->content_length);
-        return n->content != NULL ? TFENC_OK : no_memory(p);
-    }
-    case NORMALIZER_PREPEND: {
-        const char *content;
-        if ((status = get_string(p, object, where, "prepend", &content, &n->content_length)))
-            return status;
-        if (content == NULL)
-            return refuse(p, where, "'prepend' is missing");
-        n->content = copy_bytes(content, n->content_length);
-        return n->content != NULL ? TFENC_OK : no_memory(p);
-    }
-    case NORMALIZER_PRECOMPILED:
-        return parse_precompiled(p, n, object);
-    default:
-        return TFENC_OK;
-    }
+    return normalizer_options(p, n, object, where);
 }
 
 /* ------------------------------------------------------- pre-tokenizers */
@@ -392,16 +406,73 @@ static int parse_normalizer(parser *p, json_t *object, int depth)
 /* GPT-2's split pattern, ByteLevel's use_regex. */
 #define GPT2_PATTERN "'s|'t|'re|'ve|'m|'ll|'d| ?\\p{L}+| ?\\p{N}+| ?[^\\s\\p{L}\\p{N}]+|\\s+(?!\\S)|\\s+"
 
-static int add_pre_tokenizer(parser *p, pre_tokenizer **out)
+static int add_pre_tokenizer(parser *p, tok_pre_tokenizer **out)
 {
     tfenc_tokenizer *t = p->t;
-    pre_tokenizer *grown = realloc(t->pre_tokenizers, (t->n_pre_tokenizers + 1) * sizeof *grown);
+    tok_pre_tokenizer *grown =
+        realloc(t->pre_tokenizers, (t->n_pre_tokenizers + 1) * sizeof *grown);
     if (grown == NULL)
         return no_memory(p);
     t->pre_tokenizers = grown;
     *out = &t->pre_tokenizers[t->n_pre_tokenizers++];
     memset(*out, 0, sizeof **out);
     return TFENC_OK;
+}
+
+/* The options of one pre-tokenizer of a known kind; `where` names it in
+ * errors. */
+static int pre_tokenizer_options(parser *p, tok_pre_tokenizer *pre, json_t *object,
+                                 const char *where)
+{
+    int status = TFENC_OK;
+    switch (pre->kind) {
+    case TOK_PRE_METASPACE: {
+        const char *scheme;
+        int add_prefix_space;
+        if ((status = get_char(p, object, where, "replacement", 0x2581, &pre->replacement)) ||
+            (status = get_bool(p, object, where, "split", 1, &pre->split)) ||
+            (status = get_bool(p, object, where, "add_prefix_space", 1, &add_prefix_space)) ||
+            (status = get_string(p, object, where, "prepend_scheme", &scheme, NULL)))
+            return status;
+        /* Files older than prepend_scheme say add_prefix_space instead. */
+        if (scheme == NULL)
+            pre->prepend = add_prefix_space ? TOK_PREPEND_ALWAYS : TOK_PREPEND_NEVER;
+        else if (strcmp(scheme, "always") == 0)
+            pre->prepend = TOK_PREPEND_ALWAYS;
+        else if (strcmp(scheme, "first") == 0)
+            pre->prepend = TOK_PREPEND_FIRST;
+        else if (strcmp(scheme, "never") == 0)
+            pre->prepend = TOK_PREPEND_NEVER;
+        else
+            return refuse(p, where, "'prepend_scheme' must be always, first or never");
+        return TFENC_OK;
+    }
+    case TOK_PRE_BYTE_LEVEL:
+        if ((status = get_bool(p, object, where, "add_prefix_space", 1, &pre->add_prefix_space)) ||
+            (status = get_bool(p, object, where, "use_regex", 1, &pre->use_regex)))
+            return status;
+        pre->pattern.is_regex = 1;
+        return pre->use_regex
+                   ? tok_regex_compile(p->ctx, p->source, where, GPT2_PATTERN, &pre->pattern.regex)
+                   : TFENC_OK;
+    case TOK_PRE_SPLIT:
+        if ((status = get_pattern(p, object, where, &pre->pattern)) ||
+            (status = get_behavior(p, object, where, TOK_SPLIT_REMOVED, &pre->behavior)))
+            return status;
+        if (json_object_get(object, "behavior") == NULL)
+            return refuse(p, where, "'behavior' is missing");
+        return get_bool(p, object, where, "invert", 0, &pre->invert);
+    case TOK_PRE_DIGITS:
+        return get_bool(p, object, where, "individual_digits", 0, &pre->individual_digits);
+    case TOK_PRE_PUNCTUATION:
+        return get_behavior(p, object, where, TOK_SPLIT_ISOLATED, &pre->behavior);
+    case TOK_PRE_CHAR_DELIMITER:
+        if ((status = get_char(p, object, where, "delimiter", -1, &pre->delimiter)))
+            return status;
+        return pre->delimiter < 0 ? refuse(p, where, "'delimiter' is missing") : TFENC_OK;
+    default:
+        return TFENC_OK;
+    }
 }
 
 static int parse_pre_tokenizer(parser *p, json_t *object, int depth)
@@ -426,11 +497,16 @@ static int parse_pre_tokenizer(parser *p, json_t *object, int depth)
     }
     static const struct {
         const char *name;
-        pre_tokenizer_kind kind;
-    } kinds[] = {{"BertPreTokenizer", PRE_BERT}, {"Whitespace", PRE_WHITESPACE},
-                 {"WhitespaceSplit", PRE_WHITESPACE_SPLIT}, {"Metaspace", PRE_METASPACE},
-                 {"ByteLevel", PRE_BYTE_LEVEL}, {"Split", PRE_SPLIT}, {"Digits", PRE_DIGITS},
-                 {"Punctuation", PRE_PUNCTUATION}, {"CharDelimiterSplit", PRE_CHAR_DELIMITER}};
+        tok_pre_tokenizer_kind kind;
+    } kinds[] = {{"BertPreTokenizer", TOK_PRE_BERT},
+                 {"Whitespace", TOK_PRE_WHITESPACE},
+                 {"WhitespaceSplit", TOK_PRE_WHITESPACE_SPLIT},
+                 {"Metaspace", TOK_PRE_METASPACE},
+                 {"ByteLevel", TOK_PRE_BYTE_LEVEL},
+                 {"Split", TOK_PRE_SPLIT},
+                 {"Digits", TOK_PRE_DIGITS},
+                 {"Punctuation", TOK_PRE_PUNCTUATION},
+                 {"CharDelimiterSplit", TOK_PRE_CHAR_DELIMITER}};
     size_t which = 0;
     while (which < sizeof kinds / sizeof *kinds && strcmp(type, kinds[which].name) != 0)
         which++;
@@ -441,61 +517,14 @@ static int parse_pre_tokenizer(parser *p, json_t *object, int depth)
                  "Digits, Punctuation, CharDelimiterSplit, Sequence)", type);
         return refuse(p, "pre_tokenizer", message);
     }
-    pre_tokenizer *pre = NULL;
+    tok_pre_tokenizer *pre = NULL;
     int status = add_pre_tokenizer(p, &pre);
     if (status != TFENC_OK)
         return status;
     pre->kind = kinds[which].kind;
     char where[64];
     snprintf(where, sizeof where, "pre_tokenizer %s", kinds[which].name);
-    switch (pre->kind) {
-    case PRE_METASPACE: {
-        const char *scheme;
-        int add_prefix_space;
-        if ((status = get_char(p, object, where, "replacement", 0x2581, &pre->replacement)) ||
-            (status = get_bool(p, object, where, "split", 1, &pre->split)) ||
-            (status = get_bool(p, object, where, "add_prefix_space", 1, &add_prefix_space)) ||
-            (status = get_string(p, object, where, "prepend_scheme", &scheme, NULL)))
-            return status;
-        /* Files older than prepend_scheme say add_prefix_space instead. */
-        if (scheme == NULL)
-            pre->prepend = add_prefix_space ? PREPEND_ALWAYS : PREPEND_NEVER;
-        else if (strcmp(scheme, "always") == 0)
-            pre->prepend = PREPEND_ALWAYS;
-        else if (strcmp(scheme, "first") == 0)
-            pre->prepend = PREPEND_FIRST;
-        else if (strcmp(scheme, "never") == 0)
-            pre->prepend = PREPEND_NEVER;
-        else
-            return refuse(p, where, "'prepend_scheme' must be always, first or never");
-        return TFENC_OK;
-    }
-    case PRE_BYTE_LEVEL:
-        if ((status = get_bool(p, object, where, "add_prefix_space", 1, &pre->add_prefix_space)) ||
-            (status = get_bool(p, object, where, "use_regex", 1, &pre->use_regex)))
-            return status;
-        pre->pattern.is_regex = 1;
-        return pre->use_regex ? token_regex_compile(p->ctx, p->source, where, GPT2_PATTERN,
-                                                    &pre->pattern.regex)
-                              : TFENC_OK;
-    case PRE_SPLIT:
-        if ((status = get_pattern(p, object, where, &pre->pattern)) ||
-            (status = get_behavior(p, object, where, SPLIT_REMOVED, &pre->behavior)))
-            return status;
-        if (json_object_get(object, "behavior") == NULL)
-            return refuse(p, where, "'behavior' is missing");
-        return get_bool(p, object, where, "invert", 0, &pre->invert);
-    case PRE_DIGITS:
-        return get_bool(p, object, where, "individual_digits", 0, &pre->individual_digits);
-    case PRE_PUNCTUATION:
-        return get_behavior(p, object, where, SPLIT_ISOLATED, &pre->behavior);
-    case PRE_CHAR_DELIMITER:
-        if ((status = get_char(p, object, where, "delimiter", -1, &pre->delimiter)))
-            return status;
-        return pre->delimiter < 0 ? refuse(p, where, "'delimiter' is missing") : TFENC_OK;
-    default:
-        return TFENC_OK;
-    }
+    return pre_tokenizer_options(p, pre, object, where);
 }
 
 /* -------------------------------------------------------------- models */
@@ -514,7 +543,7 @@ static int parse_vocab_object(parser *p, json_t *vocab, const char *where)
             return status;
         /* jansson gives keys NUL-terminated; one with a NUL inside is cut
          * there, which no real vocabulary holds. */
-        if (token_table_put(&p->t->model.vocab, key, strlen(key), id) != 0)
+        if (tok_table_put(&p->t->model.vocab, key, strlen(key), id) != 0)
             return no_memory(p);
     }
     return TFENC_OK;
@@ -529,7 +558,7 @@ static int set_unk(parser *p, json_t *object, const char *where, const char *fal
     int status = get_string(p, object, where, "unk_token", &unk, &length);
     if (status != TFENC_OK)
         return status;
-    model *m = &p->t->model;
+    tok_model *m = &p->t->model;
     if (unk == NULL && fallback != NULL) {
         unk = fallback;
         length = strlen(fallback);
@@ -538,7 +567,7 @@ static int set_unk(parser *p, json_t *object, const char *where, const char *fal
         m->unk_id = -1;
         return TFENC_OK;
     }
-    m->unk_id = token_table_get(&m->vocab, unk, length);
+    m->unk_id = tok_table_get(&m->vocab, unk, length);
     if (m->unk_id < 0) {
         char message[200];
         snprintf(message, sizeof message, "unk_token '%.80s' is not in the vocabulary", unk);
@@ -609,8 +638,8 @@ static int parse_merges(parser *p, json_t *merges, const char *where)
         }
     }
     if (status == TFENC_OK)
-        status = model_set_merges(p->ctx, &p->t->model, left, left_length, right, right_length,
-                                  count, p->source);
+        status = tok_model_set_merges(p->ctx, &p->t->model, left, left_length, right, right_length,
+                                      count, p->source);
     free(left);
     free(right);
     free(left_length);
@@ -618,11 +647,104 @@ static int parse_merges(parser *p, json_t *merges, const char *where)
     return status;
 }
 
+/* model WordPiece: the vocabulary, the continuing prefix, the unknown token
+ * and the longest word it splits. */
+static int parse_wordpiece(parser *p, json_t *object)
+{
+    tok_model *m = &p->t->model;
+    int status;
+    const char *where = "model WordPiece";
+    json_t *limit = json_object_get(object, "max_input_chars_per_word");
+    m->kind = TOK_MODEL_WORDPIECE;
+    m->max_input_chars_per_word = 100;
+    if (limit != NULL && !json_is_null(limit)) {
+        if (!json_is_integer(limit) || json_integer_value(limit) < 0 ||
+            json_integer_value(limit) > INT32_MAX)
+            return refuse(p, where, "'max_input_chars_per_word' must be a count");
+        m->max_input_chars_per_word = (int)json_integer_value(limit);
+    }
+    if ((status = parse_vocab_object(p, json_object_get(object, "vocab"), where)) ||
+        (status = set_affix(p, object, where, "continuing_subword_prefix", "##",
+                            &m->continuing_prefix, &m->continuing_prefix_length)))
+        return status;
+    return set_unk(p, object, where, "[UNK]");
+}
+
+/* model BPE: vocabulary, merges, affixes and options; dropout must be off
+ * (a batch encoder must give the same ids every time). */
+static int parse_bpe(parser *p, json_t *object)
+{
+    tok_model *m = &p->t->model;
+    int status;
+    const char *where = "model BPE";
+    m->kind = TOK_MODEL_BPE;
+    json_t *dropout = json_object_get(object, "dropout");
+    if (dropout != NULL && !json_is_null(dropout) &&
+        !(json_is_number(dropout) && json_number_value(dropout) == 0.0))
+        return refuse(p, where, "'dropout' is random sampling, which a batch encoder cannot "
+                                "reproduce: set it to null");
+    if ((status = parse_vocab_object(p, json_object_get(object, "vocab"), where)) ||
+        (status = set_affix(p, object, where, "continuing_subword_prefix", NULL,
+                            &m->continuing_prefix, &m->continuing_prefix_length)) ||
+        (status = set_affix(p, object, where, "end_of_word_suffix", NULL,
+                            &m->end_of_word_suffix, &m->end_of_word_suffix_length)) ||
+        (status = get_bool(p, object, where, "fuse_unk", 0, &m->fuse_unk)) ||
+        (status = get_bool(p, object, where, "byte_fallback", 0, &m->byte_fallback)) ||
+        (status = get_bool(p, object, where, "ignore_merges", 0, &m->ignore_merges)) ||
+        (status = set_unk(p, object, where, NULL)))
+        return status;
+    return parse_merges(p, json_object_get(object, "merges"), where);
+}
+
+/* model Unigram: the pieces with their scores and the unknown id. */
+static int parse_unigram(parser *p, json_t *object)
+{
+    tok_model *m = &p->t->model;
+    int status;
+    const char *where = "model Unigram";
+    m->kind = TOK_MODEL_UNIGRAM;
+    json_t *vocab = json_object_get(object, "vocab");
+    json_t *unk = json_object_get(object, "unk_id");
+    if ((status = get_bool(p, object, where, "byte_fallback", 0, &m->byte_fallback)))
+        return status;
+    if (!json_is_array(vocab) || json_array_size(vocab) == 0)
+        return refuse(p, where, "'vocab' must be a non-empty list of [piece, score]");
+    m->n_pieces = json_array_size(vocab);
+    if (m->n_pieces > INT32_MAX)
+        return refuse(p, where, "more than 2147483647 pieces");
+    m->scores = malloc(m->n_pieces * sizeof *m->scores);
+    if (m->scores == NULL)
+        return no_memory(p);
+    m->min_score = INFINITY;
+    for (size_t i = 0; i < m->n_pieces; i++) {
+        json_t *entry = json_array_get(vocab, i);
+        json_t *piece = json_array_get(entry, 0), *score = json_array_get(entry, 1);
+        if (!json_is_array(entry) || !json_is_string(piece) || !json_is_number(score)) {
+            char message[96];
+            snprintf(message, sizeof message, "vocab entry %zu is not [piece, score]", i);
+            return refuse(p, where, message);
+        }
+        m->scores[i] = serde_json_double(json_number_value(score));
+        if (m->scores[i] < m->min_score)
+            m->min_score = m->scores[i];
+        if (tok_table_put(&m->vocab, json_string_value(piece), json_string_length(piece),
+                          (int32_t)i) != 0)
+            return no_memory(p);
+    }
+    m->unk_id = -1;
+    if (unk != NULL && !json_is_null(unk)) {
+        if ((status = get_id(p, unk, where, &m->unk_id)))
+            return status;
+        if ((size_t)m->unk_id >= m->n_pieces)
+            return refuse(p, where, "'unk_id' is past the end of the vocabulary");
+    }
+    return TFENC_OK;
+}
+
 static int parse_model(parser *p, json_t *object)
 {
     if (!json_is_object(object))
         return refuse(p, "model", "is missing or not an object");
-    model *m = &p->t->model;
     const char *type = type_of(object);
     /* Old files have no type: tell the model by its members. */
     if (type[0] == '\0')
@@ -630,84 +752,12 @@ static int parse_model(parser *p, json_t *object)
                : json_is_array(json_object_get(object, "vocab")) ? "Unigram"
                : json_object_get(object, "max_input_chars_per_word") != NULL ? "WordPiece"
                : "";
-    int status;
-    if (strcmp(type, "WordPiece") == 0) {
-        const char *where = "model WordPiece";
-        json_t *limit = json_object_get(object, "max_input_chars_per_word");
-        m->kind = MODEL_WORDPIECE;
-        m->max_input_chars_per_word = 100;
-        if (limit != NULL && !json_is_null(limit)) {
-            if (!json_is_integer(limit) || json_integer_value(limit) < 0 ||
-                json_integer_value(limit) > INT32_MAX)
-                return refuse(p, where, "'max_input_chars_per_word' must be a count");
-            m->max_input_chars_per_word = (int)json_integer_value(limit);
-        }
-        if ((status = parse_vocab_object(p, json_object_get(object, "vocab"), where)) ||
-            (status = set_affix(p, object, where, "continuing_subword_prefix", "##",
-                                &m->continuing_prefix, &m->continuing_prefix_length)))
-            return status;
-        return set_unk(p, object, where, "[UNK]");
-    }
-    if (strcmp(type, "BPE") == 0) {
-        const char *where = "model BPE";
-        m->kind = MODEL_BPE;
-        json_t *dropout = json_object_get(object, "dropout");
-        if (dropout != NULL && !json_is_null(dropout) &&
-            !(json_is_number(dropout) && json_number_value(dropout) == 0.0))
-            return refuse(p, where, "'dropout' is random sampling, which a batch encoder cannot "
-                                    "reproduce: set it to null");
-        if ((status = parse_vocab_object(p, json_object_get(object, "vocab"), where)) ||
-            (status = set_affix(p, object, where, "continuing_subword_prefix", NULL,
-                                &m->continuing_prefix, &m->continuing_prefix_length)) ||
-            (status = set_affix(p, object, where, "end_of_word_suffix", NULL,
-                                &m->end_of_word_suffix, &m->end_of_word_suffix_length)) ||
-            (status = get_bool(p, object, where, "fuse_unk", 0, &m->fuse_unk)) ||
-            (status = get_bool(p, object, where, "byte_fallback", 0, &m->byte_fallback)) ||
-            (status = get_bool(p, object, where, "ignore_merges", 0, &m->ignore_merges)) ||
-            (status = set_unk(p, object, where, NULL)))
-            return status;
-        return parse_merges(p, json_object_get(object, "merges"), where);
-    }
-    if (strcmp(type, "Unigram") == 0) {
-        const char *where = "model Unigram";
-        m->kind = MODEL_UNIGRAM;
-        json_t *vocab = json_object_get(object, "vocab");
-        json_t *unk = json_object_get(object, "unk_id");
-        if ((status = get_bool(p, object, where, "byte_fallback", 0, &m->byte_fallback)))
-            return status;
-        if (!json_is_array(vocab) || json_array_size(vocab) == 0)
-            return refuse(p, where, "'vocab' must be a non-empty list of [piece, score]");
-        m->n_pieces = json_array_size(vocab);
-        if (m->n_pieces > INT32_MAX)
-            return refuse(p, where, "more than 2147483647 pieces");
-        m->scores = malloc(m->n_pieces * sizeof *m->scores);
-        if (m->scores == NULL)
-            return no_memory(p);
-        m->min_score = INFINITY;
-        for (size_t i = 0; i < m->n_pieces; i++) {
-            json_t *entry = json_array_get(vocab, i);
-            json_t *piece = json_array_get(entry, 0), *score = json_array_get(entry, 1);
-            if (!json_is_array(entry) || !json_is_string(piece) || !json_is_number(score)) {
-                char message[96];
-                snprintf(message, sizeof message, "vocab entry %zu is not [piece, score]", i);
-                return refuse(p, where, message);
-            }
-            m->scores[i] = serde_json_double(json_number_value(score));
-            if (m->scores[i] < m->min_score)
-                m->min_score = m->scores[i];
-            if (token_table_put(&m->vocab, json_string_value(piece), json_string_length(piece),
-                                (int32_t)i) != 0)
-                return no_memory(p);
-        }
-        m->unk_id = -1;
-        if (unk != NULL && !json_is_null(unk)) {
-            if ((status = get_id(p, unk, where, &m->unk_id)))
-                return status;
-            if ((size_t)m->unk_id >= m->n_pieces)
-                return refuse(p, where, "'unk_id' is past the end of the vocabulary");
-        }
-        return TFENC_OK;
-    }
+    if (strcmp(type, "WordPiece") == 0)
+        return parse_wordpiece(p, object);
+    if (strcmp(type, "BPE") == 0)
+        return parse_bpe(p, object);
+    if (strcmp(type, "Unigram") == 0)
+        return parse_unigram(p, object);
     char message[160];
     snprintf(message, sizeof message, "type '%.80s' is not supported (supported: WordPiece, BPE, "
              "Unigram)", type);
@@ -870,7 +920,7 @@ static int parse_added(parser *p, json_t *list)
             return status;
         if (content == NULL || length == 0)
             continue;  /* HF ignores empty tokens */
-        added_token *token = &t->added[t->n_added];
+        tok_added_token *token = &t->added[t->n_added];
         if ((status = get_bool(p, item, where, "single_word", 0, &token->single_word)) ||
             (status = get_bool(p, item, where, "lstrip", 0, &token->lstrip)) ||
             (status = get_bool(p, item, where, "rstrip", 0, &token->rstrip)) ||
@@ -881,9 +931,9 @@ static int parse_added(parser *p, json_t *list)
          * added token takes the model's id for the same text, or the next
          * id after the model's vocabulary and the tokens added so far. */
         (void)id;
-        int32_t model_id = token_table_get(&t->model.vocab, content, length);
-        int32_t model_size = (int32_t)(t->model.kind == MODEL_UNIGRAM ? t->model.n_pieces
-                                                                      : t->model.vocab.count);
+        int32_t model_id = tok_table_get(&t->model.vocab, content, length);
+        int32_t model_size = (int32_t)(t->model.kind == TOK_MODEL_UNIGRAM ? t->model.n_pieces
+                                                                          : t->model.vocab.count);
         token->id = model_id;
         for (size_t k = 0; k < t->n_added && token->id < 0; k++)
             if (t->added[k].length == length && memcmp(t->added[k].content, content, length) == 0)
@@ -915,7 +965,7 @@ static int parse_added(parser *p, json_t *list)
 
 /* ---------------------------------------------------------------- entry */
 
-int tokenizer_from_json(tfenc_context *ctx, tfenc_tokenizer *t, const char *text, size_t length)
+int tok_from_json(tfenc_context *ctx, tfenc_tokenizer *t, const char *text, size_t length)
 {
     parser p = {.ctx = ctx, .t = t, .source = t->source};
     json_error_t error;

@@ -9,30 +9,30 @@
 
 /* FNV-1a: simple, fast on short strings, and extendable byte by byte, which
  * Unigram's prefix search uses. */
-uint64_t token_hash_start(void)
+uint64_t tok_hash_start(void)
 {
     return 1469598103934665603ULL;
 }
 
-uint64_t token_hash_byte(uint64_t hash, unsigned char byte)
+uint64_t tok_hash_byte(uint64_t hash, unsigned char byte)
 {
     return (hash ^ byte) * 1099511628211ULL;
 }
 
-uint64_t token_hash(const char *bytes, size_t length)
+uint64_t tok_hash(const char *bytes, size_t length)
 {
-    uint64_t hash = token_hash_start();
+    uint64_t hash = tok_hash_start();
     for (size_t i = 0; i < length; i++)
-        hash = token_hash_byte(hash, (unsigned char)bytes[i]);
+        hash = tok_hash_byte(hash, (unsigned char)bytes[i]);
     return hash;
 }
 
-void token_table_init(token_table *table)
+void tok_table_init(tok_table *table)
 {
     memset(table, 0, sizeof *table);
 }
 
-void token_table_free(token_table *table)
+void tok_table_free(tok_table *table)
 {
     free(table->bytes);
     free(table->offset);
@@ -43,8 +43,8 @@ void token_table_free(token_table *table)
     memset(table, 0, sizeof *table);
 }
 
-static int32_t find_entry(const token_table *table, uint64_t hash, const char *bytes,
-                          size_t length, size_t *slot_out)
+static int32_t find_entry(const tok_table *table, uint64_t hash, const char *bytes, size_t length,
+                          size_t *slot_out)
 {
     if (table->slots == NULL)
         return -1;
@@ -61,7 +61,7 @@ static int32_t find_entry(const token_table *table, uint64_t hash, const char *b
     }
 }
 
-static int grow_slots(token_table *table)
+static int grow_slots(tok_table *table)
 {
     size_t capacity = table->slots == NULL ? 64 : (table->slot_mask + 1) * 2;
     int32_t *slots = malloc(capacity * sizeof *slots);
@@ -80,9 +80,9 @@ static int grow_slots(token_table *table)
     return 0;
 }
 
-int token_table_put(token_table *table, const char *bytes, size_t length, int32_t value)
+int tok_table_put(tok_table *table, const char *bytes, size_t length, int32_t value)
 {
-    uint64_t hash = token_hash(bytes, length);
+    uint64_t hash = tok_hash(bytes, length);
     int32_t entry = find_entry(table, hash, bytes, length, NULL);
     if (entry >= 0) {
         table->value[entry] = value;
@@ -138,8 +138,8 @@ int token_table_put(token_table *table, const char *bytes, size_t length, int32_
     return 0;
 }
 
-int32_t token_table_get_hashed(const token_table *table, uint64_t hash, const char *bytes,
-                               size_t length)
+int32_t tok_table_get_hashed(const tok_table *table, uint64_t hash, const char *bytes,
+                             size_t length)
 {
     if (length > table->longest)
         return -1;
@@ -147,16 +147,16 @@ int32_t token_table_get_hashed(const token_table *table, uint64_t hash, const ch
     return entry < 0 ? -1 : table->value[entry];
 }
 
-int32_t token_table_get(const token_table *table, const char *bytes, size_t length)
+int32_t tok_table_get(const tok_table *table, const char *bytes, size_t length)
 {
     if (length > table->longest)
         return -1;
-    return token_table_get_hashed(table, token_hash(bytes, length), bytes, length);
+    return tok_table_get_hashed(table, tok_hash(bytes, length), bytes, length);
 }
 
 /* ------------------------------------------------------------------ ids */
 
-int ids_add(id_list *list, int32_t id)
+int tok_ids_add(tok_id_list *list, int32_t id)
 {
     if (list->count == list->capacity) {
         size_t capacity = list->capacity ? list->capacity * 2 : 1024;
@@ -176,14 +176,14 @@ static int no_memory(tfenc_context *ctx)
 }
 
 /* The lookup key prefix + piece + suffix, built in the scratch. */
-static const char *make_key(model_scratch *s, const char *prefix, size_t prefix_length,
+static const char *make_key(tok_model_scratch *s, const char *prefix, size_t prefix_length,
                             const char *piece, size_t length, const char *suffix,
                             size_t suffix_length, size_t *key_length)
 {
     s->key.length = 0;
-    if (text_append(&s->key, prefix, prefix_length) != 0 ||
-        text_append(&s->key, piece, length) != 0 ||
-        text_append(&s->key, suffix, suffix_length) != 0)
+    if (tok_text_append(&s->key, prefix, prefix_length) != 0 ||
+        tok_text_append(&s->key, piece, length) != 0 ||
+        tok_text_append(&s->key, suffix, suffix_length) != 0)
         return NULL;
     *key_length = s->key.length;
     return s->key.data;
@@ -193,14 +193,14 @@ static const char *make_key(model_scratch *s, const char *prefix, size_t prefix_
 
 /* Greedy longest match first; one uncoverable spot makes the whole word the
  * unknown token, as does a word longer than max_input_chars_per_word. */
-static int wordpiece(tfenc_context *ctx, const model *m, model_scratch *s, const char *word,
-                     size_t length, id_list *out)
+static int wordpiece(tfenc_context *ctx, const tok_model *m, tok_model_scratch *s, const char *word,
+                     size_t length, tok_id_list *out)
 {
     size_t chars = 0;
     for (size_t i = 0; i < length; i++)
         chars += ((unsigned char)word[i] & 0xC0) != 0x80;
     if (chars > (size_t)m->max_input_chars_per_word)
-        return ids_add(out, m->unk_id) == 0 ? TFENC_OK : no_memory(ctx);
+        return tok_ids_add(out, m->unk_id) == 0 ? TFENC_OK : no_memory(ctx);
     size_t first_new = out->count;
     for (size_t start = 0; start < length;) {
         size_t prefix = start > 0 ? m->continuing_prefix_length : 0;
@@ -216,9 +216,9 @@ static int wordpiece(tfenc_context *ctx, const model *m, model_scratch *s, const
                                            end - start, "", 0, &key_length);
                 if (key == NULL)
                     return no_memory(ctx);
-                id = token_table_get(&m->vocab, key, key_length);
+                id = tok_table_get(&m->vocab, key, key_length);
             } else {
-                id = token_table_get(&m->vocab, word, end);
+                id = tok_table_get(&m->vocab, word, end);
             }
             if (id >= 0)
                 break;
@@ -228,9 +228,9 @@ static int wordpiece(tfenc_context *ctx, const model *m, model_scratch *s, const
         }
         if (id < 0) {
             out->count = first_new;
-            return ids_add(out, m->unk_id) == 0 ? TFENC_OK : no_memory(ctx);
+            return tok_ids_add(out, m->unk_id) == 0 ? TFENC_OK : no_memory(ctx);
         }
-        if (ids_add(out, id) != 0)
+        if (tok_ids_add(out, id) != 0)
             return no_memory(ctx);
         start = end;
     }
@@ -249,12 +249,12 @@ static uint64_t pair_hash(int32_t left, int32_t right)
 }
 
 /* The merge of (left, right), or NULL. */
-static const bpe_merge *find_merge(const model *m, int32_t left, int32_t right)
+static const tok_bpe_merge *find_merge(const tok_model *m, int32_t left, int32_t right)
 {
     if (m->merges == NULL)
         return NULL;
     for (size_t slot = pair_hash(left, right) & m->merge_mask;; slot = (slot + 1) & m->merge_mask) {
-        const bpe_merge *merge = &m->merges[slot];
+        const tok_bpe_merge *merge = &m->merges[slot];
         if (merge->rank < 0)
             return NULL;
         if (merge->left == left && merge->right == right)
@@ -262,9 +262,9 @@ static const bpe_merge *find_merge(const model *m, int32_t left, int32_t right)
     }
 }
 
-int model_set_merges(tfenc_context *ctx, model *m, const char *const *left,
-                     const size_t *left_length, const char *const *right,
-                     const size_t *right_length, size_t count, const char *source)
+int tok_model_set_merges(tfenc_context *ctx, tok_model *m, const char *const *left,
+                         const size_t *left_length, const char *const *right,
+                         const size_t *right_length, size_t count, const char *source)
 {
     size_t capacity = 16;
     while (capacity < 2 * count)
@@ -276,22 +276,22 @@ int model_set_merges(tfenc_context *ctx, model *m, const char *const *left,
     for (size_t i = 0; i < capacity; i++)
         m->merges[i].rank = -1;
     m->merge_mask = capacity - 1;
-    text_buffer joined = {0};
+    tok_text_buffer joined = {0};
     int status = TFENC_OK;
     for (size_t i = 0; i < count && status == TFENC_OK; i++) {
-        int32_t a = token_table_get(&m->vocab, left[i], left_length[i]);
-        int32_t b = token_table_get(&m->vocab, right[i], right_length[i]);
+        int32_t a = tok_table_get(&m->vocab, left[i], left_length[i]);
+        int32_t b = tok_table_get(&m->vocab, right[i], right_length[i]);
         /* The merged token drops the right side's continuing prefix, as HF
          * does (whether or not the right side starts with it). */
         size_t skip = m->continuing_prefix_length < right_length[i] ? m->continuing_prefix_length
                                                                     : right_length[i];
         joined.length = 0;
-        if (text_append(&joined, left[i], left_length[i]) != 0 ||
-            text_append(&joined, right[i] + skip, right_length[i] - skip) != 0) {
+        if (tok_text_append(&joined, left[i], left_length[i]) != 0 ||
+            tok_text_append(&joined, right[i] + skip, right_length[i] - skip) != 0) {
             status = no_memory(ctx);
             break;
         }
-        int32_t merged = token_table_get(&m->vocab, joined.data, joined.length);
+        int32_t merged = tok_table_get(&m->vocab, joined.data, joined.length);
         if (a < 0 || b < 0 || merged < 0) {
             status = tfenc_error(ctx, TFENC_ERR_CONFIG,
                                  "%s: BPE merge %zu ('%.*s' '%.*s') names a token that is not "
@@ -312,7 +312,7 @@ int model_set_merges(tfenc_context *ctx, model *m, const char *const *left,
     return status;
 }
 
-void model_find_byte_ids(model *m)
+void tok_model_find_byte_ids(tok_model *m)
 {
     for (int byte = 0; byte < 256; byte++) {
         char name[8];
@@ -323,7 +323,7 @@ void model_find_byte_ids(model *m)
         name[3] = digits[byte >> 4];
         name[4] = digits[byte & 15];
         name[5] = '>';
-        m->byte_ids[byte] = token_table_get(&m->vocab, name, 6);
+        m->byte_ids[byte] = tok_table_get(&m->vocab, name, 6);
     }
 }
 
@@ -348,7 +348,7 @@ static size_t doubled(size_t capacity, size_t wanted)
     return capacity;
 }
 
-static int grow_symbols(model_scratch *s, size_t n)
+static int grow_symbols(tok_model_scratch *s, size_t n)
 {
     if (n <= s->symbol_capacity)
         return 0;
@@ -365,7 +365,7 @@ static int grow_symbols(model_scratch *s, size_t n)
     return 0;
 }
 
-static void add_symbol(model_scratch *s, size_t *n, int32_t id, uint32_t length)
+static void add_symbol(tok_model_scratch *s, size_t *n, int32_t id, uint32_t length)
 {
     s->symbol_id[*n] = id;
     s->symbol_length[*n] = length;
@@ -374,7 +374,7 @@ static void add_symbol(model_scratch *s, size_t *n, int32_t id, uint32_t length)
 
 /* A binary min-heap of rank << 32 | position: the lowest rank first, then
  * the leftmost position, HF's order of merges. */
-static int heap_push(model_scratch *s, uint64_t item)
+static int heap_push(tok_model_scratch *s, uint64_t item)
 {
     if (s->heap_count == s->heap_capacity) {
         size_t capacity = s->heap_capacity * 2 + 16;
@@ -393,7 +393,7 @@ static int heap_push(model_scratch *s, uint64_t item)
     return 0;
 }
 
-static uint64_t heap_pop(model_scratch *s)
+static uint64_t heap_pop(tok_model_scratch *s)
 {
     uint64_t top = s->heap[0];
     uint64_t last = s->heap[--s->heap_count];
@@ -414,12 +414,12 @@ static uint64_t heap_pop(model_scratch *s)
     return top;
 }
 
-static int push_pair(model_scratch *s, const model *m, int32_t position)
+static int push_pair(tok_model_scratch *s, const tok_model *m, int32_t position)
 {
     int32_t next = s->symbol_next[position];
     if (next < 0)
         return 0;
-    const bpe_merge *merge = find_merge(m, s->symbol_id[position], s->symbol_id[next]);
+    const tok_bpe_merge *merge = find_merge(m, s->symbol_id[position], s->symbol_id[next]);
     if (merge == NULL)
         return 0;
     return heap_push(s, ((uint64_t)(uint32_t)merge->rank << 32) | (uint32_t)position);
@@ -428,13 +428,13 @@ static int push_pair(model_scratch *s, const model *m, int32_t position)
 /* HF's BPE::merge_word then Word::merge_all: one symbol per character (with
  * the continuing prefix after the first and the suffix on the last), then
  * merges by rank through a priority queue. */
-static int bpe(tfenc_context *ctx, const model *m, model_scratch *s, const char *word,
-               size_t length, id_list *out)
+static int bpe(tfenc_context *ctx, const tok_model *m, tok_model_scratch *s, const char *word,
+               size_t length, tok_id_list *out)
 {
     if (m->ignore_merges) {
-        int32_t whole = token_table_get(&m->vocab, word, length);
+        int32_t whole = tok_table_get(&m->vocab, word, length);
         if (whole >= 0)
-            return ids_add(out, whole) == 0 ? TFENC_OK : no_memory(ctx);
+            return tok_ids_add(out, whole) == 0 ? TFENC_OK : no_memory(ctx);
     }
     /* byte_fallback may give up to 4 + prefix + suffix symbols per character. */
     size_t most = length * (4 + m->continuing_prefix_length + m->end_of_word_suffix_length) + 1;
@@ -444,7 +444,7 @@ static int bpe(tfenc_context *ctx, const model *m, model_scratch *s, const char 
     int32_t unk = -1;
     uint32_t unk_length = 0;
     for (size_t i = 0; i < length;) {
-        size_t char_length = utf8_length((unsigned char)word[i]);
+        size_t char_length = tok_utf8_length((unsigned char)word[i]);
         if (char_length == 0 || i + char_length > length)
             char_length = 1;
         int is_first = i == 0, is_last = i + char_length >= length;
@@ -454,7 +454,7 @@ static int bpe(tfenc_context *ctx, const model *m, model_scratch *s, const char 
                                    is_last ? m->end_of_word_suffix_length : 0, &key_length);
         if (key == NULL)
             return no_memory(ctx);
-        int32_t id = token_table_get(&m->vocab, key, key_length);
+        int32_t id = tok_table_get(&m->vocab, key, key_length);
         if (id >= 0) {
             if (unk >= 0) {
                 add_symbol(s, &n, unk, unk_length);
@@ -506,7 +506,7 @@ static int bpe(tfenc_context *ctx, const model *m, model_scratch *s, const char 
         if (next < 0)
             continue;
         /* An entry made stale by an earlier merge no longer names this pair. */
-        const bpe_merge *merge = find_merge(m, s->symbol_id[position], s->symbol_id[next]);
+        const tok_bpe_merge *merge = find_merge(m, s->symbol_id[position], s->symbol_id[next]);
         if (merge == NULL || merge->rank != rank)
             continue;
         s->symbol_id[position] = merge->merged;
@@ -520,7 +520,7 @@ static int bpe(tfenc_context *ctx, const model *m, model_scratch *s, const char 
             return no_memory(ctx);
     }
     for (size_t i = 0; i < n; i++)
-        if (s->symbol_length[i] != 0 && ids_add(out, s->symbol_id[i]) != 0)
+        if (s->symbol_length[i] != 0 && tok_ids_add(out, s->symbol_id[i]) != 0)
             return no_memory(ctx);
     return TFENC_OK;
 }
@@ -531,7 +531,7 @@ static int bpe(tfenc_context *ctx, const model *m, model_scratch *s, const char 
  * K_UNK_PENALTY). */
 #define UNK_PENALTY 10.0
 
-static int grow_paths(model_scratch *s, size_t n)
+static int grow_paths(tok_model_scratch *s, size_t n)
 {
     if (n <= s->best_capacity)
         return 0;
@@ -551,8 +551,8 @@ static int grow_paths(model_scratch *s, size_t n)
  * come shortest first and replace the best only when strictly better, so
  * ties go as in HF. The prefix search extends one FNV hash byte by byte, so
  * the cost is O(length x longest piece). Runs of unknown characters fuse. */
-static int unigram(tfenc_context *ctx, const model *m, model_scratch *s, const char *text,
-                   size_t length, id_list *out)
+static int unigram(tfenc_context *ctx, const tok_model *m, tok_model_scratch *s, const char *text,
+                   size_t length, tok_id_list *out)
 {
     if (grow_paths(s, length + 1) != 0)
         return no_memory(ctx);
@@ -562,15 +562,15 @@ static int unigram(tfenc_context *ctx, const model *m, model_scratch *s, const c
     const double unk_score = m->min_score - UNK_PENALTY;
     for (size_t start = 0; start < length;) {
         double till_here = s->best_score[start];
-        size_t char_length = utf8_length((unsigned char)text[start]);
+        size_t char_length = tok_utf8_length((unsigned char)text[start]);
         if (char_length == 0 || start + char_length > length)
             char_length = 1;
         int has_single = 0;
-        uint64_t hash = token_hash_start();
+        uint64_t hash = tok_hash_start();
         size_t limit = length - start < m->vocab.longest ? length - start : m->vocab.longest;
         for (size_t k = 0; k < limit; k++) {
-            hash = token_hash_byte(hash, (unsigned char)text[start + k]);
-            int32_t id = token_table_get_hashed(&m->vocab, hash, text + start, k + 1);
+            hash = tok_hash_byte(hash, (unsigned char)text[start + k]);
+            int32_t id = tok_table_get_hashed(&m->vocab, hash, text + start, k + 1);
             if (id < 0)
                 continue;
             size_t end = start + k + 1;
@@ -615,7 +615,7 @@ static int unigram(tfenc_context *ctx, const model *m, model_scratch *s, const c
         if (id == m->unk_id) {
             /* HF looks the fused run up as a string, then falls back to its
              * bytes, then to the unknown token. */
-            int32_t whole = token_table_get(&m->vocab, text + start, end - start);
+            int32_t whole = tok_table_get(&m->vocab, text + start, end - start);
             int all_bytes = m->byte_fallback;
             for (size_t b = start; all_bytes && b < end; b++)
                 all_bytes = m->byte_ids[(unsigned char)text[b]] >= 0;
@@ -623,26 +623,26 @@ static int unigram(tfenc_context *ctx, const model *m, model_scratch *s, const c
                 id = whole;
             } else if (all_bytes) {
                 for (size_t b = start; b < end; b++)
-                    if (ids_add(out, m->byte_ids[(unsigned char)text[b]]) != 0)
+                    if (tok_ids_add(out, m->byte_ids[(unsigned char)text[b]]) != 0)
                         return no_memory(ctx);
                 continue;
             }
         }
-        if (ids_add(out, id) != 0)
+        if (tok_ids_add(out, id) != 0)
             return no_memory(ctx);
     }
     return TFENC_OK;
 }
 
-static int run_model(tfenc_context *ctx, const model *m, model_scratch *scratch, const char *piece,
-                     size_t length, id_list *out)
+static int run_model(tfenc_context *ctx, const tok_model *m, tok_model_scratch *scratch,
+                     const char *piece, size_t length, tok_id_list *out)
 {
     switch (m->kind) {
-    case MODEL_WORDPIECE:
+    case TOK_MODEL_WORDPIECE:
         return wordpiece(ctx, m, scratch, piece, length, out);
-    case MODEL_BPE:
+    case TOK_MODEL_BPE:
         return bpe(ctx, m, scratch, piece, length, out);
-    case MODEL_UNIGRAM:
+    case TOK_MODEL_UNIGRAM:
         return unigram(ctx, m, scratch, piece, length, out);
     }
     return tfenc_error(ctx, TFENC_ERR_CONFIG, "tokenizer: unknown model");
@@ -650,8 +650,8 @@ static int run_model(tfenc_context *ctx, const model *m, model_scratch *scratch,
 
 /* Short pieces go through the cache (allocated once; without memory for it
  * the model just runs every time). */
-int model_tokenize(tfenc_context *ctx, const model *m, model_scratch *scratch, const char *piece,
-                   size_t length, id_list *out)
+int tok_model_tokenize(tfenc_context *ctx, const tok_model *m, tok_model_scratch *scratch,
+                       const char *piece, size_t length, tok_id_list *out)
 {
     if (length == 0)
         return TFENC_OK;
@@ -661,11 +661,11 @@ int model_tokenize(tfenc_context *ctx, const model *m, model_scratch *scratch, c
         scratch->cache = calloc(CACHE_SLOTS, sizeof *scratch->cache);
     if (scratch->cache == NULL)
         return run_model(ctx, m, scratch, piece, length, out);
-    uint64_t hash = token_hash(piece, length);
-    cache_slot *slot = &scratch->cache[hash & (CACHE_SLOTS - 1)];
+    uint64_t hash = tok_hash(piece, length);
+    tok_cache_slot *slot = &scratch->cache[hash & (CACHE_SLOTS - 1)];
     if (slot->length == length && slot->hash == hash && memcmp(slot->word, piece, length) == 0) {
         for (uint32_t i = 0; i < slot->n_ids; i++)
-            if (ids_add(out, slot->ids[i]) != 0)
+            if (tok_ids_add(out, slot->ids[i]) != 0)
                 return no_memory(ctx);
         return TFENC_OK;
     }
@@ -684,9 +684,9 @@ int model_tokenize(tfenc_context *ctx, const model *m, model_scratch *scratch, c
     return status;
 }
 
-void model_free(model *m)
+void tok_model_free(tok_model *m)
 {
-    token_table_free(&m->vocab);
+    tok_table_free(&m->vocab);
     free(m->continuing_prefix);
     free(m->end_of_word_suffix);
     free(m->merges);
@@ -694,7 +694,7 @@ void model_free(model *m)
     memset(m, 0, sizeof *m);
 }
 
-void model_scratch_free(model_scratch *s)
+void tok_model_scratch_free(tok_model_scratch *s)
 {
     free(s->cache);
     free(s->symbol_id);

@@ -1,151 +1,13 @@
 /* The normalizers of tokenizer.json (BertNormalizer, NFC/NFD/NFKC/NFKD,
  * Lowercase, Strip, StripAccents, Replace, Prepend, SentencePiece's
- * Precompiled), as string -> string transforms, and the character classes
- * they share with the pre-tokenizers. Unicode data from utf8proc. */
+ * Precompiled), as string -> string transforms. Uses the leaves beneath
+ * (tokenizer_text.c, tokenizer_pattern.c) and nothing of the later stages.
+ * Unicode data from utf8proc. */
 #include "tokenizer/tokenizer_internal.h"
 
 #include <stdlib.h>
 #include <string.h>
 #include <utf8proc.h>
-
-/* ----------------------------------------------------------- scratch text */
-
-/* Room for `more` bytes and a NUL; the text stays NUL-terminated (an empty
- * buffer too, once reserved), as PCRE2 and the callers expect. */
-int text_reserve(text_buffer *text, size_t more)
-{
-    if (text->length + more + 1 <= text->capacity) {
-        text->data[text->length] = '\0';
-        return 0;
-    }
-    size_t capacity = text->capacity ? text->capacity : 256;
-    while (capacity < text->length + more + 1) {
-        if (capacity > SIZE_MAX / 2)
-            return -1;
-        capacity *= 2;
-    }
-    char *grown = realloc(text->data, capacity);
-    if (grown == NULL)
-        return -1;
-    text->data = grown;
-    text->capacity = capacity;
-    text->data[text->length] = '\0';
-    return 0;
-}
-
-int text_append(text_buffer *text, const char *bytes, size_t length)
-{
-    if (text_reserve(text, length) != 0)
-        return -1;
-    if (length > 0)
-        memcpy(text->data + text->length, bytes, length);
-    text->length += length;
-    text->data[text->length] = '\0';
-    return 0;
-}
-
-int text_append_char(text_buffer *text, int32_t code_point)
-{
-    if (text_reserve(text, 4) != 0)
-        return -1;
-    text->length += (size_t)utf8proc_encode_char(code_point,
-                                                 (utf8proc_uint8_t *)text->data + text->length);
-    text->data[text->length] = '\0';
-    return 0;
-}
-
-int pieces_add(piece_list *list, size_t start, size_t length, int32_t id, int first)
-{
-    if (list->count == list->capacity) {
-        size_t capacity = list->capacity ? list->capacity * 2 : 256;
-        text_piece *grown = realloc(list->items, capacity * sizeof *grown);
-        if (grown == NULL)
-            return -1;
-        list->items = grown;
-        list->capacity = capacity;
-    }
-    text_piece *piece = &list->items[list->count++];
-    piece->start = start;
-    piece->length = length;
-    piece->id = id;
-    piece->first = first;
-    return 0;
-}
-
-size_t utf8_length(unsigned char lead)
-{
-    return lead < 0x80 ? 1 : lead < 0xC0 ? 0 : lead < 0xE0 ? 2 : lead < 0xF0 ? 3 : lead < 0xF8 ? 4 : 0;
-}
-
-size_t utf8_decode(const char *text, int32_t *code_point)
-{
-    const unsigned char *s = (const unsigned char *)text;
-    size_t n = utf8_length(s[0]);
-    switch (n) {
-    case 1:
-        *code_point = s[0];
-        return 1;
-    case 2:
-        *code_point = ((s[0] & 0x1F) << 6) | (s[1] & 0x3F);
-        return 2;
-    case 3:
-        *code_point = ((s[0] & 0x0F) << 12) | ((s[1] & 0x3F) << 6) | (s[2] & 0x3F);
-        return 3;
-    case 4:
-        *code_point = ((s[0] & 0x07) << 18) | ((s[1] & 0x3F) << 12) | ((s[2] & 0x3F) << 6) |
-                      (s[3] & 0x3F);
-        return 4;
-    }
-    /* Not reached on the scratch text, which is valid UTF-8. */
-    *code_point = 0xFFFD;
-    return 1;
-}
-
-/* ------------------------------------------------------ character classes */
-
-/* Rust's char::is_whitespace (the White_Space property): ASCII and U+0085
- * controls, and the categories Zs Zl Zp. */
-int tokenizer_is_whitespace(int32_t c)
-{
-    if (c == ' ' || (c >= '\t' && c <= '\r') || c == 0x85)
-        return 1;
-    if (c < 0x80)
-        return 0;
-    utf8proc_category_t category = utf8proc_category(c);
-    return category == UTF8PROC_CATEGORY_ZS || category == UTF8PROC_CATEGORY_ZL ||
-           category == UTF8PROC_CATEGORY_ZP;
-}
-
-/* BERT's punctuation: all non-alphanumeric printable ASCII (so $ + < = > ^ `
- * | ~ too, which Unicode calls symbols) and every Unicode category P*. */
-int tokenizer_is_bert_punctuation(int32_t c)
-{
-    if ((c >= 33 && c <= 47) || (c >= 58 && c <= 64) || (c >= 91 && c <= 96) ||
-        (c >= 123 && c <= 126))
-        return 1;
-    if (c < 0x80)
-        return 0;
-    utf8proc_category_t category = utf8proc_category(c);
-    return category >= UTF8PROC_CATEGORY_PC && category <= UTF8PROC_CATEGORY_PO;
-}
-
-/* The Rust regex crate's \w: Alphabetic, marks, decimal digits, connector
- * punctuation, joiners. utf8proc has no Other_Alphabetic property: beyond
- * the marks it covers, the letter-like symbols (circled and squared Latin
- * letters) are listed here. */
-int tokenizer_is_word_char(int32_t c)
-{
-    if (c < 0x80)
-        return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_';
-    if (c == 0x200C || c == 0x200D || (c >= 0x24B6 && c <= 0x24E9) ||
-        (c >= 0x1F130 && c <= 0x1F149) || (c >= 0x1F150 && c <= 0x1F169) ||
-        (c >= 0x1F170 && c <= 0x1F189))
-        return 1;
-    utf8proc_category_t category = utf8proc_category(c);
-    return (category >= UTF8PROC_CATEGORY_LU && category <= UTF8PROC_CATEGORY_ME) ||
-           category == UTF8PROC_CATEGORY_ND || category == UTF8PROC_CATEGORY_NL ||
-           category == UTF8PROC_CATEGORY_PC;
-}
 
 /* BertNormalizer's control characters: categories Cc, Cf, Co (and Cs), but
  * not \t \n \r, which are whitespace. Unassigned code points are kept. */
@@ -172,11 +34,12 @@ static int is_chinese_char(int32_t c)
  * NormalizedString::lowercase does (so no final-sigma rule). utf8proc has
  * the simple mappings; U+0130 is the one character whose full lower case
  * differs: "i" + U+0307. */
-static int append_lower(text_buffer *out, int32_t c)
+static int append_lower(tok_text_buffer *out, int32_t c)
 {
     if (c == 0x130)
-        return text_append(out, "i\xcc\x87", 3);
-    return text_append_char(out, c < 0x80 ? (c >= 'A' && c <= 'Z' ? c + 32 : c) : utf8proc_tolower(c));
+        return tok_text_append(out, "i\xcc\x87", 3);
+    return tok_text_append_char(out, c < 0x80 ? (c >= 'A' && c <= 'Z' ? c + 32 : c)
+                                              : utf8proc_tolower(c));
 }
 
 /* ------------------------------------------------------------ Unicode forms */
@@ -184,12 +47,12 @@ static int append_lower(text_buffer *out, int32_t c)
 /* Normal form of in[0..length) into out: decompose into the spare buffer
  * as code points (utf8proc writes into caller memory, so nothing is
  * allocated per call), compose when asked, encode back. */
-static int unicode_form(const char *in, size_t length, utf8proc_option_t options, text_buffer *out,
-                        text_buffer *spare)
+static int unicode_form(const char *in, size_t length, utf8proc_option_t options,
+                        tok_text_buffer *out, tok_text_buffer *spare)
 {
     out->length = 0;
     if (length == 0)
-        return text_reserve(out, 0);
+        return tok_text_reserve(out, 0);
     for (;;) {
         size_t capacity_points = spare->capacity / sizeof(utf8proc_int32_t);
         utf8proc_ssize_t n = utf8proc_decompose((const utf8proc_uint8_t *)in, (utf8proc_ssize_t)length,
@@ -206,7 +69,7 @@ static int unicode_form(const char *in, size_t length, utf8proc_option_t options
                 if (n < 0)
                     return -1;
             }
-            if (text_reserve(out, (size_t)n * 4) != 0)
+            if (tok_text_reserve(out, (size_t)n * 4) != 0)
                 return -1;
             for (utf8proc_ssize_t i = 0; i < n; i++)
                 out->length += (size_t)utf8proc_encode_char(points[i],
@@ -215,40 +78,40 @@ static int unicode_form(const char *in, size_t length, utf8proc_option_t options
             return 0;
         }
         spare->length = 0;
-        if (text_reserve(spare, (size_t)n * sizeof(utf8proc_int32_t)) != 0)
+        if (tok_text_reserve(spare, (size_t)n * sizeof(utf8proc_int32_t)) != 0)
             return -1;
     }
 }
 
 /* --------------------------------------------------------- BertNormalizer */
 
-static int bert_normalize(normalizer *n, const char *in, size_t length, text_buffer *out,
-                          text_buffer *spare)
+static int bert_normalize(tok_normalizer *n, const char *in, size_t length, tok_text_buffer *out,
+                          tok_text_buffer *spare)
 {
     /* Clean and space out ideographs into spare, strip accents (NFD, drop
      * Mn) into out, lower-case last, as HF orders the steps. */
     spare->length = 0;
     for (size_t i = 0; i < length;) {
         int32_t c;
-        i += utf8_decode(in + i, &c);
+        i += tok_utf8_decode(in + i, &c);
         if (n->clean_text) {
             if (c == 0 || c == 0xFFFD || is_control(c))
                 continue;
-            if (tokenizer_is_whitespace(c))
+            if (tok_is_whitespace(c))
                 c = ' ';
         }
         if (n->handle_chinese_chars && is_chinese_char(c)) {
-            if (text_append(spare, " ", 1) != 0 || text_append_char(spare, c) != 0 ||
-                text_append(spare, " ", 1) != 0)
+            if (tok_text_append(spare, " ", 1) != 0 || tok_text_append_char(spare, c) != 0 ||
+                tok_text_append(spare, " ", 1) != 0)
                 return -1;
-        } else if (text_append_char(spare, c) != 0) {
+        } else if (tok_text_append_char(spare, c) != 0) {
             return -1;
         }
     }
     const char *text = spare->data;
     size_t text_length = spare->length;
     if (n->strip_accents) {
-        text_buffer *decomposed = &n->work;
+        tok_text_buffer *decomposed = &n->work;
         if (unicode_form(text, text_length, UTF8PROC_STABLE | UTF8PROC_DECOMPOSE, decomposed,
                          &n->points) != 0)
             return -1;
@@ -256,7 +119,7 @@ static int bert_normalize(normalizer *n, const char *in, size_t length, text_buf
         size_t kept = 0;
         for (size_t i = 0; i < decomposed->length;) {
             int32_t c;
-            size_t k = utf8_decode(decomposed->data + i, &c);
+            size_t k = tok_utf8_decode(decomposed->data + i, &c);
             if (c < 0x300 || utf8proc_category(c) != UTF8PROC_CATEGORY_MN) {
                 memmove(decomposed->data + kept, decomposed->data + i, k);
                 kept += k;
@@ -268,11 +131,11 @@ static int bert_normalize(normalizer *n, const char *in, size_t length, text_buf
         text_length = kept;
     }
     out->length = 0;
-    int status = text_reserve(out, text_length);
+    int status = tok_text_reserve(out, text_length);
     for (size_t i = 0; i < text_length && status == 0;) {
         int32_t c;
-        i += utf8_decode(text + i, &c);
-        status = n->lowercase ? append_lower(out, c) : text_append_char(out, c);
+        i += tok_utf8_decode(text + i, &c);
+        status = n->lowercase ? append_lower(out, c) : tok_text_append_char(out, c);
     }
     return status;
 }
@@ -302,7 +165,7 @@ static size_t unit_offset(uint32_t unit)
 
 /* The replacement of the shortest prefix of key[0..length) that the trie
  * holds (SentencePiece's, and HF's, first common-prefix result), or NULL. */
-static const char *precompiled_lookup(const normalizer *n, const char *key, size_t length,
+static const char *precompiled_lookup(const tok_normalizer *n, const char *key, size_t length,
                                       size_t *replacement_length)
 {
     if (n->trie_units == 0)
@@ -336,19 +199,20 @@ static const char *precompiled_lookup(const normalizer *n, const char *key, size
 /* Per extended grapheme cluster: a cluster under 6 bytes whose prefix the
  * map knows is replaced whole; otherwise each character on its own. This
  * is what SentencePiece and HF do, odd as it looks. */
-static int precompiled_normalize(normalizer *n, const char *in, size_t length, text_buffer *out)
+static int precompiled_normalize(tok_normalizer *n, const char *in, size_t length,
+                                 tok_text_buffer *out)
 {
     out->length = 0;
-    if (text_reserve(out, length) != 0)
+    if (tok_text_reserve(out, length) != 0)
         return -1;
     size_t start = 0;
     while (start < length) {
         /* Find the end of the grapheme cluster that starts here. */
         utf8proc_int32_t state = 0, previous;
-        size_t end = start + utf8_decode(in + start, &previous);
+        size_t end = start + tok_utf8_decode(in + start, &previous);
         while (end < length) {
             int32_t c;
-            size_t k = utf8_decode(in + end, &c);
+            size_t k = tok_utf8_decode(in + end, &c);
             if (utf8proc_grapheme_break_stateful(previous, c, &state))
                 break;
             previous = c;
@@ -361,17 +225,17 @@ static int precompiled_normalize(normalizer *n, const char *in, size_t length, t
         if (replacement != NULL) {
             if (start == 0 && replacement_length == 0)
                 n->deleted_first = 1;
-            if (text_append(out, replacement, replacement_length) != 0)
+            if (tok_text_append(out, replacement, replacement_length) != 0)
                 return -1;
         } else {
             for (size_t i = start; i < end;) {
                 int32_t c;
-                size_t k = utf8_decode(in + i, &c);
+                size_t k = tok_utf8_decode(in + i, &c);
                 replacement = precompiled_lookup(n, in + i, k, &replacement_length);
                 if (i == 0 && replacement != NULL && replacement_length == 0)
                     n->deleted_first = 1;
-                if (replacement != NULL ? text_append(out, replacement, replacement_length) != 0
-                                        : text_append(out, in + i, k) != 0)
+                if (replacement != NULL ? tok_text_append(out, replacement, replacement_length) != 0
+                                        : tok_text_append(out, in + i, k) != 0)
                     return -1;
                 i += k;
             }
@@ -383,13 +247,13 @@ static int precompiled_normalize(normalizer *n, const char *in, size_t length, t
 
 /* ------------------------------------------------------------ the others */
 
-static int strip(const normalizer *n, const char *in, size_t length, text_buffer *out)
+static int strip(const tok_normalizer *n, const char *in, size_t length, tok_text_buffer *out)
 {
     size_t start = 0, end = length;
     while (n->strip_left && start < end) {
         int32_t c;
-        size_t k = utf8_decode(in + start, &c);
-        if (!tokenizer_is_whitespace(c))
+        size_t k = tok_utf8_decode(in + start, &c);
+        if (!tok_is_whitespace(c))
             break;
         start += k;
     }
@@ -398,27 +262,27 @@ static int strip(const normalizer *n, const char *in, size_t length, text_buffer
         while (k < end - start && ((unsigned char)in[end - k] & 0xC0) == 0x80)
             k++;
         int32_t c;
-        utf8_decode(in + end - k, &c);
-        if (!tokenizer_is_whitespace(c))
+        tok_utf8_decode(in + end - k, &c);
+        if (!tok_is_whitespace(c))
             break;
         end -= k;
     }
     out->length = 0;
-    return text_append(out, in + start, end - start);
+    return tok_text_append(out, in + start, end - start);
 }
 
 /* Whether the normalizer removes the first character of in (when it holds
  * one): HF then aligns the normalized text to a later original offset,
  * which Metaspace's prepend_scheme "first" looks at. */
-static int removes_first(normalizer *n, const char *in, size_t length)
+static int removes_first(tok_normalizer *n, const char *in, size_t length)
 {
     if (length == 0)
         return 0;
     int32_t c;
-    utf8_decode(in, &c);
+    tok_utf8_decode(in, &c);
     utf8proc_category_t category = utf8proc_category(c);
     switch (n->kind) {
-    case NORMALIZER_BERT:
+    case TOK_NORMALIZER_BERT:
         if (n->clean_text && (c == 0 || c == 0xFFFD || is_control(c)))
             return 1;
         if (n->strip_accents) {
@@ -427,13 +291,13 @@ static int removes_first(normalizer *n, const char *in, size_t length)
             return k > 0 && k <= 8 && utf8proc_category(first[0]) == UTF8PROC_CATEGORY_MN;
         }
         return 0;
-    case NORMALIZER_STRIP:
-        return n->strip_left && tokenizer_is_whitespace(c);
-    case NORMALIZER_STRIP_ACCENTS:
+    case TOK_NORMALIZER_STRIP:
+        return n->strip_left && tok_is_whitespace(c);
+    case TOK_NORMALIZER_STRIP_ACCENTS:
         return category == UTF8PROC_CATEGORY_MN || category == UTF8PROC_CATEGORY_MC ||
                category == UTF8PROC_CATEGORY_ME;
-    case NORMALIZER_REPLACE:
-        /* n->matches holds this input's matches (normalizer_apply ran). */
+    case TOK_NORMALIZER_REPLACE:
+        /* n->matches holds this input's matches (tok_normalizer_apply ran). */
         return n->content_length == 0 && n->matches.count > 0 && n->matches.spans[0] == 0 &&
                n->matches.spans[1] > 0;
     default:
@@ -441,93 +305,93 @@ static int removes_first(normalizer *n, const char *in, size_t length)
     }
 }
 
-int normalizer_apply(tfenc_context *ctx, normalizer *n, const char *in, size_t length,
-                     text_buffer *out, text_buffer *spare)
+int tok_normalizer_apply(tfenc_context *ctx, tok_normalizer *n, const char *in, size_t length,
+                         tok_text_buffer *out, tok_text_buffer *spare)
 {
     int failed = 0;
     out->length = 0;
     n->deleted_first = 0;
     switch (n->kind) {
-    case NORMALIZER_BERT:
+    case TOK_NORMALIZER_BERT:
         failed = bert_normalize(n, in, length, out, spare);
         break;
-    case NORMALIZER_NFC:
+    case TOK_NORMALIZER_NFC:
         failed = unicode_form(in, length, UTF8PROC_STABLE | UTF8PROC_COMPOSE, out, spare);
         break;
-    case NORMALIZER_NFD:
+    case TOK_NORMALIZER_NFD:
         failed = unicode_form(in, length, UTF8PROC_STABLE | UTF8PROC_DECOMPOSE, out, spare);
         break;
-    case NORMALIZER_NFKC:
+    case TOK_NORMALIZER_NFKC:
         failed = unicode_form(in, length, UTF8PROC_STABLE | UTF8PROC_COMPOSE | UTF8PROC_COMPAT, out,
                               spare);
         break;
-    case NORMALIZER_NFKD:
+    case TOK_NORMALIZER_NFKD:
         failed = unicode_form(in, length, UTF8PROC_STABLE | UTF8PROC_DECOMPOSE | UTF8PROC_COMPAT,
                               out, spare);
         break;
-    case NORMALIZER_LOWERCASE:
-        failed = text_reserve(out, length);
+    case TOK_NORMALIZER_LOWERCASE:
+        failed = tok_text_reserve(out, length);
         for (size_t i = 0; i < length && !failed;) {
             int32_t c;
-            i += utf8_decode(in + i, &c);
+            i += tok_utf8_decode(in + i, &c);
             failed = append_lower(out, c);
         }
         break;
-    case NORMALIZER_STRIP:
+    case TOK_NORMALIZER_STRIP:
         failed = strip(n, in, length, out);
         break;
-    case NORMALIZER_STRIP_ACCENTS:
+    case TOK_NORMALIZER_STRIP_ACCENTS:
         /* HF's StripAccents drops every combining mark (M*); it does not
          * decompose first (a Sequence puts NFD before it). */
-        failed = text_reserve(out, length);
+        failed = tok_text_reserve(out, length);
         for (size_t i = 0; i < length && !failed;) {
             int32_t c;
-            size_t k = utf8_decode(in + i, &c);
+            size_t k = tok_utf8_decode(in + i, &c);
             utf8proc_category_t category = c < 0x300 ? UTF8PROC_CATEGORY_LL : utf8proc_category(c);
             if (category != UTF8PROC_CATEGORY_MN && category != UTF8PROC_CATEGORY_MC &&
                 category != UTF8PROC_CATEGORY_ME)
-                failed = text_append(out, in + i, k);
+                failed = tok_text_append(out, in + i, k);
             i += k;
         }
         break;
-    case NORMALIZER_REPLACE: {
-        match_list *matches = &n->matches;
-        int status = pattern_find_all(ctx, &n->pattern, in, length, matches);
+    case TOK_NORMALIZER_REPLACE: {
+        tok_match_list *matches = &n->matches;
+        int status = tok_pattern_find_all(ctx, &n->pattern, in, length, matches);
         if (status != TFENC_OK)
             return status;
         size_t at = 0;
-        failed = text_reserve(out, length);
+        failed = tok_text_reserve(out, length);
         for (size_t i = 0; i < matches->count && !failed; i++) {
             size_t start = matches->spans[2 * i], end = matches->spans[2 * i + 1];
-            failed = text_append(out, in + at, start - at) ||
-                     text_append(out, n->content, n->content_length);
+            failed = tok_text_append(out, in + at, start - at) ||
+                     tok_text_append(out, n->content, n->content_length);
             at = end;
         }
         if (!failed)
-            failed = text_append(out, in + at, length - at);
+            failed = tok_text_append(out, in + at, length - at);
         break;
     }
-    case NORMALIZER_PREPEND:
-        failed = text_reserve(out, length + n->content_length);
+    case TOK_NORMALIZER_PREPEND:
+        failed = tok_text_reserve(out, length + n->content_length);
         if (!failed && length > 0)
-            failed = text_append(out, n->content, n->content_length);
+            failed = tok_text_append(out, n->content, n->content_length);
         if (!failed)
-            failed = text_append(out, in, length);
+            failed = tok_text_append(out, in, length);
         break;
-    case NORMALIZER_PRECOMPILED:
+    case TOK_NORMALIZER_PRECOMPILED:
         failed = precompiled_normalize(n, in, length, out);
         break;
     }
     if (failed)
         return tfenc_error(ctx, TFENC_ERR_NO_MEMORY, "tokenizer: out of memory while normalizing");
-    if (n->kind != NORMALIZER_PRECOMPILED)
+    if (n->kind != TOK_NORMALIZER_PRECOMPILED)
         n->deleted_first = removes_first(n, in, length);
     return TFENC_OK;
 }
 
-void normalizer_free(normalizer *n)
+void tok_normalizer_free(tok_normalizer *n)
 {
-    text_pattern_free(&n->pattern);
+    tok_text_pattern_free(&n->pattern);
     free(n->content);
     free(n->trie);
     free(n->replacements);

@@ -38,7 +38,8 @@ bindir=$stage$TFENC_BINDIR
 libdir=$stage$TFENC_LIBDIR
 pkglibdir=$stage$TFENC_PKGLIBDIR
 for file in "$bindir/tfenc-batch" "$bindir/tfenc-import" "$libdir/libtfenc.so" \
-    "$stage$TFENC_INCLUDEDIR/tfenc/plugin.h" "$libdir/pkgconfig/tfenc.pc" \
+    "$stage$TFENC_INCLUDEDIR/tfenc/plugin.h" "$stage$TFENC_INCLUDEDIR/tfenc/plugin_math.h" \
+    "$stage$TFENC_INCLUDEDIR/tfenc/plugin_parallel.h" "$libdir/pkgconfig/tfenc.pc" \
     "$pkglibdir/layers.so" "$pkglibdir/attention.so" \
     "$stage$TFENC_MANDIR/man1/tfenc-batch.1" "$stage$TFENC_MANDIR/man1/tfenc-import.1" \
     "$stage$TFENC_MANDIR/man7/tfenc-plugin.7"; do
@@ -130,6 +131,59 @@ if $TFENC_CC -std=c11 -Wall -Wextra -Wpedantic -Werror $cflags -fsyntax-only "$t
 else
   fail "tfenc/plugin.h does not compile alone with only $cflags"
 fi
+# The SDK's header-only services (plugin_math.h, plugin_parallel.h) compile
+# alone as C11 and C++11 with pkg-config's flags, and a loop of them gives
+# libm's numbers, with OpenMP's threads and without OpenMP.
+cat >"$tmp/services.c" <<'EOF'
+#include <tfenc/plugin_math.h>
+#include <tfenc/plugin_parallel.h>
+#include <math.h>
+#include <stdio.h>
+#define N 20000
+static float in[N], out[N];
+TFENC_VECTOR_CLONES
+static void exponentiate(const float *x, float *y, int n)
+{
+    for (int i = 0; i < n; i++)
+        y[i] = tfenc_fast_exp(x[i]);
+}
+int main(void)
+{
+    for (int i = 0; i < N; i++)
+        in[i] = -20.0f + 40.0f * (float)i / N;
+    TFENC_PARALLEL_FOR(chunk, N / 1000, N,
+                       exponentiate(in + chunk * 1000, out + chunk * 1000, 1000));
+    double worst = 0.0;
+    for (int i = 0; i < N; i++) {
+        double relative = fabs(out[i] - exp((double)in[i])) / exp((double)in[i]);
+        worst = relative > worst ? relative : worst;
+    }
+    double gelu = fabs(tfenc_gelu(1.0f) - 0.8413447460685429);
+    printf("%.3g %.3g %d %d\n", worst, gelu, TFENC_PLUGIN_MATH_VERSION,
+           TFENC_PLUGIN_PARALLEL_VERSION);
+    return worst < 1e-6 && gelu < 1e-6 ? 0 : 1;
+}
+EOF
+services_ok=1
+for header in plugin_math.h plugin_parallel.h; do
+  printf '#include <tfenc/%s>\nint main(void) { return 0; }\n' "$header" >"$tmp/alone.c"
+  # shellcheck disable=SC2086
+  $TFENC_CC -std=c11 -Wall -Wextra -Wpedantic -Werror $cflags -fsyntax-only "$tmp/alone.c" \
+    && c++ -x c++ -std=c++11 -Wall -Wextra -Wpedantic -Werror $cflags -fsyntax-only "$tmp/alone.c" \
+    || { fail "tfenc/$header does not compile alone with only $cflags"; services_ok=0; }
+done
+result=
+for openmp in -fopenmp ""; do
+  # shellcheck disable=SC2086
+  if $TFENC_CC -std=c11 -O2 -Wall -Werror $openmp $cflags -o "$tmp/services" "$tmp/services.c" -lm \
+      && result=$(OMP_NUM_THREADS=2 "$tmp/services"); then
+    :
+  else
+    fail "a loop of tfenc_fast_exp in TFENC_PARALLEL_FOR (${openmp:-no OpenMP}) fails: ${result:-no program}"
+    services_ok=0
+  fi
+done
+[ "$services_ok" = 1 ] && ok "tfenc/plugin_math.h and plugin_parallel.h compile alone; a loop of them matches libm (relative error, GELU error, versions: $result)"
 # The sanitizer build's libtfenc needs its runtime first in the program.
 # shellcheck disable=SC2086
 if $TFENC_CC -std=c11 $TFENC_SANITIZER_FLAGS $cflags -o "$tmp/header_alone" "$tmp/header_alone.c" $libs \

@@ -1,9 +1,23 @@
-/* Element-wise math written so that loops of it vectorise (libm's expf and
- * erff keep a loop scalar, and the activations would then cost a tenth of
- * the GEMMs), shared by the matrix backend's epilogues and the plugins'
- * loops (plugins/layers.h): header-only, so it adds nothing to the ABI. */
-#ifndef TFENC_FAST_MATH_H
-#define TFENC_FAST_MATH_H
+/* tfenc/plugin_math.h: element-wise math for plugins' loops, part of the
+ * plugin SDK beside tfenc/plugin.h (which it does not need).
+ *
+ * exp, GELU (exact and tanh), SiLU, ReLU and bfloat16 rounding written so
+ * that a loop of them vectorises (libm's expf and erff keep a loop scalar,
+ * and the activations would then cost a tenth of the GEMMs), and
+ * TFENC_VECTOR_CLONES to compile a loop for the CPU it runs on. The host's
+ * matrix backend uses the same functions in its epilogues, so a plugin that
+ * uses them computes what the built-in layers compute.
+ *
+ * Header-only: everything is static inline or a macro, compiled into the
+ * plugin, so it adds no symbol to the ABI and a plugin built with one
+ * version keeps working with any host of the same TFENC_ABI_MAJOR. New
+ * functions raise TFENC_PLUGIN_MATH_VERSION (test it with #if); the
+ * results of existing ones do not change within a version.
+ */
+#ifndef TFENC_PLUGIN_MATH_H
+#define TFENC_PLUGIN_MATH_H
+
+#define TFENC_PLUGIN_MATH_VERSION 1
 
 #include <math.h>
 #include <stdint.h>
