@@ -3,6 +3,7 @@
 # (--status).
 core_libtfenc_la_SOURCES += \
 	core/output/output.c core/output/output.h \
+	core/output/quantize.c core/output/quantize.h \
 	core/output/writer.c core/output/writer.h \
 	core/output/ownership.c core/output/ownership.h \
 	core/output/fingerprint.c core/output/fingerprint.h \

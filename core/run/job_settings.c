@@ -3,6 +3,7 @@
 
 #include "base/context.h"
 #include "job/params.h"
+#include "output/quantize.h"
 
 #include <jansson.h>
 #include <limits.h>
@@ -76,6 +77,31 @@ static int read_prompt(reader *r, const char *value)
     return s->prompt != NULL ? TFENC_OK : tfenc_error(r->ctx, TFENC_ERR_NO_MEMORY, "out of memory");
 }
 
+/* Compact dtypes: binary packs whole bytes; given ranges are for the
+ * dtypes that use them. */
+static int check_compact_dtype(reader *r, const char *output_ranges)
+{
+    tfenc_job_settings *s = r->settings;
+    const int d = s->output_dim > 0 ? (int)s->output_dim : r->config->d_model;
+    char message[256];
+    if (tfenc_dtype_is_compact(s->dtype) && !tfenc_dtype_needs_ranges(s->dtype) && d % 8 != 0) {
+        snprintf(message, sizeof message, "%s packs 8 dimensions per byte but the vectors have "
+                 "%d (set output_dim to a multiple of 8, or another output_dtype)",
+                 tfenc_output_dtype_name(s->dtype), d);
+        return job_origin_error(r, "output_dtype", message);
+    }
+    if (output_ranges == NULL)
+        return TFENC_OK;
+    if (!tfenc_dtype_needs_ranges(s->dtype)) {
+        snprintf(message, sizeof message, "applies to output_dtype = int8 or uint8, not %s",
+                 tfenc_output_dtype_name(s->dtype));
+        return job_origin_error(r, "output_ranges", message);
+    }
+    s->output_ranges = tfenc_jobfile_resolve_path(r->job, output_ranges);
+    return s->output_ranges != NULL ? TFENC_OK
+                                    : tfenc_error(r->ctx, TFENC_ERR_NO_MEMORY, "out of memory");
+}
+
 static int read_job_settings(reader *r)
 {
     static const char *const policies[] = {"replace", "error", NULL};
@@ -87,7 +113,7 @@ static int read_job_settings(reader *r)
         return tfenc_error(r->ctx, TFENC_ERR_CONFIG, "%s: missing section [job]", r->job->path);
     tfenc_params p;
     tfenc_params_bind(&p, r->ctx, r->job, section);
-    const char *input = NULL, *output = NULL;
+    const char *input = NULL, *output = NULL, *output_ranges = NULL;
     int kind = 0, dtype = 0, compression = 0, format = 0, policy = 0;
     long max_id_bytes = 0;
     const char *prompt = NULL;
@@ -109,6 +135,7 @@ static int read_job_settings(reader *r)
     READ(tfenc_param_choice(&p, "output_kind", tfenc_output_kind_names, TFENC_OUTPUT_AUTO, &kind));
     READ(tfenc_param_choice(&p, "output_dtype", tfenc_output_dtype_names, TFENC_DTYPE_FLOAT32,
                           &dtype));
+    READ(tfenc_param_string(&p, "output_ranges", NULL, &output_ranges));
     READ(tfenc_param_choice(&p, "compression", tfenc_output_compression_names,
                           TFENC_COMPRESSION_NONE, &compression));
 
@@ -188,6 +215,9 @@ static int read_job_settings(reader *r)
         return job_origin_error(r, "output_dim", "must be in 1..[model] d_model (0: d_model)");
     if (s->output_dim == r->config->d_model)
         s->output_dim = 0;
+    status = check_compact_dtype(r, output_ranges);
+    if (status != TFENC_OK)
+        return status;
     status = read_prompt(r, prompt);
     if (status != TFENC_OK)
         return status;
@@ -312,6 +342,8 @@ void tfenc_job_settings_free(tfenc_job_settings *settings)
     free(settings->output);
     free(settings->vocabulary);
     free(settings->prompt);
+    free(settings->output_ranges);
+    settings->output_ranges = NULL;
     settings->input = settings->output = settings->vocabulary = settings->prompt = NULL;
 }
 
