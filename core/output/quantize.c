@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include <hdf5.h>
+#include <jansson.h>
 
 #include "base/context.h"
 
@@ -207,13 +208,37 @@ static int read_npy_ranges(tfenc_context *ctx, const char *where, const char *pa
     return ok ? TFENC_OK : ranges_error(ctx, where, path, d, "is shorter than its shape says");
 }
 
-int tfenc_quantize_ranges_read(tfenc_context *ctx, const char *where, const char *path, int d,
-                               float *ranges)
+static int check_ranges(tfenc_context *ctx, const char *where, const char *path, int d,
+                        const float *ranges);
+
+int tfenc_quantize_ranges_parse(tfenc_context *ctx, const char *where, const char *text, int d,
+                                float *ranges)
 {
-    size_t length = strlen(path);
-    int status = length > 4 && strcmp(path + length - 4, ".npy") == 0
-                     ? read_npy_ranges(ctx, where, path, d, ranges)
-                     : read_h5_ranges(ctx, where, path, d, ranges);
+    json_error_t error;
+    json_t *lists = json_loads(text, 0, &error);
+    int ok = json_is_array(lists) && json_array_size(lists) == 2;
+    for (size_t row = 0; ok && row < 2; row++) {
+        json_t *list = json_array_get(lists, row);
+        ok = json_is_array(list) && json_array_size(list) == (size_t)d;
+        for (int j = 0; ok && j < d; j++) {
+            json_t *value = json_array_get(list, (size_t)j);
+            ok = json_is_number(value);
+            /* float32, as numpy holds ranges that quantize_embeddings gets */
+            ranges[row * (size_t)d + (size_t)j] = (float)json_number_value(value);
+        }
+    }
+    json_decref(lists);
+    if (!ok)
+        return tfenc_error(ctx, TFENC_ERR_CONFIG, "%s: two lists of %d numbers, "
+                           "[[min, ...], [max, ...]], or a .npy or .h5 file%s%s", where, d,
+                           lists == NULL ? ": " : "", lists == NULL ? error.text : "");
+    return check_ranges(ctx, where, "the lists", d, ranges);
+}
+
+static int check_ranges(tfenc_context *ctx, const char *where, const char *path, int d,
+                        const float *ranges)
+{
+    int status = TFENC_OK;
     for (int j = 0; status == TFENC_OK && j < d; j++)
         if (!(ranges[j] <= ranges[d + j]) || !isfinite(ranges[j]) || !isfinite(ranges[d + j])) {
             char what[160];
@@ -222,4 +247,14 @@ int tfenc_quantize_ranges_read(tfenc_context *ctx, const char *where, const char
             status = ranges_error(ctx, where, path, d, what);
         }
     return status;
+}
+
+int tfenc_quantize_ranges_read(tfenc_context *ctx, const char *where, const char *path, int d,
+                               float *ranges)
+{
+    size_t length = strlen(path);
+    int status = length > 4 && strcmp(path + length - 4, ".npy") == 0
+                     ? read_npy_ranges(ctx, where, path, d, ranges)
+                     : read_h5_ranges(ctx, where, path, d, ranges);
+    return status == TFENC_OK ? check_ranges(ctx, where, path, d, ranges) : status;
 }

@@ -57,4 +57,8 @@ struct tfenc_context;
 int tfenc_quantize_ranges_read(struct tfenc_context *ctx, const char *where, const char *path,
                                int d, float *ranges);
 
+/* The same from two JSON lists in the job, [[min, ...], [max, ...]]. */
+int tfenc_quantize_ranges_parse(struct tfenc_context *ctx, const char *where, const char *text,
+                                int d, float *ranges);
+
 #endif

@@ -97,7 +97,10 @@ static int check_compact_dtype(reader *r, const char *output_ranges)
                  tfenc_output_dtype_name(s->dtype));
         return job_origin_error(r, "output_ranges", message);
     }
-    s->output_ranges = tfenc_jobfile_resolve_path(r->job, output_ranges);
+    /* Two lists, [[min, ...], [max, ...]]: JSON, read when d is known. */
+    s->output_ranges_inline = output_ranges[0] == '[';
+    s->output_ranges = s->output_ranges_inline ? strdup(output_ranges)
+                                               : tfenc_jobfile_resolve_path(r->job, output_ranges);
     return s->output_ranges != NULL ? TFENC_OK
                                     : tfenc_error(r->ctx, TFENC_ERR_NO_MEMORY, "out of memory");
 }

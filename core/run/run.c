@@ -553,10 +553,14 @@ static int quantization_ranges(run *r)
     if (r->rank == 0 && r->settings.output_ranges != NULL) {
         char where[512];
         snprintf(where, sizeof where, "%s: [job] output_ranges", r->job->path);
-        status = tfenc_quantize_ranges_read(r->ctx, where, r->settings.output_ranges, width,
-                                            r->ranges);
+        status = r->settings.output_ranges_inline
+                     ? tfenc_quantize_ranges_parse(r->ctx, where, r->settings.output_ranges,
+                                                   width, r->ranges)
+                     : tfenc_quantize_ranges_read(r->ctx, where, r->settings.output_ranges,
+                                                  width, r->ranges);
         snprintf(r->ranges_source, sizeof r->ranges_source, "given: %s",
-                 r->settings.output_ranges);
+                 r->settings.output_ranges_inline ? "[job] output_ranges"
+                                                  : r->settings.output_ranges);
     } else if (r->rank == 0) {
         status = calibrate_ranges(r);
     }

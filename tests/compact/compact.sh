@@ -6,7 +6,7 @@
 # which must be the min/max of the documents the file says it calibrated
 # on); the same at layouts 2x1 and 1x2 and after a resume at another layout;
 # given ranges (.npy float32/float64, .h5) must give the calibrated file
-# again. Bad input (no calibration sample, binary with d not a multiple of
+# again, and so must the same ranges written as two lists in the job. Bad input (no calibration sample, binary with d not a multiple of
 # 8, per-token output, ranges of the wrong shape or for the wrong dtype):
 # one line, a non-zero exit, and no file.
 set -u
@@ -80,15 +80,17 @@ done
 # Given ranges: the calibrated file's, as numpy.save writes them and as the
 # file itself, must reproduce its rows.
 "$python" -c "
-import h5py, numpy as np, sys
+import h5py, json, numpy as np, sys
 r = h5py.File(sys.argv[1], 'r')['quantization_ranges'][...]
 np.save(sys.argv[2], r)
 np.save(sys.argv[3], r.astype(np.float64))
-np.save(sys.argv[4], r[:, :10])" "$work/text/int8-1-1.h5" "$work/text/ranges.npy" \
-  "$work/text/ranges64.npy" "$work/text/narrow.npy"
-for given in ranges.npy ranges64.npy int8-1-1.h5; do
-  encode 1 1 given.h5 --set job.output_dtype=int8 --set job.output_ranges=$given \
-    || { fail "output_ranges = $given: the job failed"; continue; }
+np.save(sys.argv[4], r[:, :10])
+open(sys.argv[5], 'w').write(json.dumps(r.tolist()))" "$work/text/int8-1-1.h5" "$work/text/ranges.npy" \
+  "$work/text/ranges64.npy" "$work/text/narrow.npy" "$work/text/ranges.json"
+lists=$(cat "$work/text/ranges.json")
+for given in ranges.npy ranges64.npy int8-1-1.h5 "$lists"; do
+  encode 1 1 given.h5 --set job.output_dtype=int8 --set "job.output_ranges=$given" \
+    || { fail "output_ranges = $(echo "$given" | cut -c1-40): the job failed"; continue; }
   "$python" -c "
 import h5py, numpy as np, sys
 a, b = h5py.File(sys.argv[1], 'r'), h5py.File(sys.argv[2], 'r')
@@ -96,7 +98,8 @@ assert np.array_equal(a['embeddings'][...], b['embeddings'][...]), 'rows differ'
 assert np.array_equal(a['quantization_ranges'][...], b['quantization_ranges'][...]), 'ranges differ'
 assert 'quantization_sample' not in b, 'a sample for given ranges'
 assert b.attrs['quantization_ranges_source'].startswith('given: '), b.attrs['quantization_ranges_source']
-" "$work/text/int8-1-1.h5" "$work/text/given.h5" || fail "output_ranges = $given: not the calibrated file's rows"
+" "$work/text/int8-1-1.h5" "$work/text/given.h5" \
+    || fail "output_ranges = $(echo "$given" | cut -c1-40): not the calibrated file's rows"
 done
 
 # refused NAME DIR PATTERN SETTINGS...: exit non-zero, one line matching
@@ -128,6 +131,8 @@ refused "per-token ubinary" "$work/tokens" "output_dtype = ubinary applies to po
   --set job.output_dtype=ubinary
 refused "ranges of the wrong shape" "$work/text" "output_ranges: .*narrow.npy: has shape (2, 10)" \
   --set job.input=big.txt --set job.output_dtype=uint8 --set job.output_ranges=narrow.npy
+refused "ranges as one list" "$work/text" "output_ranges: two lists of 64 numbers" \
+  --set job.input=big.txt --set job.output_dtype=int8 --set "job.output_ranges=[[0.5, 1]]"
 refused "ranges for binary" "$work/text" "output_ranges: applies to output_dtype = int8 or uint8, not binary" \
   --set job.output_dtype=binary --set job.output_ranges=ranges.npy
 
