@@ -77,6 +77,12 @@ for dtype in int8 binary; do
   sed 's/^/compact: /' "$work/same.out"
 done
 
+# --status says what the compact rows are and where the ranges came from.
+"$driver" --status "$work/text/int8-1-1.h5" | grep -q "^compact: embeddings are int8 buckets.*calibrated: .* over [0-9]* documents" \
+  || fail "--status does not describe int8 output"
+"$driver" --status "$work/text/ubinary-1-1.h5" | grep -q "^compact: .*packed 8 per byte" \
+  || fail "--status does not describe ubinary output"
+
 # Given ranges: the calibrated file's, as numpy.save writes them and as the
 # file itself, must reproduce its rows.
 "$python" -c "
