@@ -83,6 +83,38 @@ done
 "$driver" --status "$work/text/ubinary-1-1.h5" | grep -q "^compact: .*packed 8 per byte" \
   || fail "--status does not describe ubinary output"
 
+# SIGKILL part-way and run again (at another rank count): the same file as
+# the uninterrupted run. The test plugin's `pause` layer makes each
+# microbatch take a while so that the kill lands part-way.
+TFENC_PLUGIN_PATH="$TFENC_PLUGIN_PATH:$builddir/tests/plugins/.libs"
+export TFENC_PLUGIN_PATH
+cp "$work/text/job.ini" "$work/text/paused.ini"
+printf '\n[pause]\ntype = pause\nmilliseconds = 150\n' >> "$work/text/paused.ini"
+paused() { # paused RANKS: runs paused.ini into int8-killed.h5
+  (cd "$work/text" && exec "$mpiexec" -n "$1" "$driver" --quiet --set job.input=big.txt \
+     --set job.window_documents=40 --set job.batch_tokens=128 --set job.output_dtype=int8 \
+     --set job.output=int8-killed.h5 paused.ini)
+}
+rm -f "$work/text/int8-killed.h5"
+paused 2 > "$work/killed.out" 2>&1 &
+pid=$!
+"$python" "$srcdir/tests/resume/progress.py" wait "$work/text/int8-killed.h5" 0.3 "$pid"
+pkill -KILL -P "$pid" 2>/dev/null
+kill -KILL "$pid" 2>/dev/null
+wait "$pid" 2>/dev/null
+left=$("$python" "$srcdir/tests/resume/progress.py" count "$work/text/int8-killed.h5")
+echo "compact: killed with $left (finished, total, complete) in the file"
+case "$left" in
+  "300 300 1"|"0 0 0") fail "the kill did not land part-way ($left)" ;;
+esac
+if paused 1 > "$work/resumed.out" 2>&1; then
+  "$python" "$compare" same "$work/text/int8-1-1.h5" "$work/text/int8-killed.h5" \
+    > "$work/same.out" 2>&1 || fail "int8: killed and resumed, the file differs"
+  sed 's/^/compact: /' "$work/same.out"
+else
+  fail "int8: the resume after SIGKILL failed: $(tail -n 1 "$work/resumed.out")"
+fi
+
 # Given ranges: the calibrated file's, as numpy.save writes them and as the
 # file itself, must reproduce its rows.
 "$python" -c "
