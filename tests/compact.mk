@@ -6,3 +6,10 @@
 dist_check_SCRIPTS += tests/compact/compact.sh tests/compact/minilm.sh
 TESTS += tests/compact/compact.sh tests/compact/minilm.sh
 EXTRA_DIST += tests/compact/compare_quantized.py tests/compact/unfinish.py
+
+# The arithmetic itself, and given ranges (.npy, .h5, JSON) with their errors.
+check_PROGRAMS += tests/test_quantize
+TESTS += tests/test_quantize
+tests_test_quantize_SOURCES = tests/test_quantize.c
+tests_test_quantize_CFLAGS = $(TEST_CFLAGS)
+tests_test_quantize_LDADD = $(TEST_LIBS)
