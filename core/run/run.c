@@ -469,13 +469,17 @@ static int gate_precision(run *r)
 
 /* ----------------------------------------------------- compact vectors */
 
-/* int8 / uint8 output: ranges from CALIBRATION_DOCUMENTS documents, the
- * first of the middle window of each of 8 equal parts of the corpus (the
- * gate's rule: it depends on the job and the corpus alone, never on the
- * layout), encoded before the job as the file will get them. Fewer than
+/* int8 / uint8 output: ranges from up to CALIBRATION_DOCUMENTS documents
+ * and CALIBRATION_TOKENS tokens (room for CALIBRATION_MIN_DOCUMENTS of
+ * max_seq_len if more), the first of the middle window of each of 8 equal
+ * parts of the corpus (the gate's rule: it depends on the job and the
+ * corpus alone, never on the layout), encoded by rank 0 before the job as
+ * the file will get them: the token bound keeps that to seconds (65,536
+ * tokens of BERT-base are about 10^13 FLOP). Fewer than
  * CALIBRATION_MIN_DOCUMENTS make no ranges: sentence-transformers warns
  * below 100 too, and a handful of vectors leaves most values outside. */
 #define CALIBRATION_DOCUMENTS 512
+#define CALIBRATION_TOKENS 65536
 #define CALIBRATION_MIN_DOCUMENTS 100
 
 static int output_width(const run *r)
@@ -488,7 +492,8 @@ static int calibrate_ranges(run *r)
 {
     const char *dtype = tfenc_output_dtype_name(r->settings.dtype);
     gate_sample sample = {0};
-    const size_t capacity = (size_t)CALIBRATION_DOCUMENTS * (size_t)r->settings.max_seq_len;
+    const size_t least = (size_t)CALIBRATION_MIN_DOCUMENTS * (size_t)r->settings.max_seq_len;
+    const size_t capacity = least > CALIBRATION_TOKENS ? least : CALIBRATION_TOKENS;
     sample.indices = malloc(CALIBRATION_DOCUMENTS * sizeof *sample.indices);
     if (sample.indices == NULL)
         return tfenc_error(r->ctx, TFENC_ERR_NO_MEMORY, "out of memory");
