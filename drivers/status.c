@@ -63,6 +63,21 @@ static void print_gate(const tfenc_inspection *i)
     printf("%s\n", kept == 0 ? "; every step runs in it" : "");
 }
 
+/* Compact vectors: how to read them back (docs/output.md). */
+static void print_compact(const tfenc_inspection *i)
+{
+    const char *dtype = i->dtype != NULL ? i->dtype : "";
+    if (strcmp(dtype, "int8") == 0 || strcmp(dtype, "uint8") == 0)
+        printf("compact: embeddings are %s buckets, as sentence-transformers' "
+               "quantize_embeddings(x, \"%s\", ranges=quantization_ranges) makes them; ranges "
+               "%s\n", dtype, dtype, or_unknown(i->quantization_source));
+    else if (strcmp(dtype, "binary") == 0 || strcmp(dtype, "ubinary") == 0)
+        printf("compact: embeddings hold the signs (x > 0) of %lld dimensions packed 8 per "
+               "byte, first dimension in the top bit (numpy.packbits%s); compare by Hamming "
+               "distance\n", (long long)i->d_model,
+               strcmp(dtype, "binary") == 0 ? ", minus 128 as int8" : "");
+}
+
 static void print_report(const tfenc_inspection *i)
 {
     printf("file: %s\n", i->path);
@@ -83,6 +98,7 @@ static void print_report(const tfenc_inspection *i)
     if (i->n_tokens >= 0)
         printf(", %lld token rows", (long long)i->n_tokens);
     printf(", compression %s\n", or_unknown(i->compression));
+    print_compact(i);
     printf("model: weights sha256 %s\n", or_unknown(i->weights_sha256));
     if (i->precision == NULL)
         printf("precision: (not recorded)\n");

@@ -42,7 +42,10 @@ typedef struct tfenc_inspection {
     char *tfenc_version;
     char *created;           /* ISO-8601 UTC, when the file was first created */
     char *output_kind;       /* pooled or tokens */
-    char *dtype;             /* float32, float16 or bfloat16 */
+    char *dtype;             /* float32, float16, bfloat16, or compact: int8, uint8,
+                              * binary, ubinary (output/quantize.h) */
+    char *quantization_source; /* int8 / uint8: where the ranges came from (attribute
+                                * quantization_ranges_source); else NULL */
     char *compression;       /* none or gzip */
     char *weights_sha256;    /* the model: SHA-256 of its weights file */
     char *layout;            /* of the last run: "ranks=R data_parallel=D pipeline_stages=S" */

@@ -4,6 +4,7 @@
 # may use: base job ranks
 core_libtfenc_la_SOURCES += \
 	core/output/output.c core/output/output.h \
+	core/output/quantize.c core/output/quantize.h \
 	core/output/writer.c core/output/writer.h \
 	core/output/ownership.c core/output/ownership.h \
 	core/output/fingerprint.c core/output/fingerprint.h \

@@ -18,6 +18,7 @@
 #include "config.h"
 #include "base/context.h"
 #include "base/float16.h"
+#include "output/quantize.h"
 
 /* About 1 MiB per chunk: large enough for efficient I/O and compression,
  * small enough that reading one document's row stays cheap. */
@@ -38,8 +39,12 @@ struct tfenc_output {
     MPI_Comm writers;      /* MPI_COMM_NULL when serial without MPI */
     hid_t file;
     hid_t transfer;        /* dataset transfer properties (independent MPI-IO) */
-    hid_t float_type;      /* memory = file type of the float datasets */
-    size_t float_size;
+    hid_t float_type;      /* memory = file type of the rows (float, or compact) */
+    size_t float_size;     /* bytes of one element of the rows */
+    int64_t row_width;     /* elements of a stored row: d_model, d_model / 8 packed */
+    float *quantize_starts; /* int8 / uint8: [d_model] each, else NULL */
+    float *quantize_steps;
+    float *ranges;          /* int8 / uint8: [2, d_model] as stored */
     hid_t rows;            /* embeddings or hidden */
     hid_t offsets;         /* tokens kind (offsets) or chunk rows (chunk_offsets), else -1 */
     tfenc_output_chunks chunks;
@@ -78,7 +83,8 @@ static int h5_fail(tfenc_context *ctx, int status, const char *path, const char 
 /* ------------------------------------------------------------------ names */
 
 const char *const tfenc_output_kind_names[] = {"pooled", "tokens", "auto", NULL};
-const char *const tfenc_output_dtype_names[] = {"float32", "float16", "bfloat16", NULL};
+const char *const tfenc_output_dtype_names[] = {"float32", "float16", "bfloat16", "int8",
+                                                "uint8", "binary", "ubinary", NULL};
 const char *const tfenc_output_compression_names[] = {"none", "gzip", NULL};
 const char *const tfenc_output_chunks_names[] = {"off", "mean", "each", NULL};
 
@@ -102,7 +108,7 @@ int tfenc_output_kind_from_name(const char *name, tfenc_output_kind *kind)
 
 int tfenc_output_dtype_from_name(const char *name, tfenc_output_dtype *dtype)
 {
-    int value = 0, status = from_name(tfenc_output_dtype_names, 3, name, &value);
+    int value = 0, status = from_name(tfenc_output_dtype_names, TFENC_DTYPE_COUNT, name, &value);
     *dtype = status == TFENC_OK ? (tfenc_output_dtype)value : *dtype;
     return status;
 }
@@ -121,7 +127,7 @@ const char *tfenc_output_kind_name(tfenc_output_kind kind)
 
 const char *tfenc_output_dtype_name(tfenc_output_dtype dtype)
 {
-    return tfenc_name_of(tfenc_output_dtype_names, 3, dtype);
+    return tfenc_name_of(tfenc_output_dtype_names, TFENC_DTYPE_COUNT, dtype);
 }
 
 const char *tfenc_output_path(const tfenc_output *out)
@@ -431,6 +437,153 @@ static const char *offsets_name(const tfenc_output *out)
     return out->kind == TFENC_OUTPUT_TOKENS ? "offsets" : "chunk_offsets";
 }
 
+/* ------------------------------------------------------- compact vectors */
+
+static hid_t compact_type(tfenc_output_dtype dtype)
+{
+    return H5Tcopy(dtype == TFENC_DTYPE_INT8 || dtype == TFENC_DTYPE_BINARY ? H5T_STD_I8LE
+                                                                            : H5T_STD_U8LE);
+}
+
+/* Compact dtypes are for pooled vectors; int8 and uint8 keep their ranges
+ * (a copy) and the starts and steps derived from them. */
+static int prepare_compact(tfenc_context *ctx, tfenc_output *out,
+                           const tfenc_output_options *options)
+{
+    if (!tfenc_dtype_is_compact(out->dtype))
+        return TFENC_OK;
+    const char *name = tfenc_output_dtype_name(out->dtype);
+    if (out->kind != TFENC_OUTPUT_POOLED)
+        return tfenc_error(ctx, TFENC_ERR_CONFIG, "%s: output_dtype = %s applies to pooled "
+                           "vectors, not per-token rows", out->path, name);
+    if (!tfenc_dtype_needs_ranges(out->dtype)) {
+        if (out->d_model % 8 != 0)
+            return tfenc_error(ctx, TFENC_ERR_CONFIG, "%s: output_dtype = %s packs 8 dimensions "
+                               "per byte but the vectors have %d", out->path, name, out->d_model);
+        return TFENC_OK;
+    }
+    if (options->ranges == NULL)
+        return tfenc_error(ctx, TFENC_ERR_INTERNAL, "%s: output_dtype = %s without ranges",
+                           out->path, name);
+    size_t d = (size_t)out->d_model;
+    out->ranges = malloc(2 * d * sizeof *out->ranges);
+    out->quantize_starts = malloc(d * sizeof *out->quantize_starts);
+    out->quantize_steps = malloc(d * sizeof *out->quantize_steps);
+    if (out->ranges == NULL || out->quantize_starts == NULL || out->quantize_steps == NULL)
+        return tfenc_error(ctx, TFENC_ERR_NO_MEMORY, "%s: out of memory", out->path);
+    memcpy(out->ranges, options->ranges, 2 * d * sizeof *out->ranges);
+    tfenc_quantize_steps(out->ranges, out->d_model, out->quantize_starts, out->quantize_steps);
+    return TFENC_OK;
+}
+
+static int write_float_array_attribute(tfenc_context *ctx, tfenc_output *out, const char *name,
+                                       const float *values, hsize_t count)
+{
+    hid_t space = H5Screate_simple(1, &count, NULL);
+    hid_t attribute = -1;
+    herr_t result = -1;
+    if (space >= 0) {
+        if (H5Aexists(out->file, name) > 0)
+            H5Adelete(out->file, name);
+        attribute = H5Acreate2(out->file, name, H5T_IEEE_F32LE, space, H5P_DEFAULT, H5P_DEFAULT);
+    }
+    if (attribute >= 0)
+        result = H5Awrite(attribute, H5T_NATIVE_FLOAT, values);
+    int status = result < 0 ? h5_fail(ctx, TFENC_ERR_IO, out->path,
+                                      "cannot write attribute '%s'", name)
+                            : TFENC_OK;
+    if (attribute >= 0)
+        H5Aclose(attribute);
+    if (space >= 0)
+        H5Sclose(space);
+    return status;
+}
+
+/* int8 / uint8: the ranges as a dataset [2, d] and as attributes, so that
+ * a query is quantized the same way (docs/output.md). Collective. */
+/* A small whole dataset (rank 1 or 2) that the first writer fills; the
+ * others take part in the collective creation and select nothing. */
+static int write_small_dataset(tfenc_context *ctx, tfenc_output *out, const char *name,
+                               hid_t file_type, hid_t memory_type, int rank_of_data,
+                               const hsize_t *dims, const void *values)
+{
+    hid_t space = H5Screate_simple(rank_of_data, dims, NULL);
+    hid_t dataset = space >= 0 ? H5Dcreate2(out->file, name, file_type, space, H5P_DEFAULT,
+                                            H5P_DEFAULT, H5P_DEFAULT)
+                               : -1;
+    int rank = 0;
+    if (out->writers != MPI_COMM_NULL)
+        MPI_Comm_rank(out->writers, &rank);
+    int ok = dataset >= 0;
+    if (ok && rank != 0)
+        ok = H5Sselect_none(space) >= 0;
+    hid_t memory = ok ? H5Screate_simple(rank_of_data, dims, NULL) : -1;
+    if (ok && rank != 0)
+        ok = memory >= 0 && H5Sselect_none(memory) >= 0;
+    if (ok)
+        ok = memory >= 0 && H5Dwrite(dataset, memory_type, memory, space, out->transfer,
+                                     values) >= 0;
+    int status = ok ? TFENC_OK : h5_fail(ctx, TFENC_ERR_IO, out->path, "cannot write '%s'", name);
+    if (memory >= 0)
+        H5Sclose(memory);
+    if (dataset >= 0)
+        H5Dclose(dataset);
+    if (space >= 0)
+        H5Sclose(space);
+    return status;
+}
+
+static int write_ranges(tfenc_context *ctx, tfenc_output *out,
+                        const tfenc_output_options *options)
+{
+    if (out->ranges == NULL)
+        return TFENC_OK;
+    hsize_t d = (hsize_t)out->d_model, dims[2] = {2, d};
+    int status = write_small_dataset(ctx, out, "quantization_ranges", H5T_IEEE_F32LE,
+                                     H5T_NATIVE_FLOAT, 2, dims, out->ranges);
+    hsize_t n_sample = (hsize_t)options->n_sample;
+    if (status == TFENC_OK && options->sample_indices != NULL && n_sample > 0)
+        status = write_small_dataset(ctx, out, "quantization_sample", H5T_STD_I64LE,
+                                     H5T_NATIVE_INT64, 1, &n_sample, options->sample_indices);
+    const char *source = options->ranges_source;
+    if (status == TFENC_OK)
+        status = write_float_array_attribute(ctx, out, "quantization_min", out->ranges, d);
+    if (status == TFENC_OK)
+        status = write_float_array_attribute(ctx, out, "quantization_max", out->ranges + d, d);
+    if (status == TFENC_OK)
+        status = write_string_attribute(ctx, out, "quantization_ranges_source", source);
+    return status;
+}
+
+/* A resumed file keeps the ranges it was begun with: the rows written
+ * before and after the resume must share their buckets. */
+static int read_ranges(tfenc_context *ctx, tfenc_output *out)
+{
+    if (out->ranges == NULL)
+        return TFENC_OK;
+    hid_t dataset = H5Lexists(out->file, "quantization_ranges", H5P_DEFAULT) > 0
+                        ? H5Dopen2(out->file, "quantization_ranges", H5P_DEFAULT)
+                        : -1;
+    hid_t space = dataset >= 0 ? H5Dget_space(dataset) : -1;
+    hsize_t dims[2] = {0, 0};
+    int ok = space >= 0 && H5Sget_simple_extent_ndims(space) == 2
+             && H5Sget_simple_extent_dims(space, dims, NULL) == 2 && dims[0] == 2
+             && dims[1] == (hsize_t)out->d_model;
+    if (ok)
+        ok = H5Dread(dataset, H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT, out->ranges) >= 0;
+    if (space >= 0)
+        H5Sclose(space);
+    if (dataset >= 0)
+        H5Dclose(dataset);
+    H5Eclear2(H5E_DEFAULT);
+    if (!ok)
+        return tfenc_error(ctx, TFENC_ERR_CONFIG, "%s: has no dataset 'quantization_ranges' "
+                           "[2, %d]: not a tfenc output of this job; refusing to append to it",
+                           out->path, out->d_model);
+    tfenc_quantize_steps(out->ranges, out->d_model, out->quantize_starts, out->quantize_steps);
+    return TFENC_OK;
+}
+
 /* What create and reopen share: checks that the writers agree, refuses
  * gzip with several writers, and fills a new handle (no file yet). */
 static int prepare(tfenc_context *ctx, MPI_Comm writers, const tfenc_output_options *options,
@@ -494,10 +647,17 @@ static int prepare(tfenc_context *ctx, MPI_Comm writers, const tfenc_output_opti
     strcpy(out->path, path);
     out->id_length = longest_id > 0 ? (size_t)longest_id : 1;
     /* The float type is made here so that reopen can compare it. */
-    out->float_type = out->dtype == TFENC_DTYPE_FLOAT16    ? tfenc_h5_float16_type()
+    out->float_type = tfenc_dtype_is_compact(out->dtype) ? compact_type(out->dtype)
+                    : out->dtype == TFENC_DTYPE_FLOAT16    ? tfenc_h5_float16_type()
                     : out->dtype == TFENC_DTYPE_BFLOAT16 ? tfenc_h5_bfloat16_type()
                                                          : H5Tcopy(H5T_IEEE_F32LE);
-    out->float_size = out->dtype == TFENC_DTYPE_FLOAT32 ? 4 : 2;
+    out->float_size = tfenc_dtype_element_size(out->dtype);
+    out->row_width = tfenc_dtype_row_width(out->dtype, out->d_model);
+    int compact_status = prepare_compact(ctx, out, options);
+    if (compact_status != TFENC_OK) {
+        tfenc_output_close(out);
+        return compact_status;
+    }
     if (out->float_type < 0) {
         int status = h5_fail(ctx, TFENC_ERR_IO, path, "cannot make the %s type",
                              tfenc_output_dtype_name(out->dtype));
@@ -516,7 +676,7 @@ static int check_free_space(tfenc_context *ctx, const tfenc_output *out,
                             const tfenc_output_options *options)
 {
     const double rows = has_row_runs(out) ? (double)out->n_tokens : (double)out->n_documents;
-    const double row_bytes = (double)out->d_model * (out->dtype == TFENC_DTYPE_FLOAT32 ? 4 : 2);
+    const double row_bytes = (double)out->row_width * (double)out->float_size;
     const double per_document = 4 + 4 + (has_row_runs(out) ? 8 : 0) +
                                 (out->chunks != TFENC_CHUNKS_OFF ? 4 : 0) +
                                 (options->has_ids ? (double)out->id_length : 0);
@@ -550,7 +710,7 @@ int tfenc_output_create(tfenc_context *ctx, MPI_Comm writers, const tfenc_output
     if (status == TFENC_OK)
         status = create_dataset(ctx, out, rows_name(out), out->float_type,
                                 has_row_runs(out) ? out->n_tokens : out->n_documents,
-                                out->d_model, compress, NULL, &out->rows);
+                                out->row_width, compress, NULL, &out->rows);
     if (status == TFENC_OK && has_row_runs(out))
         status = create_dataset(ctx, out, offsets_name(out), H5T_STD_I64LE,
                                 out->n_documents + 1, 0, compress, NULL, &out->offsets);
@@ -582,6 +742,8 @@ int tfenc_output_create(tfenc_context *ctx, MPI_Comm writers, const tfenc_output
     }
     if (status == TFENC_OK)
         status = write_attributes(ctx, out, options);
+    if (status == TFENC_OK)
+        status = write_ranges(ctx, out, options);
     /* offsets[N] = T belongs to no document: the first writer stores it. */
     int rank = 0;
     if (writers != MPI_COMM_NULL)
@@ -784,6 +946,8 @@ int tfenc_output_reopen(tfenc_context *ctx, MPI_Comm writers, const tfenc_output
     if (status == TFENC_OK && out->chunks != TFENC_CHUNKS_OFF)
         status = open_existing_dataset(ctx, out, "chunks", out->n_documents, &out->chunk_counts);
     if (status == TFENC_OK)
+        status = read_ranges(ctx, out);
+    if (status == TFENC_OK)
         status = open_existing_dataset(ctx, out, "lengths", out->n_documents, &out->lengths);
     if (status == TFENC_OK)
         status = open_existing_dataset(ctx, out, "truncated", out->n_documents, &out->truncated);
@@ -951,17 +1115,34 @@ static int reserve_staging(tfenc_context *ctx, tfenc_output *out, size_t bytes)
     return TFENC_OK;
 }
 
+/* Compact dtypes: whole rows of d_model floats from element `at` (of the
+ * float rows) on, quantized into their stored rows. */
+static void stage_compact(tfenc_output *out, size_t at, const float *values, size_t count)
+{
+    size_t d = (size_t)out->d_model;
+    tfenc_quantize_rows(out->dtype, out->quantize_starts, out->quantize_steps, out->d_model,
+                        values, (int64_t)(count / d),
+                        (uint8_t *)out->staging + at / d * (size_t)out->row_width);
+}
+
 /* Copies `count` floats into the staging area at element `at`, converted to
  * the file's dtype (conversion here rather than by HDF5, so that the
  * rounding is our tested round-to-nearest-even). */
 static void stage_floats(tfenc_output *out, size_t at, const float *values, size_t count)
 {
-    if (out->dtype == TFENC_DTYPE_FLOAT32)
+    if (tfenc_dtype_is_compact(out->dtype))
+        stage_compact(out, at, values, count);
+    else if (out->dtype == TFENC_DTYPE_FLOAT32)
         memcpy((float *)out->staging + at, values, count * sizeof *values);
     else if (out->dtype == TFENC_DTYPE_FLOAT16)
         tfenc_float32_to_float16_array((uint16_t *)out->staging + at, values, count);
     else
         tfenc_float32_to_bfloat16_array((uint16_t *)out->staging + at, values, count);
+}
+
+static size_t staged_row_bytes(const tfenc_output *out)
+{
+    return (size_t)out->row_width * out->float_size;
 }
 
 /* Merges sorted (start, length) items that touch into runs, in place;
@@ -998,7 +1179,7 @@ int tfenc_output_write_pooled(tfenc_context *ctx, tfenc_output *out, int64_t n_r
     size_t d = (size_t)out->d_model;
     int64_t *start = NULL, *length = NULL;
     if (status == TFENC_OK)
-        status = reserve_staging(ctx, out, (size_t)n_rows * d * out->float_size);
+        status = reserve_staging(ctx, out, (size_t)n_rows * staged_row_bytes(out));
     if (status == TFENC_OK) {
         start = malloc((size_t)n_rows * sizeof *start);
         length = malloc((size_t)n_rows * sizeof *length);
@@ -1013,7 +1194,7 @@ int tfenc_output_write_pooled(tfenc_context *ctx, tfenc_output *out, int64_t n_r
         }
         int64_t runs = coalesce(n_rows, start, length);
         status = write_elements(ctx, out, out->rows, "embeddings", runs, start, length,
-                                out->d_model, out->float_type, out->staging);
+                                out->row_width, out->float_type, out->staging);
     }
     free(start);
     free(length);
@@ -1053,7 +1234,7 @@ static int write_row_runs(tfenc_context *ctx, tfenc_output *out, int64_t n_docum
                             "document index", &sorted);
     int64_t *start = NULL, *length = NULL, *offset_value = NULL;
     if (status == TFENC_OK)
-        status = reserve_staging(ctx, out, (size_t)total * d * out->float_size);
+        status = reserve_staging(ctx, out, (size_t)total * staged_row_bytes(out));
     if (status == TFENC_OK) {
         start = malloc((size_t)n_documents * sizeof *start);
         length = malloc((size_t)n_documents * sizeof *length);
@@ -1095,7 +1276,7 @@ static int write_row_runs(tfenc_context *ctx, tfenc_output *out, int64_t n_docum
     if (status == TFENC_OK) {
         int64_t runs = coalesce(n_documents, start, length);
         status = write_elements(ctx, out, out->rows, rows_name(out), runs, start, length,
-                                out->d_model, out->float_type, out->staging);
+                                out->row_width, out->float_type, out->staging);
         if (status == TFENC_OK && starts_sorted != NULL)
             status = write_elements(ctx, out, out->chunk_starts, "chunk_starts", runs, start,
                                     length, 0, H5T_NATIVE_INT32, starts_sorted);
@@ -1269,6 +1450,9 @@ static int close_handles(tfenc_output *out)
 
 static void free_output(tfenc_output *out)
 {
+    free(out->ranges);
+    free(out->quantize_starts);
+    free(out->quantize_steps);
     free(out->staging);
     free(out->path);
     free(out);

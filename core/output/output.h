@@ -16,6 +16,15 @@
  *                                parallel HDF5; h5py returns them as bytes)
  * float datasets are float32, float16 (IEEE half, numpy.float16 in h5py) or
  * bfloat16 (docs/weights.md's layout), chunked about 1 MiB per chunk.
+ * Pooled rows may instead be compact (output/quantize.h): embeddings int8 or
+ * uint8 [N, d], or packed signs [N, d/8]; int8 and uint8 add
+ *   quantization_ranges [2, d] float32  row 0 the minimum, row 1 the maximum
+ *                                        of each dimension (quantize_embeddings'
+ *                                        `ranges`), also the attributes
+ *                                        quantization_min and quantization_max,
+ * the attribute quantization_ranges_source saying where they came from, and
+ * for ranges calibrated on the corpus
+ *   quantization_sample [S] int64       the sample's global document indices.
  * Root attributes (strings are variable-length UTF-8): job, job_settings, weights_sha256,
  * corpus_fingerprint, vocabulary_fingerprint ("" without a vocabulary file),
  * tfenc_version, layout, created (ISO-8601 UTC), output_kind, dtype,
@@ -51,7 +60,14 @@ typedef enum tfenc_output_kind {
 typedef enum tfenc_output_dtype {
     TFENC_DTYPE_FLOAT32,
     TFENC_DTYPE_FLOAT16,
-    TFENC_DTYPE_BFLOAT16
+    TFENC_DTYPE_BFLOAT16,
+    /* Compact pooled vectors (output/quantize.h), as sentence-transformers'
+     * quantize_embeddings makes them: */
+    TFENC_DTYPE_INT8,    /* [N, d] int8 buckets of the ranges */
+    TFENC_DTYPE_UINT8,   /* [N, d] uint8 buckets of the ranges */
+    TFENC_DTYPE_BINARY,  /* [N, d/8] int8: packed signs, minus 128 */
+    TFENC_DTYPE_UBINARY, /* [N, d/8] uint8: packed signs */
+    TFENC_DTYPE_COUNT
 } tfenc_output_dtype;
 typedef enum tfenc_output_compression {
     TFENC_COMPRESSION_NONE,
@@ -115,6 +131,15 @@ typedef struct tfenc_output_options {
      * gated) stores 1.0 and "". */
     double sample_min_cosine;
     const char *precision_steps;
+    /* int8 / uint8 dtypes: [2, d] per-dimension minimum then maximum, the
+     * same on every writer, and a line saying where they came from. A
+     * resumed file keeps the ranges it was begun with. */
+    const float *ranges;
+    const char *ranges_source;
+    /* Calibrated ranges: the global indices of the documents they came
+     * from (stored as quantization_sample), else NULL and 0. */
+    const int64_t *sample_indices;
+    int n_sample;
 } tfenc_output_options;
 
 typedef struct tfenc_output tfenc_output;

@@ -160,6 +160,11 @@ static void truncate_rows(float *x, int64_t n, int d, int width)
     }
 }
 
+void tfenc_writer_truncate_rows(float *x, int64_t n, int d, int width)
+{
+    truncate_rows(x, n, d, width);
+}
+
 /* The ids of a microbatch, one NUL-terminated string after another. */
 static const char *next_id(const char **cursor)
 {

@@ -42,4 +42,9 @@ int64_t tfenc_writer_truncated_documents(const tfenc_writer *w);
 
 void tfenc_writer_destroy(tfenc_writer *w);
 
+/* Rows [n, d] -> their first `width` values at unit length, packed as
+ * [n, width] in place: what output_dim does to every pooled row (for those
+ * that must see the rows as the file gets them, such as int8 calibration). */
+void tfenc_writer_truncate_rows(float *x, int64_t n, int d, int width);
+
 #endif

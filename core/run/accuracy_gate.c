@@ -84,12 +84,19 @@ int tfenc_gate_sample_read(tfenc_context *ctx, const tfenc_gate_corpus *source,
                            tfenc_gate_sample *sample)
 {
     const long max_seq_len = source->max_seq_len;
+    const size_t capacity = (size_t)(4 * max_seq_len > GATE_SAMPLE_TOKENS ? 4 * max_seq_len
+                                                                          : GATE_SAMPLE_TOKENS);
+    return tfenc_gate_sample_read_limited(ctx, source, capacity, 0, sample);
+}
+
+int tfenc_gate_sample_read_limited(tfenc_context *ctx, const tfenc_gate_corpus *source,
+                                   size_t capacity, int max_documents, tfenc_gate_sample *sample)
+{
+    const long max_seq_len = source->max_seq_len;
     long batch_tokens = max_seq_len > GATE_BATCH_TOKENS ? max_seq_len : GATE_BATCH_TOKENS;
     if (batch_tokens > source->batch_tokens)
         batch_tokens = source->batch_tokens;
     sample->batch_tokens = (int)batch_tokens;
-    const size_t capacity = (size_t)(4 * max_seq_len > GATE_SAMPLE_TOKENS ? 4 * max_seq_len
-                                                                          : GATE_SAMPLE_TOKENS);
     sample->ids = calloc(capacity, sizeof *sample->ids);
     sample->types = calloc(capacity, sizeof *sample->types);
     sample->positions = calloc(capacity, sizeof *sample->positions);
@@ -111,10 +118,12 @@ int tfenc_gate_sample_read(tfenc_context *ctx, const tfenc_gate_corpus *source,
          * read until the piece's share of the sample's tokens. */
         const int64_t window = (2 * (int64_t)piece + 1) * n_windows / (2 * pieces);
         const long quota = (long)capacity * (piece + 1) / pieces;
+        const int document_quota = max_documents * (piece + 1) / pieces;
         tfenc_corpus_range range;
         tfenc_windows_range(source->windows, window, &range);
         status = tfenc_corpus_select(ctx, source->corpus, &range);
-        while (status == TFENC_OK && !full && packer.used < quota) {
+        while (status == TFENC_OK && !full && packer.used < quota &&
+               (max_documents == 0 || sample->n_documents < document_quota)) {
             tfenc_document doc;
             status = tfenc_corpus_next(ctx, source->corpus, &doc);
             int32_t length = 0, truncated = 0;
@@ -123,8 +132,11 @@ int tfenc_gate_sample_read(tfenc_context *ctx, const tfenc_gate_corpus *source,
                                                doc.local_index, document, &length, &truncated);
             if (status == TFENC_OK && (size_t)packer.used + (size_t)length > capacity)
                 full = 1;
-            else if (status == TFENC_OK && length > 0) /* an empty one tells nothing */
+            else if (status == TFENC_OK && length > 0) { /* an empty one tells nothing */
+                if (sample->indices != NULL)
+                    sample->indices[sample->n_documents] = range.first_index + doc.local_index;
                 status = pack_document(ctx, &packer, document, length, source->d_model);
+            }
         }
         if (status == TFENC_ERR_NOT_FOUND) { /* the window's last document */
             tfenc_context_clear(ctx);

@@ -31,6 +31,8 @@ typedef struct tfenc_gate_sample {
     int32_t *ids, *types, *positions, *starts;
     int n_batches, capacity_batches, n_documents, n_tokens;
     int batch_tokens;                    /* the most tokens of a sample batch */
+    int64_t *indices;                    /* NULL, or the caller's array that receives each
+                                            sampled document's global index */
 } tfenc_gate_sample;
 
 /* Reads the sample into a zeroed `sample`: 8,192 tokens (four documents of
@@ -42,6 +44,13 @@ typedef struct tfenc_gate_sample {
  * Free with tfenc_gate_sample_free, also after an error. */
 int tfenc_gate_sample_read(tfenc_context *ctx, const tfenc_gate_corpus *source,
                            tfenc_gate_sample *sample);
+
+/* The same rule for other samples taken before a job (the ranges of
+ * compact output): `capacity` tokens at most and, with max_documents > 0,
+ * that many documents at most (sample->indices, when set, holds that
+ * many), each eighth of the corpus its share. */
+int tfenc_gate_sample_read_limited(tfenc_context *ctx, const tfenc_gate_corpus *source,
+                                   size_t capacity, int max_documents, tfenc_gate_sample *sample);
 void tfenc_gate_sample_free(tfenc_gate_sample *sample);
 
 /* What the accuracy gate found and chose. */

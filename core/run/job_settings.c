@@ -3,6 +3,7 @@
 
 #include "base/context.h"
 #include "job/params.h"
+#include "output/quantize.h"
 
 #include <jansson.h>
 #include <limits.h>
@@ -76,11 +77,39 @@ static int read_prompt(reader *r, const char *value)
     return s->prompt != NULL ? TFENC_OK : tfenc_error(r->ctx, TFENC_ERR_NO_MEMORY, "out of memory");
 }
 
+/* Compact dtypes: binary packs whole bytes; given ranges are for the
+ * dtypes that use them. */
+static int check_compact_dtype(reader *r, const char *output_ranges)
+{
+    tfenc_job_settings *s = r->settings;
+    const int d = s->output_dim > 0 ? (int)s->output_dim : r->config->d_model;
+    char message[256];
+    if (tfenc_dtype_is_compact(s->dtype) && !tfenc_dtype_needs_ranges(s->dtype) && d % 8 != 0) {
+        snprintf(message, sizeof message, "%s packs 8 dimensions per byte but the vectors have "
+                 "%d (set output_dim to a multiple of 8, or another output_dtype)",
+                 tfenc_output_dtype_name(s->dtype), d);
+        return job_origin_error(r, "output_dtype", message);
+    }
+    if (output_ranges == NULL)
+        return TFENC_OK;
+    if (!tfenc_dtype_needs_ranges(s->dtype)) {
+        snprintf(message, sizeof message, "applies to output_dtype = int8 or uint8, not %s",
+                 tfenc_output_dtype_name(s->dtype));
+        return job_origin_error(r, "output_ranges", message);
+    }
+    /* Two lists, [[min, ...], [max, ...]]: JSON, read when d is known. */
+    s->output_ranges_inline = output_ranges[0] == '[';
+    s->output_ranges = s->output_ranges_inline ? strdup(output_ranges)
+                                               : tfenc_jobfile_resolve_path(r->job, output_ranges);
+    return s->output_ranges != NULL ? TFENC_OK
+                                    : tfenc_error(r->ctx, TFENC_ERR_NO_MEMORY, "out of memory");
+}
+
 /* The [job] values that need more than a typed read before they are
  * settings: paths to resolve against the job file, choice indexes, and the
  * keys whose meaning depends on others. */
 typedef struct job_keys {
-    const char *input, *output, *prompt;
+    const char *input, *output, *prompt, *output_ranges;
     int kind, dtype, compression, format, invalid_utf8;
     int long_documents, chunk_pooling;
     long max_id_bytes;
@@ -114,6 +143,7 @@ static int read_job_keys(reader *r, tfenc_job_section *section, job_keys *k)
                             &k->kind));
     READ(tfenc_param_choice(&p, "output_dtype", tfenc_output_dtype_names, TFENC_DTYPE_FLOAT32,
                             &k->dtype));
+    READ(tfenc_param_string(&p, "output_ranges", NULL, &k->output_ranges));
     READ(tfenc_param_choice(&p, "compression", tfenc_output_compression_names,
                             TFENC_COMPRESSION_NONE, &k->compression));
 
@@ -207,7 +237,10 @@ static int check_job_settings(reader *r, tfenc_job_section *section, const job_k
         return job_origin_error(r, "output_dim", "must be in 1..[model] d_model (0: d_model)");
     if (s->output_dim == r->config->d_model)
         s->output_dim = 0;
-    int status = read_prompt(r, k->prompt);
+    int status = check_compact_dtype(r, k->output_ranges);
+    if (status != TFENC_OK)
+        return status;
+    status = read_prompt(r, k->prompt);
     if (status != TFENC_OK)
         return status;
     if (s->prompt != NULL && s->corpus.format == TFENC_CORPUS_HDF5)
@@ -351,6 +384,8 @@ void tfenc_job_settings_free(tfenc_job_settings *settings)
     free(settings->output);
     free(settings->vocabulary);
     free(settings->prompt);
+    free(settings->output_ranges);
+    settings->output_ranges = NULL;
     settings->input = settings->output = settings->vocabulary = settings->prompt = NULL;
 }
 

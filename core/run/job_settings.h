@@ -18,6 +18,9 @@ typedef struct tfenc_job_settings {
     tfenc_corpus_options corpus;
     tfenc_output_kind output_kind; /* TFENC_OUTPUT_AUTO: what the model gives */
     tfenc_output_dtype dtype;
+    char *output_ranges;   /* int8 / uint8: given ranges, a file (.npy or .h5) resolved,
+                            * or two JSON lists; NULL: calibrated on a sample of the corpus */
+    int output_ranges_inline; /* output_ranges holds the JSON text, not a path */
     tfenc_output_compression compression;
     long batch_tokens;
     long max_seq_len;

@@ -6,6 +6,7 @@
 #include "run/run.h"
 
 #include "base/clock.h"
+#include "base/aligned.h"
 #include "base/context.h"
 #include "input/corpus.h"
 #include "run/feeder.h"
@@ -15,6 +16,7 @@
 #include "matrix/matrix.h"
 #include "ranks/node_arena.h"
 #include "output/output.h"
+#include "output/quantize.h"
 #include "output/ownership.h"
 #include "ranks/pipeline.h"
 #include "run/accuracy_gate.h"
@@ -75,6 +77,10 @@ typedef struct run {
     tfenc_run_result *result;
     tfenc_precision *step_precision; /* int8: the accuracy gate's choice per step */
     double sample_cosine;            /* int8: the gate's min cosine to fp32 on its sample */
+    float *ranges;                   /* output_dtype int8 / uint8: [2, d] min, max */
+    char ranges_source[512];         /* where the ranges came from, for the file */
+    int64_t *sample_indices;         /* calibrated ranges: the sample's documents */
+    int n_sample;
 } run;
 
 static void notice(run *r, const char *format, ...) TFENC_PRINTF(2, 3);
@@ -312,6 +318,129 @@ static int gate_precision(run *r)
     return 0;
 }
 
+/* ----------------------------------------------------- compact vectors */
+
+/* int8 / uint8 output: ranges from up to CALIBRATION_DOCUMENTS documents
+ * and CALIBRATION_TOKENS tokens (room for CALIBRATION_MIN_DOCUMENTS of
+ * max_seq_len if more), the first of the middle window of each of 8 equal
+ * parts of the corpus (the gate's rule: it depends on the job and the
+ * corpus alone, never on the layout), encoded by rank 0 before the job as
+ * the file will get them: the token bound keeps that to seconds (65,536
+ * tokens of BERT-base are about 10^13 FLOP). Fewer than
+ * CALIBRATION_MIN_DOCUMENTS make no ranges: sentence-transformers warns
+ * below 100 too, and a handful of vectors leaves most values outside. */
+#define CALIBRATION_DOCUMENTS 512
+#define CALIBRATION_TOKENS 65536
+#define CALIBRATION_MIN_DOCUMENTS 100
+
+static int output_width(const run *r)
+{
+    return r->settings.output_dim > 0 ? (int)r->settings.output_dim : r->config.d_model;
+}
+
+/* Rank 0: the sample through the whole model, its rows folded into r->ranges. */
+static int calibrate_ranges(run *r)
+{
+    const char *dtype = tfenc_output_dtype_name(r->settings.dtype);
+    tfenc_gate_sample sample = {0};
+    const size_t least = (size_t)CALIBRATION_MIN_DOCUMENTS * (size_t)r->settings.max_seq_len;
+    const size_t capacity = least > CALIBRATION_TOKENS ? least : CALIBRATION_TOKENS;
+    sample.indices = malloc(CALIBRATION_DOCUMENTS * sizeof *sample.indices);
+    if (sample.indices == NULL)
+        return tfenc_error(r->ctx, TFENC_ERR_NO_MEMORY, "out of memory");
+    const tfenc_gate_corpus source = {
+        .corpus = r->corpus, .windows = &r->windows, .tokenizer = r->tokenizer,
+        .feeding = &r->feeding, .max_seq_len = r->settings.max_seq_len,
+        .batch_tokens = r->settings.batch_tokens, .d_model = r->config.d_model};
+    int status = tfenc_gate_sample_read_limited(r->ctx, &source, capacity, CALIBRATION_DOCUMENTS,
+                                                &sample);
+    tfenc_model *model = NULL;
+    tfenc_model_options o = model_options(r, 0, r->plan.n_steps);
+    o.limits.max_tokens = o.limits.max_seqs = sample.batch_tokens;
+    if (status == TFENC_OK)
+        status = tfenc_model_create(r->ctx, &o, &model);
+    const int d = r->config.d_model, width = output_width(r);
+    float *x = NULL;
+    if (status == TFENC_OK &&
+        (x = tfenc_aligned_alloc((size_t)sample.batch_tokens * (size_t)d * sizeof *x)) == NULL)
+        status = tfenc_error(r->ctx, TFENC_ERR_NO_MEMORY, "out of memory");
+    for (int b = 0; status == TFENC_OK && b < sample.n_batches; b++) {
+        tfenc_batch batch = sample.batches[b];
+        batch.x = x;
+        status = tfenc_model_forward(r->ctx, model, &batch);
+        if (status == TFENC_OK && batch.rows != batch.n_seq)
+            status = tfenc_error(r->ctx, TFENC_ERR_CONFIG,
+                                 "%s: [job] output_dtype = %s applies to pooled vectors, but "
+                                 "the model does not pool its output", r->job->path, dtype);
+        if (status == TFENC_OK && width != d)
+            tfenc_writer_truncate_rows(x, batch.rows, d, width);
+        if (status == TFENC_OK)
+            tfenc_quantize_ranges_update(r->ranges, width, x, batch.rows, b == 0);
+    }
+    /* After the model: a model that does not pool is the first thing to say. */
+    if (status == TFENC_OK && sample.n_documents < CALIBRATION_MIN_DOCUMENTS)
+        status = tfenc_error(r->ctx, TFENC_ERR_CONFIG,
+                             "%s: [job] output_dtype = %s needs ranges: the corpus gives a "
+                             "calibration sample of %d documents (at least %d); give them in "
+                             "[job] output_ranges (.npy or .h5, [2, %d])",
+                             r->job->path, dtype, sample.n_documents, CALIBRATION_MIN_DOCUMENTS,
+                             output_width(r));
+    if (status == TFENC_OK) {
+        snprintf(r->ranges_source, sizeof r->ranges_source,
+                 "calibrated: the minimum and maximum of each dimension over %d documents of "
+                 "the corpus (dataset quantization_sample)", sample.n_documents);
+        r->sample_indices = sample.indices;
+        r->n_sample = sample.n_documents;
+        sample.indices = NULL;
+    }
+    tfenc_aligned_free(x);
+    tfenc_model_destroy(model);
+    free(sample.indices);
+    tfenc_gate_sample_free(&sample);
+    return status;
+}
+
+/* int8 / uint8 output: rank 0 reads the job's ranges or calibrates them,
+ * every rank gets them. Before the weights are shared: the calibration's
+ * model would otherwise leave its conversions in the node's arena. */
+static int quantization_ranges(run *r)
+{
+    if (!tfenc_dtype_needs_ranges(r->settings.dtype) || r->request->dry_run)
+        return 0;
+    const int width = output_width(r);
+    r->ranges = calloc(2 * (size_t)width, sizeof *r->ranges);
+    if (r->ranges == NULL)
+        return agree_on_failure(r, tfenc_error(r->ctx, TFENC_ERR_NO_MEMORY, "out of memory"));
+    int status = TFENC_OK;
+    if (r->rank == 0 && r->settings.output_ranges != NULL) {
+        char where[512];
+        snprintf(where, sizeof where, "%s: [job] output_ranges", r->job->path);
+        status = r->settings.output_ranges_inline
+                     ? tfenc_quantize_ranges_parse(r->ctx, where, r->settings.output_ranges,
+                                                   width, r->ranges)
+                     : tfenc_quantize_ranges_read(r->ctx, where, r->settings.output_ranges,
+                                                  width, r->ranges);
+        snprintf(r->ranges_source, sizeof r->ranges_source, "given: %s",
+                 r->settings.output_ranges_inline ? "[job] output_ranges"
+                                                  : r->settings.output_ranges);
+    } else if (r->rank == 0) {
+        status = calibrate_ranges(r);
+    }
+    if (agree_on_failure(r, status))
+        return 1;
+    MPI_Bcast(r->ranges, 2 * width, MPI_FLOAT, 0, MPI_COMM_WORLD);
+    MPI_Bcast(r->ranges_source, sizeof r->ranges_source, MPI_CHAR, 0, MPI_COMM_WORLD);
+    /* Every writer announces the same datasets: the sample's indices too. */
+    MPI_Bcast(&r->n_sample, 1, MPI_INT, 0, MPI_COMM_WORLD);
+    if (r->rank != 0 && r->n_sample > 0 &&
+        (r->sample_indices = malloc((size_t)r->n_sample * sizeof *r->sample_indices)) == NULL)
+        status = tfenc_error(r->ctx, TFENC_ERR_NO_MEMORY, "out of memory");
+    if (agree_on_failure(r, status))
+        return 1;
+    if (r->n_sample > 0)
+        MPI_Bcast(r->sample_indices, r->n_sample, MPI_INT64_T, 0, MPI_COMM_WORLD);
+    return 0;
+}
 
 /* The first stage reads the corpus: the tokenizer, and the corpus itself
  * (opened on a small share; each window selects its own documents). */
@@ -353,6 +482,11 @@ static int decide_output_kind(run *r, int pools)
         return tfenc_error(r->ctx, TFENC_ERR_CONFIG,
                            "%s: [job] long_documents = chunk pools each chunk, but the model "
                            "does not pool its output", r->job->path);
+    if (!pools && tfenc_dtype_is_compact(r->settings.dtype))
+        return tfenc_error(r->ctx, TFENC_ERR_CONFIG,
+                           "%s: [job] output_dtype = %s applies to pooled vectors, but the model "
+                           "does not pool its output", r->job->path,
+                           tfenc_output_dtype_name(r->settings.dtype));
     if (!pools && r->settings.output_dim > 0)
         return tfenc_error(r->ctx, TFENC_ERR_CONFIG,
                            "%s: [job] output_dim cuts pooled vectors, but the model does not "
@@ -632,7 +766,9 @@ static int open_output(run *r)
             .layout = layout, .job_path = r->request->job_path,
             .overrides = r->request->overrides, .n_overrides = r->request->n_overrides,
             .precision = tfenc_precision_names[r->config.precision],
-            .sample_min_cosine = r->sample_cosine, .precision_steps = precision_steps};
+            .sample_min_cosine = r->sample_cosine, .precision_steps = precision_steps,
+            .ranges = r->ranges, .ranges_source = r->ranges_source,
+            .sample_indices = r->sample_indices, .n_sample = r->n_sample};
         MPI_Comm writers = l->data_parallel > 1 ? r->writers_comm : MPI_COMM_NULL;
         status = TFENC_ERR_NOT_FOUND;
         if (r->settings.resume)
@@ -878,6 +1014,8 @@ static void release_run(run *r)
     tfenc_tokenizer_destroy(r->tokenizer);
     tfenc_model_destroy(r->model);
     free(r->step_precision);
+    free(r->ranges);
+    free(r->sample_indices);
     tfenc_layout_free(&r->layout);
     tfenc_work_queue_destroy(r->queue);
     tfenc_windows_free(&r->windows);
@@ -923,7 +1061,8 @@ static int run_steps(run *r)
         return 1;
     join_communicators(r);
     /* The windows come first: the int8 gate samples them. */
-    if (agree_on_failure(r, open_input(r)) || cut_windows(r) || gate_precision(r))
+    if (agree_on_failure(r, open_input(r)) || cut_windows(r) || gate_precision(r) ||
+        quantization_ranges(r))
         return 1;
     share_weights(r);
     const int n_stages = r->layout.pipeline_stages;

