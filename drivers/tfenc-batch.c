@@ -319,14 +319,18 @@ static int list_plugins(tfenc_context *ctx, const options *opts, int rank)
             printf("  %-14s %s  [%s]\n", layer->descriptor->type,
                    layer->descriptor->description != NULL ? layer->descriptor->description : "",
                    layer->file);
-            /* Its keys, as ompi_info lists MCA parameters: name, type, default, help. */
-            const tfenc_param_info *keys = tfenc_params_declared(layer->descriptor);
-            for (int k = 0; keys != NULL && keys[k].name != NULL; k++)
-                printf("      %-18s %-7s %-9s %s\n", keys[k].name,
-                       tfenc_param_type_name(keys[k].type),
-                       keys[k].default_value != NULL ? keys[k].default_value : "-",
-                       keys[k].help != NULL ? keys[k].help : "");
-            if (keys == NULL)
+            /* Its keys, as ompi_info lists MCA parameters: name, type, default,
+             * range, help (docs/layers.md is checked against these lines). */
+            tfenc_param_table keys = tfenc_params_declared(layer->descriptor);
+            tfenc_param_info key;
+            for (int k = 0; tfenc_param_table_entry(keys, k, &key); k++) {
+                char range[96];
+                tfenc_param_range_text(&key, range, sizeof range);
+                printf("      %-18s %-7s %-9s %-12s %s\n", key.name, tfenc_param_type_name(key.type),
+                       key.default_value != NULL ? key.default_value : "-",
+                       range[0] != '\0' ? range : "-", key.help != NULL ? key.help : "");
+            }
+            if (keys.entries == NULL)
                 printf("      (its keys are not declared: see the plugin's documentation)\n");
         }
         if (tfenc_plugin_registry_n_failures(registry) > 0)

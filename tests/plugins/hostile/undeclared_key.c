@@ -17,14 +17,14 @@ static int read_alpha(tfenc_context *ctx, const tfenc_layer_init *init, void **i
 }
 
 static const tfenc_param_info beta_only[] = {
-    {"beta", TFENC_PARAM_FLOAT, "1", "declared, while create() reads alpha"},
-    {NULL, 0, NULL, NULL},
+    {"beta", TFENC_PARAM_FLOAT, "1", "declared, while create() reads alpha", TFENC_PARAM_NO_RANGE},
+    {NULL, 0, NULL, NULL, TFENC_PARAM_NO_RANGE},
 };
 
 static const tfenc_param_info alpha_and_gamma[] = {
-    {"alpha", TFENC_PARAM_FLOAT, "1", "read by create()"},
-    {"gamma", TFENC_PARAM_INT, "0", "declared but never read"},
-    {NULL, 0, NULL, NULL},
+    {"alpha", TFENC_PARAM_FLOAT, "1", "read by create()", TFENC_PARAM_NO_RANGE},
+    {"gamma", TFENC_PARAM_INT, "0", "declared but never read", TFENC_PARAM_NO_RANGE},
+    {NULL, 0, NULL, NULL, TFENC_PARAM_NO_RANGE},
 };
 
 static const tfenc_layer_descriptor layers[] = {
