@@ -5,28 +5,10 @@
  * PyTorch's nn.MultiheadAttention with a key_padding_mask (and a causal
  * mask), without computing any padding.
  *
- * Job keys (section of a layer with `type = mha`):
- *
- *   n_heads     int, required        query heads; must divide d_model
- *   n_kv_heads  int, n_heads         key/value heads (grouped-query attention): query
- *                                    head h uses key/value head h / (n_heads / n_kv_heads);
- *                                    must divide n_heads
- *   bias        bool, true           Q/K/V and output projections have biases
- *   out_bias    bool, bias           the output projection has a bias (Qwen2: Q/K/V do,
- *                                    the output does not)
- *   qkv         auto|separate|fused  auto: fused when `qkv_weight` exists
- *   causal      bool, false          token i attends to tokens j <= i only (decoders)
- *   window      int, 0               > 0: token i attends to tokens |i - j| <= window only
- *                                    (ModernBERT's local layers: local_attention / 2)
- *   position    none|rope|alibi|relative_buckets
- *                                    none: positions come from another layer
- *   rope_theta  float, 10000         RoPE base: pair i turns by pos * theta^(-2i/rope_dims)
- *   rope_dims   int, head_dim        rotate the first rope_dims dims of each head (even)
- *   rope_style  half|interleaved     half: GPT-NeoX/LLaMA rotate_half pairs (i, i + rope_dims/2);
- *                                    interleaved: GPT-J pairs (2i, 2i+1)
- *   num_buckets int, 32              relative_buckets: buckets of relative distance
- *   max_distance int, 128            relative_buckets: distance of the last bucket
- *   scale       float, 1/sqrt(head_dim)  multiplies Q K^T before the softmax
+ * Job keys: mha_params at the end of this file declares each once (type,
+ * default, range, help); the host checks the ranges before create(), and
+ * --list-plugins and docs/layers.md show the table. read_params() checks
+ * only what relates keys to each other or to d_model.
  *
  * Weights (group of the layer, d = d_model, k = n_kv_heads * head_dim,
  * docs/weights.md):
@@ -42,7 +24,9 @@
  *   relative_attention_bias       [B, n_heads]  (relative_buckets; B >= num_buckets)
  *
  * RoPE turns Q and K by each token's batch position (its place in its
- * document). ALiBi adds -slope_h * |i - j| to the scores of head h, i and j
+ * document): pair i of the first rope_dims features of a head turns by
+ * pos * rope_theta^(-2i/rope_dims). window > 0 is ModernBERT's
+ * local_attention / 2. ALiBi adds -slope_h * |i - j| to the scores of head h, i and j
  * being rows of the same sequence (the bidirectional form), with the slopes of
  * the ALiBi paper's reference code, including its rule for a number of heads
  * that is not a power of two. relative_buckets (MPNet, T5's bidirectional

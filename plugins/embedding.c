@@ -4,13 +4,8 @@
  *          + position_embeddings[position[t] + position_offset]  (learned_positions)
  *          + token_type_embeddings[type[t]]                       (token_types)
  *
- * Job keys:
- *   scale_by_sqrt_d   bool, false  multiply token vectors by sqrt(d_model)
- *                                  (the original Transformer)
- *   learned_positions bool, false  add a learned position vector (BERT)
- *   position_offset   int, 0       added to each position before the lookup;
- *                                  RoBERTa uses padding_idx + 1 = 2
- *   token_types       bool, false  add a segment vector (BERT's token types)
+ * Job keys: embedding_params at the end of this file (type, default, range,
+ * help; --list-plugins and docs/layers.md show it).
  *
  * Weights (in the layer's group):
  *   token_embeddings      [V, d]  V must equal [model] vocab_size when set

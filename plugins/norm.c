@@ -3,13 +3,13 @@
  *
  * layernorm (torch.nn.LayerNorm): y = (x - mean) / sqrt(var + eps) * weight + bias,
  *   with the biased variance (divided by d), as PyTorch.
- *   Job keys: eps  float, 1e-5 (BERT uses 1e-12)
- *             bias bool, true
  *   Weights:  weight [d], bias [d] (bias absent when bias = false)
  *
  * rmsnorm (LLaMA, T5): y = x / sqrt(mean(x^2) + eps) * weight
- *   Job keys: eps  float, 1e-6
  *   Weights:  weight [d]
+ *
+ * Job keys: layernorm_params and rmsnorm_params at the end of this file
+ * (type, default, range, help; --list-plugins and docs/layers.md show them).
  *
  * The statistics are accumulated in double: the two passes over a row are
  * cheap next to the GEMMs, and they keep rows with a large mean exact. Rows

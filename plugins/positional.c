@@ -6,8 +6,8 @@
  *
  * where pos is the token's position inside its sequence, from 0.
  *
- * Job keys:
- *   base  float, 10000  the wavelength base
+ * Job keys: sinusoidal_params at the end of this file (base, the wavelength
+ * base; --list-plugins and docs/layers.md show it).
  *
  * Weights: none. The table covers [model] max_positions positions (or the
  * longest sequence the run allows when max_positions is 0); a later position
