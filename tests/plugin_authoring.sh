@@ -139,6 +139,26 @@ then
 else
   fail "output_ids = true: exit $code or token_ids differ from the corpus"
 fi
+# The same over two data-parallel writers (parallel HDF5) and over two
+# pipeline stages (the ids travel with the microbatch): the same file.
+for layout in "2 1" "2 2"; do
+  set -- $layout
+  rm -f post/ids-$1-$2.h5
+  timeout 120 ${MPIEXEC:-mpiexec} -n "$1" "$batch" --quiet --set job.pipeline_stages="$2" \
+    --set job.output=ids-$1-$2.h5 post/edited.ini > stdout.txt 2> stderr.txt
+  code=$?
+  if [ "$code" -eq 0 ] && "$REFERENCE_PYTHON" - "post/ids-$1-$2.h5" <<'PY'
+import h5py, numpy as np, sys
+one, other = h5py.File("post/ids.h5", "r"), h5py.File(sys.argv[1], "r")
+sys.exit(0 if all(np.array_equal(one[k][:], other[k][:])
+                  for k in ("token_ids", "offsets", "hidden")) else 1)
+PY
+  then
+    ok "output_ids at $1 ranks, $2 stage(s): token_ids, offsets and hidden equal the 1-rank file"
+  else
+    fail "output_ids at $1 ranks, $2 stage(s): exit $code or a different file"
+  fi
+done
 run pooled_ids "$(job pre 's/^\[job\]$/[job]\noutput_ids = true/')"
 refused "output_ids with a pooled model" "\[job\] output_ids writes a token id beside each per-token row, but the model pools its output"
 
