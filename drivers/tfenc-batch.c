@@ -233,6 +233,30 @@ static void print_summary(void *user, const tfenc_run_summary *s)
             program, s->load_imbalance, 100 * s->mean_idle_fraction);
 }
 
+/* One step of the model in the order its parts run: a block's norm gets a
+ * line of its own, before its sublayer (pre-norm) or after the residual
+ * (post-norm), so that the plan shows where a norm plugin runs. The cost
+ * is the whole step's, norm included. */
+static void print_step(const tfenc_run_plan *p, int i, const char *indent)
+{
+    const tfenc_step_plan *step = &p->model->steps[i];
+    char norm_name[300] = "";
+    if (step->norm_section != NULL)
+        snprintf(norm_name, sizeof norm_name, "%s.norm", step->name);
+    if (step->norm_section != NULL && step->norm_first)
+        printf("  %s step %3d  %-28s %-12s pre-norm: its output feeds %s\n", indent, i, norm_name,
+               step->norm_type, step->name);
+    printf("  %s step %3d  %-28s %-12s %10.3f MFLOP/token%s\n", indent, i, step->name, step->type,
+           p->step_flops[i] / 1e6,
+           step->residual ? (step->norm_section != NULL && step->norm_first
+                                 ? ", plus the step's input (before its norm)"
+                                 : ", plus the step's input")
+                          : "");
+    if (step->norm_section != NULL && !step->norm_first)
+        printf("  %s step %3d  %-28s %-12s post-norm: after %s%s\n", indent, i, norm_name,
+               step->norm_type, step->name, step->residual ? " and the residual" : "");
+}
+
 static void print_plan(void *user, const tfenc_run_plan *p)
 {
     (void)user;
@@ -267,9 +291,7 @@ static void print_plan(void *user, const tfenc_run_plan *p)
                    tfenc_layout_first_step(l, s), tfenc_layout_end_step(l, s) - 1,
                    l->total_cost > 0 ? 100 * l->stage_cost[s] / l->total_cost : 0.0);
         for (int i = tfenc_layout_first_step(l, s); i < tfenc_layout_end_step(l, s); i++)
-            printf("  %s step %3d  %-28s %-12s %10.3f MFLOP/token\n",
-                   l->pipeline_stages > 1 ? "  " : "", i, p->model->steps[i].name,
-                   p->model->steps[i].type, p->step_flops[i] / 1e6);
+            print_step(p, i, l->pipeline_stages > 1 ? "  " : "");
     }
     printf("output: %s (%s, %s)\n", p->output_path, tfenc_output_kind_name(p->output_kind),
            tfenc_output_dtype_name(p->dtype));
@@ -309,6 +331,9 @@ static int list_plugins(tfenc_context *ctx, const options *opts, int rank)
                                               job != NULL ? job->directory : NULL, &registry);
     if (status == TFENC_OK)
         status = tfenc_plugin_registry_scan(ctx, registry);
+    for (int i = 0; status == TFENC_OK && rank == 0 && i < tfenc_plugin_registry_n_warnings(registry);
+         i++)
+        fprintf(stderr, "%s: warning: %s\n", program, tfenc_plugin_registry_warning(registry, i));
     if (status == TFENC_OK && rank == 0) {
         printf("search path:\n");
         for (int i = 0; i < tfenc_plugin_registry_n_directories(registry); i++)
@@ -319,14 +344,18 @@ static int list_plugins(tfenc_context *ctx, const options *opts, int rank)
             printf("  %-14s %s  [%s]\n", layer->descriptor->type,
                    layer->descriptor->description != NULL ? layer->descriptor->description : "",
                    layer->file);
-            /* Its keys, as ompi_info lists MCA parameters: name, type, default, help. */
-            const tfenc_param_info *keys = tfenc_params_declared(layer->descriptor);
-            for (int k = 0; keys != NULL && keys[k].name != NULL; k++)
-                printf("      %-18s %-7s %-9s %s\n", keys[k].name,
-                       tfenc_param_type_name(keys[k].type),
-                       keys[k].default_value != NULL ? keys[k].default_value : "-",
-                       keys[k].help != NULL ? keys[k].help : "");
-            if (keys == NULL)
+            /* Its keys, as ompi_info lists MCA parameters: name, type, default,
+             * range, help (docs/layers.md is checked against these lines). */
+            tfenc_param_table keys = tfenc_params_declared(layer->descriptor);
+            tfenc_param_info key;
+            for (int k = 0; tfenc_param_table_entry(keys, k, &key); k++) {
+                char range[96];
+                tfenc_param_range_text(&key, range, sizeof range);
+                printf("      %-18s %-7s %-9s %-13s %s\n", key.name, tfenc_param_type_name(key.type),
+                       key.default_value != NULL ? key.default_value : "-",
+                       range[0] != '\0' ? range : "-", key.help != NULL ? key.help : "");
+            }
+            if (keys.entries == NULL)
                 printf("      (its keys are not declared: see the plugin's documentation)\n");
         }
         if (tfenc_plugin_registry_n_failures(registry) > 0)

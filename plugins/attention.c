@@ -5,28 +5,10 @@
  * PyTorch's nn.MultiheadAttention with a key_padding_mask (and a causal
  * mask), without computing any padding.
  *
- * Job keys (section of a layer with `type = mha`):
- *
- *   n_heads     int, required        query heads; must divide d_model
- *   n_kv_heads  int, n_heads         key/value heads (grouped-query attention): query
- *                                    head h uses key/value head h / (n_heads / n_kv_heads);
- *                                    must divide n_heads
- *   bias        bool, true           Q/K/V and output projections have biases
- *   out_bias    bool, bias           the output projection has a bias (Qwen2: Q/K/V do,
- *                                    the output does not)
- *   qkv         auto|separate|fused  auto: fused when `qkv_weight` exists
- *   causal      bool, false          token i attends to tokens j <= i only (decoders)
- *   window      int, 0               > 0: token i attends to tokens |i - j| <= window only
- *                                    (ModernBERT's local layers: local_attention / 2)
- *   position    none|rope|alibi|relative_buckets
- *                                    none: positions come from another layer
- *   rope_theta  float, 10000         RoPE base: pair i turns by pos * theta^(-2i/rope_dims)
- *   rope_dims   int, head_dim        rotate the first rope_dims dims of each head (even)
- *   rope_style  half|interleaved     half: GPT-NeoX/LLaMA rotate_half pairs (i, i + rope_dims/2);
- *                                    interleaved: GPT-J pairs (2i, 2i+1)
- *   num_buckets int, 32              relative_buckets: buckets of relative distance
- *   max_distance int, 128            relative_buckets: distance of the last bucket
- *   scale       float, 1/sqrt(head_dim)  multiplies Q K^T before the softmax
+ * Job keys: mha_params at the end of this file declares each once (type,
+ * default, range, help); the host checks the ranges before create(), and
+ * --list-plugins and docs/layers.md show the table. read_params() checks
+ * only what relates keys to each other or to d_model.
  *
  * Weights (group of the layer, d = d_model, k = n_kv_heads * head_dim,
  * docs/weights.md):
@@ -42,7 +24,9 @@
  *   relative_attention_bias       [B, n_heads]  (relative_buckets; B >= num_buckets)
  *
  * RoPE turns Q and K by each token's batch position (its place in its
- * document). ALiBi adds -slope_h * |i - j| to the scores of head h, i and j
+ * document): pair i of the first rope_dims features of a head turns by
+ * pos * rope_theta^(-2i/rope_dims). window > 0 is ModernBERT's
+ * local_attention / 2. ALiBi adds -slope_h * |i - j| to the scores of head h, i and j
  * being rows of the same sequence (the bidirectional form), with the slopes of
  * the ALiBi paper's reference code, including its rule for a number of heads
  * that is not a power of two. relative_buckets (MPNet, T5's bidirectional
@@ -496,21 +480,22 @@ static int read_params(tfenc_context *ctx, const tfenc_layer_init *init, attenti
     double rope_theta, scale;
     int position, rope_style, status;
 
-    /* Ranges on the whole value (d_model is at most 65536): no long-to-int wrap. */
-    if ((status = tfenc_param_int_range(params, "n_heads", 0, 1, 65536, &n_heads)) != TFENC_OK ||
-        (status = tfenc_param_int_range(params, "n_kv_heads", -1, 1, 65536, &n_kv_heads)) != TFENC_OK ||
+    /* Each key's own range is declared in mha_params and checked by the
+     * host before create(), on the whole value (no long-to-int wrap); what
+     * is left here relates keys to each other or to the model. */
+    if ((status = tfenc_param_int(params, "n_heads", 0, &n_heads)) != TFENC_OK ||
+        (status = tfenc_param_int(params, "n_kv_heads", -1, &n_kv_heads)) != TFENC_OK ||
         (status = tfenc_param_bool(params, "bias", 1, bias)) != TFENC_OK ||
         (status = tfenc_param_bool(params, "out_bias", *bias, out_bias)) != TFENC_OK ||
         (status = tfenc_param_choice(params, "qkv", qkv_names, QKV_AUTO, qkv_layout)) != TFENC_OK ||
         (status = tfenc_param_bool(params, "causal", 0, &layer->causal)) != TFENC_OK ||
-        (status = tfenc_param_int_range(params, "window", 0, 0, INT32_MAX / 2, &window)) != TFENC_OK ||
+        (status = tfenc_param_int(params, "window", 0, &window)) != TFENC_OK ||
         (status = tfenc_param_choice(params, "position", position_names, POSITION_NONE,
                                      &position)) != TFENC_OK ||
-        (status = tfenc_param_int_range(params, "num_buckets", 32, 1, 1 << 16, &num_buckets)) != TFENC_OK ||
-        (status = tfenc_param_int_range(params, "max_distance", 128, 1, INT32_MAX / 2,
-                                        &max_distance)) != TFENC_OK ||
+        (status = tfenc_param_int(params, "num_buckets", 32, &num_buckets)) != TFENC_OK ||
+        (status = tfenc_param_int(params, "max_distance", 128, &max_distance)) != TFENC_OK ||
         (status = tfenc_param_float(params, "rope_theta", 10000.0, &rope_theta)) != TFENC_OK ||
-        (status = tfenc_param_int_range(params, "rope_dims", -1, 0, 65536, &rope_dims)) != TFENC_OK ||
+        (status = tfenc_param_int(params, "rope_dims", -1, &rope_dims)) != TFENC_OK ||
         (status = tfenc_param_choice(params, "rope_style", rope_style_names, ROPE_HALF,
                                      &rope_style)) != TFENC_OK ||
         (status = tfenc_param_float(params, "scale", NAN, &scale)) != TFENC_OK)
@@ -519,19 +504,17 @@ static int read_params(tfenc_context *ctx, const tfenc_layer_init *init, attenti
     int d = init->model.d_model;
     if (d <= 0)
         return tfenc_error(ctx, TFENC_ERR_CONFIG, "mha: d_model must be positive, found %d", d);
-    if (n_heads <= 0)
-        return tfenc_error(ctx, TFENC_ERR_CONFIG,
-                           "mha: key 'n_heads' is required and must be positive, found %ld",
-                           n_heads);
+    if (n_heads == 0)
+        return tfenc_error(ctx, TFENC_ERR_CONFIG, "mha: key 'n_heads' is required");
     if (d % n_heads != 0)
         return tfenc_error(ctx, TFENC_ERR_CONFIG,
                            "mha: n_heads = %ld does not divide d_model = %d", n_heads, d);
     if (n_kv_heads < 0)
         n_kv_heads = n_heads;
-    if (n_kv_heads <= 0 || n_heads % n_kv_heads != 0)
+    if (n_heads % n_kv_heads != 0)
         return tfenc_error(ctx, TFENC_ERR_CONFIG,
-                           "mha: n_kv_heads = %ld must be positive and divide n_heads = %ld",
-                           n_kv_heads, n_heads);
+                           "mha: n_kv_heads = %ld must divide n_heads = %ld", n_kv_heads,
+                           n_heads);
     layer->d_model = d;
     layer->n_heads = (int)n_heads;
     layer->n_kv_heads = (int)n_kv_heads;
@@ -542,27 +525,18 @@ static int read_params(tfenc_context *ctx, const tfenc_layer_init *init, attenti
 
     if (rope_dims < 0)
         rope_dims = layer->head_dim;
-    if (layer->position == POSITION_ROPE) {
-        if (rope_dims == 0 || rope_dims > layer->head_dim || rope_dims % 2 != 0)
-            return tfenc_error(ctx, TFENC_ERR_CONFIG,
-                               "mha: rope_dims = %ld must be even and in 2..head_dim = %d",
-                               rope_dims, layer->head_dim);
-        if (!(rope_theta > 0.0) || !isfinite(rope_theta))
-            return tfenc_error(ctx, TFENC_ERR_CONFIG, "mha: rope_theta = %g must be positive",
-                               rope_theta);
-    }
-    layer->rope_dims = (int)rope_dims;
-    /* A quarter of the buckets are exact distances: at least one, and the
-     * logarithmic ones must reach beyond them. */
-    if (layer->position == POSITION_BUCKETS
-        && (num_buckets < 4 || num_buckets > 1 << 16 || max_distance <= num_buckets / 4
-            || max_distance > INT32_MAX / 2))
+    if (layer->position == POSITION_ROPE &&
+        (rope_dims > layer->head_dim || rope_dims % 2 != 0))
         return tfenc_error(ctx, TFENC_ERR_CONFIG,
-                           "mha: num_buckets = %ld must be in 4..65536 and max_distance = %ld "
-                           "above num_buckets / 4", num_buckets, max_distance);
-    if (window < 0 || window > INT32_MAX / 2)
-        return tfenc_error(ctx, TFENC_ERR_CONFIG, "mha: window = %ld must be >= 0 (0: none)",
-                           window);
+                           "mha: rope_dims = %ld must be even and at most head_dim = %d",
+                           rope_dims, layer->head_dim);
+    layer->rope_dims = (int)rope_dims;
+    /* A quarter of the buckets are exact distances; the logarithmic ones
+     * must reach beyond them. */
+    if (layer->position == POSITION_BUCKETS && max_distance <= num_buckets / 4)
+        return tfenc_error(ctx, TFENC_ERR_CONFIG,
+                           "mha: max_distance = %ld must be above num_buckets / 4 = %ld",
+                           max_distance, num_buckets / 4);
     layer->window = (int)window;
     layer->num_buckets = (int)num_buckets;
     layer->max_distance = (int)max_distance;
@@ -570,8 +544,6 @@ static int read_params(tfenc_context *ctx, const tfenc_layer_init *init, attenti
     /* NAN stands for "absent": no job can spell the default, which depends on head_dim. */
     if (isnan(scale))
         scale = 1.0 / sqrt((double)layer->head_dim);
-    if (!isfinite(scale))
-        return tfenc_error(ctx, TFENC_ERR_CONFIG, "mha: scale = %g is not finite", scale);
     layer->scale = (float)scale;
 
     if (layer->position == POSITION_ROPE) {
@@ -697,26 +669,41 @@ static int attention_create(tfenc_context *ctx, const tfenc_layer_init *init, vo
 
 /* The keys read_params() reads (shown by --list-plugins). */
 static const tfenc_param_info mha_params[] = {
-    {"n_heads", TFENC_PARAM_INT, NULL, "query heads, required; must divide d_model"},
+    {"n_heads", TFENC_PARAM_INT, NULL, "query heads, required; must divide d_model",
+     TFENC_PARAM_RANGE(1, 65536)},
     {"n_kv_heads", TFENC_PARAM_INT, NULL,
-     "key/value heads (grouped-query attention), must divide n_heads (default: n_heads)"},
-    {"bias", TFENC_PARAM_BOOL, "true", "the Q/K/V and output projections have biases"},
-    {"out_bias", TFENC_PARAM_BOOL, NULL, "the output projection has a bias (default: bias)"},
+     "key/value heads (grouped-query attention; default: n_heads), must divide n_heads; query "
+     "head h uses key/value head h / (n_heads / n_kv_heads)",
+     TFENC_PARAM_RANGE(1, 65536)},
+    {"bias", TFENC_PARAM_BOOL, "true", "the Q/K/V and output projections have biases", TFENC_PARAM_NO_RANGE},
+    {"out_bias", TFENC_PARAM_BOOL, NULL,
+     "the output projection has a bias (default: bias; Qwen2: Q/K/V do, the output does not)", TFENC_PARAM_NO_RANGE},
     {"qkv", TFENC_PARAM_CHOICE, "auto",
-     "auto, separate or fused (auto: fused when qkv_weight exists)"},
-    {"causal", TFENC_PARAM_BOOL, "false", "token i attends to tokens j <= i only (decoders)"},
-    {"window", TFENC_PARAM_INT, "0", "> 0: token i attends to tokens |i - j| <= window only"},
+     "auto, separate or fused (auto: fused when qkv_weight exists)", TFENC_PARAM_NO_RANGE},
+    {"causal", TFENC_PARAM_BOOL, "false",
+     "token i attends to tokens j <= i only (decoder embedders)", TFENC_PARAM_NO_RANGE},
+    {"window", TFENC_PARAM_INT, "0",
+     "> 0: token i attends to tokens with |i - j| <= window only (ModernBERT's local layers)",
+     TFENC_PARAM_RANGE(0, INT32_MAX / 2)},
     {"position", TFENC_PARAM_CHOICE, "none",
-     "none, rope (rotary, on Q and K), alibi or relative_buckets"},
-    {"num_buckets", TFENC_PARAM_INT, "32", "relative_buckets: buckets of relative distance"},
-    {"max_distance", TFENC_PARAM_INT, "128", "relative_buckets: distance of the last bucket"},
-    {"rope_theta", TFENC_PARAM_FLOAT, "10000", "RoPE frequency base, > 0"},
+     "none, rope (rotary, on Q and K), alibi, or relative_buckets (MPNet's bucketed relative "
+     "bias)", TFENC_PARAM_NO_RANGE},
+    {"num_buckets", TFENC_PARAM_INT, "32",
+     "relative_buckets: buckets; a quarter are exact distances, a quarter logarithmic, each "
+     "for keys before and after the query",
+     TFENC_PARAM_RANGE(4, 65536)},
+    {"max_distance", TFENC_PARAM_INT, "128",
+     "relative_buckets: distance from which the last bucket applies, above num_buckets / 4",
+     TFENC_PARAM_RANGE(1, INT32_MAX / 2)},
+    {"rope_theta", TFENC_PARAM_FLOAT, "10000", "RoPE frequency base", TFENC_PARAM_ABOVE(0)},
     {"rope_dims", TFENC_PARAM_INT, NULL,
-     "rotate the first rope_dims features of each head, even (default: the head size)"},
+     "rotate the first rope_dims features of each head, even, at most the head size (default: "
+     "the head size)",
+     TFENC_PARAM_RANGE(2, 65536)},
     {"rope_style", TFENC_PARAM_CHOICE, "half",
-     "half (GPT-NeoX/LLaMA pairs i, i + rope_dims/2) or interleaved (GPT-J pairs 2i, 2i+1)"},
-    {"scale", TFENC_PARAM_FLOAT, NULL, "multiplies Q K^T (default: 1/sqrt(head size))"},
-    {NULL, 0, NULL, NULL},
+     "half (GPT-NeoX/LLaMA pairs i, i + rope_dims/2) or interleaved (GPT-J pairs 2i, 2i+1)", TFENC_PARAM_NO_RANGE},
+    {"scale", TFENC_PARAM_FLOAT, NULL, "multiplies Q K^T (default: 1/sqrt(head size))", TFENC_PARAM_NO_RANGE},
+    {NULL, 0, NULL, NULL, TFENC_PARAM_NO_RANGE},
 };
 
 TFENC_PLUGIN_TYPES("mha");

@@ -4,13 +4,8 @@
  *          + position_embeddings[position[t] + position_offset]  (learned_positions)
  *          + token_type_embeddings[type[t]]                       (token_types)
  *
- * Job keys:
- *   scale_by_sqrt_d   bool, false  multiply token vectors by sqrt(d_model)
- *                                  (the original Transformer)
- *   learned_positions bool, false  add a learned position vector (BERT)
- *   position_offset   int, 0       added to each position before the lookup;
- *                                  RoBERTa uses padding_idx + 1 = 2
- *   token_types       bool, false  add a segment vector (BERT's token types)
+ * Job keys: embedding_params at the end of this file (type, default, range,
+ * help; --list-plugins and docs/layers.md show it).
  *
  * Weights (in the layer's group):
  *   token_embeddings      [V, d]  V must equal [model] vocab_size when set
@@ -48,11 +43,7 @@ static int embedding_create(tfenc_context *ctx, const tfenc_layer_init *init, vo
         (status = tfenc_param_bool(init->params, "learned_positions", 0, &learned_positions)) ||
         (status = tfenc_param_int(init->params, "position_offset", 0, &position_offset)) ||
         (status = tfenc_param_bool(init->params, "token_types", 0, &token_types)))
-        return status;
-    if (position_offset < 0 || position_offset > INT32_MAX / 2)
-        return tfenc_error(ctx, TFENC_ERR_CONFIG,
-                           "embedding: position_offset must be in [0, %d], found %ld",
-                           INT32_MAX / 2, position_offset);
+        return status; /* position_offset: the declared range, checked by the host */
 
     embedding *layer = calloc(1, sizeof *layer);
     if (layer == NULL)
@@ -164,14 +155,15 @@ static double embedding_flops(const void *instance, double mean_seq_len)
 /* The keys embedding_create() reads (shown by --list-plugins). */
 static const tfenc_param_info embedding_params[] = {
     {"scale_by_sqrt_d", TFENC_PARAM_BOOL, "false",
-     "multiply token vectors by sqrt(d_model) (the original Transformer)"},
+     "multiply token vectors by sqrt(d_model) (the original Transformer)", TFENC_PARAM_NO_RANGE},
     {"learned_positions", TFENC_PARAM_BOOL, "false",
-     "add a learned position vector, dataset position_embeddings (BERT)"},
+     "add a learned position vector, dataset position_embeddings (BERT)", TFENC_PARAM_NO_RANGE},
     {"position_offset", TFENC_PARAM_INT, "0",
-     "added to each position before the lookup, 0..1073741823 (RoBERTa: 2)"},
+     "added to each position before the lookup (RoBERTa: padding_idx + 1 = 2)",
+     TFENC_PARAM_RANGE(0, INT32_MAX / 2)},
     {"token_types", TFENC_PARAM_BOOL, "false",
-     "add a segment vector, dataset token_type_embeddings (BERT; type 0 for text input)"},
-    {NULL, 0, NULL, NULL},
+     "add a segment vector, dataset token_type_embeddings (BERT; type 0 for text input)", TFENC_PARAM_NO_RANGE},
+    {NULL, 0, NULL, NULL, TFENC_PARAM_NO_RANGE},
 };
 
 /* The layer type(s) of this file, readable without loading layers.so. */

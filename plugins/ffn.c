@@ -182,9 +182,10 @@ static double ffn_flops(const void *instance, double mean_seq_len)
 /* The keys ffn_create() reads (shown by --list-plugins). */
 static const tfenc_param_info ffn_params[] = {
     {"activation", TFENC_PARAM_CHOICE, "gelu",
-     "relu, gelu (exact erf), gelu_tanh, silu, or gated swiglu, geglu"},
-    {"bias", TFENC_PARAM_BOOL, "true", "the two linear maps have biases"},
-    {NULL, 0, NULL, NULL},
+     "relu, gelu (the exact erf form), gelu_tanh (the tanh approximation), silu, or gated "
+     "swiglu, geglu", TFENC_PARAM_NO_RANGE},
+    {"bias", TFENC_PARAM_BOOL, "true", "the two linear maps have biases", TFENC_PARAM_NO_RANGE},
+    {NULL, 0, NULL, NULL, TFENC_PARAM_NO_RANGE},
 };
 
 /* The layer type(s) of this file, readable without loading layers.so. */

@@ -3,13 +3,13 @@
  *
  * layernorm (torch.nn.LayerNorm): y = (x - mean) / sqrt(var + eps) * weight + bias,
  *   with the biased variance (divided by d), as PyTorch.
- *   Job keys: eps  float, 1e-5 (BERT uses 1e-12)
- *             bias bool, true
  *   Weights:  weight [d], bias [d] (bias absent when bias = false)
  *
  * rmsnorm (LLaMA, T5): y = x / sqrt(mean(x^2) + eps) * weight
- *   Job keys: eps  float, 1e-6
  *   Weights:  weight [d]
+ *
+ * Job keys: layernorm_params and rmsnorm_params at the end of this file
+ * (type, default, range, help; --list-plugins and docs/layers.md show them).
  *
  * The statistics are accumulated in double: the two passes over a row are
  * cheap next to the GEMMs, and they keep rows with a large mean exact. Rows
@@ -37,9 +37,7 @@ static int norm_create(tfenc_context *ctx, const tfenc_layer_init *init, void **
         return status;
     if (has_bias_key && (status = tfenc_param_bool(init->params, "bias", 1, &bias)))
         return status;
-    if (!(eps >= 0.0) || !isfinite(eps))
-        return tfenc_error(ctx, TFENC_ERR_CONFIG, "%s: eps must be a finite number >= 0, found %g",
-                           type, eps);
+    /* eps >= 0: the declared range, checked by the host */
 
     norm *layer = calloc(1, sizeof *layer);
     if (layer == NULL)
@@ -157,14 +155,15 @@ static double norm_flops(const void *instance, double mean_seq_len)
 
 /* The keys layernorm_create() and rmsnorm_create() read (--list-plugins). */
 static const tfenc_param_info layernorm_params[] = {
-    {"eps", TFENC_PARAM_FLOAT, "1e-5", "added to the variance, >= 0 (BERT: 1e-12)"},
-    {"bias", TFENC_PARAM_BOOL, "true", "add the bias dataset after scaling"},
-    {NULL, 0, NULL, NULL},
+    {"eps", TFENC_PARAM_FLOAT, "1e-5", "added to the variance (BERT: 1e-12)",
+     TFENC_PARAM_AT_LEAST(0)},
+    {"bias", TFENC_PARAM_BOOL, "true", "add the bias dataset after scaling", TFENC_PARAM_NO_RANGE},
+    {NULL, 0, NULL, NULL, TFENC_PARAM_NO_RANGE},
 };
 
 static const tfenc_param_info rmsnorm_params[] = {
-    {"eps", TFENC_PARAM_FLOAT, "1e-6", "added to the mean square, >= 0"},
-    {NULL, 0, NULL, NULL},
+    {"eps", TFENC_PARAM_FLOAT, "1e-6", "added to the mean square", TFENC_PARAM_AT_LEAST(0)},
+    {NULL, 0, NULL, NULL, TFENC_PARAM_NO_RANGE},
 };
 
 /* The layer type(s) of this file, readable without loading layers.so. */

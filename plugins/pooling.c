@@ -171,9 +171,10 @@ static double pooling_flops(const void *instance, double mean_seq_len)
 /* The keys pooling_create() reads (shown by --list-plugins). */
 static const tfenc_param_info pooling_params[] = {
     {"mode", TFENC_PARAM_CHOICE, "mean",
-     "cls, mean, max, mean_sqrt_len, weightedmean, lasttoken, or none (keep per-token rows)"},
-    {"normalize", TFENC_PARAM_BOOL, "false", "L2-normalise each output row: x / max(|x|, 1e-12)"},
-    {NULL, 0, NULL, NULL},
+     "sentence-transformers' modes: cls, mean, max, mean_sqrt_len (the sum over sqrt(tokens)), "
+     "weightedmean (token t, from 0, weighs t + 1), lasttoken, or none (keep per-token rows)", TFENC_PARAM_NO_RANGE},
+    {"normalize", TFENC_PARAM_BOOL, "false", "L2-normalise each output row: x / max(|x|, 1e-12)", TFENC_PARAM_NO_RANGE},
+    {NULL, 0, NULL, NULL, TFENC_PARAM_NO_RANGE},
 };
 
 /* The layer type(s) of this file, readable without loading layers.so. */

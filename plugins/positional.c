@@ -6,8 +6,8 @@
  *
  * where pos is the token's position inside its sequence, from 0.
  *
- * Job keys:
- *   base  float, 10000  the wavelength base
+ * Job keys: sinusoidal_params at the end of this file (base, the wavelength
+ * base; --list-plugins and docs/layers.md show it).
  *
  * Weights: none. The table covers [model] max_positions positions (or the
  * longest sequence the run allows when max_positions is 0); a later position
@@ -29,10 +29,7 @@ static int sinusoidal_create(tfenc_context *ctx, const tfenc_layer_init *init, v
     double base;
     int status = tfenc_param_float(init->params, "base", 10000.0, &base);
     if (status)
-        return status;
-    if (!(base > 0.0) || !isfinite(base))
-        return tfenc_error(ctx, TFENC_ERR_CONFIG, "sinusoidal: base must be a finite positive "
-                           "number, found %g", base);
+        return status; /* base > 0: the declared range, checked by the host */
     const int d = init->model.d_model;
     const int n_positions =
         init->model.max_positions > 0 ? init->model.max_positions : init->limits.max_seq_len;
@@ -107,8 +104,9 @@ static double sinusoidal_flops(const void *instance, double mean_seq_len)
 
 /* The keys sinusoidal_create() reads (shown by --list-plugins). */
 static const tfenc_param_info sinusoidal_params[] = {
-    {"base", TFENC_PARAM_FLOAT, "10000", "wavelength base of the sines and cosines, > 0"},
-    {NULL, 0, NULL, NULL},
+    {"base", TFENC_PARAM_FLOAT, "10000", "wavelength base of the sines and cosines",
+     TFENC_PARAM_ABOVE(0)},
+    {NULL, 0, NULL, NULL, TFENC_PARAM_NO_RANGE},
 };
 
 /* The layer type(s) of this file, readable without loading layers.so. */

@@ -29,6 +29,7 @@ EXTRA_DIST += plugins/examples/attention-pooling/Makefile \
 	plugins/examples/scale-norm/scale_norm.c \
 	plugins/examples/scale-norm/compare.py \
 	plugins/examples/scale-norm/job.ini \
+	plugins/examples/scale-norm/one-layer.ini \
 	plugins/examples/scale-norm/make-model \
 	plugins/examples/scale-norm/make_model.py
 

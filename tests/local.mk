@@ -50,6 +50,11 @@ tests_plugins_old_abi_la_SOURCES = tests/plugins/old_abi.c
 tests_plugins_old_abi_la_LDFLAGS = -module -avoid-version -shared -rpath /nowhere $(SANITIZER_FLAGS)
 tests_plugins_no_entry_la_SOURCES = tests/plugins/no_entry.c
 tests_plugins_no_entry_la_LDFLAGS = -module -avoid-version -shared -rpath /nowhere $(SANITIZER_FLAGS)
+# A plugin as an ABI 1.1 build made it (shorter parameter entries): it must load.
+check_LTLIBRARIES += tests/plugins/minor1_params.la
+tests_plugins_minor1_params_la_SOURCES = tests/plugins/minor1_params.c
+tests_plugins_minor1_params_la_LDFLAGS = -module -avoid-version -shared -rpath /nowhere $(SANITIZER_FLAGS)
+tests_plugins_minor1_params_la_LIBADD = core/libtfenc.la
 check_LTLIBRARIES += tests/plugins/arithmetic.la
 tests_plugins_arithmetic_la_SOURCES = tests/plugins/arithmetic.c
 tests_plugins_arithmetic_la_CFLAGS = $(AM_CFLAGS)

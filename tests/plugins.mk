@@ -16,3 +16,9 @@ TESTS += tests/test_layers
 tests_test_layers_SOURCES = tests/test_layers.c
 tests_test_layers_CPPFLAGS = $(AM_CPPFLAGS) $(CUNIT_CFLAGS)
 tests_test_layers_LDADD = core/libtfenc.la $(CUNIT_LIBS) $(DL_LIBS) -lm
+
+# What a plugin author meets: declared ranges, an ABI 1.1 plugin, ignored
+# getter failures, did-you-mean, missing plugin_path, norms in --dry-run,
+# output_ids, and docs/layers.md against --list-plugins.
+dist_check_SCRIPTS += tests/plugin_authoring.sh tests/layers_doc.py
+TESTS += tests/plugin_authoring.sh

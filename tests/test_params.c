@@ -1,6 +1,8 @@
 /* CUnit suite for the job-file getters' integer ranges (every value checked
  * whole, no wrap to int), inline comments, and declared parameter tables
- * (ABI 1.1): the host holds create() to its table. */
+ * (ABI 1.1): the host holds create() to its table, checks values against
+ * the declared ranges (ABI 1.2) before create(), reads a 1.1 table with
+ * its own stride, and refuses a create() that ignored a getter's failure. */
 #include "base/context.h"
 #include "job/jobfile.h"
 #include "job/params.h"
@@ -119,11 +121,11 @@ static tfenc_layer_descriptor descriptor_with(const tfenc_param_info *table, uin
 static void test_declared_table_holds_create(void)
 {
     static const tfenc_param_info table[] = {
-        {"n", TFENC_PARAM_INT, "1", "a count"},
-        {"f", TFENC_PARAM_FLOAT, "0.5", "a factor"},
-        {NULL, 0, NULL, NULL},
+        {"n", TFENC_PARAM_INT, "1", "a count", TFENC_PARAM_NO_RANGE},
+        {"f", TFENC_PARAM_FLOAT, "0.5", "a factor", TFENC_PARAM_NO_RANGE},
+        {NULL, 0, NULL, NULL, TFENC_PARAM_NO_RANGE},
     };
-    tfenc_layer_descriptor descriptor = descriptor_with(table, 1);
+    tfenc_layer_descriptor descriptor = descriptor_with(table, TFENC_ABI_MINOR);
     tfenc_jobfile *job = parse("[l]\nn = 3\n");
     tfenc_job_section *section = tfenc_jobfile_find(job, "l");
     tfenc_params params;
@@ -155,7 +157,7 @@ static void test_declared_table_holds_create(void)
      * the getters accept any key, as before. */
     tfenc_context_init(&ctx);
     descriptor = descriptor_with(table, 0);
-    CU_ASSERT_PTR_NULL(tfenc_params_declared(&descriptor));
+    CU_ASSERT_PTR_NULL(tfenc_params_declared(&descriptor).entries);
     tfenc_params_bind_layer(&params, &ctx, job, section, &descriptor);
     CU_ASSERT_EQUAL(tfenc_param_int(&params, "m", 1, &n), TFENC_OK);
     CU_ASSERT_EQUAL(tfenc_param_int(&params, "n", 1, &n), TFENC_OK);
@@ -166,35 +168,191 @@ static void test_declared_table_holds_create(void)
 static void test_declared_table_checks(void)
 {
     char why[256];
-    static const tfenc_param_info twice[] = {{"a", TFENC_PARAM_INT, "1", ""},
-                                             {"a", TFENC_PARAM_BOOL, "true", ""},
-                                             {NULL, 0, NULL, NULL}};
-    static const tfenc_param_info bad_name[] = {{"Bad-Name", TFENC_PARAM_INT, "1", ""},
-                                                {NULL, 0, NULL, NULL}};
-    static const tfenc_param_info bad_type[] = {{"a", (tfenc_param_type)9, "1", ""},
-                                                {NULL, 0, NULL, NULL}};
-    static const tfenc_param_info two_lines[] = {{"a", TFENC_PARAM_INT, "1", "one\ntwo"},
-                                                 {NULL, 0, NULL, NULL}};
-    CU_ASSERT_PTR_NULL(tfenc_params_check_table(NULL, why, sizeof why));
-    CU_ASSERT(tfenc_params_check_table(twice, why, sizeof why) != NULL &&
+    static const tfenc_param_info twice[] = {{"a", TFENC_PARAM_INT, "1", "", TFENC_PARAM_NO_RANGE},
+                                             {"a", TFENC_PARAM_BOOL, "true", "", TFENC_PARAM_NO_RANGE},
+                                             {NULL, 0, NULL, NULL, TFENC_PARAM_NO_RANGE}};
+    static const tfenc_param_info bad_name[] = {{"Bad-Name", TFENC_PARAM_INT, "1", "", TFENC_PARAM_NO_RANGE},
+                                                {NULL, 0, NULL, NULL, TFENC_PARAM_NO_RANGE}};
+    static const tfenc_param_info bad_type[] = {{"a", (tfenc_param_type)9, "1", "", TFENC_PARAM_NO_RANGE},
+                                                {NULL, 0, NULL, NULL, TFENC_PARAM_NO_RANGE}};
+    static const tfenc_param_info two_lines[] = {{"a", TFENC_PARAM_INT, "1", "one\ntwo", TFENC_PARAM_NO_RANGE},
+                                                 {NULL, 0, NULL, NULL, TFENC_PARAM_NO_RANGE}};
+    CU_ASSERT_PTR_NULL(tfenc_params_check_table(tfenc_param_table_of(NULL), why, sizeof why));
+    CU_ASSERT(tfenc_params_check_table(tfenc_param_table_of(twice), why, sizeof why) != NULL &&
               contains(why, "declares parameter 'a' twice"));
-    CU_ASSERT(tfenc_params_check_table(bad_name, why, sizeof why) != NULL &&
+    CU_ASSERT(tfenc_params_check_table(tfenc_param_table_of(bad_name), why, sizeof why) != NULL &&
               contains(why, "not a key name"));
-    CU_ASSERT(tfenc_params_check_table(bad_type, why, sizeof why) != NULL &&
+    CU_ASSERT(tfenc_params_check_table(tfenc_param_table_of(bad_type), why, sizeof why) != NULL &&
               contains(why, "unknown type 9"));
-    CU_ASSERT(tfenc_params_check_table(two_lines, why, sizeof why) != NULL &&
+    CU_ASSERT(tfenc_params_check_table(tfenc_param_table_of(two_lines), why, sizeof why) != NULL &&
               contains(why, "one line"));
     tfenc_param_info many[TFENC_MAX_DECLARED_PARAMS + 2];
     char names[TFENC_MAX_DECLARED_PARAMS + 1][8];
     for (int i = 0; i <= TFENC_MAX_DECLARED_PARAMS; i++) {
         snprintf(names[i], sizeof names[i], "k%d", i);
-        many[i] = (tfenc_param_info){names[i], TFENC_PARAM_INT, "0", ""};
+        many[i] = (tfenc_param_info){names[i], TFENC_PARAM_INT, "0", "", TFENC_PARAM_NO_RANGE};
     }
-    many[TFENC_MAX_DECLARED_PARAMS + 1] = (tfenc_param_info){NULL, 0, NULL, NULL};
-    CU_ASSERT(tfenc_params_check_table(many, why, sizeof why) != NULL &&
+    many[TFENC_MAX_DECLARED_PARAMS + 1] = (tfenc_param_info){NULL, 0, NULL, NULL, TFENC_PARAM_NO_RANGE};
+    CU_ASSERT(tfenc_params_check_table(tfenc_param_table_of(many), why, sizeof why) != NULL &&
               contains(why, "more than 64 parameters"));
-    many[TFENC_MAX_DECLARED_PARAMS] = (tfenc_param_info){NULL, 0, NULL, NULL};
-    CU_ASSERT_PTR_NULL(tfenc_params_check_table(many, why, sizeof why));
+    many[TFENC_MAX_DECLARED_PARAMS] = (tfenc_param_info){NULL, 0, NULL, NULL, TFENC_PARAM_NO_RANGE};
+    CU_ASSERT_PTR_NULL(tfenc_params_check_table(tfenc_param_table_of(many), why, sizeof why));
+}
+
+/* Binds a layer section of `text` to `descriptor` and returns the status of
+ * the host's range check before create(). */
+static int check_ranges_of(const char *text, const tfenc_layer_descriptor *descriptor)
+{
+    tfenc_jobfile *job = parse(text);
+    tfenc_params params;
+    tfenc_params_bind_layer(&params, &ctx, job, tfenc_jobfile_find(job, "l"), descriptor);
+    int status = tfenc_params_check_ranges(&params);
+    tfenc_jobfile_destroy(job);
+    return status;
+}
+
+static void test_declared_ranges(void)
+{
+    static const tfenc_param_info table[] = {
+        {"heads", TFENC_PARAM_INT, NULL, "a count", TFENC_PARAM_RANGE(1, 64)},
+        {"eps", TFENC_PARAM_FLOAT, "1e-5", "non-negative", TFENC_PARAM_AT_LEAST(0)},
+        {"base", TFENC_PARAM_FLOAT, "10000", "positive", TFENC_PARAM_ABOVE(0)},
+        {"free", TFENC_PARAM_INT, "0", "unbounded", TFENC_PARAM_NO_RANGE},
+        {NULL, 0, NULL, NULL, TFENC_PARAM_NO_RANGE},
+    };
+    tfenc_layer_descriptor descriptor = descriptor_with(table, TFENC_ABI_MINOR);
+    char text[96];
+    /* Inside, at the ends. */
+    CU_ASSERT_EQUAL(check_ranges_of("[l]\nheads = 1\neps = 0\nbase = 1e-30\nfree = -5\n",
+                                    &descriptor), TFENC_OK);
+    CU_ASSERT_EQUAL(check_ranges_of("[l]\nheads = 64\n", &descriptor), TFENC_OK);
+    /* Outside: one line naming file, line, section, key, value and range. */
+    CU_ASSERT_EQUAL(check_ranges_of("[l]\nheads = 65\n", &descriptor), TFENC_ERR_CONFIG);
+    CU_ASSERT(contains(tfenc_context_message(&ctx),
+                       "j.ini:2: [l] heads = '65': expected an integer in 1..64 (the range "
+                       "layer type t declares)"));
+    CU_ASSERT_EQUAL(check_ranges_of("[l]\nheads = 0\n", &descriptor), TFENC_ERR_CONFIG);
+    CU_ASSERT_EQUAL(check_ranges_of("[l]\neps = -1e-12\n", &descriptor), TFENC_ERR_CONFIG);
+    CU_ASSERT(contains(tfenc_context_message(&ctx), "[l] eps = '-1e-12': expected a number in >=0"));
+    CU_ASSERT_EQUAL(check_ranges_of("[l]\nfree = 1\nbase = 0\n", &descriptor), TFENC_ERR_CONFIG);
+    CU_ASSERT(contains(tfenc_context_message(&ctx), "j.ini:3: [l] base = '0': expected a number in >0"));
+    /* Not a number: left to the getter, which says what it expected. */
+    CU_ASSERT_EQUAL(check_ranges_of("[l]\nheads = many\n", &descriptor), TFENC_OK);
+    /* The getters hold the declared range too, whatever range they pass. */
+    tfenc_jobfile *job = parse("[l]\nheads = 100\neps = -1\n");
+    tfenc_params params;
+    long heads;
+    double eps;
+    tfenc_params_bind_layer(&params, &ctx, job, tfenc_jobfile_find(job, "l"), &descriptor);
+    CU_ASSERT_EQUAL(tfenc_param_int(&params, "heads", 8, &heads), TFENC_ERR_CONFIG);
+    CU_ASSERT_EQUAL(heads, 8);
+    CU_ASSERT(contains(tfenc_context_message(&ctx), "heads = '100': expected an integer in 1..64"));
+    tfenc_context_init(&ctx);
+    CU_ASSERT_EQUAL(tfenc_param_float(&params, "eps", 1e-5, &eps), TFENC_ERR_CONFIG);
+    tfenc_jobfile_destroy(job);
+    /* --list-plugins' spelling of each range. */
+    CU_ASSERT_STRING_EQUAL(tfenc_param_range_text(&table[0], text, sizeof text), "1..64");
+    CU_ASSERT_STRING_EQUAL(tfenc_param_range_text(&table[1], text, sizeof text), ">=0");
+    CU_ASSERT_STRING_EQUAL(tfenc_param_range_text(&table[2], text, sizeof text), ">0");
+    CU_ASSERT_STRING_EQUAL(tfenc_param_range_text(&table[3], text, sizeof text), "");
+}
+
+/* A table as an ABI 1.1 plugin compiled it: entries of four fields. */
+typedef struct {
+    const char *name;
+    tfenc_param_type type;
+    const char *default_value;
+    const char *help;
+} param_info_1_1;
+
+static void test_minor_1_table(void)
+{
+    static const param_info_1_1 old_table[] = {
+        {"n", TFENC_PARAM_INT, "1", "a count"},
+        {"f", TFENC_PARAM_FLOAT, "0.5", "a factor"},
+        {"s", TFENC_PARAM_STRING, "x", "a name"},
+        {NULL, 0, NULL, NULL},
+    };
+    tfenc_layer_descriptor descriptor =
+        descriptor_with((const tfenc_param_info *)(const void *)old_table, 1);
+    tfenc_param_table table = tfenc_params_declared(&descriptor);
+    tfenc_param_info info;
+    char why[256];
+    /* Read with its own stride: every key found, none with a range. */
+    const char *names[] = {"n", "f", "s"};
+    int count = 0;
+    for (; tfenc_param_table_entry(table, count, &info); count++) {
+        CU_ASSERT_STRING_EQUAL(info.name, names[count]);
+        CU_ASSERT_EQUAL(info.bounds, 0);
+    }
+    CU_ASSERT_EQUAL(count, 3);
+    CU_ASSERT_PTR_NULL(tfenc_params_check_table(table, why, sizeof why));
+    /* create() held to it as before: all three read, huge values accepted. */
+    tfenc_jobfile *job = parse("[l]\nn = 100000\nf = -3\ns = y\n");
+    tfenc_params params;
+    long n;
+    double f;
+    const char *s;
+    tfenc_params_bind_layer(&params, &ctx, job, tfenc_jobfile_find(job, "l"), &descriptor);
+    CU_ASSERT_EQUAL(tfenc_params_check_ranges(&params), TFENC_OK);
+    CU_ASSERT_EQUAL(tfenc_param_int(&params, "n", 1, &n), TFENC_OK);
+    CU_ASSERT_EQUAL(tfenc_param_float(&params, "f", 0.5, &f), TFENC_OK);
+    CU_ASSERT_EQUAL(tfenc_param_string(&params, "s", "x", &s), TFENC_OK);
+    CU_ASSERT_EQUAL(tfenc_params_check_all_used(&params, "test"), TFENC_OK);
+    CU_ASSERT_EQUAL(n, 100000);
+    tfenc_jobfile_destroy(job);
+}
+
+static void test_ignored_getter_failure(void)
+{
+    static const tfenc_param_info table[] = {
+        {"n", TFENC_PARAM_INT, "1", "a count", TFENC_PARAM_RANGE(0, 9)},
+        {NULL, 0, NULL, NULL, TFENC_PARAM_NO_RANGE},
+    };
+    tfenc_layer_descriptor descriptor = descriptor_with(table, TFENC_ABI_MINOR);
+    tfenc_jobfile *job = parse("[l]\nn = 3\n");
+    tfenc_params params;
+    long n;
+    double alpha;
+    /* create() reads an undeclared key, ignores the failure, returns OK. */
+    tfenc_params_bind_layer(&params, &ctx, job, tfenc_jobfile_find(job, "l"), &descriptor);
+    (void)tfenc_param_float(&params, "alpha", 1.0, &alpha);
+    CU_ASSERT_EQUAL(tfenc_param_int(&params, "n", 1, &n), TFENC_OK);
+    CU_ASSERT_EQUAL(tfenc_params_check_all_used(&params, "test"), TFENC_ERR_PLUGIN);
+    CU_ASSERT(contains(tfenc_context_message(&ctx), "reads key 'alpha', which its declared parameter table lacks"));
+    tfenc_jobfile_destroy(job);
+    /* The same for a bad value in a section without a table. */
+    job = parse("[l]\nn = three\n");
+    tfenc_params_bind(&params, &ctx, job, tfenc_jobfile_find(job, "l"));
+    (void)tfenc_param_int(&params, "n", 1, &n);
+    CU_ASSERT_EQUAL(tfenc_params_check_all_used(&params, "test"), TFENC_ERR_CONFIG);
+    CU_ASSERT(contains(tfenc_context_message(&ctx), "n = 'three': expected an integer"));
+    tfenc_jobfile_destroy(job);
+}
+
+static void test_declared_range_checks(void)
+{
+    char why[256];
+    static const tfenc_param_info default_outside[] = {
+        {"n", TFENC_PARAM_INT, "0", "", TFENC_PARAM_RANGE(1, 8)}, {NULL, 0, NULL, NULL, TFENC_PARAM_NO_RANGE}};
+    static const tfenc_param_info fraction[] = {
+        {"n", TFENC_PARAM_INT, "1", "", TFENC_PARAM_RANGE(0.5, 8)}, {NULL, 0, NULL, NULL, TFENC_PARAM_NO_RANGE}};
+    static const tfenc_param_info on_bool[] = {
+        {"b", TFENC_PARAM_BOOL, "true", "", TFENC_PARAM_RANGE(0, 1)}, {NULL, 0, NULL, NULL, TFENC_PARAM_NO_RANGE}};
+    static const tfenc_param_info reversed[] = {
+        {"x", TFENC_PARAM_FLOAT, NULL, "", TFENC_PARAM_RANGE(2, 1)}, {NULL, 0, NULL, NULL, TFENC_PARAM_NO_RANGE}};
+    static const tfenc_param_info unknown_bits[] = {
+        {"x", TFENC_PARAM_FLOAT, NULL, "", .bounds = 64}, {NULL, 0, NULL, NULL, TFENC_PARAM_NO_RANGE}};
+    CU_ASSERT(tfenc_params_check_table(tfenc_param_table_of(default_outside), why, sizeof why) != NULL &&
+              contains(why, "default '0' is not a int in its range 1..8"));
+    CU_ASSERT(tfenc_params_check_table(tfenc_param_table_of(fraction), why, sizeof why) != NULL &&
+              contains(why, "whole numbers"));
+    CU_ASSERT(tfenc_params_check_table(tfenc_param_table_of(on_bool), why, sizeof why) != NULL &&
+              contains(why, "a range needs an int or float key, not bool"));
+    CU_ASSERT(tfenc_params_check_table(tfenc_param_table_of(reversed), why, sizeof why) != NULL &&
+              contains(why, "above its maximum"));
+    CU_ASSERT(tfenc_params_check_table(tfenc_param_table_of(unknown_bits), why, sizeof why) != NULL &&
+              contains(why, "unknown range bounds"));
 }
 
 int main(void)
@@ -206,6 +364,10 @@ int main(void)
     CU_add_test(suite, "inline comments", test_inline_comments);
     CU_add_test(suite, "declared tables hold create()", test_declared_table_holds_create);
     CU_add_test(suite, "declared tables are checked", test_declared_table_checks);
+    CU_add_test(suite, "declared ranges checked by the host", test_declared_ranges);
+    CU_add_test(suite, "an ABI 1.1 table is read with its stride", test_minor_1_table);
+    CU_add_test(suite, "a create() ignoring a getter failure is refused", test_ignored_getter_failure);
+    CU_add_test(suite, "declared ranges are checked", test_declared_range_checks);
     CU_basic_set_mode(CU_BRM_VERBOSE);
     CU_basic_run_tests();
     int failed = CU_get_number_of_failures() != 0 || CU_get_number_of_tests_failed() != 0;

@@ -485,12 +485,16 @@ static int create_instance(tfenc_context *ctx, const tfenc_model_options *option
 
     tfenc_params params;
     tfenc_params_bind_layer(&params, ctx, job, section, layer->descriptor);
+    /* Values outside a declared range never reach create(). */
+    int status = tfenc_params_check_ranges(&params);
+    if (status != TFENC_OK)
+        return status;
     const tfenc_weight_options weight_options = {
         .precision = options->step_precision != NULL
                          ? options->step_precision[plan - options->plan->steps]
                          : options->config->precision,
         .calibrate = options->calibrate};
-    int status =
+    status =
         tfenc_weight_store_group(ctx, options->weights, group, &weight_options, &layer->weights);
     if (status != TFENC_OK)
         return status;

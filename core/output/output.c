@@ -50,6 +50,7 @@ struct tfenc_output {
     tfenc_output_chunks chunks;
     hid_t chunk_counts;    /* chunks [N] of a chunked output, else -1 */
     hid_t chunk_starts;    /* chunk_starts [C] with a row per chunk, else -1 */
+    hid_t token_ids;       /* token_ids [T] beside hidden, else -1 */
     hid_t lengths;
     hid_t truncated;
     hid_t ids;             /* -1 without ids */
@@ -335,16 +336,17 @@ static int open_file(tfenc_context *ctx, tfenc_output *out, MPI_Comm writers, in
 static int check_agreement(tfenc_context *ctx, const tfenc_output_options *options,
                            MPI_Comm writers, unsigned long long *longest_id)
 {
-    long long mine[6] = {options->kind, options->dtype, options->compression, options->d_model,
-                         options->n_documents, options->has_ids};
-    long long low[6], high[6];
-    if (MPI_Allreduce(mine, low, 6, MPI_LONG_LONG, MPI_MIN, writers) != MPI_SUCCESS
-        || MPI_Allreduce(mine, high, 6, MPI_LONG_LONG, MPI_MAX, writers) != MPI_SUCCESS)
+    long long mine[7] = {options->kind, options->dtype, options->compression, options->d_model,
+                         options->n_documents, options->has_ids, options->has_token_ids};
+    long long low[7], high[7];
+    if (MPI_Allreduce(mine, low, 7, MPI_LONG_LONG, MPI_MIN, writers) != MPI_SUCCESS
+        || MPI_Allreduce(mine, high, 7, MPI_LONG_LONG, MPI_MAX, writers) != MPI_SUCCESS)
         return tfenc_error(ctx, TFENC_ERR_MPI, "%s: writers could not agree on the output shape",
                            options->path);
     if (memcmp(low, high, sizeof low) != 0)
         return tfenc_error(ctx, TFENC_ERR_INTERNAL, "%s: the writing ranks disagree on the "
-                           "output's kind, dtype, compression, d_model, documents or ids",
+                           "output's kind, dtype, compression, d_model, documents, ids or "
+                           "token ids",
                            options->path);
     unsigned long long length = options->max_id_length;
     if (MPI_Allreduce(&length, longest_id, 1, MPI_UNSIGNED_LONG_LONG, MPI_MAX, writers)
@@ -625,7 +627,7 @@ static int prepare(tfenc_context *ctx, MPI_Comm writers, const tfenc_output_opti
         return tfenc_error(ctx, TFENC_ERR_NO_MEMORY, "%s: out of memory", path);
     out->file = out->transfer = out->float_type = out->rows = out->offsets = -1;
     out->lengths = out->truncated = out->ids = out->id_type = -1;
-    out->chunk_counts = out->chunk_starts = -1;
+    out->chunk_counts = out->chunk_starts = out->token_ids = -1;
     out->chunks = options->kind == TFENC_OUTPUT_POOLED ? options->chunks : TFENC_CHUNKS_OFF;
     out->writers = writers;
     out->parallel = n_writers > 1;
@@ -680,7 +682,9 @@ static int check_free_space(tfenc_context *ctx, const tfenc_output *out,
     const double per_document = 4 + 4 + (has_row_runs(out) ? 8 : 0) +
                                 (out->chunks != TFENC_CHUNKS_OFF ? 4 : 0) +
                                 (options->has_ids ? (double)out->id_length : 0);
-    const double needed = rows * row_bytes + (double)out->n_documents * per_document;
+    /* token_ids: 4 bytes per row of hidden */
+    const double id_bytes = out->kind == TFENC_OUTPUT_TOKENS && options->has_token_ids ? 4 : 0;
+    const double needed = rows * (row_bytes + id_bytes) + (double)out->n_documents * per_document;
     double available = 0.0;
     int status = tfenc_file_free_space(ctx, "[job] output", out->path, &available);
     if (status != TFENC_OK || available < 0)
@@ -717,6 +721,9 @@ int tfenc_output_create(tfenc_context *ctx, MPI_Comm writers, const tfenc_output
     if (status == TFENC_OK && out->chunks == TFENC_CHUNKS_EACH)
         status = create_dataset(ctx, out, "chunk_starts", H5T_STD_I32LE, out->n_tokens, 0,
                                 compress, NULL, &out->chunk_starts);
+    if (status == TFENC_OK && out->kind == TFENC_OUTPUT_TOKENS && options->has_token_ids)
+        status = create_dataset(ctx, out, "token_ids", H5T_STD_I32LE, out->n_tokens, 0,
+                                compress, NULL, &out->token_ids);
     if (status == TFENC_OK && out->chunks != TFENC_CHUNKS_OFF)
         status = create_dataset(ctx, out, "chunks", H5T_STD_I32LE, out->n_documents, 0,
                                 compress, NULL, &out->chunk_counts);
@@ -943,6 +950,8 @@ int tfenc_output_reopen(tfenc_context *ctx, MPI_Comm writers, const tfenc_output
     if (status == TFENC_OK && out->chunks == TFENC_CHUNKS_EACH)
         status = open_existing_dataset(ctx, out, "chunk_starts", out->n_tokens,
                                        &out->chunk_starts);
+    if (status == TFENC_OK && out->kind == TFENC_OUTPUT_TOKENS && options->has_token_ids)
+        status = open_existing_dataset(ctx, out, "token_ids", out->n_tokens, &out->token_ids);
     if (status == TFENC_OK && out->chunks != TFENC_CHUNKS_OFF)
         status = open_existing_dataset(ctx, out, "chunks", out->n_documents, &out->chunk_counts);
     if (status == TFENC_OK)
@@ -1202,12 +1211,23 @@ int tfenc_output_write_pooled(tfenc_context *ctx, tfenc_output *out, int64_t n_r
     return status;
 }
 
-/* Documents' runs of rows (tokens, or chunks), with chunk_starts for
- * chunks: `token_offsets` are the runs' first rows, n_tokens their lengths. */
+/* Documents' runs of rows (tokens, or chunks), with an int32 per row
+ * (`per_row`: chunk_starts for chunks, token ids for tokens, or NULL):
+ * `token_offsets` are the runs' first rows, n_tokens their lengths. */
 static int write_row_runs(tfenc_context *ctx, tfenc_output *out, int64_t n_documents,
                           const int64_t *global_indices, const int64_t *token_offsets,
-                          const int32_t *n_tokens, const int32_t *chunk_starts, const float *rows)
+                          const int32_t *n_tokens, const int32_t *per_row, const float *rows)
 {
+    /* One int32 per row beside the rows: chunk_starts of chunks, or
+     * token_ids of tokens. */
+    const int32_t *row_ints = per_row;
+    hid_t row_ints_dataset = out->chunk_starts;
+    const char *row_ints_name = "chunk_starts";
+    if (out->kind == TFENC_OUTPUT_TOKENS) {
+        row_ints = out->token_ids >= 0 ? per_row : NULL;
+        row_ints_dataset = out->token_ids;
+        row_ints_name = "token_ids";
+    }
     if (n_documents <= 0)
         return TFENC_OK;
     size_t d = (size_t)out->d_model;
@@ -1262,13 +1282,13 @@ static int write_row_runs(tfenc_context *ctx, tfenc_output *out, int64_t n_docum
         }
     }
     int32_t *starts_sorted = NULL;
-    if (status == TFENC_OK && chunk_starts != NULL) {
+    if (status == TFENC_OK && row_ints != NULL) {
         starts_sorted = malloc((size_t)total * sizeof *starts_sorted + 1);
         if (starts_sorted == NULL)
             status = tfenc_error(ctx, TFENC_ERR_NO_MEMORY, "%s: out of memory", out->path);
         for (int64_t i = 0, at = 0; status == TFENC_OK && i < n_documents; i++) {
             int64_t j = sorted[i].position;
-            memcpy(starts_sorted + at, chunk_starts + source[j],
+            memcpy(starts_sorted + at, row_ints + source[j],
                    (size_t)n_tokens[j] * sizeof *starts_sorted);
             at += n_tokens[j];
         }
@@ -1278,7 +1298,7 @@ static int write_row_runs(tfenc_context *ctx, tfenc_output *out, int64_t n_docum
         status = write_elements(ctx, out, out->rows, rows_name(out), runs, start, length,
                                 out->row_width, out->float_type, out->staging);
         if (status == TFENC_OK && starts_sorted != NULL)
-            status = write_elements(ctx, out, out->chunk_starts, "chunk_starts", runs, start,
+            status = write_elements(ctx, out, row_ints_dataset, row_ints_name, runs, start,
                                     length, 0, H5T_NATIVE_INT32, starts_sorted);
     }
     free(starts_sorted);
@@ -1306,8 +1326,23 @@ int tfenc_output_write_tokens(tfenc_context *ctx, tfenc_output *out, int64_t n_d
     if (out->kind != TFENC_OUTPUT_TOKENS)
         return tfenc_error(ctx, TFENC_ERR_INTERNAL, "%s: per-token rows written to a pooled "
                            "output", out->path);
-    return write_row_runs(ctx, out, n_documents, global_indices, token_offsets, n_tokens, NULL,
-                          rows);
+    return tfenc_output_write_tokens_with_ids(ctx, out, n_documents, global_indices,
+                                              token_offsets, n_tokens, NULL, rows);
+}
+
+int tfenc_output_write_tokens_with_ids(tfenc_context *ctx, tfenc_output *out,
+                                       int64_t n_documents, const int64_t *global_indices,
+                                       const int64_t *token_offsets, const int32_t *n_tokens,
+                                       const int32_t *token_ids, const float *rows)
+{
+    if (out->kind != TFENC_OUTPUT_TOKENS)
+        return tfenc_error(ctx, TFENC_ERR_INTERNAL, "%s: per-token rows written to a pooled "
+                           "output", out->path);
+    if (out->token_ids >= 0 && token_ids == NULL)
+        return tfenc_error(ctx, TFENC_ERR_INTERNAL, "%s: token_ids expected with the rows",
+                           out->path);
+    return write_row_runs(ctx, out, n_documents, global_indices, token_offsets, n_tokens,
+                          token_ids, rows);
 }
 
 int tfenc_output_write_chunks(tfenc_context *ctx, tfenc_output *out, int64_t n_documents,
@@ -1427,7 +1462,7 @@ static int close_handles(tfenc_output *out)
 {
     int failed = 0;
     hid_t *datasets[] = {&out->rows, &out->offsets, &out->lengths, &out->truncated, &out->ids,
-                         &out->chunk_counts, &out->chunk_starts};
+                         &out->chunk_counts, &out->chunk_starts, &out->token_ids};
     for (size_t i = 0; i < sizeof datasets / sizeof datasets[0]; i++)
         if (*datasets[i] >= 0) {
             failed |= H5Dclose(*datasets[i]) < 0;

@@ -10,6 +10,9 @@
  *                                included; -1 (the fill value) until the
  *                                document's metadata is written
  *   truncated  [N]   int32       word pieces cut from the document
+ *   token_ids  [T]   int32       tokens kind with has_token_ids ([job] output_ids):
+ *                                the vocabulary id of each row of hidden, special
+ *                                tokens included, under the same offsets
  *   ids        [N]   string      only when the corpus has ids: fixed-length,
  *                                NUL-padded UTF-8, as long as the longest id
  *                                (variable-length strings cannot be written in
@@ -97,6 +100,7 @@ typedef struct tfenc_output_options {
     int64_t n_documents;
     int64_t n_tokens;        /* tokens kind: rows of `hidden`; ignored for pooled */
     int has_ids;             /* write an `ids` dataset */
+    int has_token_ids;       /* tokens kind: write `token_ids` beside `hidden` */
     size_t max_id_length;    /* this rank's longest id in bytes; the file uses the
                               * maximum over all writers */
     /* Provenance, stored as attributes; NULL stores "". In parallel every
@@ -201,6 +205,12 @@ int tfenc_output_write_pooled(tfenc_context *ctx, tfenc_output *out, int64_t n_r
 int tfenc_output_write_tokens(tfenc_context *ctx, tfenc_output *out, int64_t n_documents,
                               const int64_t *global_indices, const int64_t *token_offsets,
                               const int32_t *n_tokens, const float *rows);
+/* The same, with each row's token id (laid out as the rows), which go to
+ * token_ids when the file has it and are ignored otherwise. */
+int tfenc_output_write_tokens_with_ids(tfenc_context *ctx, tfenc_output *out,
+                                       int64_t n_documents, const int64_t *global_indices,
+                                       const int64_t *token_offsets, const int32_t *n_tokens,
+                                       const int32_t *token_ids, const float *rows);
 
 /* TFENC_CHUNKS_EACH: document j's n_chunks[j] chunk vectors, packed one
  * document after another in `rows` (with their chunk_starts), go to rows

@@ -347,8 +347,9 @@ int tfenc_writer_write(tfenc_context *ctx, tfenc_writer *w, const tfenc_microbat
             truncate_rows(b->x, b->n_seq, b->d_model, w->output_dim);
         status = w->pooled
                      ? tfenc_output_write_pooled(ctx, w->output, b->n_seq, m->indices, b->x)
-                     : tfenc_output_write_tokens(ctx, w->output, b->n_seq, m->indices,
-                                                 m->token_offsets, m->lengths, b->x);
+                     : tfenc_output_write_tokens_with_ids(ctx, w->output, b->n_seq, m->indices,
+                                                          m->token_offsets, m->lengths,
+                                                          b->token_ids, b->x);
         const char *id_cursor = m->ids;
         for (int j = 0; status == TFENC_OK && j < b->n_seq; j++)
             status = queue(ctx, w, m->indices[j], m->lengths[j], m->truncated[j], 1,

@@ -55,6 +55,8 @@ struct tfenc_plugin_registry {
     int n_layers;
     tfenc_plugin_failure *failures;
     int n_failures;
+    char **warnings; /* search directories named by the user that do not exist */
+    int n_warnings;
 };
 
 /* Grows *array (of element size `size`) to hold `count + 1` elements. */
@@ -149,8 +151,26 @@ static int builtin_directory(char *directory, size_t size)
 #endif
 }
 
+/* A directory the user named (`origin`: where) that does not exist is
+ * searched all the same (it may appear later), but said: a misspelt
+ * plugin_path would otherwise only show as a missing layer type. */
+static int warn_if_missing(tfenc_plugin_registry *registry, const char *directory,
+                           const char *origin)
+{
+    struct stat info;
+    if (origin == NULL || stat(directory, &info) == 0 || (errno != ENOENT && errno != ENOTDIR))
+        return TFENC_OK;
+    size_t length = strlen(directory) + strlen(origin) + 64;
+    char *line = malloc(length);
+    if (line == NULL || reserve(&registry->warnings, registry->n_warnings, sizeof(char *)))
+        return free(line), TFENC_ERR_NO_MEMORY;
+    snprintf(line, length, "plugin directory %s (%s) does not exist", directory, origin);
+    registry->warnings[registry->n_warnings++] = line;
+    return TFENC_OK;
+}
+
 static int add_directory(tfenc_plugin_registry *registry, const char *directory, size_t length,
-                         const char *relative_to)
+                         const char *relative_to, const char *origin)
 {
     if (length == 0)
         return TFENC_OK;
@@ -172,19 +192,20 @@ static int add_directory(tfenc_plugin_registry *registry, const char *directory,
     for (int i = 0; i < registry->n_directories; i++)
         if (strcmp(registry->directories[i], copy) == 0)
             return free(copy), TFENC_OK;
-    if (reserve(&registry->directories, registry->n_directories, sizeof(char *)))
+    if (warn_if_missing(registry, copy, origin) != TFENC_OK ||
+        reserve(&registry->directories, registry->n_directories, sizeof(char *)))
         return free(copy), TFENC_ERR_NO_MEMORY;
     registry->directories[registry->n_directories++] = copy;
     return TFENC_OK;
 }
 
 static int add_path_list(tfenc_plugin_registry *registry, const char *list,
-                         const char *relative_to)
+                         const char *relative_to, const char *origin)
 {
     while (list != NULL && *list != '\0') {
         const char *colon = strchr(list, ':');
         size_t length = colon != NULL ? (size_t)(colon - list) : strlen(list);
-        if (add_directory(registry, list, length, relative_to) != TFENC_OK)
+        if (add_directory(registry, list, length, relative_to, origin) != TFENC_OK)
             return TFENC_ERR_NO_MEMORY;
         list = colon != NULL ? colon + 1 : NULL;
     }
@@ -198,12 +219,13 @@ int tfenc_plugin_registry_create(tfenc_context *ctx, const char *job_plugin_path
     tfenc_plugin_registry *registry = calloc(1, sizeof *registry);
     if (registry == NULL)
         return out_of_memory(ctx);
-    int status = add_path_list(registry, job_plugin_path, job_directory);
+    int status = add_path_list(registry, job_plugin_path, job_directory, "[model] plugin_path");
     if (status == TFENC_OK)
-        status = add_path_list(registry, getenv("TFENC_PLUGIN_PATH"), NULL);
+        status = add_path_list(registry, getenv("TFENC_PLUGIN_PATH"), NULL, "$TFENC_PLUGIN_PATH");
+    /* The built-in directory is absent in some installs: no warning. */
     char builtin[PATH_MAX];
     if (status == TFENC_OK && builtin_directory(builtin, sizeof builtin))
-        status = add_directory(registry, builtin, strlen(builtin), NULL);
+        status = add_directory(registry, builtin, strlen(builtin), NULL, NULL);
     if (status != TFENC_OK) {
         tfenc_plugin_registry_destroy(registry);
         return out_of_memory(ctx);
@@ -797,21 +819,82 @@ const tfenc_plugin_layer *tfenc_plugin_registry_find(const tfenc_plugin_registry
     return NULL;
 }
 
+/* Levenshtein distance of two type names (at most a few dozen bytes). */
+static int edit_distance(const char *a, const char *b)
+{
+    size_t n = strlen(b);
+    if (strlen(a) > 64 || n > 64)
+        return INT_MAX;
+    int row[65];
+    for (size_t j = 0; j <= n; j++)
+        row[j] = (int)j;
+    for (size_t i = 1; a[i - 1] != '\0'; i++) {
+        int diagonal = row[0];
+        row[0] = (int)i;
+        for (size_t j = 1; j <= n; j++) {
+            int above = row[j];
+            int best = diagonal + (a[i - 1] != b[j - 1]);
+            if (above + 1 < best)
+                best = above + 1;
+            if (row[j - 1] + 1 < best)
+                best = row[j - 1] + 1;
+            row[j] = best;
+            diagonal = above;
+        }
+    }
+    return row[n];
+}
+
+/* The known type name closest to `type`, when close enough to be a slip
+ * (a third of its letters, at least one), else NULL. Known: every type a
+ * file in the search path provides, and every type loaded. */
+static const char *closest_type(const tfenc_plugin_registry *registry, const char *type)
+{
+    const char *best = NULL;
+    int best_distance = (int)strlen(type) / 3 > 1 ? (int)strlen(type) / 3 : 1;
+    for (int i = 0; i < registry->n_files; i++)
+        for (int k = 0; k < registry->files[i].n_provides; k++) {
+            int distance = edit_distance(type, registry->files[i].provides[k]);
+            if (distance <= best_distance && (best == NULL || distance < best_distance ||
+                                              strcmp(registry->files[i].provides[k], best) < 0)) {
+                best = registry->files[i].provides[k];
+                best_distance = distance;
+            }
+        }
+    for (int i = 0; i < registry->n_layers; i++) {
+        const char *name = registry->layers[i].descriptor->type;
+        int distance = edit_distance(type, name);
+        if (distance <= best_distance && (best == NULL || distance < best_distance ||
+                                          strcmp(name, best) < 0)) {
+            best = name;
+            best_distance = distance;
+        }
+    }
+    return best;
+}
+
 int tfenc_plugin_registry_missing(tfenc_context *ctx, const tfenc_plugin_registry *registry,
                                   const char *type, const char *where)
 {
-    char detail[768] = "";
+    char detail[768] = "", suggestion[160] = "";
+    const char *closest = closest_type(registry, type);
+    if (closest != NULL)
+        snprintf(suggestion, sizeof suggestion, " (did you mean '%s'?)", closest);
     size_t used = 0;
-    for (int i = 0; i < registry->n_directories && used < sizeof detail; i++)
-        used += (size_t)snprintf(detail + used, sizeof detail - used, "%s%s", i ? ":" : "",
-                                 registry->directories[i]);
+    for (int i = 0; i < registry->n_directories && used < sizeof detail; i++) {
+        struct stat info;
+        used += (size_t)snprintf(detail + used, sizeof detail - used, "%s%s%s", i ? ":" : "",
+                                 registry->directories[i],
+                                 stat(registry->directories[i], &info) != 0 ? " (does not exist)"
+                                                                            : "");
+    }
     for (int i = 0; i < registry->n_failures && used < sizeof detail; i++)
         used += (size_t)snprintf(detail + used, sizeof detail - used, "; refused %s: %s",
                                  registry->failures[i].file, registry->failures[i].reason);
     return tfenc_error(ctx, TFENC_ERR_PLUGIN,
-                       "%s: no plugin provides layer type '%s' (searched %s; a file provides "
+                       "%s: no plugin provides layer type '%s'%s (searched %s; a file provides "
                        "the types it declares, or the one its name says: %s.so)",
-                       where, type, detail[0] != '\0' ? detail : "nothing", type);
+                       where, type, suggestion, detail[0] != '\0' ? detail : "nothing", type);
 }
 
 int tfenc_plugin_registry_n_layers(const tfenc_plugin_registry *registry)
@@ -833,6 +916,16 @@ const tfenc_plugin_failure *tfenc_plugin_registry_failure(const tfenc_plugin_reg
                                                           int i)
 {
     return &registry->failures[i];
+}
+
+int tfenc_plugin_registry_n_warnings(const tfenc_plugin_registry *registry)
+{
+    return registry->n_warnings;
+}
+
+const char *tfenc_plugin_registry_warning(const tfenc_plugin_registry *registry, int i)
+{
+    return registry->warnings[i];
 }
 
 int tfenc_plugin_registry_n_directories(const tfenc_plugin_registry *registry)
@@ -858,6 +951,9 @@ void tfenc_plugin_registry_destroy(tfenc_plugin_registry *registry)
     for (int i = 0; i < registry->n_directories; i++)
         free(registry->directories[i]);
     free(registry->directories);
+    for (int i = 0; i < registry->n_warnings; i++)
+        free(registry->warnings[i]);
+    free(registry->warnings);
     free(registry->files);
     free(registry->layers);
     free(registry->failures);

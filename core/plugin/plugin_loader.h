@@ -73,7 +73,9 @@ int tfenc_plugin_registry_load_file(tfenc_context *ctx, tfenc_plugin_registry *r
 const tfenc_plugin_layer *tfenc_plugin_registry_find(const tfenc_plugin_registry *registry,
                                                      const char *type);
 /* Records and returns the error for a type nobody provides, listing the
- * directories searched and the files and directories that were refused. */
+ * directories searched (saying which do not exist) and the files and
+ * directories that were refused, and the closest known type name when it
+ * is a likely slip ("did you mean 'mha'?"). */
 int tfenc_plugin_registry_missing(tfenc_context *ctx, const tfenc_plugin_registry *registry,
                                   const char *type, const char *where);
 
@@ -82,6 +84,10 @@ const tfenc_plugin_layer *tfenc_plugin_registry_layer(const tfenc_plugin_registr
 int tfenc_plugin_registry_n_failures(const tfenc_plugin_registry *registry);
 const tfenc_plugin_failure *tfenc_plugin_registry_failure(const tfenc_plugin_registry *registry,
                                                           int i);
+/* Lines for the driver to print as warnings: a search directory the job's
+ * plugin_path or $TFENC_PLUGIN_PATH names that does not exist. */
+int tfenc_plugin_registry_n_warnings(const tfenc_plugin_registry *registry);
+const char *tfenc_plugin_registry_warning(const tfenc_plugin_registry *registry, int i);
 int tfenc_plugin_registry_n_directories(const tfenc_plugin_registry *registry);
 const char *tfenc_plugin_registry_directory(const tfenc_plugin_registry *registry, int i);
 

@@ -175,6 +175,7 @@ static int read_job_keys(reader *r, tfenc_job_section *section, job_keys *k)
     READ(tfenc_param_float(&p, "progress_interval", 10.0, &s->progress_interval));
     READ(tfenc_param_bool(&p, "resume", 1, &s->resume));
     READ(tfenc_param_bool(&p, "share_weights", 1, &s->share_weights));
+    READ(tfenc_param_bool(&p, "output_ids", 0, &s->output_ids));
     READ(tfenc_params_check_all_used(&p, "not a [job] key; see docs/job-file.md"));
 #undef READ
     return status;

@@ -36,6 +36,7 @@ typedef struct tfenc_job_settings {
     double progress_interval;
     int resume;
     int share_weights;     /* the ranks of a node map one copy of the weights */
+    int output_ids;        /* per-token output: write each row's token id too */
 } tfenc_job_settings;
 
 int tfenc_job_settings_read(tfenc_context *ctx, const tfenc_jobfile *job,

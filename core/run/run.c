@@ -203,6 +203,8 @@ static int read_job(run *r)
     if (status == TFENC_OK)
         status = tfenc_plugin_registry_create(r->ctx, r->config.plugin_path, r->job->directory,
                                               &r->registry);
+    for (int i = 0; status == TFENC_OK && i < tfenc_plugin_registry_n_warnings(r->registry); i++)
+        notice(r, "warning: %s", tfenc_plugin_registry_warning(r->registry, i));
     /* Only the plugin files of the types this job names (core/plugin/plugin_loader.h). */
     if (status == TFENC_OK)
         status = tfenc_plugin_registry_load_job(r->ctx, r->registry, r->job);
@@ -487,6 +489,11 @@ static int decide_output_kind(run *r, int pools)
                            "%s: [job] output_dtype = %s applies to pooled vectors, but the model "
                            "does not pool its output", r->job->path,
                            tfenc_output_dtype_name(r->settings.dtype));
+    if (pools && r->settings.output_ids)
+        return tfenc_error(r->ctx, TFENC_ERR_CONFIG,
+                           "%s: [job] output_ids writes a token id beside each per-token row, "
+                           "but the model pools its output (end it with pooling mode = none, "
+                           "or no pooling)", r->job->path);
     if (!pools && r->settings.output_dim > 0)
         return tfenc_error(r->ctx, TFENC_ERR_CONFIG,
                            "%s: [job] output_dim cuts pooled vectors, but the model does not "
@@ -757,6 +764,7 @@ static int open_output(run *r)
             .n_documents = r->n_documents, .n_tokens = r->n_rows,
             .chunks = r->settings.chunks, .n_chunks = r->n_rows,
             .has_ids = r->settings.corpus.id_field != NULL,
+            .has_token_ids = r->settings.output_ids,
             .max_id_length = r->windows.max_id_length, .job_text = provenance,
             .job_settings = identity, .weights_sha256 = weights_sha256,
             .corpus_path = r->settings.input, .corpus_fingerprint = corpus_fingerprint,

@@ -248,10 +248,10 @@ fi
 (cd "$example" && ./make-model) || { fail "the scale-norm example's make-model"; exit 1; }
 cd "$example" || exit 1
 # Its type, found through plugin_path = . (the job file's directory, asked
-# for from elsewhere), with its one key, its default and help.
+# for from elsewhere), with its one key, its default, range and help.
 (cd / && "$bindir/tfenc-batch" --list-plugins "$example/job.ini") >"$tmp/plugins.txt" 2>&1
 if grep -Eq "^  scale_norm +.*\[$example/scale_norm\.so\]\$" "$tmp/plugins.txt" \
-    && grep -Eq "^      eps +float +1e-5 +lower bound" "$tmp/plugins.txt"; then
+    && grep -Eq "^      eps +float +1e-5 +>0 +lower bound" "$tmp/plugins.txt"; then
   ok "--list-plugins job.ini lists scale_norm and its key eps (from another directory)"
 else
   fail "scale_norm or its key eps is not listed through job.ini's plugin_path:"; cat "$tmp/plugins.txt"

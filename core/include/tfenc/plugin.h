@@ -20,9 +20,11 @@ extern "C" {
 /* ABI version. A plugin built against a different MAJOR is refused. A plugin
  * built against a newer MINOR than the host is refused too (it may rely on
  * host services the host lacks); an older MINOR is accepted, because minor
- * releases only append fields (guarded by struct_size) and functions. */
+ * releases only append fields (guarded by struct_size, or for the entries of
+ * a declared parameter table, which have no size of their own, by the
+ * descriptor's abi_minor) and functions. */
 #define TFENC_ABI_MAJOR 1
-#define TFENC_ABI_MINOR 1
+#define TFENC_ABI_MINOR 2
 
 #define TFENC_PLUGIN_ENTRY "tfenc_plugin_descriptor"
 
@@ -95,10 +97,11 @@ int tfenc_param_choice(tfenc_params *params, const char *key, const char *const 
 
 /* Declared parameters (ABI 1.1): a layer type may list the keys its
  * create() reads, so that `tfenc-batch --list-plugins` shows every key with
- * its type, default and help, as `ompi_info` lists MCA parameters. When a
- * descriptor has a table, the host holds create() to it: reading a key the
- * table does not declare, or not reading one it declares, is refused as a
- * bug of the plugin, naming the type and the key. */
+ * its type, default, range and help, as `ompi_info` lists MCA parameters.
+ * When a descriptor has a table, the host holds create() to it: reading a
+ * key the table does not declare, or not reading one it declares, is
+ * refused as a bug of the plugin, naming the type and the key; so is a
+ * create() that returns TFENC_OK after a getter failed. */
 typedef enum tfenc_param_type {
     TFENC_PARAM_INT = 1,
     TFENC_PARAM_FLOAT = 2,
@@ -107,11 +110,37 @@ typedef enum tfenc_param_type {
     TFENC_PARAM_CHOICE = 5
 } tfenc_param_type;
 
+/* ABI 1.2: which bounds of an int or float key hold (tfenc_param_info.bounds).
+ * The host checks a value the job gives against them before create() runs
+ * and refuses the job with one line naming the file, line, section, key,
+ * value and range; getters check them too. So create() need not repeat
+ * them, and the range is written once, where --list-plugins shows it. */
+#define TFENC_PARAM_MINIMUM 1u           /* value >= minimum */
+#define TFENC_PARAM_MAXIMUM 2u           /* value <= maximum */
+#define TFENC_PARAM_MINIMUM_EXCLUSIVE 4u /* with MINIMUM: value > minimum */
+#define TFENC_PARAM_MAXIMUM_EXCLUSIVE 8u /* with MAXIMUM: value < maximum */
+/* Initialisers for the range fields, after the four of ABI 1.1:
+ *     {"n_heads", TFENC_PARAM_INT, NULL, "query heads", TFENC_PARAM_RANGE(1, 65536)} */
+#define TFENC_PARAM_RANGE(lo, hi) \
+    .bounds = TFENC_PARAM_MINIMUM | TFENC_PARAM_MAXIMUM, .minimum = (lo), .maximum = (hi)
+#define TFENC_PARAM_AT_LEAST(lo) .bounds = TFENC_PARAM_MINIMUM, .minimum = (lo)
+#define TFENC_PARAM_ABOVE(lo) \
+    .bounds = TFENC_PARAM_MINIMUM | TFENC_PARAM_MINIMUM_EXCLUSIVE, .minimum = (lo)
+/* For a key without range; an ABI 1.1 entry of four initialisers means the
+ * same (GCC's -Wextra then notes the missing ones, which this silences). */
+#define TFENC_PARAM_NO_RANGE .bounds = 0
+
 typedef struct tfenc_param_info {
     const char *name;          /* the key; NULL ends the table */
     tfenc_param_type type;
     const char *default_value; /* as a job file would spell it; NULL: required or computed */
-    const char *help;          /* one line: what it does, its range or its choices */
+    const char *help;          /* one line: what it does, its choices */
+    /* ABI 1.2 (the host reads a 1.1 table without them, as unbounded).
+     * Zero bounds: no range. Int bounds MUST be whole numbers; a declared
+     * default MUST lie inside the range (the loader refuses the file). */
+    unsigned bounds;           /* TFENC_PARAM_MINIMUM | TFENC_PARAM_MAXIMUM | ... */
+    double minimum;
+    double maximum;
 } tfenc_param_info;
 
 /* -------------------------------------------------------------- weights */

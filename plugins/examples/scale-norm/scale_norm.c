@@ -32,8 +32,8 @@ typedef struct scale_norm {
 /* The keys create() reads: --list-plugins prints them, and the host holds
  * create() to this table (a key read but not declared is refused). */
 static const tfenc_param_info scale_norm_params[] = {
-    {"eps", TFENC_PARAM_FLOAT, "1e-5", "lower bound of each token's norm, > 0"},
-    {NULL, 0, NULL, NULL},
+    {"eps", TFENC_PARAM_FLOAT, "1e-5", "lower bound of each token's norm", TFENC_PARAM_ABOVE(0)},
+    {NULL, 0, NULL, NULL, TFENC_PARAM_NO_RANGE},
 };
 
 static int scale_norm_create(tfenc_context *ctx, const tfenc_layer_init *init, void **instance)
@@ -41,9 +41,7 @@ static int scale_norm_create(tfenc_context *ctx, const tfenc_layer_init *init, v
     double eps;
     int status = tfenc_param_float(init->params, "eps", 1e-5, &eps);
     if (status != TFENC_OK)
-        return status;
-    if (!(eps > 0.0)) /* also refuses NaN; the getter already refused Inf */
-        return tfenc_error(ctx, TFENC_ERR_CONFIG, "scale_norm: eps must be > 0, found %g", eps);
+        return status; /* eps > 0, the table's range, was checked by the host */
 
     scale_norm *layer = calloc(1, sizeof *layer);
     if (layer == NULL)
