@@ -34,6 +34,12 @@ const char *tfenc_param_type_name(tfenc_param_type type);
 /* Why a declared table is malformed (a key twice, a bad name or type, too
  * many keys), written into `why`; NULL when it is well formed. */
 const char *tfenc_params_check_table(const tfenc_param_info *table, char *why, size_t size);
+/* A file the job reads, named by `key`: *path is its value resolved against
+ * the job file's directory (free() it), or NULL when the key is absent. The
+ * entry is marked as an input (`what` is what the file is to the job, e.g.
+ * "the corpus"; a string that lives as long as the job), so that
+ * tfenc_jobfile_each_input() lists it: read every input path this way. */
+int tfenc_param_input_path(tfenc_params *params, const char *key, const char *what, char **path);
 /* Fails with "FILE:LINE: [SECTION] unknown key 'KEY' (WHAT)" for the first
  * key no getter read; `what` says who rejected it, e.g. "layer type mha".
  * With a declared table, first fails for a declared key that no getter read

@@ -669,6 +669,67 @@ static int learn_progress(run *r, int resumed, int was_complete)
                                                        &r->queue));
 }
 
+/* The inputs a job names, for the aliasing check: a growing list. */
+typedef struct input_list {
+    tfenc_input_file *files;
+    char **owned; /* the strings the list holds */
+    int n, capacity;
+} input_list;
+
+static int add_input(void *user, const char *what, const char *setting, const char *path)
+{
+    input_list *list = user;
+    if (list->n == list->capacity) {
+        int capacity = list->capacity > 0 ? 2 * list->capacity : 16;
+        tfenc_input_file *files = realloc(list->files, (size_t)capacity * sizeof *files);
+        if (files != NULL)
+            list->files = files;
+        char **owned = realloc(list->owned, 2 * (size_t)capacity * sizeof *owned);
+        if (owned != NULL)
+            list->owned = owned;
+        if (files == NULL || owned == NULL)
+            return TFENC_ERR_NO_MEMORY;
+        list->capacity = capacity;
+    }
+    size_t size = strlen(what) + strlen(setting) + 4;
+    char *description = malloc(size), *copy = strdup(path);
+    if (description == NULL || copy == NULL) {
+        free(description);
+        free(copy);
+        return TFENC_ERR_NO_MEMORY;
+    }
+    snprintf(description, size, setting[0] != '\0' ? "%s (%s)" : "%s", what, setting);
+    list->owned[2 * list->n] = description;
+    list->owned[2 * list->n + 1] = copy;
+    list->files[list->n++] = (tfenc_input_file){description, copy};
+    return TFENC_OK;
+}
+
+static void free_inputs(input_list *list)
+{
+    for (int i = 0; i < 2 * list->n; i++)
+        free(list->owned[i]);
+    free(list->owned);
+    free(list->files);
+}
+
+/* Every file the job reads: the job file, every path key read as an input
+ * (core/job/params.h: whatever key a new reader adds is in it) and the
+ * plugin files loaded. */
+static int list_inputs(run *r, input_list *list)
+{
+    int status = add_input(list, "the job file", "", r->job->path);
+    if (status == TFENC_OK)
+        status = tfenc_jobfile_each_input(r->job, add_input, list);
+    for (int i = 0; status == TFENC_OK && i < tfenc_plugin_registry_n_layers(r->registry); i++)
+        status = add_input(list, "the plugin",
+                           tfenc_plugin_registry_layer(r->registry, i)->descriptor->type,
+                           tfenc_plugin_registry_layer(r->registry, i)->file);
+    return status == TFENC_ERR_NO_MEMORY
+               ? tfenc_error(r->ctx, TFENC_ERR_NO_MEMORY, "out of memory")
+               : status;
+}
+
 /* Before the output is touched: it must not be one of the job's inputs
  * under another name, and this job must own it (rank 0 takes the lock and
  * holds it to the end). */
@@ -676,20 +737,12 @@ static int claim_output(run *r)
 {
     int status = TFENC_OK;
     if (r->rank == 0) {
-        int n_plugins = tfenc_plugin_registry_n_layers(r->registry);
-        tfenc_input_file *inputs = calloc((size_t)n_plugins + 4, sizeof *inputs);
-        if (inputs == NULL)
-            return agree_on_failure(r, tfenc_error(r->ctx, TFENC_ERR_NO_MEMORY, "out of memory"));
-        int n = 0;
-        inputs[n++] = (tfenc_input_file){"the job file", r->job->path};
-        inputs[n++] = (tfenc_input_file){"the corpus", r->settings.input};
-        inputs[n++] = (tfenc_input_file){"the weights", r->config.weights_path};
-        inputs[n++] = (tfenc_input_file){"the vocabulary", r->settings.vocabulary};
-        for (int i = 0; i < n_plugins; i++)
-            inputs[n++] = (tfenc_input_file){"the plugin",
-                                             tfenc_plugin_registry_layer(r->registry, i)->file};
-        status = tfenc_output_check_not_input(r->ctx, r->settings.output, inputs, n);
-        free(inputs);
+        input_list inputs = {0};
+        status = list_inputs(r, &inputs);
+        if (status == TFENC_OK)
+            status = tfenc_output_check_not_input(r->ctx, r->settings.output, inputs.files,
+                                                  inputs.n);
+        free_inputs(&inputs);
         if (status == TFENC_OK)
             status = tfenc_output_lock_take(r->ctx, r->settings.output, &r->lock);
     }

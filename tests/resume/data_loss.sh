@@ -1,0 +1,88 @@
+#!/bin/sh
+# Issue 24 items 1-4: the ways a job could still lose or corrupt data
+# without a word, each tried at 1 and 2 ranks.
+#  1. the output is an input under another name (a hard or a symbolic
+#     link), for every path key the job reads ([job] input, [model]
+#     weights, [tokenizer] vocab and json), the job file and the plugins:
+#     refused, naming the input, which is unchanged;
+set -u
+. "$(cd "$(dirname "$0")/../pipeline" && pwd)/common.sh"
+work=$builddir/tests/data/generated/resume/data_loss
+failed=0
+TFENC_PLUGIN_PATH="$TFENC_PLUGIN_PATH:$builddir/tests/plugins/.libs"
+export TFENC_PLUGIN_PATH
+
+prepare_example bert-text "$work" || { echo "data_loss: FAIL: cannot make a model"; exit 1; }
+cd "$work" || exit 1
+"$python" "$srcdir/tests/pipeline/make_inputs.py" text corpus.txt big.txt 40 || exit 1
+"$python" "$srcdir/tests/resume/wordpiece_json.py" vocab.txt tokenizer.json || exit 1
+# The same job with the tokenizer.json (which sets its own normalizer).
+sed 's/^vocab = vocab.txt/json = tokenizer.json/; /^lowercase = /d' job.ini > json.ini
+
+fail() {
+  echo "data_loss: FAIL $*"
+  failed=$((failed + 1))
+}
+
+# run RANKS ARGS...: tfenc-batch at RANKS ranks (1: no mpiexec); sets
+# $status and $message (tfenc-batch's first line on stderr).
+run() {
+  ranks=$1
+  shift
+  if [ "$ranks" -eq 1 ]; then
+    timeout 120 "$driver" --quiet "$@" > run.out 2> run.err
+  else
+    timeout 120 "$mpiexec" -n "$ranks" "$driver" --quiet "$@" > run.out 2> run.err
+  fi
+  status=$?
+  message=$(grep -m 1 '^tfenc-batch: ' run.err)
+}
+
+# refused WHAT PATTERN RANKS ARGS...: the run must fail with PATTERN.
+refused() {
+  what=$1 pattern=$2
+  shift 2
+  run "$@"
+  if [ "$status" -eq 0 ] || [ "$status" -ge 124 ] || ! printf '%s\n' "$message" | grep -q -- "$pattern"; then
+    fail "$what [$1]: status $status, message: $message"
+  else
+    echo "data_loss: ok   $what [$1]: $message"
+  fi
+}
+
+complete_of() {
+  "$python" -c "import h5py, sys; print(int(h5py.File(sys.argv[1], 'r').attrs['complete']))" "$1" 2>/dev/null
+}
+
+# A job that loads a plugin of the tests (type scale, from arithmetic.so).
+printf '\n[scaled]\ntype = scale\nfactor = 1\n' | cat job.ini - > plugin.ini
+plugin=$builddir/tests/plugins/.libs/arithmetic.so
+for ranks in 1 2; do
+  # 1. Every input, under a hard and a symbolic link, with resume off
+  # (the run would truncate the output).
+  for input in job.ini corpus.txt model.h5 vocab.txt tokenizer.json "$plugin"; do
+    case $input in
+      job.ini) named="the job file"; job=job.ini ;;
+      corpus.txt) named="the corpus (\[job\] input)"; job=job.ini ;;
+      model.h5) named="the weights (\[model\] weights)"; job=job.ini ;;
+      vocab.txt) named="the vocabulary (\[tokenizer\] vocab)"; job=job.ini ;;
+      tokenizer.json) named="the tokenizer (\[tokenizer\] json)"; job=json.ini ;;
+      *) named="the plugin (scale)"; job=plugin.ini ;;
+    esac
+    before=$(sha256sum < "$input")
+    for link in hard symbolic; do
+      rm -f alias.h5
+      if [ $link = hard ]; then ln "$input" alias.h5; else ln -s "$input" alias.h5; fi
+      refused "output = a $link link to $(basename "$input")" \
+        "alias.h5: the output is the same file as $named" \
+        "$ranks" --set job.output=alias.h5 --set job.resume=false $job
+      [ "$(sha256sum < "$input")" = "$before" ] || fail "$input changed although the run was refused"
+    done
+  done
+done
+
+if [ "$failed" -ne 0 ]; then
+  echo "data_loss: FAIL ($failed)"
+  exit 1
+fi
+echo "data_loss: every guard held"
