@@ -749,6 +749,56 @@ static int claim_output(run *r)
     return agree_on_failure(r, status);
 }
 
+/* The plugin files the job loaded, each once, with the SHA-256 of the
+ * bytes loaded: part of the job's identity (output.h). Every rank must
+ * have loaded the same code (one node with another build would make other
+ * vectors, and the writers must store one value): refused otherwise,
+ * naming a file of the rank that differs. */
+typedef struct plugin_files {
+    const char **paths, **sha256;
+    int n;
+} plugin_files;
+
+static int list_plugin_files(run *r, plugin_files *files)
+{
+    const int n_layers = tfenc_plugin_registry_n_layers(r->registry);
+    files->paths = calloc((size_t)n_layers + 1, sizeof *files->paths);
+    files->sha256 = calloc((size_t)n_layers + 1, sizeof *files->sha256);
+    int status = files->paths == NULL || files->sha256 == NULL
+                     ? tfenc_error(r->ctx, TFENC_ERR_NO_MEMORY, "out of memory")
+                     : TFENC_OK;
+    /* Names and digests of every file, in load order, for the comparison. */
+    tfenc_sha256 all = {NULL};
+    if (status == TFENC_OK && tfenc_sha256_init(&all) != TFENC_OK)
+        status = tfenc_error(r->ctx, TFENC_ERR_NO_MEMORY, "out of memory");
+    for (int i = 0; status == TFENC_OK && i < n_layers; i++) {
+        const tfenc_plugin_layer *layer = tfenc_plugin_registry_layer(r->registry, i);
+        int seen = layer->file == NULL;
+        for (int j = 0; !seen && j < files->n; j++)
+            seen = strcmp(files->paths[j], layer->file) == 0;
+        if (seen)
+            continue;
+        files->paths[files->n] = layer->file;
+        files->sha256[files->n++] = layer->sha256;
+        const char *name = strrchr(layer->file, '/');
+        name = name != NULL ? name + 1 : layer->file;
+        tfenc_sha256_update(&all, name, strlen(name) + 1);
+        if (layer->sha256 != NULL)
+            tfenc_sha256_update(&all, layer->sha256, strlen(layer->sha256));
+    }
+    unsigned char mine[32] = {0}, first[32];
+    if (all.state != NULL)
+        tfenc_sha256_final(&all, mine);
+    memcpy(first, mine, sizeof first);
+    MPI_Bcast(first, sizeof first, MPI_UNSIGNED_CHAR, 0, MPI_COMM_WORLD);
+    if (status == TFENC_OK && memcmp(first, mine, sizeof mine) != 0)
+        status = tfenc_error(r->ctx, TFENC_ERR_PLUGIN,
+                             "the plugin files here (%s, ...) are not those rank 0 loaded "
+                             "(another build or another set): every rank must run the same "
+                             "plugin code", files->n > 0 ? files->paths[0] : "none");
+    return agree_on_failure(r, status);
+}
+
 /* The last stages open the file: reopened to resume when a previous run of
  * the same job left it, else created. */
 static int open_output(run *r)
@@ -756,6 +806,12 @@ static int open_output(run *r)
     char weights_sha256[65] = "", corpus_fingerprint[65] = "", vocabulary_fingerprint[65] = "";
     if (claim_output(r))
         return 1;
+    plugin_files plugins = {0};
+    if (list_plugin_files(r, &plugins)) {
+        free(plugins.paths);
+        free(plugins.sha256);
+        return 1;
+    }
     int status = TFENC_OK;
     if (r->rank == 0)
         status = tfenc_sha256_file(r->ctx, r->config.weights_path, weights_sha256);
@@ -806,6 +862,8 @@ static int open_output(run *r)
             .vocabulary_path = r->settings.vocabulary,
             .vocabulary_fingerprint = r->settings.vocabulary != NULL ? vocabulary_fingerprint
                                                                      : NULL,
+            .plugin_paths = plugins.paths, .plugin_sha256 = plugins.sha256,
+            .n_plugins = plugins.n,
             .layout = layout, .job_path = r->request->job_path,
             .overrides = r->request->overrides, .n_overrides = r->request->n_overrides,
             .precision = tfenc_precision_names[r->config.precision],
@@ -827,6 +885,8 @@ static int open_output(run *r)
     free(identity);
     free(precision_steps);
     free(provenance);
+    free(plugins.paths);
+    free(plugins.sha256);
     /* HDF5 cannot always shut down after a failed write to a new file. */
     if (status == TFENC_ERR_IO)
         r->result->skip_finalize = 1;

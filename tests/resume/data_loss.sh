@@ -5,6 +5,9 @@
 #     link), for every path key the job reads ([job] input, [model]
 #     weights, [tokenizer] vocab and json), the job file and the plugins:
 #     refused, naming the input, which is unchanged;
+#  3. a resume with a plugin file of other content than the run that began
+#     the output loaded: refused naming the plugin; with the same content
+#     it resumes;
 set -u
 . "$(cd "$(dirname "$0")/../pipeline" && pwd)/common.sh"
 work=$builddir/tests/data/generated/resume/data_loss
@@ -79,6 +82,22 @@ for ranks in 1 2; do
       [ "$(sha256sum < "$input")" = "$before" ] || fail "$input changed although the run was refused"
     done
   done
+
+  # 3. The plugin rebuilt between a run and its resume (here: its bytes
+  # changed), taken from the job's plugin_path alone.
+  rm -rf myplugins plug.h5 && mkdir myplugins && cp "$plugin" myplugins/
+  all_plugins=$TFENC_PLUGIN_PATH
+  TFENC_PLUGIN_PATH=$builddir/plugins/.libs
+  run "$ranks" --set model.plugin_path=myplugins --set job.output=plug.h5 plugin.ini
+  [ "$status" -eq 0 ] || fail "plugin [$ranks]: the first run failed: $message"
+  printf 'rebuilt' >> myplugins/arithmetic.so
+  refused "a resume with a rebuilt plugin" \
+    "plug.h5: the plugin .*myplugins/arithmetic.so is not the one the run that began this file loaded" \
+    "$ranks" --set model.plugin_path=myplugins --set job.output=plug.h5 plugin.ini
+  cp "$plugin" myplugins/
+  run "$ranks" --set model.plugin_path=myplugins --set job.output=plug.h5 plugin.ini
+  [ "$status" -eq 0 ] || fail "plugin [$ranks]: the resume with the same plugin failed: $message"
+  TFENC_PLUGIN_PATH=$all_plugins
 done
 
 if [ "$failed" -ne 0 ]; then
