@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -303,6 +304,11 @@ static int open_file(tfenc_context *ctx, tfenc_output *out, MPI_Comm writers, in
          * index lookup) while the other ranks are busy elsewhere. */
         ok = H5Pset_fapl_mpio(access, writers, MPI_INFO_NULL) >= 0
              && H5Pset_coll_metadata_write(access, 1) >= 0;
+    /* The job's own lock on the file (core/output/ownership.h) stands for
+     * HDF5's flock(), which a file system that emulates flock() with fcntl
+     * locks (NFS) would see as a conflict with it. */
+    if (ok)
+        ok = H5Pset_file_locking(access, 0, 1) >= 0;
     /* Newest format that HDF5 1.10 readers (h5py, h5dump) still open. */
     if (ok)
         ok = H5Pset_libver_bounds(access, H5F_LIBVER_EARLIEST, H5F_LIBVER_V18) >= 0;
@@ -813,8 +819,11 @@ int tfenc_output_reopen(tfenc_context *ctx, MPI_Comm writers, const tfenc_output
     *out_result = NULL;
     if (status != TFENC_OK)
         return status;
-    /* Absent on every rank alike (the path is on a shared file system). */
-    if (access(out->path, F_OK) != 0) {
+    /* Absent on every rank alike (the path is on a shared file system).
+     * An empty file is no output either: the job's lock makes the file
+     * before HDF5 creates it (core/output/ownership.h). */
+    struct stat existing;
+    if (stat(out->path, &existing) != 0 || existing.st_size == 0) {
         tfenc_output_close(out);
         return TFENC_ERR_NOT_FOUND;
     }

@@ -5,6 +5,10 @@
 #     link), for every path key the job reads ([job] input, [model]
 #     weights, [tokenizer] vocab and json), the job file and the plugins:
 #     refused, naming the input, which is unchanged;
+#  2. a second job writing a running job's output through a symbolic or a
+#     hard link (resume on or off): refused before anything is truncated,
+#     naming the running job's output; the first job's file is complete
+#     and holds its rows alone;
 #  3. a resume with a plugin file of other content than the run that began
 #     the output loaded: refused naming the plugin; with the same content
 #     it resumes;
@@ -99,6 +103,37 @@ for ranks in 1 2; do
   [ "$status" -eq 0 ] || fail "plugin [$ranks]: the resume with the same plugin failed: $message"
   TFENC_PLUGIN_PATH=$all_plugins
 done
+
+# 2. A 2-rank job writing out/shared.h5, slowed by the pause layer; second
+# jobs reach the same file through other names meanwhile.
+printf '\n[pause]\ntype = pause\nmilliseconds = 300\n' | cat job.ini - > pause.ini
+tac big.txt > other.txt
+rm -rf out elsewhere && mkdir out elsewhere
+(exec "$mpiexec" -n 2 "$driver" --quiet --set job.input=big.txt --set job.output=out/shared.h5 \
+   pause.ini > first.out 2> first.err) &
+first=$!
+for _ in $(seq 1 300); do
+  grep -q 'host' out/shared.h5.lock 2>/dev/null && break
+  sleep 0.1
+done
+ln -s ../out/shared.h5 elsewhere/symbolic.h5
+ln out/shared.h5 elsewhere/hard.h5
+for ranks in 1 2; do
+  for link in symbolic hard; do
+    for resume in true false; do
+      refused "a second job through a $link link, resume = $resume" \
+        "elsewhere/$link.h5: in use by another tfenc-batch job (host .*, pid [0-9]*, since .*, writing $work/out/shared.h5)" \
+        "$ranks" --set job.input=other.txt --set job.output=elsewhere/$link.h5 --set job.resume=$resume job.ini
+    done
+  done
+done
+kill -0 "$first" 2>/dev/null || fail "the first job ended before the second jobs were tried: make its pause longer"
+wait "$first" || fail "the first job failed: $(head -n 2 first.err)"
+[ "$(complete_of out/shared.h5)" = 1 ] || fail "the first job's file is not complete"
+rm -f alone.h5
+run 1 --set job.input=big.txt --set job.output=alone.h5 job.ini
+"$python" "$srcdir/tests/pipeline/compare_layouts.py" alone.h5 out/shared.h5 \
+  || fail "the held output's rows are not the first job's alone"
 
 if [ "$failed" -ne 0 ]; then
   echo "data_loss: FAIL ($failed)"
