@@ -1,6 +1,7 @@
 # base: the leaves every subsystem may use (the error context, files,
 # aligned memory, clocks, 16-bit floats, SHA-256, HDF5 error text, the
-# precision names, the element-wise kernels and parallel loops).
+# file-size check after HDF5 reads, the precision names, the element-wise
+# kernels and parallel loops).
 core_libtfenc_la_SOURCES += \
 	core/base/context.c core/base/context.h \
 	core/base/aligned.c core/base/aligned.h \
@@ -8,5 +9,6 @@ core_libtfenc_la_SOURCES += \
 	core/base/float16.c core/base/float16.h \
 	core/base/sha256.c core/base/sha256.h \
 	core/base/hdf5_error.c core/base/hdf5_error.h \
+	core/base/hdf5_intact.c core/base/hdf5_intact.h \
 	core/base/precision.c core/base/precision.h \
 	core/base/clock.h core/base/names.h core/base/fast_math.h core/base/parallel.h

@@ -4,6 +4,7 @@
 #include "input/corpus.h"
 #include "base/files.h"
 #include "base/hdf5_error.h"
+#include "base/hdf5_intact.h"
 #include "base/names.h"
 
 #include <errno.h>
@@ -471,7 +472,9 @@ static int read_slab(tfenc_context *ctx, tfenc_corpus *corpus, hid_t dataset, co
     if (result < 0)
         return tfenc_error(ctx, TFENC_ERR_IO, "%s: cannot read dataset '%s' at %lld: %s",
                            corpus->path, name, (long long)(start + done), detail);
-    return TFENC_OK;
+    /* A corpus cut short while the job reads it gives zeros: refused, so
+     * that no window is encoded (and marked finished) from them. */
+    return tfenc_hdf5_check_intact(ctx, corpus->h5_file, corpus->path, name);
 }
 
 /* Reads and checks the index of documents [first, end): their offsets

@@ -32,6 +32,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 /* Microbatches a pipeline stage can hold at once (one being computed, the
@@ -75,6 +76,8 @@ typedef struct run {
     tfenc_run_result *result;
     tfenc_precision *step_precision; /* int8: the accuracy gate's choice per step */
     double sample_cosine;            /* int8: the gate's min cosine to fp32 on its sample */
+    char weights_sha256[65];         /* rank 0: of the weights file as the job opened it */
+    struct stat weights_state;       /* rank 0: the file then (same until the output is opened) */
 } run;
 
 static void notice(run *r, const char *format, ...) TFENC_PRINTF(2, 3);
@@ -160,6 +163,40 @@ static void warn_about_binding(run *r)
                threads, usable, usable == 1 ? "" : "s");
 }
 
+/* The file as it was, for telling whether anything changed it since: a
+ * write or a truncation moves its size or modification time. */
+static int same_state(const struct stat *a, const struct stat *b)
+{
+    return a->st_dev == b->st_dev && a->st_ino == b->st_ino && a->st_size == b->st_size &&
+           a->st_mtim.tv_sec == b->st_mtim.tv_sec && a->st_mtim.tv_nsec == b->st_mtim.tv_nsec;
+}
+
+static int weights_changed(run *r)
+{
+    return tfenc_error(r->ctx, TFENC_ERR_IO,
+                       "weights %s: the file changed while this job read it (its size or "
+                       "modification time is not what it was when the job opened it): the "
+                       "vectors would not be of the weights whose SHA-256 the output records; "
+                       "run the job again once the file is whole",
+                       r->config.weights_path);
+}
+
+/* Rank 0: the weights' SHA-256, taken as the job opens them and before any
+ * layer reads them; open_output() records it only if the file is still the
+ * same then, so that the checksum is of the bytes the layers used. */
+static int hash_weights(run *r)
+{
+    struct stat after;
+    if (stat(r->config.weights_path, &r->weights_state) != 0)
+        return tfenc_error(r->ctx, TFENC_ERR_IO, "weights %s: cannot examine it",
+                           r->config.weights_path);
+    int status = tfenc_sha256_file(r->ctx, r->config.weights_path, r->weights_sha256);
+    if (status == TFENC_OK &&
+        (stat(r->config.weights_path, &after) != 0 || !same_state(&after, &r->weights_state)))
+        status = weights_changed(r);
+    return status;
+}
+
 /* The job, the model's plan and the layout check: identical on every rank,
  * so errors here are reported once. */
 static int read_job(run *r)
@@ -202,6 +239,8 @@ static int read_job(run *r)
         status = tfenc_plugin_registry_load_job(r->ctx, r->registry, r->job);
     if (status == TFENC_OK)
         status = tfenc_weight_store_open(r->ctx, r->config.weights_path, &r->weights);
+    if (status == TFENC_OK && r->rank == 0 && !r->request->dry_run)
+        status = hash_weights(r);
     return status;
 }
 
@@ -812,9 +851,14 @@ static int open_output(run *r)
         free(plugins.sha256);
         return 1;
     }
+    /* Every layer has read its weights by now. */
     int status = TFENC_OK;
+    struct stat now;
+    if (r->rank == 0 && (stat(r->config.weights_path, &now) != 0 ||
+                         !same_state(&now, &r->weights_state)))
+        status = weights_changed(r);
     if (r->rank == 0)
-        status = tfenc_sha256_file(r->ctx, r->config.weights_path, weights_sha256);
+        memcpy(weights_sha256, r->weights_sha256, sizeof weights_sha256);
     if (agree_on_failure(r, status))
         return 1;
     MPI_Bcast(weights_sha256, sizeof weights_sha256, MPI_CHAR, 0, MPI_COMM_WORLD);

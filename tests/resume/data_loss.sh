@@ -12,6 +12,11 @@
 #  3. a resume with a plugin file of other content than the run that began
 #     the output loaded: refused naming the plugin; with the same content
 #     it resumes;
+#  4. (a) an HDF5 corpus truncated while the job reads it: the job stops
+#     naming the file, no window is finished from zeros, and a resume over
+#     the restored corpus gives the uninterrupted run's file; (b) the
+#     weights truncated while the layers load them: refused naming the file,
+#     no output marked complete.
 set -u
 . "$(cd "$(dirname "$0")/../pipeline" && pwd)/common.sh"
 work=$builddir/tests/data/generated/resume/data_loss
@@ -134,6 +139,71 @@ rm -f alone.h5
 run 1 --set job.input=big.txt --set job.output=alone.h5 job.ini
 "$python" "$srcdir/tests/pipeline/compare_layouts.py" alone.h5 out/shared.h5 \
   || fail "the held output's rows are not the first job's alone"
+
+# 4a. An HDF5 token-id corpus cut to half its size once the job has
+# finished some documents (the pause layer keeps it running meanwhile).
+"$python" "$srcdir/tests/pipeline/make_inputs.py" hdf5 ids.h5 3000 512 60 7 || exit 1
+cp ids.h5 ids-intact.h5
+sed 's/^\[tokenizer\]$/[unused]/; /^vocab = /d; /^lowercase = /d; /^\[unused\]$/d' job.ini \
+  > ids.ini
+printf '\n[pause]\ntype = pause\nmilliseconds = 60\n' >> ids.ini
+rm -f alone-ids.h5
+run 1 --set job.input=ids-intact.h5 --set job.output=alone-ids.h5 --set job.window_documents=64 ids.ini
+[ "$status" -eq 0 ] || fail "truncated corpus: the uninterrupted run failed: $message"
+for ranks in 1 2; do
+  cp ids-intact.h5 ids.h5
+  rm -f cut.h5
+  (if [ "$ranks" -eq 1 ]; then exec timeout 300 "$driver" --quiet --set job.input=ids.h5 \
+     --set job.output=cut.h5 --set job.window_documents=64 ids.ini
+   else exec timeout 300 "$mpiexec" -n "$ranks" "$driver" --quiet --set job.input=ids.h5 \
+     --set job.output=cut.h5 --set job.window_documents=64 ids.ini; fi > cut.out 2> cut.err) &
+  job=$!
+  for _ in $(seq 1 600); do
+    "$driver" --status cut.h5 2>/dev/null | grep -q '^documents: [1-9]' && break
+    sleep 0.1
+  done
+  "$python" -c "import os, sys; os.truncate(sys.argv[1], os.path.getsize(sys.argv[1]) // 2)" ids.h5
+  wait "$job"
+  status=$?
+  message=$(grep -m 1 '^tfenc-batch: ' cut.err)
+  if [ "$status" -eq 0 ] || [ "$status" -ge 124 ] || \
+     ! printf '%s\n' "$message" | grep -q "ids.h5: the file is [0-9]* bytes now, shorter than the [0-9]* its HDF5 structure needs: it was truncated while this job read"; then
+    fail "a corpus truncated mid-run [$ranks]: status $status, message: $message"
+  else
+    echo "data_loss: ok   a corpus truncated mid-run [$ranks]: $message"
+  fi
+  cp ids-intact.h5 ids.h5
+  run "$ranks" --set job.input=ids.h5 --set job.output=cut.h5 --set job.window_documents=64 ids.ini
+  [ "$status" -eq 0 ] || fail "truncated corpus [$ranks]: the resume failed: $message"
+  "$python" "$srcdir/tests/pipeline/compare_layouts.py" alone-ids.h5 cut.h5 \
+    || fail "truncated corpus [$ranks]: the resumed file is not the uninterrupted run's"
+done
+
+# 4b. The weights cut to half their size while the model loads: a pause
+# between the embeddings and the encoder blocks holds the loading open.
+awk '/^\[encoder\]$/ { printf "[hold]\ntype = pause\nmilliseconds = 0\ncreate_milliseconds = 4000\n\n" } { print }' \
+  job.ini > hold.ini
+for ranks in 1 2; do
+  cp model.h5 shrinking.h5
+  rm -f shrunk.h5
+  (if [ "$ranks" -eq 1 ]; then exec timeout 300 "$driver" --quiet --set model.weights=shrinking.h5 \
+     --set job.output=shrunk.h5 hold.ini
+   else exec timeout 300 "$mpiexec" -n "$ranks" "$driver" --quiet --set model.weights=shrinking.h5 \
+     --set job.output=shrunk.h5 hold.ini; fi > shrunk.out 2> shrunk.err) &
+  job=$!
+  sleep 1
+  "$python" -c "import os, sys; os.truncate(sys.argv[1], os.path.getsize(sys.argv[1]) // 2)" shrinking.h5
+  wait "$job"
+  status=$?
+  message=$(grep -m 1 '^tfenc-batch: ' shrunk.err)
+  if [ "$status" -eq 0 ] || [ "$status" -ge 124 ] || \
+     ! printf '%s\n' "$message" | grep -q "shrinking.h5.*\(truncated while this job read\|changed while this job read it\|truncated file\)"; then
+    fail "weights truncated while loading [$ranks]: status $status, message: $message"
+  else
+    echo "data_loss: ok   weights truncated while loading [$ranks]: $message"
+  fi
+  [ "$(complete_of shrunk.h5)" != 1 ] || fail "weights truncated while loading [$ranks]: the output is marked complete"
+done
 
 if [ "$failed" -ne 0 ]; then
   echo "data_loss: FAIL ($failed)"
