@@ -228,6 +228,12 @@ static int read_line(tfenc_context *ctx, tfenc_corpus *corpus, size_t *length)
                            "size of %lld bytes (changed while reading?)", corpus->path,
                            (long long)line_start, (long long)corpus->file_size);
     }
+    /* A line without its end before the size the file had when opened: the
+     * file was cut short while the job read it, and this line with it. */
+    if (corpus->line[got - 1] != '\n' && line_start + got < corpus->file_size)
+        return tfenc_error(ctx, TFENC_ERR_IO, "%s: the file ended at byte %lld, before its "
+                           "size of %lld bytes (changed while reading?)", corpus->path,
+                           (long long)(line_start + got), (long long)corpus->file_size);
     corpus->position += got;
     size_t n = (size_t)got;
     if (n > 0 && corpus->line[n - 1] == '\n')
