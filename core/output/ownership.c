@@ -141,6 +141,10 @@ static int lock_output_file(tfenc_context *ctx, tfenc_output_lock *lock, const c
                            .l_len = 1};
     if (fcntl(lock->file_fd, F_OFD_SETLK, &region) != 0) {
         int error = errno;
+        /* A file system whose locks stop short of IDENTITY_BYTE: the lock
+         * file still guards every name that leads to the output. */
+        if (error == EINVAL || error == EOVERFLOW)
+            return TFENC_OK;
         if (error != EAGAIN && error != EACCES)
             return tfenc_error(ctx, TFENC_ERR_IO, "%s: cannot lock it: %s", output_path,
                                strerror(error));
