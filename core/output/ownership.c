@@ -164,16 +164,12 @@ static void release_output_file(tfenc_output_lock *lock)
 {
     if (lock->file_fd < 0)
         return;
-    if (!lock->holds_file) {
-        close(lock->file_fd);
-        return;
-    }
     struct stat file;
-    /* Made by the lock and never written: a job that failed before its
-     * output existed leaves none. */
+    /* Made by the lock (O_EXCL) and never written: a job that failed
+     * before its output existed leaves none. */
     if (lock->created && fstat(lock->file_fd, &file) == 0 && file.st_size == 0)
         unlink(lock->output);
-    else
+    else if (lock->holds_file)
         fremovexattr(lock->file_fd, HOLDER_ATTRIBUTE);
     close(lock->file_fd);
     lock->file_fd = -1;
