@@ -77,8 +77,16 @@ typedef struct run {
     tfenc_precision *step_precision; /* int8: the accuracy gate's choice per step */
     double sample_cosine;            /* int8: the gate's min cosine to fp32 on its sample */
     char weights_sha256[65];         /* rank 0: of the weights file as the job opened it */
-    struct stat weights_state;       /* rank 0: the file then (same until the output is opened) */
+    struct watched_file *watched;    /* rank 0: every file a path key names, as it was */
+    int n_watched;
 } run;
+
+/* A file the job reads, and its state when the job began reading it. */
+typedef struct watched_file {
+    char *what; /* "the corpus ([job] input)" */
+    char *path;
+    struct stat state;
+} watched_file;
 
 static void notice(run *r, const char *format, ...) TFENC_PRINTF(2, 3);
 static void notice(run *r, const char *format, ...)
@@ -171,29 +179,80 @@ static int same_state(const struct stat *a, const struct stat *b)
            a->st_mtim.tv_sec == b->st_mtim.tv_sec && a->st_mtim.tv_nsec == b->st_mtim.tv_nsec;
 }
 
-static int weights_changed(run *r)
+/* Rank 0: the state of every file a path key of the job names (the list
+ * of core/job/params.h), taken before the job reads their data, so that a
+ * file changed while the job read it is found: the weights and the
+ * tokenizer's file before their checksums are recorded, the corpus also
+ * before the output is marked complete. */
+static int watch_input(void *user, const char *what, const char *setting, const char *path)
 {
-    return tfenc_error(r->ctx, TFENC_ERR_IO,
-                       "weights %s: the file changed while this job read it (its size or "
-                       "modification time is not what it was when the job opened it): the "
-                       "vectors would not be of the weights whose SHA-256 the output records; "
-                       "run the job again once the file is whole",
-                       r->config.weights_path);
+    run *r = user;
+    watched_file *grown = realloc(r->watched, ((size_t)r->n_watched + 1) * sizeof *grown);
+    if (grown == NULL)
+        return tfenc_error(r->ctx, TFENC_ERR_NO_MEMORY, "out of memory");
+    r->watched = grown;
+    watched_file *file = &r->watched[r->n_watched];
+    size_t size = strlen(what) + strlen(setting) + 4;
+    file->what = malloc(size);
+    file->path = strdup(path);
+    if (file->what == NULL || file->path == NULL) {
+        free(file->what);
+        free(file->path);
+        return tfenc_error(r->ctx, TFENC_ERR_NO_MEMORY, "out of memory");
+    }
+    snprintf(file->what, size, "%s (%s)", what, setting);
+    r->n_watched++;
+    if (stat(path, &file->state) != 0)
+        return tfenc_error(r->ctx, TFENC_ERR_IO, "%s %s: cannot examine it", file->what, path);
+    return TFENC_OK;
+}
+
+/* TFENC_ERR_IO naming the first watched file (or only `only`, when not
+ * NULL) that is no longer as it was. */
+static int check_watched(run *r, const char *only)
+{
+    for (int i = 0; i < r->n_watched; i++) {
+        const watched_file *file = &r->watched[i];
+        struct stat now;
+        if (only != NULL && strcmp(file->path, only) != 0)
+            continue;
+        if (stat(file->path, &now) != 0 || !same_state(&now, &file->state))
+            return tfenc_error(r->ctx, TFENC_ERR_IO,
+                               "%s: %s changed while this job read it (its size or "
+                               "modification time is not what it was when the job began): the "
+                               "output would hold rows of two versions of it, or record the "
+                               "checksum of bytes the job did not use; run the job again once "
+                               "the file is whole",
+                               file->path, file->what);
+    }
+    return TFENC_OK;
+}
+
+static void free_watched(run *r)
+{
+    for (int i = 0; i < r->n_watched; i++) {
+        free(r->watched[i].what);
+        free(r->watched[i].path);
+    }
+    free(r->watched);
 }
 
 /* Rank 0: the weights' SHA-256, taken as the job opens them and before any
  * layer reads them; open_output() records it only if the file is still the
- * same then, so that the checksum is of the bytes the layers used. */
+ * same then (check_watched), so that the checksum is of the bytes the
+ * layers used. */
 static int hash_weights(run *r)
 {
-    struct stat after;
-    if (stat(r->config.weights_path, &r->weights_state) != 0)
+    struct stat before, after;
+    if (stat(r->config.weights_path, &before) != 0)
         return tfenc_error(r->ctx, TFENC_ERR_IO, "weights %s: cannot examine it",
                            r->config.weights_path);
     int status = tfenc_sha256_file(r->ctx, r->config.weights_path, r->weights_sha256);
     if (status == TFENC_OK &&
-        (stat(r->config.weights_path, &after) != 0 || !same_state(&after, &r->weights_state)))
-        status = weights_changed(r);
+        (stat(r->config.weights_path, &after) != 0 || !same_state(&after, &before)))
+        status = tfenc_error(r->ctx, TFENC_ERR_IO, "weights %s: the file changed while this "
+                             "job computed its SHA-256; run the job again once it is whole",
+                             r->config.weights_path);
     return status;
 }
 
@@ -239,6 +298,8 @@ static int read_job(run *r)
         status = tfenc_plugin_registry_load_job(r->ctx, r->registry, r->job);
     if (status == TFENC_OK)
         status = tfenc_weight_store_open(r->ctx, r->config.weights_path, &r->weights);
+    if (status == TFENC_OK && r->rank == 0 && !r->request->dry_run)
+        status = tfenc_jobfile_each_input(r->job, watch_input, r);
     if (status == TFENC_OK && r->rank == 0 && !r->request->dry_run)
         status = hash_weights(r);
     return status;
@@ -851,12 +912,8 @@ static int open_output(run *r)
         free(plugins.sha256);
         return 1;
     }
-    /* Every layer has read its weights by now. */
-    int status = TFENC_OK;
-    struct stat now;
-    if (r->rank == 0 && (stat(r->config.weights_path, &now) != 0 ||
-                         !same_state(&now, &r->weights_state)))
-        status = weights_changed(r);
+    /* Every layer has read its weights, the tokenizer its file, by now. */
+    int status = r->rank == 0 ? check_watched(r, NULL) : TFENC_OK;
     if (r->rank == 0)
         memcpy(weights_sha256, r->weights_sha256, sizeof weights_sha256);
     if (agree_on_failure(r, status))
@@ -1126,6 +1183,11 @@ static int encode_and_finish(run *r, double start)
         r->result->n_documents = r->n_documents;
         return 0;
     }
+    /* Complete only if every window was read from the corpus the job
+     * began with (a file cut short fails its read; one edited or replaced
+     * is found here). */
+    if (agree_on_failure(r, r->rank == 0 ? check_watched(r, r->settings.input) : TFENC_OK))
+        return 1;
     status = TFENC_OK;
     if (r->output != NULL) {
         status = tfenc_output_finish(r->ctx, r->output);
@@ -1171,6 +1233,7 @@ static void release_run(run *r)
     tfenc_model_config_free(&r->config);
     tfenc_job_settings_free(&r->settings);
     tfenc_jobfile_destroy(r->job);
+    free_watched(r);
     if (r->replica_comm != MPI_COMM_NULL)
         MPI_Comm_free(&r->replica_comm);
     if (r->writers_comm != MPI_COMM_NULL)

@@ -16,7 +16,9 @@
 #     naming the file, no window is finished from zeros, and a resume over
 #     the restored corpus gives the uninterrupted run's file; (b) the
 #     weights truncated while the layers load them: refused naming the file,
-#     no output marked complete.
+#     no output marked complete; (c) the vocabulary changed after the
+#     tokenizer read it and before its fingerprint is taken, and a text
+#     corpus changed mid-run: refused naming the file, not complete.
 set -u
 . "$(cd "$(dirname "$0")/../pipeline" && pwd)/common.sh"
 work=$builddir/tests/data/generated/resume/data_loss
@@ -203,6 +205,53 @@ for ranks in 1 2; do
     echo "data_loss: ok   weights truncated while loading [$ranks]: $message"
   fi
   [ "$(complete_of shrunk.h5)" != 1 ] || fail "weights truncated while loading [$ranks]: the output is marked complete"
+done
+
+# 4c. The vocabulary rewritten while the model loads (after the tokenizer
+# read it), and a text corpus appended to while the job encodes it.
+for ranks in 1 2; do
+  cp vocab.txt moving-vocab.txt
+  rm -f moved.h5
+  (if [ "$ranks" -eq 1 ]; then exec timeout 300 "$driver" --quiet --set tokenizer.vocab=moving-vocab.txt \
+     --set job.output=moved.h5 hold.ini
+   else exec timeout 300 "$mpiexec" -n "$ranks" "$driver" --quiet --set tokenizer.vocab=moving-vocab.txt \
+     --set job.output=moved.h5 hold.ini; fi > moved.out 2> moved.err) &
+  job=$!
+  sleep 2
+  echo "addedtoken" >> moving-vocab.txt
+  wait "$job"
+  status=$?
+  message=$(grep -m 1 '^tfenc-batch: ' moved.err)
+  if [ "$status" -eq 0 ] || [ "$status" -ge 124 ] || \
+     ! printf '%s\n' "$message" | grep -q "moving-vocab.txt: the vocabulary (\[tokenizer\] vocab) changed while this job read it"; then
+    fail "vocabulary changed while loading [$ranks]: status $status, message: $message"
+  else
+    echo "data_loss: ok   vocabulary changed while loading [$ranks]: $message"
+  fi
+  [ "$(complete_of moved.h5)" != 1 ] || fail "vocabulary changed while loading [$ranks]: the output is marked complete"
+
+  cp big.txt growing.txt
+  rm -f grown.h5
+  (if [ "$ranks" -eq 1 ]; then exec timeout 300 "$driver" --quiet --set job.input=growing.txt \
+     --set job.output=grown.h5 --set job.window_documents=64 pause.ini
+   else exec timeout 300 "$mpiexec" -n "$ranks" "$driver" --quiet --set job.input=growing.txt \
+     --set job.output=grown.h5 --set job.window_documents=64 pause.ini; fi > grown.out 2> grown.err) &
+  job=$!
+  for _ in $(seq 1 600); do
+    "$driver" --status grown.h5 2>/dev/null | grep -q '^documents: [1-9]' && break
+    sleep 0.1
+  done
+  echo "a line added while the job runs" >> growing.txt
+  wait "$job"
+  status=$?
+  message=$(grep -m 1 '^tfenc-batch: ' grown.err)
+  if [ "$status" -eq 0 ] || [ "$status" -ge 124 ] || \
+     ! printf '%s\n' "$message" | grep -q "growing.txt: the corpus (\[job\] input) changed while this job read it"; then
+    fail "corpus changed mid-run [$ranks]: status $status, message: $message"
+  else
+    echo "data_loss: ok   corpus changed mid-run [$ranks]: $message"
+  fi
+  [ "$(complete_of grown.h5)" != 1 ] || fail "corpus changed mid-run [$ranks]: the output is marked complete"
 done
 
 if [ "$failed" -ne 0 ]; then
