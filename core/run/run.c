@@ -202,8 +202,10 @@ static int watch_input(void *user, const char *what, const char *setting, const 
     }
     snprintf(file->what, size, "%s (%s)", what, setting);
     r->n_watched++;
+    /* A file that is not there yet is the reader's to report, in its own
+     * words; one that appears later counts as changed. */
     if (stat(path, &file->state) != 0)
-        return tfenc_error(r->ctx, TFENC_ERR_IO, "%s %s: cannot examine it", file->what, path);
+        memset(&file->state, 0, sizeof file->state);
     return TFENC_OK;
 }
 
