@@ -9,6 +9,14 @@ tests_test_corpus_SOURCES = tests/test_corpus.c
 tests_test_corpus_CPPFLAGS = $(AM_CPPFLAGS) $(CUNIT_CFLAGS)
 tests_test_corpus_LDADD = core/libtfenc.la $(CUNIT_LIBS) $(HDF5_LIBS) $(JANSSON_LIBS)
 
+# Issue 24 item 4: a text corpus cut in the middle of a line and HDF5 corpora
+# (contiguous and chunked) cut after they were opened fail the read.
+check_PROGRAMS += tests/test_truncated_inputs
+TESTS += tests/test_truncated_inputs
+tests_test_truncated_inputs_SOURCES = tests/test_truncated_inputs.c
+tests_test_truncated_inputs_CPPFLAGS = $(AM_CPPFLAGS) $(CUNIT_CFLAGS)
+tests_test_truncated_inputs_LDADD = core/libtfenc.la $(CUNIT_LIBS) $(HDF5_LIBS) $(JANSSON_LIBS)
+
 tests_test_output_SOURCES = tests/test_output.c
 tests_test_output_CPPFLAGS = $(AM_CPPFLAGS) $(CUNIT_CFLAGS)
 tests_test_output_LDADD = core/libtfenc.la $(CUNIT_LIBS) $(HDF5_LIBS) $(MPI_LIBS)

@@ -44,6 +44,13 @@ tests_test_files_SOURCES = tests/test_files.c
 tests_test_files_CFLAGS = $(TEST_CFLAGS)
 tests_test_files_LDADD = $(TEST_LIBS)
 
+# Issue 24 item 1: the job's inputs are exactly the keys read as input paths.
+check_PROGRAMS += tests/test_job_inputs
+TESTS += tests/test_job_inputs
+tests_test_job_inputs_SOURCES = tests/test_job_inputs.c
+tests_test_job_inputs_CFLAGS = $(TEST_CFLAGS)
+tests_test_job_inputs_LDADD = $(TEST_LIBS)
+
 # Plugins that the loader must refuse: an older ABI, and no entry symbol.
 check_LTLIBRARIES += tests/plugins/old_abi.la tests/plugins/no_entry.la
 tests_plugins_old_abi_la_SOURCES = tests/plugins/old_abi.c

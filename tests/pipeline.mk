@@ -21,6 +21,12 @@ tests_test_layout_LDADD = $(TEST_LIBS)
 dist_check_SCRIPTS += tests/resume/kill_resume.sh tests/resume/disk_full.sh \
 	tests/resume/guards.sh
 TESTS += tests/resume/kill_resume.sh tests/resume/disk_full.sh tests/resume/guards.sh
+# Issue 24 items 1-4: an output aliasing any input key, a second job through
+# another name of a running job's output, a resume with rebuilt plugins,
+# inputs truncated while they are read.
+dist_check_SCRIPTS += tests/resume/data_loss.sh
+TESTS += tests/resume/data_loss.sh
+EXTRA_DIST += tests/resume/wordpiece_json.py
 
 # Real clusters on this machine: jobs/slurm/encode.sbatch under a one-node
 # Slurm (slurmctld, slurmd, munge started by the test), and the real MiniLM

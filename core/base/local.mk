@@ -1,7 +1,8 @@
 # base: the leaves every subsystem may use (the error context, files,
 # aligned memory, clocks, 16-bit floats, SHA-256, HDF5 error text, the
-# precision names). The element-wise kernels and parallel loops the matrix
-# backend shares with the plugins are SDK headers (core/local.mk).
+# file-size check after HDF5 reads, the precision names). The element-wise
+# kernels and parallel loops the matrix backend shares with the plugins are
+# SDK headers (core/local.mk).
 # may use: nothing (only libraries: libc, HDF5)
 core_libtfenc_la_SOURCES += \
 	core/base/context.c core/base/context.h \
@@ -10,5 +11,6 @@ core_libtfenc_la_SOURCES += \
 	core/base/float16.c core/base/float16.h \
 	core/base/sha256.c core/base/sha256.h \
 	core/base/hdf5_error.c core/base/hdf5_error.h \
+	core/base/hdf5_intact.c core/base/hdf5_intact.h \
 	core/base/precision.c core/base/precision.h \
 	core/base/clock.h core/base/names.h

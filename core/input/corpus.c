@@ -4,6 +4,7 @@
 #include "input/corpus.h"
 #include "base/files.h"
 #include "base/hdf5_error.h"
+#include "base/hdf5_intact.h"
 #include "base/names.h"
 
 #include <errno.h>
@@ -227,6 +228,12 @@ static int read_line(tfenc_context *ctx, tfenc_corpus *corpus, size_t *length)
                            "size of %lld bytes (changed while reading?)", corpus->path,
                            (long long)line_start, (long long)corpus->file_size);
     }
+    /* A line without its end before the size the file had when opened: the
+     * file was cut short while the job read it, and this line with it. */
+    if (corpus->line[got - 1] != '\n' && line_start + got < corpus->file_size)
+        return tfenc_error(ctx, TFENC_ERR_IO, "%s: the file ended at byte %lld, before its "
+                           "size of %lld bytes (changed while reading?)", corpus->path,
+                           (long long)(line_start + got), (long long)corpus->file_size);
     corpus->position += got;
     size_t n = (size_t)got;
     if (n > 0 && corpus->line[n - 1] == '\n')
@@ -471,7 +478,9 @@ static int read_slab(tfenc_context *ctx, tfenc_corpus *corpus, hid_t dataset, co
     if (result < 0)
         return tfenc_error(ctx, TFENC_ERR_IO, "%s: cannot read dataset '%s' at %lld: %s",
                            corpus->path, name, (long long)(start + done), detail);
-    return TFENC_OK;
+    /* A corpus cut short while the job reads it gives zeros: refused, so
+     * that no window is encoded (and marked finished) from them. */
+    return tfenc_hdf5_check_intact(ctx, corpus->h5_file, corpus->path, name);
 }
 
 /* Reads and checks the index of documents [first, end): their offsets

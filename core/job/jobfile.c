@@ -118,6 +118,7 @@ static tfenc_job_entry *add_entry(tfenc_job_section *section, const char *key, c
     entry->value = copy_string(value);
     entry->line = line;
     entry->used = 0;
+    entry->input = NULL;
     if (entry->key == NULL || entry->value == NULL) {
         free(entry->key);
         free(entry->value);
@@ -370,6 +371,31 @@ char *tfenc_jobfile_resolve_path(const tfenc_jobfile *job, const char *path)
     if (resolved != NULL)
         snprintf(resolved, length, "%s/%s", job->directory, path);
     return resolved;
+}
+
+int tfenc_jobfile_each_input(const tfenc_jobfile *job, tfenc_job_input_visitor visit, void *user)
+{
+    int status = TFENC_OK;
+    for (int i = 0; status == TFENC_OK && i < job->n_sections; i++) {
+        const tfenc_job_section *section = &job->sections[i];
+        for (int j = 0; status == TFENC_OK && j < section->n_entries; j++) {
+            const tfenc_job_entry *entry = &section->entries[j];
+            if (entry->input == NULL)
+                continue;
+            char *path = tfenc_jobfile_resolve_path(job, entry->value);
+            size_t size = strlen(section->name) + strlen(entry->key) + 4;
+            char *setting = malloc(size);
+            if (path == NULL || setting == NULL)
+                status = TFENC_ERR_NO_MEMORY;
+            else {
+                snprintf(setting, size, "[%s] %s", section->name, entry->key);
+                status = visit(user, entry->input, setting, path);
+            }
+            free(setting);
+            free(path);
+        }
+    }
+    return status;
 }
 
 void tfenc_jobfile_destroy(tfenc_jobfile *job)

@@ -10,6 +10,11 @@ typedef struct tfenc_job_entry {
     char *value;
     int line; /* 1-based line in the job file; 0 for a --set override */
     int used; /* set once a getter has read it: unused keys are errors */
+    /* Set when read as a file the job reads (tfenc_param_input_path), to
+     * what that file is to the job ("the corpus"): the job's inputs are
+     * exactly these entries, so that no input key can be left out of the
+     * checks that an output never overwrites an input. */
+    const char *input;
 } tfenc_job_entry;
 
 typedef struct tfenc_job_section {
@@ -39,6 +44,12 @@ int tfenc_jobfile_override(tfenc_context *ctx, tfenc_jobfile *job, const char *a
 tfenc_job_section *tfenc_jobfile_find(const tfenc_jobfile *job, const char *name);
 /* The entry `key` of `section`, or NULL. Does not mark it used. */
 tfenc_job_entry *tfenc_job_section_get(const tfenc_job_section *section, const char *key);
+/* Calls `visit` for every entry read so far as an input path, with what it
+ * is to the job, "[section] key" and the path resolved; stops at the first
+ * status other than TFENC_OK and returns it. */
+typedef int (*tfenc_job_input_visitor)(void *user, const char *what, const char *setting,
+                                       const char *path);
+int tfenc_jobfile_each_input(const tfenc_jobfile *job, tfenc_job_input_visitor visit, void *user);
 /* Resolves a path from the job relative to the job file's directory.
  * Returns a new string (free() it) or NULL when out of memory. */
 char *tfenc_jobfile_resolve_path(const tfenc_jobfile *job, const char *path);

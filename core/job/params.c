@@ -408,6 +408,19 @@ int tfenc_param_string(tfenc_params *params, const char *key, const char *defaul
     return status;
 }
 
+int tfenc_param_input_path(tfenc_params *params, const char *key, const char *what, char **path)
+{
+    tfenc_job_entry *entry;
+    *path = NULL;
+    int status = lookup(params, key, TFENC_PARAM_STRING, &entry);
+    if (status != TFENC_OK || entry == NULL)
+        return status;
+    entry->input = what;
+    if ((*path = tfenc_jobfile_resolve_path(params->job, entry->value)) == NULL)
+        return tfenc_error(params->ctx, TFENC_ERR_NO_MEMORY, "out of memory");
+    return TFENC_OK;
+}
+
 int tfenc_param_choice(tfenc_params *params, const char *key, const char *const *choices,
                        int default_index, int *index)
 {

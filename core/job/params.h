@@ -60,6 +60,12 @@ const char *tfenc_params_check_table(tfenc_param_table table, char *why, size_t 
  * 'VALUE': expected an integer in 1..65536 (the range layer type T
  * declares)". A value that is not a number is left to the getter. */
 int tfenc_params_check_ranges(tfenc_params *params);
+/* A file the job reads, named by `key`: *path is its value resolved against
+ * the job file's directory (free() it), or NULL when the key is absent. The
+ * entry is marked as an input (`what` is what the file is to the job, e.g.
+ * "the corpus"; a string that lives as long as the job), so that
+ * tfenc_jobfile_each_input() lists it: read every input path this way. */
+int tfenc_param_input_path(tfenc_params *params, const char *key, const char *what, char **path);
 /* Fails with "FILE:LINE: [SECTION] unknown key 'KEY' (WHAT)" for the first
  * key no getter read; `what` says who rejected it, e.g. "layer type mha".
  * First fails with the first getter failure (create() ignored it), then,

@@ -37,11 +37,10 @@ int tfenc_model_config_read(tfenc_context *ctx, const tfenc_jobfile *job,
         return tfenc_error(ctx, TFENC_ERR_CONFIG, "%s: missing section [model]", job->path);
     tfenc_params params;
     tfenc_params_bind(&params, ctx, job, section);
-    const char *weights = NULL;
     long d_model = 0, vocab_size = 0, max_positions = 0;
     int precision = 0;
     double min_cosine = 0.999;
-    int status = tfenc_param_string(&params, "weights", NULL, &weights);
+    int status = tfenc_param_input_path(&params, "weights", "the weights", &config->weights_path);
     if (status == TFENC_OK)
         status = tfenc_param_int_range(&params, "d_model", 0, 1, 65536, &d_model);
     /* Token ids are int32: a larger vocabulary could not be indexed. */
@@ -62,7 +61,7 @@ int tfenc_model_config_read(tfenc_context *ctx, const tfenc_jobfile *job,
         return status;
     char origin[512];
     section_origin(job, section, origin, sizeof origin);
-    if (weights == NULL || weights[0] == '\0')
+    if (config->weights_path == NULL || tfenc_job_section_get(section, "weights")->value[0] == '\0')
         return tfenc_error(ctx, TFENC_ERR_CONFIG, "%s: [model] requires key 'weights'", origin);
     if (d_model < 1 || d_model > 65536)
         return tfenc_error(ctx, TFENC_ERR_CONFIG,
@@ -79,9 +78,6 @@ int tfenc_model_config_read(tfenc_context *ctx, const tfenc_jobfile *job,
     config->max_positions = (int)max_positions;
     config->precision = (tfenc_precision)precision;
     config->min_cosine = min_cosine;
-    config->weights_path = tfenc_jobfile_resolve_path(job, weights);
-    if (config->weights_path == NULL)
-        return tfenc_error(ctx, TFENC_ERR_NO_MEMORY, "out of memory");
     return TFENC_OK;
 }
 

@@ -5,6 +5,7 @@
  * destroy(), so memory holds the weights of the layers that exist, not of
  * every layer ever built from the store. */
 #include "model/weights.h"
+#include "base/hdf5_intact.h"
 #include "base/files.h"
 #include "base/aligned.h"
 #include "base/context.h"
@@ -401,7 +402,10 @@ static int read_into(tfenc_weights *weights, const char *name, const tensor_shap
         if (read < 0)
             return tfenc_error(weights->ctx, TFENC_ERR_WEIGHTS,
                                "weights %s: dataset %s cannot be read (corrupt file?)",
-                               store->name, path);
+                               store->name, path);        /* A weights file cut short while the job reads it gives zeros. */
+        int status = tfenc_hdf5_check_intact(weights->ctx, store->file, store->name, path);
+        if (status != TFENC_OK)
+            return status;
     }
     for (size_t i = 0; i < count; i++)
         if (!isfinite(destination[i]))

@@ -368,8 +368,9 @@ int tfenc_inspect_output(tfenc_context *ctx, const char *path, tfenc_inspection 
         H5Eclear2(H5E_DEFAULT);
         return tfenc_error(ctx, TFENC_ERR_IO, "%s: not an HDF5 file", path);
     }
-    /* A job holds the output's lock file (any rank count), and one writing
-     * rank also HDF5's own lock on the file. */
+    /* A tfenc job holds the output's lock file and a lock on the file
+     * itself (any rank count); another program writing it with HDF5 holds
+     * HDF5's flock(). */
     inspection->in_use = tfenc_output_lock_held(path, NULL, 0) || held_by_another_process(path);
     /* Read-only and without HDF5's lock, which the writing job holds. */
     hid_t access_properties = H5Pcreate(H5P_FILE_ACCESS);

@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -310,6 +311,11 @@ static int open_file(tfenc_context *ctx, tfenc_output *out, MPI_Comm writers, in
          * index lookup) while the other ranks are busy elsewhere. */
         ok = H5Pset_fapl_mpio(access, writers, MPI_INFO_NULL) >= 0
              && H5Pset_coll_metadata_write(access, 1) >= 0;
+    /* The job's own lock on the file (core/output/ownership.h) stands for
+     * HDF5's flock(), which a file system that emulates flock() with fcntl
+     * locks (NFS) would see as a conflict with it. */
+    if (ok)
+        ok = H5Pset_file_locking(access, 0, 1) >= 0;
     /* Newest format that HDF5 1.10 readers (h5py, h5dump) still open. */
     if (ok)
         ok = H5Pset_libver_bounds(access, H5F_LIBVER_EARLIEST, H5F_LIBVER_V18) >= 0;
@@ -356,6 +362,42 @@ static int check_agreement(tfenc_context *ctx, const tfenc_output_options *optio
     return TFENC_OK;
 }
 
+static int compare_text(const void *a, const void *b)
+{
+    return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+/* One "NAME SHA256" line per plugin file (output.h), sorted, each once:
+ * what the `plugins_sha256` attribute holds. NULL when out of memory. */
+static char *plugins_text(const tfenc_output_options *options)
+{
+    const int n = options->n_plugins > 0 ? options->n_plugins : 0;
+    char **lines = calloc((size_t)n + 1, sizeof *lines);
+    size_t total = 1;
+    int ok = lines != NULL;
+    for (int i = 0; ok && i < n; i++) {
+        const char *name = strrchr(options->plugin_paths[i], '/');
+        name = name != NULL ? name + 1 : options->plugin_paths[i];
+        const char *digest = options->plugin_sha256[i] != NULL ? options->plugin_sha256[i] : "";
+        size_t size = strlen(name) + strlen(digest) + 3;
+        ok = (lines[i] = malloc(size)) != NULL;
+        if (ok)
+            total += (size_t)snprintf(lines[i], size, "%s %s\n", name, digest);
+    }
+    char *text = ok ? malloc(total) : NULL;
+    if (text != NULL) {
+        qsort(lines, (size_t)n, sizeof *lines, compare_text);
+        text[0] = '\0';
+        for (int i = 0; i < n; i++)
+            if (i == 0 || strcmp(lines[i], lines[i - 1]) != 0)
+                strcat(text, lines[i]);
+    }
+    for (int i = 0; lines != NULL && i < n; i++)
+        free(lines[i]);
+    free(lines);
+    return text;
+}
+
 static int write_attributes(tfenc_context *ctx, tfenc_output *out,
                             const tfenc_output_options *options)
 {
@@ -385,6 +427,13 @@ static int write_attributes(tfenc_context *ctx, tfenc_output *out,
     if (status == TFENC_OK)
         status = write_string_attribute(ctx, out, "vocabulary_fingerprint",
                                         options->vocabulary_fingerprint);
+    if (status == TFENC_OK) {
+        char *plugins = plugins_text(options);
+        status = plugins == NULL
+                     ? tfenc_error(ctx, TFENC_ERR_NO_MEMORY, "%s: out of memory", out->path)
+                     : write_string_attribute(ctx, out, "plugins_sha256", plugins);
+        free(plugins);
+    }
     if (status == TFENC_OK)
         status = write_string_attribute(ctx, out, "tfenc_version", PACKAGE_VERSION);
     if (status == TFENC_OK)
@@ -823,6 +872,68 @@ static int same_string_attribute(tfenc_output *out, const char *name, const char
     return same;
 }
 
+/* The text of string attribute `name` (free() it), or NULL. */
+static char *stored_string(tfenc_output *out, const char *name)
+{
+    hid_t attribute = H5Aexists(out->file, name) > 0 ? H5Aopen(out->file, name, H5P_DEFAULT) : -1;
+    hid_t type = H5Tcopy(H5T_C_S1);
+    char *value = NULL, *copy = NULL;
+    if (attribute >= 0 && type >= 0 && H5Tset_size(type, H5T_VARIABLE) >= 0
+        && H5Tset_cset(type, H5T_CSET_UTF8) >= 0 && H5Aread(attribute, type, &value) >= 0) {
+        copy = value != NULL ? strdup(value) : NULL;
+        hid_t space = H5Screate(H5S_SCALAR);
+        H5Dvlen_reclaim(type, space, H5P_DEFAULT, &value);
+        H5Sclose(space);
+    }
+    if (type >= 0)
+        H5Tclose(type);
+    if (attribute >= 0)
+        H5Aclose(attribute);
+    H5Eclear2(H5E_DEFAULT);
+    return copy;
+}
+
+/* The plugins' code, by content: a plugin rebuilt with other arithmetic
+ * would mix two builds' rows in one file marked complete. */
+static int check_plugins(tfenc_context *ctx, tfenc_output *out, const tfenc_output_options *options)
+{
+    char *expected = plugins_text(options), found[256];
+    if (expected == NULL)
+        return tfenc_error(ctx, TFENC_ERR_NO_MEMORY, "%s: out of memory", out->path);
+    int status = TFENC_OK;
+    if (!same_string_attribute(out, "plugins_sha256", expected, found, sizeof found)) {
+        char *stored = stored_string(out, "plugins_sha256");
+        int changed = -1;
+        for (int i = 0; stored != NULL && changed < 0 && i < options->n_plugins; i++) {
+            const char *name = strrchr(options->plugin_paths[i], '/');
+            name = name != NULL ? name + 1 : options->plugin_paths[i];
+            char line[1024];
+            snprintf(line, sizeof line, "%s %s\n", name,
+                     options->plugin_sha256[i] != NULL ? options->plugin_sha256[i] : "");
+            int present = 0;
+            for (const char *at = stored; !present && (at = strstr(at, line)) != NULL; at++)
+                present = at == stored || at[-1] == '\n';
+            if (!present)
+                changed = i;
+        }
+        if (changed >= 0)
+            status = tfenc_error(ctx, TFENC_ERR_CONFIG,
+                                 "%s: the plugin %s is not the one the run that began this file "
+                                 "loaded (its SHA-256 differs from attribute 'plugins_sha256'); "
+                                 "refusing to resume with changed code (restore it, or set [job] "
+                                 "resume = false to start over)",
+                                 out->path, options->plugin_paths[changed]);
+        else
+            status = tfenc_error(ctx, TFENC_ERR_CONFIG,
+                                 "%s: was written with other plugins: attribute 'plugins_sha256' "
+                                 "is %s; refusing to resume with changed code (set [job] resume "
+                                 "= false to start over)", out->path, found);
+        free(stored);
+    }
+    free(expected);
+    return status;
+}
+
 static int same_int_attribute(tfenc_output *out, const char *name, int64_t expected,
                               char *found, size_t found_size)
 {
@@ -877,8 +988,11 @@ int tfenc_output_reopen(tfenc_context *ctx, MPI_Comm writers, const tfenc_output
     *out_result = NULL;
     if (status != TFENC_OK)
         return status;
-    /* Absent on every rank alike (the path is on a shared file system). */
-    if (access(out->path, F_OK) != 0) {
+    /* Absent on every rank alike (the path is on a shared file system).
+     * An empty file is no output either: the job's lock makes the file
+     * before HDF5 creates it (core/output/ownership.h). */
+    struct stat existing;
+    if (stat(out->path, &existing) != 0 || existing.st_size == 0) {
         tfenc_output_close(out);
         return TFENC_ERR_NOT_FOUND;
     }
@@ -928,6 +1042,8 @@ int tfenc_output_reopen(tfenc_context *ctx, MPI_Comm writers, const tfenc_output
                                  out->path, inputs[i].what,
                                  inputs[i].path != NULL ? inputs[i].path : "(none)",
                                  inputs[i].name, found);
+    if (status == TFENC_OK)
+        status = check_plugins(ctx, out, options);
     const struct { const char *name; int64_t expected; int wanted; } numbers[] = {
         {"d_model", out->d_model, 1},
         {"n_documents", out->n_documents, 1},

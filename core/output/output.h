@@ -30,6 +30,7 @@
  *   quantization_sample [S] int64       the sample's global document indices.
  * Root attributes (strings are variable-length UTF-8): job, job_settings, weights_sha256,
  * corpus_fingerprint, vocabulary_fingerprint ("" without a vocabulary file),
+ * plugins_sha256,
  * tfenc_version, layout, created (ISO-8601 UTC), output_kind, dtype,
  * compression, d_model, n_documents, n_tokens (tokens kind), job_path,
  * working_directory, job_overrides, precision, precision_sample_min_cosine
@@ -119,6 +120,13 @@ typedef struct tfenc_output_options {
     const char *corpus_fingerprint;
     const char *vocabulary_path;
     const char *vocabulary_fingerprint;
+    /* The plugin files the job loaded and the SHA-256 of each, as for the
+     * weights: stored as `plugins_sha256`, one "NAME SHA256" line per file
+     * (NAME its file name, lines sorted); a resume whose plugin code
+     * changed is refused naming the file. */
+    const char *const *plugin_paths;
+    const char *const *plugin_sha256;
+    int n_plugins;
     const char *layout;      /* e.g. "ranks=4 data_parallel=2 pipeline_stages=2" */
     /* How this run was started, so that tfenc-batch --status can print the
      * command that resumes an unfinished file (core/output/inspect.h): the job file

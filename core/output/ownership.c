@@ -5,10 +5,12 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/xattr.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -16,23 +18,88 @@
 #define LOCK_HEADER "tfenc-batch lock\n"
 
 struct tfenc_output_lock {
-    int fd;
-    char *path;
+    int fd;       /* the lock file's */
+    char *path;   /* the lock file */
+    int file_fd;  /* the output's own, locked at IDENTITY_BYTE */
+    char *output; /* the output with its symbolic links resolved */
+    int created;  /* the output did not exist: this lock made it (empty) */
+    int holds_lock_file, holds_file; /* what is this job's to undo */
 };
+
+/* The byte of the output itself that a job locks: far beyond any data, so
+ * that the byte-range locks MPI-IO takes on the data it writes never meet
+ * it. A lock on the file, not on a name, is what a second job reaching the
+ * file through a hard link finds. */
+#define IDENTITY_BYTE ((off_t)1 << 62)
+
+/* Who holds the output, kept with the file itself (an extended attribute)
+ * so that a job that reaches it under another name can say whose it is. */
+#define HOLDER_ATTRIBUTE "user.tfenc.writer"
+
+/* Longest chain of symbolic links followed, as the kernel's. */
+#define MAX_LINKS 40
+
+/* `path` with every symbolic link resolved, also in its last component and
+ * also when that component leads nowhere yet (a dangling link to an output
+ * about to be made): two jobs that write one file through different names
+ * meet at one lock file. A directory that cannot be resolved leaves the
+ * path as it is (the create that follows says why). NULL: out of memory. */
+static char *canonical_path(const char *path)
+{
+    char *current = strdup(path);
+    for (int hop = 0; current != NULL && hop < MAX_LINKS; hop++) {
+        struct stat link;
+        char target[PATH_MAX];
+        ssize_t length;
+        if (lstat(current, &link) != 0 || !S_ISLNK(link.st_mode) ||
+            (length = readlink(current, target, sizeof target - 1)) < 0)
+            break;
+        target[length] = '\0';
+        const char *slash = strrchr(current, '/');
+        size_t keep = target[0] == '/' || slash == NULL ? 0 : (size_t)(slash - current) + 1;
+        char *next = malloc(keep + (size_t)length + 1);
+        if (next != NULL) {
+            memcpy(next, current, keep);
+            memcpy(next + keep, target, (size_t)length + 1);
+        }
+        free(current);
+        current = next;
+    }
+    if (current == NULL)
+        return NULL;
+    const char *slash = strrchr(current, '/');
+    char *directory = slash == NULL ? strdup(".")
+                      : slash == current ? strdup("/")
+                                         : strndup(current, (size_t)(slash - current));
+    const char *name = slash != NULL ? slash + 1 : current;
+    char *real = directory != NULL ? realpath(directory, NULL) : NULL;
+    free(directory);
+    if (real == NULL)
+        return current;
+    size_t size = strlen(real) + strlen(name) + 2;
+    char *resolved = malloc(size);
+    if (resolved != NULL)
+        snprintf(resolved, size, "%s%s%s", real, strcmp(real, "/") == 0 ? "" : "/", name);
+    free(real);
+    free(current);
+    return resolved;
+}
 
 static char *lock_path(const char *output_path)
 {
-    size_t size = strlen(output_path) + sizeof ".lock";
-    char *path = malloc(size);
+    char *canonical = canonical_path(output_path);
+    size_t size = canonical != NULL ? strlen(canonical) + sizeof ".lock" : 0;
+    char *path = canonical != NULL ? malloc(size) : NULL;
     if (path != NULL)
-        snprintf(path, size, "%s.lock", output_path);
+        snprintf(path, size, "%s.lock", canonical);
+    free(canonical);
     return path;
 }
 
 /* The holder's line, as its lock file says, for the refusal. */
 static void read_holder(int fd, char *holder, size_t size)
 {
-    char text[512] = "";
+    char text[PATH_MAX + 512] = "";
     ssize_t got = pread(fd, text, sizeof text - 1, 0);
     text[got > 0 ? got : 0] = '\0';
     const char *line = strncmp(text, LOCK_HEADER, strlen(LOCK_HEADER)) == 0
@@ -41,11 +108,83 @@ static void read_holder(int fd, char *holder, size_t size)
     snprintf(holder, size, "%.*s", (int)strcspn(line, "\n"), line);
 }
 
+/* "in use by another tfenc-batch job (HOLDER)": one line for both locks. */
+static int refuse_held(tfenc_context *ctx, const char *output_path, const char *holder,
+                       const char *how)
+{
+    return tfenc_error(ctx, TFENC_ERR_CONFIG,
+                       "%s: in use by another tfenc-batch job (%s)%s; a file has one writing "
+                       "job at a time: wait for it, or choose another output",
+                       output_path, holder[0] != '\0' ? holder : "holder unknown", how);
+}
+
+/* The lock on the output file itself (IDENTITY_BYTE), which a job writing
+ * it under any other name (a hard link) meets. The file is made empty when
+ * it does not exist, so that it is locked before HDF5 creates it; the
+ * release removes it again if nothing was written. */
+static int lock_output_file(tfenc_context *ctx, tfenc_output_lock *lock, const char *output_path,
+                            const char *holder_line)
+{
+    lock->file_fd = open(lock->output, O_RDWR | O_CLOEXEC | O_NONBLOCK);
+    if (lock->file_fd < 0 && errno == ENOENT) {
+        lock->file_fd = open(lock->output, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC | O_NONBLOCK,
+                             0644);
+        lock->created = lock->file_fd >= 0;
+    }
+    struct stat file;
+    if (lock->file_fd < 0)
+        return tfenc_error(ctx, TFENC_ERR_IO, "%s: cannot open it for writing: %s", output_path,
+                           strerror(errno));
+    if (fstat(lock->file_fd, &file) != 0 || !S_ISREG(file.st_mode))
+        return tfenc_error(ctx, TFENC_ERR_CONFIG, "%s: is not a regular file", output_path);
+    struct flock region = {.l_type = F_WRLCK, .l_whence = SEEK_SET, .l_start = IDENTITY_BYTE,
+                           .l_len = 1};
+    if (fcntl(lock->file_fd, F_OFD_SETLK, &region) != 0) {
+        int error = errno;
+        /* A file system whose locks stop short of IDENTITY_BYTE: the lock
+         * file still guards every name that leads to the output. */
+        if (error == EINVAL || error == EOVERFLOW)
+            return TFENC_OK;
+        if (error != EAGAIN && error != EACCES)
+            return tfenc_error(ctx, TFENC_ERR_IO, "%s: cannot lock it: %s", output_path,
+                               strerror(error));
+        char holder[PATH_MAX + 256] = "";
+        ssize_t got = fgetxattr(lock->file_fd, HOLDER_ATTRIBUTE, holder, sizeof holder - 1);
+        holder[got > 0 ? got : 0] = '\0';
+        return refuse_held(ctx, output_path, holder, ", the same file under another name");
+    }
+    lock->holds_file = 1;
+    /* Best effort: a file system without user attributes only loses the
+     * holder's name in the other job's refusal. */
+    fsetxattr(lock->file_fd, HOLDER_ATTRIBUTE, holder_line, strlen(holder_line), 0);
+    return TFENC_OK;
+}
+
+static void release_output_file(tfenc_output_lock *lock)
+{
+    if (lock->file_fd < 0)
+        return;
+    struct stat file;
+    /* Made by the lock (O_EXCL) and never written: a job that failed
+     * before its output existed leaves none. */
+    if (lock->created && fstat(lock->file_fd, &file) == 0 && file.st_size == 0)
+        unlink(lock->output);
+    else if (lock->holds_file)
+        fremovexattr(lock->file_fd, HOLDER_ATTRIBUTE);
+    close(lock->file_fd);
+    lock->file_fd = -1;
+}
+
 int tfenc_output_lock_take(tfenc_context *ctx, const char *output_path, tfenc_output_lock **out)
 {
     *out = NULL;
     tfenc_output_lock *lock = calloc(1, sizeof *lock);
-    if (lock == NULL || (lock->path = lock_path(output_path)) == NULL) {
+    if (lock != NULL)
+        lock->file_fd = lock->fd = -1;
+    if (lock == NULL || (lock->output = canonical_path(output_path)) == NULL ||
+        (lock->path = lock_path(output_path)) == NULL) {
+        if (lock != NULL)
+            free(lock->output);
         free(lock);
         return tfenc_error(ctx, TFENC_ERR_NO_MEMORY, "out of memory");
     }
@@ -74,19 +213,16 @@ int tfenc_output_lock_take(tfenc_context *ctx, const char *output_path, tfenc_ou
         struct flock region = {.l_type = F_WRLCK, .l_whence = SEEK_SET, .l_start = 0, .l_len = 0};
         if (fcntl(lock->fd, F_OFD_SETLK, &region) != 0) {
             int error = errno;
-            char holder[256];
+            char holder[PATH_MAX + 256];
             read_holder(lock->fd, holder, sizeof holder);
             if (error == EAGAIN || error == EACCES)
-                status = tfenc_error(ctx, TFENC_ERR_CONFIG,
-                                     "%s: in use by another tfenc-batch job (%s); a file has "
-                                     "one writing job at a time: wait for it, or choose "
-                                     "another output",
-                                     output_path, holder[0] != '\0' ? holder : "holder unknown");
+                status = refuse_held(ctx, output_path, holder, "");
             else
                 status = tfenc_error(ctx, TFENC_ERR_IO, "%s: cannot lock %s: %s", output_path,
                                      lock->path, strerror(error));
         }
     }
+    lock->holds_lock_file = status == TFENC_OK;
     if (status == TFENC_OK && file.st_size > 0) {
         char header[sizeof LOCK_HEADER] = "";
         ssize_t got = pread(lock->fd, header, strlen(LOCK_HEADER), 0);
@@ -94,6 +230,7 @@ int tfenc_output_lock_take(tfenc_context *ctx, const char *output_path, tfenc_ou
             status = tfenc_error(ctx, TFENC_ERR_CONFIG, "%s: %s exists and is not a tfenc lock "
                                  "file; refusing to overwrite it", output_path, lock->path);
     }
+    char line[PATH_MAX + 512];
     if (status == TFENC_OK) {
         char host[256] = "?", started[32] = "";
         gethostname(host, sizeof host - 1);
@@ -101,18 +238,22 @@ int tfenc_output_lock_take(tfenc_context *ctx, const char *output_path, tfenc_ou
         struct tm utc;
         gmtime_r(&now, &utc);
         strftime(started, sizeof started, "%Y-%m-%dT%H:%M:%SZ", &utc);
-        char text[512];
-        int length = snprintf(text, sizeof text, "%shost %s, pid %ld, since %s\n", LOCK_HEADER,
-                              host, (long)getpid(), started);
+        /* The output by its resolved name: a job that reaches it through a
+         * link learns which file it is. */
+        snprintf(line, sizeof line, "host %s, pid %ld, since %s, writing %s", host,
+                 (long)getpid(), started, lock->output);
+        char text[sizeof line + sizeof LOCK_HEADER + 1];
+        int length = snprintf(text, sizeof text, "%s%s\n", LOCK_HEADER, line);
         if (ftruncate(lock->fd, 0) != 0 || pwrite(lock->fd, text, (size_t)length, 0) != length)
             status = tfenc_error(ctx, TFENC_ERR_IO, "%s: cannot write the lock file %s: %s",
                                  output_path, lock->path, strerror(errno));
     }
+    /* Before anything truncates the output: the file itself, whatever its
+     * names. */
+    if (status == TFENC_OK)
+        status = lock_output_file(ctx, lock, output_path, line);
     if (status != TFENC_OK) {
-        if (lock->fd >= 0)
-            close(lock->fd);
-        free(lock->path);
-        free(lock);
+        tfenc_output_lock_release(lock);
         return status;
     }
     *out = lock;
@@ -124,12 +265,27 @@ int tfenc_output_lock_held(const char *output_path, char *holder, size_t holder_
     char *path = lock_path(output_path);
     int fd = path != NULL ? open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK) : -1;
     free(path);
-    if (fd < 0)
-        return 0;
     struct flock region = {.l_type = F_WRLCK, .l_whence = SEEK_SET, .l_start = 0, .l_len = 0};
-    int held = fcntl(fd, F_OFD_GETLK, &region) == 0 && region.l_type != F_UNLCK;
+    int held = fd >= 0 && fcntl(fd, F_OFD_GETLK, &region) == 0 && region.l_type != F_UNLCK;
     if (held && holder != NULL)
         read_holder(fd, holder, holder_size);
+    if (fd >= 0)
+        close(fd);
+    if (held)
+        return 1;
+    /* A job writing the same file under another name holds the file. */
+    fd = open(output_path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+    struct stat file;
+    if (fd < 0)
+        return 0;
+    region = (struct flock){.l_type = F_WRLCK, .l_whence = SEEK_SET, .l_start = IDENTITY_BYTE,
+                            .l_len = 1};
+    held = fstat(fd, &file) == 0 && S_ISREG(file.st_mode) &&
+           fcntl(fd, F_OFD_GETLK, &region) == 0 && region.l_type != F_UNLCK;
+    if (held && holder != NULL) {
+        ssize_t got = fgetxattr(fd, HOLDER_ATTRIBUTE, holder, holder_size - 1);
+        holder[got > 0 ? got : 0] = '\0';
+    }
     close(fd);
     return held;
 }
@@ -138,11 +294,15 @@ void tfenc_output_lock_release(tfenc_output_lock *lock)
 {
     if (lock == NULL)
         return;
+    release_output_file(lock);
     /* Removed while still held, so no other job can take a lock on the
      * file we are about to delete. */
-    unlink(lock->path);
-    close(lock->fd);
+    if (lock->holds_lock_file)
+        unlink(lock->path);
+    if (lock->fd >= 0)
+        close(lock->fd);
     free(lock->path);
+    free(lock->output);
     free(lock);
 }
 

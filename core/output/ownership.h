@@ -1,11 +1,14 @@
 /* Owning an output file. A job holds its output exclusively from before it
- * creates or reopens it until it ends: a second job writing the same file
- * at the same time would leave rows of two corpora in one file marked
- * complete (HDF5's own lock does not cover MPI-IO). Ownership is an
- * fcntl lock on a lock file beside the output (OUTPUT.lock), taken by one
- * rank and held to the end; the kernel drops it when the process dies, so a
- * killed job never leaves a stale lock. The lock file names its holder
- * (host, pid, start time) for the refusal message.
+ * creates, truncates or reopens it until it ends: a second job writing the
+ * same file at the same time would leave rows of two corpora in one file
+ * marked complete (HDF5's own lock does not cover MPI-IO). Ownership is two
+ * fcntl locks taken by one rank and held to the end: one on a lock file
+ * beside the output with its symbolic links resolved (OUTPUT.lock), which
+ * names its holder (host, pid, start time, the output's resolved path) for
+ * the refusal; and one on the output file itself, on a byte beyond any
+ * data, which a job reaching the file through another name (a hard link)
+ * meets. The kernel drops them when the process dies, so a killed job never
+ * leaves a stale lock.
  *
  * And an output is never one of the job's inputs under another name: paths
  * are compared by file identity (device and inode, symbolic links
@@ -19,13 +22,16 @@
 
 typedef struct tfenc_output_lock tfenc_output_lock;
 
-/* Takes the lock of `output_path` for this process. TFENC_ERR_CONFIG naming
- * the holder when another job holds it; TFENC_ERR_IO when the lock file
- * cannot be made (say, a read-only directory). */
+/* Takes the locks of `output_path` for this process, making the output
+ * (empty) when it does not exist; releasing removes it again while it is
+ * empty. TFENC_ERR_CONFIG naming the holder and the file it writes when
+ * another job holds either; TFENC_ERR_IO when the lock file cannot be made
+ * (say, a read-only directory). */
 int tfenc_output_lock_take(tfenc_context *ctx, const char *output_path, tfenc_output_lock **lock);
 
-/* 1 when a job holds the lock of `output_path` now (its holder line, as
- * "host H, pid P, since T", goes to `holder` when it is not NULL), else 0.
+/* 1 when a job holds a lock of `output_path` now (its holder line, as
+ * "host H, pid P, since T, writing PATH", goes to `holder` when it is not
+ * NULL), else 0.
  * Takes nothing: for tools that only look. */
 int tfenc_output_lock_held(const char *output_path, char *holder, size_t holder_size);
 

@@ -5,6 +5,7 @@
 #include "plugin/plugin_loader.h"
 #include "base/context.h"
 #include "base/files.h"
+#include "base/sha256.h"
 #include "job/params.h"
 #include "plugin/shared_object.h"
 
@@ -43,6 +44,7 @@ typedef struct plugin_file {
     int declared;     /* 1: `provides` is its TFENC_PLUGIN_TYPES declaration */
     enum file_state state;
     void *handle;
+    char *sha256;     /* of the bytes dlopen mapped, once loaded: part of a job's identity */
 } plugin_file;
 
 struct tfenc_plugin_registry {
@@ -324,6 +326,7 @@ static void free_file(plugin_file *file)
     free(file->provides);
     free(file->path);
     free(file->resolved);
+    free(file->sha256);
 }
 
 /* Examines one file and adds it to the index. Returns TFENC_OK (also when
@@ -633,6 +636,7 @@ static int add_layer(tfenc_context *ctx, tfenc_plugin_registry *registry, plugin
         return out_of_memory(ctx);
     registry->layers[registry->n_layers].descriptor = descriptor;
     registry->layers[registry->n_layers].file = file->resolved;
+    registry->layers[registry->n_layers].sha256 = file->sha256;
     registry->n_layers++;
     return TFENC_OK;
 }
@@ -657,6 +661,16 @@ static int load(tfenc_context *ctx, tfenc_plugin_registry *registry, plugin_file
     file->state = REFUSED; /* until every check passed */
     if (probe(file->resolved, why, sizeof why) != 0)
         return refuse(ctx, registry, file->path, why);
+    /* Hashed just before dlopen maps it: a resumed job must run the same
+     * code as the run that began its output (a rebuilt plugin with other
+     * arithmetic would mix two builds' rows in one file). */
+    if (file->sha256 == NULL && (file->sha256 = malloc(65)) == NULL)
+        return out_of_memory(ctx);
+    if (tfenc_sha256_file(ctx, file->resolved, file->sha256) != TFENC_OK) {
+        snprintf(why, sizeof why, "cannot read it: %s", tfenc_context_message(ctx));
+        tfenc_context_clear(ctx);
+        return refuse(ctx, registry, file->path, why);
+    }
     dlerror();
     void *handle = dlopen(file->resolved, RTLD_NOW | RTLD_LOCAL);
     if (handle == NULL) {

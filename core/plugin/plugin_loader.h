@@ -39,6 +39,7 @@ typedef struct tfenc_plugin_registry tfenc_plugin_registry;
 typedef struct tfenc_plugin_layer {
     const tfenc_layer_descriptor *descriptor;
     const char *file; /* the shared object it came from */
+    const char *sha256; /* the SHA-256 of that file's bytes when it was loaded (hex) */
 } tfenc_plugin_layer;
 
 typedef struct tfenc_plugin_failure {

@@ -109,7 +109,7 @@ static int check_compact_dtype(reader *r, const char *output_ranges)
  * settings: paths to resolve against the job file, choice indexes, and the
  * keys whose meaning depends on others. */
 typedef struct job_keys {
-    const char *input, *output, *prompt, *output_ranges;
+    const char *output, *prompt, *output_ranges;
     int kind, dtype, compression, format, invalid_utf8;
     int long_documents, chunk_pooling;
     long max_id_bytes;
@@ -127,7 +127,7 @@ static int read_job_keys(reader *r, tfenc_job_section *section, job_keys *k)
     tfenc_params_bind(&p, r->ctx, r->job, section);
     int status = TFENC_OK;
 #define READ(call) if (status == TFENC_OK) status = (call)
-    READ(tfenc_param_string(&p, "input", NULL, &k->input));
+    READ(tfenc_param_input_path(&p, "input", "the corpus", &s->input));
     READ(tfenc_param_choice(&p, "input_format", tfenc_corpus_format_names, TFENC_CORPUS_AUTO,
                             &k->format));
     READ(tfenc_param_string(&p, "text_field", "text", &s->corpus.text_field));
@@ -186,15 +186,14 @@ static int read_job_keys(reader *r, tfenc_job_section *section, job_keys *k)
 static int apply_job_keys(reader *r, const job_keys *k)
 {
     tfenc_job_settings *s = r->settings;
-    if (k->input == NULL)
+    if (s->input == NULL)
         return tfenc_error(r->ctx, TFENC_ERR_CONFIG, "%s: [job] requires key 'input'",
                            r->job->path);
     if (k->output == NULL)
         return tfenc_error(r->ctx, TFENC_ERR_CONFIG, "%s: [job] requires key 'output'",
                            r->job->path);
-    s->input = tfenc_jobfile_resolve_path(r->job, k->input);
     s->output = tfenc_jobfile_resolve_path(r->job, k->output);
-    if (s->input == NULL || s->output == NULL)
+    if (s->output == NULL)
         return tfenc_error(r->ctx, TFENC_ERR_NO_MEMORY, "out of memory");
     s->corpus.path = s->input;
     s->corpus.format = k->format == TFENC_CORPUS_AUTO ? tfenc_corpus_format_from_path(s->input)
@@ -259,17 +258,18 @@ static int check_job_settings(reader *r, tfenc_job_section *section, const job_k
     return TFENC_OK;
 }
 
-/* The tokenizer's file is an input too: the output must not be it, and a
- * resume must find it unchanged; the settings keep its resolved path. */
+/* The tokenizer's file (vocab.txt or tokenizer.json) is an input too: the
+ * output must not be it, and a resume must find it unchanged; the settings
+ * keep its resolved path. */
 static int resolve_vocabulary(reader *r)
 {
     tfenc_params tokenizer;
     tfenc_params_bind(&tokenizer, r->ctx, r->job, tfenc_jobfile_find(r->job, "tokenizer"));
-    const char *vocabulary = NULL;
-    int status = tfenc_param_string(&tokenizer, "vocab", NULL, &vocabulary);
-    if (status == TFENC_OK && vocabulary != NULL &&
-        (r->settings->vocabulary = tfenc_jobfile_resolve_path(r->job, vocabulary)) == NULL)
-        status = tfenc_error(r->ctx, TFENC_ERR_NO_MEMORY, "out of memory");
+    int status = tfenc_param_input_path(&tokenizer, "vocab", "the vocabulary",
+                                        &r->settings->vocabulary);
+    if (status == TFENC_OK && r->settings->vocabulary == NULL)
+        status = tfenc_param_input_path(&tokenizer, "json", "the tokenizer",
+                                        &r->settings->vocabulary);
     return status;
 }
 
@@ -311,11 +311,11 @@ static int setup_tokenizer(reader *r)
     tfenc_params_bind(&p, r->ctx, r->job, section);
     tfenc_tokenizer_options opts;
     tfenc_tokenizer_options_default(&opts);
-    const char *vocab = NULL, *json = NULL;
+    char *vocab = NULL, *json = NULL;
     int accent = 0;
-    int status = tfenc_param_string(&p, "vocab", NULL, &vocab);
+    int status = tfenc_param_input_path(&p, "vocab", "the vocabulary", &vocab);
     if (status == TFENC_OK)
-        status = tfenc_param_string(&p, "json", NULL, &json);
+        status = tfenc_param_input_path(&p, "json", "the tokenizer", &json);
     if (status == TFENC_OK)
         status = tfenc_param_bool(&p, "lowercase", 1, &opts.lowercase);
     if (status == TFENC_OK)
@@ -324,11 +324,14 @@ static int setup_tokenizer(reader *r)
         status = tfenc_param_bool(&p, "chinese_chars", 1, &opts.chinese_chars);
     if (status == TFENC_OK)
         status = tfenc_params_check_all_used(&p, "not a [tokenizer] key");
-    if (status != TFENC_OK)
+    if (status == TFENC_OK && vocab != NULL && json != NULL)
+        status = tfenc_error(r->ctx, TFENC_ERR_CONFIG, "%s: [tokenizer] sets both vocab and "
+                             "json; name one tokenizer", r->job->path);
+    if (status != TFENC_OK) {
+        free(vocab);
+        free(json);
         return status;
-    if (vocab != NULL && json != NULL)
-        return tfenc_error(r->ctx, TFENC_ERR_CONFIG, "%s: [tokenizer] sets both vocab and json; "
-                           "name one tokenizer", r->job->path);
+    }
     opts.strip_accents = accent == 0 ? -1 : accent == 1;
     opts.invalid_utf8 = r->settings->invalid_utf8_error ? TFENC_INVALID_UTF8_ERROR
                                                        : TFENC_INVALID_UTF8_REPLACE;
@@ -354,14 +357,12 @@ static int setup_tokenizer(reader *r)
         }
         return status;
     }
-    char *path = tfenc_jobfile_resolve_path(r->job, json != NULL ? json : vocab);
-    if (path == NULL)
-        return tfenc_error(r->ctx, TFENC_ERR_NO_MEMORY, "out of memory");
     if (json != NULL)
-        status = tfenc_tokenizer_create_from_json_file(r->ctx, path, &opts, r->tokenizer);
+        status = tfenc_tokenizer_create_from_json_file(r->ctx, json, &opts, r->tokenizer);
     else
-        status = tfenc_tokenizer_create_from_file(r->ctx, path, &opts, r->tokenizer);
-    free(path);
+        status = tfenc_tokenizer_create_from_file(r->ctx, vocab, &opts, r->tokenizer);
+    free(json);
+    free(vocab);
     if (status == TFENC_OK && r->config->vocab_size > 0 &&
         tfenc_tokenizer_vocab_size(*r->tokenizer) > r->config->vocab_size)
         status = tfenc_error(r->ctx, TFENC_ERR_CONFIG,

@@ -14,7 +14,7 @@
 typedef struct tfenc_job_settings {
     char *input;  /* resolved against the job file's directory */
     char *output;
-    char *vocabulary; /* [tokenizer] vocab, resolved; NULL when the weights hold it */
+    char *vocabulary; /* [tokenizer] vocab or json, resolved; NULL when the weights hold it */
     tfenc_corpus_options corpus;
     tfenc_output_kind output_kind; /* TFENC_OUTPUT_AUTO: what the model gives */
     tfenc_output_dtype dtype;

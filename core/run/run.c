@@ -34,6 +34,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 /* Microbatches a pipeline stage can hold at once (one being computed, the
@@ -81,7 +82,17 @@ typedef struct run {
     char ranges_source[512];         /* where the ranges came from, for the file */
     int64_t *sample_indices;         /* calibrated ranges: the sample's documents */
     int n_sample;
+    char weights_sha256[65];         /* rank 0: of the weights file as the job opened it */
+    struct watched_file *watched;    /* rank 0: every file a path key names, as it was */
+    int n_watched;
 } run;
+
+/* A file the job reads, and its state when the job began reading it. */
+typedef struct watched_file {
+    char *what; /* "the corpus ([job] input)" */
+    char *path;
+    struct stat state;
+} watched_file;
 
 static void notice(run *r, const char *format, ...) TFENC_PRINTF(2, 3);
 static void notice(run *r, const char *format, ...)
@@ -166,6 +177,93 @@ static void warn_about_binding(run *r)
                threads, usable, usable == 1 ? "" : "s");
 }
 
+/* The file as it was, for telling whether anything changed it since: a
+ * write or a truncation moves its size or modification time. */
+static int same_state(const struct stat *a, const struct stat *b)
+{
+    return a->st_dev == b->st_dev && a->st_ino == b->st_ino && a->st_size == b->st_size &&
+           a->st_mtim.tv_sec == b->st_mtim.tv_sec && a->st_mtim.tv_nsec == b->st_mtim.tv_nsec;
+}
+
+/* Rank 0: the state of every file a path key of the job names (the list
+ * of core/job/params.h), taken before the job reads their data, so that a
+ * file changed while the job read it is found: the weights and the
+ * tokenizer's file before their checksums are recorded, the corpus also
+ * before the output is marked complete. */
+static int watch_input(void *user, const char *what, const char *setting, const char *path)
+{
+    run *r = user;
+    watched_file *grown = realloc(r->watched, ((size_t)r->n_watched + 1) * sizeof *grown);
+    if (grown == NULL)
+        return tfenc_error(r->ctx, TFENC_ERR_NO_MEMORY, "out of memory");
+    r->watched = grown;
+    watched_file *file = &r->watched[r->n_watched];
+    size_t size = strlen(what) + strlen(setting) + 4;
+    file->what = malloc(size);
+    file->path = strdup(path);
+    if (file->what == NULL || file->path == NULL) {
+        free(file->what);
+        free(file->path);
+        return tfenc_error(r->ctx, TFENC_ERR_NO_MEMORY, "out of memory");
+    }
+    snprintf(file->what, size, "%s (%s)", what, setting);
+    r->n_watched++;
+    /* A file that is not there yet is the reader's to report, in its own
+     * words; one that appears later counts as changed. */
+    if (stat(path, &file->state) != 0)
+        memset(&file->state, 0, sizeof file->state);
+    return TFENC_OK;
+}
+
+/* TFENC_ERR_IO naming the first watched file (or only `only`, when not
+ * NULL) that is no longer as it was. */
+static int check_watched(run *r, const char *only)
+{
+    for (int i = 0; i < r->n_watched; i++) {
+        const watched_file *file = &r->watched[i];
+        struct stat now;
+        if (only != NULL && strcmp(file->path, only) != 0)
+            continue;
+        if (stat(file->path, &now) != 0 || !same_state(&now, &file->state))
+            return tfenc_error(r->ctx, TFENC_ERR_IO,
+                               "%s: %s changed while this job read it (its size or "
+                               "modification time is not what it was when the job began): the "
+                               "output would hold rows of two versions of it, or record the "
+                               "checksum of bytes the job did not use; run the job again once "
+                               "the file is whole",
+                               file->path, file->what);
+    }
+    return TFENC_OK;
+}
+
+static void free_watched(run *r)
+{
+    for (int i = 0; i < r->n_watched; i++) {
+        free(r->watched[i].what);
+        free(r->watched[i].path);
+    }
+    free(r->watched);
+}
+
+/* Rank 0: the weights' SHA-256, taken as the job opens them and before any
+ * layer reads them; open_output() records it only if the file is still the
+ * same then (check_watched), so that the checksum is of the bytes the
+ * layers used. */
+static int hash_weights(run *r)
+{
+    struct stat before, after;
+    if (stat(r->config.weights_path, &before) != 0)
+        return tfenc_error(r->ctx, TFENC_ERR_IO, "weights %s: cannot examine it",
+                           r->config.weights_path);
+    int status = tfenc_sha256_file(r->ctx, r->config.weights_path, r->weights_sha256);
+    if (status == TFENC_OK &&
+        (stat(r->config.weights_path, &after) != 0 || !same_state(&after, &before)))
+        status = tfenc_error(r->ctx, TFENC_ERR_IO, "weights %s: the file changed while this "
+                             "job computed its SHA-256; run the job again once it is whole",
+                             r->config.weights_path);
+    return status;
+}
+
 /* The job, the model's plan and the layout check: identical on every rank,
  * so errors here are reported once. */
 static int read_job(run *r)
@@ -210,6 +308,10 @@ static int read_job(run *r)
         status = tfenc_plugin_registry_load_job(r->ctx, r->registry, r->job);
     if (status == TFENC_OK)
         status = tfenc_weight_store_open(r->ctx, r->config.weights_path, &r->weights);
+    if (status == TFENC_OK && r->rank == 0 && !r->request->dry_run)
+        status = tfenc_jobfile_each_input(r->job, watch_input, r);
+    if (status == TFENC_OK && r->rank == 0 && !r->request->dry_run)
+        status = hash_weights(r);
     return status;
 }
 
@@ -686,6 +788,67 @@ static int learn_progress(run *r, int resumed, int was_complete)
     return status;
 }
 
+/* The inputs a job names, for the aliasing check: a growing list. */
+typedef struct input_list {
+    tfenc_input_file *files;
+    char **owned; /* the strings the list holds */
+    int n, capacity;
+} input_list;
+
+static int add_input(void *user, const char *what, const char *setting, const char *path)
+{
+    input_list *list = user;
+    if (list->n == list->capacity) {
+        int capacity = list->capacity > 0 ? 2 * list->capacity : 16;
+        tfenc_input_file *files = realloc(list->files, (size_t)capacity * sizeof *files);
+        if (files != NULL)
+            list->files = files;
+        char **owned = realloc(list->owned, 2 * (size_t)capacity * sizeof *owned);
+        if (owned != NULL)
+            list->owned = owned;
+        if (files == NULL || owned == NULL)
+            return TFENC_ERR_NO_MEMORY;
+        list->capacity = capacity;
+    }
+    size_t size = strlen(what) + strlen(setting) + 4;
+    char *description = malloc(size), *copy = strdup(path);
+    if (description == NULL || copy == NULL) {
+        free(description);
+        free(copy);
+        return TFENC_ERR_NO_MEMORY;
+    }
+    snprintf(description, size, setting[0] != '\0' ? "%s (%s)" : "%s", what, setting);
+    list->owned[2 * list->n] = description;
+    list->owned[2 * list->n + 1] = copy;
+    list->files[list->n++] = (tfenc_input_file){description, copy};
+    return TFENC_OK;
+}
+
+static void free_inputs(input_list *list)
+{
+    for (int i = 0; i < 2 * list->n; i++)
+        free(list->owned[i]);
+    free(list->owned);
+    free(list->files);
+}
+
+/* Every file the job reads: the job file, every path key read as an input
+ * (core/job/params.h: whatever key a new reader adds is in it) and the
+ * plugin files loaded. */
+static int list_inputs(run *r, input_list *list)
+{
+    int status = add_input(list, "the job file", "", r->job->path);
+    if (status == TFENC_OK)
+        status = tfenc_jobfile_each_input(r->job, add_input, list);
+    for (int i = 0; status == TFENC_OK && i < tfenc_plugin_registry_n_layers(r->registry); i++)
+        status = add_input(list, "the plugin",
+                           tfenc_plugin_registry_layer(r->registry, i)->descriptor->type,
+                           tfenc_plugin_registry_layer(r->registry, i)->file);
+    return status == TFENC_ERR_NO_MEMORY
+               ? tfenc_error(r->ctx, TFENC_ERR_NO_MEMORY, "out of memory")
+               : status;
+}
+
 /* Before the output is touched: it must not be one of the job's inputs
  * under another name, and this job must own it (rank 0 takes the lock and
  * holds it to the end). */
@@ -693,23 +856,65 @@ static int claim_output(run *r)
 {
     int status = TFENC_OK;
     if (r->rank == 0) {
-        int n_plugins = tfenc_plugin_registry_n_layers(r->registry);
-        tfenc_input_file *inputs = calloc((size_t)n_plugins + 4, sizeof *inputs);
-        if (inputs == NULL)
-            return agree_on_failure(r, tfenc_error(r->ctx, TFENC_ERR_NO_MEMORY, "out of memory"));
-        int n = 0;
-        inputs[n++] = (tfenc_input_file){"the job file", r->job->path};
-        inputs[n++] = (tfenc_input_file){"the corpus", r->settings.input};
-        inputs[n++] = (tfenc_input_file){"the weights", r->config.weights_path};
-        inputs[n++] = (tfenc_input_file){"the vocabulary", r->settings.vocabulary};
-        for (int i = 0; i < n_plugins; i++)
-            inputs[n++] = (tfenc_input_file){"the plugin",
-                                             tfenc_plugin_registry_layer(r->registry, i)->file};
-        status = tfenc_output_check_not_input(r->ctx, r->settings.output, inputs, n);
-        free(inputs);
+        input_list inputs = {0};
+        status = list_inputs(r, &inputs);
+        if (status == TFENC_OK)
+            status = tfenc_output_check_not_input(r->ctx, r->settings.output, inputs.files,
+                                                  inputs.n);
+        free_inputs(&inputs);
         if (status == TFENC_OK)
             status = tfenc_output_lock_take(r->ctx, r->settings.output, &r->lock);
     }
+    return agree_on_failure(r, status);
+}
+
+/* The plugin files the job loaded, each once, with the SHA-256 of the
+ * bytes loaded: part of the job's identity (output.h). Every rank must
+ * have loaded the same code (one node with another build would make other
+ * vectors, and the writers must store one value): refused otherwise,
+ * naming a file of the rank that differs. */
+typedef struct plugin_files {
+    const char **paths, **sha256;
+    int n;
+} plugin_files;
+
+static int list_plugin_files(run *r, plugin_files *files)
+{
+    const int n_layers = tfenc_plugin_registry_n_layers(r->registry);
+    files->paths = calloc((size_t)n_layers + 1, sizeof *files->paths);
+    files->sha256 = calloc((size_t)n_layers + 1, sizeof *files->sha256);
+    int status = files->paths == NULL || files->sha256 == NULL
+                     ? tfenc_error(r->ctx, TFENC_ERR_NO_MEMORY, "out of memory")
+                     : TFENC_OK;
+    /* Names and digests of every file, in load order, for the comparison. */
+    tfenc_sha256 all = {NULL};
+    if (status == TFENC_OK && tfenc_sha256_init(&all) != TFENC_OK)
+        status = tfenc_error(r->ctx, TFENC_ERR_NO_MEMORY, "out of memory");
+    for (int i = 0; status == TFENC_OK && i < n_layers; i++) {
+        const tfenc_plugin_layer *layer = tfenc_plugin_registry_layer(r->registry, i);
+        int seen = layer->file == NULL;
+        for (int j = 0; !seen && j < files->n; j++)
+            seen = strcmp(files->paths[j], layer->file) == 0;
+        if (seen)
+            continue;
+        files->paths[files->n] = layer->file;
+        files->sha256[files->n++] = layer->sha256;
+        const char *name = strrchr(layer->file, '/');
+        name = name != NULL ? name + 1 : layer->file;
+        tfenc_sha256_update(&all, name, strlen(name) + 1);
+        if (layer->sha256 != NULL)
+            tfenc_sha256_update(&all, layer->sha256, strlen(layer->sha256));
+    }
+    unsigned char mine[32] = {0}, first[32];
+    if (all.state != NULL)
+        tfenc_sha256_final(&all, mine);
+    memcpy(first, mine, sizeof first);
+    MPI_Bcast(first, sizeof first, MPI_UNSIGNED_CHAR, 0, MPI_COMM_WORLD);
+    if (status == TFENC_OK && memcmp(first, mine, sizeof mine) != 0)
+        status = tfenc_error(r->ctx, TFENC_ERR_PLUGIN,
+                             "the plugin files here (%s, ...) are not those rank 0 loaded "
+                             "(another build or another set): every rank must run the same "
+                             "plugin code", files->n > 0 ? files->paths[0] : "none");
     return agree_on_failure(r, status);
 }
 
@@ -720,9 +925,16 @@ static int open_output(run *r)
     char weights_sha256[65] = "", corpus_fingerprint[65] = "", vocabulary_fingerprint[65] = "";
     if (claim_output(r))
         return 1;
-    int status = TFENC_OK;
+    plugin_files plugins = {0};
+    if (list_plugin_files(r, &plugins)) {
+        free(plugins.paths);
+        free(plugins.sha256);
+        return 1;
+    }
+    /* Every layer has read its weights, the tokenizer its file, by now. */
+    int status = r->rank == 0 ? check_watched(r, NULL) : TFENC_OK;
     if (r->rank == 0)
-        status = tfenc_sha256_file(r->ctx, r->config.weights_path, weights_sha256);
+        memcpy(weights_sha256, r->weights_sha256, sizeof weights_sha256);
     if (agree_on_failure(r, status))
         return 1;
     MPI_Bcast(weights_sha256, sizeof weights_sha256, MPI_CHAR, 0, MPI_COMM_WORLD);
@@ -771,6 +983,8 @@ static int open_output(run *r)
             .vocabulary_path = r->settings.vocabulary,
             .vocabulary_fingerprint = r->settings.vocabulary != NULL ? vocabulary_fingerprint
                                                                      : NULL,
+            .plugin_paths = plugins.paths, .plugin_sha256 = plugins.sha256,
+            .n_plugins = plugins.n,
             .layout = layout, .job_path = r->request->job_path,
             .overrides = r->request->overrides, .n_overrides = r->request->n_overrides,
             .precision = tfenc_precision_names[r->config.precision],
@@ -794,6 +1008,8 @@ static int open_output(run *r)
     free(identity);
     free(precision_steps);
     free(provenance);
+    free(plugins.paths);
+    free(plugins.sha256);
     /* HDF5 cannot always shut down after a failed write to a new file. */
     if (status == TFENC_ERR_IO)
         r->result->skip_finalize = 1;
@@ -989,6 +1205,11 @@ static int encode_and_finish(run *r, double start)
         r->result->n_documents = r->n_documents;
         return 0;
     }
+    /* Complete only if every window was read from the corpus the job
+     * began with (a file cut short fails its read; one edited or replaced
+     * is found here). */
+    if (agree_on_failure(r, r->rank == 0 ? check_watched(r, r->settings.input) : TFENC_OK))
+        return 1;
     status = TFENC_OK;
     if (r->output != NULL) {
         status = tfenc_output_finish(r->ctx, r->output);
@@ -1036,6 +1257,7 @@ static void release_run(run *r)
     tfenc_model_config_free(&r->config);
     tfenc_job_settings_free(&r->settings);
     tfenc_jobfile_destroy(r->job);
+    free_watched(r);
     if (r->replica_comm != MPI_COMM_NULL)
         MPI_Comm_free(&r->replica_comm);
     if (r->writers_comm != MPI_COMM_NULL)

@@ -5,6 +5,7 @@
  * tokenizer.json support still load. */
 #include "tokenizer/tokenizer_internal.h"
 #include "base/hdf5_error.h"
+#include "base/hdf5_intact.h"
 
 #include <hdf5.h>
 #include <stdlib.h>
@@ -133,7 +134,8 @@ static int load_json(tfenc_context *ctx, const char *path, hid_t file,
         char detail[256];
         status = tfenc_error(ctx, TFENC_ERR_WEIGHTS, "weights %s: /tokenizer/json is not one "
                              "string: %s", path, tfenc_hdf5_error_detail(detail, sizeof detail));
-    } else {
+    } else if ((status = tfenc_hdf5_check_intact(ctx, file, path, "/tokenizer/json")) ==
+               TFENC_OK) {
         size_t length = strlen(path) + sizeof ":/tokenizer/json";
         char *source = malloc(length);
         if (source == NULL)
@@ -184,7 +186,7 @@ static int load_vocab(tfenc_context *ctx, const char *path, hid_t file,
         status = tfenc_error(ctx, TFENC_ERR_WEIGHTS, "weights %s: /tokenizer/vocab is not a list "
                              "of strings: %s", path, tfenc_hdf5_error_detail(detail, sizeof detail));
     } else {
-        status = TFENC_OK;
+        status = tfenc_hdf5_check_intact(ctx, file, path, "/tokenizer/vocab");
         for (hssize_t i = 0; i < count && status == TFENC_OK; i++)
             if (tokens[i] == NULL)
                 status = tfenc_error(ctx, TFENC_ERR_WEIGHTS, "weights %s: /tokenizer/vocab entry "

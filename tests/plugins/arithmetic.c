@@ -8,7 +8,9 @@
  *           `microseconds_per_token` per token, so that a test can stop a
  *           job part-way on any machine speed, or give ranks known speeds;
  *           the environment variable TFENC_TEST_SLOWDOWN (a factor, set
- *           for one rank by the launcher) makes a rank that much slower
+ *           for one rank by the launcher) makes a rank that much slower;
+ *           `create_milliseconds` sleeps in create, between the loads of
+ *           the layers before it and after it (to change a file meanwhile)
  *   overflow: x *= 1e38 twice over in the sequences that hold token id
  *           `on_token` (per-token batches), as finite but huge weights
  *           would: the host must stop before writing a non-finite row */
@@ -52,6 +54,14 @@ static int create_kind(tfenc_context *ctx, const tfenc_layer_init *init, void **
         if (status == TFENC_OK)
             status = tfenc_param_int(init->params, "microseconds_per_token", 0,
                                      &layer->microseconds_per_token);
+        long create_milliseconds = 0;
+        if (status == TFENC_OK)
+            status = tfenc_param_int(init->params, "create_milliseconds", 0,
+                                     &create_milliseconds);
+        struct timespec wait = {.tv_sec = (time_t)(create_milliseconds / 1000),
+                                .tv_nsec = (create_milliseconds % 1000) * 1000000L};
+        if (status == TFENC_OK && create_milliseconds > 0)
+            nanosleep(&wait, NULL);
         const char *slowdown = getenv("TFENC_TEST_SLOWDOWN");
         layer->slowdown = slowdown != NULL ? atof(slowdown) : 1.0;
         if (!(layer->slowdown > 0))
