@@ -412,7 +412,7 @@ int tfenc_param_input_path(tfenc_params *params, const char *key, const char *wh
 {
     tfenc_job_entry *entry;
     *path = NULL;
-    int status = lookup(params, key, TFENC_PARAM_STRING, &entry);
+    int status = lookup(params, key, TFENC_PARAM_STRING, &entry, NULL);
     if (status != TFENC_OK || entry == NULL)
         return status;
     entry->input = what;
