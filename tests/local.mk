@@ -44,6 +44,13 @@ tests_test_files_SOURCES = tests/test_files.c
 tests_test_files_CFLAGS = $(TEST_CFLAGS)
 tests_test_files_LDADD = $(TEST_LIBS)
 
+# Job-file lines without a length cap (issue 24 item 10).
+check_PROGRAMS += tests/test_jobfile_lines
+TESTS += tests/test_jobfile_lines
+tests_test_jobfile_lines_SOURCES = tests/test_jobfile_lines.c
+tests_test_jobfile_lines_CFLAGS = $(TEST_CFLAGS)
+tests_test_jobfile_lines_LDADD = $(TEST_LIBS)
+
 # Plugins that the loader must refuse: an older ABI, and no entry symbol.
 check_LTLIBRARIES += tests/plugins/old_abi.la tests/plugins/no_entry.la
 tests_plugins_old_abi_la_SOURCES = tests/plugins/old_abi.c
@@ -83,6 +90,12 @@ clean-local:
 
 dist_check_SCRIPTS += tests/bad_inputs.sh
 TESTS += tests/bad_inputs.sh
+
+# Issue 24's careless inputs beyond the job keys: the files tfenc-import and
+# --status open, sizes in a model's files, imported job files, inconsistent
+# outputs, crashing plugins, early signals.
+dist_check_SCRIPTS += tests/careless_inputs.sh
+TESTS += tests/careless_inputs.sh
 
 # The plugin ABI is plugin.h: libtfenc's exports against the header (nm -D).
 dist_check_SCRIPTS += tests/exports.sh

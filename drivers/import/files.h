@@ -14,11 +14,18 @@
  * of memory. */
 char *import_join_path(const char *directory, const char *name);
 
-/* 1 if `path` is a regular file. */
+/* 1 if something is at `path` (core/base/files.h, tfenc_file_present): an
+ * optional file is absent only when nothing is there; a FIFO, directory or
+ * device in its place is then refused by the reader, never skipped. */
 int import_file_exists(const char *path);
 
-/* Reads the whole file into a malloc'ed NUL-terminated *text (*length bytes
- * before the NUL when length is not NULL). */
+/* The cap on a model folder's text files (JSON configurations, vocab.txt,
+ * tokenizer.json, which reaches ~20 MB for 250k pieces). */
+#define IMPORT_MAX_FILE_BYTES ((size_t)1 << 28)
+
+/* Reads the whole regular file into a malloc'ed NUL-terminated *text
+ * (*length bytes before the NUL when length is not NULL); a FIFO, directory
+ * or device, or a file above IMPORT_MAX_FILE_BYTES, is refused naming it. */
 int import_read_text_file(tfenc_context *ctx, const char *path, char **text, size_t *length);
 
 /* Parses a JSON object file into *json (numbers as reals: Hugging Face files

@@ -1,0 +1,126 @@
+#!/bin/sh
+# Issue 24's hostile and careless inputs beyond tfenc-batch's job keys
+# (those are tests/bad_inputs.sh's): every file tfenc-import and
+# `tfenc-batch --status` open, sizes read from a model's files, job files
+# the importer writes, output files whose datasets contradict their names,
+# plugins that crash while loading, and signals during start-up.
+#
+# Each refusal must be one line of the driver's own on stderr that matches
+# a pattern, a non-zero exit, within 60 s (a hang fails instead of
+# blocking), never a crash.
+set -u
+: "${top_builddir:=.}" "${top_srcdir:=.}" "${REFERENCE_PYTHON:=/usr/bin/python3}"
+: "${MPIEXEC:=mpiexec}"
+work="$top_builddir/tests/data/generated/careless-inputs"
+rm -rf "$work"
+mkdir -p "$work"
+cd "$work" || exit 1
+builddir=$(cd "$OLDPWD" && cd "$top_builddir" && pwd)
+srcdir=$(cd "$OLDPWD" && cd "$top_srcdir" && pwd)
+batch="$builddir/drivers/tfenc-batch"
+import="$builddir/drivers/tfenc-import"
+python=$REFERENCE_PYTHON
+
+"$python" "$srcdir/tests/import/make_checkpoint.py" bert checkpoint >/dev/null || exit 1
+mkfifo a-fifo
+mkdir a-directory
+
+passed=0
+failed=0
+report() { # NAME WHY
+  if [ -z "$2" ]; then
+    passed=$((passed + 1))
+    echo "ok   $1: $(head -c 300 stderr.txt | tr '\n' ' ')"
+  else
+    failed=$((failed + 1))
+    echo "FAIL $1:$2"
+    sed 's/^/     stderr: /' stderr.txt | head -n 20
+  fi
+}
+
+# one_line PROGRAM PATTERN: the checks every refusal gets, from $code and
+# stderr.txt; sets why.
+one_line() {
+  why=""
+  [ "$code" -ne 0 ] || why="exit status 0"
+  [ "$code" -ne 124 ] || why="no exit within 60 s"
+  [ "$code" -lt 128 ] || why="killed by a signal ($code)"
+  lines=$(wc -l < stderr.txt)
+  [ "$lines" -eq 1 ] || why="$why; $lines lines on stderr"
+  grep -qE -- "^$1: .*$2" stderr.txt || why="$why; message does not match '$2'"
+}
+
+# A copy of the good checkpoint to break: copy NAME.
+copy() { rm -rf "$1"; cp -r checkpoint "$1"; }
+
+# import_error NAME PATTERN DIR: tfenc-import refuses DIR in one line.
+import_error() {
+  rm -f imported.h5
+  timeout 60 "$import" "$3" -o imported.h5 --job imported.ini > stdout.txt 2> stderr.txt < /dev/null
+  code=$?
+  one_line tfenc-import "$2"
+  [ ! -e imported.h5 ] || why="$why; imported.h5 was written"
+  report "$1 [import]" "$why"
+}
+
+# status_error NAME PATTERN FILE: tfenc-batch --status refuses FILE in one line.
+status_error() {
+  timeout 60 "$batch" --status "$3" > stdout.txt 2> stderr.txt < /dev/null
+  code=$?
+  one_line tfenc-batch "$2"
+  report "$1 [--status]" "$why"
+}
+
+# --- item 5: every file tfenc-import reads, replaced by a FIFO (a reader
+# would wait for a writer), a directory, /dev/zero (never ends) or a link to
+# one of them; an optional file in such a state is refused, not skipped.
+for file in config.json model.safetensors vocab.txt tokenizer.json tokenizer_config.json \
+    special_tokens_map.json sentence_bert_config.json modules.json 1_Pooling/config.json \
+    config_sentence_transformers.json; do
+  for kind in fifo directory zero fifo-link; do
+    copy broken
+    rm -f "broken/$file"
+    case $kind in
+    fifo) mkfifo "broken/$file"; what="is a FIFO or pipe" ;;
+    directory) mkdir "broken/$file"; what="is a directory" ;;
+    zero) ln -s /dev/zero "broken/$file"; what="is a character device" ;;
+    fifo-link) ln -s "$PWD/a-fifo" "broken/$file"; what="is a FIFO or pipe" ;;
+    esac
+    import_error "$file is $kind" "broken/$file: $what" broken
+  done
+done
+status_error "output is a FIFO" "--status a-fifo: is a FIFO or pipe" a-fifo
+status_error "output is a directory" "--status a-directory: is a directory" a-directory
+status_error "output is /dev/zero" "--status /dev/zero: is a character device" /dev/zero
+ln -s a-fifo fifo-link.h5
+status_error "output is a link to a FIFO" "--status fifo-link.h5: is a FIFO or pipe" fifo-link.h5
+
+# --- item 10: what tfenc-import writes, tfenc-batch loads: a 340-character
+# prompt and an output path of 300 characters.
+copy prompt
+"$python" - <<'PY' || exit 1
+import json
+prompt = "Represent this sentence for searching relevant passages, " * 6
+assert len(prompt) >= 340
+json.dump({"prompts": {"query": prompt[:340], "passage": ""}, "default_prompt_name": "query"},
+          open("prompt/config_sentence_transformers.json", "w"))
+PY
+part=$(printf 'long-directory-name-%.0s' 1 2 3 4 5)
+long=$part/$part/$part
+mkdir -p "$long"
+timeout 60 "$import" prompt -o "$PWD/$long/model.h5" --job "$long/job.ini" > stdout.txt 2> stderr.txt
+code=$?
+why=""
+[ "$code" -eq 0 ] || why="tfenc-import exit status $code"
+longest=$(awk '{ if (length($0) > n) n = length($0) } END { print n + 0 }' "$long/job.ini" 2>/dev/null)
+[ "${longest:-0}" -gt 300 ] || why="$why; the job file's longest line has ${longest:-0} characters, expected more than 300"
+if [ -z "$why" ]; then
+  printf 'hello world\n' > "$long/corpus.txt"
+  (cd "$long" && timeout 60 "$batch" --quiet --dry-run job.ini) > stdout.txt 2> stderr.txt
+  code=$?
+  [ "$code" -eq 0 ] || why="tfenc-batch --dry-run on the imported job: exit status $code"
+fi
+report "imported job with a 340-character prompt and a long path loads" "$why"
+
+echo "$passed passed, $failed failed"
+[ "$failed" -eq 0 ]
