@@ -122,5 +122,33 @@ if [ -z "$why" ]; then
 fi
 report "imported job with a 340-character prompt and a long path loads" "$why"
 
+# --- item 7: a token id of 2147483647 in tokenizer.json (its size, id + 1,
+# overflowed an int and the check against the model's vocab_size was
+# skipped): refused when the tokenizer is read, by tfenc-import and by a job.
+copy huge-id
+"$python" - <<'PY' || exit 1
+import json
+tokens = [line.rstrip("\n") for line in open("huge-id/vocab.txt", encoding="utf-8")]
+vocab = {token: i for i, token in enumerate(tokens)}
+vocab["hugeid"] = 2147483647
+json.dump({"version": "1.0", "added_tokens": [], "normalizer": None,
+           "pre_tokenizer": {"type": "BertPreTokenizer"}, "post_processor": None,
+           "decoder": None,
+           "model": {"type": "WordPiece", "unk_token": "[UNK]", "continuing_subword_prefix": "##",
+                     "max_input_chars_per_word": 100, "vocab": vocab}},
+          open("huge-id/tokenizer.json", "w"))
+PY
+import_error "tokenizer.json id 2147483647" "huge-id/tokenizer.json: .*id 2147483647 is outside 0..2147483646" huge-id
+# The same file named by a job, whose model imported without it.
+rm -f good.h5 good.ini
+"$import" checkpoint -o good.h5 --job good.ini > /dev/null 2>&1 || exit 1
+printf 'hello world\n' > corpus.txt
+timeout 60 "$batch" --quiet --set tokenizer.json=huge-id/tokenizer.json --set job.output=huge.h5 \
+  good.ini > stdout.txt 2> stderr.txt < /dev/null
+code=$?
+one_line tfenc-batch "huge-id/tokenizer.json: .*id 2147483647 is outside 0..2147483646"
+[ ! -e huge.h5 ] || why="$why; huge.h5 was written"
+report "[tokenizer] json with id 2147483647 [batch]" "$why"
+
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]

@@ -409,6 +409,12 @@ int tokenizer_finish(tfenc_context *ctx, tfenc_tokenizer *t)
     for (int i = 0; i < t->n_suffix; i++)
         if (t->suffix_ids[i] > largest)
             largest = t->suffix_ids[i];
+    /* Added tokens take the id after the largest: that one may be past
+     * int32's last id, whose successor (the size) would not be an int32. */
+    if (largest == INT32_MAX)
+        return tfenc_error(ctx, TFENC_ERR_CONFIG,
+                           "%s: an added token takes id 2147483647, past the last id a "
+                           "vocabulary may have (2147483646)", t->source);
     t->vocab_size = largest + 1;
     if (t->model.kind != MODEL_BPE || t->model.byte_fallback)
         model_find_byte_ids(&t->model);
