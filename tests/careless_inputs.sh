@@ -150,5 +150,19 @@ one_line tfenc-batch "huge-id/tokenizer.json: .*id 2147483647 is outside 0..2147
 [ ! -e huge.h5 ] || why="$why; huge.h5 was written"
 report "[tokenizer] json with id 2147483647 [batch]" "$why"
 
+# --- item 9: a pooling mode tfenc does not know, set to true, was ignored
+# (the model imported with the known mode that was also true).
+copy unknown-pooling
+"$python" - <<'PY' || exit 1
+import json
+path = "unknown-pooling/1_Pooling/config.json"
+config = json.load(open(path))
+config["pooling_mode_attention_tokens"] = True
+json.dump(config, open(path, "w"))
+PY
+import_error "unknown pooling mode set" \
+  "unknown-pooling/1_Pooling/config.json: unknown pooling mode 'pooling_mode_attention_tokens' is set" \
+  unknown-pooling
+
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]
