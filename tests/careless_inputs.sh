@@ -150,6 +150,25 @@ one_line tfenc-batch "huge-id/tokenizer.json: .*id 2147483647 is outside 0..2147
 [ ! -e huge.h5 ] || why="$why; huge.h5 was written"
 report "[tokenizer] json with id 2147483647 [batch]" "$why"
 
+# --- item 8: every size in config.json bounded before it sizes anything
+# (num_hidden_layers = 1e9 overflowed an int, 1e7 asked for 50 GB), the
+# message naming the key.
+for pair in num_hidden_layers=1e9 num_hidden_layers=1e7 num_hidden_layers=5000 \
+    hidden_size=1e9 hidden_size=131072 num_attention_heads=2147483648 \
+    intermediate_size=1e12 intermediate_size=4194304 vocab_size=1e9 vocab_size=2147483647 \
+    max_position_embeddings=1e30 max_position_embeddings=33554432 type_vocab_size=1e9 \
+    pad_token_id=2147483647; do
+  key=${pair%%=*} value=${pair#*=}
+  copy big-size
+  "$python" - "$key" "$value" <<'PY' || exit 1
+import json, sys
+config = json.load(open("big-size/config.json"))
+config[sys.argv[1]] = float(sys.argv[2]) if "e" in sys.argv[2] else int(sys.argv[2])
+json.dump(config, open("big-size/config.json", "w"))
+PY
+  import_error "config.json $key = $value" "big-size/config.json: key '$key' = [0-9.e+]+ is out of range \(expected an integer in [0-9]+\.\.[0-9]+\)" big-size
+done
+
 # --- item 9: a pooling mode tfenc does not know, set to true, was ignored
 # (the model imported with the known mode that was also true).
 copy unknown-pooling

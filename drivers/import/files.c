@@ -66,10 +66,10 @@ int import_load_json(tfenc_context *ctx, const char *path, json_t **json, char *
     return TFENC_OK;
 }
 
-/* An integral number in [minimum, INT_MAX]; `default_value` when absent
- * (a negative default_value below minimum makes the key required). */
+/* An integral number in [minimum, maximum]; `default_value` when absent
+ * (a default_value below minimum makes the key required). */
 int import_json_int(tfenc_context *ctx, const char *path, json_t *object, const char *key,
-                    int minimum, int default_value, int *value)
+                    int minimum, int maximum, int default_value, int *value)
 {
     json_t *item = json_object_get(object, key);
     if (item == NULL || json_is_null(item)) {
@@ -80,10 +80,14 @@ int import_json_int(tfenc_context *ctx, const char *path, json_t *object, const 
         return TFENC_OK;
     }
     double number = json_number_value(item);
-    if (!json_is_number(item) || number != floor(number) || number < minimum
-        || number > INT_MAX)
+    if (!json_is_number(item) || number != floor(number))
+        return tfenc_error(ctx, TFENC_ERR_CONFIG, "%s: key '%s' must be an integer in %d..%d",
+                           path, key, minimum, maximum);
+    /* Compared as doubles: 1e9 or 1e30 must not be converted to int first. */
+    if (number < minimum || number > maximum)
         return tfenc_error(ctx, TFENC_ERR_CONFIG,
-                           "%s: key '%s' must be an integer >= %d", path, key, minimum);
+                           "%s: key '%s' = %.15g is out of range (expected an integer in "
+                           "%d..%d)", path, key, number, minimum, maximum);
     *value = (int)number;
     return TFENC_OK;
 }

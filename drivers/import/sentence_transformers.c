@@ -87,7 +87,7 @@ int import_read_pooling(importer *self, const char *directory)
         goto done;
     }
     int width;
-    if ((status = import_json_int(ctx, path, json, "word_embedding_dimension", 1,
+    if ((status = import_json_int(ctx, path, json, "word_embedding_dimension", 1, IMPORT_MAX_WIDTH,
                                   self->config.d_model, &width)) != TFENC_OK)
         goto done;
     if (width != self->config.d_model) {
