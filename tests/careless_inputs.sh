@@ -169,6 +169,86 @@ PY
   import_error "config.json $key = $value" "big-size/config.json: key '$key' = [0-9.e+]+ is out of range \(expected an integer in [0-9]+\.\.[0-9]+\)" big-size
 done
 
+# --- item 11: --status checks types and shapes against the attributes: it
+# said "complete, 50 of 50" for each of these. From one complete output:
+"$python" - <<'PY' || exit 1
+import json
+json.dump({"version": "1.0", "added_tokens": [], "normalizer": None,
+           "pre_tokenizer": {"type": "BertPreTokenizer"}, "post_processor": None, "decoder": None,
+           "model": {"type": "WordPiece", "unk_token": "[UNK]", "continuing_subword_prefix": "##",
+                     "max_input_chars_per_word": 100,
+                     "vocab": {t.rstrip("\n"): i for i, t in enumerate(open("checkpoint/vocab.txt"))}}},
+          open("no-specials.json", "w"))
+open("fifty.txt", "w").write("hello world\n" * 50)
+PY
+"$batch" --quiet --set job.input=fifty.txt --set job.output=complete.h5 good.ini > /dev/null 2>&1 \
+  || { echo "FAIL: cannot write complete.h5"; exit 1; }
+"$python" - <<'PY' || exit 1
+import shutil
+import h5py, numpy as np
+def variant(name, change):
+    shutil.copy("complete.h5", name)
+    with h5py.File(name, "r+") as f:
+        change(f)
+def int8_rows(f):
+    del f["embeddings"]
+    f["embeddings"] = np.array([1, 2, 3], dtype=np.int8)
+def wide_rows(f):
+    rows = f["embeddings"][:]
+    del f["embeddings"]
+    f["embeddings"] = np.concatenate([rows, rows], axis=1)
+def empty_document(f):
+    f["lengths"][7] = 0
+def unwritten_document(f):
+    f["lengths"][9] = -1
+def short_lengths(f):
+    lengths = f["lengths"][:]
+    del f["lengths"]
+    f["lengths"] = lengths[:40]
+def array_complete(f):
+    f.attrs["complete"] = np.array([1, 1, 1], dtype=np.int32)
+def float_complete(f):
+    f.attrs["complete"] = 1.0
+def two_complete(f):
+    f.attrs["complete"] = np.int32(2)
+for change in (int8_rows, wide_rows, empty_document, unwritten_document, short_lengths,
+               array_complete, float_complete, two_complete):
+    variant(change.__name__ + ".h5", change)
+PY
+status_error "embeddings of 3 int8" \
+  "int8_rows.h5: inconsistent: dataset 'embeddings' holds \[3\] int8 values, expected \[n_documents 50, d_model 16\] floating-point" int8_rows.h5
+status_error "embeddings twice as wide" \
+  "wide_rows.h5: inconsistent: dataset 'embeddings' holds \[50, 32\] float32 values" wide_rows.h5
+status_error "a finished document of length 0" \
+  "empty_document.h5: inconsistent: document 7 has length 0" empty_document.h5
+status_error "complete with a document unwritten" \
+  "unwritten_document.h5: inconsistent: complete = 1 but 1 of 50 documents are not written" unwritten_document.h5
+status_error "lengths shorter than n_documents" \
+  "short_lengths.h5: inconsistent: dataset 'lengths' holds \[40\] int32 values, expected \[n_documents 50\]" short_lengths.h5
+status_error "complete is an array" \
+  "array_complete.h5: inconsistent: attribute 'complete' is \[3\] of int32, expected one integer" array_complete.h5
+status_error "complete is a float" \
+  "float_complete.h5: inconsistent: attribute 'complete' is a scalar of float64" float_complete.h5
+status_error "complete is 2" "two_complete.h5: inconsistent: attribute 'complete' is 2, expected 0 or 1" two_complete.h5
+# ... while the file they came from is complete.
+timeout 60 "$batch" --status complete.h5 > stdout.txt 2> stderr.txt
+code=$?
+why=""
+[ "$code" -eq 0 ] || why="exit status $code"
+grep -q "^documents: 50 of 50 finished" stdout.txt || why="$why; no '50 of 50 finished' line"
+report "the complete file itself [--status]" "$why"
+
+# A text document of no tokens (a tokenizer without special tokens and an
+# empty line) is refused as an HDF5 document of no tokens is; it reached the
+# pooling layer, which said "forward set rows from 2 to 3".
+printf 'hello\n\nworld\n' > empty-line.txt
+rm -f empty-line.h5
+timeout 60 "$batch" --quiet --set tokenizer.json=no-specials.json --set job.input=empty-line.txt \
+  --set job.output=empty-line.h5 good.ini > stdout.txt 2> stderr.txt < /dev/null
+code=$?
+one_line tfenc-batch "empty-line.txt: document 1 has no tokens \(an encoder needs at least one\)"
+report "text document of no tokens [batch]" "$why"
+
 # --- item 9: a pooling mode tfenc does not know, set to true, was ignored
 # (the model imported with the known mode that was also true).
 copy unknown-pooling
