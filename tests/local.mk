@@ -96,6 +96,12 @@ TESTS += tests/bad_inputs.sh
 # outputs, crashing plugins, early signals.
 dist_check_SCRIPTS += tests/careless_inputs.sh
 TESTS += tests/careless_inputs.sh
+# Preloaded by careless_inputs.sh: SIGTERM raised at MPI_Init's entry.
+check_LTLIBRARIES += tests/preload/signal_in_mpi_init.la
+tests_preload_signal_in_mpi_init_la_SOURCES = tests/preload/signal_in_mpi_init.c
+tests_preload_signal_in_mpi_init_la_LDFLAGS = -module -avoid-version -shared -rpath /nowhere \
+	$(SANITIZER_FLAGS)
+tests_preload_signal_in_mpi_init_la_LIBADD = $(MPI_LIBS)
 
 # The plugin ABI is plugin.h: libtfenc's exports against the header (nm -D).
 dist_check_SCRIPTS += tests/exports.sh
