@@ -274,6 +274,28 @@ for ranks in 1 2; do
   report "SIGTERM during MPI_Init [$ranks]" "$why"
 done
 
+# A plugin whose constructor crashes: refused in one line naming the file;
+# the probe process printed Open MPI's 25-line crash report first.
+mkdir plugins-crash
+cp "$builddir/tests/plugins/hostile/.libs/crash_layer.so" plugins-crash/
+sed 's#^\[model\]#[model]\nplugin_path = plugins-crash#' good.ini > crash.ini
+printf '\n[crash]\ntype = crash_layer\n' >> crash.ini
+for ranks in 1 2; do
+  if [ "$ranks" -eq 1 ]; then
+    timeout 60 "$batch" --quiet --set job.input=fifty.txt --set job.output=crash.h5 crash.ini \
+      > stdout.txt 2> raw-stderr.txt < /dev/null
+  else
+    timeout 60 $MPIEXEC -n 2 "$batch" --quiet --set job.input=fifty.txt --set job.output=crash.h5 \
+      crash.ini > stdout.txt 2> raw-stderr.txt < /dev/null
+  fi
+  code=$?
+  awk '/^-----+$/ { framed = !framed; next } !framed && !/^\[[^]]*\] / { print }' raw-stderr.txt > stderr.txt
+  one_line tfenc-batch "plugin [^ ]*plugins-crash/crash_layer.so: crashes while loading: Segmentation fault"
+  # Open MPI's handler prints "[host:pid] *** Process received signal ***".
+  ! grep -q "Process received signal" raw-stderr.txt || why="$why; a crash report on stderr"
+  report "plugin crashes while loading [$ranks]" "$why"
+done
+
 # --- item 9: a pooling mode tfenc does not know, set to true, was ignored
 # (the model imported with the known mode that was also true).
 copy unknown-pooling

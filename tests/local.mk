@@ -71,7 +71,7 @@ tests_plugins_arithmetic_la_LIBADD = core/libtfenc.la
 HOSTILE_PLUGIN_FLAGS = -module -avoid-version -shared -rpath /nowhere $(SANITIZER_FLAGS)
 check_LTLIBRARIES += tests/plugins/hostile/exit_layer.la tests/plugins/hostile/exit_create.la \
 	tests/plugins/hostile/shadow.la tests/plugins/hostile/marker.la \
-	tests/plugins/hostile/undeclared_key.la
+	tests/plugins/hostile/undeclared_key.la tests/plugins/hostile/crash_layer.la
 tests_plugins_hostile_exit_layer_la_SOURCES = tests/plugins/hostile/exit_layer.c tests/plugins/hostile/common.h
 tests_plugins_hostile_exit_layer_la_LDFLAGS = $(HOSTILE_PLUGIN_FLAGS)
 tests_plugins_hostile_exit_create_la_SOURCES = tests/plugins/hostile/exit_create.c tests/plugins/hostile/common.h
@@ -82,6 +82,8 @@ tests_plugins_hostile_marker_la_SOURCES = tests/plugins/hostile/marker.c tests/p
 tests_plugins_hostile_marker_la_LDFLAGS = $(HOSTILE_PLUGIN_FLAGS)
 tests_plugins_hostile_undeclared_key_la_SOURCES = tests/plugins/hostile/undeclared_key.c tests/plugins/hostile/common.h
 tests_plugins_hostile_undeclared_key_la_LDFLAGS = $(HOSTILE_PLUGIN_FLAGS)
+tests_plugins_hostile_crash_layer_la_SOURCES = tests/plugins/hostile/crash_layer.c tests/plugins/hostile/common.h
+tests_plugins_hostile_crash_layer_la_LDFLAGS = $(HOSTILE_PLUGIN_FLAGS)
 tests_plugins_hostile_undeclared_key_la_LIBADD = core/libtfenc.la
 
 # Reference models, example outputs and other data the tests generate.
