@@ -12,6 +12,7 @@ set -u
 : "${top_builddir:=.}" "${top_srcdir:=.}" "${REFERENCE_PYTHON:=/usr/bin/python3}"
 : "${MPIEXEC:=mpiexec}"
 work="$top_builddir/tests/data/generated/careless-inputs"
+umount "$work/small-shm" 2>/dev/null # left by a run that was killed (item 6)
 rm -rf "$work"
 mkdir -p "$work"
 cd "$work" || exit 1
@@ -294,6 +295,41 @@ for ranks in 1 2; do
   # Open MPI's handler prints "[host:pid] *** Process received signal ***".
   ! grep -q "Process received signal" raw-stderr.txt || why="$why; a crash report on stderr"
   report "plugin crashes while loading [$ranks]" "$why"
+done
+
+# --- item 6: Open MPI's shared-memory directory cannot back the node's
+# window (a 4 MiB tmpfs, when root can mount one; a directory that does not
+# exist, always): the job ended with MPI_ERR_INTERN in
+# MPI_Win_allocate_shared; now one line says why and each rank keeps its own
+# copy, with the vectors of the 1-rank run (complete.h5), at 2 ranks.
+backing_dirs=$PWD/no-such-directory
+if [ "$(id -u)" -eq 0 ] && mkdir -p small-shm && mount -t tmpfs -o size=4m tmpfs small-shm 2>/dev/null; then
+  work_abs=$PWD
+  trap 'umount "$work_abs/small-shm" 2>/dev/null' EXIT
+  backing_dirs="$PWD/small-shm $backing_dirs"
+else
+  echo "note shared window on a 4 MiB tmpfs: not run (mounting one needs root); the missing directory is"
+fi
+for backing in $backing_dirs; do
+  rm -f per-rank.h5
+  OMPI_MCA_osc_sm_backing_directory=$backing timeout 60 $MPIEXEC -n 2 \
+    -x OMPI_MCA_osc_sm_backing_directory "$batch" --quiet --set job.input=fifty.txt \
+    --set job.output=per-rank.h5 good.ini > stdout.txt 2> raw-stderr.txt < /dev/null
+  code=$?
+  awk '/^-----+$/ { framed = !framed; next } !framed && !/^\[[^]]*\] / { print }' raw-stderr.txt > stderr.txt
+  why=""
+  [ "$code" -eq 0 ] || why="exit status $code"
+  [ "$(wc -l < stderr.txt)" -eq 1 ] || why="$why; $(wc -l < stderr.txt) lines on stderr"
+  grep -qE "^tfenc-batch: weights good.h5 are not shared by the ranks of a node \(cannot make a [0-9.]+ MiB shared window for the node's weights: Open MPI's shared-memory directory $backing \(osc_sm_backing_directory\).*\): each rank keeps its own copy" \
+    stderr.txt || why="$why; no line saying the weights are not shared, and why"
+  ! grep -q "MPI_ERR\|not enough space" raw-stderr.txt || why="$why; Open MPI's error on stderr"
+  if [ -z "$why" ] && ! "$python" -c '
+import sys, h5py, numpy as np
+a, b = h5py.File("per-rank.h5", "r"), h5py.File("complete.h5", "r")
+sys.exit(0 if a.attrs["complete"] == 1 and np.array_equal(a["embeddings"][:], b["embeddings"][:]) else 1)'; then
+    why="per-rank.h5 is not complete or differs from the 1-rank output"
+  fi
+  report "shared window in $(basename "$backing") [2]" "$why"
 done
 
 # --- item 9: a pooling mode tfenc does not know, set to true, was ignored
