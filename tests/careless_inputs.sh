@@ -57,7 +57,7 @@ copy() { rm -rf "$1"; cp -r checkpoint "$1"; }
 # import_error NAME PATTERN DIR: tfenc-import refuses DIR in one line.
 import_error() {
   rm -f imported.h5
-  timeout 60 "$import" "$3" -o imported.h5 --job imported.ini > stdout.txt 2> stderr.txt < /dev/null
+  timeout -k 5 60 "$import" "$3" -o imported.h5 --job imported.ini > stdout.txt 2> stderr.txt < /dev/null
   code=$?
   one_line tfenc-import "$2"
   [ ! -e imported.h5 ] || why="$why; imported.h5 was written"
@@ -66,7 +66,7 @@ import_error() {
 
 # status_error NAME PATTERN FILE: tfenc-batch --status refuses FILE in one line.
 status_error() {
-  timeout 60 "$batch" --status "$3" > stdout.txt 2> stderr.txt < /dev/null
+  timeout -k 5 60 "$batch" --status "$3" > stdout.txt 2> stderr.txt < /dev/null
   code=$?
   one_line tfenc-batch "$2"
   report "$1 [--status]" "$why"
@@ -109,7 +109,7 @@ PY
 part=$(printf 'long-directory-name-%.0s' 1 2 3 4 5)
 long=$part/$part/$part
 mkdir -p "$long"
-timeout 60 "$import" prompt -o "$PWD/$long/model.h5" --job "$long/job.ini" > stdout.txt 2> stderr.txt
+timeout -k 5 60 "$import" prompt -o "$PWD/$long/model.h5" --job "$long/job.ini" > stdout.txt 2> stderr.txt
 code=$?
 why=""
 [ "$code" -eq 0 ] || why="tfenc-import exit status $code"
@@ -117,7 +117,7 @@ longest=$(awk '{ if (length($0) > n) n = length($0) } END { print n + 0 }' "$lon
 [ "${longest:-0}" -gt 300 ] || why="$why; the job file's longest line has ${longest:-0} characters, expected more than 300"
 if [ -z "$why" ]; then
   printf 'hello world\n' > "$long/corpus.txt"
-  (cd "$long" && timeout 60 "$batch" --quiet --dry-run job.ini) > stdout.txt 2> stderr.txt
+  (cd "$long" && timeout -k 5 60 "$batch" --quiet --dry-run job.ini) > stdout.txt 2> stderr.txt
   code=$?
   [ "$code" -eq 0 ] || why="tfenc-batch --dry-run on the imported job: exit status $code"
 fi
@@ -144,7 +144,7 @@ import_error "tokenizer.json id 2147483647" "huge-id/tokenizer.json: .*id 214748
 rm -f good.h5 good.ini
 "$import" checkpoint -o good.h5 --job good.ini > /dev/null 2>&1 || exit 1
 printf 'hello world\n' > corpus.txt
-timeout 60 "$batch" --quiet --set tokenizer.json=huge-id/tokenizer.json --set job.output=huge.h5 \
+timeout -k 5 60 "$batch" --quiet --set tokenizer.json=huge-id/tokenizer.json --set job.output=huge.h5 \
   good.ini > stdout.txt 2> stderr.txt < /dev/null
 code=$?
 one_line tfenc-batch "huge-id/tokenizer.json: .*id 2147483647 is outside 0..2147483646"
@@ -232,7 +232,7 @@ status_error "complete is a float" \
   "float_complete.h5: inconsistent: attribute 'complete' is a scalar of float64" float_complete.h5
 status_error "complete is 2" "two_complete.h5: inconsistent: attribute 'complete' is 2, expected 0 or 1" two_complete.h5
 # ... while the file they came from is complete.
-timeout 60 "$batch" --status complete.h5 > stdout.txt 2> stderr.txt
+timeout -k 5 60 "$batch" --status complete.h5 > stdout.txt 2> stderr.txt
 code=$?
 why=""
 [ "$code" -eq 0 ] || why="exit status $code"
@@ -244,11 +244,25 @@ report "the complete file itself [--status]" "$why"
 # pooling layer, which said "forward set rows from 2 to 3".
 printf 'hello\n\nworld\n' > empty-line.txt
 rm -f empty-line.h5
-timeout 60 "$batch" --quiet --set tokenizer.json=no-specials.json --set job.input=empty-line.txt \
+timeout -k 5 60 "$batch" --quiet --set tokenizer.json=no-specials.json --set job.input=empty-line.txt \
   --set job.output=empty-line.h5 good.ini > stdout.txt 2> stderr.txt < /dev/null
 code=$?
 one_line tfenc-batch "empty-line.txt: document 1 has no tokens \(an encoder needs at least one\)"
 report "text document of no tokens [batch]" "$why"
+
+# --- item 5, continued: tfenc-batch's own file, the remembered throughput: a FIFO in its place
+# blocked every job forever (in --dry-run's estimate, then in the summary).
+mkdir -p fifo-home/.cache/tfenc
+mkfifo fifo-home/.cache/tfenc/throughput
+rm -f fifo-home.h5
+HOME=$PWD/fifo-home XDG_CACHE_HOME= timeout -k 5 60 "$batch" --quiet --set job.input=fifty.txt \
+  --set job.output=fifo-home.h5 good.ini > stdout.txt 2> stderr.txt < /dev/null
+code=$?
+why=""
+[ "$code" -eq 0 ] || why="exit status $code"
+[ ! -s stderr.txt ] || why="$why; stderr is not empty"
+[ -p fifo-home/.cache/tfenc/throughput ] || why="$why; the FIFO was replaced"
+report "throughput file is a FIFO [batch]" "$why"
 
 # --- item 12: SIGTERM while MPI_Init runs (the first ~0.2 s of a job)
 # ended the process with 143 and no word; the handler is installed before
@@ -261,10 +275,10 @@ export ASAN_OPTIONS
 for ranks in 1 2; do
   rm -f stopped.h5
   if [ "$ranks" -eq 1 ]; then
-    LD_PRELOAD=$shim timeout 60 "$batch" --quiet --set job.input=fifty.txt --set job.output=stopped.h5 \
+    LD_PRELOAD=$shim timeout -k 5 60 "$batch" --quiet --set job.input=fifty.txt --set job.output=stopped.h5 \
       good.ini > stdout.txt 2> raw-stderr.txt < /dev/null
   else
-    timeout 60 $MPIEXEC -n 2 -x LD_PRELOAD="$shim" "$batch" --quiet --set job.input=fifty.txt \
+    timeout -k 5 60 $MPIEXEC -n 2 -x LD_PRELOAD="$shim" "$batch" --quiet --set job.input=fifty.txt \
       --set job.output=stopped.h5 good.ini > stdout.txt 2> raw-stderr.txt < /dev/null
   fi
   code=$?
@@ -283,10 +297,10 @@ sed 's#^\[model\]#[model]\nplugin_path = plugins-crash#' good.ini > crash.ini
 printf '\n[crash]\ntype = crash_layer\n' >> crash.ini
 for ranks in 1 2; do
   if [ "$ranks" -eq 1 ]; then
-    timeout 60 "$batch" --quiet --set job.input=fifty.txt --set job.output=crash.h5 crash.ini \
+    timeout -k 5 60 "$batch" --quiet --set job.input=fifty.txt --set job.output=crash.h5 crash.ini \
       > stdout.txt 2> raw-stderr.txt < /dev/null
   else
-    timeout 60 $MPIEXEC -n 2 "$batch" --quiet --set job.input=fifty.txt --set job.output=crash.h5 \
+    timeout -k 5 60 $MPIEXEC -n 2 "$batch" --quiet --set job.input=fifty.txt --set job.output=crash.h5 \
       crash.ini > stdout.txt 2> raw-stderr.txt < /dev/null
   fi
   code=$?
@@ -312,7 +326,7 @@ else
 fi
 for backing in $backing_dirs; do
   rm -f per-rank.h5
-  OMPI_MCA_osc_sm_backing_directory=$backing timeout 60 $MPIEXEC -n 2 \
+  OMPI_MCA_osc_sm_backing_directory=$backing timeout -k 5 60 $MPIEXEC -n 2 \
     -x OMPI_MCA_osc_sm_backing_directory "$batch" --quiet --set job.input=fifty.txt \
     --set job.output=per-rank.h5 good.ini > stdout.txt 2> raw-stderr.txt < /dev/null
   code=$?
