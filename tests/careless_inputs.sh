@@ -231,6 +231,29 @@ status_error "complete is an array" \
 status_error "complete is a float" \
   "float_complete.h5: inconsistent: attribute 'complete' is a scalar of float64" float_complete.h5
 status_error "complete is 2" "two_complete.h5: inconsistent: attribute 'complete' is 2, expected 0 or 1" two_complete.h5
+# Resuming onto a file whose attributes are arrays: read into one value,
+# they were written past it (a stack overflow) and the first element
+# matched, so the job appended to the file.
+"$python" - <<'PY' || exit 1
+import shutil
+import h5py, numpy as np
+for name, value in (("n_documents", np.array([50, 50, 50], dtype=np.int64)),
+                    ("job_settings", None)):
+    path = "array_%s.h5" % name
+    shutil.copy("complete.h5", path)
+    with h5py.File(path, "r+") as f:
+        f.attrs["complete"] = np.int32(0)
+        if value is None:
+            value = np.array([f.attrs[name]] * 3, dtype=h5py.string_dtype())
+        f.attrs[name] = value
+PY
+for name in n_documents job_settings; do
+  timeout -k 5 60 "$batch" --quiet --set job.input=fifty.txt --set job.output=array_$name.h5 \
+    good.ini > stdout.txt 2> stderr.txt < /dev/null
+  code=$?
+  one_line tfenc-batch "array_$name.h5: .*attribute '$name' is an array of 3 values, not one"
+  report "resume onto an array '$name' [batch]" "$why"
+done
 # ... while the file they came from is complete.
 timeout -k 5 60 "$batch" --status complete.h5 > stdout.txt 2> stderr.txt
 code=$?
