@@ -77,10 +77,10 @@ static void restore_lines(const line_settings *saved)
     ini_allow_realloc = saved->allow_realloc;
 }
 
-/* The longest line inih can take now (without its '\r', '\n' and NUL). */
+/* The longest line inih takes whole (its buffer also holds '\n' and NUL). */
 static int longest_line(void)
 {
-    return (growing_lines_supported() ? ini_max_line : INI_MAX_LINE) - 3;
+    return (growing_lines_supported() ? ini_max_line : INI_MAX_LINE) - 2;
 }
 
 #define MAX_JOB_FILE_BYTES ((size_t)1 << 20)
