@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "base/context.h"
+#include "base/files.h"
 #include "output/inspect.h"
 #include "run/job_settings.h"
 
@@ -167,6 +168,13 @@ int status_print(const char *path, const char *const *overrides, int n_overrides
     tfenc_inspection inspection;
     char *output = NULL;
     H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
+    /* Before HDF5 looks at it: H5Fis_hdf5 of a FIFO waits for a writer
+     * forever (core/base/files.h). A missing file is reported below. */
+    if (tfenc_file_present(path) && tfenc_file_check_regular(&ctx, "--status", path) != TFENC_OK) {
+        if (speak)
+            fprintf(stderr, "tfenc-batch: %s\n", tfenc_context_message(&ctx));
+        return 1;
+    }
     if (H5Fis_hdf5(path) <= 0 && (output = output_of_job(&ctx, path, overrides, n_overrides)) == NULL) {
         /* Neither: say so as an output file would. */
         tfenc_context_clear(&ctx);

@@ -413,6 +413,12 @@ int main(int argc, char **argv)
     /* Past a file-size limit, writes should fail with EFBIG (reported with
      * the path) rather than kill the process. */
     signal(SIGXFSZ, SIG_IGN);
+    /* Before MPI_Init, which takes a while: a SIGTERM during it (Slurm's
+     * scancel of a job that has just started) ended the process silently
+     * with 143; now the run stops at its first microbatch and says so.
+     * Listing plugins stops nothing and keeps the default action. */
+    if (!opts.list_plugins)
+        catch_stop_signals();
     MPI_Init(&argc, &argv);
     atexit(report_exit_from_plugin);
     H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
@@ -443,7 +449,6 @@ int main(int argc, char **argv)
         .n_overrides = opts.n_overrides, .dry_run = opts.dry_run, .stop = &stop_signal,
         .observer = {.user = &out, .notice = print_notice, .progress = print_progress,
                      .plan = print_plan, .summary = print_summary}};
-    catch_stop_signals();
     tfenc_run_result result;
     tfenc_run_job(&ctx, &request, &result);
     free(opts.overrides);

@@ -51,6 +51,13 @@ tests_test_job_inputs_SOURCES = tests/test_job_inputs.c
 tests_test_job_inputs_CFLAGS = $(TEST_CFLAGS)
 tests_test_job_inputs_LDADD = $(TEST_LIBS)
 
+# Job-file lines without a length cap (issue 24 item 10).
+check_PROGRAMS += tests/test_jobfile_lines
+TESTS += tests/test_jobfile_lines
+tests_test_jobfile_lines_SOURCES = tests/test_jobfile_lines.c
+tests_test_jobfile_lines_CFLAGS = $(TEST_CFLAGS)
+tests_test_jobfile_lines_LDADD = $(TEST_LIBS)
+
 # Plugins that the loader must refuse: an older ABI, and no entry symbol.
 check_LTLIBRARIES += tests/plugins/old_abi.la tests/plugins/no_entry.la
 tests_plugins_old_abi_la_SOURCES = tests/plugins/old_abi.c
@@ -76,7 +83,7 @@ tests_plugins_arithmetic_la_LIBADD = core/libtfenc.la
 HOSTILE_PLUGIN_FLAGS = -module -avoid-version -shared -rpath /nowhere $(SANITIZER_FLAGS)
 check_LTLIBRARIES += tests/plugins/hostile/exit_layer.la tests/plugins/hostile/exit_create.la \
 	tests/plugins/hostile/shadow.la tests/plugins/hostile/marker.la \
-	tests/plugins/hostile/undeclared_key.la
+	tests/plugins/hostile/undeclared_key.la tests/plugins/hostile/crash_layer.la
 tests_plugins_hostile_exit_layer_la_SOURCES = tests/plugins/hostile/exit_layer.c tests/plugins/hostile/common.h
 tests_plugins_hostile_exit_layer_la_LDFLAGS = $(HOSTILE_PLUGIN_FLAGS)
 tests_plugins_hostile_exit_create_la_SOURCES = tests/plugins/hostile/exit_create.c tests/plugins/hostile/common.h
@@ -87,6 +94,8 @@ tests_plugins_hostile_marker_la_SOURCES = tests/plugins/hostile/marker.c tests/p
 tests_plugins_hostile_marker_la_LDFLAGS = $(HOSTILE_PLUGIN_FLAGS)
 tests_plugins_hostile_undeclared_key_la_SOURCES = tests/plugins/hostile/undeclared_key.c tests/plugins/hostile/common.h
 tests_plugins_hostile_undeclared_key_la_LDFLAGS = $(HOSTILE_PLUGIN_FLAGS)
+tests_plugins_hostile_crash_layer_la_SOURCES = tests/plugins/hostile/crash_layer.c tests/plugins/hostile/common.h
+tests_plugins_hostile_crash_layer_la_LDFLAGS = $(HOSTILE_PLUGIN_FLAGS)
 tests_plugins_hostile_undeclared_key_la_LIBADD = core/libtfenc.la
 
 # Reference models, example outputs and other data the tests generate.
@@ -95,6 +104,18 @@ clean-local:
 
 dist_check_SCRIPTS += tests/bad_inputs.sh
 TESTS += tests/bad_inputs.sh
+
+# Issue 24's careless inputs beyond the job keys: the files tfenc-import and
+# --status open, sizes in a model's files, imported job files, inconsistent
+# outputs, crashing plugins, early signals.
+dist_check_SCRIPTS += tests/careless_inputs.sh
+TESTS += tests/careless_inputs.sh
+# Preloaded by careless_inputs.sh: SIGTERM raised at MPI_Init's entry.
+check_LTLIBRARIES += tests/preload/signal_in_mpi_init.la
+tests_preload_signal_in_mpi_init_la_SOURCES = tests/preload/signal_in_mpi_init.c
+tests_preload_signal_in_mpi_init_la_LDFLAGS = -module -avoid-version -shared -rpath /nowhere \
+	$(SANITIZER_FLAGS)
+tests_preload_signal_in_mpi_init_la_LIBADD = $(MPI_LIBS)
 
 # The plugin ABI is plugin.h: libtfenc's exports against the header (nm -D).
 dist_check_SCRIPTS += tests/exports.sh

@@ -4,6 +4,7 @@
 #include "base/context.h"
 
 #include <errno.h>
+#include <stdint.h>
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
@@ -82,6 +83,76 @@ int tfenc_file_open_regular(tfenc_context *ctx, const char *what, const char *pa
                            strerror(error));
     }
     return TFENC_OK;
+}
+
+int tfenc_file_read_all(tfenc_context *ctx, const char *what, const char *path, size_t max_bytes,
+                        char **data, size_t *size)
+{
+    *data = NULL;
+    *size = 0;
+    struct stat info;
+    char why[256];
+    int descriptor = tfenc_file_open_regular_descriptor(path, &info, why, sizeof why);
+    if (descriptor < 0)
+        return tfenc_error(ctx, TFENC_ERR_IO, "%s %s: %s", what, path, why);
+    const double mib = (double)max_bytes / (1024.0 * 1024.0);
+    if ((uintmax_t)info.st_size > max_bytes) {
+        close(descriptor);
+        return tfenc_error(ctx, TFENC_ERR_CONFIG, "%s %s: larger than %g MiB: not a %s", what,
+                           path, mib, what);
+    }
+    /* The size is a hint: the file may grow while it is read, so the loop
+     * stops at the cap whatever fstat said. */
+    size_t capacity = (size_t)info.st_size + 1, used = 0;
+    char *buffer = malloc(capacity + 1);
+    int status = buffer != NULL ? TFENC_OK
+                                : tfenc_error(ctx, TFENC_ERR_NO_MEMORY,
+                                              "%s %s: out of memory (%zu bytes)", what, path,
+                                              capacity);
+    while (status == TFENC_OK) {
+        ssize_t got = read(descriptor, buffer + used, capacity - used);
+        if (got < 0 && errno == EINTR)
+            continue;
+        if (got < 0) {
+            status = tfenc_error(ctx, TFENC_ERR_IO, "%s %s: cannot read: %s", what, path,
+                                 strerror(errno));
+            break;
+        }
+        if (got == 0)
+            break;
+        used += (size_t)got;
+        if (used > max_bytes) {
+            status = tfenc_error(ctx, TFENC_ERR_CONFIG, "%s %s: larger than %g MiB: not a %s",
+                                 what, path, mib, what);
+            break;
+        }
+        if (used == capacity) {
+            size_t grown_capacity = capacity * 2 < max_bytes + 1 ? capacity * 2 : max_bytes + 1;
+            char *grown = realloc(buffer, grown_capacity + 1);
+            if (grown == NULL) {
+                status = tfenc_error(ctx, TFENC_ERR_NO_MEMORY, "%s %s: out of memory", what,
+                                     path);
+                break;
+            }
+            buffer = grown;
+            capacity = grown_capacity;
+        }
+    }
+    close(descriptor);
+    if (status != TFENC_OK) {
+        free(buffer);
+        return status;
+    }
+    buffer[used] = '\0';
+    *data = buffer;
+    *size = used;
+    return TFENC_OK;
+}
+
+int tfenc_file_present(const char *path)
+{
+    struct stat info;
+    return lstat(path, &info) == 0 || (errno != ENOENT && errno != ENOTDIR);
 }
 
 int tfenc_file_check_regular(tfenc_context *ctx, const char *what, const char *path)

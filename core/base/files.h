@@ -40,6 +40,21 @@ int tfenc_file_open_regular(tfenc_context *ctx, const char *what, const char *pa
 int tfenc_file_open_regular_descriptor(const char *path, struct stat *info, char *why,
                                        size_t why_size);
 
+/* Reads the whole of `path`, opened and checked as tfenc_file_open_regular
+ * does, into a malloc'ed buffer with a NUL after its *size bytes. A file of
+ * more than `max_bytes` is refused ("WHAT PATH: larger than N MiB: not a
+ * WHAT"): every reader of a whole file (job files, vocabularies, JSON
+ * configurations) has a cap, so that a wrong path to a huge file cannot eat
+ * all memory. */
+int tfenc_file_read_all(tfenc_context *ctx, const char *what, const char *path, size_t max_bytes,
+                        char **data, size_t *size);
+
+/* 1 when something is at `path` (a file of any kind, or a symbolic link,
+ * even a dangling one); 0 only when nothing is. Optional inputs are absent
+ * only when nothing is there: a FIFO or directory where a file belongs is
+ * opened and refused for what it is, never taken as "absent". */
+int tfenc_file_present(const char *path);
+
 /* What a file that is not a regular file is, as a phrase for messages:
  * "is a directory", "is a FIFO or pipe (...)", "is a character device
  * (...)". */

@@ -7,6 +7,7 @@
 
 #include <errno.h>
 #include <ini.h>
+#include <limits.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -29,8 +30,60 @@ static int inline_hash_comments_supported(void)
     return &ini_inline_comment_prefixes != NULL && &ini_allow_inline_comments != NULL;
 }
 
-/* A power of two, as the read buffer doubles up to it. */
-#define MAX_JOB_FILE_BYTES (1 << 20)
+/* Line length: inih's default buffer holds 198 characters, which a path or
+ * a prompt written by tfenc-import can pass. Debian's libinih lets the
+ * buffer live on the heap and grow (by doubling) up to ini_max_line, so a
+ * parse sets that to the whole text's length: no line of it can be cut,
+ * and the job file's own size cap (MAX_JOB_FILE_BYTES) bounds the memory.
+ * Builds that fix these at compile time keep their cap, which read_line
+ * reports as "line is longer than N characters". */
+extern int ini_max_line;
+extern bool ini_use_stack;
+extern bool ini_allow_realloc;
+extern int ini_initial_alloc;
+#pragma weak ini_max_line
+#pragma weak ini_use_stack
+#pragma weak ini_allow_realloc
+#pragma weak ini_initial_alloc
+
+static int growing_lines_supported(void)
+{
+    return &ini_max_line != NULL && &ini_use_stack != NULL && &ini_allow_realloc != NULL &&
+           &ini_initial_alloc != NULL;
+}
+
+/* inih's line settings, saved around a parse (they are process-wide). */
+typedef struct line_settings {
+    int max_line, initial_alloc;
+    bool use_stack, allow_realloc;
+} line_settings;
+
+static void lines_as_long_as(size_t text_length, line_settings *saved)
+{
+    *saved = (line_settings){ini_max_line, ini_initial_alloc, ini_use_stack, ini_allow_realloc};
+    /* +3: inih's buffer holds '\r', '\n' and the NUL besides the line. */
+    size_t longest = text_length + 3;
+    if (longest > (size_t)ini_max_line)
+        ini_max_line = longest < INT_MAX ? (int)longest : INT_MAX;
+    ini_use_stack = false;
+    ini_allow_realloc = true;
+}
+
+static void restore_lines(const line_settings *saved)
+{
+    ini_max_line = saved->max_line;
+    ini_initial_alloc = saved->initial_alloc;
+    ini_use_stack = saved->use_stack;
+    ini_allow_realloc = saved->allow_realloc;
+}
+
+/* The longest line inih takes whole (its buffer also holds '\n' and NUL). */
+static int longest_line(void)
+{
+    return (growing_lines_supported() ? ini_max_line : INI_MAX_LINE) - 2;
+}
+
+#define MAX_JOB_FILE_BYTES ((size_t)1 << 20)
 
 typedef struct parse_state {
     tfenc_context *ctx;
@@ -39,6 +92,7 @@ typedef struct parse_state {
     int line;           /* line number of the line inih is processing */
     int header_line;    /* line of the last [section] header seen */
     int line_too_long;  /* first line that exceeded inih's buffer, or 0 */
+    int mid_line;       /* the last read stopped inside a line (inih grows its buffer) */
     int status;
 } parse_state;
 
@@ -60,13 +114,21 @@ static char *read_line(char *buffer, int size, void *stream)
         return NULL;
     const char *end = strchr(state->cursor, '\n');
     size_t length = end != NULL ? (size_t)(end - state->cursor) + 1 : strlen(state->cursor);
-    state->line++;
-    const char *first = state->cursor;
-    while (*first == ' ' || *first == '\t')
-        first++;
-    if (*first == '[')
-        state->header_line = state->line;
-    if (length > (size_t)size - 1) {
+    if (!state->mid_line) {
+        state->line++;
+        const char *first = state->cursor;
+        while (*first == ' ' || *first == '\t')
+            first++;
+        if (*first == '[')
+            state->header_line = state->line;
+    }
+    state->mid_line = 0;
+    if (length > (size_t)size - 1 && growing_lines_supported()) {
+        /* As fgets: the part that fits; inih grows its buffer and asks for
+         * the rest of the same line. */
+        length = (size_t)size - 1;
+        state->mid_line = 1;
+    } else if (length > (size_t)size - 1) {
         if (state->line_too_long == 0)
             state->line_too_long = state->line;
         length = (size_t)size - 1;
@@ -221,7 +283,12 @@ int tfenc_jobfile_parse_string(tfenc_context *ctx, const char *name, const char 
         ini_inline_comment_prefixes = inline_comment_prefixes;
         ini_allow_inline_comments = true;
     }
+    line_settings saved_lines;
+    if (growing_lines_supported())
+        lines_as_long_as(strlen(job->text), &saved_lines);
     int result = ini_parse_stream(read_line, &state, on_key, &state);
+    if (growing_lines_supported())
+        restore_lines(&saved_lines);
     if (inline_hash_comments_supported()) {
         ini_inline_comment_prefixes = saved_prefixes;
         ini_allow_inline_comments = saved_allow;
@@ -230,7 +297,7 @@ int tfenc_jobfile_parse_string(tfenc_context *ctx, const char *name, const char 
     if (status == TFENC_OK && state.line_too_long > 0)
         status = tfenc_error(ctx, TFENC_ERR_CONFIG,
                              "%s:%d: line is longer than %d characters", name,
-                             state.line_too_long, INI_MAX_LINE - 2);
+                             state.line_too_long, longest_line());
     if (status == TFENC_OK && result > 0)
         status = tfenc_error(ctx, TFENC_ERR_CONFIG,
                              "%s:%d: not INI syntax (expected [section] or key = value)", name,
@@ -248,46 +315,15 @@ int tfenc_jobfile_parse_string(tfenc_context *ctx, const char *name, const char 
 int tfenc_jobfile_load(tfenc_context *ctx, const char *path, tfenc_jobfile **job)
 {
     *job = NULL;
-    FILE *file = NULL;
-    int opened = tfenc_file_open_regular(ctx, "job file", path, &file);
-    if (opened != TFENC_OK)
-        return opened;
-    size_t capacity = 4096, length = 0;
-    char *text = malloc(capacity);
-    int status = TFENC_OK;
-    while (text != NULL) {
-        length += fread(text + length, 1, capacity - length - 1, file);
-        if (length < capacity - 1)
-            break;
-        /* A job file is a page of text: anything this big is another file
-         * named by mistake, and /dev/zero would never end. */
-        if (capacity >= MAX_JOB_FILE_BYTES) {
-            fclose(file);
-            free(text);
-            return tfenc_error(ctx, TFENC_ERR_CONFIG, "%s: larger than %d MiB: not a job file",
-                               path, MAX_JOB_FILE_BYTES >> 20);
-        }
-        capacity *= 2;
-        char *grown = realloc(text, capacity);
-        if (grown == NULL) {
-            free(text);
-            text = NULL;
-        } else {
-            text = grown;
-        }
-    }
-    if (text == NULL)
-        status = tfenc_error(ctx, TFENC_ERR_NO_MEMORY, "%s: out of memory", path);
-    else if (ferror(file))
-        status = tfenc_error(ctx, TFENC_ERR_IO, "job file %s: cannot read: %s", path,
-                             strerror(errno));
-    fclose(file);
+    char *text = NULL;
+    size_t length = 0;
+    /* A job file is a page of text: anything bigger than the cap is another
+     * file named by mistake. */
+    int status = tfenc_file_read_all(ctx, "job file", path, MAX_JOB_FILE_BYTES, &text, &length);
     if (status == TFENC_OK && memchr(text, '\0', length) != NULL)
         status = tfenc_error(ctx, TFENC_ERR_CONFIG, "%s: job file contains a NUL byte", path);
-    if (status == TFENC_OK) {
-        text[length] = '\0';
+    if (status == TFENC_OK)
         status = tfenc_jobfile_parse_string(ctx, path, text, job);
-    }
     free(text);
     return status;
 }

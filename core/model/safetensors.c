@@ -1,6 +1,7 @@
 /* Safetensors reader: validates the untrusted JSON header (with jansson)
  * before trusting any offset, then reads tensors by offset with pread. */
 #include "model/safetensors.h"
+#include "base/files.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -248,14 +249,13 @@ static int read_fully(int fd, void *buffer, size_t size, uint64_t offset)
 int tfenc_safetensors_open(tfenc_context *ctx, const char *path, tfenc_safetensors **file)
 {
     *file = NULL;
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return tfenc_error(ctx, TFENC_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
+    /* A regular file only (core/base/files.h): open() of a FIFO would wait
+     * for a writer, and /dev/zero has no size to check offsets against. */
     struct stat info;
-    if (fstat(fd, &info) != 0 || !S_ISREG(info.st_mode)) {
-        close(fd);
-        return tfenc_error(ctx, TFENC_ERR_IO, "%s: not a regular file", path);
-    }
+    char why[256];
+    int fd = tfenc_file_open_regular_descriptor(path, &info, why, sizeof why);
+    if (fd < 0)
+        return tfenc_error(ctx, TFENC_ERR_IO, "%s: %s", path, why);
     uint64_t file_size = (uint64_t)info.st_size;
     unsigned char length_bytes[8];
     if (file_size < 8 || read_fully(fd, length_bytes, 8, 0) != 0) {

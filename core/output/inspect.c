@@ -81,9 +81,14 @@ static int read_number(hid_t file, const char *name, H5T_class_t kind, hid_t mem
     if (H5Aexists(file, name) > 0) {
         hid_t attribute = H5Aopen(file, name, H5P_DEFAULT);
         hid_t stored = attribute >= 0 ? H5Aget_type(attribute) : -1;
-        if (stored >= 0 && H5Tget_class(stored) == kind
+        hid_t space = attribute >= 0 ? H5Aget_space(attribute) : -1;
+        /* One value only: H5Aread of an array would write past *value. */
+        if (stored >= 0 && H5Tget_class(stored) == kind && space >= 0
+            && H5Sget_simple_extent_npoints(space) == 1
             && H5Aread(attribute, memory_type, value) >= 0)
             found = 1;
+        if (space >= 0)
+            H5Sclose(space);
         if (stored >= 0)
             H5Tclose(stored);
         if (attribute >= 0)
@@ -108,13 +113,158 @@ static double read_double(hid_t file, const char *name)
     return read_number(file, name, H5T_FLOAT, H5T_NATIVE_DOUBLE, &value) ? value : NAN;
 }
 
+/* ----------------------------------------------------------- consistency */
+
+/* What an HDF5 type is, for messages: "int8", "float32", "string", ... */
+static void describe_type(hid_t type, char *text, size_t size)
+{
+    H5T_class_t kind = H5Tget_class(type);
+    size_t bytes = H5Tget_size(type);
+    if (kind == H5T_INTEGER)
+        snprintf(text, size, "%sint%zu", H5Tget_sign(type) == H5T_SGN_NONE ? "u" : "",
+                 8 * bytes);
+    else if (kind == H5T_FLOAT)
+        snprintf(text, size, "float%zu", 8 * bytes);
+    else if (kind == H5T_STRING)
+        snprintf(text, size, "string");
+    else if (kind == H5T_COMPOUND)
+        snprintf(text, size, "compound");
+    else
+        snprintf(text, size, "class-%d", (int)kind);
+}
+
+/* The shape of a dataspace as "[3]", "[50, 16]" or "a scalar". */
+static void describe_space(hid_t space, char *text, size_t size)
+{
+    hsize_t dims[H5S_MAX_RANK];
+    int rank = H5Sget_simple_extent_ndims(space);
+    if (rank <= 0) {
+        snprintf(text, size, "a scalar");
+        return;
+    }
+    H5Sget_simple_extent_dims(space, dims, NULL);
+    size_t used = (size_t)snprintf(text, size, "[");
+    for (int i = 0; i < rank && used < size; i++)
+        used += (size_t)snprintf(text + used, size - used, "%s%llu", i > 0 ? ", " : "",
+                                 (unsigned long long)dims[i]);
+    if (used < size)
+        snprintf(text + used, size - used, "]");
+}
+
+/* An integer attribute that a tfenc output holds as one value: refused
+ * when present in another form (an array, a float, a string), which the
+ * reader would otherwise take for absent or misread. */
+static int check_integer_attribute(tfenc_context *ctx, const char *path, hid_t file,
+                                   const char *name)
+{
+    if (H5Aexists(file, name) <= 0) {
+        H5Eclear2(H5E_DEFAULT);
+        return TFENC_OK;
+    }
+    hid_t attribute = H5Aopen(file, name, H5P_DEFAULT);
+    hid_t type = attribute >= 0 ? H5Aget_type(attribute) : -1;
+    hid_t space = attribute >= 0 ? H5Aget_space(attribute) : -1;
+    int status = TFENC_OK;
+    if (type >= 0 && space >= 0
+        && (H5Tget_class(type) != H5T_INTEGER || H5Sget_simple_extent_npoints(space) != 1)) {
+        char type_text[32], shape[96];
+        describe_type(type, type_text, sizeof type_text);
+        describe_space(space, shape, sizeof shape);
+        status = tfenc_error(ctx, TFENC_ERR_CONFIG,
+                             "%s: inconsistent: attribute '%s' is %s of %s, expected one "
+                             "integer", path, name, shape, type_text);
+    }
+    if (space >= 0)
+        H5Sclose(space);
+    if (type >= 0)
+        H5Tclose(type);
+    if (attribute >= 0)
+        H5Aclose(attribute);
+    H5Eclear2(H5E_DEFAULT);
+    return status;
+}
+
+/* A dataset of the given type class and rank whose dimensions agree with
+ * `expected` (a negative entry: any). The message says what is there. */
+static int check_dataset(tfenc_context *ctx, const char *path, hid_t file, const char *name,
+                         H5T_class_t kind, const char *kind_text, int rank,
+                         const int64_t *expected, const char *expected_text)
+{
+    hid_t dataset = H5Dopen2(file, name, H5P_DEFAULT);
+    hid_t type = dataset >= 0 ? H5Dget_type(dataset) : -1;
+    hid_t space = dataset >= 0 ? H5Dget_space(dataset) : -1;
+    int status = TFENC_OK;
+    if (dataset < 0 || type < 0 || space < 0) {
+        status = tfenc_error(ctx, TFENC_ERR_CONFIG, "%s: inconsistent: '%s' is not a readable "
+                             "dataset", path, name);
+    } else {
+        hsize_t dims[H5S_MAX_RANK];
+        int found_rank = H5Sget_simple_extent_ndims(space);
+        int agrees = H5Tget_class(type) == kind && found_rank == rank;
+        if (agrees && H5Sget_simple_extent_dims(space, dims, NULL) == rank)
+            for (int i = 0; i < rank; i++)
+                if (expected[i] >= 0 && dims[i] != (hsize_t)expected[i])
+                    agrees = 0;
+        if (!agrees) {
+            char type_text[32], shape[96];
+            describe_type(type, type_text, sizeof type_text);
+            describe_space(space, shape, sizeof shape);
+            status = tfenc_error(ctx, TFENC_ERR_CONFIG,
+                                 "%s: inconsistent: dataset '%s' holds %s %s values, expected "
+                                 "%s %s", path, name, shape, type_text, expected_text, kind_text);
+        }
+    }
+    if (space >= 0)
+        H5Sclose(space);
+    if (type >= 0)
+        H5Tclose(type);
+    if (dataset >= 0)
+        H5Dclose(dataset);
+    H5Eclear2(H5E_DEFAULT);
+    return status;
+}
+
+/* The datasets' types and shapes against the attributes: a file whose
+ * names are right but whose contents are not what tfenc writes is not
+ * reported as complete. */
+static int check_shapes(tfenc_context *ctx, const char *path, hid_t file,
+                        const tfenc_inspection *inspection)
+{
+    const int64_t n_documents = inspection->n_documents, d_model = inspection->d_model;
+    int tokens = H5Lexists(file, "hidden", H5P_DEFAULT) > 0;
+    int row_runs = tokens || H5Lexists(file, "chunk_offsets", H5P_DEFAULT) > 0;
+    H5Eclear2(H5E_DEFAULT);
+    /* Rows: one per document, or per token (hidden) or chunk (chunk_offsets). */
+    int64_t rows[2] = {row_runs ? inspection->n_tokens : n_documents, d_model};
+    char expected[128];
+    snprintf(expected, sizeof expected, "[%s %lld, d_model %lld]",
+             row_runs ? (tokens ? "n_tokens" : "chunks") : "n_documents", (long long)rows[0],
+             (long long)rows[1]);
+    int status = check_dataset(ctx, path, file, tokens ? "hidden" : "embeddings", H5T_FLOAT,
+                               "floating-point", 2, rows, expected);
+    int64_t documents[1] = {n_documents};
+    snprintf(expected, sizeof expected, "[n_documents %lld]", (long long)n_documents);
+    if (status == TFENC_OK)
+        status = check_dataset(ctx, path, file, "lengths", H5T_INTEGER, "integer", 1, documents,
+                               expected);
+    if (status == TFENC_OK && row_runs) {
+        const char *offsets = tokens ? "offsets" : "chunk_offsets";
+        int64_t entries[1] = {n_documents >= 0 ? n_documents + 1 : -1};
+        snprintf(expected, sizeof expected, "[n_documents + 1 = %lld]", (long long)entries[0]);
+        status = check_dataset(ctx, path, file, offsets, H5T_INTEGER, "integer", 1, entries,
+                               expected);
+    }
+    return status;
+}
+
 /* ----------------------------------------------------------------- lengths */
 
 /* Counts finished (length >= 0) and truncated documents among the first
  * n_documents of `lengths` and `truncated`, a block at a time. */
 static int count_finished(tfenc_context *ctx, const char *path, hid_t file, int64_t n_documents,
-                          tfenc_inspection *inspection)
+                          tfenc_inspection *inspection, int64_t *first_empty)
 {
+    *first_empty = -1;
     hid_t lengths = H5Dopen2(file, "lengths", H5P_DEFAULT);
     hid_t truncated = H5Lexists(file, "truncated", H5P_DEFAULT) > 0
                           ? H5Dopen2(file, "truncated", H5P_DEFAULT)
@@ -163,6 +313,9 @@ static int count_finished(tfenc_context *ctx, const char *path, hid_t file, int6
             if (truncated_space >= 0)
                 H5Sclose(truncated_space);
         }
+        for (hsize_t i = 0; ok && i < count; i++)
+            if (length_block[i] == 0 && *first_empty < 0)
+                *first_empty = (int64_t)(first + i); /* every finished document has a token */
         for (hsize_t i = 0; ok && i < count; i++)
             if (length_block[i] >= 0) {
                 finished++;
@@ -395,6 +548,17 @@ int tfenc_inspect_output(tfenc_context *ctx, const char *path, tfenc_inspection 
                    || H5Lexists(file, "hidden", H5P_DEFAULT) > 0;
     int has_lengths = H5Lexists(file, "lengths", H5P_DEFAULT) > 0;
     H5Eclear2(H5E_DEFAULT);
+    /* An attribute in another form than tfenc's would read as absent. */
+    static const char *const integers[] = {"complete", "n_documents", "d_model", "n_tokens"};
+    for (size_t i = 0; status == TFENC_OK && i < sizeof integers / sizeof *integers; i++)
+        status = check_integer_attribute(ctx, path, file, integers[i]);
+    if (status == TFENC_OK && has_complete && complete != 0 && complete != 1)
+        status = tfenc_error(ctx, TFENC_ERR_CONFIG, "%s: inconsistent: attribute 'complete' is "
+                             "%lld, expected 0 or 1", path, (long long)complete);
+    if (status != TFENC_OK) {
+        H5Fclose(file);
+        return status;
+    }
     const char *lacking = inspection->tfenc_version == NULL ? "attribute 'tfenc_version'"
                           : !has_complete                  ? "attribute 'complete'"
                           : !has_rows                      ? "dataset 'embeddings' or 'hidden'"
@@ -459,10 +623,26 @@ int tfenc_inspect_output(tfenc_context *ctx, const char *path, tfenc_inspection 
             H5Dclose(lengths);
         H5Eclear2(H5E_DEFAULT);
     }
-    status = count_finished(ctx, path, file, rows < 0 ? 0 : rows, inspection);
+    status = check_shapes(ctx, path, file, inspection);
+    int64_t first_empty = -1;
+    if (status == TFENC_OK)
+        status = count_finished(ctx, path, file, rows < 0 ? 0 : rows, inspection, &first_empty);
     H5Fclose(file);
     if (status != TFENC_OK)
         return status;
+    /* A complete file has every document written, each with a token at least. */
+    if (first_empty >= 0)
+        return tfenc_error(ctx, TFENC_ERR_CONFIG,
+                           "%s: inconsistent: document %lld has length 0 in 'lengths' (a "
+                           "document written by tfenc has at least one token)",
+                           path, (long long)first_empty);
+    if (inspection->complete && inspection->n_finished >= 0
+        && inspection->n_finished != inspection->n_documents)
+        return tfenc_error(ctx, TFENC_ERR_CONFIG,
+                           "%s: inconsistent: complete = 1 but %lld of %lld documents are not "
+                           "written", path,
+                           (long long)(inspection->n_documents - inspection->n_finished),
+                           (long long)inspection->n_documents);
     if (!inspection->complete && inspection->job_path != NULL
         && inspection->working_directory != NULL && inspection->job_overrides != NULL) {
         inspection->resume_command = resume_command(inspection);

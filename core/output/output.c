@@ -844,6 +844,19 @@ static void describe_first_difference(const char *stored, const char *wanted, ch
     }
 }
 
+/* 1 when `attribute` holds one value: H5Aread of an array (a hostile or
+ * damaged file) would write past the single value these readers give it. */
+static int one_value(hid_t attribute, char *found, size_t found_size)
+{
+    hid_t space = attribute >= 0 ? H5Aget_space(attribute) : -1;
+    hssize_t count = space >= 0 ? H5Sget_simple_extent_npoints(space) : -1;
+    if (space >= 0)
+        H5Sclose(space);
+    if (count != 1 && attribute >= 0)
+        snprintf(found, found_size, "an array of %lld values, not one", (long long)count);
+    return count == 1;
+}
+
 static int same_string_attribute(tfenc_output *out, const char *name, const char *expected,
                                  char *found, size_t found_size)
 {
@@ -852,7 +865,8 @@ static int same_string_attribute(tfenc_output *out, const char *name, const char
     hid_t type = H5Tcopy(H5T_C_S1);
     int same = 0;
     char *value = NULL;
-    if (attribute >= 0 && type >= 0 && H5Tset_size(type, H5T_VARIABLE) >= 0
+    if (attribute >= 0 && type >= 0 && one_value(attribute, found, found_size)
+        && H5Tset_size(type, H5T_VARIABLE) >= 0
         && H5Tset_cset(type, H5T_CSET_UTF8) >= 0 && H5Aread(attribute, type, &value) >= 0) {
         const char *wanted = expected != NULL ? expected : "";
         same = value != NULL && strcmp(value, wanted) == 0;
@@ -941,7 +955,8 @@ static int same_int_attribute(tfenc_output *out, const char *name, int64_t expec
     hid_t attribute = H5Aexists(out->file, name) > 0 ? H5Aopen(out->file, name, H5P_DEFAULT) : -1;
     int64_t value = 0;
     int same = 0;
-    if (attribute >= 0 && H5Aread(attribute, H5T_NATIVE_INT64, &value) >= 0) {
+    if (attribute >= 0 && one_value(attribute, found, found_size)
+        && H5Aread(attribute, H5T_NATIVE_INT64, &value) >= 0) {
         same = value == expected;
         snprintf(found, found_size, "%lld", (long long)value);
     }

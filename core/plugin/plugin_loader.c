@@ -552,6 +552,20 @@ static int probe(const char *path, char *why, size_t size)
          * never returns into tfenc (MPI, HDF5, open files are the parent's).
          * A dlopen error is left for the parent's own dlopen to report. */
         close(ends[0]);
+        /* A crash must end the child quietly: the parent says what it was.
+         * The child inherited the crash handlers of Open MPI (a 25-line
+         * backtrace) or of a sanitizer; back to the default action. And
+         * whatever the plugin prints here, the parent's own load prints
+         * again: the child's output goes nowhere. */
+        static const int crashes[] = {SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGABRT, SIGSYS, SIGTRAP};
+        for (size_t i = 0; i < sizeof crashes / sizeof *crashes; i++)
+            signal(crashes[i], SIG_DFL);
+        int nowhere = open("/dev/null", O_WRONLY | O_CLOEXEC);
+        if (nowhere >= 0) {
+            dup2(nowhere, STDOUT_FILENO);
+            dup2(nowhere, STDERR_FILENO);
+            close(nowhere);
+        }
         void *handle = dlopen(path, RTLD_NOW | RTLD_LOCAL);
         tfenc_plugin_entry_fn entry = NULL;
         if (handle != NULL)

@@ -25,7 +25,9 @@
  *  - Each file is loaded first in a child process (fork), then in tfenc:
  *    a constructor that crashes, hangs or ends the process (exit, _exit) is
  *    reported as such, naming the file, instead of ending the job with a
- *    misleading status.
+ *    misleading status. The child crashes quietly (default signal actions,
+ *    not the crash reports of Open MPI or a sanitizer; its output goes to
+ *    /dev/null): the refusal is the one line about it.
  * A refused file is recorded with its reason; it fails only a job that
  * needs a type it would provide. */
 #ifndef TFENC_PLUGIN_LOADER_H

@@ -4,12 +4,17 @@
 
 #include "base/context.h"
 
+#include <limits.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <errno.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <sys/statvfs.h>
+#include <unistd.h>
 #include <time.h>
 
 /* Names a node's ranks can share: a model's tensors and their packed
@@ -50,6 +55,71 @@ static uint64_t name_hash(const char *name)
     return hash != 0 ? hash : 1;
 }
 
+/* Open MPI backs a shared window with a file in this directory (its MCA
+ * parameter osc_sm_backing_directory, read through the MPI tool interface);
+ * 0 when the MPI library has no such parameter. */
+static int backing_directory(char *directory, size_t size)
+{
+    int provided = 0, index = 0, count = 0, found = 0;
+    if (MPI_T_init_thread(MPI_THREAD_SINGLE, &provided) != MPI_SUCCESS)
+        return 0;
+    MPI_T_cvar_handle handle;
+    if (MPI_T_cvar_get_index("osc_sm_backing_directory", &index) == MPI_SUCCESS &&
+        MPI_T_cvar_handle_alloc(index, NULL, &handle, &count) == MPI_SUCCESS) {
+        char *value = calloc((size_t)count + 1, 1);
+        if (value != NULL && MPI_T_cvar_read(handle, value) == MPI_SUCCESS && value[0] != '\0' &&
+            strlen(value) < size) {
+            strcpy(directory, value);
+            found = 1;
+        }
+        free(value);
+        MPI_T_cvar_handle_free(&handle);
+    }
+    MPI_T_finalize();
+    return found;
+}
+
+/* Node rank 0's look at the backing directory before asking for the window.
+ * Open MPI 4.1 cannot fail there gracefully: when node rank 0 cannot make
+ * the backing file (no room, no such directory, not writable, past the
+ * file-size limit) it prints a page of help text and, with the default
+ * error handler, ends the job with MPI_ERR_INTERN; with MPI_ERRORS_RETURN
+ * it returns alone while the node's other ranks wait in a broadcast of
+ * the segment forever (seen on a 4 MiB tmpfs). So those causes are found
+ * here, where every rank can still agree to keep a copy each. Writes the
+ * reason into `why`; 1 when there is room or nothing can be told. */
+static int backing_has_room(size_t total, char *why, size_t why_size)
+{
+    char directory[4096];
+    if (!backing_directory(directory, sizeof directory))
+        return 1;
+    struct statvfs space;
+    struct rlimit file_size;
+    const double mib = 1024.0 * 1024.0;
+    if (access(directory, W_OK | X_OK) != 0 || statvfs(directory, &space) != 0) {
+        snprintf(why, why_size,
+                 "Open MPI's shared-memory directory %s (osc_sm_backing_directory): %s",
+                 directory, strerror(errno));
+        return 0;
+    }
+    const double available = (double)space.f_bavail * (double)space.f_frsize;
+    if (available < (double)total) {
+        snprintf(why, why_size,
+                 "Open MPI's shared-memory directory %s (osc_sm_backing_directory) has %.1f "
+                 "MiB free, the window needs %.1f MiB",
+                 directory, available / mib, (double)total / mib);
+        return 0;
+    }
+    if (getrlimit(RLIMIT_FSIZE, &file_size) == 0 && file_size.rlim_cur != RLIM_INFINITY &&
+        (double)file_size.rlim_cur < (double)total) {
+        snprintf(why, why_size,
+                 "the file-size limit (ulimit -f, %.1f MiB) is below the window's %.1f MiB "
+                 "backing file", (double)file_size.rlim_cur / mib, (double)total / mib);
+        return 0;
+    }
+    return 1;
+}
+
 int tfenc_node_arena_create(tfenc_context *ctx, MPI_Comm world, size_t capacity,
                             tfenc_node_arena **arena_out)
 {
@@ -68,22 +138,55 @@ int tfenc_node_arena_create(tfenc_context *ctx, MPI_Comm world, size_t capacity,
     MPI_Comm_rank(arena->node, &node_rank);
     MPI_Comm_size(arena->node, &arena->node_ranks);
     size_t total = sizeof(arena_header) + capacity;
+    char why[512] = "";
+    int room = node_rank != 0 || backing_has_room(total, why, sizeof why), all_room = 0;
+    MPI_Allreduce(&room, &all_room, 1, MPI_INT, MPI_MIN, world);
     void *base = NULL;
+    int failed = !all_room, code = MPI_SUCCESS;
     /* One contiguous segment, all of it node rank 0's: every rank reaches
      * it through MPI_Win_shared_query. */
-    int failed = MPI_Win_allocate_shared(node_rank == 0 ? (MPI_Aint)total : 0, 1, MPI_INFO_NULL,
-                                         arena->node, &base, &arena->window) != MPI_SUCCESS;
+    /* The node communicator keeps the fatal error handler for this call:
+     * a failure that backing_has_room did not foresee ends the job with
+     * Open MPI's message, where MPI_ERRORS_RETURN could leave ranks
+     * waiting forever (see there). */
+    if (!failed) {
+        code = MPI_Win_allocate_shared(node_rank == 0 ? (MPI_Aint)total : 0, 1, MPI_INFO_NULL,
+                                       arena->node, &base, &arena->window);
+        failed = code != MPI_SUCCESS;
+    }
+    int made = !failed;
     MPI_Aint size = 0;
     int unit = 1;
-    if (!failed)
-        failed = MPI_Win_shared_query(arena->window, 0, &size, &unit, &base) != MPI_SUCCESS;
-    int any_failed = 0;
+    if (!failed && (code = MPI_Win_shared_query(arena->window, 0, &size, &unit, &base)) != MPI_SUCCESS)
+        failed = 1;
+    if (failed && why[0] == '\0' && code != MPI_SUCCESS) {
+        char text[MPI_MAX_ERROR_STRING];
+        int length = 0;
+        MPI_Error_string(code, text, &length);
+        snprintf(why, sizeof why, "MPI: %s", text);
+    }
+    int any_failed = 0, node_all_made = 0;
     MPI_Allreduce(&failed, &any_failed, 1, MPI_INT, MPI_MAX, world);
+    MPI_Allreduce(&made, &node_all_made, 1, MPI_INT, MPI_MIN, arena->node);
     if (any_failed) {
+        /* Freeing is collective over the node: only where every rank has
+         * the window (a window some ranks lack is left, not waited on). */
+        if (made && node_all_made)
+            MPI_Win_free(&arena->window);
         MPI_Comm_free(&arena->node);
         free(arena);
-        return tfenc_error(ctx, TFENC_ERR_NO_MEMORY, "cannot make a %zu-byte shared window for "
-                           "the node's weights", total);
+        /* The reason as the first rank that has one tells it. */
+        char reason[512] = "";
+        int has = why[0] != '\0', first = has ? rank : INT_MAX, chosen = INT_MAX;
+        MPI_Allreduce(&first, &chosen, 1, MPI_INT, MPI_MIN, world);
+        if (chosen != INT_MAX) {
+            if (rank == chosen)
+                memcpy(reason, why, sizeof reason);
+            MPI_Bcast(reason, sizeof reason, MPI_CHAR, chosen, world);
+        }
+        return tfenc_error(ctx, TFENC_ERR_NO_MEMORY, "cannot make a %.1f MiB shared window for "
+                           "the node's weights%s%s", (double)total / (1024.0 * 1024.0),
+                           reason[0] != '\0' ? ": " : "", reason);
     }
     arena->header = base;
     if (node_rank == 0) {

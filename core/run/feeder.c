@@ -55,10 +55,6 @@ int tfenc_feeder_tokenize(tfenc_context *ctx, const tfenc_feeder_options *option
         cut = document->n_tokens - n_ids;
         if (n_ids > 0)
             memcpy(ids, document->token_ids, (size_t)n_ids * sizeof *ids);
-        if (n_ids == 0)
-            return tfenc_error(ctx, TFENC_ERR_INPUT,
-                               "%s: document %lld has no tokens (an encoder needs at least one)",
-                               options->input, (long long)global_index);
         if (options->vocab_size > 0)
             for (int i = 0; i < n_ids; i++)
                 if (ids[i] >= options->vocab_size)
@@ -79,6 +75,12 @@ int tfenc_feeder_tokenize(tfenc_context *ctx, const tfenc_feeder_options *option
                                (long long)global_index, message);
         }
     }
+    /* Token ids or text alike (a tokenizer without special tokens gives an
+     * empty line none): a layer cannot make a row of nothing. */
+    if (n_ids == 0)
+        return tfenc_error(ctx, TFENC_ERR_INPUT,
+                           "%s: document %lld has no tokens (an encoder needs at least one)",
+                           options->input, (long long)global_index);
     if (cut > 0 && !options->truncation)
         return tfenc_error(ctx, TFENC_ERR_INPUT,
                            "%s: document %lld has %d tokens, more than max_seq_len %d "

@@ -1,12 +1,17 @@
 /* The per-rank summary and the remembered throughput. */
 #include "run/run_report.h"
 
+#include "base/context.h"
+#include "base/files.h"
+
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 static double fraction(double part, double whole)
 {
@@ -164,12 +169,18 @@ double tfenc_run_last_flop_rate(void)
 {
     char *path = throughput_path();
     double rate = 0;
-    FILE *file = path != NULL ? fopen(path, "r") : NULL;
-    if (file != NULL) {
-        if (fscanf(file, "%lf", &rate) != 1 || !(rate > 0))
+    /* A regular file only (core/base/files.h): a FIFO in its place blocked
+     * every --dry-run and job forever. Best effort: no message. */
+    tfenc_context quiet;
+    tfenc_context_init(&quiet);
+    char *text = NULL;
+    size_t length = 0;
+    if (path != NULL && tfenc_file_read_all(&quiet, "throughput file", path, 4096, &text,
+                                            &length) == TFENC_OK) {
+        if (sscanf(text, "%lf", &rate) != 1 || !(rate > 0))
             rate = 0;
-        fclose(file);
     }
+    free(text);
     free(path);
     return rate;
 }
@@ -190,7 +201,17 @@ static void remember_flop_rate(double flops_per_second_per_rank)
     }
     mkdir(path, 0755);
     *slash = '/';
-    FILE *file = fopen(path, "w");
+    /* Not through a FIFO (the open would wait for a reader) or a link
+     * (O_NOFOLLOW): only a regular file of ours is written. */
+    int fd = open(path, O_WRONLY | O_CREAT | O_NONBLOCK | O_NOFOLLOW | O_CLOEXEC, 0644);
+    struct stat info;
+    if (fd >= 0 && (fstat(fd, &info) != 0 || !S_ISREG(info.st_mode) || ftruncate(fd, 0) != 0)) {
+        close(fd);
+        fd = -1;
+    }
+    FILE *file = fd >= 0 ? fdopen(fd, "w") : NULL;
+    if (fd >= 0 && file == NULL)
+        close(fd);
     if (file != NULL) {
         fprintf(file, "%.6g FLOP/s per rank, measured by tfenc-batch\n",
                 flops_per_second_per_rank);

@@ -410,6 +410,12 @@ int tok_finish(tfenc_context *ctx, tfenc_tokenizer *t)
     for (int i = 0; i < t->n_suffix; i++)
         if (t->suffix_ids[i] > largest)
             largest = t->suffix_ids[i];
+    /* Added tokens take the id after the largest: that one may be past
+     * int32's last id, whose successor (the size) would not be an int32. */
+    if (largest == INT32_MAX)
+        return tfenc_error(ctx, TFENC_ERR_CONFIG,
+                           "%s: an added token takes id 2147483647, past the last id a "
+                           "vocabulary may have (2147483646)", t->source);
     t->vocab_size = largest + 1;
     if (t->model.kind != TOK_MODEL_BPE || t->model.byte_fallback)
         tok_model_find_byte_ids(&t->model);
@@ -532,51 +538,13 @@ int tfenc_tokenizer_create_from_tokens(tfenc_context *ctx, const char *const *to
 
 /* Real vocabularies stay below a few megabytes (a tokenizer.json with 250k
  * pieces is ~20 MB); the limit stops a wrong path such as /dev/zero from
- * eating all memory. A power of two, as the read buffer doubles up to it. */
+ * eating all memory. */
 #define MAX_TOKENIZER_FILE_BYTES ((size_t)1 << 28)
 
 int tok_read_file(tfenc_context *ctx, const char *path, const char *what, char **data, size_t *size)
 {
     /* A regular file only (core/base/files.h): a FIFO would block, a device never end. */
-    FILE *file = NULL;
-    int opened = tfenc_file_open_regular(ctx, what, path, &file);
-    if (opened != TFENC_OK)
-        return opened;
-    size_t capacity = 1 << 16, used = 0;
-    char *buffer = malloc(capacity);
-    while (buffer != NULL) {
-        used += fread(buffer + used, 1, capacity - used - 1, file);
-        if (used < capacity - 1)
-            break;
-        if (capacity >= MAX_TOKENIZER_FILE_BYTES) {
-            free(buffer);
-            fclose(file);
-            return tfenc_error(ctx, TFENC_ERR_INPUT, "%s %s: larger than %d MiB", what, path,
-                               (int)(MAX_TOKENIZER_FILE_BYTES >> 20));
-        }
-        char *grown = realloc(buffer, capacity * 2);
-        if (grown == NULL) {
-            free(buffer);
-            buffer = NULL;
-            break;
-        }
-        buffer = grown;
-        capacity *= 2;
-    }
-    if (buffer == NULL) {
-        fclose(file);
-        return tfenc_error(ctx, TFENC_ERR_NO_MEMORY, "no memory to read %s %s", what, path);
-    }
-    int failed = ferror(file);
-    fclose(file);
-    if (failed) {
-        free(buffer);
-        return tfenc_error(ctx, TFENC_ERR_IO, "cannot read %s %s", what, path);
-    }
-    buffer[used] = '\0';
-    *data = buffer;
-    *size = used;
-    return TFENC_OK;
+    return tfenc_file_read_all(ctx, what, path, MAX_TOKENIZER_FILE_BYTES, data, size);
 }
 
 int tfenc_tokenizer_create_from_file(tfenc_context *ctx, const char *vocab_path,

@@ -64,12 +64,22 @@ static int get_string(parser *p, json_t *object, const char *where, const char *
     return TFENC_OK;
 }
 
-/* An id: an integer in 0..INT32_MAX. */
+/* An id: an integer in 0..INT32_MAX - 1, so that the vocabulary's size
+ * (largest id + 1, the rows of the embedding table) is an int32 too; the
+ * same range as the ids of an HDF5 corpus (core/input/corpus.c). */
 static int get_id(parser *p, json_t *item, const char *where, int32_t *id)
 {
     if (!json_is_integer(item) || json_integer_value(item) < 0 ||
-        json_integer_value(item) > INT32_MAX)
-        return refuse(p, where, "an id must be an integer from 0 to 2147483647");
+        json_integer_value(item) > INT32_MAX - 1) {
+        char message[160];
+        if (json_is_integer(item))
+            snprintf(message, sizeof message,
+                     "id %" JSON_INTEGER_FORMAT " is outside 0..2147483646",
+                     json_integer_value(item));
+        else
+            snprintf(message, sizeof message, "an id must be an integer from 0 to 2147483646");
+        return refuse(p, where, message);
+    }
     *id = (int32_t)json_integer_value(item);
     return TFENC_OK;
 }
@@ -938,6 +948,8 @@ static int parse_added(parser *p, json_t *list)
         for (size_t k = 0; k < t->n_added && token->id < 0; k++)
             if (t->added[k].length == length && memcmp(t->added[k].content, content, length) == 0)
                 token->id = t->added[k].id;
+        if (token->id < 0 && largest_added == INT32_MAX)
+            return refuse(p, where, "more added tokens than ids up to 2147483646");
         if (token->id < 0)
             token->id = largest_added < 0 ? model_size
                         : largest_added >= model_size || model_size == 0 ? largest_added + 1

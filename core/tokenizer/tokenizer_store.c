@@ -115,7 +115,12 @@ static int read_int(hid_t group, const char *name, int *value)
     if (H5Aexists(group, name) <= 0)
         return 0;
     hid_t attribute = H5Aopen(group, name, H5P_DEFAULT);
-    int ok = attribute >= 0 && H5Aread(attribute, H5T_NATIVE_INT, value) >= 0;
+    hid_t space = attribute >= 0 ? H5Aget_space(attribute) : -1;
+    /* One value only: H5Aread of an array would write past *value. */
+    int ok = space >= 0 && H5Sget_simple_extent_npoints(space) == 1 &&
+             H5Aread(attribute, H5T_NATIVE_INT, value) >= 0;
+    if (space >= 0)
+        H5Sclose(space);
     if (attribute >= 0)
         H5Aclose(attribute);
     return ok;

@@ -2,6 +2,7 @@
 #include "config.h"
 
 #include "files.h"
+#include "base/files.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -26,42 +27,14 @@ char *import_join_path(const char *directory, const char *name)
 
 int import_file_exists(const char *path)
 {
-    struct stat info;
-    return stat(path, &info) == 0 && S_ISREG(info.st_mode);
+    return tfenc_file_present(path);
 }
 
-/* Reads the whole file into a NUL-terminated buffer. */
 int import_read_text_file(tfenc_context *ctx, const char *path, char **text, size_t *length)
 {
-    *text = NULL;
-    FILE *stream = fopen(path, "rb");
-    if (stream == NULL)
-        return tfenc_error(ctx, TFENC_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
-    size_t capacity = 4096, used = 0;
-    char *buffer = malloc(capacity);
-    while (buffer != NULL) {
-        used += fread(buffer + used, 1, capacity - used - 1, stream);
-        if (used < capacity - 1)
-            break;
-        capacity *= 2;
-        char *grown = realloc(buffer, capacity);
-        if (grown == NULL)
-            free(buffer);
-        buffer = grown;
-    }
-    int failed = ferror(stream);
-    fclose(stream);
-    if (buffer == NULL)
-        return tfenc_error(ctx, TFENC_ERR_NO_MEMORY, "%s: out of memory", path);
-    if (failed) {
-        free(buffer);
-        return tfenc_error(ctx, TFENC_ERR_IO, "%s: read error", path);
-    }
-    buffer[used] = '\0';
-    *text = buffer;
-    if (length != NULL)
-        *length = used;
-    return TFENC_OK;
+    size_t ignored;
+    return tfenc_file_read_all(ctx, "model file", path, IMPORT_MAX_FILE_BYTES, text,
+                               length != NULL ? length : &ignored);
 }
 
 /* Hugging Face JSON files hold integers as large as 1e30 (model_max_length
@@ -93,10 +66,10 @@ int import_load_json(tfenc_context *ctx, const char *path, json_t **json, char *
     return TFENC_OK;
 }
 
-/* An integral number in [minimum, INT_MAX]; `default_value` when absent
- * (a negative default_value below minimum makes the key required). */
+/* An integral number in [minimum, maximum]; `default_value` when absent
+ * (a default_value below minimum makes the key required). */
 int import_json_int(tfenc_context *ctx, const char *path, json_t *object, const char *key,
-                    int minimum, int default_value, int *value)
+                    int minimum, int maximum, int default_value, int *value)
 {
     json_t *item = json_object_get(object, key);
     if (item == NULL || json_is_null(item)) {
@@ -107,10 +80,14 @@ int import_json_int(tfenc_context *ctx, const char *path, json_t *object, const 
         return TFENC_OK;
     }
     double number = json_number_value(item);
-    if (!json_is_number(item) || number != floor(number) || number < minimum
-        || number > INT_MAX)
+    if (!json_is_number(item) || number != floor(number))
+        return tfenc_error(ctx, TFENC_ERR_CONFIG, "%s: key '%s' must be an integer in %d..%d",
+                           path, key, minimum, maximum);
+    /* Compared as doubles: 1e9 or 1e30 must not be converted to int first. */
+    if (number < minimum || number > maximum)
         return tfenc_error(ctx, TFENC_ERR_CONFIG,
-                           "%s: key '%s' must be an integer >= %d", path, key, minimum);
+                           "%s: key '%s' = %.15g is out of range (expected an integer in "
+                           "%d..%d)", path, key, number, minimum, maximum);
     *value = (int)number;
     return TFENC_OK;
 }

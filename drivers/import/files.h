@@ -14,11 +14,18 @@
  * of memory. */
 char *import_join_path(const char *directory, const char *name);
 
-/* 1 if `path` is a regular file. */
+/* 1 if something is at `path` (core/base/files.h, tfenc_file_present): an
+ * optional file is absent only when nothing is there; a FIFO, directory or
+ * device in its place is then refused by the reader, never skipped. */
 int import_file_exists(const char *path);
 
-/* Reads the whole file into a malloc'ed NUL-terminated *text (*length bytes
- * before the NUL when length is not NULL). */
+/* The cap on a model folder's text files (JSON configurations, vocab.txt,
+ * tokenizer.json, which reaches ~20 MB for 250k pieces). */
+#define IMPORT_MAX_FILE_BYTES ((size_t)1 << 28)
+
+/* Reads the whole regular file into a malloc'ed NUL-terminated *text
+ * (*length bytes before the NUL when length is not NULL); a FIFO, directory
+ * or device, or a file above IMPORT_MAX_FILE_BYTES, is refused naming it. */
 int import_read_text_file(tfenc_context *ctx, const char *path, char **text, size_t *length);
 
 /* Parses a JSON object file into *json (numbers as reals: Hugging Face files
@@ -26,11 +33,23 @@ int import_read_text_file(tfenc_context *ctx, const char *path, char **text, siz
  * file as read (malloc'ed). */
 int import_load_json(tfenc_context *ctx, const char *path, json_t **json, char **text);
 
-/* An integral number in [minimum, INT_MAX]; `default_value` when absent
- * (a default_value below minimum makes the key required). `path` names the
- * file in messages; `object` may be NULL (every key absent). */
+/* The bounds of the sizes a config.json gives, checked as each is read and
+ * before any sizes a thing: a value past them is a broken or hostile file
+ * (num_hidden_layers = 1e7 asked for 50 GB of tensor plans, 1e9 overflowed
+ * an int). Each is far above any real model's and keeps products such as
+ * layers x tensors or vocab_size + padding inside an int. */
+#define IMPORT_MAX_WIDTH 65536             /* hidden sizes, heads: [model] d_model's range */
+#define IMPORT_MAX_LAYERS 4096             /* layers (real encoders: 2 to ~100) */
+#define IMPORT_MAX_FFN_WIDTH (1 << 20)     /* feed-forward widths */
+#define IMPORT_MAX_VOCAB (1 << 24)         /* vocabularies and ids (real: up to ~260k) */
+#define IMPORT_MAX_POSITIONS (1 << 24)     /* positions: [model] max_positions' range */
+
+/* An integral number in [minimum, maximum]; `default_value` when absent
+ * (a default_value below minimum makes the key required). A value outside
+ * is refused naming the file, the key, the range and the value. `path`
+ * names the file in messages; `object` may be NULL (every key absent). */
 int import_json_int(tfenc_context *ctx, const char *path, json_t *object, const char *key,
-                    int minimum, int default_value, int *value);
+                    int minimum, int maximum, int default_value, int *value);
 
 /* true or false; `default_value` when absent. */
 int import_json_bool(tfenc_context *ctx, const char *path, json_t *object, const char *key,

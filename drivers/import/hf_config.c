@@ -54,14 +54,14 @@ static int read_dimensions(tfenc_context *ctx, const char *path, json_t *json,
                            model_config *config)
 {
     int status;
-    if ((status = import_json_int(ctx, path, json, "hidden_size", 1, -1, &config->d_model))
-        || (status = import_json_int(ctx, path, json, "num_attention_heads", 1, -1,
+    if ((status = import_json_int(ctx, path, json, "hidden_size", 1, IMPORT_MAX_WIDTH, -1, &config->d_model))
+        || (status = import_json_int(ctx, path, json, "num_attention_heads", 1, IMPORT_MAX_WIDTH, -1,
                                      &config->n_heads))
-        || (status = import_json_int(ctx, path, json, "num_hidden_layers", 1, -1,
+        || (status = import_json_int(ctx, path, json, "num_hidden_layers", 1, IMPORT_MAX_LAYERS, -1,
                                      &config->n_layers))
-        || (status = import_json_int(ctx, path, json, "intermediate_size", 1, -1,
+        || (status = import_json_int(ctx, path, json, "intermediate_size", 1, IMPORT_MAX_FFN_WIDTH, -1,
                                      &config->ffn_width))
-        || (status = import_json_int(ctx, path, json, "vocab_size", 1, -1, &config->vocab_size)))
+        || (status = import_json_int(ctx, path, json, "vocab_size", 1, IMPORT_MAX_VOCAB, -1, &config->vocab_size)))
         return status;
     config->n_kv_heads = config->n_heads;
     return TFENC_OK;
@@ -106,11 +106,11 @@ static int read_bert_family(tfenc_context *ctx, const char *path, json_t *json,
     }
 
     if ((status = read_dimensions(ctx, path, json, config))
-        || (status = import_json_int(ctx, path, json, "max_position_embeddings", 1, 512,
+        || (status = import_json_int(ctx, path, json, "max_position_embeddings", 1, IMPORT_MAX_POSITIONS, 512,
                                      &config->max_position_embeddings))
-        || (status = import_json_int(ctx, path, json, "type_vocab_size", 0, 2,
+        || (status = import_json_int(ctx, path, json, "type_vocab_size", 0, IMPORT_MAX_VOCAB, 2,
                                      &config->type_vocab_size))
-        || (status = import_json_int(ctx, path, json, "pad_token_id", 0,
+        || (status = import_json_int(ctx, path, json, "pad_token_id", 0, IMPORT_MAX_VOCAB,
                                      is_roberta || is_mpnet ? 1 : 0, &config->pad_token_id))
         || (status = import_json_positive(ctx, path, json, "layer_norm_eps", 1e-12,
                                           &config->layer_norm_eps)))
@@ -120,7 +120,7 @@ static int read_bert_family(tfenc_context *ctx, const char *path, json_t *json,
         /* ELECTRA projects embeddings of another width into hidden_size
          * after their LayerNorm: tfenc's model has one width. */
         int embedding_size;
-        if ((status = import_json_int(ctx, path, json, "embedding_size", 1, 128,
+        if ((status = import_json_int(ctx, path, json, "embedding_size", 1, IMPORT_MAX_WIDTH, 128,
                                       &embedding_size)))
             return status;
         if (embedding_size != config->d_model)
@@ -140,7 +140,7 @@ static int read_bert_family(tfenc_context *ctx, const char *path, json_t *json,
         config->position_offset = 2;
         config->type_vocab_size = 0;
         config->position = "relative_buckets";
-        if ((status = import_json_int(ctx, path, json, "relative_attention_num_buckets", 32, 32,
+        if ((status = import_json_int(ctx, path, json, "relative_attention_num_buckets", 32, IMPORT_MAX_POSITIONS, 32,
                                       &config->num_buckets)))
             return status;
     }
@@ -160,15 +160,15 @@ static int read_distilbert(tfenc_context *ctx, const char *path, json_t *json,
     config->architecture = ARCH_DISTILBERT;
     config->layer_norm_eps = 1e-12;
     int status;
-    if ((status = import_json_int(ctx, path, json, "dim", 1, 768, &config->d_model))
-        || (status = import_json_int(ctx, path, json, "n_heads", 1, 12, &config->n_heads))
-        || (status = import_json_int(ctx, path, json, "n_layers", 1, 6, &config->n_layers))
-        || (status = import_json_int(ctx, path, json, "hidden_dim", 1, 3072, &config->ffn_width))
-        || (status = import_json_int(ctx, path, json, "vocab_size", 1, 30522,
+    if ((status = import_json_int(ctx, path, json, "dim", 1, IMPORT_MAX_WIDTH, 768, &config->d_model))
+        || (status = import_json_int(ctx, path, json, "n_heads", 1, IMPORT_MAX_WIDTH, 12, &config->n_heads))
+        || (status = import_json_int(ctx, path, json, "n_layers", 1, IMPORT_MAX_LAYERS, 6, &config->n_layers))
+        || (status = import_json_int(ctx, path, json, "hidden_dim", 1, IMPORT_MAX_FFN_WIDTH, 3072, &config->ffn_width))
+        || (status = import_json_int(ctx, path, json, "vocab_size", 1, IMPORT_MAX_VOCAB, 30522,
                                      &config->vocab_size))
-        || (status = import_json_int(ctx, path, json, "max_position_embeddings", 1, 512,
+        || (status = import_json_int(ctx, path, json, "max_position_embeddings", 1, IMPORT_MAX_POSITIONS, 512,
                                      &config->max_position_embeddings))
-        || (status = import_json_int(ctx, path, json, "pad_token_id", 0, 0,
+        || (status = import_json_int(ctx, path, json, "pad_token_id", 0, IMPORT_MAX_VOCAB, 0,
                                      &config->pad_token_id))
         || (status = read_activation(ctx, path, json, "activation", "gelu",
                                      &config->activation)))
@@ -190,16 +190,16 @@ static int read_nomic_bert(tfenc_context *ctx, const char *path, json_t *json,
     double fraction;
     int prenorm, rms, parallel, causal, interleaved, multiple;
     int status;
-    if ((status = import_json_int(ctx, path, json, "n_embd", 1, 768, &config->d_model))
-        || (status = import_json_int(ctx, path, json, "n_head", 1, 12, &config->n_heads))
-        || (status = import_json_int(ctx, path, json, "n_layer", 1, 12, &config->n_layers))
-        || (status = import_json_int(ctx, path, json, "n_inner", 1, -1, &config->ffn_width))
-        || (status = import_json_int(ctx, path, json, "vocab_size", 1, -1, &config->vocab_size))
-        || (status = import_json_int(ctx, path, json, "pad_vocab_size_multiple", 1, 1,
+    if ((status = import_json_int(ctx, path, json, "n_embd", 1, IMPORT_MAX_WIDTH, 768, &config->d_model))
+        || (status = import_json_int(ctx, path, json, "n_head", 1, IMPORT_MAX_WIDTH, 12, &config->n_heads))
+        || (status = import_json_int(ctx, path, json, "n_layer", 1, IMPORT_MAX_LAYERS, 12, &config->n_layers))
+        || (status = import_json_int(ctx, path, json, "n_inner", 1, IMPORT_MAX_FFN_WIDTH, -1, &config->ffn_width))
+        || (status = import_json_int(ctx, path, json, "vocab_size", 1, IMPORT_MAX_VOCAB, -1, &config->vocab_size))
+        || (status = import_json_int(ctx, path, json, "pad_vocab_size_multiple", 1, IMPORT_MAX_VOCAB, 1,
                                      &multiple))
-        || (status = import_json_int(ctx, path, json, "max_trained_positions", 1, 2048,
+        || (status = import_json_int(ctx, path, json, "max_trained_positions", 1, IMPORT_MAX_POSITIONS, 2048,
                                      &config->max_position_embeddings))
-        || (status = import_json_int(ctx, path, json, "type_vocab_size", 0, 2,
+        || (status = import_json_int(ctx, path, json, "type_vocab_size", 0, IMPORT_MAX_VOCAB, 2,
                                      &config->type_vocab_size))
         || (status = import_json_positive(ctx, path, json, "layer_norm_epsilon", 1e-5,
                                           &config->layer_norm_eps))
@@ -268,9 +268,9 @@ static int read_modernbert(tfenc_context *ctx, const char *path, json_t *json,
     const char *activation;
     int attention_bias, mlp_bias, status;
     if ((status = read_dimensions(ctx, path, json, config))
-        || (status = import_json_int(ctx, path, json, "max_position_embeddings", 1, 8192,
+        || (status = import_json_int(ctx, path, json, "max_position_embeddings", 1, IMPORT_MAX_POSITIONS, 8192,
                                      &config->max_position_embeddings))
-        || (status = import_json_int(ctx, path, json, "pad_token_id", 0, 50283,
+        || (status = import_json_int(ctx, path, json, "pad_token_id", 0, IMPORT_MAX_VOCAB, 50283,
                                      &config->pad_token_id))
         || (status = import_json_positive(ctx, path, json, "norm_eps", 1e-5,
                                           &config->layer_norm_eps))
@@ -281,9 +281,9 @@ static int read_modernbert(tfenc_context *ctx, const char *path, json_t *json,
                                           &config->rope_theta))
         || (status = import_json_positive(ctx, path, json, "local_rope_theta", 10000.0,
                                           &config->local_rope_theta))
-        || (status = import_json_int(ctx, path, json, "local_attention", 2, 128,
+        || (status = import_json_int(ctx, path, json, "local_attention", 2, IMPORT_MAX_POSITIONS, 128,
                                      &config->local_window))
-        || (status = import_json_int(ctx, path, json, "global_attn_every_n_layers", 1, 3,
+        || (status = import_json_int(ctx, path, json, "global_attn_every_n_layers", 1, IMPORT_MAX_LAYERS, 3,
                                      &config->global_every))
         || (status = import_json_string(ctx, path, json, "hidden_activation", "gelu",
                                         &activation)))
@@ -310,9 +310,9 @@ static int read_qwen2(tfenc_context *ctx, const char *path, json_t *json, model_
     const char *activation;
     int sliding, status;
     if ((status = read_dimensions(ctx, path, json, config))
-        || (status = import_json_int(ctx, path, json, "num_key_value_heads", 1, config->n_heads,
+        || (status = import_json_int(ctx, path, json, "num_key_value_heads", 1, IMPORT_MAX_WIDTH, config->n_heads,
                                      &config->n_kv_heads))
-        || (status = import_json_int(ctx, path, json, "max_position_embeddings", 1, 32768,
+        || (status = import_json_int(ctx, path, json, "max_position_embeddings", 1, IMPORT_MAX_POSITIONS, 32768,
                                      &config->max_position_embeddings))
         || (status = import_json_positive(ctx, path, json, "rms_norm_eps", 1e-6,
                                           &config->layer_norm_eps))

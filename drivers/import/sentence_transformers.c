@@ -50,6 +50,26 @@ int import_read_pooling(importer *self, const char *directory)
         self->pooling.mode = modes[i].mode;
         n_enabled++;
     }
+    /* A mode this table lacks (a newer sentence-transformers', a typo) must
+     * not leave the others to decide: refused by name unless it is off. */
+    const char *key;
+    json_t *value;
+    json_object_foreach(json, key, value) {
+        if (strncmp(key, "pooling_mode", strlen("pooling_mode")) != 0 || json_is_false(value) ||
+            json_is_null(value))
+            continue;
+        size_t known = 0;
+        while (known < sizeof modes / sizeof modes[0] && strcmp(key, modes[known].key) != 0)
+            known++;
+        if (known < sizeof modes / sizeof modes[0])
+            continue;
+        status = tfenc_error(ctx, TFENC_ERR_CONFIG,
+                             "%s: unknown pooling mode '%s' is set (tfenc knows "
+                             "pooling_mode_cls_token, _mean_tokens, _max_tokens, "
+                             "_mean_sqrt_len_tokens, _weightedmean_tokens, _lasttoken)",
+                             path, key);
+        goto done;
+    }
     if (n_enabled != 1) {
         status = tfenc_error(ctx, TFENC_ERR_CONFIG, "%s: exactly one pooling mode must be true "
                              "(found %d; sentence-transformers concatenates several, tfenc does "
@@ -67,7 +87,7 @@ int import_read_pooling(importer *self, const char *directory)
         goto done;
     }
     int width;
-    if ((status = import_json_int(ctx, path, json, "word_embedding_dimension", 1,
+    if ((status = import_json_int(ctx, path, json, "word_embedding_dimension", 1, IMPORT_MAX_WIDTH,
                                   self->config.d_model, &width)) != TFENC_OK)
         goto done;
     if (width != self->config.d_model) {

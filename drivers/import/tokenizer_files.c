@@ -106,7 +106,7 @@ int import_read_tokenizer(importer *self)
         && json_number_value(model_max) < self->max_length)
         self->max_length = (int)json_number_value(model_max);
     int st_max_length;
-    if ((status = import_json_int(ctx, st_path, st, "max_seq_length", 1, INT_MAX,
+    if ((status = import_json_int(ctx, st_path, st, "max_seq_length", 1, INT_MAX, INT_MAX,
                                   &st_max_length)))
         goto done;
     if (st_max_length < self->max_length)
