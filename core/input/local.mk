@@ -1,5 +1,8 @@
-# input: the corpus readers (text, JSON Lines, HDF5 token ids) and the
+# input: the corpus readers (text, JSON Lines, HDF5 token ids), the files
+# `[job] input` names (sources), their decompression (stream), and the
 # windows the corpus is cut into.
 core_libtfenc_la_SOURCES += \
 	core/input/corpus.c core/input/corpus.h \
+	core/input/sources.c core/input/sources.h \
+	core/input/stream.c core/input/stream.h \
 	core/input/windows.c core/input/windows.h

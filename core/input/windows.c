@@ -48,6 +48,31 @@ static int64_t cut(int64_t n_documents, int64_t width, int64_t *first)
     return k;
 }
 
+/* Collective: every rank learns how many documents each source holds (a
+ * share may hold parts of several plain sources, or none of one). */
+static int sum_source_documents(tfenc_context *ctx, MPI_Comm comm,
+                                const tfenc_corpus_options *options, const tfenc_corpus *corpus,
+                                tfenc_windows_share *share_info)
+{
+    int n = options->n_sources > 0 ? options->n_sources : 1;
+    int64_t *mine = calloc((size_t)n, sizeof *mine);
+    share_info->source_documents = calloc((size_t)n, sizeof *share_info->source_documents);
+    int ok = mine != NULL && share_info->source_documents != NULL, all_ok = 0;
+    MPI_Allreduce(&ok, &all_ok, 1, MPI_INT, MPI_MIN, comm);
+    if (!all_ok) {
+        free(mine);
+        free(share_info->source_documents);
+        share_info->source_documents = NULL;
+        return tfenc_error(ctx, TFENC_ERR_NO_MEMORY, "out of memory for %d sources", n);
+    }
+    if (corpus != NULL)
+        memcpy(mine, tfenc_corpus_source_documents(corpus), (size_t)n * sizeof *mine);
+    MPI_Allreduce(mine, share_info->source_documents, n, MPI_INT64_T, MPI_SUM, comm);
+    share_info->n_sources = n;
+    free(mine);
+    return TFENC_OK;
+}
+
 int tfenc_windows_scan(tfenc_context *ctx, MPI_Comm comm, const tfenc_corpus_options *options,
                        int64_t window_documents, tfenc_windows_share *share_info)
 {
@@ -66,6 +91,11 @@ int tfenc_windows_scan(tfenc_context *ctx, MPI_Comm comm, const tfenc_corpus_opt
     if (rank == 0)
         first_index = 0; /* MPI_Exscan leaves rank 0's result undefined */
     MPI_Allreduce(&mine, &total, 1, MPI_INT64_T, MPI_SUM, comm);
+    int sources_status = sum_source_documents(ctx, comm, options, status == TFENC_OK ? corpus
+                                                                                    : NULL,
+                                              share_info);
+    if (status == TFENC_OK)
+        status = sources_status;
     share_info->n_documents = mine;
     share_info->max_id_length = counts.max_id_length;
     if (status == TFENC_OK && options->format != TFENC_CORPUS_HDF5) {
@@ -99,6 +129,9 @@ int tfenc_windows_build(tfenc_context *ctx, MPI_Comm comm, tfenc_windows_share *
     MPI_Allreduce(&share_info->n_documents, &windows->n_documents, 1, MPI_INT64_T, MPI_SUM, comm);
     MPI_Allreduce(&longest_id, &longest, 1, MPI_UNSIGNED_LONG_LONG, MPI_MAX, comm);
     windows->max_id_length = (size_t)longest;
+    windows->n_sources = share_info->n_sources;
+    windows->source_documents = share_info->source_documents;
+    share_info->source_documents = NULL;
     windows->window_documents = window_documents;
     windows->n_windows = cut(windows->n_documents, window_documents, NULL);
     const int64_t n = windows->n_windows;
@@ -321,5 +354,6 @@ void tfenc_windows_free(tfenc_windows *windows)
     free(windows->state);
     free(windows->partial);
     free(windows->partial_done);
+    free(windows->source_documents);
     memset(windows, 0, sizeof *windows);
 }

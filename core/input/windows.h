@@ -68,6 +68,8 @@ typedef struct tfenc_windows {
     int64_t n_partial;
     int64_t *partial;         /* [n_partial] the PARTIAL windows, ascending */
     uint8_t *partial_done;    /* [n_partial * W] per document: finished (1) or not */
+    int n_sources;            /* the corpus's files (input/sources.h) */
+    int64_t *source_documents; /* [n_sources] documents in each, in order */
 } tfenc_windows;
 
 /* What one rank learned about its share in the counting pass. */
@@ -78,6 +80,9 @@ typedef struct tfenc_windows_share {
                                * window (malloc'ed; freed by build) */
     int64_t n_line_starts;
     int64_t file_size;        /* text: the corpus's size in bytes */
+    int n_sources;
+    int64_t *source_documents; /* [n_sources] the whole corpus's documents per source
+                                * (summed over the shares; moved into the windows) */
 } tfenc_windows_share;
 
 /* Local, on every rank: opens share `share` of `n_shares` of the corpus,

@@ -76,6 +76,33 @@ static int read_prompt(reader *r, const char *value)
     return s->prompt != NULL ? TFENC_OK : tfenc_error(r->ctx, TFENC_ERR_NO_MEMORY, "out of memory");
 }
 
+/* [job] input as its files, and the format they are read in: the one
+ * input_format names, or the one every file's name implies alike. */
+static int read_sources(reader *r, int list_file, int format)
+{
+    tfenc_job_settings *s = r->settings;
+    int status = tfenc_sources_expand(r->ctx, s->input, list_file, &s->sources);
+    if (status != TFENC_OK)
+        return status;
+    s->corpus.path = s->input;
+    s->corpus.sources = (const char *const *)s->sources.paths;
+    s->corpus.n_sources = s->sources.n;
+    if (format != TFENC_CORPUS_AUTO) {
+        s->corpus.format = (tfenc_corpus_format)format;
+        return TFENC_OK;
+    }
+    s->corpus.format = tfenc_corpus_format_from_path(s->sources.paths[0]);
+    for (int i = 1; i < s->sources.n; i++)
+        if (tfenc_corpus_format_from_path(s->sources.paths[i]) != s->corpus.format)
+            return tfenc_error(r->ctx, TFENC_ERR_CONFIG, "[job] input %s: %s reads as %s but %s "
+                               "as %s: set [job] input_format, or keep one format per corpus",
+                               s->input, s->sources.paths[0],
+                               tfenc_corpus_format_name(s->corpus.format), s->sources.paths[i],
+                               tfenc_corpus_format_name(
+                                   tfenc_corpus_format_from_path(s->sources.paths[i])));
+    return TFENC_OK;
+}
+
 static int read_job_settings(reader *r)
 {
     static const char *const policies[] = {"replace", "error", NULL};
@@ -150,13 +177,14 @@ static int read_job_settings(reader *r)
     if (output == NULL)
         return tfenc_error(r->ctx, TFENC_ERR_CONFIG, "%s: [job] requires key 'output'",
                            r->job->path);
-    s->input = tfenc_jobfile_resolve_path(r->job, input);
+    int list_file = input[0] == '@';
+    s->input = tfenc_jobfile_resolve_path(r->job, input + list_file);
     s->output = tfenc_jobfile_resolve_path(r->job, output);
     if (s->input == NULL || s->output == NULL)
         return tfenc_error(r->ctx, TFENC_ERR_NO_MEMORY, "out of memory");
-    s->corpus.path = s->input;
-    s->corpus.format = format == TFENC_CORPUS_AUTO ? tfenc_corpus_format_from_path(s->input)
-                                                   : (tfenc_corpus_format)format;
+    status = read_sources(r, list_file, format);
+    if (status != TFENC_OK)
+        return status;
     s->output_kind = (tfenc_output_kind)kind;
     s->dtype = (tfenc_output_dtype)dtype;
     s->compression = (tfenc_output_compression)compression;
@@ -309,6 +337,9 @@ int tfenc_job_settings_read(tfenc_context *ctx, const tfenc_jobfile *job,
 void tfenc_job_settings_free(tfenc_job_settings *settings)
 {
     free(settings->input);
+    tfenc_sources_free(&settings->sources);
+    settings->corpus.sources = NULL;
+    settings->corpus.n_sources = 0;
     free(settings->output);
     free(settings->vocabulary);
     free(settings->prompt);

@@ -28,6 +28,7 @@
 
 #include <mpi.h>
 #include <sched.h>
+#include <sys/stat.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -502,6 +503,7 @@ static int cut_windows(run *r)
                                     r->settings.window_documents, &share);
     if (agree_on_failure(r, status)) {
         free(share.line_starts);
+        free(share.source_documents);
         return 1;
     }
     if (agree_on_failure(r, tfenc_windows_build(r->ctx, MPI_COMM_WORLD, &share,
@@ -669,6 +671,60 @@ static int learn_progress(run *r, int resumed, int was_complete)
                                                        &r->queue));
 }
 
+/* Every file of a corpus of several is an input the output must not be
+ * (a list or directory may name the output itself); one file alone is
+ * already "the corpus". Returns how many were put in `inputs`. */
+static int corpus_shards_as_inputs(const run *r, tfenc_input_file *inputs)
+{
+    const tfenc_sources *sources = &r->settings.sources;
+    if (sources->n == 1 && strcmp(sources->paths[0], r->settings.input) == 0)
+        return 0;
+    for (int i = 0; i < sources->n; i++)
+        inputs[i] = (tfenc_input_file){"a corpus shard", sources->paths[i]};
+    return sources->n;
+}
+
+/* The corpus's fingerprint over all its files, and the table of them the
+ * output keeps (output.h: corpus_shards), from the counting pass's
+ * documents per file. Collective; *table is malloc'ed. */
+static int fingerprint_corpus(run *r, char hex[65], char **table)
+{
+    *table = NULL;
+    const tfenc_sources *sources = &r->settings.sources;
+    char (*each)[65] = calloc((size_t)sources->n, sizeof *each);
+    if (each == NULL)
+        return tfenc_error(r->ctx, TFENC_ERR_NO_MEMORY, "out of memory for %d fingerprints",
+                           sources->n);
+    int status = tfenc_fingerprint_sources(r->ctx, MPI_COMM_WORLD,
+                                           (const char *const *)sources->paths, sources->n, hex,
+                                           each);
+    size_t size = 1;
+    for (int i = 0; status == TFENC_OK && i < sources->n; i++)
+        size += strlen(sources->paths[i]) + 65 + 3 * 24;
+    char *text = status == TFENC_OK ? malloc(size) : NULL;
+    if (status == TFENC_OK && text == NULL)
+        status = tfenc_error(r->ctx, TFENC_ERR_NO_MEMORY, "out of memory for the shard list");
+    size_t used = 0;
+    int64_t first = 0;
+    for (int i = 0; status == TFENC_OK && i < sources->n; i++) {
+        struct stat info;
+        long long bytes = stat(sources->paths[i], &info) == 0 ? (long long)info.st_size : -1;
+        int64_t documents = r->windows.source_documents != NULL && i < r->windows.n_sources
+                                ? r->windows.source_documents[i] : -1;
+        used += (size_t)snprintf(text + used, size - used, "%s\t%lld\t%s\t%lld\t%lld\n",
+                                 sources->paths[i], bytes, each[i], (long long)first,
+                                 (long long)documents);
+        first += documents;
+    }
+    free(each);
+    if (status != TFENC_OK) {
+        free(text);
+        return status;
+    }
+    *table = text;
+    return TFENC_OK;
+}
+
 /* Before the output is touched: it must not be one of the job's inputs
  * under another name, and this job must own it (rank 0 takes the lock and
  * holds it to the end). */
@@ -677,7 +733,9 @@ static int claim_output(run *r)
     int status = TFENC_OK;
     if (r->rank == 0) {
         int n_plugins = tfenc_plugin_registry_n_layers(r->registry);
-        tfenc_input_file *inputs = calloc((size_t)n_plugins + 4, sizeof *inputs);
+        int n_sources = r->settings.sources.n;
+        tfenc_input_file *inputs = calloc((size_t)n_plugins + 4 + (size_t)n_sources,
+                                          sizeof *inputs);
         if (inputs == NULL)
             return agree_on_failure(r, tfenc_error(r->ctx, TFENC_ERR_NO_MEMORY, "out of memory"));
         int n = 0;
@@ -688,6 +746,7 @@ static int claim_output(run *r)
         for (int i = 0; i < n_plugins; i++)
             inputs[n++] = (tfenc_input_file){"the plugin",
                                              tfenc_plugin_registry_layer(r->registry, i)->file};
+        n += corpus_shards_as_inputs(r, inputs + n);
         status = tfenc_output_check_not_input(r->ctx, r->settings.output, inputs, n);
         free(inputs);
         if (status == TFENC_OK)
@@ -709,13 +768,15 @@ static int open_output(run *r)
     if (agree_on_failure(r, status))
         return 1;
     MPI_Bcast(weights_sha256, sizeof weights_sha256, MPI_CHAR, 0, MPI_COMM_WORLD);
-    if (agree_on_failure(r, tfenc_fingerprint_file(r->ctx, MPI_COMM_WORLD, r->settings.input,
-                                                   corpus_fingerprint)))
+    char *corpus_shards = NULL;
+    if (agree_on_failure(r, fingerprint_corpus(r, corpus_fingerprint, &corpus_shards)))
         return 1;
     if (r->settings.vocabulary != NULL &&
         agree_on_failure(r, tfenc_fingerprint_file(r->ctx, MPI_COMM_WORLD, r->settings.vocabulary,
-                                                   vocabulary_fingerprint)))
+                                                   vocabulary_fingerprint))) {
+        free(corpus_shards);
         return 1;
+    }
     const tfenc_layout *l = &r->layout;
     char layout[128];
     snprintf(layout, sizeof layout, "ranks=%d data_parallel=%d pipeline_stages=%d", r->n_ranks,
@@ -750,6 +811,7 @@ static int open_output(run *r)
             .max_id_length = r->windows.max_id_length, .job_text = provenance,
             .job_settings = identity, .weights_sha256 = weights_sha256,
             .corpus_path = r->settings.input, .corpus_fingerprint = corpus_fingerprint,
+            .corpus_shards = corpus_shards,
             .vocabulary_path = r->settings.vocabulary,
             .vocabulary_fingerprint = r->settings.vocabulary != NULL ? vocabulary_fingerprint
                                                                      : NULL,
@@ -774,6 +836,7 @@ static int open_output(run *r)
     free(identity);
     free(precision_steps);
     free(provenance);
+    free(corpus_shards);
     /* HDF5 cannot always shut down after a failed write to a new file. */
     if (status == TFENC_ERR_IO)
         r->result->skip_finalize = 1;

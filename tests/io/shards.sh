@@ -1,0 +1,175 @@
+#!/bin/sh
+# Issue 26: a corpus of many files, compressed or not. The same 1,000
+# documents as one JSON Lines file, as 8 shards (plain, gzip, zstd, a
+# two-member gzip, xz, a shard of one document and an empty one) named by a
+# directory, a glob and a list file, and 10,000 one-document shards: every
+# output bitwise equal to the single file's, at 1, 2 and 3 ranks and after
+# SIGKILL + resume. Then the bad inputs, each one line naming the shard and
+# the line: truncated and bit-flipped gzip and zstd, a glob that matches
+# nothing, a FIFO among the shards, the output among the inputs, and a
+# shard changed before a resume.
+set -u
+. "$(cd "$(dirname "$0")/../pipeline" && pwd)/common.sh"
+work=$builddir/tests/data/generated/shards
+failed=0
+
+fail() {
+  echo "shards: FAIL $*"
+  failed=$((failed + 1))
+}
+
+prepare_example bert-text "$work" || { echo "shards: FAIL: cannot make a model"; exit 1; }
+"$python" "$srcdir/tests/io/make_shards.py" "$work/corpus.txt" 20 "$work" || exit 1
+command -v zstd >/dev/null || { echo "shards: FAIL: zstd not found (tests/deps/test.txt)"; exit 1; }
+for f in "$work"/shards/*.tozst; do
+  zstd -q -f "$f" -o "${f%.tozst}.zst" && rm -f "$f" || exit 1
+done
+TFENC_PLUGIN_PATH="$TFENC_PLUGIN_PATH:$builddir/tests/plugins/.libs"
+export TFENC_PLUGIN_PATH
+# Windows of 64 documents: the shards' boundaries fall inside windows, and
+# windows start inside compressed shards.
+common="--set job.id_field=id --set job.window_documents=64"
+
+run() { # run RANKS OUTPUT INPUT [SETTINGS...]: the job, quietly
+  ranks=$1 out=$2 input=$3
+  shift 3
+  # shellcheck disable=SC2086
+  (cd "$work" && "$mpiexec" -n "$ranks" "$driver" --quiet $common "$@" \
+     --set "job.input=$input" --set "job.output=$out" job.ini) > "$work/run.out" 2> "$work/run.err"
+}
+
+compare() { # compare BASELINE OTHER WHAT
+  if result=$("$python" "$srcdir/tests/pipeline/compare_layouts.py" "$work/$1" "$work/$2"); then
+    echo "shards: ok   $3: $result"
+  else
+    fail "$3: $result"
+  fi
+}
+
+(cd "$work" && rm -f one.h5 dir-*.h5 glob.h5 list.h5 tiny*.h5 killed.h5 bad.h5 changed.h5)
+run 1 one.h5 one.jsonl || { fail "the single file: $(head -n 1 "$work/run.err")"; exit 1; }
+for ranks in 1 2 3; do
+  if run "$ranks" dir-$ranks.h5 shards; then
+    compare one.h5 dir-$ranks.h5 "a directory of 8 shards at $ranks ranks"
+  else
+    fail "a directory at $ranks ranks: $(head -n 1 "$work/run.err")"
+  fi
+done
+if run 2 glob.h5 'shards/part-*.jsonl*'; then
+  compare one.h5 glob.h5 "a glob at 2 ranks"
+else
+  fail "a glob: $(head -n 1 "$work/run.err")"
+fi
+if run 3 list.h5 @list.txt; then
+  compare one.h5 list.h5 "a list file (shuffled) at 3 ranks"
+else
+  fail "a list file: $(head -n 1 "$work/run.err")"
+fi
+# The output keeps the shard list: paths, bytes, fingerprints, and each
+# shard's first document and count (the part-01 shard holds documents 1..).
+if "$python" - "$work/dir-2.h5" <<'PY'
+import sys, h5py
+with h5py.File(sys.argv[1], "r") as f:
+    table = f.attrs["corpus_shards"]
+    table = table.decode() if isinstance(table, bytes) else table
+rows = [line.split("\t") for line in table.splitlines()]
+assert [r[0] for r in rows] == sorted(r[0] for r in rows), rows
+assert rows[0][0].endswith("part-00.jsonl") and rows[0][3:] == ["0", "1"], rows[0]
+assert rows[1][0].endswith("part-01.jsonl.gz") and rows[1][3] == "1", rows[1]
+assert rows[-1][0].endswith("part-07.jsonl") and rows[-1][4] == "0", rows[-1]
+assert sum(int(r[4]) for r in rows) == 1000, rows
+PY
+then
+  echo "shards: ok   the output lists the 8 shards with their documents"
+else
+  fail "the output's shard list"
+fi
+
+# 10,000 one-document shards (the time it takes is for make bench).
+if run 2 tiny-one.h5 tiny.jsonl && run 2 tiny.h5 tiny; then
+  compare tiny-one.h5 tiny.h5 "10,000 one-document shards at 2 ranks"
+else
+  fail "10,000 shards: $(head -n 1 "$work/run.err")"
+fi
+
+# SIGKILL part-way (the test plugin's pause layer slows every microbatch,
+# and leaves the activations alone), then the same command resumes.
+printf '\n[pause]\ntype = pause\nmilliseconds = 40\n' >> "$work/job.ini"
+rm -f "$work/killed.h5"
+(cd "$work" && exec "$mpiexec" -n 2 "$driver" $common --set job.input=shards \
+   --set job.output=killed.h5 job.ini) > "$work/run.out" 2> "$work/run.err" &
+pid=$!
+"$python" "$srcdir/tests/resume/progress.py" wait "$work/killed.h5" 0.4 "$pid"
+pkill -KILL -P "$pid" 2>/dev/null
+kill -KILL "$pid" 2>/dev/null
+wait "$pid" 2>/dev/null
+read -r done total complete <<EOF
+$("$python" "$srcdir/tests/resume/progress.py" count "$work/killed.h5")
+EOF
+echo "shards: killed with $done of $total documents finished (complete = $complete)"
+[ "$done" -lt "$total" ] || fail "SIGKILL: the run had finished before the kill"
+if run 3 killed.h5 shards; then
+  compare one.h5 killed.h5 "killed at 2 ranks, resumed at 3"
+else
+  fail "the resume: $(head -n 1 "$work/run.err")"
+fi
+
+# refused WHAT PATTERN INPUT [SETTINGS...]: the run must fail with one line
+# that matches PATTERN.
+refused() {
+  what=$1 pattern=$2
+  shift 2
+  if run 2 bad.h5 "$@"; then
+    fail "$what: the run succeeded"
+  elif ! grep -q "$pattern" "$work/run.err"; then
+    fail "$what: expected '$pattern', got: $(head -n 1 "$work/run.err")"
+  else
+    echo "shards: ok   $what: $(grep "$pattern" "$work/run.err" | head -n 1)"
+  fi
+}
+sed -i '/^\[pause\]/,$d' "$work/job.ini"
+rm -rf "$work/bad" && cp -R "$work/shards" "$work/bad"
+gz=part-04.jsonl.gz zst=part-05.jsonl.zst
+head -c 2000 "$work/shards/$gz" > "$work/bad/$gz"
+refused "a truncated gzip shard" "bad/$gz: line [0-9]*: truncated gzip stream" bad
+cp "$work/shards/$gz" "$work/bad/$gz"
+head -c 1500 "$work/shards/$zst" > "$work/bad/$zst"
+refused "a truncated zstd shard" "bad/$zst: line [0-9]*: truncated zstd stream" bad
+cp "$work/shards/$zst" "$work/bad/$zst"
+flip() { # flip FILE: one bit in the middle
+  "$python" -c "import sys; p = sys.argv[1]; b = bytearray(open(p, 'rb').read()); b[len(b) // 2] ^= 0x10; open(p, 'wb').write(b)" "$1"
+}
+flip "$work/bad/$gz"
+# The CRC comes at the end of the member: the flipped bytes may be read as
+# a line first and fail as JSON; either way the shard and line are named.
+refused "a bit-flipped gzip shard" \
+  "bad/$gz: line [0-9]*\(: corrupt gzip stream\|, column [0-9]*: invalid JSON\)" bad
+cp "$work/shards/$gz" "$work/bad/$gz"
+flip "$work/bad/$zst"
+refused "a bit-flipped zstd shard" "bad/$zst: line [0-9]*: corrupt zstd stream" bad
+cp "$work/shards/$zst" "$work/bad/$zst"
+refused "a glob that matches nothing" "input bad/\*.txt: the pattern matches no file" 'bad/*.txt'
+mkfifo "$work/bad/part-99.jsonl"
+refused "a FIFO among the shards" "bad/part-99.jsonl: .*not a regular file" bad
+rm -f "$work/bad/part-99.jsonl"
+if run 2 bad/part-03.jsonl bad; then
+  fail "the output among the shards: the run succeeded"
+elif ! grep -q "bad/part-03.jsonl: the output is the same file as a corpus shard" "$work/run.err"; then
+  fail "the output among the shards: $(head -n 1 "$work/run.err")"
+else
+  echo "shards: ok   the output among the shards: $(head -n 1 "$work/run.err")"
+fi
+# A resume over a changed shard names it.
+rm -f "$work/changed.h5"
+run 2 changed.h5 bad || fail "the run before the change: $(head -n 1 "$work/run.err")"
+sed -i '1s/a/A/' "$work/bad/part-03.jsonl"
+if run 2 changed.h5 bad; then
+  fail "a shard changed before a resume: the run succeeded"
+elif ! grep -q "shard .*bad/part-03.jsonl changed since the run that began this file" "$work/run.err"; then
+  fail "a shard changed before a resume: $(head -n 1 "$work/run.err")"
+else
+  echo "shards: ok   a changed shard: $(head -n 1 "$work/run.err")"
+fi
+
+[ "$failed" -eq 0 ] || { echo "shards: FAIL ($failed)"; exit 1; }
+echo "shards: all ok"
