@@ -25,3 +25,11 @@ tests_io_node_arena_LDADD = core/libtfenc.la $(MPI_LIBS)
 TESTS += tests/io/shards.sh
 dist_check_SCRIPTS += tests/io/shards.sh
 EXTRA_DIST += tests/io/make_shards.py
+
+# The decompression layer: every codec round-trips by line and by seek, and
+# a compressed stream cut at any length is an error.
+check_PROGRAMS += tests/test_stream
+TESTS += tests/test_stream
+tests_test_stream_SOURCES = tests/test_stream.c
+tests_test_stream_CPPFLAGS = $(AM_CPPFLAGS) $(CUNIT_CFLAGS)
+tests_test_stream_LDADD = core/libtfenc.la $(CUNIT_LIBS) $(COMPRESSION_LIBS)
