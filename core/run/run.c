@@ -604,6 +604,24 @@ static double shared_mib(const run *r)
                : 0.0;
 }
 
+/* The corpus's files for the plan: paths, documents and compressions (the
+ * returned array, which the caller frees). */
+static const char **describe_sources(const run *r, tfenc_run_plan *plan)
+{
+    plan->input_format = tfenc_corpus_format_name(r->settings.corpus.format);
+    plan->n_sources = r->settings.sources.n;
+    plan->source_paths = (const char *const *)r->settings.sources.paths;
+    plan->source_documents = r->windows.source_documents;
+    if (r->corpus == NULL || tfenc_corpus_n_sources(r->corpus) != plan->n_sources)
+        return NULL;
+    const char **compressions = calloc((size_t)plan->n_sources, sizeof *compressions);
+    for (int i = 0; compressions != NULL && i < plan->n_sources; i++)
+        compressions[i] = tfenc_stream_compression_name(
+            tfenc_corpus_source_compression(r->corpus, i));
+    plan->source_compressions = compressions;
+    return compressions;
+}
+
 static void describe_plan(run *r)
 {
     const tfenc_run_observer *o = &r->request->observer;
@@ -622,7 +640,9 @@ static void describe_plan(run *r)
                            .shared_weights_mib = r->model != NULL ? shared_mib(r) : 0.0,
                            .rank_memory_mib = r->model != NULL ? tfenc_proportional_mib() : 0.0,
                            .weights_per_rank = r->arena == NULL};
+    const char **compressions = describe_sources(r, &plan);
     o->plan(o->user, &plan);
+    free(compressions);
 }
 
 /* --------------------------------------------------------------- output */

@@ -85,6 +85,25 @@ else
   fail "the output's shard list"
 fi
 
+# --dry-run shows the files with their compressions and documents, and
+# --status the files an output was made from.
+if (cd "$work" && "$mpiexec" -n 2 "$driver" --dry-run $common --set job.input=shards \
+      --set job.output=dry.h5 job.ini) > "$work/dry.out" 2>&1 \
+   && grep -q "^  8 files of jsonl, 5 compressed" "$work/dry.out" \
+   && grep -q "part-04.jsonl.gz: 250 documents, compression gzip" "$work/dry.out" \
+   && grep -q "part-05.jsonl.zst: 249 documents, compression zstd" "$work/dry.out"; then
+  echo "shards: ok   --dry-run lists the shards"
+else
+  fail "--dry-run: $(grep -A9 '^corpus' "$work/dry.out")"
+fi
+if "$driver" --status "$work/dir-2.h5" > "$work/status.out" 2>&1 \
+   && grep -q "^corpus: 8 files" "$work/status.out" \
+   && grep -q "part-04.jsonl.gz: 250 documents from row 500" "$work/status.out"; then
+  echo "shards: ok   --status lists the shards"
+else
+  fail "--status: $(grep -A9 '^corpus' "$work/status.out")"
+fi
+
 # 10,000 one-document shards (the time it takes is for make bench).
 if run 2 tiny-one.h5 tiny.jsonl && run 2 tiny.h5 tiny; then
   compare tiny-one.h5 tiny.h5 "10,000 one-document shards at 2 ranks"
