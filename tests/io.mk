@@ -24,7 +24,7 @@ tests_io_node_arena_LDADD = core/libtfenc.la $(MPI_LIBS)
 # ranks and after SIGKILL + resume, and bad shards refused naming the line.
 TESTS += tests/io/shards.sh
 dist_check_SCRIPTS += tests/io/shards.sh
-EXTRA_DIST += tests/io/make_shards.py
+EXTRA_DIST += tests/io/make_shards.py tests/io/make_parquet.py
 
 # The decompression layer: every codec round-trips by line and by seek, and
 # a compressed stream cut at any length is an error.

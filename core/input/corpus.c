@@ -1,11 +1,15 @@
 /* Corpus readers: each rank streams only its share of a text, JSON Lines or
  * HDF5 token-id corpus, and every malformed input is reported with its file
  * and line (or dataset). */
+#include "config.h"
 #include "input/corpus.h"
 #include "base/files.h"
 #include "base/hdf5_error.h"
 #include "base/names.h"
 #include "input/stream.h"
+#ifdef HAVE_PARQUET
+#include "input/parquet_reader.h"
+#endif
 
 #include <errno.h>
 #include <limits.h>
@@ -48,6 +52,14 @@ struct tfenc_corpus {
     int64_t segment_offset; /* positioned, at this decompressed offset, which is */
     int64_t segment_line;   /* this 0-based line of the source (-1: not known yet) */
     int segment_valid;      /* 0 after a rewind or select: the next read starts a segment */
+    int null_text_empty;    /* Parquet: a null text is an empty document, not an error */
+#ifdef HAVE_PARQUET
+    tfenc_parquet *parquet; /* the Parquet source being read, or NULL */
+    int parquet_source;     /* its index, or -1 */
+    int parquet_group;      /* the row group loaded, or -1 */
+    int64_t group_first;    /* its first row */
+    int64_t group_end;      /* the row after its last */
+#endif
     int64_t share_end;   /* lines starting at or after this position belong to the next share */
     int64_t share_start; /* first line start at or after the share's byte range start */
     int64_t position;    /* position of the next line start */
@@ -96,7 +108,7 @@ static char *copy_string(const char *text)
     return copy;
 }
 
-const char *const tfenc_corpus_format_names[] = {"text", "jsonl", "hdf5", "auto", NULL};
+const char *const tfenc_corpus_format_names[] = {"text", "jsonl", "hdf5", "parquet", "auto", NULL};
 
 int tfenc_corpus_format_from_name(const char *name, tfenc_corpus_format *format)
 {
@@ -138,6 +150,8 @@ tfenc_corpus_format tfenc_corpus_format_from_path(const char *path)
         return TFENC_CORPUS_JSONL;
     if (strcasecmp(dot, ".h5") == 0 || strcasecmp(dot, ".hdf5") == 0)
         return TFENC_CORPUS_HDF5;
+    if (strcasecmp(dot, ".parquet") == 0 || strcasecmp(dot, ".pq") == 0)
+        return TFENC_CORPUS_PARQUET;
     return TFENC_CORPUS_TEXT;
 }
 
@@ -222,6 +236,14 @@ static const char *current_path(const tfenc_corpus *corpus)
 static int64_t share_boundary(int64_t size, int share, int n_shares)
 {
     return (size / n_shares) * share + (size % n_shares) * share / n_shares;
+}
+
+/* Sources a share takes whole, whose places are line (or row) numbers:
+ * compressed files and Parquet files. */
+static int placed_by_line(const tfenc_corpus *corpus, int source)
+{
+    return corpus->compression[source] != TFENC_STREAM_PLAIN
+           || corpus->format == TFENC_CORPUS_PARQUET;
 }
 
 /* Where the open stream is, in its source's kind of place. */
@@ -313,7 +335,7 @@ static int64_t stored_to_position(const tfenc_corpus *corpus, int64_t x, int *so
         if (x < base + size) {
             *source = i;
             *offset = x - base;
-            if (corpus->compression[i] != TFENC_STREAM_PLAIN)
+            if (placed_by_line(corpus, i))
                 return x == base ? position_of(i, 0) : source_start(corpus, i + 1);
             return position_of(i, x - base);
         }
@@ -330,7 +352,7 @@ static int find_share_start(tfenc_context *ctx, tfenc_corpus *corpus, int64_t st
     int source;
     int64_t offset;
     corpus->share_start = stored_to_position(corpus, start, &source, &offset);
-    if (source < 0 || offset == 0 || corpus->compression[source] != TFENC_STREAM_PLAIN)
+    if (source < 0 || offset == 0 || placed_by_line(corpus, source))
         return TFENC_OK;
     /* Reading from the byte before the range tells whether the range starts
      * a line (that byte is a newline) or where the line in progress ends. */
@@ -360,6 +382,8 @@ static int text_rewind(tfenc_context *ctx, tfenc_corpus *corpus)
     return TFENC_OK;
 }
 
+static int probe_parquet(tfenc_context *ctx, tfenc_corpus *corpus, int source);
+
 static int open_text(tfenc_context *ctx, tfenc_corpus *corpus, int share, int n_shares)
 {
     /* Every rank looks at every source's size and compression (the magic
@@ -368,7 +392,14 @@ static int open_text(tfenc_context *ctx, tfenc_corpus *corpus, int share, int n_
     int64_t total = 0;
     for (int i = 0; i < corpus->n_sources; i++) {
         tfenc_stream *stream = NULL;
-        int status = tfenc_stream_open(ctx, "[job] input", corpus->source_paths[i], &stream);
+        /* Parquet files are opened by Arrow: only checked and sized here. */
+        int status = corpus->format == TFENC_CORPUS_PARQUET
+                         ? probe_parquet(ctx, corpus, i)
+                         : tfenc_stream_open(ctx, "[job] input", corpus->source_paths[i], &stream);
+        if (status == TFENC_OK && stream == NULL) {
+            total += corpus->stored_size[i];
+            continue;
+        }
         if (status != TFENC_OK)
             return status;
         corpus->stored_size[i] = tfenc_stream_stored_size(stream);
@@ -376,7 +407,7 @@ static int open_text(tfenc_context *ctx, tfenc_corpus *corpus, int share, int n_
         tfenc_stream_close(stream);
         total += corpus->stored_size[i];
     }
-    corpus->end_position = corpus->n_sources == 1 && corpus->compression[0] == TFENC_STREAM_PLAIN
+    corpus->end_position = corpus->n_sources == 1 && !placed_by_line(corpus, 0)
                                ? corpus->stored_size[0]
                                : position_of(corpus->n_sources, 0);
     int source;
@@ -454,6 +485,104 @@ static int read_line(tfenc_context *ctx, tfenc_corpus *corpus, size_t *length,
     return TFENC_OK;
 }
 
+/* --------------------------------------------------------------- Parquet */
+
+/* Checks a Parquet source like any file and notes its size; Arrow opens
+ * it when it is read. */
+static int probe_parquet(tfenc_context *ctx, tfenc_corpus *corpus, int source)
+{
+    const char *path = corpus->source_paths[source];
+    int status = tfenc_file_check_regular(ctx, "[job] input", path);
+    struct stat info;
+    if (status == TFENC_OK && stat(path, &info) != 0)
+        status = tfenc_error(ctx, TFENC_ERR_IO, "[job] input %s: cannot examine: %s", path,
+                             strerror(errno));
+    if (status == TFENC_OK)
+        corpus->stored_size[source] = (int64_t)info.st_size;
+#ifndef HAVE_PARQUET
+    if (status == TFENC_OK)
+        status = tfenc_error(ctx, TFENC_ERR_CONFIG, "[job] input %s: this tfenc was built "
+                             "without Parquet (Apache Arrow was not found: run "
+                             "tests/setup-python-venv and configure --with-parquet)", path);
+#endif
+    return status;
+}
+
+#ifdef HAVE_PARQUET
+/* The row at corpus->position as the next document: the source opened and
+ * its row group loaded as needed; rows past a file's end move on to the
+ * next file. */
+static int next_parquet(tfenc_context *ctx, tfenc_corpus *corpus, tfenc_document *document)
+{
+    char why[512];
+    for (;;) {
+        if (corpus->position >= corpus->share_end || corpus->position >= corpus->end_position)
+            return TFENC_ERR_NOT_FOUND;
+        int source = source_of(corpus->position);
+        int64_t row = offset_of(corpus->position);
+        const char *path = corpus->source_paths[source];
+        if (corpus->parquet_source != source) {
+            tfenc_parquet_close(corpus->parquet);
+            corpus->parquet = NULL;
+            corpus->parquet_source = corpus->parquet_group = -1;
+            int status = tfenc_parquet_open(path, corpus->text_field, corpus->id_field,
+                                            &corpus->parquet, why, sizeof why);
+            if (status != TFENC_OK)
+                return tfenc_error(ctx, status, "%s: %s", path, why);
+            corpus->parquet_source = source;
+        }
+        if (row >= tfenc_parquet_rows(corpus->parquet)) {
+            corpus->position = source_start(corpus, source + 1);
+            continue;
+        }
+        if (corpus->parquet_group < 0 || row < corpus->group_first || row >= corpus->group_end) {
+            int64_t first = 0;
+            int group = 0, n_groups = tfenc_parquet_row_groups(corpus->parquet);
+            while (group < n_groups && first + tfenc_parquet_row_group_rows(corpus->parquet,
+                                                                            group) <= row)
+                first += tfenc_parquet_row_group_rows(corpus->parquet, group++);
+            corpus->parquet_group = -1;
+            int status = tfenc_parquet_load_row_group(corpus->parquet, group, why, sizeof why);
+            if (status != TFENC_OK)
+                return tfenc_error(ctx, status, "%s: row group %d: %s", path, group, why);
+            corpus->parquet_group = group;
+            corpus->group_first = first;
+            corpus->group_end = first + tfenc_parquet_row_group_rows(corpus->parquet, group);
+        }
+        const char *text, *id;
+        size_t length, id_length;
+        tfenc_parquet_row(corpus->parquet, row - corpus->group_first, &text, &length, &id,
+                          &id_length);
+        if (text == NULL && !corpus->null_text_empty)
+            return tfenc_error(ctx, TFENC_ERR_INPUT, "%s: row %lld (row group %d): column '%s' "
+                               "is null (set [job] null_text = empty to read it as an empty "
+                               "document)", path, (long long)row, corpus->parquet_group,
+                               corpus->text_field);
+        if (corpus->id_field != NULL && id == NULL)
+            return tfenc_error(ctx, TFENC_ERR_INPUT, "%s: row %lld (row group %d): id column "
+                               "'%s' is null", path, (long long)row, corpus->parquet_group,
+                               corpus->id_field);
+        if (corpus->max_id_bytes > 0 && id != NULL && id_length > corpus->max_id_bytes)
+            return tfenc_error(ctx, TFENC_ERR_INPUT, "%s: row %lld (row group %d): id column "
+                               "'%s' is %zu bytes long, more than [job] max_id_bytes = %zu",
+                               path, (long long)row, corpus->parquet_group, corpus->id_field,
+                               id_length, corpus->max_id_bytes);
+        const char *nul = text != NULL ? memchr(text, '\0', length) : NULL;
+        if (nul != NULL)
+            return tfenc_error(ctx, TFENC_ERR_INPUT, "%s: row %lld (row group %d): NUL byte at "
+                               "byte %lld of the text", path, (long long)row,
+                               corpus->parquet_group, (long long)(nul - text));
+        document->text = text != NULL ? text : "";
+        document->text_length = length;
+        document->id = id;
+        document->id_length = id_length;
+        corpus->stream_source = source; /* counted per source like a stream's lines */
+        corpus->position++;
+        return TFENC_OK;
+    }
+}
+#endif
+
 static const char *json_type_name(const json_t *value)
 {
     switch (json_typeof(value)) {
@@ -528,6 +657,10 @@ static int next_jsonl(tfenc_context *ctx, tfenc_corpus *corpus, size_t length,
 
 static int next_text(tfenc_context *ctx, tfenc_corpus *corpus, tfenc_document *document)
 {
+#ifdef HAVE_PARQUET
+    if (corpus->format == TFENC_CORPUS_PARQUET)
+        return next_parquet(ctx, corpus, document);
+#endif
     size_t length = 0;
     int64_t line_start;
     int status = read_line(ctx, corpus, &length, &line_start);
@@ -992,7 +1125,11 @@ int tfenc_corpus_open(tfenc_context *ctx, const tfenc_corpus_options *options, i
     corpus->text_field = copy_string(options->text_field != NULL ? options->text_field : "text");
     corpus->id_field = copy_string(options->id_field);
     corpus->max_id_bytes = options->max_id_bytes;
+    corpus->null_text_empty = options->null_text_empty;
     corpus->stream_source = -1;
+#ifdef HAVE_PARQUET
+    corpus->parquet_source = corpus->parquet_group = -1;
+#endif
     int status = copy_sources(ctx, corpus, options);
     if (status == TFENC_OK && (corpus->path == NULL || corpus->text_field == NULL
         || (options->id_field != NULL && corpus->id_field == NULL)))
@@ -1167,8 +1304,7 @@ static int collect_line_starts(tfenc_context *ctx, tfenc_corpus *corpus, wanted_
         int source = source_of(corpus->position);
         if (corpus->counted && corpus->position < corpus->share_end
             && corpus->position < corpus->end_position
-            && corpus->compression[source] != TFENC_STREAM_PLAIN
-            && offset_of(corpus->position) == 0) {
+            && placed_by_line(corpus, source) && offset_of(corpus->position) == 0) {
             lines = corpus->source_documents[source];
             line_start = corpus->position;
             corpus->position = source_start(corpus, source + 1);
@@ -1211,6 +1347,9 @@ void tfenc_corpus_close(tfenc_corpus *corpus)
     if (corpus->record != NULL)
         json_decref(corpus->record);
     tfenc_stream_close(corpus->stream);
+#ifdef HAVE_PARQUET
+    tfenc_parquet_close(corpus->parquet);
+#endif
     for (int i = 0; corpus->source_paths != NULL && i < corpus->n_sources; i++)
         free(corpus->source_paths[i]);
     free(corpus->source_paths);

@@ -4,9 +4,11 @@
  *
  * Sources. A text or JSON Lines corpus is a list of files (input/sources.h),
  * each plain or compressed (input/stream.h: gzip, zstd, xz, found by magic
- * bytes); documents are numbered over the files in their order, then line
- * by line, as if the decompressed files were one. Messages name the file
- * and the line within it. HDF5 token ids are one file.
+ * bytes) or Parquet (rows of a text column, read by row group through
+ * Arrow, parquet_reader.h); documents are numbered over the files in their
+ * order, then line by line (row by row), as if the decompressed files were
+ * one. Messages name the file and the line (or row and row group) within
+ * it. HDF5 token ids are one file.
  *
  * Shares. Text and JSON Lines: share k of n covers the bytes
  * [k*S/n, (k+1)*S/n) of the S bytes of the files as stored, laid end to
@@ -56,6 +58,7 @@ typedef enum tfenc_corpus_format {
     TFENC_CORPUS_TEXT,
     TFENC_CORPUS_JSONL,
     TFENC_CORPUS_HDF5,
+    TFENC_CORPUS_PARQUET, /* when built with Apache Arrow (parquet_reader.h) */
     TFENC_CORPUS_AUTO
 } tfenc_corpus_format;
 
@@ -67,8 +70,10 @@ typedef struct tfenc_corpus_options {
     const char *const *sources;  /* the files, in order (input/sources.h); NULL: `path` alone */
     int n_sources;
     tfenc_corpus_format format;
-    const char *text_field;      /* JSON Lines: field with the document; NULL means "text" */
-    const char *id_field;        /* JSON Lines: field with the id; NULL means no ids */
+    const char *text_field;      /* JSON Lines, Parquet: field (column) with the document;
+                                  * NULL means "text" */
+    const char *id_field;        /* JSON Lines, Parquet: field with the id; NULL: no ids */
+    int null_text_empty;         /* Parquet: a null text is an empty document (else an error) */
     size_t max_id_bytes;         /* JSON Lines: longer ids are refused (0: no limit) */
     const char *tokens_dataset;  /* HDF5 ragged: int ids [T]; NULL means "tokens" */
     const char *offsets_dataset; /* HDF5 ragged: [N+1] from 0 to T; NULL means "offsets" */
@@ -97,11 +102,11 @@ typedef struct tfenc_corpus_counts {
 
 typedef struct tfenc_corpus tfenc_corpus;
 
-/* "text", "jsonl" or "hdf5" -> the format; TFENC_ERR_NOT_FOUND for any other
+/* "text", "jsonl", "hdf5" or "parquet" -> the format; TFENC_ERR_NOT_FOUND for any other
  * name (the caller reports it with the key it came from). */
 int tfenc_corpus_format_from_name(const char *name, tfenc_corpus_format *format);
 /* The format a path's extension implies: .jsonl/.ndjson -> JSON Lines,
- * .h5/.hdf5 -> HDF5, anything else -> text; behind a compression extension
+ * .h5/.hdf5 -> HDF5, .parquet/.pq -> Parquet, anything else -> text; behind a compression extension
  * (.gz, .zst, .zstd, .xz) the one before counts, and .json there means
  * JSON Lines ("c4-train.00000-of-01024.json.gz"). */
 tfenc_corpus_format tfenc_corpus_format_from_path(const char *path);

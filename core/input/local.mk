@@ -6,3 +6,9 @@ core_libtfenc_la_SOURCES += \
 	core/input/sources.c core/input/sources.h \
 	core/input/stream.c core/input/stream.h \
 	core/input/windows.c core/input/windows.h
+# Parquet corpora, when configure found Apache Arrow (--with-parquet).
+if HAVE_PARQUET
+core_libtfenc_la_SOURCES += core/input/parquet_reader.cc
+core_libtfenc_la_LIBADD += $(PARQUET_LIBS)
+endif
+EXTRA_DIST += core/input/parquet_reader.h

@@ -126,6 +126,9 @@ static int read_job_settings(reader *r)
                           &format));
     READ(tfenc_param_string(&p, "text_field", "text", &s->corpus.text_field));
     READ(tfenc_param_string(&p, "id_field", NULL, &s->corpus.id_field));
+    /* Parquet: a null text is an error unless asked to be an empty document. */
+    static const char *const null_text_names[] = {"error", "empty", NULL};
+    READ(tfenc_param_choice(&p, "null_text", null_text_names, 0, &s->corpus.null_text_empty));
     /* An id is a name (a URL, a key), not a document. */
     READ(tfenc_param_int_range(&p, "max_id_bytes", 1024, 1, 1L << 20, &max_id_bytes));
     READ(tfenc_param_string(&p, "tokens_dataset", "tokens", &s->corpus.tokens_dataset));

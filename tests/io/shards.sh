@@ -46,7 +46,7 @@ compare() { # compare BASELINE OTHER WHAT
   fi
 }
 
-(cd "$work" && rm -f one.h5 dir-*.h5 glob.h5 list.h5 tiny*.h5 killed.h5 bad.h5 changed.h5)
+(cd "$work" && rm -f one.h5 dir-*.h5 glob.h5 list.h5 tiny*.h5 killed.h5 bad.h5 changed.h5 pq*.h5)
 run 1 one.h5 one.jsonl || { fail "the single file: $(head -n 1 "$work/run.err")"; exit 1; }
 for ranks in 1 2 3; do
   if run "$ranks" dir-$ranks.h5 shards; then
@@ -83,6 +83,55 @@ then
   echo "shards: ok   the output lists the 8 shards with their documents"
 else
   fail "the output's shard list"
+fi
+
+# The third way: Parquet files written by pyarrow (several row groups,
+# large strings, a dictionary-encoded text column, a file of one row and
+# one of none), read through Arrow's C++ library. CI builds with it
+# (tests/setup-python-venv installs the pyarrow wheel before configure).
+pyarrow_python=${PYARROW_PYTHON:-${TFENC_VENV_PYTHON:-python3}}
+if ! grep -q "^#define HAVE_PARQUET 1" "$builddir/config.h"; then
+  fail "Parquet: this build has none (run tests/setup-python-venv, then configure)"
+elif ! "$pyarrow_python" "$srcdir/tests/io/make_parquet.py" "$work/one.jsonl" "$work"; then
+  fail "Parquet: cannot write the files with $pyarrow_python (pyarrow missing?)"
+else
+  for ranks in 1 2 3; do
+    if run "$ranks" pq-$ranks.h5 pq; then
+      compare one.h5 pq-$ranks.h5 "4 Parquet files at $ranks ranks"
+    else
+      fail "Parquet at $ranks ranks: $(head -n 1 "$work/run.err")"
+    fi
+  done
+  if run 2 pqnull.h5 pqnull; then
+    fail "a null text: the run succeeded"
+  elif grep -q "pqnull/part-0.parquet: row 9 (row group 2): column 'text' is null" "$work/run.err"; then
+    echo "shards: ok   a null text: $(head -n 1 "$work/run.err")"
+  else
+    fail "a null text: $(head -n 1 "$work/run.err")"
+  fi
+  if run 2 pqnull.h5 pqnull --set job.null_text=empty; then
+    echo "shards: ok   null_text = empty reads it as an empty document"
+  else
+    fail "null_text = empty: $(head -n 1 "$work/run.err")"
+  fi
+  for case in "text_field=body|no column 'body' (text_field)" \
+              "text_field=n|column 'n' (text_field) holds int64, not strings"; do
+    setting=${case%%|*} pattern=${case#*|}
+    if run 2 pqcol.h5 pq --set "job.$setting"; then
+      fail "Parquet $setting: the run succeeded"
+    elif grep -q "pq/part-[0-9].parquet: $pattern" "$work/run.err"; then
+      echo "shards: ok   Parquet $setting: $(head -n 1 "$work/run.err")"
+    else
+      fail "Parquet $setting: $(head -n 1 "$work/run.err")"
+    fi
+  done
+  if run 2 pqbad.h5 pqbad; then
+    fail "a truncated Parquet file: the run succeeded"
+  elif grep -q "pqbad/part-0.parquet: not a Parquet file" "$work/run.err"; then
+    echo "shards: ok   a truncated Parquet file: $(head -n 1 "$work/run.err")"
+  else
+    fail "a truncated Parquet file: $(head -n 1 "$work/run.err")"
+  fi
 fi
 
 # --dry-run shows the files with their compressions and documents, and
