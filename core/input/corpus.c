@@ -246,6 +246,16 @@ static int placed_by_line(const tfenc_corpus *corpus, int source)
            || corpus->format == TFENC_CORPUS_PARQUET;
 }
 
+int tfenc_corpus_position_source(int64_t position)
+{
+    return source_of(position);
+}
+
+int tfenc_corpus_source_whole(const tfenc_corpus *corpus, int source)
+{
+    return source >= 0 && source < corpus->n_sources && placed_by_line(corpus, source);
+}
+
 /* Where the open stream is, in its source's kind of place. */
 static int64_t stream_place(const tfenc_corpus *corpus)
 {

@@ -180,6 +180,12 @@ const char *tfenc_corpus_source_path(const tfenc_corpus *corpus, int source);
 int64_t tfenc_corpus_source_size(const tfenc_corpus *corpus, int source);
 tfenc_stream_codec tfenc_corpus_source_compression(const tfenc_corpus *corpus, int source);
 
+/* The source a position (a range's byte_start) lies in. */
+int tfenc_corpus_position_source(int64_t position);
+/* Nonzero for a source that cannot be entered in the middle (compressed or
+ * Parquet): reaching a place in it decodes it from its start. */
+int tfenc_corpus_source_whole(const tfenc_corpus *corpus, int source);
+
 /* After tfenc_corpus_count(): the share's documents in each source
  * ([tfenc_corpus_n_sources()]; a source the share does not reach has 0). */
 const int64_t *tfenc_corpus_source_documents(const tfenc_corpus *corpus);

@@ -69,7 +69,22 @@ static int sum_source_documents(tfenc_context *ctx, MPI_Comm comm,
         memcpy(mine, tfenc_corpus_source_documents(corpus), (size_t)n * sizeof *mine);
     MPI_Allreduce(mine, share_info->source_documents, n, MPI_INT64_T, MPI_SUM, comm);
     share_info->n_sources = n;
+    /* Every rank that opened the corpus knows every source's kind. */
+    uint8_t *whole = calloc((size_t)n, 1);
+    share_info->source_whole = calloc((size_t)n, 1);
+    for (int i = 0; whole != NULL && corpus != NULL && i < n; i++)
+        whole[i] = (uint8_t)tfenc_corpus_source_whole(corpus, i);
+    int whole_ok = whole != NULL && share_info->source_whole != NULL, all_whole_ok = 0;
+    MPI_Allreduce(&whole_ok, &all_whole_ok, 1, MPI_INT, MPI_MIN, comm);
+    if (all_whole_ok)
+        MPI_Allreduce(whole, share_info->source_whole, n, MPI_UINT8_T, MPI_MAX, comm);
+    free(whole);
     free(mine);
+    if (!all_whole_ok) {
+        free(share_info->source_whole);
+        share_info->source_whole = NULL;
+        return tfenc_error(ctx, TFENC_ERR_NO_MEMORY, "out of memory for %d sources", n);
+    }
     return TFENC_OK;
 }
 
@@ -132,6 +147,8 @@ int tfenc_windows_build(tfenc_context *ctx, MPI_Comm comm, tfenc_windows_share *
     windows->n_sources = share_info->n_sources;
     windows->source_documents = share_info->source_documents;
     share_info->source_documents = NULL;
+    windows->source_whole = share_info->source_whole;
+    share_info->source_whole = NULL;
     windows->window_documents = window_documents;
     windows->n_windows = cut(windows->n_documents, window_documents, NULL);
     const int64_t n = windows->n_windows;
@@ -346,6 +363,15 @@ int64_t tfenc_windows_documents_finished(const tfenc_windows *windows)
     return finished;
 }
 
+int tfenc_windows_whole_source(const tfenc_windows *windows, int64_t k)
+{
+    if (windows->byte_start == NULL || windows->source_whole == NULL)
+        return -1;
+    int source = tfenc_corpus_position_source(windows->byte_start[k]);
+    return source >= 0 && source < windows->n_sources && windows->source_whole[source] ? source
+                                                                                          : -1;
+}
+
 void tfenc_windows_free(tfenc_windows *windows)
 {
     free(windows->byte_start);
@@ -355,5 +381,6 @@ void tfenc_windows_free(tfenc_windows *windows)
     free(windows->partial);
     free(windows->partial_done);
     free(windows->source_documents);
+    free(windows->source_whole);
     memset(windows, 0, sizeof *windows);
 }

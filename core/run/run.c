@@ -69,7 +69,10 @@ typedef struct run {
     int64_t already_done;    /* documents an earlier run finished */
     int64_t *todo;           /* the windows this run encodes, in order */
     int64_t n_todo, todo_documents;
-    tfenc_work_queue *queue; /* hands out indices into todo */
+    tfenc_work_queue *queue; /* hands out runs */
+    int64_t *runs;           /* [n_runs + 1] first todo index of each run, then n_todo */
+    int64_t n_runs;
+    int64_t run_next, run_end; /* the todo indices left of the run in hand */
     tfenc_pipeline *pipeline;
     tfenc_feeder *feeder;
     tfenc_writer *writer;
@@ -504,6 +507,7 @@ static int cut_windows(run *r)
     if (agree_on_failure(r, status)) {
         free(share.line_starts);
         free(share.source_documents);
+        free(share.source_whole);
         return 1;
     }
     if (agree_on_failure(r, tfenc_windows_build(r->ctx, MPI_COMM_WORLD, &share,
@@ -654,6 +658,31 @@ static int read_window_progress(tfenc_context *ctx, void *user, int64_t first_do
     return tfenc_output_written(ctx, r->output, first_document, n_documents, done);
 }
 
+/* The queue hands out runs of windows: a window alone, or the consecutive
+ * windows to do that start in one compressed (or Parquet) source, which a
+ * replica then reads in order, decoding the source once. Handed out one
+ * window at a time, R replicas would each decode the whole source to skip
+ * the others' windows (R + 1 times the corpus in all, counting the
+ * scan); in runs each source is decoded by the scan, by its run's replica,
+ * and in part by the window before the run that runs into it: under 3
+ * times. The cost: a run is a coarser unit of work at the corpus's end. */
+static int cut_runs(run *r)
+{
+    r->runs = malloc(((size_t)r->n_todo + 1) * sizeof *r->runs);
+    if (r->runs == NULL)
+        return tfenc_error(r->ctx, TFENC_ERR_NO_MEMORY, "out of memory");
+    r->n_runs = 0;
+    for (int64_t i = 0; i < r->n_todo; i++) {
+        int source = tfenc_windows_whole_source(&r->windows, r->todo[i]);
+        int joins = i > 0 && source >= 0 && r->todo[i - 1] == r->todo[i] - 1
+                    && tfenc_windows_whole_source(&r->windows, r->todo[i - 1]) == source;
+        if (!joins)
+            r->runs[r->n_runs++] = i;
+    }
+    r->runs[r->n_runs] = r->n_todo;
+    return TFENC_OK;
+}
+
 /* What an earlier run finished, window by window, known to every rank
  * (the writers read it from the file), and the windows left to do. */
 static int learn_progress(run *r, int resumed, int was_complete)
@@ -687,7 +716,9 @@ static int learn_progress(run *r, int resumed, int was_complete)
         notice(r, "resuming %s: %lld of %lld documents were finished by an earlier run%s",
                r->settings.output, (long long)r->already_done, (long long)r->n_documents,
                was_complete ? " (it had completed)" : "");
-    return agree_on_failure(r, tfenc_work_queue_create(r->ctx, MPI_COMM_WORLD, r->n_todo,
+    if (agree_on_failure(r, cut_runs(r)))
+        return 1;
+    return agree_on_failure(r, tfenc_work_queue_create(r->ctx, MPI_COMM_WORLD, r->n_runs,
                                                        &r->queue));
 }
 
@@ -885,6 +916,7 @@ static void report_progress(run *r, const tfenc_rank_work *work, double start, d
     /* Windows handed out so far, counted in documents: every replica's
      * progress, read from the queue's counter (rank 0 holds it). */
     int64_t taken = tfenc_work_queue_taken(r->queue), documents = 0;
+    taken = taken < r->n_runs ? r->runs[taken] : r->n_todo; /* runs -> windows */
     for (int64_t i = 0; i < taken; i++) {
         tfenc_corpus_range range;
         tfenc_windows_range(&r->windows, r->todo[i], &range);
@@ -922,13 +954,17 @@ static int next_microbatch(run *r, tfenc_rank_work *work, tfenc_microbatch **m)
         int status = tfenc_feeder_next(r->ctx, r->feeder, r->pipeline, m);
         if (status != TFENC_ERR_NOT_FOUND)
             return status;
-        int64_t item = -1;
-        status = tfenc_work_queue_take(r->ctx, r->queue, &item);
-        if (status != TFENC_OK)
-            return status;
-        if (item < 0)
-            return TFENC_ERR_NOT_FOUND;
-        const int64_t k = r->todo[item];
+        if (r->run_next == r->run_end) {
+            int64_t item = -1;
+            status = tfenc_work_queue_take(r->ctx, r->queue, &item);
+            if (status != TFENC_OK)
+                return status;
+            if (item < 0)
+                return TFENC_ERR_NOT_FOUND;
+            r->run_next = r->runs[item];
+            r->run_end = r->runs[item + 1];
+        }
+        const int64_t k = r->todo[r->run_next++];
         tfenc_corpus_range range;
         tfenc_windows_range(&r->windows, k, &range);
         status = tfenc_feeder_load_window(
@@ -1089,6 +1125,7 @@ static void release_run(run *r)
     tfenc_work_queue_destroy(r->queue);
     tfenc_windows_free(&r->windows);
     free(r->todo);
+    free(r->runs);
     free(r->step_flops);
     tfenc_weight_store_close(r->weights);
     tfenc_node_arena_destroy(r->arena);
