@@ -417,6 +417,14 @@ static int open_text(tfenc_context *ctx, tfenc_corpus *corpus, int share, int n_
         tfenc_stream_close(stream);
         total += corpus->stored_size[i];
     }
+    /* A plain file's places are byte offsets below bit 40 (a file alone
+     * has no such limit: its positions are its offsets). */
+    for (int i = 0; corpus->n_sources > 1 && i < corpus->n_sources; i++)
+        if (!placed_by_line(corpus, i) && corpus->stored_size[i] > OFFSET_MASK)
+            return tfenc_error(ctx, TFENC_ERR_INPUT, "[job] input %s: %lld bytes, more than "
+                               "the 1 TiB a plain file of a corpus of several may hold "
+                               "(compress it, or split it)", corpus->source_paths[i],
+                               (long long)corpus->stored_size[i]);
     corpus->end_position = corpus->n_sources == 1 && !placed_by_line(corpus, 0)
                                ? corpus->stored_size[0]
                                : position_of(corpus->n_sources, 0);

@@ -217,6 +217,15 @@ flip "$work/bad/$zst"
 refused "a bit-flipped zstd shard" "bad/$zst: line [0-9]*: corrupt zstd stream" bad
 cp "$work/shards/$zst" "$work/bad/$zst"
 refused "a glob that matches nothing" "input bad/\*.txt: the pattern matches no file" 'bad/*.txt'
+# Positions keep a file's index above bit 40: a plain file of 1 TiB or more
+# in a corpus of several is refused (a sparse file: nothing is written).
+rm -rf "$work/huge" && mkdir -p "$work/huge" && cp "$work/shards/part-00.jsonl" "$work/huge/"
+if truncate -s 1100G "$work/huge/part-01.jsonl"; then
+  refused "a plain shard over 1 TiB" "huge/part-01.jsonl: 1181116006400 bytes, more than the 1 TiB" huge
+else
+  fail "cannot make a sparse 1100 GB file for the 1 TiB check"
+fi
+rm -rf "$work/huge"
 mkfifo "$work/bad/part-99.jsonl"
 refused "a FIFO among the shards" "bad/part-99.jsonl: .*not a regular file" bad
 rm -f "$work/bad/part-99.jsonl"
