@@ -4,7 +4,7 @@
 lib_LTLIBRARIES += core/libtfenc.la
 core_libtfenc_la_SOURCES =
 core_libtfenc_la_LIBADD = $(HDF5_LIBS) $(MPI_LIBS) $(OPENBLAS_LIBS) $(INIH_LIBS) \
-	$(UTF8PROC_LIBS) $(JANSSON_LIBS) $(CRYPTO_LIBS) $(DL_LIBS) -lm
+	$(UTF8PROC_LIBS) $(JANSSON_LIBS) $(CRYPTO_LIBS) $(COMPRESSION_LIBS) $(DL_LIBS) -lm
 # Exports: the plugin ABI (plugin.h) and, versioned apart, what tfenc's own
 # programs use; nothing else (core/libtfenc.map, checked by tests/exports.sh).
 core_libtfenc_la_LDFLAGS = -version-info 0:0:0 $(SANITIZER_FLAGS) \

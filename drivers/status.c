@@ -79,6 +79,44 @@ static void print_compact(const tfenc_inspection *i)
                strcmp(dtype, "binary") == 0 ? ", minus 128 as int8" : "");
 }
 
+/* The corpus's files, when it has several: how many, and the first and
+ * last few with their documents. */
+static void print_shards(const tfenc_inspection *i)
+{
+    if (i->corpus_shards == NULL)
+        return;
+    int n = 0;
+    for (const char *p = i->corpus_shards; (p = strchr(p, '\n')) != NULL; p++)
+        n++;
+    if (n <= 1)
+        return;
+    printf("corpus: %d files\n", n);
+    const int shown = 10;
+    const char *cursor = i->corpus_shards, *line;
+    size_t length;
+    for (int k = 0; next_line(&cursor, &line, &length); k++) {
+        if (n > 2 * shown && k >= shown && k < n - shown) {
+            if (k == shown)
+                printf("  ... %d more\n", n - 2 * shown);
+            continue;
+        }
+        /* path \t bytes \t fingerprint \t first \t documents */
+        const char *field[5];
+        size_t field_length[5];
+        const char *p = line, *end = line + length;
+        int f = 0;
+        for (; f < 5 && p <= end; f++) {
+            const char *tab = memchr(p, '\t', (size_t)(end - p));
+            field[f] = p;
+            field_length[f] = (size_t)((tab != NULL ? tab : end) - p);
+            p = (tab != NULL ? tab : end) + 1;
+        }
+        if (f == 5)
+            printf("  %.*s: %.*s documents from row %.*s\n", (int)field_length[0], field[0],
+                   (int)field_length[4], field[4], (int)field_length[3], field[3]);
+    }
+}
+
 static void print_report(const tfenc_inspection *i)
 {
     printf("file: %s\n", i->path);
@@ -100,6 +138,7 @@ static void print_report(const tfenc_inspection *i)
         printf(", %lld token rows", (long long)i->n_tokens);
     printf(", compression %s\n", or_unknown(i->compression));
     print_compact(i);
+    print_shards(i);
     printf("model: weights sha256 %s\n", or_unknown(i->weights_sha256));
     if (i->precision == NULL)
         printf("precision: (not recorded)\n");

@@ -257,6 +257,30 @@ static void print_step(const tfenc_run_plan *p, int i, const char *indent)
                step->norm_type, step->name, step->residual ? " and the residual" : "");
 }
 
+/* A corpus of several files, or a compressed one: its files, their
+ * compressions and documents (the first and last few of a long list). */
+static void print_sources(const tfenc_run_plan *p)
+{
+    int compressed = 0;
+    for (int i = 0; p->source_compressions != NULL && i < p->n_sources; i++)
+        compressed += strcmp(p->source_compressions[i], "none") != 0;
+    if (p->n_sources <= 1 && compressed == 0)
+        return;
+    printf("  %d file%s of %s, %d compressed\n", p->n_sources, p->n_sources == 1 ? "" : "s",
+           p->input_format, compressed);
+    const int shown = 10;
+    for (int i = 0; i < p->n_sources; i++) {
+        if (p->n_sources > 2 * shown && i == shown) {
+            printf("    ... %d more\n", p->n_sources - 2 * shown);
+            i = p->n_sources - shown - 1;
+            continue;
+        }
+        printf("    %s: %lld documents, compression %s\n", p->source_paths[i],
+               p->source_documents != NULL ? (long long)p->source_documents[i] : -1LL,
+               p->source_compressions != NULL ? p->source_compressions[i] : "unknown");
+    }
+}
+
 static void print_plan(void *user, const tfenc_run_plan *p)
 {
     (void)user;
@@ -297,6 +321,7 @@ static void print_plan(void *user, const tfenc_run_plan *p)
            tfenc_output_dtype_name(p->dtype));
     printf("corpus: %s, %lld documents, %lld tokens after truncation (mean %.1f)\n",
            p->input_path, (long long)p->n_documents, (long long)p->n_tokens, mean_length);
+    print_sources(p);
     double max_stage = 0;
     for (int s = 0; s < l->pipeline_stages; s++)
         if (l->stage_cost[s] > max_stage)

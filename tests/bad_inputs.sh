@@ -438,8 +438,11 @@ odd "plugin_path = . beside the job file" "f['hidden'].shape[0] > 0" "" jobdir/j
 # line naming the key, never a wait (60 s is a failure)
 for pair in "a-fifo|is a FIFO or pipe" "a-socket|is a socket" "a-directory|is a directory" "/dev/zero|is a character device"; do
   file=${pair%%|*} what=${pair#*|}
-  error "HDF5 corpus is $file"  "\[job\] input $file: $what" "$(hdf5_input "$file")" job.ini
-  error "text corpus is $file"  "\[job\] input $file: $what" "$(text_input "$file")" job.ini
+  # A directory is a corpus of its files (issue 26): this one has none.
+  corpus_what=$what
+  [ "$file" = a-directory ] && corpus_what="the directory holds no file"
+  error "HDF5 corpus is $file"  "\[job\] input $file: $corpus_what" "$(hdf5_input "$file")" job.ini
+  error "text corpus is $file"  "\[job\] input $file: $corpus_what" "$(text_input "$file")" job.ini
   error "weights are $file"     "\[model\] weights $file: $what" "$(weights "$file")" job.ini
   error "vocabulary is $file"   "vocabulary $file: $what" "$(text_input text.txt)" --set "tokenizer.vocab=$file" job.ini
   error "tokenizer.json is $file" "tokenizer $file: $what" "$(json_tokenizer "$file")" job.ini
@@ -543,7 +546,7 @@ error "text without vocabulary" "text input needs a vocabulary" 's#^input = .*#i
 error "vocabulary missing"      "vocabulary [^ ]*absent.txt: cannot open: No such file" "$(text_input text.txt)" --set tokenizer.vocab=absent.txt job.ini
 error "vocabulary lacks [CLS]"  "vocab-no-cls.txt lacks the special token \[CLS\]" "$(text_input text.txt)" --set tokenizer.vocab=vocab-no-cls.txt job.ini
 error "vocabulary is /dev/zero" "vocabulary /dev/zero: is a character device" "$(text_input text.txt)" --set tokenizer.vocab=/dev/zero job.ini
-error "corpus is a directory"   "\[job\] input a-directory: is a directory, not a regular file" "$(text_input a-directory)" job.ini
+error "corpus is an empty directory" "\[job\] input a-directory: the directory holds no file" "$(text_input a-directory)" job.ini
 error "empty text corpus"       "the corpus holds no documents" "$(text_input empty.txt)" job.ini
 error "NUL byte in a line"      "nul.txt: line 2: NUL byte at byte offset 16" "$(text_input nul.txt)" job.ini
 error "UTF-16 text"             "utf16.txt: line 1: NUL byte at byte offset 3 \(is the file UTF-16 or binary\?\)" "$(text_input utf16.txt)" job.ini

@@ -26,3 +26,18 @@ tests_io_mpi_output_LDADD = core/libtfenc.la $(HDF5_LIBS) $(MPI_LIBS)
 
 tests_io_node_arena_SOURCES = tests/io/node_arena.c
 tests_io_node_arena_LDADD = core/libtfenc.la $(MPI_LIBS)
+
+# Issue 26: corpora of many files, compressed (gzip, zstd, xz) or not, by
+# directory, glob and list file: outputs bitwise equal to one file's at 1-3
+# ranks and after SIGKILL + resume, and bad shards refused naming the line.
+TESTS += tests/io/shards.sh
+dist_check_SCRIPTS += tests/io/shards.sh
+EXTRA_DIST += tests/io/make_shards.py tests/io/make_parquet.py
+
+# The decompression layer: every codec round-trips by line and by seek, and
+# a compressed stream cut at any length is an error.
+check_PROGRAMS += tests/test_stream
+TESTS += tests/test_stream
+tests_test_stream_SOURCES = tests/test_stream.c
+tests_test_stream_CPPFLAGS = $(AM_CPPFLAGS) $(CUNIT_CFLAGS)
+tests_test_stream_LDADD = core/libtfenc.la $(CUNIT_LIBS) $(COMPRESSION_LIBS)

@@ -4,6 +4,7 @@
 AM_TESTS_ENVIRONMENT = \
 	TFENC_PLUGIN_PATH='$(abs_top_builddir)/plugins/.libs'; export TFENC_PLUGIN_PATH; \
 	REFERENCE_PYTHON='$(REFERENCE_PYTHON)'; export REFERENCE_PYTHON; \
+	PYARROW_PYTHON='$(PYARROW_PYTHON)'; export PYARROW_PYTHON; \
 	TFENC_VENV_PYTHON="$${TFENC_VENV:-$${XDG_CACHE_HOME:-$$HOME/.cache}/tfenc/venv}/bin/python"; export TFENC_VENV_PYTHON; \
 	MPIEXEC='$(MPIEXEC)'; export MPIEXEC; \
 	top_srcdir='$(top_srcdir)'; export top_srcdir; \

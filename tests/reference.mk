@@ -10,4 +10,5 @@ EXTRA_DIST += tests/environment.sh tests/reference/make_reference.py tests/refer
 	jobs/original-postnorm/README jobs/original-postnorm/job.ini jobs/original-postnorm/make-model \
 	jobs/prenorm-gpt/README jobs/prenorm-gpt/job.ini jobs/prenorm-gpt/make-model \
 	jobs/bert-text/README jobs/bert-text/job.ini jobs/bert-text/make-model \
-	jobs/bert-text/corpus.txt jobs/bert-text/vocab.txt
+	jobs/bert-text/corpus.txt jobs/bert-text/vocab.txt \
+	jobs/shards/README jobs/shards/job.ini jobs/shards/make-model

@@ -1,11 +1,16 @@
 /* Corpus readers: each rank streams only its share of a text, JSON Lines or
  * HDF5 token-id corpus, and every malformed input is reported with its file
  * and line (or dataset). */
+#include "config.h"
 #include "input/corpus.h"
 #include "base/files.h"
 #include "base/hdf5_error.h"
 #include "base/hdf5_intact.h"
 #include "base/names.h"
+#include "input/stream.h"
+#ifdef HAVE_PARQUET
+#include "input/parquet_reader.h"
+#endif
 
 #include <errno.h>
 #include <limits.h>
@@ -24,8 +29,6 @@
  * efficient, small enough (4 MiB) that no rank holds a large part of its
  * share. */
 #define BLOCK_TOKENS ((int64_t)1 << 20)
-/* stdio buffer for text corpora: fewer read system calls on long shares. */
-#define READ_BUFFER_BYTES ((size_t)1 << 20)
 
 struct tfenc_corpus {
     tfenc_corpus_format format;
@@ -36,12 +39,31 @@ struct tfenc_corpus {
     int64_t first_index; /* global index of the share's first document, or -1 */
     int64_t next_local;  /* local index the next document gets */
 
-    /* Text and JSON Lines. */
-    FILE *file;
-    int64_t file_size;
-    int64_t share_end;   /* lines starting at or after this byte belong to the next share */
+    /* Text and JSON Lines: positions are source_of/offset_of pairs (below). */
+    int n_sources;
+    char **source_paths;  /* [n_sources] in order */
+    int64_t *stored_size; /* [n_sources] bytes on disk */
+    uint8_t *compression; /* [n_sources] tfenc_stream_codec */
+    int64_t *source_documents; /* [n_sources] this share's documents per source, once counted */
+    int counted;
+    int64_t end_position; /* the corpus's end: past the last source */
+    tfenc_stream *stream; /* the source being read, or NULL */
+    int stream_source;    /* its index, or -1 */
+    int64_t segment_local;  /* local index of the first line read since the stream was */
+    int64_t segment_offset; /* positioned, at this decompressed offset, which is */
+    int64_t segment_line;   /* this 0-based line of the source (-1: not known yet) */
+    int segment_valid;      /* 0 after a rewind or select: the next read starts a segment */
+    int null_text_empty;    /* Parquet: a null text is an empty document, not an error */
+#ifdef HAVE_PARQUET
+    tfenc_parquet *parquet; /* the Parquet source being read, or NULL */
+    int parquet_source;     /* its index, or -1 */
+    int parquet_group;      /* the row group loaded, or -1 */
+    int64_t group_first;    /* its first row */
+    int64_t group_end;      /* the row after its last */
+#endif
+    int64_t share_end;   /* lines starting at or after this position belong to the next share */
     int64_t share_start; /* first line start at or after the share's byte range start */
-    int64_t position;    /* byte offset of the next line start */
+    int64_t position;    /* position of the next line start */
     char *line;
     size_t line_capacity;
     json_t *record;      /* the current JSON Lines object, kept while the document lives */
@@ -87,7 +109,7 @@ static char *copy_string(const char *text)
     return copy;
 }
 
-const char *const tfenc_corpus_format_names[] = {"text", "jsonl", "hdf5", "auto", NULL};
+const char *const tfenc_corpus_format_names[] = {"text", "jsonl", "hdf5", "parquet", "auto", NULL};
 
 int tfenc_corpus_format_from_name(const char *name, tfenc_corpus_format *format)
 {
@@ -98,15 +120,39 @@ int tfenc_corpus_format_from_name(const char *name, tfenc_corpus_format *format)
     return TFENC_OK;
 }
 
+/* The extensions compressed shards carry after their format's. */
+static const char *const compression_extensions[] = {".gz", ".zst", ".zstd", ".xz", NULL};
+
 tfenc_corpus_format tfenc_corpus_format_from_path(const char *path)
 {
     const char *dot = path != NULL ? strrchr(path, '.') : NULL;
     if (dot == NULL || strchr(dot, '/') != NULL)
         return TFENC_CORPUS_TEXT;
+    for (int i = 0; compression_extensions[i] != NULL; i++)
+        if (strcasecmp(dot, compression_extensions[i]) == 0) {
+            /* "c4-0001.json.gz": the format's extension comes before. */
+            const char *format_dot = dot;
+            while (format_dot > path && *--format_dot != '.' && *format_dot != '/')
+                ;
+            if (*format_dot != '.')
+                return TFENC_CORPUS_TEXT;
+            char format_extension[16];
+            size_t n = (size_t)(dot - format_dot);
+            if (n >= sizeof format_extension)
+                return TFENC_CORPUS_TEXT;
+            memcpy(format_extension, format_dot, n);
+            format_extension[n] = '\0';
+            /* C4 and Dolma name their JSON Lines shards "*.json.gz". */
+            if (strcasecmp(format_extension, ".json") == 0)
+                return TFENC_CORPUS_JSONL;
+            return tfenc_corpus_format_from_path(format_extension);
+        }
     if (strcasecmp(dot, ".jsonl") == 0 || strcasecmp(dot, ".ndjson") == 0)
         return TFENC_CORPUS_JSONL;
     if (strcasecmp(dot, ".h5") == 0 || strcasecmp(dot, ".hdf5") == 0)
         return TFENC_CORPUS_HDF5;
+    if (strcasecmp(dot, ".parquet") == 0 || strcasecmp(dot, ".pq") == 0)
+        return TFENC_CORPUS_PARQUET;
     return TFENC_CORPUS_TEXT;
 }
 
@@ -128,114 +174,329 @@ void tfenc_corpus_set_first_index(tfenc_corpus *corpus, int64_t first_index)
 
 /* -------------------------------------------------- text and JSON Lines */
 
+/* Reading positions name a source and a place in it: the source's index
+ * above bit 40 (up to 2^22 sources), so positions of later sources are
+ * larger and one int64 orders every line of the corpus. The place is the
+ * byte offset in a plain source (which seeks) and the 0-based line number in
+ * a compressed one: reaching either means decoding from the start anyway,
+ * and line numbers are known from the counting pass without a second pass
+ * over the decompressed bytes (collect_line_starts). A single plain file's
+ * positions are its byte offsets. */
+#define SOURCE_SHIFT 40
+#define OFFSET_MASK (((int64_t)1 << SOURCE_SHIFT) - 1)
+
+static int64_t position_of(int source, int64_t offset)
+{
+    return ((int64_t)source << SOURCE_SHIFT) + offset;
+}
+
+static int source_of(int64_t position)
+{
+    return (int)(position >> SOURCE_SHIFT);
+}
+
+static int64_t offset_of(int64_t position)
+{
+    return position & OFFSET_MASK;
+}
+
+/* Where source `source` starts; past the last one, the corpus's end. */
+static int64_t source_start(const tfenc_corpus *corpus, int source)
+{
+    return source >= corpus->n_sources ? corpus->end_position : position_of(source, 0);
+}
+
+const char *tfenc_corpus_source_path(const tfenc_corpus *corpus, int source)
+{
+    return source >= 0 && source < corpus->n_sources ? corpus->source_paths[source] : NULL;
+}
+
+int tfenc_corpus_n_sources(const tfenc_corpus *corpus)
+{
+    return corpus->n_sources;
+}
+
+int64_t tfenc_corpus_source_size(const tfenc_corpus *corpus, int source)
+{
+    return corpus->stored_size[source];
+}
+
+tfenc_stream_codec tfenc_corpus_source_compression(const tfenc_corpus *corpus, int source)
+{
+    return (tfenc_stream_codec)corpus->compression[source];
+}
+
+/* The path named in messages about the line being read. */
+static const char *current_path(const tfenc_corpus *corpus)
+{
+    return corpus->stream_source >= 0 ? corpus->source_paths[corpus->stream_source]
+                                      : corpus->source_paths[0];
+}
+
 /* Byte k*size/n without overflowing 64 bits for any file size. */
 static int64_t share_boundary(int64_t size, int share, int n_shares)
 {
     return (size / n_shares) * share + (size % n_shares) * share / n_shares;
 }
 
-/* The 1-based line number of the share's local document `local`. When the
- * share does not know where it starts, count the newlines before it: this
- * only runs when an error is being reported, so it costs nothing otherwise. */
-static int64_t line_number(tfenc_corpus *corpus, int64_t local)
+/* Sources a share takes whole, whose places are line (or row) numbers:
+ * compressed files and Parquet files. */
+static int placed_by_line(const tfenc_corpus *corpus, int source)
 {
-    if (corpus->first_index >= 0)
-        return corpus->first_index + local + 1;
-    FILE *file = NULL;
-    if (tfenc_file_open_regular(NULL, "[job] input", corpus->path, &file) != TFENC_OK)
-        return -1;
-    int64_t newlines = 0, remaining = corpus->share_start;
-    char buffer[1 << 16];
-    while (remaining > 0) {
-        size_t want = remaining < (int64_t)sizeof buffer ? (size_t)remaining : sizeof buffer;
-        size_t got = fread(buffer, 1, want, file);
-        if (got == 0)
-            break;
-        for (const char *p = buffer; (p = memchr(p, '\n', (size_t)(buffer + got - p))) != NULL; p++)
-            newlines++;
-        remaining -= (int64_t)got;
-    }
-    fclose(file);
-    return remaining == 0 ? newlines + local + 1 : -1;
+    return corpus->compression[source] != TFENC_STREAM_PLAIN
+           || corpus->format == TFENC_CORPUS_PARQUET;
 }
 
-/* Finds the first line that starts at or after `start`. */
+int tfenc_corpus_position_source(int64_t position)
+{
+    return source_of(position);
+}
+
+int tfenc_corpus_source_whole(const tfenc_corpus *corpus, int source)
+{
+    return source >= 0 && source < corpus->n_sources && placed_by_line(corpus, source);
+}
+
+/* Where the open stream is, in its source's kind of place. */
+static int64_t stream_place(const tfenc_corpus *corpus)
+{
+    return corpus->compression[corpus->stream_source] != TFENC_STREAM_PLAIN
+               ? tfenc_stream_line(corpus->stream) : tfenc_stream_offset(corpus->stream);
+}
+
+/* Positions the stream on `source` at place `offset` (a byte offset or,
+ * compressed, a line), opening the
+ * source if another one is open, and starts a new segment there. */
+static int position_stream(tfenc_context *ctx, tfenc_corpus *corpus, int source, int64_t offset)
+{
+    if (corpus->stream_source != source) {
+        tfenc_stream_close(corpus->stream);
+        corpus->stream = NULL;
+        corpus->stream_source = -1;
+        int status = tfenc_stream_open(ctx, "[job] input", corpus->source_paths[source],
+                                       &corpus->stream);
+        if (status != TFENC_OK)
+            return status;
+        corpus->stream_source = source;
+    }
+    int by_line = corpus->compression[source] != TFENC_STREAM_PLAIN;
+    corpus->segment_valid = 1;
+    corpus->segment_local = corpus->next_local;
+    corpus->segment_offset = offset;
+    corpus->segment_line = offset == 0 || by_line ? offset : -1;
+    if (stream_place(corpus) == offset)
+        return TFENC_OK;
+    int status = by_line ? tfenc_stream_seek_line(corpus->stream, offset)
+                         : tfenc_stream_seek(corpus->stream, offset);
+    if (status == TFENC_ERR_NOT_FOUND)
+        return tfenc_error(ctx, TFENC_ERR_IO, "%s: ends before %s %lld (changed while "
+                           "reading?)", corpus->source_paths[source], by_line ? "line" : "byte",
+                           (long long)(offset + by_line));
+    if (status != TFENC_OK)
+        return tfenc_error(ctx, status, "%s: %s", corpus->source_paths[source],
+                           tfenc_stream_why(corpus->stream));
+    return TFENC_OK;
+}
+
+/* Newlines in `source` before decompressed byte `offset`, or -1. */
+static int64_t count_newlines(const tfenc_corpus *corpus, int source, int64_t offset)
+{
+    tfenc_stream *stream = NULL;
+    if (tfenc_stream_open(NULL, "[job] input", corpus->source_paths[source], &stream) != TFENC_OK)
+        return -1;
+    int64_t newlines = 0;
+    char *line = NULL;
+    size_t capacity = 0, length = 0;
+    while (tfenc_stream_offset(stream) < offset
+           && tfenc_stream_getline(stream, &line, &capacity, &length) == TFENC_OK)
+        if (tfenc_stream_offset(stream) <= offset && length > 0 && line[length - 1] == '\n')
+            newlines++;
+    int reached = tfenc_stream_offset(stream) >= offset;
+    free(line);
+    tfenc_stream_close(stream);
+    return reached ? newlines : -1;
+}
+
+/* The 1-based line number, within its source, of the share's local
+ * document `local`. When the segment being read did not start at its
+ * source's beginning, the lines before it are counted: this only runs when
+ * an error is being reported, so it costs nothing otherwise. */
+static int64_t line_number(tfenc_corpus *corpus, int64_t local)
+{
+    if (corpus->n_sources == 1 && corpus->first_index >= 0)
+        return corpus->first_index + local + 1;
+    if (corpus->segment_line < 0 && corpus->stream_source >= 0)
+        corpus->segment_line = count_newlines(corpus, corpus->stream_source,
+                                              corpus->segment_offset);
+    if (corpus->segment_line < 0)
+        return -1;
+    return corpus->segment_line + (local - corpus->segment_local) + 1;
+}
+
+/* The position of stored byte `x` of the sources laid end to end: in a
+ * plain source the same byte, and a compressed source (which cannot be
+ * entered in the middle) belongs whole to the share its first byte falls
+ * in, so a byte inside it maps to the next source's start. */
+static int64_t stored_to_position(const tfenc_corpus *corpus, int64_t x, int *source,
+                                  int64_t *offset)
+{
+    int64_t base = 0;
+    for (int i = 0; i < corpus->n_sources; i++) {
+        int64_t size = corpus->stored_size[i];
+        if (x < base + size) {
+            *source = i;
+            *offset = x - base;
+            if (placed_by_line(corpus, i))
+                return x == base ? position_of(i, 0) : source_start(corpus, i + 1);
+            return position_of(i, x - base);
+        }
+        base += size;
+    }
+    *source = -1;
+    return corpus->end_position;
+}
+
+/* Finds the first line that starts at or after stored byte `start` of the
+ * sources laid end to end. */
 static int find_share_start(tfenc_context *ctx, tfenc_corpus *corpus, int64_t start)
 {
-    if (start == 0 || start >= corpus->file_size) {
-        corpus->share_start = start < corpus->file_size ? 0 : corpus->file_size;
+    int source;
+    int64_t offset;
+    corpus->share_start = stored_to_position(corpus, start, &source, &offset);
+    if (source < 0 || offset == 0 || placed_by_line(corpus, source))
         return TFENC_OK;
-    }
     /* Reading from the byte before the range tells whether the range starts
      * a line (that byte is a newline) or where the line in progress ends. */
-    if (fseeko(corpus->file, (off_t)(start - 1), SEEK_SET) != 0)
-        return tfenc_error(ctx, TFENC_ERR_IO, "%s: cannot seek to byte %lld: %s", corpus->path,
-                           (long long)(start - 1), strerror(errno));
-    errno = 0;
-    ssize_t got = getline(&corpus->line, &corpus->line_capacity, corpus->file);
-    if (got < 0 && ferror(corpus->file))
-        return tfenc_error(ctx, TFENC_ERR_IO, "%s: read error near byte %lld: %s", corpus->path,
-                           (long long)start, strerror(errno));
-    corpus->share_start = got < 0 ? corpus->file_size : start - 1 + got;
-    return TFENC_OK;
+    int status = position_stream(ctx, corpus, source, offset - 1);
+    size_t got = 0;
+    if (status == TFENC_OK) {
+        status = tfenc_stream_getline(corpus->stream, &corpus->line, &corpus->line_capacity, &got);
+        if (status != TFENC_OK && status != TFENC_ERR_NOT_FOUND)
+            return tfenc_error(ctx, status, "%s: near byte %lld: %s",
+                               corpus->source_paths[source], (long long)offset,
+                               tfenc_stream_why(corpus->stream));
+        status = TFENC_OK;
+    }
+    if (status == TFENC_OK) {
+        int64_t next = offset - 1 + (int64_t)got;
+        corpus->share_start = next >= corpus->stored_size[source] ? source_start(corpus, source + 1)
+                                                                  : position_of(source, next);
+    }
+    return status;
 }
 
 static int text_rewind(tfenc_context *ctx, tfenc_corpus *corpus)
 {
+    (void)ctx; /* the stream is positioned when the first line is read */
     corpus->position = corpus->share_start;
-    if (fseeko(corpus->file, (off_t)corpus->share_start, SEEK_SET) != 0)
-        return tfenc_error(ctx, TFENC_ERR_IO, "%s: cannot seek to byte %lld: %s", corpus->path,
-                           (long long)corpus->share_start, strerror(errno));
+    corpus->segment_valid = 0;
     return TFENC_OK;
 }
 
+static int probe_parquet(tfenc_context *ctx, tfenc_corpus *corpus, int source);
+
 static int open_text(tfenc_context *ctx, tfenc_corpus *corpus, int share, int n_shares)
 {
-    /* A regular file only: shares are byte ranges, and a FIFO would block. */
-    int opened = tfenc_file_open_regular(ctx, "[job] input", corpus->path, &corpus->file);
-    if (opened != TFENC_OK)
-        return opened;
-    setvbuf(corpus->file, NULL, _IOFBF, READ_BUFFER_BYTES);
-    struct stat status;
-    if (fstat(fileno(corpus->file), &status) != 0)
-        return tfenc_error(ctx, TFENC_ERR_IO, "[job] input %s: cannot examine: %s",
-                           corpus->path, strerror(errno));
-    corpus->file_size = (int64_t)status.st_size;
-    corpus->share_end = share_boundary(corpus->file_size, share + 1, n_shares);
-    int status_code = find_share_start(ctx, corpus, share_boundary(corpus->file_size, share,
-                                                                    n_shares));
-    if (status_code != TFENC_OK)
-        return status_code;
+    /* Every rank looks at every source's size and compression (the magic
+     * bytes) so that all cut the shares alike; regular files only: shares
+     * are byte ranges, and a FIFO would block. */
+    int64_t total = 0;
+    for (int i = 0; i < corpus->n_sources; i++) {
+        tfenc_stream *stream = NULL;
+        /* Parquet files are opened by Arrow: only checked and sized here. */
+        int status = corpus->format == TFENC_CORPUS_PARQUET
+                         ? probe_parquet(ctx, corpus, i)
+                         : tfenc_stream_open(ctx, "[job] input", corpus->source_paths[i], &stream);
+        if (status == TFENC_OK && stream == NULL) {
+            total += corpus->stored_size[i];
+            continue;
+        }
+        if (status != TFENC_OK)
+            return status;
+        corpus->stored_size[i] = tfenc_stream_stored_size(stream);
+        corpus->compression[i] = (uint8_t)tfenc_stream_compression(stream);
+        tfenc_stream_close(stream);
+        total += corpus->stored_size[i];
+    }
+    /* A plain file's places are byte offsets below bit 40 (a file alone
+     * has no such limit: its positions are its offsets). */
+    for (int i = 0; corpus->n_sources > 1 && i < corpus->n_sources; i++)
+        if (!placed_by_line(corpus, i) && corpus->stored_size[i] > OFFSET_MASK)
+            return tfenc_error(ctx, TFENC_ERR_INPUT, "[job] input %s: %lld bytes, more than "
+                               "the 1 TiB a plain file of a corpus of several may hold "
+                               "(compress it, or split it)", corpus->source_paths[i],
+                               (long long)corpus->stored_size[i]);
+    corpus->end_position = corpus->n_sources == 1 && !placed_by_line(corpus, 0)
+                               ? corpus->stored_size[0]
+                               : position_of(corpus->n_sources, 0);
+    int source;
+    int64_t offset;
+    corpus->share_end = stored_to_position(corpus, share_boundary(total, share + 1, n_shares),
+                                           &source, &offset);
+    int status = find_share_start(ctx, corpus, share_boundary(total, share, n_shares));
+    if (status != TFENC_OK)
+        return status;
     corpus->first_index = share == 0 ? 0 : -1;
     return text_rewind(ctx, corpus);
 }
 
-/* Reads the next line of the share into corpus->line without its line end.
- * TFENC_ERR_NOT_FOUND when the share has no more lines. */
-static int read_line(tfenc_context *ctx, tfenc_corpus *corpus, size_t *length)
+/* Reads the next line of the share into corpus->line without its line end,
+ * and where it starts into *line_start. TFENC_ERR_NOT_FOUND when the share
+ * has no more lines. */
+static int read_line(tfenc_context *ctx, tfenc_corpus *corpus, size_t *length,
+                     int64_t *line_start)
 {
-    if (corpus->position >= corpus->share_end || corpus->position >= corpus->file_size)
-        return TFENC_ERR_NOT_FOUND;
-    int64_t line_start = corpus->position;
-    errno = 0;
-    ssize_t got = getline(&corpus->line, &corpus->line_capacity, corpus->file);
-    if (got <= 0) {
-        if (ferror(corpus->file))
-            return tfenc_error(ctx, TFENC_ERR_IO, "%s: read error at byte %lld: %s",
-                               corpus->path, (long long)line_start,
-                               errno == ENOMEM ? "line too long for memory" : strerror(errno));
-        return tfenc_error(ctx, TFENC_ERR_IO, "%s: the file ended at byte %lld, before its "
-                           "size of %lld bytes (changed while reading?)", corpus->path,
-                           (long long)line_start, (long long)corpus->file_size);
+    size_t got = 0;
+    int64_t line_byte = 0; /* decompressed offset of the line in its source */
+    for (;;) {
+        if (corpus->position >= corpus->share_end || corpus->position >= corpus->end_position)
+            return TFENC_ERR_NOT_FOUND;
+        int source = source_of(corpus->position);
+        int64_t offset = offset_of(corpus->position);
+        if (corpus->n_sources == 1 && corpus->compression[0] == TFENC_STREAM_PLAIN) {
+            source = 0;
+            offset = corpus->position;
+        }
+        if (!corpus->segment_valid || corpus->stream_source != source
+            || stream_place(corpus) != offset) {
+            int status = position_stream(ctx, corpus, source, offset);
+            if (status != TFENC_OK)
+                return status;
+        }
+        line_byte = tfenc_stream_offset(corpus->stream);
+        int status = tfenc_stream_getline(corpus->stream, &corpus->line, &corpus->line_capacity,
+                                          &got);
+        if (status == TFENC_OK)
+            break;
+        if (status != TFENC_ERR_NOT_FOUND)
+            return tfenc_error(ctx, status, "%s: line %lld: %s", corpus->source_paths[source],
+                               (long long)line_number(corpus, corpus->next_local),
+                               tfenc_stream_why(corpus->stream));
+        if (corpus->compression[source] == TFENC_STREAM_PLAIN
+            && offset < corpus->stored_size[source])
+            return tfenc_error(ctx, TFENC_ERR_IO, "%s: the file ended at byte %lld, before its "
+                               "size of %lld bytes (changed while reading?)",
+                               corpus->source_paths[source], (long long)offset,
+                               (long long)corpus->stored_size[source]);
+        corpus->position = source_start(corpus, source + 1);
     }
+    int source = corpus->stream_source;
     /* A line without its end before the size the file had when opened: the
      * file was cut short while the job read it, and this line with it. */
-    if (corpus->line[got - 1] != '\n' && line_start + got < corpus->file_size)
+    if (got > 0 && corpus->line[got - 1] != '\n' && corpus->compression[source] == TFENC_STREAM_PLAIN
+        && line_byte + (int64_t)got < corpus->stored_size[source])
         return tfenc_error(ctx, TFENC_ERR_IO, "%s: the file ended at byte %lld, before its "
-                           "size of %lld bytes (changed while reading?)", corpus->path,
-                           (long long)(line_start + got), (long long)corpus->file_size);
-    corpus->position += got;
-    size_t n = (size_t)got;
+                           "size of %lld bytes (changed while reading?)",
+                           corpus->source_paths[source], (long long)(line_byte + (int64_t)got),
+                           (long long)corpus->stored_size[source]);
+    *line_start = corpus->position;
+    corpus->position += corpus->compression[source] != TFENC_STREAM_PLAIN ? 1 : (int64_t)got;
+    /* A plain source's end is known: step to the next source at once, so
+     * that a window never starts at the end of the source before it. */
+    if (corpus->n_sources > 1 && corpus->compression[source] == TFENC_STREAM_PLAIN
+        && offset_of(corpus->position) >= corpus->stored_size[source])
+        corpus->position = source_start(corpus, source + 1);
+    size_t n = got;
     if (n > 0 && corpus->line[n - 1] == '\n')
         n--;
     if (n > 0 && corpus->line[n - 1] == '\r')
@@ -244,12 +505,110 @@ static int read_line(tfenc_context *ctx, tfenc_corpus *corpus, size_t *length)
     const char *nul = memchr(corpus->line, '\0', n);
     if (nul != NULL)
         return tfenc_error(ctx, TFENC_ERR_INPUT, "%s: line %lld: NUL byte at byte offset %lld "
-                           "(is the file UTF-16 or binary?)", corpus->path,
+                           "(is the file UTF-16 or binary?)", current_path(corpus),
                            (long long)line_number(corpus, corpus->next_local),
-                           (long long)(line_start + (nul - corpus->line)));
+                           (long long)(line_byte + (nul - corpus->line)));
     *length = n;
     return TFENC_OK;
 }
+
+/* --------------------------------------------------------------- Parquet */
+
+/* Checks a Parquet source like any file and notes its size; Arrow opens
+ * it when it is read. */
+static int probe_parquet(tfenc_context *ctx, tfenc_corpus *corpus, int source)
+{
+    const char *path = corpus->source_paths[source];
+    int status = tfenc_file_check_regular(ctx, "[job] input", path);
+    struct stat info;
+    if (status == TFENC_OK && stat(path, &info) != 0)
+        status = tfenc_error(ctx, TFENC_ERR_IO, "[job] input %s: cannot examine: %s", path,
+                             strerror(errno));
+    if (status == TFENC_OK)
+        corpus->stored_size[source] = (int64_t)info.st_size;
+#ifndef HAVE_PARQUET
+    if (status == TFENC_OK)
+        status = tfenc_error(ctx, TFENC_ERR_CONFIG, "[job] input %s: this tfenc was built "
+                             "without Parquet (Apache Arrow was not found: run "
+                             "tests/setup-python-venv and configure --with-parquet)", path);
+#endif
+    return status;
+}
+
+#ifdef HAVE_PARQUET
+/* The row at corpus->position as the next document: the source opened and
+ * its row group loaded as needed; rows past a file's end move on to the
+ * next file. */
+static int next_parquet(tfenc_context *ctx, tfenc_corpus *corpus, tfenc_document *document)
+{
+    char why[512];
+    for (;;) {
+        if (corpus->position >= corpus->share_end || corpus->position >= corpus->end_position)
+            return TFENC_ERR_NOT_FOUND;
+        int source = source_of(corpus->position);
+        int64_t row = offset_of(corpus->position);
+        const char *path = corpus->source_paths[source];
+        if (corpus->parquet_source != source) {
+            tfenc_parquet_close(corpus->parquet);
+            corpus->parquet = NULL;
+            corpus->parquet_source = corpus->parquet_group = -1;
+            int status = tfenc_parquet_open(path, corpus->text_field, corpus->id_field,
+                                            &corpus->parquet, why, sizeof why);
+            if (status != TFENC_OK)
+                return tfenc_error(ctx, status, "%s: %s", path, why);
+            corpus->parquet_source = source;
+        }
+        if (row >= tfenc_parquet_rows(corpus->parquet)) {
+            corpus->position = source_start(corpus, source + 1);
+            continue;
+        }
+        if (corpus->parquet_group < 0 || row < corpus->group_first || row >= corpus->group_end) {
+            int64_t first = 0;
+            int group = 0, n_groups = tfenc_parquet_row_groups(corpus->parquet);
+            while (group < n_groups && first + tfenc_parquet_row_group_rows(corpus->parquet,
+                                                                            group) <= row)
+                first += tfenc_parquet_row_group_rows(corpus->parquet, group++);
+            corpus->parquet_group = -1;
+            int status = tfenc_parquet_load_row_group(corpus->parquet, group, why, sizeof why);
+            if (status != TFENC_OK)
+                return tfenc_error(ctx, status, "%s: row group %d: %s", path, group, why);
+            corpus->parquet_group = group;
+            corpus->group_first = first;
+            corpus->group_end = first + tfenc_parquet_row_group_rows(corpus->parquet, group);
+        }
+        const char *text, *id;
+        size_t length, id_length;
+        tfenc_parquet_row(corpus->parquet, row - corpus->group_first, &text, &length, &id,
+                          &id_length);
+        if (text == NULL && !corpus->null_text_empty)
+            return tfenc_error(ctx, TFENC_ERR_INPUT, "%s: row %lld (row group %d): column '%s' "
+                               "is null (set [job] null_text = empty to read it as an empty "
+                               "document)", path, (long long)row, corpus->parquet_group,
+                               corpus->text_field);
+        if (corpus->id_field != NULL && id == NULL)
+            return tfenc_error(ctx, TFENC_ERR_INPUT, "%s: row %lld (row group %d): id column "
+                               "'%s' is null", path, (long long)row, corpus->parquet_group,
+                               corpus->id_field);
+        if (corpus->max_id_bytes > 0 && id != NULL && id_length > corpus->max_id_bytes)
+            return tfenc_error(ctx, TFENC_ERR_INPUT, "%s: row %lld (row group %d): id column "
+                               "'%s' is %zu bytes long, more than [job] max_id_bytes = %zu",
+                               path, (long long)row, corpus->parquet_group, corpus->id_field,
+                               id_length, corpus->max_id_bytes);
+        const char *nul = text != NULL ? memchr(text, '\0', length) : NULL;
+        if (nul != NULL)
+            return tfenc_error(ctx, TFENC_ERR_INPUT, "%s: row %lld (row group %d): NUL byte at "
+                               "byte %lld of the text", path, (long long)row,
+                               corpus->parquet_group, (long long)(nul - text));
+        document->text = text != NULL ? text : "";
+        document->text_length = length;
+        document->id = id;
+        document->id_length = id_length;
+        corpus->stream_source = source; /* counted per source like a stream's lines */
+        corpus->position++;
+        return TFENC_OK;
+    }
+}
+#endif
 
 static const char *json_type_name(const json_t *value)
 {
@@ -273,23 +632,23 @@ static int next_jsonl(tfenc_context *ctx, tfenc_corpus *corpus, size_t length,
     size_t blank = strspn(line, " \t");
     if (blank == length)
         return tfenc_error(ctx, TFENC_ERR_INPUT, "%s: line %lld: blank line (each line of a "
-                           "JSON Lines corpus must be one object)", corpus->path,
+                           "JSON Lines corpus must be one object)", current_path(corpus),
                            (long long)line_number(corpus, corpus->next_local));
     json_error_t error;
     corpus->record = json_loadb(line, length, JSON_REJECT_DUPLICATES, &error);
     if (corpus->record == NULL)
         return tfenc_error(ctx, TFENC_ERR_INPUT, "%s: line %lld, column %d: invalid JSON: %s",
-                           corpus->path, (long long)line_number(corpus, corpus->next_local),
+                           current_path(corpus), (long long)line_number(corpus, corpus->next_local),
                            error.column, error.text);
     if (!json_is_object(corpus->record))
         return tfenc_error(ctx, TFENC_ERR_INPUT, "%s: line %lld: expected a JSON object, "
-                           "found %s", corpus->path,
+                           "found %s", current_path(corpus),
                            (long long)line_number(corpus, corpus->next_local),
                            json_type_name(corpus->record));
     json_t *text = json_object_get(corpus->record, corpus->text_field);
     if (text == NULL || !json_is_string(text))
         return tfenc_error(ctx, TFENC_ERR_INPUT, "%s: line %lld: text field '%s' %s%s%s",
-                           corpus->path, (long long)line_number(corpus, corpus->next_local),
+                           current_path(corpus), (long long)line_number(corpus, corpus->next_local),
                            corpus->text_field, text == NULL ? "is missing" : "is ",
                            text == NULL ? "" : json_type_name(text),
                            text == NULL ? "" : ", expected a string");
@@ -307,7 +666,7 @@ static int next_jsonl(tfenc_context *ctx, tfenc_corpus *corpus, size_t length,
             document->id_length = (size_t)n;
         } else {
             return tfenc_error(ctx, TFENC_ERR_INPUT, "%s: line %lld: id field '%s' %s%s%s",
-                               corpus->path, (long long)line_number(corpus, corpus->next_local),
+                               current_path(corpus), (long long)line_number(corpus, corpus->next_local),
                                corpus->id_field, id == NULL ? "is missing" : "is ",
                                id == NULL ? "" : json_type_name(id),
                                id == NULL ? "" : ", expected a string or an integer");
@@ -317,7 +676,7 @@ static int next_jsonl(tfenc_context *ctx, tfenc_corpus *corpus, size_t length,
         if (corpus->max_id_bytes > 0 && document->id_length > corpus->max_id_bytes)
             return tfenc_error(ctx, TFENC_ERR_INPUT, "%s: line %lld: id field '%s' is %zu bytes "
                                "long, more than [job] max_id_bytes = %zu",
-                               corpus->path, (long long)line_number(corpus, corpus->next_local),
+                               current_path(corpus), (long long)line_number(corpus, corpus->next_local),
                                corpus->id_field, document->id_length, corpus->max_id_bytes);
     }
     return TFENC_OK;
@@ -325,8 +684,13 @@ static int next_jsonl(tfenc_context *ctx, tfenc_corpus *corpus, size_t length,
 
 static int next_text(tfenc_context *ctx, tfenc_corpus *corpus, tfenc_document *document)
 {
+#ifdef HAVE_PARQUET
+    if (corpus->format == TFENC_CORPUS_PARQUET)
+        return next_parquet(ctx, corpus, document);
+#endif
     size_t length = 0;
-    int status = read_line(ctx, corpus, &length);
+    int64_t line_start;
+    int status = read_line(ctx, corpus, &length, &line_start);
     if (status != TFENC_OK)
         return status;
     if (corpus->format == TFENC_CORPUS_JSONL)
@@ -751,6 +1115,26 @@ static int next_hdf5(tfenc_context *ctx, tfenc_corpus *corpus, tfenc_document *d
 
 /* ------------------------------------------------------------ interface */
 
+/* The sources named by the options, or the path alone. */
+static int copy_sources(tfenc_context *ctx, tfenc_corpus *corpus,
+                        const tfenc_corpus_options *options)
+{
+    int n = options->n_sources > 0 ? options->n_sources : 1;
+    corpus->source_paths = calloc((size_t)n, sizeof *corpus->source_paths);
+    corpus->stored_size = calloc((size_t)n, sizeof *corpus->stored_size);
+    corpus->compression = calloc((size_t)n, sizeof *corpus->compression);
+    corpus->source_documents = calloc((size_t)n, sizeof *corpus->source_documents);
+    if (corpus->source_paths == NULL || corpus->stored_size == NULL || corpus->compression == NULL
+        || corpus->source_documents == NULL)
+        return tfenc_error(ctx, TFENC_ERR_NO_MEMORY, "%s: out of memory", options->path);
+    corpus->n_sources = n;
+    for (int i = 0; i < n; i++)
+        if ((corpus->source_paths[i] = copy_string(options->n_sources > 0 ? options->sources[i]
+                                                                         : options->path)) == NULL)
+            return tfenc_error(ctx, TFENC_ERR_NO_MEMORY, "%s: out of memory", options->path);
+    return TFENC_OK;
+}
+
 int tfenc_corpus_open(tfenc_context *ctx, const tfenc_corpus_options *options, int share,
                       int n_shares, tfenc_corpus **corpus_out)
 {
@@ -770,10 +1154,21 @@ int tfenc_corpus_open(tfenc_context *ctx, const tfenc_corpus_options *options, i
     corpus->text_field = copy_string(options->text_field != NULL ? options->text_field : "text");
     corpus->id_field = copy_string(options->id_field);
     corpus->max_id_bytes = options->max_id_bytes;
-    int status;
-    if (corpus->path == NULL || corpus->text_field == NULL
-        || (options->id_field != NULL && corpus->id_field == NULL))
+    corpus->null_text_empty = options->null_text_empty;
+    corpus->stream_source = -1;
+#ifdef HAVE_PARQUET
+    corpus->parquet_source = corpus->parquet_group = -1;
+#endif
+    int status = copy_sources(ctx, corpus, options);
+    if (status == TFENC_OK && (corpus->path == NULL || corpus->text_field == NULL
+        || (options->id_field != NULL && corpus->id_field == NULL)))
         status = tfenc_error(ctx, TFENC_ERR_NO_MEMORY, "%s: out of memory", options->path);
+    if (status != TFENC_OK)
+        ;
+    else if (corpus->format == TFENC_CORPUS_HDF5 && corpus->n_sources > 1)
+        status = tfenc_error(ctx, TFENC_ERR_CONFIG, "[job] input %s: names %d files, but HDF5 "
+                             "token ids are read from one file", options->path,
+                             corpus->n_sources);
     else if (corpus->format == TFENC_CORPUS_HDF5)
         status = open_hdf5(ctx, corpus, options, share, n_shares);
     else
@@ -820,19 +1215,30 @@ int tfenc_corpus_count(tfenc_context *ctx, tfenc_corpus *corpus, tfenc_corpus_co
     if (corpus->format == TFENC_CORPUS_HDF5) {
         int64_t n = corpus->end - corpus->first;
         counts->n_documents = n;
+        corpus->source_documents[0] = n;
+        corpus->counted = 1;
         counts->n_tokens = corpus->offsets[n] - corpus->offsets[0];
         return tfenc_corpus_rewind(ctx, corpus);
     }
     int status = tfenc_corpus_rewind(ctx, corpus);
     tfenc_document document;
+    memset(corpus->source_documents, 0, (size_t)corpus->n_sources * sizeof *corpus->source_documents);
+    corpus->counted = 0;
     while (status == TFENC_OK && (status = tfenc_corpus_next(ctx, corpus, &document)) == TFENC_OK) {
         counts->n_documents++;
+        corpus->source_documents[corpus->stream_source]++;
         if (document.id_length > counts->max_id_length)
             counts->max_id_length = document.id_length;
     }
     if (status != TFENC_ERR_NOT_FOUND)
         return status;
+    corpus->counted = 1;
     return tfenc_corpus_rewind(ctx, corpus);
+}
+
+const int64_t *tfenc_corpus_source_documents(const tfenc_corpus *corpus)
+{
+    return corpus->source_documents;
 }
 
 int tfenc_corpus_select(tfenc_context *ctx, tfenc_corpus *corpus, const tfenc_corpus_range *range)
@@ -861,7 +1267,7 @@ int tfenc_corpus_select(tfenc_context *ctx, tfenc_corpus *corpus, const tfenc_co
 
 int64_t tfenc_corpus_file_size(const tfenc_corpus *corpus)
 {
-    return corpus->format == TFENC_CORPUS_HDF5 ? -1 : corpus->file_size;
+    return corpus->format == TFENC_CORPUS_HDF5 ? -1 : corpus->end_position;
 }
 
 int64_t tfenc_corpus_total_documents(const tfenc_corpus *corpus)
@@ -919,26 +1325,39 @@ static int collect_line_starts(tfenc_context *ctx, tfenc_corpus *corpus, wanted_
                            "knows its first index", corpus->path);
     int status = tfenc_corpus_rewind(ctx, corpus);
     int64_t capacity = 0;
-    /* Only the line ends are looked at: no JSON is parsed again. */
-    for (int64_t local = 0; status == TFENC_OK; local++) {
-        int64_t line_start = corpus->position;
-        size_t length;
-        status = read_line(ctx, corpus, &length);
-        if (status != TFENC_OK)
-            break;
-        if (!line_wanted(wanted, corpus->first_index + local))
-            continue;
-        if (*n_starts == capacity) {
-            capacity = capacity > 0 ? 2 * capacity : 64;
-            int64_t *grown = realloc(*starts, (size_t)capacity * sizeof *grown);
-            if (grown == NULL) {
-                status = tfenc_error(ctx, TFENC_ERR_NO_MEMORY, "%s: out of memory",
-                                     corpus->path);
+    /* Only the line ends are looked at: no JSON is parsed again; and a
+     * compressed source, whose places are line numbers, is not read again
+     * at all once counted: its lines' places are 0, 1, ... */
+    for (int64_t local = 0; status == TFENC_OK;) {
+        int64_t line_start, lines = 1;
+        int source = source_of(corpus->position);
+        if (corpus->counted && corpus->position < corpus->share_end
+            && corpus->position < corpus->end_position
+            && placed_by_line(corpus, source) && offset_of(corpus->position) == 0) {
+            lines = corpus->source_documents[source];
+            line_start = corpus->position;
+            corpus->position = source_start(corpus, source + 1);
+        } else {
+            size_t length;
+            status = read_line(ctx, corpus, &length, &line_start);
+            if (status != TFENC_OK)
                 break;
-            }
-            *starts = grown;
         }
-        (*starts)[(*n_starts)++] = line_start;
+        for (int64_t k = 0; k < lines; k++, local++) {
+            if (!line_wanted(wanted, corpus->first_index + local))
+                continue;
+            if (*n_starts == capacity) {
+                capacity = capacity > 0 ? 2 * capacity : 64;
+                int64_t *grown = realloc(*starts, (size_t)capacity * sizeof *grown);
+                if (grown == NULL) {
+                    status = tfenc_error(ctx, TFENC_ERR_NO_MEMORY, "%s: out of memory",
+                                         corpus->path);
+                    break;
+                }
+                *starts = grown;
+            }
+            (*starts)[(*n_starts)++] = line_start + k;
+        }
     }
     if (status == TFENC_ERR_NOT_FOUND)
         status = tfenc_corpus_rewind(ctx, corpus);
@@ -956,8 +1375,16 @@ void tfenc_corpus_close(tfenc_corpus *corpus)
         return;
     if (corpus->record != NULL)
         json_decref(corpus->record);
-    if (corpus->file != NULL)
-        fclose(corpus->file);
+    tfenc_stream_close(corpus->stream);
+#ifdef HAVE_PARQUET
+    tfenc_parquet_close(corpus->parquet);
+#endif
+    for (int i = 0; corpus->source_paths != NULL && i < corpus->n_sources; i++)
+        free(corpus->source_paths[i]);
+    free(corpus->source_paths);
+    free(corpus->stored_size);
+    free(corpus->compression);
+    free(corpus->source_documents);
     if (corpus->tokens >= 0)
         H5Dclose(corpus->tokens);
     if (corpus->index >= 0)

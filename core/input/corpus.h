@@ -2,10 +2,20 @@
  * token ids. Each reader streams one share of the corpus, so a rank never
  * holds more than the share's current line (or block of token ids).
  *
+ * Sources. A text or JSON Lines corpus is a list of files (input/sources.h),
+ * each plain or compressed (input/stream.h: gzip, zstd, xz, found by magic
+ * bytes) or Parquet (rows of a text column, read by row group through
+ * Arrow, parquet_reader.h); documents are numbered over the files in their
+ * order, then line by line (row by row), as if the decompressed files were
+ * one. Messages name the file and the line (or row and row group) within
+ * it. HDF5 token ids are one file.
+ *
  * Shares. Text and JSON Lines: share k of n covers the bytes
- * [k*S/n, (k+1)*S/n) of a file of S bytes and owns every line that STARTS
- * in that range (a share that starts mid-line skips to the next line start;
- * its last line is read to its end, past the range). The shares therefore
+ * [k*S/n, (k+1)*S/n) of the S bytes of the files as stored, laid end to
+ * end, and owns every line that STARTS in that range (a share that starts
+ * mid-line skips to the next line start; its last line is read to its end,
+ * past the range). A compressed file cannot be entered in the middle, so it
+ * belongs whole to the share its first byte falls in. The shares therefore
  * partition the lines exactly, whatever the line lengths. A share does not
  * know its documents' global indices: tfenc_corpus_count() scans it, the
  * driver adds counts up over the earlier shares (MPI_Exscan) and may hand
@@ -41,12 +51,14 @@
 #include <stddef.h>
 #include <stdint.h>
 #include "tfenc/plugin.h"
+#include "input/stream.h"
 
 /* AUTO is a job's choice (decided by the file name), never a corpus's. */
 typedef enum tfenc_corpus_format {
     TFENC_CORPUS_TEXT,
     TFENC_CORPUS_JSONL,
     TFENC_CORPUS_HDF5,
+    TFENC_CORPUS_PARQUET, /* when built with Apache Arrow (parquet_reader.h) */
     TFENC_CORPUS_AUTO
 } tfenc_corpus_format;
 
@@ -54,10 +66,14 @@ typedef enum tfenc_corpus_format {
 extern const char *const tfenc_corpus_format_names[];
 
 typedef struct tfenc_corpus_options {
-    const char *path;
+    const char *path;            /* [job] input as resolved: names the corpus in messages */
+    const char *const *sources;  /* the files, in order (input/sources.h); NULL: `path` alone */
+    int n_sources;
     tfenc_corpus_format format;
-    const char *text_field;      /* JSON Lines: field with the document; NULL means "text" */
-    const char *id_field;        /* JSON Lines: field with the id; NULL means no ids */
+    const char *text_field;      /* JSON Lines, Parquet: field (column) with the document;
+                                  * NULL means "text" */
+    const char *id_field;        /* JSON Lines, Parquet: field with the id; NULL: no ids */
+    int null_text_empty;         /* Parquet: a null text is an empty document (else an error) */
     size_t max_id_bytes;         /* JSON Lines: longer ids are refused (0: no limit) */
     const char *tokens_dataset;  /* HDF5 ragged: int ids [T]; NULL means "tokens" */
     const char *offsets_dataset; /* HDF5 ragged: [N+1] from 0 to T; NULL means "offsets" */
@@ -86,11 +102,13 @@ typedef struct tfenc_corpus_counts {
 
 typedef struct tfenc_corpus tfenc_corpus;
 
-/* "text", "jsonl" or "hdf5" -> the format; TFENC_ERR_NOT_FOUND for any other
+/* "text", "jsonl", "hdf5" or "parquet" -> the format; TFENC_ERR_NOT_FOUND for any other
  * name (the caller reports it with the key it came from). */
 int tfenc_corpus_format_from_name(const char *name, tfenc_corpus_format *format);
 /* The format a path's extension implies: .jsonl/.ndjson -> JSON Lines,
- * .h5/.hdf5 -> HDF5, anything else -> text. */
+ * .h5/.hdf5 -> HDF5, .parquet/.pq -> Parquet, anything else -> text; behind a compression extension
+ * (.gz, .zst, .zstd, .xz) the one before counts, and .json there means
+ * JSON Lines ("c4-train.00000-of-01024.json.gz"). */
 tfenc_corpus_format tfenc_corpus_format_from_path(const char *path);
 /* "text", "jsonl", "hdf5". */
 const char *tfenc_corpus_format_name(tfenc_corpus_format format);
@@ -125,8 +143,10 @@ int tfenc_corpus_rewind(tfenc_context *ctx, tfenc_corpus *corpus);
 typedef struct tfenc_corpus_range {
     int64_t first_index; /* global index of the first document */
     int64_t n_documents;
-    int64_t byte_start;  /* text and JSON Lines: where the first line starts */
-    int64_t byte_end;    /* text and JSON Lines: the next range's byte_start, or the file size */
+    int64_t byte_start;  /* text and JSON Lines: where the first line starts (a byte offset
+                          * of a single plain file; else the source's index above bit 40
+                          * and the decompressed offset in it) */
+    int64_t byte_end;    /* text and JSON Lines: the next range's byte_start, or the end */
 } tfenc_corpus_range;
 
 /* Makes the corpus read exactly the range's documents from now on (any
@@ -138,7 +158,9 @@ int tfenc_corpus_select(tfenc_context *ctx, tfenc_corpus *corpus, const tfenc_co
  * text and JSON Lines (count the shares). */
 int64_t tfenc_corpus_total_documents(const tfenc_corpus *corpus);
 
-/* Text and JSON Lines: the file's size in bytes; -1 for HDF5. */
+/* Text and JSON Lines: the position just past the corpus's last line (a
+ * single plain file's size in bytes; with several sources or compression,
+ * an opaque position, like byte_start and byte_end); -1 for HDF5. */
 int64_t tfenc_corpus_file_size(const tfenc_corpus *corpus);
 
 /* Text and JSON Lines, once the share knows its first global index: the
@@ -150,6 +172,23 @@ int tfenc_corpus_line_starts(tfenc_context *ctx, tfenc_corpus *corpus, int64_t s
  * (ascending; indices outside the share are passed over). */
 int tfenc_corpus_line_starts_at(tfenc_context *ctx, tfenc_corpus *corpus, const int64_t *indices,
                                 int64_t n_indices, int64_t **starts, int64_t *n_starts);
+
+/* Text and JSON Lines: the sources (files) the corpus reads, in order,
+ * with their sizes on disk and compressions (known from open). */
+int tfenc_corpus_n_sources(const tfenc_corpus *corpus);
+const char *tfenc_corpus_source_path(const tfenc_corpus *corpus, int source);
+int64_t tfenc_corpus_source_size(const tfenc_corpus *corpus, int source);
+tfenc_stream_codec tfenc_corpus_source_compression(const tfenc_corpus *corpus, int source);
+
+/* The source a position (a range's byte_start) lies in. */
+int tfenc_corpus_position_source(int64_t position);
+/* Nonzero for a source that cannot be entered in the middle (compressed or
+ * Parquet): reaching a place in it decodes it from its start. */
+int tfenc_corpus_source_whole(const tfenc_corpus *corpus, int source);
+
+/* After tfenc_corpus_count(): the share's documents in each source
+ * ([tfenc_corpus_n_sources()]; a source the share does not reach has 0). */
+const int64_t *tfenc_corpus_source_documents(const tfenc_corpus *corpus);
 
 /* Frees everything; NULL is allowed. */
 void tfenc_corpus_close(tfenc_corpus *corpus);

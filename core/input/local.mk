@@ -1,6 +1,15 @@
-# input: the corpus readers (text, JSON Lines, HDF5 token ids) and the
+# input: the corpus readers (text, JSON Lines, HDF5 token ids), the files
+# `[job] input` names (sources), their decompression (stream), and the
 # windows the corpus is cut into.
 # may use: base
 core_libtfenc_la_SOURCES += \
 	core/input/corpus.c core/input/corpus.h \
+	core/input/sources.c core/input/sources.h \
+	core/input/stream.c core/input/stream.h \
 	core/input/windows.c core/input/windows.h
+# Parquet corpora, when configure found Apache Arrow (--with-parquet).
+if HAVE_PARQUET
+core_libtfenc_la_SOURCES += core/input/parquet_reader.cc
+core_libtfenc_la_LIBADD += $(PARQUET_LIBS)
+endif
+EXTRA_DIST += core/input/parquet_reader.h

@@ -48,6 +48,46 @@ static int64_t cut(int64_t n_documents, int64_t width, int64_t *first)
     return k;
 }
 
+/* Collective: every rank learns how many documents each source holds (a
+ * share may hold parts of several plain sources, or none of one). */
+static int sum_source_documents(tfenc_context *ctx, MPI_Comm comm,
+                                const tfenc_corpus_options *options, const tfenc_corpus *corpus,
+                                tfenc_windows_share *share_info)
+{
+    int n = options->n_sources > 0 ? options->n_sources : 1;
+    int64_t *mine = calloc((size_t)n, sizeof *mine);
+    share_info->source_documents = calloc((size_t)n, sizeof *share_info->source_documents);
+    int ok = mine != NULL && share_info->source_documents != NULL, all_ok = 0;
+    MPI_Allreduce(&ok, &all_ok, 1, MPI_INT, MPI_MIN, comm);
+    if (!all_ok) {
+        free(mine);
+        free(share_info->source_documents);
+        share_info->source_documents = NULL;
+        return tfenc_error(ctx, TFENC_ERR_NO_MEMORY, "out of memory for %d sources", n);
+    }
+    if (corpus != NULL)
+        memcpy(mine, tfenc_corpus_source_documents(corpus), (size_t)n * sizeof *mine);
+    MPI_Allreduce(mine, share_info->source_documents, n, MPI_INT64_T, MPI_SUM, comm);
+    share_info->n_sources = n;
+    /* Every rank that opened the corpus knows every source's kind. */
+    uint8_t *whole = calloc((size_t)n, 1);
+    share_info->source_whole = calloc((size_t)n, 1);
+    for (int i = 0; whole != NULL && corpus != NULL && i < n; i++)
+        whole[i] = (uint8_t)tfenc_corpus_source_whole(corpus, i);
+    int whole_ok = whole != NULL && share_info->source_whole != NULL, all_whole_ok = 0;
+    MPI_Allreduce(&whole_ok, &all_whole_ok, 1, MPI_INT, MPI_MIN, comm);
+    if (all_whole_ok)
+        MPI_Allreduce(whole, share_info->source_whole, n, MPI_UINT8_T, MPI_MAX, comm);
+    free(whole);
+    free(mine);
+    if (!all_whole_ok) {
+        free(share_info->source_whole);
+        share_info->source_whole = NULL;
+        return tfenc_error(ctx, TFENC_ERR_NO_MEMORY, "out of memory for %d sources", n);
+    }
+    return TFENC_OK;
+}
+
 int tfenc_windows_scan(tfenc_context *ctx, MPI_Comm comm, const tfenc_corpus_options *options,
                        int64_t window_documents, tfenc_windows_share *share_info)
 {
@@ -66,6 +106,11 @@ int tfenc_windows_scan(tfenc_context *ctx, MPI_Comm comm, const tfenc_corpus_opt
     if (rank == 0)
         first_index = 0; /* MPI_Exscan leaves rank 0's result undefined */
     MPI_Allreduce(&mine, &total, 1, MPI_INT64_T, MPI_SUM, comm);
+    int sources_status = sum_source_documents(ctx, comm, options, status == TFENC_OK ? corpus
+                                                                                    : NULL,
+                                              share_info);
+    if (status == TFENC_OK)
+        status = sources_status;
     share_info->n_documents = mine;
     share_info->max_id_length = counts.max_id_length;
     if (status == TFENC_OK && options->format != TFENC_CORPUS_HDF5) {
@@ -99,6 +144,11 @@ int tfenc_windows_build(tfenc_context *ctx, MPI_Comm comm, tfenc_windows_share *
     MPI_Allreduce(&share_info->n_documents, &windows->n_documents, 1, MPI_INT64_T, MPI_SUM, comm);
     MPI_Allreduce(&longest_id, &longest, 1, MPI_UNSIGNED_LONG_LONG, MPI_MAX, comm);
     windows->max_id_length = (size_t)longest;
+    windows->n_sources = share_info->n_sources;
+    windows->source_documents = share_info->source_documents;
+    share_info->source_documents = NULL;
+    windows->source_whole = share_info->source_whole;
+    share_info->source_whole = NULL;
     windows->window_documents = window_documents;
     windows->n_windows = cut(windows->n_documents, window_documents, NULL);
     const int64_t n = windows->n_windows;
@@ -313,6 +363,15 @@ int64_t tfenc_windows_documents_finished(const tfenc_windows *windows)
     return finished;
 }
 
+int tfenc_windows_whole_source(const tfenc_windows *windows, int64_t k)
+{
+    if (windows->byte_start == NULL || windows->source_whole == NULL)
+        return -1;
+    int source = tfenc_corpus_position_source(windows->byte_start[k]);
+    return source >= 0 && source < windows->n_sources && windows->source_whole[source] ? source
+                                                                                          : -1;
+}
+
 void tfenc_windows_free(tfenc_windows *windows)
 {
     free(windows->byte_start);
@@ -321,5 +380,7 @@ void tfenc_windows_free(tfenc_windows *windows)
     free(windows->state);
     free(windows->partial);
     free(windows->partial_done);
+    free(windows->source_documents);
+    free(windows->source_whole);
     memset(windows, 0, sizeof *windows);
 }

@@ -68,6 +68,9 @@ typedef struct tfenc_windows {
     int64_t n_partial;
     int64_t *partial;         /* [n_partial] the PARTIAL windows, ascending */
     uint8_t *partial_done;    /* [n_partial * W] per document: finished (1) or not */
+    int n_sources;            /* the corpus's files (input/sources.h) */
+    int64_t *source_documents; /* [n_sources] documents in each, in order */
+    uint8_t *source_whole;    /* [n_sources] 1: compressed or Parquet, read from its start */
 } tfenc_windows;
 
 /* What one rank learned about its share in the counting pass. */
@@ -78,6 +81,10 @@ typedef struct tfenc_windows_share {
                                * window (malloc'ed; freed by build) */
     int64_t n_line_starts;
     int64_t file_size;        /* text: the corpus's size in bytes */
+    int n_sources;
+    int64_t *source_documents; /* [n_sources] the whole corpus's documents per source
+                                * (summed over the shares; moved into the windows) */
+    uint8_t *source_whole;     /* [n_sources] (moved into the windows) */
 } tfenc_windows_share;
 
 /* Local, on every rank: opens share `share` of `n_shares` of the corpus,
@@ -126,6 +133,12 @@ int tfenc_windows_combine_progress(tfenc_context *ctx, MPI_Comm comm, tfenc_wind
 const uint8_t *tfenc_windows_finished_documents(const tfenc_windows *windows, int64_t k);
 /* Documents an earlier run finished, in all. */
 int64_t tfenc_windows_documents_finished(const tfenc_windows *windows);
+
+/* The source window k starts in when that source is compressed (or
+ * Parquet), else -1. Consecutive windows that start in one such source
+ * are best read by one replica, in order: each other reader would decode
+ * the source from its start again. */
+int tfenc_windows_whole_source(const tfenc_windows *windows, int64_t k);
 
 void tfenc_windows_free(tfenc_windows *windows);
 

@@ -100,3 +100,41 @@ int tfenc_fingerprint_file(tfenc_context *ctx, MPI_Comm comm, const char *path, 
     free(digests);
     return TFENC_OK;
 }
+
+int tfenc_fingerprint_sources(tfenc_context *ctx, MPI_Comm comm, const char *const *paths, int n,
+                              char hex[65], char (*each)[65])
+{
+    hex[0] = '\0';
+    if (n == 1) {
+        int status = tfenc_fingerprint_file(ctx, comm, paths[0], hex);
+        memcpy(each[0], hex, 65);
+        return status;
+    }
+    int rank = 0, n_ranks = 1;
+    MPI_Comm_rank(comm, &rank);
+    MPI_Comm_size(comm, &n_ranks);
+    memset(each, 0, (size_t)n * 65);
+    int status = TFENC_OK;
+    for (int i = rank; status == TFENC_OK && i < n; i += n_ranks)
+        status = tfenc_fingerprint_file(ctx, MPI_COMM_SELF, paths[i], each[i]);
+    int failed = status != TFENC_OK, any_failed = 0;
+    MPI_Allreduce(&failed, &any_failed, 1, MPI_INT, MPI_MAX, comm);
+    if (any_failed)
+        return failed ? status
+                      : tfenc_error(ctx, TFENC_ERR_IO, "another rank could not fingerprint one "
+                                    "of the corpus's %d files", n);
+    /* Each file's fingerprint is written by one rank; the others hold zeros. */
+    MPI_Allreduce(MPI_IN_PLACE, each, n * 65, MPI_BYTE, MPI_BOR, comm);
+    tfenc_sha256 hash;
+    if (tfenc_sha256_init(&hash) != TFENC_OK)
+        return tfenc_error(ctx, TFENC_ERR_NO_MEMORY, "out of memory to fingerprint the corpus");
+    for (int i = 0; i < n; i++) {
+        tfenc_sha256_update(&hash, paths[i], strlen(paths[i]) + 1);
+        tfenc_sha256_update(&hash, each[i], 64);
+    }
+    unsigned char digest[32];
+    tfenc_sha256_final(&hash, digest);
+    for (int i = 0; i < 32; i++)
+        snprintf(hex + 2 * i, 3, "%02x", digest[i]);
+    return TFENC_OK;
+}

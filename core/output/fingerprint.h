@@ -19,4 +19,14 @@
  * rank that could not read says why, the others that another rank failed. */
 int tfenc_fingerprint_file(tfenc_context *ctx, MPI_Comm comm, const char *path, char hex[65]);
 
+/* Collective over `comm`: the fingerprint of a corpus of several files
+ * (sources): each file's fingerprint as above, hashed whole by one rank
+ * (file i on rank i mod n, so many small shards cost one open each), and
+ * *hex over the files' paths and fingerprints in order, so a renamed,
+ * added, removed or edited file changes it. each[i] gets file i's (64 hex
+ * digits). One file alone: *hex is tfenc_fingerprint_file()'s, so outputs
+ * of single-file jobs resume as before. */
+int tfenc_fingerprint_sources(tfenc_context *ctx, MPI_Comm comm, const char *const *paths, int n,
+                              char hex[65], char (*each)[65]);
+
 #endif

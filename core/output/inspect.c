@@ -604,6 +604,7 @@ int tfenc_inspect_output(tfenc_context *ctx, const char *path, tfenc_inspection 
     /* Optional detail (recorded since the int8 gate): not listed as unknown. */
     inspection->precision_steps = read_string(file, "precision_steps");
     inspection->quantization_source = read_string(file, "quantization_ranges_source");
+    inspection->corpus_shards = read_string(file, "corpus_shards");
     inspection->precision_sample_min_cosine = read_double(file, "precision_sample_min_cosine");
     if (inspection->precision == NULL && inspection->job_settings != NULL)
         inspection->precision = precision_from_settings(inspection->job_settings);
@@ -661,7 +662,7 @@ void tfenc_inspection_free(tfenc_inspection *inspection)
                         &inspection->working_directory, &inspection->job_overrides,
                         &inspection->precision, &inspection->precision_steps,
                         &inspection->quantization_source,
-                        &inspection->resume_command};
+                        &inspection->resume_command, &inspection->corpus_shards};
     for (size_t i = 0; i < sizeof strings / sizeof strings[0]; i++) {
         free(*strings[i]);
         *strings[i] = NULL;

@@ -64,6 +64,10 @@ typedef struct tfenc_inspection {
      * per line); NAN and NULL where the file does not record them. */
     double precision_sample_min_cosine;
     char *precision_steps;
+    /* The corpus's files (attribute corpus_shards, output.h): one line each,
+     * "path bytes fingerprint first_document documents" tab-separated; NULL
+     * for files written before it was recorded. */
+    char *corpus_shards;
     /* 1 when a job is writing the file now: it holds the output's lock
      * file (ownership.h, taken at any rank count), or, for files written
      * alone, HDF5's own lock on the file. */

@@ -427,6 +427,8 @@ static int write_attributes(tfenc_context *ctx, tfenc_output *out,
     if (status == TFENC_OK)
         status = write_string_attribute(ctx, out, "vocabulary_fingerprint",
                                         options->vocabulary_fingerprint);
+    if (status == TFENC_OK)
+        status = write_string_attribute(ctx, out, "corpus_shards", options->corpus_shards);
     if (status == TFENC_OK) {
         char *plugins = plugins_text(options);
         status = plugins == NULL
@@ -948,6 +950,76 @@ static int check_plugins(tfenc_context *ctx, tfenc_output *out, const tfenc_outp
     return status;
 }
 
+/* The path of a corpus_shards line (up to its first tab), its length. */
+static size_t shard_path_length(const char *line)
+{
+    return strcspn(line, "\t\n");
+}
+
+/* A resume over a changed list of shards is refused naming the first shard
+ * (in path order) that was added, removed or changed: with thousands of
+ * shards, "the corpus changed" alone leaves the user to find which. A
+ * corpus of one file before and after is left to the fingerprint. Files
+ * written before shards were recorded have no attribute and pass here (the
+ * corpus fingerprint still guards them). */
+static int check_corpus_shards(tfenc_context *ctx, tfenc_output *out, const char *wanted)
+{
+    if (wanted == NULL || H5Aexists(out->file, "corpus_shards") <= 0) {
+        H5Eclear2(H5E_DEFAULT);
+        return TFENC_OK;
+    }
+    hid_t attribute = H5Aopen(out->file, "corpus_shards", H5P_DEFAULT);
+    hid_t type = H5Tcopy(H5T_C_S1);
+    char *stored = NULL;
+    int read = attribute >= 0 && type >= 0 && H5Tset_size(type, H5T_VARIABLE) >= 0
+               && H5Tset_cset(type, H5T_CSET_UTF8) >= 0 && H5Aread(attribute, type, &stored) >= 0;
+    int status = TFENC_OK;
+    if (!read)
+        status = h5_fail(ctx, TFENC_ERR_IO, out->path, "cannot read attribute 'corpus_shards'");
+    const char *a = stored != NULL ? stored : "", *b = wanted;
+    /* A corpus of one file on both sides: "the corpus" says it all (below). */
+    int one_file = strchr(a, '\n') == a + strcspn(a, "\n") && a[strcspn(a, "\n") + 1] == '\0'
+                   && b[strcspn(b, "\n")] == '\n' && b[strcspn(b, "\n") + 1] == '\0';
+    while (status == TFENC_OK && !one_file && (*a != '\0' || *b != '\0')) {
+        size_t la = strcspn(a, "\n"), lb = strcspn(b, "\n");
+        size_t pa = shard_path_length(a), pb = shard_path_length(b);
+        int order = *a == '\0' ? 1 : *b == '\0' ? -1 : strncmp(a, b, pa < pb ? pa : pb);
+        if (order == 0 && pa != pb)
+            order = pa < pb ? -1 : 1;
+        const char *what = NULL, *path = NULL;
+        size_t path_length = 0;
+        if (order < 0) {
+            what = "was read by the run that began this file and is no longer in the corpus";
+            path = a, path_length = pa;
+        } else if (order > 0) {
+            what = "was not in the corpus of the run that began this file";
+            path = b, path_length = pb;
+        } else if (la != lb || memcmp(a, b, la) != 0) {
+            what = "changed since the run that began this file read it";
+            path = a, path_length = pa;
+        }
+        if (what != NULL) {
+            status = tfenc_error(ctx, TFENC_ERR_CONFIG, "%s: shard %.*s %s; refusing to resume "
+                                 "with changed input (restore it, or set [job] resume = false "
+                                 "to start over)", out->path, (int)path_length, path, what);
+            break;
+        }
+        a += la + (a[la] == '\n');
+        b += lb + (b[lb] == '\n');
+    }
+    if (stored != NULL) {
+        hid_t space = H5Screate(H5S_SCALAR);
+        H5Dvlen_reclaim(type, space, H5P_DEFAULT, &stored);
+        H5Sclose(space);
+    }
+    if (type >= 0)
+        H5Tclose(type);
+    if (attribute >= 0)
+        H5Aclose(attribute);
+    H5Eclear2(H5E_DEFAULT);
+    return status;
+}
+
 static int same_int_attribute(tfenc_output *out, const char *name, int64_t expected,
                               char *found, size_t found_size)
 {
@@ -1041,6 +1113,8 @@ int tfenc_output_reopen(tfenc_context *ctx, MPI_Comm writers, const tfenc_output
                                  "it, choose another output, or set [job] resume = false to "
                                  "overwrite it)", out->path,
                                  strings[i].name, found);
+    if (status == TFENC_OK)
+        status = check_corpus_shards(ctx, out, options->corpus_shards);
     /* The inputs, by content: an edited or swapped corpus of the same size
      * would otherwise mix two corpora's rows in one file. */
     const struct { const char *name, *what, *path, *expected; } inputs[] = {

@@ -127,6 +127,12 @@ typedef struct tfenc_output_options {
     const char *const *plugin_paths;
     const char *const *plugin_sha256;
     int n_plugins;
+    /* The corpus's files, one line each in order, tab-separated: path as
+     * given, bytes on disk, fingerprint, first document, documents (so any
+     * row traces back to its file, and to line row - first + 1 in it).
+     * Stored as `corpus_shards`; a resume whose list differs is refused
+     * naming the first file added, removed or changed. NULL stores "". */
+    const char *corpus_shards;
     const char *layout;      /* e.g. "ranks=4 data_parallel=2 pipeline_stages=2" */
     /* How this run was started, so that tfenc-batch --status can print the
      * command that resumes an unfinished file (core/output/inspect.h): the job file

@@ -105,11 +105,38 @@ static int check_compact_dtype(reader *r, const char *output_ranges)
                                     : tfenc_error(r->ctx, TFENC_ERR_NO_MEMORY, "out of memory");
 }
 
+/* [job] input as its files, and the format they are read in: the one
+ * input_format names, or the one every file's name implies alike. */
+static int read_sources(reader *r, int list_file, int format)
+{
+    tfenc_job_settings *s = r->settings;
+    int status = tfenc_sources_expand(r->ctx, s->input, list_file, &s->sources);
+    if (status != TFENC_OK)
+        return status;
+    s->corpus.path = s->input;
+    s->corpus.sources = (const char *const *)s->sources.paths;
+    s->corpus.n_sources = s->sources.n;
+    if (format != TFENC_CORPUS_AUTO) {
+        s->corpus.format = (tfenc_corpus_format)format;
+        return TFENC_OK;
+    }
+    s->corpus.format = tfenc_corpus_format_from_path(s->sources.paths[0]);
+    for (int i = 1; i < s->sources.n; i++)
+        if (tfenc_corpus_format_from_path(s->sources.paths[i]) != s->corpus.format)
+            return tfenc_error(r->ctx, TFENC_ERR_CONFIG, "[job] input %s: %s reads as %s but %s "
+                               "as %s: set [job] input_format, or keep one format per corpus",
+                               s->input, s->sources.paths[0],
+                               tfenc_corpus_format_name(s->corpus.format), s->sources.paths[i],
+                               tfenc_corpus_format_name(
+                                   tfenc_corpus_format_from_path(s->sources.paths[i])));
+    return TFENC_OK;
+}
+
 /* The [job] values that need more than a typed read before they are
  * settings: paths to resolve against the job file, choice indexes, and the
  * keys whose meaning depends on others. */
 typedef struct job_keys {
-    const char *output, *prompt, *output_ranges;
+    const char *input, *output, *prompt, *output_ranges;
     int kind, dtype, compression, format, invalid_utf8;
     int long_documents, chunk_pooling;
     long max_id_bytes;
@@ -127,11 +154,16 @@ static int read_job_keys(reader *r, tfenc_job_section *section, job_keys *k)
     tfenc_params_bind(&p, r->ctx, r->job, section);
     int status = TFENC_OK;
 #define READ(call) if (status == TFENC_OK) status = (call)
-    READ(tfenc_param_input_path(&p, "input", "the corpus", &s->input));
+    /* The corpus is one file, a directory, a glob or @list: its files are
+     * the inputs (run.c lists them for the aliasing check and watches them). */
+    READ(tfenc_param_string(&p, "input", NULL, &k->input));
     READ(tfenc_param_choice(&p, "input_format", tfenc_corpus_format_names, TFENC_CORPUS_AUTO,
                             &k->format));
     READ(tfenc_param_string(&p, "text_field", "text", &s->corpus.text_field));
     READ(tfenc_param_string(&p, "id_field", NULL, &s->corpus.id_field));
+    /* Parquet: a null text is an error unless asked to be an empty document. */
+    static const char *const null_text_names[] = {"error", "empty", NULL};
+    READ(tfenc_param_choice(&p, "null_text", null_text_names, 0, &s->corpus.null_text_empty));
     /* An id is a name (a URL, a key), not a document. */
     READ(tfenc_param_int_range(&p, "max_id_bytes", 1024, 1, 1L << 20, &k->max_id_bytes));
     READ(tfenc_param_string(&p, "tokens_dataset", "tokens", &s->corpus.tokens_dataset));
@@ -186,18 +218,20 @@ static int read_job_keys(reader *r, tfenc_job_section *section, job_keys *k)
 static int apply_job_keys(reader *r, const job_keys *k)
 {
     tfenc_job_settings *s = r->settings;
-    if (s->input == NULL)
+    if (k->input == NULL)
         return tfenc_error(r->ctx, TFENC_ERR_CONFIG, "%s: [job] requires key 'input'",
                            r->job->path);
     if (k->output == NULL)
         return tfenc_error(r->ctx, TFENC_ERR_CONFIG, "%s: [job] requires key 'output'",
                            r->job->path);
+    int list_file = k->input[0] == '@';
+    s->input = tfenc_jobfile_resolve_path(r->job, k->input + list_file);
     s->output = tfenc_jobfile_resolve_path(r->job, k->output);
-    if (s->output == NULL)
+    if (s->input == NULL || s->output == NULL)
         return tfenc_error(r->ctx, TFENC_ERR_NO_MEMORY, "out of memory");
-    s->corpus.path = s->input;
-    s->corpus.format = k->format == TFENC_CORPUS_AUTO ? tfenc_corpus_format_from_path(s->input)
-                                                      : (tfenc_corpus_format)k->format;
+    int status = read_sources(r, list_file, k->format);
+    if (status != TFENC_OK)
+        return status;
     s->corpus.max_id_bytes = (size_t)k->max_id_bytes;
     s->output_kind = (tfenc_output_kind)k->kind;
     s->dtype = (tfenc_output_dtype)k->dtype;
@@ -383,6 +417,9 @@ int tfenc_job_settings_read(tfenc_context *ctx, const tfenc_jobfile *job,
 void tfenc_job_settings_free(tfenc_job_settings *settings)
 {
     free(settings->input);
+    tfenc_sources_free(&settings->sources);
+    settings->corpus.sources = NULL;
+    settings->corpus.n_sources = 0;
     free(settings->output);
     free(settings->vocabulary);
     free(settings->prompt);

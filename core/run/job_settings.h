@@ -6,13 +6,15 @@
 #define TFENC_JOB_SETTINGS_H
 
 #include "input/corpus.h"
+#include "input/sources.h"
 #include "job/jobfile.h"
 #include "model/model.h"
 #include "output/output.h"
 #include "tokenizer/tokenizer.h"
 
 typedef struct tfenc_job_settings {
-    char *input;  /* resolved against the job file's directory */
+    char *input;  /* resolved against the job file's directory (a list file without its "@") */
+    tfenc_sources sources; /* the files input names, sorted (input/sources.h) */
     char *output;
     char *vocabulary; /* [tokenizer] vocab or json, resolved; NULL when the weights hold it */
     tfenc_corpus_options corpus;

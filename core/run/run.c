@@ -30,6 +30,7 @@
 
 #include <mpi.h>
 #include <sched.h>
+#include <sys/stat.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -71,7 +72,10 @@ typedef struct run {
     int64_t already_done;    /* documents an earlier run finished */
     int64_t *todo;           /* the windows this run encodes, in order */
     int64_t n_todo, todo_documents;
-    tfenc_work_queue *queue; /* hands out indices into todo */
+    tfenc_work_queue *queue; /* hands out runs */
+    int64_t *runs;           /* [n_runs + 1] first todo index of each run, then n_todo */
+    int64_t n_runs;
+    int64_t run_next, run_end; /* the todo indices left of the run in hand */
     tfenc_pipeline *pipeline;
     tfenc_feeder *feeder;
     tfenc_writer *writer;
@@ -215,14 +219,15 @@ static int watch_input(void *user, const char *what, const char *setting, const 
     return TFENC_OK;
 }
 
-/* TFENC_ERR_IO naming the first watched file (or only `only`, when not
- * NULL) that is no longer as it was. */
+/* TFENC_ERR_IO naming the first watched file (or, with `only` not NULL,
+ * the first of those that are `only` to the job, e.g. "the corpus") that
+ * is no longer as it was. */
 static int check_watched(run *r, const char *only)
 {
     for (int i = 0; i < r->n_watched; i++) {
         const watched_file *file = &r->watched[i];
         struct stat now;
-        if (only != NULL && strcmp(file->path, only) != 0)
+        if (only != NULL && strncmp(file->what, only, strlen(only)) != 0)
             continue;
         if (stat(file->path, &now) != 0 || !same_state(&now, &file->state))
             return tfenc_error(r->ctx, TFENC_ERR_IO,
@@ -310,6 +315,10 @@ static int read_job(run *r)
         status = tfenc_weight_store_open(r->ctx, r->config.weights_path, &r->weights);
     if (status == TFENC_OK && r->rank == 0 && !r->request->dry_run)
         status = tfenc_jobfile_each_input(r->job, watch_input, r);
+    /* The corpus's files ([job] input: a file, a directory, a glob, @list). */
+    for (int i = 0; status == TFENC_OK && r->rank == 0 && !r->request->dry_run &&
+                    i < r->settings.sources.n; i++)
+        status = watch_input(r, "the corpus", "[job] input", r->settings.sources.paths[i]);
     if (status == TFENC_OK && r->rank == 0 && !r->request->dry_run)
         status = hash_weights(r);
     return status;
@@ -612,6 +621,8 @@ static int cut_windows(run *r)
                                     r->settings.window_documents, &share);
     if (agree_on_failure(r, status)) {
         free(share.line_starts);
+        free(share.source_documents);
+        free(share.source_whole);
         return 1;
     }
     if (agree_on_failure(r, tfenc_windows_build(r->ctx, MPI_COMM_WORLD, &share,
@@ -712,6 +723,24 @@ static double shared_mib(const run *r)
                : 0.0;
 }
 
+/* The corpus's files for the plan: paths, documents and compressions (the
+ * returned array, which the caller frees). */
+static const char **describe_sources(const run *r, tfenc_run_plan *plan)
+{
+    plan->input_format = tfenc_corpus_format_name(r->settings.corpus.format);
+    plan->n_sources = r->settings.sources.n;
+    plan->source_paths = (const char *const *)r->settings.sources.paths;
+    plan->source_documents = r->windows.source_documents;
+    if (r->corpus == NULL || tfenc_corpus_n_sources(r->corpus) != plan->n_sources)
+        return NULL;
+    const char **compressions = calloc((size_t)plan->n_sources, sizeof *compressions);
+    for (int i = 0; compressions != NULL && i < plan->n_sources; i++)
+        compressions[i] = tfenc_stream_compression_name(
+            tfenc_corpus_source_compression(r->corpus, i));
+    plan->source_compressions = compressions;
+    return compressions;
+}
+
 static void describe_plan(run *r)
 {
     const tfenc_run_observer *o = &r->request->observer;
@@ -730,7 +759,9 @@ static void describe_plan(run *r)
                            .shared_weights_mib = r->model != NULL ? shared_mib(r) : 0.0,
                            .rank_memory_mib = r->model != NULL ? tfenc_proportional_mib() : 0.0,
                            .weights_per_rank = r->arena == NULL};
+    const char **compressions = describe_sources(r, &plan);
     o->plan(o->user, &plan);
+    free(compressions);
 }
 
 /* --------------------------------------------------------------- output */
@@ -740,6 +771,31 @@ static int read_window_progress(tfenc_context *ctx, void *user, int64_t first_do
 {
     run *r = user;
     return tfenc_output_written(ctx, r->output, first_document, n_documents, done);
+}
+
+/* The queue hands out runs of windows: a window alone, or the consecutive
+ * windows to do that start in one compressed (or Parquet) source, which a
+ * replica then reads in order, decoding the source once. Handed out one
+ * window at a time, R replicas would each decode the whole source to skip
+ * the others' windows (R + 1 times the corpus in all, counting the
+ * scan); in runs each source is decoded by the scan, by its run's replica,
+ * and in part by the window before the run that runs into it: under 3
+ * times. The cost: a run is a coarser unit of work at the corpus's end. */
+static int cut_runs(run *r)
+{
+    r->runs = malloc(((size_t)r->n_todo + 1) * sizeof *r->runs);
+    if (r->runs == NULL)
+        return tfenc_error(r->ctx, TFENC_ERR_NO_MEMORY, "out of memory");
+    r->n_runs = 0;
+    for (int64_t i = 0; i < r->n_todo; i++) {
+        int source = tfenc_windows_whole_source(&r->windows, r->todo[i]);
+        int joins = i > 0 && source >= 0 && r->todo[i - 1] == r->todo[i] - 1
+                    && tfenc_windows_whole_source(&r->windows, r->todo[i - 1]) == source;
+        if (!joins)
+            r->runs[r->n_runs++] = i;
+    }
+    r->runs[r->n_runs] = r->n_todo;
+    return TFENC_OK;
 }
 
 /* What an earlier run finished, window by window, known to every rank
@@ -775,8 +831,10 @@ static int learn_progress(run *r, int resumed, int was_complete)
         notice(r, "resuming %s: %lld of %lld documents were finished by an earlier run%s",
                r->settings.output, (long long)r->already_done, (long long)r->n_documents,
                was_complete ? " (it had completed)" : "");
+    if (agree_on_failure(r, cut_runs(r)))
+        return 1;
     int status = agree_on_failure(
-        r, tfenc_work_queue_create(r->ctx, MPI_COMM_WORLD, r->n_todo, r->layout.replica,
+        r, tfenc_work_queue_create(r->ctx, MPI_COMM_WORLD, r->n_runs, r->layout.replica,
                                    r->layout.data_parallel, &r->queue));
     const char *reason = NULL;
     if (status == TFENC_OK && tfenc_work_queue_dealt_out(r->queue, &reason))
@@ -840,6 +898,18 @@ static int list_inputs(run *r, input_list *list)
     int status = add_input(list, "the job file", "", r->job->path);
     if (status == TFENC_OK)
         status = tfenc_jobfile_each_input(r->job, add_input, list);
+    /* The corpus's files ([job] input: a file, a directory, a glob, or a
+     * list file, which is an input too). */
+    const tfenc_sources *sources = &r->settings.sources;
+    const int one_file = sources->n == 1 && strcmp(sources->paths[0], r->settings.input) == 0;
+    for (int i = 0; status == TFENC_OK && i < sources->n; i++)
+        status = add_input(list, one_file ? "the corpus" : "a corpus shard", "[job] input",
+                           sources->paths[i]);
+    struct stat input;
+    if (status == TFENC_OK && stat(r->settings.input, &input) == 0 && S_ISREG(input.st_mode) &&
+        (sources->n != 1 || strcmp(sources->paths[0], r->settings.input) != 0))
+        status = add_input(list, "the list of the corpus's files", "[job] input",
+                           r->settings.input);
     for (int i = 0; status == TFENC_OK && i < tfenc_plugin_registry_n_layers(r->registry); i++)
         status = add_input(list, "the plugin",
                            tfenc_plugin_registry_layer(r->registry, i)->descriptor->type,
@@ -847,6 +917,47 @@ static int list_inputs(run *r, input_list *list)
     return status == TFENC_ERR_NO_MEMORY
                ? tfenc_error(r->ctx, TFENC_ERR_NO_MEMORY, "out of memory")
                : status;
+}
+
+/* The corpus's fingerprint over all its files, and the table of them the
+ * output keeps (output.h: corpus_shards), from the counting pass's
+ * documents per file. Collective; *table is malloc'ed. */
+static int fingerprint_corpus(run *r, char hex[65], char **table)
+{
+    *table = NULL;
+    const tfenc_sources *sources = &r->settings.sources;
+    char (*each)[65] = calloc((size_t)sources->n, sizeof *each);
+    if (each == NULL)
+        return tfenc_error(r->ctx, TFENC_ERR_NO_MEMORY, "out of memory for %d fingerprints",
+                           sources->n);
+    int status = tfenc_fingerprint_sources(r->ctx, MPI_COMM_WORLD,
+                                           (const char *const *)sources->paths, sources->n, hex,
+                                           each);
+    size_t size = 1;
+    for (int i = 0; status == TFENC_OK && i < sources->n; i++)
+        size += strlen(sources->paths[i]) + 65 + 3 * 24;
+    char *text = status == TFENC_OK ? malloc(size) : NULL;
+    if (status == TFENC_OK && text == NULL)
+        status = tfenc_error(r->ctx, TFENC_ERR_NO_MEMORY, "out of memory for the shard list");
+    size_t used = 0;
+    int64_t first = 0;
+    for (int i = 0; status == TFENC_OK && i < sources->n; i++) {
+        struct stat info;
+        long long bytes = stat(sources->paths[i], &info) == 0 ? (long long)info.st_size : -1;
+        int64_t documents = r->windows.source_documents != NULL && i < r->windows.n_sources
+                                ? r->windows.source_documents[i] : -1;
+        used += (size_t)snprintf(text + used, size - used, "%s\t%lld\t%s\t%lld\t%lld\n",
+                                 sources->paths[i], bytes, each[i], (long long)first,
+                                 (long long)documents);
+        first += documents;
+    }
+    free(each);
+    if (status != TFENC_OK) {
+        free(text);
+        return status;
+    }
+    *table = text;
+    return TFENC_OK;
 }
 
 /* Before the output is touched: it must not be one of the job's inputs
@@ -938,13 +1049,15 @@ static int open_output(run *r)
     if (agree_on_failure(r, status))
         return 1;
     MPI_Bcast(weights_sha256, sizeof weights_sha256, MPI_CHAR, 0, MPI_COMM_WORLD);
-    if (agree_on_failure(r, tfenc_fingerprint_file(r->ctx, MPI_COMM_WORLD, r->settings.input,
-                                                   corpus_fingerprint)))
+    char *corpus_shards = NULL;
+    if (agree_on_failure(r, fingerprint_corpus(r, corpus_fingerprint, &corpus_shards)))
         return 1;
     if (r->settings.vocabulary != NULL &&
         agree_on_failure(r, tfenc_fingerprint_file(r->ctx, MPI_COMM_WORLD, r->settings.vocabulary,
-                                                   vocabulary_fingerprint)))
+                                                   vocabulary_fingerprint))) {
+        free(corpus_shards);
         return 1;
+    }
     const tfenc_layout *l = &r->layout;
     char layout[128];
     snprintf(layout, sizeof layout, "ranks=%d data_parallel=%d pipeline_stages=%d", r->n_ranks,
@@ -980,6 +1093,7 @@ static int open_output(run *r)
             .max_id_length = r->windows.max_id_length, .job_text = provenance,
             .job_settings = identity, .weights_sha256 = weights_sha256,
             .corpus_path = r->settings.input, .corpus_fingerprint = corpus_fingerprint,
+            .corpus_shards = corpus_shards,
             .vocabulary_path = r->settings.vocabulary,
             .vocabulary_fingerprint = r->settings.vocabulary != NULL ? vocabulary_fingerprint
                                                                      : NULL,
@@ -1010,6 +1124,7 @@ static int open_output(run *r)
     free(provenance);
     free(plugins.paths);
     free(plugins.sha256);
+    free(corpus_shards);
     /* HDF5 cannot always shut down after a failed write to a new file. */
     if (status == TFENC_ERR_IO)
         r->result->skip_finalize = 1;
@@ -1038,6 +1153,7 @@ static void report_progress(run *r, const tfenc_rank_work *work, double start, d
     /* Windows handed out so far, counted in documents: every replica's
      * progress, read from the queue's counter (rank 0 holds it). */
     int64_t taken = tfenc_work_queue_taken(r->queue), documents = 0;
+    taken = taken < r->n_runs ? r->runs[taken] : r->n_todo; /* runs -> windows */
     for (int64_t i = 0; i < taken; i++) {
         tfenc_corpus_range range;
         tfenc_windows_range(&r->windows, r->todo[i], &range);
@@ -1075,13 +1191,17 @@ static int next_microbatch(run *r, tfenc_rank_work *work, tfenc_microbatch **m)
         int status = tfenc_feeder_next(r->ctx, r->feeder, r->pipeline, m);
         if (status != TFENC_ERR_NOT_FOUND)
             return status;
-        int64_t item = -1;
-        status = tfenc_work_queue_take(r->ctx, r->queue, &item);
-        if (status != TFENC_OK)
-            return status;
-        if (item < 0)
-            return TFENC_ERR_NOT_FOUND;
-        const int64_t k = r->todo[item];
+        if (r->run_next == r->run_end) {
+            int64_t item = -1;
+            status = tfenc_work_queue_take(r->ctx, r->queue, &item);
+            if (status != TFENC_OK)
+                return status;
+            if (item < 0)
+                return TFENC_ERR_NOT_FOUND;
+            r->run_next = r->runs[item];
+            r->run_end = r->runs[item + 1];
+        }
+        const int64_t k = r->todo[r->run_next++];
         tfenc_corpus_range range;
         tfenc_windows_range(&r->windows, k, &range);
         status = tfenc_feeder_load_window(
@@ -1208,7 +1328,7 @@ static int encode_and_finish(run *r, double start)
     /* Complete only if every window was read from the corpus the job
      * began with (a file cut short fails its read; one edited or replaced
      * is found here). */
-    if (agree_on_failure(r, r->rank == 0 ? check_watched(r, r->settings.input) : TFENC_OK))
+    if (agree_on_failure(r, r->rank == 0 ? check_watched(r, "the corpus") : TFENC_OK))
         return 1;
     status = TFENC_OK;
     if (r->output != NULL) {
@@ -1249,6 +1369,7 @@ static void release_run(run *r)
     tfenc_work_queue_destroy(r->queue);
     tfenc_windows_free(&r->windows);
     free(r->todo);
+    free(r->runs);
     free(r->step_flops);
     tfenc_weight_store_close(r->weights);
     tfenc_node_arena_destroy(r->arena);

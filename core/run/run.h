@@ -44,6 +44,12 @@ typedef struct tfenc_run_plan {
     tfenc_output_dtype dtype;
     int64_t n_documents;
     int64_t n_tokens;              /* after truncation */
+    const char *input_format;      /* "text", "jsonl", "hdf5" */
+    int n_sources;                 /* the corpus's files (input/sources.h) */
+    const char *const *source_paths;        /* [n_sources] in order */
+    const int64_t *source_documents;        /* [n_sources] */
+    const char *const *source_compressions; /* [n_sources] "none", "gzip", "zstd", "xz";
+                                             * NULL when rank 0 reads no corpus */
     double last_flop_rate;         /* per rank, from the last job here; 0 if none */
     double weights_float32_mib;    /* every dataset of the weights file as float32 */
     int node_ranks;                /* ranks on rank 0's node, which share one copy */

@@ -54,7 +54,7 @@ run_example() { # run_example NAME
   record $? "$name: mpiexec -n 1 output matches PyTorch"
 }
 
-for example in original-postnorm prenorm-gpt bert-text; do
+for example in original-postnorm prenorm-gpt bert-text shards; do
   run_example "$example"
 done
 

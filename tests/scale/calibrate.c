@@ -57,6 +57,7 @@ int main(int argc, char **argv)
     if (tfenc_windows_scan(&ctx, MPI_COMM_WORLD, &corpus, window, &share) != TFENC_OK)
         die(&ctx, rank);
     free(share.line_starts);
+    free(share.source_documents);
     MPI_Barrier(MPI_COMM_WORLD);
     double scan_seconds = tfenc_clock_seconds() - scan_start;
     char fingerprint[65];

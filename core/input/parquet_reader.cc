@@ -1,0 +1,221 @@
+// Parquet through Arrow's C++ library: open a file, check its columns'
+// types, and hand out one row group's strings at a time. Every Arrow status
+// and exception becomes a status and a reason: nothing escapes into C.
+#include "input/parquet_reader.h"
+
+#include <cstdio>
+#include <memory>
+#include <new>
+#include <string>
+
+#include <arrow/api.h>
+#include <arrow/io/file.h>
+#include <parquet/arrow/reader.h>
+#include <parquet/exception.h>
+
+#include "tfenc/plugin.h"
+
+namespace {
+
+// One column of the loaded row group, whatever its string or integer type.
+struct Column {
+    std::shared_ptr<arrow::ChunkedArray> data;
+    std::vector<int64_t> chunk_starts;  // first row of each chunk, then the total
+
+    void reset(std::shared_ptr<arrow::ChunkedArray> d)
+    {
+        data = std::move(d);
+        chunk_starts.clear();
+        int64_t start = 0;
+        for (const auto &chunk : data->chunks()) {
+            chunk_starts.push_back(start);
+            start += chunk->length();
+        }
+        chunk_starts.push_back(start);
+    }
+
+    // The value of `row` as bytes; false for a null.
+    bool get(int64_t row, std::string &scratch, const char **bytes, size_t *length) const
+    {
+        size_t c = 0;
+        while (c + 1 < chunk_starts.size() && chunk_starts[c + 1] <= row)
+            c++;
+        const arrow::Array *array = data->chunk((int)c).get();
+        int64_t i = row - chunk_starts[c];
+        if (array->IsNull(i))
+            return false;
+        if (array->type_id() == arrow::Type::DICTIONARY) {
+            auto dictionary = static_cast<const arrow::DictionaryArray *>(array);
+            int64_t index = dictionary->GetValueIndex(i);
+            array = dictionary->dictionary().get();
+            i = index;
+            if (array->IsNull(i))
+                return false;
+        }
+        std::string_view view;
+        switch (array->type_id()) {
+        case arrow::Type::STRING:
+            view = static_cast<const arrow::StringArray *>(array)->GetView(i);
+            break;
+        case arrow::Type::LARGE_STRING:
+            view = static_cast<const arrow::LargeStringArray *>(array)->GetView(i);
+            break;
+        case arrow::Type::STRING_VIEW:
+            view = static_cast<const arrow::StringViewArray *>(array)->GetView(i);
+            break;
+        default: {
+            auto scalar = array->GetScalar(i);
+            scratch = scalar.ok() ? (*scalar)->ToString() : std::string();
+            *bytes = scratch.c_str();
+            *length = scratch.size();
+            return true;
+        }
+        }
+        // NUL-terminated for the C side: copied, as Arrow's buffers are not.
+        scratch.assign(view.data(), view.size());
+        *bytes = scratch.c_str();
+        *length = scratch.size();
+        return true;
+    }
+};
+
+// A column of type null (pyarrow's type for an empty or all-null list) is
+// accepted: its values are nulls, which the caller refuses row by row.
+bool is_string(const std::shared_ptr<arrow::DataType> &type)
+{
+    switch (type->id()) {
+    case arrow::Type::NA:
+    case arrow::Type::STRING:
+    case arrow::Type::LARGE_STRING:
+    case arrow::Type::STRING_VIEW:
+        return true;
+    case arrow::Type::DICTIONARY:
+        return is_string(static_cast<const arrow::DictionaryType &>(*type).value_type());
+    default:
+        return false;
+    }
+}
+
+bool is_integer(const std::shared_ptr<arrow::DataType> &type)
+{
+    if (type->id() == arrow::Type::DICTIONARY)
+        return is_integer(static_cast<const arrow::DictionaryType &>(*type).value_type());
+    return type->id() == arrow::Type::NA || arrow::is_integer(type->id());
+}
+
+int fail(char *why, size_t why_size, int status, const std::string &reason)
+{
+    std::snprintf(why, why_size, "%s", reason.c_str());
+    return status;
+}
+
+}  // namespace
+
+struct tfenc_parquet {
+    std::unique_ptr<parquet::arrow::FileReader> file;
+    int text_index = -1, id_index = -1;
+    Column text, id;
+    std::string text_scratch, id_scratch;
+};
+
+extern "C" int tfenc_parquet_open(const char *path, const char *text_column,
+                                  const char *id_column, tfenc_parquet **out, char *why,
+                                  size_t why_size)
+{
+    *out = nullptr;
+    try {
+        auto reader = std::make_unique<tfenc_parquet>();
+        auto opened = arrow::io::ReadableFile::Open(path);
+        if (!opened.ok())
+            return fail(why, why_size, TFENC_ERR_IO, opened.status().message());
+        auto status = parquet::arrow::OpenFile(*opened, arrow::default_memory_pool(),
+                                               &reader->file);
+        if (!status.ok())
+            return fail(why, why_size, TFENC_ERR_INPUT, "not a Parquet file: " + status.message());
+        std::shared_ptr<arrow::Schema> schema;
+        status = reader->file->GetSchema(&schema);
+        if (!status.ok())
+            return fail(why, why_size, TFENC_ERR_INPUT, "unreadable schema: " + status.message());
+        reader->text_index = schema->GetFieldIndex(text_column);
+        if (reader->text_index < 0)
+            return fail(why, why_size, TFENC_ERR_INPUT,
+                        std::string("no column '") + text_column + "' (text_field)");
+        auto text_type = schema->field(reader->text_index)->type();
+        if (!is_string(text_type))
+            return fail(why, why_size, TFENC_ERR_INPUT,
+                        std::string("column '") + text_column + "' (text_field) holds " +
+                            text_type->ToString() + ", not strings");
+        if (id_column != nullptr) {
+            reader->id_index = schema->GetFieldIndex(id_column);
+            if (reader->id_index < 0)
+                return fail(why, why_size, TFENC_ERR_INPUT,
+                            std::string("no column '") + id_column + "' (id_field)");
+            auto id_type = schema->field(reader->id_index)->type();
+            if (!is_string(id_type) && !is_integer(id_type))
+                return fail(why, why_size, TFENC_ERR_INPUT,
+                            std::string("column '") + id_column + "' (id_field) holds " +
+                                id_type->ToString() + ", not strings or integers");
+        }
+        *out = reader.release();
+        return TFENC_OK;
+    } catch (const std::bad_alloc &) {
+        return fail(why, why_size, TFENC_ERR_NO_MEMORY, "out of memory");
+    } catch (const std::exception &e) {
+        return fail(why, why_size, TFENC_ERR_INPUT, std::string("not a Parquet file: ") + e.what());
+    }
+}
+
+extern "C" int64_t tfenc_parquet_rows(const tfenc_parquet *reader)
+{
+    return reader->file->parquet_reader()->metadata()->num_rows();
+}
+
+extern "C" int tfenc_parquet_row_groups(const tfenc_parquet *reader)
+{
+    return reader->file->num_row_groups();
+}
+
+extern "C" int64_t tfenc_parquet_row_group_rows(const tfenc_parquet *reader, int group)
+{
+    return reader->file->parquet_reader()->metadata()->RowGroup(group)->num_rows();
+}
+
+extern "C" int tfenc_parquet_load_row_group(tfenc_parquet *reader, int group, char *why,
+                                            size_t why_size)
+{
+    try {
+        std::vector<int> columns{reader->text_index};
+        if (reader->id_index >= 0)
+            columns.push_back(reader->id_index);
+        std::shared_ptr<arrow::Table> table;
+        auto status = reader->file->ReadRowGroup(group, columns, &table);
+        if (!status.ok())
+            return fail(why, why_size, status.IsOutOfMemory() ? TFENC_ERR_NO_MEMORY
+                                                              : TFENC_ERR_INPUT,
+                        status.message());
+        reader->text.reset(table->column(0));
+        if (reader->id_index >= 0)
+            reader->id.reset(table->column(1));
+        return TFENC_OK;
+    } catch (const std::bad_alloc &) {
+        return fail(why, why_size, TFENC_ERR_NO_MEMORY, "out of memory");
+    } catch (const std::exception &e) {
+        return fail(why, why_size, TFENC_ERR_INPUT, e.what());
+    }
+}
+
+extern "C" void tfenc_parquet_row(tfenc_parquet *reader, int64_t row, const char **text,
+                                  size_t *length, const char **id, size_t *id_length)
+{
+    *text = *id = nullptr;
+    *length = *id_length = 0;
+    if (!reader->text.get(row, reader->text_scratch, text, length))
+        *text = nullptr;
+    if (reader->id_index >= 0 && !reader->id.get(row, reader->id_scratch, id, id_length))
+        *id = nullptr;
+}
+
+extern "C" void tfenc_parquet_close(tfenc_parquet *reader)
+{
+    delete reader;
+}

@@ -1,0 +1,158 @@
+/* `[job] input` expanded to its files: glob(3), readdir(3) or a list file,
+ * then sorted with strcmp so the order never depends on the locale. */
+#include "input/sources.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <glob.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "base/files.h"
+
+/* Global document numbers and reading positions keep the source's index in
+ * the upper bits of 64 (corpus.c), which leaves room for this many. */
+#define MAX_SOURCES (1 << 22)
+
+static int add_path(tfenc_context *ctx, tfenc_sources *s, int *capacity, const char *directory,
+                    const char *name, size_t name_length)
+{
+    if (s->n >= MAX_SOURCES)
+        return tfenc_error(ctx, TFENC_ERR_CONFIG, "[job] input: more than %d files", MAX_SOURCES);
+    if (s->n == *capacity) {
+        int grown = *capacity > 0 ? 2 * *capacity : 16;
+        char **bigger = realloc(s->paths, (size_t)grown * sizeof *bigger);
+        if (bigger == NULL)
+            return tfenc_error(ctx, TFENC_ERR_NO_MEMORY, "[job] input: out of memory");
+        s->paths = bigger;
+        *capacity = grown;
+    }
+    int relative = directory != NULL && name[0] != '/';
+    size_t length = (relative ? strlen(directory) + 1 : 0) + name_length + 1;
+    char *path = malloc(length);
+    if (path == NULL)
+        return tfenc_error(ctx, TFENC_ERR_NO_MEMORY, "[job] input: out of memory");
+    if (relative)
+        snprintf(path, length, "%s/%.*s", directory, (int)name_length, name);
+    else
+        snprintf(path, length, "%.*s", (int)name_length, name);
+    s->paths[s->n++] = path;
+    return TFENC_OK;
+}
+
+static int compare_paths(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+static int expand_glob(tfenc_context *ctx, const char *pattern, tfenc_sources *s, int *capacity)
+{
+    glob_t found;
+    /* NOSORT: glob sorts by the locale's collation; we sort by bytes. */
+    int ret = glob(pattern, GLOB_ERR | GLOB_NOSORT, NULL, &found);
+    if (ret == GLOB_NOMATCH)
+        return tfenc_error(ctx, TFENC_ERR_CONFIG, "[job] input %s: the pattern matches no file",
+                           pattern);
+    if (ret != 0)
+        return tfenc_error(ctx, TFENC_ERR_IO, "[job] input %s: cannot expand the pattern%s",
+                           pattern, ret == GLOB_ABORTED ? " (a directory cannot be read)"
+                                                       : " (out of memory)");
+    int status = TFENC_OK;
+    for (size_t i = 0; status == TFENC_OK && i < found.gl_pathc; i++)
+        status = add_path(ctx, s, capacity, NULL, found.gl_pathv[i], strlen(found.gl_pathv[i]));
+    globfree(&found);
+    return status;
+}
+
+static int expand_directory(tfenc_context *ctx, const char *directory, tfenc_sources *s,
+                            int *capacity)
+{
+    DIR *dir = opendir(directory);
+    if (dir == NULL)
+        return tfenc_error(ctx, TFENC_ERR_IO, "[job] input %s: cannot read the directory: %s",
+                           directory, strerror(errno));
+    int status = TFENC_OK;
+    struct dirent *entry;
+    while (status == TFENC_OK && (errno = 0, entry = readdir(dir)) != NULL)
+        if (entry->d_name[0] != '.')
+            status = add_path(ctx, s, capacity, directory, entry->d_name,
+                              strlen(entry->d_name));
+    if (status == TFENC_OK && errno != 0)
+        status = tfenc_error(ctx, TFENC_ERR_IO, "[job] input %s: cannot read the directory: %s",
+                             directory, strerror(errno));
+    closedir(dir);
+    if (status == TFENC_OK && s->n == 0)
+        status = tfenc_error(ctx, TFENC_ERR_CONFIG, "[job] input %s: the directory holds no "
+                             "file", directory);
+    return status;
+}
+
+static int expand_list(tfenc_context *ctx, const char *list, tfenc_sources *s, int *capacity)
+{
+    FILE *file = NULL;
+    int status = tfenc_file_open_regular(ctx, "[job] input list", list, &file);
+    if (status != TFENC_OK)
+        return status;
+    /* Relative paths are the list's neighbours, wherever the job runs. */
+    char *directory = NULL;
+    const char *slash = strrchr(list, '/');
+    if (slash != NULL && (directory = malloc((size_t)(slash - list) + 2)) != NULL)
+        snprintf(directory, (size_t)(slash - list) + 2, "%.*s", (int)(slash - list + (slash == list)),
+                 list);
+    char *line = NULL;
+    size_t capacity_line = 0;
+    ssize_t got;
+    while (status == TFENC_OK && (got = getline(&line, &capacity_line, file)) >= 0) {
+        size_t n = (size_t)got;
+        while (n > 0 && (line[n - 1] == '\n' || line[n - 1] == '\r'))
+            n--;
+        if (n == 0 || line[0] == '#')
+            continue;
+        status = add_path(ctx, s, capacity, directory, line, n);
+    }
+    if (status == TFENC_OK && ferror(file))
+        status = tfenc_error(ctx, TFENC_ERR_IO, "[job] input list %s: read error", list);
+    if (status == TFENC_OK && s->n == 0)
+        status = tfenc_error(ctx, TFENC_ERR_CONFIG, "[job] input list %s names no file", list);
+    free(line);
+    free(directory);
+    fclose(file);
+    return status;
+}
+
+int tfenc_sources_expand(tfenc_context *ctx, const char *input, int list_file,
+                         tfenc_sources *sources)
+{
+    sources->paths = NULL;
+    sources->n = 0;
+    int capacity = 0, status;
+    struct stat info;
+    if (list_file)
+        status = expand_list(ctx, input, sources, &capacity);
+    else if (stat(input, &info) == 0 && S_ISDIR(info.st_mode))
+        status = expand_directory(ctx, input, sources, &capacity);
+    else if (strpbrk(input, "*?[") != NULL && stat(input, &info) != 0)
+        status = expand_glob(ctx, input, sources, &capacity);
+    else
+        status = add_path(ctx, sources, &capacity, NULL, input, strlen(input));
+    if (status == TFENC_OK)
+        qsort(sources->paths, (size_t)sources->n, sizeof *sources->paths, compare_paths);
+    for (int i = 1; status == TFENC_OK && i < sources->n; i++)
+        if (strcmp(sources->paths[i - 1], sources->paths[i]) == 0)
+            status = tfenc_error(ctx, TFENC_ERR_CONFIG, "[job] input %s%s: names %s twice",
+                                 list_file ? "@" : "", input, sources->paths[i]);
+    if (status != TFENC_OK)
+        tfenc_sources_free(sources);
+    return status;
+}
+
+void tfenc_sources_free(tfenc_sources *sources)
+{
+    for (int i = 0; i < sources->n; i++)
+        free(sources->paths[i]);
+    free(sources->paths);
+    sources->paths = NULL;
+    sources->n = 0;
+}

@@ -1,0 +1,289 @@
+/* CUnit suite for core/input/stream (shards read as lines through zlib,
+ * libzstd and liblzma): every codec gives back the bytes it was given, line
+ * by line and after seeks by line or byte, and a stream cut at ANY length
+ * past its magic bytes is an error, never a shorter shard. The compressed
+ * files are written here by the same libraries' encoders. */
+#include "base/context.h"
+#include "input/stream.h"
+
+#include <CUnit/Basic.h>
+#include <lzma.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <zlib.h>
+#include <zstd.h>
+
+static char work[512];
+static char *payload;       /* the lines, end to end */
+static size_t payload_size;
+static size_t *line_starts; /* [n_lines + 1] */
+static size_t n_lines;
+
+static const char *build_dir(void)
+{
+    const char *dir = getenv("abs_top_builddir");
+    return dir != NULL ? dir : ".";
+}
+
+/* Lines of 0 to ~200 bytes, one of 700 kB (longer than the stream's output
+ * buffer), and a last line without "\n". */
+static void make_payload(size_t lines)
+{
+    free(payload);
+    free(line_starts);
+    payload = malloc(lines * 220 + 800000);
+    line_starts = malloc((lines + 1) * sizeof *line_starts);
+    size_t used = 0;
+    unsigned state = 12345;
+    for (size_t i = 0; i < lines; i++) {
+        line_starts[i] = used;
+        size_t length = i == lines / 2 ? 700000 : (state = state * 1103515245u + 12345u) % 200;
+        for (size_t k = 0; k < length; k++)
+            payload[used++] = (char)('a' + (k * 7 + i) % 26);
+        if (i + 1 < lines)
+            payload[used++] = '\n';
+    }
+    line_starts[lines] = used;
+    payload_size = used;
+    n_lines = lines;
+}
+
+static size_t compress_gzip(const char *data, size_t size, unsigned char *out, size_t capacity)
+{
+    z_stream z = {0};
+    CU_ASSERT_FATAL(deflateInit2(&z, 6, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) == Z_OK);
+    z.next_in = (unsigned char *)data;
+    z.avail_in = (uInt)size;
+    z.next_out = out;
+    z.avail_out = (uInt)capacity;
+    CU_ASSERT_FATAL(deflate(&z, Z_FINISH) == Z_STREAM_END);
+    size_t written = capacity - z.avail_out;
+    deflateEnd(&z);
+    return written;
+}
+
+static size_t compress_zstd(const char *data, size_t size, unsigned char *out, size_t capacity)
+{
+    ZSTD_CCtx *c = ZSTD_createCCtx();
+    ZSTD_CCtx_setParameter(c, ZSTD_c_checksumFlag, 1);
+    size_t written = ZSTD_compress2(c, out, capacity, data, size);
+    CU_ASSERT_FATAL(!ZSTD_isError(written));
+    ZSTD_freeCCtx(c);
+    return written;
+}
+
+static size_t compress_xz(const char *data, size_t size, unsigned char *out, size_t capacity)
+{
+    size_t written = 0;
+    CU_ASSERT_FATAL(lzma_easy_buffer_encode(6, LZMA_CHECK_CRC64, NULL, (const uint8_t *)data,
+                                            size, out, &written, capacity) == LZMA_OK);
+    return written;
+}
+
+typedef size_t (*compressor)(const char *, size_t, unsigned char *, size_t);
+
+static const struct {
+    const char *name;
+    tfenc_stream_codec codec;
+    compressor compress; /* NULL: plain */
+} codecs[] = {{"plain", TFENC_STREAM_PLAIN, NULL},
+              {"gzip", TFENC_STREAM_GZIP, compress_gzip},
+              {"zstd", TFENC_STREAM_ZSTD, compress_zstd},
+              {"xz", TFENC_STREAM_XZ, compress_xz}};
+#define N_CODECS (sizeof codecs / sizeof codecs[0])
+
+/* Writes the payload through codec c into a file; its compressed bytes
+ * stay in *bytes (malloc'ed) when asked. */
+static const char *write_codec(size_t c, unsigned char **bytes, size_t *size)
+{
+    static char path[700];
+    snprintf(path, sizeof path, "%s/payload.%s", work, codecs[c].name);
+    size_t capacity = payload_size + payload_size / 2 + 4096;
+    unsigned char *data = malloc(capacity);
+    size_t n = payload_size;
+    if (codecs[c].compress != NULL)
+        n = codecs[c].compress(payload, payload_size, data, capacity);
+    else
+        memcpy(data, payload, payload_size);
+    FILE *file = fopen(path, "wb");
+    CU_ASSERT_FATAL(file != NULL);
+    fwrite(data, 1, n, file);
+    fclose(file);
+    if (bytes != NULL) {
+        *bytes = data;
+        *size = n;
+    } else {
+        free(data);
+    }
+    return path;
+}
+
+static void expect_line(tfenc_stream *stream, size_t i, char **line, size_t *capacity)
+{
+    size_t length = 0;
+    CU_ASSERT_FATAL(tfenc_stream_getline(stream, line, capacity, &length) == TFENC_OK);
+    size_t want = line_starts[i + 1] - line_starts[i]; /* with its "\n", if any */
+    CU_ASSERT(length == want);
+    CU_ASSERT(length == want && memcmp(*line, payload + line_starts[i], want < length ? want
+                                                                                      : length) == 0);
+}
+
+static void test_lines_come_back(void)
+{
+    make_payload(3000);
+    for (size_t c = 0; c < N_CODECS; c++) {
+        tfenc_context ctx;
+        tfenc_context_init(&ctx);
+        tfenc_stream *stream = NULL;
+        CU_ASSERT_FATAL(tfenc_stream_open(&ctx, "test", write_codec(c, NULL, NULL), &stream)
+                        == TFENC_OK);
+        CU_ASSERT(tfenc_stream_compression(stream) == codecs[c].codec);
+        char *line = NULL;
+        size_t capacity = 0, length = 0;
+        for (size_t i = 0; i < n_lines; i++)
+            expect_line(stream, i, &line, &capacity);
+        CU_ASSERT(tfenc_stream_getline(stream, &line, &capacity, &length) == TFENC_ERR_NOT_FOUND);
+        CU_ASSERT(tfenc_stream_offset(stream) == (int64_t)payload_size);
+        CU_ASSERT(tfenc_stream_line(stream) == (int64_t)n_lines);
+        /* Seeks by line, backward (from the start again) and forward. */
+        const size_t targets[] = {2999, 10, 1500, 1501, 0, 2000, 1499};
+        for (size_t t = 0; t < sizeof targets / sizeof targets[0]; t++) {
+            CU_ASSERT_FATAL(tfenc_stream_seek_line(stream, (int64_t)targets[t]) == TFENC_OK);
+            expect_line(stream, targets[t], &line, &capacity);
+        }
+        CU_ASSERT(tfenc_stream_seek_line(stream, (int64_t)n_lines + 1) == TFENC_ERR_NOT_FOUND);
+        /* And by byte offset. */
+        CU_ASSERT_FATAL(tfenc_stream_seek(stream, (int64_t)line_starts[777]) == TFENC_OK);
+        expect_line(stream, 777, &line, &capacity);
+        free(line);
+        tfenc_stream_close(stream);
+    }
+}
+
+/* Every prefix of a compressed file, from its magic bytes on, must fail
+ * when read to the end: a truncated shard is never a shorter corpus. */
+static void test_every_truncation_is_an_error(void)
+{
+    make_payload(300);
+    /* Without the 700 kB line: small enough to cut at every length. */
+    payload_size = line_starts[150];
+    n_lines = 150;
+    for (size_t c = 1; c < N_CODECS; c++) {
+        unsigned char *bytes = NULL;
+        size_t size = 0;
+        write_codec(c, &bytes, &size);
+        char path[700];
+        snprintf(path, sizeof path, "%s/cut.%s", work, codecs[c].name);
+        int silent = 0;
+        for (size_t cut = 6; cut <= size; cut++) {
+            FILE *file = fopen(path, "wb");
+            fwrite(bytes, 1, cut, file);
+            fclose(file);
+            tfenc_context ctx;
+            tfenc_context_init(&ctx);
+            tfenc_stream *stream = NULL;
+            CU_ASSERT_FATAL(tfenc_stream_open(&ctx, "test", path, &stream) == TFENC_OK);
+            char *line = NULL;
+            size_t capacity = 0, length = 0, total = 0;
+            int status;
+            while ((status = tfenc_stream_getline(stream, &line, &capacity, &length)) == TFENC_OK)
+                total += length;
+            if (cut < size && status == TFENC_ERR_NOT_FOUND)
+                silent++;
+            if (cut < size && status != TFENC_ERR_NOT_FOUND)
+                CU_ASSERT(status == TFENC_ERR_INPUT && strstr(tfenc_stream_why(stream), "truncated")
+                          != NULL || strstr(tfenc_stream_why(stream), "corrupt") != NULL);
+            if (cut == size)
+                CU_ASSERT(status == TFENC_ERR_NOT_FOUND && total == payload_size);
+            free(line);
+            tfenc_stream_close(stream);
+        }
+        if (silent > 0)
+            fprintf(stderr, "\n  %s: %d truncations read as a clean end\n", codecs[c].name, silent);
+        CU_ASSERT(silent == 0);
+        free(bytes);
+    }
+}
+
+/* gzip files concatenated (as `cat a.gz b.gz` and bgzip make) are one
+ * stream; a bit flipped in the compressed data is an error. */
+static void test_gzip_members_and_flips(void)
+{
+    make_payload(400);
+    payload_size = line_starts[150];
+    n_lines = 150;
+    size_t half = line_starts[75];
+    size_t capacity = payload_size * 2 + 4096;
+    unsigned char *data = malloc(capacity);
+    size_t first = compress_gzip(payload, half, data, capacity);
+    size_t second = compress_gzip(payload + half, payload_size - half, data + first,
+                                  capacity - first);
+    char path[700];
+    snprintf(path, sizeof path, "%s/members.gz", work);
+    FILE *file = fopen(path, "wb");
+    fwrite(data, 1, first + second, file);
+    fclose(file);
+    tfenc_context ctx;
+    tfenc_context_init(&ctx);
+    tfenc_stream *stream = NULL;
+    CU_ASSERT_FATAL(tfenc_stream_open(&ctx, "test", path, &stream) == TFENC_OK);
+    char *line = NULL;
+    size_t line_capacity = 0, length = 0;
+    for (size_t i = 0; i < n_lines; i++)
+        expect_line(stream, i, &line, &line_capacity);
+    CU_ASSERT(tfenc_stream_getline(stream, &line, &line_capacity, &length) == TFENC_ERR_NOT_FOUND);
+    tfenc_stream_close(stream);
+
+    /* A flipped bit in the first member's data (past its 10-byte header). */
+    data[first / 2] ^= 0x04;
+    file = fopen(path, "wb");
+    fwrite(data, 1, first + second, file);
+    fclose(file);
+    CU_ASSERT_FATAL(tfenc_stream_open(&ctx, "test", path, &stream) == TFENC_OK);
+    int status;
+    while ((status = tfenc_stream_getline(stream, &line, &line_capacity, &length)) == TFENC_OK)
+        ;
+    CU_ASSERT(status == TFENC_ERR_INPUT);
+    CU_ASSERT(strstr(tfenc_stream_why(stream), "corrupt gzip stream") != NULL);
+    tfenc_stream_close(stream);
+    free(line);
+    free(data);
+}
+
+static void test_special_files_refused(void)
+{
+    tfenc_context ctx;
+    tfenc_context_init(&ctx);
+    tfenc_stream *stream = NULL;
+    CU_ASSERT(tfenc_stream_open(&ctx, "[job] input", "/dev/zero", &stream) != TFENC_OK);
+    CU_ASSERT(stream == NULL);
+    CU_ASSERT(strstr(ctx.message, "[job] input /dev/zero") != NULL);
+    CU_ASSERT(strstr(ctx.message, "not a regular file") != NULL);
+}
+
+static int suite_init(void)
+{
+    snprintf(work, sizeof work, "%s/tests/data/generated/test_stream", build_dir());
+    char command[1200];
+    snprintf(command, sizeof command, "rm -rf '%s' && mkdir -p '%s'", work, work);
+    return system(command) != 0;
+}
+
+int main(void)
+{
+    if (CU_initialize_registry() != CUE_SUCCESS)
+        return 1;
+    CU_pSuite suite = CU_add_suite("stream", suite_init, NULL);
+    CU_add_test(suite, "lines come back through every codec", test_lines_come_back);
+    CU_add_test(suite, "every truncation is an error", test_every_truncation_is_an_error);
+    CU_add_test(suite, "gzip members and flipped bits", test_gzip_members_and_flips);
+    CU_add_test(suite, "special files refused", test_special_files_refused);
+    CU_basic_set_mode(CU_BRM_VERBOSE);
+    CU_basic_run_tests();
+    int failed = CU_get_number_of_failures() != 0 || CU_get_number_of_tests_failed() != 0;
+    CU_cleanup_registry();
+    free(payload);
+    free(line_starts);
+    return failed;
+}
