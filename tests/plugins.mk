@@ -3,8 +3,8 @@
 # attention plugin against a naive double-precision reference.
 check_PROGRAMS += tests/test_attention
 TESTS += tests/test_attention
-tests_test_attention_SOURCES = tests/test_attention.c
-tests_test_attention_CPPFLAGS = $(AM_CPPFLAGS) $(CUNIT_CFLAGS)
+tests_test_attention_SOURCES = tests/test_attention.c plugins/attention_kernel.c
+tests_test_attention_CPPFLAGS = $(AM_CPPFLAGS) $(CUNIT_CFLAGS) -I$(top_srcdir)/plugins
 tests_test_attention_LDADD = core/libtfenc.la $(CUNIT_LIBS) -lm
 # The plugin's workspace depends on the rank's OpenMP pool (one tile of
 # scores per thread).

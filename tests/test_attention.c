@@ -13,6 +13,7 @@
 #include "job/params.h"
 #include "plugin/plugin_loader.h"
 #include "model/weights.h"
+#include "attention_kernel.h" /* plugins/: the fused kernel, linked in directly */
 
 /* Tolerance, relative to the largest output magnitude: each output is a float32
  * sum of at most ~100 products of O(1) values (projections over d <= 32, softmax
@@ -667,6 +668,9 @@ static void test_lengths(void)
         {.d = 32, .heads = 4, .bias = 1, .position = POSITION_ROPE, .window = 63, .causal = 1},
     };
     static const char *const position_label[] = {"none", "rope", "alibi", "buckets"};
+    tfenc_context ctx;
+    tfenc_context_init(&ctx);
+    const int bf16 = tfenc_matrix_check_precision(&ctx, TFENC_PRECISION_BF16) == TFENC_OK;
     for (size_t l = 0; l < sizeof lengths / sizeof *lengths; l++) {
         const int L = lengths[l];
         for (size_t k = 0; k < sizeof cases / sizeof *cases; k++) {
@@ -683,11 +687,87 @@ static void test_lengths(void)
             printf("\n    L=%-5d %-7s window=%-3d%s relative error %.2e", L,
                    position_label[c->position], c->window, c->causal ? " causal" : "", error);
             CU_ASSERT(error <= TOLERANCE);
+            /* bf16 runs the host's products over the keys its query tiles
+             * see: against fp32 by the smallest cosine over tokens (see
+             * test_bf16_against_fp32 for the bar), where a key too many at
+             * a window edge costs ~1 / (2 window + 1) of an output. */
+            if (bf16 && L >= 129 && L <= 2048 && c->window > 0) {
+                attention_case low = *c;
+                low.precision = TFENC_PRECISION_BF16;
+                float *z = malloc(sizeof(float) * L * c->d);
+                CU_ASSERT_EQUAL(plugin_run(&low, &w, &L, 1, x, z), TFENC_OK);
+                double lowest = 1.0;
+                for (int t = 0; t < L; t++) {
+                    double dot = 0, a = 0, b = 0;
+                    for (int j = 0; j < c->d; j++) {
+                        dot += (double)y[t * c->d + j] * z[t * c->d + j];
+                        a += (double)y[t * c->d + j] * y[t * c->d + j];
+                        b += (double)z[t * c->d + j] * z[t * c->d + j];
+                    }
+                    lowest = fmin(lowest, dot / sqrt(a * b));
+                }
+                printf(" (bf16: min cosine to fp32 %.7f)", lowest);
+                CU_ASSERT(lowest >= 0.9999);
+                free(z);
+            }
             free(x);
             free(y);
             weights_free(&w);
         }
     }
+}
+
+/* The fused kernel (linked into this test) splits a sequence into (head,
+ * query block) items that the layer shares among its threads dynamically.
+ * A row's arithmetic must not depend on the split: the items run in order
+ * on one thread, and in reverse order over 3 threads with scratch full of
+ * NaN, give bitwise the same context. (The whole layer is not compared
+ * across thread counts here: its Q/K/V and output maps run on the host's
+ * GEMM, whose sums the thread count may reorder.) */
+static void test_kernel_bitwise(void)
+{
+    const int length = 1000, heads = 4, head_dim = 16, d = heads * head_dim;
+    const int stride = 3 * d, blocks = (length + ATTENTION_QUERY_BLOCK - 1) / ATTENTION_QUERY_BLOCK;
+    float *qkv = malloc(sizeof(float) * length * stride);
+    float *one = malloc(sizeof(float) * length * d);
+    float *shared = malloc(sizeof(float) * length * d);
+    unsigned long long state = 8;
+    fill_uniform(qkv, (size_t)length * stride, 1.0, &state);
+    for (int window = 0; window <= 100; window += 100) {
+        attention_kernel_shape shape = {.head_dim = head_dim, .heads_per_kv = 1,
+                                        .row_stride = stride, .key_offset = d, .value_offset = d,
+                                        .context_stride = d, .scale = 0.25f, .window = window};
+        size_t floats = attention_kernel_scratch_floats(&shape, NULL);
+        float *scratch = malloc(sizeof(float) * floats * 3);
+        for (size_t i = 0; i < floats * 3; i++)
+            scratch[i] = NAN;
+        for (int item = 0; item < heads * blocks; item++) {
+            int first = item / heads * ATTENTION_QUERY_BLOCK;
+            int rows = length - first < ATTENTION_QUERY_BLOCK ? length - first
+                                                              : ATTENTION_QUERY_BLOCK;
+            attention_kernel_run(&shape, NULL, qkv, length, item % heads, first, rows, one,
+                                 scratch);
+        }
+        for (size_t i = 0; i < floats * 3; i++)
+            scratch[i] = NAN;
+#pragma omp parallel for schedule(dynamic, 1) num_threads(3)
+        for (int reversed = 0; reversed < heads * blocks; reversed++) {
+            int item = heads * blocks - 1 - reversed;
+            int first = item / heads * ATTENTION_QUERY_BLOCK;
+            int rows = length - first < ATTENTION_QUERY_BLOCK ? length - first
+                                                              : ATTENTION_QUERY_BLOCK;
+            attention_kernel_run(&shape, NULL, qkv, length, item % heads, first, rows, shared,
+                                 scratch + (size_t)omp_get_thread_num() * floats);
+        }
+        int equal = memcmp(one, shared, sizeof(float) * length * d) == 0;
+        printf("\n    window=%d: 1 thread in order vs 3 threads reversed: %s", window,
+               equal ? "bitwise equal" : "different");
+        CU_ASSERT(equal);
+        free(scratch);
+    }
+    free(qkv);
+    free(one);
+    free(shared);
 }
 
 /* create() must fail with the right status and a message naming the culprit. */
@@ -790,6 +870,10 @@ static void test_bf16_against_fp32(void)
     }
 }
 
+/* Per-thread scratch of the fused fp32 kernel: blocks of 64 queries x 64
+ * keys (scores, the transposed keys, the running context), whatever L. */
+#define FUSED_THREAD_BOUND (sizeof(float) * 4 * 64 * 64)
+
 static void test_workspace_and_flops(void)
 {
     attention_case c = {.d = 32, .heads = 4, .bias = 1};
@@ -803,13 +887,12 @@ static void test_workspace_and_flops(void)
     size_t bytes = descriptor->workspace_size(in.layer, &limits);
     /* qkv + context of a group (here the whole batch: two 500-token
      * sequences per thread are more than it holds), and for each thread of
-     * the pool (each scores its own sequences) one tile of 128 query rows of
-     * scores for each of the 4 heads with its row sums: never a full
-     * 500 x 500 matrix per head. */
+     * the pool the fused kernel's blocks: never a tile of scores that
+     * grows with L. */
     size_t threads = (size_t)omp_get_max_threads();
-    size_t needed = sizeof(float) * ((size_t)1000 * 4 * 32 + threads * (4 * 128 * 500 + 4 * 128));
+    size_t needed = sizeof(float) * (size_t)1000 * 4 * 32;
     CU_ASSERT(bytes >= needed);
-    CU_ASSERT(bytes < needed + sizeof(float) * 500 * 500 / 2);
+    CU_ASSERT(bytes < needed + threads * FUSED_THREAD_BOUND);
     instance_destroy(&in);
     /* A batch of many short sequences: qkv + context for one group, 512
      * tokens or two 100-token sequences per thread, not for the batch. */
@@ -817,14 +900,30 @@ static void test_workspace_and_flops(void)
     instance_create(&in, &c, &w, limits);
     CU_ASSERT_EQUAL_FATAL(in.status, TFENC_OK);
     size_t group = 2 * threads * 100 > 512 ? 2 * threads * 100 : 512;
-    needed = sizeof(float) * (group * 4 * 32 + threads * (4 * 100 * 100 + 4 * 128));
+    needed = sizeof(float) * group * 4 * 32;
     bytes = descriptor->workspace_size(in.layer, &limits);
     CU_ASSERT(bytes >= needed);
-    CU_ASSERT(bytes < needed + 4096);
+    CU_ASSERT(bytes < needed + threads * FUSED_THREAD_BOUND);
     double d = 32, length = 100;
     CU_ASSERT_DOUBLE_EQUAL(descriptor->flops_per_token(in.layer, length),
                            2 * (3 * d * d + d * d) + 4 * length * d, 1e-9);
     instance_destroy(&in);
+    /* bf16 keeps the host's products: per thread one tile of 128 query
+     * rows of scores for each of the 4 heads with its row sums, never a
+     * full 500 x 500 matrix per head. */
+    tfenc_context ctx;
+    tfenc_context_init(&ctx);
+    if (tfenc_matrix_check_precision(&ctx, TFENC_PRECISION_BF16) == TFENC_OK) {
+        c.precision = TFENC_PRECISION_BF16;
+        limits = (tfenc_limits){.max_tokens = 1000, .max_seq_len = 500, .max_seqs = 10};
+        instance_create(&in, &c, &w, limits);
+        CU_ASSERT_EQUAL_FATAL(in.status, TFENC_OK);
+        needed = sizeof(float) * ((size_t)1000 * 4 * 32 + threads * (4 * 128 * 500 + 4 * 128));
+        bytes = descriptor->workspace_size(in.layer, &limits);
+        CU_ASSERT(bytes >= needed);
+        CU_ASSERT(bytes < needed + sizeof(float) * 500 * 500 / 2);
+        instance_destroy(&in);
+    }
     weights_free(&w);
 }
 
@@ -868,6 +967,7 @@ int main(void)
     CU_add_test(suite, "packing invariance", test_packing_invariance);
     CU_add_test(suite, "batches in several groups", test_groups);
     CU_add_test(suite, "lengths 1 to 8192, windows, position terms", test_lengths);
+    CU_add_test(suite, "fused kernel bitwise equal however split", test_kernel_bitwise);
     CU_add_test(suite, "create errors", test_errors);
     CU_add_test(suite, "workspace and flops", test_workspace_and_flops);
     CU_add_test(suite, "bf16 against fp32", test_bf16_against_fp32);

@@ -1,0 +1,166 @@
+/* The fused attention kernel: scores, position terms, online softmax and
+ * P V of one (sequence, head, query block), key block by key block. */
+#include "attention_kernel.h"
+
+#include <math.h>
+
+#include "layers.h" /* LAYERS_VECTOR_CLONES, layers_exp */
+
+/* Scratch of one call, in floats: the transposed key block, the scores of
+ * the block, the running context, the running maximum and sum per row,
+ * then what the position terms prepare. */
+static size_t transposed_floats(const attention_kernel_shape *shape)
+{
+    return (size_t)shape->head_dim * ATTENTION_KEY_BLOCK;
+}
+
+size_t attention_kernel_scratch_floats(const attention_kernel_shape *shape,
+                                       const attention_position_terms *terms)
+{
+    return transposed_floats(shape) + (size_t)ATTENTION_QUERY_BLOCK * ATTENTION_KEY_BLOCK +
+           (size_t)ATTENTION_QUERY_BLOCK * shape->head_dim + 2 * (size_t)ATTENTION_QUERY_BLOCK +
+           (terms != NULL ? terms->prepared_floats : 0);
+}
+
+/* exp(x) for x <= 0 (a score less its row's running maximum): layers_exp
+ * vectorises where expf() would not, and (x - x) turns a NaN score back
+ * into NaN, which layers_exp's clamp would hide as exp(-87). */
+static inline float exp_nonpositive(float x)
+{
+    return layers_exp(x) + (x - x);
+}
+
+/* Keys [*lo, *hi) that query i sees among [0, length). */
+static inline void visible_keys(const attention_kernel_shape *shape, int i, int length, int *lo,
+                                int *hi)
+{
+    *lo = 0;
+    *hi = length;
+    if (shape->window > 0) {
+        *lo = i - shape->window > 0 ? i - shape->window : 0;
+        *hi = i + shape->window + 1 < length ? i + shape->window + 1 : length;
+    }
+    if (shape->causal && i + 1 < *hi)
+        *hi = i + 1;
+}
+
+LAYERS_VECTOR_CLONES
+void attention_kernel_run(const attention_kernel_shape *shape,
+                          const attention_position_terms *terms, const float *qkv, int length,
+                          int head, int first_query, int rows, float *context, float *scratch)
+{
+    const int head_dim = shape->head_dim, stride = shape->row_stride;
+    const int kv_head = head / shape->heads_per_kv;
+    const float *queries = qkv + (size_t)head * head_dim;
+    const float *keys = qkv + shape->key_offset + (size_t)kv_head * head_dim;
+    const float *values = keys + shape->value_offset;
+
+    float *transposed = scratch;                                   /* [head_dim][KEY_BLOCK] */
+    float *tile = transposed + transposed_floats(shape);           /* [QUERY_BLOCK][KEY_BLOCK] */
+    float *running = tile + ATTENTION_QUERY_BLOCK * ATTENTION_KEY_BLOCK; /* [QUERY_BLOCK][head_dim] */
+    float *maximum = running + (size_t)ATTENTION_QUERY_BLOCK * head_dim; /* [QUERY_BLOCK] */
+    float *sum = maximum + ATTENTION_QUERY_BLOCK;                         /* [QUERY_BLOCK] */
+    float *prepared = sum + ATTENTION_QUERY_BLOCK;
+
+    for (int r = 0; r < rows; r++) {
+        maximum[r] = -INFINITY;
+        sum[r] = 0.0f;
+        for (int e = 0; e < head_dim; e++)
+            running[(size_t)r * head_dim + e] = 0.0f;
+    }
+    if (terms != NULL && terms->prepare != NULL)
+        terms->prepare(terms->state, head, queries + (size_t)first_query * stride, stride,
+                       first_query, rows, prepared);
+
+    /* The keys any row of the block sees: the union of the rows' ranges,
+     * from the key block that holds its first key. */
+    int lo, hi, last_lo, last_hi;
+    visible_keys(shape, first_query, length, &lo, &last_hi);
+    visible_keys(shape, first_query + rows - 1, length, &last_lo, &hi);
+    lo = lo / ATTENTION_KEY_BLOCK * ATTENTION_KEY_BLOCK;
+
+    for (int first_key = lo; first_key < hi; first_key += ATTENTION_KEY_BLOCK) {
+        const int block = hi - first_key < ATTENTION_KEY_BLOCK ? hi - first_key
+                                                               : ATTENTION_KEY_BLOCK;
+        /* K block transposed, so that a query's scores are a loop over keys. */
+        for (int c = 0; c < block; c++) {
+            const float *key = keys + (size_t)(first_key + c) * stride;
+            for (int e = 0; e < head_dim; e++)
+                transposed[(size_t)e * ATTENTION_KEY_BLOCK + c] = key[e];
+        }
+        /* tile = scale Q_block K_block^T */
+        for (int r = 0; r < rows; r++) {
+            const float *query = queries + (size_t)(first_query + r) * stride;
+            float *scores = tile + (size_t)r * ATTENTION_KEY_BLOCK;
+#pragma omp simd
+            for (int c = 0; c < block; c++)
+                scores[c] = 0.0f;
+            for (int e = 0; e < head_dim; e++) {
+                const float q = query[e] * shape->scale;
+                const float *k = transposed + (size_t)e * ATTENTION_KEY_BLOCK;
+#pragma omp simd
+                for (int c = 0; c < block; c++)
+                    scores[c] += q * k[c];
+            }
+        }
+        if (terms != NULL && terms->add != NULL)
+            terms->add(terms->state, head, first_query, rows, first_key, block, tile,
+                       ATTENTION_KEY_BLOCK, prepared);
+
+        /* Online softmax: each row keeps its running maximum m, its sum of
+         * exp(s - m) and its context sum of exp(s - m) v; a larger maximum
+         * rescales both by exp(m_old - m_new). Rows that see no key of this
+         * block skip it, so a row's arithmetic depends on its own keys only. */
+        for (int r = 0; r < rows; r++) {
+            int row_lo, row_hi;
+            visible_keys(shape, first_query + r, length, &row_lo, &row_hi);
+            row_lo = row_lo > first_key ? row_lo - first_key : 0;
+            row_hi = row_hi < first_key + block ? row_hi - first_key : block;
+            if (row_lo >= row_hi)
+                continue;
+            float *scores = tile + (size_t)r * ATTENTION_KEY_BLOCK;
+            float block_maximum = scores[row_lo];
+#pragma omp simd reduction(max : block_maximum)
+            for (int c = row_lo + 1; c < row_hi; c++)
+                block_maximum = scores[c] > block_maximum ? scores[c] : block_maximum;
+            float *context_row = running + (size_t)r * head_dim;
+            if (block_maximum > maximum[r]) {
+                if (maximum[r] != -INFINITY) {
+                    const float rescale = exp_nonpositive(maximum[r] - block_maximum);
+                    sum[r] *= rescale;
+#pragma omp simd
+                    for (int e = 0; e < head_dim; e++)
+                        context_row[e] *= rescale;
+                }
+                maximum[r] = block_maximum;
+            }
+            const float row_maximum = maximum[r];
+            float block_sum = 0.0f;
+#pragma omp simd reduction(+ : block_sum)
+            for (int c = row_lo; c < row_hi; c++) {
+                scores[c] = exp_nonpositive(scores[c] - row_maximum);
+                block_sum += scores[c];
+            }
+            sum[r] += block_sum;
+            /* running += P_block V_block */
+            for (int c = row_lo; c < row_hi; c++) {
+                const float p = scores[c];
+                const float *value = values + (size_t)(first_key + c) * stride;
+#pragma omp simd
+                for (int e = 0; e < head_dim; e++)
+                    context_row[e] += p * value[e];
+            }
+        }
+    }
+
+    /* Normalise once per row: head_dim divisions rather than one per key. */
+    for (int r = 0; r < rows; r++) {
+        const float inverse = 1.0f / sum[r];
+        const float *context_row = running + (size_t)r * head_dim;
+        float *out = context + (size_t)(first_query + r) * shape->context_stride +
+                     (size_t)head * head_dim;
+#pragma omp simd
+        for (int e = 0; e < head_dim; e++)
+            out[e] = context_row[e] * inverse;
+    }
+}
