@@ -44,6 +44,80 @@ static inline void visible_keys(const attention_kernel_shape *shape, int i, int 
         *hi = i + 1;
 }
 
+/* 16 floats as one value: GCC's vector extension, which each clone of the
+ * kernel lowers to its own registers (one AVX-512 register, two AVX2 or
+ * four SSE ones). Plain arrays of sums would stay in memory (a load and a
+ * store per multiply-add): the compiler does not keep 64-float arrays in
+ * registers. aligned(4) and may_alias: loads and stores at any float
+ * address of float data. */
+typedef float vector16 __attribute__((vector_size(64), aligned(4), may_alias));
+#define LOAD16(p) (*(const vector16 *)(p))
+#define STORE16(p, v) (*(vector16 *)(p) = (v))
+
+/* scores[c] = scale q . k_c for the ATTENTION_KEY_BLOCK (64) keys of a
+ * transposed block ([head_dim][KEY_BLOCK]), the sums in four vectors. */
+static inline void score_row(const float *query, const float *transposed, int head_dim,
+                             float scale, float *scores)
+{
+    vector16 s0 = {0}, s1 = {0}, s2 = {0}, s3 = {0};
+    for (int e = 0; e < head_dim; e++) {
+        const float q = query[e] * scale;
+        const float *k = transposed + (size_t)e * ATTENTION_KEY_BLOCK;
+        s0 += q * LOAD16(k);
+        s1 += q * LOAD16(k + 16);
+        s2 += q * LOAD16(k + 32);
+        s3 += q * LOAD16(k + 48);
+    }
+    STORE16(scores, s0);
+    STORE16(scores + 16, s1);
+    STORE16(scores + 32, s2);
+    STORE16(scores + 48, s3);
+}
+
+/* context += sum over keys [lo, hi) of p_c v_c, v_c at values + c * stride,
+ * for a head of 64 dims (the four running sums in vectors) or 32. */
+static inline void accumulate_values_64(float *context, const float *p, const float *values,
+                                        int stride, int lo, int hi)
+{
+    vector16 c0 = LOAD16(context), c1 = LOAD16(context + 16), c2 = LOAD16(context + 32),
+             c3 = LOAD16(context + 48);
+    for (int c = lo; c < hi; c++) {
+        const float *value = values + (size_t)c * stride;
+        c0 += p[c] * LOAD16(value);
+        c1 += p[c] * LOAD16(value + 16);
+        c2 += p[c] * LOAD16(value + 32);
+        c3 += p[c] * LOAD16(value + 48);
+    }
+    STORE16(context, c0);
+    STORE16(context + 16, c1);
+    STORE16(context + 32, c2);
+    STORE16(context + 48, c3);
+}
+
+static inline void accumulate_values_32(float *context, const float *p, const float *values,
+                                        int stride, int lo, int hi)
+{
+    vector16 c0 = LOAD16(context), c1 = LOAD16(context + 16);
+    for (int c = lo; c < hi; c++) {
+        const float *value = values + (size_t)c * stride;
+        c0 += p[c] * LOAD16(value);
+        c1 += p[c] * LOAD16(value + 16);
+    }
+    STORE16(context, c0);
+    STORE16(context + 16, c1);
+}
+
+static inline void accumulate_values(float *context, const float *p, const float *values,
+                                     int stride, int width, int lo, int hi)
+{
+    for (int c = lo; c < hi; c++) {
+        const float *value = values + (size_t)c * stride;
+#pragma omp simd
+        for (int e = 0; e < width; e++)
+            context[e] += p[c] * value[e];
+    }
+}
+
 LAYERS_VECTOR_CLONES
 void attention_kernel_run(const attention_kernel_shape *shape,
                           const attention_position_terms *terms, const float *qkv, int length,
@@ -82,27 +156,20 @@ void attention_kernel_run(const attention_kernel_shape *shape,
     for (int first_key = lo; first_key < hi; first_key += ATTENTION_KEY_BLOCK) {
         const int block = hi - first_key < ATTENTION_KEY_BLOCK ? hi - first_key
                                                                : ATTENTION_KEY_BLOCK;
-        /* K block transposed, so that a query's scores are a loop over keys. */
-        for (int c = 0; c < block; c++) {
-            const float *key = keys + (size_t)(first_key + c) * stride;
-            for (int e = 0; e < head_dim; e++)
-                transposed[(size_t)e * ATTENTION_KEY_BLOCK + c] = key[e];
-        }
-        /* tile = scale Q_block K_block^T */
-        for (int r = 0; r < rows; r++) {
-            const float *query = queries + (size_t)(first_query + r) * stride;
-            float *scores = tile + (size_t)r * ATTENTION_KEY_BLOCK;
-#pragma omp simd
+        /* K block transposed, so that a query's scores are a loop over keys;
+         * the columns past a short last block are 0, so that every loop over
+         * keys has the constant trip count that keeps its sums in registers. */
+        const float *block_keys = keys + (size_t)first_key * stride;
+        for (int e = 0; e < head_dim; e++)
             for (int c = 0; c < block; c++)
-                scores[c] = 0.0f;
-            for (int e = 0; e < head_dim; e++) {
-                const float q = query[e] * shape->scale;
-                const float *k = transposed + (size_t)e * ATTENTION_KEY_BLOCK;
-#pragma omp simd
-                for (int c = 0; c < block; c++)
-                    scores[c] += q * k[c];
-            }
-        }
+                transposed[(size_t)e * ATTENTION_KEY_BLOCK + c] = block_keys[(size_t)c * stride + e];
+        for (int e = 0; e < head_dim; e++)
+            for (int c = block; c < ATTENTION_KEY_BLOCK; c++)
+                transposed[(size_t)e * ATTENTION_KEY_BLOCK + c] = 0.0f;
+        /* tile = scale Q_block K_block^T */
+        for (int r = 0; r < rows; r++)
+            score_row(queries + (size_t)(first_query + r) * stride, transposed, head_dim,
+                      shape->scale, tile + (size_t)r * ATTENTION_KEY_BLOCK);
         if (terms != NULL && terms->add != NULL)
             terms->add(terms->state, head, first_query, rows, first_key, block, tile,
                        ATTENTION_KEY_BLOCK, prepared);
@@ -143,13 +210,14 @@ void attention_kernel_run(const attention_kernel_shape *shape,
             }
             sum[r] += block_sum;
             /* running += P_block V_block */
-            for (int c = row_lo; c < row_hi; c++) {
-                const float p = scores[c];
-                const float *value = values + (size_t)(first_key + c) * stride;
-#pragma omp simd
-                for (int e = 0; e < head_dim; e++)
-                    context_row[e] += p * value[e];
-            }
+            const float *block_values = values + (size_t)first_key * stride;
+            if (head_dim == 64)
+                accumulate_values_64(context_row, scores, block_values, stride, row_lo, row_hi);
+            else if (head_dim == 32)
+                accumulate_values_32(context_row, scores, block_values, stride, row_lo, row_hi);
+            else
+                accumulate_values(context_row, scores, block_values, stride, head_dim, row_lo,
+                                  row_hi);
         }
     }
 
