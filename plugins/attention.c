@@ -282,6 +282,13 @@ static void buckets_add(const void *state, int h, int first_query, int rows, int
     }
 }
 
+/* Floats of a group's keys transposed for the fused kernel: [kv_width]
+ * rows of shape.transposed_stride (a group's tokens + one key block). */
+static size_t transposed_key_floats(const attention *layer)
+{
+    return (size_t)layer->kv_width * (size_t)layer->shape.transposed_stride;
+}
+
 /* Floats of one tile of scores, every head: [n_heads, tile, max_seq_len]. */
 static size_t score_tile_floats(const attention *layer, const tfenc_limits *limits)
 {
@@ -418,10 +425,21 @@ static void attend_in_thread(tfenc_context *ctx, const attention *layer, const t
  * that shares the items (dynamically: blocks near a sequence's edges see
  * fewer keys); each item writes its own context rows and columns. */
 static void attend_fused(const attention *layer, const tfenc_batch *batch, int first, int end,
-                         int group_start, const float *qkv, float *context, float *scratch,
-                         int shared)
+                         int group_start, const float *qkv, float *context, float *transposed,
+                         float *scratch, int shared)
 {
     const int d = layer->d_model, stride = d + 2 * layer->kv_width, heads = layer->n_heads;
+    /* K transposed once for the group (each query block reads each key
+     * block it visits; transposing there cost a quarter of the time) */
+    const int tokens = batch->seq_start[end] - group_start;
+    if (shared) {
+#pragma omp for schedule(static)
+        for (int dim = 0; dim < layer->kv_width; dim++)
+            attention_kernel_transpose_keys(&layer->shape, qkv, tokens, dim, transposed);
+    } else {
+        for (int dim = 0; dim < layer->kv_width; dim++)
+            attention_kernel_transpose_keys(&layer->shape, qkv, tokens, dim, transposed);
+    }
     for (int s = first; s < end; s++) {
         const int start = batch->seq_start[s] - group_start;
         const int length = batch->seq_start[s + 1] - batch->seq_start[s];
@@ -433,8 +451,8 @@ static void attend_fused(const attention *layer, const tfenc_batch *batch, int f
         const int h = (item) % heads, first_query = (item) / heads * ATTENTION_QUERY_BLOCK;   \
         const int rows = length - first_query < ATTENTION_QUERY_BLOCK ? length - first_query  \
                                                                       : ATTENTION_QUERY_BLOCK; \
-        attention_kernel_run(&layer->shape, &layer->terms, sequence, length, h, first_query,  \
-                             rows, out, scratch);                                             \
+        attention_kernel_run(&layer->shape, &layer->terms, sequence, transposed + start,     \
+                             length, h, first_query, rows, out, scratch);                     \
     } while (0)
         if (shared) {
 #pragma omp for schedule(dynamic, 1) nowait
@@ -473,8 +491,10 @@ static int attention_forward(void *instance, tfenc_context *ctx, tfenc_batch *ba
     if (layer->position == POSITION_ROPE && batch->positions == NULL)
         return tfenc_error(ctx, TFENC_ERR_INTERNAL, "mha: position = rope needs batch positions");
 
-    /* Workspace layout: qkv [group, d+2k] | context [group, d] | per thread
-     * scores [heads, tile, L] and inverse sums [heads, tile]. Offsets are
+    /* Workspace layout: qkv [group, d+2k] | context [group, d] | fused:
+     * transposed keys [k, group + 64] and per thread the kernel's blocks;
+     * otherwise per thread scores [heads, tile, L] and inverse sums
+     * [heads, tile]. Offsets are
      * multiples of 16 floats only when d is; the products need no more than
      * float alignment, so that is enough. */
     const int qkv_width = d + 2 * layer->kv_width, capacity = group_tokens(layer, &layer->limits);
@@ -512,12 +532,15 @@ static int attention_forward(void *instance, tfenc_context *ctx, tfenc_batch *ba
              * sequence keeps them all busy too. */
             const size_t per_thread =
                 attention_kernel_scratch_floats(&layer->shape, &layer->terms);
+            float *transposed = scores; /* then each thread's scratch */
+            float *scratch = transposed + transposed_key_floats(layer);
             if (layer->threads > 1 && !omp_in_parallel()) {
 #pragma omp parallel num_threads(layer->threads)
-                attend_fused(layer, batch, first, end, group_start, qkv, context,
-                             scores + (size_t)omp_get_thread_num() * per_thread, 1);
+                attend_fused(layer, batch, first, end, group_start, qkv, context, transposed,
+                             scratch + (size_t)omp_get_thread_num() * per_thread, 1);
             } else {
-                attend_fused(layer, batch, first, end, group_start, qkv, context, scores, 0);
+                attend_fused(layer, batch, first, end, group_start, qkv, context, transposed,
+                             scratch, 0);
             }
         /* Sequences are independent: with several, the pool's threads take
          * them one at a time (one parallel region per group, each thread
@@ -548,11 +571,13 @@ static size_t attention_workspace_size(const void *instance, const tfenc_limits 
 {
     const attention *layer = instance;
     size_t tokens = (size_t)group_tokens(layer, limits);
-    /* per thread: the fused kernel's blocks, or one tile of scores and row sums */
+    /* the group's keys transposed and per thread the fused kernel's blocks,
+     * or per thread one tile of scores and row sums */
     size_t per_thread = layer->fused
                             ? attention_kernel_scratch_floats(&layer->shape, &layer->terms)
                             : score_tile_floats(layer, limits) + tile_sums(layer);
-    return (tokens * (2 * (size_t)layer->d_model + 2 * (size_t)layer->kv_width) +
+    size_t shared = layer->fused ? transposed_key_floats(layer) : 0;
+    return (tokens * (2 * (size_t)layer->d_model + 2 * (size_t)layer->kv_width) + shared +
             (size_t)layer->threads * per_thread) *
            sizeof(float);
 }
@@ -795,7 +820,8 @@ static int attention_create(tfenc_context *ctx, const tfenc_layer_init *init, vo
             .head_dim = layer->head_dim, .heads_per_kv = layer->n_heads / layer->n_kv_heads,
             .row_stride = layer->d_model + 2 * layer->kv_width, .key_offset = layer->d_model,
             .value_offset = layer->kv_width, .context_stride = layer->d_model,
-            .scale = layer->scale, .causal = layer->causal, .window = layer->window};
+            .scale = layer->scale, .causal = layer->causal, .window = layer->window,
+            .transposed_stride = group_tokens(layer, &layer->limits) + ATTENTION_KEY_BLOCK};
     }
     if (status != TFENC_OK) {
         attention_destroy(layer);

@@ -6,18 +6,13 @@
 
 #include "layers.h" /* LAYERS_VECTOR_CLONES, layers_exp */
 
-/* Scratch of one call, in floats: the transposed key block, the scores of
- * the block, the running context, the running maximum and sum per row,
- * then what the position terms prepare. */
-static size_t transposed_floats(const attention_kernel_shape *shape)
-{
-    return (size_t)shape->head_dim * ATTENTION_KEY_BLOCK;
-}
-
+/* Scratch of one call, in floats: the scores of the block, the running
+ * context, the running maximum and sum per row, then what the position
+ * terms prepare. */
 size_t attention_kernel_scratch_floats(const attention_kernel_shape *shape,
                                        const attention_position_terms *terms)
 {
-    return transposed_floats(shape) + (size_t)ATTENTION_QUERY_BLOCK * ATTENTION_KEY_BLOCK +
+    return (size_t)ATTENTION_QUERY_BLOCK * ATTENTION_KEY_BLOCK +
            (size_t)ATTENTION_QUERY_BLOCK * shape->head_dim + 2 * (size_t)ATTENTION_QUERY_BLOCK +
            (terms != NULL ? terms->prepared_floats : 0);
 }
@@ -54,15 +49,16 @@ typedef float vector16 __attribute__((vector_size(64), aligned(4), may_alias));
 #define LOAD16(p) (*(const vector16 *)(p))
 #define STORE16(p, v) (*(vector16 *)(p) = (v))
 
-/* scores[c] = scale q . k_c for the ATTENTION_KEY_BLOCK (64) keys of a
- * transposed block ([head_dim][KEY_BLOCK]), the sums in four vectors. */
-static inline void score_row(const float *query, const float *transposed, int head_dim,
-                             float scale, float *scores)
+/* scores[c] = scale q . k_c for the ATTENTION_KEY_BLOCK (64) keys from
+ * `transposed` (dim e of key c at transposed[e * transposed_stride + c]),
+ * the sums in four vectors. */
+static inline void score_row(const float *query, const float *transposed, int transposed_stride,
+                             int head_dim, float scale, float *scores)
 {
     vector16 s0 = {0}, s1 = {0}, s2 = {0}, s3 = {0};
     for (int e = 0; e < head_dim; e++) {
         const float q = query[e] * scale;
-        const float *k = transposed + (size_t)e * ATTENTION_KEY_BLOCK;
+        const float *k = transposed + (size_t)e * transposed_stride;
         s0 += q * LOAD16(k);
         s1 += q * LOAD16(k + 16);
         s2 += q * LOAD16(k + 32);
@@ -118,10 +114,20 @@ static inline void accumulate_values(float *context, const float *p, const float
     }
 }
 
+void attention_kernel_transpose_keys(const attention_kernel_shape *shape, const float *qkv,
+                                     int tokens, int dim, float *transposed)
+{
+    const float *key = qkv + shape->key_offset + dim;
+    float *row = transposed + (size_t)dim * shape->transposed_stride;
+    for (int t = 0; t < tokens; t++)
+        row[t] = key[(size_t)t * shape->row_stride];
+}
+
 LAYERS_VECTOR_CLONES
 void attention_kernel_run(const attention_kernel_shape *shape,
-                          const attention_position_terms *terms, const float *qkv, int length,
-                          int head, int first_query, int rows, float *context, float *scratch)
+                          const attention_position_terms *terms, const float *qkv,
+                          const float *transposed_keys, int length, int head, int first_query,
+                          int rows, float *context, float *scratch)
 {
     const int head_dim = shape->head_dim, stride = shape->row_stride;
     const int kv_head = head / shape->heads_per_kv;
@@ -129,8 +135,9 @@ void attention_kernel_run(const attention_kernel_shape *shape,
     const float *keys = qkv + shape->key_offset + (size_t)kv_head * head_dim;
     const float *values = keys + shape->value_offset;
 
-    float *transposed = scratch;                                   /* [head_dim][KEY_BLOCK] */
-    float *tile = transposed + transposed_floats(shape);           /* [QUERY_BLOCK][KEY_BLOCK] */
+    const float *transposed = transposed_keys + (size_t)kv_head * head_dim *
+                                                    shape->transposed_stride; /* [head_dim][...] */
+    float *tile = scratch;                                         /* [QUERY_BLOCK][KEY_BLOCK] */
     float *running = tile + ATTENTION_QUERY_BLOCK * ATTENTION_KEY_BLOCK; /* [QUERY_BLOCK][head_dim] */
     float *maximum = running + (size_t)ATTENTION_QUERY_BLOCK * head_dim; /* [QUERY_BLOCK] */
     float *sum = maximum + ATTENTION_QUERY_BLOCK;                         /* [QUERY_BLOCK] */
@@ -156,20 +163,12 @@ void attention_kernel_run(const attention_kernel_shape *shape,
     for (int first_key = lo; first_key < hi; first_key += ATTENTION_KEY_BLOCK) {
         const int block = hi - first_key < ATTENTION_KEY_BLOCK ? hi - first_key
                                                                : ATTENTION_KEY_BLOCK;
-        /* K block transposed, so that a query's scores are a loop over keys;
-         * the columns past a short last block are 0, so that every loop over
-         * keys has the constant trip count that keeps its sums in registers. */
-        const float *block_keys = keys + (size_t)first_key * stride;
-        for (int e = 0; e < head_dim; e++)
-            for (int c = 0; c < block; c++)
-                transposed[(size_t)e * ATTENTION_KEY_BLOCK + c] = block_keys[(size_t)c * stride + e];
-        for (int e = 0; e < head_dim; e++)
-            for (int c = block; c < ATTENTION_KEY_BLOCK; c++)
-                transposed[(size_t)e * ATTENTION_KEY_BLOCK + c] = 0.0f;
-        /* tile = scale Q_block K_block^T */
+        /* tile = scale Q_block K_block^T; a short last block reads past the
+         * sequence's keys (columns the rows below never use) */
         for (int r = 0; r < rows; r++)
-            score_row(queries + (size_t)(first_query + r) * stride, transposed, head_dim,
-                      shape->scale, tile + (size_t)r * ATTENTION_KEY_BLOCK);
+            score_row(queries + (size_t)(first_query + r) * stride, transposed + first_key,
+                      shape->transposed_stride, head_dim, shape->scale,
+                      tile + (size_t)r * ATTENTION_KEY_BLOCK);
         if (terms != NULL && terms->add != NULL)
             terms->add(terms->state, head, first_query, rows, first_key, block, tile,
                        ATTENTION_KEY_BLOCK, prepared);
@@ -186,9 +185,11 @@ void attention_kernel_run(const attention_kernel_shape *shape,
             if (row_lo >= row_hi)
                 continue;
             float *scores = tile + (size_t)r * ATTENTION_KEY_BLOCK;
-            float block_maximum = scores[row_lo];
+            /* from -inf over the whole range: 64 keys are four vectors, where
+             * 63 left a 15-key scalar tail */
+            float block_maximum = -INFINITY;
 #pragma omp simd reduction(max : block_maximum)
-            for (int c = row_lo + 1; c < row_hi; c++)
+            for (int c = row_lo; c < row_hi; c++)
                 block_maximum = scores[c] > block_maximum ? scores[c] : block_maximum;
             float *context_row = running + (size_t)r * head_dim;
             if (block_maximum > maximum[r]) {

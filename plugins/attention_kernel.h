@@ -71,7 +71,17 @@ typedef struct attention_kernel_shape {
     float scale;
     int causal;        /* query i sees keys j <= i */
     int window;        /* > 0: query i sees keys |i - j| <= window */
+    int transposed_stride; /* floats between two dims of the transposed keys: at least the
+                            * tokens transposed + ATTENTION_KEY_BLOCK */
 } attention_kernel_shape;
+
+/* The keys transposed once per group of sequences, so that a query's
+ * scores are a loop over consecutive keys: dim `dim` (< heads of K x
+ * head_dim) of the `tokens` K rows of qkv goes to transposed[dim *
+ * transposed_stride + t]. The ATTENTION_KEY_BLOCK floats past the last
+ * token of each dim MUST be readable (their values are never used). */
+void attention_kernel_transpose_keys(const attention_kernel_shape *shape, const float *qkv,
+                                     int tokens, int dim, float *transposed);
 
 /* Floats of scratch one call needs (per thread), independent of L. */
 size_t attention_kernel_scratch_floats(const attention_kernel_shape *shape,
@@ -79,12 +89,14 @@ size_t attention_kernel_scratch_floats(const attention_kernel_shape *shape,
 
 /* The context of query rows first_query .. first_query + rows - 1 (first_query
  * a multiple of ATTENTION_QUERY_BLOCK, rows <= ATTENTION_QUERY_BLOCK) of head
- * `head` of a sequence of `length` tokens whose Q/K/V rows start at qkv:
+ * `head` of a sequence of `length` tokens whose Q/K/V rows start at qkv and
+ * whose transposed keys start at transposed_keys (column of its first token):
  * softmax(scale Q K^T + position terms, keys outside the window or after
  * the query excluded) V, written to context rows of the same tokens
  * (columns head * head_dim ...). scratch: attention_kernel_scratch_floats(). */
 void attention_kernel_run(const attention_kernel_shape *shape,
-                          const attention_position_terms *terms, const float *qkv, int length,
-                          int head, int first_query, int rows, float *context, float *scratch);
+                          const attention_position_terms *terms, const float *qkv,
+                          const float *transposed_keys, int length, int head, int first_query,
+                          int rows, float *context, float *scratch);
 
 #endif

@@ -732,6 +732,7 @@ static void test_kernel_bitwise(void)
     const int length = 1000, heads = 4, head_dim = 16, d = heads * head_dim;
     const int stride = 3 * d, blocks = (length + ATTENTION_QUERY_BLOCK - 1) / ATTENTION_QUERY_BLOCK;
     float *qkv = malloc(sizeof(float) * length * stride);
+    float *transposed = malloc(sizeof(float) * d * (length + ATTENTION_KEY_BLOCK));
     float *one = malloc(sizeof(float) * length * d);
     float *shared = malloc(sizeof(float) * length * d);
     unsigned long long state = 8;
@@ -739,7 +740,13 @@ static void test_kernel_bitwise(void)
     for (int window = 0; window <= 100; window += 100) {
         attention_kernel_shape shape = {.head_dim = head_dim, .heads_per_kv = 1,
                                         .row_stride = stride, .key_offset = d, .value_offset = d,
-                                        .context_stride = d, .scale = 0.25f, .window = window};
+                                        .context_stride = d, .scale = 0.25f, .window = window,
+                                        .transposed_stride = length + ATTENTION_KEY_BLOCK};
+        /* past the last key: NaN, which the kernel must never use */
+        for (size_t i = 0; i < (size_t)d * (length + ATTENTION_KEY_BLOCK); i++)
+            transposed[i] = NAN;
+        for (int dim = 0; dim < d; dim++)
+            attention_kernel_transpose_keys(&shape, qkv, length, dim, transposed);
         size_t floats = attention_kernel_scratch_floats(&shape, NULL);
         float *scratch = malloc(sizeof(float) * floats * 3);
         for (size_t i = 0; i < floats * 3; i++)
@@ -748,8 +755,8 @@ static void test_kernel_bitwise(void)
             int first = item / heads * ATTENTION_QUERY_BLOCK;
             int rows = length - first < ATTENTION_QUERY_BLOCK ? length - first
                                                               : ATTENTION_QUERY_BLOCK;
-            attention_kernel_run(&shape, NULL, qkv, length, item % heads, first, rows, one,
-                                 scratch);
+            attention_kernel_run(&shape, NULL, qkv, transposed, length, item % heads, first, rows,
+                                 one, scratch);
         }
         for (size_t i = 0; i < floats * 3; i++)
             scratch[i] = NAN;
@@ -759,16 +766,20 @@ static void test_kernel_bitwise(void)
             int first = item / heads * ATTENTION_QUERY_BLOCK;
             int rows = length - first < ATTENTION_QUERY_BLOCK ? length - first
                                                               : ATTENTION_QUERY_BLOCK;
-            attention_kernel_run(&shape, NULL, qkv, length, item % heads, first, rows, shared,
-                                 scratch + (size_t)omp_get_thread_num() * floats);
+            attention_kernel_run(&shape, NULL, qkv, transposed, length, item % heads, first, rows,
+                                 shared, scratch + (size_t)omp_get_thread_num() * floats);
         }
-        int equal = memcmp(one, shared, sizeof(float) * length * d) == 0;
+        int equal = memcmp(one, shared, sizeof(float) * length * d) == 0, finite = 1;
+        for (int i = 0; i < length * d; i++)
+            finite = finite && isfinite(one[i]);
+        CU_ASSERT(finite); /* the NaN past the keys (and in the scratch) never reached it */
         printf("\n    window=%d: 1 thread in order vs 3 threads reversed: %s", window,
                equal ? "bitwise equal" : "different");
         CU_ASSERT(equal);
         free(scratch);
     }
     free(qkv);
+    free(transposed);
     free(one);
     free(shared);
 }
@@ -874,7 +885,7 @@ static void test_bf16_against_fp32(void)
 }
 
 /* Per-thread scratch of the fused fp32 kernel: blocks of 64 queries x 64
- * keys (scores, the transposed keys, the running context), whatever L. */
+ * keys (scores, the running context), whatever L. */
 #define FUSED_THREAD_BOUND (sizeof(float) * 4 * 64 * 64)
 
 static void test_workspace_and_flops(void)
@@ -889,11 +900,11 @@ static void test_workspace_and_flops(void)
     const tfenc_layer_descriptor *descriptor = mha_descriptor();
     size_t bytes = descriptor->workspace_size(in.layer, &limits);
     /* qkv + context of a group (here the whole batch: two 500-token
-     * sequences per thread are more than it holds), and for each thread of
-     * the pool the fused kernel's blocks: never a tile of scores that
-     * grows with L. */
+     * sequences per thread are more than it holds), its keys transposed
+     * (and one key block), and for each thread of the pool the fused
+     * kernel's blocks: never a tile of scores that grows with L. */
     size_t threads = (size_t)omp_get_max_threads();
-    size_t needed = sizeof(float) * (size_t)1000 * 4 * 32;
+    size_t needed = sizeof(float) * ((size_t)1000 * 4 * 32 + 32 * (1000 + 64));
     CU_ASSERT(bytes >= needed);
     CU_ASSERT(bytes < needed + threads * FUSED_THREAD_BOUND);
     instance_destroy(&in);
@@ -903,7 +914,7 @@ static void test_workspace_and_flops(void)
     instance_create(&in, &c, &w, limits);
     CU_ASSERT_EQUAL_FATAL(in.status, TFENC_OK);
     size_t group = 2 * threads * 100 > 512 ? 2 * threads * 100 : 512;
-    needed = sizeof(float) * group * 4 * 32;
+    needed = sizeof(float) * (group * 4 * 32 + 32 * (group + 64));
     bytes = descriptor->workspace_size(in.layer, &limits);
     CU_ASSERT(bytes >= needed);
     CU_ASSERT(bytes < needed + threads * FUSED_THREAD_BOUND);
