@@ -666,6 +666,7 @@ static void test_lengths(void)
         {.d = 64, .heads = 2, .bias = 0, .position = POSITION_BUCKETS, .window = 5},
         {.d = 64, .heads = 2, .bias = 1, .position = POSITION_ROPE, .window = 128},
         {.d = 32, .heads = 4, .bias = 1, .position = POSITION_ROPE, .window = 63, .causal = 1},
+        {.d = 64, .heads = 2, .bias = 1, .causal = 1},
         /* head_dim 64 and 32 have kernels of their own width */
         {.d = 128, .heads = 2, .bias = 1, .position = POSITION_ALIBI},
         {.d = 128, .heads = 2, .bias = 1, .position = POSITION_BUCKETS, .window = 128},
