@@ -36,18 +36,25 @@
  * the upper half of the buckets (transformers' MPNet relative_position_bucket,
  * its float32 arithmetic included, so that the buckets are the same).
  *
- * The products Q K^T and P V run on the host (tfenc_matmul), all heads of a
- * query tile in one call, at the job's precision (bf16 in bf16 and int8
- * jobs). A batch's sequences are spread over the rank's threads (one
- * OpenMP parallel region per layer), each thread with its own tile of
- * scores; a lone sequence uses the threads inside its loops instead.
+ * In fp32 jobs the fused kernel (attention_kernel.c) computes the context
+ * of each (sequence, head, block of 64 queries) over blocks of 64 keys:
+ * scores, position terms, an online softmax and P V, so that no score
+ * matrix is stored, a local window visits only the key blocks it reaches
+ * (O(L x window)), and the pool's threads share the items of a group. In
+ * bf16 and int8 jobs the products Q K^T and P V run on the host
+ * (tfenc_matmul, bf16), all heads of a query tile in one call, over the
+ * keys the tile sees (window, causal); a batch's sequences are spread over
+ * the rank's threads, each thread with its own tile of scores, and a lone
+ * sequence uses the threads inside its loops instead. Both paths add the
+ * position terms through one interface (attention_position_terms).
  *
  * A batch runs in groups of whole sequences, each through the Q/K/V map,
  * the scores and the output map before the next (see group_tokens()), so
  * that the workspace does not grow with the batch.
  *
- * Workspace: qkv [group, d+2k] + context [group, d] + per thread one tile
- * of scores [n_heads, 128, max_seq_len] and its row sums; forward()
+ * Workspace: qkv [group, d+2k] + context [group, d] + per thread the fused
+ * kernel's blocks (fp32; independent of L) or one tile of scores
+ * [n_heads, 128, max_seq_len] and its row sums (bf16, int8); forward()
  * refuses a batch beyond the limits it was created with.
  */
 #include <float.h>
@@ -56,6 +63,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "attention_kernel.h"
 #include "layers.h"
 #include "tfenc/plugin.h"
 
@@ -103,6 +111,10 @@ typedef struct attention {
     tfenc_matmul_plan *context_plan; /* P V, every head (host-owned) */
     tfenc_limits limits;   /* the batches forward() was promised */
     int threads;           /* the rank's pool at create(): each thread scores its own sequences */
+    int fused;             /* 1: fp32 job, the fused kernel (attention_kernel.c) computes the
+                            * context; 0: the host's products (bf16 in bf16 and int8 jobs) */
+    attention_position_terms terms; /* ALiBi or relative buckets; add == NULL: none */
+    attention_kernel_shape shape;   /* of the fused kernel */
 } attention;
 
 /* Slopes of the ALiBi reference implementation (ofirpress/attention_with_linear_biases):
@@ -180,17 +192,17 @@ static inline float exp_nonpositive(float x)
 /* Replaces each row of a score tile by exp(score - row maximum) and returns
  * 1 / (row sum) per row: the normalisation is applied later to the context
  * rows (head_dim values) rather than to the probabilities (L values).
- * Row r is query first + r and holds the scores of keys 0 .. length - 1; of
- * those it sees keys [lo, hi) only (causal: none after itself; window: none
- * farther than `window`). The scores of the other keys become exactly 0: a
- * -inf score would turn into NaN below. */
+ * Row r is query first + r and holds the scores of keys first_key ..
+ * first_key + length - 1; of those it sees keys [lo, hi) only (causal: none
+ * after itself; window: none farther than `window`). The scores of the
+ * other keys become exactly 0: a -inf score would turn into NaN below. */
 TFENC_VECTOR_CLONES
 static void exponentiate_rows(const attention *layer, float *scores, int first, int rows,
-                              int length, float *inverse_sums)
+                              int first_key, int length, float *inverse_sums)
 {
     for (int r = 0; r < rows; r++) {
         float *row = scores + (size_t)r * length;
-        int query = first + r, lo = 0, hi = length;
+        int query = first + r - first_key, lo = 0, hi = length;
         if (layer->causal && query + 1 < hi)
             hi = query + 1;
         if (layer->window > 0) {
@@ -216,27 +228,49 @@ static void exponentiate_rows(const attention *layer, float *scores, int first, 
     }
 }
 
-/* Adds the position terms of head h to a tile of scores: rows are queries
- * first .. first + rows - 1, columns keys 0 .. keys - 1. */
-static void add_position_bias(const attention *layer, int h, float *scores, int first, int rows,
-                              int keys)
+/* The position terms (attention_kernel.h's interface): ALiBi subtracts
+ * slope_h |i - j|. */
+TFENC_VECTOR_CLONES
+static void alibi_add(const void *state, int h, int first_query, int rows, int first_key,
+                      int keys, float *tile, int tile_stride, const float *prepared)
 {
-    if (layer->position == POSITION_ALIBI) {
-        float slope = layer->alibi_slopes[h];
-        for (int r = 0; r < rows; r++)
-            for (int j = 0; j < keys; j++)
-                scores[(size_t)r * keys + j] -= slope * (float)abs(first + r - j);
-    } else if (layer->position == POSITION_BUCKETS) {
-        int longest = layer->limits.max_seq_len;
-        for (int r = 0; r < rows; r++) {
-            /* bias[j] is the bias of key j for query first + r */
-            const float *bias = layer->relative_bias + (size_t)h * (2 * longest - 1)
-                                + (longest - 1) - (first + r);
-            float *row = scores + (size_t)r * keys;
-            for (int j = 0; j < keys; j++)
-                row[j] += bias[j];
-        }
+    const attention *layer = state;
+    (void)prepared;
+    const float slope = layer->alibi_slopes[h];
+    for (int r = 0; r < rows; r++) {
+        float *row = tile + (size_t)r * tile_stride;
+        const int distance = first_key - (first_query + r); /* j - i at c = 0 */
+#pragma omp simd
+        for (int c = 0; c < keys; c++)
+            row[c] -= slope * (float)abs(distance + c);
     }
+}
+
+/* relative_buckets adds the bias of bucket(j - i) of head h, read from the
+ * table of every relative position (load_relative_bias()). */
+TFENC_VECTOR_CLONES
+static void buckets_add(const void *state, int h, int first_query, int rows, int first_key,
+                        int keys, float *tile, int tile_stride, const float *prepared)
+{
+    const attention *layer = state;
+    (void)prepared;
+    const int longest = layer->limits.max_seq_len;
+    for (int r = 0; r < rows; r++) {
+        /* bias[c] is the bias of key first_key + c for query first_query + r */
+        const float *bias = layer->relative_bias + (size_t)h * (2 * longest - 1) + (longest - 1) +
+                            first_key - (first_query + r);
+        float *row = tile + (size_t)r * tile_stride;
+#pragma omp simd
+        for (int c = 0; c < keys; c++)
+            row[c] += bias[c];
+    }
+}
+
+/* Floats of a group's keys transposed for the fused kernel: [kv_width]
+ * rows of shape.transposed_stride (a group's tokens + one key block). */
+static size_t transposed_key_floats(const attention *layer)
+{
+    return (size_t)layer->kv_width * (size_t)layer->shape.transposed_stride;
 }
 
 /* Floats of one tile of scores, every head: [n_heads, tile, max_seq_len]. */
@@ -266,13 +300,15 @@ static int group_tokens(const attention *layer, const tfenc_limits *limits)
     return tokens < limits->max_tokens ? (int)tokens : limits->max_tokens;
 }
 
-/* The position terms and the softmax of head h's part of a tile of scores. */
+/* The position terms and the softmax of head h's part of a tile of scores
+ * (keys first_key .. first_key + keys - 1). */
 static void score_head(const attention *layer, int h, float *scores, int first, int rows,
-                       int keys, float *inverse_sums)
+                       int first_key, int keys, float *inverse_sums)
 {
     float *head = scores + (size_t)h * rows * keys;
-    add_position_bias(layer, h, head, first, rows, keys);
-    exponentiate_rows(layer, head, first, rows, keys, inverse_sums + (size_t)h * rows);
+    if (layer->terms.add != NULL)
+        layer->terms.add(layer->terms.state, h, first, rows, first_key, keys, head, keys, NULL);
+    exponentiate_rows(layer, head, first, rows, first_key, keys, inverse_sums + (size_t)h * rows);
 }
 
 /* Scales each head's part of context row r by its 1 / (row sum); head h's
@@ -299,14 +335,25 @@ static int attend_sequence(tfenc_context *ctx, const attention *layer, const flo
     const int group = layer->n_heads / layer->n_kv_heads; /* query heads per key/value head */
     for (int first = 0; first < length; first += QUERY_TILE) {
         const int rows = length - first < QUERY_TILE ? length - first : QUERY_TILE;
-        /* A causal tile sees no key after its last query. */
-        const int keys = layer->causal ? first + rows : length;
+        /* The keys the tile sees: none after its last query (causal), none
+         * farther than the window from its first and last queries, so that
+         * a local window costs O(L x window), not O(L^2). */
+        int first_key = 0, end_key = length;
+        if (layer->window > 0) {
+            first_key = first - layer->window > 0 ? first - layer->window : 0;
+            end_key = first + rows + layer->window < length ? first + rows + layer->window
+                                                            : length;
+        }
+        if (layer->causal && first + rows < end_key)
+            end_key = first + rows;
+        const int keys = end_key - first_key;
+        const float *tile_keys = qkv + d + (size_t)first_key * stride;
         /* scores[h][rows][keys] = scale * Q_tile,h K_(h / group)^T, every head in one call */
         tfenc_matmul_args qk = {.struct_size = sizeof qk, .m = rows, .n = keys, .k = head_dim,
                                 .alpha = layer->scale,
                                 .a = qkv + (size_t)first * stride, .a_row_stride = stride,
                                 .a_batch_stride = head_dim,
-                                .b = qkv + d, .b_row_stride = stride, .b_batch_stride = head_dim,
+                                .b = tile_keys, .b_row_stride = stride, .b_batch_stride = head_dim,
                                 .b_shared_by = group,
                                 .c = scores, .c_row_stride = keys,
                                 .c_batch_stride = (long)rows * keys};
@@ -314,14 +361,15 @@ static int attend_sequence(tfenc_context *ctx, const attention *layer, const flo
         if (status != TFENC_OK)
             return status;
         TFENC_PARALLEL_FOR(h, heads, (double)heads * rows * keys,
-                           score_head(layer, h, scores, first, rows, keys, inverse_sums));
+                           score_head(layer, h, scores, first, rows, first_key, keys,
+                                      inverse_sums));
         /* context_tile,h = softmax(scores_h) V_(h / group), normalised after the product */
         float *out = context + (size_t)first * d;
         tfenc_matmul_args pv = {.struct_size = sizeof pv, .m = rows, .n = head_dim, .k = keys,
                                 .alpha = 1.0f,
                                 .a = scores, .a_row_stride = keys,
                                 .a_batch_stride = (long)rows * keys,
-                                .b = qkv + d + layer->kv_width, .b_row_stride = stride,
+                                .b = tile_keys + layer->kv_width, .b_row_stride = stride,
                                 .b_batch_stride = head_dim, .b_shared_by = group,
                                 .c = out, .c_row_stride = d, .c_batch_stride = head_dim};
         if ((status = tfenc_matmul(ctx, layer->context_plan, &pv)) != TFENC_OK)
@@ -356,6 +404,52 @@ static void attend_in_thread(tfenc_context *ctx, const attention *layer, const t
     }
 }
 
+/* The fused kernel over the (head, query block) items of sequences first ..
+ * end - 1 of a group. With shared = 1 the calling thread is one of a team
+ * that shares the items (dynamically: blocks near a sequence's edges see
+ * fewer keys); each item writes its own context rows and columns. */
+static void attend_fused(const attention *layer, const tfenc_batch *batch, int first, int end,
+                         int group_start, const float *qkv, float *context, float *transposed,
+                         float *scratch, int shared)
+{
+    const int d = layer->d_model, stride = d + 2 * layer->kv_width, heads = layer->n_heads;
+    /* K transposed once for the group (each query block reads each key
+     * block it visits; transposing there cost a quarter of the time) */
+    const int tokens = batch->seq_start[end] - group_start;
+    if (shared) {
+#pragma omp for schedule(static)
+        for (int dim = 0; dim < layer->kv_width; dim++)
+            attention_kernel_transpose_keys(&layer->shape, qkv, tokens, dim, transposed);
+    } else {
+        for (int dim = 0; dim < layer->kv_width; dim++)
+            attention_kernel_transpose_keys(&layer->shape, qkv, tokens, dim, transposed);
+    }
+    for (int s = first; s < end; s++) {
+        const int start = batch->seq_start[s] - group_start;
+        const int length = batch->seq_start[s + 1] - batch->seq_start[s];
+        const int items = heads * ((length + ATTENTION_QUERY_BLOCK - 1) / ATTENTION_QUERY_BLOCK);
+        const float *sequence = qkv + (size_t)start * stride;
+        float *out = context + (size_t)start * d;
+#define ATTEND_ITEM(item)                                                                     \
+    do {                                                                                      \
+        const int h = (item) % heads, first_query = (item) / heads * ATTENTION_QUERY_BLOCK;   \
+        const int rows = length - first_query < ATTENTION_QUERY_BLOCK ? length - first_query  \
+                                                                      : ATTENTION_QUERY_BLOCK; \
+        attention_kernel_run(&layer->shape, &layer->terms, sequence, transposed + start,     \
+                             length, h, first_query, rows, out, scratch);                     \
+    } while (0)
+        if (shared) {
+#pragma omp for schedule(dynamic, 1) nowait
+            for (int item = 0; item < items; item++)
+                ATTEND_ITEM(item);
+        } else {
+            for (int item = 0; item < items; item++)
+                ATTEND_ITEM(item);
+        }
+#undef ATTEND_ITEM
+    }
+}
+
 static int attention_forward(void *instance, tfenc_context *ctx, tfenc_batch *batch,
                              void *workspace)
 {
@@ -381,8 +475,10 @@ static int attention_forward(void *instance, tfenc_context *ctx, tfenc_batch *ba
     if (layer->position == POSITION_ROPE && batch->positions == NULL)
         return tfenc_error(ctx, TFENC_ERR_INTERNAL, "mha: position = rope needs batch positions");
 
-    /* Workspace layout: qkv [group, d+2k] | context [group, d] | per thread
-     * scores [heads, tile, L] and inverse sums [heads, tile]. Offsets are
+    /* Workspace layout: qkv [group, d+2k] | context [group, d] | fused:
+     * transposed keys [k, group + 64] and per thread the kernel's blocks;
+     * otherwise per thread scores [heads, tile, L] and inverse sums
+     * [heads, tile]. Offsets are
      * multiples of 16 floats only when d is; the products need no more than
      * float alignment, so that is enough. */
     const int qkv_width = d + 2 * layer->kv_width, capacity = group_tokens(layer, &layer->limits);
@@ -413,12 +509,28 @@ static int attention_forward(void *instance, tfenc_context *ctx, tfenc_batch *ba
             rope_apply(layer, qkv + d, tokens, qkv_width, layer->n_kv_heads, positions);
         }
 
+        int failed = TFENC_OK;
+        if (layer->fused) {
+            /* Every (sequence, head, query block) is independent: the pool's
+             * threads share them, each with its own scratch; a long lone
+             * sequence keeps them all busy too. */
+            const size_t per_thread =
+                attention_kernel_scratch_floats(&layer->shape, &layer->terms);
+            float *transposed = scores; /* then each thread's scratch */
+            float *scratch = transposed + transposed_key_floats(layer);
+            if (layer->threads > 1 && !omp_in_parallel()) {
+#pragma omp parallel num_threads(layer->threads)
+                attend_fused(layer, batch, first, end, group_start, qkv, context, transposed,
+                             scratch + (size_t)omp_get_thread_num() * per_thread, 1);
+            } else {
+                attend_fused(layer, batch, first, end, group_start, qkv, context, transposed,
+                             scratch, 0);
+            }
         /* Sequences are independent: with several, the pool's threads take
          * them one at a time (one parallel region per group, each thread
          * with its own tile of scores); a lone sequence uses the threads
          * inside its products and loops instead. */
-        int failed = TFENC_OK;
-        if (end - first > 1 && layer->threads > 1 && !omp_in_parallel()) {
+        } else if (end - first > 1 && layer->threads > 1 && !omp_in_parallel()) {
 #pragma omp parallel for schedule(dynamic, 1) num_threads(layer->threads)
             for (int s = first; s < end; s++)
                 attend_in_thread(ctx, layer, batch, s, group_start, qkv, context,
@@ -443,9 +555,14 @@ static size_t attention_workspace_size(const void *instance, const tfenc_limits 
 {
     const attention *layer = instance;
     size_t tokens = (size_t)group_tokens(layer, limits);
-    /* one tile of scores and row sums per thread */
-    return (tokens * (2 * (size_t)layer->d_model + 2 * (size_t)layer->kv_width) +
-            (size_t)layer->threads * (score_tile_floats(layer, limits) + tile_sums(layer))) *
+    /* the group's keys transposed and per thread the fused kernel's blocks,
+     * or per thread one tile of scores and row sums */
+    size_t per_thread = layer->fused
+                            ? attention_kernel_scratch_floats(&layer->shape, &layer->terms)
+                            : score_tile_floats(layer, limits) + tile_sums(layer);
+    size_t shared = layer->fused ? transposed_key_floats(layer) : 0;
+    return (tokens * (2 * (size_t)layer->d_model + 2 * (size_t)layer->kv_width) + shared +
+            (size_t)layer->threads * per_thread) *
            sizeof(float);
 }
 
@@ -629,6 +746,14 @@ static int load_weights(tfenc_context *ctx, const tfenc_layer_init *init, attent
         return tfenc_error(ctx, TFENC_ERR_WEIGHTS,
                            "mha: out_weight has %d output rows, expected d_model = %d", width, d);
 
+    /* fp32 runs the fused kernel; the products of the other precisions
+     * run on the host (oneDNN's bf16 products beat a plain-C kernel there). */
+    layer->fused = tfenc_linear_dtype(layer->qkv) == TFENC_FLOAT32;
+    if (layer->position == POSITION_BUCKETS && (status = load_relative_bias(ctx, init, layer)) !=
+                                                   TFENC_OK)
+        return status;
+    if (layer->fused)
+        return TFENC_OK;
     /* The products of forward(), planned for the longest sequences. */
     int longest = init->limits.max_seq_len > 0 ? init->limits.max_seq_len : 1;
     int tile = longest < QUERY_TILE ? longest : QUERY_TILE;
@@ -643,8 +768,6 @@ static int load_weights(tfenc_context *ctx, const tfenc_layer_init *init, attent
         (status = tfenc_matmul_plan_create(init->weights, &context, &layer->context_plan)) !=
             TFENC_OK)
         return status;
-    if (layer->position == POSITION_BUCKETS)
-        return load_relative_bias(ctx, init, layer);
     return TFENC_OK;
 }
 
@@ -659,6 +782,19 @@ static int attention_create(tfenc_context *ctx, const tfenc_layer_init *init, vo
     int status = read_params(ctx, init, layer, &bias, &out_bias, &qkv_layout);
     if (status == TFENC_OK)
         status = load_weights(ctx, init, layer, bias, out_bias, qkv_layout);
+    if (status == TFENC_OK) {
+        layer->terms = (attention_position_terms){
+            .state = layer,
+            .add = layer->position == POSITION_ALIBI     ? alibi_add
+                   : layer->position == POSITION_BUCKETS ? buckets_add
+                                                         : NULL};
+        layer->shape = (attention_kernel_shape){
+            .head_dim = layer->head_dim, .heads_per_kv = layer->n_heads / layer->n_kv_heads,
+            .row_stride = layer->d_model + 2 * layer->kv_width, .key_offset = layer->d_model,
+            .value_offset = layer->kv_width, .context_stride = layer->d_model,
+            .scale = layer->scale, .causal = layer->causal, .window = layer->window,
+            .transposed_stride = group_tokens(layer, &layer->limits) + ATTENTION_KEY_BLOCK};
+    }
     if (status != TFENC_OK) {
         attention_destroy(layer);
         return status;

@@ -3,12 +3,20 @@
 # attention plugin against a naive double-precision reference.
 check_PROGRAMS += tests/test_attention
 TESTS += tests/test_attention
-tests_test_attention_SOURCES = tests/test_attention.c
-tests_test_attention_CPPFLAGS = $(AM_CPPFLAGS) $(CUNIT_CFLAGS)
+tests_test_attention_SOURCES = tests/test_attention.c plugins/attention_kernel.c
+tests_test_attention_CPPFLAGS = $(AM_CPPFLAGS) $(CUNIT_CFLAGS) -I$(top_srcdir)/plugins
 tests_test_attention_LDADD = core/libtfenc.la $(CUNIT_LIBS) -lm
 # The plugin's workspace depends on the rank's OpenMP pool (one tile of
 # scores per thread).
 tests_test_attention_CFLAGS = $(AM_CFLAGS) $(OPENMP_CFLAGS)
+
+# Tokens/s of the mha layer alone, two plugin builds side by side (issue 25;
+# asserts nothing, `make check` only builds it so that it keeps compiling):
+# tests/bench/attention_bench OLD.so NEW.so [d heads reps].
+check_PROGRAMS += tests/bench/attention_bench
+tests_bench_attention_bench_SOURCES = tests/bench/attention_bench.c
+tests_bench_attention_bench_LDADD = core/libtfenc.la -ldl -lm
+tests_bench_attention_bench_CFLAGS = $(AM_CFLAGS) $(OPENMP_CFLAGS)
 
 # per-token and pooling layers against naive double-precision references.
 check_PROGRAMS += tests/test_layers

@@ -1,0 +1,102 @@
+/* The fused attention kernel of the mha plugin (plugins/attention.c): one
+ * call computes the context of one query block of one head of one sequence,
+ * visiting the keys block by block (scores, position terms, an online
+ * softmax and P V), so that no [L, L] score matrix exists and a local
+ * window costs O(L x window); and the interface through which position
+ * terms reach a tile of scores, shared with the plugin's other path. */
+#ifndef TFENC_PLUGINS_ATTENTION_KERNEL_H
+#define TFENC_PLUGINS_ATTENTION_KERNEL_H
+
+#include <stddef.h>
+
+/* Query rows per call and keys per step. A step's working set is the
+ * transposed key block [head_dim, 64], the scores [64, 64] and the running
+ * context [64, head_dim]: 48 KiB at head_dim 64, within L1/L2. Key blocks
+ * start at multiples of ATTENTION_KEY_BLOCK from the sequence start and
+ * query blocks at multiples of ATTENTION_QUERY_BLOCK, whatever the thread
+ * count: the arithmetic of a row is fixed, so outputs are bitwise the same
+ * across layouts and thread counts. */
+#define ATTENTION_QUERY_BLOCK 64
+#define ATTENTION_KEY_BLOCK 64
+
+/* Position terms added to a tile of one head's scores (after the scale,
+ * before the softmax). Every path of the plugin calls them the same way:
+ *
+ *   add(state, head, first_query, rows, first_key, keys, tile, tile_stride)
+ *
+ * MUST add the terms of queries first_query .. first_query + rows - 1 and
+ * keys first_key .. first_key + keys - 1 (positions inside the sequence)
+ * to tile[r * tile_stride + c], and MUST NOT depend on anything else: the
+ * kernel calls it for whichever blocks it visits. NULL: no terms (none,
+ * RoPE, which turns Q and K before the scores).
+ *
+ * What DeBERTa-v2/v3 needs next (issue 27, not implemented): its
+ * disentangled attention adds, to score (i, j) of head h,
+ *   content-to-position  q_i . k_rel[bucket(i - j)]
+ *   position-to-content  k_j . q_rel[bucket(j - i)]
+ * over 2 * position_buckets log-buckets (max_relative_positions), where
+ * k_rel and q_rel are the shared relative embeddings [2B, d] passed through
+ * the layer's own K and Q maps (and their LayerNorm) once per forward. Per
+ * (i, j) these are dot products, but per query there are only 2B distinct
+ * ones: `prepare` runs once per (query block, head) before the key blocks
+ * and fills scratch with c2p[r][b] = q_(first_query + r) . k_rel[b] for
+ * every bucket b (rows x 2B floats, computed as one small product), and
+ * once per sequence and head the host side fills p2c[j][b] = k_j . q_rel[b]
+ * ([L, 2B], in the state); `add` then only looks up
+ *   tile[r][c] += scale_c2p * c2p[r][bucket(i - j)] + scale_p2c * p2c[j][bucket(j - i)]
+ * with the buckets of a (query block, key block) pair from a table of
+ * relative positions, as relative_buckets does. DeBERTa's scale
+ * 1 / sqrt(3 head_dim) is the layer's `scale`. */
+typedef struct attention_position_terms {
+    const void *state;
+    void (*add)(const void *state, int head, int first_query, int rows, int first_key, int keys,
+                float *tile, int tile_stride, const float *prepared);
+    /* Optional (NULL for ALiBi and relative buckets): fills `prepared`
+     * (prepared_floats(state) floats of the kernel's scratch) for one
+     * query block of one head from its query rows (row stride
+     * query_stride), before any key block; add() receives it. */
+    void (*prepare)(const void *state, int head, const float *queries, int query_stride,
+                    int first_query, int rows, float *prepared);
+    size_t prepared_floats; /* per call of prepare(): rows x 2 position_buckets for DeBERTa */
+} attention_position_terms;
+
+/* Where one sequence's Q, K and V rows are and how the heads map onto them. */
+typedef struct attention_kernel_shape {
+    int head_dim;
+    int heads_per_kv;  /* query heads sharing one key/value head (grouped-query) */
+    int row_stride;    /* floats between two tokens' Q/K/V rows */
+    int key_offset;    /* of K in a row (Q is at 0); V follows at key_offset + value_offset */
+    int value_offset;
+    int context_stride; /* floats between two tokens' context rows */
+    float scale;
+    int causal;        /* query i sees keys j <= i */
+    int window;        /* > 0: query i sees keys |i - j| <= window */
+    int transposed_stride; /* floats between two dims of the transposed keys: at least the
+                            * tokens transposed + ATTENTION_KEY_BLOCK */
+} attention_kernel_shape;
+
+/* The keys transposed once per group of sequences, so that a query's
+ * scores are a loop over consecutive keys: dim `dim` (< heads of K x
+ * head_dim) of the `tokens` K rows of qkv goes to transposed[dim *
+ * transposed_stride + t]. The ATTENTION_KEY_BLOCK floats past the last
+ * token of each dim MUST be readable (their values are never used). */
+void attention_kernel_transpose_keys(const attention_kernel_shape *shape, const float *qkv,
+                                     int tokens, int dim, float *transposed);
+
+/* Floats of scratch one call needs (per thread), independent of L. */
+size_t attention_kernel_scratch_floats(const attention_kernel_shape *shape,
+                                       const attention_position_terms *terms);
+
+/* The context of query rows first_query .. first_query + rows - 1 (first_query
+ * a multiple of ATTENTION_QUERY_BLOCK, rows <= ATTENTION_QUERY_BLOCK) of head
+ * `head` of a sequence of `length` tokens whose Q/K/V rows start at qkv and
+ * whose transposed keys start at transposed_keys (column of its first token):
+ * softmax(scale Q K^T + position terms, keys outside the window or after
+ * the query excluded) V, written to context rows of the same tokens
+ * (columns head * head_dim ...). scratch: attention_kernel_scratch_floats(). */
+void attention_kernel_run(const attention_kernel_shape *shape,
+                          const attention_position_terms *terms, const float *qkv,
+                          const float *transposed_keys, int length, int head, int first_query,
+                          int rows, float *context, float *scratch);
+
+#endif
