@@ -147,10 +147,17 @@ static char *temporary_name(const char *path)
     return name;
 }
 
-int main(int argc, char **argv)
+/* The command line: what to import and where to write it. */
+typedef struct import_arguments {
+    const char *model_dir, *output, *job;
+    storage_dtype dtype;
+} import_arguments;
+
+/* Parses argv into *args. Returns -1 to go on, else the exit status (0 after
+ * --help or --version, 2 for a usage error, already reported). */
+static int parse_arguments(int argc, char **argv, import_arguments *args)
 {
-    const char *model_dir = NULL, *output = NULL, *job = NULL;
-    storage_dtype dtype = STORAGE_FLOAT32;
+    *args = (import_arguments){.dtype = STORAGE_FLOAT32};
     for (int i = 1; i < argc; i++) {
         const char *arg = argv[i];
         if (strcmp(arg, "-h") == 0 || strcmp(arg, "--help") == 0) {
@@ -167,12 +174,12 @@ int main(int argc, char **argv)
             }
             const char *value = argv[++i];
             if (strcmp(arg, "--job") == 0) {
-                job = value;
+                args->job = value;
             } else if (strcmp(arg, "--dtype") == 0) {
                 int found = 0;
                 for (int k = 0; k < 3 && !found; k++)
                     if (strcmp(value, import_storage_names[k]) == 0) {
-                        dtype = (storage_dtype)k;
+                        args->dtype = (storage_dtype)k;
                         found = 1;
                     }
                 if (!found) {
@@ -181,78 +188,78 @@ int main(int argc, char **argv)
                     return 2;
                 }
             } else {
-                output = value;
+                args->output = value;
             }
         } else if (arg[0] == '-' && arg[1] != '\0') {
             fprintf(stderr, "tfenc-import: unknown option '%s' (see --help)\n", arg);
             return 2;
-        } else if (model_dir == NULL) {
-            model_dir = arg;
+        } else if (args->model_dir == NULL) {
+            args->model_dir = arg;
         } else {
             fprintf(stderr, "tfenc-import: one model directory expected, got '%s' and '%s'\n",
-                    model_dir, arg);
+                    args->model_dir, arg);
             return 2;
         }
     }
-    if (model_dir == NULL || output == NULL) {
+    if (args->model_dir == NULL || args->output == NULL) {
         usage(stderr);
         return 2;
     }
+    return -1;
+}
 
-    /* The one-line message below says what failed; HDF5's stack dump would
-     * bury it. */
-    H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
-    tfenc_context ctx;
-    tfenc_context_init(&ctx);
-    importer self = {.ctx = &ctx, .dtype = dtype};
-    char *weights_tmp = temporary_name(output);
-    char *job_tmp = job != NULL ? temporary_name(job) : NULL;
+/* Reads the model folder: modules, config, pooling, prompts, tokenizer and
+ * the weights' tensors, into `self`. */
+static int read_model(importer *self)
+{
+    char *pooling_dir = NULL;
+    int status = import_read_modules(self, &pooling_dir);
+    if (status == TFENC_OK)
+        status = import_read_config(self);
+    if (status == TFENC_OK && pooling_dir != NULL)
+        status = import_read_pooling(self, pooling_dir);
+    if (status == TFENC_OK)
+        status = import_read_prompts(self);
+    free(pooling_dir);
+    if (status == TFENC_OK)
+        status = import_read_tokenizer(self);
+    if (status == TFENC_OK)
+        status = import_open_weights(self);
+    return status;
+}
+
+/* Writes the weights (and the job) under temporary names, then renames
+ * both into place: all or nothing, so a failed import leaves no half file
+ * where a job would find it. */
+static int write_outputs(importer *self, const import_arguments *args)
+{
+    tfenc_context *ctx = self->ctx;
+    char *weights_tmp = temporary_name(args->output);
+    char *job_tmp = args->job != NULL ? temporary_name(args->job) : NULL;
     int weights_written = 0, job_written = 0;
     int status = TFENC_OK;
-    self.model_dir = strdup(model_dir);
-    self.transformer_dir = strdup(model_dir);
-    if (weights_tmp == NULL || (job != NULL && job_tmp == NULL) || self.model_dir == NULL
-        || self.transformer_dir == NULL) {
-        status = tfenc_error(&ctx, TFENC_ERR_NO_MEMORY, "out of memory");
+    if (weights_tmp == NULL || (args->job != NULL && job_tmp == NULL)) {
+        status = tfenc_error(ctx, TFENC_ERR_NO_MEMORY, "out of memory");
         goto done;
     }
-    struct stat info;
-    if (stat(model_dir, &info) != 0 || !S_ISDIR(info.st_mode)) {
-        status = tfenc_error(&ctx, TFENC_ERR_IO, "%s: not a directory", model_dir);
-        goto done;
-    }
-    if ((status = check_outputs(&ctx, model_dir, output, job)) != TFENC_OK)
-        goto done;
-    char *pooling_dir = NULL;
-    status = import_read_modules(&self, &pooling_dir);
-    if (status == TFENC_OK)
-        status = import_read_config(&self);
-    if (status == TFENC_OK && pooling_dir != NULL)
-        status = import_read_pooling(&self, pooling_dir);
-    if (status == TFENC_OK)
-        status = import_read_prompts(&self);
-    free(pooling_dir);
-    if (status != TFENC_OK || (status = import_read_tokenizer(&self)) != TFENC_OK
-        || (status = import_open_weights(&self)) != TFENC_OK)
-        goto done;
     weights_written = 1;
-    if ((status = import_write_weights(&self, weights_tmp)) != TFENC_OK)
+    if ((status = import_write_weights(self, weights_tmp)) != TFENC_OK)
         goto done;
-    if (job != NULL) {
+    if (args->job != NULL) {
         job_written = 1;
-        if ((status = import_write_job(&self, job_tmp, job, output)) != TFENC_OK)
+        if ((status = import_write_job(self, job_tmp, args->job, args->output)) != TFENC_OK)
             goto done;
     }
-    if (rename(weights_tmp, output) != 0) {
-        status = tfenc_error(&ctx, TFENC_ERR_IO, "%s: cannot rename to %s: %s", weights_tmp,
-                             output, strerror(errno));
+    if (rename(weights_tmp, args->output) != 0) {
+        status = tfenc_error(ctx, TFENC_ERR_IO, "%s: cannot rename to %s: %s", weights_tmp,
+                             args->output, strerror(errno));
         goto done;
     }
     weights_written = 0;
-    if (job != NULL && rename(job_tmp, job) != 0) {
-        status = tfenc_error(&ctx, TFENC_ERR_IO, "%s: cannot rename to %s: %s", job_tmp, job,
-                             strerror(errno));
-        unlink(output); /* all or nothing */
+    if (args->job != NULL && rename(job_tmp, args->job) != 0) {
+        status = tfenc_error(ctx, TFENC_ERR_IO, "%s: cannot rename to %s: %s", job_tmp,
+                             args->job, strerror(errno));
+        unlink(args->output); /* all or nothing */
         goto done;
     }
     job_written = 0;
@@ -261,19 +268,48 @@ done:
         unlink(weights_tmp);
     if (job_written)
         unlink(job_tmp);
+    free(weights_tmp);
+    free(job_tmp);
+    return status;
+}
+
+int main(int argc, char **argv)
+{
+    import_arguments args;
+    int exit_status = parse_arguments(argc, argv, &args);
+    if (exit_status >= 0)
+        return exit_status;
+    /* The one-line message below says what failed; HDF5's stack dump would
+     * bury it. */
+    H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
+    tfenc_context ctx;
+    tfenc_context_init(&ctx);
+    importer self = {.ctx = &ctx, .dtype = args.dtype};
+    int status = TFENC_OK;
+    self.model_dir = strdup(args.model_dir);
+    self.transformer_dir = strdup(args.model_dir);
+    struct stat info;
+    if (self.model_dir == NULL || self.transformer_dir == NULL)
+        status = tfenc_error(&ctx, TFENC_ERR_NO_MEMORY, "out of memory");
+    else if (stat(args.model_dir, &info) != 0 || !S_ISDIR(info.st_mode))
+        status = tfenc_error(&ctx, TFENC_ERR_IO, "%s: not a directory", args.model_dir);
+    if (status == TFENC_OK)
+        status = check_outputs(&ctx, args.model_dir, args.output, args.job);
+    if (status == TFENC_OK)
+        status = read_model(&self);
+    if (status == TFENC_OK)
+        status = write_outputs(&self, &args);
     if (status == TFENC_OK) {
         if (self.warning != NULL)
             fprintf(stderr, "tfenc-import: warning: %s\n", self.warning);
         printf("tfenc-import: wrote %s (%s, %d layers, d_model %d, %lld parameters, %s)%s%s\n",
-               output, self.config.model_type, self.config.n_layers, self.config.d_model,
-               self.n_parameters, import_storage_names[dtype], job != NULL ? " and " : "",
-               job != NULL ? job : "");
+               args.output, self.config.model_type, self.config.n_layers, self.config.d_model,
+               self.n_parameters, import_storage_names[args.dtype], args.job != NULL ? " and " : "",
+               args.job != NULL ? args.job : "");
     } else {
         fprintf(stderr, "tfenc-import: %s\n", tfenc_context_message(&ctx));
     }
     importer_free(&self);
     free(self.model_dir);
-    free(weights_tmp);
-    free(job_tmp);
     return status == TFENC_OK ? 0 : 1;
 }
