@@ -1066,38 +1066,14 @@ static int open_existing_dataset(tfenc_context *ctx, tfenc_output *out, const ch
     return TFENC_OK;
 }
 
-int tfenc_output_reopen(tfenc_context *ctx, MPI_Comm writers, const tfenc_output_options *options,
-                        tfenc_output **out_result, int *was_complete)
+/* The file must be this job's, attribute by attribute: the settings that
+ * shape the rows, the corpus's files, the inputs' and the plugins'
+ * content, the sizes. */
+static int check_identity(tfenc_context *ctx, tfenc_output *out,
+                          const tfenc_output_options *options)
 {
-    tfenc_output *out = NULL;
-    *was_complete = 0;
-    int status = prepare(ctx, writers, options, &out);
-    *out_result = NULL;
-    if (status != TFENC_OK)
-        return status;
-    /* Absent on every rank alike (the path is on a shared file system).
-     * An empty file is no output either: the job's lock makes the file
-     * before HDF5 creates it (core/output/ownership.h). */
-    struct stat existing;
-    if (stat(out->path, &existing) != 0 || existing.st_size == 0) {
-        tfenc_output_close(out);
-        return TFENC_ERR_NOT_FOUND;
-    }
-    /* HDF5 compresses whole chunks in memory: a killed job's compressed
-     * file cannot say which rows reached the disk. */
-    if (out->compress) {
-        status = tfenc_error(ctx, TFENC_ERR_CONFIG,
-                             "%s exists and compressed output cannot be resumed: remove it, or "
-                             "set [job] resume = false to overwrite it (for long jobs write "
-                             "compression = none and h5repack afterwards)",
-                             out->path);
-        tfenc_output_close(out);
-        return status;
-    }
-    status = open_file(ctx, out, writers, out->n_writers, 0);
-
-    /* The file must be this job's, attribute by attribute. */
     char found[256];
+    int status = TFENC_OK;
     const struct { const char *name; const char *expected; } strings[] = {
         {"job_settings", options->job_settings},
         {"weights_sha256", options->weights_sha256},
@@ -1145,8 +1121,14 @@ int tfenc_output_reopen(tfenc_context *ctx, MPI_Comm writers, const tfenc_output
                                  "has %lld (has the corpus changed?); refusing to append to it",
                                  out->path, numbers[i].name, found,
                                  (long long)numbers[i].expected);
-    if (status == TFENC_OK)
-        status = open_existing_dataset(ctx, out, rows_name(out),
+    return status;
+}
+
+/* The datasets this job writes into, each of the size the job expects. */
+static int open_existing_datasets(tfenc_context *ctx, tfenc_output *out,
+                                  const tfenc_output_options *options)
+{
+    int status = open_existing_dataset(ctx, out, rows_name(out),
                                        has_row_runs(out) ? out->n_tokens : out->n_documents,
                                        &out->rows);
     if (status == TFENC_OK && has_row_runs(out))
@@ -1181,15 +1163,19 @@ int tfenc_output_reopen(tfenc_context *ctx, MPI_Comm writers, const tfenc_output
         status = tfenc_error(ctx, TFENC_ERR_CONFIG, "%s: has ids but this job has none; refusing "
                              "to append to it", out->path);
     H5Eclear2(H5E_DEFAULT);
-    int64_t complete = 0;
-    if (status == TFENC_OK) {
-        same_int_attribute(out, "complete", 1, found, sizeof found);
-        complete = strcmp(found, "1") == 0;
-    }
-    /* Incomplete again until this run finishes; the layout is this run's. */
+    return status;
+}
+
+/* Incomplete again until this run finishes; the layout, the job text and
+ * the run's attributes are this run's. *was_complete: the file said 1. */
+static int mark_reopened(tfenc_context *ctx, tfenc_output *out,
+                         const tfenc_output_options *options, int *was_complete)
+{
+    char found[256];
+    same_int_attribute(out, "complete", 1, found, sizeof found);
+    *was_complete = strcmp(found, "1") == 0;
     int32_t zero = 0;
-    if (status == TFENC_OK)
-        status = write_attribute(ctx, out, "complete", H5T_NATIVE_INT32, &zero);
+    int status = write_attribute(ctx, out, "complete", H5T_NATIVE_INT32, &zero);
     if (status == TFENC_OK)
         status = write_string_attribute(ctx, out, "layout", options->layout);
     if (status == TFENC_OK)
@@ -1198,11 +1184,50 @@ int tfenc_output_reopen(tfenc_context *ctx, MPI_Comm writers, const tfenc_output
         status = write_run_attributes(ctx, out, options);
     if (status == TFENC_OK && H5Fflush(out->file, H5F_SCOPE_GLOBAL) < 0)
         status = h5_fail(ctx, TFENC_ERR_IO, out->path, "cannot flush the reopened file");
+    return status;
+}
+
+int tfenc_output_reopen(tfenc_context *ctx, MPI_Comm writers, const tfenc_output_options *options,
+                        tfenc_output **out_result, int *was_complete)
+{
+    tfenc_output *out = NULL;
+    *was_complete = 0;
+    int status = prepare(ctx, writers, options, &out);
+    *out_result = NULL;
+    if (status != TFENC_OK)
+        return status;
+    /* Absent on every rank alike (the path is on a shared file system).
+     * An empty file is no output either: the job's lock makes the file
+     * before HDF5 creates it (core/output/ownership.h). */
+    struct stat existing;
+    if (stat(out->path, &existing) != 0 || existing.st_size == 0) {
+        tfenc_output_close(out);
+        return TFENC_ERR_NOT_FOUND;
+    }
+    /* HDF5 compresses whole chunks in memory: a killed job's compressed
+     * file cannot say which rows reached the disk. */
+    if (out->compress) {
+        status = tfenc_error(ctx, TFENC_ERR_CONFIG,
+                             "%s exists and compressed output cannot be resumed: remove it, or "
+                             "set [job] resume = false to overwrite it (for long jobs write "
+                             "compression = none and h5repack afterwards)",
+                             out->path);
+        tfenc_output_close(out);
+        return status;
+    }
+    int complete = 0;
+    status = open_file(ctx, out, writers, out->n_writers, 0);
+    if (status == TFENC_OK)
+        status = check_identity(ctx, out, options);
+    if (status == TFENC_OK)
+        status = open_existing_datasets(ctx, out, options);
+    if (status == TFENC_OK)
+        status = mark_reopened(ctx, out, options, &complete);
     if (status != TFENC_OK) {
         tfenc_output_close(out);
         return status;
     }
-    *was_complete = (int)complete;
+    *was_complete = complete;
     *out_result = out;
     return TFENC_OK;
 }
