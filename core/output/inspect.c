@@ -391,12 +391,13 @@ int tfenc_inspect_output(tfenc_context *ctx, const char *path, tfenc_inspection 
     int64_t complete = read_integer(file, "complete", &has_complete);
     inspection->tfenc_version = read_string(file, "tfenc_version");
     int has_rows = H5Lexists(file, "embeddings", H5P_DEFAULT) > 0
-                   || H5Lexists(file, "hidden", H5P_DEFAULT) > 0;
+                   || H5Lexists(file, "hidden", H5P_DEFAULT) > 0
+                   || H5Lexists(file, "scores", H5P_DEFAULT) > 0;
     int has_lengths = H5Lexists(file, "lengths", H5P_DEFAULT) > 0;
     H5Eclear2(H5E_DEFAULT);
     const char *lacking = inspection->tfenc_version == NULL ? "attribute 'tfenc_version'"
                           : !has_complete                  ? "attribute 'complete'"
-                          : !has_rows                      ? "dataset 'embeddings' or 'hidden'"
+                          : !has_rows                      ? "dataset 'embeddings', 'hidden' or 'scores'"
                           : !has_lengths                   ? "dataset 'lengths'"
                                                            : NULL;
     if (lacking != NULL) {

@@ -45,7 +45,7 @@ typedef struct tensor_map {
 
 /* Sizes by letter: d d_model, f ffn width, g 2 f, v vocabulary, p positions,
  * t token types, k key/value width, q d + 2 k (fused Q, K, V), b relative
- * position buckets, h heads. */
+ * position buckets, h heads, c labels of a classification head. */
 static int64_t dimension(const model_config *c, char letter)
 {
     int64_t head_dim = c->d_model / c->n_heads, kv = (int64_t)c->n_kv_heads * head_dim;
@@ -59,6 +59,7 @@ static int64_t dimension(const model_config *c, char letter)
     case 'k': return kv;
     case 'q': return c->d_model + 2 * kv;
     case 'b': return c->num_buckets;
+    case 'c': return c->head.n_labels;
     default: return c->n_heads; /* 'h' */
     }
 }
@@ -292,6 +293,54 @@ static const tensor_rule qwen2_layer[] = {
     {NULL, NULL, NULL, NULL, 0},
 };
 
+/* Sequence-classification heads (transformers' *ForSequenceClassification)
+ * into the job's [head] section (plugins/classifier.c). BERT's pooler sits
+ * under the encoder's prefix (bert.pooler), the rest beside the encoder. */
+static const tensor_rule bert_head_in_encoder[] = {
+    {"pooler.dense.weight", "/head/dense_weight", "dd", "", 0},
+    {"pooler.dense.bias", "/head/dense_bias", "d", "", 0},
+    {NULL, NULL, NULL, NULL, 0},
+};
+static const tensor_rule bert_head[] = {
+    {"classifier.weight", "/head/out_weight", "cd", "", 0},
+    {"classifier.bias", "/head/out_bias", "c", "", 0},
+    {NULL, NULL, NULL, NULL, 0},
+};
+/* RobertaClassificationHead, and ELECTRA's of the same names. */
+static const tensor_rule roberta_head[] = {
+    {"classifier.dense.weight", "/head/dense_weight", "dd", "", 0},
+    {"classifier.dense.bias", "/head/dense_bias", "d", "", 0},
+    {"classifier.out_proj.weight", "/head/out_weight", "cd", "", 0},
+    {"classifier.out_proj.bias", "/head/out_bias", "c", "", 0},
+    {NULL, NULL, NULL, NULL, 0},
+};
+static const tensor_rule distilbert_head[] = {
+    {"pre_classifier.weight", "/head/dense_weight", "dd", "", 0},
+    {"pre_classifier.bias", "/head/dense_bias", "d", "", 0},
+    {"classifier.weight", "/head/out_weight", "cd", "", 0},
+    {"classifier.bias", "/head/out_bias", "c", "", 0},
+    {NULL, NULL, NULL, NULL, 0},
+};
+static const tensor_rule no_head[] = {{NULL, NULL, NULL, NULL, 0}};
+
+/* The head's rules under the encoder's prefix, and beside it. */
+static void head_rules(head_kind kind, const tensor_rule **in_encoder, const tensor_rule **beside)
+{
+    *in_encoder = kind == HEAD_BERT ? bert_head_in_encoder : no_head;
+    *beside = kind == HEAD_BERT      ? bert_head
+              : kind == HEAD_ROBERTA ? roberta_head
+              : kind == HEAD_DISTILBERT ? distilbert_head
+                                        : no_head;
+}
+
+static int count_rules(const tensor_rule *rules)
+{
+    int n = 0;
+    while (rules[n].source != NULL)
+        n++;
+    return n;
+}
+
 static const tensor_map *map_of(architecture kind)
 {
     static const tensor_rule *const bert_layer[] = {bert_attention, bert_ffn, NULL};
@@ -464,7 +513,10 @@ static int plan_tensors(importer *self, const char *safetensors_path)
     for (const tensor_rule *const *table = map->layer; *table != NULL; table++)
         for (const tensor_rule *rule = *table; rule->source != NULL; rule++)
             n_layer++;
-    int capacity = n_model + n_layer * c->n_layers;
+    const tensor_rule *head_in_encoder, *head_beside;
+    head_rules(c->head.kind, &head_in_encoder, &head_beside);
+    int capacity = n_model + n_layer * c->n_layers + count_rules(head_in_encoder)
+                   + count_rules(head_beside);
     self->plan = calloc((size_t)capacity, sizeof *self->plan);
     if (self->plan == NULL)
         return tfenc_error(ctx, TFENC_ERR_NO_MEMORY, "out of memory");
@@ -479,6 +531,12 @@ static int plan_tensors(importer *self, const char *safetensors_path)
                 if (applies(c, rule->when, layer)
                     && (status = add_plan(self, capacity, prefix, rule, layer)))
                     return status;
+    for (const tensor_rule *rule = head_in_encoder; rule->source != NULL; rule++)
+        if ((status = add_plan(self, capacity, prefix, rule, -1)))
+            return status;
+    for (const tensor_rule *rule = head_beside; rule->source != NULL; rule++)
+        if ((status = add_plan(self, capacity, "", rule, -1)))
+            return status;
 
     for (int i = 0; i < self->plan_count; i++) {
         tensor_plan *item = &self->plan[i];
