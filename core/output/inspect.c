@@ -439,6 +439,7 @@ int tfenc_inspect_output(tfenc_context *ctx, const char *path, tfenc_inspection 
     inspection->precision_recorded = inspection->precision != NULL;
     /* Optional detail (recorded since the int8 gate): not listed as unknown. */
     inspection->precision_steps = read_string(file, "precision_steps");
+    inspection->id2label = read_string(file, "id2label");
     inspection->precision_sample_min_cosine = read_double(file, "precision_sample_min_cosine");
     if (inspection->precision == NULL && inspection->job_settings != NULL)
         inspection->precision = precision_from_settings(inspection->job_settings);
@@ -479,7 +480,7 @@ void tfenc_inspection_free(tfenc_inspection *inspection)
                         &inspection->job_settings, &inspection->job_text, &inspection->job_path,
                         &inspection->working_directory, &inspection->job_overrides,
                         &inspection->precision, &inspection->precision_steps,
-                        &inspection->resume_command};
+                        &inspection->id2label, &inspection->resume_command};
     for (size_t i = 0; i < sizeof strings / sizeof strings[0]; i++) {
         free(*strings[i]);
         *strings[i] = NULL;

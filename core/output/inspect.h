@@ -41,7 +41,8 @@ typedef struct tfenc_inspection {
     /* Attributes as stored; NULL when the file has none (older tfenc). */
     char *tfenc_version;
     char *created;           /* ISO-8601 UTC, when the file was first created */
-    char *output_kind;       /* pooled or tokens */
+    char *output_kind;       /* pooled, tokens or scores */
+    char *id2label;          /* scores: the head's label names (JSON); NULL otherwise */
     char *dtype;             /* float32, float16 or bfloat16 */
     char *compression;       /* none or gzip */
     char *weights_sha256;    /* the model: SHA-256 of its weights file */

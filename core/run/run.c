@@ -684,7 +684,8 @@ static void describe_plan(run *r)
                            .step_flops = r->step_flops, .d_model = r->config.d_model,
                            .weights_path = r->config.weights_path,
                            .input_path = r->settings.input, .output_path = r->settings.output,
-                           .output_kind = r->output_kind, .dtype = r->settings.dtype,
+                           .output_kind = r->output_kind, .scores_width = r->scores_width,
+                           .labels = r->labels, .dtype = r->settings.dtype,
                            .n_documents = r->n_documents, .n_tokens = r->n_tokens,
                            .last_flop_rate = tfenc_run_last_flop_rate(),
                            .weights_float32_mib =

@@ -390,25 +390,50 @@ static int read_head(tfenc_context *ctx, const char *path, json_t *json, model_c
                            "the sequence-classification heads of bert, roberta, xlm-roberta, "
                            "electra and distilbert, not of %s", path, name, type);
     }
+    /* save_pretrained leaves id2label (and num_labels) out when they are
+     * PretrainedConfig's defaults: 2 labels, LABEL_0 and LABEL_1. */
     json_t *id2label = json_object_get(json, "id2label");
-    if (!json_is_object(id2label) || json_object_size(id2label) == 0)
-        return tfenc_error(ctx, TFENC_ERR_CONFIG, "%s: id2label is missing or empty (a "
-                           "sequence classifier names its labels)", path);
-    head->n_labels = (int)json_object_size(id2label);
-    for (int i = 0; i < head->n_labels; i++) {
-        char key[16];
-        snprintf(key, sizeof key, "%d", i);
-        if (!json_is_string(json_object_get(id2label, key)))
-            return tfenc_error(ctx, TFENC_ERR_CONFIG, "%s: id2label has no name for label "
-                               "\"%s\" of %d", path, key, head->n_labels);
-    }
     int status, num_labels;
-    if ((status = import_json_int(ctx, path, json, "num_labels", 1, head->n_labels,
-                                  &num_labels)))
-        return status;
-    if (num_labels != head->n_labels)
-        return tfenc_error(ctx, TFENC_ERR_CONFIG, "%s: num_labels %d disagrees with id2label's "
-                           "%d labels", path, num_labels, head->n_labels);
+    if (id2label == NULL || json_is_null(id2label)) {
+        if ((status = import_json_int(ctx, path, json, "num_labels", 1, 2, &num_labels)))
+            return status;
+        json_t *made = json_object();
+        for (int i = 0; made != NULL && i < num_labels; i++) {
+            char key[16], label[32];
+            snprintf(key, sizeof key, "%d", i);
+            snprintf(label, sizeof label, "LABEL_%d", i);
+            json_object_set_new(made, key, json_string(label));
+        }
+        if (made == NULL || (int)json_object_size(made) != num_labels) {
+            json_decref(made);
+            return tfenc_error(ctx, TFENC_ERR_NO_MEMORY, "out of memory");
+        }
+        head->n_labels = num_labels;
+        head->labels = labels_text(made);
+        json_decref(made);
+        if (head->labels == NULL)
+            return tfenc_error(ctx, TFENC_ERR_NO_MEMORY, "out of memory");
+    } else {
+        if (!json_is_object(id2label) || json_object_size(id2label) == 0)
+            return tfenc_error(ctx, TFENC_ERR_CONFIG, "%s: id2label must be an object naming "
+                               "each label", path);
+        head->n_labels = (int)json_object_size(id2label);
+        for (int i = 0; i < head->n_labels; i++) {
+            char key[16];
+            snprintf(key, sizeof key, "%d", i);
+            if (!json_is_string(json_object_get(id2label, key)))
+                return tfenc_error(ctx, TFENC_ERR_CONFIG, "%s: id2label has no name for label "
+                                   "\"%s\" of %d", path, key, head->n_labels);
+        }
+        if ((status = import_json_int(ctx, path, json, "num_labels", 1, head->n_labels,
+                                      &num_labels)))
+            return status;
+        if (num_labels != head->n_labels)
+            return tfenc_error(ctx, TFENC_ERR_CONFIG, "%s: num_labels %d disagrees with "
+                               "id2label's %d labels", path, num_labels, head->n_labels);
+        if ((head->labels = labels_text(id2label)) == NULL)
+            return tfenc_error(ctx, TFENC_ERR_NO_MEMORY, "out of memory");
+    }
     static const char *const problems[] = {"single_label_classification",
                                            "multi_label_classification", "regression", NULL};
     json_t *problem = json_object_get(json, "problem_type");
@@ -437,8 +462,6 @@ static int read_head(tfenc_context *ctx, const char *path, json_t *json, model_c
                                "'%s' is not supported (Sigmoid or Identity)", path,
                                text != NULL ? text : "(not a string)");
     }
-    if ((head->labels = labels_text(id2label)) == NULL)
-        return tfenc_error(ctx, TFENC_ERR_NO_MEMORY, "out of memory");
     return TFENC_OK;
 }
 

