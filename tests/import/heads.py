@@ -9,7 +9,9 @@ usage: heads.py make OUT_DIR
          reference.h5: `logits [N, k]` of each sequence alone (unpadded),
          `padded [N, k]` of the sequences padded into one batch with an
          attention mask, and `scores [N, k]`, the logits through what
-         transformers' text-classification pipeline applies by default.
+         transformers' text-classification pipeline applies by default; for
+         bert also `mean_norm [N, k]`, the head with mean pooling, GELU and a
+         LayerNorm (norm.h5 holds its weight and bias).
          Also OUT_DIR/pretraining/ (a BertForPreTraining, whose masked-LM and
          next-sentence heads an encoder import leaves out) and
          OUT_DIR/mpnet/ (an MPNetForSequenceClassification, whose head tfenc
@@ -100,6 +102,25 @@ def make(out_dir):
                 batch[i, :len(ids)] = ids
                 mask[i, :len(ids)] = 1
             padded = model(input_ids=batch, attention_mask=mask).logits
+        extra = {}
+        if kind == "bert":
+            # The classifier's other options, on the same encoder: ModernBERT's
+            # head shape (mean pooling, dense, GELU, LayerNorm with bias, out
+            # map) with a norm drawn here, the pooler's weights as the dense map.
+            norm_weight = 1 + 0.1 * torch.randn(D, generator=generator)
+            norm_bias = 0.1 * torch.randn(D, generator=generator)
+            with torch.no_grad():
+                out = []
+                for ids in rows:
+                    hidden = model.bert(input_ids=ids[None]).last_hidden_state[0]
+                    x = model.bert.pooler.dense(hidden.mean(dim=0))
+                    x = torch.nn.functional.gelu(x)
+                    x = torch.nn.functional.layer_norm(x, (D,), norm_weight, norm_bias, 1e-5)
+                    out.append(torch.softmax(model.classifier(x), dim=-1))
+            extra["mean_norm"] = torch.stack(out).numpy()
+            with h5py.File(os.path.join(directory, "norm.h5"), "w") as f:
+                f["norm_weight"] = norm_weight.numpy()
+                f["norm_bias"] = norm_bias.numpy()
         with h5py.File(os.path.join(directory, "ids.h5"), "w") as f:
             f["tokens"] = torch.cat(rows).numpy().astype(np.int32)
             f["offsets"] = np.cumsum([0] + lengths).astype(np.int64)
@@ -107,6 +128,8 @@ def make(out_dir):
             f["logits"] = alone.numpy()
             f["padded"] = padded.numpy()
             f["scores"] = pipeline_scores(alone, model.config).numpy()
+            for name, values in extra.items():
+                f[name] = values
             f.attrs["id2label"] = str(model.config.id2label)
         print(f"heads: {kind}: {len(rows)} sequences, {model.config.num_labels} labels, "
               f"problem_type {model.config.problem_type}")

@@ -56,6 +56,28 @@ for kind in bert roberta xlm-roberta electra distilbert; do
   compare "$dir/reference.h5" padded "$dir/logits.h5" "$kind logits, padded batch"
 done
 
+# The classifier's mean pooling, GELU and LayerNorm (ModernBERT's head
+# shape), on the bert kind's encoder with the norm added to its weights.
+checks=$((checks + 1))
+mkdir -p "$work/mean-norm"
+cp "$work/bert/job.ini" "$work/bert/ids.h5" "$work/mean-norm/"
+"$python" - "$work/bert/model.h5" "$work/bert/norm.h5" "$work/mean-norm/model.h5" <<'PY'
+import shutil, sys
+import h5py
+shutil.copy(sys.argv[1], sys.argv[3])
+with h5py.File(sys.argv[2], "r") as norm, h5py.File(sys.argv[3], "a") as f:
+    for name in ("norm_weight", "norm_bias"):
+        f["/head/" + name] = norm[name][()]
+PY
+if run "$work/mean-norm" "$work/mean-norm/scores.h5" --set head.pooling=mean \
+    --set head.activation=gelu --set head.norm=true; then
+  checks=$((checks - 1))
+  compare "$work/bert/reference.h5" mean_norm "$work/mean-norm/scores.h5" \
+    "bert head with mean pooling, GELU and LayerNorm"
+else
+  fail "mean pooling, GELU and LayerNorm: tfenc-batch failed"
+fi
+
 # The file: scores [N, k] float32, output_kind scores, id2label as in config.json.
 checks=$((checks + 1))
 "$python" - "$work/bert/scores.h5" "$work/bert/config.json" <<'PY' || failures=$((failures + 1))
