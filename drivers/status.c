@@ -132,8 +132,13 @@ static void print_report(const tfenc_inspection *i)
     else
         printf("documents: %lld; how many are finished cannot be told (an older tfenc wrote "
                "lengths without the 'not written' mark)\n", (long long)i->n_documents);
-    printf("output: %s, %s, d_model %lld", or_unknown(i->output_kind), or_unknown(i->dtype),
-           (long long)i->d_model);
+    if (i->output_kind != NULL && strcmp(i->output_kind, "scores") == 0)
+        printf("output: scores [%lld documents, %lld labels], %s, id2label %s",
+               (long long)i->n_documents, (long long)i->d_model, or_unknown(i->dtype),
+               i->id2label != NULL && i->id2label[0] != '\0' ? i->id2label : "(none)");
+    else
+        printf("output: %s, %s, d_model %lld", or_unknown(i->output_kind), or_unknown(i->dtype),
+               (long long)i->d_model);
     if (i->n_tokens >= 0)
         printf(", %lld token rows", (long long)i->n_tokens);
     printf(", compression %s\n", or_unknown(i->compression));

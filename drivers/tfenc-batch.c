@@ -317,8 +317,13 @@ static void print_plan(void *user, const tfenc_run_plan *p)
         for (int i = tfenc_layout_first_step(l, s); i < tfenc_layout_end_step(l, s); i++)
             print_step(p, i, l->pipeline_stages > 1 ? "  " : "");
     }
-    printf("output: %s (%s, %s)\n", p->output_path, tfenc_output_kind_name(p->output_kind),
-           tfenc_output_dtype_name(p->dtype));
+    if (p->output_kind == TFENC_OUTPUT_SCORES)
+        printf("output: %s (scores [%lld, %d] of the model's head, %s; id2label %s)\n",
+               p->output_path, (long long)p->n_documents, p->scores_width,
+               tfenc_output_dtype_name(p->dtype), p->labels != NULL ? p->labels : "(none)");
+    else
+        printf("output: %s (%s, %s)\n", p->output_path, tfenc_output_kind_name(p->output_kind),
+               tfenc_output_dtype_name(p->dtype));
     printf("corpus: %s, %lld documents, %lld tokens after truncation (mean %.1f)\n",
            p->input_path, (long long)p->n_documents, (long long)p->n_tokens, mean_length);
     print_sources(p);

@@ -38,6 +38,7 @@ static void importer_free(importer *self)
     free(self->transformer_dir);
     free(self->config.model_type);
     free(self->config.config_text);
+    free(self->config.head.labels);
     for (int i = 0; i < 4; i++)
         free(self->tokenizer.special[i]);
     free(self->tokenizer.vocab);

@@ -1,5 +1,6 @@
 /* Entry point of the layers plugin: enumerates the per-token and pooling
- * layer types (embedding, sinusoidal, ffn, layernorm, rmsnorm, pooling). */
+ * layer types (embedding, sinusoidal, ffn, layernorm, rmsnorm, pooling) and the
+ * classification head (classifier). */
 #include "layers.h"
 
 /* Each type's source file declares it next to its descriptor
@@ -11,6 +12,7 @@ static const tfenc_layer_descriptor *const layer_types[] = {
     &tfenc_layers_layernorm,
     &tfenc_layers_rmsnorm,
     &tfenc_layers_pooling,
+    &tfenc_layers_classifier,
 };
 
 TFENC_EXPORT const tfenc_layer_descriptor *tfenc_plugin_descriptor(unsigned index);

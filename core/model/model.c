@@ -6,6 +6,7 @@
 #include "base/context.h"
 #include "job/params.h"
 
+#include <jansson.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -453,6 +454,7 @@ struct tfenc_model {
     model_step *steps; /* the stage's range only */
     int n_steps;
     int first_step;
+    int ends_plan; /* the range holds the plan's last step, whose output the job writes */
     int d_model;
     tfenc_limits limits;
     float *residual; /* [max_tokens, d_model]: the step input kept for the skip connection */
@@ -546,6 +548,7 @@ int tfenc_model_create(tfenc_context *ctx, const tfenc_model_options *options,
         return tfenc_error(ctx, TFENC_ERR_NO_MEMORY, "out of memory");
     model->steps = calloc((size_t)(end - first), sizeof *model->steps);
     model->first_step = first;
+    model->ends_plan = end == plan->n_steps;
     model->d_model = options->config->d_model;
     model->limits = options->limits;
     int status = model->steps == NULL ? tfenc_error(ctx, TFENC_ERR_NO_MEMORY, "out of memory")
@@ -769,6 +772,66 @@ int tfenc_model_probe_pools(tfenc_context *ctx, tfenc_model *model, int *pools)
     *pools = p.batch.rows == 1;
     tfenc_aligned_free(p.x);
     return status;
+}
+
+/* A head's id2label must name each of its `width` scores once ("0" ..
+ * "width-1", each a string), or the file's labels would not match its columns. */
+static int check_labels(tfenc_context *ctx, const char *scope, const char *labels, int width)
+{
+    json_error_t parse_error;
+    json_t *object = json_loads(labels, 0, &parse_error);
+    int status = TFENC_OK;
+    if (object == NULL || !json_is_object(object)) {
+        status = tfenc_error(ctx, TFENC_ERR_CONFIG, "%s: labels is not a JSON object of "
+                             "label names (id2label): %s", scope,
+                             object == NULL ? parse_error.text : "another JSON value");
+    } else if ((int)json_object_size(object) != width) {
+        status = tfenc_error(ctx, TFENC_ERR_CONFIG, "%s: labels (id2label) names %d labels, "
+                             "but the head computes %d scores", scope,
+                             (int)json_object_size(object), width);
+    } else {
+        for (int i = 0; i < width && status == TFENC_OK; i++) {
+            char key[16];
+            snprintf(key, sizeof key, "%d", i);
+            if (!json_is_string(json_object_get(object, key)))
+                status = tfenc_error(ctx, TFENC_ERR_CONFIG, "%s: labels (id2label) has no "
+                                     "name for label \"%s\" of %d", scope, key, width);
+        }
+    }
+    json_decref(object);
+    return status;
+}
+
+int tfenc_model_output(tfenc_context *ctx, const tfenc_model *model, tfenc_layer_output *output)
+{
+    *output = (tfenc_layer_output){.struct_size = sizeof *output,
+                                   .kind = TFENC_LAYER_OUTPUT_HIDDEN};
+    if (!model->ends_plan)
+        return TFENC_OK;
+    const model_step *last = &model->steps[model->n_steps - 1];
+    const tfenc_layer_descriptor *d = last->layer.descriptor;
+    /* Only a 1.2 descriptor long enough has the slot; older ones may hold
+     * anything there. */
+    if (d->abi_minor < 2 ||
+        d->struct_size < offsetof(tfenc_layer_descriptor, output) + sizeof(void *) ||
+        d->output == NULL)
+        return TFENC_OK;
+    int status = d->output(last->layer.instance, output);
+    if (status != TFENC_OK)
+        return status;
+    if (output->kind == TFENC_LAYER_OUTPUT_SCORES &&
+        (output->width < 1 || output->width > model->d_model))
+        return tfenc_error(ctx, TFENC_ERR_PLUGIN, "%s declares %d scores per sequence (1 to "
+                           "d_model %d)", last->layer.scope, output->width, model->d_model);
+    if (output->kind == TFENC_LAYER_OUTPUT_SCORES && last->norm.descriptor != NULL)
+        return tfenc_error(ctx, TFENC_ERR_CONFIG, "%s writes scores, which a norm after it "
+                           "would change: give it no norm", last->layer.scope);
+    if (output->kind != TFENC_LAYER_OUTPUT_HIDDEN && output->kind != TFENC_LAYER_OUTPUT_SCORES)
+        return tfenc_error(ctx, TFENC_ERR_PLUGIN, "%s declares an unknown output kind %d",
+                           last->layer.scope, (int)output->kind);
+    if (output->kind == TFENC_LAYER_OUTPUT_SCORES && output->labels != NULL)
+        return check_labels(ctx, last->layer.scope, output->labels, output->width);
+    return TFENC_OK;
 }
 
 int tfenc_model_survey(tfenc_context *ctx, const tfenc_model_options *options,

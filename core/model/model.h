@@ -103,6 +103,11 @@ int tfenc_model_probe_pools(tfenc_context *ctx, tfenc_model *model, int *pools);
  * *pools whether the whole model pools. */
 int tfenc_model_survey(tfenc_context *ctx, const tfenc_model_options *options,
                        double mean_seq_len, double *step_flops, int *pools);
+/* What the job writes, as the plan's last layer declares it (plugin.h's
+ * tfenc_layer_output): HIDDEN when this model's range does not end the plan
+ * or the layer declares nothing. A SCORES width outside 1..d_model, or a
+ * norm after a SCORES layer, is an error naming the layer. */
+int tfenc_model_output(tfenc_context *ctx, const tfenc_model *model, tfenc_layer_output *output);
 void tfenc_model_destroy(tfenc_model *model);
 
 #endif

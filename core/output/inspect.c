@@ -240,8 +240,22 @@ static int check_shapes(tfenc_context *ctx, const char *path, hid_t file,
     snprintf(expected, sizeof expected, "[%s %lld, d_model %lld]",
              row_runs ? (tokens ? "n_tokens" : "chunks") : "n_documents", (long long)rows[0],
              (long long)rows[1]);
-    int status = check_dataset(ctx, path, file, tokens ? "hidden" : "embeddings", H5T_FLOAT,
-                               "floating-point", 2, rows, expected);
+    /* Compact dtypes (output/quantize.h) are integers, binary ones 8
+     * dimensions a byte; a head's scores have their own name. */
+    const char *dtype = inspection->dtype != NULL ? inspection->dtype : "";
+    const int packed = strcmp(dtype, "binary") == 0 || strcmp(dtype, "ubinary") == 0;
+    const int integer = packed || strcmp(dtype, "int8") == 0 || strcmp(dtype, "uint8") == 0;
+    const char *rows_name = tokens                                       ? "hidden"
+                            : H5Lexists(file, "scores", H5P_DEFAULT) > 0 ? "scores"
+                                                                         : "embeddings";
+    H5Eclear2(H5E_DEFAULT);
+    if (packed) {
+        rows[1] = d_model >= 0 ? d_model / 8 : d_model;
+        snprintf(expected, sizeof expected, "[n_documents %lld, d_model / 8 = %lld]",
+                 (long long)rows[0], (long long)rows[1]);
+    }
+    int status = check_dataset(ctx, path, file, rows_name, integer ? H5T_INTEGER : H5T_FLOAT,
+                               integer ? "integer" : "floating-point", 2, rows, expected);
     int64_t documents[1] = {n_documents};
     snprintf(expected, sizeof expected, "[n_documents %lld]", (long long)n_documents);
     if (status == TFENC_OK)
@@ -545,7 +559,8 @@ int tfenc_inspect_output(tfenc_context *ctx, const char *path, tfenc_inspection 
     int64_t complete = read_integer(file, "complete", &has_complete);
     inspection->tfenc_version = read_string(file, "tfenc_version");
     int has_rows = H5Lexists(file, "embeddings", H5P_DEFAULT) > 0
-                   || H5Lexists(file, "hidden", H5P_DEFAULT) > 0;
+                   || H5Lexists(file, "hidden", H5P_DEFAULT) > 0
+                   || H5Lexists(file, "scores", H5P_DEFAULT) > 0;
     int has_lengths = H5Lexists(file, "lengths", H5P_DEFAULT) > 0;
     H5Eclear2(H5E_DEFAULT);
     /* An attribute in another form than tfenc's would read as absent. */
@@ -561,7 +576,7 @@ int tfenc_inspect_output(tfenc_context *ctx, const char *path, tfenc_inspection 
     }
     const char *lacking = inspection->tfenc_version == NULL ? "attribute 'tfenc_version'"
                           : !has_complete                  ? "attribute 'complete'"
-                          : !has_rows                      ? "dataset 'embeddings' or 'hidden'"
+                          : !has_rows                      ? "dataset 'embeddings', 'hidden' or 'scores'"
                           : !has_lengths                   ? "dataset 'lengths'"
                                                            : NULL;
     if (lacking != NULL) {
@@ -605,6 +620,7 @@ int tfenc_inspect_output(tfenc_context *ctx, const char *path, tfenc_inspection 
     inspection->precision_steps = read_string(file, "precision_steps");
     inspection->quantization_source = read_string(file, "quantization_ranges_source");
     inspection->corpus_shards = read_string(file, "corpus_shards");
+    inspection->id2label = read_string(file, "id2label");
     inspection->precision_sample_min_cosine = read_double(file, "precision_sample_min_cosine");
     if (inspection->precision == NULL && inspection->job_settings != NULL)
         inspection->precision = precision_from_settings(inspection->job_settings);
@@ -661,7 +677,7 @@ void tfenc_inspection_free(tfenc_inspection *inspection)
                         &inspection->job_settings, &inspection->job_text, &inspection->job_path,
                         &inspection->working_directory, &inspection->job_overrides,
                         &inspection->precision, &inspection->precision_steps,
-                        &inspection->quantization_source,
+                        &inspection->quantization_source, &inspection->id2label,
                         &inspection->resume_command, &inspection->corpus_shards};
     for (size_t i = 0; i < sizeof strings / sizeof strings[0]; i++) {
         free(*strings[i]);

@@ -84,7 +84,7 @@ static int h5_fail(tfenc_context *ctx, int status, const char *path, const char 
 
 /* ------------------------------------------------------------------ names */
 
-const char *const tfenc_output_kind_names[] = {"pooled", "tokens", "auto", NULL};
+const char *const tfenc_output_kind_names[] = {"pooled", "tokens", "scores", "auto", NULL};
 const char *const tfenc_output_dtype_names[] = {"float32", "float16", "bfloat16", "int8",
                                                 "uint8", "binary", "ubinary", NULL};
 const char *const tfenc_output_compression_names[] = {"none", "gzip", NULL};
@@ -124,7 +124,7 @@ int tfenc_output_compression_from_name(const char *name, tfenc_output_compressio
 
 const char *tfenc_output_kind_name(tfenc_output_kind kind)
 {
-    return tfenc_name_of(tfenc_output_kind_names, 3, kind);
+    return tfenc_name_of(tfenc_output_kind_names, TFENC_OUTPUT_AUTO + 1, kind);
 }
 
 const char *tfenc_output_dtype_name(tfenc_output_dtype dtype)
@@ -461,6 +461,9 @@ static int write_attributes(tfenc_context *ctx, tfenc_output *out,
         status = write_int64_attribute(ctx, out, "n_documents", out->n_documents);
     if (status == TFENC_OK && out->kind == TFENC_OUTPUT_TOKENS)
         status = write_int64_attribute(ctx, out, "n_tokens", out->n_tokens);
+    if (status == TFENC_OK && out->kind == TFENC_OUTPUT_SCORES)
+        status = write_string_attribute(ctx, out, "id2label",
+                                        options->labels != NULL ? options->labels : "");
     if (status == TFENC_OK && out->chunks == TFENC_CHUNKS_EACH)
         status = write_int64_attribute(ctx, out, "n_chunks", out->n_tokens);
     int32_t complete = 0;
@@ -482,7 +485,9 @@ static int has_row_runs(const tfenc_output *out)
 
 static const char *rows_name(const tfenc_output *out)
 {
-    return out->kind == TFENC_OUTPUT_TOKENS ? "hidden" : "embeddings";
+    return out->kind == TFENC_OUTPUT_TOKENS   ? "hidden"
+           : out->kind == TFENC_OUTPUT_SCORES ? "scores"
+                                              : "embeddings";
 }
 
 static const char *offsets_name(const tfenc_output *out)
@@ -1406,7 +1411,7 @@ static int64_t coalesce(int64_t n, int64_t *start, int64_t *length)
 int tfenc_output_write_pooled(tfenc_context *ctx, tfenc_output *out, int64_t n_rows,
                               const int64_t *global_indices, const float *rows)
 {
-    if (out->kind != TFENC_OUTPUT_POOLED || out->chunks == TFENC_CHUNKS_EACH)
+    if (out->kind == TFENC_OUTPUT_TOKENS || out->chunks == TFENC_CHUNKS_EACH)
         return tfenc_error(ctx, TFENC_ERR_INTERNAL, "%s: one row per document written to an "
                            "output of %s", out->path,
                            out->kind == TFENC_OUTPUT_POOLED ? "chunks" : "tokens");
@@ -1432,7 +1437,7 @@ int tfenc_output_write_pooled(tfenc_context *ctx, tfenc_output *out, int64_t n_r
             length[i] = 1;
         }
         int64_t runs = coalesce(n_rows, start, length);
-        status = write_elements(ctx, out, out->rows, "embeddings", runs, start, length,
+        status = write_elements(ctx, out, out->rows, rows_name(out), runs, start, length,
                                 out->row_width, out->float_type, out->staging);
     }
     free(start);

@@ -4,6 +4,8 @@
  *
  * Layout (N documents, d = d_model, T = tokens of all documents):
  *   embeddings [N, d]            pooled kind: one row per document
+ *   scores     [N, k]            scores kind: a head's k values per document
+ *                                (d_model holds k), `id2label` attribute
  *   hidden     [T, d]            tokens kind: rows offsets[i] .. offsets[i+1]-1
  *   offsets    [N+1] int64       tokens kind: offsets[0] = 0, offsets[N] = T
  *   lengths    [N]   int32       tokens encoded per document, special tokens
@@ -59,6 +61,7 @@
 typedef enum tfenc_output_kind {
     TFENC_OUTPUT_POOLED,
     TFENC_OUTPUT_TOKENS,
+    TFENC_OUTPUT_SCORES, /* a head's scores: `scores [N, d_model]`, d_model its label count */
     TFENC_OUTPUT_AUTO
 } tfenc_output_kind;
 typedef enum tfenc_output_dtype {
@@ -158,6 +161,9 @@ typedef struct tfenc_output_options {
      * from (stored as quantization_sample), else NULL and 0. */
     const int64_t *sample_indices;
     int n_sample;
+    /* Scores kind: the head's id2label (JSON object text) stored as the
+     * attribute id2label; NULL stores "". */
+    const char *labels;
 } tfenc_output_options;
 
 typedef struct tfenc_output tfenc_output;

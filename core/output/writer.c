@@ -38,6 +38,7 @@ struct tfenc_writer {
     int pooled;
     tfenc_output_chunks chunks;
     int output_dim; /* > 0: rows cut to this width and renormalised */
+    int scores_width; /* > 0: a head's scores, the first values of each row, as they are */
     int d_model;
     const char *path;
     int sync_fd;
@@ -163,6 +164,15 @@ static void truncate_rows(float *x, int64_t n, int d, int width)
 void tfenc_writer_truncate_rows(float *x, int64_t n, int d, int width)
 {
     truncate_rows(x, n, d, width);
+}
+
+/* A head's scores: the first `width` values of each d-wide row, packed
+ * without changing them (unlike truncate_rows, no renormalisation). */
+static void pack_rows(float *x, int64_t n, int d, int width)
+{
+    for (int64_t j = 1; j < n; j++)
+        memmove(x + (size_t)j * (size_t)width, x + (size_t)j * (size_t)d,
+                (size_t)width * sizeof *x);
 }
 
 /* The ids of a microbatch, one NUL-terminated string after another. */
@@ -324,6 +334,11 @@ static int write_chunked(tfenc_context *ctx, tfenc_writer *w, const tfenc_microb
     return status;
 }
 
+void tfenc_writer_set_scores(tfenc_writer *w, int width)
+{
+    w->scores_width = width;
+}
+
 /* ------------------------------------------------------------- writing */
 
 int tfenc_writer_write(tfenc_context *ctx, tfenc_writer *w, const tfenc_microbatch *m)
@@ -343,7 +358,9 @@ int tfenc_writer_write(tfenc_context *ctx, tfenc_writer *w, const tfenc_microbat
     if (w->chunks != TFENC_CHUNKS_OFF) {
         status = write_chunked(ctx, w, m);
     } else {
-        if (w->pooled && w->output_dim > 0)
+        if (w->pooled && w->scores_width > 0)
+            pack_rows(b->x, b->n_seq, b->d_model, w->scores_width);
+        else if (w->pooled && w->output_dim > 0)
             truncate_rows(b->x, b->n_seq, b->d_model, w->output_dim);
         status = w->pooled
                      ? tfenc_output_write_pooled(ctx, w->output, b->n_seq, m->indices, b->x)

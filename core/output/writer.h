@@ -29,6 +29,10 @@ int tfenc_writer_create(tfenc_context *ctx, tfenc_output *output, int pooled,
                         tfenc_output_chunks chunks, int output_dim, int d_model, int n_writers,
                         const char *path, tfenc_writer **writer_out);
 
+/* A pooled writer whose model ends in a head (output kind scores): each
+ * row's first `width` values are written as they are. */
+void tfenc_writer_set_scores(tfenc_writer *w, int width);
+
 /* Writes the microbatch's rows; its metadata waits for the next group. */
 int tfenc_writer_write(tfenc_context *ctx, tfenc_writer *w, const tfenc_microbatch *microbatch);
 

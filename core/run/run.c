@@ -60,7 +60,9 @@ typedef struct run {
     MPI_Comm writers_comm;   /* every last stage; MPI_COMM_NULL on the others */
     double *step_flops;      /* [n_steps] FLOPs per token at the corpus's mean length */
     tfenc_model *model;
-    tfenc_output_kind output_kind; /* pooled or tokens, once the model is known */
+    tfenc_output_kind output_kind; /* pooled, tokens or scores, once the model is known */
+    int scores_width;        /* scores: values per document */
+    char *labels;            /* scores: the head's id2label (JSON), or NULL */
     tfenc_tokenizer *tokenizer;
     tfenc_corpus *corpus;
     tfenc_feeder_options feeding;
@@ -583,14 +585,35 @@ static int open_input(run *r)
     return status;
 }
 
-static int decide_output_kind(run *r, int pools)
+static int decide_output_kind(run *r, int pools, const tfenc_layer_output *declared)
 {
     tfenc_output_kind wanted = r->settings.output_kind;
-    r->output_kind = pools ? TFENC_OUTPUT_POOLED : TFENC_OUTPUT_TOKENS;
+    int scores = declared->kind == TFENC_LAYER_OUTPUT_SCORES;
+    r->output_kind = scores  ? TFENC_OUTPUT_SCORES
+                     : pools ? TFENC_OUTPUT_POOLED
+                             : TFENC_OUTPUT_TOKENS;
+    r->scores_width = scores ? declared->width : 0;
+    free(r->labels);
+    r->labels = NULL;
+    if (scores && declared->labels != NULL && (r->labels = strdup(declared->labels)) == NULL)
+        return tfenc_error(r->ctx, TFENC_ERR_NO_MEMORY, "out of memory");
+    if (scores && !pools)
+        return tfenc_error(r->ctx, TFENC_ERR_PLUGIN, "%s: the model's last layer declares "
+                           "scores but leaves one row per token", r->job->path);
     if (wanted != TFENC_OUTPUT_AUTO && wanted != r->output_kind)
         return tfenc_error(r->ctx, TFENC_ERR_CONFIG,
-                           "%s: output_kind = %s but the model %s its output", r->job->path,
-                           tfenc_output_kind_name(wanted), pools ? "pools" : "does not pool");
+                           "%s: output_kind = %s but the model %s", r->job->path,
+                           tfenc_output_kind_name(wanted),
+                           scores ? "ends in a head that writes scores"
+                           : pools ? "pools its output" : "does not pool its output");
+    if (scores && r->settings.chunks != TFENC_CHUNKS_OFF)
+        return tfenc_error(r->ctx, TFENC_ERR_CONFIG,
+                           "%s: [job] long_documents = chunk pools each chunk's vectors, but the "
+                           "model ends in a head that writes scores", r->job->path);
+    if (scores && r->settings.output_dim > 0)
+        return tfenc_error(r->ctx, TFENC_ERR_CONFIG,
+                           "%s: [job] output_dim cuts pooled vectors, but the model ends in a "
+                           "head that writes scores", r->job->path);
     if (!pools && r->settings.chunks != TFENC_CHUNKS_OFF)
         return tfenc_error(r->ctx, TFENC_ERR_CONFIG,
                            "%s: [job] long_documents = chunk pools each chunk, but the model "
@@ -610,6 +633,50 @@ static int decide_output_kind(run *r, int pools)
                            "%s: [job] output_dim cuts pooled vectors, but the model does not "
                            "pool its output", r->job->path);
     return TFENC_OK;
+}
+
+/* Pipelines: what the model writes, from the plan's last step built alone
+ * on rank 0 (a head or a pooling layer: small) and sent to every rank. */
+static int survey_output(run *r, tfenc_layer_output *declared, char **labels_out)
+{
+    *labels_out = NULL;
+    *declared = (tfenc_layer_output){.struct_size = sizeof *declared};
+    int status = TFENC_OK;
+    long sizes[3] = {0, 0, 0}; /* kind, width, labels bytes (with NUL) */
+    tfenc_model *last = NULL;
+    if (r->rank == 0) {
+        tfenc_model_options o = model_options(r, r->plan.n_steps - 1, r->plan.n_steps);
+        status = tfenc_model_create(r->ctx, &o, &last);
+        if (status == TFENC_OK)
+            status = tfenc_model_output(r->ctx, last, declared);
+        if (status == TFENC_OK) {
+            sizes[0] = declared->kind;
+            sizes[1] = declared->width;
+            sizes[2] = declared->labels != NULL ? (long)strlen(declared->labels) + 1 : 0;
+        }
+    }
+    if (agree_on_failure(r, status)) {
+        tfenc_model_destroy(last);
+        return 1;
+    }
+    MPI_Bcast(sizes, 3, MPI_LONG, 0, MPI_COMM_WORLD);
+    char *labels = sizes[2] > 0 ? malloc((size_t)sizes[2]) : NULL;
+    if (r->rank == 0 && labels != NULL)
+        memcpy(labels, declared->labels, (size_t)sizes[2]);
+    tfenc_model_destroy(last);
+    int have = sizes[2] == 0 || labels != NULL;
+    MPI_Allreduce(MPI_IN_PLACE, &have, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+    if (!have) {
+        free(labels);
+        return agree_on_failure(r, tfenc_error(r->ctx, TFENC_ERR_NO_MEMORY, "out of memory"));
+    }
+    if (labels != NULL)
+        MPI_Bcast(labels, (int)sizes[2], MPI_CHAR, 0, MPI_COMM_WORLD);
+    declared->kind = (tfenc_layer_output_kind)sizes[0];
+    declared->width = (int)sizes[1];
+    declared->labels = labels; /* the model's own copy went with it */
+    *labels_out = labels;
+    return 0;
 }
 
 /* Pass 0: every rank reads and checks one share of the corpus, and the
@@ -688,7 +755,13 @@ static int cost_steps(run *r)
         return 1;
     MPI_Bcast(r->step_flops, r->plan.n_steps, MPI_DOUBLE, 0, MPI_COMM_WORLD);
     MPI_Bcast(&pools, 1, MPI_INT, 0, MPI_COMM_WORLD);
-    return agree_on_failure(r, decide_output_kind(r, pools));
+    tfenc_layer_output declared;
+    char *labels = NULL;
+    if (survey_output(r, &declared, &labels))
+        return 1;
+    status = decide_output_kind(r, pools, &declared);
+    free(labels);
+    return agree_on_failure(r, status);
 }
 
 /* The ranks of a node keep one copy of the weights (core/ranks/node_arena.h),
@@ -750,7 +823,8 @@ static void describe_plan(run *r)
                            .step_flops = r->step_flops, .d_model = r->config.d_model,
                            .weights_path = r->config.weights_path,
                            .input_path = r->settings.input, .output_path = r->settings.output,
-                           .output_kind = r->output_kind, .dtype = r->settings.dtype,
+                           .output_kind = r->output_kind, .scores_width = r->scores_width,
+                           .labels = r->labels, .dtype = r->settings.dtype,
                            .n_documents = r->n_documents, .n_tokens = r->n_tokens,
                            .last_flop_rate = tfenc_run_last_flop_rate(),
                            .weights_float32_mib =
@@ -1085,7 +1159,9 @@ static int open_output(run *r)
         tfenc_output_options o = {
             .path = r->settings.output, .kind = r->output_kind, .dtype = r->settings.dtype,
             .compression = r->settings.compression,
-            .d_model = r->settings.output_dim > 0 ? (int)r->settings.output_dim : r->config.d_model,
+            .d_model = r->scores_width > 0         ? r->scores_width
+                       : r->settings.output_dim > 0 ? (int)r->settings.output_dim
+                                                    : r->config.d_model,
             .n_documents = r->n_documents, .n_tokens = r->n_rows,
             .chunks = r->settings.chunks, .n_chunks = r->n_rows,
             .has_ids = r->settings.corpus.id_field != NULL,
@@ -1104,7 +1180,8 @@ static int open_output(run *r)
             .precision = tfenc_precision_names[r->config.precision],
             .sample_min_cosine = r->sample_cosine, .precision_steps = precision_steps,
             .ranges = r->ranges, .ranges_source = r->ranges_source,
-            .sample_indices = r->sample_indices, .n_sample = r->n_sample};
+            .sample_indices = r->sample_indices, .n_sample = r->n_sample,
+            .labels = r->labels};
         MPI_Comm writers = l->data_parallel > 1 ? r->writers_comm : MPI_COMM_NULL;
         status = TFENC_ERR_NOT_FOUND;
         if (r->settings.resume)
@@ -1114,10 +1191,12 @@ static int open_output(run *r)
             status = tfenc_output_create(r->ctx, writers, &o, &r->output);
         if (status == TFENC_OK)
             status = tfenc_writer_create(r->ctx, r->output,
-                                         r->output_kind == TFENC_OUTPUT_POOLED,
+                                         r->output_kind != TFENC_OUTPUT_TOKENS,
                                          r->settings.chunks, (int)r->settings.output_dim,
                                          r->config.d_model, l->data_parallel, r->settings.output,
                                          &r->writer);
+        if (status == TFENC_OK && r->output_kind == TFENC_OUTPUT_SCORES)
+            tfenc_writer_set_scores(r->writer, r->scores_width);
     }
     free(identity);
     free(precision_steps);
@@ -1371,6 +1450,7 @@ static void release_run(run *r)
     free(r->todo);
     free(r->runs);
     free(r->step_flops);
+    free(r->labels);
     tfenc_weight_store_close(r->weights);
     tfenc_node_arena_destroy(r->arena);
     tfenc_plugin_registry_destroy(r->registry);
@@ -1397,11 +1477,14 @@ static int whole_model(run *r)
 {
     tfenc_model_options o = model_options(r, 0, r->plan.n_steps);
     int pools = 0;
+    tfenc_layer_output declared;
     int status = tfenc_model_create(r->ctx, &o, &r->model);
     if (status == TFENC_OK)
         status = tfenc_model_probe_pools(r->ctx, r->model, &pools);
     if (status == TFENC_OK)
-        status = decide_output_kind(r, pools);
+        status = tfenc_model_output(r->ctx, r->model, &declared);
+    if (status == TFENC_OK)
+        status = decide_output_kind(r, pools, &declared);
     return status;
 }
 

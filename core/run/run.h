@@ -40,7 +40,9 @@ typedef struct tfenc_run_plan {
     const char *weights_path;
     const char *input_path;
     const char *output_path;
-    tfenc_output_kind output_kind; /* pooled or tokens */
+    tfenc_output_kind output_kind; /* pooled, tokens or scores */
+    int scores_width;              /* scores: the head's labels */
+    const char *labels;            /* scores: its id2label (JSON), or NULL */
     tfenc_output_dtype dtype;
     int64_t n_documents;
     int64_t n_tokens;              /* after truncation */

@@ -6,6 +6,7 @@
 
 #include "hf_config.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -338,6 +339,132 @@ static int read_qwen2(tfenc_context *ctx, const char *path, json_t *json, model_
     return TFENC_OK;
 }
 
+/* id2label as the job's `labels` value: compact JSON, ASCII, with ';' and
+ * '#' (an INI comment) escaped as JSON allows. */
+static char *labels_text(json_t *id2label)
+{
+    char *dumped = json_dumps(id2label, JSON_COMPACT | JSON_ENSURE_ASCII | JSON_SORT_KEYS);
+    if (dumped == NULL)
+        return NULL;
+    char *result = malloc(strlen(dumped) * 6 + 1);
+    if (result != NULL) {
+        char *end = result;
+        for (const char *p = dumped; *p != '\0'; p++)
+            end += *p == ';' ? sprintf(end, "\\u003b") : *p == '#' ? sprintf(end, "\\u0023")
+                                                                     : sprintf(end, "%c", *p);
+    }
+    free(dumped);
+    return result;
+}
+
+/* A *ForSequenceClassification (architectures[0]): its head, as transformers
+ * 4.40 defines it per model_type; the label count from id2label (which
+ * save_pretrained always writes), checked against num_labels when given;
+ * problem_type one of transformers' three. A sentence-transformers
+ * CrossEncoder folder says so by sbert_ce_default_activation_function:
+ * CrossEncoder.predict applies it (Sigmoid, or Identity). */
+static int read_head(tfenc_context *ctx, const char *path, json_t *json, model_config *config)
+{
+    head_settings *head = &config->head;
+    json_t *architectures = json_object_get(json, "architectures");
+    const char *name = json_string_value(json_array_get(architectures, 0));
+    const char *suffix = "ForSequenceClassification";
+    size_t length = name != NULL ? strlen(name) : 0;
+    if (length < strlen(suffix) || strcmp(name + length - strlen(suffix), suffix) != 0)
+        return TFENC_OK;
+    const char *type = config->model_type;
+    if (strcmp(type, "bert") == 0 && config->architecture == ARCH_BERT) {
+        head->kind = HEAD_BERT;
+        head->activation = "tanh";
+    } else if (strcmp(type, "roberta") == 0 || strcmp(type, "xlm-roberta") == 0) {
+        head->kind = HEAD_ROBERTA;
+        head->activation = "tanh";
+    } else if (strcmp(type, "electra") == 0) {
+        head->kind = HEAD_ROBERTA; /* its own head, in RoBERTa's names, with GELU */
+        head->activation = "gelu";
+    } else if (strcmp(type, "distilbert") == 0) {
+        head->kind = HEAD_DISTILBERT;
+        head->activation = "relu";
+    } else {
+        return tfenc_error(ctx, TFENC_ERR_CONFIG, "%s: architectures '%s': tfenc-import maps "
+                           "the sequence-classification heads of bert, roberta, xlm-roberta, "
+                           "electra and distilbert, not of %s", path, name, type);
+    }
+    /* save_pretrained leaves id2label (and num_labels) out when they are
+     * PretrainedConfig's defaults: 2 labels, LABEL_0 and LABEL_1. */
+    json_t *id2label = json_object_get(json, "id2label");
+    int status, num_labels;
+    if (id2label == NULL || json_is_null(id2label)) {
+        if ((status = import_json_int(ctx, path, json, "num_labels", 1, 65536, 2, &num_labels)))
+            return status;
+        json_t *made = json_object();
+        for (int i = 0; made != NULL && i < num_labels; i++) {
+            char key[16], label[32];
+            snprintf(key, sizeof key, "%d", i);
+            snprintf(label, sizeof label, "LABEL_%d", i);
+            json_object_set_new(made, key, json_string(label));
+        }
+        if (made == NULL || (int)json_object_size(made) != num_labels) {
+            json_decref(made);
+            return tfenc_error(ctx, TFENC_ERR_NO_MEMORY, "out of memory");
+        }
+        head->n_labels = num_labels;
+        head->labels = labels_text(made);
+        json_decref(made);
+        if (head->labels == NULL)
+            return tfenc_error(ctx, TFENC_ERR_NO_MEMORY, "out of memory");
+    } else {
+        if (!json_is_object(id2label) || json_object_size(id2label) == 0)
+            return tfenc_error(ctx, TFENC_ERR_CONFIG, "%s: id2label must be an object naming "
+                               "each label", path);
+        head->n_labels = (int)json_object_size(id2label);
+        for (int i = 0; i < head->n_labels; i++) {
+            char key[16];
+            snprintf(key, sizeof key, "%d", i);
+            if (!json_is_string(json_object_get(id2label, key)))
+                return tfenc_error(ctx, TFENC_ERR_CONFIG, "%s: id2label has no name for label "
+                                   "\"%s\" of %d", path, key, head->n_labels);
+        }
+        if ((status = import_json_int(ctx, path, json, "num_labels", 1, 65536, head->n_labels,
+                                      &num_labels)))
+            return status;
+        if (num_labels != head->n_labels)
+            return tfenc_error(ctx, TFENC_ERR_CONFIG, "%s: num_labels %d disagrees with "
+                               "id2label's %d labels", path, num_labels, head->n_labels);
+        if ((head->labels = labels_text(id2label)) == NULL)
+            return tfenc_error(ctx, TFENC_ERR_NO_MEMORY, "out of memory");
+    }
+    static const char *const problems[] = {"single_label_classification",
+                                           "multi_label_classification", "regression", NULL};
+    json_t *problem = json_object_get(json, "problem_type");
+    head->problem_type = "auto";
+    if (problem != NULL && !json_is_null(problem)) {
+        const char *text = json_string_value(problem);
+        for (const char *const *known = problems; text != NULL && *known != NULL; known++)
+            if (strcmp(text, *known) == 0)
+                head->problem_type = *known;
+        if (strcmp(head->problem_type, "auto") == 0)
+            return tfenc_error(ctx, TFENC_ERR_CONFIG, "%s: problem_type '%s' is not supported "
+                               "(transformers knows single_label_classification, "
+                               "multi_label_classification and regression)", path,
+                               text != NULL ? text : "(not a string)");
+    }
+    head->scores = "auto";
+    json_t *ce = json_object_get(json, "sbert_ce_default_activation_function");
+    if (ce != NULL && !json_is_null(ce)) {
+        const char *text = json_string_value(ce);
+        if (text != NULL && strcmp(text, "torch.nn.modules.activation.Sigmoid") == 0)
+            head->scores = "sigmoid";
+        else if (text != NULL && strcmp(text, "torch.nn.modules.linear.Identity") == 0)
+            head->scores = "logits";
+        else
+            return tfenc_error(ctx, TFENC_ERR_CONFIG, "%s: sbert_ce_default_activation_function "
+                               "'%s' is not supported (Sigmoid or Identity)", path,
+                               text != NULL ? text : "(not a string)");
+    }
+    return TFENC_OK;
+}
+
 int import_read_config(importer *self)
 {
     tfenc_context *ctx = self->ctx;
@@ -385,6 +512,7 @@ int import_read_config(importer *self)
                              "num_attention_heads %d", path, config->d_model, config->n_heads);
         goto done;
     }
+    status = read_head(ctx, path, json, config);
 done:
     json_decref(json);
     free(path);

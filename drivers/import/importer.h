@@ -30,6 +30,25 @@ typedef enum architecture {
     ARCH_QWEN2       /* decoder: RMSNorm, RoPE, grouped-query causal attention, SwiGLU */
 } architecture;
 
+/* A sequence-classification head (config.json's architectures names a
+ * *ForSequenceClassification), written as the job's [head] section of type
+ * classifier (plugins/classifier.c). */
+typedef enum head_kind {
+    HEAD_NONE,
+    HEAD_BERT,      /* BertPooler (dense + tanh on [CLS]) and classifier */
+    HEAD_ROBERTA,   /* classifier.dense + activation on <s>, classifier.out_proj (and ELECTRA) */
+    HEAD_DISTILBERT /* pre_classifier + ReLU, classifier */
+} head_kind;
+
+typedef struct head_settings {
+    head_kind kind;
+    const char *activation;   /* the classifier's: tanh, relu, gelu */
+    int n_labels;             /* id2label's size */
+    const char *problem_type; /* config.json's, or "auto" when unset */
+    const char *scores;       /* "auto", or what a sentence-transformers CrossEncoder applies */
+    char *labels;             /* id2label as compact JSON, ';' and '#' escaped (owned) */
+} head_settings;
+
 /* What config.json says about the architecture, in tfenc's terms. */
 typedef struct model_config {
     char *model_type;            /* as config.json names it */
@@ -65,6 +84,7 @@ typedef struct model_config {
     int num_buckets;             /* relative_buckets: rows of the bias table */
     int causal;                  /* decoder: token i sees tokens j <= i */
     char *config_text;           /* config.json as read, stored in the weights file */
+    head_settings head;
 } model_config;
 
 /* The tokenizer stored under /tokenizer: the model's tokenizer.json when

@@ -256,7 +256,8 @@ int import_write_job(importer *self, const char *job_tmp, const char *job_path,
                      "input = tokens.h5\ninput_format = hdf5\n");
     else
         fprintf(out, "input = corpus.txt\n");
-    fprintf(out, "output = embeddings.h5\nmax_seq_len = %d\n", self->max_length);
+    fprintf(out, "output = %s\nmax_seq_len = %d\n",
+            c->head.kind != HEAD_NONE ? "scores.h5" : "embeddings.h5", self->max_length);
     if (self->pooling.default_prompt != NULL)
         fprintf(out, "; sentence-transformers' default_prompt_name: the prompt every document\n"
                      "; gets (see [prompts]).\nprompt = %s\n", self->pooling.default_prompt);
@@ -269,7 +270,17 @@ int import_write_job(importer *self, const char *job_tmp, const char *job_path,
                      "; from the weights file (/tokenizer).\n\n");
     write_layers(out, c);
     /* Every layer section ends in a blank line. */
-    if (self->pooling.present)
+    const head_settings *head = &c->head;
+    if (head->kind != HEAD_NONE)
+        fprintf(out, "; The checkpoint's sequence-classification head: the output holds\n"
+                     "; scores [N, n_labels] (docs/scores.md). scores = logits, softmax or\n"
+                     "; sigmoid overrides what auto applies (transformers' pipeline).\n"
+                     "[head]\ntype = classifier\npooling = cls\ndense = true\n"
+                     "activation = %s\nproblem_type = %s\nscores = %s\nn_labels = %d\n"
+                     "labels = %s\n",
+                head->activation, head->problem_type, head->scores, head->n_labels,
+                head->labels);
+    else if (self->pooling.present)
         fprintf(out, "[pooling]\ntype = pooling\nmode = %s\nnormalize = %s\n",
                 self->pooling.mode, self->pooling.normalize ? "true" : "false");
     else

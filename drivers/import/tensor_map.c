@@ -34,11 +34,18 @@ typedef struct tensor_map {
      * that tfenc may leave out (name prefixes); any other unused float
      * tensor means the checkpoint holds a part tfenc's map does not know. */
     const char *const *unused;
+    /* Tensors outside the prefix that tfenc may leave out: the pretraining
+     * heads (masked LM, next sentence, replaced-token detection) that
+     * sentence-transformers' AutoModel drops as well (name prefixes from the
+     * top of the file). Anything else beside the encoder is a task head
+     * (classifier, pre_classifier, qa_outputs, ...) whose outputs are the
+     * model's: importing the bare encoder would lose them. */
+    const char *const *pretraining;
 } tensor_map;
 
 /* Sizes by letter: d d_model, f ffn width, g 2 f, v vocabulary, p positions,
  * t token types, k key/value width, q d + 2 k (fused Q, K, V), b relative
- * position buckets, h heads. */
+ * position buckets, h heads, c labels of a classification head. */
 static int64_t dimension(const model_config *c, char letter)
 {
     int64_t head_dim = c->d_model / c->n_heads, kv = (int64_t)c->n_kv_heads * head_dim;
@@ -52,6 +59,7 @@ static int64_t dimension(const model_config *c, char letter)
     case 'k': return kv;
     case 'q': return c->d_model + 2 * kv;
     case 'b': return c->num_buckets;
+    case 'c': return c->head.n_labels;
     default: return c->n_heads; /* 'h' */
     }
 }
@@ -79,6 +87,15 @@ static int applies(const model_config *c, const char *when, int layer)
 
 static const char *const no_unused[] = {NULL};
 static const char *const bert_unused[] = {"pooler.", NULL};
+/* BertForPreTraining / BertForMaskedLM (cls.), RoBERTa's and XLM-R's
+ * lm_head, ELECTRA's generator and discriminator heads. */
+static const char *const bert_pretraining[] = {"cls.", "lm_head.", "generator_predictions.",
+                                               "generator_lm_head.", "discriminator_predictions.",
+                                               NULL};
+static const char *const mpnet_pretraining[] = {"lm_head.", NULL};
+static const char *const distilbert_pretraining[] = {"vocab_transform.", "vocab_layer_norm.",
+                                                     "vocab_projector.", NULL};
+static const char *const modernbert_pretraining[] = {"head.", "decoder.", NULL};
 
 /* BERT, ELECTRA, RoBERTa, XLM-R (transformers' BertModel names). */
 static const char *const bert_prefixes[] = {"", "bert.", "roberta.", "electra.", NULL};
@@ -276,6 +293,54 @@ static const tensor_rule qwen2_layer[] = {
     {NULL, NULL, NULL, NULL, 0},
 };
 
+/* Sequence-classification heads (transformers' *ForSequenceClassification)
+ * into the job's [head] section (plugins/classifier.c). BERT's pooler sits
+ * under the encoder's prefix (bert.pooler), the rest beside the encoder. */
+static const tensor_rule bert_head_in_encoder[] = {
+    {"pooler.dense.weight", "/head/dense_weight", "dd", "", 0},
+    {"pooler.dense.bias", "/head/dense_bias", "d", "", 0},
+    {NULL, NULL, NULL, NULL, 0},
+};
+static const tensor_rule bert_head[] = {
+    {"classifier.weight", "/head/out_weight", "cd", "", 0},
+    {"classifier.bias", "/head/out_bias", "c", "", 0},
+    {NULL, NULL, NULL, NULL, 0},
+};
+/* RobertaClassificationHead, and ELECTRA's of the same names. */
+static const tensor_rule roberta_head[] = {
+    {"classifier.dense.weight", "/head/dense_weight", "dd", "", 0},
+    {"classifier.dense.bias", "/head/dense_bias", "d", "", 0},
+    {"classifier.out_proj.weight", "/head/out_weight", "cd", "", 0},
+    {"classifier.out_proj.bias", "/head/out_bias", "c", "", 0},
+    {NULL, NULL, NULL, NULL, 0},
+};
+static const tensor_rule distilbert_head[] = {
+    {"pre_classifier.weight", "/head/dense_weight", "dd", "", 0},
+    {"pre_classifier.bias", "/head/dense_bias", "d", "", 0},
+    {"classifier.weight", "/head/out_weight", "cd", "", 0},
+    {"classifier.bias", "/head/out_bias", "c", "", 0},
+    {NULL, NULL, NULL, NULL, 0},
+};
+static const tensor_rule no_head[] = {{NULL, NULL, NULL, NULL, 0}};
+
+/* The head's rules under the encoder's prefix, and beside it. */
+static void head_rules(head_kind kind, const tensor_rule **in_encoder, const tensor_rule **beside)
+{
+    *in_encoder = kind == HEAD_BERT ? bert_head_in_encoder : no_head;
+    *beside = kind == HEAD_BERT      ? bert_head
+              : kind == HEAD_ROBERTA ? roberta_head
+              : kind == HEAD_DISTILBERT ? distilbert_head
+                                        : no_head;
+}
+
+static int count_rules(const tensor_rule *rules)
+{
+    int n = 0;
+    while (rules[n].source != NULL)
+        n++;
+    return n;
+}
+
 static const tensor_map *map_of(architecture kind)
 {
     static const tensor_rule *const bert_layer[] = {bert_attention, bert_ffn, NULL};
@@ -285,15 +350,21 @@ static const tensor_map *map_of(architecture kind)
     static const tensor_rule *const nomic_layers[] = {nomic_layer, NULL};
     static const tensor_rule *const modernbert_layers[] = {modernbert_layer, NULL};
     static const tensor_rule *const qwen2_layers[] = {qwen2_layer, NULL};
-    static const tensor_map bert = {bert_prefixes, bert_model, bert_layer, bert_unused};
-    static const tensor_map mpnet = {mpnet_prefixes, mpnet_model, mpnet_layer, bert_unused};
+    static const tensor_map bert = {bert_prefixes, bert_model, bert_layer, bert_unused,
+                                    bert_pretraining};
+    static const tensor_map mpnet = {mpnet_prefixes, mpnet_model, mpnet_layer, bert_unused,
+                                     mpnet_pretraining};
     static const tensor_map distilbert = {distilbert_prefixes, bert_model, distilbert_layers,
-                                          no_unused};
-    static const tensor_map jina = {jina_prefixes, jina_model, jina_layer, bert_unused};
-    static const tensor_map nomic = {nomic_prefixes, nomic_model, nomic_layers, bert_unused};
+                                          no_unused, distilbert_pretraining};
+    static const tensor_map jina = {jina_prefixes, jina_model, jina_layer, bert_unused,
+                                    bert_pretraining};
+    static const tensor_map nomic = {nomic_prefixes, nomic_model, nomic_layers, bert_unused,
+                                     bert_pretraining};
     static const tensor_map modernbert = {modernbert_prefixes, modernbert_model,
-                                          modernbert_layers, modernbert_unused};
-    static const tensor_map qwen2 = {qwen2_prefixes, qwen2_model, qwen2_layers, no_unused};
+                                          modernbert_layers, modernbert_unused,
+                                          modernbert_pretraining};
+    static const tensor_map qwen2 = {qwen2_prefixes, qwen2_model, qwen2_layers, no_unused,
+                                     mpnet_pretraining};
     switch (kind) {
     case ARCH_MPNET: return &mpnet;
     case ARCH_DISTILBERT: return &distilbert;
@@ -366,28 +437,49 @@ static int check_tensor(importer *self, const char *safetensors_path, tensor_pla
     return TFENC_OK;
 }
 
-/* A float tensor under the prefix that the map does not use is a part of the
- * model tfenc would silently leave out (e.g. JinaBERT's query/key norms):
- * refuse it, unless the map lists it as not part of the embedding model. */
+static int starts_with_any(const char *name, const char *const *prefixes)
+{
+    for (; *prefixes != NULL; prefixes++)
+        if (strncmp(name, *prefixes, strlen(*prefixes)) == 0)
+            return 1;
+    return 0;
+}
+
+/* A float tensor the map does not use is a part of the model tfenc would
+ * silently leave out: under the prefix a variant of the architecture (e.g.
+ * JinaBERT's query/key norms), beside it a task head (a
+ * *ForSequenceClassification's classifier). Refuse it by name, unless the
+ * map lists it as not part of what the model outputs. */
 static int check_all_used(importer *self, const char *safetensors_path, const char *prefix,
                           const tensor_map *map)
 {
     size_t prefix_length = strlen(prefix);
     for (int i = 0; i < tfenc_safetensors_count(self->weights); i++) {
         const tfenc_safetensors_tensor *tensor = tfenc_safetensors_tensor_at(self->weights, i);
-        if (strncmp(tensor->name, prefix, prefix_length) != 0 || tensor->dtype[0] == 'I'
-            || tensor->dtype[0] == 'U' || strcmp(tensor->dtype, "BOOL") == 0)
+        if (tensor->dtype[0] == 'I' || tensor->dtype[0] == 'U'
+            || strcmp(tensor->dtype, "BOOL") == 0)
             continue;
         int used = 0;
         for (int k = 0; k < self->plan_count && !used; k++)
             used = self->plan[k].tensor == tensor;
-        for (const char *const *unused = map->unused; *unused != NULL && !used; unused++)
-            used = strncmp(tensor->name + prefix_length, *unused, strlen(*unused)) == 0;
-        if (!used)
+        if (used)
+            continue;
+        int in_encoder = strncmp(tensor->name, prefix, prefix_length) == 0;
+        if (in_encoder && starts_with_any(tensor->name + prefix_length, map->unused))
+            continue;
+        /* With no prefix the encoder's names and the heads' share the top. */
+        if ((!in_encoder || prefix_length == 0)
+            && starts_with_any(tensor->name, map->pretraining))
+            continue;
+        if (in_encoder && prefix_length > 0)
             return tfenc_error(self->ctx, TFENC_ERR_WEIGHTS, "%s: tensor '%s' is not part of "
                                "tfenc's map of %s (a variant of the architecture that tfenc "
                                "does not compute)", safetensors_path, tensor->name,
                                self->config.model_type);
+        return tfenc_error(self->ctx, TFENC_ERR_WEIGHTS, "%s: tensor '%s' is not part of "
+                           "tfenc's map of %s (a task head or a variant of the architecture "
+                           "that tfenc does not compute; importing the encoder alone would "
+                           "drop it)", safetensors_path, tensor->name, self->config.model_type);
     }
     return TFENC_OK;
 }
@@ -421,7 +513,10 @@ static int plan_tensors(importer *self, const char *safetensors_path)
     for (const tensor_rule *const *table = map->layer; *table != NULL; table++)
         for (const tensor_rule *rule = *table; rule->source != NULL; rule++)
             n_layer++;
-    int capacity = n_model + n_layer * c->n_layers;
+    const tensor_rule *head_in_encoder, *head_beside;
+    head_rules(c->head.kind, &head_in_encoder, &head_beside);
+    int capacity = n_model + n_layer * c->n_layers + count_rules(head_in_encoder)
+                   + count_rules(head_beside);
     self->plan = calloc((size_t)capacity, sizeof *self->plan);
     if (self->plan == NULL)
         return tfenc_error(ctx, TFENC_ERR_NO_MEMORY, "out of memory");
@@ -436,6 +531,12 @@ static int plan_tensors(importer *self, const char *safetensors_path)
                 if (applies(c, rule->when, layer)
                     && (status = add_plan(self, capacity, prefix, rule, layer)))
                     return status;
+    for (const tensor_rule *rule = head_in_encoder; rule->source != NULL; rule++)
+        if ((status = add_plan(self, capacity, prefix, rule, -1)))
+            return status;
+    for (const tensor_rule *rule = head_beside; rule->source != NULL; rule++)
+        if ((status = add_plan(self, capacity, "", rule, -1)))
+            return status;
 
     for (int i = 0; i < self->plan_count; i++) {
         tensor_plan *item = &self->plan[i];

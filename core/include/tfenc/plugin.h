@@ -318,6 +318,25 @@ typedef struct tfenc_layer_init {
     tfenc_limits limits;
 } tfenc_layer_init;
 
+/* ABI 1.2: what a model's last layer produces, which decides what the job
+ * writes (docs/scores.md). A layer without an `output` callback keeps the
+ * batch's kind: per-token rows, or pooled rows of d_model once a pooling
+ * layer has run. */
+typedef enum tfenc_layer_output_kind {
+    TFENC_LAYER_OUTPUT_HIDDEN = 0, /* rows of d_model values: embeddings or hidden states */
+    TFENC_LAYER_OUTPUT_SCORES = 1  /* one row per sequence, the first `width` values of each
+                                    * d_model-wide row: a classification/regression head */
+} tfenc_layer_output_kind;
+
+typedef struct tfenc_layer_output {
+    size_t struct_size;           /* sizeof(tfenc_layer_output) of the host */
+    tfenc_layer_output_kind kind;
+    int width;                    /* SCORES: values per sequence, 1 <= width <= d_model */
+    const char *labels;           /* SCORES: id2label as a JSON object ({"0": "NEGATIVE",
+                                   * ...}) or NULL; owned by the plugin or the host's params,
+                                   * valid until destroy() */
+} tfenc_layer_output;
+
 typedef struct tfenc_layer_descriptor {
     /* ABI this descriptor was compiled against: set them to the macros. */
     uint32_t abi_major;
@@ -363,8 +382,14 @@ typedef struct tfenc_layer_descriptor {
      * entry whose name is NULL (see tfenc_param_info). */
     const tfenc_param_info *params;
 
+    /* ABI 1.2, optional (may be NULL). Fills *output for an instance
+     * create() returned; the host asks the model's last layer only. A
+     * SCORES layer MUST leave batch->rows = n_seq with each sequence's
+     * values at the start of its row. Returns TFENC_OK or an error. */
+    int (*output)(const void *instance, tfenc_layer_output *output);
+
     /* Zero. Lets minor versions append callbacks without a major bump. */
-    void *reserved[7];
+    void *reserved[6];
 } tfenc_layer_descriptor;
 
 /* The entry symbol every plugin exports. Returns descriptor `index`, or NULL

@@ -1,0 +1,166 @@
+#!/usr/bin/env python3
+"""Random-weight *ForSequenceClassification checkpoints, written by
+transformers' own save_pretrained, and what tfenc must reproduce from them.
+
+usage: heads.py make OUT_DIR
+         For each kind writes OUT_DIR/KIND/: config.json and model.safetensors
+         (weights drawn by architectures.sharpen, so that the head's tensors
+         weigh as much as the encoder's), ids.h5 (a token-id corpus) and
+         reference.h5: `logits [N, k]` of each sequence alone (unpadded),
+         `padded [N, k]` of the sequences padded into one batch with an
+         attention mask, and `scores [N, k]`, the logits through what
+         transformers' text-classification pipeline applies by default; for
+         bert also `mean_norm [N, k]`, the head with mean pooling, GELU and a
+         LayerNorm (norm.h5 holds its weight and bias).
+         Also OUT_DIR/pretraining/ (a BertForPreTraining, whose masked-LM and
+         next-sentence heads an encoder import leaves out) and
+         OUT_DIR/mpnet/ (an MPNetForSequenceClassification, whose head tfenc
+         does not map).
+       heads.py compare REFERENCE.h5 DATASET TFENC.h5 LABEL
+         Largest absolute difference of tfenc's `scores` from DATASET; fails
+         above 1e-4 (the bar of architectures.py: float32 in another order
+         leaves ~1e-6; a wrong tensor, activation or pooled token moves the
+         logits of these unit-gain weights by far more than 1e-2).
+
+Each kind covers one problem_type and label count, so that every default of
+the pipeline is reached: softmax (several labels, single_label or unset),
+sigmoid (one label, or multi_label) and none (regression)."""
+import os
+import sys
+
+import h5py
+import numpy as np
+import torch
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from architectures import D, FFN, HEADS, LAYERS, VOCAB, sharpen  # noqa: E402
+
+TOLERANCE = 1e-4
+# kind: (labels, problem_type)
+KINDS = {"bert": (3, None), "roberta": (1, None),
+         "xlm-roberta": (4, "multi_label_classification"), "electra": (1, "regression"),
+         "distilbert": (2, "single_label_classification")}
+
+
+def classifier(kind):
+    import transformers as t
+    labels, problem = KINDS[kind]
+    extra = dict(num_labels=labels, problem_type=problem,
+                 id2label={i: f"label {i}; #{i}" for i in range(labels)})
+    common = dict(hidden_size=D, num_attention_heads=HEADS, num_hidden_layers=LAYERS,
+                  intermediate_size=FFN, vocab_size=VOCAB, hidden_dropout_prob=0.0,
+                  attention_probs_dropout_prob=0.0, **extra)
+    if kind == "bert":
+        return t.BertForSequenceClassification(t.BertConfig(max_position_embeddings=160,
+                                                            **common))
+    if kind == "roberta":
+        return t.RobertaForSequenceClassification(t.RobertaConfig(
+            max_position_embeddings=162, type_vocab_size=1, layer_norm_eps=1e-5, **common))
+    if kind == "xlm-roberta":
+        return t.XLMRobertaForSequenceClassification(t.XLMRobertaConfig(
+            max_position_embeddings=162, type_vocab_size=1, **common))
+    if kind == "electra":
+        return t.ElectraForSequenceClassification(t.ElectraConfig(
+            embedding_size=D, max_position_embeddings=160, **common))
+    if kind == "distilbert":
+        return t.DistilBertForSequenceClassification(t.DistilBertConfig(
+            dim=D, n_heads=HEADS, n_layers=LAYERS, hidden_dim=FFN, vocab_size=VOCAB,
+            max_position_embeddings=160, dropout=0.0, attention_dropout=0.0,
+            seq_classif_dropout=0.0, **extra))
+    raise KeyError(kind)
+
+
+def pipeline_scores(logits, config):
+    """transformers 4.40 TextClassificationPipeline.postprocess's default
+    function_to_apply, from the model's config."""
+    if config.problem_type == "regression":
+        return logits
+    if config.problem_type == "multi_label_classification" or config.num_labels == 1:
+        return torch.sigmoid(logits)
+    return torch.softmax(logits, dim=-1)
+
+
+def make(out_dir):
+    import transformers as t
+    torch.manual_seed(0)
+    for number, kind in enumerate(KINDS):
+        generator = torch.Generator().manual_seed(300 + number)
+        model = classifier(kind)
+        sharpen(model, generator)
+        directory = os.path.join(out_dir, kind)
+        model.save_pretrained(directory, safe_serialization=True)
+        model.eval()
+        lengths = [1, 2, 7, 16, 33, 64, 97, 129, 150, 5, 41, 12]
+        rows = [torch.randint(3, VOCAB, (n,), generator=generator) for n in lengths]
+        with torch.no_grad():
+            alone = torch.cat([model(input_ids=ids[None]).logits for ids in rows])
+            longest = max(lengths)
+            pad = model.config.pad_token_id or 0
+            batch = torch.full((len(rows), longest), pad, dtype=torch.long)
+            mask = torch.zeros(len(rows), longest, dtype=torch.long)
+            for i, ids in enumerate(rows):
+                batch[i, :len(ids)] = ids
+                mask[i, :len(ids)] = 1
+            padded = model(input_ids=batch, attention_mask=mask).logits
+        extra = {}
+        if kind == "bert":
+            # The classifier's other options, on the same encoder: ModernBERT's
+            # head shape (mean pooling, dense, GELU, LayerNorm with bias, out
+            # map) with a norm drawn here, the pooler's weights as the dense map.
+            norm_weight = 1 + 0.1 * torch.randn(D, generator=generator)
+            norm_bias = 0.1 * torch.randn(D, generator=generator)
+            with torch.no_grad():
+                out = []
+                for ids in rows:
+                    hidden = model.bert(input_ids=ids[None]).last_hidden_state[0]
+                    x = model.bert.pooler.dense(hidden.mean(dim=0))
+                    x = torch.nn.functional.gelu(x)
+                    x = torch.nn.functional.layer_norm(x, (D,), norm_weight, norm_bias, 1e-5)
+                    out.append(torch.softmax(model.classifier(x), dim=-1))
+            extra["mean_norm"] = torch.stack(out).numpy()
+            with h5py.File(os.path.join(directory, "norm.h5"), "w") as f:
+                f["norm_weight"] = norm_weight.numpy()
+                f["norm_bias"] = norm_bias.numpy()
+        with h5py.File(os.path.join(directory, "ids.h5"), "w") as f:
+            f["tokens"] = torch.cat(rows).numpy().astype(np.int32)
+            f["offsets"] = np.cumsum([0] + lengths).astype(np.int64)
+        with h5py.File(os.path.join(directory, "reference.h5"), "w") as f:
+            f["logits"] = alone.numpy()
+            f["padded"] = padded.numpy()
+            f["scores"] = pipeline_scores(alone, model.config).numpy()
+            for name, values in extra.items():
+                f[name] = values
+            f.attrs["id2label"] = str(model.config.id2label)
+        print(f"heads: {kind}: {len(rows)} sequences, {model.config.num_labels} labels, "
+              f"problem_type {model.config.problem_type}")
+    pretraining = t.BertForPreTraining(t.BertConfig(
+        hidden_size=D, num_attention_heads=HEADS, num_hidden_layers=LAYERS,
+        intermediate_size=FFN, vocab_size=VOCAB, max_position_embeddings=160))
+    pretraining.save_pretrained(os.path.join(out_dir, "pretraining"), safe_serialization=True)
+    mpnet = t.MPNetForSequenceClassification(t.MPNetConfig(
+        hidden_size=D, num_attention_heads=HEADS, num_hidden_layers=LAYERS,
+        intermediate_size=FFN, vocab_size=VOCAB, max_position_embeddings=162, num_labels=2))
+    mpnet.save_pretrained(os.path.join(out_dir, "mpnet"), safe_serialization=True)
+
+
+def compare(reference_path, dataset, tfenc_path, label):
+    with h5py.File(reference_path, "r") as f:
+        want = f[dataset][()].astype(np.float64)
+    with h5py.File(tfenc_path, "r") as f:
+        got = f["scores"][()].astype(np.float64)
+    if got.shape != want.shape:
+        print(f"FAIL: {label}: tfenc shape {got.shape}, reference {want.shape}")
+        return 1
+    worst = float(np.max(np.abs(got - want)))
+    print(f"{label}: max |diff| {worst:.2e} over {want.shape[0]} rows")
+    if not worst <= TOLERANCE:
+        print(f"FAIL: {label}: max |diff| {worst:.3e} > {TOLERANCE}")
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    if sys.argv[1] == "make":
+        make(sys.argv[2])
+        sys.exit(0)
+    sys.exit(compare(*sys.argv[2:6]))
