@@ -23,6 +23,12 @@ AM_TESTS_ENVIRONMENT += ASAN_OPTIONS=detect_leaks=0; export ASAN_OPTIONS; \
 	TFENC_SANITIZER_BUILD=1; export TFENC_SANITIZER_BUILD;
 endif
 
+# Every test runs under tests/harness/timed, which ends its log with its wall
+# time; `tests/harness/slowest BUILD` (tests/run-all.sh calls it after each
+# stage) names the slowest. Tests of other fragments need nothing for this.
+LOG_COMPILER = $(SHELL) $(top_srcdir)/tests/harness/timed
+EXTRA_DIST += tests/harness/timed tests/harness/slowest
+
 TEST_CFLAGS = $(AM_CFLAGS) $(CUNIT_CFLAGS)
 TEST_LIBS = core/libtfenc.la $(CUNIT_LIBS) $(HDF5_LIBS) $(MPI_LIBS) $(DL_LIBS) -lm
 

@@ -4,8 +4,10 @@
 # is the README's test command. Options, which CI passes both of:
 #   --sanitizers  then the same suite in a second build with
 #                 AddressSanitizer and UndefinedBehaviorSanitizer
-#   --fuzz        then each libFuzzer target for 100000 inputs or 60 s,
-#                 whichever comes first (tests/fuzz/run.sh)
+#   --fuzz        then the libFuzzer targets for a fixed total time
+#                 (tests/fuzz/run.sh --budget)
+# After each stage it prints the stage's time and the ten slowest tests
+# (tests/harness/slowest), whether the stage passed or not.
 set -eu
 top=$(cd "$(dirname "$0")/.." && pwd)
 cd "$top"
@@ -18,9 +20,22 @@ for option in "$@"; do
     *) echo "usage: tests/run-all.sh [--sanitizers] [--fuzz]" >&2; exit 2 ;;
   esac
 done
+started=$(date +%s)
+stage_started=$started
+stages=""
+# One line per finished stage: its own time and the run's so far; the
+# summary at the end repeats them all.
+stage_done() {
+  now=$(date +%s)
+  line="$1: $((now - stage_started)) s (run so far $((now - started)) s)"
+  echo "run-all: $line"
+  stages="$stages
+  $line"
+  stage_started=$now
+}
 sh tests/setup-deps
-
 [ -x configure ] || autoreconf -fi
+stage_done "dependencies and configure script"
 
 check_in() {
   build=$1
@@ -30,7 +45,10 @@ check_in() {
     cd "$build"
     [ -f Makefile ] || "$top/configure" -q "$@"
     make -j2
-    if ! make -j2 check; then
+    status=0
+    make -j2 check || status=$?
+    sh "$top/tests/harness/slowest" "$build" 10
+    if [ "$status" -ne 0 ]; then
       # Show why, not only that: every failing test's log.
       for log in $(find . -name '*.log' ! -name 'config.log' ! -name 'test-suite.log'); do
         trs="${log%.log}.trs"
@@ -44,16 +62,14 @@ check_in() {
   )
 }
 
-started=$(date +%s)
-elapsed() { echo "run-all: $1 after $(( $(date +%s) - started )) s"; }
 check_in "$top/build"
-elapsed "normal build: every test passed"
+stage_done "normal build and its make check"
 if [ "$sanitizers" -eq 1 ]; then
   check_in "$top/build-sanitizers" --enable-sanitizers
-  elapsed "sanitizer build: every test passed"
+  stage_done "sanitizer build and its make check"
 fi
 if [ "$fuzz" -eq 1 ]; then
-  sh tests/fuzz/run.sh "$top/build"
-  elapsed "fuzzers: no finding"
+  sh tests/fuzz/run.sh --budget "${TFENC_FUZZ_BUDGET:-90}" "$top/build"
+  stage_done "fuzzers"
 fi
-echo "run-all: every test passed"
+echo "run-all: every test passed; stages:$stages"

@@ -38,15 +38,23 @@ cflags="-std=c11 -g -O1 $(makefile_values WARN_CFLAGS) -D_GNU_SOURCE -DHAVE_CONF
 libs="$(makefile_values '[A-Z0-9]*_LIBS') -lm"
 
 objects=""
+stale=""
 for source in "$top"/core/*/*.c; do
   object="$out/objects/$(basename "$source" .c).o"
   # Rebuild only what changed, so that run.sh after an edit is quick.
   if [ ! -f "$object" ] || [ "$source" -nt "$object" ] \
      || [ -n "$(find "$top/core" -name '*.h' -newer "$object" | head -n 1)" ]; then
-    clang $cflags -fsanitize=fuzzer-no-link -c "$source" -o "$object"
+    stale="$stale $source"
   fi
   objects="$objects $object"
 done
+# TFENC_FUZZ_JOBS compilers at a time (2: CI's machine has two cores).
+# $0 is the flags, split into words as the single-compiler loop did.
+if [ -n "$stale" ]; then
+  printf '%s\n' $stale | xargs -P "${TFENC_FUZZ_JOBS:-2}" -I '{}' sh -c \
+    'clang $0 -fsanitize=fuzzer-no-link -c "$1" -o "$2/objects/$(basename "$1" .c).o"' \
+    "$cflags" '{}' "$out"
+fi
 rm -f "$out/libtfenc-fuzz.a"
 ar rcs "$out/libtfenc-fuzz.a" $objects
 
