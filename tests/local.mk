@@ -29,26 +29,58 @@ endif
 LOG_COMPILER = $(SHELL) $(top_srcdir)/tests/harness/timed
 EXTRA_DIST += tests/harness/timed tests/harness/slowest
 
-TEST_CFLAGS = $(AM_CFLAGS) $(CUNIT_CFLAGS)
+# C unit tests: tests/test_MODULE.c tests core/SUBSYSTEM/MODULE.c
+# (tests/README.md maps them). A test program defines its suites in a table
+# (tests/harness/cunit_main.h) and links UNIT_TEST_LIBS, whose
+# tests/harness/cunit_main.c is its main(); CFLAGS TEST_CFLAGS find the
+# harness headers. A program with a main() of its own links TEST_LIBS alone.
+TEST_CFLAGS = $(AM_CFLAGS) $(CUNIT_CFLAGS) -I$(top_srcdir)/tests
 TEST_LIBS = core/libtfenc.la $(CUNIT_LIBS) $(HDF5_LIBS) $(MPI_LIBS) $(DL_LIBS) -lm
+check_LTLIBRARIES += tests/harness/libunit.la
+tests_harness_libunit_la_SOURCES = tests/harness/cunit_main.c tests/harness/cunit_main.h \
+	tests/harness/checks.c tests/harness/checks.h
+tests_harness_libunit_la_CFLAGS = $(TEST_CFLAGS)
+UNIT_TEST_LIBS = tests/harness/libunit.la $(TEST_LIBS)
 
-check_PROGRAMS += tests/test_core
-TESTS += tests/test_core
-tests_test_core_SOURCES = tests/test_core.c tests/allocation_counter.c tests/allocation_counter.h
-tests_test_core_CFLAGS = $(TEST_CFLAGS)
-tests_test_core_LDADD = $(TEST_LIBS)
-
-# The safety stream's units: integer ranges, inline comments and declared
-# parameter tables (params); file checks, identity and plugin files examined
-# without loading them (files, shared_object).
-check_PROGRAMS += tests/test_params tests/test_files
-TESTS += tests/test_params tests/test_files
+# The job subsystem: job files (jobfile) and layer parameters with their
+# integer ranges, inline comments and declared tables (params).
+check_PROGRAMS += tests/test_jobfile tests/test_params
+TESTS += tests/test_jobfile tests/test_params
+tests_test_jobfile_SOURCES = tests/test_jobfile.c
+tests_test_jobfile_CFLAGS = $(TEST_CFLAGS)
+tests_test_jobfile_LDADD = $(UNIT_TEST_LIBS)
 tests_test_params_SOURCES = tests/test_params.c
 tests_test_params_CFLAGS = $(TEST_CFLAGS)
-tests_test_params_LDADD = $(TEST_LIBS)
+tests_test_params_LDADD = $(UNIT_TEST_LIBS)
+
+# File checks, identity and plugin files examined without loading them
+# (base/files, plugin/shared_object); the plugin loader.
+check_PROGRAMS += tests/test_files tests/test_plugin_loader
+TESTS += tests/test_files tests/test_plugin_loader
 tests_test_files_SOURCES = tests/test_files.c
 tests_test_files_CFLAGS = $(TEST_CFLAGS)
-tests_test_files_LDADD = $(TEST_LIBS)
+tests_test_files_LDADD = $(UNIT_TEST_LIBS)
+tests_test_plugin_loader_SOURCES = tests/test_plugin_loader.c
+tests_test_plugin_loader_CFLAGS = $(TEST_CFLAGS)
+tests_test_plugin_loader_LDADD = $(UNIT_TEST_LIBS)
+
+# The model subsystem: weight stores and linear maps (weights); the model's
+# composition, memory promises (checked with a counting allocator) and bf16
+# accuracy (model); and the int8 accuracy gate above it (run/accuracy_gate).
+# The last two share a random BERT-like encoder (tests/encoder_fixture.c).
+check_PROGRAMS += tests/test_weights tests/test_model tests/test_accuracy_gate
+TESTS += tests/test_weights tests/test_model tests/test_accuracy_gate
+tests_test_weights_SOURCES = tests/test_weights.c
+tests_test_weights_CFLAGS = $(TEST_CFLAGS)
+tests_test_weights_LDADD = $(UNIT_TEST_LIBS)
+tests_test_model_SOURCES = tests/test_model.c tests/encoder_fixture.c tests/encoder_fixture.h \
+	tests/allocation_counter.c tests/allocation_counter.h
+tests_test_model_CFLAGS = $(TEST_CFLAGS)
+tests_test_model_LDADD = $(UNIT_TEST_LIBS)
+tests_test_accuracy_gate_SOURCES = tests/test_accuracy_gate.c tests/encoder_fixture.c \
+	tests/encoder_fixture.h
+tests_test_accuracy_gate_CFLAGS = $(TEST_CFLAGS)
+tests_test_accuracy_gate_LDADD = $(UNIT_TEST_LIBS)
 
 # Plugins that the loader must refuse: an older ABI, and no entry symbol.
 check_LTLIBRARIES += tests/plugins/old_abi.la tests/plugins/no_entry.la
