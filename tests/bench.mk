@@ -23,5 +23,9 @@ bench: all tests/bench/gemm_rate$(EXEEXT)
 
 # The harness itself on a tiny workload (well under a minute; no timing
 # asserted; works offline without the peers).
+# Normal build only (tests/local.mk): a Python harness, and the tfenc jobs it
+# runs are layouts.sh's and precision_isa.sh's.
 dist_check_SCRIPTS += tests/bench/smoke.sh
+if !SANITIZERS
 TESTS += tests/bench/smoke.sh
+endif

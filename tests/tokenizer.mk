@@ -4,8 +4,13 @@
 # and real ones) against it on real multilingual and generated text (both
 # need tests/setup-python-venv).
 check_PROGRAMS += tests/test_tokenizer tests/tokenizer/tokenize_corpus
-TESTS += tests/test_tokenizer tests/tokenizer/test-reference.sh tests/tokenizer/test-json.sh \
-	tests/tokenizer/test-weights.sh
+TESTS += tests/test_tokenizer tests/tokenizer/test-reference.sh tests/tokenizer/test-weights.sh
+# Real tokenizer.json files on real text against Hugging Face's ids: normal
+# build only (tests/local.mk); under the sanitizers test_tokenizer's BPE,
+# Unigram and byte-level cases and fuzz_tokenizer_json cover those paths.
+if !SANITIZERS
+TESTS += tests/tokenizer/test-json.sh
+endif
 tests_test_tokenizer_SOURCES = tests/test_tokenizer.c
 tests_test_tokenizer_CPPFLAGS = $(AM_CPPFLAGS) $(CUNIT_CFLAGS)
 tests_test_tokenizer_LDADD = core/libtfenc.la $(CUNIT_LIBS) $(HDF5_LIBS)
