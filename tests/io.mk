@@ -18,3 +18,14 @@ tests_io_mpi_output_LDADD = core/libtfenc.la $(HDF5_LIBS) $(MPI_LIBS)
 
 tests_io_node_arena_SOURCES = tests/io/node_arena.c
 tests_io_node_arena_LDADD = core/libtfenc.la $(MPI_LIBS)
+
+# The corpus's windows (input/windows) and owning an output (output/ownership),
+# on one process (the windows on MPI_COMM_SELF).
+check_PROGRAMS += tests/test_windows tests/test_ownership
+TESTS += tests/test_windows tests/test_ownership
+tests_test_windows_SOURCES = tests/test_windows.c
+tests_test_windows_CFLAGS = $(TEST_CFLAGS)
+tests_test_windows_LDADD = $(UNIT_TEST_LIBS)
+tests_test_ownership_SOURCES = tests/test_ownership.c
+tests_test_ownership_CFLAGS = $(TEST_CFLAGS)
+tests_test_ownership_LDADD = $(UNIT_TEST_LIBS)

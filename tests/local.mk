@@ -82,6 +82,13 @@ tests_test_accuracy_gate_SOURCES = tests/test_accuracy_gate.c tests/encoder_fixt
 tests_test_accuracy_gate_CFLAGS = $(TEST_CFLAGS)
 tests_test_accuracy_gate_LDADD = $(UNIT_TEST_LIBS)
 
+# What a run reports about itself (run/run_report), on MPI_COMM_SELF.
+check_PROGRAMS += tests/test_run_report
+TESTS += tests/test_run_report
+tests_test_run_report_SOURCES = tests/test_run_report.c
+tests_test_run_report_CFLAGS = $(TEST_CFLAGS)
+tests_test_run_report_LDADD = $(UNIT_TEST_LIBS)
+
 # Plugins that the loader must refuse: an older ABI, and no entry symbol.
 check_LTLIBRARIES += tests/plugins/old_abi.la tests/plugins/no_entry.la
 tests_plugins_old_abi_la_SOURCES = tests/plugins/old_abi.c
