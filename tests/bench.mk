@@ -1,4 +1,4 @@
-# bench: tfenc against the engines a user can install (issue 12), on real
+# bench: tfenc against the engines a user can install, on real
 # models and real text. Not part of `make check`: `make bench` builds the
 # GEMM timer, installs the peers into their own venv on first use
 # (tests/bench/setup-bench) and runs the harness, which prints the table and

@@ -1,4 +1,4 @@
-# Issue 4: rank layouts (data-parallel replicas x pipeline stages) against
+# Rank layouts (data-parallel replicas x pipeline stages) against
 # the single-rank output, and a failing rank at every layout.
 dist_check_SCRIPTS += tests/pipeline/layouts.sh tests/pipeline/failing_rank.sh \
 	tests/pipeline/slurm.sh
@@ -19,10 +19,10 @@ tests_test_layout_SOURCES = tests/test_layout.c
 tests_test_layout_CFLAGS = $(TEST_CFLAGS)
 tests_test_layout_LDADD = $(TEST_LIBS)
 
-# Issue 7: jobs killed (SIGKILL) or stopped (SIGTERM) under mpiexec -n 4 and
+# Jobs killed (SIGKILL) or stopped (SIGTERM) under mpiexec -n 4 and
 # run again end with the uninterrupted run's file.
 # A disk that fills mid-run: one line with the reason, rows kept, resumable.
-# Issue 14: outputs that are inputs, shared by two jobs, resumed over changed
+# Outputs that are inputs, shared by two jobs, resumed over changed
 # inputs, or about to hold non-finite rows are refused.
 dist_check_SCRIPTS += tests/resume/kill_resume.sh tests/resume/disk_full.sh \
 	tests/resume/guards.sh

@@ -1,4 +1,4 @@
-# Issue 15's scale tools (benchmarks, not tests: they print figures and
+# The scale tools (benchmarks, not tests: they print figures and
 # assert no time): the straggler benchmark, the calibration of the
 # 1,000-rank model and the model itself (docs/scale.md).
 check_PROGRAMS += tests/scale/calibrate

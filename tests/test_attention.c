@@ -623,7 +623,7 @@ static void test_errors(void)
  * the padded product sizes and a second query tile. bf16 rounds x, the
  * weights, Q, K, V and the probabilities to 8 significant bits (2^-9
  * relative); about five such roundings on the way to each output give
- * 1 - cos near (5 * 2^-9 / sqrt 3)^2 / 2 ~ 1.6e-5 at worst: the issue's bar
+ * 1 - cos near (5 * 2^-9 / sqrt 3)^2 / 2 ~ 1.6e-5 at worst: the bf16 bar
  * of 0.9999 holds with room, while any mistake in the padded or gathered
  * layouts mixes heads or tokens and costs percents. */
 static void test_bf16_against_fp32(void)

@@ -913,7 +913,7 @@ static void test_round_bf16(void)
  * (relative error <= 2^-9 each, about 2^-9 / sqrt(3) on average); the sums
  * stay fp32. Three roundings on the way give a relative error near
  * 3 * 2^-9 / sqrt(3) ~ 3.4e-3 per output, so 1 - cos ~ (3.4e-3)^2 / 2 ~ 6e-6:
- * the issue's bar of 0.9999 holds with a margin of 15x, and a wrong layout
+ * the bf16 bar of 0.9999 holds with a margin of 15x, and a wrong layout
  * (transposed or shifted weights) gives cosines near 0.
  *
  * int8 rounds each weight row to 255 levels of its largest magnitude and

@@ -207,7 +207,7 @@ static void test_forward_does_not_allocate(void)
 }
 
 /* The whole encoder (embedding, 3 BERT blocks) in bf16 against fp32: every
- * token's cosine >= 0.9999, the issue's bar. Per block, bf16 rounds the
+ * token's cosine >= 0.9999, the bf16 bar. Per block, bf16 rounds the
  * activations entering 6 products and the weights of 4 (relative 2^-9
  * each), 1 - cos ~ 5e-6 per block by the estimate of test_layers' FFN
  * test; three blocks stay near 2e-5, 5x under the bar. */

@@ -6,7 +6,7 @@
 #     accepts, and the output must be the reference's;
 #  2. the time limit: SIGTERM to the batch script alone, as
 #     `--signal=B:TERM@120` sends it, while the job runs. The step's exit
-#     status then is mpiexec's 1, not tfenc-batch's 75 (issue 14 item 13):
+#     status then is mpiexec's 1, not tfenc-batch's 75:
 #     the script must still requeue, because the output is unfinished, and
 #     the requeued run must finish it;
 #  3. a job that fails by itself must not be requeued.
