@@ -224,8 +224,8 @@ int tfenc_precision_gate(tfenc_context *ctx, const tfenc_model_options *options,
     int refuse = 0;
     double refused_cosine = 0.0;
     /* A corpus holds documents less accurate than its sample's worst: the
-     * sample must meet the bar with half the error to spare (all-MiniLM-
-     * L6-v2: 0.99908 on a 139-document sample, 0.99873 over its 532). */
+     * sample must meet the bar with half the error to spare (the figures
+     * that set the margin are in docs/performance.md, "int8 accuracy"). */
     const double bar = 1.0 - (1.0 - min_cosine) / 2.0;
     if (status == TFENC_OK && sample_cosine < bar) {
         if (requested == TFENC_PRECISION_INT8) {
