@@ -4,8 +4,8 @@
 check_PROGRAMS += tests/import/test_safetensors
 TESTS += tests/import/test_safetensors
 tests_import_test_safetensors_SOURCES = tests/import/test_safetensors.c
-tests_import_test_safetensors_CPPFLAGS = $(AM_CPPFLAGS) $(CUNIT_CFLAGS)
-tests_import_test_safetensors_LDADD = core/libtfenc.la $(CUNIT_LIBS)
+tests_import_test_safetensors_CPPFLAGS = $(AM_CPPFLAGS) $(CUNIT_CFLAGS) -I$(top_srcdir)/tests
+tests_import_test_safetensors_LDADD = tests/harness/libunit.la core/libtfenc.la $(CUNIT_LIBS)
 
 # architectures.sh: every mapped architecture on random weights against
 # transformers / the published code; parity_mpnet.sh: the real

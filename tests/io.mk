@@ -6,12 +6,12 @@ dist_check_SCRIPTS += tests/io/mpi_output.sh tests/io/node_arena.sh
 EXTRA_DIST += tests/io/check_output.py
 
 tests_test_corpus_SOURCES = tests/test_corpus.c
-tests_test_corpus_CPPFLAGS = $(AM_CPPFLAGS) $(CUNIT_CFLAGS)
-tests_test_corpus_LDADD = core/libtfenc.la $(CUNIT_LIBS) $(HDF5_LIBS) $(JANSSON_LIBS)
+tests_test_corpus_CPPFLAGS = $(AM_CPPFLAGS) $(CUNIT_CFLAGS) -I$(top_srcdir)/tests
+tests_test_corpus_LDADD = tests/harness/libunit.la core/libtfenc.la $(CUNIT_LIBS) $(HDF5_LIBS) $(JANSSON_LIBS)
 
 tests_test_output_SOURCES = tests/test_output.c
-tests_test_output_CPPFLAGS = $(AM_CPPFLAGS) $(CUNIT_CFLAGS)
-tests_test_output_LDADD = core/libtfenc.la $(CUNIT_LIBS) $(HDF5_LIBS) $(MPI_LIBS)
+tests_test_output_CPPFLAGS = $(AM_CPPFLAGS) $(CUNIT_CFLAGS) -I$(top_srcdir)/tests
+tests_test_output_LDADD = tests/harness/libunit.la core/libtfenc.la $(CUNIT_LIBS) $(HDF5_LIBS) $(MPI_LIBS)
 
 tests_io_mpi_output_SOURCES = tests/io/mpi_output.c
 tests_io_mpi_output_LDADD = core/libtfenc.la $(HDF5_LIBS) $(MPI_LIBS)

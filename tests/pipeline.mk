@@ -17,7 +17,7 @@ check_PROGRAMS += tests/test_layout
 TESTS += tests/test_layout
 tests_test_layout_SOURCES = tests/test_layout.c
 tests_test_layout_CFLAGS = $(TEST_CFLAGS)
-tests_test_layout_LDADD = $(TEST_LIBS)
+tests_test_layout_LDADD = tests/harness/libunit.la $(TEST_LIBS)
 
 # Jobs killed (SIGKILL) or stopped (SIGTERM) under mpiexec -n 4 and
 # run again end with the uninterrupted run's file.

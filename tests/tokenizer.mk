@@ -12,8 +12,8 @@ if !SANITIZERS
 TESTS += tests/tokenizer/test-json.sh
 endif
 tests_test_tokenizer_SOURCES = tests/test_tokenizer.c
-tests_test_tokenizer_CPPFLAGS = $(AM_CPPFLAGS) $(CUNIT_CFLAGS)
-tests_test_tokenizer_LDADD = core/libtfenc.la $(CUNIT_LIBS) $(HDF5_LIBS)
+tests_test_tokenizer_CPPFLAGS = $(AM_CPPFLAGS) $(CUNIT_CFLAGS) -I$(top_srcdir)/tests
+tests_test_tokenizer_LDADD = tests/harness/libunit.la core/libtfenc.la $(CUNIT_LIBS) $(HDF5_LIBS)
 tests_tokenizer_tokenize_corpus_SOURCES = tests/tokenizer/tokenize_corpus.c
 tests_tokenizer_tokenize_corpus_LDADD = core/libtfenc.la
 dist_check_SCRIPTS += tests/tokenizer/test-reference.sh tests/tokenizer/test-json.sh \
