@@ -37,14 +37,22 @@ sh tests/setup-deps
 [ -x configure ] || autoreconf -fi
 stage_done "dependencies and configure script"
 
-check_in() {
+# build_in DIR [CONFIGURE_OPTIONS]: configures DIR once and builds there
+# (under $nice when set).
+nice=""
+build_in() {
   build=$1
   shift
   mkdir -p "$build"
+  (cd "$build" && { [ -f Makefile ] || $nice "$top/configure" -q "$@"; } && $nice make -j2)
+}
+
+# check_in DIR: make check there, then the ten slowest tests, and every
+# failing test's log when something failed.
+check_in() {
+  build=$1
   (
     cd "$build"
-    [ -f Makefile ] || "$top/configure" -q "$@"
-    make -j2
     status=0
     make -j2 check || status=$?
     sh "$top/tests/harness/slowest" "$build" 10
@@ -62,11 +70,44 @@ check_in() {
   )
 }
 
+build_in "$top/build"
+stage_done "normal build"
+# While the normal suite runs, the sanitizer tree and the fuzz targets are
+# compiled in the background at low priority: the suite leaves the CPU idle
+# whenever its tests wait (MPI start-up, the resume tests' pauses, a
+# single-threaded reference generator), and the compilers take that time
+# instead of a stage of their own.
+background=""
+background_log="$top/build/run-all-background.log"
+if [ "$sanitizers" -eq 1 ] || [ "$fuzz" -eq 1 ]; then
+  (
+    set -e
+    nice="nice -n 10"
+    if [ "$sanitizers" -eq 1 ]; then
+      build_in "$top/build-sanitizers" --enable-sanitizers
+      # The test programs too: `make check` with no tests only builds them.
+      (cd "$top/build-sanitizers" && $nice make -j2 check TESTS=)
+    fi
+    if [ "$fuzz" -eq 1 ]; then
+      $nice sh tests/fuzz/build.sh "$top/build/tests/fuzz" "$top/build"
+    fi
+  ) > "$background_log" 2>&1 &
+  background=$!
+fi
 check_in "$top/build"
-stage_done "normal build and its make check"
+stage_done "normal make check"
+if [ -n "$background" ]; then
+  if ! wait "$background"; then
+    echo "run-all: the background build of the sanitizer tree or the fuzzers failed:"
+    tail -n 60 "$background_log"
+    exit 1
+  fi
+  stage_done "rest of the sanitizer and fuzz builds"
+fi
 if [ "$sanitizers" -eq 1 ]; then
-  check_in "$top/build-sanitizers" --enable-sanitizers
-  stage_done "sanitizer build and its make check"
+  build_in "$top/build-sanitizers" --enable-sanitizers
+  check_in "$top/build-sanitizers"
+  stage_done "sanitizer make check"
 fi
 if [ "$fuzz" -eq 1 ]; then
   sh tests/fuzz/run.sh --budget "${TFENC_FUZZ_BUDGET:-90}" "$top/build"

@@ -55,11 +55,18 @@ if [ -n "$stale" ]; then
     'clang $0 -fsanitize=fuzzer-no-link -c "$1" -o "$2/objects/$(basename "$1" .c).o"' \
     "$cflags" '{}' "$out"
 fi
-rm -f "$out/libtfenc-fuzz.a"
-ar rcs "$out/libtfenc-fuzz.a" $objects
-
+# The archive and the targets are made again only when something they are
+# made of changed, so that run.sh right after a build (tests/run-all.sh
+# builds the targets while the normal suite runs) starts fuzzing at once.
+if [ -n "$stale" ] || [ ! -f "$out/libtfenc-fuzz.a" ]; then
+  rm -f "$out/libtfenc-fuzz.a"
+  ar rcs "$out/libtfenc-fuzz.a" $objects
+fi
 for target in "$top"/tests/fuzz/fuzz_*.c; do
   name=$(basename "$target" .c)
-  clang $cflags -fsanitize=fuzzer "$target" "$out/libtfenc-fuzz.a" $libs -o "$out/$name"
+  if [ ! -f "$out/$name" ] || [ "$out/libtfenc-fuzz.a" -nt "$out/$name" ] \
+     || [ "$target" -nt "$out/$name" ]; then
+    clang $cflags -fsanitize=fuzzer "$target" "$out/libtfenc-fuzz.a" $libs -o "$out/$name"
+  fi
 done
 echo "fuzz/build.sh: built the targets in $out"
