@@ -19,6 +19,13 @@ tests_test_layout_SOURCES = tests/test_layout.c
 tests_test_layout_CFLAGS = $(TEST_CFLAGS)
 tests_test_layout_LDADD = tests/harness/libunit.la $(TEST_LIBS)
 
+# The work queue's order and end, on one process (MPI_COMM_SELF).
+check_PROGRAMS += tests/test_work_queue
+TESTS += tests/test_work_queue
+tests_test_work_queue_SOURCES = tests/test_work_queue.c
+tests_test_work_queue_CFLAGS = $(TEST_CFLAGS)
+tests_test_work_queue_LDADD = $(UNIT_TEST_LIBS)
+
 # Jobs killed (SIGKILL) or stopped (SIGTERM) under mpiexec -n 4 and
 # run again end with the uninterrupted run's file.
 # A disk that fills mid-run: one line with the reason, rows kept, resumable.
