@@ -15,16 +15,16 @@ tests_import_test_safetensors_LDADD = tests/harness/libunit.la core/libtfenc.la 
 dist_check_SCRIPTS += tests/import/import.sh tests/import/parity.sh tests/import/parity_mpnet.sh \
 	tests/import/parity_mpnet_text.sh tests/import/fetch_mpnet.sh tests/import/architectures.sh \
 	tests/import/st_features.sh tests/import/st_chunks.sh
-TESTS += tests/import/import.sh tests/import/parity_mpnet_text.sh tests/import/st_features.sh \
+TESTS += tests/import/import.sh tests/import/architectures.sh tests/import/st_features.sh \
 	tests/import/st_chunks.sh
-# Reference comparisons, normal build only (tests/local.mk): under the
-# sanitizers the layers these models use run in test_attention, test_layers
-# and run_reference.sh, tfenc-import's mappings in import.sh, MPNet's
-# relative positions from text in parity_mpnet_text.sh (the same model from
-# ids adds no path), bf16 and int8 jobs in precision_isa.sh, the int8 gate
-# in test_accuracy_gate.
+# Reference comparisons of real models, normal build only (tests/local.mk):
+# under the sanitizers every architecture's layers and tfenc-import mapping
+# run in architectures.sh (small random models: MPNet's relative positions
+# included), the real tokenizers in test_tokenizer and the tokenizer
+# fuzzers, bf16 and int8 jobs in precision_isa.sh, the int8 gate in
+# test_accuracy_gate.
 if !SANITIZERS
-TESTS += tests/import/architectures.sh tests/import/parity.sh tests/import/parity_mpnet.sh
+TESTS += tests/import/parity.sh tests/import/parity_mpnet.sh tests/import/parity_mpnet_text.sh
 endif
 EXTRA_DIST += tests/import/make_checkpoint.py tests/import/check_import.py \
 	tests/import/st_reference.py tests/import/compare_embeddings.py tests/import/check_precision_attributes.py tests/import/sentences.txt \
