@@ -15,7 +15,7 @@ layouts="1:1 2:1 2:2 4:2 8:2 8:4"
 # (tests/reference/run_jobs.sh, tests/install/staged.sh) never use it.
 prepare_example() {
   cache_root="$builddir/tests/data/generated/examples"
-  key=$( { find "$srcdir/jobs/$1" "$srcdir/tests/reference" -type f -name '*' | LC_ALL=C sort \
+  key=$( { find "$srcdir/jobs/$1" "$srcdir/tests/reference" -type f ! -name '*.pyc' | LC_ALL=C sort \
              | xargs cat; echo "$python ${TFENC_VENV_PYTHON:-}"; } | sha256sum | cut -c1-16) \
     || return 1
   cache="$cache_root/$1-$key"
