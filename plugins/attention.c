@@ -70,7 +70,8 @@
 /* Query rows scored at once: the scores of one tile, tile x L floats, stay
  * small even for long sequences, where a full L x L matrix per head would not
  * (128 x 512 floats: 256 KiB, inside L2). 128 rather than 64 scores a whole
- * 128-token sequence in one GEMM per head: 3% less CPU time on MiniLM. */
+ * 128-token sequence in one GEMM per head, fewer and larger products
+ * (docs/performance.md gives what that bought). */
 #define QUERY_TILE 128
 
 /* Tokens a group of sequences may hold (or more: see group_tokens()).

@@ -7,7 +7,7 @@
 # a 10 MB line, ...) must instead give the documented result. Broken
 # safetensors checkpoints go through tfenc-import, a serial tool, once.
 #
-# Issue 14's hostile inputs are here too: FIFOs, sockets, directories and
+# Hostile inputs are here too: FIFOs, sockets, directories and
 # devices at every path key the job reads; plugins that are truncated, in a
 # directory others can write, duplicate a type, end the process, or whose
 # declared keys disagree with their code; plugin files a job must never load;
@@ -158,7 +158,7 @@ arithmetic_so="$builddir/tests/plugins/.libs/arithmetic.so"
 mkdir plugins-truncated plugins-world plugins-group plugins-shadow plugins-named-pooling \
   plugins-exit plugins-tables plugins-marker plugins-fifo plugins-file-mode plugins-owner \
   plugins-unused-truncated jobdir
-for size in 2048 10240 30720; do # 2-30 kB of a real plugin, as issue 14 found
+for size in 2048 10240 30720; do # 2-30 kB of a real plugin: truncations that once passed the loader's checks
   head -c $size "$layers_so" > plugins-truncated/truncated_$size.so
 done
 head -c 10240 "$layers_so" > plugins-unused-truncated/layers.so
@@ -493,7 +493,7 @@ error "threads above the range" "\[job\] threads = '4097': expected an integer i
 error "vocab_size beyond int32" "\[model\] vocab_size = '2147483648': expected an integer in 0..2147483647" \
   's/^vocab_size = .*/vocab_size = 2147483648/' job.ini
 
-# --- small silent cases of issue 14
+# --- small cases that once passed silently
 error "repeat below the weights' layers" \
   "\[encoder\] repeat = 5, but weights good/model.h5 hold group /encoder/5 too.*extra_layers = ignore" \
   's/^repeat = .*/repeat = 5/' job.ini

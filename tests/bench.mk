@@ -1,4 +1,4 @@
-# bench: tfenc against the engines a user can install (issue 12), on real
+# bench: tfenc against the engines a user can install, on real
 # models and real text. Not part of `make check`: `make bench` builds the
 # GEMM timer, installs the peers into their own venv on first use
 # (tests/bench/setup-bench) and runs the harness, which prints the table and
@@ -23,5 +23,9 @@ bench: all tests/bench/gemm_rate$(EXEEXT)
 
 # The harness itself on a tiny workload (well under a minute; no timing
 # asserted; works offline without the peers).
+# Normal build only (tests/local.mk): a Python harness, and the tfenc jobs it
+# runs are layouts.sh's and precision_isa.sh's.
 dist_check_SCRIPTS += tests/bench/smoke.sh
+if !SANITIZERS
 TESTS += tests/bench/smoke.sh
+endif

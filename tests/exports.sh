@@ -1,5 +1,5 @@
 #!/bin/sh
-# The plugin ABI is tfenc/plugin.h and nothing else (issue 16 item 11):
+# The plugin ABI is tfenc/plugin.h and nothing else:
 #  - libtfenc.so exports exactly the functions plugin.h declares under the
 #    ABI versions (TFENC_1.0, TFENC_1.1, ...), and everything else it
 #    exports is a tfenc_ name under TFENC_PRIVATE (core/libtfenc.map);

@@ -1,4 +1,4 @@
-# Robustness checks of issue 7 beyond the unit tests.
+# Robustness checks beyond the unit tests: valgrind and the fuzzers.
 # valgrind memcheck over an end-to-end job: in the normal build only, as
 # valgrind cannot run AddressSanitizer binaries.
 if !SANITIZERS

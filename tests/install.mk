@@ -33,6 +33,10 @@ EXTRA_DIST += plugins/examples/attention-pooling/Makefile \
 	plugins/examples/scale-norm/make-model \
 	plugins/examples/scale-norm/make_model.py
 
+# The commands of the documentation: the same in both builds, so normal
+# build only (tests/local.mk).
 dist_check_SCRIPTS += tests/readme.sh
+if !SANITIZERS
 TESTS += tests/readme.sh
+endif
 EXTRA_DIST += tests/readme.py

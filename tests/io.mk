@@ -6,8 +6,8 @@ dist_check_SCRIPTS += tests/io/mpi_output.sh tests/io/node_arena.sh
 EXTRA_DIST += tests/io/check_output.py
 
 tests_test_corpus_SOURCES = tests/test_corpus.c
-tests_test_corpus_CPPFLAGS = $(AM_CPPFLAGS) $(CUNIT_CFLAGS)
-tests_test_corpus_LDADD = core/libtfenc.la $(CUNIT_LIBS) $(HDF5_LIBS) $(JANSSON_LIBS)
+tests_test_corpus_CPPFLAGS = $(AM_CPPFLAGS) $(CUNIT_CFLAGS) -I$(top_srcdir)/tests
+tests_test_corpus_LDADD = tests/harness/libunit.la core/libtfenc.la $(CUNIT_LIBS) $(HDF5_LIBS) $(JANSSON_LIBS)
 
 # Issue 24 item 4: a text corpus cut in the middle of a line and HDF5 corpora
 # (contiguous and chunked) cut after they were opened fail the read.
@@ -18,8 +18,8 @@ tests_test_truncated_inputs_CPPFLAGS = $(AM_CPPFLAGS) $(CUNIT_CFLAGS)
 tests_test_truncated_inputs_LDADD = core/libtfenc.la $(CUNIT_LIBS) $(HDF5_LIBS) $(JANSSON_LIBS)
 
 tests_test_output_SOURCES = tests/test_output.c
-tests_test_output_CPPFLAGS = $(AM_CPPFLAGS) $(CUNIT_CFLAGS)
-tests_test_output_LDADD = core/libtfenc.la $(CUNIT_LIBS) $(HDF5_LIBS) $(MPI_LIBS)
+tests_test_output_CPPFLAGS = $(AM_CPPFLAGS) $(CUNIT_CFLAGS) -I$(top_srcdir)/tests
+tests_test_output_LDADD = tests/harness/libunit.la core/libtfenc.la $(CUNIT_LIBS) $(HDF5_LIBS) $(MPI_LIBS)
 
 tests_io_mpi_output_SOURCES = tests/io/mpi_output.c
 tests_io_mpi_output_LDADD = core/libtfenc.la $(HDF5_LIBS) $(MPI_LIBS)
@@ -41,3 +41,14 @@ TESTS += tests/test_stream
 tests_test_stream_SOURCES = tests/test_stream.c
 tests_test_stream_CPPFLAGS = $(AM_CPPFLAGS) $(CUNIT_CFLAGS)
 tests_test_stream_LDADD = core/libtfenc.la $(CUNIT_LIBS) $(COMPRESSION_LIBS)
+
+# The corpus's windows (input/windows) and owning an output (output/ownership),
+# on one process (the windows on MPI_COMM_SELF).
+check_PROGRAMS += tests/test_windows tests/test_ownership
+TESTS += tests/test_windows tests/test_ownership
+tests_test_windows_SOURCES = tests/test_windows.c
+tests_test_windows_CFLAGS = $(TEST_CFLAGS)
+tests_test_windows_LDADD = $(UNIT_TEST_LIBS)
+tests_test_ownership_SOURCES = tests/test_ownership.c
+tests_test_ownership_CFLAGS = $(TEST_CFLAGS)
+tests_test_ownership_LDADD = $(UNIT_TEST_LIBS)

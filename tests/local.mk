@@ -24,26 +24,71 @@ AM_TESTS_ENVIRONMENT += ASAN_OPTIONS=detect_leaks=0; export ASAN_OPTIONS; \
 	TFENC_SANITIZER_BUILD=1; export TFENC_SANITIZER_BUILD;
 endif
 
-TEST_CFLAGS = $(AM_CFLAGS) $(CUNIT_CFLAGS)
+# Every test runs under tests/harness/timed, which ends its log with its wall
+# time; `tests/harness/slowest BUILD` (tests/run-all.sh calls it after each
+# stage) names the slowest. Tests of other fragments need nothing for this.
+LOG_COMPILER = $(SHELL) $(top_srcdir)/tests/harness/timed
+EXTRA_DIST += tests/harness/timed tests/harness/slowest tests/README.md
+
+# C unit tests: tests/test_MODULE.c tests core/SUBSYSTEM/MODULE.c
+# (tests/README.md maps them). A test program defines its suites in a table
+# (tests/harness/cunit_main.h) and links UNIT_TEST_LIBS, whose
+# tests/harness/cunit_main.c is its main(); CFLAGS TEST_CFLAGS find the
+# harness headers. A program with a main() of its own links TEST_LIBS alone.
+TEST_CFLAGS = $(AM_CFLAGS) $(CUNIT_CFLAGS) -I$(top_srcdir)/tests
 TEST_LIBS = core/libtfenc.la $(CUNIT_LIBS) $(HDF5_LIBS) $(MPI_LIBS) $(DL_LIBS) -lm
+check_LTLIBRARIES += tests/harness/libunit.la
+tests_harness_libunit_la_SOURCES = tests/harness/cunit_main.c tests/harness/cunit_main.h \
+	tests/harness/checks.c tests/harness/checks.h
+tests_harness_libunit_la_CFLAGS = $(TEST_CFLAGS)
+UNIT_TEST_LIBS = tests/harness/libunit.la $(TEST_LIBS)
 
-check_PROGRAMS += tests/test_core
-TESTS += tests/test_core
-tests_test_core_SOURCES = tests/test_core.c tests/allocation_counter.c tests/allocation_counter.h
-tests_test_core_CFLAGS = $(TEST_CFLAGS)
-tests_test_core_LDADD = $(TEST_LIBS)
-
-# The safety stream's units: integer ranges, inline comments and declared
-# parameter tables (params); file checks, identity and plugin files examined
-# without loading them (files, shared_object).
-check_PROGRAMS += tests/test_params tests/test_files
-TESTS += tests/test_params tests/test_files
+# The job subsystem: job files (jobfile) and layer parameters with their
+# integer ranges, inline comments and declared tables (params).
+check_PROGRAMS += tests/test_jobfile tests/test_params
+TESTS += tests/test_jobfile tests/test_params
+tests_test_jobfile_SOURCES = tests/test_jobfile.c
+tests_test_jobfile_CFLAGS = $(TEST_CFLAGS)
+tests_test_jobfile_LDADD = $(UNIT_TEST_LIBS)
 tests_test_params_SOURCES = tests/test_params.c
 tests_test_params_CFLAGS = $(TEST_CFLAGS)
-tests_test_params_LDADD = $(TEST_LIBS)
+tests_test_params_LDADD = $(UNIT_TEST_LIBS)
+
+# File checks, identity and plugin files examined without loading them
+# (base/files, plugin/shared_object); the plugin loader.
+check_PROGRAMS += tests/test_files tests/test_plugin_loader
+TESTS += tests/test_files tests/test_plugin_loader
 tests_test_files_SOURCES = tests/test_files.c
 tests_test_files_CFLAGS = $(TEST_CFLAGS)
-tests_test_files_LDADD = $(TEST_LIBS)
+tests_test_files_LDADD = $(UNIT_TEST_LIBS)
+tests_test_plugin_loader_SOURCES = tests/test_plugin_loader.c
+tests_test_plugin_loader_CFLAGS = $(TEST_CFLAGS)
+tests_test_plugin_loader_LDADD = $(UNIT_TEST_LIBS)
+
+# The model subsystem: weight stores and linear maps (weights); the model's
+# composition, memory promises (checked with a counting allocator) and bf16
+# accuracy (model); and the int8 accuracy gate above it (run/accuracy_gate).
+# The last two share a random BERT-like encoder (tests/encoder_fixture.c).
+check_PROGRAMS += tests/test_weights tests/test_model tests/test_accuracy_gate
+TESTS += tests/test_weights tests/test_model tests/test_accuracy_gate
+tests_test_weights_SOURCES = tests/test_weights.c
+tests_test_weights_CFLAGS = $(TEST_CFLAGS)
+tests_test_weights_LDADD = $(UNIT_TEST_LIBS)
+tests_test_model_SOURCES = tests/test_model.c tests/encoder_fixture.c tests/encoder_fixture.h \
+	tests/allocation_counter.c tests/allocation_counter.h
+tests_test_model_CFLAGS = $(TEST_CFLAGS)
+tests_test_model_LDADD = $(UNIT_TEST_LIBS)
+tests_test_accuracy_gate_SOURCES = tests/test_accuracy_gate.c tests/encoder_fixture.c \
+	tests/encoder_fixture.h
+tests_test_accuracy_gate_CFLAGS = $(TEST_CFLAGS)
+tests_test_accuracy_gate_LDADD = $(UNIT_TEST_LIBS)
+
+# What a run reports about itself (run/run_report), on MPI_COMM_SELF.
+check_PROGRAMS += tests/test_run_report
+TESTS += tests/test_run_report
+tests_test_run_report_SOURCES = tests/test_run_report.c
+tests_test_run_report_CFLAGS = $(TEST_CFLAGS)
+tests_test_run_report_LDADD = $(UNIT_TEST_LIBS)
 
 # Issue 24 item 1: the job's inputs are exactly the keys read as input paths.
 check_PROGRAMS += tests/test_job_inputs
@@ -99,6 +144,17 @@ tests_plugins_hostile_crash_layer_la_SOURCES = tests/plugins/hostile/crash_layer
 tests_plugins_hostile_crash_layer_la_LDFLAGS = $(HOSTILE_PLUGIN_FLAGS)
 tests_plugins_hostile_undeclared_key_la_LIBADD = core/libtfenc.la
 
+# The sanitizer build (configure --enable-sanitizers, tests/run-all.sh
+# --sanitizers) runs what exercises memory: every C unit test, every plugin
+# and reader path, one end-to-end job per input format, precision and
+# layout, the error, kill and resume paths. What only compares numbers or
+# text with a reference (PyTorch, sentence-transformers, Hugging Face
+# tokenizers), or checks something no sanitizer looks at (exported
+# symbols, documentation, Python tools), runs in the normal build only:
+# each fragment adds such tests under `if !SANITIZERS`, with the tests that
+# cover their memory paths in the sanitizer build named beside them
+# (tests/README.md lists both sets).
+
 # Reference models, example outputs and other data the tests generate.
 clean-local:
 	rm -rf tests/data/generated
@@ -119,8 +175,11 @@ tests_preload_signal_in_mpi_init_la_LDFLAGS = -module -avoid-version -shared -rp
 tests_preload_signal_in_mpi_init_la_LIBADD = $(MPI_LIBS)
 
 # The plugin ABI is plugin.h: libtfenc's exports against the header (nm -D).
+# The same symbols in both builds: normal build only.
 dist_check_SCRIPTS += tests/exports.sh
+if !SANITIZERS
 TESTS += tests/exports.sh
+endif
 
 dist_check_SCRIPTS += tests/many_documents.sh
 TESTS += tests/many_documents.sh

@@ -1,4 +1,4 @@
-# Issue 4: rank layouts (data-parallel replicas x pipeline stages) against
+# Rank layouts (data-parallel replicas x pipeline stages) against
 # the single-rank output, and a failing rank at every layout.
 dist_check_SCRIPTS += tests/pipeline/layouts.sh tests/pipeline/failing_rank.sh
 TESTS += tests/pipeline/layouts.sh tests/pipeline/failing_rank.sh
@@ -11,12 +11,19 @@ check_PROGRAMS += tests/test_layout
 TESTS += tests/test_layout
 tests_test_layout_SOURCES = tests/test_layout.c
 tests_test_layout_CFLAGS = $(TEST_CFLAGS)
-tests_test_layout_LDADD = $(TEST_LIBS)
+tests_test_layout_LDADD = tests/harness/libunit.la $(TEST_LIBS)
 
-# Issue 7: jobs killed (SIGKILL) or stopped (SIGTERM) under mpiexec -n 4 and
+# The work queue's order and end, on one process (MPI_COMM_SELF).
+check_PROGRAMS += tests/test_work_queue
+TESTS += tests/test_work_queue
+tests_test_work_queue_SOURCES = tests/test_work_queue.c
+tests_test_work_queue_CFLAGS = $(TEST_CFLAGS)
+tests_test_work_queue_LDADD = $(UNIT_TEST_LIBS)
+
+# Jobs killed (SIGKILL) or stopped (SIGTERM) under mpiexec -n 4 and
 # run again end with the uninterrupted run's file.
 # A disk that fills mid-run: one line with the reason, rows kept, resumable.
-# Issue 14: outputs that are inputs, shared by two jobs, resumed over changed
+# Outputs that are inputs, shared by two jobs, resumed over changed
 # inputs, or about to hold non-finite rows are refused.
 dist_check_SCRIPTS += tests/resume/kill_resume.sh tests/resume/disk_full.sh \
 	tests/resume/guards.sh
@@ -31,5 +38,10 @@ EXTRA_DIST += tests/resume/wordpiece_json.py
 # Real clusters on this machine: jobs/slurm/encode.sbatch under a one-node
 # Slurm (slurmctld, slurmd, munge started by the test), and the real MiniLM
 # job across two nodes made of network namespaces (MPI over TCP).
+# Normal build only (tests/local.mk): they run tfenc-batch as users do; the
+# memory paths they drive (signals, resume, MPI over several processes) run
+# under the sanitizers in kill_resume.sh and layouts.sh.
 dist_check_SCRIPTS += tests/cluster/slurm.sh tests/cluster/two_nodes.sh
+if !SANITIZERS
 TESTS += tests/cluster/slurm.sh tests/cluster/two_nodes.sh
+endif

@@ -4,8 +4,9 @@
 check_PROGRAMS += tests/test_attention
 TESTS += tests/test_attention
 tests_test_attention_SOURCES = tests/test_attention.c plugins/attention_kernel.c
-tests_test_attention_CPPFLAGS = $(AM_CPPFLAGS) $(CUNIT_CFLAGS) -I$(top_srcdir)/plugins
-tests_test_attention_LDADD = core/libtfenc.la $(CUNIT_LIBS) -lm
+tests_test_attention_CPPFLAGS = $(AM_CPPFLAGS) $(CUNIT_CFLAGS) -I$(top_srcdir)/tests \
+	-I$(top_srcdir)/plugins
+tests_test_attention_LDADD = tests/harness/libunit.la core/libtfenc.la $(CUNIT_LIBS) -lm
 # The plugin's workspace depends on the rank's OpenMP pool (one tile of
 # scores per thread).
 tests_test_attention_CFLAGS = $(AM_CFLAGS) $(OPENMP_CFLAGS)
@@ -22,8 +23,8 @@ tests_bench_attention_bench_CFLAGS = $(AM_CFLAGS) $(OPENMP_CFLAGS)
 check_PROGRAMS += tests/test_layers
 TESTS += tests/test_layers
 tests_test_layers_SOURCES = tests/test_layers.c
-tests_test_layers_CPPFLAGS = $(AM_CPPFLAGS) $(CUNIT_CFLAGS)
-tests_test_layers_LDADD = core/libtfenc.la $(CUNIT_LIBS) $(DL_LIBS) -lm
+tests_test_layers_CPPFLAGS = $(AM_CPPFLAGS) $(CUNIT_CFLAGS) -I$(top_srcdir)/tests
+tests_test_layers_LDADD = tests/harness/libunit.la core/libtfenc.la $(CUNIT_LIBS) $(DL_LIBS) -lm
 
 # What a plugin author meets: declared ranges, an ABI 1.1 plugin, ignored
 # getter failures, did-you-mean, missing plugin_path, norms in --dry-run,

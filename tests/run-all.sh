@@ -4,8 +4,10 @@
 # is the README's test command. Options, which CI passes both of:
 #   --sanitizers  then the same suite in a second build with
 #                 AddressSanitizer and UndefinedBehaviorSanitizer
-#   --fuzz        then each libFuzzer target for 100000 inputs or 60 s,
-#                 whichever comes first (tests/fuzz/run.sh)
+#   --fuzz        then the libFuzzer targets for a fixed total time
+#                 (tests/fuzz/run.sh --budget)
+# After each stage it prints the stage's time and the ten slowest tests
+# (tests/harness/slowest), whether the stage passed or not.
 set -eu
 top=$(cd "$(dirname "$0")/.." && pwd)
 cd "$top"
@@ -18,19 +20,43 @@ for option in "$@"; do
     *) echo "usage: tests/run-all.sh [--sanitizers] [--fuzz]" >&2; exit 2 ;;
   esac
 done
+started=$(date +%s)
+stage_started=$started
+stages=""
+# One line per finished stage: its own time and the run's so far; the
+# summary at the end repeats them all.
+stage_done() {
+  now=$(date +%s)
+  line="$1: $((now - stage_started)) s (run so far $((now - started)) s)"
+  echo "run-all: $line"
+  stages="$stages
+  $line"
+  stage_started=$now
+}
 sh tests/setup-deps
-
 [ -x configure ] || autoreconf -fi
+stage_done "dependencies and configure script"
 
-check_in() {
+# build_in DIR [CONFIGURE_OPTIONS]: configures DIR once and builds there
+# (under $nice when set).
+nice=""
+build_in() {
   build=$1
   shift
   mkdir -p "$build"
+  (cd "$build" && { [ -f Makefile ] || $nice "$top/configure" -q "$@"; } && $nice make -j2)
+}
+
+# check_in DIR: make check there, then the ten slowest tests, and every
+# failing test's log when something failed.
+check_in() {
+  build=$1
   (
     cd "$build"
-    [ -f Makefile ] || "$top/configure" -q "$@"
-    make -j2
-    if ! make -j2 check; then
+    status=0
+    make -j2 check || status=$?
+    sh "$top/tests/harness/slowest" "$build" 10
+    if [ "$status" -ne 0 ]; then
       # Show why, not only that: every failing test's log.
       for log in $(find . -name '*.log' ! -name 'config.log' ! -name 'test-suite.log'); do
         trs="${log%.log}.trs"
@@ -44,16 +70,47 @@ check_in() {
   )
 }
 
-started=$(date +%s)
-elapsed() { echo "run-all: $1 after $(( $(date +%s) - started )) s"; }
+build_in "$top/build"
+stage_done "normal build"
+# While the normal suite runs, the sanitizer tree and the fuzz targets are
+# compiled in the background at low priority: the suite leaves the CPU idle
+# whenever its tests wait (MPI start-up, the resume tests' pauses, a
+# single-threaded reference generator), and the compilers take that time
+# instead of a stage of their own.
+background=""
+background_log="$top/build/run-all-background.log"
+if [ "$sanitizers" -eq 1 ] || [ "$fuzz" -eq 1 ]; then
+  (
+    set -e
+    nice="nice -n 10"
+    if [ "$sanitizers" -eq 1 ]; then
+      build_in "$top/build-sanitizers" --enable-sanitizers
+      # The test programs too: `make check` with no tests only builds them.
+      (cd "$top/build-sanitizers" && $nice make -j2 check TESTS=)
+    fi
+    if [ "$fuzz" -eq 1 ]; then
+      $nice sh tests/fuzz/build.sh "$top/build/tests/fuzz" "$top/build"
+    fi
+  ) > "$background_log" 2>&1 &
+  background=$!
+fi
 check_in "$top/build"
-elapsed "normal build: every test passed"
+stage_done "normal make check"
+if [ -n "$background" ]; then
+  if ! wait "$background"; then
+    echo "run-all: the background build of the sanitizer tree or the fuzzers failed:"
+    tail -n 60 "$background_log"
+    exit 1
+  fi
+  stage_done "rest of the sanitizer and fuzz builds"
+fi
 if [ "$sanitizers" -eq 1 ]; then
-  check_in "$top/build-sanitizers" --enable-sanitizers
-  elapsed "sanitizer build: every test passed"
+  build_in "$top/build-sanitizers" --enable-sanitizers
+  check_in "$top/build-sanitizers"
+  stage_done "sanitizer make check"
 fi
 if [ "$fuzz" -eq 1 ]; then
-  sh tests/fuzz/run.sh "$top/build"
-  elapsed "fuzzers: no finding"
+  sh tests/fuzz/run.sh --budget "${TFENC_FUZZ_BUDGET:-90}" "$top/build"
+  stage_done "fuzzers"
 fi
-echo "run-all: every test passed"
+echo "run-all: every test passed; stages:$stages"

@@ -1,12 +1,13 @@
 /* Checks the mha plugin against a naive double-precision attention written
  * here from the textbook formulas, one sequence at a time, full L x L. */
-#include <CUnit/Basic.h>
+#include <CUnit/CUnit.h>
 #include <math.h>
 #include <omp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "harness/cunit_main.h"
 #include "base/context.h"
 #include "job/jobfile.h"
 #include "matrix/matrix.h"
@@ -833,7 +834,7 @@ static void test_errors(void)
  * the padded product sizes and a second query tile. bf16 rounds x, the
  * weights, Q, K, V and the probabilities to 8 significant bits (2^-9
  * relative); about five such roundings on the way to each output give
- * 1 - cos near (5 * 2^-9 / sqrt 3)^2 / 2 ~ 1.6e-5 at worst: the issue's bar
+ * 1 - cos near (5 * 2^-9 / sqrt 3)^2 / 2 ~ 1.6e-5 at worst: the bf16 bar
  * of 0.9999 holds with room, while any mistake in the padded or gathered
  * layouts mixes heads or tokens and costs percents. */
 static void test_bf16_against_fp32(void)
@@ -965,31 +966,32 @@ static const tfenc_layer_descriptor *load_plugin(void)
     return layer->descriptor;
 }
 
-int main(void)
+static int suite_init(void)
 {
     mha = load_plugin();
-    if (mha == NULL) {
-        tfenc_plugin_registry_destroy(registry);
-        return 1;
-    }
-    if (CU_initialize_registry() != CUE_SUCCESS)
-        return 1;
-    CU_pSuite suite = CU_add_suite("attention", NULL, NULL);
-    CU_add_test(suite, "plain attention, mixed lengths", test_plain);
-    CU_add_test(suite, "fused weights equal separate", test_fused_equals_separate);
-    CU_add_test(suite, "rope half and interleaved", test_rope);
-    CU_add_test(suite, "alibi 3, 4, 6 heads", test_alibi);
-    CU_add_test(suite, "packing invariance", test_packing_invariance);
-    CU_add_test(suite, "batches in several groups", test_groups);
-    CU_add_test(suite, "lengths 1 to 8192, windows, position terms", test_lengths);
-    CU_add_test(suite, "fused kernel bitwise equal however split", test_kernel_bitwise);
-    CU_add_test(suite, "create errors", test_errors);
-    CU_add_test(suite, "workspace and flops", test_workspace_and_flops);
-    CU_add_test(suite, "bf16 against fp32", test_bf16_against_fp32);
-    CU_basic_set_mode(CU_BRM_VERBOSE);
-    CU_basic_run_tests();
-    int failed = CU_get_number_of_failures() != 0 || CU_get_number_of_tests_failed() != 0;
-    CU_cleanup_registry();
-    tfenc_plugin_registry_destroy(registry);
-    return failed;
+    return mha == NULL;
 }
+
+static int suite_clean(void)
+{
+    tfenc_plugin_registry_destroy(registry);
+    return 0;
+}
+
+static const test_case attention_cases[] = {
+    {"plain attention, mixed lengths", test_plain},
+    {"fused weights equal separate", test_fused_equals_separate},
+    {"rope half and interleaved", test_rope},
+    {"alibi 3, 4, 6 heads", test_alibi},
+    {"packing invariance", test_packing_invariance},
+    {"batches in several groups", test_groups},
+    {"lengths 1 to 8192, windows, position terms", test_lengths},
+    {"fused kernel bitwise equal however split", test_kernel_bitwise},
+    {"create errors", test_errors},
+    {"workspace and flops", test_workspace_and_flops},
+    {"bf16 against fp32", test_bf16_against_fp32},
+    {NULL, NULL}};
+
+const test_suite test_suites[] = {
+    {"attention", suite_init, suite_clean, attention_cases},
+    {NULL, NULL, NULL, NULL}};

@@ -7,9 +7,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <CUnit/Basic.h>
+#include <CUnit/CUnit.h>
 #include <hdf5.h>
 
+#include "harness/cunit_main.h"
 #include "base/context.h"
 #include "input/corpus.h"
 
@@ -623,33 +624,36 @@ static void test_hdf5_errors(void)
     CU_ASSERT(strstr(ctx.message, path) != NULL);
 }
 
-int main(void)
+static int suite_init(void)
 {
     make_directory();
-    if (CU_initialize_registry() != CUE_SUCCESS)
-        return 1;
-    CU_pSuite suite = CU_add_suite("corpus", NULL, NULL);
-    CU_add_test(suite, "text shares partition random corpora", test_text_shares_partition);
-    CU_add_test(suite, "text edge cases", test_text_edge_cases);
-    CU_add_test(suite, "text 10 MB line", test_text_long_line);
-    CU_add_test(suite, "text NUL byte", test_text_nul_byte);
-    CU_add_test(suite, "missing file", test_missing_file);
-    CU_add_test(suite, "format names", test_format_names);
-    CU_add_test(suite, "jsonl documents and ids", test_jsonl_documents);
-    CU_add_test(suite, "jsonl errors", test_jsonl_errors);
-    CU_add_test(suite, "hdf5 ragged shares", test_hdf5_ragged);
-    CU_add_test(suite, "hdf5 padded shares", test_hdf5_padded);
-    CU_add_test(suite, "hdf5 invalid inputs", test_hdf5_errors);
-    CU_basic_set_mode(CU_BRM_VERBOSE);
-    CU_basic_run_tests();
-    int failed = CU_get_number_of_failures() != 0 || CU_get_number_of_tests_failed() != 0;
-    CU_cleanup_registry();
-    /* The files stay for inspection when something failed. */
-    if (!failed) {
-        char command[300];
-        snprintf(command, sizeof command, "rm -rf '%s'", directory);
-        if (system(command) != 0)
-            fprintf(stderr, "could not remove %s\n", directory);
-    }
-    return failed;
+    return 0;
 }
+
+/* The files stay for inspection when something failed. */
+static int suite_clean(void)
+{
+    if (CU_get_number_of_failures() != 0)
+        return 0;
+    char command[300];
+    snprintf(command, sizeof command, "rm -rf '%s'", directory);
+    return system(command) != 0;
+}
+
+static const test_case corpus_cases[] = {
+    {"text shares partition random corpora", test_text_shares_partition},
+    {"text edge cases", test_text_edge_cases},
+    {"text 10 MB line", test_text_long_line},
+    {"text NUL byte", test_text_nul_byte},
+    {"missing file", test_missing_file},
+    {"format names", test_format_names},
+    {"jsonl documents and ids", test_jsonl_documents},
+    {"jsonl errors", test_jsonl_errors},
+    {"hdf5 ragged shares", test_hdf5_ragged},
+    {"hdf5 padded shares", test_hdf5_padded},
+    {"hdf5 invalid inputs", test_hdf5_errors},
+    {NULL, NULL}};
+
+const test_suite test_suites[] = {
+    {"corpus", suite_init, suite_clean, corpus_cases},
+    {NULL, NULL, NULL, NULL}};

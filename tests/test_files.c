@@ -1,11 +1,13 @@
-/* CUnit suite for core/files (the checks every reader applies, file
- * identity, the output's file system) and core/shared_object (a plugin file
+/* CUnit suite for core/base/files (the checks every reader applies, file
+ * identity, the output's file system) and core/plugin/shared_object (a plugin file
  * examined without loading it, truncated at every size). */
 #include "base/context.h"
 #include "base/files.h"
+#include "harness/checks.h"
+#include "harness/cunit_main.h"
 #include "plugin/shared_object.h"
 
-#include <CUnit/Basic.h>
+#include <CUnit/CUnit.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -18,20 +20,6 @@
 
 static tfenc_context ctx;
 static char work[512]; /* a scratch directory */
-
-static int contains(const char *haystack, const char *needle)
-{
-    if (strstr(haystack, needle) != NULL)
-        return 1;
-    fprintf(stderr, "\n  expected \"%s\" in: %s\n", needle, haystack);
-    return 0;
-}
-
-static const char *build_dir(void)
-{
-    const char *dir = getenv("abs_top_builddir");
-    return dir != NULL ? dir : ".";
-}
 
 static const char *in_work(const char *name)
 {
@@ -262,19 +250,14 @@ static void test_plugin_files_examined_at_every_size(void)
     free(data);
 }
 
-int main(void)
-{
-    if (CU_initialize_registry() != CUE_SUCCESS)
-        return 1;
-    CU_pSuite files = CU_add_suite("files", suite_init, NULL);
-    CU_add_test(files, "special files refused without blocking", test_special_files_are_refused_without_blocking);
-    CU_add_test(files, "regular files and aliases read", test_regular_files_and_aliases_are_read);
-    CU_add_test(files, "identity by device and inode", test_identity);
-    CU_add_test(files, "free space and file systems without blocks", test_free_space);
-    CU_add_test(files, "plugin files examined at every size", test_plugin_files_examined_at_every_size);
-    CU_basic_set_mode(CU_BRM_VERBOSE);
-    CU_basic_run_tests();
-    int failed = CU_get_number_of_failures() != 0 || CU_get_number_of_tests_failed() != 0;
-    CU_cleanup_registry();
-    return failed;
-}
+static const test_case files_cases[] = {
+    {"special files refused without blocking", test_special_files_are_refused_without_blocking},
+    {"regular files and aliases read", test_regular_files_and_aliases_are_read},
+    {"identity by device and inode", test_identity},
+    {"free space and file systems without blocks", test_free_space},
+    {"plugin files examined at every size", test_plugin_files_examined_at_every_size},
+    {NULL, NULL}};
+
+const test_suite test_suites[] = {
+    {"files", suite_init, NULL, files_cases},
+    {NULL, NULL, NULL, NULL}};

@@ -9,12 +9,13 @@
  * error is bounded by about 16 * 6e-8 * 2 = 2e-6 before the few-ulp error of
  * erff/tanhf/expf, leaving a margin of 5x. A wrong formula, index, offset or
  * eps is off by 1e-3 or more in these cases. */
-#include <CUnit/Basic.h>
+#include <CUnit/CUnit.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "harness/cunit_main.h"
 #include "base/aligned.h"
 #include "base/context.h"
 #include "matrix/matrix.h"
@@ -913,7 +914,7 @@ static void test_round_bf16(void)
  * (relative error <= 2^-9 each, about 2^-9 / sqrt(3) on average); the sums
  * stay fp32. Three roundings on the way give a relative error near
  * 3 * 2^-9 / sqrt(3) ~ 3.4e-3 per output, so 1 - cos ~ (3.4e-3)^2 / 2 ~ 6e-6:
- * the issue's bar of 0.9999 holds with a margin of 15x, and a wrong layout
+ * the bf16 bar of 0.9999 holds with a margin of 15x, and a wrong layout
  * (transposed or shifted weights) gives cosines near 0.
  *
  * int8 rounds each weight row to 255 levels of its largest magnitude and
@@ -1002,52 +1003,34 @@ static void test_ffn_bf16_int8_against_fp32(void)
     }
 }
 
-int main(void)
-{
-    if (CU_initialize_registry() != CUE_SUCCESS)
-        return 1;
-    CU_pSuite suite = CU_add_suite("layers", suite_init, suite_clean);
-    static const struct {
-        const char *name;
-        void (*run)(void);
-    } tests[] = {
-        {"descriptors", test_descriptors},
-        {"embedding plain", test_embedding_plain},
-        {"embedding scaled by sqrt(d)", test_embedding_scaled},
-        {"embedding BERT positions and types", test_embedding_bert},
-        {"embedding RoBERTa position offset", test_embedding_roberta_offset},
-        {"embedding out-of-range inputs", test_embedding_errors},
-        {"embedding vocab_size mismatch", test_embedding_vocab_mismatch},
-        {"embedding missing position table", test_embedding_missing_positions},
-        {"sinusoidal against the tutorial formula", test_sinusoidal},
-        {"sinusoidal beyond max positions", test_sinusoidal_too_long},
-        {"ffn activations", test_ffn_activations},
-        {"ffn activations over their range", test_ffn_activation_range},
-        {"ffn without bias", test_ffn_no_bias},
-        {"ffn gated swiglu geglu", test_ffn_gated},
-        {"ffn in chunks of 512 rows", test_ffn_chunks},
-        {"ffn default exact gelu", test_ffn_default_is_exact_gelu},
-        {"ffn weight and key errors", test_ffn_weight_errors},
-        {"layernorm", test_layernorm},
-        {"layernorm missing bias", test_layernorm_missing_bias},
-        {"rmsnorm", test_rmsnorm},
-        {"pooling modes and normalize", test_pooling_modes},
-        {"pooling empty sequences", test_pooling_empty_sequences},
-        {"pooling default mean", test_pooling_default_is_mean},
-        {"bf16 rounding", test_round_bf16},
-        {"ffn bf16 and int8 against fp32", test_ffn_bf16_int8_against_fp32},
-    };
-    for (size_t i = 0; suite != NULL && i < sizeof tests / sizeof tests[0]; i++)
-        if (CU_add_test(suite, tests[i].name, tests[i].run) == NULL)
-            suite = NULL;
-    if (suite == NULL) {
-        CU_cleanup_registry();
-        return 1;
-    }
-    CU_basic_set_mode(CU_BRM_VERBOSE);
-    CU_basic_run_tests();
-    int failed = CU_get_number_of_failures() != 0 || CU_get_number_of_tests_failed() != 0 ||
-                 CU_get_number_of_suites_failed() != 0;
-    CU_cleanup_registry();
-    return failed;
-}
+static const test_case layers_cases[] = {
+    {"descriptors", test_descriptors},
+    {"embedding plain", test_embedding_plain},
+    {"embedding scaled by sqrt(d)", test_embedding_scaled},
+    {"embedding BERT positions and types", test_embedding_bert},
+    {"embedding RoBERTa position offset", test_embedding_roberta_offset},
+    {"embedding out-of-range inputs", test_embedding_errors},
+    {"embedding vocab_size mismatch", test_embedding_vocab_mismatch},
+    {"embedding missing position table", test_embedding_missing_positions},
+    {"sinusoidal against the tutorial formula", test_sinusoidal},
+    {"sinusoidal beyond max positions", test_sinusoidal_too_long},
+    {"ffn activations", test_ffn_activations},
+    {"ffn activations over their range", test_ffn_activation_range},
+    {"ffn without bias", test_ffn_no_bias},
+    {"ffn gated swiglu geglu", test_ffn_gated},
+    {"ffn in chunks of 512 rows", test_ffn_chunks},
+    {"ffn default exact gelu", test_ffn_default_is_exact_gelu},
+    {"ffn weight and key errors", test_ffn_weight_errors},
+    {"layernorm", test_layernorm},
+    {"layernorm missing bias", test_layernorm_missing_bias},
+    {"rmsnorm", test_rmsnorm},
+    {"pooling modes and normalize", test_pooling_modes},
+    {"pooling empty sequences", test_pooling_empty_sequences},
+    {"pooling default mean", test_pooling_default_is_mean},
+    {"bf16 rounding", test_round_bf16},
+    {"ffn bf16 and int8 against fp32", test_ffn_bf16_int8_against_fp32},
+    {NULL, NULL}};
+
+const test_suite test_suites[] = {
+    {"layers", suite_init, suite_clean, layers_cases},
+    {NULL, NULL, NULL, NULL}};

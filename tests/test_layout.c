@@ -1,9 +1,10 @@
 /* Rank layout: the checks, the rank -> replica/stage map, and the split of
  * steps into stages against a brute-force search over every split. */
+#include "harness/cunit_main.h"
 #include "base/context.h"
 #include "ranks/layout.h"
 
-#include <CUnit/Basic.h>
+#include <CUnit/CUnit.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -117,18 +118,13 @@ static void test_steps_without_cost_spread_evenly(void)
     tfenc_layout_free(&layout);
 }
 
-int main(void)
-{
-    if (CU_initialize_registry() != CUE_SUCCESS)
-        return 1;
-    CU_pSuite suite = CU_add_suite("layout", NULL, NULL);
-    CU_add_test(suite, "refuses impossible layouts", test_refuses_impossible_layouts);
-    CU_add_test(suite, "ranks map to replicas and stages", test_ranks_map_to_replicas_and_stages);
-    CU_add_test(suite, "split is optimal and contiguous", test_split_is_optimal_and_contiguous);
-    CU_add_test(suite, "steps without cost spread evenly", test_steps_without_cost_spread_evenly);
-    CU_basic_set_mode(CU_BRM_VERBOSE);
-    CU_basic_run_tests();
-    int failed = CU_get_number_of_failures() != 0 || CU_get_number_of_tests_failed() != 0;
-    CU_cleanup_registry();
-    return failed;
-}
+static const test_case layout_cases[] = {
+    {"refuses impossible layouts", test_refuses_impossible_layouts},
+    {"ranks map to replicas and stages", test_ranks_map_to_replicas_and_stages},
+    {"split is optimal and contiguous", test_split_is_optimal_and_contiguous},
+    {"steps without cost spread evenly", test_steps_without_cost_spread_evenly},
+    {NULL, NULL}};
+
+const test_suite test_suites[] = {
+    {"layout", NULL, NULL, layout_cases},
+    {NULL, NULL, NULL, NULL}};

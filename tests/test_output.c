@@ -10,9 +10,10 @@
 #include <unistd.h>
 #include <time.h>
 
-#include <CUnit/Basic.h>
+#include <CUnit/CUnit.h>
 #include <hdf5.h>
 
+#include "harness/cunit_main.h"
 #include "base/context.h"
 #include "base/float16.h"
 #include "output/output.h"
@@ -767,7 +768,7 @@ static void test_resume(void)
               != NULL);
 }
 
-int main(void)
+static int suite_init(void)
 {
     mkdir("tests", 0755);
     mkdir("tests/data", 0755);
@@ -777,33 +778,36 @@ int main(void)
         perror("mkdtemp");
         return 1;
     }
-    if (CU_initialize_registry() != CUE_SUCCESS)
-        return 1;
-    CU_pSuite suite = CU_add_suite("output", NULL, NULL);
-    CU_add_test(suite, "float16 known bit patterns", test_float16_known_values);
-    CU_add_test(suite, "float16 round trip", test_float16_round_trip);
-    CU_add_test(suite, "float16 against the compiler", test_float16_against_compiler);
-    CU_add_test(suite, "bfloat16", test_bfloat16);
-    CU_add_test(suite, "HDF5 16-bit types", test_h5_types);
-    CU_add_test(suite, "SHA-256 vectors", test_sha256_vectors);
-    CU_add_test(suite, "SHA-256 of files", test_sha256_file);
-    CU_add_test(suite, "pooled float32", test_pooled_float32);
-    CU_add_test(suite, "pooled float16 gzip", test_pooled_float16_gzip);
-    CU_add_test(suite, "pooled bfloat16", test_pooled_bfloat16);
-    CU_add_test(suite, "per-token hidden states", test_tokens);
-    CU_add_test(suite, "scattered rows", test_scattered_rows);
-    CU_add_test(suite, "errors and abandoned files", test_errors);
-    CU_add_test(suite, "resume after a kill", test_resume);
-    CU_basic_set_mode(CU_BRM_VERBOSE);
-    CU_basic_run_tests();
-    int failed = CU_get_number_of_failures() != 0 || CU_get_number_of_tests_failed() != 0;
-    CU_cleanup_registry();
-    /* The files stay for inspection when something failed. */
-    if (!failed) {
-        char command[300];
-        snprintf(command, sizeof command, "rm -rf '%s'", directory);
-        if (system(command) != 0)
-            fprintf(stderr, "could not remove %s\n", directory);
-    }
-    return failed;
+    return 0;
 }
+
+/* The files stay for inspection when something failed. */
+static int suite_clean(void)
+{
+    if (CU_get_number_of_failures() != 0)
+        return 0;
+    char command[300];
+    snprintf(command, sizeof command, "rm -rf '%s'", directory);
+    return system(command) != 0;
+}
+
+static const test_case output_cases[] = {
+    {"float16 known bit patterns", test_float16_known_values},
+    {"float16 round trip", test_float16_round_trip},
+    {"float16 against the compiler", test_float16_against_compiler},
+    {"bfloat16", test_bfloat16},
+    {"HDF5 16-bit types", test_h5_types},
+    {"SHA-256 vectors", test_sha256_vectors},
+    {"SHA-256 of files", test_sha256_file},
+    {"pooled float32", test_pooled_float32},
+    {"pooled float16 gzip", test_pooled_float16_gzip},
+    {"pooled bfloat16", test_pooled_bfloat16},
+    {"per-token hidden states", test_tokens},
+    {"scattered rows", test_scattered_rows},
+    {"errors and abandoned files", test_errors},
+    {"resume after a kill", test_resume},
+    {NULL, NULL}};
+
+const test_suite test_suites[] = {
+    {"output", suite_init, suite_clean, output_cases},
+    {NULL, NULL, NULL, NULL}};

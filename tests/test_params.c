@@ -1,26 +1,22 @@
-/* CUnit suite for the job-file getters' integer ranges (every value checked
- * whole, no wrap to int), inline comments, and declared parameter tables
- * (ABI 1.1): the host holds create() to its table, checks values against
- * the declared ranges (ABI 1.2) before create(), reads a 1.1 table with
- * its own stride, and refuses a create() that ignored a getter's failure. */
+/* Layer parameters (core/job/params): typed getters with defaults, keys
+ * create() never read refused after it, bad values named with their line,
+ * integer ranges checked on the whole value (no wrap to int), inline
+ * comments, and declared parameter tables (ABI 1.1): the host holds
+ * create() to its table, checks values against the declared ranges (ABI
+ * 1.2) before create(), reads a 1.1 table with its own stride, and refuses
+ * a create() that ignored a getter's failure. */
 #include "base/context.h"
 #include "job/jobfile.h"
+#include "harness/checks.h"
+#include "harness/cunit_main.h"
 #include "job/params.h"
 
-#include <CUnit/Basic.h>
+#include <CUnit/CUnit.h>
 #include <limits.h>
 #include <stdio.h>
 #include <string.h>
 
 static tfenc_context ctx;
-
-static int contains(const char *haystack, const char *needle)
-{
-    if (strstr(haystack, needle) != NULL)
-        return 1;
-    fprintf(stderr, "\n  expected \"%s\" in: %s\n", needle, haystack);
-    return 0;
-}
 
 static tfenc_jobfile *parse(const char *text)
 {
@@ -355,22 +351,77 @@ static void test_declared_range_checks(void)
               contains(why, "unknown range bounds"));
 }
 
-int main(void)
+static void test_params_typed_getters(void)
 {
-    if (CU_initialize_registry() != CUE_SUCCESS)
-        return 1;
-    CU_pSuite suite = CU_add_suite("params", NULL, NULL);
-    CU_add_test(suite, "integer ranges on the whole value", test_int_range_boundaries);
-    CU_add_test(suite, "inline comments", test_inline_comments);
-    CU_add_test(suite, "declared tables hold create()", test_declared_table_holds_create);
-    CU_add_test(suite, "declared tables are checked", test_declared_table_checks);
-    CU_add_test(suite, "declared ranges checked by the host", test_declared_ranges);
-    CU_add_test(suite, "an ABI 1.1 table is read with its stride", test_minor_1_table);
-    CU_add_test(suite, "a create() ignoring a getter failure is refused", test_ignored_getter_failure);
-    CU_add_test(suite, "declared ranges are checked", test_declared_range_checks);
-    CU_basic_set_mode(CU_BRM_VERBOSE);
-    CU_basic_run_tests();
-    int failed = CU_get_number_of_failures() != 0 || CU_get_number_of_tests_failed() != 0;
-    CU_cleanup_registry();
-    return failed;
+    static const char *const modes[] = {"cls", "mean", NULL};
+    tfenc_context_init(&ctx);
+    tfenc_jobfile *job = NULL;
+    const char *text = "[l]\nn = 12\nf = 1e-12\nb = Yes\nm = mean\ns = hello\n";
+    CU_ASSERT_EQUAL_FATAL(tfenc_jobfile_parse_string(&ctx, "j.ini", text, &job), TFENC_OK);
+    tfenc_params params;
+    tfenc_params_bind(&params, &ctx, job, tfenc_jobfile_find(job, "l"));
+    long n;
+    double f;
+    int b, m;
+    const char *s;
+    CU_ASSERT_EQUAL(tfenc_param_int(&params, "n", 0, &n), TFENC_OK);
+    CU_ASSERT_EQUAL(n, 12);
+    CU_ASSERT_EQUAL(tfenc_param_float(&params, "f", 0, &f), TFENC_OK);
+    CU_ASSERT_DOUBLE_EQUAL(f, 1e-12, 1e-24);
+    CU_ASSERT_EQUAL(tfenc_param_bool(&params, "b", 0, &b), TFENC_OK);
+    CU_ASSERT_EQUAL(b, 1);
+    CU_ASSERT_EQUAL(tfenc_param_choice(&params, "m", modes, 0, &m), TFENC_OK);
+    CU_ASSERT_EQUAL(m, 1);
+    CU_ASSERT_EQUAL(tfenc_param_int(&params, "absent", 7, &n), TFENC_OK);
+    CU_ASSERT_EQUAL(n, 7);
+    /* s was never read: the host must reject it after create(). */
+    CU_ASSERT_EQUAL(tfenc_params_check_all_used(&params, "layer type t"), TFENC_ERR_CONFIG);
+    CU_ASSERT(contains(tfenc_context_message(&ctx), "j.ini:6: [l] unknown key 's' (layer type t)"));
+    tfenc_context_init(&ctx);
+    CU_ASSERT_EQUAL(tfenc_param_string(&params, "s", NULL, &s), TFENC_OK);
+    CU_ASSERT_STRING_EQUAL(s, "hello");
+    CU_ASSERT_EQUAL(tfenc_params_check_all_used(&params, "x"), TFENC_OK);
+    tfenc_jobfile_destroy(job);
 }
+
+static void test_params_bad_values(void)
+{
+    static const char *const modes[] = {"cls", "mean", NULL};
+    tfenc_jobfile *job = NULL;
+    tfenc_context_init(&ctx);
+    const char *text = "[l]\nn = 12x\nf = nan\nb = maybe\nm = sum\n";
+    CU_ASSERT_EQUAL_FATAL(tfenc_jobfile_parse_string(&ctx, "j.ini", text, &job), TFENC_OK);
+    tfenc_params params;
+    tfenc_params_bind(&params, &ctx, job, tfenc_jobfile_find(job, "l"));
+    long n;
+    double f;
+    int b, m;
+    CU_ASSERT_EQUAL(tfenc_param_int(&params, "n", 0, &n), TFENC_ERR_CONFIG);
+    CU_ASSERT(contains(tfenc_context_message(&ctx), "j.ini:2: [l] n = '12x': expected an integer"));
+    tfenc_context_init(&ctx);
+    CU_ASSERT_EQUAL(tfenc_param_float(&params, "f", 0, &f), TFENC_ERR_CONFIG);
+    CU_ASSERT(contains(tfenc_context_message(&ctx), "expected a finite number"));
+    tfenc_context_init(&ctx);
+    CU_ASSERT_EQUAL(tfenc_param_bool(&params, "b", 0, &b), TFENC_ERR_CONFIG);
+    tfenc_context_init(&ctx);
+    CU_ASSERT_EQUAL(tfenc_param_choice(&params, "m", modes, 0, &m), TFENC_ERR_CONFIG);
+    CU_ASSERT(contains(tfenc_context_message(&ctx), "expected one of cls, mean"));
+    tfenc_jobfile_destroy(job);
+}
+
+static const test_case params_cases[] = {
+    {"typed getters and unused keys", test_params_typed_getters},
+    {"bad values", test_params_bad_values},
+    {"integer ranges on the whole value", test_int_range_boundaries},
+    {"inline comments", test_inline_comments},
+    {"declared tables hold create()", test_declared_table_holds_create},
+    {"declared tables are checked", test_declared_table_checks},
+    {"declared ranges checked by the host", test_declared_ranges},
+    {"an ABI 1.1 table is read with its stride", test_minor_1_table},
+    {"a create() ignoring a getter failure is refused", test_ignored_getter_failure},
+    {"declared ranges are checked", test_declared_range_checks},
+    {NULL, NULL}};
+
+const test_suite test_suites[] = {
+    {"params", NULL, NULL, params_cases},
+    {NULL, NULL, NULL, NULL}};

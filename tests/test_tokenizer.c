@@ -2,7 +2,7 @@
  * and small hand-made tokenizer.json files (BPE merges by rank, Unigram's
  * best path, added tokens, post-processors, refusals, the weights-file
  * store/load), with expected ids worked out by hand from HF's rules. */
-#include <CUnit/Basic.h>
+#include <CUnit/CUnit.h>
 #include <hdf5.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -10,6 +10,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "harness/cunit_main.h"
 #include "base/context.h"
 #include "tokenizer/tokenizer.h"
 
@@ -617,34 +618,34 @@ static void test_store_and_load(void)
     tfenc_tokenizer_destroy(bpe);
 }
 
-int main(void)
+static int suite_init(void)
 {
     tfenc_context_init(&ctx);
-    if (CU_initialize_registry() != CUE_SUCCESS)
-        return 1;
-    CU_pSuite suite = CU_add_suite("tokenizer", NULL, NULL);
-    CU_add_test(suite, "empty text gives [CLS] [SEP]", test_empty_text);
-    CU_add_test(suite, "## continuations, longest match first", test_continuations);
-    CU_add_test(suite, "unknown words", test_unknown_words);
-    CU_add_test(suite, "100-character word limit", test_word_length_limit);
-    CU_add_test(suite, "truncation and its count", test_truncation);
-    CU_add_test(suite, "invalid UTF-8 under both policies", test_invalid_utf8);
-    CU_add_test(suite, "missing special tokens", test_missing_special_tokens);
-    CU_add_test(suite, "vocab.txt parsing", test_vocab_file);
-    CU_add_test(suite, "normalization", test_normalization);
-    CU_add_test(suite, "special tokens written in the text", test_special_tokens_in_text);
-    CU_add_test(suite, "10 MB documents", test_long_document);
-    CU_add_test(suite, "tokenizer.json BPE: merges by rank, unknowns, template", test_json_bpe);
-    CU_add_test(suite, "tokenizer.json Unigram: best path, NFKC, Metaspace", test_json_unigram);
-    CU_add_test(suite, "tokenizer.json added tokens", test_json_added_tokens);
-    CU_add_test(suite, "Metaspace prepend_scheme first after normalizers", test_json_metaspace_first);
-    CU_add_test(suite, "tokenizer.json byte-level BPE and invalid UTF-8", test_json_byte_level);
-    CU_add_test(suite, "tokenizer.json refusals in one line", test_json_refusals);
-    CU_add_test(suite, "1 MiB words through BPE and Unigram", test_json_long_word);
-    CU_add_test(suite, "store in and load from the weights file", test_store_and_load);
-    CU_basic_set_mode(CU_BRM_VERBOSE);
-    CU_basic_run_tests();
-    int failed = CU_get_number_of_failures() != 0 || CU_get_number_of_tests_failed() != 0;
-    CU_cleanup_registry();
-    return failed;
+    return 0;
 }
+
+static const test_case tokenizer_cases[] = {
+    {"empty text gives [CLS] [SEP]", test_empty_text},
+    {"## continuations, longest match first", test_continuations},
+    {"unknown words", test_unknown_words},
+    {"100-character word limit", test_word_length_limit},
+    {"truncation and its count", test_truncation},
+    {"invalid UTF-8 under both policies", test_invalid_utf8},
+    {"missing special tokens", test_missing_special_tokens},
+    {"vocab.txt parsing", test_vocab_file},
+    {"normalization", test_normalization},
+    {"special tokens written in the text", test_special_tokens_in_text},
+    {"10 MB documents", test_long_document},
+    {"tokenizer.json BPE: merges by rank, unknowns, template", test_json_bpe},
+    {"tokenizer.json Unigram: best path, NFKC, Metaspace", test_json_unigram},
+    {"tokenizer.json added tokens", test_json_added_tokens},
+    {"Metaspace prepend_scheme first after normalizers", test_json_metaspace_first},
+    {"tokenizer.json byte-level BPE and invalid UTF-8", test_json_byte_level},
+    {"tokenizer.json refusals in one line", test_json_refusals},
+    {"1 MiB words through BPE and Unigram", test_json_long_word},
+    {"store in and load from the weights file", test_store_and_load},
+    {NULL, NULL}};
+
+const test_suite test_suites[] = {
+    {"tokenizer", suite_init, NULL, tokenizer_cases},
+    {NULL, NULL, NULL, NULL}};

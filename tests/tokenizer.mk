@@ -4,11 +4,16 @@
 # and real ones) against it on real multilingual and generated text (both
 # need tests/setup-python-venv).
 check_PROGRAMS += tests/test_tokenizer tests/tokenizer/tokenize_corpus
-TESTS += tests/test_tokenizer tests/tokenizer/test-reference.sh tests/tokenizer/test-json.sh \
-	tests/tokenizer/test-weights.sh
+TESTS += tests/test_tokenizer tests/tokenizer/test-reference.sh tests/tokenizer/test-weights.sh
+# Real tokenizer.json files on real text against Hugging Face's ids: normal
+# build only (tests/local.mk); under the sanitizers test_tokenizer's BPE,
+# Unigram and byte-level cases and fuzz_tokenizer_json cover those paths.
+if !SANITIZERS
+TESTS += tests/tokenizer/test-json.sh
+endif
 tests_test_tokenizer_SOURCES = tests/test_tokenizer.c
-tests_test_tokenizer_CPPFLAGS = $(AM_CPPFLAGS) $(CUNIT_CFLAGS)
-tests_test_tokenizer_LDADD = core/libtfenc.la $(CUNIT_LIBS) $(HDF5_LIBS)
+tests_test_tokenizer_CPPFLAGS = $(AM_CPPFLAGS) $(CUNIT_CFLAGS) -I$(top_srcdir)/tests
+tests_test_tokenizer_LDADD = tests/harness/libunit.la core/libtfenc.la $(CUNIT_LIBS) $(HDF5_LIBS)
 tests_tokenizer_tokenize_corpus_SOURCES = tests/tokenizer/tokenize_corpus.c
 tests_tokenizer_tokenize_corpus_LDADD = core/libtfenc.la
 dist_check_SCRIPTS += tests/tokenizer/test-reference.sh tests/tokenizer/test-json.sh \

@@ -38,20 +38,35 @@ cflags="-std=c11 -g -O1 $(makefile_values WARN_CFLAGS) -D_GNU_SOURCE -DHAVE_CONF
 libs="$(makefile_values '[A-Z0-9]*_LIBS') -lm"
 
 objects=""
+stale=""
 for source in "$top"/core/*/*.c; do
   object="$out/objects/$(basename "$source" .c).o"
   # Rebuild only what changed, so that run.sh after an edit is quick.
   if [ ! -f "$object" ] || [ "$source" -nt "$object" ] \
      || [ -n "$(find "$top/core" -name '*.h' -newer "$object" | head -n 1)" ]; then
-    clang $cflags -fsanitize=fuzzer-no-link -c "$source" -o "$object"
+    stale="$stale $source"
   fi
   objects="$objects $object"
 done
-rm -f "$out/libtfenc-fuzz.a"
-ar rcs "$out/libtfenc-fuzz.a" $objects
-
+# TFENC_FUZZ_JOBS compilers at a time (2: CI's machine has two cores).
+# $0 is the flags, split into words as the single-compiler loop did.
+if [ -n "$stale" ]; then
+  printf '%s\n' $stale | xargs -P "${TFENC_FUZZ_JOBS:-2}" -I '{}' sh -c \
+    'clang $0 -fsanitize=fuzzer-no-link -c "$1" -o "$2/objects/$(basename "$1" .c).o"' \
+    "$cflags" '{}' "$out"
+fi
+# The archive and the targets are made again only when something they are
+# made of changed, so that run.sh right after a build (tests/run-all.sh
+# builds the targets while the normal suite runs) starts fuzzing at once.
+if [ -n "$stale" ] || [ ! -f "$out/libtfenc-fuzz.a" ]; then
+  rm -f "$out/libtfenc-fuzz.a"
+  ar rcs "$out/libtfenc-fuzz.a" $objects
+fi
 for target in "$top"/tests/fuzz/fuzz_*.c; do
   name=$(basename "$target" .c)
-  clang $cflags -fsanitize=fuzzer "$target" "$out/libtfenc-fuzz.a" $libs -o "$out/$name"
+  if [ ! -f "$out/$name" ] || [ "$out/libtfenc-fuzz.a" -nt "$out/$name" ] \
+     || [ "$target" -nt "$out/$name" ]; then
+    clang $cflags -fsanitize=fuzzer "$target" "$out/libtfenc-fuzz.a" $libs -o "$out/$name"
+  fi
 done
 echo "fuzz/build.sh: built the targets in $out"

@@ -2,12 +2,16 @@
 # Builds the libFuzzer targets (tests/fuzz/build.sh) and runs each until it
 # has executed 100000 inputs or run 60 s, whichever comes first (fast targets
 # stop early, slow ones still get a minute), starting from its seed corpus
-# in tests/fuzz/corpus/TARGET/.
+# in tests/fuzz/corpus/TARGET/ (every input that once found a defect is
+# there, so each run replays them all before it explores).
+# --budget SECONDS instead gives all the targets together that much time
+# (CI's way, tests/run-all.sh --fuzz): each target gets an equal share of
+# what is left, so time a fast target did not need goes to the next.
 # Fails if any target finds a crash, a leak, a timeout or a broken
 # invariant; the input that triggered it is kept (path printed).
 #
-#   tests/fuzz/run.sh [--time SECONDS] [--runs N] [--seed N] [--only TARGET]
-#                     [--raw-hdf5] [CONFIGURED_BUILD_DIR]
+#   tests/fuzz/run.sh [--time SECONDS | --budget SECONDS] [--runs N] [--seed N]
+#                     [--only TARGET] [--raw-hdf5] [CONFIGURED_BUILD_DIR]
 #
 # Defaults: 60 s, 100000 runs (--runs 0: no limit, fuzz for --time), seed 1
 # (reproducible in CI; --seed 0 picks a random one), every target, the
@@ -17,12 +21,14 @@
 set -u
 top=$(cd "$(dirname "$0")/../.." && pwd)
 seconds=60
+budget=0
 runs=100000
 seed=1
 only=""
 while [ $# -gt 0 ]; do
   case $1 in
     --time) seconds=$2; shift 2 ;;
+    --budget) budget=$2; shift 2 ;;
     --runs) runs=$2; shift 2 ;;
     --seed) seed=$2; shift 2 ;;
     --only) only=$2; shift 2 ;;
@@ -46,9 +52,23 @@ export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1"
 
 passed=0
 failed=0
+targets=""
 for seeds in "$top"/tests/fuzz/corpus/*/; do
   target=$(basename "$seeds")
   [ -z "$only" ] || [ "$only" = "$target" ] || continue
+  targets="$targets $target"
+done
+budget_started=$(date +%s)
+left=$(echo $targets | wc -w)
+for target in $targets; do
+  seeds="$top/tests/fuzz/corpus/$target/"
+  if [ "$budget" -gt 0 ]; then
+    # An equal share of the budget that is left, and at least a second.
+    spent=$(( $(date +%s) - budget_started ))
+    seconds=$(( (budget - spent) / left ))
+    [ "$seconds" -ge 1 ] || seconds=1
+  fi
+  left=$((left - 1))
   mkdir -p "$scratch/$target"
   log="$out/logs/$target.log"
   # -timeout: one input taking 10 s is a hang. -rss_limit_mb: a runaway

@@ -1,5 +1,5 @@
 """The output of a job records its matrix precision and, for int8, what the
-accuracy gate measured and chose (issue 12 item 3): precision,
+accuracy gate measured and chose: precision,
 precision_sample_min_cosine (at least the job's min_cosine) and
 precision_steps (one "step precision" line per step). Ungated precisions
 record 1.0 and "".

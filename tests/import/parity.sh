@@ -40,7 +40,7 @@ for dtype in float32 float16 bfloat16; do
   "$batch" --quiet --set "job.input=$sentences" --set "job.output=$work/out-$dtype.h5" \
     "$work/minilm-$dtype.ini"
   if [ "$dtype" = float32 ]; then
-    # The bar of the issue. Float32 sums in a different order than PyTorch's
+    # The fp32 bar. Float32 sums in a different order than PyTorch's
     # kernels leave ~1e-7 relative noise per layer; 1e-4 absolute on unit
     # vectors (and cosine 1 - 1e-5) is far above it and far below any real
     # mistake (a wrong token or position moves cosines by > 1e-3).
@@ -53,7 +53,7 @@ for dtype in float32 float16 bfloat16; do
 done
 
 # The matrix precisions on the float32 weights:
-#   bf16 >= 0.9999, the issue's bar: 8-bit mantissas on inputs, weights and
+#   bf16 >= 0.9999, the bf16 bar: 8-bit mantissas on inputs, weights and
 #        attention's operands, fp32 sums (measured: 0.99994);
 #   int8 >= 0.999, the job's default min_cosine, which the accuracy gate
 #        meets on its sample with half the error to spare (measured 0.9995).

@@ -1,5 +1,5 @@
 #!/bin/sh
-# Long documents cut into chunks (issue 13 item 4), with the real
+# Long documents cut into chunks, with the real
 # all-MiniLM-L6-v2 on real text: documents about 10x max_seq_len (made by
 # joining real sentences) and short ones, max_seq_len 64 and 8 tokens of
 # overlap. Against the model run by sentence-transformers on the same token

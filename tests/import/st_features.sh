@@ -1,6 +1,6 @@
 #!/bin/sh
-# sentence-transformers features a job turns on (issue 13 item 3, the
-# engine's side), on the real all-MiniLM-L6-v2 and real text, against
+# sentence-transformers features a job turns on (the engine's side), on
+# the real all-MiniLM-L6-v2 and real text, against
 # sentence-transformers itself:
 #  - [job] prompt = NAME, with the prompt's text in [prompts] as a JSON
 #    string (as tfenc-import writes e5's "query: "), and [job] prompt given

@@ -5,8 +5,9 @@
 #include <string.h>
 #include <unistd.h>
 
-#include <CUnit/Basic.h>
+#include <CUnit/CUnit.h>
 
+#include "harness/cunit_main.h"
 #include "base/context.h"
 #include "model/safetensors.h"
 
@@ -213,18 +214,13 @@ static void test_bad_files(void)
     CU_ASSERT_PTR_NOT_NULL(strstr(tfenc_context_message(&ctx), "/nonexistent/model.safetensors"));
 }
 
-int main(void)
-{
-    if (CU_initialize_registry() != CUE_SUCCESS)
-        return 2;
-    CU_pSuite suite = CU_add_suite("safetensors", NULL, NULL);
-    CU_add_test(suite, "valid header", test_valid_header);
-    CU_add_test(suite, "hostile headers", test_hostile_headers);
-    CU_add_test(suite, "read values", test_read_values);
-    CU_add_test(suite, "bad files", test_bad_files);
-    CU_basic_set_mode(CU_BRM_VERBOSE);
-    CU_basic_run_tests();
-    int failed = CU_get_number_of_failures() != 0 || CU_get_number_of_tests_failed() != 0;
-    CU_cleanup_registry();
-    return failed;
-}
+static const test_case safetensors_cases[] = {
+    {"valid header", test_valid_header},
+    {"hostile headers", test_hostile_headers},
+    {"read values", test_read_values},
+    {"bad files", test_bad_files},
+    {NULL, NULL}};
+
+const test_suite test_suites[] = {
+    {"safetensors", NULL, NULL, safetensors_cases},
+    {NULL, NULL, NULL, NULL}};

@@ -1,5 +1,5 @@
 #!/bin/sh
-# Issue 4's layout benchmark (not a test: it prints figures, it asserts
+# The layout benchmark (not a test: it prints figures, it asserts
 # nothing about time). On this machine's cores it encodes one corpus with
 # all-MiniLM-L6-v2 three ways that use the same 2 cores:
 #   1 rank x 2 OpenBLAS threads

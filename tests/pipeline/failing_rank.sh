@@ -1,5 +1,5 @@
 #!/bin/sh
-# Issue 4's fault test: a layer that fails on one rank (the `fail` test
+# A layer that fails on one rank (the `fail` test
 # plugin, tripping on a token only the corpus's last document holds, so on
 # whichever replica takes the last window) must end the whole job promptly
 # at every layout, with a non-zero exit and that rank's message naming the

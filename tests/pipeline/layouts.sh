@@ -1,5 +1,5 @@
 #!/bin/sh
-# The layout matrix of issues 4 and 15: the same job under mpiexec -n 1, 2,
+# The layout matrix: the same job under mpiexec -n 1, 2,
 # 3, 4, 5 and 8 ranks, with 1 and 2 pipeline stages where the rank count
 # allows (and 2 x 4), must give the single-rank output bit for bit
 # (compare_layouts.py says why it can), for a pooled job over a text corpus

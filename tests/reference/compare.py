@@ -132,7 +132,7 @@ def check_attributes(checker, out, expected, expected_dir):
     checker.check(complete == 1, f"attribute complete = {complete} (expected 1)")
 
     # Written by tfenc's output module; checked when present, since the
-    # issue's list of required attributes does not name them.
+    # attributes every output must carry do not include them.
     kind = text_of(attrs.get("output_kind"))
     if kind is not None:
         want_kind = text_of(expected.attrs["output_kind"])

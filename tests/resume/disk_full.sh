@@ -1,5 +1,5 @@
 #!/bin/sh
-# Issue 7: a disk that fills up in the middle of a job. The job must stop
+# A disk that fills up in the middle of a job. The job must stop
 # with one line naming the output file and the system's reason ("No space
 # left on device"), a non-zero exit, and the documents it finished kept in
 # the file; once space is freed, running it again resumes and ends with the

@@ -1,5 +1,5 @@
 #!/bin/sh
-# Issue 14 items 1-4, 7 and 9: the ways an output could silently lose data
+# The ways an output could silently lose data
 # or be wrong while marked complete, each tried at 1 and 2 ranks.
 #  1. the output is an input under another spelling (absolute path, ./,
 #     a symbolic link, a hard link) or the job file, weights, vocabulary:

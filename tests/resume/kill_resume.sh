@@ -1,12 +1,12 @@
 #!/bin/sh
-# Issue 7: a job killed with SIGKILL at seeded random points of its run (all
+# A job killed with SIGKILL at seeded random points of its run (all
 # of mpiexec -n 4's processes at once, as a node failure or a hard time limit
 # does) and run again with the same command must end with the file an
 # uninterrupted run writes, bitwise, also when resumed at another rank count
 # (microbatches are cut inside fixed windows of the corpus, so they are the
 # same at any layout). A resume encodes only what the killed run did not
 # finish: exactly the documents not marked finished in the file, not whole
-# windows again (issue 14 item 12). Then SIGTERM (what Slurm sends first)
+# windows again. Then SIGTERM (what Slurm sends first)
 # must stop the job cleanly with a message saying how to resume, and the
 # resumed file must be whole too. Pooled output from a text corpus (4
 # replicas) and per-token output from an HDF5 corpus (2 replicas x 2 stages).

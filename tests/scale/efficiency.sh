@@ -1,5 +1,5 @@
 #!/bin/sh
-# Issue 15's data-parallel efficiency (prints figures, asserts no time): the
+# Data-parallel efficiency (prints figures, asserts no time): the
 # real all-MiniLM-L6-v2 over real text (the 532 sentences of 25 languages,
 # repeated), 1 rank x 1 thread and 2 ranks x 1 thread, in turns, each its
 # best of REPEAT runs; efficiency = T(1) / (2 x T(2)), from the encoding
@@ -71,7 +71,7 @@ echo "efficiency: all-MiniLM-L6-v2, $(wc -l < "$out/corpus.txt") real sentences,
 echo "$best1 $best2" | awk '{
   printf "efficiency: 1 rank x 1 thread:  encoding %6.2f s, whole command %6.2f s\n", $1, $2
   printf "efficiency: 2 ranks x 1 thread: encoding %6.2f s, whole command %6.2f s\n", $3, $4
-  printf "efficiency: data-parallel efficiency %.1f%% (encoding), %.1f%% (whole command); issue 15 target >= 95%%\n", 100 * $1 / (2 * $3), 100 * $2 / (2 * $4)
+  printf "efficiency: data-parallel efficiency %.1f%% (encoding), %.1f%% (whole command); target >= 95%%\n", 100 * $1 / (2 * $3), 100 * $2 / (2 * $4)
 }'
 echo "$alone $pair $best1 $best2" | awk '{
   ceiling = $2 / (2 * $1)

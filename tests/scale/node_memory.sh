@@ -1,5 +1,5 @@
 #!/bin/sh
-# Issue 15's node memory (prints figures, asserts no time): the real
+# Node memory (prints figures, asserts no time): the real
 # all-mpnet-base-v2 (BERT-base size, 418 MiB of float32 weights) over real
 # text, 1 rank and 4 ranks of one node, fp32. A sampler adds up the
 # proportional set sizes (Pss: a page mapped by n processes counts 1/n in
@@ -85,5 +85,5 @@ echo "$one $four ${shared:-0} $weights" | awk '{
   target = copy + 4 * (activations + 64)
   printf "node_memory: 1 rank:  peak node Pss %7.1f MiB (weights %.1f + the rest %.1f)\n", one, copy, activations
   printf "node_memory: 4 ranks: peak node Pss %7.1f MiB; 4 private copies would be about %.1f MiB\n", four, 4 * one
-  printf "node_memory: target (issue 15): <= 1 copy + 4 x (activations + 64 MiB) = %.1f MiB: %s\n", target, four <= target ? "met" : "NOT met"
+  printf "node_memory: target: <= 1 copy + 4 x (activations + 64 MiB) = %.1f MiB: %s\n", target, four <= target ? "met" : "NOT met"
 }'

@@ -1,5 +1,5 @@
 #!/bin/sh
-# Issue 15's straggler benchmark (prints figures, asserts no time): two
+# The straggler benchmark (prints figures, asserts no time): two
 # ranks, one of them slowed to half speed, encode one corpus.
 #   - dynamic windows (the default): replicas take the next window when free;
 #   - static shares, for comparison, as tfenc's shares were before: each
@@ -9,7 +9,7 @@
 # The ideal is total work / sum of the ranks' speeds, from each rank's time
 # alone: 1 / (1/T_fast + 1/T_slow). Static shares make it about 1.5x that
 # (the slow rank's half takes T_slow / 2 = T_fast); dynamic windows should
-# come within a window's time of it (issue 15: <= 1.15x).
+# come within a window's time of it (the target: <= 1.15x).
 #
 # The work is the test plugin's `pause` layer, which sleeps in proportion
 # to the tokens of each microbatch (TFENC_TEST_SLOWDOWN=2 doubles it for the

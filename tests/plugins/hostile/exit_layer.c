@@ -1,6 +1,6 @@
 /* A plugin whose constructor ends the process with status 0 and no word, as
  * a careless library initialiser can: tfenc must report it, naming the file,
- * instead of ending the job "successfully" (issue 14 item 8). */
+ * instead of ending the job "successfully". */
 #include <unistd.h>
 
 #include "common.h"
