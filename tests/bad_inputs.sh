@@ -438,7 +438,7 @@ odd "plugin_path = . beside the job file" "f['hidden'].shape[0] > 0" "" jobdir/j
 # line naming the key, never a wait (60 s is a failure)
 for pair in "a-fifo|is a FIFO or pipe" "a-socket|is a socket" "a-directory|is a directory" "/dev/zero|is a character device"; do
   file=${pair%%|*} what=${pair#*|}
-  # A directory is a corpus of its files (issue 26): this one has none.
+  # A directory is a corpus of its files ; this one has none.
   corpus_what=$what
   [ "$file" = a-directory ] && corpus_what="the directory holds no file"
   error "HDF5 corpus is $file"  "\[job\] input $file: $corpus_what" "$(hdf5_input "$file")" job.ini
@@ -505,7 +505,7 @@ odd "inline # comment"          "f['hidden'].shape[0] > 0" 's/^output = .*/outpu
 odd "inline ; comment"          "f['hidden'].shape[0] > 0" 's/^output = .*/output = out.h5 ; a note/' job.ini
 cp good/input.h5 'in#put.h5'
 odd "# inside a value (no space before it)" "f['hidden'].shape[0] > 0" 's|^input = .*|input = in#put.h5|' job.ini
-# No line cap (issue 24): a 20,000-character line is read whole.
+# No line cap: a 20,000-character line is read whole.
 odd "20,000-character line"     "f['hidden'].shape[0] > 0" "\$a ; $(head -c 20000 /dev/zero | tr '\0' x)" job.ini
 
 # --- weights

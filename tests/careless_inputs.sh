@@ -1,5 +1,5 @@
 #!/bin/sh
-# Issue 24's hostile and careless inputs beyond tfenc-batch's job keys
+# Hostile and careless inputs beyond tfenc-batch's job keys
 # (those are tests/bad_inputs.sh's): every file tfenc-import and
 # `tfenc-batch --status` open, sizes read from a model's files, job files
 # the importer writes, output files whose datasets contradict their names,

@@ -1,5 +1,5 @@
 # tests fragment: see Makefile.am
-# Issue 28 item 3: compact pooled vectors (output_dtype = int8, uint8,
+# Compact pooled vectors (output_dtype = int8, uint8,
 # binary, ubinary) against sentence-transformers' quantize_embeddings, at
 # several layouts and after a resume, with calibrated and given ranges, and
 # their bad inputs; minilm.sh does the same on all-MiniLM-L6-v2 and real text.
@@ -12,4 +12,4 @@ check_PROGRAMS += tests/test_quantize
 TESTS += tests/test_quantize
 tests_test_quantize_SOURCES = tests/test_quantize.c
 tests_test_quantize_CFLAGS = $(TEST_CFLAGS)
-tests_test_quantize_LDADD = $(TEST_LIBS)
+tests_test_quantize_LDADD = $(UNIT_TEST_LIBS)

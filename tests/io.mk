@@ -9,13 +9,13 @@ tests_test_corpus_SOURCES = tests/test_corpus.c
 tests_test_corpus_CPPFLAGS = $(AM_CPPFLAGS) $(CUNIT_CFLAGS) -I$(top_srcdir)/tests
 tests_test_corpus_LDADD = tests/harness/libunit.la core/libtfenc.la $(CUNIT_LIBS) $(HDF5_LIBS) $(JANSSON_LIBS)
 
-# Issue 24 item 4: a text corpus cut in the middle of a line and HDF5 corpora
+# Inputs cut short while read: a text corpus cut in the middle of a line and HDF5 corpora
 # (contiguous and chunked) cut after they were opened fail the read.
 check_PROGRAMS += tests/test_truncated_inputs
 TESTS += tests/test_truncated_inputs
 tests_test_truncated_inputs_SOURCES = tests/test_truncated_inputs.c
-tests_test_truncated_inputs_CPPFLAGS = $(AM_CPPFLAGS) $(CUNIT_CFLAGS)
-tests_test_truncated_inputs_LDADD = core/libtfenc.la $(CUNIT_LIBS) $(HDF5_LIBS) $(JANSSON_LIBS)
+tests_test_truncated_inputs_CFLAGS = $(TEST_CFLAGS)
+tests_test_truncated_inputs_LDADD = $(UNIT_TEST_LIBS) $(JANSSON_LIBS)
 
 tests_test_output_SOURCES = tests/test_output.c
 tests_test_output_CPPFLAGS = $(AM_CPPFLAGS) $(CUNIT_CFLAGS) -I$(top_srcdir)/tests
@@ -27,7 +27,7 @@ tests_io_mpi_output_LDADD = core/libtfenc.la $(HDF5_LIBS) $(MPI_LIBS)
 tests_io_node_arena_SOURCES = tests/io/node_arena.c
 tests_io_node_arena_LDADD = core/libtfenc.la $(MPI_LIBS)
 
-# Issue 26: corpora of many files, compressed (gzip, zstd, xz) or not, by
+# Corpora of many files, compressed (gzip, zstd, xz) or not, by
 # directory, glob and list file: outputs bitwise equal to one file's at 1-3
 # ranks and after SIGKILL + resume, and bad shards refused naming the line.
 TESTS += tests/io/shards.sh
@@ -39,8 +39,8 @@ EXTRA_DIST += tests/io/make_shards.py tests/io/make_parquet.py
 check_PROGRAMS += tests/test_stream
 TESTS += tests/test_stream
 tests_test_stream_SOURCES = tests/test_stream.c
-tests_test_stream_CPPFLAGS = $(AM_CPPFLAGS) $(CUNIT_CFLAGS)
-tests_test_stream_LDADD = core/libtfenc.la $(CUNIT_LIBS) $(COMPRESSION_LIBS)
+tests_test_stream_CFLAGS = $(TEST_CFLAGS)
+tests_test_stream_LDADD = $(UNIT_TEST_LIBS) $(COMPRESSION_LIBS)
 
 # The corpus's windows (input/windows) and owning an output (output/ownership),
 # on one process (the windows on MPI_COMM_SELF).

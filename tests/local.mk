@@ -90,19 +90,19 @@ tests_test_run_report_SOURCES = tests/test_run_report.c
 tests_test_run_report_CFLAGS = $(TEST_CFLAGS)
 tests_test_run_report_LDADD = $(UNIT_TEST_LIBS)
 
-# Issue 24 item 1: the job's inputs are exactly the keys read as input paths.
+# The job's inputs are exactly the keys read as input paths.
 check_PROGRAMS += tests/test_job_inputs
 TESTS += tests/test_job_inputs
 tests_test_job_inputs_SOURCES = tests/test_job_inputs.c
 tests_test_job_inputs_CFLAGS = $(TEST_CFLAGS)
-tests_test_job_inputs_LDADD = $(TEST_LIBS)
+tests_test_job_inputs_LDADD = $(UNIT_TEST_LIBS)
 
-# Job-file lines without a length cap (issue 24 item 10).
+# Job-file lines without a length cap.
 check_PROGRAMS += tests/test_jobfile_lines
 TESTS += tests/test_jobfile_lines
 tests_test_jobfile_lines_SOURCES = tests/test_jobfile_lines.c
 tests_test_jobfile_lines_CFLAGS = $(TEST_CFLAGS)
-tests_test_jobfile_lines_LDADD = $(TEST_LIBS)
+tests_test_jobfile_lines_LDADD = $(UNIT_TEST_LIBS)
 
 # Plugins that the loader must refuse: an older ABI, and no entry symbol.
 check_LTLIBRARIES += tests/plugins/old_abi.la tests/plugins/no_entry.la
@@ -162,7 +162,7 @@ clean-local:
 dist_check_SCRIPTS += tests/bad_inputs.sh
 TESTS += tests/bad_inputs.sh
 
-# Issue 24's careless inputs beyond the job keys: the files tfenc-import and
+# Careless inputs beyond the job keys: the files tfenc-import and
 # --status open, sizes in a model's files, imported job files, inconsistent
 # outputs, crashing plugins, early signals.
 dist_check_SCRIPTS += tests/careless_inputs.sh

@@ -28,7 +28,7 @@ tests_test_work_queue_LDADD = $(UNIT_TEST_LIBS)
 dist_check_SCRIPTS += tests/resume/kill_resume.sh tests/resume/disk_full.sh \
 	tests/resume/guards.sh
 TESTS += tests/resume/kill_resume.sh tests/resume/disk_full.sh tests/resume/guards.sh
-# Issue 24 items 1-4: an output aliasing any input key, a second job through
+# Data never lost silently: an output aliasing any input key, a second job through
 # another name of a running job's output, a resume with rebuilt plugins,
 # inputs truncated while they are read.
 dist_check_SCRIPTS += tests/resume/data_loss.sh

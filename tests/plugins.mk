@@ -11,8 +11,8 @@ tests_test_attention_LDADD = tests/harness/libunit.la core/libtfenc.la $(CUNIT_L
 # scores per thread).
 tests_test_attention_CFLAGS = $(AM_CFLAGS) $(OPENMP_CFLAGS)
 
-# Tokens/s of the mha layer alone, two plugin builds side by side (issue 25;
-# asserts nothing, `make check` only builds it so that it keeps compiling):
+# Tokens/s of the mha layer alone, two plugin builds side by side
+# (asserts nothing: `make check` only builds it so that it keeps compiling):
 # tests/bench/attention_bench OLD.so NEW.so [d heads reps].
 check_PROGRAMS += tests/bench/attention_bench
 tests_bench_attention_bench_SOURCES = tests/bench/attention_bench.c

@@ -1,4 +1,4 @@
-/* The job's inputs come from one place (issue 24 item 1): every key read
+/* The job's inputs come from one place: every key read
  * with tfenc_param_input_path is listed by tfenc_jobfile_each_input, with
  * what it is, "[section] key" and its path resolved against the job file's
  * directory, --set overrides included; keys read otherwise are not. */
@@ -6,11 +6,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <CUnit/Basic.h>
+#include <CUnit/CUnit.h>
 
 #include "base/context.h"
 #include "job/jobfile.h"
 #include "job/params.h"
+#include "harness/cunit_main.h"
 
 typedef struct seen {
     char lines[8][512];
@@ -80,15 +81,10 @@ static void test_listed_as_read(void)
     tfenc_jobfile_destroy(job);
 }
 
-int main(void)
-{
-    if (CU_initialize_registry() != CUE_SUCCESS)
-        return 1;
-    CU_pSuite suite = CU_add_suite("job inputs", NULL, NULL);
-    CU_add_test(suite, "input path keys are listed as read", test_listed_as_read);
-    CU_basic_set_mode(CU_BRM_VERBOSE);
-    CU_basic_run_tests();
-    int failed = CU_get_number_of_failures() != 0 || CU_get_number_of_tests_failed() != 0;
-    CU_cleanup_registry();
-    return failed;
-}
+static const test_case job_inputs_cases[] = {
+    {"input path keys are listed as read", test_listed_as_read},
+    {NULL, NULL}};
+
+const test_suite test_suites[] = {
+    {"job inputs", NULL, NULL, job_inputs_cases},
+    {NULL, NULL, NULL, NULL}};

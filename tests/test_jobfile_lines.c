@@ -1,10 +1,11 @@
-/* CUnit suite: job-file lines have no length cap (issue 24 item 10). inih's
+/* CUnit suite: job-file lines have no length cap. inih's
  * default buffer cut lines at 198 characters, which a path or a prompt that
  * tfenc-import writes can pass; the only bound left is the job file's size. */
 #include "base/context.h"
 #include "job/jobfile.h"
+#include "harness/cunit_main.h"
 
-#include <CUnit/Basic.h>
+#include <CUnit/CUnit.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -98,18 +99,12 @@ static void test_loaded_file_with_long_lines(void)
     free(text);
 }
 
-int main(void)
-{
-    if (CU_initialize_registry() != CUE_SUCCESS)
-        return 1;
-    CU_pSuite suite = CU_add_suite("job-file lines", NULL, NULL);
-    CU_add_test(suite, "long values are read whole", test_long_values_are_whole);
-    CU_add_test(suite, "errors after a long line name their line",
-                test_errors_after_a_long_line_name_their_line);
-    CU_add_test(suite, "a loaded file with long lines", test_loaded_file_with_long_lines);
-    CU_basic_set_mode(CU_BRM_VERBOSE);
-    CU_basic_run_tests();
-    int failures = (int)CU_get_number_of_failures();
-    CU_cleanup_registry();
-    return failures == 0 ? 0 : 1;
-}
+static const test_case jobfile_lines_cases[] = {
+    {"long values are read whole", test_long_values_are_whole},
+    {"errors after a long line name their line", test_errors_after_a_long_line_name_their_line},
+    {"a loaded file with long lines", test_loaded_file_with_long_lines},
+    {NULL, NULL}};
+
+const test_suite test_suites[] = {
+    {"job-file lines", NULL, NULL, jobfile_lines_cases},
+    {NULL, NULL, NULL, NULL}};

@@ -11,11 +11,12 @@
 #include <string.h>
 #include <unistd.h>
 
-#include <CUnit/Basic.h>
+#include <CUnit/CUnit.h>
 #include <hdf5.h>
 
 #include "base/context.h"
 #include "output/quantize.h"
+#include "harness/cunit_main.h"
 
 static char directory[64];
 
@@ -169,25 +170,27 @@ static void test_given_ranges(void)
                     TFENC_ERR_CONFIG);
 }
 
-int main(void)
+/* The scratch directory of the given-ranges files. */
+static int make_scratch(void)
 {
     snprintf(directory, sizeof directory, "/tmp/tfenc-quantize.XXXXXX");
-    if (mkdtemp(directory) == NULL)
-        return 1;
-    if (CU_initialize_registry() != CUE_SUCCESS)
-        return 1;
-    CU_pSuite suite = CU_add_suite("quantize", NULL, NULL);
-    CU_add_test(suite, "numpy's bucket arithmetic and casts", test_bucket_arithmetic);
-    CU_add_test(suite, "packbits order and the binary shift", test_packed_signs);
-    CU_add_test(suite, "running ranges", test_running_ranges);
-    CU_add_test(suite, "given ranges: .npy, .h5, JSON lists", test_given_ranges);
-    CU_basic_set_mode(CU_BRM_VERBOSE);
-    CU_basic_run_tests();
-    unsigned failures = CU_get_number_of_failures();
-    CU_cleanup_registry();
+    return mkdtemp(directory) == NULL;
+}
+
+static int remove_scratch(void)
+{
     char command[128];
     snprintf(command, sizeof command, "rm -rf %s", directory);
-    if (system(command) != 0)
-        return 1;
-    return failures == 0 ? 0 : 1;
+    return system(command) != 0;
 }
+
+static const test_case quantize_cases[] = {
+    {"numpy's bucket arithmetic and casts", test_bucket_arithmetic},
+    {"packbits order and the binary shift", test_packed_signs},
+    {"running ranges", test_running_ranges},
+    {"given ranges: .npy, .h5, JSON lists", test_given_ranges},
+    {NULL, NULL}};
+
+const test_suite test_suites[] = {
+    {"quantize", make_scratch, remove_scratch, quantize_cases},
+    {NULL, NULL, NULL, NULL}};

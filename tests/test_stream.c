@@ -5,8 +5,9 @@
  * files are written here by the same libraries' encoders. */
 #include "base/context.h"
 #include "input/stream.h"
+#include "harness/cunit_main.h"
 
-#include <CUnit/Basic.h>
+#include <CUnit/CUnit.h>
 #include <lzma.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -270,20 +271,20 @@ static int suite_init(void)
     return system(command) != 0;
 }
 
-int main(void)
+static int suite_clean(void)
 {
-    if (CU_initialize_registry() != CUE_SUCCESS)
-        return 1;
-    CU_pSuite suite = CU_add_suite("stream", suite_init, NULL);
-    CU_add_test(suite, "lines come back through every codec", test_lines_come_back);
-    CU_add_test(suite, "every truncation is an error", test_every_truncation_is_an_error);
-    CU_add_test(suite, "gzip members and flipped bits", test_gzip_members_and_flips);
-    CU_add_test(suite, "special files refused", test_special_files_refused);
-    CU_basic_set_mode(CU_BRM_VERBOSE);
-    CU_basic_run_tests();
-    int failed = CU_get_number_of_failures() != 0 || CU_get_number_of_tests_failed() != 0;
-    CU_cleanup_registry();
     free(payload);
     free(line_starts);
-    return failed;
+    return 0;
 }
+
+static const test_case stream_cases[] = {
+    {"lines come back through every codec", test_lines_come_back},
+    {"every truncation is an error", test_every_truncation_is_an_error},
+    {"gzip members and flipped bits", test_gzip_members_and_flips},
+    {"special files refused", test_special_files_refused},
+    {NULL, NULL}};
+
+const test_suite test_suites[] = {
+    {"stream", suite_init, suite_clean, stream_cases},
+    {NULL, NULL, NULL, NULL}};

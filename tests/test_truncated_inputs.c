@@ -1,4 +1,4 @@
-/* Inputs cut short while a job reads them (issue 24 item 4): a text corpus
+/* Inputs cut short while a job reads them: a text corpus
  * truncated in the middle of a line, and HDF5 corpora of both layouts
  * (contiguous and chunked) truncated after they were opened, must fail the
  * read naming the file, never hand out a partial line or zeros. */
@@ -8,12 +8,13 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <CUnit/Basic.h>
+#include <CUnit/CUnit.h>
 #include <hdf5.h>
 
 #include "base/context.h"
 #include "base/hdf5_intact.h"
 #include "input/corpus.h"
+#include "harness/cunit_main.h"
 
 static char directory[256];
 
@@ -148,26 +149,29 @@ static void test_check_intact(void)
     H5Fclose(file);
 }
 
-int main(void)
+static int suite_init(void)
 {
     make_directory();
     H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
-    if (CU_initialize_registry() != CUE_SUCCESS)
-        return 1;
-    CU_pSuite suite = CU_add_suite("truncated inputs", NULL, NULL);
-    CU_add_test(suite, "text cut in the middle of a line", test_text_cut_mid_line);
-    CU_add_test(suite, "hdf5 corpus cut after open, contiguous and chunked",
-                test_hdf5_cut_after_open);
-    CU_add_test(suite, "one byte short of the end of allocation", test_check_intact);
-    CU_basic_set_mode(CU_BRM_VERBOSE);
-    CU_basic_run_tests();
-    int failed = CU_get_number_of_failures() != 0 || CU_get_number_of_tests_failed() != 0;
-    CU_cleanup_registry();
-    if (!failed) {
-        char command[300];
-        snprintf(command, sizeof command, "rm -rf '%s'", directory);
-        if (system(command) != 0)
-            fprintf(stderr, "could not remove %s\n", directory);
-    }
-    return failed;
+    return 0;
 }
+
+/* The scratch files go, after a failure too (they are small). */
+static int suite_clean(void)
+{
+    char command[300];
+    snprintf(command, sizeof command, "rm -rf '%s'", directory);
+    if (system(command) != 0)
+        fprintf(stderr, "could not remove %s\n", directory);
+    return 0;
+}
+
+static const test_case truncated_inputs_cases[] = {
+    {"text cut in the middle of a line", test_text_cut_mid_line},
+    {"hdf5 corpus cut after open, contiguous and chunked", test_hdf5_cut_after_open},
+    {"one byte short of the end of allocation", test_check_intact},
+    {NULL, NULL}};
+
+const test_suite test_suites[] = {
+    {"truncated inputs", suite_init, suite_clean, truncated_inputs_cases},
+    {NULL, NULL, NULL, NULL}};

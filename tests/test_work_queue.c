@@ -27,7 +27,7 @@ static void test_items_once_in_order(void)
     enum { ITEMS = 1000 };
     tfenc_context_init(&ctx);
     tfenc_work_queue *queue = NULL;
-    CU_ASSERT_EQUAL_FATAL(tfenc_work_queue_create(&ctx, MPI_COMM_SELF, ITEMS, &queue), TFENC_OK);
+    CU_ASSERT_EQUAL_FATAL(tfenc_work_queue_create(&ctx, MPI_COMM_SELF, ITEMS, 0, 1, &queue), TFENC_OK);
     CU_ASSERT_EQUAL(tfenc_work_queue_taken(queue), 0);
     int64_t item = -2, out_of_order = 0;
     for (int64_t expected = 0; expected < ITEMS; expected++) {
@@ -50,7 +50,7 @@ static void test_empty_queue(void)
 {
     tfenc_context_init(&ctx);
     tfenc_work_queue *queue = NULL;
-    CU_ASSERT_EQUAL_FATAL(tfenc_work_queue_create(&ctx, MPI_COMM_SELF, 0, &queue), TFENC_OK);
+    CU_ASSERT_EQUAL_FATAL(tfenc_work_queue_create(&ctx, MPI_COMM_SELF, 0, 0, 1, &queue), TFENC_OK);
     int64_t item = 7;
     CU_ASSERT_EQUAL(tfenc_work_queue_take(&ctx, queue, &item), TFENC_OK);
     CU_ASSERT_EQUAL(item, -1);

@@ -1,5 +1,5 @@
 #!/bin/sh
-# Issue 28 item 3: output_dtype = int8, uint8, binary and ubinary over the
+# output_dtype = int8, uint8, binary and ubinary over the
 # bert-text example's model and 300 lines of its text. Each must be, bit for
 # bit, what sentence-transformers' quantize_embeddings returns for the
 # float32 output of the same job (int8 and uint8 with the file's ranges,

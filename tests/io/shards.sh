@@ -1,5 +1,5 @@
 #!/bin/sh
-# Issue 26: a corpus of many files, compressed or not. The same 1,000
+# A corpus of many files, compressed or not. The same 1,000
 # documents as one JSON Lines file, as 8 shards (plain, gzip, zstd, a
 # two-member gzip, xz, a shard of one document and an empty one) named by a
 # directory, a glob and a list file, and 10,000 one-document shards: every

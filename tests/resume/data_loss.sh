@@ -1,5 +1,5 @@
 #!/bin/sh
-# Issue 24 items 1-4: the ways a job could still lose or corrupt data
+# The ways a job could still lose or corrupt data
 # without a word, each tried at 1 and 2 ranks.
 #  1. the output is an input under another name (a hard or a symbolic
 #     link), for every path key the job reads ([job] input, [model]
