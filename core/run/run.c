@@ -30,7 +30,6 @@
 
 #include <mpi.h>
 #include <sched.h>
-#include <sys/stat.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -161,6 +160,92 @@ static int broken(run *r)
         tfenc_error(r->ctx, status, "rank %d: %s", r->rank, message);
     }
     return 1;
+}
+
+/* ------------------------------------------------------ the job, in order */
+
+/* The steps of a job, each below in the order run_steps takes them. A step
+ * that returns 1 has failed on some rank, and every rank knows it
+ * (agree_on_failure). */
+static int read_job(run *r);
+static void join_communicators(run *r);
+static int open_input(run *r);
+static int cut_windows(run *r);
+static int gate_precision(run *r);
+static int quantization_ranges(run *r);
+static void share_weights(run *r);
+static int whole_model(run *r);
+static int count_rows(run *r);
+static int cost_steps(run *r);
+static void describe_plan(run *r);
+static int stage_model(run *r);
+static int open_output(run *r);
+static int encode_and_finish(run *r, double start);
+static void release_run(run *r);
+
+static int run_steps(run *r)
+{
+    double start = tfenc_clock_seconds();
+    if (agree_on_failure(r, read_job(r)))
+        return 1;
+    join_communicators(r);
+    /* The windows come first: the int8 gate samples them. */
+    if (agree_on_failure(r, open_input(r)) || cut_windows(r) || gate_precision(r) ||
+        quantization_ranges(r))
+        return 1;
+    share_weights(r);
+    const int n_stages = r->layout.pipeline_stages;
+    /* One stage: the whole model, probed now, tells whether it pools before
+     * pass 1 (which then tokenizes only when token offsets are needed). */
+    if (n_stages == 1 && agree_on_failure(r, whole_model(r)))
+        return 1;
+    if ((n_stages > 1 || r->output_kind == TFENC_OUTPUT_TOKENS ||
+         r->settings.chunks == TFENC_CHUNKS_EACH || r->request->dry_run) &&
+        count_rows(r))
+        return 1;
+    if (cost_steps(r))
+        return 1;
+    if (agree_on_failure(r, tfenc_layout_split(r->ctx, &r->layout, r->step_flops)))
+        return 1;
+    if (r->request->dry_run) {
+        describe_plan(r);
+        r->result->outcome = TFENC_RUN_PLANNED;
+        return 0;
+    }
+    /* Every rank knows it, as it knows the job: reported once, by rank 0. */
+    if (r->n_documents == 0)
+        return agree_on_failure(r, tfenc_error(r->ctx, TFENC_ERR_CONFIG,
+                                               "%s: the corpus holds no documents",
+                                               r->settings.input));
+    if (n_stages > 1 && agree_on_failure(r, stage_model(r)))
+        return 1;
+    if (open_output(r))
+        return 1;
+    return encode_and_finish(r, start);
+}
+
+int tfenc_run_job(tfenc_context *ctx, const tfenc_run_request *request, tfenc_run_result *result)
+{
+    memset(result, 0, sizeof *result);
+    run r;
+    memset(&r, 0, sizeof r);
+    r.ctx = ctx;
+    r.request = request;
+    r.result = result;
+    r.replica_comm = r.writers_comm = MPI_COMM_NULL;
+    r.output_kind = TFENC_OUTPUT_POOLED;
+    MPI_Comm_rank(MPI_COMM_WORLD, &r.rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &r.n_ranks);
+    run_steps(&r);
+    if (r.settings.output != NULL)
+        snprintf(result->output_path, sizeof result->output_path, "%s", r.settings.output);
+    /* A broken run is ended by the driver; releasing could block on a rank
+     * that waits for this one (collective closes). */
+    if (result->outcome != TFENC_RUN_BROKEN && !result->skip_finalize)
+        release_run(&r);
+    if (result->outcome == TFENC_RUN_REFUSED || result->outcome == TFENC_RUN_BROKEN)
+        return ctx->status != TFENC_OK ? ctx->status : TFENC_ERR_INTERNAL;
+    return TFENC_OK;
 }
 
 /* ---------------------------------------------------------------- setup */
@@ -1428,7 +1513,7 @@ static int encode_and_finish(run *r, double start)
     return 0;
 }
 
-/* --------------------------------------------------------------- the rest */
+/* ---------------------------------------------------- the models, the end */
 
 static void release_run(run *r)
 {
@@ -1486,69 +1571,4 @@ static int whole_model(run *r)
     if (status == TFENC_OK)
         status = decide_output_kind(r, pools, &declared);
     return status;
-}
-
-static int run_steps(run *r)
-{
-    double start = tfenc_clock_seconds();
-    if (agree_on_failure(r, read_job(r)))
-        return 1;
-    join_communicators(r);
-    /* The windows come first: the int8 gate samples them. */
-    if (agree_on_failure(r, open_input(r)) || cut_windows(r) || gate_precision(r) ||
-        quantization_ranges(r))
-        return 1;
-    share_weights(r);
-    const int n_stages = r->layout.pipeline_stages;
-    /* One stage: the whole model, probed now, tells whether it pools before
-     * pass 1 (which then tokenizes only when token offsets are needed). */
-    if (n_stages == 1 && agree_on_failure(r, whole_model(r)))
-        return 1;
-    if ((n_stages > 1 || r->output_kind == TFENC_OUTPUT_TOKENS ||
-         r->settings.chunks == TFENC_CHUNKS_EACH || r->request->dry_run) &&
-        count_rows(r))
-        return 1;
-    if (cost_steps(r))
-        return 1;
-    if (agree_on_failure(r, tfenc_layout_split(r->ctx, &r->layout, r->step_flops)))
-        return 1;
-    if (r->request->dry_run) {
-        describe_plan(r);
-        r->result->outcome = TFENC_RUN_PLANNED;
-        return 0;
-    }
-    /* Every rank knows it, as it knows the job: reported once, by rank 0. */
-    if (r->n_documents == 0)
-        return agree_on_failure(r, tfenc_error(r->ctx, TFENC_ERR_CONFIG,
-                                               "%s: the corpus holds no documents",
-                                               r->settings.input));
-    if (n_stages > 1 && agree_on_failure(r, stage_model(r)))
-        return 1;
-    if (open_output(r))
-        return 1;
-    return encode_and_finish(r, start);
-}
-
-int tfenc_run_job(tfenc_context *ctx, const tfenc_run_request *request, tfenc_run_result *result)
-{
-    memset(result, 0, sizeof *result);
-    run r;
-    memset(&r, 0, sizeof r);
-    r.ctx = ctx;
-    r.request = request;
-    r.result = result;
-    r.replica_comm = r.writers_comm = MPI_COMM_NULL;
-    r.output_kind = TFENC_OUTPUT_POOLED;
-    MPI_Comm_rank(MPI_COMM_WORLD, &r.rank);
-    MPI_Comm_size(MPI_COMM_WORLD, &r.n_ranks);
-    run_steps(&r);
-    if (r.settings.output != NULL)
-        snprintf(result->output_path, sizeof result->output_path, "%s", r.settings.output);
-    /* A broken run is ended by the driver; releasing could block on a rank
-     * that waits for this one (collective closes). */
-    if (result->outcome != TFENC_RUN_BROKEN && !result->skip_finalize)
-        release_run(&r);
-    if (result->outcome == TFENC_RUN_REFUSED || result->outcome == TFENC_RUN_BROKEN)
-        return ctx->status != TFENC_OK ? ctx->status : TFENC_ERR_INTERNAL;
-    return TFENC_OK;
 }
