@@ -557,8 +557,6 @@ static int write_float_array_attribute(tfenc_context *ctx, tfenc_output *out, co
     return status;
 }
 
-/* int8 / uint8: the ranges as a dataset [2, d] and as attributes, so that
- * a query is quantized the same way (docs/output.md). Collective. */
 /* A small whole dataset (rank 1 or 2) that the first writer fills; the
  * others take part in the collective creation and select nothing. */
 static int write_small_dataset(tfenc_context *ctx, tfenc_output *out, const char *name,
@@ -591,6 +589,8 @@ static int write_small_dataset(tfenc_context *ctx, tfenc_output *out, const char
     return status;
 }
 
+/* int8 / uint8: the ranges as a dataset [2, d] and as attributes, so that
+ * a query is quantized the same way (docs/output.md). Collective. */
 static int write_ranges(tfenc_context *ctx, tfenc_output *out,
                         const tfenc_output_options *options)
 {
