@@ -193,8 +193,9 @@ static void test_every_truncation_is_an_error(void)
             if (cut < size && status == TFENC_ERR_NOT_FOUND)
                 silent++;
             if (cut < size && status != TFENC_ERR_NOT_FOUND)
-                CU_ASSERT(status == TFENC_ERR_INPUT && strstr(tfenc_stream_why(stream), "truncated")
-                          != NULL || strstr(tfenc_stream_why(stream), "corrupt") != NULL);
+                CU_ASSERT(status == TFENC_ERR_INPUT &&
+                          (strstr(tfenc_stream_why(stream), "truncated") != NULL ||
+                           strstr(tfenc_stream_why(stream), "corrupt") != NULL));
             if (cut == size)
                 CU_ASSERT(status == TFENC_ERR_NOT_FOUND && total == payload_size);
             free(line);
