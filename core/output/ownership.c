@@ -222,7 +222,6 @@ int tfenc_output_lock_take(tfenc_context *ctx, const char *output_path, tfenc_ou
                                      lock->path, strerror(error));
         }
     }
-    lock->holds_lock_file = status == TFENC_OK;
     if (status == TFENC_OK && file.st_size > 0) {
         char header[sizeof LOCK_HEADER] = "";
         ssize_t got = pread(lock->fd, header, strlen(LOCK_HEADER), 0);
@@ -230,6 +229,9 @@ int tfenc_output_lock_take(tfenc_context *ctx, const char *output_path, tfenc_ou
             status = tfenc_error(ctx, TFENC_ERR_CONFIG, "%s: %s exists and is not a tfenc lock "
                                  "file; refusing to overwrite it", output_path, lock->path);
     }
+    /* Ours to remove at the end only once it is known to be a lock file:
+     * someone's file under that name must survive the refusal. */
+    lock->holds_lock_file = status == TFENC_OK;
     char line[PATH_MAX + 512];
     if (status == TFENC_OK) {
         char host[256] = "?", started[32] = "";

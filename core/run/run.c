@@ -999,7 +999,7 @@ static int learn_progress(run *r, int resumed, int was_complete)
     if (status == TFENC_OK && tfenc_work_queue_dealt_out(r->queue, &reason))
         notice(r, "the MPI library cannot make a one-sided window across these ranks (%s): "
                "windows are dealt out to the %d replicas in turn instead of to whichever is "
-               "free; the output is the same (with Open MPI over TCP, OMPI_MCA_osc=pt2pt "
+               "free; the output is the same (with Open MPI over TCP, OMPI_MCA_osc=sm,pt2pt "
                "restores the balancing)",
                reason, r->layout.data_parallel);
     return status;

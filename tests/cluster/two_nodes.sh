@@ -114,6 +114,7 @@ fi
 "$python" "$here/../pipeline/make_inputs.py" text "$srcdir/tests/import/sentences.txt" "$work/corpus.txt" 6 \
   || exit 1
 settings="--set job.input=$work/corpus.txt --set job.window_documents=64 --set job.threads=1"
+rm -f "$work/alone.h5"
 # shellcheck disable=SC2086
 "$driver" --quiet $settings --set job.output="$work/alone.h5" "$work/minilm.ini" 2> "$work/alone.log" \
   || fail "the single-rank reference run failed: $(tail -n 2 "$work/alone.log")"
@@ -187,12 +188,13 @@ awk -v s1="$shared1" -v s2="$shared2" -v p1="$private1" -v p2="$private2" -v w="
 
 # 3. node2 dies mid-run: its daemon and ranks SIGKILLed together. This run
 # takes windows through the one-sided queue across nodes (Open MPI's
-# osc/pt2pt: over TCP alone its default osc/rdma cannot make the window, and
+# osc/pt2pt, with osc/sm for the node's shared weights: over TCP alone its
+# default osc/rdma cannot make the window, and
 # runs 1 and 2 deal windows out in turn instead, which tfenc-batch says).
 grep -q "windows are dealt out" "$work/two.log" && echo "two_nodes: runs 1 and 2 dealt windows out in turn (no one-sided window over TCP with the default osc)"
 rm -f "$work/killed.h5"
 # shellcheck disable=SC2086
-mpirun_nodes "$work/two.hosts" 4 --mca osc pt2pt "$driver" --quiet $settings --set job.output="$work/killed.h5" \
+mpirun_nodes "$work/two.hosts" 4 --mca osc sm,pt2pt "$driver" --quiet $settings --set job.output="$work/killed.h5" \
   "$work/minilm.ini" > "$work/killed.log" 2>&1 &
 job=$!
 timeout 240 "$python" "$srcdir/tests/resume/progress.py" wait "$work/killed.h5" 0.2 "$job"
