@@ -55,6 +55,24 @@ if [ -n "$stale" ]; then
     'clang $0 -fsanitize=fuzzer-no-link -c "$1" -o "$2/objects/$(basename "$1" .c).o"' \
     "$cflags" '{}' "$out"
 fi
+# The C++ sources (the Parquet reader, built only when configure found
+# Arrow; corpus.c calls it then): clang++ with the same flags in C++17,
+# less UBSan's vptr check, whose C++ runtime the C link does not carry.
+if [ -n "$(makefile_values PARQUET_LIBS | tr -d ' ')" ]; then
+  cxxflags=$(printf '%s' "$cflags" | sed 's/-std=c11/-std=c++17/')
+  for source in "$top"/core/*/*.cc; do
+    [ -f "$source" ] || continue
+    object="$out/objects/$(basename "$source" .cc).o"
+    if [ ! -f "$object" ] || [ "$source" -nt "$object" ]; then
+      # shellcheck disable=SC2086
+      clang++ $cxxflags -fno-sanitize=vptr -Wno-unused-command-line-argument -fsanitize=fuzzer-no-link \
+        -c "$source" -o "$object" 2>&1 | grep -v "is valid for C/ObjC but not for C++" >&2
+      stale="$stale $source"
+    fi
+    objects="$objects $object"
+  done
+  libs="$libs -lstdc++"
+fi
 # The archive and the targets are made again only when something they are
 # made of changed, so that run.sh right after a build (tests/run-all.sh
 # builds the targets while the normal suite runs) starts fuzzing at once.
