@@ -6,6 +6,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -201,21 +202,34 @@ static void remember_flop_rate(double flops_per_second_per_rank)
     }
     mkdir(path, 0755);
     *slash = '/';
-    /* Not through a FIFO (the open would wait for a reader) or a link
-     * (O_NOFOLLOW): only a regular file of ours is written. */
-    int fd = open(path, O_WRONLY | O_CREAT | O_NONBLOCK | O_NOFOLLOW | O_CLOEXEC, 0644);
-    struct stat info;
-    if (fd >= 0 && (fstat(fd, &info) != 0 || !S_ISREG(info.st_mode) || ftruncate(fd, 0) != 0)) {
-        close(fd);
-        fd = -1;
+    /* Written beside it and renamed over it: concurrent jobs on one node
+     * (every job's rank 0 remembers its rate) then never read a truncated
+     * or half-written figure; nothing at the path is opened or followed. */
+    struct stat existing;
+    if (lstat(path, &existing) == 0 && !S_ISREG(existing.st_mode)) {
+        /* Not ours to replace: someone put it there. */
+        free(path);
+        return;
     }
+    size_t temporary_size = strlen(path) + 8;
+    char *temporary = malloc(temporary_size);
+    if (temporary == NULL) {
+        free(path);
+        return;
+    }
+    snprintf(temporary, temporary_size, "%s.XXXXXX", path);
+    int fd = mkstemp(temporary);
     FILE *file = fd >= 0 ? fdopen(fd, "w") : NULL;
     if (fd >= 0 && file == NULL)
         close(fd);
+    bool written = false;
     if (file != NULL) {
-        fprintf(file, "%.6g FLOP/s per rank, measured by tfenc-batch\n",
-                flops_per_second_per_rank);
-        fclose(file);
+        written = fprintf(file, "%.6g FLOP/s per rank, measured by tfenc-batch\n",
+                          flops_per_second_per_rank) > 0;
+        written = fclose(file) == 0 && written;
     }
+    if (fd >= 0 && (!written || rename(temporary, path) != 0))
+        unlink(temporary);
+    free(temporary);
     free(path);
 }
