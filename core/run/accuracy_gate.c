@@ -62,7 +62,7 @@ static int close_batch(tfenc_context *ctx, sample_packer *p, int d_model)
 
 /* Adds one document (the caller leaves room for it in the sample). */
 static int pack_document(tfenc_context *ctx, sample_packer *p, const int32_t *document,
-                         int length, int d_model)
+                         const int32_t *types, int length, int d_model)
 {
     tfenc_gate_sample *sample = p->sample;
     if (p->used - p->batch_first + length > p->batch_tokens) {
@@ -72,6 +72,7 @@ static int pack_document(tfenc_context *ctx, sample_packer *p, const int32_t *do
     }
     p->starts[p->n_seq] = p->used - p->batch_first;
     memcpy(sample->ids + p->used, document, (size_t)length * sizeof *document);
+    memcpy(sample->types + p->used, types, (size_t)length * sizeof *types);
     for (int t = 0; t < length; t++)
         sample->positions[p->used + t] = t;
     p->used += length;
@@ -103,9 +104,11 @@ int tfenc_gate_sample_read_limited(tfenc_context *ctx, const tfenc_gate_corpus *
     /* a start per document and an end per batch: each holds a token at least */
     sample->starts = calloc(2 * capacity, sizeof *sample->starts);
     int32_t *document = malloc((size_t)source->feeding->max_seq_len * sizeof *document);
+    int32_t *types = malloc((size_t)source->feeding->max_seq_len * sizeof *types);
     if (sample->ids == NULL || sample->types == NULL || sample->positions == NULL ||
-        sample->starts == NULL || document == NULL) {
+        sample->starts == NULL || document == NULL || types == NULL) {
         free(document);
+        free(types);
         return tfenc_error(ctx, TFENC_ERR_NO_MEMORY, "out of memory");
     }
     sample_packer packer = {.sample = sample, .batch_tokens = (int)batch_tokens,
@@ -129,13 +132,14 @@ int tfenc_gate_sample_read_limited(tfenc_context *ctx, const tfenc_gate_corpus *
             int32_t length = 0, truncated = 0;
             if (status == TFENC_OK)
                 status = tfenc_feeder_tokenize(ctx, source->feeding, source->tokenizer, &doc,
-                                               doc.local_index, document, &length, &truncated);
+                                               doc.local_index, document, types, &length,
+                                               &truncated);
             if (status == TFENC_OK && (size_t)packer.used + (size_t)length > capacity)
                 full = 1;
             else if (status == TFENC_OK && length > 0) { /* an empty one tells nothing */
                 if (sample->indices != NULL)
                     sample->indices[sample->n_documents] = range.first_index + doc.local_index;
-                status = pack_document(ctx, &packer, document, length, source->d_model);
+                status = pack_document(ctx, &packer, document, types, length, source->d_model);
             }
         }
         if (status == TFENC_ERR_NOT_FOUND) { /* the window's last document */
@@ -146,6 +150,7 @@ int tfenc_gate_sample_read_limited(tfenc_context *ctx, const tfenc_gate_corpus *
     if (status == TFENC_OK)
         status = close_batch(ctx, &packer, source->d_model);
     free(document);
+    free(types);
     sample->n_tokens = packer.used;
     return status;
 }
