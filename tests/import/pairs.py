@@ -4,7 +4,8 @@ the pairs they score, and what tfenc must reproduce (tests/import/pairs.sh).
 
 usage: pairs.py make OUT_DIR SENTENCES_TXT
          OUT_DIR/pairs.jsonl (fields id, query, passage), the same pairs as
-         pairs.jsonl.gz and pairs.parquet (columns query, passage, id) and
+         pairs.jsonl.gz and pairs.parquet (columns query, passage, id; and
+         no-passage.parquet without the passage column) and
          pairs.tsv (query TAB passage, for tokenize_corpus --pairs): the real
          sentences paired with one another, and pairs of several sentences
          joined so that one or both texts pass MAX_LENGTH tokens.
@@ -25,6 +26,12 @@ usage: pairs.py make OUT_DIR SENTENCES_TXT
          reference's; fails above 1e-4 (float32 in another order leaves
          ~1e-6 on these unit-gain weights; a wrong token type, separator or
          truncated token moves a score by far more than 1e-2).
+       pairs.py within REFERENCE.h5 TFENC.h5 MIN_COSINE LABEL
+         bf16 and int8 scores: the largest error of the first rows of
+         tfenc's `scores` (as many as it has) relative to the spread (the
+         range) of the reference's scores of those rows, label by label;
+         fails above acos(MIN_COSINE), the error the accuracy gate allows
+         (docs/scores.md: a row off by that angle has that cosine).
        pairs.py ids REFERENCE_IDS TFENC_IDS LABEL
          tokenize_corpus --pairs's lines ("cut: ids | types") against
          ids.txt, id for id and type for type."""
@@ -74,6 +81,7 @@ def write_pairs(out_dir, pairs):
     table = pa.table({"query": [a for a, _ in pairs], "passage": [b for _, b in pairs],
                       "id": [r["id"] for r in records]})
     pq.write_table(table, os.path.join(out_dir, "pairs.parquet"), row_group_size=100)
+    pq.write_table(table.drop(["passage"]), os.path.join(out_dir, "no-passage.parquet"))
     with open(os.path.join(out_dir, "pairs.tsv"), "w", encoding="utf-8") as f:
         for a, b in pairs:
             assert "\t" not in a + b and "\n" not in a + b
@@ -181,6 +189,22 @@ def compare(reference_path, tfenc_path, label):
     return 0
 
 
+def within(reference_path, tfenc_path, min_cosine, label):
+    with h5py.File(tfenc_path, "r") as f:
+        got = f["scores"][()].astype(np.float64)
+    with h5py.File(reference_path, "r") as f:
+        want = f["scores"][:len(got)].astype(np.float64)
+    spread = want.max(axis=0) - want.min(axis=0)
+    error = float(np.max(np.abs(got - want).max(axis=0) / spread))
+    allowed = float(np.arccos(float(min_cosine)))
+    print(f"{label}: scores off fp32 by {100 * error:.3g}% of their spread over {len(got)} "
+          f"pairs (min_cosine {min_cosine} allows {100 * allowed:.3g}%)")
+    if not error <= allowed:
+        print(f"FAIL: {label}: {100 * error:.3g}% > {100 * allowed:.3g}%")
+        return 1
+    return 0
+
+
 def compare_ids(reference_path, tfenc_path, label):
     want = open(reference_path).read().splitlines()
     got = [line.split(":", 1)[1].strip() for line in open(tfenc_path).read().splitlines()]
@@ -198,6 +222,8 @@ if __name__ == "__main__":
     if sys.argv[1] == "make":
         make(sys.argv[2], sys.argv[3])
         sys.exit(0)
+    if sys.argv[1] == "within":
+        sys.exit(within(*sys.argv[2:6]))
     if sys.argv[1] == "ids":
         sys.exit(compare_ids(*sys.argv[2:5]))
     sys.exit(compare(*sys.argv[2:5]))
