@@ -9,8 +9,9 @@
 #     tokenizers' encode(a, b) with longest_first truncation;
 #   - scores against sentence-transformers' CrossEncoder.predict, 1e-4;
 #   - the same pairs gzip'ed and as Parquet columns: the same bytes;
-#   - layouts 2x1, 1x2, 2x2 (replicas x stages) and a SIGKILL + resume give
-#     the bytes of one rank, for pairs and for single texts;
+#   - layouts 2x1, 1x2, 2x2 (replicas x stages; single texts 2x2) and a
+#     SIGKILL + resume give the bytes of one rank, for pairs and for single
+#     texts;
 #   - bf16 and int8 scores within what the accuracy gate allows, the gate
 #     measuring the scores (their error relative to their spread), keeping
 #     layers in bf16 or refusing the job when they are off;
@@ -89,13 +90,17 @@ fi
 # Layouts and a kill: small windows so that every rank gets work; single
 # texts are the queries alone, through the same head.
 layout_args="--set job.window_documents=64 --set job.batch_tokens=128"
+# Single texts take the layout that splits most, 2x2 (heads.sh covers 2x1
+# and 1x2 on token ids): each launch of mpiexec costs a CPU-second.
+layouts="2:1 2:2 4:2"
 for what in pairs single; do
   if [ "$what" = single ]; then
     pairs="--set job.text_field=query --set job.max_seq_len=64"
+    layouts="4:2"
   fi
   # shellcheck disable=SC2086
   run "$dir" "$work/pairs.jsonl" "$work/$what-1x1.h5" $layout_args
-  for layout in 2:1 2:2 4:2; do
+  for layout in $layouts; do
     ranks=${layout%:*} stages=${layout#*:}
     name="$what-$((ranks / stages))x$stages"
     # shellcheck disable=SC2086
