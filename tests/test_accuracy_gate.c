@@ -34,7 +34,7 @@ static void test_precision_gate(void)
     tfenc_precision chosen[16];
     double step_cosines[16];
     tfenc_precision_report report = {.step_precision = chosen, .step_cosine = step_cosines};
-    int status = tfenc_precision_gate(&ctx, &options, samples, 2, c.config.min_cosine, &report);
+    int status = tfenc_precision_gate(&ctx, &options, samples, 2, c.config.min_cosine, 0, &report);
     CU_ASSERT_EQUAL_FATAL(status, TFENC_OK);
     fprintf(stderr, "\n  int8 gate: sample cosine %.6f, %d step%s in bf16 ", report.sample_cosine,
             report.n_fallbacks, report.n_fallbacks == 1 ? "" : "s");
@@ -81,7 +81,7 @@ static void test_precision_gate(void)
     double target = (all_int8 + all_bf16) / 2, bar = 1.0 - 2.0 * (1.0 - target);
     fprintf(stderr, "all int8 %.8f, all bf16 %.8f ", all_int8, all_bf16);
     CU_ASSERT(all_int8 < all_bf16);
-    status = tfenc_precision_gate(&ctx, &options, samples, 2, bar, &report);
+    status = tfenc_precision_gate(&ctx, &options, samples, 2, bar, 0, &report);
     CU_ASSERT_EQUAL(status, TFENC_OK);
     CU_ASSERT(report.sample_cosine >= target);
     CU_ASSERT(report.n_fallbacks >= 1 && report.n_fallbacks < 2 * ENCODER_REPEAT);
@@ -100,7 +100,7 @@ static void test_precision_gate(void)
 
     /* A bar above what even bf16 gives is refused, naming the layer. */
     tfenc_context_init(&ctx);
-    status = tfenc_precision_gate(&ctx, &options, samples, 2, 0.99999999, &report);
+    status = tfenc_precision_gate(&ctx, &options, samples, 2, 0.99999999, 0, &report);
     CU_ASSERT_EQUAL(status, TFENC_ERR_CONFIG);
     const char *message = tfenc_context_message(&ctx);
     CU_ASSERT(contains(message, "precision = int8: on the corpus sample"));

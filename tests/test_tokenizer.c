@@ -383,6 +383,114 @@ static void test_json_bpe(void)
     tfenc_tokenizer_destroy(t);
 }
 
+/* Encodes the pair (first, second) and checks ids and types against
+ * expected[0..n) and expected_types, and the pieces cut. */
+static void check_pair(tfenc_tokenizer *t, const char *first, const char *second, int max_length,
+                       const int32_t *expected, const int32_t *expected_types, int n,
+                       int expected_truncated)
+{
+    int32_t ids[64], types[64];
+    int n_ids = -1, n_truncated = -1;
+    tfenc_context_clear(&ctx);
+    int status = tfenc_tokenizer_encode_pair(&ctx, t, first, strlen(first), second, strlen(second),
+                                             ids, types, max_length, &n_ids, &n_truncated);
+    CU_ASSERT_EQUAL(status, TFENC_OK);
+    CU_ASSERT_EQUAL(n_ids, n);
+    CU_ASSERT_EQUAL(n_truncated, expected_truncated);
+    int same = status == TFENC_OK && n_ids == n && n_truncated == expected_truncated;
+    for (int i = 0; i < n && i < n_ids; i++) {
+        CU_ASSERT_EQUAL(ids[i], expected[i]);
+        CU_ASSERT_EQUAL(types[i], expected_types[i]);
+        same = same && ids[i] == expected[i] && types[i] == expected_types[i];
+    }
+    if (!same) {
+        fprintf(stderr, "\n  pair (\"%s\", \"%s\"): got %d ids (%d cut):", first, second, n_ids,
+                n_truncated);
+        for (int i = 0; i < n_ids; i++)
+            fprintf(stderr, " %d/%d", (int)ids[i], (int)types[i]);
+        fprintf(stderr, " %s\n", tfenc_context_message(&ctx));
+    }
+}
+
+#define CHECK_PAIR(t, first, second, max_length, truncated, ids_, types_)                         \
+    do {                                                                                          \
+        const int32_t expected_[] = ids_, types_expected_[] = types_;                             \
+        check_pair(t, first, second, max_length, expected_, types_expected_,                      \
+                   (int)(sizeof expected_ / sizeof expected_[0]), truncated);                     \
+    } while (0)
+#define LIST(...) {__VA_ARGS__}
+
+/* Pairs as `tokenizers` 0.19 encodes them (encode(a, b) with
+ * longest_first truncation; the counts below were measured with it):
+ * vocab.txt is BERT's [CLS] a [SEP] b [SEP] with types 0 then 1; a
+ * TemplateProcessing lays a pair out by its `pair` template, types and
+ * all; no post-processor is a b with types 0 then 1. longest_first cuts
+ * the longer text to what the shorter leaves, and when both must lose
+ * tokens keeps room/2 of the first and the rest (the odd one) of the
+ * second: 10 and 10 pieces in a room of 5 keep 2 and 3, 3 and 20 keep 2
+ * and 3, 11 and 10 keep 3 and 2. */
+static void test_pairs(void)
+{
+    tfenc_tokenizer *t = make(1, -1, 1, TFENC_INVALID_UTF8_REPLACE);
+    CU_ASSERT_EQUAL(tfenc_tokenizer_pair_special_count(t), 3);
+    CHECK_PAIR(t, "hello world", "the a", 16, 0, LIST(CLS, HELLO, WORLD, SEP, THE, A, SEP),
+               LIST(0, 0, 0, 0, 1, 1, 1));
+    /* Room 5: "the" x10 and "a" x10 keep 2 and 3. */
+    CHECK_PAIR(t, "the the the the the the the the the the", "a a a a a a a a a a", 8, 15,
+               LIST(CLS, THE, THE, SEP, A, A, A, SEP), LIST(0, 0, 0, 0, 1, 1, 1, 1));
+    /* 3 and 20 keep 2 and 3 (the shorter gives up one too). */
+    CHECK_PAIR(t, "the the the", "a a a a a a a a a a a a a a a a a a a a", 8, 18,
+               LIST(CLS, THE, THE, SEP, A, A, A, SEP), LIST(0, 0, 0, 0, 1, 1, 1, 1));
+    /* 11 and 10: the longer first keeps the odd one. */
+    CHECK_PAIR(t, "the the the the the the the the the the the", "a a a a a a a a a a", 8, 16,
+               LIST(CLS, THE, THE, THE, SEP, A, A, SEP), LIST(0, 0, 0, 0, 0, 1, 1, 1));
+    /* Only the longer is cut when the shorter fits in half. */
+    CHECK_PAIR(t, "hello", "a a a a a a", 7, 3, LIST(CLS, HELLO, SEP, A, A, A, SEP),
+               LIST(0, 0, 0, 1, 1, 1, 1));
+    tfenc_tokenizer_destroy(t);
+
+    /* A template with types of its own, and doubled separators. */
+    t = from_json(
+        "{\"model\": {\"type\": \"WordPiece\", \"unk_token\": \"u\", \"vocab\": {\"u\": 0,"
+        " \"a\": 1, \"b\": 2, \"<s>\": 3, \"</s>\": 4}},"
+        " \"pre_tokenizer\": {\"type\": \"WhitespaceSplit\"},"
+        " \"post_processor\": {\"type\": \"TemplateProcessing\","
+        " \"single\": [{\"SpecialToken\": {\"id\": \"<s>\", \"type_id\": 0}},"
+        " {\"Sequence\": {\"id\": \"A\", \"type_id\": 0}}, {\"SpecialToken\": {\"id\": \"</s>\", \"type_id\": 0}}],"
+        " \"pair\": [{\"SpecialToken\": {\"id\": \"<s>\", \"type_id\": 2}},"
+        " {\"Sequence\": {\"id\": \"A\", \"type_id\": 0}}, {\"SpecialToken\": {\"id\": \"</s>\", \"type_id\": 0}},"
+        " {\"SpecialToken\": {\"id\": \"</s>\", \"type_id\": 1}}, {\"Sequence\": {\"id\": \"B\", \"type_id\": 1}},"
+        " {\"SpecialToken\": {\"id\": \"</s>\", \"type_id\": 1}}],"
+        " \"special_tokens\": {\"<s>\": {\"id\": \"<s>\", \"ids\": [3], \"tokens\": [\"<s>\"]},"
+        " \"</s>\": {\"id\": \"</s>\", \"ids\": [4], \"tokens\": [\"</s>\"]}}},"
+        " \"added_tokens\": []}");
+    CU_ASSERT_EQUAL(tfenc_tokenizer_pair_special_count(t), 4);
+    CHECK_PAIR(t, "a a", "b", 16, 0, LIST(3, 1, 1, 4, 4, 2, 4), LIST(2, 0, 0, 0, 1, 1, 1));
+    tfenc_tokenizer_destroy(t);
+
+    /* No post-processor: a b, the second text type 1. */
+    t = from_json("{\"model\": {\"type\": \"WordPiece\", \"unk_token\": \"u\", \"vocab\": {\"u\": 0,"
+                  " \"a\": 1, \"b\": 2}}, \"pre_tokenizer\": {\"type\": \"WhitespaceSplit\"},"
+                  " \"post_processor\": null, \"added_tokens\": []}");
+    CHECK_PAIR(t, "a", "b b", 16, 0, LIST(1, 2, 2), LIST(0, 1, 1));
+    tfenc_tokenizer_destroy(t);
+
+    /* A template without a pair (or with B first) encodes single texts, and
+     * refuses pairs in one line naming the file. */
+    t = from_json("{\"model\": {\"type\": \"WordPiece\", \"unk_token\": \"u\", \"vocab\": {\"u\": 0,"
+                  " \"a\": 1}}, \"pre_tokenizer\": {\"type\": \"WhitespaceSplit\"},"
+                  " \"post_processor\": {\"type\": \"TemplateProcessing\","
+                  " \"single\": [{\"Sequence\": {\"id\": \"A\", \"type_id\": 0}}],"
+                  " \"pair\": [{\"Sequence\": {\"id\": \"B\", \"type_id\": 0}},"
+                  " {\"Sequence\": {\"id\": \"A\", \"type_id\": 0}}], \"special_tokens\": {}},"
+                  " \"added_tokens\": []}");
+    CHECK(t, "a", 4, 0, 1);
+    tfenc_context_clear(&ctx);
+    CU_ASSERT_EQUAL(tfenc_tokenizer_check_pairs(&ctx, t), TFENC_ERR_CONFIG);
+    CU_ASSERT_PTR_NOT_NULL(strstr(tfenc_context_message(&ctx), "test.json: the post_processor has no 'pair' template"));
+    tfenc_tokenizer_destroy(t);
+}
+
 /* Unigram takes the best-scoring path: "▁abc" as "▁a" + "bc" (-0.25 - 1.5)
  * beats "▁a" + "b" + "c" (-2.25) and "▁" + "ab" + "c" (-2.5); "x" is
  * unknown, and a run of unknowns is one <unk>. */
@@ -637,6 +745,7 @@ static const test_case tokenizer_cases[] = {
     {"special tokens written in the text", test_special_tokens_in_text},
     {"10 MB documents", test_long_document},
     {"tokenizer.json BPE: merges by rank, unknowns, template", test_json_bpe},
+    {"pairs: layouts, types, longest_first truncation", test_pairs},
     {"tokenizer.json Unigram: best path, NFKC, Metaspace", test_json_unigram},
     {"tokenizer.json added tokens", test_json_added_tokens},
     {"Metaspace prepend_scheme first after normalizers", test_json_metaspace_first},

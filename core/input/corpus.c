@@ -34,6 +34,7 @@ struct tfenc_corpus {
     tfenc_corpus_format format;
     char *path;
     char *text_field;
+    char *pair_field;     /* the second text of a pair, or NULL */
     char *id_field;
     size_t max_id_bytes;
     int64_t first_index; /* global index of the share's first document, or -1 */
@@ -552,7 +553,8 @@ static int next_parquet(tfenc_context *ctx, tfenc_corpus *corpus, tfenc_document
             tfenc_parquet_close(corpus->parquet);
             corpus->parquet = NULL;
             corpus->parquet_source = corpus->parquet_group = -1;
-            int status = tfenc_parquet_open(path, corpus->text_field, corpus->id_field,
+            int status = tfenc_parquet_open(path, corpus->text_field, corpus->pair_field,
+                                            corpus->id_field,
                                             &corpus->parquet, why, sizeof why);
             if (status != TFENC_OK)
                 return tfenc_error(ctx, status, "%s: %s", path, why);
@@ -601,6 +603,25 @@ static int next_parquet(tfenc_context *ctx, tfenc_corpus *corpus, tfenc_document
                                corpus->parquet_group, (long long)(nul - text));
         document->text = text != NULL ? text : "";
         document->text_length = length;
+        if (corpus->pair_field != NULL) {
+            const char *pair;
+            size_t pair_length;
+            tfenc_parquet_pair_text(corpus->parquet, row - corpus->group_first, &pair,
+                                    &pair_length);
+            if (pair == NULL && !corpus->null_text_empty)
+                return tfenc_error(ctx, TFENC_ERR_INPUT, "%s: row %lld (row group %d): column "
+                                   "'%s' (text_pair_field) is null (set [job] null_text = empty "
+                                   "to read it as an empty text)", path, (long long)row,
+                                   corpus->parquet_group, corpus->pair_field);
+            nul = pair != NULL ? memchr(pair, '\0', pair_length) : NULL;
+            if (nul != NULL)
+                return tfenc_error(ctx, TFENC_ERR_INPUT, "%s: row %lld (row group %d): NUL byte "
+                                   "at byte %lld of column '%s' (text_pair_field)", path,
+                                   (long long)row, corpus->parquet_group, (long long)(nul - pair),
+                                   corpus->pair_field);
+            document->text_pair = pair != NULL ? pair : "";
+            document->text_pair_length = pair_length;
+        }
         document->id = id;
         document->id_length = id_length;
         corpus->stream_source = source; /* counted per source like a stream's lines */
@@ -625,6 +646,23 @@ static const char *json_type_name(const json_t *value)
     return "an unknown value";
 }
 
+/* The string a field of the current JSON Lines record holds; `what` names
+ * the field's role in the message ("text field", "text_pair_field"). */
+static int string_field(tfenc_context *ctx, tfenc_corpus *corpus, const char *name,
+                        const char *what, const char **text, size_t *length)
+{
+    json_t *value = json_object_get(corpus->record, name);
+    if (value == NULL || !json_is_string(value))
+        return tfenc_error(ctx, TFENC_ERR_INPUT, "%s: line %lld: %s '%s' %s%s%s",
+                           current_path(corpus), (long long)line_number(corpus, corpus->next_local),
+                           what, name, value == NULL ? "is missing" : "is ",
+                           value == NULL ? "" : json_type_name(value),
+                           value == NULL ? "" : ", expected a string");
+    *text = json_string_value(value);
+    *length = json_string_length(value);
+    return TFENC_OK;
+}
+
 static int next_jsonl(tfenc_context *ctx, tfenc_corpus *corpus, size_t length,
                       tfenc_document *document)
 {
@@ -645,15 +683,13 @@ static int next_jsonl(tfenc_context *ctx, tfenc_corpus *corpus, size_t length,
                            "found %s", current_path(corpus),
                            (long long)line_number(corpus, corpus->next_local),
                            json_type_name(corpus->record));
-    json_t *text = json_object_get(corpus->record, corpus->text_field);
-    if (text == NULL || !json_is_string(text))
-        return tfenc_error(ctx, TFENC_ERR_INPUT, "%s: line %lld: text field '%s' %s%s%s",
-                           current_path(corpus), (long long)line_number(corpus, corpus->next_local),
-                           corpus->text_field, text == NULL ? "is missing" : "is ",
-                           text == NULL ? "" : json_type_name(text),
-                           text == NULL ? "" : ", expected a string");
-    document->text = json_string_value(text);
-    document->text_length = json_string_length(text);
+    int status = string_field(ctx, corpus, corpus->text_field, "text field", &document->text,
+                              &document->text_length);
+    if (status == TFENC_OK && corpus->pair_field != NULL)
+        status = string_field(ctx, corpus, corpus->pair_field, "text_pair_field",
+                              &document->text_pair, &document->text_pair_length);
+    if (status != TFENC_OK)
+        return status;
     if (corpus->id_field != NULL) {
         json_t *id = json_object_get(corpus->record, corpus->id_field);
         if (id != NULL && json_is_string(id)) {
@@ -1153,6 +1189,7 @@ int tfenc_corpus_open(tfenc_context *ctx, const tfenc_corpus_options *options, i
     corpus->path = copy_string(options->path);
     corpus->text_field = copy_string(options->text_field != NULL ? options->text_field : "text");
     corpus->id_field = copy_string(options->id_field);
+    corpus->pair_field = copy_string(options->text_pair_field);
     corpus->max_id_bytes = options->max_id_bytes;
     corpus->null_text_empty = options->null_text_empty;
     corpus->stream_source = -1;
@@ -1161,10 +1198,17 @@ int tfenc_corpus_open(tfenc_context *ctx, const tfenc_corpus_options *options, i
 #endif
     int status = copy_sources(ctx, corpus, options);
     if (status == TFENC_OK && (corpus->path == NULL || corpus->text_field == NULL
-        || (options->id_field != NULL && corpus->id_field == NULL)))
+        || (options->id_field != NULL && corpus->id_field == NULL)
+        || (options->text_pair_field != NULL && corpus->pair_field == NULL)))
         status = tfenc_error(ctx, TFENC_ERR_NO_MEMORY, "%s: out of memory", options->path);
     if (status != TFENC_OK)
         ;
+    else if (corpus->pair_field != NULL && corpus->format != TFENC_CORPUS_JSONL
+             && corpus->format != TFENC_CORPUS_PARQUET)
+        status = tfenc_error(ctx, TFENC_ERR_CONFIG, "[job] text_pair_field = %s: pairs of texts "
+                             "are read from JSON Lines or Parquet, not from a %s corpus (%s)",
+                             corpus->pair_field, tfenc_corpus_format_name(corpus->format),
+                             options->path);
     else if (corpus->format == TFENC_CORPUS_HDF5 && corpus->n_sources > 1)
         status = tfenc_error(ctx, TFENC_ERR_CONFIG, "[job] input %s: names %d files, but HDF5 "
                              "token ids are read from one file", options->path,
@@ -1400,5 +1444,6 @@ void tfenc_corpus_close(tfenc_corpus *corpus)
     free(corpus->path);
     free(corpus->text_field);
     free(corpus->id_field);
+    free(corpus->pair_field);
     free(corpus);
 }

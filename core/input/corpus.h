@@ -39,7 +39,8 @@
  * - JSON Lines: a blank line is an error (every line must be an object: a
  *   silently skipped line would shift every later document's index), as is
  *   invalid JSON, a value that is not an object, a missing text field or
- *   one that is not a string, and, when an id field is configured, a
+ *   one that is not a string (the same for the text_pair_field of pairs,
+ *   named in the message), and, when an id field is configured, a
  *   missing id or one that is neither a string nor an integer, or one
  *   longer than max_id_bytes;
  * - HDF5: a missing dataset, a wrong rank, a non-integer type, offsets that
@@ -72,6 +73,8 @@ typedef struct tfenc_corpus_options {
     tfenc_corpus_format format;
     const char *text_field;      /* JSON Lines, Parquet: field (column) with the document;
                                   * NULL means "text" */
+    const char *text_pair_field; /* JSON Lines, Parquet: field (column) with the second
+                                  * text of a pair (cross-encoders); NULL: single texts */
     const char *id_field;        /* JSON Lines, Parquet: field with the id; NULL: no ids */
     int null_text_empty;         /* Parquet: a null text is an empty document (else an error) */
     size_t max_id_bytes;         /* JSON Lines: longer ids are refused (0: no limit) */
@@ -88,6 +91,9 @@ typedef struct tfenc_document {
     int64_t local_index;      /* 0, 1, ... within the share */
     const char *text;         /* text / JSON Lines: UTF-8 bytes, NUL-terminated; else NULL */
     size_t text_length;       /* bytes, without the terminating NUL */
+    const char *text_pair;    /* with a text_pair_field: the pair's second text, as text;
+                               * else NULL */
+    size_t text_pair_length;
     const char *id;           /* JSON Lines with an id field: NUL-terminated; else NULL */
     size_t id_length;
     const int32_t *token_ids; /* HDF5: the document's ids (non-negative); else NULL */

@@ -113,14 +113,14 @@ int fail(char *why, size_t why_size, int status, const std::string &reason)
 
 struct tfenc_parquet {
     std::unique_ptr<parquet::arrow::FileReader> file;
-    int text_index = -1, id_index = -1;
-    Column text, id;
-    std::string text_scratch, id_scratch;
+    int text_index = -1, pair_index = -1, id_index = -1;
+    Column text, pair, id;
+    std::string text_scratch, pair_scratch, id_scratch;
 };
 
 extern "C" int tfenc_parquet_open(const char *path, const char *text_column,
-                                  const char *id_column, tfenc_parquet **out, char *why,
-                                  size_t why_size)
+                                  const char *pair_column, const char *id_column,
+                                  tfenc_parquet **out, char *why, size_t why_size)
 {
     *out = nullptr;
     try {
@@ -145,6 +145,17 @@ extern "C" int tfenc_parquet_open(const char *path, const char *text_column,
             return fail(why, why_size, TFENC_ERR_INPUT,
                         std::string("column '") + text_column + "' (text_field) holds " +
                             text_type->ToString() + ", not strings");
+        if (pair_column != nullptr) {
+            reader->pair_index = schema->GetFieldIndex(pair_column);
+            if (reader->pair_index < 0)
+                return fail(why, why_size, TFENC_ERR_INPUT,
+                            std::string("no column '") + pair_column + "' (text_pair_field)");
+            auto pair_type = schema->field(reader->pair_index)->type();
+            if (!is_string(pair_type))
+                return fail(why, why_size, TFENC_ERR_INPUT,
+                            std::string("column '") + pair_column + "' (text_pair_field) holds " +
+                                pair_type->ToString() + ", not strings");
+        }
         if (id_column != nullptr) {
             reader->id_index = schema->GetFieldIndex(id_column);
             if (reader->id_index < 0)
@@ -185,6 +196,8 @@ extern "C" int tfenc_parquet_load_row_group(tfenc_parquet *reader, int group, ch
 {
     try {
         std::vector<int> columns{reader->text_index};
+        if (reader->pair_index >= 0)
+            columns.push_back(reader->pair_index);
         if (reader->id_index >= 0)
             columns.push_back(reader->id_index);
         std::shared_ptr<arrow::Table> table;
@@ -193,9 +206,12 @@ extern "C" int tfenc_parquet_load_row_group(tfenc_parquet *reader, int group, ch
             return fail(why, why_size, status.IsOutOfMemory() ? TFENC_ERR_NO_MEMORY
                                                               : TFENC_ERR_INPUT,
                         status.message());
-        reader->text.reset(table->column(0));
+        int next = 0;
+        reader->text.reset(table->column(next++));
+        if (reader->pair_index >= 0)
+            reader->pair.reset(table->column(next++));
         if (reader->id_index >= 0)
-            reader->id.reset(table->column(1));
+            reader->id.reset(table->column(next++));
         return TFENC_OK;
     } catch (const std::bad_alloc &) {
         return fail(why, why_size, TFENC_ERR_NO_MEMORY, "out of memory");
@@ -213,6 +229,15 @@ extern "C" void tfenc_parquet_row(tfenc_parquet *reader, int64_t row, const char
         *text = nullptr;
     if (reader->id_index >= 0 && !reader->id.get(row, reader->id_scratch, id, id_length))
         *id = nullptr;
+}
+
+extern "C" void tfenc_parquet_pair_text(tfenc_parquet *reader, int64_t row, const char **text,
+                                        size_t *length)
+{
+    *text = nullptr;
+    *length = 0;
+    if (reader->pair_index >= 0 && !reader->pair.get(row, reader->pair_scratch, text, length))
+        *text = nullptr;
 }
 
 extern "C" void tfenc_parquet_close(tfenc_parquet *reader)

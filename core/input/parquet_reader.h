@@ -1,7 +1,7 @@
 /* Parquet files read by row group through Apache Arrow's C++ Parquet
  * library (parquet_reader.cc, built only when configure finds Arrow:
  * --with-parquet). A C interface, so the rest of tfenc stays C: the reader
- * loads one row group's text (and id) column at a time, so a rank holds at
+ * loads one row group's text (and pair and id) columns at a time, so a rank holds at
  * most one row group of one file.
  *
  * The text column must hold strings (string, large_string, or a dictionary
@@ -21,9 +21,11 @@ extern "C" {
 
 typedef struct tfenc_parquet tfenc_parquet;
 
-/* id_column may be NULL. */
-int tfenc_parquet_open(const char *path, const char *text_column, const char *id_column,
-                       tfenc_parquet **reader, char *why, size_t why_size);
+/* pair_column (the second text of a pair, strings like the text) and
+ * id_column may be NULL. */
+int tfenc_parquet_open(const char *path, const char *text_column, const char *pair_column,
+                       const char *id_column, tfenc_parquet **reader, char *why,
+                       size_t why_size);
 int64_t tfenc_parquet_rows(const tfenc_parquet *reader);
 int tfenc_parquet_row_groups(const tfenc_parquet *reader);
 int64_t tfenc_parquet_row_group_rows(const tfenc_parquet *reader, int group);
@@ -34,6 +36,10 @@ int tfenc_parquet_load_row_group(tfenc_parquet *reader, int group, char *why, si
  * or for a null id. An integer id is given as its decimal text. */
 void tfenc_parquet_row(tfenc_parquet *reader, int64_t row, const char **text, size_t *length,
                        const char **id, size_t *id_length);
+/* Row `row`'s value of the pair column, as *text of tfenc_parquet_row()
+ * (NULL for a null or without a pair column). */
+void tfenc_parquet_pair_text(tfenc_parquet *reader, int64_t row, const char **text,
+                             size_t *length);
 void tfenc_parquet_close(tfenc_parquet *reader);
 
 #ifdef __cplusplus

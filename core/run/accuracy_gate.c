@@ -62,7 +62,7 @@ static int close_batch(tfenc_context *ctx, sample_packer *p, int d_model)
 
 /* Adds one document (the caller leaves room for it in the sample). */
 static int pack_document(tfenc_context *ctx, sample_packer *p, const int32_t *document,
-                         int length, int d_model)
+                         const int32_t *types, int length, int d_model)
 {
     tfenc_gate_sample *sample = p->sample;
     if (p->used - p->batch_first + length > p->batch_tokens) {
@@ -72,6 +72,7 @@ static int pack_document(tfenc_context *ctx, sample_packer *p, const int32_t *do
     }
     p->starts[p->n_seq] = p->used - p->batch_first;
     memcpy(sample->ids + p->used, document, (size_t)length * sizeof *document);
+    memcpy(sample->types + p->used, types, (size_t)length * sizeof *types);
     for (int t = 0; t < length; t++)
         sample->positions[p->used + t] = t;
     p->used += length;
@@ -103,9 +104,11 @@ int tfenc_gate_sample_read_limited(tfenc_context *ctx, const tfenc_gate_corpus *
     /* a start per document and an end per batch: each holds a token at least */
     sample->starts = calloc(2 * capacity, sizeof *sample->starts);
     int32_t *document = malloc((size_t)source->feeding->max_seq_len * sizeof *document);
+    int32_t *types = malloc((size_t)source->feeding->max_seq_len * sizeof *types);
     if (sample->ids == NULL || sample->types == NULL || sample->positions == NULL ||
-        sample->starts == NULL || document == NULL) {
+        sample->starts == NULL || document == NULL || types == NULL) {
         free(document);
+        free(types);
         return tfenc_error(ctx, TFENC_ERR_NO_MEMORY, "out of memory");
     }
     sample_packer packer = {.sample = sample, .batch_tokens = (int)batch_tokens,
@@ -129,13 +132,14 @@ int tfenc_gate_sample_read_limited(tfenc_context *ctx, const tfenc_gate_corpus *
             int32_t length = 0, truncated = 0;
             if (status == TFENC_OK)
                 status = tfenc_feeder_tokenize(ctx, source->feeding, source->tokenizer, &doc,
-                                               doc.local_index, document, &length, &truncated);
+                                               doc.local_index, document, types, &length,
+                                               &truncated);
             if (status == TFENC_OK && (size_t)packer.used + (size_t)length > capacity)
                 full = 1;
             else if (status == TFENC_OK && length > 0) { /* an empty one tells nothing */
                 if (sample->indices != NULL)
                     sample->indices[sample->n_documents] = range.first_index + doc.local_index;
-                status = pack_document(ctx, &packer, document, length, source->d_model);
+                status = pack_document(ctx, &packer, document, types, length, source->d_model);
             }
         }
         if (status == TFENC_ERR_NOT_FOUND) { /* the window's last document */
@@ -146,6 +150,7 @@ int tfenc_gate_sample_read_limited(tfenc_context *ctx, const tfenc_gate_corpus *
     if (status == TFENC_OK)
         status = close_batch(ctx, &packer, source->d_model);
     free(document);
+    free(types);
     sample->n_tokens = packer.used;
     return status;
 }
@@ -243,6 +248,57 @@ static double stream_cosine(const stream *a, const stream *b)
     return lowest;
 }
 
+/* A scores output (a head's k values per document at the start of each
+ * row) compared with the fp32 reference's: the largest error of any
+ * document's score, each label's error taken relative to the spread of
+ * that label's fp32 scores over the sample (their range), so that a score
+ * counts as far off as it moves among the documents' scores, whatever the
+ * head's scale (logits, probabilities, a regression). A cosine of rows of
+ * one or two scores would say nothing (one score's cosine is its sign).
+ * The gate's bar is a cosine, and the relative error e of a row is the
+ * angle by which it turns (cos e ~ 1 - e^2 / 2): the result is cos e, so
+ * that min_cosine = 0.999 allows scores off by 4.5% of their spread, the
+ * error it allows an embedding's row. */
+static double stream_scores_similarity(const stream *reference, const stream *tested, int width)
+{
+    double error = 0.0;
+    for (int j = 0; j < width; j++) {
+        double lowest = INFINITY, highest = -INFINITY, largest_difference = 0.0;
+        for (int i = 0; i < reference->n; i++) {
+            const tfenc_batch *x = &reference->batches[i], *y = &tested->batches[i];
+            if (x->rows != y->rows || x->d_model < width)
+                return -1.0;
+            for (int r = 0; r < x->rows; r++) {
+                double want = x->x[(size_t)r * x->d_model + j];
+                double got = y->x[(size_t)r * y->d_model + j];
+                lowest = want < lowest ? want : lowest;
+                highest = want > highest ? want : highest;
+                double difference = fabs(got - want);
+                if (!(difference <= largest_difference)) /* NaN counts as the worst */
+                    largest_difference = isnan(difference) ? INFINITY : difference;
+            }
+        }
+        /* One document, or scores all equal: their size stands for the spread. */
+        double spread = highest - lowest;
+        if (!(spread > 0.0))
+            spread = fmax(fabs(highest), 1e-30);
+        double relative = largest_difference / spread;
+        error = relative > error ? relative : error;
+    }
+    return error < acos(-1.0) ? cos(error) : -1.0;
+}
+
+/* The gate's measure of an output against fp32's: the scores' measure
+ * for the last step of a model that writes scores (scores_width > 0),
+ * else the smallest cosine of the rows. */
+static double stream_similarity(const stream *reference, const stream *tested, int last_step,
+                                int scores_width)
+{
+    return last_step && scores_width > 0
+               ? stream_scores_similarity(reference, tested, scores_width)
+               : stream_cosine(reference, tested);
+}
+
 /* Builds step `step` alone at `precision` and runs every batch of `s`
  * through it. */
 static int run_step(tfenc_context *ctx, const tfenc_model_options *options, tfenc_precision *chosen,
@@ -281,7 +337,7 @@ static int run_model(tfenc_context *ctx, const tfenc_model_options *options,
 static int step_cosines(tfenc_context *ctx, const tfenc_model_options *options,
                         tfenc_precision *chosen, const tfenc_batch *samples,
                         tfenc_precision precision, stream *reference, stream *tested,
-                        double *cosines)
+                        int scores_width, double *cosines)
 {
     stream_reset(reference, samples);
     int status = TFENC_OK;
@@ -291,7 +347,8 @@ static int step_cosines(tfenc_context *ctx, const tfenc_model_options *options,
         if (status == TFENC_OK)
             status = run_step(ctx, options, chosen, i, precision, tested);
         if (status == TFENC_OK)
-            cosines[i] = stream_cosine(reference, tested);
+            cosines[i] = stream_similarity(reference, tested, i == options->plan->n_steps - 1,
+                                           scores_width);
     }
     return status;
 }
@@ -341,6 +398,7 @@ typedef struct gate {
     double *cosines; /* [n_steps] */
     int *order;      /* [n_steps] */
     double bar;
+    int scores_width; /* > 0: the model writes this many scores a document */
 } gate;
 
 /* The whole model at the chosen precisions on the sample: its smallest
@@ -348,7 +406,9 @@ typedef struct gate {
 static int model_cosine(gate *g, double *cosine)
 {
     int status = run_model(g->ctx, g->options, g->chosen, g->samples, &g->tested);
-    *cosine = status == TFENC_OK ? stream_cosine(&g->reference, &g->tested) : 0.0;
+    *cosine = status == TFENC_OK ? stream_similarity(&g->reference, &g->tested, 1,
+                                                     g->scores_width)
+                                 : 0.0;
     return status;
 }
 
@@ -427,7 +487,7 @@ static int keep_out_of_int8(gate *g, tfenc_precision_report *report, double *sam
     *refuse = 1;
     *sample_cosine = all_bf16;
     status = step_cosines(g->ctx, g->options, g->chosen, g->samples, tfenc_matrix_int8_fallback(),
-                          &g->reference, &g->tested, g->cosines);
+                          &g->reference, &g->tested, g->scores_width, g->cosines);
     int worst = worst_step(g->cosines, g->n_steps);
     report->worst_step = worst;
     *refused_cosine = worst >= 0 ? g->cosines[worst] : 1.0;
@@ -441,6 +501,18 @@ static int refuse_job(gate *g, const tfenc_precision_report *report, double min_
     const tfenc_precision requested = g->options->config->precision;
     const char *name =
         report->worst_step >= 0 ? g->options->plan->steps[report->worst_step].name : "(none)";
+    if (g->scores_width > 0)
+        return tfenc_error(
+            g->ctx, TFENC_ERR_CONFIG,
+            "precision = %s: on the corpus sample the scores are off fp32's by %.4g%% of their "
+            "spread, more than %.4g%% (min_cosine = %.8f as an angle, with half its error to "
+            "spare)%s; the least accurate layer is %s (%.4g%% in %s alone)",
+            tfenc_precision_names[requested], 100.0 * acos(fmax(report->sample_cosine, -1.0)),
+            100.0 * acos(g->bar), min_cosine,
+            requested == TFENC_PRECISION_INT8 ? " even with every layer out of int8" : "", name,
+            100.0 * acos(fmax(fmin(refused_cosine, 1.0), -1.0)),
+            tfenc_precision_names[requested == TFENC_PRECISION_INT8 ? tfenc_matrix_int8_fallback()
+                                                                    : requested]);
     return tfenc_error(
         g->ctx, TFENC_ERR_CONFIG,
         "precision = %s: on the corpus sample the output's min cosine to fp32 is %.8f, below "
@@ -468,7 +540,7 @@ static void report_exact(tfenc_precision_report *report, int n_steps, tfenc_prec
 
 int tfenc_precision_gate(tfenc_context *ctx, const tfenc_model_options *options,
                          const tfenc_batch *samples, int n_samples, double min_cosine,
-                         tfenc_precision_report *report)
+                         int scores_width, tfenc_precision_report *report)
 {
     const int n_steps = options->plan->n_steps;
     const tfenc_precision requested = options->config->precision;
@@ -483,7 +555,7 @@ int tfenc_precision_gate(tfenc_context *ctx, const tfenc_model_options *options,
      * L6-v2: 0.99908 on a 139-document sample, 0.99873 over its 532). */
     gate g = {.ctx = ctx, .options = options, .samples = samples,
               .chosen = report->step_precision, .n_steps = n_steps,
-              .bar = 1.0 - (1.0 - min_cosine) / 2.0};
+              .bar = 1.0 - (1.0 - min_cosine) / 2.0, .scores_width = scores_width};
     g.cosines = calloc((size_t)n_steps, sizeof *g.cosines);
     g.order = calloc((size_t)n_steps, sizeof *g.order);
     int status = g.cosines == NULL || g.order == NULL
@@ -496,7 +568,7 @@ int tfenc_precision_gate(tfenc_context *ctx, const tfenc_model_options *options,
         status = stream_create(ctx, &g.tested, samples, n_samples, max_tokens, d);
     if (status == TFENC_OK)
         status = step_cosines(ctx, options, g.chosen, samples, requested, &g.reference,
-                              &g.tested, g.cosines);
+                              &g.tested, scores_width, g.cosines);
     /* g.reference now holds the fp32 model's output. */
     double sample_cosine = 0.0;
     if (status == TFENC_OK) {

@@ -59,7 +59,8 @@ typedef struct tfenc_precision_report {
     double *step_cosine;             /* [n_steps] or NULL: each step alone at the requested
                                         precision against fp32, on fp32 inputs (1 = exact) */
     double sample_cosine;            /* the whole model with step_precision, against fp32:
-                                        the smallest cosine over the sample's output rows */
+                                        the smallest cosine over the sample's output rows;
+                                        scores: cos(largest error / the scores' spread) */
     int n_fallbacks;                 /* int8 steps kept in bf16 (fp32 where bf16 does not run) */
     int worst_step;                  /* the least accurate step, -1 when all are exact */
 } tfenc_precision_report;
@@ -72,7 +73,10 @@ typedef struct tfenc_precision_report {
  *    on the same fp32 inputs gives the step's cosine;
  * 2. the whole model at the chosen precisions gives the sample's cosine to
  *    fp32: the smallest over every output row (token, or pooled document)
- *    of the sample batches;
+ *    of the sample batches; for a model that writes scores (scores_width
+ *    > 0 scores a document) the cosine of an angle instead: the largest
+ *    error of a score relative to the spread of fp32's scores of its label
+ *    over the sample (the head's step alone is measured so too);
  * 3. for int8, while that is below the bar, the least accurate int8
  *    steps are kept in bf16, or fp32 where bf16 does not run (as few as a
  *    bisection finds).
@@ -86,6 +90,6 @@ typedef struct tfenc_precision_report {
  * and forward report them. fp32 jobs are exact: cosine 1 without a run. */
 int tfenc_precision_gate(tfenc_context *ctx, const tfenc_model_options *options,
                          const tfenc_batch *samples, int n_samples, double min_cosine,
-                         tfenc_precision_report *report);
+                         int scores_width, tfenc_precision_report *report);
 
 #endif

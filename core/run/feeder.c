@@ -38,19 +38,25 @@ struct tfenc_feeder {
     int n_sequences, n_batches, next_batch;
     int capacity;        /* sequences the arrays above hold */
     int32_t *id_pool;    /* every sequence's ids, end to end */
+    int32_t *type_pool;  /* and their token types (pairs: 0 then 1 for BERT) */
     size_t pool_used, pool_capacity;
     int32_t *scratch;    /* [max_seq_len]: one document's ids */
+    int32_t *scratch_types; /* [max_seq_len]: and their types */
     char *text;          /* the prompt, then the document being tokenized */
     size_t text_capacity;
 };
 
 int tfenc_feeder_tokenize(tfenc_context *ctx, const tfenc_feeder_options *options, tfenc_tokenizer *tokenizer,
                     const tfenc_document *document, int64_t global_index, int32_t *ids,
-                    int32_t *length, int32_t *truncated)
+                    int32_t *types, int32_t *length, int32_t *truncated)
 {
     const int max_length = options->max_seq_len;
-    int n_ids = 0, cut = 0;
-    if (document->token_ids != NULL || tokenizer == NULL) {
+    int n_ids = 0, cut = 0, status = TFENC_OK;
+    if (document->text_pair != NULL && tokenizer != NULL) {
+        status = tfenc_tokenizer_encode_pair(ctx, tokenizer, document->text, document->text_length,
+                                             document->text_pair, document->text_pair_length,
+                                             ids, types, max_length, &n_ids, &cut);
+    } else if (document->token_ids != NULL || tokenizer == NULL) {
         n_ids = document->n_tokens < max_length ? document->n_tokens : max_length;
         cut = document->n_tokens - n_ids;
         if (n_ids > 0)
@@ -64,17 +70,20 @@ int tfenc_feeder_tokenize(tfenc_context *ctx, const tfenc_feeder_options *option
                                        options->input, (long long)global_index, ids[i],
                                        options->vocab_size);
     } else {
-        int status = tfenc_tokenizer_encode(ctx, tokenizer, document->text, document->text_length,
-                                            ids, max_length, &n_ids, &cut);
-        if (status != TFENC_OK) {
-            /* The tokenizer knows the text, not where it came from. */
-            char message[TFENC_MESSAGE_MAX];
-            snprintf(message, sizeof message, "%s", tfenc_context_message(ctx));
-            tfenc_context_clear(ctx);
-            return tfenc_error(ctx, status, "%s: document %lld (0-based): %s", options->input,
-                               (long long)global_index, message);
-        }
+        status = tfenc_tokenizer_encode(ctx, tokenizer, document->text, document->text_length,
+                                        ids, max_length, &n_ids, &cut);
     }
+    if (status != TFENC_OK) {
+        /* The tokenizer knows the text, not where it came from. */
+        char message[TFENC_MESSAGE_MAX];
+        snprintf(message, sizeof message, "%s", tfenc_context_message(ctx));
+        tfenc_context_clear(ctx);
+        return tfenc_error(ctx, status, "%s: document %lld (0-based): %s", options->input,
+                           (long long)global_index, message);
+    }
+    /* A single text is all type 0; a pair's types come from its template. */
+    if (document->text_pair == NULL || tokenizer == NULL)
+        memset(types, 0, (size_t)n_ids * sizeof *types);
     /* Token ids or text alike (a tokenizer without special tokens gives an
      * empty line none): a layer cannot make a row of nothing. */
     if (n_ids == 0)
@@ -138,7 +147,11 @@ int tfenc_feeder_create(tfenc_context *ctx, const tfenc_feeder_options *options,
                                options->max_seq_len - room);
     }
     tfenc_feeder *f = calloc(1, sizeof *f);
-    if (f == NULL || (f->scratch = malloc((size_t)options->max_seq_len * sizeof *f->scratch)) == NULL) {
+    if (f == NULL || (f->scratch = malloc((size_t)options->max_seq_len * sizeof *f->scratch)) == NULL
+        || (f->scratch_types = malloc((size_t)options->max_seq_len * sizeof *f->scratch_types))
+               == NULL) {
+        if (f != NULL)
+            free(f->scratch);
         free(f);
         return tfenc_error(ctx, TFENC_ERR_NO_MEMORY, "out of memory");
     }
@@ -189,9 +202,13 @@ static int reserve(tfenc_context *ctx, tfenc_feeder *f, int64_t n, size_t ids)
         while (capacity < f->pool_used + ids)
             capacity *= 2;
         int32_t *grown = realloc(f->id_pool, capacity * sizeof *grown);
-        if (grown == NULL)
+        if (grown != NULL)
+            f->id_pool = grown;
+        int32_t *grown_types = realloc(f->type_pool, capacity * sizeof *grown_types);
+        if (grown_types != NULL)
+            f->type_pool = grown_types;
+        if (grown == NULL || grown_types == NULL)
             return tfenc_error(ctx, TFENC_ERR_NO_MEMORY, "out of memory for a window's tokens");
-        f->id_pool = grown;
         f->pool_capacity = capacity;
     }
     return TFENC_OK;
@@ -261,7 +278,7 @@ static int add_document(tfenc_context *ctx, tfenc_feeder *f, int64_t global_inde
                          (size_t)n_chunks * (size_t)f->options.max_seq_len);
     for (int c = 0; status == TFENC_OK && c < n_chunks; c++) {
         pending *sequence = &f->sequences[f->n_sequences];
-        int32_t *ids = f->id_pool + f->pool_used;
+        int32_t *ids = f->id_pool + f->pool_used, *types = f->type_pool + f->pool_used;
         sequence->global_index = global_index;
         sequence->token_offset = first_row;
         sequence->ids_at = f->pool_used;
@@ -270,6 +287,7 @@ static int add_document(tfenc_context *ctx, tfenc_feeder *f, int64_t global_inde
         sequence->id = NULL;
         if (!chunked) {
             memcpy(ids, f->scratch, (size_t)length * sizeof *ids);
+            memcpy(types, f->scratch_types, (size_t)length * sizeof *types);
             sequence->length = length;
             sequence->truncated = truncated;
             sequence->chunk_start = 0;
@@ -280,6 +298,7 @@ static int add_document(tfenc_context *ctx, tfenc_feeder *f, int64_t global_inde
             memcpy(ids + n_prefix, pieces + start, (size_t)(end - start) * sizeof *ids);
             memcpy(ids + n_prefix + (end - start), suffix, (size_t)n_suffix * sizeof *ids);
             sequence->length = n_prefix + (end - start) + n_suffix;
+            memset(types, 0, (size_t)sequence->length * sizeof *types);
             sequence->truncated = 0;
             sequence->chunk_start = start;
         }
@@ -312,7 +331,8 @@ int tfenc_feeder_load_window(tfenc_context *ctx, tfenc_feeder *f, const tfenc_co
         int64_t global_index = window->first_index + document.local_index;
         if (status == TFENC_OK)
             status = tfenc_feeder_tokenize(ctx, &f->options, f->tokenizer, &document,
-                                           global_index, f->scratch, &length, &truncated);
+                                           global_index, f->scratch, f->scratch_types, &length,
+                                           &truncated);
         int added = 0;
         if (status == TFENC_OK)
             status = add_document(ctx, f, global_index,
@@ -352,8 +372,8 @@ int tfenc_feeder_count_window(tfenc_context *ctx, tfenc_feeder *f,
             status = put_prompt(ctx, f, &document);
         if (status == TFENC_OK)
             status = tfenc_feeder_tokenize(ctx, &f->options, f->tokenizer, &document,
-                                           window->first_index + i, f->scratch, &length,
-                                           &truncated);
+                                           window->first_index + i, f->scratch,
+                                           f->scratch_types, &length, &truncated);
         int n_chunks = 1;
         if (status == TFENC_OK && f->options.chunks != TFENC_CHUNKS_OFF && truncated > 0) {
             int n_pieces = 0;
@@ -397,10 +417,10 @@ int tfenc_feeder_next(tfenc_context *ctx, tfenc_feeder *f, tfenc_pipeline *pipel
         const pending *sequence = &f->sequences[f->order[b->first + j]];
         memcpy(m->token_ids + row, f->id_pool + sequence->ids_at,
                (size_t)sequence->length * sizeof(int32_t));
-        for (int t = 0; t < sequence->length; t++) {
+        memcpy(m->token_types + row, f->type_pool + sequence->ids_at,
+               (size_t)sequence->length * sizeof(int32_t));
+        for (int t = 0; t < sequence->length; t++)
             m->positions[row + t] = t;
-            m->token_types[row + t] = 0;
-        }
         row += sequence->length;
         m->seq_start[j + 1] = row;
         m->indices[j] = sequence->global_index;
@@ -437,6 +457,8 @@ void tfenc_feeder_destroy(tfenc_feeder *f)
     free(f->order);
     free(f->batches);
     free(f->id_pool);
+    free(f->type_pool);
+    free(f->scratch_types);
     free(f->scratch);
     free(f->text);
     free(f);

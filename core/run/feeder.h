@@ -35,12 +35,14 @@ typedef struct tfenc_feeder_options {
     int chunk_overlap;
 } tfenc_feeder_options;
 
-/* Turns a document into ids: the tokenizer for text (tokenizer != NULL),
- * the ids as given for token-id corpora; refuses empty documents, ids
- * outside the vocabulary, and long documents when truncation is off. */
+/* Turns a document into ids and their token types ([max_seq_len] each):
+ * the tokenizer for text (tokenizer != NULL), its pair rule for a pair of
+ * texts (types as the tokenizer's template gives them; else all 0), the
+ * ids as given for token-id corpora; refuses empty documents, ids outside
+ * the vocabulary, and long documents when truncation is off. */
 int tfenc_feeder_tokenize(tfenc_context *ctx, const tfenc_feeder_options *options,
                           tfenc_tokenizer *tokenizer, const tfenc_document *document,
-                          int64_t global_index, int32_t *ids, int32_t *length,
+                          int64_t global_index, int32_t *ids, int32_t *types, int32_t *length,
                           int32_t *truncated);
 
 typedef struct tfenc_feeder tfenc_feeder;

@@ -160,6 +160,8 @@ static int read_job_keys(reader *r, tfenc_job_section *section, job_keys *k)
     READ(tfenc_param_choice(&p, "input_format", tfenc_corpus_format_names, TFENC_CORPUS_AUTO,
                             &k->format));
     READ(tfenc_param_string(&p, "text_field", "text", &s->corpus.text_field));
+    /* Cross-encoders read a pair of texts a line (query, passage). */
+    READ(tfenc_param_string(&p, "text_pair_field", NULL, &s->corpus.text_pair_field));
     READ(tfenc_param_string(&p, "id_field", NULL, &s->corpus.id_field));
     /* Parquet: a null text is an error unless asked to be an empty document. */
     static const char *const null_text_names[] = {"error", "empty", NULL};
@@ -280,6 +282,18 @@ static int check_job_settings(reader *r, tfenc_job_section *section, const job_k
     if (s->prompt != NULL && s->corpus.format == TFENC_CORPUS_HDF5)
         return job_origin_error(r, "prompt", "a prompt is text: it needs a text or JSON Lines "
                                              "corpus, not token ids");
+    if (s->corpus.text_pair_field != NULL) {
+        if (s->corpus.format != TFENC_CORPUS_JSONL && s->corpus.format != TFENC_CORPUS_PARQUET)
+            return job_origin_error(r, "text_pair_field", "pairs of texts are two fields of a "
+                                                          "JSON Lines or Parquet corpus");
+        if (s->chunks != TFENC_CHUNKS_OFF)
+            return job_origin_error(r, "text_pair_field", "a pair is truncated as its tokenizer "
+                                                          "does (longest_first), never chunked: "
+                                                          "leave long_documents = truncate");
+        if (s->prompt != NULL)
+            return job_origin_error(r, "text_pair_field", "a prompt goes before single texts; "
+                                                          "a pair has none");
+    }
     if (k->max_id_bytes < 1 || k->max_id_bytes > (1L << 20))
         return job_origin_error(r, "max_id_bytes", "must be in 1..1048576");
     if (s->window_documents < 1 || s->window_documents > (1L << 20))
@@ -449,7 +463,16 @@ int tfenc_job_settings_tokenizer(tfenc_context *ctx, const tfenc_jobfile *job,
     *tokenizer = NULL;
     reader r = {.ctx = ctx, .job = job, .config = config, .settings = (tfenc_job_settings *)settings,
                 .tokenizer = tokenizer};
-    return setup_tokenizer(&r);
+    int status = setup_tokenizer(&r);
+    /* A job of pairs needs the tokenizer's pair rule: refused before any
+     * output exists, not at the first pair. */
+    if (status == TFENC_OK && *tokenizer != NULL && settings->corpus.text_pair_field != NULL)
+        status = tfenc_tokenizer_check_pairs(ctx, *tokenizer);
+    if (status != TFENC_OK) {
+        tfenc_tokenizer_destroy(*tokenizer);
+        *tokenizer = NULL;
+    }
+    return status;
 }
 
 /* A growing string; on allocation failure it stays NULL. */

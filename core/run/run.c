@@ -31,6 +31,7 @@
 #include <mpi.h>
 #include <sched.h>
 #include <stdarg.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -436,6 +437,24 @@ static tfenc_model_options model_options(run *r, int first_step, int end_step)
 
 _Static_assert(sizeof(tfenc_precision) == sizeof(int), "step precisions travel as MPI_INT");
 
+/* The number of scores a document gets when the model ends in a head that
+ * declares them, else 0: what the accuracy gate measures (rank 0, before
+ * the output kind is agreed on). */
+static int declared_scores_width(run *r, int *width)
+{
+    *width = 0;
+    tfenc_model_options o = model_options(r, r->plan.n_steps - 1, r->plan.n_steps);
+    tfenc_model *last = NULL;
+    tfenc_layer_output declared = {.struct_size = sizeof declared};
+    int status = tfenc_model_create(r->ctx, &o, &last);
+    if (status == TFENC_OK)
+        status = tfenc_model_output(r->ctx, last, &declared);
+    if (status == TFENC_OK && declared.kind == TFENC_LAYER_OUTPUT_SCORES)
+        *width = declared.width;
+    tfenc_model_destroy(last);
+    return status;
+}
+
 /* int8 jobs: rank 0 runs the accuracy gate (run/accuracy_gate.h) on a sample
  * of its share, every rank takes its choice of precision per step, and a
  * job whose min_cosine cannot be met stops here. (bf16's accuracy is the
@@ -450,7 +469,7 @@ static int gate_precision(run *r)
         return agree_on_failure(r, tfenc_error(r->ctx, TFENC_ERR_NO_MEMORY, "out of memory"));
     tfenc_precision_report report = {.step_precision = r->step_precision};
     tfenc_gate_sample sample = {0};
-    int status = TFENC_OK;
+    int status = TFENC_OK, scores_width = 0;
     if (r->rank == 0) {
         const tfenc_gate_corpus source = {
             .corpus = r->corpus, .windows = &r->windows, .tokenizer = r->tokenizer,
@@ -464,8 +483,10 @@ static int gate_precision(run *r)
         tfenc_model_options o = model_options(r, 0, n_steps);
         o.limits.max_tokens = o.limits.max_seqs = sample.batch_tokens;
         if (status == TFENC_OK)
+            status = declared_scores_width(r, &scores_width);
+        if (status == TFENC_OK)
             status = tfenc_precision_gate(r->ctx, &o, sample.batches, sample.n_batches,
-                                          r->config.min_cosine, &report);
+                                          r->config.min_cosine, scores_width, &report);
         if (status != TFENC_OK && status != TFENC_ERR_CONFIG) {
             char reason[TFENC_MESSAGE_MAX];
             snprintf(reason, sizeof reason, "%s", tfenc_context_message(r->ctx));
@@ -502,11 +523,21 @@ static int gate_precision(run *r)
     r->sample_cosine = report.sample_cosine;
     if (r->rank == 0) {
         char line[TFENC_MESSAGE_MAX];
-        int used = snprintf(line, sizeof line,
-                            "precision = %s: min cosine %.6f to fp32 on a sample of %d documents "
-                            "(min_cosine %.6f)",
-                            tfenc_precision_names[r->config.precision], report.sample_cosine,
-                            sample.n_documents, r->config.min_cosine);
+        /* Scores are measured by their error to fp32's relative to their
+         * spread (run/accuracy_gate.h), the angle whose cosine the gate
+         * compares with min_cosine. */
+        int used = scores_width > 0
+            ? snprintf(line, sizeof line, "precision = %s: scores off fp32's by at most %.3g%% "
+                       "of their spread on a sample of %d documents (min_cosine %.6f allows "
+                       "%.3g%%)", tfenc_precision_names[r->config.precision],
+                       100.0 * acos(fmax(fmin(report.sample_cosine, 1.0), -1.0)),
+                       sample.n_documents, r->config.min_cosine,
+                       100.0 * acos(1.0 - (1.0 - r->config.min_cosine) / 2.0))
+            : snprintf(line, sizeof line,
+                       "precision = %s: min cosine %.6f to fp32 on a sample of %d documents "
+                       "(min_cosine %.6f)",
+                       tfenc_precision_names[r->config.precision], report.sample_cosine,
+                       sample.n_documents, r->config.min_cosine);
         if (report.n_fallbacks > 0 && used > 0 && (size_t)used < sizeof line)
             used += snprintf(line + used, sizeof line - used, "; kept in %s:",
                              tfenc_precision_names[tfenc_matrix_int8_fallback()]);

@@ -297,19 +297,10 @@ static int sanitize(tfenc_context *ctx, tfenc_tokenizer *t, const char *text, si
 
 /* ---------------------------------------------------------------- encode */
 
-int tfenc_tokenizer_encode(tfenc_context *ctx, tfenc_tokenizer *tokenizer, const char *text,
-                           size_t length, int32_t *ids, int max_length, int *n_ids,
-                           int *n_truncated)
+/* Steps 1 to 5 of the pipeline: the text's ids, without special tokens
+ * and before truncation, into t->ids. */
+static int tokenize_pieces(tfenc_context *ctx, tfenc_tokenizer *t, const char *text, size_t length)
 {
-    tfenc_tokenizer *t = tokenizer;
-    *n_ids = 0;
-    if (n_truncated != NULL)
-        *n_truncated = 0;
-    int n_special = t->n_prefix + t->n_suffix;
-    if (max_length < n_special || max_length < 1)
-        return tfenc_error(ctx, TFENC_ERR_CONFIG,
-                           "tokenizer: max_length is %d; it must hold the %d special tokens the "
-                           "post-processor adds and at least one token", max_length, n_special);
     if (text == NULL && length > 0)
         return tfenc_error(ctx, TFENC_ERR_INPUT, "tokenizer: no text but a length of %zu bytes", length);
     int status = sanitize(ctx, t, text != NULL ? text : "", length);
@@ -369,6 +360,25 @@ int tfenc_tokenizer_encode(tfenc_context *ctx, tfenc_tokenizer *tokenizer, const
         if (status != TFENC_OK)
             return status;
     }
+    return TFENC_OK;
+}
+
+int tfenc_tokenizer_encode(tfenc_context *ctx, tfenc_tokenizer *tokenizer, const char *text,
+                           size_t length, int32_t *ids, int max_length, int *n_ids,
+                           int *n_truncated)
+{
+    tfenc_tokenizer *t = tokenizer;
+    *n_ids = 0;
+    if (n_truncated != NULL)
+        *n_truncated = 0;
+    int n_special = t->n_prefix + t->n_suffix;
+    if (max_length < n_special || max_length < 1)
+        return tfenc_error(ctx, TFENC_ERR_CONFIG,
+                           "tokenizer: max_length is %d; it must hold the %d special tokens the "
+                           "post-processor adds and at least one token", max_length, n_special);
+    int status = tokenize_pieces(ctx, t, text, length);
+    if (status != TFENC_OK)
+        return status;
 
     /* 6. Truncation keeps room for the specials (HF's post_process). */
     size_t room = (size_t)(max_length - n_special);
@@ -384,6 +394,112 @@ int tfenc_tokenizer_encode(tfenc_context *ctx, tfenc_tokenizer *tokenizer, const
     *n_ids = n;
     if (n_truncated != NULL) {
         size_t cut = t->ids.count - kept;
+        *n_truncated = cut > INT_MAX ? INT_MAX : (int)cut;
+    }
+    return TFENC_OK;
+}
+
+int tfenc_tokenizer_check_pairs(tfenc_context *ctx, const tfenc_tokenizer *tokenizer)
+{
+    const tok_pair_template *pair = &tokenizer->pair;
+    if (pair->processors > 1 || (pair->processors == 1 && !pair->defined))
+        return tfenc_error(ctx, TFENC_ERR_CONFIG, "%s: the post_processor %s, so it cannot encode "
+                           "a pair of texts", tokenizer->source, pair->processors > 1
+                           ? "is a Sequence of several that add special tokens"
+                           : "has no 'pair' template of the form: specials, A, specials, B, "
+                             "specials");
+    return TFENC_OK;
+}
+
+int tfenc_tokenizer_pair_special_count(const tfenc_tokenizer *tokenizer)
+{
+    const tok_pair_template *pair = &tokenizer->pair;
+    return pair->n[TOK_PAIR_BEFORE] + pair->n[TOK_PAIR_BETWEEN] + pair->n[TOK_PAIR_AFTER];
+}
+
+/* `tokenizers`' longest_first truncation of a pair to `room` ids (0.19,
+ * TruncationStrategy::LongestFirst): when both texts must lose ids they
+ * keep room/2 each, the longer one the odd id over (the second on a tie);
+ * else the longer one is cut to what the shorter leaves. */
+static void longest_first(size_t first, size_t second, size_t room, size_t *keep_first,
+                          size_t *keep_second)
+{
+    const int swapped = first > second;
+    size_t shorter = swapped ? second : first;
+    size_t shorter_keep = shorter, longer_keep;
+    if (shorter > room)
+        longer_keep = shorter;
+    else
+        longer_keep = shorter > room - shorter ? shorter : room - shorter;
+    if (shorter_keep + longer_keep > room) {
+        shorter_keep = room / 2;
+        longer_keep = shorter_keep + room % 2;
+    }
+    size_t a = swapped ? longer_keep : shorter_keep, b = swapped ? shorter_keep : longer_keep;
+    *keep_first = first < a ? first : a;
+    *keep_second = second < b ? second : b;
+}
+
+static void put_specials(const tok_pair_template *pair, int place, int32_t *ids, int32_t *types,
+                         int *n)
+{
+    for (int i = 0; i < pair->n[place]; i++, (*n)++) {
+        ids[*n] = pair->ids[place][i];
+        types[*n] = pair->types[place][i];
+    }
+}
+
+static void put_sequence(const int32_t *from, size_t count, int32_t type, int32_t *ids,
+                         int32_t *types, int *n)
+{
+    if (count > 0)
+        memcpy(ids + *n, from, count * sizeof *ids);
+    for (size_t i = 0; i < count; i++)
+        types[*n + (int)i] = type;
+    *n += (int)count;
+}
+
+int tfenc_tokenizer_encode_pair(tfenc_context *ctx, tfenc_tokenizer *tokenizer, const char *first,
+                                size_t first_length, const char *second, size_t second_length,
+                                int32_t *ids, int32_t *types, int max_length, int *n_ids,
+                                int *n_truncated)
+{
+    tfenc_tokenizer *t = tokenizer;
+    const tok_pair_template *pair = &t->pair;
+    *n_ids = 0;
+    if (n_truncated != NULL)
+        *n_truncated = 0;
+    int status = tfenc_tokenizer_check_pairs(ctx, t);
+    if (status != TFENC_OK)
+        return status;
+    int n_special = tfenc_tokenizer_pair_special_count(t);
+    if (max_length < n_special + 1)
+        return tfenc_error(ctx, TFENC_ERR_CONFIG,
+                           "tokenizer: max_length is %d; it must hold the %d special tokens the "
+                           "post-processor adds to a pair and at least one token", max_length,
+                           n_special);
+    if ((status = tokenize_pieces(ctx, t, first, first_length)) != TFENC_OK)
+        return status;
+    /* The first text's ids move aside while the second is tokenized. */
+    tok_id_list swap = t->first_ids;
+    t->first_ids = t->ids;
+    t->ids = swap;
+    if ((status = tokenize_pieces(ctx, t, second, second_length)) != TFENC_OK)
+        return status;
+    size_t keep_first, keep_second;
+    longest_first(t->first_ids.count, t->ids.count, (size_t)(max_length - n_special), &keep_first,
+                  &keep_second);
+    /* Without a post-processor the second text is type 1 (as in `tokenizers`). */
+    int32_t type_b = pair->processors == 0 ? 1 : pair->type_b;
+    int n = 0;
+    put_specials(pair, TOK_PAIR_BEFORE, ids, types, &n);
+    put_sequence(t->first_ids.ids, keep_first, pair->type_a, ids, types, &n);
+    put_specials(pair, TOK_PAIR_BETWEEN, ids, types, &n);
+    put_sequence(t->ids.ids, keep_second, type_b, ids, types, &n);
+    put_specials(pair, TOK_PAIR_AFTER, ids, types, &n);
+    *n_ids = n;
+    if (n_truncated != NULL) {
+        size_t cut = t->first_ids.count - keep_first + t->ids.count - keep_second;
         *n_truncated = cut > INT_MAX ? INT_MAX : (int)cut;
     }
     return TFENC_OK;
@@ -410,6 +526,10 @@ int tok_finish(tfenc_context *ctx, tfenc_tokenizer *t)
     for (int i = 0; i < t->n_suffix; i++)
         if (t->suffix_ids[i] > largest)
             largest = t->suffix_ids[i];
+    for (int place = 0; place < TOK_PAIR_PLACES; place++)
+        for (int i = 0; i < t->pair.n[place]; i++)
+            if (t->pair.ids[place][i] > largest)
+                largest = t->pair.ids[place][i];
     /* Added tokens take the id after the largest: that one may be past
      * int32's last id, whose successor (the size) would not be an int32. */
     if (largest == INT32_MAX)
@@ -497,6 +617,14 @@ static int build_bert(tfenc_context *ctx, const char *const *token, const size_t
     }
     t->prefix_ids[t->n_prefix++] = cls;
     t->suffix_ids[t->n_suffix++] = sep;
+    /* BertWordPieceTokenizer's pair: [CLS] A [SEP] B [SEP], B's part type 1. */
+    tok_pair_template *pair = &t->pair;
+    pair->processors = pair->defined = 1;
+    pair->ids[TOK_PAIR_BEFORE][pair->n[TOK_PAIR_BEFORE]++] = cls;
+    pair->ids[TOK_PAIR_BETWEEN][pair->n[TOK_PAIR_BETWEEN]++] = sep;
+    pair->types[TOK_PAIR_AFTER][0] = 1;
+    pair->ids[TOK_PAIR_AFTER][pair->n[TOK_PAIR_AFTER]++] = sep;
+    pair->type_b = 1;
     status = tok_finish(ctx, t);
     if (status != TFENC_OK) {
         tfenc_tokenizer_destroy(t);
@@ -751,5 +879,6 @@ void tfenc_tokenizer_destroy(tfenc_tokenizer *t)
     free(t->matches.spans);
     tok_model_scratch_free(&t->scratch);
     free(t->ids.ids);
+    free(t->first_ids.ids);
     free(t);
 }

@@ -123,6 +123,27 @@ int tfenc_tokenizer_encode(tfenc_context *ctx, tfenc_tokenizer *tokenizer, const
                            size_t length, int32_t *ids, int max_length, int *n_ids,
                            int *n_truncated);
 
+/* Encodes a pair of texts (a query and a passage for a cross-encoder) as
+ * `tokenizers`' encode(first, second) does: each text's pieces, cut
+ * together to max_length by HF's longest_first truncation, laid out by the
+ * post-processor's pair rule (BERT: [CLS] first [SEP] second [SEP], token
+ * types 0 then 1; RoBERTa: <s> first </s></s> second </s>, all 0; a
+ * TemplateProcessing: its `pair` template, types included; none: first
+ * second, types 0 then 1). types gets one type per id. *n_truncated is the
+ * number of pieces both texts lost. Fails with TFENC_ERR_CONFIG when the
+ * post-processor has no pair rule. */
+int tfenc_tokenizer_encode_pair(tfenc_context *ctx, tfenc_tokenizer *tokenizer, const char *first,
+                                size_t first_length, const char *second, size_t second_length,
+                                int32_t *ids, int32_t *types, int max_length, int *n_ids,
+                                int *n_truncated);
+
+/* TFENC_OK when the tokenizer can encode pairs; else TFENC_ERR_CONFIG and
+ * a message naming the tokenizer's file and why not. */
+int tfenc_tokenizer_check_pairs(tfenc_context *ctx, const tfenc_tokenizer *tokenizer);
+
+/* How many special tokens the post-processor adds to a pair. */
+int tfenc_tokenizer_pair_special_count(const tfenc_tokenizer *tokenizer);
+
 /* After tfenc_tokenizer_encode(): every piece of that text, before
  * truncation and without the special tokens (*count of them). Valid until
  * the next encode. How a long document is cut into chunks: each chunk is

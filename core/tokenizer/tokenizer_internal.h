@@ -317,6 +317,24 @@ typedef struct tok_added_token {
 
 #define MAX_SPECIAL_IDS 16
 
+/* How the post-processor lays out a pair of texts: the special tokens
+ * before A, between A and B and after B (TOK_PAIR_BEFORE..AFTER), each
+ * with its token type, and the types of A's and B's own tokens. BERT:
+ * [CLS] A [SEP] | B [SEP], types 0 then 1; RoBERTa: <s> A </s> </s> B
+ * </s>, all type 0. `processors` counts the post-processors that add
+ * special tokens: a pair needs exactly one (none: A B with types 0 and 1,
+ * as `tokenizers` does; two in a Sequence would need their nesting rules,
+ * which no model folder uses). `defined` is 0 for a TemplateProcessing
+ * without a `pair` template (HF refuses pairs then too). */
+enum { TOK_PAIR_BEFORE, TOK_PAIR_BETWEEN, TOK_PAIR_AFTER, TOK_PAIR_PLACES };
+typedef struct tok_pair_template {
+    int32_t ids[TOK_PAIR_PLACES][MAX_SPECIAL_IDS];
+    int32_t types[TOK_PAIR_PLACES][MAX_SPECIAL_IDS];
+    int n[TOK_PAIR_PLACES];
+    int32_t type_a, type_b;
+    int processors, defined;
+} tok_pair_template;
+
 struct tfenc_tokenizer {
     char *source;                        /* path or description, for errors */
     tfenc_invalid_utf8_policy invalid_utf8;
@@ -331,6 +349,7 @@ struct tfenc_tokenizer {
     unsigned char added_first[2][256];   /* [normalized][byte]: a pattern starts with it */
     int32_t prefix_ids[MAX_SPECIAL_IDS], suffix_ids[MAX_SPECIAL_IDS];
     int n_prefix, n_suffix;
+    tok_pair_template pair;
     int32_t pad_id;
     int32_t vocab_size;                  /* largest id + 1 */
 
@@ -348,6 +367,7 @@ struct tfenc_tokenizer {
     tok_match_list matches;
     tok_model_scratch scratch;
     tok_id_list ids;
+    tok_id_list first_ids; /* a pair's first text, while the second is tokenized */
 };
 
 /* Character classes as Rust and the `tokenizers` crate see them, and UTF-8

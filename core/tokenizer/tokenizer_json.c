@@ -13,6 +13,7 @@ typedef struct parser {
     tfenc_context *ctx;
     tfenc_tokenizer *t;
     const char *source;
+    int pair_processors; /* post-processors seen that lay out pairs */
 } parser;
 
 static int refuse(parser *p, const char *where, const char *message)
@@ -863,6 +864,71 @@ static int parse_template(parser *p, json_t *object)
     return TFENC_OK;
 }
 
+/* The `pair` template: special tokens, the sequence A, special tokens, the
+ * sequence B, special tokens (every model's template has this shape). Each
+ * item carries its token type. A template of another shape (B first, a
+ * sequence twice) or an empty one leaves pairs undefined: single texts
+ * still encode, and a job of pairs is refused when it starts. */
+static int parse_pair_template(parser *p, json_t *object)
+{
+    const char *where = "post_processor TemplateProcessing";
+    tok_pair_template *pair = &p->t->pair;
+    memset(pair, 0, sizeof *pair);
+    pair->processors = ++p->pair_processors;
+    json_t *template = json_object_get(object, "pair");
+    if (template == NULL || json_is_null(template))
+        return TFENC_OK;
+    if (!json_is_array(template))
+        return refuse(p, where, "'pair' must be a list");
+    json_t *specials = json_object_get(object, "special_tokens");
+    int place = TOK_PAIR_BEFORE;
+    for (size_t i = 0; i < json_array_size(template); i++) {
+        json_t *item = json_array_get(template, i);
+        json_t *sequence = json_object_get(item, "Sequence");
+        json_t *special = json_object_get(item, "SpecialToken");
+        json_t *part = sequence != NULL ? sequence : special;
+        json_t *type = json_object_get(part, "type_id");
+        int32_t type_id = 0;
+        if (type != NULL) {
+            int status = get_id(p, type, where, &type_id);
+            if (status != TFENC_OK)
+                return status;
+        }
+        if (sequence != NULL) {
+            const char *which = json_string_value(json_object_get(sequence, "id"));
+            const char *expected = place == TOK_PAIR_BEFORE ? "A" : "B";
+            if (which == NULL || strcmp(which, expected) != 0 || place == TOK_PAIR_AFTER)
+                return TFENC_OK;
+            if (place == TOK_PAIR_BEFORE)
+                pair->type_a = type_id;
+            else
+                pair->type_b = type_id;
+            place++;
+            continue;
+        }
+        const char *name = json_string_value(json_object_get(special, "id"));
+        json_t *ids = json_object_get(json_object_get(specials, name != NULL ? name : ""), "ids");
+        if (name == NULL || !json_is_array(ids)) {
+            char message[160];
+            snprintf(message, sizeof message, "special token '%.60s' of 'pair' has no entry in "
+                     "'special_tokens'", name != NULL ? name : "?");
+            return refuse(p, where, message);
+        }
+        for (size_t k = 0; k < json_array_size(ids); k++) {
+            int32_t id;
+            int status = get_id(p, json_array_get(ids, k), where, &id);
+            if (status != TFENC_OK)
+                return status;
+            if (pair->n[place] >= MAX_SPECIAL_IDS)
+                return refuse(p, where, "more than 16 special tokens in one place of 'pair'");
+            pair->types[place][pair->n[place]] = type_id;
+            pair->ids[place][pair->n[place]++] = id;
+        }
+    }
+    pair->defined = place == TOK_PAIR_AFTER;
+    return TFENC_OK;
+}
+
 static int parse_post_processor(parser *p, json_t *object, int depth)
 {
     if (object == NULL || json_is_null(object))
@@ -890,10 +956,29 @@ static int parse_post_processor(parser *p, json_t *object, int depth)
             (status = pair_id(p, object, where, "sep", &sep)) ||
             (status = add_special(p, 1, cls)))
             return status;
+        /* Their pairs, as `tokenizers` writes them: BERT's second text and
+         * its [SEP] are type 1; RoBERTa doubles the separator between the
+         * texts and keeps every type 0. */
+        const int bert = type[0] == 'B';
+        tok_pair_template *pair = &p->t->pair;
+        memset(pair, 0, sizeof *pair);
+        pair->processors = p->pair_processors + 1;
+        pair->defined = 1;
+        pair->ids[TOK_PAIR_BEFORE][pair->n[TOK_PAIR_BEFORE]++] = cls;
+        pair->ids[TOK_PAIR_BETWEEN][pair->n[TOK_PAIR_BETWEEN]++] = sep;
+        if (!bert)
+            pair->ids[TOK_PAIR_BETWEEN][pair->n[TOK_PAIR_BETWEEN]++] = sep;
+        pair->ids[TOK_PAIR_AFTER][pair->n[TOK_PAIR_AFTER]++] = sep;
+        pair->types[TOK_PAIR_AFTER][0] = bert;
+        pair->type_b = bert;
+        p->pair_processors++;
         return add_special(p, 0, sep);
     }
-    if (strcmp(type, "TemplateProcessing") == 0)
-        return parse_template(p, object);
+    if (strcmp(type, "TemplateProcessing") == 0) {
+        if ((status = parse_template(p, object)))
+            return status;
+        return parse_pair_template(p, object);
+    }
     if (strcmp(type, "ByteLevel") == 0)
         return TFENC_OK;  /* it only adjusts offsets */
     char message[200];

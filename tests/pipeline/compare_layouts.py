@@ -4,7 +4,8 @@ made by a single rank.
 
 usage: compare_layouts.py BASELINE.h5 OTHER.h5 [OTHER.h5 ...]
 
-Every file must hold the same documents in the same rows: lengths,
+Every file must hold the same documents in the same rows (embeddings,
+scores or hidden states): lengths,
 truncated, offsets (per-token) and ids equal exactly, complete = 1, and the
 float rows bitwise equal to the baseline. Prints, per file, the max |diff|
 and exits 1 when any check fails.
@@ -40,7 +41,7 @@ def main():
     if baseline["complete"] != 1:
         print(f"FAIL {baseline_path}: not marked complete")
         failed += 1
-    rows = "embeddings" if "embeddings" in baseline else "hidden"
+    rows = next((name for name in ("embeddings", "scores") if name in baseline), "hidden")
     for path in others:
         other = load(path)
         problems = []

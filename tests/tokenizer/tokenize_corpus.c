@@ -1,6 +1,8 @@
 /* Test driver: tokenizes each line of a raw-bytes corpus with tfenc and prints
  * "n_truncated: id id ..." per line, for compare.py to set beside HF's ids.
- * With --bench it prints only the time and the rate instead. */
+ * With --bench it prints only the time and the rate instead. With --pairs
+ * each line is two texts separated by a tab, encoded as a pair, and the
+ * line printed is "n_truncated: id id ... | type type ...". */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,6 +15,7 @@ static int usage(void)
 {
     fprintf(stderr, "usage: tokenize_corpus VOCAB_TXT CORPUS MAX_LENGTH LOWERCASE(0|1) STRIP_ACCENTS(-1|0|1)\n"
                     "       tokenize_corpus --json TOKENIZER_JSON CORPUS MAX_LENGTH [--bench ROUNDS]\n"
+                    "       tokenize_corpus --json TOKENIZER_JSON CORPUS MAX_LENGTH --pairs\n"
                     "  CORPUS lines are split on \\n only; every byte else is text.\n");
     return 2;
 }
@@ -27,9 +30,11 @@ static double now(void)
 int main(int argc, char **argv)
 {
     int json = argc >= 5 && strcmp(argv[1], "--json") == 0;
-    int rounds = 0;
+    int rounds = 0, pairs = 0;
     if (json && argc == 7 && strcmp(argv[5], "--bench") == 0)
         rounds = atoi(argv[6]);
+    else if (json && argc == 6 && strcmp(argv[5], "--pairs") == 0)
+        pairs = 1;
     else if (json ? argc != 5 : argc != 6)
         return usage();
     const char *source = argv[json ? 2 : 1], *corpus_path = argv[json ? 3 : 2];
@@ -82,14 +87,26 @@ int main(int argc, char **argv)
     free(line);
     fclose(corpus);
     int32_t *ids = malloc((size_t)max_length * sizeof *ids);
+    int32_t *types = malloc((size_t)max_length * sizeof *types);
     int failed = 0;
     double started = now();
     long long tokens = 0;
     for (int round = 0; round < (rounds > 0 ? rounds : 1) && !failed; round++) {
         for (size_t i = 0; i < n_lines; i++) {
             int n_ids = 0, n_truncated = 0;
-            if (tfenc_tokenizer_encode(&ctx, tokenizer, lines[i], lengths[i], ids, max_length,
-                                       &n_ids, &n_truncated) != TFENC_OK) {
+            const char *tab = pairs ? memchr(lines[i], '\t', lengths[i]) : NULL;
+            if (pairs && tab == NULL) {
+                fprintf(stderr, "tokenize_corpus: line %zu: no tab between the two texts\n", i + 1);
+                failed = 1;
+                break;
+            }
+            size_t first = tab != NULL ? (size_t)(tab - lines[i]) : 0;
+            status = pairs ? tfenc_tokenizer_encode_pair(&ctx, tokenizer, lines[i], first, tab + 1,
+                                                         lengths[i] - first - 1, ids, types,
+                                                         max_length, &n_ids, &n_truncated)
+                           : tfenc_tokenizer_encode(&ctx, tokenizer, lines[i], lengths[i], ids,
+                                                    max_length, &n_ids, &n_truncated);
+            if (status != TFENC_OK) {
                 fprintf(stderr, "tokenize_corpus: line %zu: %s\n", i + 1, tfenc_context_message(&ctx));
                 failed = 1;
                 break;
@@ -100,6 +117,11 @@ int main(int argc, char **argv)
             printf("%d:", n_truncated);
             for (int k = 0; k < n_ids; k++)
                 printf(" %d", (int)ids[k]);
+            if (pairs) {
+                printf(" |");
+                for (int k = 0; k < n_ids; k++)
+                    printf(" %d", (int)types[k]);
+            }
             putchar('\n');
         }
     }
@@ -114,6 +136,7 @@ int main(int argc, char **argv)
     free(lines);
     free(lengths);
     free(ids);
+    free(types);
     tfenc_tokenizer_destroy(tokenizer);
     return failed;
 }
