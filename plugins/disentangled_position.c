@@ -26,17 +26,21 @@ int disentangled_bucket(int relative_position, int position_buckets, int max_rel
 }
 
 /* y[rows][out] = scale * (x[rows][in] W^T + b), W [out][in] (b may be NULL),
- * in double: computed once per layer, so exactness costs nothing later. */
+ * once per layer at create(): 2 span x d x d multiply-adds per map, which
+ * as a scalar loop in double delayed the start by 0.35 s per layer of
+ * DeBERTa-v3-base; in float vectors, as transformers' float32 product. */
+TFENC_VECTOR_CLONES
 static void map_rows(const float *x, int rows, int in, const float *weight, const float *bias,
                      int out, float scale, float *y)
 {
     for (int r = 0; r < rows; r++)
         for (int o = 0; o < out; o++) {
-            double sum = bias != NULL ? bias[o] : 0.0;
             const float *w = weight + (size_t)o * in, *v = x + (size_t)r * in;
+            float sum = 0.0f;
+#pragma omp simd reduction(+ : sum)
             for (int e = 0; e < in; e++)
-                sum += (double)w[e] * v[e];
-            y[(size_t)r * out + o] = (float)(scale * sum);
+                sum += w[e] * v[e];
+            y[(size_t)r * out + o] = scale * (sum + (bias != NULL ? bias[o] : 0.0f));
         }
 }
 
