@@ -44,15 +44,17 @@ static void map_rows(const float *x, int rows, int in, const float *weight, cons
         }
 }
 
-/* [rows][n_heads * head_dim] -> [n_heads][rows][head_dim]. */
-static void split_heads(const float *rows_by_head, int rows, int n_heads, int head_dim,
-                        float *heads)
+/* [rows][n_heads * head_dim] -> [n_heads][head_dim][rows]: per head the
+ * embeddings' dims as rows, so that one query's 2 span dot products are
+ * multiply-adds along a row (project()), without a horizontal sum each. */
+static void split_heads_transposed(const float *rows_by_head, int rows, int n_heads,
+                                   int head_dim, float *heads)
 {
     for (int r = 0; r < rows; r++)
         for (int h = 0; h < n_heads; h++)
-            memcpy(heads + ((size_t)h * rows + r) * head_dim,
-                   rows_by_head + (size_t)r * n_heads * head_dim + (size_t)h * head_dim,
-                   (size_t)head_dim * sizeof(float));
+            for (int e = 0; e < head_dim; e++)
+                heads[((size_t)h * head_dim + e) * rows + r] =
+                    rows_by_head[(size_t)r * n_heads * head_dim + (size_t)h * head_dim + e];
 }
 
 /* A d x d map and its bias: the layer's Q or K rows (`part` 0 or 1 of the
@@ -156,8 +158,9 @@ static int load_relative_maps(tfenc_context *ctx, tfenc_weights *weights,
         if (status != TFENC_OK)
             break;
         map_rows(normalised, rows, d, weight, map_bias, d, scale, mapped);
-        split_heads(mapped, rows, position->n_heads, position->head_dim,
-                    which == 0 ? position->key_relative : position->query_relative);
+        split_heads_transposed(mapped, rows, position->n_heads, position->head_dim,
+                               which == 0 ? position->key_relative
+                                          : position->query_relative);
     }
     free(normalised);
     free(mapped);
@@ -219,17 +222,19 @@ size_t disentangled_position_to_content_floats(const disentangled_position *posi
                : 0;
 }
 
-/* out[b] = x . rows[b] for `count` rows of head_dim floats. */
+/* out[b] = x . column b of transposed ([head_dim][count]), for every b. */
 TFENC_VECTOR_CLONES
-static void dot_rows(const float *x, const float *rows, int count, int head_dim, float *out)
+static void project(const float *x, const float *transposed, int count, int head_dim,
+                    float *out)
 {
-    for (int b = 0; b < count; b++) {
-        const float *row = rows + (size_t)b * head_dim;
-        float sum = 0.0f;
-#pragma omp simd reduction(+ : sum)
-        for (int e = 0; e < head_dim; e++)
-            sum += x[e] * row[e];
-        out[b] = sum;
+    for (int b = 0; b < count; b++)
+        out[b] = 0.0f;
+    for (int e = 0; e < head_dim; e++) {
+        const float value = x[e];
+        const float *row = transposed + (size_t)e * count;
+#pragma omp simd
+        for (int b = 0; b < count; b++)
+            out[b] += value * row[b];
     }
 }
 
@@ -243,9 +248,9 @@ void disentangled_fill_position_to_content(const disentangled_position *position
     const int heads = position->n_heads;
     TFENC_PARALLEL_FOR(t, tokens, (double)tokens * heads * width * head_dim, {
         for (int h = 0; h < heads; h++)
-            dot_rows(keys + (size_t)t * stride + (size_t)h * head_dim,
-                     position->query_relative + (size_t)h * width * head_dim, width, head_dim,
-                     table + ((size_t)t * heads + h) * width);
+            project(keys + (size_t)t * stride + (size_t)h * head_dim,
+                    position->query_relative + (size_t)h * head_dim * width, width, head_dim,
+                    table + ((size_t)t * heads + h) * width);
     });
 }
 
@@ -258,9 +263,9 @@ void disentangled_prepare(const void *state, int head, const float *queries, int
     if (!position->content_to_position)
         return;
     for (int r = 0; r < rows; r++)
-        dot_rows(queries + (size_t)r * query_stride,
-                 position->key_relative + (size_t)head * width * head_dim, width, head_dim,
-                 prepared + (size_t)r * width);
+        project(queries + (size_t)r * query_stride,
+                position->key_relative + (size_t)head * head_dim * width, width, head_dim,
+                prepared + (size_t)r * width);
 }
 
 TFENC_VECTOR_CLONES

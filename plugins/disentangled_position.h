@@ -33,8 +33,8 @@ typedef struct disentangled_position {
     int position_to_content;   /* the p2c term is added */
     int *row_of;               /* [2 longest - 1]: row of k_rel / q_rel for key j and query i
                                 * at [j - i + longest - 1] */
-    float *key_relative;       /* [n_heads][2 span][head_dim]: scale * K map of the embeddings */
-    float *query_relative;     /* [n_heads][2 span][head_dim]: scale * Q map of the embeddings */
+    float *key_relative;       /* [n_heads][head_dim][2 span]: scale * K map of the embeddings */
+    float *query_relative;     /* [n_heads][head_dim][2 span]: scale * Q map of the embeddings */
 } disentangled_position;
 
 /* What one sequence's terms read: the layer's tables and the p2c rows of
