@@ -3,7 +3,7 @@
 save_pretrained, and what tfenc must reproduce from them (one process makes
 everything deberta.sh compares).
 
-usage: deberta.py make OUT_DIR
+usage: deberta.py make OUT_DIR SENTENCES
          OUT_DIR/base/: a DebertaV2Model as DeBERTa-v3 configures it
          (relative_attention, position_buckets, share_att_key, LayerNorm of
          the relative embeddings, p2c|c2p, no absolute positions), scaled
@@ -27,6 +27,12 @@ usage: deberta.py make OUT_DIR
          to distance 599, float32 rounding of the logarithm included;
          reference.h5 `hidden`.
          Each directory has ids.h5, the token ids tfenc reads.
+         OUT_DIR/text/: the classifier with a tokenizer: a SentencePiece
+         Unigram with DeBERTa-v3's special pieces trained here on
+         SENTENCES (deberta.py make OUT_DIR SENTENCES) and saved by
+         transformers' DebertaV2TokenizerFast; reference.h5 `scores`, the
+         softmax of the logits of transformers' tokenizer and model on the
+         lines of SENTENCES, in padded batches, truncated at 256 tokens.
        deberta.py compare REFERENCE.h5 DATASET TFENC.h5 LABEL [MIN_COSINE]
          Largest absolute difference of tfenc's output (`hidden` per token,
          `embeddings`, or `scores` for logits/padded/scores) from DATASET;
@@ -126,7 +132,36 @@ def make_classifier(directory, generator):
         f["scores"] = torch.softmax(alone, dim=-1).numpy()
 
 
-def make(out_dir):
+def make_text_classifier(directory, sentences, generator):
+    import sentencepiece as spm
+    import transformers as t
+    os.makedirs(directory, exist_ok=True)
+    lines = open(sentences, encoding="utf-8").read().splitlines()
+    spm.SentencePieceTrainer.train(
+        sentence_iterator=iter(lines), model_prefix=os.path.join(directory, "spm"),
+        vocab_size=600, model_type="unigram", character_coverage=0.9995, num_threads=1,
+        minloglevel=2, pad_id=0, pad_piece="[PAD]", bos_id=1, bos_piece="[CLS]", eos_id=2,
+        eos_piece="[SEP]", unk_id=3, unk_piece="[UNK]")
+    tokenizer = t.DebertaV2TokenizerFast(vocab_file=os.path.join(directory, "spm.model"))
+    os.remove(os.path.join(directory, "spm.model"))
+    os.remove(os.path.join(directory, "spm.vocab"))
+    model = t.DebertaV2ForSequenceClassification(config(vocab_size=len(tokenizer), num_labels=2))
+    sharpen(model, generator)
+    model.save_pretrained(directory, safe_serialization=True)
+    tokenizer.save_pretrained(directory)
+    model.eval()
+    out = []
+    with torch.no_grad():
+        for start in range(0, len(lines), 64):
+            batch = tokenizer(lines[start:start + 64], padding=True, truncation=True,
+                              max_length=256, return_tensors="pt")
+            out.append(torch.softmax(model(input_ids=batch["input_ids"],
+                                           attention_mask=batch["attention_mask"]).logits, -1))
+    with h5py.File(os.path.join(directory, "reference.h5"), "w") as f:
+        f["scores"] = torch.cat(out).numpy()
+
+
+def make(out_dir, sentences):
     torch.manual_seed(0)
     make_encoder(os.path.join(out_dir, "base"), config(), BASE_LENGTHS,
                  torch.Generator().manual_seed(700), head=True)
@@ -139,7 +174,9 @@ def make(out_dir):
     make_encoder(os.path.join(out_dir, "v3-buckets"),
                  config(num_hidden_layers=1, position_buckets=256, max_relative_positions=512),
                  [600, 257, 129, 3], torch.Generator().manual_seed(703), head=False)
-    print("deberta: base, classifier, variant and v3-buckets checkpoints written")
+    make_text_classifier(os.path.join(out_dir, "text"), sentences,
+                         torch.Generator().manual_seed(704))
+    print("deberta: base, classifier, variant, v3-buckets and text checkpoints written")
 
 
 def compare(reference_path, dataset, tfenc_path, label, min_cosine=None):
@@ -170,6 +207,6 @@ def compare(reference_path, dataset, tfenc_path, label, min_cosine=None):
 
 if __name__ == "__main__":
     if sys.argv[1] == "make":
-        make(sys.argv[2])
+        make(sys.argv[2], sys.argv[3])
         sys.exit(0)
     sys.exit(compare(*sys.argv[2:7]))

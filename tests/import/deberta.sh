@@ -8,7 +8,8 @@
 # sequence, in a padded batch and through the pipeline's softmax; the other
 # branches of the disentangled attention (own position maps, c2p alone,
 # exact distances, no LayerNorm, absolute positions, token types);
-# DeBERTa-v3's own bucket settings up to distance 599. bf16
+# DeBERTa-v3's own bucket settings up to distance 599; the classifier from
+# real text through a DeBERTa-v3-style tokenizer.json. bf16
 # and int8 jobs (whose host products add the terms through the same
 # prepare/add steps) stay within the precisions' cosine bars; layouts 2x1
 # and 2x2 (ranks x stages) give the same bytes as one rank. Configs tfenc
@@ -24,7 +25,8 @@ trap 'rm -rf "$work"' EXIT
 failures=0
 checks=0
 
-HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 "$TFENC_VENV_PYTHON" "$here/deberta.py" make "$work"
+HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 "$TFENC_VENV_PYTHON" "$here/deberta.py" make "$work" \
+  "$here/sentences.txt"
 
 fail() {
   echo "FAIL: $*"
@@ -43,7 +45,7 @@ run() { # DIR JOB OUTPUT [--set ...]: tfenc-batch on the kind's token ids
     --set job.max_seq_len=600 --set "job.output=$output" "$@" "$job"
 }
 
-for kind in base classifier variant v3-buckets; do
+for kind in base classifier variant v3-buckets text; do
   dir="$work/$kind"
   "$import" "$dir" -o "$dir/model.h5" --job "$dir/job.ini" >"$dir/import.log" 2>&1 \
     || { fail "$kind: tfenc-import: $(cat "$dir/import.log")"; exit 1; }
@@ -84,6 +86,15 @@ for precision in "bf16 0.9999" "int8 0.999"; do
     --set "model.precision=$1" 2>/dev/null
   compare "$dir/reference.h5" logits "$dir/logits-$1.h5" "classifier logits, $1" "$2"
 done
+
+# From text: the classifier with its DeBERTa-v3-style tokenizer.json, which
+# tfenc-import stores, on the 532 real sentences (truncated at 256 tokens,
+# as the reference's tokenizer truncates them).
+dir="$work/text"
+"$driver" --quiet --set "job.input=$here/sentences.txt" --set job.max_seq_len=256 \
+  --set "job.output=$dir/scores.h5" "$dir/job.ini"
+compare "$dir/reference.h5" scores "$dir/scores.h5" \
+  "classifier from text through the tokenizer.json, against transformers' tokenizer"
 
 # Layouts: the same bytes whatever the ranks and stages.
 for case in "classifier job.ini scores" "base tokens.ini hidden"; do
