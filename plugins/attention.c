@@ -35,6 +35,10 @@
  * share log-spaced buckets up to max_distance, and keys after the query use
  * the upper half of the buckets (transformers' MPNet relative_position_bucket,
  * its float32 arithmetic included, so that the buckets are the same).
+ * disentangled (DeBERTa-v2/v3) adds c2p = q_i . k_rel and p2c = k_j . q_rel
+ * over log-bucketed relative embeddings (disentangled_position.h; weights
+ * relative_embeddings [>= 2 span, d], relative_norm_weight/bias [d], and
+ * without share_att_key position_key_weight/bias, position_query_weight/bias).
  *
  * In fp32 jobs the fused kernel (attention_kernel.c) computes the context
  * of each (sequence, head, block of 64 queries) over blocks of 64 keys:
@@ -52,9 +56,11 @@
  * the scores and the output map before the next (see group_tokens()), so
  * that the workspace does not grow with the batch.
  *
- * Workspace: qkv [group, d+2k] + context [group, d] + per thread the fused
+ * Workspace: qkv [group, d+2k] + context [group, d] (+ disentangled's p2c
+ * [group, n_heads, 2 span]) + per thread the fused
  * kernel's blocks (fp32; independent of L) or one tile of scores
- * [n_heads, 128, max_seq_len] and its row sums (bf16, int8); forward()
+ * [n_heads, 128, max_seq_len], its row sums and the terms' prepare() scratch
+ * per head (bf16, int8); forward()
  * refuses a batch beyond the limits it was created with.
  */
 #include <float.h>
@@ -64,6 +70,7 @@
 #include <string.h>
 
 #include "attention_kernel.h"
+#include "disentangled_position.h"
 #include "layers.h"
 #include "tfenc/plugin.h"
 
@@ -81,11 +88,21 @@
 #define GROUP_TOKENS 512
 
 enum qkv_layout { QKV_AUTO, QKV_SEPARATE, QKV_FUSED };
-enum position_kind { POSITION_NONE, POSITION_ROPE, POSITION_ALIBI, POSITION_BUCKETS };
+enum position_kind {
+    POSITION_NONE,
+    POSITION_ROPE,
+    POSITION_ALIBI,
+    POSITION_BUCKETS,
+    POSITION_DISENTANGLED
+};
 enum rope_style { ROPE_HALF, ROPE_INTERLEAVED };
 
 static const char *const qkv_names[] = {"auto", "separate", "fused", NULL};
-static const char *const position_names[] = {"none", "rope", "alibi", "relative_buckets", NULL};
+static const char *const position_names[] = {"none", "rope", "alibi", "relative_buckets",
+                                             "disentangled", NULL};
+/* DeBERTa's pos_att_type: which disentangled terms the scores get. */
+enum relative_terms { TERMS_BOTH, TERMS_CONTENT_TO_POSITION, TERMS_POSITION_TO_CONTENT };
+static const char *const relative_terms_names[] = {"both", "c2p", "p2c", NULL};
 static const char *const rope_style_names[] = {"half", "interleaved", NULL};
 
 typedef struct attention {
@@ -114,7 +131,11 @@ typedef struct attention {
     int threads;           /* the rank's pool at create(): each thread scores its own sequences */
     int fused;             /* 1: fp32 job, the fused kernel (attention_kernel.c) computes the
                             * context; 0: the host's products (bf16 in bf16 and int8 jobs) */
-    attention_position_terms terms; /* ALiBi or relative buckets; add == NULL: none */
+    disentangled_settings disentangled_settings; /* position = disentangled (DeBERTa) */
+    disentangled_position disentangled;          /* its tables */
+    attention_position_terms terms; /* ALiBi, relative buckets or disentangled (whose state
+                                     * is set per sequence: sequence_terms()); add == NULL:
+                                     * none */
     attention_kernel_shape shape;   /* of the fused kernel */
 } attention;
 
@@ -267,7 +288,28 @@ static void buckets_add(const void *state, int h, int first_query, int rows, int
     }
 }
 
-/* Floats of a group's keys transposed for the fused kernel: [kv_width]
+/* The position terms of one sequence whose keys' p2c rows start at
+ * position_to_content: the disentangled terms read their sequence's rows
+ * through their state (`sequence`, the caller's); the others' state is the
+ * layer. */
+static attention_position_terms sequence_terms(const attention *layer,
+                                               disentangled_sequence *sequence,
+                                               const float *position_to_content, int start)
+{
+    attention_position_terms terms = layer->terms;
+    if (layer->position == POSITION_DISENTANGLED) {
+        *sequence = (disentangled_sequence){
+            &layer->disentangled,
+            position_to_content != NULL
+                ? position_to_content +
+                      disentangled_position_to_content_floats(&layer->disentangled, start)
+                : NULL};
+        terms.state = sequence;
+    }
+    return terms;
+}
+
+/* Floats of the keys transposed for the fused kernel: [kv_width]
  * rows of shape.transposed_stride (a group's tokens + one key block). */
 static size_t transposed_key_floats(const attention *layer)
 {
@@ -301,14 +343,55 @@ static int group_tokens(const attention *layer, const tfenc_limits *limits)
     return tokens < limits->max_tokens ? (int)tokens : limits->max_tokens;
 }
 
+/* Floats of the p2c rows of a group's keys (position = disentangled). */
+static size_t position_to_content_floats(const attention *layer, const tfenc_limits *limits)
+{
+    return layer->position == POSITION_DISENTANGLED
+               ? disentangled_position_to_content_floats(&layer->disentangled,
+                                                         group_tokens(layer, limits))
+               : 0;
+}
+
+/* Floats of the prepare() scratch of every head (the host-product path). */
+static size_t prepared_floats(const attention *layer)
+{
+    return (size_t)layer->n_heads * layer->terms.prepared_floats;
+}
+
+/* Terms with a prepare() step on head h's part of a tile (`head`, rows
+ * first .. first + rows - 1 of the sequence whose Q/K/V rows start at
+ * qkv): prepare() covers at most ATTENTION_QUERY_BLOCK rows, as in the
+ * fused kernel, so the tile's rows go in blocks of that many, each
+ * prepared into head h's own scratch. */
+static void add_prepared_terms(const attention *layer, const attention_position_terms *terms,
+                               int h, float *head, const float *qkv, int first, int rows,
+                               int first_key, int keys, float *prepared)
+{
+    const int stride = layer->d_model + 2 * layer->kv_width;
+    for (int block = 0; block < rows; block += ATTENTION_QUERY_BLOCK) {
+        const int count =
+            rows - block < ATTENTION_QUERY_BLOCK ? rows - block : ATTENTION_QUERY_BLOCK;
+        terms->prepare(terms->state, h,
+                       qkv + (size_t)(first + block) * stride + (size_t)h * layer->head_dim,
+                       stride, first + block, count, prepared);
+        terms->add(terms->state, h, first + block, count, first_key, keys,
+                   head + (size_t)block * keys, keys, prepared);
+    }
+}
+
 /* The position terms and the softmax of head h's part of a tile of scores
- * (keys first_key .. first_key + keys - 1). */
-static void score_head(const attention *layer, int h, float *scores, int first, int rows,
-                       int first_key, int keys, float *inverse_sums)
+ * (keys first_key .. first_key + keys - 1); prepared: per head the scratch
+ * of the terms' prepare(). */
+static void score_head(const attention *layer, const attention_position_terms *terms, int h,
+                       float *scores, const float *qkv, int first, int rows, int first_key,
+                       int keys, float *inverse_sums, float *prepared)
 {
     float *head = scores + (size_t)h * rows * keys;
-    if (layer->terms.add != NULL)
-        layer->terms.add(layer->terms.state, h, first, rows, first_key, keys, head, keys, NULL);
+    if (terms->add != NULL && terms->prepare != NULL)
+        add_prepared_terms(layer, terms, h, head, qkv, first, rows, first_key, keys,
+                           prepared + (size_t)h * terms->prepared_floats);
+    else if (terms->add != NULL)
+        terms->add(terms->state, h, first, rows, first_key, keys, head, keys, NULL);
     exponentiate_rows(layer, head, first, rows, first_key, keys, inverse_sums + (size_t)h * rows);
 }
 
@@ -327,9 +410,11 @@ static void normalise_row(const attention *layer, float *row, const float *inver
 
 /* Attention of one sequence of `length` tokens: its Q/K/V rows start at
  * `qkv` (row stride d + 2k), its context rows at `context` (row stride d).
- * scores holds [n_heads][QUERY_TILE][length], inverse_sums [n_heads][QUERY_TILE]. */
-static int attend_sequence(tfenc_context *ctx, const attention *layer, const float *qkv,
-                           int length, float *context, float *scores, float *inverse_sums)
+ * scores holds [n_heads][QUERY_TILE][length], inverse_sums [n_heads][QUERY_TILE],
+ * prepared [n_heads][terms->prepared_floats]. */
+static int attend_sequence(tfenc_context *ctx, const attention *layer,
+                           const attention_position_terms *terms, const float *qkv, int length,
+                           float *context, float *scores, float *inverse_sums, float *prepared)
 {
     const int d = layer->d_model, head_dim = layer->head_dim;
     const int stride = d + 2 * layer->kv_width, heads = layer->n_heads;
@@ -362,8 +447,8 @@ static int attend_sequence(tfenc_context *ctx, const attention *layer, const flo
         if (status != TFENC_OK)
             return status;
         TFENC_PARALLEL_FOR(h, heads, (double)heads * rows * keys,
-                           score_head(layer, h, scores, first, rows, first_key, keys,
-                                      inverse_sums));
+                           score_head(layer, terms, h, scores, qkv, first, rows, first_key,
+                                      keys, inverse_sums, prepared));
         /* context_tile,h = softmax(scores_h) V_(h / group), normalised after the product */
         float *out = context + (size_t)first * d;
         tfenc_matmul_args pv = {.struct_size = sizeof pv, .m = rows, .n = head_dim, .k = keys,
@@ -382,10 +467,11 @@ static int attend_sequence(tfenc_context *ctx, const attention *layer, const flo
 }
 
 /* Sequence s with the calling thread's tile of scores; the first failure
- * is kept in *failed and stops the sequences not yet started. */
+ * is kept in *failed and stops the sequences not yet started.
+ * position_to_content: the group's p2c rows (disentangled), or NULL. */
 static void attend_in_thread(tfenc_context *ctx, const attention *layer, const tfenc_batch *batch,
                              int s, int group_start, const float *qkv, float *context,
-                             float *scores, int *failed)
+                             const float *position_to_content, float *scores, int *failed)
 {
     const int d = layer->d_model, stride = d + 2 * layer->kv_width;
     /* qkv and context start at the group's first token */
@@ -396,9 +482,13 @@ static void attend_in_thread(tfenc_context *ctx, const attention *layer, const t
     already = *failed;
     if (length <= 0 || already != TFENC_OK)
         return;
-    int status = attend_sequence(ctx, layer, qkv + (size_t)start * stride, length,
-                                 context + (size_t)start * d, scores,
-                                 scores + score_tile_floats(layer, &layer->limits));
+    disentangled_sequence sequence;
+    const attention_position_terms terms =
+        sequence_terms(layer, &sequence, position_to_content, start);
+    float *inverse_sums = scores + score_tile_floats(layer, &layer->limits);
+    int status = attend_sequence(ctx, layer, &terms, qkv + (size_t)start * stride, length,
+                                 context + (size_t)start * d, scores, inverse_sums,
+                                 inverse_sums + tile_sums(layer));
     if (status != TFENC_OK) {
 #pragma omp atomic write
         *failed = status;
@@ -410,8 +500,9 @@ static void attend_in_thread(tfenc_context *ctx, const attention *layer, const t
  * that shares the items (dynamically: blocks near a sequence's edges see
  * fewer keys); each item writes its own context rows and columns. */
 static void attend_fused(const attention *layer, const tfenc_batch *batch, int first, int end,
-                         int group_start, const float *qkv, float *context, float *transposed,
-                         float *scratch, int shared)
+                         int group_start, const float *qkv, float *context,
+                         const float *position_to_content, float *transposed, float *scratch,
+                         int shared)
 {
     const int d = layer->d_model, stride = d + 2 * layer->kv_width, heads = layer->n_heads;
     /* K transposed once for the group (each query block reads each key
@@ -431,12 +522,15 @@ static void attend_fused(const attention *layer, const tfenc_batch *batch, int f
         const int items = heads * ((length + ATTENTION_QUERY_BLOCK - 1) / ATTENTION_QUERY_BLOCK);
         const float *sequence = qkv + (size_t)start * stride;
         float *out = context + (size_t)start * d;
+        disentangled_sequence sequence_state;
+        const attention_position_terms terms =
+            sequence_terms(layer, &sequence_state, position_to_content, start);
 #define ATTEND_ITEM(item)                                                                     \
     do {                                                                                      \
         const int h = (item) % heads, first_query = (item) / heads * ATTENTION_QUERY_BLOCK;   \
         const int rows = length - first_query < ATTENTION_QUERY_BLOCK ? length - first_query  \
                                                                       : ATTENTION_QUERY_BLOCK; \
-        attention_kernel_run(&layer->shape, &layer->terms, sequence, transposed + start,     \
+        attention_kernel_run(&layer->shape, &terms, sequence, transposed + start,            \
                              length, h, first_query, rows, out, scratch);                     \
     } while (0)
         if (shared) {
@@ -476,7 +570,8 @@ static int attention_forward(void *instance, tfenc_context *ctx, tfenc_batch *ba
     if (layer->position == POSITION_ROPE && batch->positions == NULL)
         return tfenc_error(ctx, TFENC_ERR_INTERNAL, "mha: position = rope needs batch positions");
 
-    /* Workspace layout: qkv [group, d+2k] | context [group, d] | fused:
+    /* Workspace layout: qkv [group, d+2k] | context [group, d] | disentangled:
+     * p2c [group, n_heads, 2 span] | fused:
      * transposed keys [k, group + 64] and per thread the kernel's blocks;
      * otherwise per thread scores [heads, tile, L] and inverse sums
      * [heads, tile]. Offsets are
@@ -485,8 +580,12 @@ static int attention_forward(void *instance, tfenc_context *ctx, tfenc_batch *ba
     const int qkv_width = d + 2 * layer->kv_width, capacity = group_tokens(layer, &layer->limits);
     float *qkv = workspace;
     float *context = qkv + (size_t)capacity * qkv_width;
-    float *scores = context + (size_t)capacity * d;
-    const size_t thread_floats = score_tile_floats(layer, &layer->limits) + tile_sums(layer);
+    float *position_to_content = context + (size_t)capacity * d;
+    float *scores = position_to_content + position_to_content_floats(layer, &layer->limits);
+    if (layer->position != POSITION_DISENTANGLED)
+        position_to_content = NULL;
+    const size_t thread_floats = score_tile_floats(layer, &layer->limits) + tile_sums(layer) +
+                                 prepared_floats(layer);
 
     int status = TFENC_OK;
     for (int first = 0; status == TFENC_OK && first < batch->n_seq;) {
@@ -509,6 +608,10 @@ static int attention_forward(void *instance, tfenc_context *ctx, tfenc_batch *ba
             rope_apply(layer, qkv, tokens, qkv_width, layer->n_heads, positions);
             rope_apply(layer, qkv + d, tokens, qkv_width, layer->n_kv_heads, positions);
         }
+        /* DeBERTa's p2c terms: every key against every relative embedding. */
+        if (position_to_content != NULL)
+            disentangled_fill_position_to_content(&layer->disentangled, qkv + d, qkv_width,
+                                                  tokens, position_to_content);
 
         int failed = TFENC_OK;
         if (layer->fused) {
@@ -521,11 +624,12 @@ static int attention_forward(void *instance, tfenc_context *ctx, tfenc_batch *ba
             float *scratch = transposed + transposed_key_floats(layer);
             if (layer->threads > 1 && !omp_in_parallel()) {
 #pragma omp parallel num_threads(layer->threads)
-                attend_fused(layer, batch, first, end, group_start, qkv, context, transposed,
+                attend_fused(layer, batch, first, end, group_start, qkv, context,
+                             position_to_content, transposed,
                              scratch + (size_t)omp_get_thread_num() * per_thread, 1);
             } else {
-                attend_fused(layer, batch, first, end, group_start, qkv, context, transposed,
-                             scratch, 0);
+                attend_fused(layer, batch, first, end, group_start, qkv, context,
+                             position_to_content, transposed, scratch, 0);
             }
         /* Sequences are independent: with several, the pool's threads take
          * them one at a time (one parallel region per group, each thread
@@ -535,12 +639,13 @@ static int attention_forward(void *instance, tfenc_context *ctx, tfenc_batch *ba
 #pragma omp parallel for schedule(dynamic, 1) num_threads(layer->threads)
             for (int s = first; s < end; s++)
                 attend_in_thread(ctx, layer, batch, s, group_start, qkv, context,
+                                 position_to_content,
                                  scores + (size_t)omp_get_thread_num() * thread_floats, &failed);
         } else {
             /* (no parallel region at all: libgomp allocates a team even for one thread) */
             for (int s = first; s < end; s++)
-                attend_in_thread(ctx, layer, batch, s, group_start, qkv, context, scores,
-                                 &failed);
+                attend_in_thread(ctx, layer, batch, s, group_start, qkv, context,
+                                 position_to_content, scores, &failed);
         }
         if (failed != TFENC_OK)
             return failed;
@@ -560,8 +665,10 @@ static size_t attention_workspace_size(const void *instance, const tfenc_limits 
      * or per thread one tile of scores and row sums */
     size_t per_thread = layer->fused
                             ? attention_kernel_scratch_floats(&layer->shape, &layer->terms)
-                            : score_tile_floats(layer, limits) + tile_sums(layer);
-    size_t shared = layer->fused ? transposed_key_floats(layer) : 0;
+                            : score_tile_floats(layer, limits) + tile_sums(layer) +
+                                  prepared_floats(layer);
+    size_t shared = (layer->fused ? transposed_key_floats(layer) : 0) +
+                    position_to_content_floats(layer, limits);
     return (tokens * (2 * (size_t)layer->d_model + 2 * (size_t)layer->kv_width) + shared +
             (size_t)layer->threads * per_thread) *
            sizeof(float);
@@ -585,7 +692,51 @@ static void attention_destroy(void *instance)
     free(layer->rope_inverse_frequency);
     free(layer->alibi_slopes);
     free(layer->relative_bias);
+    disentangled_position_free(&layer->disentangled);
     free(layer);
+}
+
+/* The keys of position = disentangled (DeBERTa-v2/v3), with the scale's
+ * default, 1 / sqrt(head_dim (1 + the number of terms)), where *scale is
+ * NAN (absent). */
+static int read_disentangled_params(tfenc_context *ctx, tfenc_params *params, attention *layer,
+                                    double *scale)
+{
+    disentangled_settings *settings = &layer->disentangled_settings;
+    long buckets, max_relative;
+    int terms, status;
+    if ((status = tfenc_param_int(params, "position_buckets", 256, &buckets)) != TFENC_OK ||
+        (status = tfenc_param_int(params, "max_relative_positions", 512, &max_relative)) !=
+            TFENC_OK ||
+        (status = tfenc_param_choice(params, "relative_terms", relative_terms_names, TERMS_BOTH,
+                                     &terms)) != TFENC_OK ||
+        (status = tfenc_param_bool(params, "share_att_key", 1, &settings->share_att_key)) !=
+            TFENC_OK ||
+        (status = tfenc_param_bool(params, "relative_norm", 1, &settings->relative_norm)) !=
+            TFENC_OK ||
+        (status = tfenc_param_float(params, "relative_norm_eps", 1e-7,
+                                    &settings->relative_norm_eps)) != TFENC_OK)
+        return status;
+    settings->position_buckets = (int)buckets;
+    settings->max_relative_positions = (int)max_relative;
+    settings->content_to_position = terms != TERMS_POSITION_TO_CONTENT;
+    settings->position_to_content = terms != TERMS_CONTENT_TO_POSITION;
+    if (layer->position != POSITION_DISENTANGLED)
+        return TFENC_OK;
+    /* transformers' log buckets divide by log((max - 1) / (buckets / 2)) */
+    if (buckets > 0 && (buckets < 2 || max_relative - 1 <= buckets / 2))
+        return tfenc_error(ctx, TFENC_ERR_CONFIG,
+                           "mha: max_relative_positions = %ld must exceed position_buckets / 2 "
+                           "+ 1 = %ld (and position_buckets, when not 0, be at least 2)",
+                           max_relative, buckets / 2 + 1);
+    if (layer->n_kv_heads != layer->n_heads)
+        return tfenc_error(ctx, TFENC_ERR_CONFIG,
+                           "mha: position = disentangled needs n_kv_heads = n_heads (%d), found "
+                           "%d", layer->n_heads, layer->n_kv_heads);
+    if (isnan(*scale))
+        *scale = 1.0 / sqrt((double)layer->head_dim *
+                            (1 + settings->content_to_position + settings->position_to_content));
+    return TFENC_OK;
 }
 
 /* Reads every key of the section, so that the host's unknown-key check sees
@@ -659,6 +810,8 @@ static int read_params(tfenc_context *ctx, const tfenc_layer_init *init, attenti
     layer->num_buckets = (int)num_buckets;
     layer->max_distance = (int)max_distance;
 
+    if ((status = read_disentangled_params(ctx, params, layer, &scale)) != TFENC_OK)
+        return status;
     /* NAN stands for "absent": no job can spell the default, which depends on head_dim. */
     if (isnan(scale))
         scale = 1.0 / sqrt((double)layer->head_dim);
@@ -753,6 +906,12 @@ static int load_weights(tfenc_context *ctx, const tfenc_layer_init *init, attent
     if (layer->position == POSITION_BUCKETS && (status = load_relative_bias(ctx, init, layer)) !=
                                                    TFENC_OK)
         return status;
+    if (layer->position == POSITION_DISENTANGLED &&
+        (status = disentangled_position_load(ctx, init->weights, &layer->disentangled_settings,
+                                             d, layer->n_heads, layer->limits.max_seq_len,
+                                             layer->scale, qkv_layout == QKV_FUSED, bias,
+                                             &layer->disentangled)) != TFENC_OK)
+        return status;
     if (layer->fused)
         return TFENC_OK;
     /* The products of forward(), planned for the longest sequences. */
@@ -786,9 +945,14 @@ static int attention_create(tfenc_context *ctx, const tfenc_layer_init *init, vo
     if (status == TFENC_OK) {
         layer->terms = (attention_position_terms){
             .state = layer,
-            .add = layer->position == POSITION_ALIBI     ? alibi_add
-                   : layer->position == POSITION_BUCKETS ? buckets_add
-                                                         : NULL};
+            .add = layer->position == POSITION_ALIBI          ? alibi_add
+                   : layer->position == POSITION_BUCKETS      ? buckets_add
+                   : layer->position == POSITION_DISENTANGLED ? disentangled_add
+                                                              : NULL};
+        if (layer->position == POSITION_DISENTANGLED && layer->disentangled.content_to_position) {
+            layer->terms.prepare = disentangled_prepare;
+            layer->terms.prepared_floats = disentangled_prepared_floats(&layer->disentangled);
+        }
         layer->shape = (attention_kernel_shape){
             .head_dim = layer->head_dim, .heads_per_kv = layer->n_heads / layer->n_kv_heads,
             .row_stride = layer->d_model + 2 * layer->kv_width, .key_offset = layer->d_model,
@@ -823,8 +987,8 @@ static const tfenc_param_info mha_params[] = {
      "> 0: token i attends to tokens with |i - j| <= window only (ModernBERT's local layers)",
      TFENC_PARAM_RANGE(0, INT32_MAX / 2)},
     {"position", TFENC_PARAM_CHOICE, "none",
-     "none, rope (rotary, on Q and K), alibi, or relative_buckets (MPNet's bucketed relative "
-     "bias)", TFENC_PARAM_NO_RANGE},
+     "none, rope (rotary, on Q and K), alibi, relative_buckets (MPNet's bucketed relative "
+     "bias) or disentangled (DeBERTa-v2/v3's c2p and p2c terms)", TFENC_PARAM_NO_RANGE},
     {"num_buckets", TFENC_PARAM_INT, "32",
      "relative_buckets: buckets; a quarter are exact distances, a quarter logarithmic, each "
      "for keys before and after the query",
@@ -832,6 +996,23 @@ static const tfenc_param_info mha_params[] = {
     {"max_distance", TFENC_PARAM_INT, "128",
      "relative_buckets: distance from which the last bucket applies, above num_buckets / 4",
      TFENC_PARAM_RANGE(1, INT32_MAX / 2)},
+    {"position_buckets", TFENC_PARAM_INT, "256",
+     "disentangled: relative embeddings per side; distances up to half of them exact, "
+     "log-spaced beyond (0: exact distances up to max_relative_positions)",
+     TFENC_PARAM_RANGE(0, 65536)},
+    {"max_relative_positions", TFENC_PARAM_INT, "512",
+     "disentangled: the distance the last log bucket reaches", TFENC_PARAM_RANGE(1, 65536)},
+    {"relative_terms", TFENC_PARAM_CHOICE, "both",
+     "disentangled: both, c2p or p2c (DeBERTa's pos_att_type; c2p = q_i . k_rel, p2c = k_j . "
+     "q_rel)", TFENC_PARAM_NO_RANGE},
+    {"share_att_key", TFENC_PARAM_BOOL, "true",
+     "disentangled: the relative embeddings go through the layer's K and Q maps; false: "
+     "through position_key_* and position_query_*", TFENC_PARAM_NO_RANGE},
+    {"relative_norm", TFENC_PARAM_BOOL, "true",
+     "disentangled: a LayerNorm of the relative embeddings (relative_norm_weight, "
+     "relative_norm_bias)", TFENC_PARAM_NO_RANGE},
+    {"relative_norm_eps", TFENC_PARAM_FLOAT, "1e-7",
+     "disentangled: eps of that LayerNorm", TFENC_PARAM_AT_LEAST(0)},
     {"rope_theta", TFENC_PARAM_FLOAT, "10000", "RoPE frequency base", TFENC_PARAM_ABOVE(0)},
     {"rope_dims", TFENC_PARAM_INT, NULL,
      "rotate the first rope_dims features of each head, even, at most the head size (default: "
@@ -839,7 +1020,9 @@ static const tfenc_param_info mha_params[] = {
      TFENC_PARAM_RANGE(2, 65536)},
     {"rope_style", TFENC_PARAM_CHOICE, "half",
      "half (GPT-NeoX/LLaMA pairs i, i + rope_dims/2) or interleaved (GPT-J pairs 2i, 2i+1)", TFENC_PARAM_NO_RANGE},
-    {"scale", TFENC_PARAM_FLOAT, NULL, "multiplies Q K^T (default: 1/sqrt(head size))", TFENC_PARAM_NO_RANGE},
+    {"scale", TFENC_PARAM_FLOAT, NULL,
+     "multiplies Q K^T (default: 1/sqrt(head size); disentangled: 1/sqrt(head size x (1 + "
+     "terms)))", TFENC_PARAM_NO_RANGE},
     {NULL, 0, NULL, NULL, TFENC_PARAM_NO_RANGE},
 };
 
@@ -849,7 +1032,7 @@ static const tfenc_layer_descriptor mha_descriptor = {
     TFENC_DESCRIPTOR_INIT,
     .type = "mha",
     .description = "multi-head self-attention over packed sequences (RoPE, ALiBi, relative "
-                   "buckets, causal, grouped-query)",
+                   "buckets, DeBERTa's disentangled terms, causal, grouped-query)",
     .params = mha_params,
     .create = attention_create,
     .forward = attention_forward,

@@ -30,23 +30,17 @@
  * kernel calls it for whichever blocks it visits. NULL: no terms (none,
  * RoPE, which turns Q and K before the scores).
  *
- * What DeBERTa-v2/v3 needs next (issue 27, not implemented): its
- * disentangled attention adds, to score (i, j) of head h,
- *   content-to-position  q_i . k_rel[bucket(i - j)]
- *   position-to-content  k_j . q_rel[bucket(j - i)]
- * over 2 * position_buckets log-buckets (max_relative_positions), where
- * k_rel and q_rel are the shared relative embeddings [2B, d] passed through
- * the layer's own K and Q maps (and their LayerNorm) once per forward. Per
- * (i, j) these are dot products, but per query there are only 2B distinct
- * ones: `prepare` runs once per (query block, head) before the key blocks
- * and fills scratch with c2p[r][b] = q_(first_query + r) . k_rel[b] for
- * every bucket b (rows x 2B floats, computed as one small product), and
- * once per sequence and head the host side fills p2c[j][b] = k_j . q_rel[b]
- * ([L, 2B], in the state); `add` then only looks up
- *   tile[r][c] += scale_c2p * c2p[r][bucket(i - j)] + scale_p2c * p2c[j][bucket(j - i)]
- * with the buckets of a (query block, key block) pair from a table of
- * relative positions, as relative_buckets does. DeBERTa's scale
- * 1 / sqrt(3 head_dim) is the layer's `scale`. */
+ * Terms whose per-query work is a product, not a lookup, split it: DeBERTa-
+ * v2/v3's disentangled attention (disentangled_position.h) adds
+ *   content-to-position  q_i . k_rel[row(i - j)]
+ *   position-to-content  k_j . q_rel[row(i - j)]
+ * over 2 span relative embeddings; per query there are only 2 span
+ * distinct c2p values, so `prepare` runs once per (query block, head)
+ * before the key blocks and fills scratch with c2p[r][b] (rows x 2 span
+ * floats), p2c[j][b] is filled once per group of sequences on the host
+ * side, and `add` only looks both up. Every path calls prepare (the fused
+ * kernel per query block; the host-product path per ATTENTION_QUERY_BLOCK
+ * rows of its tiles) with at most ATTENTION_QUERY_BLOCK rows. */
 typedef struct attention_position_terms {
     const void *state;
     void (*add)(const void *state, int head, int first_query, int rows, int first_key, int keys,
@@ -57,7 +51,7 @@ typedef struct attention_position_terms {
      * query_stride), before any key block; add() receives it. */
     void (*prepare)(const void *state, int head, const float *queries, int query_stride,
                     int first_query, int rows, float *prepared);
-    size_t prepared_floats; /* per call of prepare(): rows x 2 position_buckets for DeBERTa */
+    size_t prepared_floats; /* per call of prepare(): ATTENTION_QUERY_BLOCK x 2 span for DeBERTa */
 } attention_position_terms;
 
 /* Where one sequence's Q, K and V rows are and how the heads map onto them. */

@@ -2,7 +2,8 @@
 
 # attention: multi-head self-attention (mha) with RoPE and ALiBi.
 pkglib_LTLIBRARIES += plugins/attention.la
-plugins_attention_la_SOURCES = plugins/attention.c plugins/attention_kernel.c plugins/attention_kernel.h
+plugins_attention_la_SOURCES = plugins/attention.c plugins/attention_kernel.c plugins/attention_kernel.h \
+	plugins/disentangled_position.c plugins/disentangled_position.h
 plugins_attention_la_LDFLAGS = -module -avoid-version -shared \
 	-export-symbols-regex '^tfenc_plugin_descriptor$$' $(OPENMP_CFLAGS) $(SANITIZER_FLAGS)
 plugins_attention_la_LIBADD = core/libtfenc.la -lm

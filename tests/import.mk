@@ -13,13 +13,14 @@ tests_import_test_safetensors_LDADD = tests/harness/libunit.la core/libtfenc.la 
 # st_features.sh: prompts and Matryoshka widths against sentence-transformers;
 # st_chunks.sh: long documents cut into chunks, against the model's windows;
 # heads.sh: task heads (*ForSequenceClassification) from transformers;
-# pairs.sh: cross-encoders on pairs of texts against CrossEncoder.predict.
+# pairs.sh: cross-encoders on pairs of texts against CrossEncoder.predict;
+# deberta.sh: DeBERTa-v2/v3's disentangled attention, base and classifier.
 dist_check_SCRIPTS += tests/import/import.sh tests/import/parity.sh tests/import/parity_mpnet.sh \
 	tests/import/parity_mpnet_text.sh tests/import/fetch_mpnet.sh tests/import/architectures.sh \
 	tests/import/st_features.sh tests/import/st_chunks.sh tests/import/heads.sh \
-	tests/import/pairs.sh
+	tests/import/pairs.sh tests/import/deberta.sh
 TESTS += tests/import/import.sh tests/import/architectures.sh tests/import/st_features.sh \
-	tests/import/st_chunks.sh tests/import/heads.sh tests/import/pairs.sh
+	tests/import/st_chunks.sh tests/import/heads.sh tests/import/pairs.sh tests/import/deberta.sh
 # Reference comparisons of real models, normal build only (tests/local.mk):
 # under the sanitizers every architecture's layers and tfenc-import mapping
 # run in architectures.sh (small random models: MPNet's relative positions
@@ -32,4 +33,4 @@ endif
 EXTRA_DIST += tests/import/make_checkpoint.py tests/import/check_import.py \
 	tests/import/st_reference.py tests/import/compare_embeddings.py tests/import/check_precision_attributes.py tests/import/sentences.txt \
 	tests/import/architectures.py tests/import/reference_models.py tests/import/st_features.py \
-	tests/import/st_chunks.py tests/import/heads.py tests/import/pairs.py
+	tests/import/st_chunks.py tests/import/heads.py tests/import/pairs.py tests/import/deberta.py

@@ -41,11 +41,15 @@ static void fill_uniform(float *values, size_t count, double amplitude, unsigned
         values[i] = (float)(amplitude * next_uniform(state));
 }
 
-enum { POSITION_NONE, POSITION_ROPE, POSITION_ALIBI, POSITION_BUCKETS };
+enum { POSITION_NONE, POSITION_ROPE, POSITION_ALIBI, POSITION_BUCKETS, POSITION_DISENTANGLED };
 
 /* relative_buckets as MPNet configures it (the plugin's defaults). */
 #define NUM_BUCKETS 32
 #define MAX_DISTANCE 128
+/* disentangled (DeBERTa) scaled down: distances up to 4 exact, log buckets
+ * up to 20, clamped beyond, all within the 69-token sequence. */
+#define POSITION_BUCKETS_DEBERTA 8
+#define MAX_RELATIVE_POSITIONS 20
 
 typedef struct attention_case {
     int d;
@@ -70,6 +74,8 @@ typedef struct attention_weights {
     int d;
     float *qkv_weight, *qkv_bias, *out_weight, *out_bias;
     float *relative_bias; /* [NUM_BUCKETS, 64]: relative_attention_bias for up to 64 heads */
+    float *relative_embeddings; /* [2 POSITION_BUCKETS_DEBERTA, d] (disentangled) */
+    float *relative_norm;       /* [2, d]: the LayerNorm's weight, then its bias */
 } attention_weights;
 
 static void weights_make(attention_weights *w, int d, unsigned long long seed)
@@ -91,6 +97,12 @@ static void weights_make(attention_weights *w, int d, unsigned long long seed)
      * the softmax by percents. */
     w->relative_bias = malloc(sizeof(float) * NUM_BUCKETS * 64);
     fill_uniform(w->relative_bias, (size_t)NUM_BUCKETS * 64, 1.5, &state);
+    w->relative_embeddings = malloc(sizeof(float) * 2 * POSITION_BUCKETS_DEBERTA * d);
+    fill_uniform(w->relative_embeddings, (size_t)2 * POSITION_BUCKETS_DEBERTA * d, 1.7, &state);
+    w->relative_norm = malloc(sizeof(float) * 2 * d);
+    fill_uniform(w->relative_norm, (size_t)2 * d, 0.3, &state);
+    for (int e = 0; e < d; e++)
+        w->relative_norm[e] += 1.0f;
 }
 
 static void weights_free(attention_weights *w)
@@ -100,6 +112,8 @@ static void weights_free(attention_weights *w)
     free(w->out_weight);
     free(w->out_bias);
     free(w->relative_bias);
+    free(w->relative_embeddings);
+    free(w->relative_norm);
 }
 
 static void store_add(tfenc_context *ctx, tfenc_weight_store *store, const attention_case *c,
@@ -143,6 +157,12 @@ static void store_fill(tfenc_context *ctx, tfenc_weight_store *store, const atte
         store_add(ctx, store, c, "relative_attention_bias", 2, NUM_BUCKETS, c->heads, table);
         free(table);
     }
+    if (c->position == POSITION_DISENTANGLED) {
+        store_add(ctx, store, c, "relative_embeddings", 2, 2 * POSITION_BUCKETS_DEBERTA, d,
+                  w->relative_embeddings);
+        store_add(ctx, store, c, "relative_norm_weight", 1, d, 0, w->relative_norm);
+        store_add(ctx, store, c, "relative_norm_bias", 1, d, 0, w->relative_norm + d);
+    }
 }
 
 static void job_text(const attention_case *c, char *text, size_t size)
@@ -160,6 +180,11 @@ static void job_text(const attention_case *c, char *text, size_t size)
         used += snprintf(text + used, size - used,
                          "position = relative_buckets\nnum_buckets = %d\nmax_distance = %d\n",
                          NUM_BUCKETS, MAX_DISTANCE);
+    if (c->position == POSITION_DISENTANGLED)
+        used += snprintf(text + used, size - used,
+                         "position = disentangled\nposition_buckets = %d\n"
+                         "max_relative_positions = %d\n",
+                         POSITION_BUCKETS_DEBERTA, MAX_RELATIVE_POSITIONS);
     if (c->window > 0)
         used += snprintf(text + used, size - used, "window = %d\n", c->window);
     if (c->causal)
@@ -364,6 +389,55 @@ static int reference_bucket(int i, int j)
     return bucket + (value < half - 1 ? value : half - 1);
 }
 
+/* The row of DeBERTa's relative embeddings for query i and key j as
+ * transformers states it: make_log_bucket_position(i - j) (torch.where's
+ * three steps, its float32 logarithms) plus the span, clamped to the
+ * 2 x span rows. */
+static int reference_relative_row(int i, int j)
+{
+    const int relative = i - j, mid = POSITION_BUCKETS_DEBERTA / 2;
+    const int sign = (relative > 0) - (relative < 0);
+    const int abs_pos = relative < mid && relative > -mid ? mid - 1 : abs(relative);
+    const float log_pos =
+        ceilf(logf((float)abs_pos / (float)mid) /
+              logf((float)((MAX_RELATIVE_POSITIONS - 1) / (double)mid)) * (float)(mid - 1)) +
+        (float)mid;
+    int bucket = abs_pos <= mid ? relative : (int)log_pos * sign;
+    int row = bucket + POSITION_BUCKETS_DEBERTA;
+    return row < 0 ? 0 : row > 2 * POSITION_BUCKETS_DEBERTA - 1 ? 2 * POSITION_BUCKETS_DEBERTA - 1
+                                                                 : row;
+}
+
+/* k_rel (part 1, the K map) or q_rel (part 0) [2 span, d]: DeBERTa's
+ * relative embeddings through their LayerNorm and the layer's map, in double. */
+static double *reference_relative(const attention_case *c, const attention_weights *w, int part)
+{
+    const int d = w->d, rows = 2 * POSITION_BUCKETS_DEBERTA;
+    double *normalised = malloc(sizeof(double) * rows * d);
+    double *mapped = malloc(sizeof(double) * rows * d);
+    for (int b = 0; b < rows; b++) {
+        const float *row = w->relative_embeddings + (size_t)b * d;
+        double mean = 0.0, variance = 0.0;
+        for (int e = 0; e < d; e++)
+            mean += row[e] / (double)d;
+        for (int e = 0; e < d; e++)
+            variance += (row[e] - mean) * (row[e] - mean) / d;
+        for (int e = 0; e < d; e++)
+            normalised[(size_t)b * d + e] = (row[e] - mean) / sqrt(variance + 1e-7) *
+                                                w->relative_norm[e] + w->relative_norm[d + e];
+    }
+    for (int b = 0; b < rows; b++)
+        for (int o = 0; o < d; o++) {
+            double sum = c->bias ? w->qkv_bias[part * d + o] : 0.0;
+            for (int e = 0; e < d; e++)
+                sum += (double)w->qkv_weight[((size_t)part * d + o) * d + e] *
+                       normalised[(size_t)b * d + e];
+            mapped[(size_t)b * d + o] = sum;
+        }
+    free(normalised);
+    return mapped;
+}
+
 /* 1 if the reference computes query row i of L: every row of short
  * sequences, and of long ones (where the full L x L reference would take
  * minutes) both ends and every step-th row, which covers window edges,
@@ -399,6 +473,13 @@ static void reference_sequence(const attention_case *c, const attention_weights 
     if (c->position == POSITION_ALIBI)
         reference_slopes(heads, slopes);
     double scale = c->scale != 0 ? c->scale : 1.0 / sqrt((double)head_dim);
+    /* DeBERTa: scores (q_i . k_j + q_i . k_rel + k_j . q_rel) / sqrt(3 head_dim) */
+    double *key_relative = NULL, *query_relative = NULL;
+    if (c->position == POSITION_DISENTANGLED) {
+        key_relative = reference_relative(c, w, 1);
+        query_relative = reference_relative(c, w, 0);
+        scale = c->scale != 0 ? c->scale : 1.0 / sqrt(3.0 * head_dim);
+    }
     for (int h = 0; h < heads; h++) {
         if (c->position == POSITION_ROPE)
             for (int t = 0; t < L; t++) {
@@ -417,6 +498,14 @@ static void reference_sequence(const attention_case *c, const attention_weights 
                 double dot = 0.0;
                 for (int e = 0; e < head_dim; e++)
                     dot += q[(size_t)i * d + h * head_dim + e] * k[(size_t)j * d + h * head_dim + e];
+                if (c->position == POSITION_DISENTANGLED) {
+                    const int row = reference_relative_row(i, j);
+                    for (int e = 0; e < head_dim; e++)
+                        dot += q[(size_t)i * d + h * head_dim + e] *
+                                   key_relative[(size_t)row * d + h * head_dim + e] +
+                               k[(size_t)j * d + h * head_dim + e] *
+                                   query_relative[(size_t)row * d + h * head_dim + e];
+                }
                 scores[j] = dot * scale;
                 if (c->position == POSITION_ALIBI)
                     scores[j] -= slopes[h] * fabs((double)(i - j));
@@ -451,6 +540,8 @@ static void reference_sequence(const attention_case *c, const attention_weights 
     free(v);
     free(context);
     free(scores);
+    free(key_relative);
+    free(query_relative);
 }
 
 /* The larger error, where NaN counts as the worst of all: fmax() would drop
@@ -579,6 +670,26 @@ static void test_alibi(void)
     CU_ASSERT(check_case("alibi 4 heads d=16", &four, NULL) <= TOLERANCE);
     attention_case six = {.d = 24, .heads = 6, .bias = 0, .position = POSITION_ALIBI};
     CU_ASSERT(check_case("alibi 6 heads d=24", &six, NULL) <= TOLERANCE);
+}
+
+/* DeBERTa's disentangled terms (c2p and p2c over log buckets, clamped past
+ * max_relative_positions, through the layer's own Q and K maps, separate
+ * or fused) on the mixed batch, whose 69-token sequence reaches the clamp
+ * and spans two query blocks. */
+static void test_disentangled(void)
+{
+    /* The reference rows: exact up to mid = 4, then log-spaced, clamped at 15. */
+    CU_ASSERT_EQUAL(reference_relative_row(0, 0), 8);
+    CU_ASSERT_EQUAL(reference_relative_row(4, 0), 12);
+    CU_ASSERT_EQUAL(reference_relative_row(0, 4), 4);
+    CU_ASSERT_EQUAL(reference_relative_row(60, 0), 15);
+    CU_ASSERT_EQUAL(reference_relative_row(0, 60), 0);
+    attention_case separate = {.d = 32, .heads = 4, .bias = 1,
+                               .position = POSITION_DISENTANGLED};
+    CU_ASSERT(check_case("disentangled d=32 h=4", &separate, NULL) <= TOLERANCE);
+    attention_case fused = {.d = 16, .heads = 2, .bias = 0, .fused = 1,
+                            .position = POSITION_DISENTANGLED};
+    CU_ASSERT(check_case("disentangled d=16 h=2 fused, no bias", &fused, NULL) <= TOLERANCE);
 }
 
 /* Each sequence of a packed batch against the reference and against the
@@ -853,6 +964,8 @@ static void test_bf16_against_fp32(void)
         {.d = 32, .heads = 2, .bias = 0, .position = POSITION_ROPE, .fused = 1},
         {.d = 64, .heads = 4, .bias = 1, .extra = "causal = true"},
         {.d = 64, .heads = 4, .bias = 1, .extra = "window = 20"},
+        /* its prepare() step, per 64 rows of the 128-row tiles */
+        {.d = 64, .heads = 4, .bias = 1, .position = POSITION_DISENTANGLED},
     };
     for (size_t k = 0; k < sizeof cases / sizeof *cases; k++) {
         attention_case c = cases[k];
@@ -983,6 +1096,7 @@ static const test_case attention_cases[] = {
     {"fused weights equal separate", test_fused_equals_separate},
     {"rope half and interleaved", test_rope},
     {"alibi 3, 4, 6 heads", test_alibi},
+    {"disentangled (DeBERTa) c2p and p2c", test_disentangled},
     {"packing invariance", test_packing_invariance},
     {"batches in several groups", test_groups},
     {"lengths 1 to 8192, windows, position terms", test_lengths},

@@ -15,8 +15,8 @@
 #include "files.h"
 
 #define SUPPORTED_TYPES "bert, roberta, xlm-roberta, electra, mpnet, distilbert, nomic_bert, " \
-                        "modernbert, qwen2, and bert with position_embedding_type alibi " \
-                        "(JinaBERT v2)"
+                        "modernbert, qwen2, deberta-v2, and bert with position_embedding_type " \
+                        "alibi (JinaBERT v2)"
 
 /* What every reader starts from: a post-norm BERT-style encoder. */
 static void set_bert_defaults(model_config *config)
@@ -299,6 +299,122 @@ static int read_modernbert(tfenc_context *ctx, const char *path, json_t *json,
     return TFENC_OK;
 }
 
+/* DeBERTa's pos_att_type: a list or a '|'-separated string of c2p and p2c
+ * (DebertaV2Config splits a string), as the mha key relative_terms (both, c2p,
+ * p2c). */
+static int read_relative_terms(tfenc_context *ctx, const char *path, json_t *json,
+                               const char **terms)
+{
+    json_t *item = json_object_get(json, "pos_att_type");
+    int c2p = 0, p2c = 0, unknown = 0;
+    char text[64] = "";
+    if (json_is_string(item)) {
+        snprintf(text, sizeof text, "%s", json_string_value(item));
+    } else if (json_is_array(item)) {
+        size_t index;
+        json_t *value;
+        json_array_foreach(item, index, value) {
+            const char *name = json_string_value(value);
+            snprintf(text + strlen(text), sizeof text - strlen(text), "%s%s",
+                     index > 0 ? "|" : "", name != NULL ? name : "?");
+        }
+    } else if (item != NULL && !json_is_null(item)) {
+        unknown = 1;
+    }
+    for (char *save = NULL, *name = strtok_r(text, "|", &save); name != NULL;
+         name = strtok_r(NULL, "|", &save)) {
+        name += strspn(name, " ");
+        name[strcspn(name, " ")] = '\0';
+        if (strcmp(name, "c2p") == 0)
+            c2p = 1;
+        else if (strcmp(name, "p2c") == 0)
+            p2c = 1;
+        else
+            unknown = 1;
+    }
+    if (unknown || (!c2p && !p2c))
+        return tfenc_error(ctx, TFENC_ERR_CONFIG, "%s: pos_att_type must name c2p, p2c or both "
+                           "(tfenc computes relative attention with at least one of them)", path);
+    *terms = c2p && p2c ? "both" : c2p ? "c2p" : "p2c";
+    return TFENC_OK;
+}
+
+/* DebertaV2Config (transformers 4.40), DeBERTa-v3's too: BERT's post-norm
+ * layout; disentangled relative attention (relative_attention) over
+ * log-bucketed distances, absolute positions only when position_biased_input. */
+static int read_deberta_v2(tfenc_context *ctx, const char *path, json_t *json,
+                           model_config *config)
+{
+    set_bert_defaults(config);
+    config->architecture = ARCH_DEBERTA_V2;
+    int relative, biased_input, conv_kernel, embedding_size, pooler_size, head_size, status;
+    const char *norm_rel_ebd;
+    if ((status = read_dimensions(ctx, path, json, config))
+        || (status = read_activation(ctx, path, json, "hidden_act", "gelu", &config->activation))
+        || (status = import_json_int(ctx, path, json, "max_position_embeddings", 1,
+                                     IMPORT_MAX_POSITIONS, 512, &config->max_position_embeddings))
+        || (status = import_json_int(ctx, path, json, "type_vocab_size", 0, IMPORT_MAX_VOCAB, 0,
+                                     &config->type_vocab_size))
+        || (status = import_json_int(ctx, path, json, "pad_token_id", 0, IMPORT_MAX_VOCAB, 0,
+                                     &config->pad_token_id))
+        || (status = import_json_positive(ctx, path, json, "layer_norm_eps", 1e-7,
+                                          &config->layer_norm_eps))
+        || (status = import_json_bool(ctx, path, json, "relative_attention", 0, &relative))
+        || (status = import_json_bool(ctx, path, json, "position_biased_input", 1,
+                                      &biased_input))
+        || (status = import_json_int(ctx, path, json, "max_relative_positions", -1,
+                                     IMPORT_MAX_POSITIONS, -1, &config->max_relative_positions))
+        || (status = import_json_int(ctx, path, json, "position_buckets", -1,
+                                     IMPORT_MAX_POSITIONS, -1, &config->position_buckets))
+        || (status = import_json_bool(ctx, path, json, "share_att_key", 0,
+                                      &config->share_att_key))
+        || (status = import_json_string(ctx, path, json, "norm_rel_ebd", "none", &norm_rel_ebd))
+        || (status = import_json_int(ctx, path, json, "conv_kernel_size", 0, 1024, 0,
+                                     &conv_kernel))
+        || (status = import_json_int(ctx, path, json, "embedding_size", 1, IMPORT_MAX_WIDTH,
+                                     config->d_model, &embedding_size))
+        || (status = import_json_int(ctx, path, json, "pooler_hidden_size", 1, IMPORT_MAX_WIDTH,
+                                     config->d_model, &pooler_size))
+        || (status = import_json_int(ctx, path, json, "attention_head_size", 1, IMPORT_MAX_WIDTH,
+                                     config->d_model / config->n_heads, &head_size)))
+        return status;
+    /* Parts tfenc's layers do not compute: refused rather than dropped. */
+    if (conv_kernel > 0)
+        return tfenc_error(ctx, TFENC_ERR_CONFIG, "%s: conv_kernel_size %d: the convolution "
+                           "beside the first layer (DeBERTa-v2 xlarge) is not supported", path,
+                           conv_kernel);
+    if (embedding_size != config->d_model || pooler_size != config->d_model)
+        return tfenc_error(ctx, TFENC_ERR_CONFIG, "%s: %s %d differs from hidden_size %d (not "
+                           "supported)", path, embedding_size != config->d_model
+                           ? "embedding_size" : "pooler_hidden_size", embedding_size !=
+                           config->d_model ? embedding_size : pooler_size, config->d_model);
+    if (head_size * config->n_heads != config->d_model)
+        return tfenc_error(ctx, TFENC_ERR_CONFIG, "%s: attention_head_size %d times "
+                           "num_attention_heads %d is not hidden_size %d (not supported)", path,
+                           head_size, config->n_heads, config->d_model);
+    config->learned_positions = biased_input;
+    if (!relative)
+        return TFENC_OK;
+    if ((status = read_relative_terms(ctx, path, json, &config->relative_terms)))
+        return status;
+    /* DisentangledSelfAttention's defaults: no max_relative_positions means
+     * max_position_embeddings; no position_buckets means exact distances. */
+    if (config->max_relative_positions < 1)
+        config->max_relative_positions = config->max_position_embeddings;
+    if (config->position_buckets < 0)
+        config->position_buckets = 0;
+    if (config->position_buckets > 0
+        && config->max_relative_positions - 1 <= config->position_buckets / 2)
+        return tfenc_error(ctx, TFENC_ERR_CONFIG, "%s: max_relative_positions %d must exceed "
+                           "position_buckets / 2 + 1 = %d", path, config->max_relative_positions,
+                           config->position_buckets / 2 + 1);
+    config->relative_span = config->position_buckets > 0 ? config->position_buckets
+                                                         : config->max_relative_positions;
+    config->relative_norm = strstr(norm_rel_ebd, "layer_norm") != NULL;
+    config->position = "disentangled";
+    return TFENC_OK;
+}
+
 /* Qwen2Config (transformers 4.40): the decoder of GTE-Qwen2 and similar
  * embedders. */
 static int read_qwen2(tfenc_context *ctx, const char *path, json_t *json, model_config *config)
@@ -385,10 +501,29 @@ static int read_head(tfenc_context *ctx, const char *path, json_t *json, model_c
     } else if (strcmp(type, "distilbert") == 0) {
         head->kind = HEAD_DISTILBERT;
         head->activation = "relu";
+    } else if (strcmp(type, "deberta-v2") == 0) {
+        /* ContextPooler: pooler.dense and pooler_hidden_act on [CLS] */
+        head->kind = HEAD_DEBERTA;
+        const char *activation;
+        int status = import_json_string(ctx, path, json, "pooler_hidden_act", "gelu",
+                                        &activation);
+        if (status != TFENC_OK)
+            return status;
+        static const char *const names[][2] = {{"gelu", "gelu"}, {"tanh", "tanh"},
+                                               {"relu", "relu"}, {"gelu_new", "gelu_tanh"},
+                                               {"gelu_pytorch_tanh", "gelu_tanh"}};
+        head->activation = NULL;
+        for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+            if (strcmp(activation, names[i][0]) == 0)
+                head->activation = names[i][1];
+        if (head->activation == NULL)
+            return tfenc_error(ctx, TFENC_ERR_CONFIG, "%s: pooler_hidden_act '%s' is not "
+                               "supported (gelu, tanh, relu, gelu_new, gelu_pytorch_tanh)", path,
+                               activation);
     } else {
         return tfenc_error(ctx, TFENC_ERR_CONFIG, "%s: architectures '%s': tfenc-import maps "
                            "the sequence-classification heads of bert, roberta, xlm-roberta, "
-                           "electra and distilbert, not of %s", path, name, type);
+                           "electra, distilbert and deberta-v2, not of %s", path, name, type);
     }
     /* save_pretrained leaves id2label (and num_labels) out when they are
      * PretrainedConfig's defaults: 2 labels, LABEL_0 and LABEL_1. */
@@ -502,6 +637,8 @@ int import_read_config(importer *self)
         status = read_modernbert(ctx, path, json, config);
     else if (strcmp(model_type, "qwen2") == 0)
         status = read_qwen2(ctx, path, json, config);
+    else if (strcmp(model_type, "deberta-v2") == 0)
+        status = read_deberta_v2(ctx, path, json, config);
     else
         status = tfenc_error(ctx, TFENC_ERR_CONFIG, "%s: model_type '%s' is not supported "
                              "(tfenc-import reads " SUPPORTED_TYPES ")", path, model_type);

@@ -27,7 +27,8 @@ typedef enum architecture {
     ARCH_JINA_BERT,  /* bert with position_embedding_type alibi: ALiBi, GEGLU */
     ARCH_NOMIC_BERT, /* post-norm, RoPE, fused QKV, SwiGLU */
     ARCH_MODERNBERT, /* pre-norm, RoPE, alternating global and local attention, GEGLU */
-    ARCH_QWEN2       /* decoder: RMSNorm, RoPE, grouped-query causal attention, SwiGLU */
+    ARCH_QWEN2,      /* decoder: RMSNorm, RoPE, grouped-query causal attention, SwiGLU */
+    ARCH_DEBERTA_V2  /* BERT's layout, disentangled relative attention (DeBERTa-v2/v3) */
 } architecture;
 
 /* A sequence-classification head (config.json's architectures names a
@@ -37,7 +38,8 @@ typedef enum head_kind {
     HEAD_NONE,
     HEAD_BERT,      /* BertPooler (dense + tanh on [CLS]) and classifier */
     HEAD_ROBERTA,   /* classifier.dense + activation on <s>, classifier.out_proj (and ELECTRA) */
-    HEAD_DISTILBERT /* pre_classifier + ReLU, classifier */
+    HEAD_DISTILBERT, /* pre_classifier + ReLU, classifier */
+    HEAD_DEBERTA     /* ContextPooler (pooler.dense + pooler_hidden_act on [CLS]), classifier */
 } head_kind;
 
 typedef struct head_settings {
@@ -82,6 +84,12 @@ typedef struct model_config {
     int local_window;            /* ModernBERT: local layers see |i - j| <= local_window / 2 */
     int global_every;            /* ModernBERT: layer i is global when i % global_every == 0 */
     int num_buckets;             /* relative_buckets: rows of the bias table */
+    int position_buckets;        /* disentangled: log buckets (0: exact distances) */
+    int max_relative_positions;  /* disentangled: where the last bucket applies */
+    int relative_span;           /* disentangled: relative embeddings per side */
+    const char *relative_terms;  /* disentangled: both, c2p or p2c */
+    int share_att_key;           /* disentangled: relative embeddings through the K, Q maps */
+    int relative_norm;           /* disentangled: LayerNorm of the relative embeddings */
     int causal;                  /* decoder: token i sees tokens j <= i */
     char *config_text;           /* config.json as read, stored in the weights file */
     head_settings head;

@@ -101,6 +101,15 @@ static void write_attention(FILE *out, const char *block, const model_config *c,
         /* transformers' MPNet: 32 buckets whatever the table holds, 128 the
          * distance of the last. */
         fprintf(out, "num_buckets = 32\nmax_distance = 128\n");
+    if (strcmp(c->position, "disentangled") == 0) {
+        char eps[32];
+        format_double(eps, sizeof eps, c->layer_norm_eps);
+        fprintf(out, "; DeBERTa's c2p and p2c terms over its relative embeddings\n"
+                     "position_buckets = %d\nmax_relative_positions = %d\nrelative_terms = %s\n"
+                     "share_att_key = %s\nrelative_norm = %s\nrelative_norm_eps = %s\n",
+                c->position_buckets, c->max_relative_positions, c->relative_terms,
+                c->share_att_key ? "true" : "false", c->relative_norm ? "true" : "false", eps);
+    }
     if (strcmp(c->position, "rope") == 0) {
         int local = c->global_every > 0 && layer % c->global_every != 0;
         char theta[32];

@@ -45,7 +45,8 @@ typedef struct tensor_map {
 
 /* Sizes by letter: d d_model, f ffn width, g 2 f, v vocabulary, p positions,
  * t token types, k key/value width, q d + 2 k (fused Q, K, V), b relative
- * position buckets, h heads, c labels of a classification head. */
+ * position buckets, h heads, c labels of a classification head, r DeBERTa's
+ * relative embeddings (twice the span). */
 static int64_t dimension(const model_config *c, char letter)
 {
     int64_t head_dim = c->d_model / c->n_heads, kv = (int64_t)c->n_kv_heads * head_dim;
@@ -60,6 +61,7 @@ static int64_t dimension(const model_config *c, char letter)
     case 'q': return c->d_model + 2 * kv;
     case 'b': return c->num_buckets;
     case 'c': return c->head.n_labels;
+    case 'r': return 2 * (int64_t)c->relative_span;
     default: return c->n_heads; /* 'h' */
     }
 }
@@ -67,6 +69,9 @@ static int64_t dimension(const model_config *c, char letter)
 /* Conditions by letter: t token types, q Q/K/V biases, o output projection
  * bias, i first FFN linear bias, u second FFN linear bias, n norm biases,
  * l a layer after the first (ModernBERT's layer 0 has no attention norm);
+ * DeBERTa's: a absolute positions, r disentangled attention, e the LayerNorm
+ * of its relative embeddings, k and y maps of their own for the relative
+ * embeddings (not share_att_key) for c2p (keys) and p2c (queries);
  * I and U: only the second (I) or only the first (U) FFN linear has a bias,
  * so that the ffn layer, whose `bias` key covers both, needs zeros for the
  * other. */
@@ -78,6 +83,11 @@ static int applies(const model_config *c, const char *when, int layer)
                     : *when == 'u' ? c->ffn_out_bias : *when == 'n' ? c->norm_bias
                     : *when == 'I' ? !c->ffn_in_bias && c->ffn_out_bias
                     : *when == 'U' ? c->ffn_in_bias && !c->ffn_out_bias
+                    : *when == 'a' ? c->learned_positions
+                    : *when == 'r' ? strcmp(c->position, "disentangled") == 0
+                    : *when == 'e' ? c->relative_norm
+                    : *when == 'k' ? !c->share_att_key && strcmp(c->relative_terms, "p2c") != 0
+                    : *when == 'y' ? !c->share_att_key && strcmp(c->relative_terms, "c2p") != 0
                     : layer > 0; /* 'l' */
         if (!holds)
             return 0;
@@ -293,6 +303,56 @@ static const tensor_rule qwen2_layer[] = {
     {NULL, NULL, NULL, NULL, 0},
 };
 
+/* DeBERTa-v2/v3 (transformers' DebertaV2Model names): BERT's layout with
+ * *_proj attention maps, and one table of relative embeddings (with its
+ * LayerNorm) that every layer's attention reads. */
+static const char *const deberta_prefixes[] = {"", "deberta.", NULL};
+/* DebertaV2ForMaskedLM's head, and the replaced-token detection heads of
+ * DeBERTa-v3's pretraining checkpoints. */
+static const char *const deberta_pretraining[] = {"cls.", "lm_predictions.", "mask_predictions.",
+                                                  NULL};
+static const tensor_rule deberta_model[] = {
+    {"embeddings.word_embeddings.weight", "/embeddings/token_embeddings", "vd", "", 0},
+    {"embeddings.position_embeddings.weight", "/embeddings/position_embeddings", "pd", "a", 0},
+    {"embeddings.token_type_embeddings.weight", "/embeddings/token_type_embeddings", "td", "t",
+     0},
+    {"embeddings.LayerNorm.weight", "/embeddings_norm/weight", "d", "", 0},
+    {"embeddings.LayerNorm.bias", "/embeddings_norm/bias", "d", "", 0},
+    {NULL, NULL, NULL, NULL, 0},
+};
+static const tensor_rule deberta_attention[] = {
+    {"encoder.layer.%d.attention.self.query_proj.weight", "/encoder/%d/attention/q_weight", "dd",
+     "", 0},
+    {"encoder.layer.%d.attention.self.query_proj.bias", "/encoder/%d/attention/q_bias", "d", "",
+     0},
+    {"encoder.layer.%d.attention.self.key_proj.weight", "/encoder/%d/attention/k_weight", "dd", "",
+     0},
+    {"encoder.layer.%d.attention.self.key_proj.bias", "/encoder/%d/attention/k_bias", "d", "", 0},
+    {"encoder.layer.%d.attention.self.value_proj.weight", "/encoder/%d/attention/v_weight", "dd",
+     "", 0},
+    {"encoder.layer.%d.attention.self.value_proj.bias", "/encoder/%d/attention/v_bias", "d", "",
+     0},
+    {"encoder.layer.%d.attention.self.pos_key_proj.weight",
+     "/encoder/%d/attention/position_key_weight", "dd", "rk", 0},
+    {"encoder.layer.%d.attention.self.pos_key_proj.bias", "/encoder/%d/attention/position_key_bias",
+     "d", "rk", 0},
+    {"encoder.layer.%d.attention.self.pos_query_proj.weight",
+     "/encoder/%d/attention/position_query_weight", "dd", "ry", 0},
+    {"encoder.layer.%d.attention.self.pos_query_proj.bias",
+     "/encoder/%d/attention/position_query_bias", "d", "ry", 0},
+    {"encoder.rel_embeddings.weight", "/encoder/%d/attention/relative_embeddings", "rd", "r", 0},
+    {"encoder.LayerNorm.weight", "/encoder/%d/attention/relative_norm_weight", "d", "re", 0},
+    {"encoder.LayerNorm.bias", "/encoder/%d/attention/relative_norm_bias", "d", "re", 0},
+    {"encoder.layer.%d.attention.output.dense.weight", "/encoder/%d/attention/out_weight", "dd", "",
+     0},
+    {"encoder.layer.%d.attention.output.dense.bias", "/encoder/%d/attention/out_bias", "d", "", 0},
+    {"encoder.layer.%d.attention.output.LayerNorm.weight", "/encoder/%d/attention/norm/weight", "d",
+     "", 0},
+    {"encoder.layer.%d.attention.output.LayerNorm.bias", "/encoder/%d/attention/norm/bias", "d", "",
+     0},
+    {NULL, NULL, NULL, NULL, 0},
+};
+
 /* Sequence-classification heads (transformers' *ForSequenceClassification)
  * into the job's [head] section (plugins/classifier.c). BERT's pooler sits
  * under the encoder's prefix (bert.pooler), the rest beside the encoder. */
@@ -321,6 +381,15 @@ static const tensor_rule distilbert_head[] = {
     {"classifier.bias", "/head/out_bias", "c", "", 0},
     {NULL, NULL, NULL, NULL, 0},
 };
+/* DebertaV2ForSequenceClassification: the ContextPooler and classifier
+ * beside the encoder. */
+static const tensor_rule deberta_head[] = {
+    {"pooler.dense.weight", "/head/dense_weight", "dd", "", 0},
+    {"pooler.dense.bias", "/head/dense_bias", "d", "", 0},
+    {"classifier.weight", "/head/out_weight", "cd", "", 0},
+    {"classifier.bias", "/head/out_bias", "c", "", 0},
+    {NULL, NULL, NULL, NULL, 0},
+};
 static const tensor_rule no_head[] = {{NULL, NULL, NULL, NULL, 0}};
 
 /* The head's rules under the encoder's prefix, and beside it. */
@@ -330,6 +399,7 @@ static void head_rules(head_kind kind, const tensor_rule **in_encoder, const ten
     *beside = kind == HEAD_BERT      ? bert_head
               : kind == HEAD_ROBERTA ? roberta_head
               : kind == HEAD_DISTILBERT ? distilbert_head
+              : kind == HEAD_DEBERTA    ? deberta_head
                                         : no_head;
 }
 
@@ -350,6 +420,7 @@ static const tensor_map *map_of(architecture kind)
     static const tensor_rule *const nomic_layers[] = {nomic_layer, NULL};
     static const tensor_rule *const modernbert_layers[] = {modernbert_layer, NULL};
     static const tensor_rule *const qwen2_layers[] = {qwen2_layer, NULL};
+    static const tensor_rule *const deberta_layer[] = {deberta_attention, bert_ffn, NULL};
     static const tensor_map bert = {bert_prefixes, bert_model, bert_layer, bert_unused,
                                     bert_pretraining};
     static const tensor_map mpnet = {mpnet_prefixes, mpnet_model, mpnet_layer, bert_unused,
@@ -365,7 +436,10 @@ static const tensor_map *map_of(architecture kind)
                                           modernbert_pretraining};
     static const tensor_map qwen2 = {qwen2_prefixes, qwen2_model, qwen2_layers, no_unused,
                                      mpnet_pretraining};
+    static const tensor_map deberta = {deberta_prefixes, deberta_model, deberta_layer, no_unused,
+                                       deberta_pretraining};
     switch (kind) {
+    case ARCH_DEBERTA_V2: return &deberta;
     case ARCH_MPNET: return &mpnet;
     case ARCH_DISTILBERT: return &distilbert;
     case ARCH_JINA_BERT: return &jina;

@@ -15,6 +15,10 @@ tfenc, each a tokenizer.json in OUTPUT_DIR, on the lines of TRAINING_TEXT:
                    TemplateProcessing, added tokens with single_word / rstrip
   spm-unigram      SentencePiece Unigram converted as transformers converts
                    XLM-RoBERTa: Precompiled charsmap + Replace, Metaspace
+  spm-deberta      SentencePiece Unigram with DeBERTa-v3's special pieces ([PAD],
+                   [CLS], [SEP], [UNK]) converted by transformers'
+                   DebertaV2TokenizerFast: Strip + Precompiled + Replace,
+                   Sequence[Metaspace], TemplateProcessing [CLS] $A [SEP]
   spm-bpe          SentencePiece BPE with byte_fallback, converted as Llama:
                    Prepend + Replace, BPE byte_fallback, fuse_unk
 
@@ -139,6 +143,14 @@ def spm_unigram(lines, out):
     convert_slow_tokenizer(XLMRobertaTokenizer(vocab_file=path)).save(out)
 
 
+def spm_deberta(lines, out):
+    from transformers import DebertaV2TokenizerFast
+    path = sentencepiece_model(lines, out[:-5], "unigram", pad_id=0, pad_piece="[PAD]",
+                               bos_id=1, bos_piece="[CLS]", eos_id=2, eos_piece="[SEP]",
+                               unk_id=3, unk_piece="[UNK]")
+    DebertaV2TokenizerFast(vocab_file=path)._tokenizer.save(out)
+
+
 def spm_bpe(lines, out):
     from transformers import LlamaTokenizer
     from transformers.convert_slow_tokenizer import convert_slow_tokenizer
@@ -153,7 +165,8 @@ def main():
     for name, make in [("wordpiece", wordpiece), ("wordpiece-nfd", wordpiece_nfd),
                        ("bpe-bytelevel", bpe_bytelevel), ("bpe-split", bpe_split),
                        ("bpe-char", bpe_char), ("unigram", unigram),
-                       ("spm-unigram", spm_unigram), ("spm-bpe", spm_bpe)]:
+                       ("spm-unigram", spm_unigram), ("spm-deberta", spm_deberta),
+                       ("spm-bpe", spm_bpe)]:
         make(lines, os.path.join(output, name + ".json"))
 
 

@@ -1,0 +1,296 @@
+/* DeBERTa-v2/v3's disentangled attention terms: the relative embeddings
+ * through the layer's maps once at create(), c2p and p2c as dot products
+ * against them, a table lookup per score. */
+#include "disentangled_position.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "attention_kernel.h"
+#include "layers.h"
+
+int disentangled_bucket(int relative_position, int position_buckets, int max_relative_positions)
+{
+    const int mid = position_buckets / 2;
+    const int magnitude = abs(relative_position);
+    /* transformers keeps distances up to mid as they are */
+    if (magnitude <= mid)
+        return relative_position;
+    /* torch: abs_pos / mid in float32, log(tensor((max - 1) / mid)) of a
+     * float32 made from a double, ceil(... * (mid - 1)) + mid */
+    const float numerator = logf((float)magnitude / (float)mid);
+    const float denominator = logf((float)((double)(max_relative_positions - 1) / mid));
+    const float bucket = ceilf(numerator / denominator * (float)(mid - 1)) + (float)mid;
+    return relative_position < 0 ? -(int)bucket : (int)bucket;
+}
+
+/* y[rows][out] = scale * (x[rows][in] W^T + b), W [out][in] (b may be NULL),
+ * once per layer at create(): 2 span x d x d multiply-adds per map, which
+ * as a scalar loop in double delayed the start by 0.35 s per layer of
+ * DeBERTa-v3-base; in float vectors, as transformers' float32 product. */
+TFENC_VECTOR_CLONES
+static void map_rows(const float *x, int rows, int in, const float *weight, const float *bias,
+                     int out, float scale, float *y)
+{
+    for (int r = 0; r < rows; r++)
+        for (int o = 0; o < out; o++) {
+            const float *w = weight + (size_t)o * in, *v = x + (size_t)r * in;
+            float sum = 0.0f;
+#pragma omp simd reduction(+ : sum)
+            for (int e = 0; e < in; e++)
+                sum += w[e] * v[e];
+            y[(size_t)r * out + o] = scale * (sum + (bias != NULL ? bias[o] : 0.0f));
+        }
+}
+
+/* [rows][n_heads * head_dim] -> [n_heads][head_dim][rows]: per head the
+ * embeddings' dims as rows, so that one query's 2 span dot products are
+ * multiply-adds along a row (project()), without a horizontal sum each. */
+static void split_heads_transposed(const float *rows_by_head, int rows, int n_heads,
+                                   int head_dim, float *heads)
+{
+    for (int r = 0; r < rows; r++)
+        for (int h = 0; h < n_heads; h++)
+            for (int e = 0; e < head_dim; e++)
+                heads[((size_t)h * head_dim + e) * rows + r] =
+                    rows_by_head[(size_t)r * n_heads * head_dim + (size_t)h * head_dim + e];
+}
+
+/* A d x d map and its bias: the layer's Q or K rows (`part` 0 or 1 of the
+ * fused qkv_weight, or part_names[part]) or a map of its own. */
+static int load_map(tfenc_weights *weights, const char *weight_name, const char *bias_name,
+                    int64_t first_row, int d_model, int with_bias, const float **weight,
+                    const float **bias)
+{
+    int64_t dims[2] = {-1, d_model};
+    int status = tfenc_weight_load(weights, weight_name, 2, dims, weight);
+    if (status != TFENC_OK)
+        return status;
+    *weight += first_row * d_model;
+    *bias = NULL;
+    if (!with_bias)
+        return TFENC_OK;
+    int64_t bias_dims[1] = {-1};
+    if ((status = tfenc_weight_load(weights, bias_name, 1, bias_dims, bias)) != TFENC_OK)
+        return status;
+    *bias += first_row;
+    return TFENC_OK;
+}
+
+/* The relative embeddings [2 span, d] after their LayerNorm (torch's:
+ * biased variance, eps inside the root). */
+static int load_embeddings(tfenc_context *ctx, tfenc_weights *weights,
+                           const disentangled_settings *settings, int span, int d,
+                           float *normalised)
+{
+    int64_t dims[2] = {-1, d};
+    const float *table;
+    int status = tfenc_weight_load(weights, "relative_embeddings", 2, dims, &table);
+    if (status != TFENC_OK)
+        return status;
+    if (dims[0] < 2 * (int64_t)span)
+        return tfenc_error(ctx, TFENC_ERR_WEIGHTS,
+                           "mha: relative_embeddings has %lld rows, fewer than 2 * %d (twice "
+                           "position_buckets, or max_relative_positions without buckets)",
+                           (long long)dims[0], span);
+    const float *norm_weight = NULL, *norm_bias = NULL;
+    if (settings->relative_norm) {
+        int64_t norm_dims[1] = {d};
+        if ((status = tfenc_weight_load(weights, "relative_norm_weight", 1, norm_dims,
+                                        &norm_weight)) != TFENC_OK ||
+            (status = tfenc_weight_load(weights, "relative_norm_bias", 1, norm_dims,
+                                        &norm_bias)) != TFENC_OK)
+            return status;
+    }
+    for (int b = 0; b < 2 * span; b++) {
+        const float *row = table + (size_t)b * d;
+        float *out = normalised + (size_t)b * d;
+        if (!settings->relative_norm) {
+            memcpy(out, row, (size_t)d * sizeof(float));
+            continue;
+        }
+        double mean = 0.0, variance = 0.0;
+        for (int e = 0; e < d; e++)
+            mean += row[e];
+        mean /= d;
+        for (int e = 0; e < d; e++)
+            variance += (row[e] - mean) * (row[e] - mean);
+        const double inverse = 1.0 / sqrt(variance / d + settings->relative_norm_eps);
+        for (int e = 0; e < d; e++)
+            out[e] = (float)((row[e] - mean) * inverse * norm_weight[e] + norm_bias[e]);
+    }
+    return TFENC_OK;
+}
+
+/* k_rel and q_rel, times scale, per head. */
+static int load_relative_maps(tfenc_context *ctx, tfenc_weights *weights,
+                              const disentangled_settings *settings, int d, int qkv_fused,
+                              int bias, float scale, disentangled_position *position)
+{
+    const int rows = 2 * position->span;
+    float *normalised = malloc((size_t)rows * d * sizeof(float));
+    float *mapped = malloc((size_t)rows * d * sizeof(float));
+    position->key_relative = malloc((size_t)rows * d * sizeof(float));
+    position->query_relative = malloc((size_t)rows * d * sizeof(float));
+    int status = TFENC_OK;
+    if (normalised == NULL || mapped == NULL || position->key_relative == NULL ||
+        position->query_relative == NULL)
+        status = tfenc_error(ctx, TFENC_ERR_NO_MEMORY,
+                             "mha: out of memory for the relative embeddings");
+    if (status == TFENC_OK)
+        status = load_embeddings(ctx, weights, settings, position->span, d, normalised);
+    /* c2p uses the K map, p2c the Q map: index 0 key, 1 query */
+    for (int which = 0; which < 2 && status == TFENC_OK; which++) {
+        if (which == 0 ? !position->content_to_position : !position->position_to_content)
+            continue;
+        const float *weight, *map_bias;
+        if (!settings->share_att_key)
+            status = load_map(weights, which == 0 ? "position_key_weight" : "position_query_weight",
+                              which == 0 ? "position_key_bias" : "position_query_bias", 0, d, 1,
+                              &weight, &map_bias);
+        else if (qkv_fused)
+            status = load_map(weights, "qkv_weight", "qkv_bias", which == 0 ? d : 0, d, bias,
+                              &weight, &map_bias);
+        else
+            status = load_map(weights, which == 0 ? "k_weight" : "q_weight",
+                              which == 0 ? "k_bias" : "q_bias", 0, d, bias, &weight, &map_bias);
+        if (status != TFENC_OK)
+            break;
+        map_rows(normalised, rows, d, weight, map_bias, d, scale, mapped);
+        split_heads_transposed(mapped, rows, position->n_heads, position->head_dim,
+                               which == 0 ? position->key_relative
+                                          : position->query_relative);
+    }
+    free(normalised);
+    free(mapped);
+    return status;
+}
+
+int disentangled_position_load(tfenc_context *ctx, tfenc_weights *weights,
+                               const disentangled_settings *settings, int d_model, int n_heads,
+                               int longest, float scale, int qkv_fused, int bias,
+                               disentangled_position *position)
+{
+    memset(position, 0, sizeof *position);
+    position->n_heads = n_heads;
+    position->head_dim = d_model / n_heads;
+    position->span = settings->position_buckets > 0 ? settings->position_buckets
+                                                    : settings->max_relative_positions;
+    position->longest = longest > 0 ? longest : 1;
+    position->content_to_position = settings->content_to_position;
+    position->position_to_content = settings->position_to_content;
+
+    size_t count = 2 * (size_t)position->longest - 1;
+    position->row_of = malloc(count * sizeof(int));
+    if (position->row_of == NULL)
+        return tfenc_error(ctx, TFENC_ERR_NO_MEMORY, "mha: out of memory for relative positions");
+    for (int key_minus_query = 1 - position->longest; key_minus_query < position->longest;
+         key_minus_query++) {
+        int relative = -key_minus_query; /* transformers' query minus key */
+        if (settings->position_buckets > 0)
+            relative = disentangled_bucket(relative, settings->position_buckets,
+                                           settings->max_relative_positions);
+        int row = relative + position->span;
+        row = row < 0 ? 0 : row > 2 * position->span - 1 ? 2 * position->span - 1 : row;
+        position->row_of[key_minus_query + position->longest - 1] = row;
+    }
+    return load_relative_maps(ctx, weights, settings, d_model, qkv_fused, bias, scale, position);
+}
+
+void disentangled_position_free(disentangled_position *position)
+{
+    free(position->row_of);
+    free(position->key_relative);
+    free(position->query_relative);
+    position->row_of = NULL;
+    position->key_relative = position->query_relative = NULL;
+}
+
+size_t disentangled_prepared_floats(const disentangled_position *position)
+{
+    return position->content_to_position
+               ? (size_t)ATTENTION_QUERY_BLOCK * 2 * (size_t)position->span
+               : 0;
+}
+
+size_t disentangled_position_to_content_floats(const disentangled_position *position,
+                                               int tokens)
+{
+    return position->position_to_content
+               ? (size_t)(tokens > 0 ? tokens : 0) * position->n_heads * 2 * position->span
+               : 0;
+}
+
+/* out[b] = x . column b of transposed ([head_dim][count]), for every b. */
+TFENC_VECTOR_CLONES
+static void project(const float *x, const float *transposed, int count, int head_dim,
+                    float *out)
+{
+    for (int b = 0; b < count; b++)
+        out[b] = 0.0f;
+    for (int e = 0; e < head_dim; e++) {
+        const float value = x[e];
+        const float *row = transposed + (size_t)e * count;
+#pragma omp simd
+        for (int b = 0; b < count; b++)
+            out[b] += value * row[b];
+    }
+}
+
+void disentangled_fill_position_to_content(const disentangled_position *position,
+                                           const float *keys, int stride, int tokens,
+                                           float *table)
+{
+    if (!position->position_to_content)
+        return;
+    const int width = 2 * position->span, head_dim = position->head_dim;
+    const int heads = position->n_heads;
+    TFENC_PARALLEL_FOR(t, tokens, (double)tokens * heads * width * head_dim, {
+        for (int h = 0; h < heads; h++)
+            project(keys + (size_t)t * stride + (size_t)h * head_dim,
+                    position->query_relative + (size_t)h * head_dim * width, width, head_dim,
+                    table + ((size_t)t * heads + h) * width);
+    });
+}
+
+void disentangled_prepare(const void *state, int head, const float *queries, int query_stride,
+                          int first_query, int rows, float *prepared)
+{
+    const disentangled_position *position = ((const disentangled_sequence *)state)->position;
+    const int width = 2 * position->span, head_dim = position->head_dim;
+    (void)first_query;
+    if (!position->content_to_position)
+        return;
+    for (int r = 0; r < rows; r++)
+        project(queries + (size_t)r * query_stride,
+                position->key_relative + (size_t)head * head_dim * width, width, head_dim,
+                prepared + (size_t)r * width);
+}
+
+TFENC_VECTOR_CLONES
+void disentangled_add(const void *state, int head, int first_query, int rows, int first_key,
+                      int keys, float *tile, int tile_stride, const float *prepared)
+{
+    const disentangled_sequence *sequence = state;
+    const disentangled_position *position = sequence->position;
+    const int width = 2 * position->span;
+    const size_t key_stride = (size_t)position->n_heads * width;
+    for (int r = 0; r < rows; r++) {
+        /* row_of[c]: the embedding row of key first_key + c for this query */
+        const int *row_of =
+            position->row_of + (position->longest - 1) + first_key - (first_query + r);
+        float *scores = tile + (size_t)r * tile_stride;
+        if (position->content_to_position) {
+            const float *c2p = prepared + (size_t)r * width;
+            for (int c = 0; c < keys; c++)
+                scores[c] += c2p[row_of[c]];
+        }
+        if (position->position_to_content) {
+            const float *p2c = sequence->position_to_content + (size_t)first_key * key_stride +
+                               (size_t)head * width;
+            for (int c = 0; c < keys; c++)
+                scores[c] += p2c[(size_t)c * key_stride + row_of[c]];
+        }
+    }
+}
