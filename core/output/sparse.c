@@ -572,7 +572,7 @@ int tfenc_sparse_finish(tfenc_context *ctx, tfenc_output *output,
                      : plan_rows(ctx, output, options, &scan, indptr);
     }
     /* rank 0's verdict and the entry count, for every writer */
-    long long shared[2] = {status, status == TFENC_OK ? indptr[n] : 0};
+    long long shared[2] = {status, rank == 0 && status == TFENC_OK ? indptr[n] : 0};
     if (writers != MPI_COMM_NULL)
         MPI_Bcast(shared, 2, MPI_LONG_LONG, 0, writers);
     int agreed = (int)shared[0];

@@ -24,6 +24,10 @@ usage: sparse.py make OUT_DIR SENTENCES
          vocabulary, and as a dense matrix lies within TOLERANCE (1e-4) of
          the reference everywhere: the same non-zero set, except for entries
          within the tolerance of zero on both sides.
+       sparse.py thinned FULL.h5 THINNED.h5 K THRESHOLD
+         Each row of THINNED is FULL's row cut to its values above
+         THRESHOLD, and of those the K largest (the smaller index first
+         among equal values), bit for bit.
        sparse.py same A.h5 B.h5...
          The CSR datasets and the vocabulary of every file are bitwise equal.
 
@@ -175,6 +179,27 @@ def compare(reference_path, path, label, tolerance=TOLERANCE):
     return 0
 
 
+def thinned(full_path, path, k, threshold):
+    indptr, indices, values, _, _ = read_csr(full_path)
+    got = read_csr(path)
+    failed = 0
+    for i in range(len(indptr) - 1):
+        row = slice(indptr[i], indptr[i + 1])
+        keep = values[row] > threshold
+        columns, kept = indices[row][keep], values[row][keep]
+        order = np.lexsort((columns, -kept))[:k]  # by value, then index
+        chosen = np.sort(columns[order])
+        want_values = dict(zip(columns.tolist(), kept.tolist()))
+        got_row = slice(got[0][i], got[0][i + 1])
+        if not np.array_equal(got[1][got_row], chosen) or not np.array_equal(
+                got[2][got_row], np.array([want_values[c] for c in chosen], dtype=np.float32)):
+            print(f"row {i}: {got[0][i + 1] - got[0][i]} entries, expected {len(chosen)} "
+                  f"(the {k} largest above {threshold})")
+            failed = 1
+    print(f"thinned: {len(got[2])} values kept of {len(values)}")
+    return failed
+
+
 def same(paths):
     first = read_csr(paths[0])
     failed = 0
@@ -194,5 +219,7 @@ if __name__ == "__main__":
     elif sys.argv[1] == "compare":
         sys.exit(compare(sys.argv[2], sys.argv[3], sys.argv[4],
                          float(sys.argv[5]) if len(sys.argv) > 5 else TOLERANCE))
+    elif sys.argv[1] == "thinned":
+        sys.exit(thinned(sys.argv[2], sys.argv[3], int(sys.argv[4]), float(sys.argv[5])))
     elif sys.argv[1] == "same":
         sys.exit(same(sys.argv[2:]))
