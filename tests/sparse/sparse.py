@@ -17,8 +17,9 @@ usage: sparse.py make OUT_DIR SENTENCES
          and in each OUT_DIR/KIND/reference.h5 `dense [N, V]`: each sentence's
          row, SpladePooling's formula over the model's MLM logits in padded
          batches, max over the tokens the attention mask keeps of
-         log(1 + relu(logits)).
-       sparse.py compare REFERENCE.h5 TFENC.h5 LABEL [TOLERANCE]
+         log(1 + relu(logits)); for bert also `dense_sum`, the sum instead
+         (SPLADE v1, pooling = sum).
+       sparse.py compare REFERENCE.h5 TFENC.h5 LABEL [TOLERANCE [DATASET]]
          tfenc's CSR (sparse_indptr, sparse_indices, sparse_values) is well
          formed (indices ascending in each row, values > 0), names the
          vocabulary, and as a dense matrix lies within TOLERANCE (1e-4) of
@@ -72,7 +73,7 @@ def masked_lm(kind, vocab_size):
         max_position_embeddings=512, dropout=0.0, attention_dropout=0.0))
 
 
-def splade_rows(model, tokenizer, lines):
+def splade_rows(model, tokenizer, lines, pooling="max"):
     rows = []
     with torch.no_grad():
         # small batches: the logits are [batch, tokens, 30522]
@@ -83,7 +84,7 @@ def splade_rows(model, tokenizer, lines):
                            attention_mask=batch["attention_mask"]).logits
             # SpladePooling: max over the masked tokens of log1p(relu(logits))
             values = torch.log1p(torch.relu(logits)) * batch["attention_mask"].unsqueeze(-1)
-            rows.append(values.max(dim=1).values)
+            rows.append(values.sum(dim=1) if pooling == "sum" else values.max(dim=1).values)
     return torch.cat(rows).numpy().astype(np.float32)
 
 
@@ -104,6 +105,8 @@ def make(out_dir, sentences):
         reference = splade_rows(model, tokenizer, lines)
         with h5py.File(os.path.join(directory, "reference.h5"), "w") as f:
             f["dense"] = reference
+            if kind == "bert":  # SPLADE v1's pooling, for pooling = sum
+                f["dense_sum"] = splade_rows(model, tokenizer, lines, "sum")
         if kind == "bert":
             make_sparse_encoder(os.path.join(out_dir, "splade"), model, tokenizer, reference)
 
@@ -140,9 +143,9 @@ def read_csr(path):
     return indptr, indices, values, vocabulary, complete
 
 
-def compare(reference_path, path, label, tolerance=TOLERANCE):
+def compare(reference_path, path, label, tolerance=TOLERANCE, dataset="dense"):
     with h5py.File(reference_path, "r") as f:
-        reference = f["dense"][...]
+        reference = f[dataset][...]
     indptr, indices, values, vocabulary, complete = read_csr(path)
     n, width = reference.shape
     problems = []
@@ -218,7 +221,8 @@ if __name__ == "__main__":
         make(sys.argv[2], sys.argv[3])
     elif sys.argv[1] == "compare":
         sys.exit(compare(sys.argv[2], sys.argv[3], sys.argv[4],
-                         float(sys.argv[5]) if len(sys.argv) > 5 else TOLERANCE))
+                         float(sys.argv[5]) if len(sys.argv) > 5 else TOLERANCE,
+                         sys.argv[6] if len(sys.argv) > 6 else "dense"))
     elif sys.argv[1] == "thinned":
         sys.exit(thinned(sys.argv[2], sys.argv[3], int(sys.argv[4]), float(sys.argv[5])))
     elif sys.argv[1] == "same":

@@ -136,6 +136,34 @@ encode bert 1 1 top.h5 --set job.sparse_top_k=64 --set job.sparse_threshold=0.5 
   && "$TFENC_VENV_PYTHON" "$script" thinned "$work/bert/fp32.h5" "$work/bert/top.h5" 64 0.5 \
   || fail "sparse_top_k = 64, sparse_threshold = 0.5: not the rows' 64 largest values above 0.5"
 
+# docs/output.md's scipy.sparse recipe (marked readme-test: covered by
+# tests/sparse/sparse.sh) runs on this output and prints five documents and
+# five tokens (with random weights the ranking itself means nothing).
+cp "$work/bert/fp32.h5" "$work/bert/sparse.h5"
+awk '/readme-test: covered by tests\/sparse\/sparse.sh/ { marked = 1; next }
+     marked && /^```python/ { inside = 1; next }
+     inside && /^```/ { inside = 0; marked = 0; next }
+     inside { print }
+     !/^$/ && !/^```/ { if (!inside) marked = marked && /readme-test/ }' \
+  "$srcdir/docs/output.md" > "$work/recipe.py"
+if [ ! -s "$work/recipe.py" ]; then
+  fail "docs/output.md has no python block marked for this test"
+elif (cd "$work/bert" && "$python" "$work/recipe.py") > "$work/recipe.out" 2>&1; then
+  { sed -n 1p "$work/recipe.out" | grep -Eq '^\[ *[0-9]+( +[0-9]+){4}\]$' \
+      && sed -n 2p "$work/recipe.out" | grep -Eq "^\[('[^']*', ){4}'[^']*'\]$"; } \
+    || fail "docs/output.md's recipe does not print five documents and five tokens: $(cat "$work/recipe.out")"
+else
+  fail "docs/output.md's recipe fails: $(tail -n 1 "$work/recipe.out")"
+fi
+
+# SPLADE v1's sum over the tokens (pooling = sum) instead of the max: sums
+# of up to 60 values reach about 100, where float32 in another order leaves
+# a few 1e-4 (1e-6 relative), hence 1e-3.
+encode bert 1 1 sum.h5 --set head.pooling=sum \
+  && "$TFENC_VENV_PYTHON" "$script" compare "$work/bert/reference.h5" "$work/bert/sum.h5" \
+    "sparse: pooling = sum" 1e-3 dense_sum \
+  || fail "pooling = sum: not the sum over the tokens"
+
 # --status and --dry-run say what the file holds and what the head costs.
 "$driver" --status "$work/bert/top.h5" \
   | grep -q "^output: sparse \[40 documents, 30522 columns, named by vocabulary\].* the 64 largest above 0.5" \
