@@ -136,7 +136,23 @@ static void print_report(const tfenc_inspection *i)
         printf("output: scores [%lld documents, %lld labels], %s, id2label %s",
                (long long)i->n_documents, (long long)i->d_model, or_unknown(i->dtype),
                i->id2label != NULL && i->id2label[0] != '\0' ? i->id2label : "(none)");
-    else
+    else if (i->output_kind != NULL && strcmp(i->output_kind, "sparse") == 0) {
+        printf("output: sparse [%lld documents, %lld columns%s], CSR sparse_indptr, "
+               "sparse_indices, sparse_values: ", (long long)i->n_documents,
+               (long long)i->d_model, i->has_vocabulary ? ", named by vocabulary" : "");
+        if (i->sparse_values >= 0)
+        {
+            printf("%lld values (%.1f a document), ", (long long)i->sparse_values,
+                   i->n_documents > 0 ? (double)i->sparse_values / (double)i->n_documents : 0.0);
+            if (i->sparse_top_k > 0)
+                printf("the %lld largest", (long long)i->sparse_top_k);
+            else
+                printf("every value");
+            printf(" above %g of each row", i->sparse_threshold);
+        }
+        else
+            printf("written when the job completes (the rows wait in %s.sparse-*)", i->path);
+    } else
         printf("output: %s, %s, d_model %lld", or_unknown(i->output_kind), or_unknown(i->dtype),
                (long long)i->d_model);
     if (i->n_tokens >= 0)

@@ -321,7 +321,20 @@ static void print_plan(void *user, const tfenc_run_plan *p)
         printf("output: %s (scores [%lld, %d] of the model's head, %s; id2label %s)\n",
                p->output_path, (long long)p->n_documents, p->scores_width,
                tfenc_output_dtype_name(p->dtype), p->labels != NULL ? p->labels : "(none)");
-    else
+    else if (p->output_kind == TFENC_OUTPUT_SPARSE) {
+        printf("output: %s (sparse [%lld, %d] over the vocabulary, CSR: sparse_indptr, "
+               "sparse_indices, sparse_values; ", p->output_path, (long long)p->n_documents,
+               p->sparse_width);
+        if (p->sparse_top_k > 0)
+            printf("the %ld largest values", p->sparse_top_k);
+        else
+            printf("every value");
+        printf(" above %g of each row)\n", p->sparse_threshold);
+        /* The head's map onto the vocabulary, the cost a SPLADE job adds. */
+        printf("vocabulary projection: %.3f TFLOP (2 x %d x d_model %d per token)\n",
+               2.0 * p->sparse_width * p->d_model * (double)p->n_tokens / 1e12, p->sparse_width,
+               p->d_model);
+    } else
         printf("output: %s (%s, %s)\n", p->output_path, tfenc_output_kind_name(p->output_kind),
                tfenc_output_dtype_name(p->dtype));
     printf("corpus: %s, %lld documents, %lld tokens after truncation (mean %.1f)\n",

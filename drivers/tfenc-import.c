@@ -51,11 +51,13 @@ static void usage(FILE *stream)
 {
     fprintf(stream,
             "usage: tfenc-import HF_MODEL_DIR -o MODEL.h5 [--job JOB.ini] "
-            "[--dtype float32|float16|bfloat16]\n"
+            "[--dtype float32|float16|bfloat16] [--sparse]\n"
             "Converts a Hugging Face checkpoint (config.json, model.safetensors, vocab.txt,\n"
             "sentence-transformers modules) of BERT, RoBERTa, XLM-R, ELECTRA, DistilBERT,\n"
             "MPNet, Qwen2, NomicBERT, ModernBERT or JinaBERT v2 into a tfenc weights file\n"
-            "and, with --job, a job file that computes the same embeddings.\n");
+            "and, with --job, a job file that computes the same embeddings.\n"
+            "--sparse: a *ForMaskedLM checkpoint's masked-LM head becomes a splade head,\n"
+            "whose job writes SPLADE sparse vectors (a SparseEncoder folder implies it).\n");
 }
 
 /* The files of the model folder (two levels: the sentence-transformers
@@ -152,6 +154,7 @@ static char *temporary_name(const char *path)
 typedef struct import_arguments {
     const char *model_dir, *output, *job;
     storage_dtype dtype;
+    int sparse; /* --sparse */
 } import_arguments;
 
 /* Parses argv into *args. Returns -1 to go on, else the exit status (0 after
@@ -164,6 +167,8 @@ static int parse_arguments(int argc, char **argv, import_arguments *args)
         if (strcmp(arg, "-h") == 0 || strcmp(arg, "--help") == 0) {
             usage(stdout);
             return 0;
+        } else if (strcmp(arg, "--sparse") == 0) {
+            args->sparse = 1;
         } else if (strcmp(arg, "--version") == 0) {
             printf("%s\n", IMPORTER_VERSION);
             return 0;
@@ -217,6 +222,8 @@ static int read_model(importer *self)
     int status = import_read_modules(self, &pooling_dir);
     if (status == TFENC_OK)
         status = import_read_config(self);
+    if (status == TFENC_OK && self->sparse)
+        status = import_sparse_head(self);
     if (status == TFENC_OK && pooling_dir != NULL)
         status = import_read_pooling(self, pooling_dir);
     if (status == TFENC_OK)
@@ -285,7 +292,7 @@ int main(int argc, char **argv)
     H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
     tfenc_context ctx;
     tfenc_context_init(&ctx);
-    importer self = {.ctx = &ctx, .dtype = args.dtype};
+    importer self = {.ctx = &ctx, .dtype = args.dtype, .sparse = args.sparse};
     int status = TFENC_OK;
     self.model_dir = strdup(args.model_dir);
     self.transformer_dir = strdup(args.model_dir);

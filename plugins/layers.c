@@ -1,6 +1,6 @@
 /* Entry point of the layers plugin: enumerates the per-token and pooling
- * layer types (embedding, sinusoidal, ffn, layernorm, rmsnorm, pooling) and the
- * classification head (classifier). */
+ * layer types (embedding, sinusoidal, ffn, layernorm, rmsnorm, pooling), the
+ * classification head (classifier) and the sparse masked-LM head (splade). */
 #include "layers.h"
 
 /* Each type's source file declares it next to its descriptor
@@ -13,6 +13,7 @@ static const tfenc_layer_descriptor *const layer_types[] = {
     &tfenc_layers_rmsnorm,
     &tfenc_layers_pooling,
     &tfenc_layers_classifier,
+    &tfenc_layers_splade,
 };
 
 TFENC_EXPORT const tfenc_layer_descriptor *tfenc_plugin_descriptor(unsigned index);

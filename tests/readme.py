@@ -58,7 +58,11 @@ How each block is exercised:
                            tests/run-all.sh, which CI runs); the block is
                            checked statically: every program is known, options
                            against --help, make targets exist, the directories
-                           it enters and the files it runs exist.
+                           it enters and the files it runs exist. A python
+                           block so marked (a recipe that needs a file only
+                           TEST makes, which TEST then runs, taking the block
+                           from the document) must compile and its imports
+                           must resolve in Debian's Python.
 
 Any other block or annotation fails the test, so a document cannot gain a
 command that nothing exercises.
@@ -661,6 +665,24 @@ def handle(block, context):
         check_ini(block, sandbox, environment)
     elif block.language == "python" and annotation is None:
         run_in(sandbox, block.body, block, environment, shell=(REFERENCE_PYTHON, "-c"))
+    elif block.language == "python" and annotation and annotation.startswith("covered by "):
+        test = annotation[len("covered by "):]
+        document = block.where.split(":")[0]
+        test_text = (open(os.path.join(SRCDIR, test)).read()
+                     if os.path.isfile(os.path.join(SRCDIR, test)) else "")
+        check(test in context["make_check_tests"] and document in test_text
+              and "readme-test: covered by" in test_text,
+              f"{block.where}: {test} exists, make check runs it, and it takes this block "
+              f"from {document} by its marker")
+        imports = sorted(set(re.findall(r"^\s*import ([\w.]+(?:\s*,\s*[\w.]+)*)", block.body,
+                                        re.M)))
+        modules = [m.strip() for line in imports for m in line.split(",")]
+        probe = "import ast, sys\nast.parse(sys.stdin.read())\n" + "".join(
+            f"import {m}\n" for m in modules)
+        result = subprocess.run([REFERENCE_PYTHON, "-c", probe], input=block.body, text=True,
+                                capture_output=True)
+        check(result.returncode == 0, f"{block.where}: compiles and imports "
+              f"{', '.join(modules)}: {result.stderr.strip()[-200:]}")
     elif block.language == "c" and annotation is None:
         check_c(block, context["plugin_header"])
     else:

@@ -49,6 +49,20 @@ void tfenc_context_set_scope(tfenc_context *ctx, const char *scope)
     ctx->scope = scope;
 }
 
+void tfenc_context_set_sparse_sink(tfenc_context *ctx, tfenc_sparse_sink sink, void *user)
+{
+    ctx->sparse_sink = sink;
+    ctx->sparse_sink_user = user;
+}
+
+int tfenc_sparse_row(tfenc_context *ctx, int sequence, int n, const int32_t *indices,
+                     const float *values)
+{
+    if (ctx == NULL || ctx->sparse_sink == NULL)
+        return TFENC_OK;
+    return ctx->sparse_sink(ctx->sparse_sink_user, ctx, sequence, n, indices, values);
+}
+
 int tfenc_verror(tfenc_context *ctx, int status, const char *format, va_list args)
 {
     /* The first error is the cause; later ones are usually its consequences. */

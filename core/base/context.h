@@ -9,10 +9,18 @@
 
 #define TFENC_MESSAGE_MAX 1024
 
+/* Receives the rows of tfenc_sparse_row() (plugin.h); returns a status. */
+typedef int (*tfenc_sparse_sink)(void *user, tfenc_context *ctx, int sequence, int n,
+                                 const int32_t *indices, const float *values);
+
 struct tfenc_context {
     int status;                        /* TFENC_OK while no error is recorded */
     char message[TFENC_MESSAGE_MAX];   /* one line, no trailing newline */
     const char *scope;                 /* prefixed to plugin messages, e.g. "layer encoder.3.ffn" */
+    /* Where tfenc_sparse_row() sends a SPARSE layer's rows (the last
+     * stage's output side), or NULL: the rows are dropped. */
+    tfenc_sparse_sink sparse_sink;
+    void *sparse_sink_user;
 };
 
 void tfenc_context_init(tfenc_context *ctx);
@@ -21,6 +29,9 @@ void tfenc_context_clear(tfenc_context *ctx);
 const char *tfenc_context_message(const tfenc_context *ctx);
 /* While set, messages recorded through tfenc_error() start with "SCOPE: ". */
 void tfenc_context_set_scope(tfenc_context *ctx, const char *scope);
+/* Sends the rows of SPARSE layers to sink(user, ...) until set again (NULL
+ * drops them). */
+void tfenc_context_set_sparse_sink(tfenc_context *ctx, tfenc_sparse_sink sink, void *user);
 int tfenc_verror(tfenc_context *ctx, int status, const char *format, va_list args);
 
 #endif

@@ -826,9 +826,18 @@ int tfenc_model_output(tfenc_context *ctx, const tfenc_model *model, tfenc_layer
     if (output->kind == TFENC_LAYER_OUTPUT_SCORES && last->norm.descriptor != NULL)
         return tfenc_error(ctx, TFENC_ERR_CONFIG, "%s writes scores, which a norm after it "
                            "would change: give it no norm", last->layer.scope);
-    if (output->kind != TFENC_LAYER_OUTPUT_HIDDEN && output->kind != TFENC_LAYER_OUTPUT_SCORES)
+    /* SPARSE is ABI 1.3: a 1.2 plugin cannot mean it. */
+    const int sparse = output->kind == TFENC_LAYER_OUTPUT_SPARSE && d->abi_minor >= 3;
+    if (output->kind != TFENC_LAYER_OUTPUT_HIDDEN && output->kind != TFENC_LAYER_OUTPUT_SCORES &&
+        !sparse)
         return tfenc_error(ctx, TFENC_ERR_PLUGIN, "%s declares an unknown output kind %d",
                            last->layer.scope, (int)output->kind);
+    if (sparse && output->width < 1)
+        return tfenc_error(ctx, TFENC_ERR_PLUGIN, "%s declares sparse rows of %d columns",
+                           last->layer.scope, output->width);
+    if (sparse && last->norm.descriptor != NULL)
+        return tfenc_error(ctx, TFENC_ERR_CONFIG, "%s writes sparse rows, which a norm after "
+                           "it would not see: give it no norm", last->layer.scope);
     if (output->kind == TFENC_LAYER_OUTPUT_SCORES && output->labels != NULL)
         return check_labels(ctx, last->layer.scope, output->labels, output->width);
     return TFENC_OK;

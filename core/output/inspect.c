@@ -228,6 +228,58 @@ static int check_dataset(tfenc_context *ctx, const char *path, hid_t file, const
  * names are right but whose contents are not what tfenc writes is not
  * reported as complete. */
 static int check_shapes(tfenc_context *ctx, const char *path, hid_t file,
+                        const tfenc_inspection *inspection);
+
+/* Sparse output (output/sparse.h): lengths, and once the job completed the
+ * CSR, whose entry count the inspection learns. */
+static int check_sparse_shapes(tfenc_context *ctx, const char *path, hid_t file,
+                               tfenc_inspection *inspection)
+{
+    const int64_t n_documents = inspection->n_documents;
+    int64_t documents[1] = {n_documents}, entries[1] = {n_documents >= 0 ? n_documents + 1 : -1};
+    char expected[96];
+    snprintf(expected, sizeof expected, "[n_documents %lld]", (long long)n_documents);
+    int status = check_dataset(ctx, path, file, "lengths", H5T_INTEGER, "integer", 1, documents,
+                               expected);
+    inspection->sparse_values = -1;
+    int written = H5Lexists(file, "sparse_indptr", H5P_DEFAULT) > 0;
+    inspection->has_vocabulary = H5Lexists(file, "vocabulary", H5P_DEFAULT) > 0;
+    H5Eclear2(H5E_DEFAULT);
+    if (status != TFENC_OK || !written) {
+        if (status == TFENC_OK && inspection->complete)
+            status = tfenc_error(ctx, TFENC_ERR_CONFIG, "%s: inconsistent: complete = 1 but no "
+                                 "dataset 'sparse_indptr'", path);
+        return status;
+    }
+    snprintf(expected, sizeof expected, "[n_documents + 1 = %lld]", (long long)entries[0]);
+    status = check_dataset(ctx, path, file, "sparse_indptr", H5T_INTEGER, "integer", 1, entries,
+                           expected);
+    hid_t dataset = status == TFENC_OK ? H5Dopen2(file, "sparse_values", H5P_DEFAULT) : -1;
+    hid_t space = dataset >= 0 ? H5Dget_space(dataset) : -1;
+    hsize_t values = 0;
+    if (space >= 0 && H5Sget_simple_extent_ndims(space) == 1)
+        H5Sget_simple_extent_dims(space, &values, NULL);
+    if (space >= 0)
+        H5Sclose(space);
+    if (dataset >= 0)
+        H5Dclose(dataset);
+    H5Eclear2(H5E_DEFAULT);
+    int64_t count[1] = {(int64_t)values};
+    snprintf(expected, sizeof expected, "[%lld, as sparse_values]", (long long)values);
+    if (status == TFENC_OK)
+        status = check_dataset(ctx, path, file, "sparse_values", H5T_FLOAT, "floating-point", 1,
+                               count, "[entries]");
+    if (status == TFENC_OK)
+        status = check_dataset(ctx, path, file, "sparse_indices", H5T_INTEGER, "integer", 1,
+                               count, expected);
+    int found = 0;
+    inspection->sparse_values = (int64_t)values;
+    inspection->sparse_top_k = read_integer(file, "sparse_top_k", &found);
+    inspection->sparse_threshold = read_double(file, "sparse_threshold");
+    return status;
+}
+
+static int check_shapes(tfenc_context *ctx, const char *path, hid_t file,
                         const tfenc_inspection *inspection)
 {
     const int64_t n_documents = inspection->n_documents, d_model = inspection->d_model;
@@ -558,9 +610,13 @@ int tfenc_inspect_output(tfenc_context *ctx, const char *path, tfenc_inspection 
     int has_complete = 0, found = 0;
     int64_t complete = read_integer(file, "complete", &has_complete);
     inspection->tfenc_version = read_string(file, "tfenc_version");
+    /* Sparse rows reach the file only when the job completes. */
+    char *kind = read_string(file, "output_kind");
+    const int sparse = kind != NULL && strcmp(kind, "sparse") == 0;
+    free(kind);
     int has_rows = H5Lexists(file, "embeddings", H5P_DEFAULT) > 0
                    || H5Lexists(file, "hidden", H5P_DEFAULT) > 0
-                   || H5Lexists(file, "scores", H5P_DEFAULT) > 0;
+                   || H5Lexists(file, "scores", H5P_DEFAULT) > 0 || sparse;
     int has_lengths = H5Lexists(file, "lengths", H5P_DEFAULT) > 0;
     H5Eclear2(H5E_DEFAULT);
     /* An attribute in another form than tfenc's would read as absent. */
@@ -640,7 +696,8 @@ int tfenc_inspect_output(tfenc_context *ctx, const char *path, tfenc_inspection 
             H5Dclose(lengths);
         H5Eclear2(H5E_DEFAULT);
     }
-    status = check_shapes(ctx, path, file, inspection);
+    status = sparse ? check_sparse_shapes(ctx, path, file, inspection)
+                    : check_shapes(ctx, path, file, inspection);
     int64_t first_empty = -1;
     if (status == TFENC_OK)
         status = count_finished(ctx, path, file, rows < 0 ? 0 : rows, inspection, &first_empty);

@@ -43,6 +43,13 @@ typedef struct tfenc_inspection {
     char *created;           /* ISO-8601 UTC, when the file was first created */
     char *output_kind;       /* pooled, tokens or scores */
     char *id2label;          /* scores: the head's label names (JSON); NULL otherwise */
+    /* sparse: the CSR's entries (-1 until the job completes and writes
+     * them, output/sparse.h), its sparse_top_k and sparse_threshold, and
+     * whether the file names the columns (vocabulary) */
+    int64_t sparse_values;
+    int64_t sparse_top_k;
+    double sparse_threshold;
+    int has_vocabulary;
     char *dtype;             /* float32, float16, bfloat16, or compact: int8, uint8,
                               * binary, ubinary (output/quantize.h) */
     char *quantization_source; /* int8 / uint8: where the ranges came from (attribute

@@ -6,6 +6,7 @@ core_libtfenc_la_SOURCES += \
 	core/output/output.c core/output/output.h \
 	core/output/quantize.c core/output/quantize.h \
 	core/output/writer.c core/output/writer.h \
+	core/output/sparse.c core/output/sparse.h \
 	core/output/ownership.c core/output/ownership.h \
 	core/output/fingerprint.c core/output/fingerprint.h \
 	core/output/inspect.c core/output/inspect.h

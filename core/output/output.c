@@ -84,7 +84,8 @@ static int h5_fail(tfenc_context *ctx, int status, const char *path, const char 
 
 /* ------------------------------------------------------------------ names */
 
-const char *const tfenc_output_kind_names[] = {"pooled", "tokens", "scores", "auto", NULL};
+const char *const tfenc_output_kind_names[] = {"pooled", "tokens", "scores", "sparse",
+                                                "auto", NULL};
 const char *const tfenc_output_dtype_names[] = {"float32", "float16", "bfloat16", "int8",
                                                 "uint8", "binary", "ubinary", NULL};
 const char *const tfenc_output_compression_names[] = {"none", "gzip", NULL};
@@ -734,7 +735,10 @@ static int check_free_space(tfenc_context *ctx, const tfenc_output *out,
                             const tfenc_output_options *options)
 {
     const double rows = has_row_runs(out) ? (double)out->n_tokens : (double)out->n_documents;
-    const double row_bytes = (double)out->row_width * (double)out->float_size;
+    /* sparse rows: their size is known only once they are written */
+    const double row_bytes = out->kind == TFENC_OUTPUT_SPARSE
+                                 ? 0.0
+                                 : (double)out->row_width * (double)out->float_size;
     const double per_document = 4 + 4 + (has_row_runs(out) ? 8 : 0) +
                                 (out->chunks != TFENC_CHUNKS_OFF ? 4 : 0) +
                                 (options->has_ids ? (double)out->id_length : 0);
@@ -767,7 +771,8 @@ int tfenc_output_create(tfenc_context *ctx, MPI_Comm writers, const tfenc_output
     if (status == TFENC_OK)
         status = open_file(ctx, out, writers, out->n_writers, 1);
     int compress = out->compress;
-    if (status == TFENC_OK)
+    /* Sparse rows are written at the end, in document order (sparse.h). */
+    if (status == TFENC_OK && out->kind != TFENC_OUTPUT_SPARSE)
         status = create_dataset(ctx, out, rows_name(out), out->float_type,
                                 has_row_runs(out) ? out->n_tokens : out->n_documents,
                                 out->row_width, compress, NULL, &out->rows);
@@ -1133,9 +1138,12 @@ static int check_identity(tfenc_context *ctx, tfenc_output *out,
 static int open_existing_datasets(tfenc_context *ctx, tfenc_output *out,
                                   const tfenc_output_options *options)
 {
-    int status = open_existing_dataset(ctx, out, rows_name(out),
-                                       has_row_runs(out) ? out->n_tokens : out->n_documents,
-                                       &out->rows);
+    int status = out->kind == TFENC_OUTPUT_SPARSE
+                     ? TFENC_OK
+                     : open_existing_dataset(ctx, out, rows_name(out),
+                                             has_row_runs(out) ? out->n_tokens
+                                                               : out->n_documents,
+                                             &out->rows);
     if (status == TFENC_OK && has_row_runs(out))
         status = open_existing_dataset(ctx, out, offsets_name(out), out->n_documents + 1,
                                        &out->offsets);
@@ -1751,4 +1759,19 @@ void tfenc_output_close(tfenc_output *out)
     close_handles(out);
     H5Eclear2(H5E_DEFAULT);
     free_output(out);
+}
+
+int64_t tfenc_output_hdf5_file(const tfenc_output *out)
+{
+    return out->file;
+}
+
+int64_t tfenc_output_hdf5_transfer(const tfenc_output *out)
+{
+    return out->transfer;
+}
+
+MPI_Comm tfenc_output_writers(const tfenc_output *out)
+{
+    return out->parallel ? out->writers : MPI_COMM_NULL;
 }

@@ -6,6 +6,9 @@
  *   embeddings [N, d]            pooled kind: one row per document
  *   scores     [N, k]            scores kind: a head's k values per document
  *                                (d_model holds k), `id2label` attribute
+ *   sparse_indptr, sparse_indices, sparse_values, vocabulary
+ *                                sparse kind: CSR rows over the vocabulary,
+ *                                written when the job completes (sparse.h)
  *   hidden     [T, d]            tokens kind: rows offsets[i] .. offsets[i+1]-1
  *   offsets    [N+1] int64       tokens kind: offsets[0] = 0, offsets[N] = T
  *   lengths    [N]   int32       tokens encoded per document, special tokens
@@ -62,6 +65,8 @@ typedef enum tfenc_output_kind {
     TFENC_OUTPUT_POOLED,
     TFENC_OUTPUT_TOKENS,
     TFENC_OUTPUT_SCORES, /* a head's scores: `scores [N, d_model]`, d_model its label count */
+    TFENC_OUTPUT_SPARSE, /* a sparse head's rows over the vocabulary, as CSR (sparse.h);
+                          * d_model holds the vocabulary size */
     TFENC_OUTPUT_AUTO
 } tfenc_output_kind;
 typedef enum tfenc_output_dtype {
@@ -263,6 +268,14 @@ int tfenc_output_finish(tfenc_context *ctx, tfenc_output *out);
  * Collective in parallel like every HDF5 file close: a driver that is about
  * to MPI_Abort should skip it. NULL is allowed. */
 void tfenc_output_close(tfenc_output *out);
+
+/* For output/sparse.c, which adds its datasets at the end: the open file
+ * and the dataset transfer properties (hid_t values, so that this header
+ * needs no hdf5.h), and the writers' communicator when the file is
+ * written in parallel, else MPI_COMM_NULL. */
+int64_t tfenc_output_hdf5_file(const tfenc_output *out);
+int64_t tfenc_output_hdf5_transfer(const tfenc_output *out);
+MPI_Comm tfenc_output_writers(const tfenc_output *out);
 
 /* The path the file was created at. */
 const char *tfenc_output_path(const tfenc_output *out);

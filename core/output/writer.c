@@ -3,6 +3,7 @@
 
 #include "base/clock.h"
 #include "base/context.h"
+#include "output/sparse.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -39,6 +40,8 @@ struct tfenc_writer {
     tfenc_output_chunks chunks;
     int output_dim; /* > 0: rows cut to this width and renormalised */
     int scores_width; /* > 0: a head's scores, the first values of each row, as they are */
+    const tfenc_sparse_rows *sparse_rows; /* sparse kind: the microbatch's rows, else NULL */
+    tfenc_sparse_log *sparse_log;
     int d_model;
     const char *path;
     int sync_fd;
@@ -339,6 +342,13 @@ void tfenc_writer_set_scores(tfenc_writer *w, int width)
     w->scores_width = width;
 }
 
+void tfenc_writer_set_sparse(tfenc_writer *w, const tfenc_sparse_rows *rows,
+                             tfenc_sparse_log *log)
+{
+    w->sparse_rows = rows;
+    w->sparse_log = log;
+}
+
 /* ------------------------------------------------------------- writing */
 
 int tfenc_writer_write(tfenc_context *ctx, tfenc_writer *w, const tfenc_microbatch *m)
@@ -362,7 +372,9 @@ int tfenc_writer_write(tfenc_context *ctx, tfenc_writer *w, const tfenc_microbat
             pack_rows(b->x, b->n_seq, b->d_model, w->scores_width);
         else if (w->pooled && w->output_dim > 0)
             truncate_rows(b->x, b->n_seq, b->d_model, w->output_dim);
-        status = w->pooled
+        status = w->sparse_log != NULL
+                     ? tfenc_sparse_log_append(ctx, w->sparse_log, w->sparse_rows, m->indices)
+                 : w->pooled
                      ? tfenc_output_write_pooled(ctx, w->output, b->n_seq, m->indices, b->x)
                      : tfenc_output_write_tokens_with_ids(ctx, w->output, b->n_seq, m->indices,
                                                           m->token_offsets, m->lengths,
@@ -395,7 +407,9 @@ int tfenc_writer_flush(tfenc_context *ctx, tfenc_writer *w)
                                strerror(error));
     }
     int status = TFENC_OK;
-    if (w->chunks != TFENC_CHUNKS_OFF)
+    if (w->sparse_log != NULL)
+        status = tfenc_sparse_log_sync(ctx, w->sparse_log);
+    if (status == TFENC_OK && w->chunks != TFENC_CHUNKS_OFF)
         status = tfenc_output_write_chunk_counts(ctx, w->output, w->n_queued, w->indices,
                                                  w->chunk_counts);
     if (status == TFENC_OK)

@@ -33,6 +33,15 @@ int tfenc_writer_create(tfenc_context *ctx, tfenc_output *output, int pooled,
  * row's first `width` values are written as they are. */
 void tfenc_writer_set_scores(tfenc_writer *w, int width);
 
+/* A pooled writer whose model ends in a sparse head (output kind sparse):
+ * each microbatch's rows are the ones `rows` holds when it is written
+ * (the run fills them during the forward pass), and go to `log`, which
+ * the writer syncs before the documents' metadata (sparse.h). */
+struct tfenc_sparse_rows;
+struct tfenc_sparse_log;
+void tfenc_writer_set_sparse(tfenc_writer *w, const struct tfenc_sparse_rows *rows,
+                             struct tfenc_sparse_log *log);
+
 /* Writes the microbatch's rows; its metadata waits for the next group. */
 int tfenc_writer_write(tfenc_context *ctx, tfenc_writer *w, const tfenc_microbatch *microbatch);
 

@@ -7,6 +7,7 @@
 
 #include <jansson.h>
 #include <limits.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -210,6 +211,9 @@ static int read_job_keys(reader *r, tfenc_job_section *section, job_keys *k)
     READ(tfenc_param_bool(&p, "resume", 1, &s->resume));
     READ(tfenc_param_bool(&p, "share_weights", 1, &s->share_weights));
     READ(tfenc_param_bool(&p, "output_ids", 0, &s->output_ids));
+    /* Checked against the vocabulary once the model says its width. */
+    READ(tfenc_param_int_range(&p, "sparse_top_k", 0, 0, INT_MAX, &s->sparse_top_k));
+    READ(tfenc_param_float(&p, "sparse_threshold", 0.0, &s->sparse_threshold));
     READ(tfenc_params_check_all_used(&p, "not a [job] key; see docs/job-file.md"));
 #undef READ
     return status;
@@ -303,6 +307,8 @@ static int check_job_settings(reader *r, tfenc_job_section *section, const job_k
     if (s->threads < 0 || s->progress_interval <= 0)
         return job_origin_error(r, s->threads < 0 ? "threads" : "progress_interval",
                                 "must be positive");
+    if (!isfinite(s->sparse_threshold) || s->sparse_threshold < 0)
+        return job_origin_error(r, "sparse_threshold", "must be a finite number >= 0");
     return TFENC_OK;
 }
 

@@ -39,6 +39,8 @@ typedef struct tfenc_job_settings {
     int resume;
     int share_weights;     /* the ranks of a node map one copy of the weights */
     int output_ids;        /* per-token output: write each row's token id too */
+    long sparse_top_k;     /* sparse output: keep a row's k largest values; 0 keeps all */
+    double sparse_threshold; /* sparse output: keep values above it */
 } tfenc_job_settings;
 
 int tfenc_job_settings_read(tfenc_context *ctx, const tfenc_jobfile *job,

@@ -18,6 +18,7 @@
 #include "output/output.h"
 #include "output/quantize.h"
 #include "output/ownership.h"
+#include "output/sparse.h"
 #include "ranks/pipeline.h"
 #include "run/accuracy_gate.h"
 #include "plugin/plugin_loader.h"
@@ -63,6 +64,9 @@ typedef struct run {
     tfenc_output_kind output_kind; /* pooled, tokens or scores, once the model is known */
     int scores_width;        /* scores: values per document */
     char *labels;            /* scores: the head's id2label (JSON), or NULL */
+    int sparse_width;        /* sparse: columns of a row (the vocabulary size) */
+    tfenc_sparse_rows *sparse_rows; /* sparse, last stage: the microbatch's rows */
+    tfenc_sparse_log *sparse_log;   /* sparse, last stage: this writer's log */
     tfenc_tokenizer *tokenizer;
     tfenc_corpus *corpus;
     tfenc_feeder_options feeding;
@@ -701,14 +705,57 @@ static int open_input(run *r)
     return status;
 }
 
+/* The sparse keys against the model: they need a sparse head, and its
+ * rows cannot be chunked, cut, compacted or k-limited past their width. */
+static int check_sparse_settings(run *r, int sparse)
+{
+    const tfenc_job_settings *s = &r->settings;
+    const char *path = r->job->path;
+    if (!sparse && (s->sparse_top_k > 0 || s->sparse_threshold > 0))
+        return tfenc_error(r->ctx, TFENC_ERR_CONFIG,
+                           "%s: [job] %s applies to sparse rows, but the model does not end in "
+                           "a sparse head (such as splade)", path,
+                           s->sparse_top_k > 0 ? "sparse_top_k" : "sparse_threshold");
+    if (!sparse)
+        return TFENC_OK;
+    if (s->sparse_top_k > r->sparse_width)
+        return tfenc_error(r->ctx, TFENC_ERR_CONFIG,
+                           "%s: [job] sparse_top_k = %ld is larger than the vocabulary the "
+                           "model's sparse head writes (%d columns)", path, s->sparse_top_k,
+                           r->sparse_width);
+    if (s->chunks != TFENC_CHUNKS_OFF)
+        return tfenc_error(r->ctx, TFENC_ERR_CONFIG,
+                           "%s: [job] long_documents = chunk pools each chunk's vectors, but the "
+                           "model ends in a head that writes sparse rows", path);
+    if (s->output_dim > 0)
+        return tfenc_error(r->ctx, TFENC_ERR_CONFIG,
+                           "%s: [job] output_dim cuts pooled vectors, but the model ends in a "
+                           "head that writes sparse rows", path);
+    if (s->dtype != TFENC_DTYPE_FLOAT32)
+        return tfenc_error(r->ctx, TFENC_ERR_CONFIG,
+                           "%s: [job] output_dtype = %s, but sparse rows are written as float32 "
+                           "values (sparse_values)", path, tfenc_output_dtype_name(s->dtype));
+    if (s->output_ids)
+        return tfenc_error(r->ctx, TFENC_ERR_CONFIG,
+                           "%s: [job] output_ids writes a token id beside each per-token row, "
+                           "but the model ends in a head that writes sparse rows", path);
+    return TFENC_OK;
+}
+
 static int decide_output_kind(run *r, int pools, const tfenc_layer_output *declared)
 {
     tfenc_output_kind wanted = r->settings.output_kind;
     int scores = declared->kind == TFENC_LAYER_OUTPUT_SCORES;
-    r->output_kind = scores  ? TFENC_OUTPUT_SCORES
-                     : pools ? TFENC_OUTPUT_POOLED
-                             : TFENC_OUTPUT_TOKENS;
+    int sparse = declared->kind == TFENC_LAYER_OUTPUT_SPARSE;
+    r->output_kind = scores   ? TFENC_OUTPUT_SCORES
+                     : sparse ? TFENC_OUTPUT_SPARSE
+                     : pools  ? TFENC_OUTPUT_POOLED
+                              : TFENC_OUTPUT_TOKENS;
     r->scores_width = scores ? declared->width : 0;
+    r->sparse_width = sparse ? declared->width : 0;
+    int status = check_sparse_settings(r, sparse);
+    if (status != TFENC_OK)
+        return status;
     free(r->labels);
     r->labels = NULL;
     if (scores && declared->labels != NULL && (r->labels = strdup(declared->labels)) == NULL)
@@ -720,8 +767,9 @@ static int decide_output_kind(run *r, int pools, const tfenc_layer_output *decla
         return tfenc_error(r->ctx, TFENC_ERR_CONFIG,
                            "%s: output_kind = %s but the model %s", r->job->path,
                            tfenc_output_kind_name(wanted),
-                           scores ? "ends in a head that writes scores"
-                           : pools ? "pools its output" : "does not pool its output");
+                           scores   ? "ends in a head that writes scores"
+                           : sparse ? "ends in a head that writes sparse rows"
+                           : pools  ? "pools its output" : "does not pool its output");
     if (scores && r->settings.chunks != TFENC_CHUNKS_OFF)
         return tfenc_error(r->ctx, TFENC_ERR_CONFIG,
                            "%s: [job] long_documents = chunk pools each chunk's vectors, but the "
@@ -941,6 +989,9 @@ static void describe_plan(run *r)
                            .input_path = r->settings.input, .output_path = r->settings.output,
                            .output_kind = r->output_kind, .scores_width = r->scores_width,
                            .labels = r->labels, .dtype = r->settings.dtype,
+                           .sparse_width = r->sparse_width,
+                           .sparse_top_k = r->settings.sparse_top_k,
+                           .sparse_threshold = r->settings.sparse_threshold,
                            .n_documents = r->n_documents, .n_tokens = r->n_tokens,
                            .last_flop_rate = tfenc_run_last_flop_rate(),
                            .weights_float32_mib =
@@ -1221,6 +1272,8 @@ static int list_plugin_files(run *r, plugin_files *files)
 
 /* The last stages open the file: reopened to resume when a previous run of
  * the same job left it, else created. */
+static int open_sparse_rows(run *r, MPI_Comm writers, int resumed);
+
 static int open_output(run *r)
 {
     char weights_sha256[65] = "", corpus_fingerprint[65] = "", vocabulary_fingerprint[65] = "";
@@ -1276,6 +1329,7 @@ static int open_output(run *r)
             .path = r->settings.output, .kind = r->output_kind, .dtype = r->settings.dtype,
             .compression = r->settings.compression,
             .d_model = r->scores_width > 0         ? r->scores_width
+                       : r->sparse_width > 0        ? r->sparse_width
                        : r->settings.output_dim > 0 ? (int)r->settings.output_dim
                                                     : r->config.d_model,
             .n_documents = r->n_documents, .n_tokens = r->n_rows,
@@ -1313,6 +1367,8 @@ static int open_output(run *r)
                                          &r->writer);
         if (status == TFENC_OK && r->output_kind == TFENC_OUTPUT_SCORES)
             tfenc_writer_set_scores(r->writer, r->scores_width);
+        if (status == TFENC_OK && r->output_kind == TFENC_OUTPUT_SPARSE)
+            status = open_sparse_rows(r, writers, resumed);
     }
     free(identity);
     free(precision_steps);
@@ -1326,6 +1382,58 @@ static int open_output(run *r)
     if (agree_on_failure(r, status))
         return 1;
     return learn_progress(r, resumed, was_complete);
+}
+
+/* The last stage's side of a sparse head: the microbatch's rows, which the
+ * head fills through the context's sink, and this writer's log. */
+static int open_sparse_rows(run *r, MPI_Comm writers, int resumed)
+{
+    int status = tfenc_sparse_rows_create(r->ctx, r->sparse_width, r->settings.sparse_top_k,
+                                          r->settings.sparse_threshold, &r->sparse_rows);
+    if (status == TFENC_OK)
+        status = tfenc_sparse_log_open(r->ctx, r->settings.output, writers, resumed,
+                                       &r->sparse_log);
+    if (status != TFENC_OK)
+        return status;
+    tfenc_context_set_sparse_sink(r->ctx, tfenc_sparse_rows_sink, r->sparse_rows);
+    tfenc_writer_set_sparse(r->writer, r->sparse_rows, r->sparse_log);
+    return TFENC_OK;
+}
+
+/* Every writer, the job complete: the CSR from every log, with the
+ * vocabulary that names its columns. */
+static int finish_sparse_rows(run *r)
+{
+    const char **tokens = NULL, **vocabulary = NULL;
+    /* Only the first stage has the tokenizer; every writer needs the
+     * vocabulary (the dataset is created collectively). */
+    tfenc_tokenizer *own = NULL, *tokenizer = r->tokenizer;
+    int status = tokenizer != NULL ? TFENC_OK
+                                   : tfenc_job_settings_tokenizer(r->ctx, r->job, &r->config,
+                                                                  &r->settings, &own);
+    if (own != NULL)
+        tokenizer = own;
+    if (status == TFENC_OK && tokenizer != NULL) {
+        status = tfenc_tokenizer_tokens(r->ctx, tokenizer, &tokens);
+        vocabulary = status == TFENC_OK ? calloc((size_t)r->sparse_width, sizeof *vocabulary)
+                                        : NULL;
+        if (status == TFENC_OK && vocabulary == NULL)
+            status = tfenc_error(r->ctx, TFENC_ERR_NO_MEMORY, "out of memory");
+        /* A model's vocabulary may be padded past the tokenizer's ids. */
+        const int known = tfenc_tokenizer_vocab_size(tokenizer);
+        for (int i = 0; vocabulary != NULL && i < r->sparse_width; i++)
+            vocabulary[i] = i < known ? tokens[i] : "";
+    }
+    tfenc_sparse_finish_options o = {.path = r->settings.output, .n_documents = r->n_documents,
+                                     .vocabulary = vocabulary, .width = r->sparse_width,
+                                     .top_k = r->settings.sparse_top_k,
+                                     .threshold = r->settings.sparse_threshold};
+    if (status == TFENC_OK)
+        status = tfenc_sparse_finish(r->ctx, r->output, &o);
+    free(tokens);
+    tfenc_tokenizer_destroy(own);
+    free(vocabulary);
+    return status;
 }
 
 /* ------------------------------------------------------------- encoding */
@@ -1457,6 +1565,10 @@ static int encode(run *r, tfenc_rank_work *work)
         }
         if (status != TFENC_OK)
             return status;
+        if (r->sparse_rows != NULL)
+            status = tfenc_sparse_rows_begin(r->ctx, r->sparse_rows, m->batch.n_seq);
+        if (status != TFENC_OK)
+            return status;
         double step_start = tfenc_clock_seconds();
         status = tfenc_model_forward(r->ctx, r->model, &m->batch);
         work->busy_seconds += tfenc_clock_seconds() - step_start;
@@ -1526,12 +1638,18 @@ static int encode_and_finish(run *r, double start)
     if (agree_on_failure(r, r->rank == 0 ? check_watched(r, "the corpus") : TFENC_OK))
         return 1;
     status = TFENC_OK;
+    if (r->output != NULL && r->output_kind == TFENC_OUTPUT_SPARSE)
+        status = finish_sparse_rows(r);
     if (r->output != NULL) {
-        status = tfenc_output_finish(r->ctx, r->output);
+        int finished = tfenc_output_finish(r->ctx, r->output);
+        status = status != TFENC_OK ? status : finished;
         r->output = NULL;
     }
     if (agree_on_failure(r, status))
         return 1;
+    /* The rows are in the file, which says complete: the logs can go. */
+    if (r->sparse_log != NULL && r->layout.replica == 0)
+        tfenc_sparse_remove_logs(r->settings.output);
     tfenc_run_summary summary;
     tfenc_run_summary_gather(MPI_COMM_WORLD, &work, documents, truncated, tokens,
                              tfenc_clock_seconds() - start, &summary);
@@ -1550,6 +1668,9 @@ static void release_run(run *r)
 {
     tfenc_feeder_destroy(r->feeder);
     tfenc_writer_destroy(r->writer);
+    tfenc_context_set_sparse_sink(r->ctx, NULL, NULL);
+    tfenc_sparse_rows_destroy(r->sparse_rows);
+    tfenc_sparse_log_close(r->sparse_log);
     tfenc_pipeline_destroy(r->pipeline);
     if (!r->result->skip_finalize)
         tfenc_output_close(r->output);

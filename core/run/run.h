@@ -43,6 +43,9 @@ typedef struct tfenc_run_plan {
     tfenc_output_kind output_kind; /* pooled, tokens or scores */
     int scores_width;              /* scores: the head's labels */
     const char *labels;            /* scores: its id2label (JSON), or NULL */
+    int sparse_width;              /* sparse: columns of a row (the vocabulary) */
+    long sparse_top_k;             /* sparse: [job] sparse_top_k (0: every value) */
+    double sparse_threshold;       /* sparse: [job] sparse_threshold */
     tfenc_output_dtype dtype;
     int64_t n_documents;
     int64_t n_tokens;              /* after truncation */

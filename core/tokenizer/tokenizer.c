@@ -800,6 +800,32 @@ int tfenc_tokenizer_vocab_size(const tfenc_tokenizer *tokenizer)
     return tokenizer->vocab_size;
 }
 
+int tfenc_tokenizer_tokens(tfenc_context *ctx, const tfenc_tokenizer *tokenizer,
+                           const char ***tokens_out)
+{
+    const int32_t size = tokenizer->vocab_size;
+    const char **tokens = calloc(size > 0 ? (size_t)size : 1, sizeof *tokens);
+    *tokens_out = NULL;
+    if (tokens == NULL)
+        return tfenc_error(ctx, TFENC_ERR_NO_MEMORY, "%s: out of memory", tokenizer->source);
+    const tok_table *vocab = &tokenizer->model.vocab;
+    for (size_t i = 0; i < vocab->count; i++) {
+        int32_t id = vocab->value[i];
+        /* a token written twice: the lookup's id is the one kept, so
+         * the later entry names it, as it does in the table */
+        if (id >= 0 && id < size)
+            tokens[id] = vocab->bytes + vocab->offset[i];
+    }
+    for (size_t i = 0; i < tokenizer->n_added; i++)
+        if (tokenizer->added[i].id >= 0 && tokenizer->added[i].id < size)
+            tokens[tokenizer->added[i].id] = tokenizer->added[i].content;
+    for (int32_t id = 0; id < size; id++)
+        if (tokens[id] == NULL)
+            tokens[id] = "";
+    *tokens_out = tokens;
+    return TFENC_OK;
+}
+
 int32_t tfenc_tokenizer_token_id(const tfenc_tokenizer *tokenizer, const char *token)
 {
     size_t length = strlen(token);

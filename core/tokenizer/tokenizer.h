@@ -158,6 +158,13 @@ void tfenc_tokenizer_specials(const tfenc_tokenizer *tokenizer, const int32_t **
  * for a vocab.txt the number of lines, even if some token appears twice. */
 int tfenc_tokenizer_vocab_size(const tfenc_tokenizer *tokenizer);
 
+/* Every id's token, for mapping ids back to text (a sparse output's
+ * columns): *tokens is a new array of vocab_size pointers (free it; the
+ * strings belong to the tokenizer and live as long as it), "" for an id
+ * that no token has. */
+int tfenc_tokenizer_tokens(tfenc_context *ctx, const tfenc_tokenizer *tokenizer,
+                           const char ***tokens);
+
 /* The id of a token of the vocabulary or an added token; -1 if absent. */
 int32_t tfenc_tokenizer_token_id(const tfenc_tokenizer *tokenizer, const char *token);
 

@@ -655,3 +655,40 @@ done:
     free(path);
     return status;
 }
+
+int import_sparse_head(importer *self)
+{
+    model_config *config = &self->config;
+    head_settings *head = &config->head;
+    char *path = import_join_path(self->transformer_dir, "config.json");
+    if (path == NULL)
+        return tfenc_error(self->ctx, TFENC_ERR_NO_MEMORY, "out of memory");
+    json_t *json = json_loads(config->config_text, 0, NULL);
+    const char *name = json_string_value(
+        json_array_get(json_object_get(json, "architectures"), 0));
+    const char *suffix = "ForMaskedLM";
+    size_t length = name != NULL ? strlen(name) : 0;
+    int masked_lm = length >= strlen(suffix) && strcmp(name + length - strlen(suffix), suffix) == 0;
+    int status = TFENC_OK;
+    if (masked_lm && config->architecture == ARCH_BERT && strcmp(config->model_type, "bert") == 0)
+        head->kind = HEAD_MLM_BERT;
+    else if (masked_lm && config->architecture == ARCH_DISTILBERT)
+        head->kind = HEAD_MLM_DISTILBERT;
+    else
+        status = tfenc_error(self->ctx, TFENC_ERR_CONFIG, "%s: sparse output needs a masked-LM "
+                             "head, but architectures is '%s' (tfenc-import maps BertForMaskedLM "
+                             "and DistilBertForMaskedLM)", path, name != NULL ? name : "unset");
+    /* The transform's activation is the encoder's (hidden_act, or
+     * DistilBERT's activation), which config reading turned into tfenc's. */
+    if (status == TFENC_OK && strcmp(config->activation, "gelu") != 0 &&
+        strcmp(config->activation, "gelu_tanh") != 0 && strcmp(config->activation, "relu") != 0)
+        status = tfenc_error(self->ctx, TFENC_ERR_CONFIG, "%s: the masked-LM head's activation "
+                             "'%s' is not one splade runs (gelu, gelu_tanh, relu)", path,
+                             config->activation);
+    head->activation = config->activation;
+    if (head->sparse_pooling == NULL)
+        head->sparse_pooling = "max";
+    json_decref(json);
+    free(path);
+    return status;
+}

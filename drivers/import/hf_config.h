@@ -8,4 +8,10 @@
  * line naming the file and the key. */
 int import_read_config(importer *self);
 
+/* Sparse output (self->sparse): the checkpoint's masked-LM head becomes the
+ * job's splade head; a checkpoint without one (architectures names no
+ * *ForMaskedLM of bert or distilbert) is refused in one line. Call after
+ * import_read_config. */
+int import_sparse_head(importer *self);
+
 #endif

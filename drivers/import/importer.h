@@ -39,12 +39,19 @@ typedef enum head_kind {
     HEAD_BERT,      /* BertPooler (dense + tanh on [CLS]) and classifier */
     HEAD_ROBERTA,   /* classifier.dense + activation on <s>, classifier.out_proj (and ELECTRA) */
     HEAD_DISTILBERT, /* pre_classifier + ReLU, classifier */
-    HEAD_DEBERTA     /* ContextPooler (pooler.dense + pooler_hidden_act on [CLS]), classifier */
+    HEAD_DEBERTA,    /* ContextPooler (pooler.dense + pooler_hidden_act on [CLS]), classifier */
+    /* Masked-LM heads, mapped only when sparse output is asked for (a
+     * SparseEncoder folder, or --sparse): the job's [head] of type splade
+     * (plugins/splade.c). Otherwise they are pretraining heads, dropped. */
+    HEAD_MLM_BERT,      /* cls.predictions: transform, LayerNorm, decoder tied to the
+                         * word embeddings, bias */
+    HEAD_MLM_DISTILBERT /* vocab_transform, vocab_layer_norm, vocab_projector */
 } head_kind;
 
 typedef struct head_settings {
     head_kind kind;
-    const char *activation;   /* the classifier's: tanh, relu, gelu */
+    const char *activation;   /* the classifier's: tanh, relu, gelu; splade's transform's */
+    const char *sparse_pooling; /* splade: max or sum (SpladePooling's pooling_strategy) */
     int n_labels;             /* id2label's size */
     const char *problem_type; /* config.json's, or "auto" when unset */
     const char *scores;       /* "auto", or what a sentence-transformers CrossEncoder applies */
@@ -145,6 +152,7 @@ typedef struct importer {
     tokenizer_settings tokenizer;
     pooling_settings pooling;
     int max_length;        /* longest input in tokens, special tokens included */
+    int sparse;            /* sparse output asked for: --sparse, or SpladePooling */
     storage_dtype dtype;
     tfenc_safetensors *weights;
     tensor_plan *plan;

@@ -265,8 +265,10 @@ int import_write_job(importer *self, const char *job_tmp, const char *job_path,
                      "input = tokens.h5\ninput_format = hdf5\n");
     else
         fprintf(out, "input = corpus.txt\n");
+    const int sparse_head = c->head.kind == HEAD_MLM_BERT || c->head.kind == HEAD_MLM_DISTILBERT;
     fprintf(out, "output = %s\nmax_seq_len = %d\n",
-            c->head.kind != HEAD_NONE ? "scores.h5" : "embeddings.h5", self->max_length);
+            sparse_head ? "sparse.h5" : c->head.kind != HEAD_NONE ? "scores.h5" : "embeddings.h5",
+            self->max_length);
     if (self->pooling.default_prompt != NULL)
         fprintf(out, "; sentence-transformers' default_prompt_name: the prompt every document\n"
                      "; gets (see [prompts]).\nprompt = %s\n", self->pooling.default_prompt);
@@ -280,7 +282,13 @@ int import_write_job(importer *self, const char *job_tmp, const char *job_path,
     write_layers(out, c);
     /* Every layer section ends in a blank line. */
     const head_settings *head = &c->head;
-    if (head->kind != HEAD_NONE)
+    if (sparse_head)
+        fprintf(out, "; The checkpoint's masked-LM head as SPLADE: the output holds one\n"
+                     "; sparse row per document over the vocabulary, as CSR (docs/output.md).\n"
+                     "; [job] sparse_top_k and sparse_threshold thin the rows.\n"
+                     "[head]\ntype = splade\nactivation = %s\npooling = %s\nnorm_eps = %g\n",
+                head->activation, head->sparse_pooling, c->layer_norm_eps);
+    else if (head->kind != HEAD_NONE)
         fprintf(out, "; The checkpoint's sequence-classification head: the output holds\n"
                      "; scores [N, n_labels] (docs/scores.md). scores = logits, softmax or\n"
                      "; sigmoid overrides what auto applies (transformers' pipeline).\n"

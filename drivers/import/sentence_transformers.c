@@ -102,6 +102,37 @@ done:
     return status;
 }
 
+/* SpladePooling's config.json (sentence-transformers' SparseEncoder):
+ * pooling_strategy max or sum over the tokens of log(1 + activation(logits)),
+ * with activation_function relu, the one SPLADE uses. */
+static int read_splade_pooling(importer *self, const char *directory)
+{
+    tfenc_context *ctx = self->ctx;
+    char *path = import_join_path(directory, "config.json");
+    if (path == NULL)
+        return tfenc_error(ctx, TFENC_ERR_NO_MEMORY, "out of memory");
+    json_t *json = NULL;
+    const char *strategy = NULL, *activation = NULL;
+    int status = import_load_json(ctx, path, &json, NULL);
+    if (status == TFENC_OK)
+        status = import_json_string(ctx, path, json, "pooling_strategy", "max", &strategy);
+    if (status == TFENC_OK)
+        status = import_json_string(ctx, path, json, "activation_function", "relu", &activation);
+    if (status == TFENC_OK && strcmp(strategy, "max") != 0 && strcmp(strategy, "sum") != 0)
+        status = tfenc_error(ctx, TFENC_ERR_CONFIG, "%s: pooling_strategy '%s' is not max or "
+                             "sum", path, strategy);
+    if (status == TFENC_OK && strcmp(activation, "relu") != 0)
+        status = tfenc_error(ctx, TFENC_ERR_CONFIG, "%s: activation_function '%s' is not "
+                             "supported (splade computes log(1 + relu))", path, activation);
+    if (status == TFENC_OK) {
+        self->sparse = 1;
+        self->config.head.sparse_pooling = strcmp(strategy, "max") == 0 ? "max" : "sum";
+    }
+    json_decref(json);
+    free(path);
+    return status;
+}
+
 /* modules.json lists the sentence-transformers pipeline: Transformer,
  * Pooling, optional Normalize. Anything else (Dense, ...) would change the
  * embeddings in ways the job cannot express, so it is refused. The Pooling
@@ -141,8 +172,18 @@ int import_read_modules(importer *self, char **pooling_dir)
             goto done;
         }
         char **slot = NULL;
-        if (module_is(type, "Transformer") && index == 0)
+        /* A SparseEncoder: MLMTransformer (the masked-LM model) and
+         * SpladePooling, which make sparse output (docs/output.md). */
+        if ((module_is(type, "Transformer") || module_is(type, "MLMTransformer")) && index == 0)
             slot = &self->transformer_dir;
+        else if (module_is(type, "SpladePooling") && index == 1) {
+            char *splade_dir = import_join_path(self->model_dir, module_path);
+            status = splade_dir == NULL ? tfenc_error(ctx, TFENC_ERR_NO_MEMORY, "out of memory")
+                                        : read_splade_pooling(self, splade_dir);
+            free(splade_dir);
+            if (status != TFENC_OK)
+                goto done;
+        }
         else if (module_is(type, "Pooling") && index == 1)
             slot = pooling_dir;
         else if (module_is(type, "Normalize") && index == 2 && *pooling_dir != NULL)
@@ -150,7 +191,8 @@ int import_read_modules(importer *self, char **pooling_dir)
         else {
             status = tfenc_error(ctx, TFENC_ERR_CONFIG, "%s: module %zu of type '%s' is not "
                                  "supported here (tfenc-import reads Transformer, Pooling, "
-                                 "Normalize in that order)", path, index, type);
+                                 "Normalize in that order, or MLMTransformer, SpladePooling)",
+                                 path, index, type);
             goto done;
         }
         if (slot != NULL) {

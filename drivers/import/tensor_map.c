@@ -390,17 +390,43 @@ static const tensor_rule deberta_head[] = {
     {"classifier.bias", "/head/out_bias", "c", "", 0},
     {NULL, NULL, NULL, NULL, 0},
 };
+/* Masked-LM heads (splade): the decoder is tied to the word embeddings,
+ * which save_pretrained stores once, under the encoder. */
+static const tensor_rule mlm_head_in_encoder[] = {
+    {"embeddings.word_embeddings.weight", "/head/decoder_weight", "vd", "", 0},
+    {NULL, NULL, NULL, NULL, 0},
+};
+static const tensor_rule bert_mlm_head[] = {
+    {"cls.predictions.transform.dense.weight", "/head/transform_weight", "dd", "", 0},
+    {"cls.predictions.transform.dense.bias", "/head/transform_bias", "d", "", 0},
+    {"cls.predictions.transform.LayerNorm.weight", "/head/norm_weight", "d", "", 0},
+    {"cls.predictions.transform.LayerNorm.bias", "/head/norm_bias", "d", "", 0},
+    {"cls.predictions.bias", "/head/decoder_bias", "v", "", 0},
+    {NULL, NULL, NULL, NULL, 0},
+};
+static const tensor_rule distilbert_mlm_head[] = {
+    {"vocab_transform.weight", "/head/transform_weight", "dd", "", 0},
+    {"vocab_transform.bias", "/head/transform_bias", "d", "", 0},
+    {"vocab_layer_norm.weight", "/head/norm_weight", "d", "", 0},
+    {"vocab_layer_norm.bias", "/head/norm_bias", "d", "", 0},
+    {"vocab_projector.bias", "/head/decoder_bias", "v", "", 0},
+    {NULL, NULL, NULL, NULL, 0},
+};
 static const tensor_rule no_head[] = {{NULL, NULL, NULL, NULL, 0}};
 
 /* The head's rules under the encoder's prefix, and beside it. */
 static void head_rules(head_kind kind, const tensor_rule **in_encoder, const tensor_rule **beside)
 {
-    *in_encoder = kind == HEAD_BERT ? bert_head_in_encoder : no_head;
-    *beside = kind == HEAD_BERT      ? bert_head
-              : kind == HEAD_ROBERTA ? roberta_head
-              : kind == HEAD_DISTILBERT ? distilbert_head
-              : kind == HEAD_DEBERTA    ? deberta_head
-                                        : no_head;
+    *in_encoder = kind == HEAD_BERT ? bert_head_in_encoder
+                  : kind == HEAD_MLM_BERT || kind == HEAD_MLM_DISTILBERT ? mlm_head_in_encoder
+                                                                           : no_head;
+    *beside = kind == HEAD_BERT                ? bert_head
+              : kind == HEAD_ROBERTA           ? roberta_head
+              : kind == HEAD_DISTILBERT        ? distilbert_head
+              : kind == HEAD_DEBERTA           ? deberta_head
+              : kind == HEAD_MLM_BERT          ? bert_mlm_head
+              : kind == HEAD_MLM_DISTILBERT    ? distilbert_mlm_head
+                                               : no_head;
 }
 
 static int count_rules(const tensor_rule *rules)

@@ -24,7 +24,7 @@ extern "C" {
  * a declared parameter table, which have no size of their own, by the
  * descriptor's abi_minor) and functions. */
 #define TFENC_ABI_MAJOR 1
-#define TFENC_ABI_MINOR 2
+#define TFENC_ABI_MINOR 3
 
 #define TFENC_PLUGIN_ENTRY "tfenc_plugin_descriptor"
 
@@ -318,20 +318,38 @@ typedef struct tfenc_layer_init {
     tfenc_limits limits;
 } tfenc_layer_init;
 
+/* ABI 1.3: a SPARSE layer's forward() hands sequence `sequence`'s row to
+ * the host: its n non-zero values `values` at the columns `indices`
+ * (ascending, each in 0..width-1). Called once per sequence of the batch,
+ * in order; the host copies what it keeps (it may apply a top-k or a
+ * threshold), so the arrays may be workspace. Returns TFENC_OK, or
+ * TFENC_ERR_INTERNAL for a call out of order, with a message. When the
+ * host does not write sparse rows (a trial run of the model) it accepts
+ * and drops them. */
+int tfenc_sparse_row(tfenc_context *ctx, int sequence, int n, const int32_t *indices,
+                     const float *values);
+
 /* ABI 1.2: what a model's last layer produces, which decides what the job
  * writes (docs/scores.md). A layer without an `output` callback keeps the
  * batch's kind: per-token rows, or pooled rows of d_model once a pooling
  * layer has run. */
 typedef enum tfenc_layer_output_kind {
     TFENC_LAYER_OUTPUT_HIDDEN = 0, /* rows of d_model values: embeddings or hidden states */
-    TFENC_LAYER_OUTPUT_SCORES = 1  /* one row per sequence, the first `width` values of each
+    TFENC_LAYER_OUTPUT_SCORES = 1, /* one row per sequence, the first `width` values of each
                                     * d_model-wide row: a classification/regression head */
+    /* ABI 1.3: one sparse row per sequence over `width` columns (a vocabulary),
+     * handed to the host with tfenc_sparse_row() from forward(), which
+     * leaves batch->rows = n_seq (their values unused). Such a row does not
+     * fit a d_model-wide row of the batch: a SPLADE head's has up to 30,522
+     * values per sequence, so the host takes them directly. */
+    TFENC_LAYER_OUTPUT_SPARSE = 2
 } tfenc_layer_output_kind;
 
 typedef struct tfenc_layer_output {
     size_t struct_size;           /* sizeof(tfenc_layer_output) of the host */
     tfenc_layer_output_kind kind;
-    int width;                    /* SCORES: values per sequence, 1 <= width <= d_model */
+    int width;                    /* SCORES: values per sequence, 1 <= width <= d_model;
+                                   * SPARSE: columns (the vocabulary size), >= 1 */
     const char *labels;           /* SCORES: id2label as a JSON object ({"0": "NEGATIVE",
                                    * ...}) or NULL; owned by the plugin or the host's params,
                                    * valid until destroy() */

@@ -1,0 +1,106 @@
+/* Sparse output (output kind sparse): one row per document over the
+ * vocabulary, from a layer that declares TFENC_LAYER_OUTPUT_SPARSE (the
+ * SPLADE head), stored as CSR in the output file:
+ *
+ *   sparse_indptr  [N+1] int64    document i's entries are
+ *                                 sparse_indptr[i] .. sparse_indptr[i+1]-1
+ *   sparse_indices [nnz] int32    their token ids, ascending within a row
+ *   sparse_values  [nnz] float32  their weights, > sparse_threshold
+ *   vocabulary     [V]   string   each id's token (fixed-length, NUL-padded
+ *                                 UTF-8, as `ids`), so an index maps ids
+ *                                 back to text
+ * and the root attributes sparse_top_k (0: all) and sparse_threshold.
+ *
+ * A row's size depends on the data, so no writer can know where its rows
+ * go in the file before every row before them exists. The rows therefore
+ * travel, and are stored, in three steps:
+ *   1. the layer hands each sequence's row to the host from forward()
+ *      (tfenc_sparse_row, through the context's sink) into a
+ *      tfenc_sparse_rows of the microbatch, which keeps the top-k above the
+ *      threshold: rows never travel between ranks, since the head is the
+ *      model's last step and the last stage writes;
+ *   2. each writer appends its microbatches' rows to a log file of its own
+ *      beside the output (PATH.sparse-RUN-RANK: records of document index,
+ *      count, indices, values), synced before the documents' lengths are
+ *      written, like the rows of every other kind: a document whose length
+ *      is in the file has its row in some log, and a killed job's logs stay
+ *      for the run that resumes it;
+ *   3. when the job completes, rank 0 of the writers reads every log of the
+ *      file (this run's and earlier runs'), takes each document's row and
+ *      writes the CSR in document order: the same file at every layout and
+ *      after any resume. The logs are then removed. */
+#ifndef TFENC_SPARSE_H
+#define TFENC_SPARSE_H
+
+#include <mpi.h>
+#include <stdint.h>
+
+#include "base/context.h"
+#include "output/output.h"
+
+/* ------------------------------------------------ one microbatch's rows */
+
+typedef struct tfenc_sparse_rows {
+    int width;          /* columns: the vocabulary size */
+    long top_k;         /* > 0: keep the k largest values of a row */
+    double threshold;   /* keep values > threshold */
+    int n_seq;          /* rows expected in this microbatch */
+    int n_rows;         /* rows received so far */
+    int64_t *row_start; /* [n_seq + 1] into indices and values */
+    int32_t *indices;
+    float *values;
+    int64_t capacity;   /* entries indices and values hold */
+    int64_t row_capacity;
+    struct sparse_entry *scratch; /* [width] for choosing the top k */
+} tfenc_sparse_rows;
+
+/* top_k 0 keeps every value above the threshold; a top_k larger than the
+ * width is the caller's to refuse (it is a job error). */
+int tfenc_sparse_rows_create(tfenc_context *ctx, int width, long top_k, double threshold,
+                             tfenc_sparse_rows **rows);
+/* Empties it for a microbatch of n_seq sequences. */
+int tfenc_sparse_rows_begin(tfenc_context *ctx, tfenc_sparse_rows *rows, int n_seq);
+/* The context's sink (tfenc_context_set_sparse_sink, user = the rows):
+ * checks the row (sequence in order, indices ascending inside the width)
+ * and keeps what the top-k and threshold keep. */
+int tfenc_sparse_rows_sink(void *user, tfenc_context *ctx, int sequence, int n,
+                           const int32_t *indices, const float *values);
+void tfenc_sparse_rows_destroy(tfenc_sparse_rows *rows);
+
+/* ---------------------------------------------------- the writer's log */
+
+typedef struct tfenc_sparse_log tfenc_sparse_log;
+
+/* Collective over `writers` (MPI_COMM_NULL: this process alone). A new
+ * output (resumed = 0) first loses the logs an earlier job left for the
+ * same path; then each writer opens a log of its own for this run. */
+int tfenc_sparse_log_open(tfenc_context *ctx, const char *output_path, MPI_Comm writers,
+                          int resumed, tfenc_sparse_log **log);
+/* The microbatch's rows, row j for document documents[j]. */
+int tfenc_sparse_log_append(tfenc_context *ctx, tfenc_sparse_log *log,
+                            const tfenc_sparse_rows *rows, const int64_t *documents);
+/* Makes what was appended durable (before the documents' lengths). */
+int tfenc_sparse_log_sync(tfenc_context *ctx, tfenc_sparse_log *log);
+void tfenc_sparse_log_close(tfenc_sparse_log *log);
+
+/* --------------------------------------------------------------- the end */
+
+typedef struct tfenc_sparse_finish_options {
+    const char *path;           /* the output's path, whose logs are read */
+    int64_t n_documents;
+    const char *const *vocabulary; /* [width] each id's token; NULL: none stored */
+    int width;
+    long top_k;
+    double threshold;
+} tfenc_sparse_finish_options;
+
+/* Collective over the output's writers, before tfenc_output_finish: writes
+ * the CSR datasets, the vocabulary and the attributes from every log of the
+ * path. A document without a row in any log is an error naming it. */
+int tfenc_sparse_finish(tfenc_context *ctx, tfenc_output *output,
+                        const tfenc_sparse_finish_options *options);
+
+/* Removes the logs of `output_path` (after the file is complete). */
+void tfenc_sparse_remove_logs(const char *output_path);
+
+#endif

