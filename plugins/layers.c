@@ -1,6 +1,6 @@
 /* Entry point of the layers plugin: enumerates the per-token and pooling
  * layer types (embedding, sinusoidal, ffn, layernorm, rmsnorm, pooling) and the
- * classification head (classifier). */
+ * classification head (classifier) and the multi-vector head (multivector). */
 #include "layers.h"
 
 /* Each type's source file declares it next to its descriptor
@@ -13,6 +13,7 @@ static const tfenc_layer_descriptor *const layer_types[] = {
     &tfenc_layers_rmsnorm,
     &tfenc_layers_pooling,
     &tfenc_layers_classifier,
+    &tfenc_layers_multivector,
 };
 
 TFENC_EXPORT const tfenc_layer_descriptor *tfenc_plugin_descriptor(unsigned index);

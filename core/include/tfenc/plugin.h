@@ -324,14 +324,18 @@ typedef struct tfenc_layer_init {
  * layer has run. */
 typedef enum tfenc_layer_output_kind {
     TFENC_LAYER_OUTPUT_HIDDEN = 0, /* rows of d_model values: embeddings or hidden states */
-    TFENC_LAYER_OUTPUT_SCORES = 1  /* one row per sequence, the first `width` values of each
+    TFENC_LAYER_OUTPUT_SCORES = 1, /* one row per sequence, the first `width` values of each
                                     * d_model-wide row: a classification/regression head */
+    TFENC_LAYER_OUTPUT_VECTORS = 2 /* one row per token, the first `width` values of each
+                                    * d_model-wide row: a multi-vector (ColBERT) projection;
+                                    * the host leaves out the job's skiplist tokens */
 } tfenc_layer_output_kind;
 
 typedef struct tfenc_layer_output {
     size_t struct_size;           /* sizeof(tfenc_layer_output) of the host */
     tfenc_layer_output_kind kind;
-    int width;                    /* SCORES: values per sequence, 1 <= width <= d_model */
+    int width;                    /* SCORES: values per sequence, VECTORS: per token;
+                                   * 1 <= width <= d_model */
     const char *labels;           /* SCORES: id2label as a JSON object ({"0": "NEGATIVE",
                                    * ...}) or NULL; owned by the plugin or the host's params,
                                    * valid until destroy() */
