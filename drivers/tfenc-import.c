@@ -23,6 +23,7 @@
 #include "output/ownership.h"
 
 #include "import/files.h"
+#include "import/colbert.h"
 #include "import/hf_config.h"
 #include "import/importer.h"
 #include "import/job_writer.h"
@@ -39,6 +40,8 @@ static void importer_free(importer *self)
     free(self->config.model_type);
     free(self->config.config_text);
     free(self->config.head.labels);
+    free(self->config.multivector.query_marker);
+    free(self->config.multivector.document_marker);
     for (int i = 0; i < 4; i++)
         free(self->tokenizer.special[i]);
     free(self->tokenizer.vocab);
@@ -217,6 +220,8 @@ static int read_model(importer *self)
     int status = import_read_modules(self, &pooling_dir);
     if (status == TFENC_OK)
         status = import_read_config(self);
+    if (status == TFENC_OK)
+        status = import_read_colbert(self);
     if (status == TFENC_OK && pooling_dir != NULL)
         status = import_read_pooling(self, pooling_dir);
     if (status == TFENC_OK)

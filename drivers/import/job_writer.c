@@ -210,6 +210,19 @@ static int write_prompts(importer *self, FILE *out, const char *job_path)
     return TFENC_OK;
 }
 
+/* A multi-vector model's [job] keys: documents by default; the query side
+ * is one --set away (docs/output.md). */
+static void write_multivector_keys(FILE *out, const multivector_settings *m)
+{
+    fprintf(out, "; ColBERT (%s): documents get their marker after [CLS] and lose\n"
+                 "; their punctuation's vectors; multivector_mode = query encodes\n"
+                 "; queries instead ([MASK]-padded to query_length).\n"
+                 "multivector_mode = document\ndocument_marker = %s\nquery_marker = %s\n"
+                 "query_length = %d\nskip_punctuation = %s\nattend_to_mask_tokens = %s\n",
+            m->source, m->document_marker, m->query_marker, m->query_length,
+            m->skip_punctuation ? "true" : "false", m->attend_to_mask_tokens ? "true" : "false");
+}
+
 int import_write_job(importer *self, const char *job_tmp, const char *job_path,
                      const char *weights_path)
 {
@@ -256,8 +269,18 @@ int import_write_job(importer *self, const char *job_tmp, const char *job_path,
                      "input = tokens.h5\ninput_format = hdf5\n");
     else
         fprintf(out, "input = corpus.txt\n");
+    const multivector_settings *multivector = &c->multivector;
+    int max_length = self->max_length;
+    if (multivector->present && multivector->document_length > 0 &&
+        multivector->document_length < max_length)
+        max_length = multivector->document_length;
     fprintf(out, "output = %s\nmax_seq_len = %d\n",
-            c->head.kind != HEAD_NONE ? "scores.h5" : "embeddings.h5", self->max_length);
+            multivector->present        ? "vectors.h5"
+            : c->head.kind != HEAD_NONE ? "scores.h5"
+                                        : "embeddings.h5",
+            max_length);
+    if (multivector->present)
+        write_multivector_keys(out, multivector);
     if (self->pooling.default_prompt != NULL)
         fprintf(out, "; sentence-transformers' default_prompt_name: the prompt every document\n"
                      "; gets (see [prompts]).\nprompt = %s\n", self->pooling.default_prompt);
@@ -271,7 +294,12 @@ int import_write_job(importer *self, const char *job_tmp, const char *job_path,
     write_layers(out, c);
     /* Every layer section ends in a blank line. */
     const head_settings *head = &c->head;
-    if (head->kind != HEAD_NONE)
+    if (multivector->present)
+        fprintf(out, "; The checkpoint's late-interaction projection: the output holds\n"
+                     "; vectors [T, %d] and offsets [N+1] (docs/output.md).\n"
+                     "[head]\ntype = multivector\nnormalize = true\nwidth = %d\n",
+                multivector->width, multivector->width);
+    else if (head->kind != HEAD_NONE)
         fprintf(out, "; The checkpoint's sequence-classification head: the output holds\n"
                      "; scores [N, n_labels] (docs/scores.md). scores = logits, softmax or\n"
                      "; sigmoid overrides what auto applies (transformers' pipeline).\n"

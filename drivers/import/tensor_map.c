@@ -45,7 +45,8 @@ typedef struct tensor_map {
 
 /* Sizes by letter: d d_model, f ffn width, g 2 f, v vocabulary, p positions,
  * t token types, k key/value width, q d + 2 k (fused Q, K, V), b relative
- * position buckets, h heads, c labels of a classification head. */
+ * position buckets, h heads, c labels of a classification head, m the width
+ * of a multi-vector projection. */
 static int64_t dimension(const model_config *c, char letter)
 {
     int64_t head_dim = c->d_model / c->n_heads, kv = (int64_t)c->n_kv_heads * head_dim;
@@ -60,6 +61,7 @@ static int64_t dimension(const model_config *c, char letter)
     case 'q': return c->d_model + 2 * kv;
     case 'b': return c->num_buckets;
     case 'c': return c->head.n_labels;
+    case 'm': return c->multivector.width;
     default: return c->n_heads; /* 'h' */
     }
 }
@@ -323,6 +325,12 @@ static const tensor_rule distilbert_head[] = {
 };
 static const tensor_rule no_head[] = {{NULL, NULL, NULL, NULL, 0}};
 
+/* ColBERT's projection (colbert-ai's HF_ColBERT.linear, no bias) into the
+ * job's [head] section (plugins/multivector.c). */
+static const tensor_rule colbert_head[] = {
+    {"linear.weight", "/head/weight", "md", "", 0},
+    {NULL, NULL, NULL, NULL, 0}};
+
 /* The head's rules under the encoder's prefix, and beside it. */
 static void head_rules(head_kind kind, const tensor_rule **in_encoder, const tensor_rule **beside)
 {
@@ -484,6 +492,28 @@ static int check_all_used(importer *self, const char *safetensors_path, const ch
     return TFENC_OK;
 }
 
+/* A ColBERT folder's projection: without it the vectors would be the
+ * encoder's hidden states, not the model's; its rows give the width when
+ * artifact.metadata does not. */
+static int plan_colbert(importer *self, const char *safetensors_path)
+{
+    multivector_settings *m = &self->config.multivector;
+    const tfenc_safetensors_tensor *linear = tfenc_safetensors_find(self->weights,
+                                                                    "linear.weight");
+    if (linear == NULL)
+        return tfenc_error(self->ctx, TFENC_ERR_WEIGHTS, "%s: a ColBERT checkpoint (%s) without "
+                           "its projection: tensor 'linear.weight' [dim, %d] not found",
+                           safetensors_path, m->source, self->config.d_model);
+    if (m->width == 0 && linear->rank == 2 && linear->dims[0] > 0 &&
+        linear->dims[0] <= IMPORT_MAX_WIDTH)
+        m->width = (int)linear->dims[0];
+    if (m->width > self->config.d_model)
+        return tfenc_error(self->ctx, TFENC_ERR_WEIGHTS, "%s: ColBERT dim %d is wider than the "
+                           "encoder's hidden_size %d (tfenc's vectors travel in d_model-wide "
+                           "rows)", safetensors_path, m->width, self->config.d_model);
+    return TFENC_OK;
+}
+
 /* Finds every tensor the model needs and checks its shape and dtype before
  * anything is written, so a bad checkpoint leaves no output behind. */
 static int plan_tensors(importer *self, const char *safetensors_path)
@@ -507,7 +537,7 @@ static int plan_tensors(importer *self, const char *safetensors_path)
                            "prefix %s)", safetensors_path, map->model[0].source, tried);
     }
 
-    int n_model = 0, n_layer = 0;
+    int n_model = 0, n_layer = 0, status;
     while (map->model[n_model].source != NULL)
         n_model++;
     for (const tensor_rule *const *table = map->layer; *table != NULL; table++)
@@ -515,12 +545,16 @@ static int plan_tensors(importer *self, const char *safetensors_path)
             n_layer++;
     const tensor_rule *head_in_encoder, *head_beside;
     head_rules(c->head.kind, &head_in_encoder, &head_beside);
+    if (c->multivector.present) {
+        head_beside = colbert_head;
+        if ((status = plan_colbert(self, safetensors_path)) != TFENC_OK)
+            return status;
+    }
     int capacity = n_model + n_layer * c->n_layers + count_rules(head_in_encoder)
                    + count_rules(head_beside);
     self->plan = calloc((size_t)capacity, sizeof *self->plan);
     if (self->plan == NULL)
         return tfenc_error(ctx, TFENC_ERR_NO_MEMORY, "out of memory");
-    int status;
     for (int i = 0; i < n_model; i++)
         if (applies(c, map->model[i].when, 0)
             && (status = add_plan(self, capacity, prefix, &map->model[i], -1)))
