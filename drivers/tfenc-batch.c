@@ -321,6 +321,10 @@ static void print_plan(void *user, const tfenc_run_plan *p)
         printf("output: %s (scores [%lld, %d] of the model's head, %s; id2label %s)\n",
                p->output_path, (long long)p->n_documents, p->scores_width,
                tfenc_output_dtype_name(p->dtype), p->labels != NULL ? p->labels : "(none)");
+    else if (p->output_kind == TFENC_OUTPUT_VECTORS)
+        printf("output: %s (vectors [%lld, %d] of the model's multi-vector head, %s, and "
+               "offsets [%lld])\n", p->output_path, (long long)p->n_vectors, p->vectors_width,
+               tfenc_output_dtype_name(p->dtype), (long long)p->n_documents + 1);
     else
         printf("output: %s (%s, %s)\n", p->output_path, tfenc_output_kind_name(p->output_kind),
                tfenc_output_dtype_name(p->dtype));

@@ -956,6 +956,7 @@ static void describe_plan(run *r)
                            .input_path = r->settings.input, .output_path = r->settings.output,
                            .output_kind = r->output_kind, .scores_width = r->scores_width,
                            .labels = r->labels, .dtype = r->settings.dtype,
+                           .vectors_width = r->vectors_width, .n_vectors = r->n_rows,
                            .n_documents = r->n_documents, .n_tokens = r->n_tokens,
                            .last_flop_rate = tfenc_run_last_flop_rate(),
                            .weights_float32_mib =

@@ -93,6 +93,14 @@ grep -q "^output: vectors (multi-vector, unit length; .*) \[[0-9]* rows, width 1
 "$driver" --status "$work/queries.h5" | grep -q "^output: vectors .*\[240 rows, width 16\], float32, query mode, marker \[unused0\], skiplist (none" \
   || fail "--status does not describe the query vectors"
 
+# --dry-run counts the rows the skiplist keeps (the 1x1 file's).
+rows=$("$python" -c "import h5py, sys; print(h5py.File(sys.argv[1], 'r')['vectors'].shape[0])" \
+  "$work/documents.h5")
+"$driver" --dry-run --set "job.input=$sentences" --set "job.output=$work/dry.h5" \
+  --set job.window_documents=40 --set job.batch_tokens=256 "$work/job.ini" > "$work/dry-run.txt"
+grep -qF "(vectors [$rows, 16] of the model's multi-vector head, float32, and offsets [533])" \
+  "$work/dry-run.txt" || fail "--dry-run does not describe the vectors: $(grep '^output' "$work/dry-run.txt")"
+
 # Bad input: one line, a non-zero exit, nothing written.
 expect_error() { # NAME OUTPUT PATTERN COMMAND...
   name=$1 output=$2 pattern=$3
