@@ -37,6 +37,8 @@ static void importer_free(importer *self)
     tfenc_safetensors_close(self->weights);
     free(self->plan);
     free(self->transformer_dir);
+    free(self->dense_dir);
+    tfenc_safetensors_close(self->dense_weights);
     free(self->config.model_type);
     free(self->config.config_text);
     free(self->config.head.labels);
@@ -221,7 +223,7 @@ static int read_model(importer *self)
     if (status == TFENC_OK)
         status = import_read_config(self);
     if (status == TFENC_OK)
-        status = import_read_colbert(self);
+        status = self->dense_dir != NULL ? import_read_pylate(self) : import_read_colbert(self);
     if (status == TFENC_OK && pooling_dir != NULL)
         status = import_read_pooling(self, pooling_dir);
     if (status == TFENC_OK)

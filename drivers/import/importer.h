@@ -55,6 +55,7 @@ typedef struct head_settings {
 typedef struct multivector_settings {
     int present;
     int width;             /* rows of the projection (artifact.metadata's dim) */
+    int projection_bias;   /* PyLate's Dense has a bias (linear.bias) */
     char *query_marker;    /* the token after [CLS] of a query ([unused0]) */
     char *document_marker; /* ... of a document ([unused1]) */
     int query_length;      /* query_maxlen */
@@ -143,12 +144,15 @@ typedef struct tensor_plan {
     int64_t first_row;   /* the block starts at this row of the source */
     int zeros;           /* no source: a dataset of zeros */
     const tfenc_safetensors_tensor *tensor; /* NULL for zeros */
+    const tfenc_safetensors *file;          /* where tensor is; NULL: the model's file */
 } tensor_plan;
 
 typedef struct importer {
     tfenc_context *ctx;
     char *model_dir;       /* the directory as given */
     char *transformer_dir; /* where config.json lives (modules.json may name a subfolder) */
+    char *dense_dir;       /* a PyLate model's Dense module (1_Dense), or NULL */
+    tfenc_safetensors *dense_weights; /* its model.safetensors, once opened */
     model_config config;
     tokenizer_settings tokenizer;
     pooling_settings pooling;

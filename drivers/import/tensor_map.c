@@ -423,7 +423,10 @@ static int check_tensor(importer *self, const char *safetensors_path, tensor_pla
     tfenc_context *ctx = self->ctx;
     if (item->zeros)
         return TFENC_OK;
-    item->tensor = tfenc_safetensors_find(self->weights, item->source);
+    if (item->file != NULL)
+        safetensors_path = tfenc_safetensors_name(item->file);
+    item->tensor = tfenc_safetensors_find(item->file != NULL ? item->file : self->weights,
+                                          item->source);
     if (item->tensor == NULL)
         return tfenc_error(ctx, TFENC_ERR_WEIGHTS, "%s: tensor '%s' not found (needed for %s)",
                            safetensors_path, item->source, item->target);
@@ -492,6 +495,12 @@ static int check_all_used(importer *self, const char *safetensors_path, const ch
     return TFENC_OK;
 }
 
+/* PyLate's projection: sentence-transformers' Dense module saves its
+ * nn.Linear as `linear.*` in its own folder's model.safetensors. */
+static const tensor_rule pylate_head[] = {
+    {"linear.weight", "/head/weight", "md", "", 0},
+    {"linear.bias", "/head/bias", "m", "", 0}};
+
 /* A ColBERT folder's projection: without it the vectors would be the
  * encoder's hidden states, not the model's; its rows give the width when
  * artifact.metadata does not. */
@@ -545,13 +554,16 @@ static int plan_tensors(importer *self, const char *safetensors_path)
             n_layer++;
     const tensor_rule *head_in_encoder, *head_beside;
     head_rules(c->head.kind, &head_in_encoder, &head_beside);
-    if (c->multivector.present) {
+    int n_dense = 0; /* PyLate's projection, from its Dense folder's file */
+    if (c->multivector.present && self->dense_weights != NULL) {
+        n_dense = 1 + c->multivector.projection_bias;
+    } else if (c->multivector.present) {
         head_beside = colbert_head;
         if ((status = plan_colbert(self, safetensors_path)) != TFENC_OK)
             return status;
     }
     int capacity = n_model + n_layer * c->n_layers + count_rules(head_in_encoder)
-                   + count_rules(head_beside);
+                   + count_rules(head_beside) + n_dense;
     self->plan = calloc((size_t)capacity, sizeof *self->plan);
     if (self->plan == NULL)
         return tfenc_error(ctx, TFENC_ERR_NO_MEMORY, "out of memory");
@@ -571,6 +583,11 @@ static int plan_tensors(importer *self, const char *safetensors_path)
     for (const tensor_rule *rule = head_beside; rule->source != NULL; rule++)
         if ((status = add_plan(self, capacity, "", rule, -1)))
             return status;
+    for (int i = 0; i < n_dense; i++) {
+        if ((status = add_plan(self, capacity, "", &pylate_head[i], -1)))
+            return status;
+        self->plan[self->plan_count - 1].file = self->dense_weights;
+    }
 
     for (int i = 0; i < self->plan_count; i++) {
         tensor_plan *item = &self->plan[i];

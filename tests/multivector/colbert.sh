@@ -10,7 +10,8 @@
 # the same MaxSim top 10 for every query. Layouts 1x1, 2x1, 1x2, 2x2 and a
 # SIGKILL + resume give bitwise equal files; --status describes them; a
 # folder without its projection and a query job the attention cannot
-# compute are refused in one line with nothing written.
+# compute are refused in one line with nothing written. The same model saved
+# as PyLate does (Transformer + Dense) imports to the same job and file.
 set -eu
 
 . "$(cd "$(dirname "$0")/../.." && pwd)/tests/environment.sh"
@@ -47,6 +48,20 @@ encode 1 1 documents.h5 job.ini
   --set job.output_ids=true --set job.multivector_mode=query "$work/job.ini"
 "$python" "$reference" compare "$work/reference.h5" "$work/documents.h5" "$work/queries.h5" \
   || fail "tfenc's vectors differ from the reference's"
+
+# The same model as a PyLate folder: the same job keys and the same file.
+"$import" "$work/pylate" -o "$work/pylate.h5" --job "$work/pylate.ini" > /dev/null
+grep -v '^;' "$work/job.ini" | sed 's/model\.h5/WEIGHTS/' > "$work/job.keys"
+grep -v '^;' "$work/pylate.ini" | sed 's/pylate\.h5/WEIGHTS/' > "$work/pylate.keys"
+if ! diff "$work/job.keys" "$work/pylate.keys" > "$work/keys.diff"; then
+  fail "the PyLate folder's job differs from the ColBERT folder's: $(cat "$work/keys.diff")"
+elif encode 1 1 pylate-documents.h5 pylate.ini; then
+  "$python" "$reference" same "$work/documents.h5" "$work/pylate-documents.h5" \
+    && echo "ok: the PyLate folder's vectors are the ColBERT folder's, bitwise" \
+    || fail "the PyLate folder's vectors differ from the ColBERT folder's"
+else
+  fail "the PyLate folder's job failed"
+fi
 
 for layout in 2:1 1:2 2:2; do # data_parallel:stages
   replicas=${layout%:*} stages=${layout#*:}
@@ -122,6 +137,10 @@ expect_error() { # NAME OUTPUT PATTERN COMMAND...
 }
 expect_error no-projection "$work/broken.h5" "tensor 'linear.weight' [dim, 32] not found" \
   "$import" "$work/no-projection" -o "$work/broken.h5" --job "$work/broken.ini"
+cp -R "$work/pylate" "$work/pylate-no-projection"
+rm "$work/pylate-no-projection/1_Dense/model.safetensors"
+expect_error pylate-no-projection "$work/broken.h5" "a PyLate model without its projection" \
+  "$import" "$work/pylate-no-projection" -o "$work/broken.h5" --job "$work/broken.ini"
 expect_error masked-query-keys "$work/masked.h5" "attend_to_mask_tokens = false" \
   "$driver" --quiet --set "job.input=$work/queries.txt" --set "job.output=$work/masked.h5" \
   --set job.multivector_mode=query --set job.attend_to_mask_tokens=false "$work/job.ini"

@@ -6,7 +6,9 @@ usage: reference.py make OUT_DIR SENTENCES QUERIES
          Writes OUT_DIR/colbert/ (config.json naming HF_ColBERT,
          model.safetensors with `bert.*` and `linear.weight`, the real
          bert-base-uncased vocab.txt of all-MiniLM-L6-v2, artifact.metadata)
-         OUT_DIR/no-projection/ (the same without `linear.weight`) and
+         OUT_DIR/no-projection/ (the same without `linear.weight`),
+         OUT_DIR/pylate/ (the same model as PyLate saves it: modules.json of
+         a Transformer and a Dense, config_sentence_transformers.json) and
          OUT_DIR/reference.h5: `documents`, `document_offsets` and
          `document_ids` (each sentence's kept vectors and their token ids),
          `queries` [Q, query_maxlen, dim] and `query_ids`.
@@ -96,6 +98,32 @@ def make(out, sentences_path, queries_path):
             g.write(f.read())
     save_file({k: v for k, v in tensors.items() if k != "linear.weight"},
               os.path.join(broken, "model.safetensors"))
+
+    # The same model as PyLate saves it: a sentence-transformers folder of a
+    # Transformer (the bare BertModel) and a Dense module (the projection).
+    pylate = os.path.join(out, "pylate")
+    os.makedirs(os.path.join(pylate, "1_Dense"), exist_ok=True)
+    for name in ("vocab.txt", "tokenizer_config.json"):
+        with open(os.path.join(folder, name), "rb") as f, \
+                open(os.path.join(pylate, name), "wb") as g:
+            g.write(f.read())
+    saved["architectures"] = ["BertModel"]
+    json.dump(saved, open(os.path.join(pylate, "config.json"), "w"))
+    save_file({k[len("bert."):]: v for k, v in tensors.items() if k.startswith("bert.")},
+              os.path.join(pylate, "model.safetensors"))
+    save_file({"linear.weight": tensors["linear.weight"]},
+              os.path.join(pylate, "1_Dense", "model.safetensors"))
+    json.dump({"in_features": D, "out_features": DIM, "bias": False,
+               "activation_function": "torch.nn.modules.linear.Identity"},
+              open(os.path.join(pylate, "1_Dense", "config.json"), "w"))
+    json.dump([{"idx": 0, "name": "0", "path": "", "type": "sentence_transformers.models.Transformer"},
+               {"idx": 1, "name": "1", "path": "1_Dense", "type": "pylate.models.Dense.Dense"}],
+              open(os.path.join(pylate, "modules.json"), "w"))
+    json.dump({"query_prefix": "[unused0]", "document_prefix": "[unused1]",
+               "query_length": QUERY_MAXLEN, "document_length": DOC_MAXLEN,
+               "attend_to_expansion_tokens": True, "skiplist_words": list(string.punctuation),
+               "similarity_fn_name": "MaxSim"},
+              open(os.path.join(pylate, "config_sentence_transformers.json"), "w"))
 
     tokenizer = t.BertTokenizerFast(vocab, do_lower_case=True)
     q_marker, d_marker = tokenizer.convert_tokens_to_ids(["[unused0]", "[unused1]"])
