@@ -528,14 +528,16 @@ char *tfenc_job_settings_identity(const tfenc_jobfile *job, const tfenc_job_sett
         }
     }
     /* Defaults shape the result too, and may differ between versions of
-     * tfenc: the values in effect are part of the identity. */
-    char effective[320];
+     * tfenc: the values in effect are part of the identity (max_seq_len is
+     * query_length's in a multi-vector query job; multivector_mode = query
+     * is a key line of the job, so files written before the key existed
+     * still resume). */
+    char effective[256];
     snprintf(effective, sizeof effective,
              "(in effect) max_seq_len = %ld, batch_tokens = %ld, window_documents = %ld, "
-             "chunks = %s, chunk_overlap = %ld, multivector_mode = %s\n",
+             "chunks = %s, chunk_overlap = %ld\n",
              settings->max_seq_len, settings->batch_tokens, settings->window_documents,
-             tfenc_output_chunks_names[settings->chunks], settings->chunk_overlap,
-             tfenc_multivector_mode_names[settings->multivector_query]);
+             tfenc_output_chunks_names[settings->chunks], settings->chunk_overlap);
     append(&t, effective);
     return t.data;
 }
