@@ -60,7 +60,8 @@ static void usage(FILE *stream)
             "Converts a Hugging Face checkpoint (config.json, model.safetensors, vocab.txt,\n"
             "sentence-transformers modules) of BERT, RoBERTa, XLM-R, ELECTRA, DistilBERT,\n"
             "MPNet, Qwen2, NomicBERT, ModernBERT or JinaBERT v2 into a tfenc weights file\n"
-            "and, with --job, a job file that computes the same embeddings.\n");
+            "and, with --job, a job file that computes the same embeddings (ColBERT and\n"
+            "PyLate folders: the same multi-vector encodings).\n");
 }
 
 /* The files of the model folder (two levels: the sentence-transformers
