@@ -152,10 +152,19 @@ static void print_report(const tfenc_inspection *i)
         }
         else
             printf("written when the job completes (the rows wait in %s.sparse-*)", i->path);
-    } else
+    } else if (i->output_kind != NULL && strcmp(i->output_kind, "vectors") == 0)
+        printf("output: vectors (multi-vector, unit length; document i is rows "
+               "offsets[i]:offsets[i+1]) [%lld rows, width %lld], %s, %s mode, marker %s, "
+               "skiplist %s", (long long)i->n_tokens, (long long)i->d_model,
+               or_unknown(i->dtype), or_unknown(i->multivector_mode),
+               i->multivector_marker != NULL && i->multivector_marker[0] != '\0'
+                   ? i->multivector_marker : "(none)",
+               i->multivector_skiplist != NULL && i->multivector_skiplist[0] != '\0'
+                   ? "string.punctuation's tokens left out" : "(none: every token kept)");
+    else
         printf("output: %s, %s, d_model %lld", or_unknown(i->output_kind), or_unknown(i->dtype),
                (long long)i->d_model);
-    if (i->n_tokens >= 0)
+    if (i->n_tokens >= 0 && (i->output_kind == NULL || strcmp(i->output_kind, "vectors") != 0))
         printf(", %lld token rows", (long long)i->n_tokens);
     printf(", compression %s\n", or_unknown(i->compression));
     print_compact(i);

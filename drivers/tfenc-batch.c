@@ -334,7 +334,11 @@ static void print_plan(void *user, const tfenc_run_plan *p)
         printf("vocabulary projection: %.3f TFLOP (2 x %d x d_model %d per token)\n",
                2.0 * p->sparse_width * p->d_model * (double)p->n_tokens / 1e12, p->sparse_width,
                p->d_model);
-    } else
+    } else if (p->output_kind == TFENC_OUTPUT_VECTORS)
+        printf("output: %s (vectors [%lld, %d] of the model's multi-vector head, %s, and "
+               "offsets [%lld])\n", p->output_path, (long long)p->n_vectors, p->vectors_width,
+               tfenc_output_dtype_name(p->dtype), (long long)p->n_documents + 1);
+    else
         printf("output: %s (%s, %s)\n", p->output_path, tfenc_output_kind_name(p->output_kind),
                tfenc_output_dtype_name(p->dtype));
     printf("corpus: %s, %lld documents, %lld tokens after truncation (mean %.1f)\n",

@@ -23,6 +23,7 @@
 #include "output/ownership.h"
 
 #include "import/files.h"
+#include "import/colbert.h"
 #include "import/hf_config.h"
 #include "import/importer.h"
 #include "import/job_writer.h"
@@ -36,9 +37,13 @@ static void importer_free(importer *self)
     tfenc_safetensors_close(self->weights);
     free(self->plan);
     free(self->transformer_dir);
+    free(self->dense_dir);
+    tfenc_safetensors_close(self->dense_weights);
     free(self->config.model_type);
     free(self->config.config_text);
     free(self->config.head.labels);
+    free(self->config.multivector.query_marker);
+    free(self->config.multivector.document_marker);
     for (int i = 0; i < 4; i++)
         free(self->tokenizer.special[i]);
     free(self->tokenizer.vocab);
@@ -55,7 +60,8 @@ static void usage(FILE *stream)
             "Converts a Hugging Face checkpoint (config.json, model.safetensors, vocab.txt,\n"
             "sentence-transformers modules) of BERT, RoBERTa, XLM-R, ELECTRA, DistilBERT,\n"
             "MPNet, Qwen2, NomicBERT, ModernBERT or JinaBERT v2 into a tfenc weights file\n"
-            "and, with --job, a job file that computes the same embeddings.\n"
+            "and, with --job, a job file that computes the same embeddings (ColBERT and\n"
+            "PyLate folders: the same multi-vector encodings).\n"
             "--sparse: a *ForMaskedLM checkpoint's masked-LM head becomes a splade head,\n"
             "whose job writes SPLADE sparse vectors (a SparseEncoder folder implies it).\n");
 }
@@ -224,6 +230,8 @@ static int read_model(importer *self)
         status = import_read_config(self);
     if (status == TFENC_OK && self->sparse)
         status = import_sparse_head(self);
+    if (status == TFENC_OK)
+        status = self->dense_dir != NULL ? import_read_pylate(self) : import_read_colbert(self);
     if (status == TFENC_OK && pooling_dir != NULL)
         status = import_read_pooling(self, pooling_dir);
     if (status == TFENC_OK)

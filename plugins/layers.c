@@ -1,6 +1,7 @@
 /* Entry point of the layers plugin: enumerates the per-token and pooling
  * layer types (embedding, sinusoidal, ffn, layernorm, rmsnorm, pooling), the
- * classification head (classifier) and the sparse masked-LM head (splade). */
+ * classification head (classifier), the sparse masked-LM head (splade) and
+ * the multi-vector head (multivector). */
 #include "layers.h"
 
 /* Each type's source file declares it next to its descriptor
@@ -14,6 +15,7 @@ static const tfenc_layer_descriptor *const layer_types[] = {
     &tfenc_layers_pooling,
     &tfenc_layers_classifier,
     &tfenc_layers_splade,
+    &tfenc_layers_multivector,
 };
 
 TFENC_EXPORT const tfenc_layer_descriptor *tfenc_plugin_descriptor(unsigned index);

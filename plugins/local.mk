@@ -13,11 +13,12 @@ plugins_attention_la_LIBADD = core/libtfenc.la -lm
 # select (no code here reads floating-point exception flags).
 plugins_attention_la_CFLAGS = $(AM_CFLAGS) $(OPENMP_CFLAGS) -fno-trapping-math -ffp-contract=fast
 
-# layers: embedding, sinusoidal, ffn, layernorm, rmsnorm, pooling, classifier, splade.
+# layers: embedding, sinusoidal, ffn, layernorm, rmsnorm, pooling, classifier, splade,
+# multivector.
 pkglib_LTLIBRARIES += plugins/layers.la
 plugins_layers_la_SOURCES = plugins/layers.c plugins/layers.h plugins/embedding.c \
 	plugins/positional.c plugins/ffn.c plugins/norm.c plugins/pooling.c plugins/classifier.c \
-	plugins/splade.c
+	plugins/splade.c plugins/multivector.c
 plugins_layers_la_LDFLAGS = -module -avoid-version -shared \
 	-export-symbols-regex '^tfenc_plugin_descriptor$$' $(OPENMP_CFLAGS) $(SANITIZER_FLAGS)
 plugins_layers_la_LIBADD = core/libtfenc.la -lm

@@ -1,6 +1,8 @@
 /* The output writer read back through the HDF5 C API, the 16-bit float
  * conversions against known bit patterns (and the compiler's _Float16 where
- * it has one), and SHA-256 against the FIPS 180-4 vectors and sha256sum. */
+ * it has one), SHA-256 against the FIPS 180-4 vectors and sha256sum, and
+ * the multi-vector rows: which tokens keep a vector, packed as the file gets
+ * them, under the vectors kind's dataset and attributes. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,6 +18,7 @@
 #include "harness/cunit_main.h"
 #include "base/context.h"
 #include "base/float16.h"
+#include "output/multivector.h"
 #include "output/output.h"
 #include "base/sha256.h"
 
@@ -791,6 +794,73 @@ static int suite_clean(void)
     return system(command) != 0;
 }
 
+/* Two sequences of d = 4 rows whose first 2 values are the vector: the
+ * skiplist's ids (5 and 7) lose their rows, an id beyond the flags keeps
+ * its own, and the count the feeder uses agrees with the packing. */
+static void test_multivector_pack(void)
+{
+    enum { D = 4, WIDTH = 2, TOKENS = 7 };
+    static const uint8_t flags[8] = {0, 0, 0, 0, 0, 1, 0, 1};
+    const tfenc_skiplist skip = {.flags = flags, .n_ids = 8};
+    int32_t ids[TOKENS] = {2, 5, 9, 3, 7, 7, 4}; /* 9: outside the flags, kept */
+    const int32_t seq_start[3] = {0, 4, TOKENS};
+    float x[TOKENS * D];
+    for (int t = 0; t < TOKENS; t++)
+        for (int c = 0; c < D; c++)
+            x[t * D + c] = (float)(10 * t + c);
+    CU_ASSERT(tfenc_skiplist_count(&skip, ids, 4) == 3);
+    CU_ASSERT(tfenc_skiplist_count(&skip, ids + 4, 3) == 1);
+    CU_ASSERT(tfenc_skiplist_count(NULL, ids, TOKENS) == TOKENS);
+    int32_t kept[2];
+    CU_ASSERT_FATAL(tfenc_multivector_pack(&skip, x, ids, D, WIDTH, 2, seq_start, kept) == 4);
+    CU_ASSERT(kept[0] == 3 && kept[1] == 1);
+    static const int32_t kept_ids[4] = {2, 9, 3, 4};
+    static const float kept_rows[4 * WIDTH] = {0, 1, 20, 21, 30, 31, 60, 61};
+    CU_ASSERT(memcmp(ids, kept_ids, sizeof kept_ids) == 0);
+    CU_ASSERT(memcmp(x, kept_rows, sizeof kept_rows) == 0);
+
+    /* The vectors kind: `vectors` under `offsets`, with its attributes. */
+    char path[300];
+    snprintf(path, sizeof path, "%s/vectors.h5", directory);
+    tfenc_output_options options = {.path = path, .kind = TFENC_OUTPUT_VECTORS,
+                                     .dtype = TFENC_DTYPE_FLOAT32, .d_model = WIDTH,
+                                     .n_documents = 2, .n_tokens = 4,
+                                     .multivector_mode = "document",
+                                     .multivector_marker = "[unused1]",
+                                     .multivector_skiplist = "5 7"};
+    tfenc_context ctx;
+    tfenc_context_init(&ctx);
+    tfenc_output *out = NULL;
+    CU_ASSERT_FATAL(tfenc_output_create(&ctx, MPI_COMM_NULL, &options, &out) == TFENC_OK);
+    const int64_t documents[2] = {1, 0}, first_rows[2] = {3, 0};
+    const int32_t counts[2] = {kept[1], kept[0]}, truncated[2] = {0, 0};
+    float swapped[4 * WIDTH]; /* document 1's row first, as a microbatch may hold them */
+    memcpy(swapped, x + 3 * WIDTH, WIDTH * sizeof *x);
+    memcpy(swapped + WIDTH, x, 3 * WIDTH * sizeof *x);
+    CU_ASSERT(tfenc_output_write_tokens(&ctx, out, 2, documents, first_rows, counts,
+                                        swapped) == TFENC_OK);
+    CU_ASSERT(tfenc_output_write_metadata(&ctx, out, 2, documents, counts, truncated, NULL)
+              == TFENC_OK);
+    CU_ASSERT_FATAL(tfenc_output_finish(&ctx, out) == TFENC_OK);
+    hid_t file = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
+    CU_ASSERT_FATAL(file >= 0);
+    CU_ASSERT(H5Lexists(file, "hidden", H5P_DEFAULT) == 0);
+    hsize_t dims[2] = {4, WIDTH}, entries[1] = {3};
+    float read[4 * WIDTH];
+    int64_t offsets[3];
+    hid_t vectors = open_dataset(file, "vectors", 2, dims);
+    read_all(vectors, H5T_NATIVE_FLOAT, read);
+    CU_ASSERT(memcmp(read, kept_rows, sizeof read) == 0);
+    H5Dclose(vectors);
+    hid_t offsets_dataset = open_dataset(file, "offsets", 1, entries);
+    read_all(offsets_dataset, H5T_NATIVE_INT64, offsets);
+    CU_ASSERT(offsets[0] == 0 && offsets[1] == 3 && offsets[2] == 4);
+    H5Dclose(offsets_dataset);
+    CU_ASSERT(H5Aexists(file, "multivector_skiplist") > 0);
+    CU_ASSERT(H5Aexists(file, "multivector_marker") > 0);
+    H5Fclose(file);
+}
+
 static const test_case output_cases[] = {
     {"float16 known bit patterns", test_float16_known_values},
     {"float16 round trip", test_float16_round_trip},
@@ -806,6 +876,7 @@ static const test_case output_cases[] = {
     {"scattered rows", test_scattered_rows},
     {"errors and abandoned files", test_errors},
     {"resume after a kill", test_resume},
+    {"multi-vector rows", test_multivector_pack},
     {NULL, NULL}};
 
 const test_suite test_suites[] = {

@@ -819,17 +819,21 @@ int tfenc_model_output(tfenc_context *ctx, const tfenc_model *model, tfenc_layer
     int status = d->output(last->layer.instance, output);
     if (status != TFENC_OK)
         return status;
-    if (output->kind == TFENC_LAYER_OUTPUT_SCORES &&
-        (output->width < 1 || output->width > model->d_model))
-        return tfenc_error(ctx, TFENC_ERR_PLUGIN, "%s declares %d scores per sequence (1 to "
-                           "d_model %d)", last->layer.scope, output->width, model->d_model);
-    if (output->kind == TFENC_LAYER_OUTPUT_SCORES && last->norm.descriptor != NULL)
-        return tfenc_error(ctx, TFENC_ERR_CONFIG, "%s writes scores, which a norm after it "
-                           "would change: give it no norm", last->layer.scope);
-    /* SPARSE is ABI 1.3: a 1.2 plugin cannot mean it. */
+    /* SPARSE and VECTORS are ABI 1.3: a 1.2 plugin cannot mean them. */
     const int sparse = output->kind == TFENC_LAYER_OUTPUT_SPARSE && d->abi_minor >= 3;
-    if (output->kind != TFENC_LAYER_OUTPUT_HIDDEN && output->kind != TFENC_LAYER_OUTPUT_SCORES &&
-        !sparse)
+    const int narrowed = output->kind == TFENC_LAYER_OUTPUT_SCORES ||
+                         (output->kind == TFENC_LAYER_OUTPUT_VECTORS && d->abi_minor >= 3);
+    if (narrowed && (output->width < 1 || output->width > model->d_model))
+        return tfenc_error(ctx, TFENC_ERR_PLUGIN, "%s declares %d %s (1 to d_model %d)",
+                           last->layer.scope, output->width,
+                           output->kind == TFENC_LAYER_OUTPUT_SCORES ? "scores per sequence"
+                                                                     : "values per token",
+                           model->d_model);
+    if (narrowed && last->norm.descriptor != NULL)
+        return tfenc_error(ctx, TFENC_ERR_CONFIG, "%s writes %s, which a norm after it "
+                           "would change: give it no norm", last->layer.scope,
+                           output->kind == TFENC_LAYER_OUTPUT_SCORES ? "scores" : "vectors");
+    if (output->kind != TFENC_LAYER_OUTPUT_HIDDEN && !narrowed && !sparse)
         return tfenc_error(ctx, TFENC_ERR_PLUGIN, "%s declares an unknown output kind %d",
                            last->layer.scope, (int)output->kind);
     if (sparse && output->width < 1)

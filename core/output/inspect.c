@@ -283,7 +283,9 @@ static int check_shapes(tfenc_context *ctx, const char *path, hid_t file,
                         const tfenc_inspection *inspection)
 {
     const int64_t n_documents = inspection->n_documents, d_model = inspection->d_model;
-    int tokens = H5Lexists(file, "hidden", H5P_DEFAULT) > 0;
+    /* Per-token rows: hidden states, or a multi-vector head's vectors. */
+    int vectors = H5Lexists(file, "vectors", H5P_DEFAULT) > 0;
+    int tokens = vectors || H5Lexists(file, "hidden", H5P_DEFAULT) > 0;
     int row_runs = tokens || H5Lexists(file, "chunk_offsets", H5P_DEFAULT) > 0;
     H5Eclear2(H5E_DEFAULT);
     /* Rows: one per document, or per token (hidden) or chunk (chunk_offsets). */
@@ -297,7 +299,8 @@ static int check_shapes(tfenc_context *ctx, const char *path, hid_t file,
     const char *dtype = inspection->dtype != NULL ? inspection->dtype : "";
     const int packed = strcmp(dtype, "binary") == 0 || strcmp(dtype, "ubinary") == 0;
     const int integer = packed || strcmp(dtype, "int8") == 0 || strcmp(dtype, "uint8") == 0;
-    const char *rows_name = tokens                                       ? "hidden"
+    const char *rows_name = vectors                                      ? "vectors"
+                            : tokens                                     ? "hidden"
                             : H5Lexists(file, "scores", H5P_DEFAULT) > 0 ? "scores"
                                                                          : "embeddings";
     H5Eclear2(H5E_DEFAULT);
@@ -616,6 +619,7 @@ int tfenc_inspect_output(tfenc_context *ctx, const char *path, tfenc_inspection 
     free(kind);
     int has_rows = H5Lexists(file, "embeddings", H5P_DEFAULT) > 0
                    || H5Lexists(file, "hidden", H5P_DEFAULT) > 0
+                   || H5Lexists(file, "vectors", H5P_DEFAULT) > 0
                    || H5Lexists(file, "scores", H5P_DEFAULT) > 0 || sparse;
     int has_lengths = H5Lexists(file, "lengths", H5P_DEFAULT) > 0;
     H5Eclear2(H5E_DEFAULT);
@@ -632,7 +636,7 @@ int tfenc_inspect_output(tfenc_context *ctx, const char *path, tfenc_inspection 
     }
     const char *lacking = inspection->tfenc_version == NULL ? "attribute 'tfenc_version'"
                           : !has_complete                  ? "attribute 'complete'"
-                          : !has_rows                      ? "dataset 'embeddings', 'hidden' or 'scores'"
+                          : !has_rows                      ? "dataset 'embeddings', 'hidden', 'vectors' or 'scores'"
                           : !has_lengths                   ? "dataset 'lengths'"
                                                            : NULL;
     if (lacking != NULL) {
@@ -677,6 +681,9 @@ int tfenc_inspect_output(tfenc_context *ctx, const char *path, tfenc_inspection 
     inspection->quantization_source = read_string(file, "quantization_ranges_source");
     inspection->corpus_shards = read_string(file, "corpus_shards");
     inspection->id2label = read_string(file, "id2label");
+    inspection->multivector_mode = read_string(file, "multivector_mode");
+    inspection->multivector_marker = read_string(file, "multivector_marker");
+    inspection->multivector_skiplist = read_string(file, "multivector_skiplist");
     inspection->precision_sample_min_cosine = read_double(file, "precision_sample_min_cosine");
     if (inspection->precision == NULL && inspection->job_settings != NULL)
         inspection->precision = precision_from_settings(inspection->job_settings);
@@ -735,6 +742,8 @@ void tfenc_inspection_free(tfenc_inspection *inspection)
                         &inspection->working_directory, &inspection->job_overrides,
                         &inspection->precision, &inspection->precision_steps,
                         &inspection->quantization_source, &inspection->id2label,
+                        &inspection->multivector_mode, &inspection->multivector_marker,
+                        &inspection->multivector_skiplist,
                         &inspection->resume_command, &inspection->corpus_shards};
     for (size_t i = 0; i < sizeof strings / sizeof strings[0]; i++) {
         free(*strings[i]);

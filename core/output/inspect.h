@@ -41,7 +41,7 @@ typedef struct tfenc_inspection {
     /* Attributes as stored; NULL when the file has none (older tfenc). */
     char *tfenc_version;
     char *created;           /* ISO-8601 UTC, when the file was first created */
-    char *output_kind;       /* pooled, tokens or scores */
+    char *output_kind;       /* pooled, tokens, scores, sparse or vectors */
     char *id2label;          /* scores: the head's label names (JSON); NULL otherwise */
     /* sparse: the CSR's entries (-1 until the job completes and writes
      * them, output/sparse.h), its sparse_top_k and sparse_threshold, and
@@ -50,6 +50,9 @@ typedef struct tfenc_inspection {
     int64_t sparse_top_k;
     double sparse_threshold;
     int has_vocabulary;
+    char *multivector_mode;  /* vectors: document or query; NULL otherwise */
+    char *multivector_marker;   /* vectors: the marker token, "" for none */
+    char *multivector_skiplist; /* vectors: the ids left out, space-separated, "" for none */
     char *dtype;             /* float32, float16, bfloat16, or compact: int8, uint8,
                               * binary, ubinary (output/quantize.h) */
     char *quantization_source; /* int8 / uint8: where the ranges came from (attribute

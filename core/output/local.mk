@@ -1,10 +1,11 @@
-# output: the HDF5 output file, the last stage's writer, which window a
+# output: the HDF5 output file, multi-vector rows, the last stage's writer, which window a
 # file holds (ownership), a job's fingerprint, and reading a file back
 # (--status).
 # may use: base job ranks
 core_libtfenc_la_SOURCES += \
 	core/output/output.c core/output/output.h \
 	core/output/quantize.c core/output/quantize.h \
+	core/output/multivector.c core/output/multivector.h \
 	core/output/writer.c core/output/writer.h \
 	core/output/sparse.c core/output/sparse.h \
 	core/output/ownership.c core/output/ownership.h \

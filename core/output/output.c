@@ -84,8 +84,15 @@ static int h5_fail(tfenc_context *ctx, int status, const char *path, const char 
 
 /* ------------------------------------------------------------------ names */
 
+/* Kinds whose documents own runs of rows, one per (kept) token, found
+ * through `offsets`. */
+static int per_token(tfenc_output_kind kind)
+{
+    return kind == TFENC_OUTPUT_TOKENS || kind == TFENC_OUTPUT_VECTORS;
+}
+
 const char *const tfenc_output_kind_names[] = {"pooled", "tokens", "scores", "sparse",
-                                                "auto", NULL};
+                                                "vectors", "auto", NULL};
 const char *const tfenc_output_dtype_names[] = {"float32", "float16", "bfloat16", "int8",
                                                 "uint8", "binary", "ubinary", NULL};
 const char *const tfenc_output_compression_names[] = {"none", "gzip", NULL};
@@ -399,6 +406,22 @@ static char *plugins_text(const tfenc_output_options *options)
     return text;
 }
 
+
+/* What a multi-vector file's rows are: which side of late interaction they
+ * encode, with which marker, and which tokens were left out. */
+static int write_multivector_attributes(tfenc_context *ctx, tfenc_output *out,
+                                        const tfenc_output_options *options)
+{
+    const char *values[3][2] = {{"multivector_mode", options->multivector_mode},
+                                {"multivector_marker", options->multivector_marker},
+                                {"multivector_skiplist", options->multivector_skiplist}};
+    int status = TFENC_OK;
+    for (int i = 0; status == TFENC_OK && i < 3; i++)
+        status = write_string_attribute(ctx, out, values[i][0],
+                                        values[i][1] != NULL ? values[i][1] : "");
+    return status;
+}
+
 static int write_attributes(tfenc_context *ctx, tfenc_output *out,
                             const tfenc_output_options *options)
 {
@@ -460,13 +483,15 @@ static int write_attributes(tfenc_context *ctx, tfenc_output *out,
         status = write_int64_attribute(ctx, out, "d_model", out->d_model);
     if (status == TFENC_OK)
         status = write_int64_attribute(ctx, out, "n_documents", out->n_documents);
-    if (status == TFENC_OK && out->kind == TFENC_OUTPUT_TOKENS)
+    if (status == TFENC_OK && per_token(out->kind))
         status = write_int64_attribute(ctx, out, "n_tokens", out->n_tokens);
     if (status == TFENC_OK && out->kind == TFENC_OUTPUT_SCORES)
         status = write_string_attribute(ctx, out, "id2label",
                                         options->labels != NULL ? options->labels : "");
     if (status == TFENC_OK && out->chunks == TFENC_CHUNKS_EACH)
         status = write_int64_attribute(ctx, out, "n_chunks", out->n_tokens);
+    if (status == TFENC_OK && out->kind == TFENC_OUTPUT_VECTORS)
+        status = write_multivector_attributes(ctx, out, options);
     int32_t complete = 0;
     if (status == TFENC_OK)
         status = write_attribute(ctx, out, "complete", H5T_NATIVE_INT32, &complete);
@@ -481,19 +506,20 @@ static int write_elements(tfenc_context *ctx, tfenc_output *out, hid_t dataset, 
  * dataset: per-token states, and every chunk's vector. */
 static int has_row_runs(const tfenc_output *out)
 {
-    return out->kind == TFENC_OUTPUT_TOKENS || out->chunks == TFENC_CHUNKS_EACH;
+    return per_token(out->kind) || out->chunks == TFENC_CHUNKS_EACH;
 }
 
 static const char *rows_name(const tfenc_output *out)
 {
-    return out->kind == TFENC_OUTPUT_TOKENS   ? "hidden"
-           : out->kind == TFENC_OUTPUT_SCORES ? "scores"
+    return out->kind == TFENC_OUTPUT_TOKENS    ? "hidden"
+           : out->kind == TFENC_OUTPUT_VECTORS ? "vectors"
+           : out->kind == TFENC_OUTPUT_SCORES  ? "scores"
                                               : "embeddings";
 }
 
 static const char *offsets_name(const tfenc_output *out)
 {
-    return out->kind == TFENC_OUTPUT_TOKENS ? "offsets" : "chunk_offsets";
+    return per_token(out->kind) ? "offsets" : "chunk_offsets";
 }
 
 /* ------------------------------------------------------- compact vectors */
@@ -653,7 +679,7 @@ static int prepare(tfenc_context *ctx, MPI_Comm writers, const tfenc_output_opti
         return tfenc_error(ctx, TFENC_ERR_CONFIG, "output: no path given");
     const char *path = options->path;
     if (options->d_model < 1 || options->n_documents < 0
-        || (options->kind == TFENC_OUTPUT_TOKENS && options->n_tokens < 0)
+        || (per_token(options->kind) && options->n_tokens < 0)
         || (options->kind == TFENC_OUTPUT_POOLED && options->chunks == TFENC_CHUNKS_EACH
             && options->n_chunks < options->n_documents))
         return tfenc_error(ctx, TFENC_ERR_INTERNAL, "%s: bad output shape (d_model %d, %lld "
@@ -693,7 +719,7 @@ static int prepare(tfenc_context *ctx, MPI_Comm writers, const tfenc_output_opti
     out->d_model = options->d_model;
     out->n_documents = options->n_documents;
     /* Rows of the float dataset beyond one per document: tokens, or chunks. */
-    out->n_tokens = options->kind == TFENC_OUTPUT_TOKENS  ? options->n_tokens
+    out->n_tokens = per_token(options->kind)  ? options->n_tokens
                     : out->chunks == TFENC_CHUNKS_EACH ? options->n_chunks
                                                        : 0;
     out->compress = options->compression == TFENC_COMPRESSION_GZIP;
@@ -743,7 +769,7 @@ static int check_free_space(tfenc_context *ctx, const tfenc_output *out,
                                 (out->chunks != TFENC_CHUNKS_OFF ? 4 : 0) +
                                 (options->has_ids ? (double)out->id_length : 0);
     /* token_ids: 4 bytes per row of hidden */
-    const double id_bytes = out->kind == TFENC_OUTPUT_TOKENS && options->has_token_ids ? 4 : 0;
+    const double id_bytes = per_token(out->kind) && options->has_token_ids ? 4 : 0;
     const double needed = rows * (row_bytes + id_bytes) + (double)out->n_documents * per_document;
     double available = 0.0;
     int status = tfenc_file_free_space(ctx, "[job] output", out->path, &available);
@@ -782,7 +808,7 @@ int tfenc_output_create(tfenc_context *ctx, MPI_Comm writers, const tfenc_output
     if (status == TFENC_OK && out->chunks == TFENC_CHUNKS_EACH)
         status = create_dataset(ctx, out, "chunk_starts", H5T_STD_I32LE, out->n_tokens, 0,
                                 compress, NULL, &out->chunk_starts);
-    if (status == TFENC_OK && out->kind == TFENC_OUTPUT_TOKENS && options->has_token_ids)
+    if (status == TFENC_OK && per_token(out->kind) && options->has_token_ids)
         status = create_dataset(ctx, out, "token_ids", H5T_STD_I32LE, out->n_tokens, 0,
                                 compress, NULL, &out->token_ids);
     if (status == TFENC_OK && out->chunks != TFENC_CHUNKS_OFF)
@@ -1122,7 +1148,7 @@ static int check_identity(tfenc_context *ctx, tfenc_output *out,
     const struct { const char *name; int64_t expected; int wanted; } numbers[] = {
         {"d_model", out->d_model, 1},
         {"n_documents", out->n_documents, 1},
-        {"n_tokens", out->n_tokens, out->kind == TFENC_OUTPUT_TOKENS},
+        {"n_tokens", out->n_tokens, per_token(out->kind)},
         {"n_chunks", out->n_tokens, out->chunks == TFENC_CHUNKS_EACH}};
     for (size_t i = 0; status == TFENC_OK && i < sizeof numbers / sizeof numbers[0]; i++)
         if (numbers[i].wanted
@@ -1150,7 +1176,7 @@ static int open_existing_datasets(tfenc_context *ctx, tfenc_output *out,
     if (status == TFENC_OK && out->chunks == TFENC_CHUNKS_EACH)
         status = open_existing_dataset(ctx, out, "chunk_starts", out->n_tokens,
                                        &out->chunk_starts);
-    if (status == TFENC_OK && out->kind == TFENC_OUTPUT_TOKENS && options->has_token_ids)
+    if (status == TFENC_OK && per_token(out->kind) && options->has_token_ids)
         status = open_existing_dataset(ctx, out, "token_ids", out->n_tokens, &out->token_ids);
     if (status == TFENC_OK && out->chunks != TFENC_CHUNKS_OFF)
         status = open_existing_dataset(ctx, out, "chunks", out->n_documents, &out->chunk_counts);
@@ -1419,7 +1445,7 @@ static int64_t coalesce(int64_t n, int64_t *start, int64_t *length)
 int tfenc_output_write_pooled(tfenc_context *ctx, tfenc_output *out, int64_t n_rows,
                               const int64_t *global_indices, const float *rows)
 {
-    if (out->kind == TFENC_OUTPUT_TOKENS || out->chunks == TFENC_CHUNKS_EACH)
+    if (per_token(out->kind) || out->chunks == TFENC_CHUNKS_EACH)
         return tfenc_error(ctx, TFENC_ERR_INTERNAL, "%s: one row per document written to an "
                            "output of %s", out->path,
                            out->kind == TFENC_OUTPUT_POOLED ? "chunks" : "tokens");
@@ -1466,7 +1492,7 @@ static int write_row_runs(tfenc_context *ctx, tfenc_output *out, int64_t n_docum
     const int32_t *row_ints = per_row;
     hid_t row_ints_dataset = out->chunk_starts;
     const char *row_ints_name = "chunk_starts";
-    if (out->kind == TFENC_OUTPUT_TOKENS) {
+    if (per_token(out->kind)) {
         row_ints = out->token_ids >= 0 ? per_row : NULL;
         row_ints_dataset = out->token_ids;
         row_ints_name = "token_ids";
@@ -1566,7 +1592,7 @@ int tfenc_output_write_tokens(tfenc_context *ctx, tfenc_output *out, int64_t n_d
                               const int64_t *global_indices, const int64_t *token_offsets,
                               const int32_t *n_tokens, const float *rows)
 {
-    if (out->kind != TFENC_OUTPUT_TOKENS)
+    if (!per_token(out->kind))
         return tfenc_error(ctx, TFENC_ERR_INTERNAL, "%s: per-token rows written to a pooled "
                            "output", out->path);
     return tfenc_output_write_tokens_with_ids(ctx, out, n_documents, global_indices,
@@ -1578,7 +1604,7 @@ int tfenc_output_write_tokens_with_ids(tfenc_context *ctx, tfenc_output *out,
                                        const int64_t *token_offsets, const int32_t *n_tokens,
                                        const int32_t *token_ids, const float *rows)
 {
-    if (out->kind != TFENC_OUTPUT_TOKENS)
+    if (!per_token(out->kind))
         return tfenc_error(ctx, TFENC_ERR_INTERNAL, "%s: per-token rows written to a pooled "
                            "output", out->path);
     if (out->token_ids >= 0 && token_ids == NULL)

@@ -10,7 +10,9 @@
  *                                sparse kind: CSR rows over the vocabulary,
  *                                written when the job completes (sparse.h)
  *   hidden     [T, d]            tokens kind: rows offsets[i] .. offsets[i+1]-1
- *   offsets    [N+1] int64       tokens kind: offsets[0] = 0, offsets[N] = T
+ *   vectors    [T, d]            vectors kind: the same with the multi-vector rows
+ *                                (projected, unit length, skiplist tokens left out)
+ *   offsets    [N+1] int64       tokens and vectors kinds: offsets[0] = 0, offsets[N] = T
  *   lengths    [N]   int32       tokens encoded per document, special tokens
  *                                included; -1 (the fill value) until the
  *                                document's metadata is written
@@ -67,6 +69,9 @@ typedef enum tfenc_output_kind {
     TFENC_OUTPUT_SCORES, /* a head's scores: `scores [N, d_model]`, d_model its label count */
     TFENC_OUTPUT_SPARSE, /* a sparse head's rows over the vocabulary, as CSR (sparse.h);
                           * d_model holds the vocabulary size */
+    TFENC_OUTPUT_VECTORS, /* multi-vector (ColBERT): `vectors [T, d_model]` + `offsets`, as
+                           * hidden and offsets are for tokens, d_model the projection's
+                           * width and T the rows kept (output/multivector.h) */
     TFENC_OUTPUT_AUTO
 } tfenc_output_kind;
 typedef enum tfenc_output_dtype {
@@ -169,6 +174,13 @@ typedef struct tfenc_output_options {
     /* Scores kind: the head's id2label (JSON object text) stored as the
      * attribute id2label; NULL stores "". */
     const char *labels;
+    /* Vectors kind: stored as the attributes multivector_mode ("document" or
+     * "query"), multivector_marker (the marker token, "" for none) and
+     * multivector_skiplist (the token ids left out, space-separated); NULL
+     * stores "". */
+    const char *multivector_mode;
+    const char *multivector_marker;
+    const char *multivector_skiplist;
 } tfenc_output_options;
 
 typedef struct tfenc_output tfenc_output;

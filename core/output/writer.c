@@ -1,6 +1,8 @@
 /* Rows now, metadata after fdatasync: the last stage's writes. */
 #include "output/writer.h"
 
+#include "output/multivector.h"
+
 #include "base/clock.h"
 #include "base/context.h"
 #include "output/sparse.h"
@@ -42,6 +44,11 @@ struct tfenc_writer {
     int scores_width; /* > 0: a head's scores, the first values of each row, as they are */
     const tfenc_sparse_rows *sparse_rows; /* sparse kind: the microbatch's rows, else NULL */
     tfenc_sparse_log *sparse_log;
+    int vectors_width; /* > 0: multi-vector rows, the first values of each kept token's row */
+    tfenc_skiplist skiplist;   /* vectors: the tokens left out */
+    int32_t *kept_ids;         /* vectors: [tokens] the kept rows' ids, packed */
+    int32_t *kept_counts;      /* vectors: [sequences] rows each one kept */
+    size_t kept_ids_capacity, kept_counts_capacity;
     int d_model;
     const char *path;
     int sync_fd;
@@ -349,6 +356,54 @@ void tfenc_writer_set_sparse(tfenc_writer *w, const tfenc_sparse_rows *rows,
     w->sparse_log = log;
 }
 
+int tfenc_writer_set_vectors(tfenc_context *ctx, tfenc_writer *w, int width,
+                             const uint8_t *skip_flags, int n_ids)
+{
+    w->vectors_width = width;
+    w->skiplist.n_ids = 0;
+    w->skiplist.flags = NULL;
+    if (skip_flags == NULL)
+        return TFENC_OK;
+    uint8_t *flags = malloc((size_t)n_ids);
+    if (flags == NULL)
+        return tfenc_error(ctx, TFENC_ERR_NO_MEMORY, "out of memory");
+    memcpy(flags, skip_flags, (size_t)n_ids);
+    w->skiplist.flags = flags;
+    w->skiplist.n_ids = n_ids;
+    return TFENC_OK;
+}
+
+/* Room in a writer-owned buffer of int32 (the packed ids and counts). */
+static int reserve_int32(tfenc_context *ctx, int32_t **buffer, size_t *capacity, size_t n)
+{
+    if (n <= *capacity)
+        return TFENC_OK;
+    int32_t *grown = realloc(*buffer, n * sizeof *grown);
+    if (grown == NULL)
+        return tfenc_error(ctx, TFENC_ERR_NO_MEMORY, "out of memory");
+    *buffer = grown;
+    *capacity = n;
+    return TFENC_OK;
+}
+
+/* Multi-vector rows: the kept tokens' vectors packed, then written under
+ * their documents' offsets (counted by the feeder with the same rule). */
+static int write_vectors(tfenc_context *ctx, tfenc_writer *w, const tfenc_microbatch *m)
+{
+    const tfenc_batch *b = &m->batch;
+    int status = reserve_int32(ctx, &w->kept_ids, &w->kept_ids_capacity, (size_t)b->n_tokens);
+    if (status == TFENC_OK)
+        status = reserve_int32(ctx, &w->kept_counts, &w->kept_counts_capacity, (size_t)b->n_seq);
+    if (status != TFENC_OK)
+        return status;
+    memcpy(w->kept_ids, b->token_ids, (size_t)b->n_tokens * sizeof *w->kept_ids);
+    tfenc_multivector_pack(&w->skiplist, b->x, w->kept_ids, b->d_model, w->vectors_width,
+                           b->n_seq, b->seq_start, w->kept_counts);
+    return tfenc_output_write_tokens_with_ids(ctx, w->output, b->n_seq, m->indices,
+                                              m->token_offsets, w->kept_counts, w->kept_ids,
+                                              b->x);
+}
+
 /* ------------------------------------------------------------- writing */
 
 int tfenc_writer_write(tfenc_context *ctx, tfenc_writer *w, const tfenc_microbatch *m)
@@ -376,6 +431,8 @@ int tfenc_writer_write(tfenc_context *ctx, tfenc_writer *w, const tfenc_microbat
                      ? tfenc_sparse_log_append(ctx, w->sparse_log, w->sparse_rows, m->indices)
                  : w->pooled
                      ? tfenc_output_write_pooled(ctx, w->output, b->n_seq, m->indices, b->x)
+                 : w->vectors_width > 0
+                     ? write_vectors(ctx, w, m)
                      : tfenc_output_write_tokens_with_ids(ctx, w->output, b->n_seq, m->indices,
                                                           m->token_offsets, m->lengths,
                                                           b->token_ids, b->x);
@@ -456,5 +513,8 @@ void tfenc_writer_destroy(tfenc_writer *w)
     free(w->ids);
     free(w->open);
     free(w->finished_rows);
+    free((void *)w->skiplist.flags);
+    free(w->kept_ids);
+    free(w->kept_counts);
     free(w);
 }

@@ -50,7 +50,10 @@ int tfenc_feeder_tokenize(tfenc_context *ctx, const tfenc_feeder_options *option
                     const tfenc_document *document, int64_t global_index, int32_t *ids,
                     int32_t *types, int32_t *length, int32_t *truncated)
 {
-    const int max_length = options->max_seq_len;
+    /* A marker takes one place of max_seq_len (ColBERT tokenizes ". " +
+     * text to max_len and writes the marker over the ".") */
+    const int marked = options->marker_id >= 0;
+    const int max_length = options->max_seq_len - marked;
     int n_ids = 0, cut = 0, status = TFENC_OK;
     if (document->text_pair != NULL && tokenizer != NULL) {
         status = tfenc_tokenizer_encode_pair(ctx, tokenizer, document->text, document->text_length,
@@ -95,7 +98,18 @@ int tfenc_feeder_tokenize(tfenc_context *ctx, const tfenc_feeder_options *option
                            "%s: document %lld has %d tokens, more than max_seq_len %d "
                            "(set [job] truncation = true to cut it)",
                            options->input, (long long)global_index, n_ids + cut,
-                           options->max_seq_len);
+                           max_length);
+    if (marked) {
+        memmove(ids + 2, ids + 1, (size_t)(n_ids - 1) * sizeof *ids);
+        memmove(types + 2, types + 1, (size_t)(n_ids - 1) * sizeof *types);
+        ids[1] = options->marker_id;
+        types[1] = types[0];
+        n_ids++;
+    }
+    while (options->pad_id >= 0 && n_ids < options->max_seq_len) {
+        types[n_ids] = 0;
+        ids[n_ids++] = options->pad_id;
+    }
     *length = n_ids;
     *truncated = cut;
     return TFENC_OK;
@@ -340,7 +354,9 @@ int tfenc_feeder_load_window(tfenc_context *ctx, tfenc_feeder *f, const tfenc_co
                                                      : NULL,
                                   length, truncated, row, &added);
         /* The document's rows in the output: its tokens, or its chunks. */
-        row += f->options.chunks == TFENC_CHUNKS_EACH ? added : length;
+        row += f->options.chunks == TFENC_CHUNKS_EACH
+                   ? added
+                   : tfenc_skiplist_count(f->options.skiplist, f->scratch, length);
     }
     if (status != TFENC_OK) {
         clear_window(f);
@@ -355,9 +371,10 @@ int tfenc_feeder_load_window(tfenc_context *ctx, tfenc_feeder *f, const tfenc_co
 }
 
 int tfenc_feeder_count_window(tfenc_context *ctx, tfenc_feeder *f,
-                              const tfenc_corpus_range *window, int64_t *tokens, int64_t *chunks)
+                              const tfenc_corpus_range *window, int64_t *tokens, int64_t *chunks,
+                              int64_t *kept)
 {
-    *tokens = *chunks = 0;
+    *tokens = *chunks = *kept = 0;
     int status = tfenc_corpus_select(ctx, f->corpus, window);
     tfenc_document document;
     for (int64_t i = 0; status == TFENC_OK && i < window->n_documents; i++) {
@@ -383,6 +400,8 @@ int tfenc_feeder_count_window(tfenc_context *ctx, tfenc_feeder *f,
         }
         *tokens += length;
         *chunks += n_chunks;
+        if (status == TFENC_OK)
+            *kept += tfenc_skiplist_count(f->options.skiplist, f->scratch, length);
     }
     return status;
 }

@@ -13,6 +13,7 @@
 #define TFENC_FEEDER_H
 
 #include "input/corpus.h"
+#include "output/multivector.h"
 #include "output/output.h"
 #include "ranks/pipeline.h"
 #include "tokenizer/tokenizer.h"
@@ -33,13 +34,23 @@ typedef struct tfenc_feeder_options {
      * specials - chunk_overlap pieces, instead of being cut. */
     tfenc_output_chunks chunks;
     int chunk_overlap;
+    /* Multi-vector models (output/multivector.h): marker_id >= 0 goes after
+     * each sequence's first token ([CLS]), as ColBERT's [unused0]/[unused1]
+     * and PyLate's [Q]/[D] do, the text keeping max_seq_len - 1 tokens;
+     * pad_id >= 0 (a query's [MASK]) fills every sequence up to max_seq_len
+     * (ColBERT's query augmentation); skiplist (NULL: none) names the tokens
+     * that write no row, which the output's offsets count. */
+    int32_t marker_id;
+    int32_t pad_id;
+    const tfenc_skiplist *skiplist;
 } tfenc_feeder_options;
 
 /* Turns a document into ids and their token types ([max_seq_len] each):
  * the tokenizer for text (tokenizer != NULL), its pair rule for a pair of
  * texts (types as the tokenizer's template gives them; else all 0), the
- * ids as given for token-id corpora; refuses empty documents, ids outside
- * the vocabulary, and long documents when truncation is off. */
+ * ids as given for token-id corpora, then the marker and the padding when
+ * the options have them; refuses empty documents, ids outside the
+ * vocabulary, and long documents when truncation is off. */
 int tfenc_feeder_tokenize(tfenc_context *ctx, const tfenc_feeder_options *options,
                           tfenc_tokenizer *tokenizer, const tfenc_document *document,
                           int64_t global_index, int32_t *ids, int32_t *types, int32_t *length,
@@ -67,11 +78,13 @@ int tfenc_feeder_load_window(tfenc_context *ctx, tfenc_feeder *f, const tfenc_co
 int tfenc_feeder_next(tfenc_context *ctx, tfenc_feeder *f, tfenc_pipeline *pipeline,
                       tfenc_microbatch **microbatch);
 
-/* The tokens (after truncation) and the sequences (documents, or their
- * chunks) of a window, without keeping them: how outputs of several rows
- * per document learn where each window's rows go. */
+/* The tokens (after truncation), the sequences (documents, or their
+ * chunks) and the tokens the skiplist keeps of a window, without keeping
+ * them: how outputs of several rows per document learn where each window's
+ * rows go. */
 int tfenc_feeder_count_window(tfenc_context *ctx, tfenc_feeder *f,
-                              const tfenc_corpus_range *window, int64_t *tokens, int64_t *chunks);
+                              const tfenc_corpus_range *window, int64_t *tokens, int64_t *chunks,
+                              int64_t *kept);
 
 /* Documents whose last sequence has been handed out (skipped ones excluded). */
 int64_t tfenc_feeder_documents_fed(const tfenc_feeder *f);

@@ -133,11 +133,13 @@ static int read_sources(reader *r, int list_file, int format)
     return TFENC_OK;
 }
 
+const char *const tfenc_multivector_mode_names[] = {"document", "query", NULL};
+
 /* The [job] values that need more than a typed read before they are
  * settings: paths to resolve against the job file, choice indexes, and the
  * keys whose meaning depends on others. */
 typedef struct job_keys {
-    const char *input, *output, *prompt, *output_ranges;
+    const char *input, *output, *prompt, *output_ranges, *query_marker, *document_marker;
     int kind, dtype, compression, format, invalid_utf8;
     int long_documents, chunk_pooling;
     long max_id_bytes;
@@ -214,6 +216,14 @@ static int read_job_keys(reader *r, tfenc_job_section *section, job_keys *k)
     /* Checked against the vocabulary once the model says its width. */
     READ(tfenc_param_int_range(&p, "sparse_top_k", 0, 0, INT_MAX, &s->sparse_top_k));
     READ(tfenc_param_float(&p, "sparse_threshold", 0.0, &s->sparse_threshold));
+    READ(tfenc_param_choice(&p, "multivector_mode", tfenc_multivector_mode_names, 0,
+                            &s->multivector_query));
+    READ(tfenc_param_string(&p, "query_marker", NULL, &k->query_marker));
+    READ(tfenc_param_string(&p, "document_marker", NULL, &k->document_marker));
+    /* ColBERT's query_maxlen default */
+    READ(tfenc_param_int_range(&p, "query_length", 32, 2, 1L << 24, &s->query_length));
+    READ(tfenc_param_bool(&p, "skip_punctuation", 0, &s->skip_punctuation));
+    READ(tfenc_param_bool(&p, "attend_to_mask_tokens", 1, &s->attend_to_mask_tokens));
     READ(tfenc_params_check_all_used(&p, "not a [job] key; see docs/job-file.md"));
 #undef READ
     return status;
@@ -254,6 +264,11 @@ static int apply_job_keys(reader *r, const job_keys *k)
 static int check_job_settings(reader *r, tfenc_job_section *section, const job_keys *k)
 {
     tfenc_job_settings *s = r->settings;
+    /* A query is always query_length tokens long ([MASK]-padded). */
+    if (s->multivector_query)
+        s->max_seq_len = s->query_length;
+    if (s->multivector_query && s->max_seq_len > r->config->max_positions)
+        return job_origin_error(r, "query_length", "must be in 2..[model] max_positions");
     if (s->max_seq_len < 2 || s->max_seq_len > r->config->max_positions)
         return job_origin_error(r, "max_seq_len", "must be in 2..[model] max_positions");
     if (s->batch_tokens < s->max_seq_len || s->batch_tokens > (1L << 24))
@@ -283,6 +298,10 @@ static int check_job_settings(reader *r, tfenc_job_section *section, const job_k
     status = read_prompt(r, k->prompt);
     if (status != TFENC_OK)
         return status;
+    if ((k->query_marker != NULL && (s->query_marker = strdup(k->query_marker)) == NULL) ||
+        (k->document_marker != NULL &&
+         (s->document_marker = strdup(k->document_marker)) == NULL))
+        return tfenc_error(r->ctx, TFENC_ERR_NO_MEMORY, "out of memory");
     if (s->prompt != NULL && s->corpus.format == TFENC_CORPUS_HDF5)
         return job_origin_error(r, "prompt", "a prompt is text: it needs a text or JSON Lines "
                                              "corpus, not token ids");
@@ -445,6 +464,9 @@ void tfenc_job_settings_free(tfenc_job_settings *settings)
     free(settings->prompt);
     free(settings->output_ranges);
     settings->output_ranges = NULL;
+    free(settings->query_marker);
+    free(settings->document_marker);
+    settings->query_marker = settings->document_marker = NULL;
     settings->input = settings->output = settings->vocabulary = settings->prompt = NULL;
 }
 
@@ -535,7 +557,10 @@ char *tfenc_job_settings_identity(const tfenc_jobfile *job, const tfenc_job_sett
         }
     }
     /* Defaults shape the result too, and may differ between versions of
-     * tfenc: the values in effect are part of the identity. */
+     * tfenc: the values in effect are part of the identity (max_seq_len is
+     * query_length's in a multi-vector query job; multivector_mode = query
+     * is a key line of the job, so files written before the key existed
+     * still resume). */
     char effective[256];
     snprintf(effective, sizeof effective,
              "(in effect) max_seq_len = %ld, batch_tokens = %ld, window_documents = %ld, "

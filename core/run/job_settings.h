@@ -41,7 +41,17 @@ typedef struct tfenc_job_settings {
     int output_ids;        /* per-token output: write each row's token id too */
     long sparse_top_k;     /* sparse output: keep a row's k largest values; 0 keeps all */
     double sparse_threshold; /* sparse output: keep values above it */
+    /* Multi-vector models (a `multivector` head, docs/output.md): */
+    int multivector_query; /* multivector_mode = query: encode queries, else documents */
+    char *query_marker;    /* the token put after [CLS] of a query ([unused0]), or NULL */
+    char *document_marker; /* ... of a document ([unused1]), or NULL */
+    long query_length;     /* a query's tokens, [MASK]-padded: max_seq_len in query mode */
+    int skip_punctuation;  /* documents write no vector for string.punctuation's tokens */
+    int attend_to_mask_tokens; /* a query's [MASK] tokens are keys of attention too */
 } tfenc_job_settings;
+
+/* The names of multivector_mode's values, by multivector_query. */
+extern const char *const tfenc_multivector_mode_names[];
 
 int tfenc_job_settings_read(tfenc_context *ctx, const tfenc_jobfile *job,
                             const tfenc_model_config *config, tfenc_job_settings *settings);

@@ -10,6 +10,7 @@
 #include "base/context.h"
 #include "input/corpus.h"
 #include "run/feeder.h"
+#include "run/multivector_tokens.h"
 #include "output/fingerprint.h"
 #include "run/job_settings.h"
 #include "job/jobfile.h"
@@ -61,8 +62,10 @@ typedef struct run {
     MPI_Comm writers_comm;   /* every last stage; MPI_COMM_NULL on the others */
     double *step_flops;      /* [n_steps] FLOPs per token at the corpus's mean length */
     tfenc_model *model;
-    tfenc_output_kind output_kind; /* pooled, tokens or scores, once the model is known */
+    tfenc_output_kind output_kind; /* pooled, tokens, scores, sparse or vectors, once known */
     int scores_width;        /* scores: values per document */
+    int vectors_width;       /* vectors: values per kept token */
+    tfenc_multivector_tokens multivector; /* marker, [MASK] and skiplist ids */
     char *labels;            /* scores: the head's id2label (JSON), or NULL */
     int sparse_width;        /* sparse: columns of a row (the vocabulary size) */
     tfenc_sparse_rows *sparse_rows; /* sparse, last stage: the microbatch's rows */
@@ -174,6 +177,8 @@ static int broken(run *r)
  * (agree_on_failure). */
 static int read_job(run *r);
 static void join_communicators(run *r);
+static int open_tokenizer(run *r);
+static int find_multivector_tokens(run *r);
 static int open_input(run *r);
 static int cut_windows(run *r);
 static int gate_precision(run *r);
@@ -195,7 +200,8 @@ static int run_steps(run *r)
         return 1;
     join_communicators(r);
     /* The windows come first: the int8 gate samples them. */
-    if (agree_on_failure(r, open_input(r)) || cut_windows(r) || gate_precision(r) ||
+    if (agree_on_failure(r, open_tokenizer(r)) || find_multivector_tokens(r) ||
+        agree_on_failure(r, open_input(r)) || cut_windows(r) || gate_precision(r) ||
         quantization_ranges(r))
         return 1;
     share_weights(r);
@@ -205,6 +211,7 @@ static int run_steps(run *r)
     if (n_stages == 1 && agree_on_failure(r, whole_model(r)))
         return 1;
     if ((n_stages > 1 || r->output_kind == TFENC_OUTPUT_TOKENS ||
+         r->output_kind == TFENC_OUTPUT_VECTORS ||
          r->settings.chunks == TFENC_CHUNKS_EACH || r->request->dry_run) &&
         count_rows(r))
         return 1;
@@ -239,6 +246,7 @@ int tfenc_run_job(tfenc_context *ctx, const tfenc_run_request *request, tfenc_ru
     r.result = result;
     r.replica_comm = r.writers_comm = MPI_COMM_NULL;
     r.output_kind = TFENC_OUTPUT_POOLED;
+    r.multivector.marker_id = r.multivector.pad_id = -1;
     MPI_Comm_rank(MPI_COMM_WORLD, &r.rank);
     MPI_Comm_size(MPI_COMM_WORLD, &r.n_ranks);
     run_steps(&r);
@@ -677,8 +685,32 @@ static int quantization_ranges(run *r)
     return 0;
 }
 
-/* The first stage reads the corpus: the tokenizer, and the corpus itself
- * (opened on a small share; each window selects its own documents). */
+/* The first stages tokenize: the job's tokenizer. */
+static int open_tokenizer(run *r)
+{
+    if (!tfenc_layout_is_first_stage(&r->layout))
+        return TFENC_OK;
+    return tfenc_job_settings_tokenizer(r->ctx, r->job, &r->config, &r->settings,
+                                        &r->tokenizer);
+}
+
+/* A multi-vector job's marker, [MASK] and skiplist, found by rank 0 (a
+ * first stage) in its tokenizer: the first stages count and feed with
+ * them, the last ones write by the skiplist. */
+static int find_multivector_tokens(run *r)
+{
+    int status = TFENC_OK;
+    if (r->rank == 0)
+        status = tfenc_multivector_tokens_find(r->ctx, &r->settings, r->tokenizer,
+                                               &r->multivector);
+    if (agree_on_failure(r, status))
+        return 1;
+    return agree_on_failure(r, tfenc_multivector_tokens_share(r->ctx, MPI_COMM_WORLD,
+                                                              &r->multivector));
+}
+
+/* The first stage reads the corpus (opened on a small share; each window
+ * selects its own documents). */
 static int open_input(run *r)
 {
     r->feeding = (tfenc_feeder_options){.input = r->settings.input,
@@ -692,13 +724,15 @@ static int open_input(run *r)
                                         .has_ids = r->settings.corpus.id_field != NULL,
                                         .prompt = r->settings.prompt,
                                         .chunks = r->settings.chunks,
-                                        .chunk_overlap = (int)r->settings.chunk_overlap};
+                                        .chunk_overlap = (int)r->settings.chunk_overlap,
+                                        .marker_id = r->multivector.marker_id,
+                                        .pad_id = r->multivector.pad_id,
+                                        .skiplist = r->multivector.skip_flags != NULL
+                                                        ? &r->multivector.skiplist
+                                                        : NULL};
     if (!tfenc_layout_is_first_stage(&r->layout))
         return TFENC_OK;
-    int status = tfenc_job_settings_tokenizer(r->ctx, r->job, &r->config, &r->settings,
-                                              &r->tokenizer);
-    if (status == TFENC_OK)
-        status = tfenc_corpus_open(r->ctx, &r->settings.corpus, r->layout.replica,
+    int status = tfenc_corpus_open(r->ctx, &r->settings.corpus, r->layout.replica,
                                    r->layout.data_parallel, &r->corpus);
     if (status == TFENC_OK)
         status = tfenc_feeder_create(r->ctx, &r->feeding, r->tokenizer, r->corpus, &r->feeder);
@@ -747,12 +781,15 @@ static int decide_output_kind(run *r, int pools, const tfenc_layer_output *decla
     tfenc_output_kind wanted = r->settings.output_kind;
     int scores = declared->kind == TFENC_LAYER_OUTPUT_SCORES;
     int sparse = declared->kind == TFENC_LAYER_OUTPUT_SPARSE;
-    r->output_kind = scores   ? TFENC_OUTPUT_SCORES
-                     : sparse ? TFENC_OUTPUT_SPARSE
-                     : pools  ? TFENC_OUTPUT_POOLED
-                              : TFENC_OUTPUT_TOKENS;
+    int vectors = declared->kind == TFENC_LAYER_OUTPUT_VECTORS;
+    r->output_kind = scores    ? TFENC_OUTPUT_SCORES
+                     : sparse  ? TFENC_OUTPUT_SPARSE
+                     : vectors ? TFENC_OUTPUT_VECTORS
+                     : pools   ? TFENC_OUTPUT_POOLED
+                               : TFENC_OUTPUT_TOKENS;
     r->scores_width = scores ? declared->width : 0;
     r->sparse_width = sparse ? declared->width : 0;
+    r->vectors_width = vectors ? declared->width : 0;
     int status = check_sparse_settings(r, sparse);
     if (status != TFENC_OK)
         return status;
@@ -763,13 +800,22 @@ static int decide_output_kind(run *r, int pools, const tfenc_layer_output *decla
     if (scores && !pools)
         return tfenc_error(r->ctx, TFENC_ERR_PLUGIN, "%s: the model's last layer declares "
                            "scores but leaves one row per token", r->job->path);
+    if (vectors && pools)
+        return tfenc_error(r->ctx, TFENC_ERR_PLUGIN, "%s: the model's last layer declares "
+                           "vectors but leaves one row per sequence", r->job->path);
     if (wanted != TFENC_OUTPUT_AUTO && wanted != r->output_kind)
         return tfenc_error(r->ctx, TFENC_ERR_CONFIG,
                            "%s: output_kind = %s but the model %s", r->job->path,
                            tfenc_output_kind_name(wanted),
-                           scores   ? "ends in a head that writes scores"
-                           : sparse ? "ends in a head that writes sparse rows"
-                           : pools  ? "pools its output" : "does not pool its output");
+                           scores    ? "ends in a head that writes scores"
+                           : sparse  ? "ends in a head that writes sparse rows"
+                           : vectors ? "ends in a multi-vector head that writes vectors"
+                           : pools   ? "pools its output" : "does not pool its output");
+    if (!vectors && r->multivector.used)
+        return tfenc_error(r->ctx, TFENC_ERR_CONFIG,
+                           "%s: [job] multivector_mode, query_marker, document_marker and "
+                           "skip_punctuation apply to a model that ends in a multivector head",
+                           r->job->path);
     if (scores && r->settings.chunks != TFENC_CHUNKS_OFF)
         return tfenc_error(r->ctx, TFENC_ERR_CONFIG,
                            "%s: [job] long_documents = chunk pools each chunk's vectors, but the "
@@ -870,9 +916,9 @@ static int count_one_window(tfenc_context *ctx, void *user, int64_t window, int6
     run *r = user;
     tfenc_corpus_range range;
     tfenc_windows_range(&r->windows, window, &range);
-    int64_t tokens = 0, chunks = 0;
-    int status = tfenc_feeder_count_window(ctx, r->feeder, &range, &tokens, &chunks);
-    *rows = r->settings.chunks == TFENC_CHUNKS_EACH ? chunks : tokens;
+    int64_t tokens = 0, chunks = 0, kept = 0;
+    int status = tfenc_feeder_count_window(ctx, r->feeder, &range, &tokens, &chunks, &kept);
+    *rows = r->settings.chunks == TFENC_CHUNKS_EACH ? chunks : kept;
     r->n_tokens += tokens;
     return status;
 }
@@ -992,6 +1038,7 @@ static void describe_plan(run *r)
                            .sparse_width = r->sparse_width,
                            .sparse_top_k = r->settings.sparse_top_k,
                            .sparse_threshold = r->settings.sparse_threshold,
+                           .vectors_width = r->vectors_width, .n_vectors = r->n_rows,
                            .n_documents = r->n_documents, .n_tokens = r->n_tokens,
                            .last_flop_rate = tfenc_run_last_flop_rate(),
                            .weights_float32_mib =
@@ -1330,6 +1377,7 @@ static int open_output(run *r)
             .compression = r->settings.compression,
             .d_model = r->scores_width > 0         ? r->scores_width
                        : r->sparse_width > 0        ? r->sparse_width
+                       : r->vectors_width > 0       ? r->vectors_width
                        : r->settings.output_dim > 0 ? (int)r->settings.output_dim
                                                     : r->config.d_model,
             .n_documents = r->n_documents, .n_tokens = r->n_rows,
@@ -1351,7 +1399,11 @@ static int open_output(run *r)
             .sample_min_cosine = r->sample_cosine, .precision_steps = precision_steps,
             .ranges = r->ranges, .ranges_source = r->ranges_source,
             .sample_indices = r->sample_indices, .n_sample = r->n_sample,
-            .labels = r->labels};
+            .labels = r->labels,
+            .multivector_mode = tfenc_multivector_mode_names[r->settings.multivector_query],
+            .multivector_marker = r->settings.multivector_query ? r->settings.query_marker
+                                                                : r->settings.document_marker,
+            .multivector_skiplist = r->multivector.skiplist_text};
         MPI_Comm writers = l->data_parallel > 1 ? r->writers_comm : MPI_COMM_NULL;
         status = TFENC_ERR_NOT_FOUND;
         if (r->settings.resume)
@@ -1361,7 +1413,8 @@ static int open_output(run *r)
             status = tfenc_output_create(r->ctx, writers, &o, &r->output);
         if (status == TFENC_OK)
             status = tfenc_writer_create(r->ctx, r->output,
-                                         r->output_kind != TFENC_OUTPUT_TOKENS,
+                                         r->output_kind != TFENC_OUTPUT_TOKENS &&
+                                             r->output_kind != TFENC_OUTPUT_VECTORS,
                                          r->settings.chunks, (int)r->settings.output_dim,
                                          r->config.d_model, l->data_parallel, r->settings.output,
                                          &r->writer);
@@ -1369,6 +1422,10 @@ static int open_output(run *r)
             tfenc_writer_set_scores(r->writer, r->scores_width);
         if (status == TFENC_OK && r->output_kind == TFENC_OUTPUT_SPARSE)
             status = open_sparse_rows(r, writers, resumed);
+        if (status == TFENC_OK && r->output_kind == TFENC_OUTPUT_VECTORS)
+            status = tfenc_writer_set_vectors(r->ctx, r->writer, r->vectors_width,
+                                              r->multivector.skip_flags,
+                                              r->multivector.skiplist.n_ids);
     }
     free(identity);
     free(precision_steps);
@@ -1677,6 +1734,7 @@ static void release_run(run *r)
     tfenc_output_lock_release(r->lock);
     tfenc_corpus_close(r->corpus);
     tfenc_tokenizer_destroy(r->tokenizer);
+    tfenc_multivector_tokens_free(&r->multivector);
     tfenc_model_destroy(r->model);
     free(r->step_precision);
     free(r->ranges);

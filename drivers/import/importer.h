@@ -58,6 +58,22 @@ typedef struct head_settings {
     char *labels;             /* id2label as compact JSON, ';' and '#' escaped (owned) */
 } head_settings;
 
+/* A late-interaction (ColBERT) model: the per-token projection beside the
+ * encoder, written as the job's [head] section of type multivector
+ * (plugins/multivector.c), and the tokens around it (drivers/import/colbert.c). */
+typedef struct multivector_settings {
+    int present;
+    int width;             /* rows of the projection (artifact.metadata's dim) */
+    int projection_bias;   /* PyLate's Dense has a bias (linear.bias) */
+    char *query_marker;    /* the token after [CLS] of a query ([unused0]) */
+    char *document_marker; /* ... of a document ([unused1]) */
+    int query_length;      /* query_maxlen */
+    int document_length;   /* doc_maxlen, or 0 */
+    int skip_punctuation;  /* mask_punctuation */
+    int attend_to_mask_tokens;
+    const char *source;    /* the file they came from, for the job's comment */
+} multivector_settings;
+
 /* What config.json says about the architecture, in tfenc's terms. */
 typedef struct model_config {
     char *model_type;            /* as config.json names it */
@@ -100,6 +116,7 @@ typedef struct model_config {
     int causal;                  /* decoder: token i sees tokens j <= i */
     char *config_text;           /* config.json as read, stored in the weights file */
     head_settings head;
+    multivector_settings multivector;
 } model_config;
 
 /* The tokenizer stored under /tokenizer: the model's tokenizer.json when
@@ -142,12 +159,15 @@ typedef struct tensor_plan {
     int64_t first_row;   /* the block starts at this row of the source */
     int zeros;           /* no source: a dataset of zeros */
     const tfenc_safetensors_tensor *tensor; /* NULL for zeros */
+    const tfenc_safetensors *file;          /* where tensor is; NULL: the model's file */
 } tensor_plan;
 
 typedef struct importer {
     tfenc_context *ctx;
     char *model_dir;       /* the directory as given */
     char *transformer_dir; /* where config.json lives (modules.json may name a subfolder) */
+    char *dense_dir;       /* a PyLate model's Dense module (1_Dense), or NULL */
+    tfenc_safetensors *dense_weights; /* its model.safetensors, once opened */
     model_config config;
     tokenizer_settings tokenizer;
     pooling_settings pooling;

@@ -219,6 +219,19 @@ static int write_prompts(importer *self, FILE *out, const char *job_path)
     return TFENC_OK;
 }
 
+/* A multi-vector model's [job] keys: documents by default; the query side
+ * is one --set away (docs/output.md). */
+static void write_multivector_keys(FILE *out, const multivector_settings *m)
+{
+    fprintf(out, "; ColBERT (%s): documents get their marker after [CLS] and lose\n"
+                 "; their punctuation's vectors; multivector_mode = query encodes\n"
+                 "; queries instead ([MASK]-padded to query_length).\n"
+                 "multivector_mode = document\ndocument_marker = %s\nquery_marker = %s\n"
+                 "query_length = %d\nskip_punctuation = %s\nattend_to_mask_tokens = %s\n",
+            m->source, m->document_marker, m->query_marker, m->query_length,
+            m->skip_punctuation ? "true" : "false", m->attend_to_mask_tokens ? "true" : "false");
+}
+
 int import_write_job(importer *self, const char *job_tmp, const char *job_path,
                      const char *weights_path)
 {
@@ -266,9 +279,19 @@ int import_write_job(importer *self, const char *job_tmp, const char *job_path,
     else
         fprintf(out, "input = corpus.txt\n");
     const int sparse_head = c->head.kind == HEAD_MLM_BERT || c->head.kind == HEAD_MLM_DISTILBERT;
+    const multivector_settings *multivector = &c->multivector;
+    int max_length = self->max_length;
+    if (multivector->present && multivector->document_length > 0 &&
+        multivector->document_length < max_length)
+        max_length = multivector->document_length;
     fprintf(out, "output = %s\nmax_seq_len = %d\n",
-            sparse_head ? "sparse.h5" : c->head.kind != HEAD_NONE ? "scores.h5" : "embeddings.h5",
-            self->max_length);
+            multivector->present        ? "vectors.h5"
+            : sparse_head               ? "sparse.h5"
+            : c->head.kind != HEAD_NONE ? "scores.h5"
+                                        : "embeddings.h5",
+            max_length);
+    if (multivector->present)
+        write_multivector_keys(out, multivector);
     if (self->pooling.default_prompt != NULL)
         fprintf(out, "; sentence-transformers' default_prompt_name: the prompt every document\n"
                      "; gets (see [prompts]).\nprompt = %s\n", self->pooling.default_prompt);
@@ -282,7 +305,12 @@ int import_write_job(importer *self, const char *job_tmp, const char *job_path,
     write_layers(out, c);
     /* Every layer section ends in a blank line. */
     const head_settings *head = &c->head;
-    if (sparse_head)
+    if (multivector->present)
+        fprintf(out, "; The checkpoint's late-interaction projection: the output holds\n"
+                     "; vectors [T, %d] and offsets [N+1] (docs/output.md).\n"
+                     "[head]\ntype = multivector\nnormalize = true\nwidth = %d\n",
+                multivector->width, multivector->width);
+    else if (sparse_head)
         fprintf(out, "; The checkpoint's masked-LM head as SPLADE: the output holds one\n"
                      "; sparse row per document over the vocabulary, as CSR (docs/output.md).\n"
                      "; [job] sparse_top_k and sparse_threshold thin the rows.\n"

@@ -134,7 +134,8 @@ static int read_splade_pooling(importer *self, const char *directory)
 }
 
 /* modules.json lists the sentence-transformers pipeline: Transformer,
- * Pooling, optional Normalize. Anything else (Dense, ...) would change the
+ * Pooling, optional Normalize; or PyLate's Transformer, Dense (a ColBERT
+ * model: the Dense folder goes to self->dense_dir). Anything else would change the
  * embeddings in ways the job cannot express, so it is refused. The Pooling
  * folder is returned in *pooling_dir (NULL when there is none). */
 int import_read_modules(importer *self, char **pooling_dir)
@@ -188,10 +189,15 @@ int import_read_modules(importer *self, char **pooling_dir)
             slot = pooling_dir;
         else if (module_is(type, "Normalize") && index == 2 && *pooling_dir != NULL)
             self->pooling.normalize = 1;
+        /* A PyLate (ColBERT) model: a per-token Dense after the Transformer,
+         * no pooling (drivers/import/colbert.c). */
+        else if (module_is(type, "Dense") && index == 1)
+            slot = &self->dense_dir;
         else {
             status = tfenc_error(ctx, TFENC_ERR_CONFIG, "%s: module %zu of type '%s' is not "
                                  "supported here (tfenc-import reads Transformer, Pooling, "
-                                 "Normalize in that order, or MLMTransformer, SpladePooling)",
+                                 "Normalize in that order, MLMTransformer, SpladePooling, or "
+                                 "PyLate's Transformer, Dense)",
                                  path, index, type);
             goto done;
         }

@@ -46,7 +46,8 @@ typedef struct tensor_map {
 /* Sizes by letter: d d_model, f ffn width, g 2 f, v vocabulary, p positions,
  * t token types, k key/value width, q d + 2 k (fused Q, K, V), b relative
  * position buckets, h heads, c labels of a classification head, r DeBERTa's
- * relative embeddings (twice the span). */
+ * relative embeddings (twice the span), m the width of a multi-vector
+ * projection. */
 static int64_t dimension(const model_config *c, char letter)
 {
     int64_t head_dim = c->d_model / c->n_heads, kv = (int64_t)c->n_kv_heads * head_dim;
@@ -62,6 +63,7 @@ static int64_t dimension(const model_config *c, char letter)
     case 'b': return c->num_buckets;
     case 'c': return c->head.n_labels;
     case 'r': return 2 * (int64_t)c->relative_span;
+    case 'm': return c->multivector.width;
     default: return c->n_heads; /* 'h' */
     }
 }
@@ -414,6 +416,12 @@ static const tensor_rule distilbert_mlm_head[] = {
 };
 static const tensor_rule no_head[] = {{NULL, NULL, NULL, NULL, 0}};
 
+/* ColBERT's projection (colbert-ai's HF_ColBERT.linear, no bias) into the
+ * job's [head] section (plugins/multivector.c). */
+static const tensor_rule colbert_head[] = {
+    {"linear.weight", "/head/weight", "md", "", 0},
+    {NULL, NULL, NULL, NULL, 0}};
+
 /* The head's rules under the encoder's prefix, and beside it. */
 static void head_rules(head_kind kind, const tensor_rule **in_encoder, const tensor_rule **beside)
 {
@@ -515,7 +523,10 @@ static int check_tensor(importer *self, const char *safetensors_path, tensor_pla
     tfenc_context *ctx = self->ctx;
     if (item->zeros)
         return TFENC_OK;
-    item->tensor = tfenc_safetensors_find(self->weights, item->source);
+    if (item->file != NULL)
+        safetensors_path = tfenc_safetensors_name(item->file);
+    item->tensor = tfenc_safetensors_find(item->file != NULL ? item->file : self->weights,
+                                          item->source);
     if (item->tensor == NULL)
         return tfenc_error(ctx, TFENC_ERR_WEIGHTS, "%s: tensor '%s' not found (needed for %s)",
                            safetensors_path, item->source, item->target);
@@ -584,6 +595,34 @@ static int check_all_used(importer *self, const char *safetensors_path, const ch
     return TFENC_OK;
 }
 
+/* PyLate's projection: sentence-transformers' Dense module saves its
+ * nn.Linear as `linear.*` in its own folder's model.safetensors. */
+static const tensor_rule pylate_head[] = {
+    {"linear.weight", "/head/weight", "md", "", 0},
+    {"linear.bias", "/head/bias", "m", "", 0}};
+
+/* A ColBERT folder's projection: without it the vectors would be the
+ * encoder's hidden states, not the model's; its rows give the width when
+ * artifact.metadata does not. */
+static int plan_colbert(importer *self, const char *safetensors_path)
+{
+    multivector_settings *m = &self->config.multivector;
+    const tfenc_safetensors_tensor *linear = tfenc_safetensors_find(self->weights,
+                                                                    "linear.weight");
+    if (linear == NULL)
+        return tfenc_error(self->ctx, TFENC_ERR_WEIGHTS, "%s: a ColBERT checkpoint (%s) without "
+                           "its projection: tensor 'linear.weight' [dim, %d] not found",
+                           safetensors_path, m->source, self->config.d_model);
+    if (m->width == 0 && linear->rank == 2 && linear->dims[0] > 0 &&
+        linear->dims[0] <= IMPORT_MAX_WIDTH)
+        m->width = (int)linear->dims[0];
+    if (m->width > self->config.d_model)
+        return tfenc_error(self->ctx, TFENC_ERR_WEIGHTS, "%s: ColBERT dim %d is wider than the "
+                           "encoder's hidden_size %d (tfenc's vectors travel in d_model-wide "
+                           "rows)", safetensors_path, m->width, self->config.d_model);
+    return TFENC_OK;
+}
+
 /* Finds every tensor the model needs and checks its shape and dtype before
  * anything is written, so a bad checkpoint leaves no output behind. */
 static int plan_tensors(importer *self, const char *safetensors_path)
@@ -607,7 +646,7 @@ static int plan_tensors(importer *self, const char *safetensors_path)
                            "prefix %s)", safetensors_path, map->model[0].source, tried);
     }
 
-    int n_model = 0, n_layer = 0;
+    int n_model = 0, n_layer = 0, status;
     while (map->model[n_model].source != NULL)
         n_model++;
     for (const tensor_rule *const *table = map->layer; *table != NULL; table++)
@@ -615,12 +654,19 @@ static int plan_tensors(importer *self, const char *safetensors_path)
             n_layer++;
     const tensor_rule *head_in_encoder, *head_beside;
     head_rules(c->head.kind, &head_in_encoder, &head_beside);
+    int n_dense = 0; /* PyLate's projection, from its Dense folder's file */
+    if (c->multivector.present && self->dense_weights != NULL) {
+        n_dense = 1 + c->multivector.projection_bias;
+    } else if (c->multivector.present) {
+        head_beside = colbert_head;
+        if ((status = plan_colbert(self, safetensors_path)) != TFENC_OK)
+            return status;
+    }
     int capacity = n_model + n_layer * c->n_layers + count_rules(head_in_encoder)
-                   + count_rules(head_beside);
+                   + count_rules(head_beside) + n_dense;
     self->plan = calloc((size_t)capacity, sizeof *self->plan);
     if (self->plan == NULL)
         return tfenc_error(ctx, TFENC_ERR_NO_MEMORY, "out of memory");
-    int status;
     for (int i = 0; i < n_model; i++)
         if (applies(c, map->model[i].when, 0)
             && (status = add_plan(self, capacity, prefix, &map->model[i], -1)))
@@ -637,6 +683,11 @@ static int plan_tensors(importer *self, const char *safetensors_path)
     for (const tensor_rule *rule = head_beside; rule->source != NULL; rule++)
         if ((status = add_plan(self, capacity, "", rule, -1)))
             return status;
+    for (int i = 0; i < n_dense; i++) {
+        if ((status = add_plan(self, capacity, "", &pylate_head[i], -1)))
+            return status;
+        self->plan[self->plan_count - 1].file = self->dense_weights;
+    }
 
     for (int i = 0; i < self->plan_count; i++) {
         tensor_plan *item = &self->plan[i];

@@ -342,14 +342,18 @@ typedef enum tfenc_layer_output_kind {
      * leaves batch->rows = n_seq (their values unused). Such a row does not
      * fit a d_model-wide row of the batch: a SPLADE head's has up to 30,522
      * values per sequence, so the host takes them directly. */
-    TFENC_LAYER_OUTPUT_SPARSE = 2
+    TFENC_LAYER_OUTPUT_SPARSE = 2,
+    TFENC_LAYER_OUTPUT_VECTORS = 3 /* ABI 1.3: one row per token, the first `width` values of
+                                    * each d_model-wide row: a multi-vector (ColBERT) projection;
+                                    * the host leaves out the job's skiplist tokens */
 } tfenc_layer_output_kind;
 
 typedef struct tfenc_layer_output {
     size_t struct_size;           /* sizeof(tfenc_layer_output) of the host */
     tfenc_layer_output_kind kind;
-    int width;                    /* SCORES: values per sequence, 1 <= width <= d_model;
-                                   * SPARSE: columns (the vocabulary size), >= 1 */
+    int width;                    /* SCORES: values per sequence, VECTORS: per token;
+                                   * 1 <= width <= d_model; SPARSE: columns (the
+                                   * vocabulary size), >= 1 */
     const char *labels;           /* SCORES: id2label as a JSON object ({"0": "NEGATIVE",
                                    * ...}) or NULL; owned by the plugin or the host's params,
                                    * valid until destroy() */

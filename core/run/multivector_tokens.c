@@ -1,0 +1,126 @@
+/* A multi-vector job's marker, [MASK] and skiplist ids. */
+#include "run/multivector_tokens.h"
+
+#include "base/context.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Python's string.punctuation, which ColBERT's skiplist is made of. */
+static const char punctuation[] = "!\"#$%&'()*+,-./:;<=>?@[\\]^_`{|}~";
+
+static int token_id(tfenc_context *ctx, tfenc_tokenizer *tokenizer, const char *key,
+                    const char *token, int32_t *id)
+{
+    *id = tfenc_tokenizer_token_id(tokenizer, token);
+    if (*id < 0)
+        return tfenc_error(ctx, TFENC_ERR_CONFIG, "[job] %s = %s: the tokenizer has no such "
+                           "token", key, token);
+    return TFENC_OK;
+}
+
+/* The first id of each punctuation character's encoding without the
+ * special tokens (ColBERT: encode(symbol, add_special_tokens=False)[0]). */
+static int find_skiplist(tfenc_context *ctx, tfenc_tokenizer *tokenizer,
+                         tfenc_multivector_tokens *tokens)
+{
+    const int n_ids = tfenc_tokenizer_vocab_size(tokenizer);
+    const int32_t *prefix, *suffix;
+    int n_prefix, n_suffix;
+    tfenc_tokenizer_specials(tokenizer, &prefix, &n_prefix, &suffix, &n_suffix);
+    tokens->skip_flags = calloc((size_t)n_ids, 1);
+    tokens->skiplist_text = calloc(sizeof punctuation, 12);
+    if (tokens->skip_flags == NULL || tokens->skiplist_text == NULL)
+        return tfenc_error(ctx, TFENC_ERR_NO_MEMORY, "out of memory");
+    int32_t ids[16];
+    size_t written = 0;
+    for (const char *c = punctuation; *c != '\0'; c++) {
+        int n = 0;
+        int status = tfenc_tokenizer_encode(ctx, tokenizer, c, 1, ids, 16, &n, NULL);
+        if (status != TFENC_OK)
+            return status;
+        if (n <= n_prefix + n_suffix)
+            continue; /* a tokenizer that drops the character has nothing to skip */
+        int32_t id = ids[n_prefix];
+        if (id < 0 || id >= n_ids || tokens->skip_flags[id])
+            continue;
+        tokens->skip_flags[id] = 1;
+        written += (size_t)sprintf(tokens->skiplist_text + written, "%s%d",
+                                   written > 0 ? " " : "", id);
+    }
+    tokens->skiplist = (tfenc_skiplist){.flags = tokens->skip_flags, .n_ids = n_ids};
+    return TFENC_OK;
+}
+
+int tfenc_multivector_tokens_find(tfenc_context *ctx, const tfenc_job_settings *settings,
+                                  tfenc_tokenizer *tokenizer, tfenc_multivector_tokens *tokens)
+{
+    *tokens = (tfenc_multivector_tokens){.marker_id = -1, .pad_id = -1};
+    const int query = settings->multivector_query;
+    const char *marker = query ? settings->query_marker : settings->document_marker;
+    const int skips = settings->skip_punctuation && !query; /* a query keeps every vector */
+    tokens->used = query || marker != NULL || skips;
+    if (!tokens->used)
+        return TFENC_OK;
+    if (tokenizer == NULL)
+        return tfenc_error(ctx, TFENC_ERR_CONFIG, "%s: [job] multivector_mode, its markers and "
+                           "skip_punctuation need a tokenizer; a token-id corpus is used as "
+                           "given", settings->input);
+    /* ColBERT v2 and PyLate leave the [MASK] padding out of the keys by
+     * default; tfenc's attention has every token of a sequence attend to
+     * every other, so such a query would not be the model's. */
+    if (query && !settings->attend_to_mask_tokens)
+        return tfenc_error(ctx, TFENC_ERR_CONFIG, "[job] attend_to_mask_tokens = false: a "
+                           "query whose [MASK] padding is not attended to needs key masking, "
+                           "which tfenc's attention does not have; encode documents, or "
+                           "queries of a model trained with attend_to_mask_tokens = true");
+    int status = TFENC_OK;
+    if (marker != NULL)
+        status = token_id(ctx, tokenizer, query ? "query_marker" : "document_marker", marker,
+                          &tokens->marker_id);
+    if (status == TFENC_OK && query)
+        status = token_id(ctx, tokenizer, "multivector_mode = query pads with", "[MASK]",
+                          &tokens->pad_id);
+    if (status == TFENC_OK && skips)
+        status = find_skiplist(ctx, tokenizer, tokens);
+    return status;
+}
+
+int tfenc_multivector_tokens_share(tfenc_context *ctx, MPI_Comm comm,
+                                   tfenc_multivector_tokens *tokens)
+{
+    int rank = 0;
+    MPI_Comm_rank(comm, &rank);
+    long header[5] = {tokens->used, tokens->marker_id, tokens->pad_id, tokens->skiplist.n_ids,
+                      tokens->skiplist_text != NULL ? (long)strlen(tokens->skiplist_text) + 1
+                                                    : 0};
+    MPI_Bcast(header, 5, MPI_LONG, 0, comm);
+    if (rank != 0) {
+        tfenc_multivector_tokens_free(tokens);
+        tokens->used = (int)header[0];
+        tokens->marker_id = (int32_t)header[1];
+        tokens->pad_id = (int32_t)header[2];
+        if (header[3] > 0) {
+            tokens->skip_flags = malloc((size_t)header[3]);
+            tokens->skiplist_text = malloc((size_t)header[4]);
+        }
+    }
+    int have = header[3] == 0 || (tokens->skip_flags != NULL && tokens->skiplist_text != NULL);
+    MPI_Allreduce(MPI_IN_PLACE, &have, 1, MPI_INT, MPI_MIN, comm);
+    if (!have)
+        return tfenc_error(ctx, TFENC_ERR_NO_MEMORY, "out of memory for the skiplist");
+    if (header[3] > 0) {
+        MPI_Bcast(tokens->skip_flags, (int)header[3], MPI_UINT8_T, 0, comm);
+        MPI_Bcast(tokens->skiplist_text, (int)header[4], MPI_CHAR, 0, comm);
+        tokens->skiplist = (tfenc_skiplist){.flags = tokens->skip_flags, .n_ids = (int)header[3]};
+    }
+    return TFENC_OK;
+}
+
+void tfenc_multivector_tokens_free(tfenc_multivector_tokens *tokens)
+{
+    free(tokens->skip_flags);
+    free(tokens->skiplist_text);
+    *tokens = (tfenc_multivector_tokens){.marker_id = -1, .pad_id = -1};
+}

@@ -1,0 +1,149 @@
+#!/bin/sh
+# Multi-vector (ColBERT) output: a small random ColBERT checkpoint as
+# colbert-ai saves it (bert.* + linear.weight, artifact.metadata, the real
+# bert-base-uncased vocabulary), written by tests/multivector/reference.py
+# with the reference vectors of colbert-ai's ColBERT.doc() and .query()
+# written from its published code. tfenc-import makes the job; tfenc-batch
+# encodes tests/import/sentences.txt as documents (marker [unused1],
+# punctuation skipped) and ten of their beginnings as queries (marker
+# [unused0], [MASK]-padded): the same kept tokens, every vector within 1e-4,
+# the same MaxSim top 10 for every query. Layouts 1x1, 2x1, 1x2, 2x2 and a
+# SIGKILL + resume give bitwise equal files; --status describes them; a
+# folder without its projection and a query job the attention cannot
+# compute are refused in one line with nothing written. The same model saved
+# as PyLate does (Transformer + Dense) imports to the same job and file.
+set -eu
+
+. "$(cd "$(dirname "$0")/../.." && pwd)/tests/environment.sh"
+: "${TFENC_VENV_PYTHON:=${TFENC_VENV:-${XDG_CACHE_HOME:-$HOME/.cache}/tfenc/venv}/bin/python}"
+import="$builddir/drivers/tfenc-import"
+reference="$here/reference.py"
+sentences="$srcdir/tests/import/sentences.txt"
+work=$(mktemp -d "${TMPDIR:-/tmp}/tfenc-colbert.XXXXXX")
+trap 'rm -rf "$work"' EXIT
+failures=0
+
+fail() {
+  echo "FAIL: $*"
+  failures=$((failures + 1))
+}
+
+# Ten real queries: the first seven words of sentences spread over the file.
+sed -n '1p;40p;90p;150p;200p;260p;320p;400p;480p;530p' "$sentences" | cut -d' ' -f1-7 \
+  > "$work/queries.txt"
+HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 "$TFENC_VENV_PYTHON" "$reference" make "$work" \
+  "$sentences" "$work/queries.txt"
+"$import" "$work/colbert" -o "$work/model.h5" --job "$work/job.ini" > /dev/null
+
+# Windows of 40 documents and microbatches of 256 tokens: many of each, in
+# every run below (the killed one too), so that the files can be equal.
+encode() { # RANKS STAGES OUTPUT JOB: the sentences as documents
+  "$mpiexec" -n "$1" "$driver" --quiet --set "job.input=$sentences" \
+    --set "job.output=$work/$3" --set job.output_ids=true --set "job.pipeline_stages=$2" \
+    --set job.window_documents=40 --set job.batch_tokens=256 "$work/$4"
+}
+
+encode 1 1 documents.h5 job.ini
+"$driver" --quiet --set "job.input=$work/queries.txt" --set "job.output=$work/queries.h5" \
+  --set job.output_ids=true --set job.multivector_mode=query "$work/job.ini"
+"$python" "$reference" compare "$work/reference.h5" "$work/documents.h5" "$work/queries.h5" \
+  || fail "tfenc's vectors differ from the reference's"
+
+# The same model as a PyLate folder: the same job keys and the same file.
+"$import" "$work/pylate" -o "$work/pylate.h5" --job "$work/pylate.ini" > /dev/null
+grep -v '^;' "$work/job.ini" | sed 's/model\.h5/WEIGHTS/' > "$work/job.keys"
+grep -v '^;' "$work/pylate.ini" | sed 's/pylate\.h5/WEIGHTS/' > "$work/pylate.keys"
+if ! diff "$work/job.keys" "$work/pylate.keys" > "$work/keys.diff"; then
+  fail "the PyLate folder's job differs from the ColBERT folder's: $(cat "$work/keys.diff")"
+elif encode 1 1 pylate-documents.h5 pylate.ini; then
+  "$python" "$reference" same "$work/documents.h5" "$work/pylate-documents.h5" \
+    && echo "ok: the PyLate folder's vectors are the ColBERT folder's, bitwise" \
+    || fail "the PyLate folder's vectors differ from the ColBERT folder's"
+else
+  fail "the PyLate folder's job failed"
+fi
+
+for layout in 2:1 1:2 2:2; do # data_parallel:stages
+  replicas=${layout%:*} stages=${layout#*:}
+  ranks=$((replicas * stages))
+  if encode "$ranks" "$stages" "layout-$ranks-$stages.h5" job.ini; then
+    "$python" "$reference" same "$work/documents.h5" "$work/layout-$ranks-$stages.h5" \
+      && echo "ok: layout $ranks ranks, $stages stages: bitwise equal to 1x1" \
+      || fail "layout $ranks ranks, $stages stages: the file differs from 1x1's"
+  else
+    fail "layout $ranks ranks, $stages stages: tfenc-batch failed"
+  fi
+done
+
+# SIGKILL part-way, then resume at another layout: the same file. The test
+# plugin's `pause` layer (before the head, which must end the model) makes
+# each microbatch take a while so that the kill lands part-way.
+TFENC_PLUGIN_PATH="$TFENC_PLUGIN_PATH:$builddir/tests/plugins/.libs"
+export TFENC_PLUGIN_PATH
+sed 's/^\[head\]$/[pause]\ntype = pause\nmilliseconds = 100\n\n[head]/' "$work/job.ini" \
+  > "$work/paused.ini"
+encode 2 1 killed.h5 paused.ini > "$work/killed.out" 2>&1 &
+pid=$!
+"$python" "$srcdir/tests/resume/progress.py" wait "$work/killed.h5" 0.3 "$pid"
+pkill -KILL -P "$pid" 2>/dev/null || true
+kill -KILL "$pid" 2>/dev/null || true
+wait "$pid" 2>/dev/null || true
+left=$("$python" "$srcdir/tests/resume/progress.py" count "$work/killed.h5")
+echo "colbert: killed with $left (finished, total, complete) in the file"
+case "$left" in
+  "532 532 1"|"0 0 0") fail "the kill did not land part-way ($left)" ;;
+esac
+if encode 1 1 killed.h5 paused.ini > "$work/resumed.out" 2>&1; then
+  "$python" "$reference" same "$work/documents.h5" "$work/killed.h5" \
+    && echo "ok: killed and resumed: bitwise equal to the uninterrupted run" \
+    || fail "killed and resumed, the file differs"
+else
+  fail "the resume after SIGKILL failed: $(tail -n 1 "$work/resumed.out")"
+fi
+
+# --status says what the rows are.
+"$driver" --status "$work/documents.h5" > "$work/status.txt"
+grep -q "^output: vectors (multi-vector, unit length; .*) \[[0-9]* rows, width 16\], float32, document mode, marker \[unused1\], skiplist string.punctuation's tokens left out" \
+  "$work/status.txt" || fail "--status does not describe the vectors: $(grep '^output' "$work/status.txt")"
+"$driver" --status "$work/queries.h5" | grep -q "^output: vectors .*\[240 rows, width 16\], float32, query mode, marker \[unused0\], skiplist (none" \
+  || fail "--status does not describe the query vectors"
+
+# --dry-run counts the rows the skiplist keeps (the 1x1 file's).
+rows=$("$python" -c "import h5py, sys; print(h5py.File(sys.argv[1], 'r')['vectors'].shape[0])" \
+  "$work/documents.h5")
+"$driver" --dry-run --set "job.input=$sentences" --set "job.output=$work/dry.h5" \
+  --set job.window_documents=40 --set job.batch_tokens=256 "$work/job.ini" > "$work/dry-run.txt"
+grep -qF "(vectors [$rows, 16] of the model's multi-vector head, float32, and offsets [533])" \
+  "$work/dry-run.txt" || fail "--dry-run does not describe the vectors: $(grep '^output' "$work/dry-run.txt")"
+
+# Bad input: one line, a non-zero exit, nothing written.
+expect_error() { # NAME OUTPUT PATTERN COMMAND...
+  name=$1 output=$2 pattern=$3
+  shift 3
+  if "$@" > "$work/stdout" 2> "$work/stderr"; then
+    fail "$name: succeeded"
+    return
+  fi
+  lines=$(wc -l < "$work/stderr")
+  if [ "$lines" -ne 1 ]; then
+    fail "$name: $lines lines on stderr: $(cat "$work/stderr")"
+  elif ! grep -qF -- "$pattern" "$work/stderr"; then
+    fail "$name: the message lacks '$pattern': $(cat "$work/stderr")"
+  elif [ -e "$output" ] || [ -e "$output.tmp" ]; then
+    fail "$name: left $output behind"
+  else
+    echo "ok: $name: $(cat "$work/stderr")"
+  fi
+}
+expect_error no-projection "$work/broken.h5" "tensor 'linear.weight' [dim, 32] not found" \
+  "$import" "$work/no-projection" -o "$work/broken.h5" --job "$work/broken.ini"
+cp -R "$work/pylate" "$work/pylate-no-projection"
+rm "$work/pylate-no-projection/1_Dense/model.safetensors"
+expect_error pylate-no-projection "$work/broken.h5" "a PyLate model without its projection" \
+  "$import" "$work/pylate-no-projection" -o "$work/broken.h5" --job "$work/broken.ini"
+expect_error masked-query-keys "$work/masked.h5" "attend_to_mask_tokens = false" \
+  "$driver" --quiet --set "job.input=$work/queries.txt" --set "job.output=$work/masked.h5" \
+  --set job.multivector_mode=query --set job.attend_to_mask_tokens=false "$work/job.ini"
+
+echo "colbert.sh: $failures failed"
+[ "$failures" -eq 0 ]
