@@ -38,6 +38,7 @@ static void importer_free(importer *self)
     free(self->transformer_dir);
     free(self->config.model_type);
     free(self->config.config_text);
+    free(self->config.local_layers);
     free(self->config.head.labels);
     for (int i = 0; i < 4; i++)
         free(self->tokenizer.special[i]);
@@ -45,6 +46,10 @@ static void importer_free(importer *self)
     free(self->tokenizer.vocab_text);
     tfenc_tokenizer_destroy(self->tokenizer.json);
     json_decref(self->pooling.prompts);
+    for (int i = 0; i < 2; i++) {
+        free(self->pooling.dense.dir[i]);
+        tfenc_safetensors_close(self->pooling.dense.weights[i]);
+    }
 }
 
 static void usage(FILE *stream)
@@ -54,7 +59,8 @@ static void usage(FILE *stream)
             "[--dtype float32|float16|bfloat16]\n"
             "Converts a Hugging Face checkpoint (config.json, model.safetensors, vocab.txt,\n"
             "sentence-transformers modules) of BERT, RoBERTa, XLM-R, ELECTRA, DistilBERT,\n"
-            "MPNet, Qwen2, NomicBERT, ModernBERT or JinaBERT v2 into a tfenc weights file\n"
+            "MPNet, Qwen2, Qwen3, Gemma3 (EmbeddingGemma), NomicBERT, ModernBERT or\n"
+            "JinaBERT v2 into a tfenc weights file\n"
             "and, with --job, a job file that computes the same embeddings.\n");
 }
 
@@ -219,6 +225,8 @@ static int read_model(importer *self)
         status = import_read_config(self);
     if (status == TFENC_OK && pooling_dir != NULL)
         status = import_read_pooling(self, pooling_dir);
+    if (status == TFENC_OK)
+        status = import_read_dense(self);
     if (status == TFENC_OK)
         status = import_read_prompts(self);
     free(pooling_dir);
