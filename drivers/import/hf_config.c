@@ -365,6 +365,33 @@ static int refuse_rope_scaling(tfenc_context *ctx, const char *path, json_t *jso
     return TFENC_OK;
 }
 
+/* transformers 5 writes the RoPE settings as rope_parameters: {"rope_type",
+ * "rope_theta"}, or per layer type {"full_attention": {...},
+ * "sliding_attention": {...}} (`layer_type`, NULL for the flat form). When
+ * present it replaces rope_theta (*theta); only the default type, plain
+ * RoPE, is read: the others rescale frequencies. */
+static int read_rope_parameters(tfenc_context *ctx, const char *path, json_t *json,
+                                const char *layer_type, double *theta)
+{
+    json_t *parameters = json_object_get(json, "rope_parameters");
+    if (parameters == NULL || json_is_null(parameters))
+        return TFENC_OK;
+    if (layer_type != NULL)
+        parameters = json_object_get(parameters, layer_type);
+    if (!json_is_object(parameters))
+        return tfenc_error(ctx, TFENC_ERR_CONFIG, "%s: rope_parameters%s%s is not an object",
+                           path, layer_type != NULL ? "." : "",
+                           layer_type != NULL ? layer_type : "");
+    const char *type;
+    int status = import_json_string(ctx, path, parameters, "rope_type", "default", &type);
+    if (status != TFENC_OK)
+        return status;
+    if (strcmp(type, "default") != 0)
+        return tfenc_error(ctx, TFENC_ERR_CONFIG, "%s: rope_parameters rope_type '%s' is not "
+                           "supported (only 'default')", path, type);
+    return import_json_positive(ctx, path, parameters, "rope_theta", *theta, theta);
+}
+
 /* Qwen3Config (transformers 4.51 modeling_qwen3.py, Qwen3-Embedding): Qwen2
  * with q_norm and k_norm (RMSNorm over head_dim, before RoPE), head_dim its
  * own key, and attention_bias (default false) for all four projections. */
@@ -390,7 +417,8 @@ static int read_qwen3(tfenc_context *ctx, const char *path, json_t *json, model_
         || (status = import_json_bool(ctx, path, json, "use_sliding_window", 0, &sliding))
         || (status = import_json_bool(ctx, path, json, "attention_bias", 0, &attention_bias))
         || (status = import_json_string(ctx, path, json, "hidden_act", "silu", &activation))
-        || (status = refuse_rope_scaling(ctx, path, json)))
+        || (status = refuse_rope_scaling(ctx, path, json))
+        || (status = read_rope_parameters(ctx, path, json, NULL, &config->rope_theta)))
         return status;
     config->qkv_bias = config->out_bias = attention_bias;
     if (strcmp(activation, "silu") != 0)
@@ -482,6 +510,10 @@ static int read_gemma3(tfenc_context *ctx, const char *path, json_t *json, model
         || (status = import_json_string(ctx, path, json, "hidden_activation",
                                         "gelu_pytorch_tanh", &activation))
         || (status = refuse_rope_scaling(ctx, path, json))
+        || (status = read_rope_parameters(ctx, path, json, "full_attention",
+                                          &config->rope_theta))
+        || (status = read_rope_parameters(ctx, path, json, "sliding_attention",
+                                          &config->local_rope_theta))
         || (status = read_gemma3_layer_types(ctx, path, json, config)))
         return status;
     if (!bidirectional)

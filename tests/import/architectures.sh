@@ -56,6 +56,12 @@ for kind in qwen3 gemma3_text; do
   [ -f "$dir/job.ini" ] || continue
   run "$dir/job.ini" "$dir/cut.h5" --set job.output_dim=16
   compare "$dir/reference.h5" embeddings:16 "$dir/cut.h5" "$kind output_dim 16"
+  # bf16 runs attention's products on the host, with Q wider than d_model
+  # (head_dim): within bf16's bar of cosine 0.9999.
+  checks=$((checks + 1))
+  run "$dir/job.ini" "$dir/bf16.h5" --set model.precision=bf16
+  "$python" "$here/compare_embeddings.py" "$dir/reference.h5" "$dir/bf16.h5" "$kind bf16" \
+    0.9999 1e-2 || failures=$((failures + 1))
   checks=$((checks + 1))
   "$python" "$here/architectures.py" prompts "$dir/job.ini" "$dir" || failures=$((failures + 1))
 done
@@ -96,6 +102,25 @@ json.dump(m, open('modules.json', 'w'))"
     "import torch, safetensors.torch as s
 w = s.load_file('3_Dense/model.safetensors'); w['extra'] = torch.zeros(2)
 s.save_file(w, '3_Dense/model.safetensors')"
+  # transformers 5 writes the RoPE bases as rope_parameters per layer type:
+  # the same job.
+  checks=$((checks + 1))
+  v5="$work/gemma3-v5"
+  rm -rf "$v5"
+  cp -r "$work/gemma3_text" "$v5"
+  rm -f "$v5/model.h5" "$v5/job.ini"
+  (cd "$v5" && "$python" -c "import json
+d = json.load(open('config.json'))
+d['rope_parameters'] = {'full_attention': {'rope_type': 'default', 'rope_theta': d.pop('rope_theta')},
+                        'sliding_attention': {'rope_type': 'default',
+                                              'rope_theta': d.pop('rope_local_base_freq')}}
+json.dump(d, open('config.json', 'w'))")
+  grep -v '^;' "$work/gemma3_text/job.ini" >"$v5/expected.ini"
+  if ! "$import" "$v5" -o "$v5/model.h5" --job "$v5/job.ini" >"$v5/log" 2>&1 ||
+      ! grep -v '^;' "$v5/job.ini" | cmp -s - "$v5/expected.ini"; then
+    failures=$((failures + 1))
+    echo "FAIL: gemma3_text with rope_parameters: $(cat "$v5/log"), or a different job"
+  fi
 fi
 
 dir="$work/bert"
