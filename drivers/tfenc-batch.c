@@ -252,6 +252,12 @@ static void print_step(const tfenc_run_plan *p, int i, const char *indent)
                                  ? ", plus the step's input (before its norm)"
                                  : ", plus the step's input")
                           : "");
+    if (step->output_norm_section != NULL) {
+        char output_norm_name[300];
+        snprintf(output_norm_name, sizeof output_norm_name, "%s.output_norm", step->name);
+        printf("  %s step %3d  %-28s %-12s output norm: of %s, before the residual\n", indent, i,
+               output_norm_name, step->output_norm_type, step->name);
+    }
     if (step->norm_section != NULL && !step->norm_first)
         printf("  %s step %3d  %-28s %-12s post-norm: after %s%s\n", indent, i, norm_name,
                step->norm_type, step->name, step->residual ? " and the residual" : "");

@@ -41,6 +41,7 @@ static void importer_free(importer *self)
     tfenc_safetensors_close(self->dense_weights);
     free(self->config.model_type);
     free(self->config.config_text);
+    free(self->config.local_layers);
     free(self->config.head.labels);
     free(self->config.multivector.query_marker);
     free(self->config.multivector.document_marker);
@@ -50,6 +51,10 @@ static void importer_free(importer *self)
     free(self->tokenizer.vocab_text);
     tfenc_tokenizer_destroy(self->tokenizer.json);
     json_decref(self->pooling.prompts);
+    for (int i = 0; i < 2; i++) {
+        free(self->pooling.dense.dir[i]);
+        tfenc_safetensors_close(self->pooling.dense.weights[i]);
+    }
 }
 
 static void usage(FILE *stream)
@@ -59,7 +64,8 @@ static void usage(FILE *stream)
             "[--dtype float32|float16|bfloat16] [--sparse]\n"
             "Converts a Hugging Face checkpoint (config.json, model.safetensors, vocab.txt,\n"
             "sentence-transformers modules) of BERT, RoBERTa, XLM-R, ELECTRA, DistilBERT,\n"
-            "MPNet, Qwen2, NomicBERT, ModernBERT or JinaBERT v2 into a tfenc weights file\n"
+            "MPNet, Qwen2, Qwen3, Gemma3 (EmbeddingGemma), DeBERTa-v2/v3, NomicBERT,\n"
+            "ModernBERT or JinaBERT v2 into a tfenc weights file\n"
             "and, with --job, a job file that computes the same embeddings (ColBERT and\n"
             "PyLate folders: the same multi-vector encodings).\n"
             "--sparse: a *ForMaskedLM checkpoint's masked-LM head becomes a splade head,\n"
@@ -234,6 +240,8 @@ static int read_model(importer *self)
         status = self->dense_dir != NULL ? import_read_pylate(self) : import_read_colbert(self);
     if (status == TFENC_OK && pooling_dir != NULL)
         status = import_read_pooling(self, pooling_dir);
+    if (status == TFENC_OK)
+        status = import_read_dense(self);
     if (status == TFENC_OK)
         status = import_read_prompts(self);
     free(pooling_dir);

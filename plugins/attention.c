@@ -10,18 +10,24 @@
  * --list-plugins and docs/layers.md show the table. read_params() checks
  * only what relates keys to each other or to d_model.
  *
- * Weights (group of the layer, d = d_model, k = n_kv_heads * head_dim,
+ * Weights (group of the layer, d = d_model, q = n_heads * head_dim, which
+ * is d unless the job gives head_dim, k = n_kv_heads * head_dim,
  * docs/weights.md):
  *
- *   q_weight                      [d, d]   (qkv = separate)
+ *   q_weight                      [q, d]   (qkv = separate)
  *   k_weight, v_weight            [k, d]   (qkv = separate)
- *   q_bias, k_bias, v_bias        [d], [k] (separate, bias = true)
- *   qkv_weight                    [d+2k, d] (qkv = fused: Q rows, then K, then V,
+ *   q_bias, k_bias, v_bias        [q], [k] (separate, bias = true)
+ *   qkv_weight                    [q+2k, d] (qkv = fused: Q rows, then K, then V,
  *                                           as nn.MultiheadAttention.in_proj_weight)
- *   qkv_bias                      [d+2k]   (fused, bias = true)
- *   out_weight                    [d, d]
+ *   qkv_bias                      [q+2k]   (fused, bias = true)
+ *   out_weight                    [d, q]
  *   out_bias                      [d]      (out_bias = true)
  *   relative_attention_bias       [B, n_heads]  (relative_buckets; B >= num_buckets)
+ *   q_norm_weight, k_norm_weight  [head_dim]    (qk_norm = true)
+ *
+ * qk_norm (Qwen3, Gemma3) RMS-normalises each head of Q and of K over its
+ * head_dim values and scales it by qk_norm_weight_offset + weight (0 +
+ * weight for Qwen3, 1 + weight for Gemma's norms), before RoPE.
  *
  * RoPE turns Q and K by each token's batch position (its place in its
  * document): pair i of the first rope_dims features of a head turns by
@@ -56,7 +62,7 @@
  * the scores and the output map before the next (see group_tokens()), so
  * that the workspace does not grow with the batch.
  *
- * Workspace: qkv [group, d+2k] + context [group, d] (+ disentangled's p2c
+ * Workspace: qkv [group, q+2k] + context [group, q] (+ disentangled's p2c
  * [group, n_heads, 2 span]) + per thread the fused
  * kernel's blocks (fp32; independent of L) or one tile of scores
  * [n_heads, 128, max_seq_len], its row sums and the terms' prepare() scratch
@@ -109,7 +115,8 @@ typedef struct attention {
     int d_model;
     int n_heads;
     int n_kv_heads;        /* heads of K and V; n_heads / n_kv_heads query heads share one */
-    int head_dim;          /* d_model / n_heads */
+    int head_dim;          /* d_model / n_heads, unless the job gives head_dim */
+    int q_width;           /* n_heads * head_dim: the width of Q and of the context */
     int kv_width;          /* n_kv_heads * head_dim: the width of K and of V */
     float scale;           /* applied to Q K^T */
     int causal;            /* token i sees tokens j <= i only */
@@ -118,13 +125,16 @@ typedef struct attention {
     enum rope_style rope_style;
     int rope_dims;         /* leading dims of each head that RoPE rotates */
     float *rope_inverse_frequency; /* [rope_dims / 2]: theta^(-2i/rope_dims) */
+    double qk_norm_eps;    /* qk_norm: added to each head's mean square */
+    float *q_norm_scale;   /* qk_norm: [head_dim], weight_offset + q_norm_weight; else NULL */
+    float *k_norm_scale;   /* qk_norm: [head_dim], weight_offset + k_norm_weight */
     float *alibi_slopes;   /* [n_heads] */
     int num_buckets;       /* relative_buckets: buckets, and distance of the last one */
     int max_distance;
     float *relative_bias;  /* [n_heads][2 max_seq_len - 1]: the bias of head h for key j
                             * and query i at [h][j - i + max_seq_len - 1] */
-    tfenc_linear *qkv;     /* x [rows, d] -> [rows, d+2k]: Q, K, V side by side (host-owned) */
-    tfenc_linear *out;     /* context [rows, d] -> [rows, d] (host-owned) */
+    tfenc_linear *qkv;     /* x [rows, d] -> [rows, q+2k]: Q, K, V side by side (host-owned) */
+    tfenc_linear *out;     /* context [rows, q] -> [rows, d] (host-owned) */
     tfenc_matmul_plan *scores_plan;  /* Q_tile K^T, every head (host-owned) */
     tfenc_matmul_plan *context_plan; /* P V, every head (host-owned) */
     tfenc_limits limits;   /* the batches forward() was promised */
@@ -199,6 +209,35 @@ static void rope_apply(const attention *layer, float *vectors, int rows, int str
             }
         }
     }
+}
+
+/* One head of Q or K (head_dim values) divided by its root mean square
+ * and scaled, as Qwen3RMSNorm and Gemma3RMSNorm do over head_dim; the
+ * mean is summed in double, as plugins/norm.c does. */
+TFENC_VECTOR_CLONES
+static void qk_normalise_head(float *restrict head, const float *restrict scale, int head_dim,
+                              double eps)
+{
+    double squares = 0.0;
+#pragma omp simd reduction(+ : squares)
+    for (int e = 0; e < head_dim; e++)
+        squares += (double)head[e] * head[e];
+    const float rstd = (float)(1.0 / sqrt(squares / head_dim + eps));
+#pragma omp simd
+    for (int e = 0; e < head_dim; e++)
+        head[e] = head[e] * rstd * scale[e];
+}
+
+/* qk_norm over `heads` heads of each of `rows` rows (stride `stride`) of
+ * a Q or K block. */
+static void qk_normalise(const attention *layer, float *vectors, int rows, int stride, int heads,
+                         const float *scale)
+{
+    TFENC_PARALLEL_FOR(r, rows, (double)rows * heads * layer->head_dim * 4,
+                       for (int h = 0; h < heads; h++)
+                           qk_normalise_head(vectors + (size_t)r * stride +
+                                                 (size_t)h * layer->head_dim,
+                                             scale, layer->head_dim, layer->qk_norm_eps));
 }
 
 /* exp(x) for the scores once their row maximum is subtracted (x <= 0):
@@ -409,14 +448,15 @@ static void normalise_row(const attention *layer, float *row, const float *inver
 }
 
 /* Attention of one sequence of `length` tokens: its Q/K/V rows start at
- * `qkv` (row stride d + 2k), its context rows at `context` (row stride d).
+ * `qkv` (row stride q + 2k), its context rows at `context` (row stride q,
+ * the width of Q).
  * scores holds [n_heads][QUERY_TILE][length], inverse_sums [n_heads][QUERY_TILE],
  * prepared [n_heads][terms->prepared_floats]. */
 static int attend_sequence(tfenc_context *ctx, const attention *layer,
                            const attention_position_terms *terms, const float *qkv, int length,
                            float *context, float *scores, float *inverse_sums, float *prepared)
 {
-    const int d = layer->d_model, head_dim = layer->head_dim;
+    const int d = layer->q_width, head_dim = layer->head_dim;
     const int stride = d + 2 * layer->kv_width, heads = layer->n_heads;
     const int group = layer->n_heads / layer->n_kv_heads; /* query heads per key/value head */
     for (int first = 0; first < length; first += QUERY_TILE) {
@@ -473,7 +513,7 @@ static void attend_in_thread(tfenc_context *ctx, const attention *layer, const t
                              int s, int group_start, const float *qkv, float *context,
                              const float *position_to_content, float *scores, int *failed)
 {
-    const int d = layer->d_model, stride = d + 2 * layer->kv_width;
+    const int d = layer->q_width, stride = d + 2 * layer->kv_width;
     /* qkv and context start at the group's first token */
     const int start = batch->seq_start[s] - group_start,
               length = batch->seq_start[s + 1] - batch->seq_start[s];
@@ -504,7 +544,7 @@ static void attend_fused(const attention *layer, const tfenc_batch *batch, int f
                          const float *position_to_content, float *transposed, float *scratch,
                          int shared)
 {
-    const int d = layer->d_model, stride = d + 2 * layer->kv_width, heads = layer->n_heads;
+    const int d = layer->q_width, stride = d + 2 * layer->kv_width, heads = layer->n_heads;
     /* K transposed once for the group (each query block reads each key
      * block it visits; transposing there cost a quarter of the time) */
     const int tokens = batch->seq_start[end] - group_start;
@@ -570,17 +610,18 @@ static int attention_forward(void *instance, tfenc_context *ctx, tfenc_batch *ba
     if (layer->position == POSITION_ROPE && batch->positions == NULL)
         return tfenc_error(ctx, TFENC_ERR_INTERNAL, "mha: position = rope needs batch positions");
 
-    /* Workspace layout: qkv [group, d+2k] | context [group, d] | disentangled:
+    /* Workspace layout: qkv [group, q+2k] | context [group, q] | disentangled:
      * p2c [group, n_heads, 2 span] | fused:
      * transposed keys [k, group + 64] and per thread the kernel's blocks;
      * otherwise per thread scores [heads, tile, L] and inverse sums
      * [heads, tile]. Offsets are
      * multiples of 16 floats only when d is; the products need no more than
      * float alignment, so that is enough. */
-    const int qkv_width = d + 2 * layer->kv_width, capacity = group_tokens(layer, &layer->limits);
+    const int q_width = layer->q_width, qkv_width = q_width + 2 * layer->kv_width;
+    const int capacity = group_tokens(layer, &layer->limits);
     float *qkv = workspace;
     float *context = qkv + (size_t)capacity * qkv_width;
-    float *position_to_content = context + (size_t)capacity * d;
+    float *position_to_content = context + (size_t)capacity * q_width;
     float *scores = position_to_content + position_to_content_floats(layer, &layer->limits);
     if (layer->position != POSITION_DISENTANGLED)
         position_to_content = NULL;
@@ -602,15 +643,21 @@ static int attention_forward(void *instance, tfenc_context *ctx, tfenc_batch *ba
         if (status != TFENC_OK)
             return status;
 
-        /* RoPE turns Q and K (not V) before they meet in the scores. */
+        /* qk_norm normalises each head of Q and K, then RoPE turns them
+         * (not V) before they meet in the scores. */
+        if (layer->q_norm_scale != NULL) {
+            qk_normalise(layer, qkv, tokens, qkv_width, layer->n_heads, layer->q_norm_scale);
+            qk_normalise(layer, qkv + q_width, tokens, qkv_width, layer->n_kv_heads,
+                         layer->k_norm_scale);
+        }
         if (layer->position == POSITION_ROPE) {
             const int32_t *positions = batch->positions + group_start;
             rope_apply(layer, qkv, tokens, qkv_width, layer->n_heads, positions);
-            rope_apply(layer, qkv + d, tokens, qkv_width, layer->n_kv_heads, positions);
+            rope_apply(layer, qkv + q_width, tokens, qkv_width, layer->n_kv_heads, positions);
         }
         /* DeBERTa's p2c terms: every key against every relative embedding. */
         if (position_to_content != NULL)
-            disentangled_fill_position_to_content(&layer->disentangled, qkv + d, qkv_width,
+            disentangled_fill_position_to_content(&layer->disentangled, qkv + q_width, qkv_width,
                                                   tokens, position_to_content);
 
         int failed = TFENC_OK;
@@ -669,7 +716,7 @@ static size_t attention_workspace_size(const void *instance, const tfenc_limits 
                                   prepared_floats(layer);
     size_t shared = (layer->fused ? transposed_key_floats(layer) : 0) +
                     position_to_content_floats(layer, limits);
-    return (tokens * (2 * (size_t)layer->d_model + 2 * (size_t)layer->kv_width) + shared +
+    return (tokens * (2 * (size_t)layer->q_width + 2 * (size_t)layer->kv_width) + shared +
             (size_t)layer->threads * per_thread) *
            sizeof(float);
 }
@@ -677,10 +724,10 @@ static size_t attention_workspace_size(const void *instance, const tfenc_limits 
 static double attention_flops_per_token(const void *instance, double mean_seq_len)
 {
     const attention *layer = instance;
-    double d = layer->d_model, k = layer->kv_width;
-    /* Projections: 2 flops per weight (QKV is (d + 2k) x d, output d x d);
-     * attention: Q K^T and P V, each 2 * L * d per token summed over heads. */
-    return 2.0 * ((d + 2.0 * k) * d + d * d) + 4.0 * mean_seq_len * d;
+    double d = layer->d_model, q = layer->q_width, k = layer->kv_width;
+    /* Projections: 2 flops per weight (QKV is (q + 2k) x d, output d x q);
+     * attention: Q K^T and P V, each 2 * L * q per token summed over heads. */
+    return 2.0 * ((q + 2.0 * k) * d + d * q) + 4.0 * mean_seq_len * q;
 }
 
 static void attention_destroy(void *instance)
@@ -690,6 +737,8 @@ static void attention_destroy(void *instance)
         return;
     /* The linear maps and products belong to the host, which frees them after destroy(). */
     free(layer->rope_inverse_frequency);
+    free(layer->q_norm_scale);
+    free(layer->k_norm_scale);
     free(layer->alibi_slopes);
     free(layer->relative_bias);
     disentangled_position_free(&layer->disentangled);
@@ -742,10 +791,11 @@ static int read_disentangled_params(tfenc_context *ctx, tfenc_params *params, at
 /* Reads every key of the section, so that the host's unknown-key check sees
  * them all as known even when the layer does not use them. */
 static int read_params(tfenc_context *ctx, const tfenc_layer_init *init, attention *layer,
-                       int *bias, int *out_bias, int *qkv_layout)
+                       int *bias, int *out_bias, int *qkv_layout, int *qk_norm,
+                       double *qk_norm_weight_offset)
 {
     tfenc_params *params = init->params;
-    long n_heads, n_kv_heads, rope_dims, num_buckets, max_distance, window;
+    long n_heads, n_kv_heads, head_dim, rope_dims, num_buckets, max_distance, window;
     double rope_theta, scale;
     int position, rope_style, status;
 
@@ -754,6 +804,12 @@ static int read_params(tfenc_context *ctx, const tfenc_layer_init *init, attenti
      * is left here relates keys to each other or to the model. */
     if ((status = tfenc_param_int(params, "n_heads", 0, &n_heads)) != TFENC_OK ||
         (status = tfenc_param_int(params, "n_kv_heads", -1, &n_kv_heads)) != TFENC_OK ||
+        (status = tfenc_param_int(params, "head_dim", 0, &head_dim)) != TFENC_OK ||
+        (status = tfenc_param_bool(params, "qk_norm", 0, qk_norm)) != TFENC_OK ||
+        (status = tfenc_param_float(params, "qk_norm_eps", 1e-6, &layer->qk_norm_eps)) !=
+            TFENC_OK ||
+        (status = tfenc_param_float(params, "qk_norm_weight_offset", 0.0,
+                                    qk_norm_weight_offset)) != TFENC_OK ||
         (status = tfenc_param_bool(params, "bias", 1, bias)) != TFENC_OK ||
         (status = tfenc_param_bool(params, "out_bias", *bias, out_bias)) != TFENC_OK ||
         (status = tfenc_param_choice(params, "qkv", qkv_names, QKV_AUTO, qkv_layout)) != TFENC_OK ||
@@ -775,9 +831,13 @@ static int read_params(tfenc_context *ctx, const tfenc_layer_init *init, attenti
         return tfenc_error(ctx, TFENC_ERR_CONFIG, "mha: d_model must be positive, found %d", d);
     if (n_heads == 0)
         return tfenc_error(ctx, TFENC_ERR_CONFIG, "mha: key 'n_heads' is required");
-    if (d % n_heads != 0)
+    /* Without head_dim the heads split d_model; with it (Qwen3, Gemma3) Q
+     * may be wider or narrower than d_model, and the output map brings it
+     * back. */
+    if (head_dim == 0 && d % n_heads != 0)
         return tfenc_error(ctx, TFENC_ERR_CONFIG,
-                           "mha: n_heads = %ld does not divide d_model = %d", n_heads, d);
+                           "mha: n_heads = %ld does not divide d_model = %d (or give head_dim)",
+                           n_heads, d);
     if (n_kv_heads < 0)
         n_kv_heads = n_heads;
     if (n_heads % n_kv_heads != 0)
@@ -787,7 +847,12 @@ static int read_params(tfenc_context *ctx, const tfenc_layer_init *init, attenti
     layer->d_model = d;
     layer->n_heads = (int)n_heads;
     layer->n_kv_heads = (int)n_kv_heads;
-    layer->head_dim = d / (int)n_heads;
+    layer->head_dim = head_dim > 0 ? (int)head_dim : d / (int)n_heads;
+    if ((long long)layer->head_dim * n_heads > INT32_MAX / 4)
+        return tfenc_error(ctx, TFENC_ERR_CONFIG,
+                           "mha: n_heads = %ld times head_dim = %d is too wide", n_heads,
+                           layer->head_dim);
+    layer->q_width = layer->n_heads * layer->head_dim;
     layer->kv_width = layer->n_kv_heads * layer->head_dim;
     layer->position = (enum position_kind)position;
     layer->rope_style = (enum rope_style)rope_style;
@@ -863,6 +928,28 @@ static int load_relative_bias(tfenc_context *ctx, const tfenc_layer_init *init, 
     return TFENC_OK;
 }
 
+/* qk_norm's scales, weight_offset + q_norm_weight and + k_norm_weight
+ * (each [head_dim]), added in float32 as Gemma3RMSNorm adds 1.0. */
+static int load_qk_norm(tfenc_context *ctx, const tfenc_layer_init *init, attention *layer,
+                        float weight_offset)
+{
+    static const char *const names[2] = {"q_norm_weight", "k_norm_weight"};
+    float **scales[2] = {&layer->q_norm_scale, &layer->k_norm_scale};
+    for (int i = 0; i < 2; i++) {
+        int64_t dims[1] = {layer->head_dim};
+        const float *weight;
+        int status = tfenc_weight_load(init->weights, names[i], 1, dims, &weight);
+        if (status != TFENC_OK)
+            return status;
+        *scales[i] = malloc((size_t)layer->head_dim * sizeof(float));
+        if (*scales[i] == NULL)
+            return tfenc_error(ctx, TFENC_ERR_NO_MEMORY, "mha: out of memory for qk_norm");
+        for (int e = 0; e < layer->head_dim; e++)
+            (*scales[i])[e] = weight_offset + weight[e];
+    }
+    return TFENC_OK;
+}
+
 static int load_weights(tfenc_context *ctx, const tfenc_layer_init *init, attention *layer,
                         int bias, int out_bias, int qkv_layout)
 {
@@ -872,7 +959,7 @@ static int load_weights(tfenc_context *ctx, const tfenc_layer_init *init, attent
     static const char *const fused_bias[] = {"qkv_bias"};
     static const char *const out_weight[] = {"out_weight"};
     static const char *const out_bias_name[] = {"out_bias"};
-    int d = layer->d_model, qkv_width = d + 2 * layer->kv_width, width, status;
+    int d = layer->d_model, qkv_width = layer->q_width + 2 * layer->kv_width, width, status;
 
     if (qkv_layout == QKV_AUTO)
         qkv_layout = tfenc_weight_exists(init->weights, "qkv_weight") ? QKV_FUSED : QKV_SEPARATE;
@@ -887,13 +974,13 @@ static int load_weights(tfenc_context *ctx, const tfenc_layer_init *init, attent
         return status;
     if (width != qkv_width)
         return tfenc_error(ctx, TFENC_ERR_WEIGHTS,
-                           "mha: %s has %d output rows, expected d_model + 2 * n_kv_heads * "
+                           "mha: %s has %d output rows, expected (n_heads + 2 * n_kv_heads) * "
                            "head_dim = %d",
                            qkv_layout == QKV_FUSED ? "qkv_weight" : "q_weight+k_weight+v_weight",
                            width, qkv_width);
 
-    status = tfenc_linear_load(init->weights, 1, out_weight, out_bias ? out_bias_name : NULL, d,
-                               &width, &layer->out);
+    status = tfenc_linear_load(init->weights, 1, out_weight, out_bias ? out_bias_name : NULL,
+                               layer->q_width, &width, &layer->out);
     if (status != TFENC_OK)
         return status;
     if (width != d)
@@ -938,10 +1025,14 @@ static int attention_create(tfenc_context *ctx, const tfenc_layer_init *init, vo
         return tfenc_error(ctx, TFENC_ERR_NO_MEMORY, "mha: out of memory");
     layer->limits = init->limits;
     layer->threads = omp_get_max_threads();
-    int bias, out_bias, qkv_layout;
-    int status = read_params(ctx, init, layer, &bias, &out_bias, &qkv_layout);
+    int bias, out_bias, qkv_layout, qk_norm;
+    double qk_norm_weight_offset;
+    int status = read_params(ctx, init, layer, &bias, &out_bias, &qkv_layout, &qk_norm,
+                             &qk_norm_weight_offset);
     if (status == TFENC_OK)
         status = load_weights(ctx, init, layer, bias, out_bias, qkv_layout);
+    if (status == TFENC_OK && qk_norm)
+        status = load_qk_norm(ctx, init, layer, (float)qk_norm_weight_offset);
     if (status == TFENC_OK) {
         layer->terms = (attention_position_terms){
             .state = layer,
@@ -955,8 +1046,8 @@ static int attention_create(tfenc_context *ctx, const tfenc_layer_init *init, vo
         }
         layer->shape = (attention_kernel_shape){
             .head_dim = layer->head_dim, .heads_per_kv = layer->n_heads / layer->n_kv_heads,
-            .row_stride = layer->d_model + 2 * layer->kv_width, .key_offset = layer->d_model,
-            .value_offset = layer->kv_width, .context_stride = layer->d_model,
+            .row_stride = layer->q_width + 2 * layer->kv_width, .key_offset = layer->q_width,
+            .value_offset = layer->kv_width, .context_stride = layer->q_width,
             .scale = layer->scale, .causal = layer->causal, .window = layer->window,
             .transposed_stride = group_tokens(layer, &layer->limits) + ATTENTION_KEY_BLOCK};
     }
@@ -970,12 +1061,24 @@ static int attention_create(tfenc_context *ctx, const tfenc_layer_init *init, vo
 
 /* The keys read_params() reads (shown by --list-plugins). */
 static const tfenc_param_info mha_params[] = {
-    {"n_heads", TFENC_PARAM_INT, NULL, "query heads, required; must divide d_model",
+    {"n_heads", TFENC_PARAM_INT, NULL, "query heads, required; must divide d_model unless "
+     "head_dim is given",
      TFENC_PARAM_RANGE(1, 65536)},
     {"n_kv_heads", TFENC_PARAM_INT, NULL,
      "key/value heads (grouped-query attention; default: n_heads), must divide n_heads; query "
      "head h uses key/value head h / (n_heads / n_kv_heads)",
      TFENC_PARAM_RANGE(1, 65536)},
+    {"head_dim", TFENC_PARAM_INT, NULL,
+     "features of each head (default: d_model / n_heads); Q and the context are n_heads * "
+     "head_dim wide, and out_weight maps them back to d_model (Qwen3, Gemma3)",
+     TFENC_PARAM_RANGE(1, 65536)},
+    {"qk_norm", TFENC_PARAM_BOOL, "false",
+     "RMS-normalise each head of Q and K (weights q_norm_weight, k_norm_weight [head_dim]) "
+     "before RoPE (Qwen3, Gemma3)", TFENC_PARAM_NO_RANGE},
+    {"qk_norm_eps", TFENC_PARAM_FLOAT, "1e-6", "qk_norm: added to the mean square",
+     TFENC_PARAM_AT_LEAST(0)},
+    {"qk_norm_weight_offset", TFENC_PARAM_FLOAT, "0",
+     "qk_norm: scale by weight_offset + weight (Gemma's norms: 1)", TFENC_PARAM_NO_RANGE},
     {"bias", TFENC_PARAM_BOOL, "true", "the Q/K/V and output projections have biases", TFENC_PARAM_NO_RANGE},
     {"out_bias", TFENC_PARAM_BOOL, NULL,
      "the output projection has a bias (default: bias; Qwen2: Q/K/V do, the output does not)", TFENC_PARAM_NO_RANGE},

@@ -3,15 +3,19 @@
  * variants (SwiGLU, GEGLU) of later models: Linear(f -> d)(act(gate) * up).
  *
  * Job keys:
- *   activation  relu | gelu | gelu_tanh | silu | swiglu | geglu, default gelu.
+ *   activation  relu | gelu | gelu_tanh | silu | swiglu | geglu | geglu_tanh |
+ *               identity, default gelu.
  *               gelu is the exact erf form (torch.nn.functional.gelu),
  *               gelu_tanh its tanh approximation (approximate='tanh'),
- *               swiglu = silu(gate) * up, geglu = gelu(gate) * up.
+ *               swiglu = silu(gate) * up, geglu = gelu(gate) * up,
+ *               geglu_tanh = gelu_tanh(gate) * up (Gemma); identity: two
+ *               linear maps in a row (sentence-transformers' Dense modules
+ *               with an Identity activation, outside a block).
  *   bias        bool, true  whether the linear maps have biases
  *
  * Weights (in the layer's group; f is read from their shapes):
  *   in_weight   [f, d], in_bias   [f]  first linear ("up" when gated)
- *   gate_weight [f, d], gate_bias [f]  swiglu and geglu only
+ *   gate_weight [f, d], gate_bias [f]  swiglu, geglu and geglu_tanh only
  *   out_weight  [d, f], out_bias  [d]  second linear
  *
  * The gate and up projections are stacked into one linear map, so a gated
@@ -25,20 +29,22 @@
 
 #include "layers.h"
 
-enum activation { RELU, GELU, GELU_TANH, SILU, SWIGLU, GEGLU };
-static const char *const activation_names[] = {"relu", "gelu", "gelu_tanh", "silu",
-                                               "swiglu", "geglu", NULL};
+enum activation { RELU, GELU, GELU_TANH, SILU, SWIGLU, GEGLU, GEGLU_TANH, IDENTITY };
+static const char *const activation_names[] = {"relu",   "gelu",  "gelu_tanh",  "silu",
+                                               "swiglu", "geglu", "geglu_tanh", "identity",
+                                               NULL};
 /* The host applies the activation inside the first linear map (its
  * epilogue), in the order of enum activation. */
 static const tfenc_activation activation_kinds[] = {
     TFENC_ACTIVATION_RELU, TFENC_ACTIVATION_GELU,   TFENC_ACTIVATION_GELU_TANH,
-    TFENC_ACTIVATION_SILU, TFENC_ACTIVATION_SWIGLU, TFENC_ACTIVATION_GEGLU};
+    TFENC_ACTIVATION_SILU, TFENC_ACTIVATION_SWIGLU, TFENC_ACTIVATION_GEGLU,
+    TFENC_ACTIVATION_GEGLU_TANH, TFENC_ACTIVATION_NONE};
 
 typedef struct ffn {
     int d_model;
     int hidden;             /* f */
     int activation;         /* enum activation */
-    int gated;              /* swiglu or geglu */
+    int gated;              /* swiglu, geglu or geglu_tanh */
     tfenc_linear *in;       /* (f, d), or (2f, d) when gated: gate rows, then up rows */
     tfenc_linear *out;      /* (d, f) */
 } ffn;
@@ -51,13 +57,13 @@ static int ffn_create(tfenc_context *ctx, const tfenc_layer_init *init, void **i
                                      &activation)) ||
         (status = tfenc_param_bool(init->params, "bias", 1, &bias)))
         return status;
-    const int gated = activation == SWIGLU || activation == GEGLU;
+    const int gated = activation == SWIGLU || activation == GEGLU || activation == GEGLU_TANH;
     /* Weights of a gated model under an ungated activation would run without
      * their gate and give plausible but wrong numbers: refuse them. */
     if (!gated && tfenc_weight_exists(init->weights, "gate_weight"))
         return tfenc_error(ctx, TFENC_ERR_CONFIG,
                            "ffn: the weights hold gate_weight but activation = %s is not gated "
-                           "(use swiglu or geglu)", activation_names[activation]);
+                           "(use swiglu, geglu or geglu_tanh)", activation_names[activation]);
 
     ffn *layer = calloc(1, sizeof *layer);
     if (layer == NULL)
@@ -182,8 +188,9 @@ static double ffn_flops(const void *instance, double mean_seq_len)
 /* The keys ffn_create() reads (shown by --list-plugins). */
 static const tfenc_param_info ffn_params[] = {
     {"activation", TFENC_PARAM_CHOICE, "gelu",
-     "relu, gelu (the exact erf form), gelu_tanh (the tanh approximation), silu, or gated "
-     "swiglu, geglu", TFENC_PARAM_NO_RANGE},
+     "relu, gelu (the exact erf form), gelu_tanh (the tanh approximation), silu, gated "
+     "swiglu, geglu, geglu_tanh (gelu_tanh(gate) * up), or identity (two linear maps, "
+     "e.g. sentence-transformers' Dense modules)", TFENC_PARAM_NO_RANGE},
     {"bias", TFENC_PARAM_BOOL, "true", "the two linear maps have biases", TFENC_PARAM_NO_RANGE},
     {NULL, 0, NULL, NULL, TFENC_PARAM_NO_RANGE},
 };
@@ -194,8 +201,8 @@ TFENC_PLUGIN_TYPES("ffn");
 const tfenc_layer_descriptor tfenc_layers_ffn = {
     TFENC_DESCRIPTOR_INIT,
     .type = "ffn",
-    .description = "feed-forward block: Linear(d->f), relu/gelu/gelu_tanh/silu or gated "
-                   "swiglu/geglu, Linear(f->d)",
+    .description = "feed-forward block: Linear(d->f), relu/gelu/gelu_tanh/silu/identity or "
+                   "gated swiglu/geglu/geglu_tanh, Linear(f->d)",
     .params = ffn_params,
     .create = ffn_create,
     .forward = ffn_forward,

@@ -5,8 +5,11 @@
  *   with the biased variance (divided by d), as PyTorch.
  *   Weights:  weight [d], bias [d] (bias absent when bias = false)
  *
- * rmsnorm (LLaMA, T5): y = x / sqrt(mean(x^2) + eps) * weight
+ * rmsnorm (LLaMA, T5): y = x / sqrt(mean(x^2) + eps) * (weight_offset + weight)
  *   Weights:  weight [d]
+ *   weight_offset is 0 but for Gemma's norms, which store weight - 1 and
+ *   scale by 1 + weight (Gemma3RMSNorm); the sum is taken once, in float32
+ *   as there.
  *
  * Job keys: layernorm_params and rmsnorm_params at the end of this file
  * (type, default, range, help; --list-plugins and docs/layers.md show them).
@@ -22,20 +25,24 @@
 typedef struct norm {
     int d_model;
     double eps;
-    const float *weight; /* (d_model) */
+    const float *weight; /* (d_model): the weights, or offset_weight */
     const float *bias;   /* (d_model), NULL for rmsnorm or bias = false */
+    float *offset_weight; /* (d_model): weight_offset + weight when the offset is not 0 */
 } norm;
 
 /* Reads eps (and for layernorm the bias key) and the weights. */
 static int norm_create(tfenc_context *ctx, const tfenc_layer_init *init, void **instance,
                        const char *type, double default_eps, int has_bias_key)
 {
-    double eps;
+    double eps, weight_offset = 0.0;
     int bias = 0;
     int status;
     if ((status = tfenc_param_float(init->params, "eps", default_eps, &eps)))
         return status;
     if (has_bias_key && (status = tfenc_param_bool(init->params, "bias", 1, &bias)))
+        return status;
+    if (!has_bias_key &&
+        (status = tfenc_param_float(init->params, "weight_offset", 0.0, &weight_offset)))
         return status;
     /* eps >= 0: the declared range, checked by the host */
 
@@ -47,6 +54,16 @@ static int norm_create(tfenc_context *ctx, const tfenc_layer_init *init, void **
     int64_t dims[1] = {layer->d_model};
     if ((status = tfenc_weight_load(init->weights, "weight", 1, dims, &layer->weight)))
         goto fail;
+    if (weight_offset != 0.0) {
+        layer->offset_weight = malloc((size_t)layer->d_model * sizeof(float));
+        if (layer->offset_weight == NULL) {
+            status = tfenc_error(ctx, TFENC_ERR_NO_MEMORY, "%s: out of memory", type);
+            goto fail;
+        }
+        for (int j = 0; j < layer->d_model; j++)
+            layer->offset_weight[j] = (float)weight_offset + layer->weight[j];
+        layer->weight = layer->offset_weight;
+    }
     if (bias) {
         dims[0] = layer->d_model;
         if ((status = tfenc_weight_load(init->weights, "bias", 1, dims, &layer->bias)))
@@ -55,6 +72,7 @@ static int norm_create(tfenc_context *ctx, const tfenc_layer_init *init, void **
     *instance = layer;
     return TFENC_OK;
 fail:
+    free(layer->offset_weight);
     free(layer);
     return status;
 }
@@ -144,7 +162,10 @@ static int rmsnorm_forward(void *instance, tfenc_context *ctx, tfenc_batch *batc
 
 static void norm_destroy(void *instance)
 {
-    free(instance); /* the weights belong to the host */
+    norm *layer = instance;
+    if (layer != NULL)
+        free(layer->offset_weight); /* the weights themselves belong to the host */
+    free(layer);
 }
 
 static double norm_flops(const void *instance, double mean_seq_len)
@@ -163,6 +184,8 @@ static const tfenc_param_info layernorm_params[] = {
 
 static const tfenc_param_info rmsnorm_params[] = {
     {"eps", TFENC_PARAM_FLOAT, "1e-6", "added to the mean square", TFENC_PARAM_AT_LEAST(0)},
+    {"weight_offset", TFENC_PARAM_FLOAT, "0",
+     "scale by weight_offset + weight (Gemma's norms: 1)", TFENC_PARAM_NO_RANGE},
     {NULL, 0, NULL, NULL, TFENC_PARAM_NO_RANGE},
 };
 

@@ -11,6 +11,14 @@ tests_test_attention_LDADD = tests/harness/libunit.la core/libtfenc.la $(CUNIT_L
 # scores per thread).
 tests_test_attention_CFLAGS = $(AM_CFLAGS) $(OPENMP_CFLAGS)
 
+# head_dim apart from d_model / n_heads and qk_norm (Qwen3, Gemma3) against
+# a naive double-precision reference, fp32 and bf16.
+check_PROGRAMS += tests/test_attention_heads
+TESTS += tests/test_attention_heads
+tests_test_attention_heads_SOURCES = tests/test_attention_heads.c
+tests_test_attention_heads_CPPFLAGS = $(AM_CPPFLAGS) $(CUNIT_CFLAGS) -I$(top_srcdir)/tests
+tests_test_attention_heads_LDADD = tests/harness/libunit.la core/libtfenc.la $(CUNIT_LIBS) -lm
+
 # Tokens/s of the mha layer alone, two plugin builds side by side
 # (asserts nothing: `make check` only builds it so that it keeps compiling):
 # tests/bench/attention_bench OLD.so NEW.so [d heads reps].

@@ -414,8 +414,10 @@ static double reference_activation(const char *name, double x)
         return x > 0 ? x : 0;
     if (strcmp(name, "gelu") == 0 || strcmp(name, "geglu") == 0)
         return 0.5 * x * (1.0 + erf(x / sqrt(2.0)));
-    if (strcmp(name, "gelu_tanh") == 0)
+    if (strcmp(name, "gelu_tanh") == 0 || strcmp(name, "geglu_tanh") == 0)
         return 0.5 * x * (1.0 + tanh(sqrt(2.0 / M_PI) * (x + 0.044715 * x * x * x)));
+    if (strcmp(name, "identity") == 0)
+        return x;
     return x / (1.0 + exp(-x)); /* silu, swiglu */
 }
 
@@ -435,7 +437,8 @@ static void reference_linear(double *y, const double *x, const float *w, const f
  * sequence lengths (within the harness's limits, raised to the batch). */
 static void ffn_run(const char *activation, int bias, const int *seq_lengths, int n_seq)
 {
-    const int gated = strcmp(activation, "swiglu") == 0 || strcmp(activation, "geglu") == 0;
+    const int gated = strcmp(activation, "swiglu") == 0 || strcmp(activation, "geglu") == 0 ||
+                      strcmp(activation, "geglu_tanh") == 0;
     float in_w[FFN_F * FFN_D], in_b[FFN_F], gate_w[FFN_F * FFN_D], gate_b[FFN_F];
     float out_w[FFN_D * FFN_F], out_b[FFN_D];
     /* weights ~ 1/sqrt(fan_in) as nn.Linear initialises them, inputs in [-2, 2]
@@ -600,6 +603,17 @@ static void test_ffn_gated(void)
     ffn_case("swiglu", 0);
     ffn_case("geglu", 1);
     ffn_case("geglu", 0);
+    /* Gemma's gate: gelu_pytorch_tanh(gate) * up */
+    ffn_case("geglu_tanh", 1);
+    ffn_case("geglu_tanh", 0);
+}
+
+/* identity: two linear maps in a row (sentence-transformers' Dense pairs,
+ * EmbeddingGemma's), on pooled rows as on tokens. */
+static void test_ffn_identity(void)
+{
+    ffn_case("identity", 0);
+    ffn_case("identity", 1);
 }
 
 static void test_ffn_default_is_exact_gelu(void)
@@ -687,8 +701,8 @@ static void test_ffn_weight_errors(void)
 
 enum { NORM_D = 16 };
 
-static void norm_case(const char *type, const char *keys, double eps, int bias, double low,
-                      double high)
+static void norm_case_offset(const char *type, const char *keys, double eps, int bias,
+                             double low, double high, double weight_offset)
 {
     float weight[NORM_D], shift[NORM_D];
     fill(weight, NORM_D, 0.5, 1.5);
@@ -717,13 +731,20 @@ static void norm_case(const char *type, const char *keys, double eps, int bias, 
             variance += (x[j] - mean) * (x[j] - mean);
         variance /= NORM_D; /* biased (layernorm), or mean of squares (rmsnorm) */
         for (int j = 0; j < NORM_D; j++)
-            want[t * NORM_D + j] =
-                (x[j] - mean) / sqrt(variance + eps) * weight[j] + (bias ? shift[j] : 0.0);
+            want[t * NORM_D + j] = (x[j] - mean) / sqrt(variance + eps) *
+                                       (weight_offset + weight[j]) +
+                                   (bias ? shift[j] : 0.0);
     }
     CU_ASSERT_EQUAL(harness_forward(&h, &b.batch), TFENC_OK);
     assert_close(b.x, want, N_TOKENS * NORM_D, keys);
     batch_free(&b);
     harness_close(&h);
+}
+
+static void norm_case(const char *type, const char *keys, double eps, int bias, double low,
+                      double high)
+{
+    norm_case_offset(type, keys, eps, bias, low, high, 0.0);
 }
 
 static void test_layernorm(void)
@@ -752,6 +773,8 @@ static void test_rmsnorm(void)
     norm_case("rmsnorm", "", 1e-6, 0, -0.001, 0.001);
     norm_case("rmsnorm", "eps = 0.25\n", 0.25, 0, -1.0, 1.0);
     norm_case("rmsnorm", "eps = 1e-5\n", 1e-5, 0, 2.0, 3.0);
+    /* Gemma's norms scale by 1 + weight */
+    norm_case_offset("rmsnorm", "weight_offset = 1\n", 1e-6, 0, -1.0, 1.0, 1.0);
 }
 
 /* ------------------------------------------------------------- pooling */
@@ -1017,7 +1040,8 @@ static const test_case layers_cases[] = {
     {"ffn activations", test_ffn_activations},
     {"ffn activations over their range", test_ffn_activation_range},
     {"ffn without bias", test_ffn_no_bias},
-    {"ffn gated swiglu geglu", test_ffn_gated},
+    {"ffn gated swiglu geglu geglu_tanh", test_ffn_gated},
+    {"ffn identity (Dense pairs)", test_ffn_identity},
     {"ffn in chunks of 512 rows", test_ffn_chunks},
     {"ffn default exact gelu", test_ffn_default_is_exact_gelu},
     {"ffn weight and key errors", test_ffn_weight_errors},

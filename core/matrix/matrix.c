@@ -261,7 +261,8 @@ static int scratch_stream(tfenc_context *ctx, tfenc_matrix_scratch *scratch)
 
 static int is_gated(tfenc_activation activation)
 {
-    return activation == TFENC_ACTIVATION_SWIGLU || activation == TFENC_ACTIVATION_GEGLU;
+    return activation == TFENC_ACTIVATION_SWIGLU || activation == TFENC_ACTIVATION_GEGLU ||
+           activation == TFENC_ACTIVATION_GEGLU_TANH;
 }
 
 /* One row of the epilogue: z = scale * (product - offset * correction) +
@@ -321,6 +322,11 @@ static void epilogue_row(float *z, int width, float scale, float offset,
 #pragma omp simd
         for (int j = 0; j < n; j++)
             z[j] = tfenc_gelu(z[j]) * z[n + j];
+        break;
+    case TFENC_ACTIVATION_GEGLU_TANH:
+#pragma omp simd
+        for (int j = 0; j < n; j++)
+            z[j] = tfenc_gelu_tanh(z[j]) * z[n + j];
         break;
     default:
         break;
@@ -840,7 +846,7 @@ static int onednn_run(tfenc_context *ctx, const tfenc_linear *linear,
 int tfenc_linear_run(tfenc_context *ctx, const tfenc_linear *linear, const tfenc_linear_args *args)
 {
     if (args == NULL || args->struct_size < sizeof(tfenc_linear_args) || args->rows < 0 ||
-        (unsigned)args->activation > TFENC_ACTIVATION_GEGLU ||
+        (unsigned)args->activation > TFENC_ACTIVATION_GEGLU_TANH ||
         (unsigned)args->x_dtype > TFENC_BFLOAT16 ||
         (unsigned)args->y_dtype > TFENC_BFLOAT16)
         return tfenc_error(ctx, TFENC_ERR_INTERNAL, "tfenc_linear_run: bad arguments");

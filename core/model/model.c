@@ -170,17 +170,35 @@ typedef struct block_header {
     int extra_layers_ignored;      /* extra_layers = ignore */
 } block_header;
 
-/* One sublayer of a block: [BLOCK.NAME] and its optional [BLOCK.NAME.norm]. */
+/* One sublayer of a block: [BLOCK.NAME] and its optional [BLOCK.NAME.norm]
+ * and [BLOCK.NAME.output_norm]. */
 typedef struct sublayer_info {
     tfenc_job_section *section;
     tfenc_job_section *norm_section;
+    tfenc_job_section *output_norm_section;
     const char *name; /* NAME */
     const char *type;
     const char *norm_type;
+    const char *output_norm_type;
     const char *weights_override;
     const char *norm_weights_override;
+    const char *output_norm_weights_override;
     int residual;
 } sublayer_info;
+
+/* The length of `name`'s suffix ".norm" or ".output_norm" (the sections
+ * that attach to the sublayer before them), or 0. */
+static size_t norm_suffix_length(const char *name)
+{
+    static const char *const suffixes[] = {".output_norm", ".norm"};
+    size_t length = strlen(name);
+    for (size_t i = 0; i < sizeof suffixes / sizeof suffixes[0]; i++) {
+        size_t suffix = strlen(suffixes[i]);
+        if (length > suffix && strcmp(name + length - suffix, suffixes[i]) == 0)
+            return suffix;
+    }
+    return 0;
+}
 
 static int read_block_header(tfenc_context *ctx, const tfenc_jobfile *job,
                              tfenc_job_section *header, block_header *block)
@@ -226,9 +244,9 @@ static int read_sublayers(tfenc_context *ctx, const tfenc_jobfile *job, const ch
     for (int s = first; status == TFENC_OK && s < end; s++) {
         tfenc_job_section *section = &job->sections[s];
         const char *sublayer = section->name + prefix_length + 1;
-        size_t sublayer_length = strlen(sublayer);
-        if (sublayer_length > 5 && strcmp(sublayer + sublayer_length - 5, ".norm") == 0) {
-            char *owner = strndup(section->name, strlen(section->name) - 5);
+        size_t suffix_length = norm_suffix_length(sublayer);
+        if (suffix_length > 0) {
+            char *owner = strndup(section->name, strlen(section->name) - suffix_length);
             tfenc_job_section *owner_section = owner != NULL ? tfenc_jobfile_find(job, owner) : NULL;
             free(owner);
             if (owner_section == NULL || owner_section > section)
@@ -240,7 +258,8 @@ static int read_sublayers(tfenc_context *ctx, const tfenc_jobfile *job, const ch
         }
         if (strchr(sublayer, '.') != NULL)
             return tfenc_error(ctx, TFENC_ERR_CONFIG,
-                               "%s: [%s]: sublayer names cannot contain '.' (only NAME.norm)",
+                               "%s: [%s]: sublayer names cannot contain '.' (only NAME.norm "
+                               "and NAME.output_norm)",
                                section_origin(job, section, origin, sizeof origin),
                                section->name);
         sublayer_info *info = &sublayers[(*n_sublayers)++];
@@ -258,6 +277,16 @@ static int read_sublayers(tfenc_context *ctx, const tfenc_jobfile *job, const ch
             int unused;
             status = read_layer_keys(ctx, job, info->norm_section, 0, &info->norm_type,
                                      &info->norm_weights_override, &unused);
+        }
+        char *output_norm_name = format_string("%s.output_norm", section->name, NULL);
+        info->output_norm_section =
+            output_norm_name != NULL ? tfenc_jobfile_find(job, output_norm_name) : NULL;
+        free(output_norm_name);
+        if (status == TFENC_OK && info->output_norm_section != NULL) {
+            int unused;
+            status = read_layer_keys(ctx, job, info->output_norm_section, 0,
+                                     &info->output_norm_type,
+                                     &info->output_norm_weights_override, &unused);
         }
     }
     return status;
@@ -301,8 +330,18 @@ static int emit_repeat(tfenc_context *ctx, const char *block_name, const block_h
             else if (step->group != NULL)
                 step->norm_group = format_string("%s/norm", step->group, NULL);
         }
+        step->output_norm_section = info->output_norm_section;
+        step->output_norm_type = info->output_norm_type;
+        if (info->output_norm_section != NULL) {
+            if (info->output_norm_weights_override != NULL)
+                step->output_norm_group =
+                    expand_template(info->output_norm_weights_override, index);
+            else if (step->group != NULL)
+                step->output_norm_group = format_string("%s/output_norm", step->group, NULL);
+        }
         if (step->name == NULL || step->group == NULL ||
-            (info->norm_section != NULL && step->norm_group == NULL))
+            (info->norm_section != NULL && step->norm_group == NULL) ||
+            (info->output_norm_section != NULL && step->output_norm_group == NULL))
             status = tfenc_error(ctx, TFENC_ERR_NO_MEMORY, "out of memory");
     }
     free(block_group);
@@ -428,6 +467,7 @@ void tfenc_model_plan_free(tfenc_model_plan *plan)
         free(plan->steps[i].name);
         free(plan->steps[i].group);
         free(plan->steps[i].norm_group);
+        free(plan->steps[i].output_norm_group);
         free(plan->steps[i].extra_group);
         free(plan->steps[i].block_origin);
     }
@@ -448,6 +488,7 @@ typedef struct model_step {
     const tfenc_step_plan *plan;
     layer_instance layer;
     layer_instance norm; /* descriptor NULL when the step has no norm */
+    layer_instance output_norm; /* descriptor NULL when the step has no output norm */
 } model_step;
 
 struct tfenc_model {
@@ -582,6 +623,17 @@ int tfenc_model_create(tfenc_context *ctx, const tfenc_model_options *options,
                                            &workspace_bytes);
             free(norm_name);
         }
+        if (status == TFENC_OK && step_plan->output_norm_section != NULL) {
+            char *norm_name = format_string("%s.output_norm", step_plan->name, NULL);
+            status = norm_name == NULL
+                         ? tfenc_error(ctx, TFENC_ERR_NO_MEMORY, "out of memory")
+                         : create_instance(ctx, options, step_plan,
+                                           step_plan->output_norm_section,
+                                           step_plan->output_norm_type, norm_name,
+                                           step_plan->output_norm_group, &step->output_norm,
+                                           &workspace_bytes);
+            free(norm_name);
+        }
     }
     if (status == TFENC_OK) {
         size_t activation_bytes =
@@ -639,7 +691,9 @@ static int add_residual(tfenc_context *ctx, const model_step *step, const float 
 /* One block sublayer f with its norm and residual connection:
  *   pre-norm:  x = x + f(norm(x))
  *   post-norm: x = norm(x + f(x))
- * (without a norm: x = x + f(x); with residual = false the "x +" goes). */
+ * (without a norm: x = x + f(x); with residual = false the "x +" goes).
+ * An output norm applies to f's result before the residual:
+ *   x = x + output_norm(f(norm(x)))  (Gemma's "sandwich" norms). */
 static int run_block_step(tfenc_context *ctx, tfenc_model *model, model_step *step,
                           tfenc_batch *batch)
 {
@@ -652,6 +706,8 @@ static int run_block_step(tfenc_context *ctx, tfenc_model *model, model_step *st
         status = run_layer(ctx, model, &step->norm, batch);
     if (status == TFENC_OK)
         status = run_layer(ctx, model, &step->layer, batch);
+    if (status == TFENC_OK && step->output_norm.descriptor != NULL)
+        status = run_layer(ctx, model, &step->output_norm, batch);
     if (status == TFENC_OK && step->plan->residual)
         status = add_residual(ctx, step, model->residual, rows, batch);
     if (status == TFENC_OK && has_norm && !step->plan->norm_first)
@@ -877,6 +933,9 @@ double tfenc_model_step_flops(const tfenc_model *model, int step, double mean_se
         flops += s->layer.descriptor->flops_per_token(s->layer.instance, mean_seq_len);
     if (s->norm.descriptor != NULL && s->norm.descriptor->flops_per_token != NULL)
         flops += s->norm.descriptor->flops_per_token(s->norm.instance, mean_seq_len);
+    if (s->output_norm.descriptor != NULL && s->output_norm.descriptor->flops_per_token != NULL)
+        flops += s->output_norm.descriptor->flops_per_token(s->output_norm.instance,
+                                                            mean_seq_len);
     return flops;
 }
 
@@ -897,6 +956,7 @@ void tfenc_model_destroy(tfenc_model *model)
     for (int i = 0; i < model->n_steps; i++) {
         destroy_instance(&model->steps[i].layer);
         destroy_instance(&model->steps[i].norm);
+        destroy_instance(&model->steps[i].output_norm);
     }
     free(model->steps);
     tfenc_aligned_free(model->residual);

@@ -26,7 +26,7 @@ int tfenc_model_config_read(tfenc_context *ctx, const tfenc_jobfile *job,
 void tfenc_model_config_free(tfenc_model_config *config);
 
 /* One step of the forward pass: a plain layer, or a block sublayer with its
- * residual connection and optional norm. */
+ * residual connection, optional norm and optional output norm. */
 typedef struct tfenc_step_plan {
     char *name;                       /* "embeddings", "encoder.3.ffn" */
     tfenc_job_section *section;       /* the layer's section */
@@ -35,6 +35,11 @@ typedef struct tfenc_step_plan {
     const char *norm_type;            /* the norm's layer type, or NULL */
     char *group;                      /* weights group of the layer */
     char *norm_group;                 /* weights group of the norm, or NULL */
+    tfenc_job_section *output_norm_section; /* [BLOCK.NAME.output_norm]: a norm of the
+                                       * sublayer's output before the residual (Gemma's
+                                       * post-attention and post-feedforward norms), or NULL */
+    const char *output_norm_type;     /* its layer type, or NULL */
+    char *output_norm_group;          /* its weights group, or NULL */
     int in_block;
     int residual;                     /* add the step's input back */
     int norm_first;                   /* pre-norm (1) or post-norm (0) */

@@ -6,6 +6,7 @@
 
 #include "hf_config.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,8 +16,8 @@
 #include "files.h"
 
 #define SUPPORTED_TYPES "bert, roberta, xlm-roberta, electra, mpnet, distilbert, nomic_bert, " \
-                        "modernbert, qwen2, deberta-v2, and bert with position_embedding_type " \
-                        "alibi (JinaBERT v2)"
+                        "modernbert, qwen2, qwen3, gemma3_text, deberta-v2, and bert with " \
+                        "position_embedding_type alibi (JinaBERT v2)"
 
 /* What every reader starts from: a post-norm BERT-style encoder. */
 static void set_bert_defaults(model_config *config)
@@ -455,6 +456,204 @@ static int read_qwen2(tfenc_context *ctx, const char *path, json_t *json, model_
     return TFENC_OK;
 }
 
+/* head_dim of Qwen3Config and Gemma3TextConfig: its own key, which may make
+ * Q wider or narrower than hidden_size. */
+static int read_head_dim(tfenc_context *ctx, const char *path, json_t *json, int default_dim,
+                         model_config *config)
+{
+    int status = import_json_int(ctx, path, json, "head_dim", 2, IMPORT_MAX_WIDTH, default_dim,
+                                 &config->head_dim);
+    if (status != TFENC_OK)
+        return status;
+    if (config->head_dim % 2 != 0)
+        return tfenc_error(ctx, TFENC_ERR_CONFIG, "%s: head_dim %d is odd (RoPE turns pairs)",
+                           path, config->head_dim);
+    config->rope_dims = config->head_dim;
+    return TFENC_OK;
+}
+
+/* rope_scaling, which tfenc does not apply: absent or null only. */
+static int refuse_rope_scaling(tfenc_context *ctx, const char *path, json_t *json)
+{
+    json_t *scaling = json_object_get(json, "rope_scaling");
+    if (scaling != NULL && !json_is_null(scaling))
+        return tfenc_error(ctx, TFENC_ERR_CONFIG, "%s: rope_scaling is not supported", path);
+    return TFENC_OK;
+}
+
+/* transformers 5 writes the RoPE settings as rope_parameters: {"rope_type",
+ * "rope_theta"}, or per layer type {"full_attention": {...},
+ * "sliding_attention": {...}} (`layer_type`, NULL for the flat form). When
+ * present it replaces rope_theta (*theta); only the default type, plain
+ * RoPE, is read: the others rescale frequencies. */
+static int read_rope_parameters(tfenc_context *ctx, const char *path, json_t *json,
+                                const char *layer_type, double *theta)
+{
+    json_t *parameters = json_object_get(json, "rope_parameters");
+    if (parameters == NULL || json_is_null(parameters))
+        return TFENC_OK;
+    if (layer_type != NULL)
+        parameters = json_object_get(parameters, layer_type);
+    if (!json_is_object(parameters))
+        return tfenc_error(ctx, TFENC_ERR_CONFIG, "%s: rope_parameters%s%s is not an object",
+                           path, layer_type != NULL ? "." : "",
+                           layer_type != NULL ? layer_type : "");
+    const char *type;
+    int status = import_json_string(ctx, path, parameters, "rope_type", "default", &type);
+    if (status != TFENC_OK)
+        return status;
+    if (strcmp(type, "default") != 0)
+        return tfenc_error(ctx, TFENC_ERR_CONFIG, "%s: rope_parameters rope_type '%s' is not "
+                           "supported (only 'default')", path, type);
+    return import_json_positive(ctx, path, parameters, "rope_theta", *theta, theta);
+}
+
+/* Qwen3Config (transformers 4.51 modeling_qwen3.py, Qwen3-Embedding): Qwen2
+ * with q_norm and k_norm (RMSNorm over head_dim, before RoPE), head_dim its
+ * own key, and attention_bias (default false) for all four projections. */
+static int read_qwen3(tfenc_context *ctx, const char *path, json_t *json, model_config *config)
+{
+    config->architecture = ARCH_QWEN3;
+    config->position = "rope";
+    config->rms_norm = 1;
+    config->pre_norm = config->final_norm = config->causal = 1;
+    config->qk_norm = 1;
+    const char *activation;
+    int sliding, attention_bias, status;
+    if ((status = read_dimensions(ctx, path, json, config))
+        || (status = import_json_int(ctx, path, json, "num_key_value_heads", 1, IMPORT_MAX_WIDTH, config->n_heads,
+                                     &config->n_kv_heads))
+        || (status = read_head_dim(ctx, path, json, 128, config))
+        || (status = import_json_int(ctx, path, json, "max_position_embeddings", 1, IMPORT_MAX_POSITIONS, 32768,
+                                     &config->max_position_embeddings))
+        || (status = import_json_positive(ctx, path, json, "rms_norm_eps", 1e-6,
+                                          &config->layer_norm_eps))
+        || (status = import_json_positive(ctx, path, json, "rope_theta", 10000.0,
+                                          &config->rope_theta))
+        || (status = import_json_bool(ctx, path, json, "use_sliding_window", 0, &sliding))
+        || (status = import_json_bool(ctx, path, json, "attention_bias", 0, &attention_bias))
+        || (status = import_json_string(ctx, path, json, "hidden_act", "silu", &activation))
+        || (status = refuse_rope_scaling(ctx, path, json))
+        || (status = read_rope_parameters(ctx, path, json, NULL, &config->rope_theta)))
+        return status;
+    config->qkv_bias = config->out_bias = attention_bias;
+    if (strcmp(activation, "silu") != 0)
+        return tfenc_error(ctx, TFENC_ERR_CONFIG, "%s: hidden_act '%s' is not supported for "
+                           "qwen3 (only 'silu', as SwiGLU)", path, activation);
+    config->activation = "swiglu";
+    if (sliding)
+        return tfenc_error(ctx, TFENC_ERR_CONFIG, "%s: use_sliding_window = true is not "
+                           "supported", path);
+    if (config->n_heads % config->n_kv_heads != 0)
+        return tfenc_error(ctx, TFENC_ERR_CONFIG, "%s: num_key_value_heads %d does not divide "
+                           "num_attention_heads %d", path, config->n_kv_heads, config->n_heads);
+    return TFENC_OK;
+}
+
+/* Which Gemma3 layers slide: layer_types ("sliding_attention" or
+ * "full_attention" per layer) when given, else sliding_window_pattern
+ * (every n-th layer, counted from 1, is global), as Gemma3TextConfig
+ * derives layer_types. */
+static int read_gemma3_layer_types(tfenc_context *ctx, const char *path, json_t *json,
+                                   model_config *config)
+{
+    config->local_layers = calloc((size_t)config->n_layers, 1);
+    if (config->local_layers == NULL)
+        return tfenc_error(ctx, TFENC_ERR_NO_MEMORY, "out of memory");
+    json_t *types = json_object_get(json, "layer_types");
+    if (types == NULL || json_is_null(types)) {
+        int pattern, status;
+        if ((status = import_json_int(ctx, path, json, "sliding_window_pattern", 1,
+                                      IMPORT_MAX_LAYERS, 6, &pattern)))
+            return status;
+        for (int i = 0; i < config->n_layers; i++)
+            config->local_layers[i] = (i + 1) % pattern != 0;
+        return TFENC_OK;
+    }
+    if (!json_is_array(types) || (int)json_array_size(types) != config->n_layers)
+        return tfenc_error(ctx, TFENC_ERR_CONFIG, "%s: layer_types must list one type for each "
+                           "of the %d layers", path, config->n_layers);
+    for (int i = 0; i < config->n_layers; i++) {
+        const char *type = json_string_value(json_array_get(types, (size_t)i));
+        if (type != NULL && strcmp(type, "sliding_attention") == 0)
+            config->local_layers[i] = 1;
+        else if (type == NULL || strcmp(type, "full_attention") != 0)
+            return tfenc_error(ctx, TFENC_ERR_CONFIG, "%s: layer_types[%d] '%s' is not "
+                               "sliding_attention or full_attention", path, i,
+                               type != NULL ? type : "(not a string)");
+    }
+    return TFENC_OK;
+}
+
+/* Gemma3TextConfig (transformers 4.56 modeling_gemma3.py, Gemma3TextModel)
+ * as EmbeddingGemma uses it: use_bidirectional_attention must be true,
+ * since tfenc encodes (a causal Gemma3 is a generator, not an embedder).
+ * Then a sliding layer sees |i - j| < sliding_window, in both directions
+ * (the model's bidirectional window overlay), with rope_local_base_freq;
+ * a full one sees everything, with rope_theta. Scores are scaled by
+ * query_pre_attn_scalar^-0.5, the norms are (1 + weight) RMSNorms, four
+ * per layer, and the MLP is GeGLU with gelu_pytorch_tanh. */
+static int read_gemma3(tfenc_context *ctx, const char *path, json_t *json, model_config *config)
+{
+    config->architecture = ARCH_GEMMA3;
+    config->position = "rope";
+    config->rms_norm = 1;
+    config->pre_norm = config->final_norm = 1;
+    config->qk_norm = config->output_norms = config->embedding_scale = 1;
+    config->norm_weight_offset = 1.0;
+    const char *activation;
+    int bidirectional, attention_bias, sliding_window, status;
+    double query_pre_attn_scalar;
+    if ((status = read_dimensions(ctx, path, json, config))
+        || (status = import_json_int(ctx, path, json, "num_key_value_heads", 1, IMPORT_MAX_WIDTH, config->n_heads,
+                                     &config->n_kv_heads))
+        || (status = read_head_dim(ctx, path, json, 256, config))
+        || (status = import_json_int(ctx, path, json, "max_position_embeddings", 1, IMPORT_MAX_POSITIONS, 131072,
+                                     &config->max_position_embeddings))
+        || (status = import_json_positive(ctx, path, json, "rms_norm_eps", 1e-6,
+                                          &config->layer_norm_eps))
+        || (status = import_json_positive(ctx, path, json, "rope_theta", 1000000.0,
+                                          &config->rope_theta))
+        || (status = import_json_positive(ctx, path, json, "rope_local_base_freq", 10000.0,
+                                          &config->local_rope_theta))
+        || (status = import_json_positive(ctx, path, json, "query_pre_attn_scalar", 256.0,
+                                          &query_pre_attn_scalar))
+        || (status = import_json_int(ctx, path, json, "sliding_window", 1, IMPORT_MAX_POSITIONS,
+                                     4096, &sliding_window))
+        || (status = import_json_bool(ctx, path, json, "attention_bias", 0, &attention_bias))
+        || (status = import_json_bool(ctx, path, json, "use_bidirectional_attention", 0,
+                                      &bidirectional))
+        || (status = import_json_string(ctx, path, json, "hidden_activation",
+                                        "gelu_pytorch_tanh", &activation))
+        || (status = refuse_rope_scaling(ctx, path, json))
+        || (status = read_rope_parameters(ctx, path, json, "full_attention",
+                                          &config->rope_theta))
+        || (status = read_rope_parameters(ctx, path, json, "sliding_attention",
+                                          &config->local_rope_theta))
+        || (status = read_gemma3_layer_types(ctx, path, json, config)))
+        return status;
+    if (!bidirectional)
+        return tfenc_error(ctx, TFENC_ERR_CONFIG, "%s: use_bidirectional_attention must be true "
+                           "(tfenc reads Gemma3 as EmbeddingGemma runs it)", path);
+    /* (final_logit_softcapping acts on the language-model logits only.) */
+    json_t *softcap = json_object_get(json, "attn_logit_softcapping");
+    if (softcap != NULL && !json_is_null(softcap))
+        return tfenc_error(ctx, TFENC_ERR_CONFIG, "%s: attn_logit_softcapping is not supported",
+                           path);
+    if (strcmp(activation, "gelu_pytorch_tanh") != 0 && strcmp(activation, "gelu_new") != 0)
+        return tfenc_error(ctx, TFENC_ERR_CONFIG, "%s: hidden_activation '%s' is not supported "
+                           "for gemma3_text (only 'gelu_pytorch_tanh', as GeGLU)", path,
+                           activation);
+    config->activation = "geglu_tanh";
+    config->qkv_bias = config->out_bias = attention_bias;
+    config->attention_scale = 1.0 / sqrt(query_pre_attn_scalar);
+    config->local_reach = sliding_window - 1;
+    if (config->n_heads % config->n_kv_heads != 0)
+        return tfenc_error(ctx, TFENC_ERR_CONFIG, "%s: num_key_value_heads %d does not divide "
+                           "num_attention_heads %d", path, config->n_kv_heads, config->n_heads);
+    return TFENC_OK;
+}
+
 /* id2label as the job's `labels` value: compact JSON, ASCII, with ';' and
  * '#' (an INI comment) escaped as JSON allows. */
 static char *labels_text(json_t *id2label)
@@ -639,12 +838,16 @@ int import_read_config(importer *self)
         status = read_qwen2(ctx, path, json, config);
     else if (strcmp(model_type, "deberta-v2") == 0)
         status = read_deberta_v2(ctx, path, json, config);
+    else if (strcmp(model_type, "qwen3") == 0)
+        status = read_qwen3(ctx, path, json, config);
+    else if (strcmp(model_type, "gemma3_text") == 0)
+        status = read_gemma3(ctx, path, json, config);
     else
         status = tfenc_error(ctx, TFENC_ERR_CONFIG, "%s: model_type '%s' is not supported "
                              "(tfenc-import reads " SUPPORTED_TYPES ")", path, model_type);
     if (status != TFENC_OK)
         goto done;
-    if (config->d_model % config->n_heads != 0) {
+    if (config->head_dim == 0 && config->d_model % config->n_heads != 0) {
         status = tfenc_error(ctx, TFENC_ERR_CONFIG, "%s: hidden_size %d is not a multiple of "
                              "num_attention_heads %d", path, config->d_model, config->n_heads);
         goto done;

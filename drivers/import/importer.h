@@ -28,7 +28,10 @@ typedef enum architecture {
     ARCH_NOMIC_BERT, /* post-norm, RoPE, fused QKV, SwiGLU */
     ARCH_MODERNBERT, /* pre-norm, RoPE, alternating global and local attention, GEGLU */
     ARCH_QWEN2,      /* decoder: RMSNorm, RoPE, grouped-query causal attention, SwiGLU */
-    ARCH_DEBERTA_V2  /* BERT's layout, disentangled relative attention (DeBERTa-v2/v3) */
+    ARCH_DEBERTA_V2, /* BERT's layout, disentangled relative attention (DeBERTa-v2/v3) */
+    ARCH_QWEN3,      /* Qwen2 with per-head RMSNorm on Q and K, its own head_dim, no biases */
+    ARCH_GEMMA3      /* Gemma3 text layers run bidirectionally (EmbeddingGemma): four
+                      * (1 + weight) RMSNorms per layer, sliding and global layers */
 } architecture;
 
 /* A sequence-classification head (config.json's architectures names a
@@ -81,6 +84,17 @@ typedef struct model_config {
     int d_model;                 /* hidden_size */
     int n_heads;                 /* num_attention_heads */
     int n_kv_heads;              /* key/value heads (grouped-query attention), else n_heads */
+    int head_dim;                /* features per head: d_model / n_heads unless config.json
+                                  * says otherwise (Qwen3, Gemma3) */
+    int qk_norm;                 /* Q and K RMS-normalised per head (Qwen3, Gemma3) */
+    double norm_weight_offset;   /* the RMSNorms scale by offset + weight (Gemma: 1) */
+    int output_norms;            /* a norm on each sublayer's output before its residual
+                                  * (Gemma's post_attention and post_feedforward norms) */
+    int embedding_scale;         /* token embeddings times sqrt(d_model) (Gemma) */
+    double attention_scale;      /* multiplies Q K^T; 0: 1/sqrt(head_dim) */
+    unsigned char *local_layers; /* [n_layers]: 1 where a layer is a sliding-window one
+                                  * (Gemma3's layer_types), or NULL (owned) */
+    int local_reach;             /* Gemma3: local layers see |i - j| <= local_reach */
     int n_layers;                /* num_hidden_layers */
     int ffn_width;               /* intermediate_size */
     int vocab_size;
@@ -137,10 +151,22 @@ typedef struct tokenizer_settings {
 /* Keys of the four special tokens, in the order of tokenizer_settings.special. */
 extern const char *const import_special_names[4];
 
+/* sentence-transformers Dense modules after the Pooling: tfenc runs a pair
+ * of them with the Identity activation, d -> width -> d (EmbeddingGemma's
+ * 768 -> 3072 -> 768), as one ffn layer with activation = identity. */
+typedef struct dense_settings {
+    int count;                     /* 0 or 2 */
+    char *dir[2];                  /* each module's folder (owned) */
+    int width;                     /* out_features of the first, in_features of the second */
+    int bias[2];                   /* each has linear.bias */
+    tfenc_safetensors *weights[2]; /* each folder's model.safetensors (owned) */
+} dense_settings;
+
 /* The sentence-transformers head (modules.json), if the model has one, and
  * its prompts (config_sentence_transformers.json). */
 typedef struct pooling_settings {
     int present;
+    dense_settings dense;
     const char *mode;           /* tfenc's pooling mode: cls, mean, max, mean_sqrt_len,
                                  * weightedmean, lasttoken */
     int normalize;
@@ -159,7 +185,7 @@ typedef struct tensor_plan {
     int64_t first_row;   /* the block starts at this row of the source */
     int zeros;           /* no source: a dataset of zeros */
     const tfenc_safetensors_tensor *tensor; /* NULL for zeros */
-    const tfenc_safetensors *file;          /* where tensor is; NULL: the model's file */
+    const tfenc_safetensors *file; /* holding the tensor: the model's, or a Dense module's */
 } tensor_plan;
 
 typedef struct importer {

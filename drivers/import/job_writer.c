@@ -78,17 +78,49 @@ static void write_norm(FILE *out, const char *section, const model_config *c)
             eps);
     if (!c->rms_norm && !c->norm_bias)
         fprintf(out, "bias = false\n");
+    if (c->rms_norm && c->norm_weight_offset != 0.0) {
+        char offset[32];
+        format_double(offset, sizeof offset, c->norm_weight_offset);
+        fprintf(out, "weight_offset = %s\n", offset);
+    }
     fprintf(out, "\n");
 }
 
+/* Whether layer `layer` is a local (sliding-window) one: Gemma3's
+ * layer_types, or ModernBERT's every-n-th-is-global rule. */
+static int is_local_layer(const model_config *c, int layer)
+{
+    if (c->local_layers != NULL)
+        return c->local_layers[layer];
+    return c->global_every > 0 && layer % c->global_every != 0;
+}
+
 /* The attention sublayer [BLOCK.attention] of layer `layer` (ModernBERT's
- * layers differ: global ones see the whole sequence with one RoPE base,
- * local ones a window with another). */
+ * and Gemma3's layers differ: global ones see the whole sequence with one
+ * RoPE base, local ones a window with another). */
 static void write_attention(FILE *out, const char *block, const model_config *c, int layer)
 {
     fprintf(out, "[%s.attention]\ntype = mha\nn_heads = %d\n", block, c->n_heads);
     if (c->n_kv_heads != c->n_heads)
         fprintf(out, "n_kv_heads = %d\n", c->n_kv_heads);
+    int head_dim = c->head_dim > 0 ? c->head_dim : c->d_model / c->n_heads;
+    if (c->head_dim > 0)
+        fprintf(out, "head_dim = %d\n", c->head_dim);
+    if (c->attention_scale != 0.0) {
+        char scale[32];
+        format_double(scale, sizeof scale, c->attention_scale);
+        fprintf(out, "scale = %s\n", scale);
+    }
+    if (c->qk_norm) {
+        char eps[32];
+        format_double(eps, sizeof eps, c->layer_norm_eps);
+        fprintf(out, "qk_norm = true\nqk_norm_eps = %s\n", eps);
+        if (c->norm_weight_offset != 0.0) {
+            char offset[32];
+            format_double(offset, sizeof offset, c->norm_weight_offset);
+            fprintf(out, "qk_norm_weight_offset = %s\n", offset);
+        }
+    }
     if (!c->qkv_bias)
         fprintf(out, "bias = false\n");
     if (c->out_bias != c->qkv_bias)
@@ -111,14 +143,15 @@ static void write_attention(FILE *out, const char *block, const model_config *c,
                 c->share_att_key ? "true" : "false", c->relative_norm ? "true" : "false", eps);
     }
     if (strcmp(c->position, "rope") == 0) {
-        int local = c->global_every > 0 && layer % c->global_every != 0;
+        int local = is_local_layer(c, layer);
         char theta[32];
         format_double(theta, sizeof theta, local ? c->local_rope_theta : c->rope_theta);
         fprintf(out, "rope_theta = %s\n", theta);
-        if (c->rope_dims != c->d_model / c->n_heads)
+        if (c->rope_dims != head_dim)
             fprintf(out, "rope_dims = %d\n", c->rope_dims);
         if (local)
-            fprintf(out, "window = %d\n", c->local_window / 2);
+            fprintf(out, "window = %d\n", c->local_layers != NULL ? c->local_reach
+                                                                   : c->local_window / 2);
     }
     fprintf(out, "\n");
 }
@@ -140,12 +173,21 @@ static void write_block(FILE *out, const char *name, int repeat, const char *wei
         snprintf(section, sizeof section, "%s.attention.norm", name);
         write_norm(out, section, c);
     }
+    /* Gemma's norms on each sublayer's output, before the residual. */
+    if (c->output_norms) {
+        snprintf(section, sizeof section, "%s.attention.output_norm", name);
+        write_norm(out, section, c);
+    }
     fprintf(out, "[%s.ffn]\ntype = ffn\nactivation = %s\n", name, c->activation);
     if (!c->ffn_in_bias && !c->ffn_out_bias)
         fprintf(out, "bias = false\n");
     fprintf(out, "\n");
     snprintf(section, sizeof section, "%s.ffn.norm", name);
     write_norm(out, section, c);
+    if (c->output_norms) {
+        snprintf(section, sizeof section, "%s.ffn.output_norm", name);
+        write_norm(out, section, c);
+    }
 }
 
 /* The layers: embedding, its norm, the blocks, the final norm. */
@@ -153,15 +195,18 @@ static void write_layers(FILE *out, const model_config *c)
 {
     fprintf(out, "[embeddings]\ntype = embedding\nlearned_positions = %s\ntoken_types = %s\n",
             c->learned_positions ? "true" : "false", c->type_vocab_size > 0 ? "true" : "false");
+    if (c->embedding_scale)
+        fprintf(out, "scale_by_sqrt_d = true\n");
     if (c->position_offset != 0)
         fprintf(out, "; %s numbers positions from padding_idx + 1.\nposition_offset = %d\n",
                 c->architecture == ARCH_MPNET ? "MPNet" : "RoBERTa", c->position_offset);
     fprintf(out, "\n");
     if (c->embeddings_norm)
         write_norm(out, "embeddings_norm", c);
-    if (c->architecture == ARCH_MODERNBERT) {
-        /* Layers differ (global or local attention, no first attention norm):
-         * one block per layer, each reading its own group. */
+    if (c->architecture == ARCH_MODERNBERT || c->local_layers != NULL) {
+        /* Layers differ (global or local attention, ModernBERT's first
+         * without an attention norm): one block per layer, each reading its
+         * own group. */
         for (int layer = 0; layer < c->n_layers; layer++) {
             char name[32], weights[48];
             snprintf(name, sizeof name, "layer_%d", layer);
@@ -325,6 +370,17 @@ int import_write_job(importer *self, const char *job_tmp, const char *job_path,
                      "labels = %s\n",
                 head->activation, head->problem_type, head->scores, head->n_labels,
                 head->labels);
+    else if (self->pooling.present && self->pooling.dense.count > 0)
+        /* Pooling, the Dense pair, then Normalize: the norm comes last. */
+        fprintf(out, "[pooling]\ntype = pooling\nmode = %s\nnormalize = false\n\n"
+                     "; sentence-transformers' two Dense modules (Identity): d_model -> %d ->\n"
+                     "; d_model, one linear map after the other.\n"
+                     "[dense]\ntype = ffn\nactivation = identity\nbias = %s\n%s",
+                self->pooling.mode, self->pooling.dense.width,
+                self->pooling.dense.bias[0] || self->pooling.dense.bias[1] ? "true" : "false",
+                self->pooling.normalize
+                    ? "\n[normalize]\ntype = pooling\nmode = none\nnormalize = true\n"
+                    : "");
     else if (self->pooling.present)
         fprintf(out, "[pooling]\ntype = pooling\nmode = %s\nnormalize = %s\n",
                 self->pooling.mode, self->pooling.normalize ? "true" : "false");

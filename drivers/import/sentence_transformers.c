@@ -4,6 +4,7 @@
 
 #include "sentence_transformers.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -134,8 +135,10 @@ static int read_splade_pooling(importer *self, const char *directory)
 }
 
 /* modules.json lists the sentence-transformers pipeline: Transformer,
- * Pooling, optional Normalize; or PyLate's Transformer, Dense (a ColBERT
- * model: the Dense folder goes to self->dense_dir). Anything else would change the
+ * Pooling, optionally Dense modules (import_read_dense() checks that there
+ * are two it can run), optional Normalize; or PyLate's Transformer, Dense (a
+ * ColBERT model: the Dense folder goes to self->dense_dir); or a
+ * SparseEncoder's MLMTransformer, SpladePooling. Anything else would change the
  * embeddings in ways the job cannot express, so it is refused. The Pooling
  * folder is returned in *pooling_dir (NULL when there is none). */
 int import_read_modules(importer *self, char **pooling_dir)
@@ -173,6 +176,7 @@ int import_read_modules(importer *self, char **pooling_dir)
             goto done;
         }
         char **slot = NULL;
+        dense_settings *dense = &self->pooling.dense;
         /* A SparseEncoder: MLMTransformer (the masked-LM model) and
          * SpladePooling, which make sparse output (docs/output.md). */
         if ((module_is(type, "Transformer") || module_is(type, "MLMTransformer")) && index == 0)
@@ -187,7 +191,11 @@ int import_read_modules(importer *self, char **pooling_dir)
         }
         else if (module_is(type, "Pooling") && index == 1)
             slot = pooling_dir;
-        else if (module_is(type, "Normalize") && index == 2 && *pooling_dir != NULL)
+        else if (module_is(type, "Dense") && index == 2 + (size_t)dense->count &&
+                 *pooling_dir != NULL && dense->count < 2)
+            slot = &dense->dir[dense->count++];
+        else if (module_is(type, "Normalize") && index == 2 + (size_t)dense->count &&
+                 *pooling_dir != NULL)
             self->pooling.normalize = 1;
         /* A PyLate (ColBERT) model: a per-token Dense after the Transformer,
          * no pooling (drivers/import/colbert.c). */
@@ -195,9 +203,9 @@ int import_read_modules(importer *self, char **pooling_dir)
             slot = &self->dense_dir;
         else {
             status = tfenc_error(ctx, TFENC_ERR_CONFIG, "%s: module %zu of type '%s' is not "
-                                 "supported here (tfenc-import reads Transformer, Pooling, "
-                                 "Normalize in that order, MLMTransformer, SpladePooling, or "
-                                 "PyLate's Transformer, Dense)",
+                                 "supported here (tfenc-import reads Transformer, Pooling, up "
+                                 "to two Dense, Normalize in that order, MLMTransformer, "
+                                 "SpladePooling, or PyLate's Transformer, Dense)",
                                  path, index, type);
             goto done;
         }
@@ -217,6 +225,101 @@ done:
     free(text);
     json_decref(json);
     free(path);
+    return status;
+}
+
+/* One Dense module's config.json: in_features, out_features, bias and the
+ * Identity activation (the only one whose pair is a plain linear map). */
+static int read_dense_config(importer *self, int number, int *in, int *out)
+{
+    tfenc_context *ctx = self->ctx;
+    dense_settings *dense = &self->pooling.dense;
+    char *path = import_join_path(dense->dir[number], "config.json");
+    if (path == NULL)
+        return tfenc_error(ctx, TFENC_ERR_NO_MEMORY, "out of memory");
+    json_t *json = NULL;
+    const char *activation;
+    int status = import_load_json(ctx, path, &json, NULL);
+    if (status == TFENC_OK
+        && !((status = import_json_int(ctx, path, json, "in_features", 1, IMPORT_MAX_FFN_WIDTH,
+                                       -1, in))
+             || (status = import_json_int(ctx, path, json, "out_features", 1,
+                                          IMPORT_MAX_FFN_WIDTH, -1, out))
+             || (status = import_json_bool(ctx, path, json, "bias", 1, &dense->bias[number]))
+             || (status = import_json_string(ctx, path, json, "activation_function",
+                                             "torch.nn.modules.activation.Tanh", &activation)))
+        && !module_is(activation, "Identity"))
+        status = tfenc_error(ctx, TFENC_ERR_CONFIG, "%s: activation_function '%s' is not "
+                             "supported (tfenc runs Dense modules with Identity)", path,
+                             activation);
+    json_decref(json);
+    free(path);
+    return status;
+}
+
+/* model.safetensors of a Dense module holds linear.weight [out, in] and,
+ * with bias, linear.bias [out]; nothing else. */
+static int open_dense_weights(importer *self, int number, int in, int out)
+{
+    tfenc_context *ctx = self->ctx;
+    dense_settings *dense = &self->pooling.dense;
+    char *path = import_join_path(dense->dir[number], "model.safetensors");
+    if (path == NULL)
+        return tfenc_error(ctx, TFENC_ERR_NO_MEMORY, "out of memory");
+    int status;
+    if (!import_file_exists(path))
+        status = tfenc_error(ctx, TFENC_ERR_WEIGHTS, "%s: not found (tfenc-import reads a "
+                             "Dense module's weights from model.safetensors, as "
+                             "sentence-transformers 3 saves them)", path);
+    else
+        status = tfenc_safetensors_open(ctx, path, &dense->weights[number]);
+    for (int i = 0; status == TFENC_OK && i < tfenc_safetensors_count(dense->weights[number]);
+         i++) {
+        const tfenc_safetensors_tensor *tensor =
+            tfenc_safetensors_tensor_at(dense->weights[number], i);
+        int is_weight = strcmp(tensor->name, "linear.weight") == 0;
+        int is_bias = strcmp(tensor->name, "linear.bias") == 0 && dense->bias[number];
+        int64_t rows = is_weight || is_bias ? out : 0, columns = is_weight ? in : 0;
+        if (!is_weight && !is_bias)
+            status = tfenc_error(ctx, TFENC_ERR_WEIGHTS, "%s: tensor '%s' is not part of a "
+                                 "Dense module (linear.weight%s)", path, tensor->name,
+                                 dense->bias[number] ? ", linear.bias" : "");
+        else if (tensor->rank != (is_weight ? 2 : 1) || tensor->dims[0] != rows ||
+                 (is_weight && tensor->dims[1] != columns)) {
+            char shape[48];
+            if (is_weight)
+                snprintf(shape, sizeof shape, "[%lld, %lld]", (long long)rows,
+                         (long long)columns);
+            else
+                snprintf(shape, sizeof shape, "[%lld]", (long long)rows);
+            status = tfenc_error(ctx, TFENC_ERR_WEIGHTS, "%s: tensor '%s' does not have the "
+                                 "shape %s that config.json implies", path, tensor->name, shape);
+        }
+    }
+    free(path);
+    return status;
+}
+
+int import_read_dense(importer *self)
+{
+    tfenc_context *ctx = self->ctx;
+    dense_settings *dense = &self->pooling.dense;
+    if (dense->count == 0)
+        return TFENC_OK;
+    int in[2] = {0, 0}, out[2] = {0, 0}, status = TFENC_OK;
+    for (int i = 0; status == TFENC_OK && i < dense->count; i++)
+        status = read_dense_config(self, i, &in[i], &out[i]);
+    if (status != TFENC_OK)
+        return status;
+    const int d = self->config.d_model;
+    if (dense->count != 2 || in[0] != d || out[1] != d || out[0] != in[1])
+        return tfenc_error(ctx, TFENC_ERR_CONFIG, "%s: tfenc-import runs two Dense modules "
+                           "d_model -> width -> d_model (EmbeddingGemma's), not %d of "
+                           "%d -> %d%s on d_model %d", dense->dir[0], dense->count, in[0],
+                           out[0], dense->count == 2 ? " and back" : "", d);
+    dense->width = out[0];
+    for (int i = 0; status == TFENC_OK && i < 2; i++)
+        status = open_dense_weights(self, i, in[i], out[i]);
     return status;
 }
 

@@ -44,22 +44,26 @@ typedef struct tensor_map {
 } tensor_map;
 
 /* Sizes by letter: d d_model, f ffn width, g 2 f, v vocabulary, p positions,
- * t token types, k key/value width, q d + 2 k (fused Q, K, V), b relative
- * position buckets, h heads, c labels of a classification head, r DeBERTa's
- * relative embeddings (twice the span), m the width of a multi-vector
- * projection. */
+ * t token types, e head_dim, a query width (heads x head_dim, d unless
+ * config.json gives head_dim), k key/value width, q a + 2 k (fused Q, K,
+ * V), b relative position buckets, h heads, c labels of a classification
+ * head, r DeBERTa's relative embeddings (twice the span), m the width of a
+ * multi-vector projection. */
 static int64_t dimension(const model_config *c, char letter)
 {
-    int64_t head_dim = c->d_model / c->n_heads, kv = (int64_t)c->n_kv_heads * head_dim;
+    int64_t head_dim = c->head_dim > 0 ? c->head_dim : c->d_model / c->n_heads;
+    int64_t kv = (int64_t)c->n_kv_heads * head_dim, query = (int64_t)c->n_heads * head_dim;
     switch (letter) {
     case 'd': return c->d_model;
+    case 'e': return head_dim;
+    case 'a': return query;
     case 'f': return c->ffn_width;
     case 'g': return 2 * (int64_t)c->ffn_width;
     case 'v': return c->vocab_size;
     case 'p': return c->max_position_embeddings;
     case 't': return c->type_vocab_size;
     case 'k': return kv;
-    case 'q': return c->d_model + 2 * kv;
+    case 'q': return query + 2 * kv;
     case 'b': return c->num_buckets;
     case 'c': return c->head.n_labels;
     case 'r': return 2 * (int64_t)c->relative_span;
@@ -355,6 +359,54 @@ static const tensor_rule deberta_attention[] = {
     {NULL, NULL, NULL, NULL, 0},
 };
 
+/* Qwen3 (transformers' Qwen3Model names): Qwen2's, Q/K/V/O biases only
+ * with attention_bias, and the per-head q_norm and k_norm. */
+static const tensor_rule qwen3_layer[] = {
+    {"layers.%d.input_layernorm.weight", "/encoder/%d/attention/norm/weight", "d", "", 0},
+    {"layers.%d.self_attn.q_proj.weight", "/encoder/%d/attention/q_weight", "ad", "", 0},
+    {"layers.%d.self_attn.q_proj.bias", "/encoder/%d/attention/q_bias", "a", "q", 0},
+    {"layers.%d.self_attn.k_proj.weight", "/encoder/%d/attention/k_weight", "kd", "", 0},
+    {"layers.%d.self_attn.k_proj.bias", "/encoder/%d/attention/k_bias", "k", "q", 0},
+    {"layers.%d.self_attn.v_proj.weight", "/encoder/%d/attention/v_weight", "kd", "", 0},
+    {"layers.%d.self_attn.v_proj.bias", "/encoder/%d/attention/v_bias", "k", "q", 0},
+    {"layers.%d.self_attn.o_proj.weight", "/encoder/%d/attention/out_weight", "da", "", 0},
+    {"layers.%d.self_attn.o_proj.bias", "/encoder/%d/attention/out_bias", "d", "o", 0},
+    {"layers.%d.self_attn.q_norm.weight", "/encoder/%d/attention/q_norm_weight", "e", "", 0},
+    {"layers.%d.self_attn.k_norm.weight", "/encoder/%d/attention/k_norm_weight", "e", "", 0},
+    {"layers.%d.post_attention_layernorm.weight", "/encoder/%d/ffn/norm/weight", "d", "", 0},
+    {"layers.%d.mlp.gate_proj.weight", "/encoder/%d/ffn/gate_weight", "fd", "", 0},
+    {"layers.%d.mlp.up_proj.weight", "/encoder/%d/ffn/in_weight", "fd", "", 0},
+    {"layers.%d.mlp.down_proj.weight", "/encoder/%d/ffn/out_weight", "df", "", 0},
+    {NULL, NULL, NULL, NULL, 0},
+};
+
+/* Gemma3 (transformers' Gemma3TextModel names): Qwen3's attention, and a
+ * norm before and after each sublayer: input_layernorm and
+ * post_attention_layernorm around the attention, pre_ and
+ * post_feedforward_layernorm around the MLP (the job's output_norm). */
+static const tensor_rule gemma3_layer[] = {
+    {"layers.%d.input_layernorm.weight", "/encoder/%d/attention/norm/weight", "d", "", 0},
+    {"layers.%d.self_attn.q_proj.weight", "/encoder/%d/attention/q_weight", "ad", "", 0},
+    {"layers.%d.self_attn.q_proj.bias", "/encoder/%d/attention/q_bias", "a", "q", 0},
+    {"layers.%d.self_attn.k_proj.weight", "/encoder/%d/attention/k_weight", "kd", "", 0},
+    {"layers.%d.self_attn.k_proj.bias", "/encoder/%d/attention/k_bias", "k", "q", 0},
+    {"layers.%d.self_attn.v_proj.weight", "/encoder/%d/attention/v_weight", "kd", "", 0},
+    {"layers.%d.self_attn.v_proj.bias", "/encoder/%d/attention/v_bias", "k", "q", 0},
+    {"layers.%d.self_attn.o_proj.weight", "/encoder/%d/attention/out_weight", "da", "", 0},
+    {"layers.%d.self_attn.o_proj.bias", "/encoder/%d/attention/out_bias", "d", "o", 0},
+    {"layers.%d.self_attn.q_norm.weight", "/encoder/%d/attention/q_norm_weight", "e", "", 0},
+    {"layers.%d.self_attn.k_norm.weight", "/encoder/%d/attention/k_norm_weight", "e", "", 0},
+    {"layers.%d.post_attention_layernorm.weight", "/encoder/%d/attention/output_norm/weight",
+     "d", "", 0},
+    {"layers.%d.pre_feedforward_layernorm.weight", "/encoder/%d/ffn/norm/weight", "d", "", 0},
+    {"layers.%d.post_feedforward_layernorm.weight", "/encoder/%d/ffn/output_norm/weight", "d",
+     "", 0},
+    {"layers.%d.mlp.gate_proj.weight", "/encoder/%d/ffn/gate_weight", "fd", "", 0},
+    {"layers.%d.mlp.up_proj.weight", "/encoder/%d/ffn/in_weight", "fd", "", 0},
+    {"layers.%d.mlp.down_proj.weight", "/encoder/%d/ffn/out_weight", "df", "", 0},
+    {NULL, NULL, NULL, NULL, 0},
+};
+
 /* Sequence-classification heads (transformers' *ForSequenceClassification)
  * into the job's [head] section (plugins/classifier.c). BERT's pooler sits
  * under the encoder's prefix (bert.pooler), the rest beside the encoder. */
@@ -455,6 +507,8 @@ static const tensor_map *map_of(architecture kind)
     static const tensor_rule *const modernbert_layers[] = {modernbert_layer, NULL};
     static const tensor_rule *const qwen2_layers[] = {qwen2_layer, NULL};
     static const tensor_rule *const deberta_layer[] = {deberta_attention, bert_ffn, NULL};
+    static const tensor_rule *const qwen3_layers[] = {qwen3_layer, NULL};
+    static const tensor_rule *const gemma3_layers[] = {gemma3_layer, NULL};
     static const tensor_map bert = {bert_prefixes, bert_model, bert_layer, bert_unused,
                                     bert_pretraining};
     static const tensor_map mpnet = {mpnet_prefixes, mpnet_model, mpnet_layer, bert_unused,
@@ -472,6 +526,10 @@ static const tensor_map *map_of(architecture kind)
                                      mpnet_pretraining};
     static const tensor_map deberta = {deberta_prefixes, deberta_model, deberta_layer, no_unused,
                                        deberta_pretraining};
+    static const tensor_map qwen3 = {qwen2_prefixes, qwen2_model, qwen3_layers, no_unused,
+                                     mpnet_pretraining};
+    static const tensor_map gemma3 = {qwen2_prefixes, qwen2_model, gemma3_layers, no_unused,
+                                      mpnet_pretraining};
     switch (kind) {
     case ARCH_DEBERTA_V2: return &deberta;
     case ARCH_MPNET: return &mpnet;
@@ -480,6 +538,8 @@ static const tensor_map *map_of(architecture kind)
     case ARCH_NOMIC_BERT: return &nomic;
     case ARCH_MODERNBERT: return &modernbert;
     case ARCH_QWEN2: return &qwen2;
+    case ARCH_QWEN3: return &qwen3;
+    case ARCH_GEMMA3: return &gemma3;
     default: return &bert; /* ARCH_BERT, ARCH_ROBERTA */
     }
 }
@@ -517,16 +577,52 @@ static int add_plan(importer *self, int capacity, const char *prefix, const tens
     return TFENC_OK;
 }
 
+/* The Dense modules' pair as the [dense] ffn layer: the first module's
+ * linear map is in_weight [width, d], the second's out_weight [d, width];
+ * when only one has a bias the other gets zeros (the ffn's `bias` key
+ * covers both). */
+static int plan_dense(importer *self, int capacity)
+{
+    const dense_settings *dense = &self->pooling.dense;
+    if (dense->count == 0)
+        return TFENC_OK;
+    const int64_t d = self->config.d_model, width = dense->width;
+    const struct {
+        int module;
+        const char *source, *target;
+        int rank;
+        int64_t rows, columns;
+    } parts[4] = {{0, "linear.weight", "/dense/in_weight", 2, width, d},
+                  {1, "linear.weight", "/dense/out_weight", 2, d, width},
+                  {0, "linear.bias", "/dense/in_bias", 1, width, 0},
+                  {1, "linear.bias", "/dense/out_bias", 1, d, 0}};
+    int any_bias = dense->bias[0] || dense->bias[1];
+    for (int i = 0; i < (any_bias ? 4 : 2); i++) {
+        if (self->plan_count >= capacity)
+            return tfenc_error(self->ctx, TFENC_ERR_INTERNAL, "tensor plan overflow");
+        tensor_plan *item = &self->plan[self->plan_count++];
+        snprintf(item->source, sizeof item->source, "%s", parts[i].source);
+        snprintf(item->target, sizeof item->target, "%s", parts[i].target);
+        item->rank = parts[i].rank;
+        item->dims[0] = item->source_rows = parts[i].rows;
+        item->dims[1] = parts[i].columns;
+        item->file = dense->weights[parts[i].module];
+        item->zeros = i >= 2 && !dense->bias[parts[i].module];
+    }
+    return TFENC_OK;
+}
+
 /* Checks the tensor of a plan entry: present, of the planned shape, a float. */
 static int check_tensor(importer *self, const char *safetensors_path, tensor_plan *item)
 {
     tfenc_context *ctx = self->ctx;
     if (item->zeros)
         return TFENC_OK;
-    if (item->file != NULL)
+    if (item->file == NULL)
+        item->file = self->weights;
+    else
         safetensors_path = tfenc_safetensors_name(item->file);
-    item->tensor = tfenc_safetensors_find(item->file != NULL ? item->file : self->weights,
-                                          item->source);
+    item->tensor = tfenc_safetensors_find(item->file, item->source);
     if (item->tensor == NULL)
         return tfenc_error(ctx, TFENC_ERR_WEIGHTS, "%s: tensor '%s' not found (needed for %s)",
                            safetensors_path, item->source, item->target);
@@ -663,7 +759,7 @@ static int plan_tensors(importer *self, const char *safetensors_path)
             return status;
     }
     int capacity = n_model + n_layer * c->n_layers + count_rules(head_in_encoder)
-                   + count_rules(head_beside) + n_dense;
+                   + count_rules(head_beside) + n_dense + 4 /* plan_dense() */;
     self->plan = calloc((size_t)capacity, sizeof *self->plan);
     if (self->plan == NULL)
         return tfenc_error(ctx, TFENC_ERR_NO_MEMORY, "out of memory");
@@ -688,6 +784,8 @@ static int plan_tensors(importer *self, const char *safetensors_path)
             return status;
         self->plan[self->plan_count - 1].file = self->dense_weights;
     }
+    if ((status = plan_dense(self, capacity)))
+        return status;
 
     for (int i = 0; i < self->plan_count; i++) {
         tensor_plan *item = &self->plan[i];

@@ -1,11 +1,13 @@
 #!/bin/sh
 # Every architecture tfenc-import maps, on random weights: a checkpoint saved
-# by transformers' own classes (or, for NomicBERT, ModernBERT and JinaBERT v2,
-# which transformers 4.40 lacks, by references written from their published
-# code: tests/import/reference_models.py), imported, run by tfenc-batch on
-# token ids, and compared per token with the model's forward pass and pooled
-# with sentence-transformers' Pooling and Normalize modules. The bert kind is
-# also pooled in every sentence-transformers pooling mode.
+# by transformers' own classes (or, for NomicBERT, ModernBERT, JinaBERT v2,
+# Qwen3 and Gemma3, which transformers 4.40 lacks, by references written
+# from their published code: tests/import/reference_models.py), imported,
+# run by tfenc-batch on token ids, and compared per token with the model's
+# forward pass and pooled with sentence-transformers' Pooling (Dense, for
+# EmbeddingGemma's pair) and Normalize modules. The bert kind is also pooled
+# in every sentence-transformers pooling mode; Qwen3 and Gemma3 are also cut
+# to a Matryoshka width, and their jobs carry the models' prompts.
 set -eu
 
 . "$(cd "$(dirname "$0")/../.." && pwd)/tests/environment.sh"
@@ -33,7 +35,7 @@ run() { # JOB OUTPUT [--set ...]: tfenc-batch on the kind's token ids
 }
 
 for kind in bert roberta xlm-roberta electra distilbert mpnet qwen2 nomic_bert modernbert \
-    jina_bert; do
+    jina_bert qwen3 gemma3_text; do
   dir="$work/$kind"
   if ! "$import" "$dir" -o "$dir/model.h5" --job "$dir/job.ini" >"$dir/import.log" 2>&1; then
     checks=$((checks + 1))
@@ -48,6 +50,78 @@ for kind in bert roberta xlm-roberta electra distilbert mpnet qwen2 nomic_bert m
   run "$dir/job.ini" "$dir/pooled.h5"
   compare "$dir/reference.h5" embeddings "$dir/pooled.h5" "$kind pooled"
 done
+
+for kind in qwen3 gemma3_text; do
+  dir="$work/$kind"
+  [ -f "$dir/job.ini" ] || continue
+  run "$dir/job.ini" "$dir/cut.h5" --set job.output_dim=16
+  compare "$dir/reference.h5" embeddings:16 "$dir/cut.h5" "$kind output_dim 16"
+  # bf16 runs attention's products on the host, with Q wider than d_model
+  # (head_dim): within bf16's bar of cosine 0.9999.
+  checks=$((checks + 1))
+  run "$dir/job.ini" "$dir/bf16.h5" --set model.precision=bf16
+  "$python" "$here/compare_embeddings.py" "$dir/reference.h5" "$dir/bf16.h5" "$kind bf16" \
+    0.9999 1e-2 || failures=$((failures + 1))
+  checks=$((checks + 1))
+  "$python" "$here/architectures.py" prompts "$dir/job.ini" "$dir" || failures=$((failures + 1))
+done
+
+# What tfenc cannot run as EmbeddingGemma runs it: one line naming the file
+# and the key, and no output.
+refused() { # LABEL EXPECTED-TEXT PYTHON-EDIT: the edit applied to a copy of gemma3_text
+  checks=$((checks + 1))
+  bad="$work/bad-$1"
+  rm -rf "$bad"
+  cp -r "$work/gemma3_text" "$bad"
+  rm -f "$bad/model.h5" "$bad/job.ini"
+  (cd "$bad" && "$TFENC_VENV_PYTHON" -c "import json
+def edit(path, **changes):
+    with open(path) as f: d = json.load(f)
+    d.update(changes)
+    with open(path, 'w') as f: json.dump(d, f)
+$3")
+  if "$import" "$bad" -o "$bad/model.h5" --job "$bad/job.ini" >"$bad/log" 2>&1; then
+    failures=$((failures + 1))
+    echo "FAIL: $1: tfenc-import accepted it"
+  elif [ "$(wc -l <"$bad/log")" -ne 1 ] || ! grep -q "$2" "$bad/log" || [ -e "$bad/model.h5" ]; then
+    failures=$((failures + 1))
+    echo "FAIL: $1: expected one line with '$2' and no output, got: $(cat "$bad/log")"
+  else
+    echo "$1: refused: $(cat "$bad/log")"
+  fi
+}
+if [ -f "$work/gemma3_text/job.ini" ]; then
+  refused causal-gemma "config.json: use_bidirectional_attention" \
+    "edit('config.json', use_bidirectional_attention=False)"
+  refused dense-tanh "2_Dense/config.json: activation_function" \
+    "edit('2_Dense/config.json', activation_function='torch.nn.modules.activation.Tanh')"
+  refused one-dense "two Dense modules" \
+    "m = json.load(open('modules.json')); del m[3]; m[3]['path'] = '4_Normalize'
+json.dump(m, open('modules.json', 'w'))"
+  refused dense-extra-tensor "3_Dense/model.safetensors: tensor 'extra'" \
+    "import torch, safetensors.torch as s
+w = s.load_file('3_Dense/model.safetensors'); w['extra'] = torch.zeros(2)
+s.save_file(w, '3_Dense/model.safetensors')"
+  # transformers 5 writes the RoPE bases as rope_parameters per layer type:
+  # the same job.
+  checks=$((checks + 1))
+  v5="$work/gemma3-v5"
+  rm -rf "$v5"
+  cp -r "$work/gemma3_text" "$v5"
+  rm -f "$v5/model.h5" "$v5/job.ini"
+  (cd "$v5" && "$python" -c "import json
+d = json.load(open('config.json'))
+d['rope_parameters'] = {'full_attention': {'rope_type': 'default', 'rope_theta': d.pop('rope_theta')},
+                        'sliding_attention': {'rope_type': 'default',
+                                              'rope_theta': d.pop('rope_local_base_freq')}}
+json.dump(d, open('config.json', 'w'))")
+  grep -v '^;' "$work/gemma3_text/job.ini" >"$v5/expected.ini"
+  if ! "$import" "$v5" -o "$v5/model.h5" --job "$v5/job.ini" >"$v5/log" 2>&1 ||
+      ! grep -v '^;' "$v5/job.ini" | cmp -s - "$v5/expected.ini"; then
+    failures=$((failures + 1))
+    echo "FAIL: gemma3_text with rope_parameters: $(cat "$v5/log"), or a different job"
+  fi
+fi
 
 dir="$work/bert"
 for mode in cls mean max mean_sqrt_len weightedmean lasttoken; do

@@ -155,9 +155,10 @@ dir=$(copy bert pickle-only)
 mv "$dir/model.safetensors" "$dir/pytorch_model.bin"
 expect_error pytorch-bin-only "$dir" "pytorch_model.bin" "safetensors.torch" "save_file"
 
-dir=$(copy bert dense-head)
-edit_json "$dir/modules.json" 'd.insert(2, {"idx": 2, "name": "2", "path": "2_Dense", "type": "sentence_transformers.models.Dense"})'
-expect_error unsupported-module "$dir" "modules.json" "sentence_transformers.models.Dense"
+# (Dense modules import in pairs: tests/import/architectures.sh.)
+dir=$(copy bert layernorm-head)
+edit_json "$dir/modules.json" 'd.insert(2, {"idx": 2, "name": "2", "path": "2_LayerNorm", "type": "sentence_transformers.models.LayerNorm"})'
+expect_error unsupported-module "$dir" "modules.json" "sentence_transformers.models.LayerNorm"
 
 dir=$(copy bert two-poolings)
 edit_json "$dir/1_Pooling/config.json" 'd["pooling_mode_mean_sqrt_len_tokens"] = True'

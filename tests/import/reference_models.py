@@ -6,7 +6,11 @@ tfenc-import's maps of them can be checked on random weights:
   (NomicBertModel with prenorm = False, rotary positions, SwiGLU);
 - ModernBERT: transformers 4.48 modeling_modernbert.py (eager attention);
 - JinaBERT v2: jinaai/jina-bert-implementation (ALiBi, GEGLU MLP with its
-  own residual and LayerNorm).
+  own residual and LayerNorm);
+- Qwen3: transformers 4.51 modeling_qwen3.py (Qwen3Model, eager attention):
+  Qwen2 with RMSNorm over head_dim on each head of Q and K before RoPE;
+- Gemma3 text as EmbeddingGemma runs it: transformers 4.56
+  modeling_gemma3.py (Gemma3TextModel, use_bidirectional_attention = true).
 
 Module names follow each checkpoint's tensor names, so that state_dict()
 is what the published code saves. Each forward takes one unpadded
@@ -42,9 +46,11 @@ def split_heads(x, heads):
     return x.view(batch, length, heads, width // heads).transpose(1, 2)
 
 
-def attend(q, k, v, bias=None):
-    """q, k, v [1, heads, L, head_dim] -> [1, L, heads * head_dim]."""
-    scores = q @ k.transpose(-1, -2) / math.sqrt(q.shape[-1])
+def attend(q, k, v, bias=None, scale=None):
+    """q, k, v [1, heads, L, head_dim] -> [1, L, heads * head_dim]; scores
+    scaled by `scale`, default 1 / sqrt(head_dim)."""
+    scale = 1 / math.sqrt(q.shape[-1]) if scale is None else scale
+    scores = (q @ k.transpose(-1, -2)) * scale
     if bias is not None:
         scores = scores + bias
     context = scores.softmax(dim=-1) @ v
@@ -229,3 +235,146 @@ class JinaBert(nn.Module):
             hidden = F.gelu(hidden[..., :f]) * hidden[..., f:]
             x = layer.mlp.layernorm(layer.mlp.wo(hidden) + x)
         return x
+
+
+# ------------------------------------------------------------ Qwen3, Gemma3
+
+class RMSNorm(nn.Module):
+    """Qwen3RMSNorm (offset 0): weight * x / rms(x); Gemma3RMSNorm (offset
+    1): x / rms(x) * (1 + weight), the weight stored as the difference
+    from 1. Both normalise in float32."""
+
+    def __init__(self, width, eps, offset=0.0):
+        super().__init__()
+        self.weight = nn.Parameter(torch.zeros(width) if offset else torch.ones(width))
+        self.eps = eps
+        self.offset = offset
+
+    def forward(self, x):
+        x32 = x.float()
+        normed = x32 * torch.rsqrt(x32.pow(2).mean(-1, keepdim=True) + self.eps)
+        if self.offset:
+            return (normed * (self.offset + self.weight.float())).type_as(x)
+        return self.weight * normed.type_as(x)
+
+
+def decoder_attention(layer, d, c, norm_offset):
+    """q/k/v/o projections and the per-head q_norm, k_norm of Qwen3 and
+    Gemma3 (head_dim may make Q wider than hidden_size)."""
+    heads, kv_heads, head_dim = (c["num_attention_heads"], c["num_key_value_heads"],
+                                 c["head_dim"])
+    bias = c.get("attention_bias", False)
+    layer.self_attn = Holder()
+    attention = layer.self_attn
+    attention.q_proj = nn.Linear(d, heads * head_dim, bias=bias)
+    attention.k_proj = nn.Linear(d, kv_heads * head_dim, bias=bias)
+    attention.v_proj = nn.Linear(d, kv_heads * head_dim, bias=bias)
+    attention.o_proj = nn.Linear(heads * head_dim, d, bias=bias)
+    attention.q_norm = RMSNorm(head_dim, c["rms_norm_eps"], norm_offset)
+    attention.k_norm = RMSNorm(head_dim, c["rms_norm_eps"], norm_offset)
+
+
+def decoder_attend(attention, h, c, base, bias, scale):
+    """One attention sublayer: Q and K normalised per head, then turned by
+    RoPE; key/value head h // (heads / kv_heads) serves query head h."""
+    heads, kv_heads, head_dim = (c["num_attention_heads"], c["num_key_value_heads"],
+                                 c["head_dim"])
+    length = h.shape[1]
+
+    def project(linear, norm, count):
+        x = linear(h).view(1, length, count, head_dim)
+        return (norm(x) if norm is not None else x).transpose(1, 2)
+
+    q = rotary(project(attention.q_proj, attention.q_norm, heads), base, head_dim)
+    k = rotary(project(attention.k_proj, attention.k_norm, kv_heads), base, head_dim)
+    v = project(attention.v_proj, None, kv_heads)
+    k = k.repeat_interleave(heads // kv_heads, dim=1)
+    v = v.repeat_interleave(heads // kv_heads, dim=1)
+    return attention.o_proj(attend(q, k, v, bias, scale))
+
+
+def gated_mlp(layer, d, f):
+    layer.mlp = Holder()
+    layer.mlp.gate_proj = nn.Linear(d, f, bias=False)
+    layer.mlp.up_proj = nn.Linear(d, f, bias=False)
+    layer.mlp.down_proj = nn.Linear(f, d, bias=False)
+
+
+class Qwen3(nn.Module):
+    """Qwen3Model as Qwen3-Embedding runs it: causal, last-token pooled by
+    sentence-transformers."""
+
+    def __init__(self, c):
+        super().__init__()
+        self.c = c
+        d, f, eps = c["hidden_size"], c["intermediate_size"], c["rms_norm_eps"]
+        self.embed_tokens = nn.Embedding(c["vocab_size"], d)
+        self.layers = nn.ModuleList()
+        for _ in range(c["num_hidden_layers"]):
+            layer = Holder()
+            layer.input_layernorm = RMSNorm(d, eps)
+            decoder_attention(layer, d, c, 0.0)
+            layer.post_attention_layernorm = RMSNorm(d, eps)
+            gated_mlp(layer, d, f)
+            self.layers.append(layer)
+        self.norm = RMSNorm(d, eps)
+
+    def forward(self, ids):
+        c = self.c
+        length = ids.shape[1]
+        x = self.embed_tokens(ids)
+        causal = torch.full((length, length), torch.finfo(torch.float32).min).triu(1)
+        for layer in self.layers:
+            x = x + decoder_attend(layer.self_attn, layer.input_layernorm(x), c,
+                                   c["rope_theta"], causal, None)
+            h = layer.post_attention_layernorm(x)
+            x = x + layer.mlp.down_proj(F.silu(layer.mlp.gate_proj(h)) * layer.mlp.up_proj(h))
+        return self.norm(x)
+
+
+class Gemma3Text(nn.Module):
+    """Gemma3TextModel with use_bidirectional_attention (EmbeddingGemma):
+    embeddings times sqrt(hidden_size) in the weights' dtype, (1 + weight)
+    RMSNorms before and after each sublayer, sliding layers that see
+    |i - j| < sliding_window in both directions with rope_local_base_freq,
+    full layers that see everything with rope_theta, scores scaled by
+    query_pre_attn_scalar^-0.5, GeGLU with the tanh GELU."""
+
+    def __init__(self, c):
+        super().__init__()
+        self.c = c
+        d, f, eps = c["hidden_size"], c["intermediate_size"], c["rms_norm_eps"]
+        self.embed_tokens = nn.Embedding(c["vocab_size"], d)
+        self.layers = nn.ModuleList()
+        for _ in range(c["num_hidden_layers"]):
+            layer = Holder()
+            layer.input_layernorm = RMSNorm(d, eps, 1.0)
+            decoder_attention(layer, d, c, 1.0)
+            layer.post_attention_layernorm = RMSNorm(d, eps, 1.0)
+            layer.pre_feedforward_layernorm = RMSNorm(d, eps, 1.0)
+            gated_mlp(layer, d, f)
+            layer.post_feedforward_layernorm = RMSNorm(d, eps, 1.0)
+            self.layers.append(layer)
+        self.norm = RMSNorm(d, eps, 1.0)
+
+    def forward(self, ids):
+        c = self.c
+        length = ids.shape[1]
+        weight = self.embed_tokens.weight
+        x = self.embed_tokens(ids) * torch.tensor(c["hidden_size"] ** 0.5, dtype=weight.dtype)
+        rows = torch.arange(length)
+        distance = (rows[None, :] - rows[:, None]).abs()
+        window = torch.zeros(length, length)
+        window[distance >= c["sliding_window"]] = torch.finfo(torch.float32).min
+        scale = c["query_pre_attn_scalar"] ** -0.5
+        for layer, kind in zip(self.layers, c["layer_types"]):
+            sliding = kind == "sliding_attention"
+            base = c["rope_local_base_freq"] if sliding else c["rope_theta"]
+            attended = decoder_attend(layer.self_attn, layer.input_layernorm(x), c, base,
+                                      window if sliding else None, scale)
+            x = x + layer.post_attention_layernorm(attended)
+            h = layer.pre_feedforward_layernorm(x)
+            mlp = layer.mlp.down_proj(F.gelu(layer.mlp.gate_proj(h), approximate="tanh")
+                                      * layer.mlp.up_proj(h))
+            x = x + layer.post_feedforward_layernorm(mlp)
+        return self.norm(x)
