@@ -60,6 +60,8 @@ typedef struct tfenc_windows {
     size_t max_id_length;     /* longest document id in bytes (JSON Lines ids), else 0 */
     int64_t *byte_start;      /* text: [n_windows + 1] offset of each window's first line,
                                * then the file size; NULL for HDF5 */
+    int64_t *first_line_number; /* text: [n_windows] each window's first document's 1-based
+                                 * line (row + 1) in its file; NULL for HDF5 */
     int64_t *first_row;       /* [n_windows + 1] first output row of each window, for
                                * outputs of several rows per document (tokens after
                                * truncation, or chunks), then the total; NULL until
@@ -70,6 +72,7 @@ typedef struct tfenc_windows {
     uint8_t *partial_done;    /* [n_partial * W] per document: finished (1) or not */
     int n_sources;            /* the corpus's files (input/sources.h) */
     int64_t *source_documents; /* [n_sources] documents in each, in order */
+    int64_t *source_skipped;  /* [n_sources] records left out of each (null_text = skip) */
     uint8_t *source_whole;    /* [n_sources] 1: compressed or Parquet, read from its start */
 } tfenc_windows;
 
@@ -79,11 +82,13 @@ typedef struct tfenc_windows_share {
     size_t max_id_length;
     int64_t *line_starts;     /* text: byte offsets of the share's lines that start a
                                * window (malloc'ed; freed by build) */
+    int64_t *line_numbers;    /* text: their 1-based lines in their files (freed by build) */
     int64_t n_line_starts;
     int64_t file_size;        /* text: the corpus's size in bytes */
     int n_sources;
     int64_t *source_documents; /* [n_sources] the whole corpus's documents per source
                                 * (summed over the shares; moved into the windows) */
+    int64_t *source_skipped;   /* [n_sources] records left out, likewise */
     uint8_t *source_whole;     /* [n_sources] (moved into the windows) */
 } tfenc_windows_share;
 
@@ -94,6 +99,9 @@ typedef struct tfenc_windows_share {
  * and is returned after the collective parts, so every rank can agree. */
 int tfenc_windows_scan(tfenc_context *ctx, MPI_Comm comm, const tfenc_corpus_options *corpus,
                        int64_t window_documents, tfenc_windows_share *share_info);
+
+/* Frees what a share holds (after a failed scan, or when it is not built). */
+void tfenc_windows_share_free(tfenc_windows_share *share_info);
 
 /* Collective over `comm`: combines every rank's share into the windows.
  * Call only when every rank's tfenc_windows_scan succeeded. */
