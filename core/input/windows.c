@@ -260,9 +260,16 @@ int tfenc_windows_count_local(tfenc_context *ctx, tfenc_windows *windows, int co
     if (windows->first_row == NULL)
         return tfenc_error(ctx, TFENC_ERR_NO_MEMORY, "out of memory for the windows' rows");
     int status = TFENC_OK;
-    for (int64_t k = counter; counter >= 0 && status == TFENC_OK && k < windows->n_windows;
-         k += n_counters)
-        status = count_window(ctx, user, k, &windows->first_row[k]);
+    int64_t group = -1;
+    int previous_source = -1;
+    for (int64_t k = 0; counter >= 0 && status == TFENC_OK && k < windows->n_windows; k++) {
+        int source = tfenc_windows_whole_source(windows, k);
+        if (source < 0 || source != previous_source)
+            group++;
+        previous_source = source;
+        if (group % n_counters == counter)
+            status = count_window(ctx, user, k, &windows->first_row[k]);
+    }
     return status;
 }
 

@@ -113,8 +113,12 @@ void tfenc_windows_range(const tfenc_windows *windows, int64_t k, tfenc_corpus_r
 
 /* Row counting, for outputs that place each document's rows by token
  * (per-token output) or by chunk. Local, on each counting rank (one per
- * replica, say): counts the windows k with k % n_counters == counter with
- * `count_window` (the window's output rows), keeping them in the windows. */
+ * replica, say): counts its windows with `count_window` (the window's
+ * output rows), in order, keeping them in the windows. The windows are
+ * dealt out in groups, group g to counter g % n_counters: a window alone,
+ * or all the consecutive windows that start in one compressed (or
+ * Parquet) file, so that each such file is decoded by one counter, once,
+ * not from its start again by every counter that has a window in it. */
 typedef int (*tfenc_window_counter)(tfenc_context *ctx, void *user, int64_t window,
                                     int64_t *rows);
 int tfenc_windows_count_local(tfenc_context *ctx, tfenc_windows *windows, int counter,
