@@ -887,6 +887,7 @@ static const char **describe_sources(const run *r, tfenc_run_plan *plan)
     plan->n_sources = r->settings.sources.n;
     plan->source_paths = (const char *const *)r->settings.sources.paths;
     plan->source_documents = r->windows.source_documents;
+    plan->source_skipped = r->windows.source_skipped;
     if (r->corpus == NULL || tfenc_corpus_n_sources(r->corpus) != plan->n_sources)
         return NULL;
     const char **compressions = calloc((size_t)plan->n_sources, sizeof *compressions);
@@ -1339,6 +1340,18 @@ static void report_progress(run *r, const tfenc_rank_work *work, double start, d
                             .elapsed_seconds = now - start,
                             .n_ranks = r->n_ranks,
                             .final = final};
+    /* Files: those that end before the first document not yet handed out
+     * (the windows to do are taken in corpus order). */
+    if (r->windows.n_sources > 1 && r->windows.source_documents != NULL) {
+        int64_t next = final || taken >= r->n_todo ? r->windows.n_documents
+                                                   : r->windows.first_document[r->todo[taken]];
+        int64_t end = 0;
+        p.files_total = r->windows.n_sources;
+        for (int i = 0; i < r->windows.n_sources; i++) {
+            end += r->windows.source_documents[i];
+            p.files_done += end <= next;
+        }
+    }
     o->progress(o->user, &p);
 }
 

@@ -49,6 +49,24 @@ for ranks in 1 2 3; do
   fi
 done
 
+# --dry-run and --status say what each file left out.
+if (cd "$work" && "$mpiexec" -n 2 "$driver" --dry-run $common --set job.null_text=skip \
+      --set job.input=nulls --set job.output=dry.h5 job.ini) > "$work/dry.out" 2>&1 \
+   && grep -q "part-01.jsonl.gz: [0-9]* documents, compression gzip, 7 null texts left out" \
+        "$work/dry.out"; then
+  echo "null_text: ok   --dry-run: $(grep "part-01" "$work/dry.out")"
+else
+  fail "--dry-run: $(grep -A4 "files of" "$work/dry.out")"
+fi
+if "$driver" --status "$work/skip-2.h5" > "$work/status.out" 2>&1 \
+   && grep -q "^corpus: 3 files (document_source gives each row's file and line)" "$work/status.out" \
+   && grep -q "part-01.jsonl.gz: [0-9]* documents from row [0-9]*, 7 null texts left out" \
+        "$work/status.out"; then
+  echo "null_text: ok   --status: $(grep "part-01" "$work/status.out")"
+else
+  fail "--status: $(grep -A4 "^corpus" "$work/status.out")"
+fi
+
 # The default: the first null text stops the job, naming the file and line.
 if run 1 error.h5 nulls; then
   fail "a null text: the run succeeded"
@@ -89,8 +107,15 @@ $("$python" "$srcdir/tests/resume/progress.py" count "$work/killed.h5")
 EOF2
 echo "null_text: killed with $done of $total documents finished (complete = $complete)"
 [ "$done" -lt "$total" ] || fail "SIGKILL: the run had finished before the kill"
-if run 3 killed.h5 nulls --set job.null_text=skip; then
+# The resume shows its progress: the last line counts the files done.
+if (cd "$work" && "$mpiexec" -n 3 "$driver" $common --set job.null_text=skip \
+      --set job.input=nulls --set job.output=killed.h5 job.ini) > "$work/run.out" 2> "$work/run.err"; then
   check killed.h5 "killed at 2 ranks, resumed at 3"
+  if grep -q "documents, files 3/3, " "$work/run.err"; then
+    echo "null_text: ok   the progress line counts files: $(grep -o "files [0-9]*/[0-9]*" "$work/run.err" | tail -n 1)"
+  else
+    fail "the progress line: $(grep "documents" "$work/run.err" | tail -n 1)"
+  fi
 else
   fail "the resume: $(head -n 1 "$work/run.err")"
 fi
