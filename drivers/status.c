@@ -90,7 +90,8 @@ static void print_shards(const tfenc_inspection *i)
         n++;
     if (n <= 1)
         return;
-    printf("corpus: %d files\n", n);
+    printf("corpus: %d files%s\n", n,
+           i->has_document_source ? " (document_source gives each row's file and line)" : "");
     const int shown = 10;
     const char *cursor = i->corpus_shards, *line;
     size_t length;
@@ -100,20 +101,23 @@ static void print_shards(const tfenc_inspection *i)
                 printf("  ... %d more\n", n - 2 * shown);
             continue;
         }
-        /* path \t bytes \t fingerprint \t first \t documents */
-        const char *field[5];
-        size_t field_length[5];
+        /* path \t bytes \t fingerprint \t first \t documents [\t skipped] */
+        const char *field[6];
+        size_t field_length[6];
         const char *p = line, *end = line + length;
         int f = 0;
-        for (; f < 5 && p <= end; f++) {
+        for (; f < 6 && p <= end; f++) {
             const char *tab = memchr(p, '\t', (size_t)(end - p));
             field[f] = p;
             field_length[f] = (size_t)((tab != NULL ? tab : end) - p);
             p = (tab != NULL ? tab : end) + 1;
         }
-        if (f == 5)
-            printf("  %.*s: %.*s documents from row %.*s\n", (int)field_length[0], field[0],
-                   (int)field_length[4], field[4], (int)field_length[3], field[3]);
+        int skipped = f == 6 && !(field_length[5] == 1 && field[5][0] == '0');
+        if (f >= 5)
+            printf("  %.*s: %.*s documents from row %.*s%s%.*s%s\n", (int)field_length[0],
+                   field[0], (int)field_length[4], field[4], (int)field_length[3], field[3],
+                   skipped ? ", " : "", skipped ? (int)field_length[5] : 0,
+                   skipped ? field[5] : "", skipped ? " null texts left out" : "");
     }
 }
 

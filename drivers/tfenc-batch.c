@@ -166,9 +166,12 @@ static void print_progress(void *user, const tfenc_run_progress *p)
                           : 1.0;
     double eta = fraction > 0 ? p->elapsed_seconds / fraction - p->elapsed_seconds : 0.0;
     char line[256];
-    snprintf(line, sizeof line, "%s%lld/%lld documents, %.0f tokens/s, ETA %.0f s",
+    char files[64] = "";
+    if (p->files_total > 1)
+        snprintf(files, sizeof files, ", files %d/%d", p->files_done, p->files_total);
+    snprintf(line, sizeof line, "%s%lld/%lld documents%s, %.0f tokens/s, ETA %.0f s",
              p->n_ranks > 1 ? "rank 0: " : "", (long long)p->documents_done,
-             (long long)p->documents_total, rate, eta);
+             (long long)p->documents_total, files, rate, eta);
     if (out->terminal)
         fprintf(stderr, "\r%s\033[K%s", line, p->final ? "\n" : "");
     else
@@ -281,9 +284,13 @@ static void print_sources(const tfenc_run_plan *p)
             i = p->n_sources - shown - 1;
             continue;
         }
-        printf("    %s: %lld documents, compression %s\n", p->source_paths[i],
+        long long skipped = p->source_skipped != NULL ? (long long)p->source_skipped[i] : 0;
+        printf("    %s: %lld documents, compression %s", p->source_paths[i],
                p->source_documents != NULL ? (long long)p->source_documents[i] : -1LL,
                p->source_compressions != NULL ? p->source_compressions[i] : "unknown");
+        if (skipped > 0)
+            printf(", %lld null texts left out", skipped);
+        printf("\n");
     }
 }
 

@@ -34,6 +34,13 @@ TESTS += tests/io/shards.sh
 dist_check_SCRIPTS += tests/io/shards.sh
 EXTRA_DIST += tests/io/make_shards.py tests/io/make_parquet.py
 
+# [job] null_text: error naming the line, empty, or skip: rows equal to the
+# filtered corpus's at 1-3 ranks and after SIGKILL + resume, each traced to
+# its shard and line (document_source), JSON Lines and Parquet.
+TESTS += tests/io/null_text.sh
+dist_check_SCRIPTS += tests/io/null_text.sh
+EXTRA_DIST += tests/io/make_null_texts.py tests/io/make_null_parquet.py tests/io/check_sources.py
+
 # The decompression layer: every codec round-trips by line and by seek, and
 # a compressed stream cut at any length is an error.
 check_PROGRAMS += tests/test_stream

@@ -350,7 +350,7 @@ static void check_pooled(tfenc_output_dtype dtype, tfenc_output_compression comp
         }
         CU_ASSERT(tfenc_output_write_pooled(&ctx, out, n, order + begin, rows) == TFENC_OK);
         CU_ASSERT(tfenc_output_write_metadata(&ctx, out, n, order + begin, lengths, truncated,
-                                              ids) == TFENC_OK);
+                                              ids, NULL, NULL) == TFENC_OK);
         begin = call_end[call];
     }
     CU_ASSERT_FATAL(tfenc_output_finish(&ctx, out) == TFENC_OK);
@@ -483,7 +483,7 @@ static void test_tokens(void)
         CU_ASSERT(tfenc_output_write_tokens(&ctx, out, n, order + begin, token_offsets, n_tokens,
                                             rows) == TFENC_OK);
         CU_ASSERT(tfenc_output_write_metadata(&ctx, out, n, order + begin, n_tokens, truncated,
-                                              NULL) == TFENC_OK);
+                                              NULL, NULL, NULL) == TFENC_OK);
         begin += n;
     }
     CU_ASSERT_FATAL(tfenc_output_finish(&ctx, out) == TFENC_OK);
@@ -652,7 +652,8 @@ static void write_pooled_documents(tfenc_output *out, int n, const int64_t *indi
     }
     CU_ASSERT(tfenc_output_write_pooled(&ctx, out, n, indices, rows) == TFENC_OK);
     if (with_metadata)
-        CU_ASSERT(tfenc_output_write_metadata(&ctx, out, n, indices, lengths, truncated, NULL)
+        CU_ASSERT(tfenc_output_write_metadata(&ctx, out, n, indices, lengths, truncated, NULL,
+                                              NULL, NULL)
                   == TFENC_OK);
 }
 

@@ -194,6 +194,48 @@ static void test_rows_counted_per_window(void)
     free(offsets);
 }
 
+/* Which counter counted each window (rows_counted_by). */
+static int counted_by[8];
+static int current_counter;
+
+static int note_counter(tfenc_context *c, void *user, int64_t k, int64_t *rows)
+{
+    (void)c, (void)user;
+    counted_by[k] = counted_by[k] < 0 ? current_counter : 99; /* 99: counted twice */
+    *rows = 1;
+    return TFENC_OK;
+}
+
+/* Windows 2, 3 and 4 start in a compressed file (source 1), the others in
+ * plain ones: the three go to one counter, which then decodes the file
+ * once, and every window is counted by exactly one counter. */
+static void test_compressed_file_counted_once(void)
+{
+    int64_t first_document[8] = {0, 10, 20, 30, 40, 50, 60, 70};
+    int64_t byte_start[8] = {0, 500, (int64_t)1 << 40, ((int64_t)1 << 40) + 10,
+                             ((int64_t)1 << 40) + 20, (int64_t)2 << 40, ((int64_t)2 << 40) + 300,
+                             ((int64_t)2 << 40) + 600};
+    uint8_t source_whole[3] = {0, 1, 0};
+    tfenc_windows windows = {.n_documents = 70, .n_windows = 7, .window_documents = 10,
+                             .first_document = first_document, .byte_start = byte_start,
+                             .n_sources = 3, .source_whole = source_whole};
+    for (int k = 0; k < 8; k++)
+        counted_by[k] = -1;
+    for (current_counter = 0; current_counter < 2; current_counter++) {
+        CU_ASSERT_EQUAL(tfenc_windows_count_local(&ctx, &windows, current_counter, 2,
+                                                  note_counter, NULL), TFENC_OK);
+        free(windows.first_row);
+        windows.first_row = NULL;
+    }
+    for (int k = 0; k < 7; k++)
+        CU_ASSERT(counted_by[k] == 0 || counted_by[k] == 1);
+    CU_ASSERT_EQUAL(counted_by[3], counted_by[2]);
+    CU_ASSERT_EQUAL(counted_by[4], counted_by[2]);
+    /* The plain windows still alternate around it. */
+    CU_ASSERT_NOT_EQUAL(counted_by[0], counted_by[1]);
+    CU_ASSERT_NOT_EQUAL(counted_by[5], counted_by[6]);
+}
+
 /* An earlier run finished window 0 whole, every third document of window
  * 1, and nothing after. */
 static int earlier_run(tfenc_context *c, void *user, int64_t first, int64_t n, uint8_t *done)
@@ -245,6 +287,7 @@ static const test_case windows_cases[] = {
     {"taper covers every document once", test_taper_covers_every_document},
     {"corpus smaller than a window", test_corpus_smaller_than_a_window},
     {"rows counted per window", test_rows_counted_per_window},
+    {"a compressed file's windows counted by one counter", test_compressed_file_counted_once},
     {"fresh, partial and done windows", test_resume_states},
     {NULL, NULL}};
 

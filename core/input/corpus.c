@@ -46,15 +46,25 @@ struct tfenc_corpus {
     int64_t *stored_size; /* [n_sources] bytes on disk */
     uint8_t *compression; /* [n_sources] tfenc_stream_codec */
     int64_t *source_documents; /* [n_sources] this share's documents per source, once counted */
+    int64_t *source_skipped;   /* [n_sources] this share's records skipped per source (null
+                                * texts under null_text = skip), once counted */
+    int64_t *source_lines;     /* [n_sources] this share's lines (rows) per source, skipped
+                                * ones included, once counted */
     int counted;
     int64_t end_position; /* the corpus's end: past the last source */
     tfenc_stream *stream; /* the source being read, or NULL */
     int stream_source;    /* its index, or -1 */
-    int64_t segment_local;  /* local index of the first line read since the stream was */
-    int64_t segment_offset; /* positioned, at this decompressed offset, which is */
-    int64_t segment_line;   /* this 0-based line of the source (-1: not known yet) */
-    int segment_valid;      /* 0 after a rewind or select: the next read starts a segment */
-    int null_text_empty;    /* Parquet: a null text is an empty document, not an error */
+    int segment_valid;      /* 0 after a rewind or select: the stream must be positioned */
+    /* Line numbers within the source, 0-based: of the next line the stream
+     * gives, of the line (row) just read, and of the line at share_start
+     * (told by the driver, or by the range a window was selected with);
+     * -1 when not known (a plain source entered in the middle): messages
+     * then count the newlines before the line. */
+    int64_t next_line;
+    int64_t document_line;
+    int64_t start_line;
+    int64_t line_byte;      /* decompressed offset of the line just read in its source */
+    tfenc_null_text null_text;
 #ifdef HAVE_PARQUET
     tfenc_parquet *parquet; /* the Parquet source being read, or NULL */
     int parquet_source;     /* its index, or -1 */
@@ -111,6 +121,7 @@ static char *copy_string(const char *text)
 }
 
 const char *const tfenc_corpus_format_names[] = {"text", "jsonl", "hdf5", "parquet", "auto", NULL};
+const char *const tfenc_null_text_names[] = {"error", "empty", "skip", NULL};
 
 int tfenc_corpus_format_from_name(const char *name, tfenc_corpus_format *format)
 {
@@ -282,9 +293,9 @@ static int position_stream(tfenc_context *ctx, tfenc_corpus *corpus, int source,
     }
     int by_line = corpus->compression[source] != TFENC_STREAM_PLAIN;
     corpus->segment_valid = 1;
-    corpus->segment_local = corpus->next_local;
-    corpus->segment_offset = offset;
-    corpus->segment_line = offset == 0 || by_line ? offset : -1;
+    corpus->next_line = offset == 0 || by_line ? offset
+                        : position_of(source, offset) == corpus->share_start ? corpus->start_line
+                                                                              : -1;
     if (stream_place(corpus) == offset)
         return TFENC_OK;
     int status = by_line ? tfenc_stream_seek_line(corpus->stream, offset)
@@ -299,7 +310,8 @@ static int position_stream(tfenc_context *ctx, tfenc_corpus *corpus, int source,
     return TFENC_OK;
 }
 
-/* Newlines in `source` before decompressed byte `offset`, or -1. */
+/* Newlines in `source` before decompressed byte `offset`, or -1. Only
+ * messages need it, so it costs nothing otherwise. */
 static int64_t count_newlines(const tfenc_corpus *corpus, int source, int64_t offset)
 {
     tfenc_stream *stream = NULL;
@@ -318,20 +330,20 @@ static int64_t count_newlines(const tfenc_corpus *corpus, int source, int64_t of
     return reached ? newlines : -1;
 }
 
-/* The 1-based line number, within its source, of the share's local
- * document `local`. When the segment being read did not start at its
- * source's beginning, the lines before it are counted: this only runs when
- * an error is being reported, so it costs nothing otherwise. */
-static int64_t line_number(tfenc_corpus *corpus, int64_t local)
+/* The 1-based line number, within its source, of the line just read (or
+ * being read, when reading it failed). Not known when the stream entered a
+ * plain source in the middle: the newlines before the line are counted
+ * then, and the count is kept for the lines that follow. */
+static int64_t line_number(tfenc_corpus *corpus)
 {
-    if (corpus->n_sources == 1 && corpus->first_index >= 0)
-        return corpus->first_index + local + 1;
-    if (corpus->segment_line < 0 && corpus->stream_source >= 0)
-        corpus->segment_line = count_newlines(corpus, corpus->stream_source,
-                                              corpus->segment_offset);
-    if (corpus->segment_line < 0)
-        return -1;
-    return corpus->segment_line + (local - corpus->segment_local) + 1;
+    if (corpus->document_line < 0 && corpus->stream_source >= 0) {
+        int64_t before = count_newlines(corpus, corpus->stream_source, corpus->line_byte);
+        if (before >= 0) {
+            corpus->document_line = before;
+            corpus->next_line = before + 1;
+        }
+    }
+    return corpus->document_line >= 0 ? corpus->document_line + 1 : -1;
 }
 
 /* The position of stored byte `x` of the sources laid end to end: in a
@@ -465,13 +477,18 @@ static int read_line(tfenc_context *ctx, tfenc_corpus *corpus, size_t *length,
                 return status;
         }
         line_byte = tfenc_stream_offset(corpus->stream);
+        corpus->line_byte = line_byte;
+        corpus->document_line = corpus->next_line;
         int status = tfenc_stream_getline(corpus->stream, &corpus->line, &corpus->line_capacity,
                                           &got);
-        if (status == TFENC_OK)
+        if (status == TFENC_OK) {
+            if (corpus->next_line >= 0)
+                corpus->next_line++;
             break;
+        }
         if (status != TFENC_ERR_NOT_FOUND)
             return tfenc_error(ctx, status, "%s: line %lld: %s", corpus->source_paths[source],
-                               (long long)line_number(corpus, corpus->next_local),
+                               (long long)line_number(corpus),
                                tfenc_stream_why(corpus->stream));
         if (corpus->compression[source] == TFENC_STREAM_PLAIN
             && offset < corpus->stored_size[source])
@@ -507,10 +524,22 @@ static int read_line(tfenc_context *ctx, tfenc_corpus *corpus, size_t *length,
     if (nul != NULL)
         return tfenc_error(ctx, TFENC_ERR_INPUT, "%s: line %lld: NUL byte at byte offset %lld "
                            "(is the file UTF-16 or binary?)", current_path(corpus),
-                           (long long)line_number(corpus, corpus->next_local),
+                           (long long)line_number(corpus),
                            (long long)(line_byte + (nul - corpus->line)));
     *length = n;
     return TFENC_OK;
+}
+
+/* A record left out (null_text = skip): next_jsonl's answer, never a
+ * status the caller sees. */
+#define SKIPPED 1
+
+/* The counting pass keeps what it skipped per source, for the output's
+ * shard list (a skipped record has no row, and its line still counts). */
+static void note_skipped(tfenc_corpus *corpus, int source)
+{
+    if (!corpus->counted)
+        corpus->source_skipped[source]++;
 }
 
 /* --------------------------------------------------------------- Parquet */
@@ -582,11 +611,18 @@ static int next_parquet(tfenc_context *ctx, tfenc_corpus *corpus, tfenc_document
         size_t length, id_length;
         tfenc_parquet_row(corpus->parquet, row - corpus->group_first, &text, &length, &id,
                           &id_length);
-        if (text == NULL && !corpus->null_text_empty)
+        corpus->stream_source = source; /* counted per source like a stream's lines */
+        corpus->document_line = row;
+        if (text == NULL && corpus->null_text == TFENC_NULL_TEXT_ERROR)
             return tfenc_error(ctx, TFENC_ERR_INPUT, "%s: row %lld (row group %d): column '%s' "
                                "is null (set [job] null_text = empty to read it as an empty "
-                               "document)", path, (long long)row, corpus->parquet_group,
-                               corpus->text_field);
+                               "document, or skip to leave it out)", path, (long long)row,
+                               corpus->parquet_group, corpus->text_field);
+        if (text == NULL && corpus->null_text == TFENC_NULL_TEXT_SKIP) {
+            corpus->position++;
+            note_skipped(corpus, source);
+            continue;
+        }
         if (corpus->id_field != NULL && id == NULL)
             return tfenc_error(ctx, TFENC_ERR_INPUT, "%s: row %lld (row group %d): id column "
                                "'%s' is null", path, (long long)row, corpus->parquet_group,
@@ -608,11 +644,17 @@ static int next_parquet(tfenc_context *ctx, tfenc_corpus *corpus, tfenc_document
             size_t pair_length;
             tfenc_parquet_pair_text(corpus->parquet, row - corpus->group_first, &pair,
                                     &pair_length);
-            if (pair == NULL && !corpus->null_text_empty)
+            if (pair == NULL && corpus->null_text == TFENC_NULL_TEXT_ERROR)
                 return tfenc_error(ctx, TFENC_ERR_INPUT, "%s: row %lld (row group %d): column "
                                    "'%s' (text_pair_field) is null (set [job] null_text = empty "
-                                   "to read it as an empty text)", path, (long long)row,
-                                   corpus->parquet_group, corpus->pair_field);
+                                   "to read it as an empty text, or skip to leave the pair out)",
+                                   path, (long long)row, corpus->parquet_group,
+                                   corpus->pair_field);
+            if (pair == NULL && corpus->null_text == TFENC_NULL_TEXT_SKIP) {
+                corpus->position++;
+                note_skipped(corpus, source);
+                continue;
+            }
             nul = pair != NULL ? memchr(pair, '\0', pair_length) : NULL;
             if (nul != NULL)
                 return tfenc_error(ctx, TFENC_ERR_INPUT, "%s: row %lld (row group %d): NUL byte "
@@ -624,7 +666,6 @@ static int next_parquet(tfenc_context *ctx, tfenc_corpus *corpus, tfenc_document
         }
         document->id = id;
         document->id_length = id_length;
-        corpus->stream_source = source; /* counted per source like a stream's lines */
         corpus->position++;
         return TFENC_OK;
     }
@@ -648,13 +689,27 @@ static const char *json_type_name(const json_t *value)
 
 /* The string a field of the current JSON Lines record holds; `what` names
  * the field's role in the message ("text field", "text_pair_field"). */
-static int string_field(tfenc_context *ctx, tfenc_corpus *corpus, const char *name,
-                        const char *what, const char **text, size_t *length)
+/* A record's text field (`what` names it in messages): a string, or null
+ * as [job] null_text says (SKIPPED leaves the record out). */
+static int text_field(tfenc_context *ctx, tfenc_corpus *corpus, const char *name,
+                      const char *what, const char **text, size_t *length)
 {
     json_t *value = json_object_get(corpus->record, name);
+    if (value != NULL && json_is_null(value) && corpus->null_text == TFENC_NULL_TEXT_SKIP)
+        return SKIPPED;
+    if (value != NULL && json_is_null(value) && corpus->null_text == TFENC_NULL_TEXT_ERROR)
+        return tfenc_error(ctx, TFENC_ERR_INPUT, "%s: line %lld: %s '%s' is null (set [job] "
+                           "null_text = empty to read it as an empty text, or skip to leave the "
+                           "record out)", current_path(corpus), (long long)line_number(corpus),
+                           what, name);
+    if (value != NULL && json_is_null(value)) {
+        *text = "";
+        *length = 0;
+        return TFENC_OK;
+    }
     if (value == NULL || !json_is_string(value))
         return tfenc_error(ctx, TFENC_ERR_INPUT, "%s: line %lld: %s '%s' %s%s%s",
-                           current_path(corpus), (long long)line_number(corpus, corpus->next_local),
+                           current_path(corpus), (long long)line_number(corpus),
                            what, name, value == NULL ? "is missing" : "is ",
                            value == NULL ? "" : json_type_name(value),
                            value == NULL ? "" : ", expected a string");
@@ -671,23 +726,23 @@ static int next_jsonl(tfenc_context *ctx, tfenc_corpus *corpus, size_t length,
     if (blank == length)
         return tfenc_error(ctx, TFENC_ERR_INPUT, "%s: line %lld: blank line (each line of a "
                            "JSON Lines corpus must be one object)", current_path(corpus),
-                           (long long)line_number(corpus, corpus->next_local));
+                           (long long)line_number(corpus));
     json_error_t error;
     corpus->record = json_loadb(line, length, JSON_REJECT_DUPLICATES, &error);
     if (corpus->record == NULL)
         return tfenc_error(ctx, TFENC_ERR_INPUT, "%s: line %lld, column %d: invalid JSON: %s",
-                           current_path(corpus), (long long)line_number(corpus, corpus->next_local),
+                           current_path(corpus), (long long)line_number(corpus),
                            error.column, error.text);
     if (!json_is_object(corpus->record))
         return tfenc_error(ctx, TFENC_ERR_INPUT, "%s: line %lld: expected a JSON object, "
                            "found %s", current_path(corpus),
-                           (long long)line_number(corpus, corpus->next_local),
+                           (long long)line_number(corpus),
                            json_type_name(corpus->record));
-    int status = string_field(ctx, corpus, corpus->text_field, "text field", &document->text,
-                              &document->text_length);
+    int status = text_field(ctx, corpus, corpus->text_field, "text field", &document->text,
+                            &document->text_length);
     if (status == TFENC_OK && corpus->pair_field != NULL)
-        status = string_field(ctx, corpus, corpus->pair_field, "text_pair_field",
-                              &document->text_pair, &document->text_pair_length);
+        status = text_field(ctx, corpus, corpus->pair_field, "text_pair_field",
+                            &document->text_pair, &document->text_pair_length);
     if (status != TFENC_OK)
         return status;
     if (corpus->id_field != NULL) {
@@ -702,7 +757,7 @@ static int next_jsonl(tfenc_context *ctx, tfenc_corpus *corpus, size_t length,
             document->id_length = (size_t)n;
         } else {
             return tfenc_error(ctx, TFENC_ERR_INPUT, "%s: line %lld: id field '%s' %s%s%s",
-                               current_path(corpus), (long long)line_number(corpus, corpus->next_local),
+                               current_path(corpus), (long long)line_number(corpus),
                                corpus->id_field, id == NULL ? "is missing" : "is ",
                                id == NULL ? "" : json_type_name(id),
                                id == NULL ? "" : ", expected a string or an integer");
@@ -712,7 +767,7 @@ static int next_jsonl(tfenc_context *ctx, tfenc_corpus *corpus, size_t length,
         if (corpus->max_id_bytes > 0 && document->id_length > corpus->max_id_bytes)
             return tfenc_error(ctx, TFENC_ERR_INPUT, "%s: line %lld: id field '%s' is %zu bytes "
                                "long, more than [job] max_id_bytes = %zu",
-                               current_path(corpus), (long long)line_number(corpus, corpus->next_local),
+                               current_path(corpus), (long long)line_number(corpus),
                                corpus->id_field, document->id_length, corpus->max_id_bytes);
     }
     return TFENC_OK;
@@ -724,16 +779,24 @@ static int next_text(tfenc_context *ctx, tfenc_corpus *corpus, tfenc_document *d
     if (corpus->format == TFENC_CORPUS_PARQUET)
         return next_parquet(ctx, corpus, document);
 #endif
-    size_t length = 0;
-    int64_t line_start;
-    int status = read_line(ctx, corpus, &length, &line_start);
-    if (status != TFENC_OK)
-        return status;
-    if (corpus->format == TFENC_CORPUS_JSONL)
-        return next_jsonl(ctx, corpus, length, document);
-    document->text = corpus->line;
-    document->text_length = length;
-    return TFENC_OK;
+    for (;;) {
+        size_t length = 0;
+        int64_t line_start;
+        int status = read_line(ctx, corpus, &length, &line_start);
+        if (status != TFENC_OK)
+            return status;
+        if (corpus->format != TFENC_CORPUS_JSONL) {
+            document->text = corpus->line;
+            document->text_length = length;
+            return TFENC_OK;
+        }
+        status = next_jsonl(ctx, corpus, length, document);
+        if (status != SKIPPED)
+            return status;
+        json_decref(corpus->record);
+        corpus->record = NULL;
+        note_skipped(corpus, corpus->stream_source);
+    }
 }
 
 /* ----------------------------------------------------------------- HDF5 */
@@ -1160,8 +1223,11 @@ static int copy_sources(tfenc_context *ctx, tfenc_corpus *corpus,
     corpus->stored_size = calloc((size_t)n, sizeof *corpus->stored_size);
     corpus->compression = calloc((size_t)n, sizeof *corpus->compression);
     corpus->source_documents = calloc((size_t)n, sizeof *corpus->source_documents);
+    corpus->source_skipped = calloc((size_t)n, sizeof *corpus->source_skipped);
+    corpus->source_lines = calloc((size_t)n, sizeof *corpus->source_lines);
     if (corpus->source_paths == NULL || corpus->stored_size == NULL || corpus->compression == NULL
-        || corpus->source_documents == NULL)
+        || corpus->source_documents == NULL || corpus->source_skipped == NULL
+        || corpus->source_lines == NULL)
         return tfenc_error(ctx, TFENC_ERR_NO_MEMORY, "%s: out of memory", options->path);
     corpus->n_sources = n;
     for (int i = 0; i < n; i++)
@@ -1191,7 +1257,8 @@ int tfenc_corpus_open(tfenc_context *ctx, const tfenc_corpus_options *options, i
     corpus->id_field = copy_string(options->id_field);
     corpus->pair_field = copy_string(options->text_pair_field);
     corpus->max_id_bytes = options->max_id_bytes;
-    corpus->null_text_empty = options->null_text_empty;
+    corpus->null_text = options->null_text;
+    corpus->start_line = corpus->next_line = corpus->document_line = -1;
     corpus->stream_source = -1;
 #ifdef HAVE_PARQUET
     corpus->parquet_source = corpus->parquet_group = -1;
@@ -1237,6 +1304,11 @@ int tfenc_corpus_next(tfenc_context *ctx, tfenc_corpus *corpus, tfenc_document *
     if (status != TFENC_OK)
         return status;
     document->local_index = corpus->next_local++;
+    document->source = corpus->format == TFENC_CORPUS_HDF5 ? 0 : corpus->stream_source;
+    if (corpus->format == TFENC_CORPUS_HDF5 || corpus->document_line < 0)
+        document->line = -1;
+    else
+        document->line = corpus->document_line + (corpus->format != TFENC_CORPUS_PARQUET);
     return TFENC_OK;
 }
 
@@ -1260,13 +1332,16 @@ int tfenc_corpus_count(tfenc_context *ctx, tfenc_corpus *corpus, tfenc_corpus_co
         int64_t n = corpus->end - corpus->first;
         counts->n_documents = n;
         corpus->source_documents[0] = n;
+        corpus->source_lines[0] = n;
         corpus->counted = 1;
         counts->n_tokens = corpus->offsets[n] - corpus->offsets[0];
         return tfenc_corpus_rewind(ctx, corpus);
     }
     int status = tfenc_corpus_rewind(ctx, corpus);
     tfenc_document document;
-    memset(corpus->source_documents, 0, (size_t)corpus->n_sources * sizeof *corpus->source_documents);
+    size_t per_source = (size_t)corpus->n_sources * sizeof(int64_t);
+    memset(corpus->source_documents, 0, per_source);
+    memset(corpus->source_skipped, 0, per_source);
     corpus->counted = 0;
     while (status == TFENC_OK && (status = tfenc_corpus_next(ctx, corpus, &document)) == TFENC_OK) {
         counts->n_documents++;
@@ -1276,6 +1351,10 @@ int tfenc_corpus_count(tfenc_context *ctx, tfenc_corpus *corpus, tfenc_corpus_co
     }
     if (status != TFENC_ERR_NOT_FOUND)
         return status;
+    for (int i = 0; i < corpus->n_sources; i++) {
+        corpus->source_lines[i] = corpus->source_documents[i] + corpus->source_skipped[i];
+        counts->n_skipped += corpus->source_skipped[i];
+    }
     corpus->counted = 1;
     return tfenc_corpus_rewind(ctx, corpus);
 }
@@ -1283,6 +1362,24 @@ int tfenc_corpus_count(tfenc_context *ctx, tfenc_corpus *corpus, tfenc_corpus_co
 const int64_t *tfenc_corpus_source_documents(const tfenc_corpus *corpus)
 {
     return corpus->source_documents;
+}
+
+const int64_t *tfenc_corpus_source_skipped(const tfenc_corpus *corpus)
+{
+    return corpus->source_skipped;
+}
+
+const int64_t *tfenc_corpus_source_lines(const tfenc_corpus *corpus)
+{
+    return corpus->source_lines;
+}
+
+void tfenc_corpus_set_start_line(tfenc_corpus *corpus, const int64_t *earlier_lines)
+{
+    if (corpus->format == TFENC_CORPUS_HDF5 || corpus->share_start >= corpus->end_position)
+        return;
+    corpus->start_line = earlier_lines[corpus->n_sources == 1 ? 0
+                                                              : source_of(corpus->share_start)];
 }
 
 int tfenc_corpus_select(tfenc_context *ctx, tfenc_corpus *corpus, const tfenc_corpus_range *range)
@@ -1304,6 +1401,7 @@ int tfenc_corpus_select(tfenc_context *ctx, tfenc_corpus *corpus, const tfenc_co
     }
     corpus->share_start = range->byte_start;
     corpus->share_end = range->byte_end;
+    corpus->start_line = range->first_line_number - 1;
     corpus->first_index = range->first_index;
     corpus->next_local = 0;
     return text_rewind(ctx, corpus);
@@ -1337,7 +1435,7 @@ static int line_wanted(wanted_lines *w, int64_t index)
 }
 
 static int collect_line_starts(tfenc_context *ctx, tfenc_corpus *corpus, wanted_lines *wanted,
-                               int64_t **starts, int64_t *n_starts);
+                               int64_t **starts, int64_t **line_numbers, int64_t *n_starts);
 
 int tfenc_corpus_line_starts(tfenc_context *ctx, tfenc_corpus *corpus, int64_t stride,
                              int64_t **starts, int64_t *n_starts)
@@ -1349,20 +1447,23 @@ int tfenc_corpus_line_starts(tfenc_context *ctx, tfenc_corpus *corpus, int64_t s
         return tfenc_error(ctx, TFENC_ERR_INTERNAL, "%s: line starts every %lld lines",
                            corpus->path, (long long)stride);
     }
-    return collect_line_starts(ctx, corpus, &wanted, starts, n_starts);
+    return collect_line_starts(ctx, corpus, &wanted, starts, NULL, n_starts);
 }
 
 int tfenc_corpus_line_starts_at(tfenc_context *ctx, tfenc_corpus *corpus, const int64_t *indices,
-                                int64_t n_indices, int64_t **starts, int64_t *n_starts)
+                                int64_t n_indices, int64_t **starts, int64_t **line_numbers,
+                                int64_t *n_starts)
 {
     wanted_lines wanted = {.listed = indices, .n_listed = n_indices};
-    return collect_line_starts(ctx, corpus, &wanted, starts, n_starts);
+    return collect_line_starts(ctx, corpus, &wanted, starts, line_numbers, n_starts);
 }
 
 static int collect_line_starts(tfenc_context *ctx, tfenc_corpus *corpus, wanted_lines *wanted,
-                               int64_t **starts, int64_t *n_starts)
+                               int64_t **starts, int64_t **line_numbers, int64_t *n_starts)
 {
     *starts = NULL;
+    if (line_numbers != NULL)
+        *line_numbers = NULL;
     *n_starts = 0;
     if (corpus->format == TFENC_CORPUS_HDF5 || corpus->first_index < 0)
         return tfenc_error(ctx, TFENC_ERR_INTERNAL, "%s: line starts need a text share that "
@@ -1371,21 +1472,39 @@ static int collect_line_starts(tfenc_context *ctx, tfenc_corpus *corpus, wanted_
     int64_t capacity = 0;
     /* Only the line ends are looked at: no JSON is parsed again; and a
      * compressed source, whose places are line numbers, is not read again
-     * at all once counted: its lines' places are 0, 1, ... */
+     * at all once counted: its lines' places are 0, 1, ... Records left
+     * out (null_text = skip) are the exception: only parsing tells which
+     * lines are documents, so such a job reads its documents whole. */
+    int by_document = corpus->null_text == TFENC_NULL_TEXT_SKIP
+                      && corpus->format != TFENC_CORPUS_TEXT;
     for (int64_t local = 0; status == TFENC_OK;) {
-        int64_t line_start, lines = 1;
+        int64_t line_start, lines = 1, line = -1;
         int source = source_of(corpus->position);
-        if (corpus->counted && corpus->position < corpus->share_end
+        if (corpus->counted && !by_document && corpus->position < corpus->share_end
             && corpus->position < corpus->end_position
             && placed_by_line(corpus, source) && offset_of(corpus->position) == 0) {
             lines = corpus->source_documents[source];
             line_start = corpus->position;
+            line = 0;
             corpus->position = source_start(corpus, source + 1);
+        } else if (by_document) {
+            tfenc_document document;
+            line_start = corpus->position;
+            status = tfenc_corpus_next(ctx, corpus, &document);
+            if (status != TFENC_OK)
+                break;
+            /* The document's own line: skipped lines lie before it. */
+            line = corpus->document_line;
+            line_start = placed_by_line(corpus, document.source)
+                             ? position_of(document.source, line)
+                             : (corpus->n_sources == 1 ? 0 : position_of(document.source, 0))
+                                   + corpus->line_byte;
         } else {
             size_t length;
             status = read_line(ctx, corpus, &length, &line_start);
             if (status != TFENC_OK)
                 break;
+            line = corpus->document_line;
         }
         for (int64_t k = 0; k < lines; k++, local++) {
             if (!line_wanted(wanted, corpus->first_index + local))
@@ -1393,14 +1512,22 @@ static int collect_line_starts(tfenc_context *ctx, tfenc_corpus *corpus, wanted_
             if (*n_starts == capacity) {
                 capacity = capacity > 0 ? 2 * capacity : 64;
                 int64_t *grown = realloc(*starts, (size_t)capacity * sizeof *grown);
-                if (grown == NULL) {
+                if (grown != NULL)
+                    *starts = grown;
+                int64_t *grown_lines = line_numbers == NULL ? NULL
+                    : realloc(*line_numbers, (size_t)capacity * sizeof *grown_lines);
+                if (grown_lines != NULL)
+                    *line_numbers = grown_lines;
+                if (grown == NULL || (line_numbers != NULL && grown_lines == NULL)) {
                     status = tfenc_error(ctx, TFENC_ERR_NO_MEMORY, "%s: out of memory",
                                          corpus->path);
                     break;
                 }
-                *starts = grown;
             }
-            (*starts)[(*n_starts)++] = line_start + k;
+            (*starts)[*n_starts] = line_start + k;
+            if (line_numbers != NULL)
+                (*line_numbers)[*n_starts] = line >= 0 ? line + k + 1 : 0;
+            (*n_starts)++;
         }
     }
     if (status == TFENC_ERR_NOT_FOUND)
@@ -1408,6 +1535,10 @@ static int collect_line_starts(tfenc_context *ctx, tfenc_corpus *corpus, wanted_
     if (status != TFENC_OK) {
         free(*starts);
         *starts = NULL;
+        if (line_numbers != NULL) {
+            free(*line_numbers);
+            *line_numbers = NULL;
+        }
         *n_starts = 0;
     }
     return status;
@@ -1429,6 +1560,8 @@ void tfenc_corpus_close(tfenc_corpus *corpus)
     free(corpus->stored_size);
     free(corpus->compression);
     free(corpus->source_documents);
+    free(corpus->source_skipped);
+    free(corpus->source_lines);
     if (corpus->tokens >= 0)
         H5Dclose(corpus->tokens);
     if (corpus->index >= 0)

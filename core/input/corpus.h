@@ -66,6 +66,21 @@ typedef enum tfenc_corpus_format {
 /* The formats' names, indexed by value, NULL-terminated ("auto" last). */
 extern const char *const tfenc_corpus_format_names[];
 
+/* What a null text is ([job] null_text): JSON Lines `"text": null`, or a
+ * null in a Parquet text column. ERROR stops the job naming the file and
+ * the line (row); EMPTY reads it as an empty document; SKIP leaves the
+ * record out: it is no document and gets no output row, documents are
+ * numbered without it, and its line still counts in the next documents'
+ * line numbers (tfenc_document.line), so rows trace back to their lines. */
+typedef enum tfenc_null_text {
+    TFENC_NULL_TEXT_ERROR,
+    TFENC_NULL_TEXT_EMPTY,
+    TFENC_NULL_TEXT_SKIP
+} tfenc_null_text;
+
+/* Their names, indexed by value, NULL-terminated. */
+extern const char *const tfenc_null_text_names[];
+
 typedef struct tfenc_corpus_options {
     const char *path;            /* [job] input as resolved: names the corpus in messages */
     const char *const *sources;  /* the files, in order (input/sources.h); NULL: `path` alone */
@@ -76,7 +91,7 @@ typedef struct tfenc_corpus_options {
     const char *text_pair_field; /* JSON Lines, Parquet: field (column) with the second
                                   * text of a pair (cross-encoders); NULL: single texts */
     const char *id_field;        /* JSON Lines, Parquet: field with the id; NULL: no ids */
-    int null_text_empty;         /* Parquet: a null text is an empty document (else an error) */
+    tfenc_null_text null_text;   /* JSON Lines, Parquet: what a null text is */
     size_t max_id_bytes;         /* JSON Lines: longer ids are refused (0: no limit) */
     const char *tokens_dataset;  /* HDF5 ragged: int ids [T]; NULL means "tokens" */
     const char *offsets_dataset; /* HDF5 ragged: [N+1] from 0 to T; NULL means "offsets" */
@@ -98,11 +113,17 @@ typedef struct tfenc_document {
     size_t id_length;
     const int32_t *token_ids; /* HDF5: the document's ids (non-negative); else NULL */
     int n_tokens;             /* HDF5: number of ids; else 0 */
+    int source;               /* the file it was read from (0 for HDF5) */
+    int64_t line;             /* text, JSON Lines: its 1-based line in that file; Parquet:
+                               * its 0-based row; -1 when not known (HDF5, or a plain
+                               * file entered in the middle without being told where:
+                               * tfenc_corpus_set_start_line, tfenc_corpus_range) */
 } tfenc_document;
 
 typedef struct tfenc_corpus_counts {
     int64_t n_documents;  /* documents in the share */
     int64_t n_tokens;     /* HDF5: token ids in the share; -1 for text and JSON Lines */
+    int64_t n_skipped;    /* records left out (null_text = skip) */
     size_t max_id_length; /* JSON Lines with an id field: longest id in bytes; else 0 */
 } tfenc_corpus_counts;
 
@@ -153,6 +174,8 @@ typedef struct tfenc_corpus_range {
                           * of a single plain file; else the source's index above bit 40
                           * and the decompressed offset in it) */
     int64_t byte_end;    /* text and JSON Lines: the next range's byte_start, or the end */
+    int64_t first_line_number; /* text and JSON Lines, Parquet: the 1-based line (row + 1)
+                                * of the first document in its file; 0: not known */
 } tfenc_corpus_range;
 
 /* Makes the corpus read exactly the range's documents from now on (any
@@ -177,7 +200,12 @@ int tfenc_corpus_line_starts(tfenc_context *ctx, tfenc_corpus *corpus, int64_t s
 /* The same for the lines whose global index is one of `indices`
  * (ascending; indices outside the share are passed over). */
 int tfenc_corpus_line_starts_at(tfenc_context *ctx, tfenc_corpus *corpus, const int64_t *indices,
-                                int64_t n_indices, int64_t **starts, int64_t *n_starts);
+                                int64_t n_indices, int64_t **starts, int64_t **line_numbers,
+                                int64_t *n_starts);
+/* (line_numbers, when not NULL, gets each start's 1-based line (row + 1)
+ * in its file, as tfenc_corpus_range.first_line_number; it needs
+ * tfenc_corpus_set_start_line() for a share that starts inside a plain
+ * file.) */
 
 /* Text and JSON Lines: the sources (files) the corpus reads, in order,
  * with their sizes on disk and compressions (known from open). */
@@ -193,8 +221,17 @@ int tfenc_corpus_position_source(int64_t position);
 int tfenc_corpus_source_whole(const tfenc_corpus *corpus, int source);
 
 /* After tfenc_corpus_count(): the share's documents in each source
- * ([tfenc_corpus_n_sources()]; a source the share does not reach has 0). */
+ * ([tfenc_corpus_n_sources()]; a source the share does not reach has 0),
+ * the records it left out (null_text = skip), and its lines (rows) in
+ * each, those left out included. */
 const int64_t *tfenc_corpus_source_documents(const tfenc_corpus *corpus);
+const int64_t *tfenc_corpus_source_skipped(const tfenc_corpus *corpus);
+const int64_t *tfenc_corpus_source_lines(const tfenc_corpus *corpus);
+
+/* Tells a share where it starts in line numbers: earlier_lines[s] is the
+ * lines of source s in the shares before this one (the driver's
+ * MPI_Exscan of tfenc_corpus_source_lines()). */
+void tfenc_corpus_set_start_line(tfenc_corpus *corpus, const int64_t *earlier_lines);
 
 /* Frees everything; NULL is allowed. */
 void tfenc_corpus_close(tfenc_corpus *corpus);

@@ -49,25 +49,44 @@ static int64_t cut(int64_t n_documents, int64_t width, int64_t *first)
 }
 
 /* Collective: every rank learns how many documents each source holds (a
- * share may hold parts of several plain sources, or none of one). */
+ * share may hold parts of several plain sources, or none of one) and how
+ * many records it left out, and each share where it starts in line
+ * numbers (the lines of its first source in the shares before it). */
 static int sum_source_documents(tfenc_context *ctx, MPI_Comm comm,
-                                const tfenc_corpus_options *options, const tfenc_corpus *corpus,
+                                const tfenc_corpus_options *options, tfenc_corpus *corpus,
                                 tfenc_windows_share *share_info)
 {
-    int n = options->n_sources > 0 ? options->n_sources : 1;
-    int64_t *mine = calloc((size_t)n, sizeof *mine);
+    int n = options->n_sources > 0 ? options->n_sources : 1, rank = 0;
+    MPI_Comm_rank(comm, &rank);
+    int64_t *mine = calloc(3 * (size_t)n, sizeof *mine);
+    int64_t *earlier_lines = calloc((size_t)n, sizeof *earlier_lines);
     share_info->source_documents = calloc((size_t)n, sizeof *share_info->source_documents);
-    int ok = mine != NULL && share_info->source_documents != NULL, all_ok = 0;
+    share_info->source_skipped = calloc((size_t)n, sizeof *share_info->source_skipped);
+    int ok = mine != NULL && earlier_lines != NULL && share_info->source_documents != NULL
+             && share_info->source_skipped != NULL, all_ok = 0;
     MPI_Allreduce(&ok, &all_ok, 1, MPI_INT, MPI_MIN, comm);
     if (!all_ok) {
         free(mine);
+        free(earlier_lines);
         free(share_info->source_documents);
         share_info->source_documents = NULL;
+        free(share_info->source_skipped);
+        share_info->source_skipped = NULL;
         return tfenc_error(ctx, TFENC_ERR_NO_MEMORY, "out of memory for %d sources", n);
     }
-    if (corpus != NULL)
+    if (corpus != NULL) {
         memcpy(mine, tfenc_corpus_source_documents(corpus), (size_t)n * sizeof *mine);
+        memcpy(mine + n, tfenc_corpus_source_skipped(corpus), (size_t)n * sizeof *mine);
+        memcpy(mine + 2 * n, tfenc_corpus_source_lines(corpus), (size_t)n * sizeof *mine);
+    }
     MPI_Allreduce(mine, share_info->source_documents, n, MPI_INT64_T, MPI_SUM, comm);
+    MPI_Allreduce(mine + n, share_info->source_skipped, n, MPI_INT64_T, MPI_SUM, comm);
+    MPI_Exscan(mine + 2 * n, earlier_lines, n, MPI_INT64_T, MPI_SUM, comm);
+    if (rank == 0)
+        memset(earlier_lines, 0, (size_t)n * sizeof *earlier_lines); /* undefined there */
+    if (corpus != NULL)
+        tfenc_corpus_set_start_line(corpus, earlier_lines);
+    free(earlier_lines);
     share_info->n_sources = n;
     /* Every rank that opened the corpus knows every source's kind. */
     uint8_t *whole = calloc((size_t)n, 1);
@@ -125,6 +144,7 @@ int tfenc_windows_scan(tfenc_context *ctx, MPI_Comm comm, const tfenc_corpus_opt
             tfenc_corpus_set_first_index(corpus, first_index);
             status = tfenc_corpus_line_starts_at(ctx, corpus, first, n_windows,
                                                  &share_info->line_starts,
+                                                 &share_info->line_numbers,
                                                  &share_info->n_line_starts);
             free(first);
         }
@@ -132,6 +152,16 @@ int tfenc_windows_scan(tfenc_context *ctx, MPI_Comm comm, const tfenc_corpus_opt
     }
     tfenc_corpus_close(corpus);
     return status;
+}
+
+void tfenc_windows_share_free(tfenc_windows_share *share_info)
+{
+    free(share_info->line_starts);
+    free(share_info->line_numbers);
+    free(share_info->source_documents);
+    free(share_info->source_skipped);
+    free(share_info->source_whole);
+    memset(share_info, 0, sizeof *share_info);
 }
 
 int tfenc_windows_build(tfenc_context *ctx, MPI_Comm comm, tfenc_windows_share *share_info,
@@ -147,6 +177,8 @@ int tfenc_windows_build(tfenc_context *ctx, MPI_Comm comm, tfenc_windows_share *
     windows->n_sources = share_info->n_sources;
     windows->source_documents = share_info->source_documents;
     share_info->source_documents = NULL;
+    windows->source_skipped = share_info->source_skipped;
+    share_info->source_skipped = NULL;
     windows->source_whole = share_info->source_whole;
     share_info->source_whole = NULL;
     windows->window_documents = window_documents;
@@ -164,9 +196,11 @@ int tfenc_windows_build(tfenc_context *ctx, MPI_Comm comm, tfenc_windows_share *
     int *counts = NULL, *displacements = NULL;
     if (any_text) {
         windows->byte_start = malloc(((size_t)n + 1) * sizeof *windows->byte_start);
+        windows->first_line_number = malloc(((size_t)n + 1) * sizeof *windows->first_line_number);
         counts = malloc((size_t)n_ranks * sizeof *counts);
         displacements = malloc((size_t)n_ranks * sizeof *displacements);
-        ok = ok && windows->byte_start != NULL && counts != NULL && displacements != NULL;
+        ok = ok && windows->byte_start != NULL && windows->first_line_number != NULL
+             && counts != NULL && displacements != NULL;
     }
     int status = agree_on_memory(ctx, comm, ok);
     if (status == TFENC_OK && any_text) {
@@ -185,9 +219,12 @@ int tfenc_windows_build(tfenc_context *ctx, MPI_Comm comm, tfenc_windows_share *
                                  "the corpus's shares found %lld window starts for %lld windows "
                                  "(did the file change while it was read?)",
                                  (long long)total, (long long)n);
-        else
+        else {
             MPI_Allgatherv(share_info->line_starts, mine, MPI_INT64_T, windows->byte_start,
                            counts, displacements, MPI_INT64_T, comm);
+            MPI_Allgatherv(share_info->line_numbers, mine, MPI_INT64_T,
+                           windows->first_line_number, counts, displacements, MPI_INT64_T, comm);
+        }
         int64_t size = share_info->file_size, largest = 0;
         MPI_Allreduce(&size, &largest, 1, MPI_INT64_T, MPI_MAX, comm);
         windows->byte_start[n] = largest;
@@ -196,6 +233,8 @@ int tfenc_windows_build(tfenc_context *ctx, MPI_Comm comm, tfenc_windows_share *
     free(displacements);
     free(share_info->line_starts);
     share_info->line_starts = NULL;
+    free(share_info->line_numbers);
+    share_info->line_numbers = NULL;
     if (status != TFENC_OK)
         tfenc_windows_free(windows);
     return status;
@@ -207,6 +246,8 @@ void tfenc_windows_range(const tfenc_windows *windows, int64_t k, tfenc_corpus_r
     range->n_documents = windows->first_document[k + 1] - windows->first_document[k];
     range->byte_start = windows->byte_start != NULL ? windows->byte_start[k] : 0;
     range->byte_end = windows->byte_start != NULL ? windows->byte_start[k + 1] : 0;
+    range->first_line_number = windows->first_line_number != NULL
+                                   ? windows->first_line_number[k] : 0;
 }
 
 /* ------------------------------------------------------------------ rows */
@@ -219,9 +260,16 @@ int tfenc_windows_count_local(tfenc_context *ctx, tfenc_windows *windows, int co
     if (windows->first_row == NULL)
         return tfenc_error(ctx, TFENC_ERR_NO_MEMORY, "out of memory for the windows' rows");
     int status = TFENC_OK;
-    for (int64_t k = counter; counter >= 0 && status == TFENC_OK && k < windows->n_windows;
-         k += n_counters)
-        status = count_window(ctx, user, k, &windows->first_row[k]);
+    int64_t group = -1;
+    int previous_source = -1;
+    for (int64_t k = 0; counter >= 0 && status == TFENC_OK && k < windows->n_windows; k++) {
+        int source = tfenc_windows_whole_source(windows, k);
+        if (source < 0 || source != previous_source)
+            group++;
+        previous_source = source;
+        if (group % n_counters == counter)
+            status = count_window(ctx, user, k, &windows->first_row[k]);
+    }
     return status;
 }
 
@@ -381,6 +429,8 @@ void tfenc_windows_free(tfenc_windows *windows)
     free(windows->partial);
     free(windows->partial_done);
     free(windows->source_documents);
+    free(windows->source_skipped);
+    free(windows->first_line_number);
     free(windows->source_whole);
     memset(windows, 0, sizeof *windows);
 }

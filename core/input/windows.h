@@ -60,6 +60,8 @@ typedef struct tfenc_windows {
     size_t max_id_length;     /* longest document id in bytes (JSON Lines ids), else 0 */
     int64_t *byte_start;      /* text: [n_windows + 1] offset of each window's first line,
                                * then the file size; NULL for HDF5 */
+    int64_t *first_line_number; /* text: [n_windows] each window's first document's 1-based
+                                 * line (row + 1) in its file; NULL for HDF5 */
     int64_t *first_row;       /* [n_windows + 1] first output row of each window, for
                                * outputs of several rows per document (tokens after
                                * truncation, or chunks), then the total; NULL until
@@ -70,6 +72,7 @@ typedef struct tfenc_windows {
     uint8_t *partial_done;    /* [n_partial * W] per document: finished (1) or not */
     int n_sources;            /* the corpus's files (input/sources.h) */
     int64_t *source_documents; /* [n_sources] documents in each, in order */
+    int64_t *source_skipped;  /* [n_sources] records left out of each (null_text = skip) */
     uint8_t *source_whole;    /* [n_sources] 1: compressed or Parquet, read from its start */
 } tfenc_windows;
 
@@ -79,11 +82,13 @@ typedef struct tfenc_windows_share {
     size_t max_id_length;
     int64_t *line_starts;     /* text: byte offsets of the share's lines that start a
                                * window (malloc'ed; freed by build) */
+    int64_t *line_numbers;    /* text: their 1-based lines in their files (freed by build) */
     int64_t n_line_starts;
     int64_t file_size;        /* text: the corpus's size in bytes */
     int n_sources;
     int64_t *source_documents; /* [n_sources] the whole corpus's documents per source
                                 * (summed over the shares; moved into the windows) */
+    int64_t *source_skipped;   /* [n_sources] records left out, likewise */
     uint8_t *source_whole;     /* [n_sources] (moved into the windows) */
 } tfenc_windows_share;
 
@@ -95,6 +100,9 @@ typedef struct tfenc_windows_share {
 int tfenc_windows_scan(tfenc_context *ctx, MPI_Comm comm, const tfenc_corpus_options *corpus,
                        int64_t window_documents, tfenc_windows_share *share_info);
 
+/* Frees what a share holds (after a failed scan, or when it is not built). */
+void tfenc_windows_share_free(tfenc_windows_share *share_info);
+
 /* Collective over `comm`: combines every rank's share into the windows.
  * Call only when every rank's tfenc_windows_scan succeeded. */
 int tfenc_windows_build(tfenc_context *ctx, MPI_Comm comm, tfenc_windows_share *share_info,
@@ -105,8 +113,12 @@ void tfenc_windows_range(const tfenc_windows *windows, int64_t k, tfenc_corpus_r
 
 /* Row counting, for outputs that place each document's rows by token
  * (per-token output) or by chunk. Local, on each counting rank (one per
- * replica, say): counts the windows k with k % n_counters == counter with
- * `count_window` (the window's output rows), keeping them in the windows. */
+ * replica, say): counts its windows with `count_window` (the window's
+ * output rows), in order, keeping them in the windows. The windows are
+ * dealt out in groups, group g to counter g % n_counters: a window alone,
+ * or all the consecutive windows that start in one compressed (or
+ * Parquet) file, so that each such file is decoded by one counter, once,
+ * not from its start again by every counter that has a window in it. */
 typedef int (*tfenc_window_counter)(tfenc_context *ctx, void *user, int64_t window,
                                     int64_t *rows);
 int tfenc_windows_count_local(tfenc_context *ctx, tfenc_windows *windows, int counter,

@@ -316,6 +316,11 @@ static int check_shapes(tfenc_context *ctx, const char *path, hid_t file,
     if (status == TFENC_OK)
         status = check_dataset(ctx, path, file, "lengths", H5T_INTEGER, "integer", 1, documents,
                                expected);
+    /* Only corpora of several files, or that leave records out, have it. */
+    if (status == TFENC_OK && H5Lexists(file, "document_source", H5P_DEFAULT) > 0)
+        status = check_dataset(ctx, path, file, "document_source", H5T_COMPOUND,
+                               "compound {shard, line}", 1, documents, expected);
+    H5Eclear2(H5E_DEFAULT);
     if (status == TFENC_OK && row_runs) {
         const char *offsets = tokens ? "offsets" : "chunk_offsets";
         int64_t entries[1] = {n_documents >= 0 ? n_documents + 1 : -1};
@@ -705,6 +710,8 @@ int tfenc_inspect_output(tfenc_context *ctx, const char *path, tfenc_inspection 
     }
     status = sparse ? check_sparse_shapes(ctx, path, file, inspection)
                     : check_shapes(ctx, path, file, inspection);
+    inspection->has_document_source = H5Lexists(file, "document_source", H5P_DEFAULT) > 0;
+    H5Eclear2(H5E_DEFAULT);
     int64_t first_empty = -1;
     if (status == TFENC_OK)
         status = count_finished(ctx, path, file, rows < 0 ? 0 : rows, inspection, &first_empty);

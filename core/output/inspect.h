@@ -76,9 +76,11 @@ typedef struct tfenc_inspection {
     double precision_sample_min_cosine;
     char *precision_steps;
     /* The corpus's files (attribute corpus_shards, output.h): one line each,
-     * "path bytes fingerprint first_document documents" tab-separated; NULL
-     * for files written before it was recorded. */
+     * "path bytes fingerprint first_document documents skipped"
+     * tab-separated (older files lack skipped); NULL for files written
+     * before it was recorded. */
     char *corpus_shards;
+    int has_document_source; /* each row's file and line (dataset document_source) */
     /* 1 when a job is writing the file now: it holds the output's lock
      * file (ownership.h, taken at any rank count), or, for files written
      * alone, HDF5's own lock on the file. */

@@ -55,6 +55,7 @@ struct tfenc_output {
     hid_t lengths;
     hid_t truncated;
     hid_t ids;             /* -1 without ids */
+    hid_t document_source; /* document_source [N] {shard, line}, else -1 */
     hid_t id_type;
     size_t id_length;      /* bytes per id in the file */
     int compress;          /* gzip + shuffle */
@@ -709,7 +710,7 @@ static int prepare(tfenc_context *ctx, MPI_Comm writers, const tfenc_output_opti
     if (out == NULL)
         return tfenc_error(ctx, TFENC_ERR_NO_MEMORY, "%s: out of memory", path);
     out->file = out->transfer = out->float_type = out->rows = out->offsets = -1;
-    out->lengths = out->truncated = out->ids = out->id_type = -1;
+    out->lengths = out->truncated = out->ids = out->id_type = out->document_source = -1;
     out->chunk_counts = out->chunk_starts = out->token_ids = -1;
     out->chunks = options->kind == TFENC_OUTPUT_POOLED ? options->chunks : TFENC_CHUNKS_OFF;
     out->writers = writers;
@@ -783,6 +784,29 @@ static int check_free_space(tfenc_context *ctx, const tfenc_output *out,
     return TFENC_OK;
 }
 
+/* A document_source element: where a document was read from. */
+typedef struct document_source {
+    int32_t shard;
+    int64_t line;
+} document_source;
+
+/* Its HDF5 type: packed little-endian in the file (12 bytes), the C
+ * struct's layout in memory. */
+static hid_t source_type(int in_memory)
+{
+    hid_t type = H5Tcreate(H5T_COMPOUND, in_memory ? sizeof(document_source) : 12);
+    if (type < 0)
+        return -1;
+    if (H5Tinsert(type, "shard", in_memory ? HOFFSET(document_source, shard) : 0,
+                  in_memory ? H5T_NATIVE_INT32 : H5T_STD_I32LE) < 0
+        || H5Tinsert(type, "line", in_memory ? HOFFSET(document_source, line) : 4,
+                     in_memory ? H5T_NATIVE_INT64 : H5T_STD_I64LE) < 0) {
+        H5Tclose(type);
+        return -1;
+    }
+    return type;
+}
+
 int tfenc_output_create(tfenc_context *ctx, MPI_Comm writers, const tfenc_output_options *options,
                         tfenc_output **out_result)
 {
@@ -833,6 +857,15 @@ int tfenc_output_create(tfenc_context *ctx, MPI_Comm writers, const tfenc_output
         if (status == TFENC_OK)
             status = create_dataset(ctx, out, "ids", out->id_type, out->n_documents, 0, compress,
                                     NULL, &out->ids);
+    }
+    if (status == TFENC_OK && options->has_document_source) {
+        hid_t type = source_type(0);
+        status = type < 0 ? h5_fail(ctx, TFENC_ERR_IO, path, "cannot make the type of "
+                                    "'document_source'")
+                          : create_dataset(ctx, out, "document_source", type, out->n_documents, 0,
+                                           compress, NULL, &out->document_source);
+        if (type >= 0)
+            H5Tclose(type);
     }
     if (status == TFENC_OK)
         status = write_attributes(ctx, out, options);
@@ -992,6 +1025,21 @@ static size_t shard_path_length(const char *line)
     return strcspn(line, "\t\n");
 }
 
+/* What identifies a shard in a corpus_shards line: path, bytes and
+ * fingerprint, the first three fields (the counts after them follow from
+ * the content and the job's settings, and files written before the
+ * `skipped` column have one field fewer). */
+static size_t shard_identity_length(const char *line)
+{
+    size_t length = 0;
+    for (int field = 0; field < 3; field++) {
+        length += strcspn(line + length, "\t\n");
+        if (field < 2 && line[length] == '\t')
+            length++;
+    }
+    return length;
+}
+
 /* A resume over a changed list of shards is refused naming the first shard
  * (in path order) that was added, removed or changed: with thousands of
  * shards, "the corpus changed" alone leaves the user to find which. A
@@ -1030,7 +1078,8 @@ static int check_corpus_shards(tfenc_context *ctx, tfenc_output *out, const char
         } else if (order > 0) {
             what = "was not in the corpus of the run that began this file";
             path = b, path_length = pb;
-        } else if (la != lb || memcmp(a, b, la) != 0) {
+        } else if (shard_identity_length(a) != shard_identity_length(b)
+                   || memcmp(a, b, shard_identity_length(a)) != 0) {
             what = "changed since the run that began this file read it";
             path = a, path_length = pa;
         }
@@ -1198,6 +1247,9 @@ static int open_existing_datasets(tfenc_context *ctx, tfenc_output *out,
             out->id_length = stored;
         }
     }
+    if (status == TFENC_OK && options->has_document_source)
+        status = open_existing_dataset(ctx, out, "document_source", out->n_documents,
+                                       &out->document_source);
     if (status == TFENC_OK && !options->has_ids && H5Lexists(out->file, "ids", H5P_DEFAULT) > 0)
         status = tfenc_error(ctx, TFENC_ERR_CONFIG, "%s: has ids but this job has none; refusing "
                              "to append to it", out->path);
@@ -1662,13 +1714,17 @@ int tfenc_output_write_chunk_counts(tfenc_context *ctx, tfenc_output *out, int64
 
 int tfenc_output_write_metadata(tfenc_context *ctx, tfenc_output *out, int64_t n_documents,
                                 const int64_t *global_indices, const int32_t *lengths,
-                                const int32_t *truncated, const char *const *ids)
+                                const int32_t *truncated, const char *const *ids,
+                                const int32_t *sources, const int64_t *source_lines)
 {
     if (n_documents <= 0)
         return TFENC_OK;
     if (out->ids >= 0 && ids == NULL)
         return tfenc_error(ctx, TFENC_ERR_INTERNAL, "%s: the file has ids but none were given",
                            out->path);
+    if (out->document_source >= 0 && (sources == NULL || source_lines == NULL))
+        return tfenc_error(ctx, TFENC_ERR_INTERNAL, "%s: the file has document_source but "
+                           "no sources were given", out->path);
     sort_entry *sorted = NULL;
     int status = sort_items(ctx, out, n_documents, global_indices, out->n_documents,
                             "document index", &sorted);
@@ -1676,13 +1732,17 @@ int tfenc_output_write_metadata(tfenc_context *ctx, tfenc_output *out, int64_t n
     int64_t *start = NULL, *length = NULL;
     int32_t *values = NULL;
     char *id_text = NULL;
+    document_source *where = NULL;
     if (status == TFENC_OK) {
         start = malloc(n * sizeof *start);
         length = malloc(n * sizeof *length);
         values = malloc(2 * n * sizeof *values);
         if (out->ids >= 0)
             id_text = calloc(n, out->id_length);
-        if (start == NULL || length == NULL || values == NULL || (out->ids >= 0 && id_text == NULL))
+        if (out->document_source >= 0)
+            where = malloc(n * sizeof *where);
+        if (start == NULL || length == NULL || values == NULL || (out->ids >= 0 && id_text == NULL)
+            || (out->document_source >= 0 && where == NULL))
             status = tfenc_error(ctx, TFENC_ERR_NO_MEMORY, "%s: out of memory", out->path);
     }
     for (size_t i = 0; status == TFENC_OK && i < n; i++) {
@@ -1691,6 +1751,8 @@ int tfenc_output_write_metadata(tfenc_context *ctx, tfenc_output *out, int64_t n
         length[i] = 1;
         values[i] = lengths[j];
         values[n + i] = truncated[j];
+        if (where != NULL)
+            where[i] = (document_source){.shard = sources[j], .line = source_lines[j]};
         if (id_text != NULL) {
             const char *id = ids[j] != NULL ? ids[j] : "";
             size_t id_length = strlen(id);
@@ -1713,10 +1775,20 @@ int tfenc_output_write_metadata(tfenc_context *ctx, tfenc_output *out, int64_t n
     if (status == TFENC_OK && id_text != NULL)
         status = write_elements(ctx, out, out->ids, "ids", runs, start, length, 0, out->id_type,
                                 id_text);
+    if (status == TFENC_OK && where != NULL) {
+        hid_t type = source_type(1);
+        status = type < 0 ? h5_fail(ctx, TFENC_ERR_IO, out->path, "cannot make the type of "
+                                    "'document_source'")
+                          : write_elements(ctx, out, out->document_source, "document_source",
+                                           runs, start, length, 0, type, where);
+        if (type >= 0)
+            H5Tclose(type);
+    }
     if (status == TFENC_OK)
         status = write_elements(ctx, out, out->lengths, "lengths", runs, start, length, 0,
                                 H5T_NATIVE_INT32, values);
     free(id_text);
+    free(where);
     free(values);
     free(start);
     free(length);
@@ -1731,7 +1803,8 @@ static int close_handles(tfenc_output *out)
 {
     int failed = 0;
     hid_t *datasets[] = {&out->rows, &out->offsets, &out->lengths, &out->truncated, &out->ids,
-                         &out->chunk_counts, &out->chunk_starts, &out->token_ids};
+                         &out->chunk_counts, &out->chunk_starts, &out->token_ids,
+                         &out->document_source};
     for (size_t i = 0; i < sizeof datasets / sizeof datasets[0]; i++)
         if (*datasets[i] >= 0) {
             failed |= H5Dclose(*datasets[i]) < 0;

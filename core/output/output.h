@@ -24,6 +24,12 @@
  *                                NUL-padded UTF-8, as long as the longest id
  *                                (variable-length strings cannot be written in
  *                                parallel HDF5; h5py returns them as bytes)
+ *   document_source [N] {shard int32, line int64}
+ *                                with has_document_source (a corpus of several
+ *                                files, or one that leaves records out): the
+ *                                file each row was read from (its index in
+ *                                corpus_shards) and its 1-based line there
+ *                                (Parquet: its 0-based row)
  * float datasets are float32, float16 (IEEE half, numpy.float16 in h5py) or
  * bfloat16 (docs/weights.md's layout), chunked about 1 MiB per chunk.
  * Pooled rows may instead be compact (output/quantize.h): embeddings int8 or
@@ -115,6 +121,7 @@ typedef struct tfenc_output_options {
     int64_t n_tokens;        /* tokens kind: rows of `hidden`; ignored for pooled */
     int has_ids;             /* write an `ids` dataset */
     int has_token_ids;       /* tokens kind: write `token_ids` beside `hidden` */
+    int has_document_source; /* write `document_source` */
     size_t max_id_length;    /* this rank's longest id in bytes; the file uses the
                               * maximum over all writers */
     /* Provenance, stored as attributes; NULL stores "". In parallel every
@@ -141,8 +148,9 @@ typedef struct tfenc_output_options {
     const char *const *plugin_sha256;
     int n_plugins;
     /* The corpus's files, one line each in order, tab-separated: path as
-     * given, bytes on disk, fingerprint, first document, documents (so any
-     * row traces back to its file, and to line row - first + 1 in it).
+     * given, bytes on disk, fingerprint, first document, documents,
+     * records left out (null_text = skip); document_source traces each
+     * row to its file and line.
      * Stored as `corpus_shards`; a resume whose list differs is refused
      * naming the first file added, removed or changed. NULL stores "". */
     const char *corpus_shards;
@@ -266,11 +274,14 @@ int tfenc_output_write_chunk_counts(tfenc_context *ctx, tfenc_output *out, int64
 
 /* Per-document metadata at the documents' global indices: lengths and
  * truncated (required), ids (NULL-terminated strings; required when the file
- * has ids, else ignored). Write it after the document's rows: a length of
- * -1 then means "not written yet" in a file left by a killed job. */
+ * has ids, else ignored), sources and source_lines (the file and line each
+ * was read from; required when the file has document_source, else
+ * ignored). Write it after the document's rows: a length of -1 then means
+ * "not written yet" in a file left by a killed job. */
 int tfenc_output_write_metadata(tfenc_context *ctx, tfenc_output *out, int64_t n_documents,
                                 const int64_t *global_indices, const int32_t *lengths,
-                                const int32_t *truncated, const char *const *ids);
+                                const int32_t *truncated, const char *const *ids,
+                                const int32_t *sources, const int64_t *source_lines);
 
 /* Flushes everything, sets complete = 1 and closes; frees `out` whatever
  * happens. Collective. */

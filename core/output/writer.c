@@ -31,6 +31,8 @@ typedef struct open_document {
     int64_t first_row;  /* TFENC_CHUNKS_EACH: its first row in embeddings */
     int32_t n_chunks, seen;
     int32_t tokens;     /* all its chunks' tokens, special tokens included */
+    int32_t source;     /* where it was read from */
+    int64_t source_line;
     char *id;
     float *rows;        /* MEAN: [d] the sum so far; EACH: [n_chunks, d] by chunk */
     int32_t *starts;    /* EACH: [n_chunks] each chunk's first token */
@@ -57,6 +59,8 @@ struct tfenc_writer {
     int32_t *lengths;
     int32_t *truncated;
     int32_t *chunk_counts;
+    int32_t *sources;
+    int64_t *source_lines;
     char **ids;
     int64_t n_queued, capacity;
     int has_ids;
@@ -120,11 +124,17 @@ static int reserve_queue(tfenc_context *ctx, tfenc_writer *w, int64_t n)
     int32_t *chunk_counts = realloc(w->chunk_counts, (size_t)capacity * sizeof *chunk_counts);
     if (chunk_counts != NULL)
         w->chunk_counts = chunk_counts;
+    int32_t *sources = realloc(w->sources, (size_t)capacity * sizeof *sources);
+    if (sources != NULL)
+        w->sources = sources;
+    int64_t *source_lines = realloc(w->source_lines, (size_t)capacity * sizeof *source_lines);
+    if (source_lines != NULL)
+        w->source_lines = source_lines;
     char **ids = realloc(w->ids, (size_t)capacity * sizeof *ids);
     if (ids != NULL)
         w->ids = ids;
     if (indices == NULL || lengths == NULL || truncated == NULL || chunk_counts == NULL ||
-        ids == NULL)
+        sources == NULL || source_lines == NULL || ids == NULL)
         return tfenc_error(ctx, TFENC_ERR_NO_MEMORY, "out of memory");
     w->capacity = capacity;
     return TFENC_OK;
@@ -132,7 +142,8 @@ static int reserve_queue(tfenc_context *ctx, tfenc_writer *w, int64_t n)
 
 /* A finished document's metadata joins the group; `id` is copied. */
 static int queue(tfenc_context *ctx, tfenc_writer *w, int64_t index, int32_t length,
-                 int32_t truncated, int32_t chunks, const char *id)
+                 int32_t truncated, int32_t chunks, int32_t source, int64_t source_line,
+                 const char *id)
 {
     int status = reserve_queue(ctx, w, 1);
     if (status != TFENC_OK)
@@ -142,6 +153,8 @@ static int queue(tfenc_context *ctx, tfenc_writer *w, int64_t index, int32_t len
     w->lengths[k] = length;
     w->truncated[k] = truncated;
     w->chunk_counts[k] = chunks;
+    w->sources[k] = source;
+    w->source_lines[k] = source_line;
     w->ids[k] = NULL;
     if (id != NULL) {
         if ((w->ids[k] = strdup(id)) == NULL)
@@ -220,6 +233,8 @@ static open_document *add_open(tfenc_context *ctx, tfenc_writer *w, const tfenc_
     o->index = m->indices[j];
     o->first_row = m->token_offsets[j];
     o->n_chunks = m->n_chunks[j];
+    o->source = m->sources[j];
+    o->source_line = m->source_lines[j];
     size_t rows = w->chunks == TFENC_CHUNKS_EACH ? (size_t)o->n_chunks : 1;
     o->rows = calloc(rows * (size_t)w->d_model, sizeof *o->rows);
     o->starts = w->chunks == TFENC_CHUNKS_EACH ? calloc((size_t)o->n_chunks, sizeof *o->starts)
@@ -276,7 +291,8 @@ static int finish_open(tfenc_context *ctx, tfenc_writer *w, open_document *o)
                                                  &o->n_chunks, o->starts, o->rows)
                      : tfenc_output_write_pooled(ctx, w->output, 1, &o->index, o->rows);
     if (status == TFENC_OK)
-        status = queue(ctx, w, o->index, o->tokens, 0, o->n_chunks, o->id);
+        status = queue(ctx, w, o->index, o->tokens, 0, o->n_chunks, o->source, o->source_line,
+                       o->id);
     close_open(w, o);
     return status;
 }
@@ -307,7 +323,8 @@ static int write_chunked(tfenc_context *ctx, tfenc_writer *w, const tfenc_microb
             whole_row[n_whole] = m->token_offsets[j];
             ones[n_whole] = 1;
             n_whole++;
-            status = queue(ctx, w, m->indices[j], m->lengths[j], m->truncated[j], 1, id);
+            status = queue(ctx, w, m->indices[j], m->lengths[j], m->truncated[j], 1,
+                           m->sources[j], m->source_lines[j], id);
             continue;
         }
         open_document *o = find_open(w, m->indices[j]);
@@ -439,7 +456,7 @@ int tfenc_writer_write(tfenc_context *ctx, tfenc_writer *w, const tfenc_microbat
         const char *id_cursor = m->ids;
         for (int j = 0; status == TFENC_OK && j < b->n_seq; j++)
             status = queue(ctx, w, m->indices[j], m->lengths[j], m->truncated[j], 1,
-                           next_id(&id_cursor));
+                           m->sources[j], m->source_lines[j], next_id(&id_cursor));
     }
     if (status != TFENC_OK)
         return status;
@@ -472,7 +489,8 @@ int tfenc_writer_flush(tfenc_context *ctx, tfenc_writer *w)
     if (status == TFENC_OK)
         status = tfenc_output_write_metadata(ctx, w->output, w->n_queued, w->indices, w->lengths,
                                              w->truncated,
-                                             w->has_ids ? (const char *const *)w->ids : NULL);
+                                             w->has_ids ? (const char *const *)w->ids : NULL,
+                                             w->sources, w->source_lines);
     for (int64_t k = 0; k < w->n_queued; k++) {
         free(w->ids[k]);
         w->ids[k] = NULL;
@@ -510,6 +528,8 @@ void tfenc_writer_destroy(tfenc_writer *w)
     free(w->lengths);
     free(w->truncated);
     free(w->chunk_counts);
+    free(w->sources);
+    free(w->source_lines);
     free(w->ids);
     free(w->open);
     free(w->finished_rows);

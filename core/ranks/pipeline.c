@@ -45,7 +45,7 @@ struct tfenc_pipeline {
 
 static size_t meta_bytes(int n_seq, int n_tokens, size_t ids_bytes)
 {
-    return sizeof(meta_header) + (size_t)n_seq * (2 * sizeof(int64_t) + 6 * sizeof(int32_t)) +
+    return sizeof(meta_header) + (size_t)n_seq * (3 * sizeof(int64_t) + 7 * sizeof(int32_t)) +
            sizeof(int32_t) + (size_t)n_tokens * 3 * sizeof(int32_t) + ids_bytes;
 }
 
@@ -59,6 +59,8 @@ static void point_into_meta(slot *s, int n_seq, int n_tokens, size_t ids_bytes, 
     p += (size_t)n_seq * sizeof(int64_t);
     m->token_offsets = (int64_t *)p;
     p += (size_t)n_seq * sizeof(int64_t);
+    m->source_lines = (int64_t *)p;
+    p += (size_t)n_seq * sizeof(int64_t);
     m->seq_start = (int32_t *)p;
     m->batch.seq_start = m->seq_start;
     p += (size_t)(n_seq + 1) * sizeof(int32_t);
@@ -71,6 +73,8 @@ static void point_into_meta(slot *s, int n_seq, int n_tokens, size_t ids_bytes, 
     m->positions = (int32_t *)p;
     m->batch.positions = m->positions;
     p += (size_t)n_tokens * sizeof(int32_t);
+    m->sources = (int32_t *)p;
+    p += (size_t)n_seq * sizeof(int32_t);
     m->lengths = (int32_t *)p;
     p += (size_t)n_seq * sizeof(int32_t);
     m->truncated = (int32_t *)p;

@@ -3,7 +3,7 @@
  *
  * A microbatch is a packed tfenc_batch plus what the last stage needs to
  * write its rows: each sequence's global document index, first token row,
- * length, word pieces cut, and id. It lives in a slot: a `meta` buffer
+ * file and line it was read from, length, word pieces cut, and id. It lives in a slot: a `meta` buffer
  * (header, then the integer arrays back to back, then the ids) and an
  * activations buffer `x`. Moving a microbatch to the next stage is two
  * messages (meta, then x) sent straight from the slot, with no packing copy.
@@ -31,6 +31,9 @@ typedef struct tfenc_microbatch {
     int32_t *seq_start, *token_ids, *token_types, *positions;
     int64_t *indices;         /* [n_seq] global document index */
     int64_t *token_offsets;   /* [n_seq] first row in the output's hidden (tokens kind) */
+    int64_t *source_lines;    /* [n_seq] its document's line (row) in its file, as
+                               * tfenc_document.line; -1 when not known */
+    int32_t *sources;         /* [n_seq] the file its document was read from */
     int32_t *lengths;         /* [n_seq] tokens of each sequence */
     int32_t *truncated;       /* [n_seq] word pieces cut from each document */
     /* A long document cut into chunks ([job] long_documents = chunk) is

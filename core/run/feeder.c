@@ -14,6 +14,8 @@ typedef struct pending {
     int64_t token_offset; /* first row of its document in the output: its first
                            * token's (tokens kind), its first chunk's (EACH) */
     size_t ids_at;        /* its ids start here in the window's id pool */
+    int64_t source_line;  /* its document's line (row) in its file (tfenc_document.line) */
+    int32_t source;       /* the file its document was read from */
     int32_t length;
     int32_t truncated;    /* pieces its document lost to max_seq_len */
     int32_t chunk, n_chunks, chunk_start;
@@ -276,8 +278,9 @@ static int chunk_count(int n_pieces, int room, int overlap)
 /* Adds the document just tokenized (its truncated form in f->scratch, its
  * whole pieces in the tokenizer) as one sequence, or as chunks when it is
  * long and the job chunks long documents. Returns the sequences added. */
-static int add_document(tfenc_context *ctx, tfenc_feeder *f, int64_t global_index, const char *id,
-                        int32_t length, int32_t truncated, int64_t first_row, int *added)
+static int add_document(tfenc_context *ctx, tfenc_feeder *f, int64_t global_index,
+                        const tfenc_document *document, const char *id, int32_t length,
+                        int32_t truncated, int64_t first_row, int *added)
 {
     const int chunked = f->options.chunks != TFENC_CHUNKS_OFF && truncated > 0;
     const int32_t *prefix = NULL, *suffix = NULL, *pieces = NULL;
@@ -294,6 +297,8 @@ static int add_document(tfenc_context *ctx, tfenc_feeder *f, int64_t global_inde
         pending *sequence = &f->sequences[f->n_sequences];
         int32_t *ids = f->id_pool + f->pool_used, *types = f->type_pool + f->pool_used;
         sequence->global_index = global_index;
+        sequence->source = document->source;
+        sequence->source_line = document->line;
         sequence->token_offset = first_row;
         sequence->ids_at = f->pool_used;
         sequence->chunk = c;
@@ -349,7 +354,7 @@ int tfenc_feeder_load_window(tfenc_context *ctx, tfenc_feeder *f, const tfenc_co
                                            &truncated);
         int added = 0;
         if (status == TFENC_OK)
-            status = add_document(ctx, f, global_index,
+            status = add_document(ctx, f, global_index, &document,
                                   f->options.has_ids ? (document.id != NULL ? document.id : "")
                                                      : NULL,
                                   length, truncated, row, &added);
@@ -444,6 +449,8 @@ int tfenc_feeder_next(tfenc_context *ctx, tfenc_feeder *f, tfenc_pipeline *pipel
         m->seq_start[j + 1] = row;
         m->indices[j] = sequence->global_index;
         m->token_offsets[j] = sequence->token_offset;
+        m->sources[j] = sequence->source;
+        m->source_lines[j] = sequence->source_line;
         m->lengths[j] = sequence->length;
         m->truncated[j] = sequence->truncated;
         m->chunk[j] = sequence->chunk;

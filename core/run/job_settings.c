@@ -166,9 +166,11 @@ static int read_job_keys(reader *r, tfenc_job_section *section, job_keys *k)
     /* Cross-encoders read a pair of texts a line (query, passage). */
     READ(tfenc_param_string(&p, "text_pair_field", NULL, &s->corpus.text_pair_field));
     READ(tfenc_param_string(&p, "id_field", NULL, &s->corpus.id_field));
-    /* Parquet: a null text is an error unless asked to be an empty document. */
-    static const char *const null_text_names[] = {"error", "empty", NULL};
-    READ(tfenc_param_choice(&p, "null_text", null_text_names, 0, &s->corpus.null_text_empty));
+    /* A null text is an error unless asked to be an empty document or left out. */
+    int null_text = TFENC_NULL_TEXT_ERROR;
+    READ(tfenc_param_choice(&p, "null_text", tfenc_null_text_names, TFENC_NULL_TEXT_ERROR,
+                            &null_text));
+    s->corpus.null_text = (tfenc_null_text)null_text;
     /* An id is a name (a URL, a key), not a document. */
     READ(tfenc_param_int_range(&p, "max_id_bytes", 1024, 1, 1L << 20, &k->max_id_bytes));
     READ(tfenc_param_string(&p, "tokens_dataset", "tokens", &s->corpus.tokens_dataset));

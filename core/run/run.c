@@ -897,9 +897,7 @@ static int cut_windows(run *r)
     int status = tfenc_windows_scan(r->ctx, MPI_COMM_WORLD, &r->settings.corpus,
                                     r->settings.window_documents, &share);
     if (agree_on_failure(r, status)) {
-        free(share.line_starts);
-        free(share.source_documents);
-        free(share.source_whole);
+        tfenc_windows_share_free(&share);
         return 1;
     }
     if (agree_on_failure(r, tfenc_windows_build(r->ctx, MPI_COMM_WORLD, &share,
@@ -1014,6 +1012,7 @@ static const char **describe_sources(const run *r, tfenc_run_plan *plan)
     plan->n_sources = r->settings.sources.n;
     plan->source_paths = (const char *const *)r->settings.sources.paths;
     plan->source_documents = r->windows.source_documents;
+    plan->source_skipped = r->windows.source_skipped;
     if (r->corpus == NULL || tfenc_corpus_n_sources(r->corpus) != plan->n_sources)
         return NULL;
     const char **compressions = calloc((size_t)plan->n_sources, sizeof *compressions);
@@ -1207,6 +1206,15 @@ static int list_inputs(run *r, input_list *list)
                : status;
 }
 
+/* Whether the output traces each row to its file and line (output.h:
+ * document_source): when a row's index alone does not tell, with several
+ * files, or with records left out. A token-id corpus is one file. */
+static int needs_document_source(const run *r)
+{
+    return r->settings.corpus.format != TFENC_CORPUS_HDF5
+           && (r->settings.sources.n > 1 || r->settings.corpus.null_text == TFENC_NULL_TEXT_SKIP);
+}
+
 /* The corpus's fingerprint over all its files, and the table of them the
  * output keeps (output.h: corpus_shards), from the counting pass's
  * documents per file. Collective; *table is malloc'ed. */
@@ -1223,7 +1231,7 @@ static int fingerprint_corpus(run *r, char hex[65], char **table)
                                            each);
     size_t size = 1;
     for (int i = 0; status == TFENC_OK && i < sources->n; i++)
-        size += strlen(sources->paths[i]) + 65 + 3 * 24;
+        size += strlen(sources->paths[i]) + 65 + 4 * 24;
     char *text = status == TFENC_OK ? malloc(size) : NULL;
     if (status == TFENC_OK && text == NULL)
         status = tfenc_error(r->ctx, TFENC_ERR_NO_MEMORY, "out of memory for the shard list");
@@ -1234,9 +1242,11 @@ static int fingerprint_corpus(run *r, char hex[65], char **table)
         long long bytes = stat(sources->paths[i], &info) == 0 ? (long long)info.st_size : -1;
         int64_t documents = r->windows.source_documents != NULL && i < r->windows.n_sources
                                 ? r->windows.source_documents[i] : -1;
-        used += (size_t)snprintf(text + used, size - used, "%s\t%lld\t%s\t%lld\t%lld\n",
+        int64_t skipped = r->windows.source_skipped != NULL && i < r->windows.n_sources
+                              ? r->windows.source_skipped[i] : 0;
+        used += (size_t)snprintf(text + used, size - used, "%s\t%lld\t%s\t%lld\t%lld\t%lld\n",
                                  sources->paths[i], bytes, each[i], (long long)first,
-                                 (long long)documents);
+                                 (long long)documents, (long long)skipped);
         first += documents;
     }
     free(each);
@@ -1384,6 +1394,7 @@ static int open_output(run *r)
             .chunks = r->settings.chunks, .n_chunks = r->n_rows,
             .has_ids = r->settings.corpus.id_field != NULL,
             .has_token_ids = r->settings.output_ids,
+            .has_document_source = needs_document_source(r),
             .max_id_length = r->windows.max_id_length, .job_text = provenance,
             .job_settings = identity, .weights_sha256 = weights_sha256,
             .corpus_path = r->settings.input, .corpus_fingerprint = corpus_fingerprint,
@@ -1525,6 +1536,18 @@ static void report_progress(run *r, const tfenc_rank_work *work, double start, d
                             .elapsed_seconds = now - start,
                             .n_ranks = r->n_ranks,
                             .final = final};
+    /* Files: those that end before the first document not yet handed out
+     * (the windows to do are taken in corpus order). */
+    if (r->windows.n_sources > 1 && r->windows.source_documents != NULL) {
+        int64_t next = final || taken >= r->n_todo ? r->windows.n_documents
+                                                   : r->windows.first_document[r->todo[taken]];
+        int64_t end = 0;
+        p.files_total = r->windows.n_sources;
+        for (int i = 0; i < r->windows.n_sources; i++) {
+            end += r->windows.source_documents[i];
+            p.files_done += end <= next;
+        }
+    }
     o->progress(o->user, &p);
 }
 

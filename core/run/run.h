@@ -28,6 +28,8 @@ typedef struct tfenc_run_progress {
     double elapsed_seconds;
     int n_ranks;
     int final;               /* the last report of the run */
+    int files_done;          /* a corpus of several files: those whose documents have all */
+    int files_total;         /* been handed out (0 of 0 for one file) */
 } tfenc_run_progress;
 
 /* What a dry run found: everything the driver prints as the plan. */
@@ -55,6 +57,7 @@ typedef struct tfenc_run_plan {
     int n_sources;                 /* the corpus's files (input/sources.h) */
     const char *const *source_paths;        /* [n_sources] in order */
     const int64_t *source_documents;        /* [n_sources] */
+    const int64_t *source_skipped;          /* [n_sources] null texts left out */
     const char *const *source_compressions; /* [n_sources] "none", "gzip", "zstd", "xz";
                                              * NULL when rank 0 reads no corpus */
     double last_flop_rate;         /* per rank, from the last job here; 0 if none */

@@ -40,7 +40,15 @@ the peers' venv, the text and the MPNet model. What one run does:
   sentence-transformers' over the whole corpus.
 
 Writes OUT/bench.csv, OUT/roofline.json and OUT/bench.png, prints the table
-with the CPU, its flags and the load average. --smoke: the harness on a tiny workload
+with the CPU, its flags and the load average.
+
+--texts shards runs only the corpus-of-many-files case instead (issue 26's
+figures, measure_shards below): tfenc fp32 on MiniLM over the passages as
+one plain JSON Lines file and as 7 zstd shards, at 1 rank x 2 threads and
+2 ranks x 1 thread, reporting the shards' tokens/s over the plain file's
+and the growth of the peak RSS per rank; and the --dry-run of 10,000
+one-line shards beside that of the same lines as one file (the scan).
+Ratios and times are reported, never asserted; writes OUT/shards.csv. --smoke: the harness on a tiny workload
 (MiniLM, 64 lines of tests/import/sentences.txt, no OpenVINO), for make check.
 """
 
@@ -818,6 +826,119 @@ def report(run, rows, rooflines, text_source, load_start):
     print(f"bench: wrote {os.path.join(run.out, 'bench.csv')}, roofline.json and bench.png")
 
 
+# ------------------------------------------------------------------ shards
+
+SHARDS = 7
+TINY_SHARDS = 10000
+
+
+def write_jsonl(path, texts, compress=False):
+    body = "".join(json.dumps({"text": t}, ensure_ascii=False) + "\n" for t in texts)
+    if not compress:
+        with open(path, "w", encoding="utf-8") as f:
+            f.write(body)
+        return
+    subprocess.run(["zstd", "-q", "-f", "-o", path], input=body.encode(), check=True)
+
+
+def dry_run_seconds(builddir, job, corpus, ranks):
+    """Wall seconds of tfenc-batch --dry-run (loads, reads and counts the
+    corpus, encodes nothing), or None when it fails."""
+    command = [os.environ.get("MPIEXEC", "mpiexec"), "-n", str(ranks),
+               os.path.join(builddir, "drivers", "tfenc-batch"), "--dry-run", "--set",
+               f"job.input={corpus}", job]
+    env = thread_environment(1)
+    env["TFENC_PLUGIN_PATH"] = os.path.join(builddir, "plugins", ".libs")
+    start = time.perf_counter()
+    result = subprocess.run(command, env=env, capture_output=True, text=True)
+    if result.returncode != 0:
+        log("dry run failed: " + last_line(result.stderr))
+        return None
+    return time.perf_counter() - start
+
+
+def measure_shards(run, text_dir):
+    """The passages as one plain JSON Lines file and as SHARDS zstd shards;
+    each layout's best of --repeat runs, the two corpora in turns."""
+    model_dir = model_folder("minilm", run.work)
+    work = os.path.join(run.work, "shards")
+    os.makedirs(work, exist_ok=True)
+    job, refusal = tfenc_import(run.builddir, model_dir, work)
+    if refusal:
+        sys.exit(f"bench: {refusal}")
+    texts = read_texts(os.path.join(text_dir, "passages.txt"))
+    texts = texts[:max(4, int(round(MODELS["minilm"]["passages"] * run.args.scale)))]
+    plain, shard_dir = os.path.join(work, "one.jsonl"), os.path.join(work, "zstd")
+    warmup = os.path.join(work, "warmup.jsonl")
+    write_jsonl(plain, texts)
+    write_jsonl(warmup, texts[:max(4, len(texts) // 100)])
+    shutil.rmtree(shard_dir, ignore_errors=True)
+    os.makedirs(shard_dir)
+    for k in range(SHARDS):
+        part = texts[k * len(texts) // SHARDS:(k + 1) * len(texts) // SHARDS]
+        write_jsonl(os.path.join(shard_dir, f"part-{k}.jsonl.zst"), part, compress=True)
+    corpora = [("one plain file", plain), (f"{SHARDS} zstd shards", shard_dir)]
+    rows = []
+    for layout in ("1x2", "2x1"):
+        ranks, threads = (int(x) for x in layout.split("x"))
+        output = os.path.join(work, "out.h5")
+        tfenc_job(run.builddir, job, warmup, output, "fp32", ranks, threads)
+        best = {}
+        for _ in range(max(run.args.repeat, 1)):
+            for name, corpus in corpora:
+                result = tfenc_job(run.builddir, job, corpus, output, "fp32", ranks, threads)
+                if result["status"] != "ok":
+                    sys.exit(f"bench: {name}, {layout}: {result['reason']}")
+                rate = result["tokens"] / max(result["encoding"], 1e-9)
+                if name not in best or rate > best[name]["rate"]:
+                    best[name] = dict(result, rate=rate)
+        one, many = best[corpora[0][0]], best[corpora[1][0]]
+        rows.append({"layout": layout, "plain tokens/s": round(one["rate"]),
+                     "shards tokens/s": round(many["rate"]),
+                     "shards / plain": round(many["rate"] / one["rate"], 4),
+                     "plain RSS MiB": one["rss_mib"], "shards RSS MiB": many["rss_mib"],
+                     "RSS growth MiB": round(many["rss_mib"] - one["rss_mib"], 1)})
+        log(f"shards {layout}: {rows[-1]}")
+    # The scan: 10,000 one-line shards beside the same lines as one file.
+    tiny_dir, tiny_one = os.path.join(work, "tiny"), os.path.join(work, "tiny.jsonl")
+    short = read_texts(os.path.join(text_dir, "short.txt"))
+    lines = [short[i % len(short)] for i in range(TINY_SHARDS)]
+    if not os.path.isdir(tiny_dir) or len(os.listdir(tiny_dir)) != TINY_SHARDS:
+        shutil.rmtree(tiny_dir, ignore_errors=True)
+        os.makedirs(tiny_dir)
+        for i, line in enumerate(lines):
+            write_jsonl(os.path.join(tiny_dir, f"part-{i:05d}.jsonl"), [line])
+    write_jsonl(tiny_one, lines)
+    scan_one = dry_run_seconds(run.builddir, job, tiny_one, 2)
+    scan_many = dry_run_seconds(run.builddir, job, tiny_dir, 2)
+    with open(os.path.join(run.out, "shards.csv"), "w", newline="") as f:
+        writer = csv.DictWriter(f, fieldnames=list(rows[0]))
+        writer.writeheader()
+        writer.writerows(rows)
+    return rows, scan_one, scan_many
+
+
+def report_shards(run, rows, scan_one, scan_many, load_start):
+    load_end = os.getloadavg()
+    cpu_name, cpu_flags = cpu_description()
+    print(f"{datetime.date.today()}, {cpu_name}, {os.cpu_count()} cores; flags: {cpu_flags}")
+    print(f"load average (1, 5, 15 min): {' '.join(f'{x:.2f}' for x in load_start)} at the "
+          f"start, {' '.join(f'{x:.2f}' for x in load_end)} at the end (other work on the "
+          f"machine takes its share of every figure)")
+    print(f"all-MiniLM-L6-v2 fp32, the passages as one plain JSON Lines file and as {SHARDS} "
+          f"zstd shards; tokens/s of the encoding phase, best of {max(run.args.repeat, 1)}; "
+          f"peak RSS per rank")
+    print("| " + " | ".join(rows[0]) + " |")
+    print("|" + "---|" * len(rows[0]))
+    for r in rows:
+        print("| " + " | ".join(str(v) for v in r.values()) + " |")
+    def seconds(x):
+        return "failed" if x is None else f"{x:.2f} s"
+    print(f"--dry-run at 2 ranks of {TINY_SHARDS:,} one-line shards: {seconds(scan_many)}; "
+          f"of the same lines as one file: {seconds(scan_one)}")
+    print(f"bench: wrote {os.path.join(run.out, 'shards.csv')}")
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--builddir", default=os.environ.get("abs_top_builddir", os.getcwd()))
@@ -849,6 +970,12 @@ def main():
         args.models, args.gemm_seconds = "minilm", 0.01
 
     load_start = os.getloadavg()
+    if args.texts == "shards":
+        args.engines = "tfenc"
+        run = Run(args)
+        text_dir, _ = make_text(run, model_folder("minilm", run.work))
+        report_shards(run, *measure_shards(run, text_dir), load_start)
+        return 0
     run = Run(args)
     log("versions: " + ", ".join(f"{k} {v}" for k, v in run.versions.items()))
     text_dir, text_source = make_text(run, model_folder("minilm", run.work))

@@ -157,7 +157,7 @@ int main(int argc, char **argv)
             : tfenc_output_write_tokens(&ctx, out, n, indices, token_offsets, lengths, rows);
         if (status == TFENC_OK)
             status = tfenc_output_write_metadata(&ctx, out, n, indices, lengths, truncated,
-                                                 call_ids);
+                                                 call_ids, NULL, NULL);
         if (status != TFENC_OK)
             return fail(&ctx, rank);
     }

@@ -74,7 +74,7 @@ with h5py.File(sys.argv[1], "r") as f:
     table = table.decode() if isinstance(table, bytes) else table
 rows = [line.split("\t") for line in table.splitlines()]
 assert [r[0] for r in rows] == sorted(r[0] for r in rows), rows
-assert rows[0][0].endswith("part-00.jsonl") and rows[0][3:] == ["0", "1"], rows[0]
+assert rows[0][0].endswith("part-00.jsonl") and rows[0][3:] == ["0", "1", "0"], rows[0]
 assert rows[1][0].endswith("part-01.jsonl.gz") and rows[1][3] == "1", rows[1]
 assert rows[-1][0].endswith("part-07.jsonl") and rows[-1][4] == "0", rows[-1]
 assert sum(int(r[4]) for r in rows) == 1000, rows
@@ -83,6 +83,36 @@ then
   echo "shards: ok   the output lists the 8 shards with their documents"
 else
   fail "the output's shard list"
+fi
+# document_source traces each row to its shard and line: the id on that
+# line of that file (decompressed by Python, or by the zstd program) is the
+# row's id.
+if result=$("$python" - "$work/dir-2.h5" "$work" <<'PY'
+import gzip, json, lzma, os, subprocess, sys, h5py
+with h5py.File(sys.argv[1], "r") as f:
+    table = f.attrs["corpus_shards"]
+    table = table.decode() if isinstance(table, bytes) else table
+    source, ids = f["document_source"][()], f["ids"][()]
+paths = [os.path.join(sys.argv[2], line.split("\t")[0]) for line in table.splitlines()]
+def lines(path):
+    data = open(path, "rb").read()
+    if path.endswith(".gz"):
+        data = gzip.decompress(data)
+    elif path.endswith(".xz"):
+        data = lzma.decompress(data)
+    elif path.endswith(".zst"):
+        data = subprocess.run(["zstd", "-dc", path], capture_output=True, check=True).stdout
+    return data.decode().splitlines()
+files = [lines(p) for p in paths]
+for row, (shard, line) in enumerate(zip(source["shard"], source["line"])):
+    found = json.loads(files[shard][line - 1])["id"]
+    assert found == ids[row].decode(), (row, shard, line, found, ids[row])
+print(f"{len(ids)} rows traced to their lines in {len(files)} shards")
+PY
+); then
+  echo "shards: ok   document_source: $result"
+else
+  fail "document_source: $result"
 fi
 
 # The third way: Parquet files written by pyarrow (several row groups,

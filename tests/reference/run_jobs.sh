@@ -58,5 +58,20 @@ for example in original-postnorm prenorm-gpt bert-text shards; do
   run_example "$example"
 done
 
+# jobs/shards' Parquet file gives the same rows (CI builds with Arrow and
+# has pyarrow, so make-model wrote it).
+dir=$builddir/tests/data/generated/jobs/shards
+if ! grep -q "^#define HAVE_PARQUET 1" "$builddir/config.h"; then
+  record 1 "shards: Parquet: this build has none (run tests/setup-python-venv, then configure)"
+elif [ ! -f "$dir/parquet/part-0.parquet" ]; then
+  record 1 "shards: make-model wrote no parquet/ (no pyarrow in the tests' Python?)"
+else
+  (cd "$dir" && "$driver" --quiet --set job.input=parquet --set job.output=parquet.h5 job.ini)
+  record $? "shards: tfenc-batch --set job.input=parquet job.ini"
+  "$python" "$srcdir/tests/reference/compare.py" --label "shards parquet" \
+    "$dir/parquet.h5" "$dir/expected.h5"
+  record $? "shards: the Parquet file's output matches PyTorch"
+fi
+
 echo "run_jobs: $passed passed, $failed failed"
 [ "$failed" -eq 0 ]

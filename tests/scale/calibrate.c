@@ -56,8 +56,7 @@ int main(int argc, char **argv)
     double scan_start = tfenc_clock_seconds();
     if (tfenc_windows_scan(&ctx, MPI_COMM_WORLD, &corpus, window, &share) != TFENC_OK)
         die(&ctx, rank);
-    free(share.line_starts);
-    free(share.source_documents);
+    tfenc_windows_share_free(&share);
     MPI_Barrier(MPI_COMM_WORLD);
     double scan_seconds = tfenc_clock_seconds() - scan_start;
     char fingerprint[65];
@@ -118,7 +117,8 @@ int main(int argc, char **argv)
             die(&ctx, rank);
         double t1 = tfenc_clock_seconds();
         if (fdatasync(sync_fd) != 0 ||
-            tfenc_output_write_metadata(&ctx, out, window, indices, lengths, truncated, NULL) !=
+            tfenc_output_write_metadata(&ctx, out, window, indices, lengths, truncated, NULL, NULL,
+                                        NULL) !=
                 TFENC_OK)
             die(&ctx, rank);
         double t2 = tfenc_clock_seconds();
