@@ -180,23 +180,15 @@ static void rope_apply(const attention *layer, float *vectors, int rows, int str
     }
 }
 
-/* exp(x) for the scores once their row maximum is subtracted (x <= 0):
- * tfenc_fast_exp() (plain arithmetic, so that a loop of it vectorises; libm's
- * expf() would make the softmax cost as much as the GEMMs at L = 512), with
- * NaN and -inf scores turned back into NaN by (x - x), where tfenc_fast_exp's
- * clamp alone would hide them as exp(-87). */
-static inline float exp_nonpositive(float x)
-{
-    return tfenc_fast_exp(x) + (x - x);
-}
-
 /* Replaces each row of a score tile by exp(score - row maximum) and returns
  * 1 / (row sum) per row: the normalisation is applied later to the context
  * rows (head_dim values) rather than to the probabilities (L values).
  * Row r is query first + r and holds the scores of keys first_key ..
  * first_key + length - 1; of those it sees keys [lo, hi) only (causal: none
  * after itself; window: none farther than `window`). The scores of the
- * other keys become exactly 0: a -inf score would turn into NaN below. */
+ * other keys become exactly 0. tfenc_exp_nonpositive (plugin_math.h) takes
+ * exp(x <= 0) in two thirds of tfenc_fast_exp's operations, as torch does
+ * at the ends: -inf gives 0, NaN stays NaN. */
 TFENC_VECTOR_CLONES
 static void exponentiate_rows(const attention *layer, float *scores, int first, int rows,
                               int first_key, int length, float *inverse_sums)
@@ -218,7 +210,7 @@ static void exponentiate_rows(const attention *layer, float *scores, int first, 
         float sum = 0.0f;
 #pragma omp simd reduction(+ : sum)
         for (int j = lo; j < hi; j++) {
-            row[j] = exp_nonpositive(row[j] - maximum);
+            row[j] = tfenc_exp_nonpositive(row[j] - maximum);
             sum += row[j];
         }
         for (int j = 0; j < lo; j++)
