@@ -110,6 +110,8 @@ typedef struct attention {
     tfenc_linear *out;     /* context [rows, d] -> [rows, d] (host-owned) */
     tfenc_matmul_plan *scores_plan;  /* Q_tile K^T, every head (host-owned) */
     tfenc_matmul_plan *context_plan; /* P V, every head (host-owned) */
+    int in_place;          /* 1: the scores are read, and the probabilities written (bf16),
+                            * in the products' own layout (tfenc_matmul_padded_layout) */
     tfenc_limits limits;   /* the batches forward() was promised */
     int threads;           /* the rank's pool at create(): each thread scores its own sequences */
     int fused;             /* 1: fp32 job, the fused kernel (attention_kernel.c) computes the
@@ -180,6 +182,21 @@ static void rope_apply(const attention *layer, float *vectors, int rows, int str
     }
 }
 
+/* Keys [*lo, *hi) of a tile of `length` keys that its row `query` (counted
+ * from the tile's first key) sees: causal, none after itself; window, none
+ * farther than `window`. */
+static inline void visible_keys(const attention *layer, int query, int length, int *lo, int *hi)
+{
+    *lo = 0;
+    *hi = length;
+    if (layer->causal && query + 1 < *hi)
+        *hi = query + 1;
+    if (layer->window > 0) {
+        *lo = query - layer->window > 0 ? query - layer->window : 0;
+        *hi = query + layer->window + 1 < *hi ? query + layer->window + 1 : *hi;
+    }
+}
+
 /* Replaces each row of a score tile by exp(score - row maximum) and returns
  * 1 / (row sum) per row: the normalisation is applied later to the context
  * rows (head_dim values) rather than to the probabilities (L values).
@@ -195,13 +212,8 @@ static void exponentiate_rows(const attention *layer, float *scores, int first, 
 {
     for (int r = 0; r < rows; r++) {
         float *row = scores + (size_t)r * length;
-        int query = first + r - first_key, lo = 0, hi = length;
-        if (layer->causal && query + 1 < hi)
-            hi = query + 1;
-        if (layer->window > 0) {
-            lo = query - layer->window > 0 ? query - layer->window : 0;
-            hi = query + layer->window + 1 < hi ? query + layer->window + 1 : hi;
-        }
+        int lo, hi;
+        visible_keys(layer, first + r - first_key, length, &lo, &hi);
         /* Subtracting the row maximum keeps the exponentials <= 1: no overflow. */
         float maximum = row[lo];
 #pragma omp simd reduction(max : maximum)
@@ -266,18 +278,51 @@ static size_t transposed_key_floats(const attention *layer)
     return (size_t)layer->kv_width * (size_t)layer->shape.transposed_stride;
 }
 
+/* The rows and keys of the largest tile within `limits`, padded as the
+ * products lay them out when the layer keeps its scores there (in_place),
+ * else as they are. */
+static void tile_size(const attention *layer, const tfenc_limits *limits, size_t *rows,
+                      size_t *keys)
+{
+    int longest = limits->max_seq_len > 0 ? limits->max_seq_len : 0;
+    int tile = longest < QUERY_TILE ? longest : QUERY_TILE;
+    tfenc_matmul_layout layout = {.struct_size = sizeof layout};
+    if (layer->in_place && longest > 0 &&
+        tfenc_matmul_padded_layout(layer->scores_plan, tile, longest, layer->head_dim,
+                                   &layout) == TFENC_OK) {
+        tile = layout.m_padded;
+        longest = layout.n_padded;
+    }
+    *rows = (size_t)tile;
+    *keys = (size_t)longest;
+}
+
 /* Floats of one tile of scores, every head: [n_heads, tile, max_seq_len]. */
 static size_t score_tile_floats(const attention *layer, const tfenc_limits *limits)
 {
-    size_t longest = limits->max_seq_len > 0 ? (size_t)limits->max_seq_len : 0;
-    size_t tile = longest < QUERY_TILE ? longest : QUERY_TILE;
-    return (size_t)layer->n_heads * tile * longest;
+    size_t rows, keys;
+    tile_size(layer, limits, &rows, &keys);
+    return (size_t)layer->n_heads * rows * keys;
 }
 
 /* Floats of one tile's row sums: [n_heads, QUERY_TILE]. */
 static size_t tile_sums(const attention *layer)
 {
     return (size_t)layer->n_heads * QUERY_TILE;
+}
+
+/* Floats of one tile's bf16 probabilities (in_place): half the scores. */
+static size_t probability_tile_floats(const attention *layer, const tfenc_limits *limits)
+{
+    return layer->in_place ? (score_tile_floats(layer, limits) + 1) / 2 : 0;
+}
+
+/* Floats of one thread's part of the workspace (bf16 and int8 jobs):
+ * scores, row sums, probabilities. */
+static size_t thread_floats(const attention *layer, const tfenc_limits *limits)
+{
+    return score_tile_floats(layer, limits) + tile_sums(layer) +
+           probability_tile_floats(layer, limits);
 }
 
 /* Tokens a group of sequences holds at most: GROUP_TOKENS, or two longest
@@ -304,6 +349,56 @@ static void score_head(const attention *layer, int h, float *scores, int first, 
     exponentiate_rows(layer, head, first, rows, first_key, keys, inverse_sums + (size_t)h * rows);
 }
 
+/* The softmax of head h's part of a tile kept in the products' layout
+ * (in_place): adds the position terms to the scaled scores of `rows`
+ * queries and `keys` keys in scores [rows_padded][keys_padded] and writes
+ * the bf16 probabilities exp(s - row maximum) to the same place in
+ * probabilities, where the P V product reads them: the copy of the scores
+ * out of the product, with its pass that scaled them, and the copy of the
+ * probabilities back in, gone. Keys a row does not see and the padding
+ * become 0; 1 / (row sum) goes to inverse_sums[h * rows + r], as in
+ * exponentiate_rows. */
+TFENC_VECTOR_CLONES
+static void softmax_in_place(const attention *layer, int h, float *scores,
+                             uint16_t *probabilities, int first, int rows, int first_key,
+                             int keys, int rows_padded, int keys_padded, float *inverse_sums)
+{
+    float *head = scores + (size_t)h * rows_padded * keys_padded;
+    uint16_t *out = probabilities + (size_t)h * rows_padded * keys_padded;
+    if (layer->terms.add != NULL)
+        layer->terms.add(layer->terms.state, h, first, rows, first_key, keys, head, keys_padded,
+                         NULL);
+    for (int r = 0; r < rows; r++) {
+        float *row = head + (size_t)r * keys_padded;
+        uint16_t *probability = out + (size_t)r * keys_padded;
+        int lo, hi;
+        visible_keys(layer, first + r - first_key, keys, &lo, &hi);
+        float maximum = row[lo];
+#pragma omp simd reduction(max : maximum)
+        for (int j = lo + 1; j < hi; j++)
+            maximum = row[j] > maximum ? row[j] : maximum;
+        float sum = 0.0f;
+        /* Two loops, each vectorising on its own: the rounding inside the
+         * exponentials' loop took longer than the exponentials. The row is
+         * in L1 by then. */
+#pragma omp simd reduction(+ : sum)
+        for (int j = lo; j < hi; j++) {
+            row[j] = tfenc_exp_nonpositive(row[j] - maximum);
+            sum += row[j];
+        }
+#pragma omp simd
+        for (int j = lo; j < hi; j++)
+            probability[j] = tfenc_round_to_bf16(row[j]);
+        for (int j = 0; j < lo; j++)
+            probability[j] = 0;
+        for (int j = hi; j < keys_padded; j++)
+            probability[j] = 0;
+        inverse_sums[(size_t)h * rows + r] = 1.0f / sum;
+    }
+    memset(out + (size_t)rows * keys_padded, 0,
+           (size_t)(rows_padded - rows) * keys_padded * sizeof *out);
+}
+
 /* Scales each head's part of context row r by its 1 / (row sum); head h's
  * sums sit `rows` apart. */
 static void normalise_row(const attention *layer, float *row, const float *inverse_sums, int r,
@@ -317,11 +412,74 @@ static void normalise_row(const attention *layer, float *row, const float *inver
     }
 }
 
+/* One query tile of attend_sequence in the products' layout (in_place):
+ * Q K^T left where the product wrote it, the softmax writing bf16
+ * probabilities where P V reads them. */
+static int attend_tile_in_place(tfenc_context *ctx, const attention *layer, float *qkv,
+                                int first, int rows, int first_key, int keys, float *context,
+                                float *scores, float *inverse_sums, uint16_t *probabilities)
+{
+    const int d = layer->d_model, head_dim = layer->head_dim;
+    const int stride = d + 2 * layer->kv_width, heads = layer->n_heads;
+    const int group = layer->n_heads / layer->n_kv_heads;
+    const float *tile_keys = qkv + d + (size_t)first_key * stride;
+    tfenc_matmul_layout scores_layout = {.struct_size = sizeof scores_layout};
+    tfenc_matmul_layout probability_layout = {.struct_size = sizeof probability_layout};
+    /* P is the A of P V: the same rows and keys, padded alike */
+    if (tfenc_matmul_padded_layout(layer->scores_plan, rows, keys, head_dim, &scores_layout) !=
+            TFENC_OK ||
+        tfenc_matmul_padded_layout(layer->context_plan, rows, head_dim, keys,
+                                   &probability_layout) != TFENC_OK ||
+        probability_layout.m_padded != scores_layout.m_padded ||
+        probability_layout.k_padded != scores_layout.n_padded)
+        return tfenc_error(ctx, TFENC_ERR_INTERNAL,
+                           "mha: no common layout for a [%d, %d] tile of scores", rows, keys);
+    const int rows_padded = scores_layout.m_padded, keys_padded = scores_layout.n_padded;
+    /* The tile's queries (its own rows: no other tile reads them) scaled
+     * once, rows x d values, so that the product gives scaled scores and
+     * nothing passes over the rows x keys x heads of them to scale them. */
+    float *queries = qkv + (size_t)first * stride;
+    for (int r = 0; r < rows; r++) {
+        float *query = queries + (size_t)r * stride;
+#pragma omp simd
+        for (int e = 0; e < d; e++)
+            query[e] *= layer->scale;
+    }
+    /* scores[h] = scale Q_tile,h K_(h / group)^T, every head in one call */
+    tfenc_matmul_args qk = {.struct_size = sizeof qk, .m = rows, .n = keys, .k = head_dim,
+                            .alpha = 1.0f,
+                            .a = queries, .a_row_stride = stride, .a_batch_stride = head_dim,
+                            .b = tile_keys, .b_row_stride = stride, .b_batch_stride = head_dim,
+                            .b_shared_by = group, .c_padded = scores};
+    int status = tfenc_matmul(ctx, layer->scores_plan, &qk);
+    if (status != TFENC_OK)
+        return status;
+    TFENC_PARALLEL_FOR(h, heads, (double)heads * rows * keys,
+                       softmax_in_place(layer, h, scores, probabilities, first, rows, first_key,
+                                        keys, rows_padded, keys_padded, inverse_sums));
+    /* context_tile,h = P_h V_(h / group), normalised after the product */
+    float *out = context + (size_t)first * d;
+    tfenc_matmul_args pv = {.struct_size = sizeof pv, .m = rows, .n = head_dim, .k = keys,
+                            .alpha = 1.0f, .a_bf16 = probabilities,
+                            .b = tile_keys + layer->kv_width, .b_row_stride = stride,
+                            .b_batch_stride = head_dim, .b_shared_by = group,
+                            .c = out, .c_row_stride = d, .c_batch_stride = head_dim};
+    if ((status = tfenc_matmul(ctx, layer->context_plan, &pv)) != TFENC_OK)
+        return status;
+    TFENC_PARALLEL_FOR(r, rows, (double)rows * d,
+                       normalise_row(layer, out + (size_t)r * d, inverse_sums, r, rows));
+    return TFENC_OK;
+}
+
 /* Attention of one sequence of `length` tokens: its Q/K/V rows start at
  * `qkv` (row stride d + 2k), its context rows at `context` (row stride d).
- * scores holds [n_heads][QUERY_TILE][length], inverse_sums [n_heads][QUERY_TILE]. */
-static int attend_sequence(tfenc_context *ctx, const attention *layer, const float *qkv,
-                           int length, float *context, float *scores, float *inverse_sums)
+ * scores holds [n_heads][QUERY_TILE][length] (in_place: padded as the
+ * products lay them out), inverse_sums [n_heads][QUERY_TILE], probabilities
+ * (in_place) the bf16 [n_heads][QUERY_TILE][length], padded alike; in_place
+ * scales the sequence's Q rows where they are. */
+static int attend_sequence(tfenc_context *ctx, const attention *layer, float *qkv,
+                           int length, float *context, float *scores, float *inverse_sums,
+                           uint16_t *probabilities)
 {
     const int d = layer->d_model, head_dim = layer->head_dim;
     const int stride = d + 2 * layer->kv_width, heads = layer->n_heads;
@@ -341,6 +499,13 @@ static int attend_sequence(tfenc_context *ctx, const attention *layer, const flo
             end_key = first + rows;
         const int keys = end_key - first_key;
         const float *tile_keys = qkv + d + (size_t)first_key * stride;
+        if (layer->in_place) {
+            int status = attend_tile_in_place(ctx, layer, qkv, first, rows, first_key, keys,
+                                              context, scores, inverse_sums, probabilities);
+            if (status != TFENC_OK)
+                return status;
+            continue;
+        }
         /* scores[h][rows][keys] = scale * Q_tile,h K_(h / group)^T, every head in one call */
         tfenc_matmul_args qk = {.struct_size = sizeof qk, .m = rows, .n = keys, .k = head_dim,
                                 .alpha = layer->scale,
@@ -376,7 +541,7 @@ static int attend_sequence(tfenc_context *ctx, const attention *layer, const flo
 /* Sequence s with the calling thread's tile of scores; the first failure
  * is kept in *failed and stops the sequences not yet started. */
 static void attend_in_thread(tfenc_context *ctx, const attention *layer, const tfenc_batch *batch,
-                             int s, int group_start, const float *qkv, float *context,
+                             int s, int group_start, float *qkv, float *context,
                              float *scores, int *failed)
 {
     const int d = layer->d_model, stride = d + 2 * layer->kv_width;
@@ -388,9 +553,10 @@ static void attend_in_thread(tfenc_context *ctx, const attention *layer, const t
     already = *failed;
     if (length <= 0 || already != TFENC_OK)
         return;
+    float *inverse_sums = scores + score_tile_floats(layer, &layer->limits);
     int status = attend_sequence(ctx, layer, qkv + (size_t)start * stride, length,
-                                 context + (size_t)start * d, scores,
-                                 scores + score_tile_floats(layer, &layer->limits));
+                                 context + (size_t)start * d, scores, inverse_sums,
+                                 (uint16_t *)(inverse_sums + tile_sums(layer)));
     if (status != TFENC_OK) {
 #pragma omp atomic write
         *failed = status;
@@ -478,7 +644,7 @@ static int attention_forward(void *instance, tfenc_context *ctx, tfenc_batch *ba
     float *qkv = workspace;
     float *context = qkv + (size_t)capacity * qkv_width;
     float *scores = context + (size_t)capacity * d;
-    const size_t thread_floats = score_tile_floats(layer, &layer->limits) + tile_sums(layer);
+    const size_t thread_part = thread_floats(layer, &layer->limits);
 
     int status = TFENC_OK;
     for (int first = 0; status == TFENC_OK && first < batch->n_seq;) {
@@ -527,7 +693,7 @@ static int attention_forward(void *instance, tfenc_context *ctx, tfenc_batch *ba
 #pragma omp parallel for schedule(dynamic, 1) num_threads(layer->threads)
             for (int s = first; s < end; s++)
                 attend_in_thread(ctx, layer, batch, s, group_start, qkv, context,
-                                 scores + (size_t)omp_get_thread_num() * thread_floats, &failed);
+                                 scores + (size_t)omp_get_thread_num() * thread_part, &failed);
         } else {
             /* (no parallel region at all: libgomp allocates a team even for one thread) */
             for (int s = first; s < end; s++)
@@ -552,7 +718,7 @@ static size_t attention_workspace_size(const void *instance, const tfenc_limits 
      * or per thread one tile of scores and row sums */
     size_t per_thread = layer->fused
                             ? attention_kernel_scratch_floats(&layer->shape, &layer->terms)
-                            : score_tile_floats(layer, limits) + tile_sums(layer);
+                            : thread_floats(layer, limits);
     size_t shared = layer->fused ? transposed_key_floats(layer) : 0;
     return (tokens * (2 * (size_t)layer->d_model + 2 * (size_t)layer->kv_width) + shared +
             (size_t)layer->threads * per_thread) *
@@ -761,6 +927,11 @@ static int load_weights(tfenc_context *ctx, const tfenc_layer_init *init, attent
         (status = tfenc_matmul_plan_create(init->weights, &context, &layer->context_plan)) !=
             TFENC_OK)
         return status;
+    /* bf16 products copy their operands into a padded layout: keep the
+     * scores and probabilities in it (float32 products read ours). */
+    tfenc_matmul_layout layout = {.struct_size = sizeof layout};
+    layer->in_place = tfenc_matmul_padded_layout(layer->scores_plan, 1, 1, 1, &layout) ==
+                      TFENC_OK;
     return TFENC_OK;
 }
 
