@@ -317,12 +317,32 @@ static size_t probability_tile_floats(const attention *layer, const tfenc_limits
     return layer->in_place ? (score_tile_floats(layer, limits) + 1) / 2 : 0;
 }
 
+/* Whether every tile of queries sees every key of its sequence (no window,
+ * not causal): the keys and values are then laid out once per sequence. */
+static int keys_shared_by_tiles(const attention *layer)
+{
+    return layer->in_place && layer->window == 0 && !layer->causal;
+}
+
+/* Floats of a sequence's bf16 keys and values laid out for the products
+ * (keys_shared_by_tiles): [n_heads][max_seq_len][head_dim] each, padded. */
+static size_t key_value_floats(const attention *layer, const tfenc_limits *limits)
+{
+    int longest = limits->max_seq_len > 0 ? limits->max_seq_len : 0;
+    tfenc_matmul_layout layout = {.struct_size = sizeof layout};
+    if (!keys_shared_by_tiles(layer) || longest == 0 ||
+        tfenc_matmul_padded_layout(layer->scores_plan, 1, longest, layer->head_dim, &layout) !=
+            TFENC_OK)
+        return 0;
+    return (size_t)layer->n_heads * layout.n_padded * layout.k_padded; /* 2 x bf16 */
+}
+
 /* Floats of one thread's part of the workspace (bf16 and int8 jobs):
- * scores, row sums, probabilities. */
+ * scores, row sums, probabilities, keys and values. */
 static size_t thread_floats(const attention *layer, const tfenc_limits *limits)
 {
     return score_tile_floats(layer, limits) + tile_sums(layer) +
-           probability_tile_floats(layer, limits);
+           probability_tile_floats(layer, limits) + key_value_floats(layer, limits);
 }
 
 /* Tokens a group of sequences holds at most: GROUP_TOKENS, or two longest
@@ -412,12 +432,48 @@ static void normalise_row(const attention *layer, float *row, const float *inver
     }
 }
 
+/* Head h's keys and values of one sequence in bf16 as the products read
+ * them (keys_shared_by_tiles): keys [length_padded][dims_padded] (B of
+ * Q K^T, stored transposed) and values [length_padded][dims_padded] (B of
+ * P V), zero past the sequence's tokens and head_dim, each query head with
+ * its key/value head's copy. The tiles' products read them instead of
+ * copying them again for each tile. */
+TFENC_VECTOR_CLONES
+static void layout_keys_values(const attention *layer, const float *qkv, int length, int h,
+                               int length_padded, int dims_padded, uint16_t *keys,
+                               uint16_t *values)
+{
+    const int stride = layer->d_model + 2 * layer->kv_width, head_dim = layer->head_dim;
+    const int kv_head = h / (layer->n_heads / layer->n_kv_heads);
+    const float *key = qkv + layer->d_model + (size_t)kv_head * head_dim;
+    const float *value = key + layer->kv_width;
+    const size_t block = (size_t)length_padded * dims_padded;
+    uint16_t *key_out = keys + (size_t)h * block, *value_out = values + (size_t)h * block;
+    for (int t = 0; t < length; t++) {
+        uint16_t *restrict key_row = key_out + (size_t)t * dims_padded;
+        uint16_t *restrict value_row = value_out + (size_t)t * dims_padded;
+        const float *restrict key_in = key + (size_t)t * stride;
+        const float *restrict value_in = value + (size_t)t * stride;
+#pragma omp simd
+        for (int e = 0; e < head_dim; e++) {
+            key_row[e] = tfenc_round_to_bf16(key_in[e]);
+            value_row[e] = tfenc_round_to_bf16(value_in[e]);
+        }
+        for (int e = head_dim; e < dims_padded; e++)
+            key_row[e] = value_row[e] = 0;
+    }
+    const size_t tail = (size_t)(length_padded - length) * dims_padded;
+    memset(key_out + (size_t)length * dims_padded, 0, tail * sizeof *key_out);
+    memset(value_out + (size_t)length * dims_padded, 0, tail * sizeof *value_out);
+}
+
 /* One query tile of attend_sequence in the products' layout (in_place):
  * Q K^T left where the product wrote it, the softmax writing bf16
  * probabilities where P V reads them. */
 static int attend_tile_in_place(tfenc_context *ctx, const attention *layer, float *qkv,
                                 int first, int rows, int first_key, int keys, float *context,
-                                float *scores, float *inverse_sums, uint16_t *probabilities)
+                                float *scores, float *inverse_sums, uint16_t *probabilities,
+                                const uint16_t *keys_bf16, const uint16_t *values_bf16)
 {
     const int d = layer->d_model, head_dim = layer->head_dim;
     const int stride = d + 2 * layer->kv_width, heads = layer->n_heads;
@@ -431,7 +487,8 @@ static int attend_tile_in_place(tfenc_context *ctx, const attention *layer, floa
         tfenc_matmul_padded_layout(layer->context_plan, rows, head_dim, keys,
                                    &probability_layout) != TFENC_OK ||
         probability_layout.m_padded != scores_layout.m_padded ||
-        probability_layout.k_padded != scores_layout.n_padded)
+        probability_layout.k_padded != scores_layout.n_padded ||
+        (keys_bf16 != NULL && probability_layout.n_padded != scores_layout.k_padded))
         return tfenc_error(ctx, TFENC_ERR_INTERNAL,
                            "mha: no common layout for a [%d, %d] tile of scores", rows, keys);
     const int rows_padded = scores_layout.m_padded, keys_padded = scores_layout.n_padded;
@@ -450,7 +507,7 @@ static int attend_tile_in_place(tfenc_context *ctx, const attention *layer, floa
                             .alpha = 1.0f,
                             .a = queries, .a_row_stride = stride, .a_batch_stride = head_dim,
                             .b = tile_keys, .b_row_stride = stride, .b_batch_stride = head_dim,
-                            .b_shared_by = group, .c_padded = scores};
+                            .b_shared_by = group, .c_padded = scores, .b_bf16 = keys_bf16};
     int status = tfenc_matmul(ctx, layer->scores_plan, &qk);
     if (status != TFENC_OK)
         return status;
@@ -463,6 +520,7 @@ static int attend_tile_in_place(tfenc_context *ctx, const attention *layer, floa
                             .alpha = 1.0f, .a_bf16 = probabilities,
                             .b = tile_keys + layer->kv_width, .b_row_stride = stride,
                             .b_batch_stride = head_dim, .b_shared_by = group,
+                            .b_bf16 = values_bf16,
                             .c = out, .c_row_stride = d, .c_batch_stride = head_dim};
     if ((status = tfenc_matmul(ctx, layer->context_plan, &pv)) != TFENC_OK)
         return status;
@@ -484,6 +542,22 @@ static int attend_sequence(tfenc_context *ctx, const attention *layer, float *qk
     const int d = layer->d_model, head_dim = layer->head_dim;
     const int stride = d + 2 * layer->kv_width, heads = layer->n_heads;
     const int group = layer->n_heads / layer->n_kv_heads; /* query heads per key/value head */
+    /* Every tile sees every key: K and V laid out once for all of them. */
+    uint16_t *keys_bf16 = NULL, *values_bf16 = NULL;
+    if (keys_shared_by_tiles(layer)) {
+        tfenc_matmul_layout layout = {.struct_size = sizeof layout};
+        const int tile = length < QUERY_TILE ? length : QUERY_TILE;
+        if (tfenc_matmul_padded_layout(layer->scores_plan, tile, length, head_dim, &layout) !=
+            TFENC_OK)
+            return tfenc_error(ctx, TFENC_ERR_INTERNAL,
+                               "mha: no layout for the keys of a %d-token sequence", length);
+        const size_t block = (size_t)layout.n_padded * layout.k_padded;
+        keys_bf16 = probabilities + 2 * (size_t)probability_tile_floats(layer, &layer->limits);
+        values_bf16 = keys_bf16 + (size_t)heads * block;
+        TFENC_PARALLEL_FOR(h, heads, (double)heads * length * head_dim,
+                           layout_keys_values(layer, qkv, length, h, layout.n_padded,
+                                              layout.k_padded, keys_bf16, values_bf16));
+    }
     for (int first = 0; first < length; first += QUERY_TILE) {
         const int rows = length - first < QUERY_TILE ? length - first : QUERY_TILE;
         /* The keys the tile sees: none after its last query (causal), none
@@ -501,7 +575,8 @@ static int attend_sequence(tfenc_context *ctx, const attention *layer, float *qk
         const float *tile_keys = qkv + d + (size_t)first_key * stride;
         if (layer->in_place) {
             int status = attend_tile_in_place(ctx, layer, qkv, first, rows, first_key, keys,
-                                              context, scores, inverse_sums, probabilities);
+                                              context, scores, inverse_sums, probabilities,
+                                              keys_bf16, values_bf16);
             if (status != TFENC_OK)
                 return status;
             continue;

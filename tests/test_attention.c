@@ -929,7 +929,8 @@ static void test_workspace_and_flops(void)
     /* bf16 keeps the host's products: per thread one tile of 128 query
      * rows of scores for each of the 4 heads (float32, then its bf16
      * probabilities beside it, both padded as the products lay them out)
-     * with its row sums, never a full 500 x 500 matrix per head. */
+     * with its row sums, and the sequence's bf16 keys and values, never
+     * full 500 x 500 matrices: less than half of them per thread. */
     tfenc_context ctx;
     tfenc_context_init(&ctx);
     if (tfenc_matrix_check_precision(&ctx, TFENC_PRECISION_BF16) == TFENC_OK) {
@@ -937,11 +938,12 @@ static void test_workspace_and_flops(void)
         limits = (tfenc_limits){.max_tokens = 1000, .max_seq_len = 500, .max_seqs = 10};
         instance_create(&in, &c, &w, limits);
         CU_ASSERT_EQUAL_FATAL(in.status, TFENC_OK);
+        const size_t group_floats = (size_t)1000 * 4 * 32;
         needed = sizeof(float) *
-                 ((size_t)1000 * 4 * 32 + threads * (4 * 128 * 500 * 3 / 2 + 4 * 128));
+                 (group_floats + threads * (4 * 128 * 500 * 3 / 2 + 4 * 128 + 4 * 500 * 8));
         bytes = descriptor->workspace_size(in.layer, &limits);
         CU_ASSERT(bytes >= needed);
-        CU_ASSERT(bytes < needed + sizeof(float) * 500 * 500 / 2);
+        CU_ASSERT(bytes < sizeof(float) * (group_floats + threads * 4 * 500 * 500 / 2));
         instance_destroy(&in);
     }
     weights_free(&w);
@@ -972,8 +974,8 @@ static const tfenc_layer_descriptor *load_plugin(void)
 
 
 /* The host's products in their own layout (ABI 1.3, what the bf16 path's
- * in-place tiles use): C written to c_padded and A read from a_bf16 give
- * the bits of the copying call; a 1.2-sized args is still accepted; alpha
+ * in-place tiles use): C written to c_padded, A and B read from a_bf16 and
+ * b_bf16 give the bits of the copying call; a 1.2-sized args is still accepted; alpha
  * != 1 with c_padded and float32 plans are refused. */
 static void products_run(tfenc_context *ctx, tfenc_precision precision)
 {
@@ -1021,16 +1023,27 @@ static void products_run(tfenc_context *ctx, tfenc_precision precision)
     const size_t padded_c = (size_t)BATCH * layout.m_padded * layout.n_padded;
     const size_t padded_a = (size_t)BATCH * layout.m_padded * layout.k_padded;
     float *c_padded = malloc(sizeof(float) * padded_c);
+    const size_t padded_b = (size_t)BATCH * layout.n_padded * layout.k_padded;
     uint16_t *a_bf16 = calloc(padded_a, sizeof(uint16_t));
-    CU_ASSERT_FATAL(c_padded != NULL && a_bf16 != NULL);
-    for (int e = 0; e < BATCH; e++)
+    uint16_t *b_bf16 = calloc(padded_b, sizeof(uint16_t));
+    float *zeros = calloc((size_t)BATCH * N * K, sizeof(float));
+    CU_ASSERT_FATAL(c_padded != NULL && a_bf16 != NULL && b_bf16 != NULL && zeros != NULL);
+    for (int e = 0; e < BATCH; e++) {
         for (int i = 0; i < M; i++)
             for (int j = 0; j < K; j++)
                 a_bf16[((size_t)e * layout.m_padded + i) * layout.k_padded + j] =
                     tfenc_round_to_bf16(a[(e * M + i) * K + j]);
+        for (int i = 0; i < N; i++) /* B stored transposed: [n][k] */
+            for (int j = 0; j < K; j++)
+                b_bf16[((size_t)e * layout.n_padded + i) * layout.k_padded + j] =
+                    tfenc_round_to_bf16(b[(e * N + i) * K + j]);
+    }
+    /* a and b point at zeros: a host that read them would get zeros */
     tfenc_matmul_args in_place = copying;
-    in_place.a = NULL;
+    in_place.a = zeros;
     in_place.a_bf16 = a_bf16;
+    in_place.b = zeros;
+    in_place.b_bf16 = b_bf16;
     in_place.c = NULL;
     in_place.c_padded = c_padded;
     CU_ASSERT_EQUAL(tfenc_matmul(ctx, plan, &in_place), TFENC_OK);
@@ -1061,6 +1074,8 @@ static void products_run(tfenc_context *ctx, tfenc_precision precision)
     CU_ASSERT_EQUAL(tfenc_matmul(ctx, plan, &in_place), TFENC_ERR_INTERNAL);
     free(c_padded);
     free(a_bf16);
+    free(b_bf16);
+    free(zeros);
     tfenc_weight_store_close(store);
 }
 

@@ -974,10 +974,10 @@ int tfenc_matmul(tfenc_context *ctx, const tfenc_matmul_plan *plan, const tfenc_
     /* Operands in the padded layout: only bf16 plans have one, and C left
      * there gets no alpha. */
     const int scaled_in_place = args->c_padded != NULL && args->alpha != 1.0f;
-    if ((args->a_bf16 != NULL || args->c_padded != NULL) &&
+    if ((args->a_bf16 != NULL || args->b_bf16 != NULL || args->c_padded != NULL) &&
         (plan->precision == TFENC_PRECISION_FP32 || scaled_in_place))
         return tfenc_error(ctx, TFENC_ERR_INTERNAL,
-                           "tfenc_matmul: a_bf16 or c_padded given to a %s plan%s",
+                           "tfenc_matmul: a_bf16, b_bf16 or c_padded given to a %s plan%s",
                            plan->precision == TFENC_PRECISION_FP32 ? "float32" : "bf16",
                            scaled_in_place ? " with alpha != 1" : "");
     if (args->m == 0 || args->n == 0)

@@ -756,6 +756,8 @@ static void gather_operands(const tfenc_matmul_args *args, int b_transposed, int
     if (a != NULL)
         gather_bf16(args->a + e * args->a_batch_stride, args->a_row_stride, args->m, args->k,
                     a + (size_t)e * m * k, m, k);
+    if (b == NULL)
+        return;
     const float *stored = args->b + (e / shared) * args->b_batch_stride;
     if (b_transposed)
         gather_bf16(stored, args->b_row_stride, args->n, args->k, b + (size_t)e * n * k, n, k);
@@ -796,14 +798,16 @@ int onednn_matmul_execute(tfenc_context *ctx, onednn_matmul *matmul, int thread,
     uint16_t *a = scratch;
     uint16_t *b = (uint16_t *)((char *)scratch + matmul->a_bytes);
     float *c = (float *)((char *)scratch + matmul->a_bytes + matmul->b_bytes);
-    /* Gather A [m][k] (unless the caller keeps it in this layout, a_bf16)
-     * and B ([n][k] when transposed, else [k][n]) per batch entry, bf16,
-     * zero-padded: padded rows and columns add nothing. */
+    /* Gather A [m][k] and B ([n][k] when transposed, else [k][n]) per
+     * batch entry, bf16, zero-padded: padded rows and columns add nothing;
+     * not those the caller keeps in this layout (a_bf16, b_bf16). */
     TFENC_PARALLEL_FOR(e, batch, (double)batch * (m * k + n * k),
                        gather_operands(args, shape->b_transposed, shared, e, m, n, k,
-                                       args->a_bf16 != NULL ? NULL : a, b));
+                                       args->a_bf16 != NULL ? NULL : a,
+                                       args->b_bf16 != NULL ? NULL : b));
     product *p = &matmul->products[index];
-    dnnl_status_t status = dnnl_memory_set_data_handle(matmul->weights[index], b);
+    dnnl_status_t status = dnnl_memory_set_data_handle(
+        matmul->weights[index], args->b_bf16 != NULL ? (void *)args->b_bf16 : (void *)b);
     if (status == dnnl_success)
         status = execute(stream, p, args->a_bf16 != NULL ? args->a_bf16 : a,
                          args->c_padded != NULL ? args->c_padded : c, matmul->weights[index],
