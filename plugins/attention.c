@@ -137,6 +137,8 @@ typedef struct attention {
     tfenc_linear *out;     /* context [rows, q] -> [rows, d] (host-owned) */
     tfenc_matmul_plan *scores_plan;  /* Q_tile K^T, every head (host-owned) */
     tfenc_matmul_plan *context_plan; /* P V, every head (host-owned) */
+    int in_place;          /* 1: the scores are read, and the probabilities written (bf16),
+                            * in the products' own layout (tfenc_matmul_padded_layout) */
     tfenc_limits limits;   /* the batches forward() was promised */
     int threads;           /* the rank's pool at create(): each thread scores its own sequences */
     int fused;             /* 1: fp32 job, the fused kernel (attention_kernel.c) computes the
@@ -240,14 +242,19 @@ static void qk_normalise(const attention *layer, float *vectors, int rows, int s
                                              scale, layer->head_dim, layer->qk_norm_eps));
 }
 
-/* exp(x) for the scores once their row maximum is subtracted (x <= 0):
- * tfenc_fast_exp() (plain arithmetic, so that a loop of it vectorises; libm's
- * expf() would make the softmax cost as much as the GEMMs at L = 512), with
- * NaN and -inf scores turned back into NaN by (x - x), where tfenc_fast_exp's
- * clamp alone would hide them as exp(-87). */
-static inline float exp_nonpositive(float x)
+/* Keys [*lo, *hi) of a tile of `length` keys that its row `query` (counted
+ * from the tile's first key) sees: causal, none after itself; window, none
+ * farther than `window`. */
+static inline void visible_keys(const attention *layer, int query, int length, int *lo, int *hi)
 {
-    return tfenc_fast_exp(x) + (x - x);
+    *lo = 0;
+    *hi = length;
+    if (layer->causal && query + 1 < *hi)
+        *hi = query + 1;
+    if (layer->window > 0) {
+        *lo = query - layer->window > 0 ? query - layer->window : 0;
+        *hi = query + layer->window + 1 < *hi ? query + layer->window + 1 : *hi;
+    }
 }
 
 /* Replaces each row of a score tile by exp(score - row maximum) and returns
@@ -256,20 +263,17 @@ static inline float exp_nonpositive(float x)
  * Row r is query first + r and holds the scores of keys first_key ..
  * first_key + length - 1; of those it sees keys [lo, hi) only (causal: none
  * after itself; window: none farther than `window`). The scores of the
- * other keys become exactly 0: a -inf score would turn into NaN below. */
+ * other keys become exactly 0. tfenc_exp_nonpositive (plugin_math.h) takes
+ * exp(x <= 0) in two thirds of tfenc_fast_exp's operations, as torch does
+ * at the ends: -inf gives 0, NaN stays NaN. */
 TFENC_VECTOR_CLONES
 static void exponentiate_rows(const attention *layer, float *scores, int first, int rows,
                               int first_key, int length, float *inverse_sums)
 {
     for (int r = 0; r < rows; r++) {
         float *row = scores + (size_t)r * length;
-        int query = first + r - first_key, lo = 0, hi = length;
-        if (layer->causal && query + 1 < hi)
-            hi = query + 1;
-        if (layer->window > 0) {
-            lo = query - layer->window > 0 ? query - layer->window : 0;
-            hi = query + layer->window + 1 < hi ? query + layer->window + 1 : hi;
-        }
+        int lo, hi;
+        visible_keys(layer, first + r - first_key, length, &lo, &hi);
         /* Subtracting the row maximum keeps the exponentials <= 1: no overflow. */
         float maximum = row[lo];
 #pragma omp simd reduction(max : maximum)
@@ -278,7 +282,7 @@ static void exponentiate_rows(const attention *layer, float *scores, int first, 
         float sum = 0.0f;
 #pragma omp simd reduction(+ : sum)
         for (int j = lo; j < hi; j++) {
-            row[j] = exp_nonpositive(row[j] - maximum);
+            row[j] = tfenc_exp_nonpositive(row[j] - maximum);
             sum += row[j];
         }
         for (int j = 0; j < lo; j++)
@@ -355,18 +359,78 @@ static size_t transposed_key_floats(const attention *layer)
     return (size_t)layer->kv_width * (size_t)layer->shape.transposed_stride;
 }
 
+/* The rows and keys of the largest tile within `limits`, padded as the
+ * products lay them out when the layer keeps its scores there (in_place),
+ * else as they are. */
+static void tile_size(const attention *layer, const tfenc_limits *limits, size_t *rows,
+                      size_t *keys)
+{
+    int longest = limits->max_seq_len > 0 ? limits->max_seq_len : 0;
+    int tile = longest < QUERY_TILE ? longest : QUERY_TILE;
+    tfenc_matmul_layout layout = {.struct_size = sizeof layout};
+    if (layer->in_place && longest > 0 &&
+        tfenc_matmul_padded_layout(layer->scores_plan, tile, longest, layer->head_dim,
+                                   &layout) == TFENC_OK) {
+        tile = layout.m_padded;
+        longest = layout.n_padded;
+    }
+    *rows = (size_t)tile;
+    *keys = (size_t)longest;
+}
+
 /* Floats of one tile of scores, every head: [n_heads, tile, max_seq_len]. */
 static size_t score_tile_floats(const attention *layer, const tfenc_limits *limits)
 {
-    size_t longest = limits->max_seq_len > 0 ? (size_t)limits->max_seq_len : 0;
-    size_t tile = longest < QUERY_TILE ? longest : QUERY_TILE;
-    return (size_t)layer->n_heads * tile * longest;
+    size_t rows, keys;
+    tile_size(layer, limits, &rows, &keys);
+    return (size_t)layer->n_heads * rows * keys;
 }
 
 /* Floats of one tile's row sums: [n_heads, QUERY_TILE]. */
 static size_t tile_sums(const attention *layer)
 {
     return (size_t)layer->n_heads * QUERY_TILE;
+}
+
+/* Floats of one tile's bf16 probabilities (in_place): half the scores. */
+static size_t probability_tile_floats(const attention *layer, const tfenc_limits *limits)
+{
+    return layer->in_place ? (score_tile_floats(layer, limits) + 1) / 2 : 0;
+}
+
+/* Whether every tile of queries sees every key of its sequence (no window,
+ * not causal): the keys and values are then laid out once per sequence. */
+static int keys_shared_by_tiles(const attention *layer)
+{
+    return layer->in_place && layer->window == 0 && !layer->causal;
+}
+
+/* Floats of a sequence's bf16 keys and values laid out for the products
+ * (keys_shared_by_tiles): [n_heads][max_seq_len][head_dim] each, padded. */
+static size_t key_value_floats(const attention *layer, const tfenc_limits *limits)
+{
+    int longest = limits->max_seq_len > 0 ? limits->max_seq_len : 0;
+    tfenc_matmul_layout layout = {.struct_size = sizeof layout};
+    if (!keys_shared_by_tiles(layer) || longest == 0 ||
+        tfenc_matmul_padded_layout(layer->scores_plan, 1, longest, layer->head_dim, &layout) !=
+            TFENC_OK)
+        return 0;
+    return (size_t)layer->n_heads * layout.n_padded * layout.k_padded; /* 2 x bf16 */
+}
+
+/* Floats of the prepare() scratch of every head (the host-product path). */
+static size_t prepared_floats(const attention *layer)
+{
+    return (size_t)layer->n_heads * layer->terms.prepared_floats;
+}
+
+/* Floats of one thread's part of the workspace (bf16 and int8 jobs):
+ * scores, row sums, probabilities, keys and values. */
+static size_t thread_floats(const attention *layer, const tfenc_limits *limits)
+{
+    return score_tile_floats(layer, limits) + tile_sums(layer) +
+           probability_tile_floats(layer, limits) + key_value_floats(layer, limits) +
+           prepared_floats(layer);
 }
 
 /* Tokens a group of sequences holds at most: GROUP_TOKENS, or two longest
@@ -391,12 +455,6 @@ static size_t position_to_content_floats(const attention *layer, const tfenc_lim
                : 0;
 }
 
-/* Floats of the prepare() scratch of every head (the host-product path). */
-static size_t prepared_floats(const attention *layer)
-{
-    return (size_t)layer->n_heads * layer->terms.prepared_floats;
-}
-
 /* Terms with a prepare() step on head h's part of a tile (`head`, rows
  * first .. first + rows - 1 of the sequence whose Q/K/V rows start at
  * qkv): prepare() covers at most ATTENTION_QUERY_BLOCK rows, as in the
@@ -406,7 +464,7 @@ static void add_prepared_terms(const attention *layer, const attention_position_
                                int h, float *head, const float *qkv, int first, int rows,
                                int first_key, int keys, float *prepared)
 {
-    const int stride = layer->d_model + 2 * layer->kv_width;
+    const int stride = layer->q_width + 2 * layer->kv_width;
     for (int block = 0; block < rows; block += ATTENTION_QUERY_BLOCK) {
         const int count =
             rows - block < ATTENTION_QUERY_BLOCK ? rows - block : ATTENTION_QUERY_BLOCK;
@@ -434,6 +492,56 @@ static void score_head(const attention *layer, const attention_position_terms *t
     exponentiate_rows(layer, head, first, rows, first_key, keys, inverse_sums + (size_t)h * rows);
 }
 
+/* The softmax of head h's part of a tile kept in the products' layout
+ * (in_place): adds the position terms to the scaled scores of `rows`
+ * queries and `keys` keys in scores [rows_padded][keys_padded] and writes
+ * the bf16 probabilities exp(s - row maximum) to the same place in
+ * probabilities, where the P V product reads them: the copy of the scores
+ * out of the product, with its pass that scaled them, and the copy of the
+ * probabilities back in, gone. Keys a row does not see and the padding
+ * become 0; 1 / (row sum) goes to inverse_sums[h * rows + r], as in
+ * exponentiate_rows. */
+TFENC_VECTOR_CLONES
+static void softmax_in_place(const attention *layer, int h, float *scores,
+                             uint16_t *probabilities, int first, int rows, int first_key,
+                             int keys, int rows_padded, int keys_padded, float *inverse_sums)
+{
+    float *head = scores + (size_t)h * rows_padded * keys_padded;
+    uint16_t *out = probabilities + (size_t)h * rows_padded * keys_padded;
+    if (layer->terms.add != NULL)
+        layer->terms.add(layer->terms.state, h, first, rows, first_key, keys, head, keys_padded,
+                         NULL);
+    for (int r = 0; r < rows; r++) {
+        float *row = head + (size_t)r * keys_padded;
+        uint16_t *probability = out + (size_t)r * keys_padded;
+        int lo, hi;
+        visible_keys(layer, first + r - first_key, keys, &lo, &hi);
+        float maximum = row[lo];
+#pragma omp simd reduction(max : maximum)
+        for (int j = lo + 1; j < hi; j++)
+            maximum = row[j] > maximum ? row[j] : maximum;
+        float sum = 0.0f;
+        /* Two loops, each vectorising on its own: the rounding inside the
+         * exponentials' loop took longer than the exponentials. The row is
+         * in L1 by then. */
+#pragma omp simd reduction(+ : sum)
+        for (int j = lo; j < hi; j++) {
+            row[j] = tfenc_exp_nonpositive(row[j] - maximum);
+            sum += row[j];
+        }
+#pragma omp simd
+        for (int j = lo; j < hi; j++)
+            probability[j] = tfenc_round_to_bf16(row[j]);
+        for (int j = 0; j < lo; j++)
+            probability[j] = 0;
+        for (int j = hi; j < keys_padded; j++)
+            probability[j] = 0;
+        inverse_sums[(size_t)h * rows + r] = 1.0f / sum;
+    }
+    memset(out + (size_t)rows * keys_padded, 0,
+           (size_t)(rows_padded - rows) * keys_padded * sizeof *out);
+}
+
 /* Scales each head's part of context row r by its 1 / (row sum); head h's
  * sums sit `rows` apart. */
 static void normalise_row(const attention *layer, float *row, const float *inverse_sums, int r,
@@ -447,18 +555,135 @@ static void normalise_row(const attention *layer, float *row, const float *inver
     }
 }
 
+/* Head h's keys and values of one sequence in bf16 as the products read
+ * them (keys_shared_by_tiles): keys [length_padded][dims_padded] (B of
+ * Q K^T, stored transposed) and values [length_padded][dims_padded] (B of
+ * P V), zero past the sequence's tokens and head_dim, each query head with
+ * its key/value head's copy. The tiles' products read them instead of
+ * copying them again for each tile. */
+TFENC_VECTOR_CLONES
+static void layout_keys_values(const attention *layer, const float *qkv, int length, int h,
+                               int length_padded, int dims_padded, uint16_t *keys,
+                               uint16_t *values)
+{
+    const int stride = layer->q_width + 2 * layer->kv_width, head_dim = layer->head_dim;
+    const int kv_head = h / (layer->n_heads / layer->n_kv_heads);
+    const float *key = qkv + layer->q_width + (size_t)kv_head * head_dim;
+    const float *value = key + layer->kv_width;
+    const size_t block = (size_t)length_padded * dims_padded;
+    uint16_t *key_out = keys + (size_t)h * block, *value_out = values + (size_t)h * block;
+    for (int t = 0; t < length; t++) {
+        uint16_t *restrict key_row = key_out + (size_t)t * dims_padded;
+        uint16_t *restrict value_row = value_out + (size_t)t * dims_padded;
+        const float *restrict key_in = key + (size_t)t * stride;
+        const float *restrict value_in = value + (size_t)t * stride;
+#pragma omp simd
+        for (int e = 0; e < head_dim; e++) {
+            key_row[e] = tfenc_round_to_bf16(key_in[e]);
+            value_row[e] = tfenc_round_to_bf16(value_in[e]);
+        }
+        for (int e = head_dim; e < dims_padded; e++)
+            key_row[e] = value_row[e] = 0;
+    }
+    const size_t tail = (size_t)(length_padded - length) * dims_padded;
+    memset(key_out + (size_t)length * dims_padded, 0, tail * sizeof *key_out);
+    memset(value_out + (size_t)length * dims_padded, 0, tail * sizeof *value_out);
+}
+
+/* One query tile of attend_sequence in the products' layout (in_place):
+ * Q K^T left where the product wrote it, the softmax writing bf16
+ * probabilities where P V reads them. */
+static int attend_tile_in_place(tfenc_context *ctx, const attention *layer, float *qkv,
+                                int first, int rows, int first_key, int keys, float *context,
+                                float *scores, float *inverse_sums, uint16_t *probabilities,
+                                const uint16_t *keys_bf16, const uint16_t *values_bf16)
+{
+    const int d = layer->q_width, head_dim = layer->head_dim;
+    const int stride = d + 2 * layer->kv_width, heads = layer->n_heads;
+    const int group = layer->n_heads / layer->n_kv_heads;
+    const float *tile_keys = qkv + d + (size_t)first_key * stride;
+    tfenc_matmul_layout scores_layout = {.struct_size = sizeof scores_layout};
+    tfenc_matmul_layout probability_layout = {.struct_size = sizeof probability_layout};
+    /* P is the A of P V: the same rows and keys, padded alike */
+    if (tfenc_matmul_padded_layout(layer->scores_plan, rows, keys, head_dim, &scores_layout) !=
+            TFENC_OK ||
+        tfenc_matmul_padded_layout(layer->context_plan, rows, head_dim, keys,
+                                   &probability_layout) != TFENC_OK ||
+        probability_layout.m_padded != scores_layout.m_padded ||
+        probability_layout.k_padded != scores_layout.n_padded ||
+        (keys_bf16 != NULL && probability_layout.n_padded != scores_layout.k_padded))
+        return tfenc_error(ctx, TFENC_ERR_INTERNAL,
+                           "mha: no common layout for a [%d, %d] tile of scores", rows, keys);
+    const int rows_padded = scores_layout.m_padded, keys_padded = scores_layout.n_padded;
+    /* The tile's queries (its own rows: no other tile reads them) scaled
+     * once, rows x d values, so that the product gives scaled scores and
+     * nothing passes over the rows x keys x heads of them to scale them. */
+    float *queries = qkv + (size_t)first * stride;
+    for (int r = 0; r < rows; r++) {
+        float *query = queries + (size_t)r * stride;
+#pragma omp simd
+        for (int e = 0; e < d; e++)
+            query[e] *= layer->scale;
+    }
+    /* scores[h] = scale Q_tile,h K_(h / group)^T, every head in one call */
+    tfenc_matmul_args qk = {.struct_size = sizeof qk, .m = rows, .n = keys, .k = head_dim,
+                            .alpha = 1.0f,
+                            .a = queries, .a_row_stride = stride, .a_batch_stride = head_dim,
+                            .b = tile_keys, .b_row_stride = stride, .b_batch_stride = head_dim,
+                            .b_shared_by = group, .c_padded = scores, .b_bf16 = keys_bf16};
+    int status = tfenc_matmul(ctx, layer->scores_plan, &qk);
+    if (status != TFENC_OK)
+        return status;
+    TFENC_PARALLEL_FOR(h, heads, (double)heads * rows * keys,
+                       softmax_in_place(layer, h, scores, probabilities, first, rows, first_key,
+                                        keys, rows_padded, keys_padded, inverse_sums));
+    /* context_tile,h = P_h V_(h / group), normalised after the product */
+    float *out = context + (size_t)first * d;
+    tfenc_matmul_args pv = {.struct_size = sizeof pv, .m = rows, .n = head_dim, .k = keys,
+                            .alpha = 1.0f, .a_bf16 = probabilities,
+                            .b = tile_keys + layer->kv_width, .b_row_stride = stride,
+                            .b_batch_stride = head_dim, .b_shared_by = group,
+                            .b_bf16 = values_bf16,
+                            .c = out, .c_row_stride = d, .c_batch_stride = head_dim};
+    if ((status = tfenc_matmul(ctx, layer->context_plan, &pv)) != TFENC_OK)
+        return status;
+    TFENC_PARALLEL_FOR(r, rows, (double)rows * d,
+                       normalise_row(layer, out + (size_t)r * d, inverse_sums, r, rows));
+    return TFENC_OK;
+}
+
 /* Attention of one sequence of `length` tokens: its Q/K/V rows start at
  * `qkv` (row stride q + 2k), its context rows at `context` (row stride q,
  * the width of Q).
- * scores holds [n_heads][QUERY_TILE][length], inverse_sums [n_heads][QUERY_TILE],
- * prepared [n_heads][terms->prepared_floats]. */
+ * scores holds [n_heads][QUERY_TILE][length] (in_place: padded as the
+ * products lay them out), inverse_sums [n_heads][QUERY_TILE], probabilities
+ * (in_place) the bf16 [n_heads][QUERY_TILE][length], padded alike, prepared
+ * [n_heads][terms->prepared_floats]; in_place scales the sequence's Q rows
+ * where they are. */
 static int attend_sequence(tfenc_context *ctx, const attention *layer,
-                           const attention_position_terms *terms, const float *qkv, int length,
-                           float *context, float *scores, float *inverse_sums, float *prepared)
+                           const attention_position_terms *terms, float *qkv, int length,
+                           float *context, float *scores, float *inverse_sums,
+                           uint16_t *probabilities, float *prepared)
 {
     const int d = layer->q_width, head_dim = layer->head_dim;
     const int stride = d + 2 * layer->kv_width, heads = layer->n_heads;
     const int group = layer->n_heads / layer->n_kv_heads; /* query heads per key/value head */
+    /* Every tile sees every key: K and V laid out once for all of them. */
+    uint16_t *keys_bf16 = NULL, *values_bf16 = NULL;
+    if (keys_shared_by_tiles(layer)) {
+        tfenc_matmul_layout layout = {.struct_size = sizeof layout};
+        const int tile = length < QUERY_TILE ? length : QUERY_TILE;
+        if (tfenc_matmul_padded_layout(layer->scores_plan, tile, length, head_dim, &layout) !=
+            TFENC_OK)
+            return tfenc_error(ctx, TFENC_ERR_INTERNAL,
+                               "mha: no layout for the keys of a %d-token sequence", length);
+        const size_t block = (size_t)layout.n_padded * layout.k_padded;
+        keys_bf16 = probabilities + 2 * (size_t)probability_tile_floats(layer, &layer->limits);
+        values_bf16 = keys_bf16 + (size_t)heads * block;
+        TFENC_PARALLEL_FOR(h, heads, (double)heads * length * head_dim,
+                           layout_keys_values(layer, qkv, length, h, layout.n_padded,
+                                              layout.k_padded, keys_bf16, values_bf16));
+    }
     for (int first = 0; first < length; first += QUERY_TILE) {
         const int rows = length - first < QUERY_TILE ? length - first : QUERY_TILE;
         /* The keys the tile sees: none after its last query (causal), none
@@ -474,6 +699,14 @@ static int attend_sequence(tfenc_context *ctx, const attention *layer,
             end_key = first + rows;
         const int keys = end_key - first_key;
         const float *tile_keys = qkv + d + (size_t)first_key * stride;
+        if (layer->in_place) {
+            int status = attend_tile_in_place(ctx, layer, qkv, first, rows, first_key, keys,
+                                              context, scores, inverse_sums, probabilities,
+                                              keys_bf16, values_bf16);
+            if (status != TFENC_OK)
+                return status;
+            continue;
+        }
         /* scores[h][rows][keys] = scale * Q_tile,h K_(h / group)^T, every head in one call */
         tfenc_matmul_args qk = {.struct_size = sizeof qk, .m = rows, .n = keys, .k = head_dim,
                                 .alpha = layer->scale,
@@ -510,7 +743,7 @@ static int attend_sequence(tfenc_context *ctx, const attention *layer,
  * is kept in *failed and stops the sequences not yet started.
  * position_to_content: the group's p2c rows (disentangled), or NULL. */
 static void attend_in_thread(tfenc_context *ctx, const attention *layer, const tfenc_batch *batch,
-                             int s, int group_start, const float *qkv, float *context,
+                             int s, int group_start, float *qkv, float *context,
                              const float *position_to_content, float *scores, int *failed)
 {
     const int d = layer->q_width, stride = d + 2 * layer->kv_width;
@@ -526,9 +759,13 @@ static void attend_in_thread(tfenc_context *ctx, const attention *layer, const t
     const attention_position_terms terms =
         sequence_terms(layer, &sequence, position_to_content, start);
     float *inverse_sums = scores + score_tile_floats(layer, &layer->limits);
+    uint16_t *probabilities = (uint16_t *)(inverse_sums + tile_sums(layer));
+    float *prepared = inverse_sums + tile_sums(layer) +
+                      probability_tile_floats(layer, &layer->limits) +
+                      key_value_floats(layer, &layer->limits);
     int status = attend_sequence(ctx, layer, &terms, qkv + (size_t)start * stride, length,
                                  context + (size_t)start * d, scores, inverse_sums,
-                                 inverse_sums + tile_sums(layer));
+                                 probabilities, prepared);
     if (status != TFENC_OK) {
 #pragma omp atomic write
         *failed = status;
@@ -625,8 +862,7 @@ static int attention_forward(void *instance, tfenc_context *ctx, tfenc_batch *ba
     float *scores = position_to_content + position_to_content_floats(layer, &layer->limits);
     if (layer->position != POSITION_DISENTANGLED)
         position_to_content = NULL;
-    const size_t thread_floats = score_tile_floats(layer, &layer->limits) + tile_sums(layer) +
-                                 prepared_floats(layer);
+    const size_t thread_part = thread_floats(layer, &layer->limits);
 
     int status = TFENC_OK;
     for (int first = 0; status == TFENC_OK && first < batch->n_seq;) {
@@ -687,7 +923,7 @@ static int attention_forward(void *instance, tfenc_context *ctx, tfenc_batch *ba
             for (int s = first; s < end; s++)
                 attend_in_thread(ctx, layer, batch, s, group_start, qkv, context,
                                  position_to_content,
-                                 scores + (size_t)omp_get_thread_num() * thread_floats, &failed);
+                                 scores + (size_t)omp_get_thread_num() * thread_part, &failed);
         } else {
             /* (no parallel region at all: libgomp allocates a team even for one thread) */
             for (int s = first; s < end; s++)
@@ -712,8 +948,7 @@ static size_t attention_workspace_size(const void *instance, const tfenc_limits 
      * or per thread one tile of scores and row sums */
     size_t per_thread = layer->fused
                             ? attention_kernel_scratch_floats(&layer->shape, &layer->terms)
-                            : score_tile_floats(layer, limits) + tile_sums(layer) +
-                                  prepared_floats(layer);
+                            : thread_floats(layer, limits);
     size_t shared = (layer->fused ? transposed_key_floats(layer) : 0) +
                     position_to_content_floats(layer, limits);
     return (tokens * (2 * (size_t)layer->q_width + 2 * (size_t)layer->kv_width) + shared +
@@ -1015,6 +1250,14 @@ static int load_weights(tfenc_context *ctx, const tfenc_layer_init *init, attent
         (status = tfenc_matmul_plan_create(init->weights, &context, &layer->context_plan)) !=
             TFENC_OK)
         return status;
+    /* bf16 products copy their operands into a padded layout: keep the
+     * scores and probabilities in it (float32 products read ours). */
+    tfenc_matmul_layout layout = {.struct_size = sizeof layout};
+    /* Not with DeBERTa's disentangled terms: their state is per sequence
+     * and their prepare() reads the queries, which in_place scales. */
+    layer->in_place = tfenc_matmul_padded_layout(layer->scores_plan, 1, 1, 1, &layout) ==
+                          TFENC_OK &&
+                      layer->position != POSITION_DISENTANGLED;
     return TFENC_OK;
 }
 

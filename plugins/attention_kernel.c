@@ -17,14 +17,6 @@ size_t attention_kernel_scratch_floats(const attention_kernel_shape *shape,
            (terms != NULL ? terms->prepared_floats : 0);
 }
 
-/* exp(x) for x <= 0 (a score less its row's running maximum): tfenc_fast_exp
- * vectorises where expf() would not, and (x - x) turns a NaN score back
- * into NaN, which tfenc_fast_exp's clamp would hide as exp(-87). */
-static inline float exp_nonpositive(float x)
-{
-    return tfenc_fast_exp(x) + (x - x);
-}
-
 /* Keys [*lo, *hi) that query i sees among [0, length). */
 static inline void visible_keys(const attention_kernel_shape *shape, int i, int length, int *lo,
                                 int *hi)
@@ -194,7 +186,7 @@ void attention_kernel_run(const attention_kernel_shape *shape,
             float *context_row = running + (size_t)r * head_dim;
             if (block_maximum > maximum[r]) {
                 if (maximum[r] != -INFINITY) {
-                    const float rescale = exp_nonpositive(maximum[r] - block_maximum);
+                    const float rescale = tfenc_exp_nonpositive(maximum[r] - block_maximum);
                     sum[r] *= rescale;
 #pragma omp simd
                     for (int e = 0; e < head_dim; e++)
@@ -206,7 +198,7 @@ void attention_kernel_run(const attention_kernel_shape *shape,
             float block_sum = 0.0f;
 #pragma omp simd reduction(+ : block_sum)
             for (int c = row_lo; c < row_hi; c++) {
-                scores[c] = exp_nonpositive(scores[c] - row_maximum);
+                scores[c] = tfenc_exp_nonpositive(scores[c] - row_maximum);
                 block_sum += scores[c];
             }
             sum[r] += block_sum;

@@ -39,3 +39,13 @@ tests_test_layers_LDADD = tests/harness/libunit.la core/libtfenc.la $(CUNIT_LIBS
 # output_ids, and docs/layers.md against --list-plugins.
 dist_check_SCRIPTS += tests/plugin_authoring.sh tests/layers_doc.py
 TESTS += tests/plugin_authoring.sh
+
+# The SDK's fast math (tfenc/plugin_math.h) against float64 libm, in each
+# instruction set a plugin's vector clones may run.
+check_PROGRAMS += tests/test_fast_math
+TESTS += tests/test_fast_math
+tests_test_fast_math_SOURCES = tests/test_fast_math.c
+tests_test_fast_math_CPPFLAGS = $(AM_CPPFLAGS) $(CUNIT_CFLAGS) -I$(top_srcdir)/tests
+tests_test_fast_math_LDADD = tests/harness/libunit.la $(CUNIT_LIBS) -lm
+# The plugins' flags (plugins/local.mk): the loops vectorise as theirs do.
+tests_test_fast_math_CFLAGS = $(AM_CFLAGS) $(OPENMP_CFLAGS) -fno-trapping-math -ffp-contract=fast

@@ -2,6 +2,7 @@
  * here from the textbook formulas, one sequence at a time, full L x L. */
 #include <CUnit/CUnit.h>
 #include <math.h>
+#include <stddef.h>
 #include <omp.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,6 +15,7 @@
 #include "job/params.h"
 #include "plugin/plugin_loader.h"
 #include "model/weights.h"
+#include "tfenc/plugin_math.h"
 #include "attention_kernel.h" /* plugins/: the fused kernel, linked in directly */
 
 /* Tolerance, relative to the largest output magnitude: each output is a float32
@@ -1038,8 +1040,10 @@ static void test_workspace_and_flops(void)
                            2 * (3 * d * d + d * d) + 4 * length * d, 1e-9);
     instance_destroy(&in);
     /* bf16 keeps the host's products: per thread one tile of 128 query
-     * rows of scores for each of the 4 heads with its row sums, never a
-     * full 500 x 500 matrix per head. */
+     * rows of scores for each of the 4 heads (float32, then its bf16
+     * probabilities beside it, both padded as the products lay them out)
+     * with its row sums, and the sequence's bf16 keys and values, never
+     * full 500 x 500 matrices: less than half of them per thread. */
     tfenc_context ctx;
     tfenc_context_init(&ctx);
     if (tfenc_matrix_check_precision(&ctx, TFENC_PRECISION_BF16) == TFENC_OK) {
@@ -1047,10 +1051,12 @@ static void test_workspace_and_flops(void)
         limits = (tfenc_limits){.max_tokens = 1000, .max_seq_len = 500, .max_seqs = 10};
         instance_create(&in, &c, &w, limits);
         CU_ASSERT_EQUAL_FATAL(in.status, TFENC_OK);
-        needed = sizeof(float) * ((size_t)1000 * 4 * 32 + threads * (4 * 128 * 500 + 4 * 128));
+        const size_t group_floats = (size_t)1000 * 4 * 32;
+        needed = sizeof(float) *
+                 (group_floats + threads * (4 * 128 * 500 * 3 / 2 + 4 * 128 + 4 * 500 * 8));
         bytes = descriptor->workspace_size(in.layer, &limits);
         CU_ASSERT(bytes >= needed);
-        CU_ASSERT(bytes < needed + sizeof(float) * 500 * 500 / 2);
+        CU_ASSERT(bytes < sizeof(float) * (group_floats + threads * 4 * 500 * 500 / 2));
         instance_destroy(&in);
     }
     weights_free(&w);
@@ -1079,6 +1085,122 @@ static const tfenc_layer_descriptor *load_plugin(void)
     return layer->descriptor;
 }
 
+
+/* The host's products in their own layout (ABI 1.3, what the bf16 path's
+ * in-place tiles use): C written to c_padded, A and B read from a_bf16 and
+ * b_bf16 give the bits of the copying call; a 1.2-sized args is still accepted; alpha
+ * != 1 with c_padded and float32 plans are refused. */
+static void products_run(tfenc_context *ctx, tfenc_precision precision)
+{
+    enum { BATCH = 2, M = 40, N = 70, K = 16 };
+    tfenc_weight_store *store = NULL;
+    tfenc_weights *group = NULL;
+    static float a[BATCH * M * K], b[BATCH * N * K], c[BATCH * M * N];
+    unsigned long long state = 11;
+    fill_uniform(a, sizeof a / sizeof a[0], 1.0, &state);
+    fill_uniform(b, sizeof b / sizeof b[0], 1.0, &state);
+    int64_t dims[2] = {1, 1};
+    CU_ASSERT_EQUAL_FATAL(tfenc_weight_store_create_memory(ctx, &store), TFENC_OK);
+    CU_ASSERT_EQUAL_FATAL(tfenc_weight_store_add(ctx, store, "/m/w", 2, dims, a), TFENC_OK);
+    const tfenc_weight_options options = {.precision = precision};
+    CU_ASSERT_EQUAL_FATAL(tfenc_weight_store_group(ctx, store, "/m", &options, &group), TFENC_OK);
+    tfenc_matmul_shape shape = {.struct_size = sizeof shape, .batch = BATCH, .m = M, .n = N,
+                                .k = K, .b_transposed = 1};
+    tfenc_matmul_plan *plan = NULL;
+    CU_ASSERT_EQUAL_FATAL(tfenc_matmul_plan_create(group, &shape, &plan), TFENC_OK);
+    tfenc_matmul_layout layout = {.struct_size = sizeof layout};
+    const int status = tfenc_matmul_padded_layout(plan, M, N, K, &layout);
+    tfenc_matmul_args copying = {.struct_size = sizeof copying, .m = M, .n = N, .k = K,
+                                 .alpha = 1.0f, .a = a, .a_row_stride = K,
+                                 .a_batch_stride = M * K, .b = b, .b_row_stride = K,
+                                 .b_batch_stride = N * K, .c = c, .c_row_stride = N,
+                                 .c_batch_stride = M * N};
+    CU_ASSERT_EQUAL(tfenc_matmul(ctx, plan, &copying), TFENC_OK);
+    /* ABI 1.2's args end before a_bf16: the same call, the same bits */
+    static float c_1_2[BATCH * M * N];
+    tfenc_matmul_args old = copying;
+    old.struct_size = offsetof(tfenc_matmul_args, a_bf16);
+    old.c = c_1_2;
+    CU_ASSERT_EQUAL(tfenc_matmul(ctx, plan, &old), TFENC_OK);
+    CU_ASSERT(memcmp(c, c_1_2, sizeof c) == 0);
+    if (precision == TFENC_PRECISION_FP32 || status != TFENC_OK) {
+        /* float32 products copy nothing: no layout to share */
+        CU_ASSERT_EQUAL(status, TFENC_ERR_NOT_FOUND);
+        tfenc_matmul_args refused = copying;
+        refused.c_padded = c_1_2;
+        CU_ASSERT_EQUAL(tfenc_matmul(ctx, plan, &refused), TFENC_ERR_INTERNAL);
+        tfenc_weight_store_close(store);
+        return;
+    }
+    CU_ASSERT(layout.m_padded >= M && layout.n_padded >= N && layout.k_padded >= K);
+    const size_t padded_c = (size_t)BATCH * layout.m_padded * layout.n_padded;
+    const size_t padded_a = (size_t)BATCH * layout.m_padded * layout.k_padded;
+    float *c_padded = malloc(sizeof(float) * padded_c);
+    const size_t padded_b = (size_t)BATCH * layout.n_padded * layout.k_padded;
+    uint16_t *a_bf16 = calloc(padded_a, sizeof(uint16_t));
+    uint16_t *b_bf16 = calloc(padded_b, sizeof(uint16_t));
+    float *zeros = calloc((size_t)BATCH * N * K, sizeof(float));
+    CU_ASSERT_FATAL(c_padded != NULL && a_bf16 != NULL && b_bf16 != NULL && zeros != NULL);
+    for (int e = 0; e < BATCH; e++) {
+        for (int i = 0; i < M; i++)
+            for (int j = 0; j < K; j++)
+                a_bf16[((size_t)e * layout.m_padded + i) * layout.k_padded + j] =
+                    tfenc_round_to_bf16(a[(e * M + i) * K + j]);
+        for (int i = 0; i < N; i++) /* B stored transposed: [n][k] */
+            for (int j = 0; j < K; j++)
+                b_bf16[((size_t)e * layout.n_padded + i) * layout.k_padded + j] =
+                    tfenc_round_to_bf16(b[(e * N + i) * K + j]);
+    }
+    /* a and b point at zeros: a host that read them would get zeros */
+    tfenc_matmul_args in_place = copying;
+    in_place.a = zeros;
+    in_place.a_bf16 = a_bf16;
+    in_place.b = zeros;
+    in_place.b_bf16 = b_bf16;
+    in_place.c = NULL;
+    in_place.c_padded = c_padded;
+    CU_ASSERT_EQUAL(tfenc_matmul(ctx, plan, &in_place), TFENC_OK);
+    size_t differing = 0;
+    for (int e = 0; e < BATCH; e++)
+        for (int i = 0; i < M; i++)
+            for (int j = 0; j < N; j++)
+                differing += memcmp(&c[(e * M + i) * N + j],
+                                    &c_padded[((size_t)e * layout.m_padded + i) *
+                                                  layout.n_padded + j],
+                                    sizeof(float)) != 0;
+    CU_ASSERT_EQUAL(differing, 0);
+    /* the product is what it should be, not only the same twice */
+    double worst = 0;
+    for (int e = 0; e < BATCH; e++)
+        for (int i = 0; i < M; i++)
+            for (int j = 0; j < N; j++) {
+                double sum = 0, magnitude = 0;
+                for (int l = 0; l < K; l++) {
+                    sum += (double)a[(e * M + i) * K + l] * b[(e * N + j) * K + l];
+                    magnitude += fabs((double)a[(e * M + i) * K + l] * b[(e * N + j) * K + l]);
+                }
+                double error = fabs(c[(e * M + i) * N + j] - sum) / magnitude;
+                worst = error > worst ? error : worst;
+            }
+    CU_ASSERT(worst < 1.0 / 128); /* two bf16 roundings of 2^-9 each, float sums */
+    in_place.alpha = 0.5f;
+    CU_ASSERT_EQUAL(tfenc_matmul(ctx, plan, &in_place), TFENC_ERR_INTERNAL);
+    free(c_padded);
+    free(a_bf16);
+    free(b_bf16);
+    free(zeros);
+    tfenc_weight_store_close(store);
+}
+
+static void test_products_in_place(void)
+{
+    tfenc_context ctx;
+    tfenc_context_init(&ctx);
+    products_run(&ctx, TFENC_PRECISION_FP32);
+    if (tfenc_matrix_check_precision(&ctx, TFENC_PRECISION_BF16) == TFENC_OK)
+        products_run(&ctx, TFENC_PRECISION_BF16);
+}
+
 static int suite_init(void)
 {
     mha = load_plugin();
@@ -1104,6 +1226,7 @@ static const test_case attention_cases[] = {
     {"create errors", test_errors},
     {"workspace and flops", test_workspace_and_flops},
     {"bf16 against fp32", test_bf16_against_fp32},
+    {"host products in their own layout", test_products_in_place},
     {NULL, NULL}};
 
 const test_suite test_suites[] = {

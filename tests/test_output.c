@@ -840,7 +840,8 @@ static void test_multivector_pack(void)
     memcpy(swapped + WIDTH, x, 3 * WIDTH * sizeof *x);
     CU_ASSERT(tfenc_output_write_tokens(&ctx, out, 2, documents, first_rows, counts,
                                         swapped) == TFENC_OK);
-    CU_ASSERT(tfenc_output_write_metadata(&ctx, out, 2, documents, counts, truncated, NULL)
+    CU_ASSERT(tfenc_output_write_metadata(&ctx, out, 2, documents, counts, truncated, NULL, NULL,
+                                          NULL)
               == TFENC_OK);
     CU_ASSERT_FATAL(tfenc_output_finish(&ctx, out) == TFENC_OK);
     hid_t file = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);

@@ -25,6 +25,7 @@
 #include <omp.h>
 #include <pthread.h>
 #include <sched.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -928,6 +929,22 @@ void tfenc_matrix_matmul_destroy(tfenc_matmul_plan *plan)
     free(plan);
 }
 
+int tfenc_matmul_padded_layout(const tfenc_matmul_plan *plan, int m, int n, int k,
+                               tfenc_matmul_layout *layout)
+{
+    const tfenc_matmul_shape *largest = &plan->largest;
+    if (layout == NULL || layout->struct_size < sizeof(tfenc_matmul_layout) ||
+        plan->precision == TFENC_PRECISION_FP32 || m < 1 || n < 1 || k < 1 || m > largest->m ||
+        n > largest->n || k > largest->k)
+        return TFENC_ERR_NOT_FOUND;
+#ifdef HAVE_ONEDNN
+    onednn_matmul_padded(m, n, k, &layout->m_padded, &layout->n_padded, &layout->k_padded);
+    return TFENC_OK;
+#else
+    return TFENC_ERR_NOT_FOUND;
+#endif
+}
+
 static void fp32_product(const tfenc_matmul_args *args, int b_transposed, int b)
 {
     const int shared = args->b_shared_by > 1 ? args->b_shared_by : 1;
@@ -938,10 +955,20 @@ static void fp32_product(const tfenc_matmul_args *args, int b_transposed, int b)
                 (int)args->c_row_stride);
 }
 
-int tfenc_matmul(tfenc_context *ctx, const tfenc_matmul_plan *plan, const tfenc_matmul_args *args)
+/* The fields of ABI 1.2's tfenc_matmul_args, which end before a_bf16. */
+#define MATMUL_ARGS_1_2 offsetof(tfenc_matmul_args, a_bf16)
+
+int tfenc_matmul(tfenc_context *ctx, const tfenc_matmul_plan *plan, const tfenc_matmul_args *given)
 {
     const tfenc_matmul_shape *largest = &plan->largest;
-    if (args == NULL || args->struct_size < sizeof(tfenc_matmul_args) || args->m < 0 ||
+    /* A plugin of ABI 1.2 passes the fields before a_bf16: the others are NULL. */
+    tfenc_matmul_args full = {0};
+    const tfenc_matmul_args *args = NULL;
+    if (given != NULL && given->struct_size >= MATMUL_ARGS_1_2) {
+        memcpy(&full, given, given->struct_size < sizeof full ? given->struct_size : sizeof full);
+        args = &full;
+    }
+    if (args == NULL || args->m < 0 ||
         args->n < 0 || args->k < 0 || args->m > largest->m || args->n > largest->n ||
         args->k > largest->k || args->b_shared_by < 0 ||
         (args->b_shared_by > 1 && largest->batch % args->b_shared_by != 0))
@@ -950,6 +977,15 @@ int tfenc_matmul(tfenc_context *ctx, const tfenc_matmul_plan *plan, const tfenc_
                            "[%d, %d] x [%d, %d]",
                            args ? args->m : 0, args ? args->k : 0, args ? args->k : 0,
                            args ? args->n : 0, largest->m, largest->k, largest->k, largest->n);
+    /* Operands in the padded layout: only bf16 plans have one, and C left
+     * there gets no alpha. */
+    const int scaled_in_place = args->c_padded != NULL && args->alpha != 1.0f;
+    if ((args->a_bf16 != NULL || args->b_bf16 != NULL || args->c_padded != NULL) &&
+        (plan->precision == TFENC_PRECISION_FP32 || scaled_in_place))
+        return tfenc_error(ctx, TFENC_ERR_INTERNAL,
+                           "tfenc_matmul: a_bf16, b_bf16 or c_padded given to a %s plan%s",
+                           plan->precision == TFENC_PRECISION_FP32 ? "float32" : "bf16",
+                           scaled_in_place ? " with alpha != 1" : "");
     if (args->m == 0 || args->n == 0)
         return TFENC_OK;
     if (plan->precision == TFENC_PRECISION_FP32) {

@@ -753,8 +753,11 @@ static void gather_bf16(const float *from, long stride, int rows, int columns, u
 static void gather_operands(const tfenc_matmul_args *args, int b_transposed, int shared, int e,
                             int m, int n, int k, uint16_t *a, uint16_t *b)
 {
-    gather_bf16(args->a + e * args->a_batch_stride, args->a_row_stride, args->m, args->k,
-                a + (size_t)e * m * k, m, k);
+    if (a != NULL)
+        gather_bf16(args->a + e * args->a_batch_stride, args->a_row_stride, args->m, args->k,
+                    a + (size_t)e * m * k, m, k);
+    if (b == NULL)
+        return;
     const float *stored = args->b + (e / shared) * args->b_batch_stride;
     if (b_transposed)
         gather_bf16(stored, args->b_row_stride, args->n, args->k, b + (size_t)e * n * k, n, k);
@@ -775,6 +778,13 @@ static void scatter_result(const tfenc_matmul_args *args, int e, int m, int n, c
     }
 }
 
+void onednn_matmul_padded(int m, int n, int k, int *m_padded, int *n_padded, int *k_padded)
+{
+    *m_padded = grid_round(m);
+    *n_padded = grid_round(n);
+    *k_padded = grid_round(k);
+}
+
 int onednn_matmul_execute(tfenc_context *ctx, onednn_matmul *matmul, int thread, void *stream,
                           const tfenc_matmul_args *args, void *scratch)
 {
@@ -788,20 +798,27 @@ int onednn_matmul_execute(tfenc_context *ctx, onednn_matmul *matmul, int thread,
     uint16_t *a = scratch;
     uint16_t *b = (uint16_t *)((char *)scratch + matmul->a_bytes);
     float *c = (float *)((char *)scratch + matmul->a_bytes + matmul->b_bytes);
-    /* Gather A [m][k] and B ([n][k] when transposed, else [k][n]) per batch
-     * entry, bf16, zero-padded: padded rows and columns add nothing. */
+    /* Gather A [m][k] and B ([n][k] when transposed, else [k][n]) per
+     * batch entry, bf16, zero-padded: padded rows and columns add nothing;
+     * not those the caller keeps in this layout (a_bf16, b_bf16). */
     TFENC_PARALLEL_FOR(e, batch, (double)batch * (m * k + n * k),
-                       gather_operands(args, shape->b_transposed, shared, e, m, n, k, a, b));
+                       gather_operands(args, shape->b_transposed, shared, e, m, n, k,
+                                       args->a_bf16 != NULL ? NULL : a,
+                                       args->b_bf16 != NULL ? NULL : b));
     product *p = &matmul->products[index];
-    dnnl_status_t status = dnnl_memory_set_data_handle(matmul->weights[index], b);
+    dnnl_status_t status = dnnl_memory_set_data_handle(
+        matmul->weights[index], args->b_bf16 != NULL ? (void *)args->b_bf16 : (void *)b);
     if (status == dnnl_success)
-        status = execute(stream, p, a, c, matmul->weights[index], NULL,
+        status = execute(stream, p, args->a_bf16 != NULL ? args->a_bf16 : a,
+                         args->c_padded != NULL ? args->c_padded : c, matmul->weights[index],
+                         NULL,
                          (char *)scratch + matmul->a_bytes + matmul->b_bytes + matmul->c_bytes);
     if (status != dnnl_success)
         return tfenc_error(ctx, TFENC_ERR_INTERNAL,
                            "bf16 products: oneDNN %d x [%d, %d] x [%d, %d] failed (status %d)",
                            batch, m, k, k, n, (int)status);
-    /* C and alpha into the caller's layout. */
-    TFENC_PARALLEL_FOR(e, batch, (double)batch * m * n, scatter_result(args, e, m, n, c));
+    /* C and alpha into the caller's layout, unless it is there already. */
+    if (args->c_padded == NULL)
+        TFENC_PARALLEL_FOR(e, batch, (double)batch * m * n, scatter_result(args, e, m, n, c));
     return TFENC_OK;
 }

@@ -73,6 +73,8 @@ typedef struct onednn_matmul onednn_matmul;
 int onednn_matmul_create(tfenc_context *ctx, const tfenc_matmul_shape *largest, int threads,
                          onednn_matmul **matmul, size_t *scratch_bytes);
 void onednn_matmul_destroy(onednn_matmul *matmul);
+/* The padded sizes the products of a call of sizes m, n, k read and write. */
+void onednn_matmul_padded(int m, int n, int k, int *m_padded, int *n_padded, int *k_padded);
 int onednn_matmul_execute(tfenc_context *ctx, onednn_matmul *matmul, int thread, void *stream,
                           const tfenc_matmul_args *args, void *scratch);
 

@@ -266,6 +266,18 @@ typedef struct tfenc_matmul_args {
                                    1 (or 0) normally, heads per group for grouped-query attention */
     float *c;                   /* C_b[i][j] = c[b * c_batch_stride + i * c_row_stride + j] */
     long c_row_stride, c_batch_stride;
+    /* ABI 1.3 (absent from a smaller struct_size: all NULL). Operands in
+     * the plan's own layout (tfenc_matmul_padded_layout), which the host
+     * then reads or writes in place instead of copying: */
+    const uint16_t *a_bf16;     /* non-NULL: A in bfloat16, [batch][m_padded][k_padded], every
+                                   element past A_b's m x k zero; a and its strides unread */
+    float *c_padded;            /* non-NULL: C written here, [batch][m_padded][n_padded], the
+                                   padding included (its values unspecified), instead of to c;
+                                   alpha MUST be 1 */
+    const uint16_t *b_bf16;     /* non-NULL: B in bfloat16 as stored, one per batch entry (no
+                                   b_shared_by): [batch][n_padded][k_padded] when b_transposed,
+                                   else [batch][k_padded][n_padded], every element past B_b's
+                                   zero; b and its strides unread */
 } tfenc_matmul_args;
 
 /* Runs the batch of products of `args` (plan->batch of them). C MUST NOT
@@ -274,6 +286,23 @@ typedef struct tfenc_matmul_args {
  * over the pool), one call per thread at a time: it then runs on the
  * calling thread alone. */
 int tfenc_matmul(tfenc_context *ctx, const tfenc_matmul_plan *plan, const tfenc_matmul_args *args);
+
+/* ABI 1.3: the layout a call of sizes m, n, k reads its A from and writes
+ * its C to (rows and columns padded to the sizes it was planned for), for a
+ * caller that keeps an operand in it (tfenc_matmul_args' a_bf16, b_bf16
+ * and c_padded): attention's scores read where the product wrote them and
+ * its probabilities written where the next product reads them, as
+ * bfloat16, without the two copies between; its keys and values laid out
+ * once per sequence rather than copied for each tile of queries. TFENC_ERR_NOT_FOUND when the plan's
+ * products copy nothing (float32: they read the caller's strides) or
+ * m, n, k lie outside the plan. */
+typedef struct tfenc_matmul_layout {
+    size_t struct_size;         /* sizeof(tfenc_matmul_layout) as the plugin saw it */
+    int m_padded, n_padded, k_padded;
+} tfenc_matmul_layout;
+
+int tfenc_matmul_padded_layout(const tfenc_matmul_plan *plan, int m, int n, int k,
+                               tfenc_matmul_layout *layout);
 
 /* -------------------------------------------------------- packed batches */
 

@@ -17,7 +17,7 @@
 #ifndef TFENC_PLUGIN_MATH_H
 #define TFENC_PLUGIN_MATH_H
 
-#define TFENC_PLUGIN_MATH_VERSION 1
+#define TFENC_PLUGIN_MATH_VERSION 2 /* 2: tfenc_exp_nonpositive */
 
 #include <math.h>
 #include <stdint.h>
@@ -77,6 +77,44 @@ static inline float tfenc_fast_exp(float x)
     float power;
     memcpy(&power, &bits, sizeof power);
     return p * power;
+}
+
+/* exp(x) for x <= 0, the softmax's exponent (a score less its row's
+ * maximum): about two thirds of tfenc_fast_exp's operations, for the loop
+ * that costs a fifth of a bf16 encode on a CPU whose products are fast.
+ * Relative error <= 3e-7 (2.5 float ulp) for -87 <= x <= 0 (measured
+ * 1.8e-7, 1.7e-7 with fused multiply-adds); exp(0) is exactly 1. Below
+ * -87 it returns 0 (exp(-87) ~ 1.6e-38: next to the row's largest
+ * probability, 1, nothing), -inf gives 0, NaN gives NaN; x up to 88 keeps
+ * the bound, larger x is outside its domain.
+ *
+ * exp(x) = 2^n exp(r), n = round(x / ln 2), |r| <= ln(2)/2. Adding
+ * 1.5 * 2^23 + 127 to x / ln 2 rounds it to an integer and leaves n + 127
+ * in the low bits of the sum, which shifted into the exponent field are
+ * 2^n: no float-to-integer conversion and no clamp (x >= -87 keeps n + 127
+ * >= 1). exp(r) = 1 + r q(r), q of degree 4 fitted for the least maximum
+ * relative error on |r| <= 0.3466 (9e-8 in exact arithmetic), where
+ * tfenc_fast_exp spends a degree-7 polynomial on 1 ulp. A NaN x runs
+ * through the arithmetic as NaN. */
+static inline float tfenc_exp_nonpositive(float x)
+{
+    const float shifter = 12582912.0f + 127.0f; /* 1.5 * 2^23 + exponent bias */
+    const float shifted = x * 1.44269504088896341f + shifter;
+    const float n = shifted - shifter;
+    /* r = x - n ln 2, with ln 2 split in two so that n * ln 2 stays exact. */
+    const float r = (x - n * 0.693359375f) + n * 2.12194440e-4f;
+    float q = 8.290308527648449e-3f;
+    q = q * r + 4.1897963732481e-2f;
+    q = q * r + 1.666763722896576e-1f;
+    q = q * r + 4.999915063381195e-1f;
+    q = q * r + 9.999997019767761e-1f;
+    const float p = q * r + 1.0f;
+    uint32_t bits;
+    memcpy(&bits, &shifted, sizeof bits);
+    bits <<= 23; /* n + 127 into the exponent field; 1.5 * 2^23's bits fall off the top */
+    float power;
+    memcpy(&power, &bits, sizeof power);
+    return x < -87.0f ? 0.0f : p * power;
 }
 
 /* 0.5 x (1 + erf(x / sqrt 2)), torch's exact GELU. erf by Abramowitz and
