@@ -356,6 +356,9 @@ static void print_plan(void *user, const tfenc_run_plan *p)
                tfenc_output_dtype_name(p->dtype));
     printf("corpus: %s, %lld documents, %lld tokens after truncation (mean %.1f)\n",
            p->input_path, (long long)p->n_documents, (long long)p->n_tokens, mean_length);
+    if (p->text_pair_field != NULL)
+        printf("pairs: each document is the texts of '%s' and '%s', tokenized as the "
+               "tokenizer encodes a pair\n", p->text_field, p->text_pair_field);
     print_sources(p);
     double max_stage = 0;
     for (int s = 0; s < l->pipeline_stages; s++)

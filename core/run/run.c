@@ -1032,6 +1032,10 @@ static void describe_plan(run *r)
                            .step_flops = r->step_flops, .d_model = r->config.d_model,
                            .weights_path = r->config.weights_path,
                            .input_path = r->settings.input, .output_path = r->settings.output,
+                           .text_pair_field = r->settings.corpus.text_pair_field,
+                           .text_field = r->settings.corpus.text_pair_field != NULL
+                                             ? r->settings.corpus.text_field
+                                             : NULL,
                            .output_kind = r->output_kind, .scores_width = r->scores_width,
                            .labels = r->labels, .dtype = r->settings.dtype,
                            .sparse_width = r->sparse_width,

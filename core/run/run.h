@@ -54,6 +54,8 @@ typedef struct tfenc_run_plan {
     int64_t n_documents;
     int64_t n_tokens;              /* after truncation */
     const char *input_format;      /* "text", "jsonl", "hdf5" */
+    const char *text_field;        /* pairs: the fields (Parquet: columns) of their */
+    const char *text_pair_field;   /* two texts; NULL for single texts */
     int n_sources;                 /* the corpus's files (input/sources.h) */
     const char *const *source_paths;        /* [n_sources] in order */
     const int64_t *source_documents;        /* [n_sources] */

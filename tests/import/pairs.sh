@@ -67,6 +67,13 @@ for kind in bert roberta; do
     "$kind CrossEncoder.predict on pairs"
 done
 
+# --dry-run says the documents are pairs, and of which fields.
+checks=$((checks + 1))
+run "$work/bert" "$work/pairs.jsonl" "$work/dry.h5" --dry-run >"$work/dry-run.txt"
+grep -qF "pairs: each document is the texts of 'query' and 'passage'" "$work/dry-run.txt" \
+  && echo "ok: --dry-run: $(grep '^pairs:' "$work/dry-run.txt")" \
+  || fail "--dry-run does not say the documents are pairs: $(grep corpus "$work/dry-run.txt")"
+
 same() { # BASELINE OTHER LABEL: bitwise equal rows, lengths, ids
   checks=$((checks + 1))
   if result=$("$python" "$srcdir/tests/pipeline/compare_layouts.py" "$1" "$2"); then
