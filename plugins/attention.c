@@ -961,8 +961,15 @@ static double attention_flops_per_token(const void *instance, double mean_seq_le
     const attention *layer = instance;
     double d = layer->d_model, q = layer->q_width, k = layer->kv_width;
     /* Projections: 2 flops per weight (QKV is (q + 2k) x d, output d x q);
-     * attention: Q K^T and P V, each 2 * L * q per token summed over heads. */
-    return 2.0 * ((q + 2.0 * k) * d + d * q) + 4.0 * mean_seq_len * q;
+     * attention: Q K^T and P V, each 2 * L * q per token summed over heads;
+     * disentangled: each term a token's Q (c2p) or K (p2c) against the
+     * 2 span relative embeddings of every head, 2 * 2 span * q. */
+    double terms = 0.0;
+    if (layer->position == POSITION_DISENTANGLED)
+        terms = (layer->disentangled.content_to_position +
+                 layer->disentangled.position_to_content) *
+                4.0 * layer->disentangled.span * q;
+    return 2.0 * ((q + 2.0 * k) * d + d * q) + 4.0 * mean_seq_len * q + terms;
 }
 
 static void attention_destroy(void *instance)

@@ -33,7 +33,11 @@ usage: deberta.py make OUT_DIR SENTENCES
          transformers' DebertaV2TokenizerFast; reference.h5 `scores`, the
          softmax of the logits of transformers' tokenizer and model on the
          lines of SENTENCES, in padded batches, truncated at 256 tokens.
-       deberta.py compare REFERENCE.h5 DATASET TFENC.h5 LABEL [MIN_COSINE]
+       deberta.py compare LIST
+         Each line of LIST: REFERENCE.h5 DATASET TFENC.h5 MIN_COSINE LABEL
+         (MIN_COSINE "-" for none), compared as below in one process (a
+         Python start with numpy and h5py costs a CPU second); exits 1 if
+         any fails.
          Largest absolute difference of tfenc's output (`hidden` per token,
          `embeddings`, or `scores` for logits/padded/scores) from DATASET;
          fails above 1e-4 (architectures.py's bar: float32 in another order
@@ -205,8 +209,18 @@ def compare(reference_path, dataset, tfenc_path, label, min_cosine=None):
     return 0
 
 
+def compare_list(path):
+    failures = 0
+    for line in open(path, encoding="utf-8"):
+        reference, dataset, output, min_cosine, label = line.rstrip("\n").split(" ", 4)
+        failures += compare(reference, dataset, output, label,
+                            None if min_cosine == "-" else min_cosine)
+    return 1 if failures else 0
+
+
 if __name__ == "__main__":
     if sys.argv[1] == "make":
+        torch.set_num_threads(1)  # tiny models: more threads only spin
         make(sys.argv[2], sys.argv[3])
         sys.exit(0)
-    sys.exit(compare(*sys.argv[2:7]))
+    sys.exit(compare_list(sys.argv[2]))

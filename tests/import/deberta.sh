@@ -12,7 +12,8 @@
 # real text through a DeBERTa-v3-style tokenizer.json. bf16
 # and int8 jobs (whose host products add the terms through the same
 # prepare/add steps) stay within the precisions' cosine bars; layouts 2x1
-# and 2x2 (ranks x stages) give the same bytes as one rank. Configs tfenc
+# and 2x2 (ranks x stages; the base model 2x2) give the same bytes as one
+# rank. Configs tfenc
 # cannot compute (the convolution of v2-xlarge, no c2p/p2c term) are
 # refused in one line, with nothing written.
 set -eu
@@ -33,9 +34,14 @@ fail() {
   failures=$((failures + 1))
 }
 
+# Comparisons are listed here and made by one Python process at the end.
 compare() { # REFERENCE DATASET OUTPUT LABEL [MIN-COSINE]
   checks=$((checks + 1))
-  "$python" "$here/deberta.py" compare "$@" || failures=$((failures + 1))
+  if [ -f "$3" ]; then
+    echo "$1 $2 $3 ${5:--} $4" >>"$work/compare.txt"
+  else
+    fail "$4: tfenc-batch wrote no $3"
+  fi
 }
 
 run() { # DIR JOB OUTPUT [--set ...]: tfenc-batch on the kind's token ids
@@ -96,22 +102,26 @@ dir="$work/text"
 compare "$dir/reference.h5" scores "$dir/scores.h5" \
   "classifier from text through the tokenizer.json, against transformers' tokenizer"
 
-# Layouts: the same bytes whatever the ranks and stages.
-for case in "classifier job.ini scores" "base tokens.ini hidden"; do
+# Layouts: the same bytes whatever the ranks and stages (the base model, with
+# its 600-token sequence, at 2x2 only: a run of MPI costs CPU time).
+for case in "classifier job.ini scores 2:1 2:2" "base tokens.ini hidden 2:2"; do
   set -- $case
   dir="$work/$1" job=$2 dataset=$3
-  [ "$1" = classifier ] && reference="$dir/scores.h5" || reference="$dir/tokens.h5"
-  for layout in 2:1 2:2; do
+  shift 3
+  layouts=$*
+  [ "$dir" = "$work/classifier" ] && reference="$dir/scores.h5" || reference="$dir/tokens.h5"
+  for layout in $layouts; do
     ranks=${layout%:*} stages=${layout#*:}
     checks=$((checks + 1))
     if ! "$mpiexec" -n "$ranks" "$driver" --quiet --set "job.input=$dir/ids.h5" \
         --set job.input_format=hdf5 --set job.max_seq_len=600 \
         --set "job.output=$dir/layout-$ranks-$stages.h5" \
         --set "job.pipeline_stages=$stages" "$dir/$job"; then
-      fail "$1: layout $ranks ranks, $stages stages: tfenc-batch failed"
+      fail "$dir: layout $ranks ranks, $stages stages: tfenc-batch failed"
       continue
     fi
-    "$python" - "$reference" "$dir/layout-$ranks-$stages.h5" "$1 layout $layout" "$dataset" \
+    "$python" - "$reference" "$dir/layout-$ranks-$stages.h5" "${dir##*/} layout $layout" \
+      "$dataset" \
       <<'PY' || failures=$((failures + 1))
 import sys
 import h5py
@@ -149,6 +159,14 @@ PY
 }
 refuse convolution 'd["conv_kernel_size"] = 3' "conv_kernel_size 3"
 refuse no-terms 'd["pos_att_type"] = []' "pos_att_type"
+
+status=0
+"$python" "$here/deberta.py" compare "$work/compare.txt" >"$work/compare.log" 2>&1 || status=$?
+cat "$work/compare.log"
+failed=$(grep -c '^FAIL' "$work/compare.log" || true)
+# a comparison that could not run at all counts too
+[ "$status" -eq 0 ] || [ "$failed" -gt 0 ] || failed=1
+failures=$((failures + failed))
 
 echo "deberta.sh: $((checks - failures)) passed, $failures failed"
 [ "$failures" -eq 0 ]
