@@ -206,6 +206,11 @@ mkdir -p "$work/encoder" && cp "$work/bert/model.safetensors" "$work/bert/vocab.
   && sed 's/BertForMaskedLM/BertModel/' "$work/bert/config.json" > "$work/encoder/config.json"
 refused "--sparse without a masked-LM head" "sparse output needs a masked-LM head" \
   "$work/encoder/model.h5" "$import" "$work/encoder" -o "$work/encoder/model.h5" --sparse
+mkdir -p "$work/untied" && cp "$work/bert/model.safetensors" "$work/bert/vocab.txt" "$work/untied/" \
+  && sed 's/"architectures"/"tie_word_embeddings": false, "architectures"/' \
+    "$work/bert/config.json" > "$work/untied/config.json"
+refused "an untied decoder" "tie_word_embeddings is false" "$work/untied/model.h5" \
+  "$import" "$work/untied" -o "$work/untied/model.h5" --sparse
 
 if [ "$failed" -eq 0 ]; then
   echo "sparse: all checks passed"
