@@ -153,37 +153,52 @@ static splade_scratch scratch_of(const splade *layer, void *workspace)
     return s;
 }
 
-/* The open sequence's row to the host, then a fresh row for the next. */
+/* The open sequence's row to the host, then a fresh row for the next. With
+ * max pooling the row holds the largest logit of each column (log(1 + z)
+ * grows with z, so it is applied once, to the maximum); with sum pooling
+ * it holds the sum of log(1 + relu(z)) already. */
 static int hand_over(tfenc_context *ctx, const splade *layer, splade_scratch *s, int sequence)
 {
+    const int sum = layer->pooling == POOL_SUM;
     int n = 0;
     for (int j = 0; j < layer->vocab; j++)
         if (s->pooled[j] > 0.0f) {
             s->indices[n] = j;
-            s->values[n] = s->pooled[j];
+            s->values[n] = sum ? s->pooled[j] : log1pf(s->pooled[j]);
             n++;
         }
     memset(s->pooled, 0, (size_t)layer->vocab * sizeof *s->pooled);
     return tfenc_sparse_row(ctx, sequence, n, s->indices, s->values);
 }
 
+/* Columns per thread's block in pool_rows: the token rows are read along
+ * their length (contiguous) and the block's part of the row stays in cache. */
+#define SPLADE_POOL_COLUMNS 2048
+
 /* Folds token rows [first, end) of the chunk's logits (rows from `base`)
- * into the open sequence's row: log(1 + relu(z)), then max or sum. */
+ * into the open sequence's row: the maximum of the logits (0 for none
+ * above it, which relu would make 0), or the sum of log(1 + relu(z)). */
 static void pool_rows(const splade *layer, splade_scratch *s, int base, int first, int end)
 {
     const int vocab = layer->vocab;
     const int sum = layer->pooling == POOL_SUM;
+    const int blocks = (vocab + SPLADE_POOL_COLUMNS - 1) / SPLADE_POOL_COLUMNS;
     float *pooled = s->pooled;
     const float *logits = s->logits;
 #pragma omp parallel for schedule(static)
-    for (int j = 0; j < vocab; j++) {
-        float value = pooled[j];
+    for (int block = 0; block < blocks; block++) {
+        const int from = block * SPLADE_POOL_COLUMNS;
+        const int to = from + SPLADE_POOL_COLUMNS < vocab ? from + SPLADE_POOL_COLUMNS : vocab;
         for (int t = first; t < end; t++) {
-            const float z = logits[(size_t)(t - base) * vocab + j];
-            const float activated = z > 0.0f ? log1pf(z) : 0.0f;
-            value = sum ? value + activated : (activated > value ? activated : value);
+            const float *row = logits + (size_t)(t - base) * vocab;
+            if (sum) {
+                for (int j = from; j < to; j++)
+                    pooled[j] += row[j] > 0.0f ? log1pf(row[j]) : 0.0f;
+            } else {
+                for (int j = from; j < to; j++)
+                    pooled[j] = row[j] > pooled[j] ? row[j] : pooled[j];
+            }
         }
-        pooled[j] = value;
     }
 }
 

@@ -674,13 +674,17 @@ def handle(block, context):
               and "readme-test: covered by" in test_text,
               f"{block.where}: {test} exists, make check runs it, and it takes this block "
               f"from {document} by its marker")
-        imports = sorted(set(re.findall(r"^\s*import ([\w.]+(?:\s*,\s*[\w.]+)*)", block.body,
-                                        re.M)))
-        modules = [m.strip() for line in imports for m in line.split(",")]
-        probe = "import ast, sys\nast.parse(sys.stdin.read())\n" + "".join(
-            f"import {m}\n" for m in modules)
+        # Every module the block imports (ast finds them, whatever the form).
+        probe = ("import ast, importlib, sys\n"
+                 "tree = ast.parse(sys.stdin.read())\n"
+                 "names = [a.name for n in ast.walk(tree) if isinstance(n, ast.Import) "
+                 "for a in n.names] + [n.module for n in ast.walk(tree) "
+                 "if isinstance(n, ast.ImportFrom) and n.module]\n"
+                 "[importlib.import_module(name) for name in names]\n"
+                 "print(', '.join(names))\n")
         result = subprocess.run([REFERENCE_PYTHON, "-c", probe], input=block.body, text=True,
                                 capture_output=True)
+        modules = result.stdout.strip().split(", ")
         check(result.returncode == 0, f"{block.where}: compiles and imports "
               f"{', '.join(modules)}: {result.stderr.strip()[-200:]}")
     elif block.language == "c" and annotation is None:

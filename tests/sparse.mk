@@ -6,3 +6,10 @@
 dist_check_SCRIPTS += tests/sparse/sparse.sh
 TESTS += tests/sparse/sparse.sh
 EXTRA_DIST += tests/sparse/sparse.py
+
+# A microbatch's rows as the sink keeps them: top-k, threshold, bad rows.
+check_PROGRAMS += tests/test_sparse
+TESTS += tests/test_sparse
+tests_test_sparse_SOURCES = tests/test_sparse.c
+tests_test_sparse_CFLAGS = $(TEST_CFLAGS)
+tests_test_sparse_LDADD = $(UNIT_TEST_LIBS)

@@ -7,6 +7,7 @@
 #include "base/context.h"
 #include "matrix/matrix.h"
 #include "model/model.h"
+#include "output/sparse.h"
 #include "run/feeder.h"
 
 #include <malloc.h>
@@ -167,19 +168,30 @@ void tfenc_gate_sample_free(tfenc_gate_sample *sample)
 /* ------------------------------------------------------- the trial runs */
 
 /* One copy of the sample's activations: the batches as the caller gave
- * them, each with its own x. */
+ * them, each with its own x, and the rows a sparse head (splade) hands
+ * over instead of writing them into x, which the gate must compare too. */
 typedef struct stream {
     tfenc_batch *batches;
     int n;
+    tfenc_sparse_rows **sparse; /* [n], or NULL when [model] gives no vocab_size */
 } stream;
 
 static int stream_create(tfenc_context *ctx, stream *s, const tfenc_batch *samples, int n,
-                         int max_tokens, int d_model)
+                         int max_tokens, int d_model, int vocab_size)
 {
     s->n = n;
     s->batches = calloc((size_t)n, sizeof *s->batches);
     if (s->batches == NULL)
         return tfenc_error(ctx, TFENC_ERR_NO_MEMORY, "accuracy gate: out of memory");
+    if (vocab_size > 0 && (s->sparse = calloc((size_t)n, sizeof *s->sparse)) == NULL)
+        return tfenc_error(ctx, TFENC_ERR_NO_MEMORY, "accuracy gate: out of memory");
+    for (int b = 0; s->sparse != NULL && b < n; b++) {
+        int status = tfenc_sparse_rows_create(ctx, vocab_size, 0, 0.0, &s->sparse[b]);
+        if (status == TFENC_OK)
+            status = tfenc_sparse_rows_begin(ctx, s->sparse[b], samples[b].n_seq);
+        if (status != TFENC_OK)
+            return status;
+    }
     for (int b = 0; b < n; b++) {
         s->batches[b] = samples[b];
         s->batches[b].d_model = d_model;
@@ -198,6 +210,10 @@ static void stream_destroy(stream *s)
 {
     for (int b = 0; s->batches != NULL && b < s->n; b++)
         tfenc_aligned_free(s->batches[b].x);
+    for (int b = 0; s->sparse != NULL && b < s->n; b++)
+        tfenc_sparse_rows_destroy(s->sparse[b]);
+    free(s->sparse);
+    s->sparse = NULL;
     free(s->batches);
     s->batches = NULL;
 }
@@ -221,12 +237,56 @@ static void stream_copy(stream *to, const stream *from)
     }
 }
 
-/* The smallest cosine between matching rows of two streams. Two zero rows
- * agree (cosine 1); a zero row against a non-zero one does not (0). */
+/* Two zero rows agree (cosine 1); a zero row against a non-zero one does
+ * not (0); NaN counts as the worst. */
+static double row_cosine(double dot, double uu, double vv)
+{
+    double cosine = uu == 0.0 && vv == 0.0 ? 1.0
+                    : uu == 0.0 || vv == 0.0 ? 0.0
+                                             : dot / sqrt(uu * vv);
+    return isnan(cosine) ? -1.0 : cosine;
+}
+
+/* The smallest cosine between the sparse rows of two batches (columns
+ * ascending in each, so one merge finds the common ones). */
+static double sparse_cosine(const tfenc_sparse_rows *a, const tfenc_sparse_rows *b)
+{
+    if (a->n_rows != b->n_rows)
+        return 0.0;
+    double lowest = 1.0;
+    for (int r = 0; r < a->n_rows; r++) {
+        double dot = 0.0, uu = 0.0, vv = 0.0;
+        int64_t i = a->row_start[r], j = b->row_start[r];
+        const int64_t i_end = a->row_start[r + 1], j_end = b->row_start[r + 1];
+        for (int64_t k = i; k < i_end; k++)
+            uu += (double)a->values[k] * a->values[k];
+        for (int64_t k = j; k < j_end; k++)
+            vv += (double)b->values[k] * b->values[k];
+        while (i < i_end && j < j_end) {
+            if (a->indices[i] == b->indices[j])
+                dot += (double)a->values[i++] * b->values[j++];
+            else if (a->indices[i] < b->indices[j])
+                i++;
+            else
+                j++;
+        }
+        double cosine = row_cosine(dot, uu, vv);
+        lowest = cosine < lowest ? cosine : lowest;
+    }
+    return lowest;
+}
+
+/* The smallest cosine between matching rows of two streams: the sparse
+ * rows where the last step run handed some over, else the rows of x. */
 static double stream_cosine(const stream *a, const stream *b)
 {
     double lowest = 1.0;
     for (int i = 0; i < a->n; i++) {
+        if (a->sparse != NULL && (a->sparse[i]->n_rows > 0 || b->sparse[i]->n_rows > 0)) {
+            double cosine = sparse_cosine(a->sparse[i], b->sparse[i]);
+            lowest = cosine < lowest ? cosine : lowest;
+            continue;
+        }
         const tfenc_batch *x = &a->batches[i], *y = &b->batches[i];
         if (x->rows != y->rows)
             return 0.0;
@@ -315,8 +375,17 @@ static int run_step(tfenc_context *ctx, const tfenc_model_options *options, tfen
     tfenc_model *model = NULL;
     int status = tfenc_model_create(ctx, &one, &model);
     chosen[step] = kept;
-    for (int b = 0; status == TFENC_OK && b < s->n; b++)
-        status = tfenc_model_forward(ctx, model, &s->batches[b]);
+    for (int b = 0; status == TFENC_OK && b < s->n; b++) {
+        /* A sparse head's rows come through the sink; other steps leave
+         * the batch's rows empty. */
+        if (s->sparse != NULL) {
+            status = tfenc_sparse_rows_begin(ctx, s->sparse[b], s->batches[b].n_seq);
+            tfenc_context_set_sparse_sink(ctx, tfenc_sparse_rows_sink, s->sparse[b]);
+        }
+        if (status == TFENC_OK)
+            status = tfenc_model_forward(ctx, model, &s->batches[b]);
+        tfenc_context_set_sparse_sink(ctx, NULL, NULL);
+    }
     tfenc_model_destroy(model);
     return status;
 }
@@ -562,10 +631,11 @@ int tfenc_precision_gate(tfenc_context *ctx, const tfenc_model_options *options,
                      ? tfenc_error(ctx, TFENC_ERR_NO_MEMORY, "accuracy gate: out of memory")
                      : TFENC_OK;
     const int max_tokens = options->limits.max_tokens, d = options->config->d_model;
+    const int vocab = options->config->vocab_size;
     if (status == TFENC_OK)
-        status = stream_create(ctx, &g.reference, samples, n_samples, max_tokens, d);
+        status = stream_create(ctx, &g.reference, samples, n_samples, max_tokens, d, vocab);
     if (status == TFENC_OK)
-        status = stream_create(ctx, &g.tested, samples, n_samples, max_tokens, d);
+        status = stream_create(ctx, &g.tested, samples, n_samples, max_tokens, d, vocab);
     if (status == TFENC_OK)
         status = step_cosines(ctx, options, g.chosen, samples, requested, &g.reference,
                               &g.tested, scores_width, g.cosines);

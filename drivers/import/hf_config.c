@@ -881,6 +881,14 @@ int import_sparse_head(importer *self)
         status = tfenc_error(self->ctx, TFENC_ERR_CONFIG, "%s: sparse output needs a masked-LM "
                              "head, but architectures is '%s' (tfenc-import maps BertForMaskedLM "
                              "and DistilBertForMaskedLM)", path, name != NULL ? name : "unset");
+    /* The decoder is read as the word embeddings, which a tied model's
+     * checkpoint stores once; an untied one's own decoder would be left
+     * out, giving wrong rows. */
+    json_t *tied = json_object_get(json, "tie_word_embeddings");
+    if (status == TFENC_OK && tied != NULL && json_is_false(tied))
+        status = tfenc_error(self->ctx, TFENC_ERR_CONFIG, "%s: tie_word_embeddings is false: "
+                             "tfenc-import reads the masked-LM decoder as the word embeddings "
+                             "(tied), not a decoder of its own", path);
     /* The transform's activation is the encoder's (hidden_act, or
      * DistilBERT's activation), which config reading turned into tfenc's. */
     if (status == TFENC_OK && strcmp(config->activation, "gelu") != 0 &&

@@ -1,0 +1,94 @@
+/* A microbatch's sparse rows (core/output/sparse): what a layer hands over
+ * through the context's sink is kept as it came, cut to the values above
+ * the threshold and to the k largest (the smaller column first among equal
+ * values), in column order; a row out of turn, a column outside the width
+ * or out of order is refused as the layer's bug, naming the row. The logs
+ * and the CSR the finished job writes are tests/sparse/sparse.sh's. */
+#include "base/context.h"
+#include "harness/cunit_main.h"
+#include "output/sparse.h"
+
+#include <CUnit/CUnit.h>
+#include <string.h>
+
+static tfenc_context ctx;
+
+/* Rows with a sink installed, as the run installs it. */
+static tfenc_sparse_rows *make_rows(int width, long top_k, double threshold, int n_seq)
+{
+    tfenc_context_init(&ctx);
+    tfenc_sparse_rows *rows = NULL;
+    CU_ASSERT_EQUAL_FATAL(tfenc_sparse_rows_create(&ctx, width, top_k, threshold, &rows), TFENC_OK);
+    CU_ASSERT_EQUAL_FATAL(tfenc_sparse_rows_begin(&ctx, rows, n_seq), TFENC_OK);
+    tfenc_context_set_sparse_sink(&ctx, tfenc_sparse_rows_sink, rows);
+    return rows;
+}
+
+static void test_rows_kept_as_given(void)
+{
+    tfenc_sparse_rows *rows = make_rows(10, 0, 0.0, 3);
+    const int32_t first[] = {1, 4, 9}, third[] = {0};
+    const float first_values[] = {0.5f, 2.0f, 0.25f}, third_values[] = {7.0f};
+    CU_ASSERT_EQUAL(tfenc_sparse_row(&ctx, 0, 3, first, first_values), TFENC_OK);
+    CU_ASSERT_EQUAL(tfenc_sparse_row(&ctx, 1, 0, NULL, NULL), TFENC_OK); /* an empty row */
+    CU_ASSERT_EQUAL(tfenc_sparse_row(&ctx, 2, 1, third, third_values), TFENC_OK);
+    CU_ASSERT_EQUAL(rows->n_rows, 3);
+    const int64_t starts[] = {0, 3, 3, 4};
+    CU_ASSERT_EQUAL(memcmp(rows->row_start, starts, sizeof starts), 0);
+    const int32_t columns[] = {1, 4, 9, 0};
+    const float values[] = {0.5f, 2.0f, 0.25f, 7.0f};
+    CU_ASSERT_EQUAL(memcmp(rows->indices, columns, sizeof columns), 0);
+    CU_ASSERT_EQUAL(memcmp(rows->values, values, sizeof values), 0);
+    /* The next microbatch starts empty. */
+    CU_ASSERT_EQUAL(tfenc_sparse_rows_begin(&ctx, rows, 1), TFENC_OK);
+    CU_ASSERT_EQUAL(rows->n_rows, 0);
+    tfenc_sparse_rows_destroy(rows);
+}
+
+static void test_top_k_and_threshold(void)
+{
+    tfenc_sparse_rows *rows = make_rows(8, 3, 0.5, 1);
+    const int32_t columns[] = {0, 1, 2, 3, 4, 5, 6, 7};
+    /* Above 0.5 (0.5 itself is not): columns 1, 2, 4, 5 and 7. The three
+     * largest: 7 (4.0), then two of the three 3.0s, the smaller columns 2
+     * and 4; kept in column order 2, 4, 7. */
+    const float values[] = {0.5f, 1.0f, 3.0f, 0.25f, 3.0f, 3.0f, 0.1f, 4.0f};
+    CU_ASSERT_EQUAL(tfenc_sparse_row(&ctx, 0, 8, columns, values), TFENC_OK);
+    CU_ASSERT_EQUAL_FATAL(rows->row_start[1], 3);
+    CU_ASSERT_EQUAL(rows->indices[0], 2);
+    CU_ASSERT_EQUAL(rows->indices[1], 4);
+    CU_ASSERT_EQUAL(rows->indices[2], 7);
+    CU_ASSERT_EQUAL(rows->values[0], 3.0f);
+    CU_ASSERT_EQUAL(rows->values[1], 3.0f);
+    CU_ASSERT_EQUAL(rows->values[2], 4.0f);
+    tfenc_sparse_rows_destroy(rows);
+}
+
+static void test_bad_rows_refused(void)
+{
+    const int32_t unordered[] = {3, 2}, outside[] = {1, 8};
+    const float values[] = {1.0f, 1.0f};
+    tfenc_sparse_rows *rows = make_rows(8, 0, 0.0, 2);
+    CU_ASSERT_EQUAL(tfenc_sparse_row(&ctx, 1, 2, outside, values), TFENC_ERR_INTERNAL);
+    CU_ASSERT_PTR_NOT_NULL(strstr(tfenc_context_message(&ctx), "row 0 of 2 was due"));
+    tfenc_context_clear(&ctx);
+    CU_ASSERT_EQUAL(tfenc_sparse_row(&ctx, 0, 2, unordered, values), TFENC_ERR_INTERNAL);
+    CU_ASSERT_PTR_NOT_NULL(strstr(tfenc_context_message(&ctx), "not ascending"));
+    tfenc_context_clear(&ctx);
+    CU_ASSERT_EQUAL(tfenc_sparse_row(&ctx, 0, 2, outside, values), TFENC_ERR_INTERNAL);
+    CU_ASSERT_PTR_NOT_NULL(strstr(tfenc_context_message(&ctx), "outside 0..7"));
+    tfenc_sparse_rows_destroy(rows);
+    /* Without a sink (a trial run of the model) rows are dropped. */
+    tfenc_context_init(&ctx);
+    CU_ASSERT_EQUAL(tfenc_sparse_row(&ctx, 5, 2, unordered, values), TFENC_OK);
+}
+
+static const test_case sparse_cases[] = {
+    {"rows kept as handed over", test_rows_kept_as_given},
+    {"the top k above the threshold", test_top_k_and_threshold},
+    {"rows out of turn or order refused", test_bad_rows_refused},
+    {NULL, NULL}};
+
+const test_suite test_suites[] = {
+    {"sparse rows", NULL, NULL, sparse_cases},
+    {NULL, NULL, NULL, NULL}};
