@@ -79,6 +79,46 @@ static void test_model_post_and_pre_norm(void)
     release(&c);
 }
 
+static void expect_compose_error(const char *text, const char *message);
+
+/* An output norm acts on the sublayer's result before the residual adds
+ * it, x + output_norm(f(norm(x))) (Gemma's norms after attention and MLP),
+ * and reads its own group. */
+static void test_model_output_norm(void)
+{
+    const char *sandwich =
+        "[model]\nweights = w.h5\nd_model = 2\n"
+        "[blk]\nrepeat = 1\nnorm_position = pre\nextra_layers = ignore\n"
+        "[blk.f]\ntype = scale\nfactor = 3\n"
+        "[blk.f.norm]\ntype = scale\nfactor = 0.5\n"
+        "[blk.f.output_norm]\ntype = scale\nfactor = 0.25\n";
+    composed c;
+    CU_ASSERT_EQUAL_FATAL(compose(&c, sandwich), TFENC_OK);
+    CU_ASSERT_EQUAL(c.plan.n_steps, 1);
+    CU_ASSERT_STRING_EQUAL(c.plan.steps[0].output_norm_group, "/blk/0/f/output_norm");
+    float y[2];
+    run_one_token(&c, 2.0f, y);
+    /* x + 0.25 * (3 * (0.5 x)) = 1.375 x = 2.75 (without it: 5) */
+    CU_ASSERT_DOUBLE_EQUAL(y[0], 2.75, 1e-5);
+    release(&c);
+
+    /* post-norm: norm(x + output_norm(f(x))) = 0.5 (x + 0.25 * 3x) = 0.875 x */
+    const char *post =
+        "[model]\nweights = w.h5\nd_model = 2\n"
+        "[blk]\nrepeat = 1\nextra_layers = ignore\n"
+        "[blk.f]\ntype = scale\nfactor = 3\n"
+        "[blk.f.norm]\ntype = scale\nfactor = 0.5\n"
+        "[blk.f.output_norm]\ntype = scale\nfactor = 0.25\n";
+    CU_ASSERT_EQUAL_FATAL(compose(&c, post), TFENC_OK);
+    run_one_token(&c, 2.0f, y);
+    CU_ASSERT_DOUBLE_EQUAL(y[0], 1.75, 1e-5);
+    release(&c);
+
+    expect_compose_error("[model]\nweights = w.h5\nd_model = 2\n[blk]\nrepeat = 1\n"
+                         "[blk.g.output_norm]\ntype = scale\n",
+                         "is a norm for a sublayer that is not defined before it");
+}
+
 static void expect_compose_error(const char *text, const char *message)
 {
     composed c;
@@ -236,6 +276,7 @@ static void test_bf16_encoder_against_fp32(void)
 
 static const test_case model_cases[] = {
     {"post and pre norm blocks", test_model_post_and_pre_norm},
+    {"output norm before the residual", test_model_output_norm},
     {"composition errors", test_model_composition_errors},
     {NULL, NULL}};
 

@@ -618,7 +618,8 @@ static int read_gemma3(tfenc_context *ctx, const char *path, json_t *json, model
                                           &config->local_rope_theta))
         || (status = import_json_positive(ctx, path, json, "query_pre_attn_scalar", 256.0,
                                           &query_pre_attn_scalar))
-        || (status = import_json_int(ctx, path, json, "sliding_window", 1, IMPORT_MAX_POSITIONS,
+        /* (a window of 1, a token alone, would be tfenc's window = 0: none) */
+        || (status = import_json_int(ctx, path, json, "sliding_window", 2, IMPORT_MAX_POSITIONS,
                                      4096, &sliding_window))
         || (status = import_json_bool(ctx, path, json, "attention_bias", 0, &attention_bias))
         || (status = import_json_bool(ctx, path, json, "use_bidirectional_attention", 0,

@@ -204,8 +204,8 @@ typedef enum tfenc_activation {
     TFENC_ACTIVATION_SILU = 4,      /* z sigmoid(z) */
     TFENC_ACTIVATION_SWIGLU = 5,    /* gated: y[j] = silu(z[j]) z[f + j], f = out / 2 */
     TFENC_ACTIVATION_GEGLU = 6,     /* gated: y[j] = gelu(z[j]) z[f + j] */
-    TFENC_ACTIVATION_GEGLU_TANH = 7 /* gated: y[j] = gelu_tanh(z[j]) z[f + j] (Gemma); a
-                                     * host older than it refuses it as a bad argument */
+    TFENC_ACTIVATION_GEGLU_TANH = 7 /* ABI 1.3, gated: y[j] = gelu_tanh(z[j]) z[f + j]
+                                     * (Gemma's MLP) */
 } tfenc_activation;
 
 /* The element type in which the map reads x and writes y fastest: float32
