@@ -14,6 +14,24 @@ AM_TESTS_ENVIRONMENT += \
 	TFENC_CC='$(CC)'; export TFENC_CC; \
 	TFENC_SANITIZER_FLAGS='$(SANITIZER_FLAGS)'; export TFENC_SANITIZER_FLAGS;
 
+# One staged install for the tests that use tfenc as installed
+# (install/staged.sh, and readme.sh for pkg-config), made before any test
+# starts (check_DATA is built before the tests run). A test that ran
+# `make install` itself raced the tests beside it: installing relinks the
+# plugins, and libtool moves the build tree's plugins/.libs/*.so aside
+# while it relinks, so their jobs found no plugin for a moment (seen
+# under make -j4 check: "attention.so: cannot open", jobs ended by a
+# signal). Staged again whenever something it installs changed.
+TFENC_STAGE = $(abs_top_builddir)/tests/data/generated/install-stage
+AM_TESTS_ENVIRONMENT += TFENC_STAGE='$(TFENC_STAGE)'; export TFENC_STAGE;
+check_DATA = tests/data/generated/install-stage.log
+tests/data/generated/install-stage.log: Makefile $(LTLIBRARIES) $(PROGRAMS) $(HEADERS) $(DATA) $(MANS)
+	@rm -rf '$(TFENC_STAGE)' && mkdir -p '$(TFENC_STAGE)'
+	@echo "  INSTALL  $(TFENC_STAGE) (for the install tests)"
+	@$(MAKE) $(AM_MAKEFLAGS) install DESTDIR='$(TFENC_STAGE)' > $@.tmp 2>&1 \
+	  || { tail -n 30 $@.tmp; exit 1; }
+	@mv $@.tmp $@
+
 dist_check_SCRIPTS += tests/install/staged.sh
 TESTS += tests/install/staged.sh
 
