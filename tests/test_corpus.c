@@ -1,6 +1,7 @@
 /* Corpus readers: shares must partition a corpus exactly (compared with a
- * plain whole-file split), and every malformed input must be reported with
- * its file and line or dataset. */
+ * plain whole-file split), every malformed input must be reported with
+ * its file and line or dataset, and a JSON Lines null text is what
+ * [job] null_text says. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,6 +14,7 @@
 #include "harness/cunit_main.h"
 #include "base/context.h"
 #include "input/corpus.h"
+#include "input/jsonl_record.h"
 
 static char directory[256];
 
@@ -640,6 +642,39 @@ static int suite_clean(void)
     return system(command) != 0;
 }
 
+/* A null text, as [job] null_text says: an error that names the field and
+ * the setting, an empty document, or a record left out; a string or an
+ * integer id either way. */
+static void test_jsonl_null_text(void)
+{
+    tfenc_jsonl_fields fields = {.text_field = "text", .id_field = "id"};
+    tfenc_jsonl_record record = {0};
+    tfenc_document document;
+    char why[256];
+    const char *line = "{\"id\": 7, \"text\": null}";
+    memset(&document, 0, sizeof document);
+    fields.null_text = TFENC_NULL_TEXT_ERROR;
+    CU_ASSERT_EQUAL(tfenc_jsonl_record_read(&fields, line, strlen(line), &record, &document, why,
+                                            sizeof why), TFENC_ERR_INPUT);
+    CU_ASSERT_STRING_EQUAL(why, ": text field 'text' is null (set [job] null_text = empty to "
+                                "read it as an empty document, or skip to leave it out)");
+    fields.null_text = TFENC_NULL_TEXT_SKIP;
+    CU_ASSERT_EQUAL(tfenc_jsonl_record_read(&fields, line, strlen(line), &record, &document, why,
+                                            sizeof why), TFENC_JSONL_SKIPPED);
+    fields.null_text = TFENC_NULL_TEXT_EMPTY;
+    CU_ASSERT_EQUAL(tfenc_jsonl_record_read(&fields, line, strlen(line), &record, &document, why,
+                                            sizeof why), TFENC_OK);
+    CU_ASSERT_EQUAL(document.text_length, 0);
+    CU_ASSERT_STRING_EQUAL(document.text, "");
+    CU_ASSERT_STRING_EQUAL(document.id, "7");
+    /* A text that is not a string is still refused, null_text or not. */
+    const char *number = "{\"id\": \"a\", \"text\": 3}";
+    CU_ASSERT_EQUAL(tfenc_jsonl_record_read(&fields, number, strlen(number), &record, &document,
+                                            why, sizeof why), TFENC_ERR_INPUT);
+    CU_ASSERT_STRING_EQUAL(why, ": text field 'text' is an integer, expected a string");
+    tfenc_jsonl_record_clear(&record);
+}
+
 static const test_case corpus_cases[] = {
     {"text shares partition random corpora", test_text_shares_partition},
     {"text edge cases", test_text_edge_cases},
@@ -649,6 +684,7 @@ static const test_case corpus_cases[] = {
     {"format names", test_format_names},
     {"jsonl documents and ids", test_jsonl_documents},
     {"jsonl errors", test_jsonl_errors},
+    {"jsonl null text", test_jsonl_null_text},
     {"hdf5 ragged shares", test_hdf5_ragged},
     {"hdf5 padded shares", test_hdf5_padded},
     {"hdf5 invalid inputs", test_hdf5_errors},

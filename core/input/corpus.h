@@ -36,16 +36,18 @@
  *   where it starts in line numbers counts the newlines before it when
  *   (and only when) it reports an error, so messages always carry the true
  *   line number;
- * - JSON Lines: a blank line is an error (every line must be an object: a
- *   silently skipped line would shift every later document's index), as is
- *   invalid JSON, a value that is not an object, a missing text field or
- *   one that is not a string (the same for the text_pair_field of pairs,
- *   named in the message), and, when an id field is configured, a
- *   missing id or one that is neither a string nor an integer, or one
- *   longer than max_id_bytes;
- * - HDF5: a missing dataset, a wrong rank, a non-integer type, offsets that
- *   do not start at 0, decrease, or do not end at the token count, a length
- *   outside [0, L], a negative token id: each names the file and dataset. */
+ * - JSON Lines (input/jsonl_record.h): a blank line is an error (every
+ *   line must be an object: a silently skipped line would shift every later
+ *   document's index), as is invalid JSON, a value that is not an object, a
+ *   missing text field or one that is not a string (a null one as
+ *   null_text says; the same for the text_pair_field of pairs,
+ *   named in the message), and, when an id field is configured, a missing id or
+ *   one that is neither a string nor an integer, or one longer than
+ *   max_id_bytes;
+ * - HDF5 (input/hdf5_corpus.h): a missing dataset, a wrong rank, a
+ *   non-integer type, offsets that do not start at 0, decrease, or do not
+ *   end at the token count, a length outside [0, L], a negative token id:
+ *   each names the file and dataset. */
 #ifndef TFENC_CORPUS_H
 #define TFENC_CORPUS_H
 
