@@ -33,7 +33,7 @@ TESTS += tests/resume/kill_resume.sh tests/resume/disk_full.sh tests/resume/guar
 # inputs truncated while they are read.
 dist_check_SCRIPTS += tests/resume/data_loss.sh
 TESTS += tests/resume/data_loss.sh
-EXTRA_DIST += tests/resume/wordpiece_json.py
+EXTRA_DIST += tests/resume/wordpiece_json.py tests/resume/fixture.sh
 
 # Real clusters on this machine: jobs/slurm/encode.sbatch under a one-node
 # Slurm (slurmctld, slurmd, munge started by the test), and the real MiniLM

@@ -47,6 +47,22 @@ build_in() {
   (cd "$build" && { [ -f Makefile ] || $nice "$top/configure" -q "$@"; } && $nice make -j2)
 }
 
+# slow_first: the build's TESTS (in the current directory's Makefile) with
+# those of tests/harness/slow_first first, in that file's order.
+slow_first() {
+  all=$(printf 'tfenc-print-tests:\n\t@echo $(TESTS)\n' \
+    | make -s -f Makefile -f - tfenc-print-tests) || return 1
+  first=""
+  for name in $(grep -v '^#' "$top/tests/harness/slow_first"); do
+    case " $all " in *" $name "*) first="$first $name" ;; esac
+  done
+  rest=""
+  for name in $all; do
+    case " $first " in *" $name "*) ;; *) rest="$rest $name" ;; esac
+  done
+  echo $first $rest
+}
+
 # check_in DIR: make check there, then the ten slowest tests, and every
 # failing test's log when something failed.
 check_in() {
@@ -54,10 +70,11 @@ check_in() {
   (
     cd "$build"
     status=0
+    tests=$(slow_first) || exit 1
     # Four tests at a time on two cores: most of the slow ones wait (MPI
     # start-up, Slurm's time limits, the resume tests' pauses, timeouts),
     # so two at a time left the CPU idle for 40% of the suite.
-    make -j"${TFENC_CHECK_JOBS:-4}" check || status=$?
+    make -j"${TFENC_CHECK_JOBS:-4}" check TESTS="$tests" || status=$?
     sh "$top/tests/harness/slowest" "$build" 10
     if [ "$status" -ne 0 ]; then
       # Show why, not only that: every failing test's log.

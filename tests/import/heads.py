@@ -2,7 +2,7 @@
 """Random-weight *ForSequenceClassification checkpoints, written by
 transformers' own save_pretrained, and what tfenc must reproduce from them.
 
-usage: heads.py make OUT_DIR SENTENCES
+usage: heads.py make OUT_DIR [SENTENCES]
          For each kind writes OUT_DIR/KIND/: config.json and model.safetensors
          (weights drawn by architectures.sharpen, so that the head's tensors
          weigh as much as the encoder's), ids.h5 (a token-id corpus) and
@@ -16,7 +16,7 @@ usage: heads.py make OUT_DIR SENTENCES
          next-sentence heads an encoder import leaves out) and
          OUT_DIR/mpnet/ (an MPNetForSequenceClassification, whose head tfenc
          does not map).
-         Then two heads on the real all-MiniLM-L6-v2 (packaged in the venv)
+         Then, given SENTENCES, two heads on the real all-MiniLM-L6-v2 (packaged in the venv)
          and their references on the real sentences of SENTENCES:
          OUT_DIR/minilm/ (AutoModelForSequenceClassification with two
          labels, as save_pretrained writes it) and OUT_DIR/cross-encoder/ (a
@@ -95,7 +95,7 @@ def import_generators():
     from architectures import D, FFN, HEADS, LAYERS, VOCAB, sharpen
 
 
-def make(out_dir, sentences_path):
+def make(out_dir, sentences_path=None):
     import transformers as t
     import_generators()
     torch.manual_seed(0)
@@ -157,6 +157,8 @@ def make(out_dir, sentences_path):
         hidden_size=D, num_attention_heads=HEADS, num_hidden_layers=LAYERS,
         intermediate_size=FFN, vocab_size=VOCAB, max_position_embeddings=162, num_labels=2))
     mpnet.save_pretrained(os.path.join(out_dir, "mpnet"), safe_serialization=True)
+    if sentences_path is None:
+        return
     lines = open(sentences_path, encoding="utf-8").read().splitlines()
     make_minilm_head(os.path.join(out_dir, "minilm"), lines)
     make_cross_encoder(os.path.join(out_dir, "cross-encoder"), lines)
@@ -247,6 +249,6 @@ def compare(reference_path, dataset, tfenc_path, label):
 
 if __name__ == "__main__":
     if sys.argv[1] == "make":
-        make(sys.argv[2], sys.argv[3])
+        make(*sys.argv[2:4])
         sys.exit(0)
     sys.exit(compare(*sys.argv[2:6]))

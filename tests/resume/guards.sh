@@ -17,49 +17,8 @@
 #  folder it reads, under any name, are refused before anything is written.
 set -u
 . "$(cd "$(dirname "$0")/../pipeline" && pwd)/common.sh"
-work=$builddir/tests/data/generated/resume/guards
-failed=0
-TFENC_PLUGIN_PATH="$TFENC_PLUGIN_PATH:$builddir/tests/plugins/.libs"
-export TFENC_PLUGIN_PATH
-
-prepare_example bert-text "$work" || { echo "guards: FAIL: cannot make a model"; exit 1; }
-cd "$work" || exit 1
-"$python" "$srcdir/tests/pipeline/make_inputs.py" text corpus.txt big.txt 40 || exit 1
-
-fail() {
-  echo "guards: FAIL $*"
-  failed=$((failed + 1))
-}
-
-# run RANKS ARGS...: tfenc-batch at RANKS ranks (1: no mpiexec); sets
-# $status and $message (tfenc-batch's first line on stderr).
-run() {
-  ranks=$1
-  shift
-  if [ "$ranks" -eq 1 ]; then
-    timeout 120 "$driver" --quiet "$@" > run.out 2> run.err
-  else
-    timeout 120 "$mpiexec" -n "$ranks" "$driver" --quiet "$@" > run.out 2> run.err
-  fi
-  status=$?
-  message=$(grep -m 1 '^tfenc-batch: ' run.err)
-}
-
-# refused WHAT PATTERN RANKS ARGS...: the run must fail with PATTERN.
-refused() {
-  what=$1 pattern=$2
-  shift 2
-  run "$@"
-  if [ "$status" -eq 0 ] || [ "$status" -ge 124 ] || ! printf '%s\n' "$message" | grep -q -- "$pattern"; then
-    fail "$what [$1]: status $status, message: $message"
-  else
-    echo "guards: ok   $what [$1]: $message"
-  fi
-}
-
-complete_of() {
-  "$python" -c "import h5py, sys; print(int(h5py.File(sys.argv[1], 'r').attrs['complete']))" "$1" 2>/dev/null
-}
+name=guards
+. "$srcdir/tests/resume/fixture.sh"
 
 for ranks in 1 2; do
   # 1. The output under another name than the input's.
