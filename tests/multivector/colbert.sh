@@ -82,7 +82,13 @@ TFENC_PLUGIN_PATH="$TFENC_PLUGIN_PATH:$builddir/tests/plugins/.libs"
 export TFENC_PLUGIN_PATH
 sed 's/^\[head\]$/[pause]\ntype = pause\nmilliseconds = 100\n\n[head]/' "$work/job.ini" \
   > "$work/paused.ini"
-encode 2 1 killed.h5 paused.ini > "$work/killed.out" 2>&1 &
+# mpiexec itself in the background (not a function's subshell), so that
+# $pid's children are the ranks: a SIGKILL of a subshell's mpiexec left
+# its ranks running, holding the output, when the resume started (seen).
+"$mpiexec" -n 2 "$driver" --quiet --set "job.input=$sentences" \
+  --set "job.output=$work/killed.h5" --set job.output_ids=true --set job.pipeline_stages=1 \
+  --set job.window_documents=40 --set job.batch_tokens=256 "$work/paused.ini" \
+  > "$work/killed.out" 2>&1 &
 pid=$!
 "$python" "$srcdir/tests/resume/progress.py" wait "$work/killed.h5" 0.3 "$pid"
 pkill -KILL -P "$pid" 2>/dev/null || true

@@ -87,7 +87,12 @@ paused() { # paused RANKS
      --set job.output=killed.h5 paused.ini)
 }
 rm -f "$work/bert/killed.h5"
-paused 2 > "$work/killed.out" 2>&1 &
+# The subshell execs mpiexec, so that $pid's children are the ranks (a
+# function in the background would put one more shell between them, and
+# the kill would leave the ranks running).
+(cd "$work/bert" && exec "$mpiexec" -n 2 "$driver" --quiet --set "job.input=$corpus" \
+   --set job.window_documents=8 --set job.batch_tokens=512 --set job.threads=1 \
+   --set job.output=killed.h5 paused.ini) > "$work/killed.out" 2>&1 &
 pid=$!
 "$python" "$srcdir/tests/resume/progress.py" wait "$work/bert/killed.h5" 0.3 "$pid"
 pkill -KILL -P "$pid" 2>/dev/null
