@@ -17,8 +17,10 @@
 #include "tfenc/plugin.h"
 
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
+#include <unistd.h>
 
 typedef struct arithmetic {
     int kind; /* 0 scale, 1 add, 2 fail, 3 pause, 4 overflow */
@@ -60,6 +62,17 @@ static int create_kind(tfenc_context *ctx, const tfenc_layer_init *init, void **
                                      &create_milliseconds);
         struct timespec wait = {.tv_sec = (time_t)(create_milliseconds / 1000),
                                 .tv_nsec = (create_milliseconds % 1000) * 1000000L};
+        /* A test waits for every rank to be inside this pause (the
+         * tokenizer has read its vocabulary by then): each create() that
+         * pauses appends its process id to TFENC_TEST_CREATE_MARKER. */
+        const char *marker = getenv("TFENC_TEST_CREATE_MARKER");
+        if (status == TFENC_OK && create_milliseconds > 0 && marker != NULL) {
+            FILE *file = fopen(marker, "a");
+            if (file != NULL) {
+                fprintf(file, "%ld\n", (long)getpid());
+                fclose(file);
+            }
+        }
         if (status == TFENC_OK && create_milliseconds > 0)
             nanosleep(&wait, NULL);
         const char *slowdown = getenv("TFENC_TEST_SLOWDOWN");

@@ -189,13 +189,22 @@ done
 for ranks in 1 2; do
   cp vocab.txt moving-vocab.txt
   rm -f moved.h5
-  (if [ "$ranks" -eq 1 ]; then exec timeout 300 "$driver" --quiet --set tokenizer.vocab=moving-vocab.txt \
+  rm -f created.txt
+  (TFENC_TEST_CREATE_MARKER=$work/created.txt
+   export TFENC_TEST_CREATE_MARKER
+   if [ "$ranks" -eq 1 ]; then exec timeout 300 "$driver" --quiet --set tokenizer.vocab=moving-vocab.txt \
      --set job.output=moved.h5 hold.ini
    else exec timeout 300 "$mpiexec" -n "$ranks" "$driver" --quiet --set tokenizer.vocab=moving-vocab.txt \
      --set job.output=moved.h5 hold.ini; fi > moved.out 2> moved.err) &
   job=$!
-  # The tokenizer read the vocabulary before the model opens its weights.
-  wait_open model.h5 "$ranks"
+  # Every rank inside the hold layer's pause: each has read the vocabulary
+  # (the tokenizer comes before the model; the weights file, which the
+  # ranks open before either, told nothing: seen changing the vocabulary
+  # before the second rank had read it).
+  for _ in $(seq 1 600); do
+    [ "$(sort -u created.txt 2>/dev/null | wc -l)" -ge "$ranks" ] && break
+    sleep 0.1
+  done
   echo "addedtoken" >> moving-vocab.txt
   wait "$job"
   status=$?
