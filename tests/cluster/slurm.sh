@@ -225,10 +225,12 @@ echo "slurm: 2. job $id was requeued at its time limit with $done of $total docu
 grep -q "stopped by a signal" "$work/run2.log" \
   || fail "Slurm's warning did not reach the ranks: $(tail -n 5 "$work/run2.log")"
 # Slurm holds a requeued job for about two minutes before it may start
-# again; release it each time, as an administrator would, two seconds
-# ahead: slurmd stamps the revoked credential of the run that ended with a
-# one-second clock, and a run started within that second is killed as
-# "Job credential revoked" (seen). Each run may be
+# again; release it each time, as an administrator would, once the second
+# of the requeue has passed: slurmd stamps the revoked credential of the
+# run that ended with a one-second clock, and a run started within that
+# second is killed as "Job credential revoked" (seen). (A StartTime in
+# the future waits for the scheduler's next pass instead, half a minute
+# of the next run's time limit.) Each run may be
 # warned of its limit again before the job is done (Slurm checks limits
 # every 30 s or so), so the job may take a few runs.
 n=0
@@ -236,7 +238,8 @@ while [ $n -lt 20 ]; do
   wait_for "$id" 300 PENDING COMPLETED FAILED CANCELLED TIMEOUT NODE_FAIL \
     || fail "job $id did not end or requeue in 300 s (state $(job_state "$id"))"
   [ "$(job_state "$id")" = PENDING ] || break
-  scontrol update jobid="$id" StartTime=now+2 > /dev/null 2>&1
+  sleep 2
+  scontrol update jobid="$id" StartTime=now > /dev/null 2>&1
   wait_for "$id" 60 RUNNING COMPLETED FAILED CANCELLED || fail "requeued job $id did not start"
   n=$((n + 1))
 done
