@@ -7,8 +7,7 @@
 #   --fuzz        then the libFuzzer targets for a fixed total time
 #                 (tests/fuzz/run.sh --budget)
 # After each stage it prints the stage's time and the ten slowest tests
-# (tests/harness/slowest), whether the stage passed or not. With
-# --sanitizers the two builds' suites run side by side.
+# (tests/harness/slowest), whether the stage passed or not.
 set -eu
 top=$(cd "$(dirname "$0")/.." && pwd)
 cd "$top"
@@ -115,39 +114,20 @@ if [ "$sanitizers" -eq 1 ] || [ "$fuzz" -eq 1 ]; then
   ) > "$background_log" 2>&1 &
   background=$!
 fi
-if [ "$sanitizers" -eq 0 ]; then
-  check_in "$top/build"
-  stage_done "normal make check"
-else
-  # The two suites side by side, three tests at a time each: most of the
-  # slow tests of either wait (MPI start-up, Slurm's time limits, the
-  # resume tests' pauses), and one suite after the other left the two
-  # cores idle for a third of the run. The normal suite's output follows
-  # the sanitizer suite's.
-  normal_log="$top/build/run-all-check.log"
-  normal_started=$(date +%s)
-  TFENC_CHECK_JOBS=${TFENC_CHECK_JOBS:-3} check_in "$top/build" > "$normal_log" 2>&1 &
-  normal=$!
-fi
+check_in "$top/build"
+stage_done "normal make check"
 if [ -n "$background" ]; then
   if ! wait "$background"; then
     echo "run-all: the background build of the sanitizer tree or the fuzzers failed:"
     tail -n 60 "$background_log"
-    [ -z "${normal:-}" ] || kill "$normal" 2>/dev/null
     exit 1
   fi
   stage_done "rest of the sanitizer and fuzz builds"
 fi
 if [ "$sanitizers" -eq 1 ]; then
   build_in "$top/build-sanitizers" --enable-sanitizers
-  sanitizer_status=0
-  TFENC_CHECK_JOBS=${TFENC_CHECK_JOBS:-3} check_in "$top/build-sanitizers" || sanitizer_status=1
-  stage_done "sanitizer make check (beside the normal one)"
-  normal_status=0
-  wait "$normal" || normal_status=1
-  cat "$normal_log"
-  stage_done "rest of the normal make check ($(( $(date +%s) - normal_started )) s in all)"
-  [ "$sanitizer_status" -eq 0 ] && [ "$normal_status" -eq 0 ] || exit 1
+  check_in "$top/build-sanitizers"
+  stage_done "sanitizer make check"
 fi
 if [ "$fuzz" -eq 1 ]; then
   sh tests/fuzz/run.sh --budget "${TFENC_FUZZ_BUDGET:-90}" "$top/build"
