@@ -169,20 +169,6 @@ static float activate(float z, int activation)
     }
 }
 
-/* torch.nn.LayerNorm over one row, statistics in double. */
-static void layer_norm(float *row, int d, double eps, const float *weight, const float *bias)
-{
-    double mean = 0.0, variance = 0.0;
-    for (int j = 0; j < d; j++)
-        mean += row[j];
-    mean /= d;
-    for (int j = 0; j < d; j++)
-        variance += (row[j] - mean) * (row[j] - mean);
-    const double inverse = 1.0 / sqrt(variance / d + eps);
-    for (int j = 0; j < d; j++)
-        row[j] = (float)((row[j] - mean) * inverse) * weight[j] + (bias ? bias[j] : 0.0f);
-}
-
 /* softmax or sigmoid of one row of logits, in double (a 1e-4 bar). */
 static void apply_scores(float *row, int k, int scores)
 {
@@ -240,8 +226,8 @@ static int classifier_forward(void *instance, tfenc_context *ctx, tfenc_batch *b
             hidden[i] = activate(hidden[i], layer->activation);
         if (layer->norm_weight != NULL)
             for (int s = 0; s < n; s++)
-                layer_norm(hidden + (size_t)s * d, d, layer->norm_eps, layer->norm_weight,
-                           layer->norm_bias);
+                layers_head_layer_norm(hidden + (size_t)s * d, d, layer->norm_eps,
+                                       layer->norm_weight, layer->norm_bias);
         features = hidden;
     }
     if ((status = tfenc_linear_forward(ctx, layer->out, features, n, logits)))

@@ -5,6 +5,7 @@
 #ifndef TFENC_PLUGINS_LAYERS_H
 #define TFENC_PLUGINS_LAYERS_H
 
+#include <math.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
@@ -48,6 +49,24 @@ static inline int layers_check_width(tfenc_context *ctx, const char *type,
 static inline int32_t layers_position(const tfenc_batch *batch, int t, int32_t start)
 {
     return batch->positions != NULL ? batch->positions[t] : t - start;
+}
+
+/* torch.nn.LayerNorm over one row of a head's hidden state (classifier,
+ * splade), statistics in double: a head's norm runs once per row it
+ * keeps, so it is written for its reference, not for speed (norm.c's
+ * layernorm_row is the per-token one). */
+static inline void layers_head_layer_norm(float *row, int d, double eps, const float *weight,
+                                          const float *bias)
+{
+    double mean = 0.0, variance = 0.0;
+    for (int j = 0; j < d; j++)
+        mean += row[j];
+    mean /= d;
+    for (int j = 0; j < d; j++)
+        variance += (row[j] - mean) * (row[j] - mean);
+    const double inverse = 1.0 / sqrt(variance / d + eps);
+    for (int j = 0; j < d; j++)
+        row[j] = (float)((row[j] - mean) * inverse) * weight[j] + (bias ? bias[j] : 0.0f);
 }
 
 #endif

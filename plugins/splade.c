@@ -115,20 +115,6 @@ static int splade_create(tfenc_context *ctx, const tfenc_layer_init *init, void 
     return TFENC_OK;
 }
 
-/* torch.nn.LayerNorm over one row, statistics in double. */
-static void layer_norm(float *row, int d, double eps, const float *weight, const float *bias)
-{
-    double mean = 0.0, variance = 0.0;
-    for (int j = 0; j < d; j++)
-        mean += row[j];
-    mean /= d;
-    for (int j = 0; j < d; j++)
-        variance += (row[j] - mean) * (row[j] - mean);
-    const double inverse = 1.0 / sqrt(variance / d + eps);
-    for (int j = 0; j < d; j++)
-        row[j] = (float)((row[j] - mean) * inverse) * weight[j] + (bias ? bias[j] : 0.0f);
-}
-
 /* Workspace pieces: hidden [R, d], logits [R, V], the open sequence's row
  * [V], and the non-zeros handed to the host, indices [V] and values [V]. */
 typedef struct splade_scratch {
@@ -229,8 +215,8 @@ static int splade_forward(void *instance, tfenc_context *ctx, tfenc_batch *batch
         if ((status = tfenc_linear_run(ctx, layer->transform, &transform)))
             return status;
         for (int t = 0; t < rows; t++)
-            layer_norm(s.hidden + (size_t)t * d, d, layer->norm_eps, layer->norm_weight,
-                       layer->norm_bias);
+            layers_head_layer_norm(s.hidden + (size_t)t * d, d, layer->norm_eps,
+                                   layer->norm_weight, layer->norm_bias);
         tfenc_linear_args decode = {.struct_size = sizeof decode, .x = s.hidden,
                                     .x_dtype = TFENC_FLOAT32, .y = s.logits,
                                     .y_dtype = TFENC_FLOAT32, .rows = rows,
