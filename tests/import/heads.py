@@ -12,6 +12,12 @@ usage: heads.py make OUT_DIR [SENTENCES]
          transformers' text-classification pipeline applies by default; for
          bert also `mean_norm [N, k]`, the head with mean pooling, GELU and a
          LayerNorm (norm.h5 holds its weight and bias).
+         For the ModernBERT kinds (MODERNBERT_KINDS) the same files, from
+         reference_models.ModernBertForSequenceClassification (transformers
+         4.40 has no ModernBERT) saved as transformers 4.48's save_pretrained
+         writes it (modernbert_config); a CrossEncoder-style kind's `scores`
+         are what CrossEncoder.predict applies (its config's
+         sbert_ce_default_activation_function).
          Also OUT_DIR/pretraining/ (a BertForPreTraining, whose masked-LM and
          next-sentence heads an encoder import leaves out) and
          OUT_DIR/mpnet/ (an MPNetForSequenceClassification, whose head tfenc
@@ -48,6 +54,94 @@ KINDS = {"bert": (3, None), "roberta": (1, None),
          "xlm-roberta": (4, "multi_label_classification"), "electra": (1, "regression"),
          "distilbert": (2, "single_label_classification")}
 
+# ModernBertForSequenceClassification kinds: each pooling mode, with and
+# without the optional biases, another classifier_activation, and a
+# gte-reranker-modernbert-style CrossEncoder folder (one label, mean
+# pooling) whose config names Identity, so that its scores are the logits
+# where the pipeline would apply a sigmoid.
+MODERNBERT_KINDS = {
+    "modernbert-cls": dict(labels=3, problem_type="multi_label_classification",
+                           classifier_pooling="cls", classifier_activation="gelu",
+                           classifier_bias=True, norm_bias=True, attention_bias=True,
+                           mlp_bias=True),
+    "modernbert-mean": dict(labels=2, problem_type="regression", classifier_pooling="mean",
+                            classifier_activation="gelu_pytorch_tanh", classifier_bias=False,
+                            norm_bias=False, attention_bias=False, mlp_bias=False),
+    "modernbert-reranker": dict(labels=1, problem_type=None, classifier_pooling="mean",
+                                classifier_activation="gelu", classifier_bias=False,
+                                norm_bias=False, attention_bias=False, mlp_bias=False,
+                                cross_encoder="torch.nn.modules.linear.Identity"),
+}
+
+
+def modernbert_config(kind):
+    """config.json as transformers 4.48's save_pretrained writes a
+    ModernBertForSequenceClassification's: every ModernBertConfig key, the
+    PretrainedConfig keys that differ from its defaults (id2label and
+    label2id unless they are the default two labels, problem_type when
+    set), sorted, indent 2. Small sizes: 4 layers, global every third, a
+    local window of 8 on sequences up to 150."""
+    spec = MODERNBERT_KINDS[kind]
+    labels = spec["labels"]
+    names = ({i: f"label {i}; #{i}" for i in range(labels)} if labels != 1
+             else {0: "LABEL_0"})
+    config = {
+        "architectures": ["ModernBertForSequenceClassification"],
+        "attention_bias": spec["attention_bias"], "attention_dropout": 0.0,
+        "bos_token_id": 50281, "classifier_activation": spec["classifier_activation"],
+        "classifier_bias": spec["classifier_bias"], "classifier_dropout": 0.0,
+        "classifier_pooling": spec["classifier_pooling"], "cls_token_id": 50281,
+        "decoder_bias": True, "deterministic_flash_attn": False, "embedding_dropout": 0.0,
+        "eos_token_id": 50282, "global_attn_every_n_layers": 3,
+        "global_rope_theta": 160000.0, "hidden_activation": "gelu", "hidden_size": D,
+        "id2label": {str(i): name for i, name in names.items()},
+        "initializer_cutoff_factor": 2.0, "initializer_range": 0.02,
+        "intermediate_size": FFN,
+        "label2id": {name: i for i, name in names.items()}, "local_attention": 8,
+        "local_rope_theta": 10000.0, "max_position_embeddings": 8192,
+        "mlp_bias": spec["mlp_bias"], "mlp_dropout": 0.0, "model_type": "modernbert",
+        "norm_bias": spec["norm_bias"], "norm_eps": 1e-5, "num_attention_heads": HEADS,
+        "num_hidden_layers": 4, "pad_token_id": 0, "reference_compile": None,
+        "sep_token_id": 50282, "sparse_pred_ignore_index": -100,
+        "sparse_prediction": False, "torch_dtype": "float32",
+        "transformers_version": "4.48.0", "vocab_size": VOCAB,
+    }
+    if spec["problem_type"] is not None:
+        config["problem_type"] = spec["problem_type"]
+    if "cross_encoder" in spec:
+        config["sbert_ce_default_activation_function"] = spec["cross_encoder"]
+    return config
+
+
+def save_modernbert(kind, directory, generator):
+    """The reference ModernBertForSequenceClassification with sharpened
+    random weights, saved as save_pretrained does (model.safetensors holds
+    state_dict()'s names: model.*, head.dense, head.norm, classifier);
+    returns (model, config-like namespace for pipeline_scores, CrossEncoder
+    activation or None)."""
+    import json
+    import types
+    from safetensors.torch import save_file
+    import reference_models
+    config = modernbert_config(kind)
+    settings = dict(config, num_labels=MODERNBERT_KINDS[kind]["labels"])
+    model = reference_models.ModernBertForSequenceClassification(settings)
+    sharpen(model, generator)
+    os.makedirs(directory, exist_ok=True)
+    with open(os.path.join(directory, "config.json"), "w") as f:
+        f.write(json.dumps(config, indent=2, sort_keys=True) + "\n")
+    state = {name: tensor.contiguous() for name, tensor in model.state_dict().items()}
+    save_file(state, os.path.join(directory, "model.safetensors"), metadata={"format": "pt"})
+    namespace = types.SimpleNamespace(problem_type=config.get("problem_type"),
+                                      num_labels=settings["num_labels"],
+                                      id2label=config["id2label"])
+    activation = None
+    if config.get("sbert_ce_default_activation_function", "").endswith("Identity"):
+        activation = torch.nn.Identity()
+    elif "sbert_ce_default_activation_function" in config:
+        activation = torch.nn.Sigmoid()
+    return model.eval(), namespace, activation
+
 
 def classifier(kind):
     import transformers as t
@@ -77,6 +171,13 @@ def classifier(kind):
     raise KeyError(kind)
 
 
+def logits_of(model, ids, mask=None):
+    """Logits of a transformers model or of a reference_models one."""
+    if isinstance(model, torch.nn.Module) and not hasattr(model, "config"):
+        return model(ids, mask)
+    return model(input_ids=ids, attention_mask=mask).logits
+
+
 def pipeline_scores(logits, config):
     """transformers 4.40 TextClassificationPipeline.postprocess's default
     function_to_apply, from the model's config."""
@@ -99,25 +200,30 @@ def make(out_dir, sentences_path=None):
     import transformers as t
     import_generators()
     torch.manual_seed(0)
-    for number, kind in enumerate(KINDS):
+    for number, kind in enumerate(list(KINDS) + list(MODERNBERT_KINDS)):
         generator = torch.Generator().manual_seed(300 + number)
-        model = classifier(kind)
-        sharpen(model, generator)
         directory = os.path.join(out_dir, kind)
-        model.save_pretrained(directory, safe_serialization=True)
-        model.eval()
+        activation = None
+        if kind in MODERNBERT_KINDS:
+            model, config, activation = save_modernbert(kind, directory, generator)
+        else:
+            model = classifier(kind)
+            sharpen(model, generator)
+            model.save_pretrained(directory, safe_serialization=True)
+            model.eval()
+            config = model.config
         lengths = [1, 2, 7, 16, 33, 64, 97, 129, 150, 5, 41, 12]
         rows = [torch.randint(3, VOCAB, (n,), generator=generator) for n in lengths]
         with torch.no_grad():
-            alone = torch.cat([model(input_ids=ids[None]).logits for ids in rows])
+            alone = torch.cat([logits_of(model, ids[None]) for ids in rows])
             longest = max(lengths)
-            pad = model.config.pad_token_id or 0
+            pad = getattr(config, "pad_token_id", 0) or 0
             batch = torch.full((len(rows), longest), pad, dtype=torch.long)
             mask = torch.zeros(len(rows), longest, dtype=torch.long)
             for i, ids in enumerate(rows):
                 batch[i, :len(ids)] = ids
                 mask[i, :len(ids)] = 1
-            padded = model(input_ids=batch, attention_mask=mask).logits
+            padded = logits_of(model, batch, mask)
         extra = {}
         if kind == "bert":
             # The classifier's other options, on the same encoder: ModernBERT's
@@ -143,12 +249,14 @@ def make(out_dir, sentences_path=None):
         with h5py.File(os.path.join(directory, "reference.h5"), "w") as f:
             f["logits"] = alone.numpy()
             f["padded"] = padded.numpy()
-            f["scores"] = pipeline_scores(alone, model.config).numpy()
+            # A CrossEncoder folder: what CrossEncoder.predict applies.
+            f["scores"] = (activation(alone) if activation is not None
+                           else pipeline_scores(alone, config)).numpy()
             for name, values in extra.items():
                 f[name] = values
-            f.attrs["id2label"] = str(model.config.id2label)
-        print(f"heads: {kind}: {len(rows)} sequences, {model.config.num_labels} labels, "
-              f"problem_type {model.config.problem_type}")
+            f.attrs["id2label"] = str(config.id2label)
+        print(f"heads: {kind}: {len(rows)} sequences, {config.num_labels} labels, "
+              f"problem_type {config.problem_type}")
     pretraining = t.BertForPreTraining(t.BertConfig(
         hidden_size=D, num_attention_heads=HEADS, num_hidden_layers=LAYERS,
         intermediate_size=FFN, vocab_size=VOCAB, max_position_embeddings=160))

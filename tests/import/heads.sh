@@ -2,7 +2,9 @@
 # Sequence-classification heads: *ForSequenceClassification checkpoints
 # written by transformers' own save_pretrained (tests/import/heads.py), for
 # bert, roberta, xlm-roberta, electra and distilbert, each with another
-# problem_type and label count. tfenc-import writes the head's weights and
+# problem_type and label count, and ModernBertForSequenceClassification
+# checkpoints in transformers 4.48's layout (cls and mean pooling, with and
+# without its optional biases, and a CrossEncoder-style reranker folder). tfenc-import writes the head's weights and
 # [head] section; tfenc-batch writes `scores` that must match transformers'
 # logits (each sequence alone, and in a padded batch) and the pipeline's
 # default scores within 1e-4; layouts 1x1, 2x1 and 1x2 give the same bytes.
@@ -10,7 +12,8 @@
 # tensor beside the encoder that no map knows (the classifier of a config
 # that does not say ForSequenceClassification), a head tfenc does not map,
 # label counts that disagree (id2label, num_labels, the weights, the job), an
-# unknown problem_type, a head tensor of the wrong shape. A pretraining
+# unknown problem_type, a head tensor of the wrong shape, a ModernBERT
+# classifier_activation or classifier_pooling tfenc does not compute. A pretraining
 # checkpoint (masked-LM and next-sentence heads, which sentence-transformers
 # drops too) still imports as its encoder.
 set -eu
@@ -49,7 +52,8 @@ run() { # DIR OUTPUT [--set ...]: tfenc-batch on the kind's token ids
     --set "job.output=$output" "$@" "$dir/job.ini"
 }
 
-for kind in bert roberta xlm-roberta electra distilbert; do
+for kind in bert roberta xlm-roberta electra distilbert \
+    modernbert-cls modernbert-mean modernbert-reranker; do
   dir="$work/$kind"
   if ! "$import" "$dir" -o "$dir/model.h5" --job "$dir/job.ini" >"$dir/import.log" 2>&1; then
     checks=$((checks + 1))
@@ -219,6 +223,14 @@ expect_error num-labels-disagree import "$dir" "config.json" "num_labels 5" "3 l
 dir=$(copy bert problem)
 edit_json "$dir/config.json" 'd["problem_type"] = "ranking"'
 expect_error unknown-problem-type import "$dir" "config.json" "problem_type 'ranking'"
+# ModernBERT's head settings that the classifier layer does not compute.
+dir=$(copy modernbert-cls modernbert-silu)
+edit_json "$dir/config.json" 'd["classifier_activation"] = "silu"'
+expect_error modernbert-unknown-activation import "$dir" "config.json" \
+  "classifier_activation 'silu'"
+dir=$(copy modernbert-mean modernbert-max)
+edit_json "$dir/config.json" 'd["classifier_pooling"] = "max"'
+expect_error modernbert-unknown-pooling import "$dir" "config.json" "classifier_pooling 'max'"
 
 dir="$work/bert"
 extra="--set head.labels={\"0\":\"a\",\"1\":\"b\"}"

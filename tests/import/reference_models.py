@@ -4,7 +4,9 @@ tfenc-import's maps of them can be checked on random weights:
 
 - NomicBERT: nomic-ai/contrastors, models/huggingface/modeling_hf_nomic_bert.py
   (NomicBertModel with prenorm = False, rotary positions, SwiGLU);
-- ModernBERT: transformers 4.48 modeling_modernbert.py (eager attention);
+- ModernBERT: transformers 4.48 modeling_modernbert.py (eager attention),
+  and its ModernBertForSequenceClassification (pooling, ModernBertPredictionHead,
+  classifier);
 - JinaBERT v2: jinaai/jina-bert-implementation (ALiBi, GEGLU MLP with its
   own residual and LayerNorm);
 - Qwen3: transformers 4.51 modeling_qwen3.py (Qwen3Model, eager attention):
@@ -14,7 +16,9 @@ tfenc-import's maps of them can be checked on random weights:
 
 Module names follow each checkpoint's tensor names, so that state_dict()
 is what the published code saves. Each forward takes one unpadded
-sequence of ids [1, L] and returns its hidden states [1, L, d]."""
+sequence of ids [1, L] and returns its hidden states [1, L, d]; ModernBERT
+also takes padded batches [B, L] with their attention mask, as its
+classifier is checked on both."""
 import math
 
 import torch
@@ -126,8 +130,12 @@ class ModernBert(nn.Module):
         super().__init__()
         self.c = c
         d, f = c["hidden_size"], c["intermediate_size"]
+        attention_bias, mlp_bias = c.get("attention_bias", False), c.get("mlp_bias", False)
 
         def norm():
+            # nn.LayerNorm(bias=config.norm_bias)
+            if c.get("norm_bias", False):
+                return nn.LayerNorm(d, eps=c["norm_eps"])
             return BiasFreeLayerNorm(d, c["norm_eps"])
 
         self.embeddings = Holder()
@@ -139,25 +147,36 @@ class ModernBert(nn.Module):
             # Layer 0 has nn.Identity() as its attention norm.
             layer.attn_norm = norm() if i > 0 else nn.Identity()
             layer.attn = Holder()
-            layer.attn.Wqkv = nn.Linear(d, 3 * d, bias=False)
-            layer.attn.Wo = nn.Linear(d, d, bias=False)
+            layer.attn.Wqkv = nn.Linear(d, 3 * d, bias=attention_bias)
+            layer.attn.Wo = nn.Linear(d, d, bias=attention_bias)
             layer.mlp_norm = norm()
             layer.mlp = Holder()
-            layer.mlp.Wi = nn.Linear(d, 2 * f, bias=False)
-            layer.mlp.Wo = nn.Linear(f, d, bias=False)
+            layer.mlp.Wi = nn.Linear(d, 2 * f, bias=mlp_bias)
+            layer.mlp.Wo = nn.Linear(f, d, bias=mlp_bias)
             self.layers.append(layer)
         self.final_norm = norm()
 
-    def forward(self, ids):
+    def forward(self, ids, mask=None):
+        """ids [B, L]; mask [B, L] (1 for a token, 0 for padding) or None.
+        As ModernBertModel._update_attention_mask: padded keys get the
+        float32 minimum, and local layers also the keys farther than
+        local_attention // 2 (eager attention adds the mask to the scores)."""
         c = self.c
         heads = c["num_attention_heads"]
         head_dim = c["hidden_size"] // heads
-        length = ids.shape[1]
+        batch, length = ids.shape
+        smallest = torch.finfo(torch.float32).min
         x = self.embeddings.norm(self.embeddings.tok_embeddings(ids))
         rows = torch.arange(length)
         distance = (rows[None, :] - rows[:, None]).abs()
-        window = torch.zeros(length, length)
-        window[distance > c["local_attention"] // 2] = torch.finfo(torch.float32).min
+        outside = distance > c["local_attention"] // 2
+        if mask is None:
+            global_bias = None
+            window = torch.zeros(length, length).masked_fill(outside, smallest)
+        else:
+            padded = (mask == 0)[:, None, None, :].expand(batch, 1, length, length)
+            global_bias = torch.zeros(batch, 1, length, length).masked_fill(padded, smallest)
+            window = global_bias.masked_fill(outside, smallest)
         for i, layer in enumerate(self.layers):
             is_global = i % c["global_attn_every_n_layers"] == 0
             base = c["global_rope_theta"] if is_global else c["local_rope_theta"]
@@ -165,11 +184,54 @@ class ModernBert(nn.Module):
             # Wqkv viewed as (3, heads, head_dim)
             q, k, v = (split_heads(part, heads) for part in layer.attn.Wqkv(h).chunk(3, dim=-1))
             q, k = rotary(q, base, head_dim), rotary(k, base, head_dim)
-            x = x + layer.attn.Wo(attend(q, k, v, None if is_global else window))
+            x = x + layer.attn.Wo(attend(q, k, v, global_bias if is_global else window))
             # ModernBertMLP: input, gate = Wi(x).chunk(2); Wo(act(input) * gate)
             activated, gate = layer.mlp.Wi(layer.mlp_norm(x)).chunk(2, dim=-1)
             x = x + layer.mlp.Wo(F.gelu(activated) * gate)
         return self.final_norm(x)
+
+
+# transformers' ACT2FN entries a classifier_activation may name.
+ACTIVATIONS = {
+    "gelu": F.gelu,
+    "gelu_new": lambda x: 0.5 * x * (1.0 + torch.tanh(math.sqrt(2.0 / math.pi)
+                                                       * (x + 0.044715 * torch.pow(x, 3.0)))),
+    "gelu_pytorch_tanh": lambda x: F.gelu(x, approximate="tanh"),
+    "relu": F.relu,
+    "tanh": torch.tanh,
+    "silu": F.silu,
+}
+
+
+class ModernBertForSequenceClassification(nn.Module):
+    """The encoder as `model`, then on its last hidden state (final_norm
+    applied): the [CLS] row (classifier_pooling cls) or the masked mean
+    (mean); ModernBertPredictionHead: norm(act(dense(pooled))) with dense's
+    bias only when classifier_bias, the norm's only when norm_bias; dropout
+    (none at inference); classifier, with its bias. c holds num_labels."""
+
+    def __init__(self, c):
+        super().__init__()
+        self.c = c
+        d = c["hidden_size"]
+        self.model = ModernBert(c)
+        self.head = Holder()
+        self.head.dense = nn.Linear(d, d, bias=c["classifier_bias"])
+        self.head.norm = (nn.LayerNorm(d, eps=c["norm_eps"]) if c["norm_bias"]
+                          else BiasFreeLayerNorm(d, c["norm_eps"]))
+        self.classifier = nn.Linear(d, c["num_labels"])
+
+    def forward(self, ids, mask=None):
+        """ids [B, L], mask [B, L] or None -> logits [B, num_labels]."""
+        if mask is None:
+            mask = torch.ones_like(ids)
+        hidden = self.model(ids, mask)
+        if self.c["classifier_pooling"] == "cls":
+            pooled = hidden[:, 0]
+        else:
+            pooled = (hidden * mask.unsqueeze(-1)).sum(dim=1) / mask.sum(dim=1, keepdim=True)
+        act = ACTIVATIONS[self.c["classifier_activation"]]
+        return self.classifier(self.head.norm(act(self.head.dense(pooled))))
 
 
 # -------------------------------------------------------------- JinaBERT v2
