@@ -673,10 +673,63 @@ static char *labels_text(json_t *id2label)
     return result;
 }
 
+/* A head activation named by transformers' ACT2FN key `key` (default gelu)
+ * as the classifier layer's name; what it does not compute is refused. */
+static int read_head_activation(tfenc_context *ctx, const char *path, json_t *json,
+                                const char *key, const char **activation)
+{
+    const char *name;
+    int status = import_json_string(ctx, path, json, key, "gelu", &name);
+    if (status != TFENC_OK)
+        return status;
+    static const char *const names[][2] = {{"gelu", "gelu"}, {"tanh", "tanh"},
+                                           {"relu", "relu"}, {"gelu_new", "gelu_tanh"},
+                                           {"gelu_pytorch_tanh", "gelu_tanh"}};
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+        if (strcmp(name, names[i][0]) == 0) {
+            *activation = names[i][1];
+            return TFENC_OK;
+        }
+    return tfenc_error(ctx, TFENC_ERR_CONFIG, "%s: %s '%s' is not supported (gelu, tanh, "
+                       "relu, gelu_new, gelu_pytorch_tanh)", path, key, name);
+}
+
+/* ModernBertForSequenceClassification (transformers 4.48): the final_norm'ed
+ * last hidden state pooled by classifier_pooling (the [CLS] row, or the mean
+ * over the sequence's tokens), then ModernBertPredictionHead
+ * norm(act(dense(x))): dense with a bias only when classifier_bias (the
+ * tensor map's business), classifier_activation, a LayerNorm with the
+ * encoder's norm_eps and norm_bias (read_modernbert read both); dropout
+ * (none at inference); classifier, with its bias. */
+static int read_modernbert_head(tfenc_context *ctx, const char *path, json_t *json,
+                                model_config *config)
+{
+    head_settings *head = &config->head;
+    head->kind = HEAD_MODERNBERT;
+    head->norm = 1;
+    const char *pooling;
+    int status;
+    if ((status = import_json_string(ctx, path, json, "classifier_pooling", "cls", &pooling))
+        || (status = import_json_bool(ctx, path, json, "classifier_bias", 0,
+                                      &head->dense_bias))
+        || (status = read_head_activation(ctx, path, json, "classifier_activation",
+                                          &head->activation)))
+        return status;
+    /* ModernBertConfig itself raises on any other pooling. */
+    if (strcmp(pooling, "cls") == 0)
+        head->pooling = "cls";
+    else if (strcmp(pooling, "mean") == 0)
+        head->pooling = "mean";
+    else
+        return tfenc_error(ctx, TFENC_ERR_CONFIG, "%s: classifier_pooling '%s' is not "
+                           "supported (cls or mean, as ModernBertConfig allows)", path, pooling);
+    return TFENC_OK;
+}
+
 /* A *ForSequenceClassification (architectures[0]): its head, as transformers
- * 4.40 defines it per model_type; the label count from id2label (which
- * save_pretrained always writes), checked against num_labels when given;
- * problem_type one of transformers' three. A sentence-transformers
+ * 4.40 defines it per model_type (4.48 for modernbert); the label count from
+ * id2label (which save_pretrained always writes), checked against num_labels
+ * when given; problem_type one of transformers' three. A sentence-transformers
  * CrossEncoder folder says so by sbert_ce_default_activation_function:
  * CrossEncoder.predict applies it (Sigmoid, or Identity). */
 static int read_head(tfenc_context *ctx, const char *path, json_t *json, model_config *config)
@@ -704,26 +757,19 @@ static int read_head(tfenc_context *ctx, const char *path, json_t *json, model_c
     } else if (strcmp(type, "deberta-v2") == 0) {
         /* ContextPooler: pooler.dense and pooler_hidden_act on [CLS] */
         head->kind = HEAD_DEBERTA;
-        const char *activation;
-        int status = import_json_string(ctx, path, json, "pooler_hidden_act", "gelu",
-                                        &activation);
+        int status = read_head_activation(ctx, path, json, "pooler_hidden_act",
+                                          &head->activation);
         if (status != TFENC_OK)
             return status;
-        static const char *const names[][2] = {{"gelu", "gelu"}, {"tanh", "tanh"},
-                                               {"relu", "relu"}, {"gelu_new", "gelu_tanh"},
-                                               {"gelu_pytorch_tanh", "gelu_tanh"}};
-        head->activation = NULL;
-        for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
-            if (strcmp(activation, names[i][0]) == 0)
-                head->activation = names[i][1];
-        if (head->activation == NULL)
-            return tfenc_error(ctx, TFENC_ERR_CONFIG, "%s: pooler_hidden_act '%s' is not "
-                               "supported (gelu, tanh, relu, gelu_new, gelu_pytorch_tanh)", path,
-                               activation);
+    } else if (strcmp(type, "modernbert") == 0) {
+        int status = read_modernbert_head(ctx, path, json, config);
+        if (status != TFENC_OK)
+            return status;
     } else {
         return tfenc_error(ctx, TFENC_ERR_CONFIG, "%s: architectures '%s': tfenc-import maps "
                            "the sequence-classification heads of bert, roberta, xlm-roberta, "
-                           "electra, distilbert and deberta-v2, not of %s", path, name, type);
+                           "electra, distilbert, deberta-v2 and modernbert, not of %s", path,
+                           name, type);
     }
     /* save_pretrained leaves id2label (and num_labels) out when they are
      * PretrainedConfig's defaults: 2 labels, LABEL_0 and LABEL_1. */

@@ -43,6 +43,8 @@ typedef enum head_kind {
     HEAD_ROBERTA,   /* classifier.dense + activation on <s>, classifier.out_proj (and ELECTRA) */
     HEAD_DISTILBERT, /* pre_classifier + ReLU, classifier */
     HEAD_DEBERTA,    /* ContextPooler (pooler.dense + pooler_hidden_act on [CLS]), classifier */
+    HEAD_MODERNBERT, /* cls or masked-mean pooling, head.dense + classifier_activation +
+                      * head.norm (ModernBertPredictionHead), classifier */
     /* Masked-LM heads, mapped only when sparse output is asked for (a
      * SparseEncoder folder, or --sparse): the job's [head] of type splade
      * (plugins/splade.c). Otherwise they are pretraining heads, dropped. */
@@ -53,7 +55,14 @@ typedef enum head_kind {
 
 typedef struct head_settings {
     head_kind kind;
-    const char *activation;   /* the classifier's: tanh, relu, gelu; splade's transform's */
+    const char *activation;   /* the classifier's: tanh, relu, gelu, gelu_tanh; splade's
+                               * transform's */
+    const char *pooling;      /* the classifier's: cls (NULL) or mean (ModernBERT's
+                               * classifier_pooling) */
+    int dense_bias;           /* ModernBERT's head.dense has a bias (classifier_bias); the
+                               * other heads' dense maps always have one */
+    int norm;                 /* the classifier's LayerNorm after the activation (ModernBERT's
+                               * head.norm: the encoder's norm_eps, its bias when norm_bias) */
     const char *sparse_pooling; /* splade: max or sum (SpladePooling's pooling_strategy) */
     int n_labels;             /* id2label's size */
     const char *problem_type; /* config.json's, or "auto" when unset */

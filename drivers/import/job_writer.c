@@ -361,15 +361,22 @@ int import_write_job(importer *self, const char *job_tmp, const char *job_path,
                      "; [job] sparse_top_k and sparse_threshold thin the rows.\n"
                      "[head]\ntype = splade\nactivation = %s\npooling = %s\nnorm_eps = %g\n",
                 head->activation, head->sparse_pooling, c->layer_norm_eps);
-    else if (head->kind != HEAD_NONE)
+    else if (head->kind != HEAD_NONE) {
         fprintf(out, "; The checkpoint's sequence-classification head: the output holds\n"
                      "; scores [N, n_labels] (docs/scores.md). scores = logits, softmax or\n"
                      "; sigmoid overrides what auto applies (transformers' pipeline).\n"
-                     "[head]\ntype = classifier\npooling = cls\ndense = true\n"
-                     "activation = %s\nproblem_type = %s\nscores = %s\nn_labels = %d\n"
-                     "labels = %s\n",
-                head->activation, head->problem_type, head->scores, head->n_labels,
-                head->labels);
+                     "[head]\ntype = classifier\npooling = %s\ndense = true\n"
+                     "activation = %s\n",
+                head->pooling != NULL ? head->pooling : "cls", head->activation);
+        if (head->norm) {
+            /* ModernBertPredictionHead's LayerNorm, after the activation. */
+            char eps[32];
+            format_double(eps, sizeof eps, c->layer_norm_eps);
+            fprintf(out, "norm = true\nnorm_eps = %s\n", eps);
+        }
+        fprintf(out, "problem_type = %s\nscores = %s\nn_labels = %d\nlabels = %s\n",
+                head->problem_type, head->scores, head->n_labels, head->labels);
+    }
     else if (self->pooling.present && self->pooling.dense.count > 0)
         /* Pooling, the Dense pair, then Normalize: the norm comes last. */
         fprintf(out, "[pooling]\ntype = pooling\nmode = %s\nnormalize = false\n\n"

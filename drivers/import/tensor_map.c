@@ -78,6 +78,8 @@ static int64_t dimension(const model_config *c, char letter)
  * DeBERTa's: a absolute positions, r disentangled attention, e the LayerNorm
  * of its relative embeddings, k and y maps of their own for the relative
  * embeddings (not share_att_key) for c2p (keys) and p2c (queries);
+ * c the classification head's dense map has a bias (ModernBERT's
+ * classifier_bias);
  * I and U: only the second (I) or only the first (U) FFN linear has a bias,
  * so that the ffn layer, whose `bias` key covers both, needs zeros for the
  * other. */
@@ -94,6 +96,7 @@ static int applies(const model_config *c, const char *when, int layer)
                     : *when == 'e' ? c->relative_norm
                     : *when == 'k' ? !c->share_att_key && strcmp(c->relative_terms, "p2c") != 0
                     : *when == 'y' ? !c->share_att_key && strcmp(c->relative_terms, "c2p") != 0
+                    : *when == 'c' ? c->head.dense_bias
                     : layer > 0; /* 'l' */
         if (!holds)
             return 0;
@@ -444,6 +447,18 @@ static const tensor_rule deberta_head[] = {
     {"classifier.bias", "/head/out_bias", "c", "", 0},
     {NULL, NULL, NULL, NULL, 0},
 };
+/* ModernBertForSequenceClassification: ModernBertPredictionHead (head.dense,
+ * with a bias only when classifier_bias; head.norm, with one only when
+ * norm_bias) and classifier beside the encoder (model.). */
+static const tensor_rule modernbert_head[] = {
+    {"head.dense.weight", "/head/dense_weight", "dd", "", 0},
+    {"head.dense.bias", "/head/dense_bias", "d", "c", 0},
+    {"head.norm.weight", "/head/norm_weight", "d", "", 0},
+    {"head.norm.bias", "/head/norm_bias", "d", "n", 0},
+    {"classifier.weight", "/head/out_weight", "cd", "", 0},
+    {"classifier.bias", "/head/out_bias", "c", "", 0},
+    {NULL, NULL, NULL, NULL, 0},
+};
 /* Masked-LM heads (splade): the decoder is tied to the word embeddings,
  * which save_pretrained stores once, under the encoder. */
 static const tensor_rule mlm_head_in_encoder[] = {
@@ -484,6 +499,7 @@ static void head_rules(head_kind kind, const tensor_rule **in_encoder, const ten
               : kind == HEAD_ROBERTA           ? roberta_head
               : kind == HEAD_DISTILBERT        ? distilbert_head
               : kind == HEAD_DEBERTA           ? deberta_head
+              : kind == HEAD_MODERNBERT        ? modernbert_head
               : kind == HEAD_MLM_BERT          ? bert_mlm_head
               : kind == HEAD_MLM_DISTILBERT    ? distilbert_mlm_head
                                                : no_head;
@@ -774,10 +790,10 @@ static int plan_tensors(importer *self, const char *safetensors_path)
                     && (status = add_plan(self, capacity, prefix, rule, layer)))
                     return status;
     for (const tensor_rule *rule = head_in_encoder; rule->source != NULL; rule++)
-        if ((status = add_plan(self, capacity, prefix, rule, -1)))
+        if (applies(c, rule->when, 0) && (status = add_plan(self, capacity, prefix, rule, -1)))
             return status;
     for (const tensor_rule *rule = head_beside; rule->source != NULL; rule++)
-        if ((status = add_plan(self, capacity, "", rule, -1)))
+        if (applies(c, rule->when, 0) && (status = add_plan(self, capacity, "", rule, -1)))
             return status;
     for (int i = 0; i < n_dense; i++) {
         if ((status = add_plan(self, capacity, "", &pylate_head[i], -1)))
