@@ -1,6 +1,6 @@
 #!/bin/sh
 # Table-driven test of bad jobs and inputs, each run at 1 rank (no mpirun)
-# and under "$MPIEXEC -n 4": tfenc-batch must end with exactly one line of
+# and under "$MPIEXEC -n 4" (under the sanitizers once, at 2): tfenc-batch must end with exactly one line of
 # its own on stderr that names the problem (checked against a pattern), a
 # non-zero exit, within 60 s (a hang fails instead of blocking), and no
 # output file marked complete. Inputs that are odd but valid (empty lines,
@@ -234,10 +234,18 @@ output_complete() {
   [ -f out.h5 ] && "$REFERENCE_PYTHON" -c 'import h5py,sys; sys.exit(0 if h5py.File("out.h5","r").attrs.get("complete", 0) == 1 else 1)' 2>/dev/null
 }
 
+# The layouts of every case that names none: alone (no mpirun) and at 4
+# ranks. Under the sanitizers each case runs once, at 2 ranks: rank 0's
+# path and another rank's, and the agreement on the error between them,
+# in one launch (the paths of a lone rank are the same functions; the
+# normal build runs both layouts).
+layouts_of_each=${TFENC_SANITIZER_BUILD:+2}
+: "${layouts_of_each:=1 4}"
+
 # error NAME PATTERN TRANSFORM [tfenc-batch arguments...]
 # PATTERN is an extended regular expression the one stderr line must match.
 error() {
-  error_at "1 4" "$@"
+  error_at "$layouts_of_each" "$@"
 }
 
 # The same at the given layouts only (rank counts, space-separated).
@@ -262,7 +270,7 @@ error_at() {
 # A valid input at the edge: exit 0, no stderr, a complete out.h5 for which
 # the Python expression (over h5py File f) is true.
 odd() {
-  odd_at "1 4" "$@"
+  odd_at "$layouts_of_each" "$@"
 }
 
 odd_at() {

@@ -1,6 +1,8 @@
 # The test harness: environment for every test, and the core's own suites.
 # Tests find the build tree's plugins, Debian's PyTorch for reference numbers,
-# and run Open MPI as root in CI (never needed by users).
+# and run Open MPI as root in CI (never needed by users). Threads that wait
+# for work sleep rather than spin (OMP_WAIT_POLICY): tests run four at a time
+# on two cores, and a spinning thread takes a core from another test.
 AM_TESTS_ENVIRONMENT = \
 	TFENC_PLUGIN_PATH='$(abs_top_builddir)/plugins/.libs'; export TFENC_PLUGIN_PATH; \
 	REFERENCE_PYTHON='$(REFERENCE_PYTHON)'; export REFERENCE_PYTHON; \
@@ -14,7 +16,8 @@ AM_TESTS_ENVIRONMENT = \
 	OMPI_ALLOW_RUN_AS_ROOT=1; export OMPI_ALLOW_RUN_AS_ROOT; \
 	OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1; export OMPI_ALLOW_RUN_AS_ROOT_CONFIRM; \
 	OMPI_MCA_rmaps_base_oversubscribe=1; export OMPI_MCA_rmaps_base_oversubscribe; \
-	OPENBLAS_NUM_THREADS=1; export OPENBLAS_NUM_THREADS;
+	OPENBLAS_NUM_THREADS=1; export OPENBLAS_NUM_THREADS; \
+	OMP_WAIT_POLICY=PASSIVE; export OMP_WAIT_POLICY;
 # ASan's leak checker cannot follow Open MPI's and HDF5's process-lifetime
 # allocations; leaks are checked with valgrind on an end-to-end job instead.
 # TFENC_SANITIZER_BUILD tells the slowest tests (BERT-base parity) that

@@ -4,8 +4,8 @@
 # is the README's test command. Options, which CI passes both of:
 #   --sanitizers  then the same suite in a second build with
 #                 AddressSanitizer and UndefinedBehaviorSanitizer
-#   --fuzz        then the libFuzzer targets for a fixed total time
-#                 (tests/fuzz/run.sh --budget)
+#   --fuzz        the libFuzzer targets for a fixed total time
+#                 (tests/fuzz/run.sh --budget), beside the sanitizer suite
 # After each stage it prints the stage's time and the ten slowest tests
 # (tests/harness/slowest), whether the stage passed or not.
 set -eu
@@ -124,13 +124,29 @@ if [ -n "$background" ]; then
   fi
   stage_done "rest of the sanitizer and fuzz builds"
 fi
+# The fuzzers run beside the sanitizer suite, one target at a time on one
+# core: that suite waits much of its time (MPI start-up under the
+# sanitizers, the resume tests' pauses), and one after the other they
+# added their whole budget to the run. Their budget is wall time, so each
+# target still replays its whole committed corpus first, then explores.
+fuzz_pid=""
+fuzz_log="$top/build/run-all-fuzz.log"
+if [ "$fuzz" -eq 1 ]; then
+  sh tests/fuzz/run.sh --budget "${TFENC_FUZZ_BUDGET:-90}" "$top/build" > "$fuzz_log" 2>&1 &
+  fuzz_pid=$!
+fi
+sanitizer_status=0
 if [ "$sanitizers" -eq 1 ]; then
   build_in "$top/build-sanitizers" --enable-sanitizers
-  check_in "$top/build-sanitizers"
+  check_in "$top/build-sanitizers" || sanitizer_status=$?
   stage_done "sanitizer make check"
 fi
-if [ "$fuzz" -eq 1 ]; then
-  sh tests/fuzz/run.sh --budget "${TFENC_FUZZ_BUDGET:-90}" "$top/build"
-  stage_done "fuzzers"
+if [ -n "$fuzz_pid" ]; then
+  fuzz_status=0
+  wait "$fuzz_pid" || fuzz_status=$?
+  cat "$fuzz_log"
+  stage_done "rest of the fuzzers"
+  [ "$fuzz_status" -eq 0 ] || exit "$fuzz_status"
 fi
+[ "$sanitizer_status" -eq 0 ] || exit "$sanitizer_status"
 echo "run-all: every test passed; stages:$stages"

@@ -3,7 +3,7 @@
 standard library's gzip and lzma (zstd shards are compressed afterwards by
 the zstd program, which the script runs).
 
-usage: make_shards.py EXAMPLE_CORPUS.txt COPIES OUT_DIR
+usage: make_shards.py EXAMPLE_CORPUS.txt COPIES OUT_DIR [TINY]
 
 OUT_DIR/one.jsonl     every document, one JSON object a line ("text", "id")
 OUT_DIR/shards/       the same documents in 8 files, in path order: a shard
@@ -12,7 +12,8 @@ OUT_DIR/shards/       the same documents in 8 files, in path order: a shard
                       an empty shard; the files to compress with zstd are
                       left plain as *.jsonl.tozst
 OUT_DIR/list.txt      the shards' names, shuffled (the list is sorted by tfenc)
-OUT_DIR/tiny/         10,000 one-document shards, and tiny.jsonl the same
+OUT_DIR/tiny/         TINY (default 10,000) one-document shards, and
+                      tiny.jsonl the same
 """
 
 import gzip
@@ -25,6 +26,7 @@ import sys
 
 def main():
     source, copies, out = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+    tiny = int(sys.argv[4]) if len(sys.argv) > 4 else 10000
     words = [line.split() for line in open(source, encoding="utf-8").read().splitlines()]
     lines = []
     for copy in range(copies):
@@ -67,7 +69,7 @@ def main():
         f.write("".join(f"shards/{name}\n" for name in names))
     os.makedirs(os.path.join(out, "tiny"), exist_ok=True)
     with open(os.path.join(out, "tiny.jsonl"), "w", encoding="utf-8") as whole:
-        for i in range(10000):
+        for i in range(tiny):
             line = lines[i % n] + "\n"
             whole.write(line)
             with open(os.path.join(out, "tiny", f"{i:05d}.jsonl"), "w", encoding="utf-8") as f:
