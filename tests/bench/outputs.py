@@ -562,9 +562,12 @@ def measure_sparse(run, text_dir, load_start):
         bench.log("SPLADE: writing the BertForMaskedLM")
         venv_child("make-splade", model_dir, os.path.join(text_dir, "passages.txt"))
     sparse_job = imported(run, model_dir, os.path.join(work, "sparse"), "--sparse")
-    # The encoder alone: the same folder without --sparse, mean-pooled so that
-    # it writes one small row per document as the sparse job does.
-    encoder_job = imported(run, model_dir, os.path.join(work, "encoder"))
+    # The encoder alone: the same folder without --sparse, mean-pooled.
+    # tfenc-import writes per-token states for it; a [pooling] section
+    # makes it write one row per document (the writing is then as small as
+    # the sparse job's, and the difference is the head's alone).
+    encoder_job = job_variant(imported(run, model_dir, os.path.join(work, "encoder")),
+                              "pooled.ini", {"pooling.type": "pooling", "pooling.mode": "mean"})
     plan = dry_run(run, sparse_job, corpus)
     encoder_plan = dry_run(run, encoder_job, corpus)
     cases = {}
