@@ -594,7 +594,12 @@ def measure_sparse(run, text_dir, load_start):
             import h5py
             with h5py.File(s["output"], "r") as f:
                 nonzeros = f["sparse_indptr"][-1] / (len(f["sparse_indptr"]) - 1)
+                # a precision the CPU lacks runs at another (bf16 without
+                # AVX512_BF16 or AMX runs fp32): the file says which
+                ran_at = f.attrs.get("precision", "?")
+                ran_at = ran_at.decode() if isinstance(ran_at, bytes) else str(ran_at)
             row.update({
+                "ran at": ran_at,
                 "projection s (measured)": round(projection, 3),
                 "projection s (dry-run FLOPs at the encoder's GFLOP/s)":
                     rounded(predicted_seconds, 3),
