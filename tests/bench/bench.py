@@ -1,7 +1,8 @@
 """tfenc against the engines a user can install, on real models and real text.
 
 usage: bench.py [--builddir DIR] [--out DIR] [--models minilm,mpnet]
-                [--texts short,passages] [--engines LIST] [--repeat N]
+                [--texts short,passages | shards | scores | sparse | compact]
+                [--engines LIST] [--repeat N]
                 [--scale X] [--smoke]
 
 tests/bench/run.sh runs it (`make bench`), in the tests' venv (Debian's
@@ -48,7 +49,14 @@ one plain JSON Lines file and as 7 zstd shards, at 1 rank x 2 threads and
 2 ranks x 1 thread, reporting the shards' tokens/s over the plain file's
 and the growth of the peak RSS per rank; and the --dry-run of 10,000
 one-line shards beside that of the same lines as one file (the scan).
-Ratios and times are reported, never asserted; writes OUT/shards.csv. --smoke: the harness on a tiny workload
+Ratios and times are reported, never asserted; writes OUT/shards.csv.
+
+--texts scores, sparse and compact run issue 27 and 28's figures instead
+(tests/bench/outputs.py says what each measures): a classification head
+beside the embedding job and a DeBERTa-v3-base classifier beside ONNX
+Runtime and OpenVINO; a SPLADE job's vocabulary projection beside
+--dry-run's estimate at every precision; binary output beside float32.
+--smoke: the harness on a tiny workload
 (MiniLM, 64 lines of tests/import/sentences.txt, no OpenVINO), for make check.
 """
 
@@ -976,6 +984,9 @@ def main():
         text_dir, _ = make_text(run, model_folder("minilm", run.work))
         report_shards(run, *measure_shards(run, text_dir), load_start)
         return 0
+    if args.texts in ("scores", "sparse", "compact"):
+        import outputs  # tests/bench/outputs.py: issue 27 and 28's figures
+        return outputs.main(args, load_start)
     run = Run(args)
     log("versions: " + ", ".join(f"{k} {v}" for k, v in run.versions.items()))
     text_dir, text_source = make_text(run, model_folder("minilm", run.work))
