@@ -1,7 +1,7 @@
 """tfenc against the engines a user can install, on real models and real text.
 
 usage: bench.py [--builddir DIR] [--out DIR] [--models minilm,mpnet]
-                [--texts short,passages] [--engines LIST] [--repeat N]
+                [--texts short,passages|shards|long] [--engines LIST] [--repeat N]
                 [--scale X] [--smoke]
 
 tests/bench/run.sh runs it (`make bench`), in the tests' venv (Debian's
@@ -48,7 +48,14 @@ one plain JSON Lines file and as 7 zstd shards, at 1 rank x 2 threads and
 2 ranks x 1 thread, reporting the shards' tokens/s over the plain file's
 and the growth of the peak RSS per rank; and the --dry-run of 10,000
 one-line shards beside that of the same lines as one file (the scan).
-Ratios and times are reported, never asserted; writes OUT/shards.csv. --smoke: the harness on a tiny workload
+Ratios and times are reported, never asserted; writes OUT/shards.csv.
+
+--texts long runs only issue 25's long documents instead
+(tests/bench/long_documents.py): a ModernBERT-base-shaped model on random
+token ids at 512, 2,048 and 8,192 tokens, tfenc at every precision beside
+OpenVINO, the same weights with every layer global, writes OUT/long.csv.
+
+--smoke: the harness on a tiny workload
 (MiniLM, 64 lines of tests/import/sentences.txt, no OpenVINO), for make check.
 """
 
@@ -975,6 +982,11 @@ def main():
         run = Run(args)
         text_dir, _ = make_text(run, model_folder("minilm", run.work))
         report_shards(run, *measure_shards(run, text_dir), load_start)
+        return 0
+    if args.texts == "long":
+        import long_documents
+        run = Run(args)
+        long_documents.report_long(run, *long_documents.measure_long(run), load_start)
         return 0
     run = Run(args)
     log("versions: " + ", ".join(f"{k} {v}" for k, v in run.versions.items()))
