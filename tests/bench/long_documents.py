@@ -59,7 +59,9 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 SRCDIR = os.path.abspath(os.path.join(HERE, "..", ".."))
 LENGTHS = (512, 2048, 8192)
 TOKENS_PER_LENGTH = 8192
-GLOBAL_LENGTHS = (2048,)  # where the all-global model runs beside the alternation (at 8,192 it costs ~3x the alternation: 20 CPU-minutes on 2 AVX2 cores)
+# Where the all-global model runs beside the alternation: at 8,192 it costs
+# ~3x the alternation (20 CPU-minutes on 2 AVX2 cores).
+GLOBAL_LENGTHS = (2048,)
 PEER_BATCH_TOKENS = 8192
 # The peer's RSS above this ends its run: its global attention at 8,192
 # holds [heads, n, n] float32 scores per document (3 GiB a layer), and the
@@ -286,8 +288,11 @@ def measure_long(run):
     args = run.args
     work = os.path.join(run.work, "long")
     os.makedirs(work, exist_ok=True)
-    key = b.digest(os.path.abspath(__file__)) + b.digest(
-        os.path.join(SRCDIR, "tests", "import", "reference_models.py"))
+    # The folders depend on the config, the seed and the reference's code;
+    # the export also on this file's (its forward).
+    key = json.dumps([CONFIG, SEED], sort_keys=True) + "".join(
+        b.digest(os.path.join(SRCDIR, "tests", "import", name))
+        for name in ("reference_models.py", "architectures.py"))
     models = {}
     for name, all_global in (("alternating", False), ("all-global", True)):
         directory = os.path.join(work, name)
@@ -322,7 +327,8 @@ def measure_long(run):
                                    for p in ("f32", "default")):
         onnx = os.path.join(work, "modernbert.onnx")
         log("exporting the reference to ONNX")
-        b.cached(onnx, key + json.dumps(run.versions, sort_keys=True), lambda: subprocess.run(
+        b.cached(onnx, key + b.digest(os.path.abspath(__file__))
+                 + json.dumps(run.versions, sort_keys=True), lambda: subprocess.run(
             [sys.executable, os.path.abspath(__file__), "export",
              models["alternating"]["dir"], onnx], check=True))
         peer_precisions = ["f32"]
