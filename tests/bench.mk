@@ -12,7 +12,8 @@ check_PROGRAMS += tests/bench/gemm_rate
 tests_bench_gemm_rate_SOURCES = tests/bench/gemm_rate.c
 tests_bench_gemm_rate_LDADD = $(OPENBLAS_LIBS) $(ONEDNN_LIBS)
 EXTRA_DIST += tests/bench/bench.py tests/bench/run.sh tests/bench/setup-bench \
-  tests/bench/peers.py tests/bench/corpus.py tests/bench/requirements-onnxruntime.txt \
+  tests/bench/peers.py tests/bench/corpus.py tests/bench/long_documents.py \
+  tests/bench/requirements-onnxruntime.txt \
   tests/bench/requirements-openvino.txt tests/deps/bench.txt
 
 BENCH_ARGS =

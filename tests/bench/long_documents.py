@@ -300,11 +300,14 @@ def measure_long(run):
         b.cached(os.path.join(directory, "config.json"), key, lambda d=directory, g=all_global:
                  subprocess.run([sys.executable, os.path.abspath(__file__), "model", d]
                                 + (["--all-global"] if g else []), check=True))
-        job, refusal = b.tfenc_import(run.builddir, directory, directory)
+        # Beside the folder, not in it: tfenc-import reads every file there.
+        imported = directory + "-tfenc"
+        os.makedirs(imported, exist_ok=True)
+        job, refusal = b.tfenc_import(run.builddir, directory, imported)
         if refusal:
             sys.exit(f"bench: the {name} ModernBERT: {refusal}")
         models[name] = {"dir": directory, "job": job,
-                        "weights_mib": os.path.getsize(os.path.join(directory, "model.h5"))
+                        "weights_mib": os.path.getsize(os.path.join(imported, "model.h5"))
                         / 2 ** 20}
 
     # The corpus: exact lengths, random ids.
