@@ -401,7 +401,9 @@ def measure_long(run):
                    "tokens": corpus["documents"] * length, "status": r["status"],
                    "reason": r.get("reason", ""), "ran_at": r.get("ran_at", ""),
                    "seconds": r.get("seconds"), "timed": r.get("timed", ""),
-                   "tokens_per_s": r.get("tokens_per_s"), "peak_rss_mib": r.get("rss_mib"),
+                   "tokens_per_s": r.get("tokens_per_s"),
+                   "tokens_per_cpu_s": r.get("tokens_per_cpu_s"),
+                   "peak_rss_mib": r.get("rss_mib"),
                    "weights_mib": models[model_name]["weights_mib"]}
             row["rss_over_weights_mib"] = (None if row["peak_rss_mib"] is None
                                            else row["peak_rss_mib"] - row["weights_mib"])
@@ -453,7 +455,8 @@ def tfenc_run(b, run, model, corpus, precision):
     if r["tokens"] != tokens:
         return {"status": "failed", "reason": f"tfenc counted {r['tokens']} tokens, not {tokens}"}
     return {"status": "ok", "seconds": r["encoding"], "timed": "encoding",
-            "tokens_per_s": b.ratio(tokens, r["encoding"]), "rss_mib": r["rss_mib"],
+            "tokens_per_s": b.ratio(tokens, r["encoding"]),
+            "tokens_per_cpu_s": b.ratio(tokens, r["encoding_cpu"]), "rss_mib": r["rss_mib"],
             "vectors": vectors, "ran_at": precision}
 
 
@@ -472,13 +475,15 @@ def openvino_run(b, run, work, corpus, warm, precision):
     data = json.loads(stdout.strip().splitlines()[-1])
     tokens = corpus["documents"] * corpus["length"]
     return {"status": "ok", "seconds": data["seconds"], "timed": "loop",
-            "tokens_per_s": tokens / data["seconds"], "rss_mib": data["rss_mib"],
+            "tokens_per_s": tokens / data["seconds"],
+            "tokens_per_cpu_s": b.ratio(tokens, data["cpu_seconds"]), "rss_mib": data["rss_mib"],
             "vectors": np.load(out), "ran_at": data["ran_at"]}
 
 
 CSV_FIELDS = ("date", "cpu", "cpu_flags", "load_start", "load_end", "label", "engine", "model",
               "precision", "ran_at", "length", "documents", "tokens", "status", "reason",
-              "seconds", "timed", "tokens_per_s", "x_512", "x_openvino", "peak_rss_mib",
+              "seconds", "timed", "tokens_per_s", "tokens_per_cpu_s", "x_512", "x_openvino",
+              "peak_rss_mib",
               "weights_mib", "rss_over_weights_mib", "cos_to_tfenc_fp32",
               "alternating_x_all_global", "flops_window", "flops_dense", "versions")
 
@@ -513,7 +518,8 @@ def report_long(run, rows, context, load_start):
           f"of the encoding (tfenc's summary; OpenVINO's loop, batches of "
           f"{PEER_BATCH_TOKENS:,} tokens), warm, best of {max(run.args.repeat, 1)}")
     print()
-    header = ("engine", "length", "tokens/s", "x at 512", "x OpenVINO", "peak RSS MiB",
+    header = ("engine", "length", "tokens/s", "tokens/CPU-s", "x at 512", "x OpenVINO",
+              "peak RSS MiB",
               "RSS - weights MiB", "cos to tfenc fp32")
     print("| " + " | ".join(header) + " |")
     print("|" + "---|" * len(header))
@@ -525,7 +531,8 @@ def report_long(run, rows, context, load_start):
                   + " |" * (len(header) - 3))
             continue
         label = r["label"] + (f" (ran at {r['ran_at']})" if r["engine"] == "openvino" else "")
-        print(f"| {label} | {r['length']:,} | {fig(r['tokens_per_s'])} | {fig(r['x_512'], 2)} "
+        print(f"| {label} | {r['length']:,} | {fig(r['tokens_per_s'])} | "
+              f"{fig(r['tokens_per_cpu_s'])} | {fig(r['x_512'], 2)} "
               f"| {fig(r['x_openvino'], 2)} | {fig(r['peak_rss_mib'])} | "
               f"{fig(r['rss_over_weights_mib']) if r['engine'] == 'tfenc' else '-'} | "
               f"{fig(r['cos_to_tfenc_fp32'], 6)} |")
