@@ -417,8 +417,7 @@ def measure_long(run):
                      and o["length"] == LENGTHS[0]), None)
         row["x_512"] = b.ratio(row["tokens_per_s"], base and base["tokens_per_s"])
         peer = next((o for o in rows if o["engine"] == "openvino" and o["length"] == row["length"]
-                     and o["ran_at"] == {"fp32": "f32"}.get(row["precision"], row["precision"])
-                     ), None)
+                     and same_precision(o["ran_at"]) == row["precision"]), None)
         row["x_openvino"] = (b.ratio(row["tokens_per_s"], peer and peer["tokens_per_s"])
                              if row["engine"] == "tfenc" and row["model"] == "alternating"
                              else None)
@@ -440,6 +439,12 @@ def measure_long(run):
             row["flops_window"] = global_flops / windowed
             row["flops_dense"] = 1.0
     return rows, {"cpu": cpu_name, "flags": cpu_flags, "peers": peers}
+
+
+def same_precision(ran_at):
+    """OpenVINO's name of the precision it ran at (float32, f32, bf16,
+    bfloat16) as tfenc's (fp32, bf16)."""
+    return {"f32": "fp32", "float32": "fp32", "bfloat16": "bf16"}.get(ran_at, ran_at)
 
 
 def tfenc_run(b, run, model, corpus, precision):
@@ -538,7 +543,7 @@ def report_long(run, rows, context, load_start):
               f"{fig(r['cos_to_tfenc_fp32'], 6)} |")
     print()
     print("Local layers, O(n x window) or O(n^2): tfenc fp32, the same weights with every "
-          "layer global beside the alternation (2 global layers in 3 local)")
+          "layer global beside the alternation (one layer in 3 global)")
     header = ("length", "every layer global tokens/s", "alternating tokens/s",
               "alternating / all global", "FLOPs predict if local = O(n x window)",
               "if local = O(n^2)")
