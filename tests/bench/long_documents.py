@@ -326,8 +326,9 @@ def measure_long(run):
     cpu_name, cpu_flags = b.cpu_description()
     peers = b.peers_available()
     peer_precisions = []
-    if "openvino" in peers and any(selected(args.engines, ("openvino", "alternating", p))
-                                   for p in ("f32", "default")):
+    wanted = any(selected(args.engines, ("openvino", "alternating", p))
+                 for p in ("f32", "default"))
+    if "openvino" in peers and wanted:
         onnx = os.path.join(work, "modernbert.onnx")
         log("exporting the reference to ONNX")
         b.cached(onnx, key + b.digest(os.path.abspath(__file__))
@@ -339,7 +340,7 @@ def measure_long(run):
             peer_precisions.append("default")
         else:
             log("OpenVINO default precision left out: f32 on a CPU without bf16 instructions")
-    else:
+    elif wanted:
         log(f"OpenVINO left out: not in {b.BENCH_VENV} (tests/bench/setup-bench)")
 
     # (engine, model, precision) in turns, each at every length.
