@@ -62,6 +62,44 @@ static inline void score_row(const float *query, const float *transposed, int tr
     STORE16(scores + 48, s3);
 }
 
+/* The same at 8 floats a vector, for CPUs without AVX-512: GCC keeps a
+ * 16-float vector in registers only where one register holds it (the
+ * x86-64-v4 clone); in the x86-64-v3 (AVX2) clone it lowered each one
+ * through the stack (the broadcast of q built from 16 scalar stores, the
+ * sums spilled after every multiply-add), which made this kernel ~4x
+ * slower than the products on AVX2 machines. 8 floats are one AVX2
+ * register. Each lane is its own key (here) or dim (below), summed in the
+ * same order, so both widths give bitwise the same result. */
+typedef float vector8 __attribute__((vector_size(32), aligned(4), may_alias));
+#define LOAD8(p) (*(const vector8 *)(p))
+#define STORE8(p, v) (*(vector8 *)(p) = (v))
+
+static inline void score_row_8(const float *query, const float *transposed,
+                               int transposed_stride, int head_dim, float scale, float *scores)
+{
+    vector8 s0 = {0}, s1 = {0}, s2 = {0}, s3 = {0}, s4 = {0}, s5 = {0}, s6 = {0}, s7 = {0};
+    for (int e = 0; e < head_dim; e++) {
+        const float q = query[e] * scale;
+        const float *k = transposed + (size_t)e * transposed_stride;
+        s0 += q * LOAD8(k);
+        s1 += q * LOAD8(k + 8);
+        s2 += q * LOAD8(k + 16);
+        s3 += q * LOAD8(k + 24);
+        s4 += q * LOAD8(k + 32);
+        s5 += q * LOAD8(k + 40);
+        s6 += q * LOAD8(k + 48);
+        s7 += q * LOAD8(k + 56);
+    }
+    STORE8(scores, s0);
+    STORE8(scores + 8, s1);
+    STORE8(scores + 16, s2);
+    STORE8(scores + 24, s3);
+    STORE8(scores + 32, s4);
+    STORE8(scores + 40, s5);
+    STORE8(scores + 48, s6);
+    STORE8(scores + 56, s7);
+}
+
 /* context += sum over keys [lo, hi) of p_c v_c, v_c at values + c * stride,
  * for a head of 64 dims (the four running sums in vectors) or 32. */
 static inline void accumulate_values_64(float *context, const float *p, const float *values,
@@ -95,6 +133,64 @@ static inline void accumulate_values_32(float *context, const float *p, const fl
     STORE16(context + 16, c1);
 }
 
+static inline void accumulate_values_64_8(float *context, const float *p, const float *values,
+                                          int stride, int lo, int hi)
+{
+    vector8 c0 = LOAD8(context), c1 = LOAD8(context + 8), c2 = LOAD8(context + 16),
+            c3 = LOAD8(context + 24), c4 = LOAD8(context + 32), c5 = LOAD8(context + 40),
+            c6 = LOAD8(context + 48), c7 = LOAD8(context + 56);
+    for (int c = lo; c < hi; c++) {
+        const float *value = values + (size_t)c * stride;
+        c0 += p[c] * LOAD8(value);
+        c1 += p[c] * LOAD8(value + 8);
+        c2 += p[c] * LOAD8(value + 16);
+        c3 += p[c] * LOAD8(value + 24);
+        c4 += p[c] * LOAD8(value + 32);
+        c5 += p[c] * LOAD8(value + 40);
+        c6 += p[c] * LOAD8(value + 48);
+        c7 += p[c] * LOAD8(value + 56);
+    }
+    STORE8(context, c0);
+    STORE8(context + 8, c1);
+    STORE8(context + 16, c2);
+    STORE8(context + 24, c3);
+    STORE8(context + 32, c4);
+    STORE8(context + 40, c5);
+    STORE8(context + 48, c6);
+    STORE8(context + 56, c7);
+}
+
+static inline void accumulate_values_32_8(float *context, const float *p, const float *values,
+                                          int stride, int lo, int hi)
+{
+    vector8 c0 = LOAD8(context), c1 = LOAD8(context + 8), c2 = LOAD8(context + 16),
+            c3 = LOAD8(context + 24);
+    for (int c = lo; c < hi; c++) {
+        const float *value = values + (size_t)c * stride;
+        c0 += p[c] * LOAD8(value);
+        c1 += p[c] * LOAD8(value + 8);
+        c2 += p[c] * LOAD8(value + 16);
+        c3 += p[c] * LOAD8(value + 24);
+    }
+    STORE8(context, c0);
+    STORE8(context + 8, c1);
+    STORE8(context + 16, c2);
+    STORE8(context + 24, c3);
+}
+
+/* Whether this call runs 8-float vectors: shape->vector_width when set (the
+ * tests compare both), else 8 on a CPU without AVX-512F. */
+static inline int narrow_vectors(const attention_kernel_shape *shape)
+{
+    if (shape->vector_width != 0)
+        return shape->vector_width == 8;
+#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__)
+    return !__builtin_cpu_supports("avx512f");
+#else
+    return 0;
+#endif
+}
+
 static inline void accumulate_values(float *context, const float *p, const float *values,
                                      int stride, int width, int lo, int hi)
 {
@@ -122,6 +218,7 @@ void attention_kernel_run(const attention_kernel_shape *shape,
                           int rows, float *context, float *scratch)
 {
     const int head_dim = shape->head_dim, stride = shape->row_stride;
+    const int narrow = narrow_vectors(shape);
     const int kv_head = head / shape->heads_per_kv;
     const float *queries = qkv + (size_t)head * head_dim;
     const float *keys = qkv + shape->key_offset + (size_t)kv_head * head_dim;
@@ -157,10 +254,16 @@ void attention_kernel_run(const attention_kernel_shape *shape,
                                                                : ATTENTION_KEY_BLOCK;
         /* tile = scale Q_block K_block^T; a short last block reads past the
          * sequence's keys (columns the rows below never use) */
-        for (int r = 0; r < rows; r++)
-            score_row(queries + (size_t)(first_query + r) * stride, transposed + first_key,
-                      shape->transposed_stride, head_dim, shape->scale,
-                      tile + (size_t)r * ATTENTION_KEY_BLOCK);
+        for (int r = 0; r < rows; r++) {
+            if (narrow)
+                score_row_8(queries + (size_t)(first_query + r) * stride, transposed + first_key,
+                            shape->transposed_stride, head_dim, shape->scale,
+                            tile + (size_t)r * ATTENTION_KEY_BLOCK);
+            else
+                score_row(queries + (size_t)(first_query + r) * stride, transposed + first_key,
+                          shape->transposed_stride, head_dim, shape->scale,
+                          tile + (size_t)r * ATTENTION_KEY_BLOCK);
+        }
         if (terms != NULL && terms->add != NULL)
             terms->add(terms->state, head, first_query, rows, first_key, block, tile,
                        ATTENTION_KEY_BLOCK, prepared);
@@ -204,8 +307,12 @@ void attention_kernel_run(const attention_kernel_shape *shape,
             sum[r] += block_sum;
             /* running += P_block V_block */
             const float *block_values = values + (size_t)first_key * stride;
-            if (head_dim == 64)
+            if (head_dim == 64 && narrow)
+                accumulate_values_64_8(context_row, scores, block_values, stride, row_lo, row_hi);
+            else if (head_dim == 64)
                 accumulate_values_64(context_row, scores, block_values, stride, row_lo, row_hi);
+            else if (head_dim == 32 && narrow)
+                accumulate_values_32_8(context_row, scores, block_values, stride, row_lo, row_hi);
             else if (head_dim == 32)
                 accumulate_values_32(context_row, scores, block_values, stride, row_lo, row_hi);
             else

@@ -67,6 +67,8 @@ typedef struct attention_kernel_shape {
     int window;        /* > 0: query i sees keys |i - j| <= window */
     int transposed_stride; /* floats between two dims of the transposed keys: at least the
                             * tokens transposed + ATTENTION_KEY_BLOCK */
+    int vector_width;  /* 0: by the CPU (8 floats without AVX-512F, else 16); 8 or 16: that
+                        * width (the tests compare both; the result is bitwise the same) */
 } attention_kernel_shape;
 
 /* The keys transposed once per group of sequences, so that a query's

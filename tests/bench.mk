@@ -13,6 +13,7 @@ tests_bench_gemm_rate_SOURCES = tests/bench/gemm_rate.c
 tests_bench_gemm_rate_LDADD = $(OPENBLAS_LIBS) $(ONEDNN_LIBS)
 EXTRA_DIST += tests/bench/bench.py tests/bench/run.sh tests/bench/setup-bench \
   tests/bench/peers.py tests/bench/corpus.py tests/bench/outputs.py \
+  tests/bench/long_documents.py \
   tests/bench/requirements-onnxruntime.txt \
   tests/bench/requirements-openvino.txt tests/deps/bench.txt
 

@@ -899,6 +899,57 @@ static void test_kernel_bitwise(void)
     free(shared);
 }
 
+/* The kernel runs 16-float vectors on AVX-512 and 8-float ones elsewhere
+ * (GCC spilled the 16-float ones through the stack in the AVX2 clone): each
+ * lane is its own key or dim, summed in the same order, so both widths must
+ * give bitwise the same context, at head_dim 64 and 32 (their own loops)
+ * and 16 (the generic one), with and without a window, on whichever clone
+ * this CPU runs. */
+static void test_kernel_widths(void)
+{
+    const int length = 700, heads = 2;
+    for (int head_dim = 16; head_dim <= 64; head_dim *= 2) {
+        const int d = heads * head_dim, stride = 3 * d;
+        float *qkv = malloc(sizeof(float) * length * stride);
+        float *transposed = malloc(sizeof(float) * d * (length + ATTENTION_KEY_BLOCK));
+        float *wide = malloc(sizeof(float) * length * d);
+        float *narrow = malloc(sizeof(float) * length * d);
+        unsigned long long state = 25;
+        fill_uniform(qkv, (size_t)length * stride, 1.0, &state);
+        for (int window = 0; window <= 64; window += 64) {
+            attention_kernel_shape shape = {.head_dim = head_dim, .heads_per_kv = 1,
+                                            .row_stride = stride, .key_offset = d,
+                                            .value_offset = d, .context_stride = d,
+                                            .scale = 0.125f, .window = window,
+                                            .transposed_stride = length + ATTENTION_KEY_BLOCK};
+            for (size_t i = 0; i < (size_t)d * (length + ATTENTION_KEY_BLOCK); i++)
+                transposed[i] = 0.0f;
+            for (int dim = 0; dim < d; dim++)
+                attention_kernel_transpose_keys(&shape, qkv, length, dim, transposed);
+            float *scratch = malloc(sizeof(float) * attention_kernel_scratch_floats(&shape, NULL));
+            for (int width = 8; width <= 16; width += 8) {
+                shape.vector_width = width;
+                for (int h = 0; h < heads; h++)
+                    for (int first = 0; first < length; first += ATTENTION_QUERY_BLOCK) {
+                        int rows = length - first < ATTENTION_QUERY_BLOCK ? length - first
+                                                                          : ATTENTION_QUERY_BLOCK;
+                        attention_kernel_run(&shape, NULL, qkv, transposed, length, h, first, rows,
+                                             width == 8 ? narrow : wide, scratch);
+                    }
+            }
+            int equal = memcmp(wide, narrow, sizeof(float) * length * d) == 0;
+            printf("\n    head_dim %d, window %d: 8 vs 16 floats a vector: %s", head_dim, window,
+                   equal ? "bitwise equal" : "different");
+            CU_ASSERT(equal);
+            free(scratch);
+        }
+        free(qkv);
+        free(transposed);
+        free(wide);
+        free(narrow);
+    }
+}
+
 /* create() must fail with the right status and a message naming the culprit. */
 static void expect_create_error(const attention_case *c, int status, const char *needle1,
                                 const char *needle2)
@@ -1223,6 +1274,7 @@ static const test_case attention_cases[] = {
     {"batches in several groups", test_groups},
     {"lengths 1 to 8192, windows, position terms", test_lengths},
     {"fused kernel bitwise equal however split", test_kernel_bitwise},
+    {"fused kernel bitwise equal at 8 and 16 floats a vector", test_kernel_widths},
     {"create errors", test_errors},
     {"workspace and flops", test_workspace_and_flops},
     {"bf16 against fp32", test_bf16_against_fp32},

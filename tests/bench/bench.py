@@ -1,7 +1,7 @@
 """tfenc against the engines a user can install, on real models and real text.
 
 usage: bench.py [--builddir DIR] [--out DIR] [--models minilm,mpnet]
-                [--texts short,passages | shards | scores | sparse | compact]
+                [--texts short,passages | shards | scores | sparse | compact | long]
                 [--engines LIST] [--repeat N]
                 [--scale X] [--smoke]
 
@@ -51,11 +51,17 @@ and the growth of the peak RSS per rank; and the --dry-run of 10,000
 one-line shards beside that of the same lines as one file (the scan).
 Ratios and times are reported, never asserted; writes OUT/shards.csv.
 
---texts scores, sparse and compact run issue 27 and 28's figures instead
-(tests/bench/outputs.py says what each measures): a classification head
-beside the embedding job and a DeBERTa-v3-base classifier beside ONNX
+--texts scores, sparse and compact run the figures of the output kinds
+instead (tests/bench/outputs.py says what each measures): a classification
+head beside the embedding job and a DeBERTa-v3-base classifier beside ONNX
 Runtime and OpenVINO; a SPLADE job's vocabulary projection beside
 --dry-run's estimate at every precision; binary output beside float32.
+
+--texts long runs only the long documents instead
+(tests/bench/long_documents.py): a ModernBERT-base-shaped model on random
+token ids at 512, 2,048 and 8,192 tokens, tfenc at every precision beside
+OpenVINO, the same weights with every layer global, writes OUT/long.csv.
+
 --smoke: the harness on a tiny workload
 (MiniLM, 64 lines of tests/import/sentences.txt, no OpenVINO), for make check.
 """
@@ -985,8 +991,13 @@ def main():
         report_shards(run, *measure_shards(run, text_dir), load_start)
         return 0
     if args.texts in ("scores", "sparse", "compact"):
-        import outputs  # tests/bench/outputs.py: issue 27 and 28's figures
+        import outputs  # tests/bench/outputs.py: the output kinds' figures
         return outputs.main(args, load_start)
+    if args.texts == "long":
+        import long_documents
+        run = Run(args)
+        long_documents.report_long(run, *long_documents.measure_long(run), load_start)
+        return 0
     run = Run(args)
     log("versions: " + ", ".join(f"{k} {v}" for k, v in run.versions.items()))
     text_dir, text_source = make_text(run, model_folder("minilm", run.work))
