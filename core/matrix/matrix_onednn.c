@@ -208,7 +208,7 @@ struct onednn_linear {
     dnnl_memory_t weights_memory;
     dnnl_memory_t bias_memory;       /* bf16 maps with a bias; NULL otherwise */
     const float *bias;               /* the front's copy, which outlives this */
-    float *scales;                   /* int8: [out] max|w_n| / 127 */
+    float *scales;                   /* int8: [out] max|w_n| / 127 (63 without VNNI) */
     float *zero_correction;          /* int8: [out] scales[n] * sum_k wq[n][k] */
     int borrowed;                    /* weights, scales, zero_correction live in the
                                       * caller's block (shared by a node's ranks) */
@@ -326,17 +326,24 @@ static int variant_make(tfenc_context *ctx, onednn_linear *linear, variant *v,
     return TFENC_OK;
 }
 
-/* int8 weights: each output channel n scaled by s_n = max|w_n| / 127 and
- * rounded to the nearest of -127..127; oneDNN multiplies s_n back in. */
+/* int8 weights: each output channel n scaled by s_n = max|w_n| / limit and
+ * rounded to the nearest of -limit..limit; oneDNN multiplies s_n back in.
+ * The limit is 127 where the CPU has VNNI (or AMX). Without it oneDNN's
+ * u8 x s8 kernels add two products into 16 bits with saturation
+ * (vpmaddubsw): 255 x 127 x 2 overflows, and FFN layers came out at
+ * cosine 0.65-0.95 to fp32. 63 keeps every pair within 16 bits (255 x 63
+ * x 2 = 32130), as oneDNN's int8 guide and ONNX Runtime's reduce_range
+ * do, for one bit of resolution. */
 static void quantize_weights(const float *weight, int out, int in, int8_t *quantized,
                              float *scales, float *zero_correction)
 {
+    const float limit = onednn_isa_has_vnni() ? 127.0f : 63.0f;
     for (int n = 0; n < out; n++) {
         const float *row = weight + (size_t)n * in;
         float largest = 0.0f;
         for (int k = 0; k < in; k++)
             largest = fmaxf(largest, fabsf(row[k]));
-        float scale = largest > 0.0f ? largest / 127.0f : 1.0f;
+        float scale = largest > 0.0f ? largest / limit : 1.0f;
         scales[n] = scale;
         long sum = 0;
         for (int k = 0; k < in; k++) {

@@ -39,8 +39,9 @@ size_t onednn_linear_packed_bytes(const onednn_linear *linear);
  * [out] when packed is not NULL (the caller's memory, which outlives the
  * map: a node's shared copy), else in memory of its own. With `weight`
  * [out, in] float32 it converts the weights into place: bf16 in oneDNN's
- * layout; for int8, s8 per output channel with scale max|w| / 127 (the
- * scales are applied inside the product). With weight NULL the caller's
+ * layout; for int8, s8 per output channel with scale max|w| / 127, or
+ * / 63 on a CPU without VNNI, whose u8 x s8 kernels saturate 16-bit sums
+ * (the scales are applied inside the product). With weight NULL the caller's
  * memory already holds what an identical map placed there. bias [out] (the
  * caller's, outliving the map) is fused into bf16 products; int8 products
  * leave it to the caller's epilogue (it comes after the per-token scale).
