@@ -4,7 +4,10 @@ precision_sample_min_cosine (at least the job's min_cosine) and
 precision_steps (one "step precision" line per step). Ungated precisions
 record 1.0 and "".
 
-usage: check_precision_attributes.py OUTPUT.h5 PRECISION MIN_COSINE
+usage: check_precision_attributes.py OUTPUT.h5 PRECISION MIN_COSINE [RUNS]
+
+RUNS is the precision the CPU runs for PRECISION (default PRECISION): a job
+records what ran, so a bf16 job on a CPU without bf16 products records fp32.
 """
 import sys
 
@@ -17,10 +20,11 @@ def text(value):
 
 def main():
     path, precision, bar = sys.argv[1], sys.argv[2], float(sys.argv[3])
+    runs = sys.argv[4] if len(sys.argv) > 4 else precision
     with h5py.File(path, "r") as f:
         attrs = dict(f.attrs)
     problems = []
-    if text(attrs["precision"]) != precision:
+    if text(attrs["precision"]) != runs:
         problems.append(f"precision attribute {text(attrs['precision'])!r}")
     cosine = float(attrs["precision_sample_min_cosine"])
     steps = text(attrs["precision_steps"])
