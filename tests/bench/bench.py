@@ -236,14 +236,22 @@ def export_onnx(model_dir, out):
             pooled = (tokens * mask).sum(1) / mask.sum(1).clamp(min=1e-9)
             return torch.nn.functional.normalize(pooled, p=2, dim=1)
 
-    ids = torch.randint(1000, 2000, (2, 16))
-    mask = torch.ones(2, 16, dtype=torch.int64)
-    mask[1, 10:] = 0
     # The exporter warns about traced shape arithmetic; ONNX Runtime's cosine
     # to sentence-transformers is checked on every run.
     warnings.filterwarnings("ignore")
+    export_pooled(Pooled(model), (1000, 2000), 16, 10, out)
+
+
+def export_pooled(module, id_range, length, padded_from, out):
+    """Traces `module` (input_ids, attention_mask -> embeddings) on two
+    sequences of `length` random ids in id_range, the second padded from
+    `padded_from`, into an ONNX graph with dynamic batch and length."""
+    import torch
+    ids = torch.randint(id_range[0], id_range[1], (2, length))
+    mask = torch.ones(2, length, dtype=torch.int64)
+    mask[1, padded_from:] = 0
     with torch.no_grad():
-        torch.onnx.export(Pooled(model), (ids, mask), out,
+        torch.onnx.export(module, (ids, mask), out,
                           input_names=["input_ids", "attention_mask"],
                           output_names=["embeddings"],
                           dynamic_axes={"input_ids": {0: "batch", 1: "length"},

@@ -172,18 +172,9 @@ def export(directory, out):
             pooled = (tokens * mask).sum(1) / mask.sum(1).clamp(min=1e-9)
             return torch.nn.functional.normalize(pooled, p=2, dim=1)
 
-    ids = torch.randint(ID_RANGE[0], ID_RANGE[1], (2, 160))
-    mask = torch.ones(2, 160, dtype=torch.int64)
-    mask[1, 100:] = 0
     warnings.filterwarnings("ignore")
-    with torch.no_grad():
-        torch.onnx.export(Pooled(model), (ids, mask), out,
-                          input_names=["input_ids", "attention_mask"],
-                          output_names=["embeddings"],
-                          dynamic_axes={"input_ids": {0: "batch", 1: "length"},
-                                        "attention_mask": {0: "batch", 1: "length"},
-                                        "embeddings": {0: "batch"}},
-                          opset_version=17, do_constant_folding=True)
+    import bench
+    bench.export_pooled(Pooled(model), ID_RANGE, 160, 100, out)
 
 
 def openvino_child(model, ids_path, warmup_path, out, precision):
