@@ -384,14 +384,18 @@ def roofline(shapes, rates, precision):
     `precision`: fp32 at the faster of OpenBLAS and oneDNN at each shape;
     bf16 at oneDNN bf16; int8 at oneDNN u8 x s8 for the linear maps and bf16
     for attention's products (both operands are activations there, which no
-    engine here quantizes). (None, None) where a rate is missing."""
+    engine here quantizes). A CPU without bf16 products (AVX2 only) runs
+    fp32 where bf16 is asked for, so those shapes are held to fp32's rate
+    there. (None, None) where a rate is missing."""
+    fp32 = (("openblas", "f32"), ("onednn", "f32"))
+    bf16 = (("onednn", "bf16"),) if ("onednn", "bf16") in rates else fp32
     seconds = flops = 0.0
     for m, n, k, layout, per_token, kind in shapes:
         key = (m, n, k, layout)
         if precision == "fp32":
-            libraries = (("openblas", "f32"), ("onednn", "f32"))
+            libraries = fp32
         elif precision == "bf16" or kind == "attention":
-            libraries = (("onednn", "bf16"),)
+            libraries = bf16
         else:
             libraries = (("onednn", "int8"),)
         found = [rates[lib][key][0] for lib in libraries if key in rates.get(lib, {})]
