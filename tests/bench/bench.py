@@ -239,11 +239,11 @@ def export_onnx(model_dir, out):
     # The exporter warns about traced shape arithmetic; ONNX Runtime's cosine
     # to sentence-transformers is checked on every run.
     warnings.filterwarnings("ignore")
-    export_pooled(Pooled(model), (1000, 2000), 16, 10, out)
+    export_traced(Pooled(model), (1000, 2000), 16, 10, out)
 
 
-def export_pooled(module, id_range, length, padded_from, out):
-    """Traces `module` (input_ids, attention_mask -> embeddings) on two
+def export_traced(module, id_range, length, padded_from, out, output="embeddings"):
+    """Traces `module` (input_ids, attention_mask -> `output`) on two
     sequences of `length` random ids in id_range, the second padded from
     `padded_from`, into an ONNX graph with dynamic batch and length."""
     import torch
@@ -253,10 +253,10 @@ def export_pooled(module, id_range, length, padded_from, out):
     with torch.no_grad():
         torch.onnx.export(module, (ids, mask), out,
                           input_names=["input_ids", "attention_mask"],
-                          output_names=["embeddings"],
+                          output_names=[output],
                           dynamic_axes={"input_ids": {0: "batch", 1: "length"},
                                         "attention_mask": {0: "batch", 1: "length"},
-                                        "embeddings": {0: "batch"}},
+                                        output: {0: "batch"}},
                           opset_version=17, do_constant_folding=True)
 
 

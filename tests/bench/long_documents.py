@@ -174,7 +174,7 @@ def export(directory, out):
 
     warnings.filterwarnings("ignore")
     import bench
-    bench.export_pooled(Pooled(model), ID_RANGE, 160, 100, out)
+    bench.export_traced(Pooled(model), ID_RANGE, 160, 100, out)
 
 
 def openvino_child(model, ids_path, warmup_path, out, precision):

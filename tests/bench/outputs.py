@@ -329,17 +329,9 @@ def export_logits(model_dir, out):
         def forward(self, input_ids, attention_mask):
             return self.inner(input_ids=input_ids, attention_mask=attention_mask).logits
 
-    ids = torch.randint(5, min(1000, model.config.vocab_size), (2, 16))
-    mask = torch.ones(2, 16, dtype=torch.int64)
-    mask[1, 10:] = 0
     warnings.filterwarnings("ignore")
-    with torch.no_grad():
-        torch.onnx.export(Logits(model), (ids, mask), out,
-                          input_names=["input_ids", "attention_mask"], output_names=["logits"],
-                          dynamic_axes={"input_ids": {0: "batch", 1: "length"},
-                                        "attention_mask": {0: "batch", 1: "length"},
-                                        "logits": {0: "batch"}},
-                          opset_version=17, do_constant_folding=True)
+    bench.export_traced(Logits(model), (5, min(1000, model.config.vocab_size)), 16, 10, out,
+                        output="logits")
 
 
 # ------------------------------------------------------------------ scores
