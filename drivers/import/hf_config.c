@@ -726,12 +726,49 @@ static int read_modernbert_head(tfenc_context *ctx, const char *path, json_t *js
     return TFENC_OK;
 }
 
+/* What a sentence-transformers CrossEncoder folder's scores are: the
+ * activation CrossEncoder.predict applies, which version 4 keeps in
+ * config.json's "sentence_transformers": {"activation_fn"} and earlier
+ * versions in "sbert_ce_default_activation_function" (version 4 reads the
+ * first, then the second). A folder that has the "sentence_transformers"
+ * object but names none gets CrossEncoder's default: Sigmoid for one label,
+ * Identity for more. Without either key the folder is a plain
+ * *ForSequenceClassification and head->scores stays as it is. */
+static int cross_encoder_scores(tfenc_context *ctx, const char *path, json_t *json,
+                                head_settings *head)
+{
+    json_t *settings = json_object_get(json, "sentence_transformers");
+    const char *key = "sentence_transformers.activation_fn";
+    json_t *activation = json_is_object(settings) ? json_object_get(settings, "activation_fn")
+                                                  : NULL;
+    if (activation == NULL || json_is_null(activation)) {
+        key = "sbert_ce_default_activation_function";
+        activation = json_object_get(json, key);
+    }
+    if (activation == NULL || json_is_null(activation)) {
+        if (json_is_object(settings))
+            head->scores = head->n_labels == 1 ? "sigmoid" : "logits";
+        return TFENC_OK;
+    }
+    const char *text = json_string_value(activation);
+    if (text != NULL && strcmp(text, "torch.nn.modules.activation.Sigmoid") == 0)
+        head->scores = "sigmoid";
+    else if (text != NULL && strcmp(text, "torch.nn.modules.linear.Identity") == 0)
+        head->scores = "logits";
+    else
+        return tfenc_error(ctx, TFENC_ERR_CONFIG, "%s: %s '%s' is not supported "
+                           "(torch.nn.modules.activation.Sigmoid or "
+                           "torch.nn.modules.linear.Identity)", path, key,
+                           text != NULL ? text : "(not a string)");
+    return TFENC_OK;
+}
+
 /* A *ForSequenceClassification (architectures[0]): its head, as transformers
  * 4.40 defines it per model_type (4.48 for modernbert); the label count from
  * id2label (which save_pretrained always writes), checked against num_labels
  * when given; problem_type one of transformers' three. A sentence-transformers
- * CrossEncoder folder says so by sbert_ce_default_activation_function:
- * CrossEncoder.predict applies it (Sigmoid, or Identity). */
+ * CrossEncoder folder names the activation CrossEncoder.predict applies
+ * (cross_encoder_scores). */
 static int read_head(tfenc_context *ctx, const char *path, json_t *json, model_config *config)
 {
     head_settings *head = &config->head;
@@ -831,19 +868,7 @@ static int read_head(tfenc_context *ctx, const char *path, json_t *json, model_c
                                text != NULL ? text : "(not a string)");
     }
     head->scores = "auto";
-    json_t *ce = json_object_get(json, "sbert_ce_default_activation_function");
-    if (ce != NULL && !json_is_null(ce)) {
-        const char *text = json_string_value(ce);
-        if (text != NULL && strcmp(text, "torch.nn.modules.activation.Sigmoid") == 0)
-            head->scores = "sigmoid";
-        else if (text != NULL && strcmp(text, "torch.nn.modules.linear.Identity") == 0)
-            head->scores = "logits";
-        else
-            return tfenc_error(ctx, TFENC_ERR_CONFIG, "%s: sbert_ce_default_activation_function "
-                               "'%s' is not supported (Sigmoid or Identity)", path,
-                               text != NULL ? text : "(not a string)");
-    }
-    return TFENC_OK;
+    return cross_encoder_scores(ctx, path, json, head);
 }
 
 int import_read_config(importer *self)

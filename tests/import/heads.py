@@ -17,7 +17,8 @@ usage: heads.py make OUT_DIR [SENTENCES]
          4.40 has no ModernBERT) saved as transformers 4.48's save_pretrained
          writes it (modernbert_config); a CrossEncoder-style kind's `scores`
          are what CrossEncoder.predict applies (its config's
-         sbert_ce_default_activation_function).
+         sentence_transformers.activation_fn, as sentence-transformers 4
+         writes it).
          Also OUT_DIR/pretraining/ (a BertForPreTraining, whose masked-LM and
          next-sentence heads an encoder import leaves out) and
          OUT_DIR/mpnet/ (an MPNetForSequenceClassification, whose head tfenc
@@ -109,7 +110,10 @@ def modernbert_config(kind):
     if spec["problem_type"] is not None:
         config["problem_type"] = spec["problem_type"]
     if "cross_encoder" in spec:
-        config["sbert_ce_default_activation_function"] = spec["cross_encoder"]
+        # As sentence-transformers 4 saves a CrossEncoder; 2.x and 3.x wrote
+        # sbert_ce_default_activation_function (the real-text cross-encoder).
+        config["sentence_transformers"] = {"activation_fn": spec["cross_encoder"],
+                                           "version": "4.1.0"}
     return config
 
 
@@ -136,10 +140,10 @@ def save_modernbert(kind, directory, generator):
                                       num_labels=settings["num_labels"],
                                       id2label=config["id2label"])
     activation = None
-    if config.get("sbert_ce_default_activation_function", "").endswith("Identity"):
-        activation = torch.nn.Identity()
-    elif "sbert_ce_default_activation_function" in config:
-        activation = torch.nn.Sigmoid()
+    named = config.get("sentence_transformers", {}).get("activation_fn")
+    if named is not None:
+        activation = {"torch.nn.modules.linear.Identity": torch.nn.Identity,
+                      "torch.nn.modules.activation.Sigmoid": torch.nn.Sigmoid}[named]()
     return model.eval(), namespace, activation
 
 

@@ -232,6 +232,36 @@ dir=$(copy modernbert-mean modernbert-max)
 edit_json "$dir/config.json" 'd["classifier_pooling"] = "max"'
 expect_error modernbert-unknown-pooling import "$dir" "config.json" "classifier_pooling 'max'"
 
+# A CrossEncoder's activation: sentence-transformers 4's key wins over the
+# older one, as CrossEncoder reads them; an activation the classifier layer
+# does not compute is refused by its key.
+dir=$(copy modernbert-reranker reranker-both-keys)
+edit_json "$dir/config.json" \
+  'd["sbert_ce_default_activation_function"] = "torch.nn.modules.activation.Sigmoid"'
+checks=$((checks + 1))
+if "$import" "$dir" -o "$dir/model.h5" --job "$dir/job.ini" >/dev/null \
+    && grep -qx 'scores = logits' "$dir/job.ini"; then
+  checks=$((checks - 1))
+else
+  fail "reranker-both-keys: sentence_transformers.activation_fn Identity did not give logits"
+fi
+# A sentence-transformers 4 folder that names no activation: CrossEncoder's
+# default for one label, Sigmoid.
+dir=$(copy modernbert-reranker reranker-default)
+edit_json "$dir/config.json" 'del d["sentence_transformers"]["activation_fn"]'
+checks=$((checks + 1))
+if "$import" "$dir" -o "$dir/model.h5" --job "$dir/job.ini" >/dev/null \
+    && grep -qx 'scores = sigmoid' "$dir/job.ini"; then
+  checks=$((checks - 1))
+else
+  fail "reranker-default: a CrossEncoder folder without activation_fn did not get Sigmoid"
+fi
+dir=$(copy modernbert-reranker reranker-tanh)
+edit_json "$dir/config.json" \
+  'd["sentence_transformers"]["activation_fn"] = "torch.nn.modules.activation.Tanh"'
+expect_error reranker-unknown-activation import "$dir" "config.json" \
+  "sentence_transformers.activation_fn 'torch.nn.modules.activation.Tanh'"
+
 dir="$work/bert"
 extra="--set head.labels={\"0\":\"a\",\"1\":\"b\"}"
 expect_error job-labels-disagree batch "$dir" "head" "2 labels" "3 scores"
