@@ -16,6 +16,9 @@ if [ "$(id -u)" -eq 0 ]; then
   : "${OMPI_ALLOW_RUN_AS_ROOT:=1}" "${OMPI_ALLOW_RUN_AS_ROOT_CONFIRM:=1}"
   export OMPI_ALLOW_RUN_AS_ROOT OMPI_ALLOW_RUN_AS_ROOT_CONFIRM
 fi
+# Generators of models and references run through it: it reuses what an
+# identical earlier run wrote (tests/harness/generate).
+generate=$srcdir/tests/harness/generate
 # Examples' make-model scripts find the generators through it when copied.
 TFENC_SOURCE_DIR=$srcdir
 export TFENC_SOURCE_DIR

@@ -20,7 +20,7 @@ trap 'rm -rf "$work"' EXIT
 failures=0
 checks=0
 
-HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 "$TFENC_VENV_PYTHON" "$here/architectures.py" make "$work"
+HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 "$generate" "$work" "$TFENC_VENV_PYTHON" "$here/architectures.py" make "$work"
 
 compare() { # REFERENCE DATASET OUTPUT LABEL
   checks=$((checks + 1))

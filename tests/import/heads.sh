@@ -32,7 +32,7 @@ checks=0
 # st_features.sh and st_chunks.sh the tokenizer on real text.
 real_text="$here/sentences.txt"
 [ -z "${TFENC_SANITIZER_BUILD:-}" ] || real_text=
-HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 "$TFENC_VENV_PYTHON" "$here/heads.py" make "$work" \
+HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 "$generate" "$work" "$TFENC_VENV_PYTHON" "$here/heads.py" make "$work" \
   ${real_text:+"$real_text"}
 
 fail() {

@@ -8,6 +8,7 @@ set -eu
 : "${REFERENCE_PYTHON:=/usr/bin/python3}"
 : "${top_builddir:=.}"
 here=$(cd "$(dirname "$0")" && pwd)
+generate=$here/../harness/generate
 import="$top_builddir/drivers/tfenc-import"
 work=$(mktemp -d "${TMPDIR:-/tmp}/tfenc-import-test.XXXXXX")
 trap 'rm -rf "$work"' EXIT
@@ -20,7 +21,7 @@ fail() {
 }
 
 make_checkpoint() {
-  "$REFERENCE_PYTHON" "$here/make_checkpoint.py" "$@" >/dev/null
+  "$generate" "$2" "$REFERENCE_PYTHON" "$here/make_checkpoint.py" "$@" >/dev/null
 }
 
 # --- Successful imports, compared tensor by tensor.

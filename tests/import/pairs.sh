@@ -30,7 +30,7 @@ trap 'rm -rf "$work"' EXIT
 failures=0
 checks=0
 
-HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 "$TFENC_VENV_PYTHON" "$here/pairs.py" make "$work" \
+HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 "$generate" "$work" "$TFENC_VENV_PYTHON" "$here/pairs.py" make "$work" \
   "$here/sentences.txt"
 
 fail() {

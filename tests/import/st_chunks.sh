@@ -15,6 +15,7 @@ set -eu
 : "${TFENC_VENV_PYTHON:=${TFENC_VENV:-${XDG_CACHE_HOME:-$HOME/.cache}/tfenc/venv}/bin/python}"
 : "${MPIEXEC:=mpiexec}"
 here=$(cd "$(dirname "$0")" && pwd)
+generate=$here/../harness/generate
 import="$top_builddir/drivers/tfenc-import"
 batch="$(cd "$top_builddir" && pwd)/drivers/tfenc-batch"
 : "${TFENC_PLUGIN_PATH:=$(cd "$top_builddir" && pwd)/plugins/.libs}"
@@ -34,6 +35,7 @@ with open(sys.argv[2], "w", encoding="utf-8") as out:
         out.write((" ".join(lines[40 * i:40 * i + 40]) if i % 3 == 0 else lines[500 + i]) + "\n")
 PY
 HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 \
+  "$generate" "$work/reference.h5" \
   "$TFENC_VENV_PYTHON" "$here/st_chunks.py" "$work/model" "$work/documents.txt" 64 8 \
   "$work/reference.h5"
 

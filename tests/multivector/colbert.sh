@@ -31,7 +31,7 @@ fail() {
 # Ten real queries: the first seven words of sentences spread over the file.
 sed -n '1p;40p;90p;150p;200p;260p;320p;400p;480p;530p' "$sentences" | cut -d' ' -f1-7 \
   > "$work/queries.txt"
-HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 "$TFENC_VENV_PYTHON" "$reference" make "$work" \
+HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 "$generate" "$work" "$TFENC_VENV_PYTHON" "$reference" make "$work" \
   "$sentences" "$work/queries.txt"
 "$import" "$work/colbert" -o "$work/model.h5" --job "$work/job.ini" > /dev/null
 

@@ -29,7 +29,7 @@ run_case() { # run_case NAME KIND GENERATOR-OPTIONS...
   name=$1; kind=$2; shift 2
   dir=$builddir/tests/data/generated/reference/$name
   rm -rf "$dir" && mkdir -p "$dir" || { record 1 "$name: cannot create $dir"; return; }
-  "$python" "$srcdir/tests/reference/make_reference.py" "$kind" "$dir" "$@"
+  "$generate" "$dir" "$python" "$srcdir/tests/reference/make_reference.py" "$kind" "$dir" "$@"
   status=$?
   record $status "$name: PyTorch reference generated and self-checked"
   [ $status -eq 0 ] || return

@@ -32,7 +32,7 @@ fi
 rm -rf "$work" && mkdir -p "$work" || exit 1
 corpus=$work/sentences.txt
 head -n 40 "$srcdir/tests/import/sentences.txt" > "$corpus"
-HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 "$TFENC_VENV_PYTHON" "$script" make "$work" "$corpus" \
+HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 "$generate" "$work" "$TFENC_VENV_PYTHON" "$script" make "$work" "$corpus" \
   || { echo "sparse: FAIL: cannot make the checkpoints"; exit 1; }
 
 # Each rank one thread: the file must not depend on the layout, and these
