@@ -9,14 +9,15 @@ tests_import_test_safetensors_LDADD = tests/harness/libunit.la core/libtfenc.la 
 
 # architectures.sh: every mapped architecture on random weights against
 # transformers / the published code; parity_mpnet.sh: the real
-# all-mpnet-base-v2, fetched once into a cache by fetch_mpnet.sh;
+# all-mpnet-base-v2 from text and from token ids, fetched once into a cache
+# by fetch_mpnet.sh;
 # st_features.sh: prompts and Matryoshka widths against sentence-transformers;
 # st_chunks.sh: long documents cut into chunks, against the model's windows;
 # heads.sh: task heads (*ForSequenceClassification) from transformers;
 # pairs.sh: cross-encoders on pairs of texts against CrossEncoder.predict;
 # deberta.sh: DeBERTa-v2/v3's disentangled attention, base and classifier.
 dist_check_SCRIPTS += tests/import/import.sh tests/import/parity.sh tests/import/parity_mpnet.sh \
-	tests/import/parity_mpnet_text.sh tests/import/fetch_mpnet.sh tests/import/architectures.sh \
+	tests/import/fetch_mpnet.sh tests/import/architectures.sh \
 	tests/import/st_features.sh tests/import/st_chunks.sh tests/import/heads.sh \
 	tests/import/pairs.sh tests/import/deberta.sh
 TESTS += tests/import/import.sh tests/import/architectures.sh tests/import/st_features.sh \
@@ -28,7 +29,7 @@ TESTS += tests/import/import.sh tests/import/architectures.sh tests/import/st_fe
 # fuzzers, bf16 and int8 jobs in precision_isa.sh, the int8 gate in
 # test_accuracy_gate.
 if !SANITIZERS
-TESTS += tests/import/parity.sh tests/import/parity_mpnet.sh tests/import/parity_mpnet_text.sh
+TESTS += tests/import/parity.sh tests/import/parity_mpnet.sh
 endif
 EXTRA_DIST += tests/import/make_checkpoint.py tests/import/check_import.py \
 	tests/import/st_reference.py tests/import/compare_embeddings.py tests/import/check_precision_attributes.py tests/import/sentences.txt \
