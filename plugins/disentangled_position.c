@@ -235,12 +235,18 @@ int disentangled_position_load(tfenc_context *ctx, tfenc_weights *weights,
     position->span = settings->position_buckets > 0 ? settings->position_buckets
                                                     : settings->max_relative_positions;
     position->longest = longest > 0 ? longest : 1;
+    /* Whole blocks, and one block more: the products read a block of each
+     * of the head's dims in turn, rows that at a stride of a power of two
+     * (2 span) all fall into one or two sets of the L1 cache and evict each
+     * other; a cache line more spreads them over the sets. */
     position->columns = (2 * position->span + PRODUCT_COLUMNS - 1) / PRODUCT_COLUMNS *
+                            PRODUCT_COLUMNS +
                         PRODUCT_COLUMNS;
-    /* One cache line more than the heads' rows: add() reads one value from
-     * each of 64 keys' rows at once, which at a stride of a multiple of
-     * 4 KiB all fall into the same set of the L1 cache. */
-    position->key_stride = n_heads * position->columns + PRODUCT_COLUMNS;
+    /* The same for add(), which reads one value from each of 64 keys' rows
+     * at once: an odd number of cache lines between them. */
+    position->key_stride = n_heads * position->columns;
+    if (position->key_stride / PRODUCT_COLUMNS % 2 == 0)
+        position->key_stride += PRODUCT_COLUMNS;
     position->content_to_position = settings->content_to_position;
     position->position_to_content = settings->position_to_content;
 
@@ -368,22 +374,28 @@ void disentangled_add(const void *state, int head, int first_query, int rows, in
     const disentangled_sequence *sequence = state;
     const disentangled_position *position = sequence->position;
     const int columns = position->columns;
+    const int content = position->content_to_position, by_position = position->position_to_content;
     const size_t key_stride = (size_t)position->key_stride;
+    /* p2c[c * key_stride + b]: key first_key + c against embedding b */
+    const float *p2c = by_position ? sequence->position_to_content +
+                                         (size_t)first_key * key_stride + (size_t)head * columns
+                                   : NULL;
     for (int r = 0; r < rows; r++) {
         /* row_of[c]: the embedding row of key first_key + c for this query */
         const int *row_of =
             position->row_of + (position->longest - 1) + first_key - (first_query + r);
+        const float *c2p = content ? prepared + (size_t)r * columns : NULL;
         float *scores = tile + (size_t)r * tile_stride;
-        if (position->content_to_position) {
-            const float *c2p = prepared + (size_t)r * columns;
+        /* both terms in one pass over the row: one lookup of its rows and
+         * one load and store of each score, where a pass per term made two */
+        if (content && by_position)
+            for (int c = 0; c < keys; c++)
+                scores[c] = scores[c] + c2p[row_of[c]] + p2c[(size_t)c * key_stride + row_of[c]];
+        else if (content)
             for (int c = 0; c < keys; c++)
                 scores[c] += c2p[row_of[c]];
-        }
-        if (position->position_to_content) {
-            const float *p2c = sequence->position_to_content + (size_t)first_key * key_stride +
-                               (size_t)head * columns;
+        else
             for (int c = 0; c < keys; c++)
                 scores[c] += p2c[(size_t)c * key_stride + row_of[c]];
-        }
     }
 }

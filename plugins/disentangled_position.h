@@ -32,10 +32,12 @@ typedef struct disentangled_position {
     int head_dim;
     int span;                  /* relative embeddings per side */
     int longest;               /* max_seq_len the tables cover */
-    int columns;               /* 2 span rounded up to whole register blocks: the row
+    int columns;               /* 2 span rounded up to whole register blocks, and one
+                                * block more (a stride that is no power of two): the row
                                 * stride of the tables below, of prepare()'s rows and of a
                                 * head's p2c row */
-    int key_stride;            /* floats between two keys' p2c rows (all heads) */
+    int key_stride;            /* floats between two keys' p2c rows (all heads): an odd
+                                * number of cache lines */
     int content_to_position;   /* the c2p term is added */
     int position_to_content;   /* the p2c term is added */
     int *row_of;               /* [2 longest - 1]: row of k_rel / q_rel for key j and query i
