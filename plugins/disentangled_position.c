@@ -320,11 +320,11 @@ static void fill_head(const disentangled_position *position, const float *keys, 
     }
 }
 
-/* fill_head() of item = sequence * n_heads + head of the group. */
+/* fill_head() of item = head * sequences + sequence of the group. */
 static void fill_item(const disentangled_position *position, const float *keys, int stride,
-                      const int *sequence_start, int item, float *table)
+                      const int *sequence_start, int sequences, int item, float *table)
 {
-    const int s = item / position->n_heads, head = item % position->n_heads;
+    const int s = item % sequences, head = item / sequences;
     const int start = sequence_start[s] - sequence_start[0];
     fill_head(position, keys + (size_t)start * stride, stride,
               sequence_start[s + 1] - sequence_start[s], head,
@@ -339,11 +339,14 @@ void disentangled_fill_position_to_content(const disentangled_position *position
     if (!position->position_to_content)
         return;
     const int tokens = sequence_start[sequences] - sequence_start[0];
-    /* (sequence, head) pairs: a long lone sequence still has a head per thread */
+    /* (head, sequence) pairs: a long lone sequence still has a head per
+     * thread, and the threads' static shares of the pairs, whole heads of
+     * every sequence, are alike even though a window's sequences come
+     * sorted by length */
     TFENC_PARALLEL_FOR(item, sequences * position->n_heads,
                        (double)tokens * position->n_heads * position->columns *
                            position->head_dim,
-                       fill_item(position, keys, stride, sequence_start, item, table));
+                       fill_item(position, keys, stride, sequence_start, sequences, item, table));
 }
 
 void disentangled_prepare(const void *state, int head, const float *queries, int query_stride,
