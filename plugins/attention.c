@@ -893,7 +893,7 @@ static int attention_forward(void *instance, tfenc_context *ctx, tfenc_batch *ba
             rope_apply(layer, qkv, tokens, qkv_width, layer->n_heads, positions);
             rope_apply(layer, qkv + q_width, tokens, qkv_width, layer->n_kv_heads, positions);
         }
-        /* DeBERTa's p2c terms: every key against every relative embedding. */
+        /* DeBERTa's p2c terms: every key against the relative embeddings it meets. */
         if (position_to_content != NULL)
             disentangled_fill_position_to_content(&layer->disentangled, qkv + q_width, qkv_width,
                                                   batch->seq_start + first, end - first,
@@ -966,12 +966,10 @@ static double attention_flops_per_token(const void *instance, double mean_seq_le
     /* Projections: 2 flops per weight (QKV is (q + 2k) x d, output d x q);
      * attention: Q K^T and P V, each 2 * L * q per token summed over heads;
      * disentangled: each term a token's Q (c2p) or K (p2c) against the
-     * 2 span relative embeddings of every head, 2 * 2 span * q. */
+     * relative embeddings it meets (disentangled_position.h). */
     double terms = 0.0;
     if (layer->position == POSITION_DISENTANGLED)
-        terms = (layer->disentangled.content_to_position +
-                 layer->disentangled.position_to_content) *
-                4.0 * layer->disentangled.span * q;
+        terms = disentangled_flops_per_token(&layer->disentangled, mean_seq_len);
     return 2.0 * ((q + 2.0 * k) * d + d * q) + 4.0 * mean_seq_len * q + terms;
 }
 

@@ -283,6 +283,17 @@ size_t disentangled_prepared_floats(const disentangled_position *position)
                : 0;
 }
 
+double disentangled_flops_per_token(const disentangled_position *position, double mean_seq_len)
+{
+    /* a block of rows meets the distances of its rows to every key, its
+     * first and last columns rounded out to whole blocks */
+    const double most = position->columns - PRODUCT_COLUMNS; /* 2 span in whole blocks */
+    double met = mean_seq_len + (PRODUCT_ROWS - 1) + (PRODUCT_COLUMNS - 1);
+    met = met < most ? met : most;
+    return (position->content_to_position + position->position_to_content) * 2.0 * met *
+           position->n_heads * position->head_dim;
+}
+
 size_t disentangled_position_to_content_floats(const disentangled_position *position,
                                                int tokens)
 {

@@ -87,6 +87,11 @@ void disentangled_position_free(disentangled_position *position);
 /* Floats prepare() fills per call (0 without c2p). */
 size_t disentangled_prepared_floats(const disentangled_position *position);
 
+/* Flops per token of the terms' products in sequences of mean_seq_len
+ * tokens: a token's Q (c2p) or K (p2c) against the embeddings its block of
+ * rows meets, about one per token of the sequence and at most 2 span. */
+double disentangled_flops_per_token(const disentangled_position *position, double mean_seq_len);
+
 /* Floats of the p2c rows of `tokens` keys (0 without p2c). */
 size_t disentangled_position_to_content_floats(const disentangled_position *position,
                                                int tokens);
