@@ -63,7 +63,7 @@
  * that the workspace does not grow with the batch.
  *
  * Workspace: qkv [group, q+2k] + context [group, q] (+ disentangled's p2c
- * [group, n_heads, 2 span]) + per thread the fused
+ * [group, n_heads x 2 span, padded]) + per thread the fused
  * kernel's blocks (fp32; independent of L) or one tile of scores
  * [n_heads, 128, max_seq_len], its row sums and the terms' prepare() scratch
  * per head (bf16, int8); forward()
@@ -331,13 +331,14 @@ static void buckets_add(const void *state, int h, int first_query, int rows, int
     }
 }
 
-/* The position terms of one sequence whose keys' p2c rows start at
- * position_to_content: the disentangled terms read their sequence's rows
- * through their state (`sequence`, the caller's); the others' state is the
- * layer. */
+/* The position terms of one sequence of `length` tokens from token `start`
+ * of the group whose keys' p2c rows start at position_to_content: the
+ * disentangled terms read their sequence's rows and length through their
+ * state (`sequence`, the caller's); the others' state is the layer. */
 static attention_position_terms sequence_terms(const attention *layer,
                                                disentangled_sequence *sequence,
-                                               const float *position_to_content, int start)
+                                               const float *position_to_content, int start,
+                                               int length)
 {
     attention_position_terms terms = layer->terms;
     if (layer->position == POSITION_DISENTANGLED) {
@@ -346,7 +347,8 @@ static attention_position_terms sequence_terms(const attention *layer,
             position_to_content != NULL
                 ? position_to_content +
                       disentangled_position_to_content_floats(&layer->disentangled, start)
-                : NULL};
+                : NULL,
+            length};
         terms.state = sequence;
     }
     return terms;
@@ -757,7 +759,7 @@ static void attend_in_thread(tfenc_context *ctx, const attention *layer, const t
         return;
     disentangled_sequence sequence;
     const attention_position_terms terms =
-        sequence_terms(layer, &sequence, position_to_content, start);
+        sequence_terms(layer, &sequence, position_to_content, start, length);
     float *inverse_sums = scores + score_tile_floats(layer, &layer->limits);
     uint16_t *probabilities = (uint16_t *)(inverse_sums + tile_sums(layer));
     float *prepared = inverse_sums + tile_sums(layer) +
@@ -801,7 +803,7 @@ static void attend_fused(const attention *layer, const tfenc_batch *batch, int f
         float *out = context + (size_t)start * d;
         disentangled_sequence sequence_state;
         const attention_position_terms terms =
-            sequence_terms(layer, &sequence_state, position_to_content, start);
+            sequence_terms(layer, &sequence_state, position_to_content, start, length);
 #define ATTEND_ITEM(item)                                                                     \
     do {                                                                                      \
         const int h = (item) % heads, first_query = (item) / heads * ATTENTION_QUERY_BLOCK;   \
@@ -848,7 +850,7 @@ static int attention_forward(void *instance, tfenc_context *ctx, tfenc_batch *ba
         return tfenc_error(ctx, TFENC_ERR_INTERNAL, "mha: position = rope needs batch positions");
 
     /* Workspace layout: qkv [group, q+2k] | context [group, q] | disentangled:
-     * p2c [group, n_heads, 2 span] | fused:
+     * p2c [group, key_stride] | fused:
      * transposed keys [k, group + 64] and per thread the kernel's blocks;
      * otherwise per thread scores [heads, tile, L] and inverse sums
      * [heads, tile]. Offsets are
@@ -891,10 +893,11 @@ static int attention_forward(void *instance, tfenc_context *ctx, tfenc_batch *ba
             rope_apply(layer, qkv, tokens, qkv_width, layer->n_heads, positions);
             rope_apply(layer, qkv + q_width, tokens, qkv_width, layer->n_kv_heads, positions);
         }
-        /* DeBERTa's p2c terms: every key against every relative embedding. */
+        /* DeBERTa's p2c terms: every key against the relative embeddings it meets. */
         if (position_to_content != NULL)
             disentangled_fill_position_to_content(&layer->disentangled, qkv + q_width, qkv_width,
-                                                  tokens, position_to_content);
+                                                  batch->seq_start + first, end - first,
+                                                  position_to_content);
 
         int failed = TFENC_OK;
         if (layer->fused) {
@@ -963,12 +966,10 @@ static double attention_flops_per_token(const void *instance, double mean_seq_le
     /* Projections: 2 flops per weight (QKV is (q + 2k) x d, output d x q);
      * attention: Q K^T and P V, each 2 * L * q per token summed over heads;
      * disentangled: each term a token's Q (c2p) or K (p2c) against the
-     * 2 span relative embeddings of every head, 2 * 2 span * q. */
+     * relative embeddings it meets (disentangled_position.h). */
     double terms = 0.0;
     if (layer->position == POSITION_DISENTANGLED)
-        terms = (layer->disentangled.content_to_position +
-                 layer->disentangled.position_to_content) *
-                4.0 * layer->disentangled.span * q;
+        terms = disentangled_flops_per_token(&layer->disentangled, mean_seq_len);
     return 2.0 * ((q + 2.0 * k) * d + d * q) + 4.0 * mean_seq_len * q + terms;
 }
 

@@ -35,10 +35,12 @@
  *   content-to-position  q_i . k_rel[row(i - j)]
  *   position-to-content  k_j . q_rel[row(i - j)]
  * over 2 span relative embeddings; per query there are only 2 span
- * distinct c2p values, so `prepare` runs once per (query block, head)
- * before the key blocks and fills scratch with c2p[r][b] (rows x 2 span
- * floats), p2c[j][b] is filled once per group of sequences on the host
- * side, and `add` only looks both up. Every path calls prepare (the fused
+ * distinct c2p values (and in a sequence of n tokens at most n), so
+ * `prepare` runs once per (query block, head) before the key blocks and
+ * fills scratch with c2p[r][b] for the embeddings b the rows meet (rows x
+ * 2 span floats, padded; what add() cannot read it may leave unset),
+ * p2c[j][b] is filled once per group of sequences on the host side, and
+ * `add` only looks both up. Every path calls prepare (the fused
  * kernel per query block; the host-product path per ATTENTION_QUERY_BLOCK
  * rows of its tiles) with at most ATTENTION_QUERY_BLOCK rows. */
 typedef struct attention_position_terms {

@@ -1,6 +1,6 @@
 /* DeBERTa-v2/v3's disentangled attention terms: the relative embeddings
- * through the layer's maps once at create(), c2p and p2c as dot products
- * against them, a table lookup per score. */
+ * through the layer's maps once at create(), c2p and p2c as products
+ * against the embeddings a sequence meets, a table lookup per score. */
 #include "disentangled_position.h"
 
 #include <math.h>
@@ -9,6 +9,11 @@
 
 #include "attention_kernel.h"
 #include "layers.h"
+
+/* The register block of the products of queries and keys with the
+ * embeddings: rows x columns sums, 12 AVX2 registers of 8 floats. */
+#define PRODUCT_ROWS 6
+#define PRODUCT_COLUMNS 16
 
 int disentangled_bucket(int relative_position, int position_buckets, int max_relative_positions)
 {
@@ -25,36 +30,87 @@ int disentangled_bucket(int relative_position, int position_buckets, int max_rel
     return relative_position < 0 ? -(int)bucket : (int)bucket;
 }
 
-/* y[rows][out] = scale * (x[rows][in] W^T + b), W [out][in] (b may be NULL),
- * once per layer at create(): 2 span x d x d multiply-adds per map, which
- * as a scalar loop in double delayed the start by 0.35 s per layer of
- * DeBERTa-v3-base; in float vectors, as transformers' float32 product. */
+/* 8 floats as one value (GCC's vector extension, one AVX2 register): the
+ * 12 sums of a block stay in registers, where a loop over an array of
+ * sums loads and stores each of them at every multiply-add. aligned(4) and
+ * may_alias: loads and stores at any float address of float data. */
+typedef float vector8 __attribute__((vector_size(32), aligned(4), may_alias));
+#define LOAD8(p) (*(const vector8 *)(p))
+#define STORE8(p, v) (*(vector8 *)(p) = (v))
+
+/* out[m][b] = x_m . column b of transposed ([depth][columns]) for the
+ * count (<= PRODUCT_ROWS) rows x_m = x + m * x_stride and the columns of the
+ * register blocks that hold first_column .. last_column, written to out + m
+ * * out_stride. Each value is one sum over the depth in order, the same
+ * whichever rows and columns share its block: the results do not depend on
+ * the sequences or threads around them. */
 TFENC_VECTOR_CLONES
-static void map_rows(const float *x, int rows, int in, const float *weight, const float *bias,
-                     int out, float scale, float *y)
+static void multiply_rows(const float *x, long x_stride, int count, const float *transposed,
+                          int columns, int depth, int first_column, int last_column,
+                          float *out, long out_stride)
 {
-    for (int r = 0; r < rows; r++)
-        for (int o = 0; o < out; o++) {
-            const float *w = weight + (size_t)o * in, *v = x + (size_t)r * in;
-            float sum = 0.0f;
-#pragma omp simd reduction(+ : sum)
-            for (int e = 0; e < in; e++)
-                sum += w[e] * v[e];
-            y[(size_t)r * out + o] = scale * (sum + (bias != NULL ? bias[o] : 0.0f));
+    /* a block of fewer rows computes its first row again in place of the
+     * missing ones and stores only its own */
+    const float *x0 = x, *x1 = x + (count > 1 ? x_stride : 0),
+                *x2 = x + (count > 2 ? 2 * x_stride : 0),
+                *x3 = x + (count > 3 ? 3 * x_stride : 0),
+                *x4 = x + (count > 4 ? 4 * x_stride : 0),
+                *x5 = x + (count > 5 ? 5 * x_stride : 0);
+    for (int b = first_column / PRODUCT_COLUMNS * PRODUCT_COLUMNS; b <= last_column;
+         b += PRODUCT_COLUMNS) {
+        vector8 s00 = {0}, s01 = {0}, s10 = {0}, s11 = {0}, s20 = {0}, s21 = {0};
+        vector8 s30 = {0}, s31 = {0}, s40 = {0}, s41 = {0}, s50 = {0}, s51 = {0};
+        for (int e = 0; e < depth; e++) {
+            const float *t = transposed + (size_t)e * columns + b;
+            const vector8 t0 = LOAD8(t), t1 = LOAD8(t + 8);
+            s00 += x0[e] * t0;
+            s01 += x0[e] * t1;
+            s10 += x1[e] * t0;
+            s11 += x1[e] * t1;
+            s20 += x2[e] * t0;
+            s21 += x2[e] * t1;
+            s30 += x3[e] * t0;
+            s31 += x3[e] * t1;
+            s40 += x4[e] * t0;
+            s41 += x4[e] * t1;
+            s50 += x5[e] * t0;
+            s51 += x5[e] * t1;
         }
+        const vector8 sums[PRODUCT_ROWS][2] = {{s00, s01}, {s10, s11}, {s20, s21},
+                                               {s30, s31}, {s40, s41}, {s50, s51}};
+        for (int m = 0; m < count; m++) {
+            STORE8(out + m * out_stride + b, sums[m][0]);
+            STORE8(out + m * out_stride + b + 8, sums[m][1]);
+        }
+    }
 }
 
-/* [rows][n_heads * head_dim] -> [n_heads][head_dim][rows]: per head the
- * embeddings' dims as rows, so that one query's 2 span dot products are
- * multiply-adds along a row (project()), without a horizontal sum each. */
-static void split_heads_transposed(const float *rows_by_head, int rows, int n_heads,
-                                   int head_dim, float *heads)
+/* y[o][b] = scale * (w_o . x_b + bias[o]) (bias may be NULL) for the d rows
+ * w_o of a map W [d][d] and the embeddings b < rows, x_b column b of
+ * transposed [d][columns]: once per layer at create(), written straight in
+ * the layout the products read (a head's rows of [n_heads][head_dim]
+ * [columns] are the rows of W that make its dims), in the products' blocks,
+ * which take a fraction of the time that dot product loops took. */
+static void map_embeddings(const float *transposed, int rows, int columns, int d,
+                           const float *weight, const float *bias, float scale, float *y)
 {
-    for (int r = 0; r < rows; r++)
-        for (int h = 0; h < n_heads; h++)
-            for (int e = 0; e < head_dim; e++)
-                heads[((size_t)h * head_dim + e) * rows + r] =
-                    rows_by_head[(size_t)r * n_heads * head_dim + (size_t)h * head_dim + e];
+    for (int first = 0; first < d; first += PRODUCT_ROWS) {
+        const int count = d - first < PRODUCT_ROWS ? d - first : PRODUCT_ROWS;
+        multiply_rows(weight + (size_t)first * d, d, count, transposed, columns, d, 0, rows - 1,
+                      y + (size_t)first * columns, columns);
+    }
+    for (int o = 0; o < d; o++)
+        for (int b = 0; b < rows; b++)
+            y[(size_t)o * columns + b] =
+                scale * (y[(size_t)o * columns + b] + (bias != NULL ? bias[o] : 0.0f));
+}
+
+/* x [rows][d] -> [d][columns], the columns past rows left as they are. */
+static void transpose_embeddings(const float *x, int rows, int d, int columns, float *transposed)
+{
+    for (int b = 0; b < rows; b++)
+        for (int e = 0; e < d; e++)
+            transposed[(size_t)e * columns + b] = x[(size_t)b * d + e];
 }
 
 /* A d x d map and its bias: the layer's Q or K rows (`part` 0 or 1 of the
@@ -128,18 +184,21 @@ static int load_relative_maps(tfenc_context *ctx, tfenc_weights *weights,
                               const disentangled_settings *settings, int d, int qkv_fused,
                               int bias, float scale, disentangled_position *position)
 {
-    const int rows = 2 * position->span;
+    const int rows = 2 * position->span, columns = position->columns;
     float *normalised = malloc((size_t)rows * d * sizeof(float));
-    float *mapped = malloc((size_t)rows * d * sizeof(float));
-    position->key_relative = malloc((size_t)rows * d * sizeof(float));
-    position->query_relative = malloc((size_t)rows * d * sizeof(float));
+    /* zeroed: the products read the padding columns along with the others */
+    float *transposed = calloc((size_t)columns * d, sizeof(float));
+    position->key_relative = calloc((size_t)columns * d, sizeof(float));
+    position->query_relative = calloc((size_t)columns * d, sizeof(float));
     int status = TFENC_OK;
-    if (normalised == NULL || mapped == NULL || position->key_relative == NULL ||
+    if (normalised == NULL || transposed == NULL || position->key_relative == NULL ||
         position->query_relative == NULL)
         status = tfenc_error(ctx, TFENC_ERR_NO_MEMORY,
                              "mha: out of memory for the relative embeddings");
     if (status == TFENC_OK)
         status = load_embeddings(ctx, weights, settings, position->span, d, normalised);
+    if (status == TFENC_OK)
+        transpose_embeddings(normalised, rows, d, columns, transposed);
     /* c2p uses the K map, p2c the Q map: index 0 key, 1 query */
     for (int which = 0; which < 2 && status == TFENC_OK; which++) {
         if (which == 0 ? !position->content_to_position : !position->position_to_content)
@@ -157,13 +216,11 @@ static int load_relative_maps(tfenc_context *ctx, tfenc_weights *weights,
                               which == 0 ? "k_bias" : "q_bias", 0, d, bias, &weight, &map_bias);
         if (status != TFENC_OK)
             break;
-        map_rows(normalised, rows, d, weight, map_bias, d, scale, mapped);
-        split_heads_transposed(mapped, rows, position->n_heads, position->head_dim,
-                               which == 0 ? position->key_relative
-                                          : position->query_relative);
+        map_embeddings(transposed, rows, columns, d, weight, map_bias, scale,
+                       which == 0 ? position->key_relative : position->query_relative);
     }
     free(normalised);
-    free(mapped);
+    free(transposed);
     return status;
 }
 
@@ -178,6 +235,18 @@ int disentangled_position_load(tfenc_context *ctx, tfenc_weights *weights,
     position->span = settings->position_buckets > 0 ? settings->position_buckets
                                                     : settings->max_relative_positions;
     position->longest = longest > 0 ? longest : 1;
+    /* Whole blocks, and one block more: the products read a block of each
+     * of the head's dims in turn, rows that at a stride of a power of two
+     * (2 span) all fall into one or two sets of the L1 cache and evict each
+     * other; a cache line more spreads them over the sets. */
+    position->columns = (2 * position->span + PRODUCT_COLUMNS - 1) / PRODUCT_COLUMNS *
+                            PRODUCT_COLUMNS +
+                        PRODUCT_COLUMNS;
+    /* The same for add(), which reads one value from each of 64 keys' rows
+     * at once: an odd number of cache lines between them. */
+    position->key_stride = n_heads * position->columns;
+    if (position->key_stride / PRODUCT_COLUMNS % 2 == 0)
+        position->key_stride += PRODUCT_COLUMNS;
     position->content_to_position = settings->content_to_position;
     position->position_to_content = settings->position_to_content;
 
@@ -210,62 +279,106 @@ void disentangled_position_free(disentangled_position *position)
 size_t disentangled_prepared_floats(const disentangled_position *position)
 {
     return position->content_to_position
-               ? (size_t)ATTENTION_QUERY_BLOCK * 2 * (size_t)position->span
+               ? (size_t)ATTENTION_QUERY_BLOCK * (size_t)position->columns
                : 0;
+}
+
+double disentangled_flops_per_token(const disentangled_position *position, double mean_seq_len)
+{
+    /* a block of rows meets the distances of its rows to every key, its
+     * first and last columns rounded out to whole blocks */
+    const double most = position->columns - PRODUCT_COLUMNS; /* 2 span in whole blocks */
+    double met = mean_seq_len + (PRODUCT_ROWS - 1) + (PRODUCT_COLUMNS - 1);
+    met = met < most ? met : most;
+    return (position->content_to_position + position->position_to_content) * 2.0 * met *
+           position->n_heads * position->head_dim;
 }
 
 size_t disentangled_position_to_content_floats(const disentangled_position *position,
                                                int tokens)
 {
     return position->position_to_content
-               ? (size_t)(tokens > 0 ? tokens : 0) * position->n_heads * 2 * position->span
+               ? (size_t)(tokens > 0 ? tokens : 0) * (size_t)position->key_stride
                : 0;
 }
 
-/* out[b] = x . column b of transposed ([head_dim][count]), for every b. */
-TFENC_VECTOR_CLONES
-static void project(const float *x, const float *transposed, int count, int head_dim,
-                    float *out)
+/* The embedding rows [*first, *last] that queries first_query .. end_query
+ * - 1 meet among keys first_key .. end_key - 1 of one sequence: row_of
+ * falls as j - i grows, so the ends of the range of j - i give them. */
+static void rows_met(const disentangled_position *position, int first_query, int end_query,
+                     int first_key, int end_key, int *first, int *last)
 {
-    for (int b = 0; b < count; b++)
-        out[b] = 0.0f;
-    for (int e = 0; e < head_dim; e++) {
-        const float value = x[e];
-        const float *row = transposed + (size_t)e * count;
-#pragma omp simd
-        for (int b = 0; b < count; b++)
-            out[b] += value * row[b];
+    const int *row_of = position->row_of + (position->longest - 1);
+    *first = row_of[(end_key - 1) - first_query];
+    *last = row_of[first_key - (end_query - 1)];
+}
+
+/* p2c of one head of one sequence: its keys in blocks of PRODUCT_ROWS, each
+ * against the embeddings its keys meet among the sequence's queries. */
+static void fill_head(const disentangled_position *position, const float *keys, int stride,
+                      int length, int head, float *table)
+{
+    const int columns = position->columns, head_dim = position->head_dim;
+    for (int first = 0; first < length; first += PRODUCT_ROWS) {
+        const int count = length - first < PRODUCT_ROWS ? length - first : PRODUCT_ROWS;
+        int first_row, last_row;
+        rows_met(position, 0, length, first, first + count, &first_row, &last_row);
+        multiply_rows(keys + (size_t)first * stride + (size_t)head * head_dim, stride, count,
+                      position->query_relative + (size_t)head * head_dim * columns, columns,
+                      head_dim, first_row, last_row,
+                      table + (size_t)first * position->key_stride + (size_t)head * columns,
+                      position->key_stride);
     }
 }
 
+/* fill_head() of item = head * sequences + sequence of the group. */
+static void fill_item(const disentangled_position *position, const float *keys, int stride,
+                      const int *sequence_start, int sequences, int item, float *table)
+{
+    const int s = item % sequences, head = item / sequences;
+    const int start = sequence_start[s] - sequence_start[0];
+    fill_head(position, keys + (size_t)start * stride, stride,
+              sequence_start[s + 1] - sequence_start[s], head,
+              table + (size_t)start * position->key_stride);
+}
+
 void disentangled_fill_position_to_content(const disentangled_position *position,
-                                           const float *keys, int stride, int tokens,
+                                           const float *keys, int stride,
+                                           const int *sequence_start, int sequences,
                                            float *table)
 {
     if (!position->position_to_content)
         return;
-    const int width = 2 * position->span, head_dim = position->head_dim;
-    const int heads = position->n_heads;
-    TFENC_PARALLEL_FOR(t, tokens, (double)tokens * heads * width * head_dim, {
-        for (int h = 0; h < heads; h++)
-            project(keys + (size_t)t * stride + (size_t)h * head_dim,
-                    position->query_relative + (size_t)h * head_dim * width, width, head_dim,
-                    table + ((size_t)t * heads + h) * width);
-    });
+    const int tokens = sequence_start[sequences] - sequence_start[0];
+    /* (head, sequence) pairs: a long lone sequence still has a head per
+     * thread, and the threads' static shares of the pairs, whole heads of
+     * every sequence, are alike even though a window's sequences come
+     * sorted by length */
+    TFENC_PARALLEL_FOR(item, sequences * position->n_heads,
+                       (double)tokens * position->n_heads * position->columns *
+                           position->head_dim,
+                       fill_item(position, keys, stride, sequence_start, sequences, item, table));
 }
 
 void disentangled_prepare(const void *state, int head, const float *queries, int query_stride,
                           int first_query, int rows, float *prepared)
 {
-    const disentangled_position *position = ((const disentangled_sequence *)state)->position;
-    const int width = 2 * position->span, head_dim = position->head_dim;
-    (void)first_query;
+    const disentangled_sequence *sequence = state;
+    const disentangled_position *position = sequence->position;
+    const int columns = position->columns, head_dim = position->head_dim;
     if (!position->content_to_position)
         return;
-    for (int r = 0; r < rows; r++)
-        project(queries + (size_t)r * query_stride,
-                position->key_relative + (size_t)head * head_dim * width, width, head_dim,
-                prepared + (size_t)r * width);
+    /* each block of rows against the embeddings it meets among the keys */
+    for (int first = 0; first < rows; first += PRODUCT_ROWS) {
+        const int count = rows - first < PRODUCT_ROWS ? rows - first : PRODUCT_ROWS;
+        int first_row, last_row;
+        rows_met(position, first_query + first, first_query + first + count, 0,
+                 sequence->length, &first_row, &last_row);
+        multiply_rows(queries + (size_t)first * query_stride, query_stride, count,
+                      position->key_relative + (size_t)head * head_dim * columns, columns,
+                      head_dim, first_row, last_row, prepared + (size_t)first * columns,
+                      columns);
+    }
 }
 
 TFENC_VECTOR_CLONES
@@ -274,23 +387,29 @@ void disentangled_add(const void *state, int head, int first_query, int rows, in
 {
     const disentangled_sequence *sequence = state;
     const disentangled_position *position = sequence->position;
-    const int width = 2 * position->span;
-    const size_t key_stride = (size_t)position->n_heads * width;
+    const int columns = position->columns;
+    const int content = position->content_to_position, by_position = position->position_to_content;
+    const size_t key_stride = (size_t)position->key_stride;
+    /* p2c[c * key_stride + b]: key first_key + c against embedding b */
+    const float *p2c = by_position ? sequence->position_to_content +
+                                         (size_t)first_key * key_stride + (size_t)head * columns
+                                   : NULL;
     for (int r = 0; r < rows; r++) {
         /* row_of[c]: the embedding row of key first_key + c for this query */
         const int *row_of =
             position->row_of + (position->longest - 1) + first_key - (first_query + r);
+        const float *c2p = content ? prepared + (size_t)r * columns : NULL;
         float *scores = tile + (size_t)r * tile_stride;
-        if (position->content_to_position) {
-            const float *c2p = prepared + (size_t)r * width;
+        /* both terms in one pass over the row: one lookup of its rows and
+         * one load and store of each score, where a pass per term made two */
+        if (content && by_position)
+            for (int c = 0; c < keys; c++)
+                scores[c] = scores[c] + c2p[row_of[c]] + p2c[(size_t)c * key_stride + row_of[c]];
+        else if (content)
             for (int c = 0; c < keys; c++)
                 scores[c] += c2p[row_of[c]];
-        }
-        if (position->position_to_content) {
-            const float *p2c = sequence->position_to_content + (size_t)first_key * key_stride +
-                               (size_t)head * width;
+        else
             for (int c = 0; c < keys; c++)
                 scores[c] += p2c[(size_t)c * key_stride + row_of[c]];
-        }
     }
 }

@@ -69,6 +69,7 @@ typedef struct attention_case {
     tfenc_precision precision; /* of the projections and products; fp32 by default */
     int window;              /* > 0: `window =` key, keys |i - j| <= window only */
     int causal;              /* `causal = true` */
+    const char *relative_terms; /* disentangled: "c2p" or "p2c" alone, NULL: both */
 } attention_case;
 
 /* Weights in PyTorch layout: qkv [3d, d] (Q rows, K rows, V rows), out [d, d]. */
@@ -187,6 +188,8 @@ static void job_text(const attention_case *c, char *text, size_t size)
                          "position = disentangled\nposition_buckets = %d\n"
                          "max_relative_positions = %d\n",
                          POSITION_BUCKETS_DEBERTA, MAX_RELATIVE_POSITIONS);
+    if (c->relative_terms != NULL)
+        used += snprintf(text + used, size - used, "relative_terms = %s\n", c->relative_terms);
     if (c->window > 0)
         used += snprintf(text + used, size - used, "window = %d\n", c->window);
     if (c->causal)
@@ -475,12 +478,14 @@ static void reference_sequence(const attention_case *c, const attention_weights 
     if (c->position == POSITION_ALIBI)
         reference_slopes(heads, slopes);
     double scale = c->scale != 0 ? c->scale : 1.0 / sqrt((double)head_dim);
-    /* DeBERTa: scores (q_i . k_j + q_i . k_rel + k_j . q_rel) / sqrt(3 head_dim) */
+    /* DeBERTa: scores (q_i . k_j + q_i . k_rel + k_j . q_rel) / sqrt(3 head_dim), or
+     * over sqrt(2 head_dim) with one of the terms */
     double *key_relative = NULL, *query_relative = NULL;
     if (c->position == POSITION_DISENTANGLED) {
         key_relative = reference_relative(c, w, 1);
         query_relative = reference_relative(c, w, 0);
-        scale = c->scale != 0 ? c->scale : 1.0 / sqrt(3.0 * head_dim);
+        scale = c->scale != 0 ? c->scale
+                              : 1.0 / sqrt((c->relative_terms == NULL ? 3.0 : 2.0) * head_dim);
     }
     for (int h = 0; h < heads; h++) {
         if (c->position == POSITION_ROPE)
@@ -502,10 +507,14 @@ static void reference_sequence(const attention_case *c, const attention_weights 
                     dot += q[(size_t)i * d + h * head_dim + e] * k[(size_t)j * d + h * head_dim + e];
                 if (c->position == POSITION_DISENTANGLED) {
                     const int row = reference_relative_row(i, j);
+                    const int c2p = c->relative_terms == NULL ||
+                                    strcmp(c->relative_terms, "c2p") == 0;
+                    const int p2c = c->relative_terms == NULL ||
+                                    strcmp(c->relative_terms, "p2c") == 0;
                     for (int e = 0; e < head_dim; e++)
-                        dot += q[(size_t)i * d + h * head_dim + e] *
+                        dot += c2p * q[(size_t)i * d + h * head_dim + e] *
                                    key_relative[(size_t)row * d + h * head_dim + e] +
-                               k[(size_t)j * d + h * head_dim + e] *
+                               p2c * k[(size_t)j * d + h * head_dim + e] *
                                    query_relative[(size_t)row * d + h * head_dim + e];
                 }
                 scores[j] = dot * scale;
@@ -692,6 +701,13 @@ static void test_disentangled(void)
     attention_case fused = {.d = 16, .heads = 2, .bias = 0, .fused = 1,
                             .position = POSITION_DISENTANGLED};
     CU_ASSERT(check_case("disentangled d=16 h=2 fused, no bias", &fused, NULL) <= TOLERANCE);
+    /* each term alone: the other's tables and steps are left out */
+    attention_case content = {.d = 32, .heads = 4, .bias = 1, .position = POSITION_DISENTANGLED,
+                              .relative_terms = "c2p"};
+    CU_ASSERT(check_case("disentangled c2p alone", &content, NULL) <= TOLERANCE);
+    attention_case position = {.d = 32, .heads = 4, .bias = 1,
+                               .position = POSITION_DISENTANGLED, .relative_terms = "p2c"};
+    CU_ASSERT(check_case("disentangled p2c alone", &position, NULL) <= TOLERANCE);
 }
 
 /* Each sequence of a packed batch against the reference and against the
