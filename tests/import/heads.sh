@@ -235,27 +235,24 @@ expect_error modernbert-unknown-pooling import "$dir" "config.json" "classifier_
 # A CrossEncoder's activation: sentence-transformers 4's key wins over the
 # older one, as CrossEncoder reads them; an activation the classifier layer
 # does not compute is refused by its key.
+imports_scores() { # DIR SCORES WHY: tfenc-import of DIR writes `scores = SCORES`
+  checks=$((checks + 1))
+  if "$import" "$1" -o "$1/model.h5" --job "$1/job.ini" >/dev/null \
+      && grep -qx "scores = $2" "$1/job.ini"; then
+    checks=$((checks - 1))
+  else
+    fail "$(basename "$1"): $3"
+  fi
+}
 dir=$(copy modernbert-reranker reranker-both-keys)
 edit_json "$dir/config.json" \
   'd["sbert_ce_default_activation_function"] = "torch.nn.modules.activation.Sigmoid"'
-checks=$((checks + 1))
-if "$import" "$dir" -o "$dir/model.h5" --job "$dir/job.ini" >/dev/null \
-    && grep -qx 'scores = logits' "$dir/job.ini"; then
-  checks=$((checks - 1))
-else
-  fail "reranker-both-keys: sentence_transformers.activation_fn Identity did not give logits"
-fi
+imports_scores "$dir" logits "sentence_transformers.activation_fn Identity did not give logits"
 # A sentence-transformers 4 folder that names no activation: CrossEncoder's
 # default for one label, Sigmoid.
 dir=$(copy modernbert-reranker reranker-default)
 edit_json "$dir/config.json" 'del d["sentence_transformers"]["activation_fn"]'
-checks=$((checks + 1))
-if "$import" "$dir" -o "$dir/model.h5" --job "$dir/job.ini" >/dev/null \
-    && grep -qx 'scores = sigmoid' "$dir/job.ini"; then
-  checks=$((checks - 1))
-else
-  fail "reranker-default: a CrossEncoder folder without activation_fn did not get Sigmoid"
-fi
+imports_scores "$dir" sigmoid "a CrossEncoder folder without activation_fn did not get Sigmoid"
 dir=$(copy modernbert-reranker reranker-tanh)
 edit_json "$dir/config.json" \
   'd["sentence_transformers"]["activation_fn"] = "torch.nn.modules.activation.Tanh"'
