@@ -1,6 +1,6 @@
 #!/bin/sh
 # Hostile and careless inputs beyond tfenc-batch's job keys
-# (those are tests/bad_inputs.sh's): every file tfenc-import and
+# (those are tests/bad_inputs/*.sh's): every file tfenc-import and
 # `tfenc-batch --status` open, sizes read from a model's files, job files
 # the importer writes, output files whose datasets contradict their names,
 # plugins that crash while loading, and signals during start-up.

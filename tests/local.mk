@@ -32,7 +32,7 @@ endif
 # stage) names the slowest. Tests of other fragments need nothing for this.
 LOG_COMPILER = $(SHELL) $(top_srcdir)/tests/harness/timed
 EXTRA_DIST += tests/harness/timed tests/harness/slowest tests/harness/slow_first tests/harness/generate \
-	tests/README.md
+	tests/harness/local_imports.py tests/README.md
 
 # C unit tests: tests/test_MODULE.c tests core/SUBSYSTEM/MODULE.c
 # (tests/README.md maps them). A test program defines its suites in a table
@@ -125,7 +125,7 @@ tests_plugins_arithmetic_la_CFLAGS = $(AM_CFLAGS)
 tests_plugins_arithmetic_la_LDFLAGS = -module -avoid-version -shared -rpath /nowhere $(SANITIZER_FLAGS)
 tests_plugins_arithmetic_la_LIBADD = core/libtfenc.la
 # Plugins that misbehave in one way each, for the loading policy
-# (core/plugin/plugin_loader.h) and tests/bad_inputs.sh: a constructor that calls
+# (core/plugin/plugin_loader.h) and tests/bad_inputs/plugins.sh: a constructor that calls
 # _exit(0), a create() that calls exit(0), a second `pooling`, a constructor
 # that leaves a trace, declared parameter tables that create() contradicts.
 # In their own directory, so that jobs searching tests/plugins/.libs never
@@ -163,8 +163,13 @@ tests_plugins_hostile_undeclared_key_la_LIBADD = core/libtfenc.la
 clean-local:
 	rm -rf tests/data/generated
 
-dist_check_SCRIPTS += tests/bad_inputs.sh
-TESTS += tests/bad_inputs.sh
+# Bad jobs and inputs, in four parts that run side by side (the cases of
+# each run one after the other, most of their time MPI start-up).
+BAD_INPUTS_TESTS = tests/bad_inputs/job_files.sh tests/bad_inputs/plugins.sh \
+	tests/bad_inputs/integers.sh tests/bad_inputs/inputs.sh
+dist_check_SCRIPTS += $(BAD_INPUTS_TESTS)
+TESTS += $(BAD_INPUTS_TESTS)
+EXTRA_DIST += tests/bad_inputs/common.sh
 
 # Careless inputs beyond the job keys: the files tfenc-import and
 # --status open, sizes in a model's files, imported job files, inconsistent

@@ -783,7 +783,12 @@ static void test_groups(void)
  * does not grow with L the way a plain sum's would: the 1e-5 of the short
  * cases holds at 8192 (measured 1e-7 to 5e-7), while one key too many or
  * too few at a window's edge costs about 1 / (2 window + 1) of the output
- * and a wrong bucket or slope percents. */
+ * and a wrong bucket or slope percents. Under the sanitizers (which look
+ * for memory errors, not rounding) the cases without a window run at 8192
+ * tokens once, without position terms: each is O(L^2) in the layer and
+ * in the double-precision reference, and they were most of this test's
+ * time there, while their position terms' paths run at 2048 (beyond any
+ * bucket's or slope's range) and the windowed cases still run at 8192. */
 static void test_lengths(void)
 {
     static const int lengths[] = {1, 7, 128, 129, 513, 2048, 8192};
@@ -805,10 +810,13 @@ static void test_lengths(void)
     tfenc_context ctx;
     tfenc_context_init(&ctx);
     const int bf16 = tfenc_matrix_check_precision(&ctx, TFENC_PRECISION_BF16) == TFENC_OK;
+    const int sanitizers = getenv("TFENC_SANITIZER_BUILD") != NULL;
     for (size_t l = 0; l < sizeof lengths / sizeof *lengths; l++) {
         const int L = lengths[l];
         for (size_t k = 0; k < sizeof cases / sizeof *cases; k++) {
             const attention_case *c = &cases[k];
+            if (sanitizers && L > 2048 && c->window == 0 && k > 0)
+                continue;
             attention_weights w;
             weights_make(&w, c->d, 500 + k);
             unsigned long long state = 17 + l;

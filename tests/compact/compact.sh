@@ -41,14 +41,19 @@ encode() {
 }
 
 encode 1 1 float32.h5 || fail "the float32 job failed"
+# The compact files and their labels, checked in one process.
+set --
 for dtype in int8 uint8 binary ubinary; do
-  if ! encode 1 1 "$dtype-1-1.h5" --set job.output_dtype=$dtype; then
+  if encode 1 1 "$dtype-1-1.h5" --set job.output_dtype=$dtype; then
+    set -- "$@" "$work/text/$dtype-1-1.h5" "compact: $dtype"
+  else
     fail "$dtype: the job failed"
-    continue
   fi
-  "$TFENC_VENV_PYTHON" "$compare" "$work/text/float32.h5" "$work/text/$dtype-1-1.h5" \
-    "compact: $dtype" || fail "$dtype: not quantize_embeddings' result"
 done
+if [ -f "$work/text/float32.h5" ] && [ $# -gt 0 ]; then
+  "$TFENC_VENV_PYTHON" "$compare" "$work/text/float32.h5" "$@" \
+    || fail "$? of the compact files are not quantize_embeddings' result"
+fi
 
 # Layouts and a resume: every dataset (rows, ranges, sample) bitwise equal.
 for dtype in int8 binary; do

@@ -1,8 +1,12 @@
 """Checks a compact output of tfenc against sentence-transformers'
 quantize_embeddings, bit for bit, over the float32 output of the same job.
 
-usage: compare_quantized.py FLOAT32.h5 COMPACT.h5 LABEL
+usage: compare_quantized.py FLOAT32.h5 COMPACT.h5 LABEL [COMPACT.h5 LABEL ...]
        compare_quantized.py same BASELINE.h5 OTHER.h5 [OTHER.h5 ...]
+
+Several compact files of one float32 output are checked in one process:
+importing sentence-transformers costs more than a check. The exit status
+is the number of files that fail.
 
 For int8 and uint8 the ranges are the compact file's quantization_ranges
 (what tfenc calibrated or was given): the reference quantizes the float32
@@ -54,10 +58,18 @@ def main():
     # Here only: `same` runs under the system Python, without the venv.
     from sentence_transformers.quantization import quantize_embeddings
 
-    float_path, compact_path, label = sys.argv[1:4]
+    float_path, pairs = sys.argv[1], sys.argv[2:]
+    if not pairs or len(pairs) % 2:
+        sys.exit(__doc__)
     with h5py.File(float_path, "r") as f:
         embeddings = f["embeddings"][...]
         assert f.attrs["complete"] == 1, "float32 file incomplete"
+    return sum(check(quantize_embeddings, embeddings, pairs[i], pairs[i + 1])
+               for i in range(0, len(pairs), 2))
+
+
+def check(quantize_embeddings, embeddings, compact_path, label):
+    """1 when the compact file is not quantize_embeddings' result."""
     with h5py.File(compact_path, "r") as f:
         dtype = f.attrs["dtype"]
         dtype = dtype.decode() if isinstance(dtype, bytes) else dtype

