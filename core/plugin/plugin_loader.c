@@ -8,6 +8,8 @@
 #include "base/sha256.h"
 #include "job/params.h"
 #include "plugin/shared_object.h"
+/* TFENC_BUILD_PLUGIN_DIR, written by the build (core/plugin/local.mk) */
+#include "plugin/build_plugin_dir.h"
 
 #include <dirent.h>
 #include <dlfcn.h>

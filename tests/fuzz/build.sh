@@ -33,9 +33,13 @@ makefile_values() { # makefile_values REGEX: values of the matching variables th
 # -fno-sanitize-recover: UBSan findings stop the fuzzer like ASan's do.
 sanitize="-fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer"
 cflags="-std=c11 -g -O1 $(makefile_values WARN_CFLAGS) -D_GNU_SOURCE -DHAVE_CONFIG_H
-  -DTFENC_BUILD_PLUGIN_DIR=\"$configured/plugins/.libs\" -I$top/core/include -I$top/core
-  -I$configured $(makefile_values '[A-Z0-9]*_CFLAGS') $sanitize"
+  -I$top/core/include -I$top/core
+  -I$configured -I$configured/core $(makefile_values '[A-Z0-9]*_CFLAGS') $sanitize"
 libs="$(makefile_values '[A-Z0-9]*_LIBS') -lm"
+
+# Through ccache when tests/run-all.sh found it (CCACHE_BASEDIR set).
+launcher=""
+[ -z "${CCACHE_BASEDIR:-}" ] || launcher=ccache
 
 objects=""
 stale=""
@@ -52,8 +56,8 @@ done
 # $0 is the flags, split into words as the single-compiler loop did.
 if [ -n "$stale" ]; then
   printf '%s\n' $stale | xargs -P "${TFENC_FUZZ_JOBS:-2}" -I '{}' sh -c \
-    'clang $0 -fsanitize=fuzzer-no-link -c "$1" -o "$2/objects/$(basename "$1" .c).o"' \
-    "$cflags" '{}' "$out"
+    '$3 clang $0 -fsanitize=fuzzer-no-link -c "$1" -o "$2/objects/$(basename "$1" .c).o"' \
+    "$cflags" '{}' "$out" "$launcher"
 fi
 # The C++ sources (the Parquet reader, built only when configure found
 # Arrow; corpus.c calls it then): clang++ with the same flags in C++17,
@@ -65,7 +69,7 @@ if [ -n "$(makefile_values PARQUET_LIBS | tr -d ' ')" ]; then
     object="$out/objects/$(basename "$source" .cc).o"
     if [ ! -f "$object" ] || [ "$source" -nt "$object" ]; then
       # shellcheck disable=SC2086
-      clang++ $cxxflags -fno-sanitize=vptr -Wno-unused-command-line-argument -fsanitize=fuzzer-no-link \
+      $launcher clang++ $cxxflags -fno-sanitize=vptr -Wno-unused-command-line-argument -fsanitize=fuzzer-no-link \
         -c "$source" -o "$object" 2>&1 | grep -v "is valid for C/ObjC but not for C++" >&2
       stale="$stale $source"
     fi
