@@ -46,8 +46,10 @@ with the CPU, its flags and the load average.
 --texts shards runs only the corpus-of-many-files case instead (issue 26's
 figures, measure_shards below): tfenc fp32 on MiniLM over the passages as
 one plain JSON Lines file and as 7 zstd shards, at 1 rank x 2 threads and
-2 ranks x 1 thread, reporting the shards' tokens/s over the plain file's
-and the growth of the peak RSS per rank; and the --dry-run of 10,000
+2 ranks x 1 thread, the two corpora taking turns in alternating order,
+reporting the shards' tokens/s over the plain file's (best over best, and
+the median of the turns' ratios, which a one-off slow or fast process moves
+less) and the growth of the peak RSS per rank; and the --dry-run of 10,000
 one-line shards beside that of the same lines as one file (the scan).
 Ratios and times are reported, never asserted; writes OUT/shards.csv.
 
@@ -75,6 +77,7 @@ import os
 import re
 import resource
 import shutil
+import statistics
 import subprocess
 import sys
 import time
@@ -909,19 +912,26 @@ def measure_shards(run, text_dir):
         ranks, threads = (int(x) for x in layout.split("x"))
         output = os.path.join(work, "out.h5")
         tfenc_job(run.builddir, job, warmup, output, "fp32", ranks, threads)
-        best = {}
-        for _ in range(max(run.args.repeat, 1)):
-            for name, corpus in corpora:
+        best, paired = {}, []
+        for turn in range(max(run.args.repeat, 1)):
+            # The order alternates, so that neither corpus always runs on a
+            # machine the other has just warmed (or heated); each turn's two
+            # runs also give one paired ratio.
+            rates = {}
+            for name, corpus in corpora if turn % 2 == 0 else corpora[::-1]:
                 result = tfenc_job(run.builddir, job, corpus, output, "fp32", ranks, threads)
                 if result["status"] != "ok":
                     sys.exit(f"bench: {name}, {layout}: {result['reason']}")
-                rate = result["tokens"] / max(result["encoding"], 1e-9)
+                rate = rates[name] = result["tokens"] / max(result["encoding"], 1e-9)
                 if name not in best or rate > best[name]["rate"]:
                     best[name] = dict(result, rate=rate)
+            paired.append(rates[corpora[1][0]] / rates[corpora[0][0]])
         one, many = best[corpora[0][0]], best[corpora[1][0]]
         rows.append({"layout": layout, "plain tokens/s": round(one["rate"]),
                      "shards tokens/s": round(many["rate"]),
                      "shards / plain": round(many["rate"] / one["rate"], 4),
+                     "median of turns' ratios": round(statistics.median(paired), 4),
+                     "turns' ratios": " ".join(f"{x:.3f}" for x in paired),
                      "plain RSS MiB": one["rss_mib"], "shards RSS MiB": many["rss_mib"],
                      "RSS growth MiB": round(many["rss_mib"] - one["rss_mib"], 1)})
         log(f"shards {layout}: {rows[-1]}")
@@ -952,8 +962,9 @@ def report_shards(run, rows, scan_one, scan_many, load_start):
           f"start, {' '.join(f'{x:.2f}' for x in load_end)} at the end (other work on the "
           f"machine takes its share of every figure)")
     print(f"all-MiniLM-L6-v2 fp32, the passages as one plain JSON Lines file and as {SHARDS} "
-          f"zstd shards; tokens/s of the encoding phase, best of {max(run.args.repeat, 1)}; "
-          f"peak RSS per rank")
+          f"zstd shards; tokens/s of the encoding phase, best of {max(run.args.repeat, 1)} "
+          f"(shards / plain: best over best), and each turn's shards / plain with their "
+          f"median; peak RSS per rank")
     print("| " + " | ".join(rows[0]) + " |")
     print("|" + "---|" * len(rows[0]))
     for r in rows:
