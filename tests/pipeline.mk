@@ -20,6 +20,14 @@ tests_test_work_queue_SOURCES = tests/test_work_queue.c
 tests_test_work_queue_CFLAGS = $(TEST_CFLAGS)
 tests_test_work_queue_LDADD = $(UNIT_TEST_LIBS)
 
+# Patient waits: a request completed later by another thread is waited
+# for asleep, not by polling a core.
+check_PROGRAMS += tests/test_patient_wait
+TESTS += tests/test_patient_wait
+tests_test_patient_wait_SOURCES = tests/test_patient_wait.c
+tests_test_patient_wait_CFLAGS = $(TEST_CFLAGS) -pthread
+tests_test_patient_wait_LDADD = $(UNIT_TEST_LIBS) -lpthread
+
 # Jobs killed (SIGKILL) or stopped (SIGTERM) under mpiexec -n 4 and
 # run again end with the uninterrupted run's file.
 # A disk that fills mid-run: one line with the reason, rows kept, resumable.

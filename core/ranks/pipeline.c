@@ -4,6 +4,7 @@
 #include "base/clock.h"
 
 #include "base/aligned.h"
+#include "ranks/patient_wait.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -226,7 +227,11 @@ int tfenc_pipeline_receive(tfenc_context *ctx, tfenc_pipeline *p, tfenc_microbat
         return tfenc_error(ctx, TFENC_ERR_INTERNAL, "pipeline: no slot to receive into");
     double start = tfenc_clock_seconds();
     MPI_Status statuses[2];
-    MPI_Waitall(2, s->requests, statuses);
+    /* The wait for the upstream stage can be long: patient until its small
+     * header is in, then at full speed while the activations arrive (a large
+     * message may need this side's progress to move). */
+    tfenc_patient_waitall(1, &s->requests[0], &statuses[0]);
+    MPI_Wait(&s->requests[1], &statuses[1]);
     if (waited != NULL)
         *waited = tfenc_clock_seconds() - start;
     s->state = SLOT_IN_USE;

@@ -16,6 +16,7 @@
 #include "job/jobfile.h"
 #include "matrix/matrix.h"
 #include "ranks/node_arena.h"
+#include "ranks/patient_wait.h"
 #include "output/output.h"
 #include "output/quantize.h"
 #include "output/ownership.h"
@@ -137,7 +138,9 @@ static int agree_on_failure(run *r, int status)
                       : status == TFENC_ERR_MPI ? r->n_ranks + r->rank
                                                 : r->rank;
     int first_failed = everyone;
-    MPI_Allreduce(&failed_rank, &first_failed, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+    /* Patient: other ranks wait here while rank 0 alone works (the
+     * precision gate's trial models, creating the output file). */
+    tfenc_patient_allreduce(&failed_rank, &first_failed, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
     if (first_failed == everyone)
         return 0;
     first_failed %= r->n_ranks;
@@ -1699,7 +1702,9 @@ static int encode_and_finish(run *r, double start)
     if (status != TFENC_OK && status != TFENC_ERR_INTERRUPTED)
         return broken(r);
     int interrupted = status == TFENC_ERR_INTERRUPTED, any_interrupted = 0;
-    MPI_Allreduce(&interrupted, &any_interrupted, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+    /* Replicas finish their last windows at different times: the first to
+     * finish must not spin a core the others are still encoding on. */
+    tfenc_patient_allreduce(&interrupted, &any_interrupted, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
     int64_t documents = 0, truncated = 0, tokens = 0;
     if (r->writer != NULL) {
         documents = tfenc_writer_documents(r->writer);
