@@ -77,7 +77,6 @@ import os
 import re
 import resource
 import shutil
-import statistics
 import subprocess
 import sys
 import time
@@ -888,7 +887,7 @@ def dry_run_seconds(builddir, job, corpus, ranks):
 
 def measure_shards(run, text_dir):
     """The passages as one plain JSON Lines file and as SHARDS zstd shards;
-    each layout's best of --repeat runs, the two corpora in turns."""
+    each case's best of --repeat runs, the cases in turns."""
     model_dir = model_folder("minilm", run.work)
     work = os.path.join(run.work, "shards")
     os.makedirs(work, exist_ok=True)
@@ -906,31 +905,26 @@ def measure_shards(run, text_dir):
     for k in range(SHARDS):
         part = texts[k * len(texts) // SHARDS:(k + 1) * len(texts) // SHARDS]
         write_jsonl(os.path.join(shard_dir, f"part-{k}.jsonl.zst"), part, compress=True)
-    corpora = [("one plain file", plain), (f"{SHARDS} zstd shards", shard_dir)]
+    # outputs.best_of: the four cases in turns, the order reversed every
+    # other turn, each case's best run and every turn's rate.
+    import outputs  # tests/bench/outputs.py (it imports this module)
+    layouts = ("1x2", "2x1")
+    cases = {}
+    for layout in layouts:
+        cases[f"plain {layout}"] = (job, plain, warmup, "fp32", layout)
+        cases[f"shards {layout}"] = (job, shard_dir, warmup, "fp32", layout)
+    best = outputs.best_of(run, cases, "shards")
     rows = []
-    for layout in ("1x2", "2x1"):
-        ranks, threads = (int(x) for x in layout.split("x"))
-        output = os.path.join(work, "out.h5")
-        tfenc_job(run.builddir, job, warmup, output, "fp32", ranks, threads)
-        best, paired = {}, []
-        for turn in range(max(run.args.repeat, 1)):
-            # The order alternates, so that neither corpus always runs on a
-            # machine the other has just warmed (or heated); each turn's two
-            # runs also give one paired ratio.
-            rates = {}
-            for name, corpus in corpora if turn % 2 == 0 else corpora[::-1]:
-                result = tfenc_job(run.builddir, job, corpus, output, "fp32", ranks, threads)
-                if result["status"] != "ok":
-                    sys.exit(f"bench: {name}, {layout}: {result['reason']}")
-                rate = rates[name] = result["tokens"] / max(result["encoding"], 1e-9)
-                if name not in best or rate > best[name]["rate"]:
-                    best[name] = dict(result, rate=rate)
-            paired.append(rates[corpora[1][0]] / rates[corpora[0][0]])
-        one, many = best[corpora[0][0]], best[corpora[1][0]]
+    for layout in layouts:
+        one, many = best[f"plain {layout}"], best[f"shards {layout}"]
+        for result in (one, many):
+            if result.get("status") != "ok":
+                sys.exit(f"bench: shards, {layout}: {result['reason']}")
+        paired = [a / b for a, b in zip(many["rates"], one["rates"])]
         rows.append({"layout": layout, "plain tokens/s": round(one["rate"]),
                      "shards tokens/s": round(many["rate"]),
                      "shards / plain": round(many["rate"] / one["rate"], 4),
-                     "median of turns' ratios": round(statistics.median(paired), 4),
+                     "median of turns' ratios": round(outputs.paired_median(many, one), 4),
                      "turns' ratios": " ".join(f"{x:.3f}" for x in paired),
                      "plain RSS MiB": one["rss_mib"], "shards RSS MiB": many["rss_mib"],
                      "RSS growth MiB": round(many["rss_mib"] - one["rss_mib"], 1)})
