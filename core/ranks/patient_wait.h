@@ -4,7 +4,8 @@
  * done (they yield when the node is oversubscribed, and sched_yield gives
  * the core away only to a thread that is ready). A rank that has finished
  * its windows and waits for the slowest replica, or a pipeline stage that
- * waits for its upstream stage's next microbatch, so holds a whole core
+ * waits for its upstream stage's next microbatch or for its downstream
+ * stage to take one, so holds a whole core
  * that the job's other ranks and threads on the node could use, for as long
  * as the wait lasts.
  *

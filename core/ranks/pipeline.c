@@ -156,13 +156,24 @@ static slot *oldest(tfenc_pipeline *p, slot_state state)
     return found;
 }
 
+/* The mirror of the receive's wait. The header goes out as a synchronous
+ * send, which completes only once the next stage has matched it, that is
+ * once that stage has a slot free and a receive posted for the activations
+ * too: until then (a slower next stage keeps every slot of this one
+ * sending) the wait is patient; from then on the activations are moving,
+ * and their transfer may need this side's progress at full speed. */
+static void wait_send(slot *s)
+{
+    tfenc_patient_waitall(1, &s->requests[0], MPI_STATUS_IGNORE);
+    MPI_Wait(&s->requests[1], MPI_STATUS_IGNORE);
+    s->state = SLOT_FREE;
+}
+
 static void wait_oldest_send(tfenc_pipeline *p)
 {
     slot *s = oldest(p, SLOT_SENDING);
-    if (s != NULL) {
-        MPI_Waitall(2, s->requests, MPI_STATUSES_IGNORE);
-        s->state = SLOT_FREE;
-    }
+    if (s != NULL)
+        wait_send(s);
 }
 
 int tfenc_pipeline_acquire(tfenc_context *ctx, tfenc_pipeline *p, tfenc_microbatch **microbatch)
@@ -272,8 +283,9 @@ int tfenc_pipeline_pass_on(tfenc_context *ctx, tfenc_pipeline *p, tfenc_microbat
     meta_header header = {.n_seq = b->n_seq, .n_tokens = b->n_tokens, .rows = b->rows,
                           .ids_bytes = microbatch->ids_bytes};
     memcpy(s->meta, &header, sizeof header);
-    MPI_Isend(s->meta, (int)meta_bytes(b->n_seq, b->n_tokens, microbatch->ids_bytes), MPI_BYTE,
-              p->stage + 1, TAG_META, p->replica, &s->requests[0]);
+    /* Synchronous: its completion says the next stage has taken it (wait_send). */
+    MPI_Issend(s->meta, (int)meta_bytes(b->n_seq, b->n_tokens, microbatch->ids_bytes), MPI_BYTE,
+               p->stage + 1, TAG_META, p->replica, &s->requests[0]);
     MPI_Isend(s->x, b->rows * b->d_model, MPI_FLOAT, p->stage + 1, TAG_ACTIVATIONS, p->replica,
               &s->requests[1]);
     s->state = SLOT_SENDING;
@@ -300,7 +312,7 @@ int tfenc_pipeline_finish(tfenc_context *ctx, tfenc_pipeline *p)
     for (int i = 0; i < p->n_slots; i++) {
         slot *s = &p->slots[i];
         if (s->state == SLOT_SENDING) {
-            MPI_Waitall(2, s->requests, MPI_STATUSES_IGNORE);
+            wait_send(s);
         } else if (s->state == SLOT_RECEIVING) {
             /* Nothing follows the end of the stream: these never match. */
             for (int k = 0; k < 2; k++) {

@@ -10,8 +10,10 @@
  *
  * Overlap: each stage owns several slots. A receiving stage keeps receives
  * posted in the free slots, so the previous stage's sends complete while this
- * stage computes; a sending stage hands a slot to MPI_Isend and goes on with
- * the next slot. With n slots a stage has up to n microbatches in flight, so
+ * stage computes; a sending stage hands a slot to MPI (the header as a
+ * synchronous send, whose completion says the next stage has taken it, so
+ * that a stage waiting for a slot back can wait without spinning) and goes
+ * on with the next slot. With n slots a stage has up to n microbatches in flight, so
  * the pipeline stays full once it has filled (bubble (p-1)/(m+p-1) for p
  * stages and m microbatches per replica).
  *
