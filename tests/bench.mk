@@ -28,6 +28,4 @@ bench: all tests/bench/gemm_rate$(EXEEXT)
 # Normal build only (tests/local.mk): a Python harness, and the tfenc jobs it
 # runs are layouts.sh's and precision_isa.sh's.
 dist_check_SCRIPTS += tests/bench/smoke.sh
-if !SANITIZERS
-TESTS += tests/bench/smoke.sh
-endif
+NORMAL_BUILD_ONLY_TESTS += tests/bench/smoke.sh

@@ -8,9 +8,7 @@ TESTS += tests/compact/compact.sh
 # minilm.sh compares bits with sentence-transformers on a real model: normal
 # build only; under the sanitizers compact.sh runs every output_dtype's
 # writing, calibration and resume, test_quantize the arithmetic.
-if !SANITIZERS
-TESTS += tests/compact/minilm.sh
-endif
+NORMAL_BUILD_ONLY_TESTS += tests/compact/minilm.sh
 EXTRA_DIST += tests/compact/compare_quantized.py tests/compact/unfinish.py
 
 # The arithmetic itself, and given ranges (.npy, .h5, JSON) with their errors.

@@ -22,15 +22,15 @@ dist_check_SCRIPTS += tests/import/import.sh tests/import/parity.sh tests/import
 	tests/import/pairs.sh tests/import/deberta.sh
 TESTS += tests/import/import.sh tests/import/architectures.sh tests/import/st_features.sh \
 	tests/import/st_chunks.sh tests/import/heads.sh tests/import/pairs.sh tests/import/deberta.sh
+FEWER_CASES_UNDER_SANITIZERS += tests/import/st_features.sh tests/import/st_chunks.sh \
+	tests/import/heads.sh
 # Reference comparisons of real models, normal build only (tests/local.mk):
 # under the sanitizers every architecture's layers and tfenc-import mapping
 # run in architectures.sh (small random models: MPNet's relative positions
 # included), the real tokenizers in test_tokenizer and the tokenizer
 # fuzzers, bf16 and int8 jobs in precision_isa.sh, the int8 gate in
 # test_accuracy_gate.
-if !SANITIZERS
-TESTS += tests/import/parity.sh tests/import/parity_mpnet.sh
-endif
+NORMAL_BUILD_ONLY_TESTS += tests/import/parity.sh tests/import/parity_mpnet.sh
 EXTRA_DIST += tests/import/make_checkpoint.py tests/import/check_import.py \
 	tests/import/st_reference.py tests/import/compare_embeddings.py tests/import/check_precision_attributes.py tests/import/sentences.txt \
 	tests/import/architectures.py tests/import/reference_models.py tests/import/st_features.py \

@@ -54,7 +54,5 @@ EXTRA_DIST += plugins/examples/attention-pooling/Makefile \
 # The commands of the documentation: the same in both builds, so normal
 # build only (tests/local.mk).
 dist_check_SCRIPTS += tests/readme.sh
-if !SANITIZERS
-TESTS += tests/readme.sh
-endif
+NORMAL_BUILD_ONLY_TESTS += tests/readme.sh
 EXTRA_DIST += tests/readme.py

@@ -31,6 +31,7 @@ tests_io_node_arena_LDADD = core/libtfenc.la $(MPI_LIBS)
 # directory, glob and list file: outputs bitwise equal to one file's at 1-3
 # ranks and after SIGKILL + resume, and bad shards refused naming the line.
 TESTS += tests/io/shards.sh
+FEWER_CASES_UNDER_SANITIZERS += tests/io/shards.sh
 dist_check_SCRIPTS += tests/io/shards.sh
 EXTRA_DIST += tests/io/make_shards.py tests/io/make_parquet.py
 

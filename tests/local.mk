@@ -162,9 +162,17 @@ tests_plugins_hostile_undeclared_key_la_LIBADD = core/libtfenc.la
 # text with a reference (PyTorch, sentence-transformers, Hugging Face
 # tokenizers), or checks something no sanitizer looks at (exported
 # symbols, documentation, Python tools), runs in the normal build only:
-# each fragment adds such tests under `if !SANITIZERS`, with the tests that
-# cover their memory paths in the sanitizer build named beside them
-# (tests/README.md lists both sets).
+# each fragment adds such tests to NORMAL_BUILD_ONLY_TESTS, with the tests
+# that cover their memory paths in the sanitizer build named beside them.
+# A script that runs fewer of its cases when TFENC_SANITIZER_BUILD is set
+# is also added to FEWER_CASES_UNDER_SANITIZERS (tests/structure.sh checks
+# both lists). tests/run-all.sh --sanitizers runs the normal build's
+# suite as those two lists only: a test that the sanitizer build runs
+# whole runs there alone, as it checks there all that it checks in the
+# normal build, and memory besides (tests/README.md lists the sets).
+if !SANITIZERS
+TESTS += $(NORMAL_BUILD_ONLY_TESTS)
+endif
 
 # Reference models, example outputs and other data the tests generate.
 clean-local:
@@ -176,6 +184,7 @@ BAD_INPUTS_TESTS = tests/bad_inputs/job_files.sh tests/bad_inputs/plugins.sh \
 	tests/bad_inputs/integers.sh tests/bad_inputs/inputs.sh
 dist_check_SCRIPTS += $(BAD_INPUTS_TESTS)
 TESTS += $(BAD_INPUTS_TESTS)
+FEWER_CASES_UNDER_SANITIZERS += $(BAD_INPUTS_TESTS)
 EXTRA_DIST += tests/bad_inputs/common.sh
 
 # Careless inputs beyond the job keys: the files tfenc-import and
@@ -193,9 +202,7 @@ tests_preload_signal_in_mpi_init_la_LIBADD = $(MPI_LIBS)
 # The plugin ABI is plugin.h: libtfenc's exports against the header (nm -D).
 # The same symbols in both builds: normal build only.
 dist_check_SCRIPTS += tests/exports.sh
-if !SANITIZERS
-TESTS += tests/exports.sh
-endif
+NORMAL_BUILD_ONLY_TESTS += tests/exports.sh
 
 dist_check_SCRIPTS += tests/many_documents.sh
 TESTS += tests/many_documents.sh

@@ -2,6 +2,7 @@
 # the single-rank output, and a failing rank at every layout.
 dist_check_SCRIPTS += tests/pipeline/layouts.sh tests/pipeline/failing_rank.sh
 TESTS += tests/pipeline/layouts.sh tests/pipeline/failing_rank.sh
+FEWER_CASES_UNDER_SANITIZERS += tests/pipeline/layouts.sh
 EXTRA_DIST += tests/pipeline/common.sh tests/pipeline/compare_layouts.py \
 	tests/pipeline/make_inputs.py tests/pipeline/bench.sh jobs/slurm/encode.sbatch \
 	tests/resume/progress.py
@@ -36,11 +37,13 @@ tests_test_patient_wait_LDADD = $(UNIT_TEST_LIBS) -lpthread
 dist_check_SCRIPTS += tests/resume/kill_resume.sh tests/resume/disk_full.sh \
 	tests/resume/guards.sh
 TESTS += tests/resume/kill_resume.sh tests/resume/disk_full.sh tests/resume/guards.sh
+FEWER_CASES_UNDER_SANITIZERS += tests/resume/kill_resume.sh tests/resume/disk_full.sh
 # Data never lost silently: an output aliasing any input key, a second job through
 # another name of a running job's output, a resume with rebuilt plugins,
 # inputs truncated while they are read.
 dist_check_SCRIPTS += tests/resume/data_loss.sh
 TESTS += tests/resume/data_loss.sh
+FEWER_CASES_UNDER_SANITIZERS += tests/resume/data_loss.sh
 EXTRA_DIST += tests/resume/wordpiece_json.py tests/resume/fixture.sh
 
 # Real clusters on this machine: jobs/slurm/encode.sbatch under a one-node
@@ -50,6 +53,4 @@ EXTRA_DIST += tests/resume/wordpiece_json.py tests/resume/fixture.sh
 # memory paths they drive (signals, resume, MPI over several processes) run
 # under the sanitizers in kill_resume.sh and layouts.sh.
 dist_check_SCRIPTS += tests/cluster/slurm.sh tests/cluster/two_nodes.sh
-if !SANITIZERS
-TESTS += tests/cluster/slurm.sh tests/cluster/two_nodes.sh
-endif
+NORMAL_BUILD_ONLY_TESTS += tests/cluster/slurm.sh tests/cluster/two_nodes.sh

@@ -3,6 +3,7 @@
 # attention plugin against a naive double-precision reference.
 check_PROGRAMS += tests/test_attention
 TESTS += tests/test_attention
+FEWER_CASES_UNDER_SANITIZERS += tests/test_attention
 tests_test_attention_SOURCES = tests/test_attention.c plugins/attention_kernel.c
 tests_test_attention_CPPFLAGS = $(AM_CPPFLAGS) $(CUNIT_CFLAGS) -I$(top_srcdir)/tests \
 	-I$(top_srcdir)/plugins
@@ -44,9 +45,7 @@ TESTS += tests/plugin_authoring.sh
 # instruction set a plugin's vector clones may run: arithmetic on two
 # arrays, no memory path for the sanitizers to watch (36 million values).
 check_PROGRAMS += tests/test_fast_math
-if !SANITIZERS
-TESTS += tests/test_fast_math
-endif
+NORMAL_BUILD_ONLY_TESTS += tests/test_fast_math
 tests_test_fast_math_SOURCES = tests/test_fast_math.c
 tests_test_fast_math_CPPFLAGS = $(AM_CPPFLAGS) $(CUNIT_CFLAGS) -I$(top_srcdir)/tests
 tests_test_fast_math_LDADD = tests/harness/libunit.la $(CUNIT_LIBS) -lm

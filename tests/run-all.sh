@@ -2,8 +2,10 @@
 # Installs what tfenc needs, builds it out of tree, and runs the whole test
 # suite (make check, valgrind memcheck of an end-to-end job included). This
 # is the README's test command. Options, which CI passes both of:
-#   --sanitizers  then the same suite in a second build with
-#                 AddressSanitizer and UndefinedBehaviorSanitizer
+#   --sanitizers  then the suite in a second build with AddressSanitizer
+#                 and UndefinedBehaviorSanitizer; the normal build then
+#                 runs only the tests that build leaves out or runs fewer
+#                 cases of (tests/local.mk), each other test once, there
 #   --fuzz        the libFuzzer targets for a fixed total time
 #                 (tests/fuzz/run.sh --budget), beside the sanitizer suite
 # After each stage it prints the stage's time and the ten slowest tests
@@ -58,10 +60,13 @@ build_in() {
   (cd "$build" && { [ -f Makefile ] || $nice "$top/configure" -q "$@"; } && $nice make -j2)
 }
 
-# slow_first: the build's TESTS (in the current directory's Makefile) with
-# those of tests/harness/slow_first first, in that file's order.
+# slow_first LISTS: the tests of the build's make variables LISTS (in the
+# current directory's Makefile; "TESTS" is the whole suite) with those of
+# tests/harness/slow_first first, in that file's order.
 slow_first() {
-  all=$(printf 'tfenc-print-tests:\n\t@echo $(TESTS)\n' \
+  references=""
+  for list in $1; do references="$references \$($list)"; done
+  all=$(printf 'tfenc-print-tests:\n\t@echo %s\n' "$references" \
     | make -s -f Makefile -f - tfenc-print-tests) || return 1
   first=""
   for name in $(grep -v '^#' "$top/tests/harness/slow_first"); do
@@ -74,16 +79,17 @@ slow_first() {
   echo $first $rest
 }
 
-# check_in DIR [JOBS]: make check there, JOBS tests at a time (default 4),
-# then the ten slowest tests, and every failing test's log when something
-# failed.
+# check_in DIR JOBS [LISTS]: make check there, JOBS tests at a time, of the
+# make variables LISTS (default TESTS, the whole suite), then the ten
+# slowest tests, and every failing test's log when something failed.
 check_in() {
   build=$1
-  jobs=${TFENC_CHECK_JOBS:-${2:-4}}
+  jobs=${TFENC_CHECK_JOBS:-$2}
+  lists=${3:-TESTS}
   (
     cd "$build"
     status=0
-    tests=$(slow_first) || exit 1
+    tests=$(slow_first "$lists") || exit 1
     # Four tests at a time on two cores: most of the slow ones wait (MPI
     # start-up, Slurm's time limits, the resume tests' pauses, timeouts),
     # so two at a time left the CPU idle for 40% of the suite.
@@ -127,7 +133,13 @@ if [ "$sanitizers" -eq 1 ] || [ "$fuzz" -eq 1 ]; then
   ) > "$background_log" 2>&1 &
   background=$!
 fi
-check_in "$top/build"
+# With the sanitizer build to follow, the normal build runs only what the
+# sanitizer build leaves out or runs fewer cases of (tests/local.mk): a test
+# that runs whole under the sanitizers checks there all that it checks
+# here, and memory besides.
+normal_lists=TESTS
+[ "$sanitizers" -eq 0 ] || normal_lists="NORMAL_BUILD_ONLY_TESTS FEWER_CASES_UNDER_SANITIZERS"
+check_in "$top/build" 4 "$normal_lists"
 stage_done "normal make check"
 if [ -n "$background" ]; then
   if ! wait "$background"; then

@@ -10,6 +10,4 @@ EXTRA_DIST += tests/scale/straggler.sh tests/scale/calibrate.sh tests/scale/mode
 # The model itself is tested (seeded, so deterministic) on that calibration.
 # A Python model: normal build only (tests/local.mk).
 dist_check_SCRIPTS += tests/scale/model_check.sh
-if !SANITIZERS
-TESTS += tests/scale/model_check.sh
-endif
+NORMAL_BUILD_ONLY_TESTS += tests/scale/model_check.sh

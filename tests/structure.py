@@ -23,6 +23,13 @@ with one line per offence naming the file, when:
     objects call each other round a loop (A -> B -> ... -> A), reported with
     the symbols that close it.
 
+It also checks the suite's split between the normal and the sanitizer
+build (tests/local.mk): a test that runs fewer cases when
+TFENC_SANITIZER_BUILD is set (in its source, or in a helper of its
+directory it sources) must be in FEWER_CASES_UNDER_SANITIZERS, and every
+test there must do so, since `tests/run-all.sh --sanitizers` runs the other
+tests of both builds in the sanitizer build only.
+
 Run from `make check` with top_srcdir and top_builddir set (tests/structure.sh),
 or by hand: python3 tests/structure.py SRCDIR BUILDDIR.
 """
@@ -248,6 +255,56 @@ def check_objects(builddir, declared):
     return problems
 
 
+def makefile_lists(builddir, names):
+    """The test lists of the build's Makefile, variables expanded."""
+    text = open(os.path.join(builddir, 'Makefile')).read().replace('\\\n', ' ')
+    values = dict(re.findall(r'^(\w+) = (.*)$', text, re.M))
+
+    def expand(value, depth=0):
+        return re.sub(r'\$\((\w+)\)',
+                      lambda m: expand(values.get(m.group(1), ''), depth + 1) if depth < 10 else '',
+                      value)
+    return {name: set(expand(values.get(name, '')).split()) for name in names}
+
+
+def check_test_split(srcdir, builddir):
+    lists = makefile_lists(builddir, ['TESTS', 'NORMAL_BUILD_ONLY_TESTS',
+                                      'FEWER_CASES_UNDER_SANITIZERS'])
+    fewer, normal_only = lists['FEWER_CASES_UNDER_SANITIZERS'], lists['NORMAL_BUILD_ONLY_TESTS']
+    problems = []
+
+    def reads_the_variable(test):
+        source = os.path.join(srcdir, test if test.endswith(('.sh', '.py')) else test + '.c')
+        if not os.path.exists(source):
+            return False
+        text = open(source, errors='replace').read()
+        if 'TFENC_SANITIZER_BUILD' in text:
+            return True
+        directory = os.path.dirname(source)
+        for helper in re.findall(r'^\s*(?:\.|source)\s.*?([\w.-]+\.sh)\b', text, re.M):
+            path = os.path.join(directory, helper)
+            if (path != source and os.path.exists(path)
+                    and 'TFENC_SANITIZER_BUILD' in open(path, errors='replace').read()):
+                return True
+        return False
+
+    for test in sorted(lists['TESTS'] | fewer):
+        reads = reads_the_variable(test)
+        if reads and test not in fewer and test not in normal_only:
+            problems.append('%s runs fewer cases under the sanitizers (TFENC_SANITIZER_BUILD) '
+                            'but is not in FEWER_CASES_UNDER_SANITIZERS' % test)
+        if test in fewer and not reads:
+            problems.append('%s is in FEWER_CASES_UNDER_SANITIZERS but does not read '
+                            'TFENC_SANITIZER_BUILD' % test)
+        if test in fewer and test in normal_only:
+            problems.append('%s is in both NORMAL_BUILD_ONLY_TESTS and '
+                            'FEWER_CASES_UNDER_SANITIZERS' % test)
+    if not normal_only or not fewer:
+        problems.append('the Makefile lists no NORMAL_BUILD_ONLY_TESTS or '
+                        'FEWER_CASES_UNDER_SANITIZERS')
+    return problems
+
+
 def main(argv):
     srcdir = argv[1] if len(argv) > 1 else os.environ.get('abs_top_srcdir', '.')
     builddir = argv[2] if len(argv) > 2 else os.environ.get('abs_top_builddir', '.')
@@ -258,11 +315,12 @@ def main(argv):
         problems += check_core_includes(srcdir, declared)
         problems += check_plugin_includes(srcdir, declared)
         problems += check_objects(builddir, declared)
+    problems += check_test_split(srcdir, builddir)
     for problem in problems:
         print('structure: ' + problem)
     if not problems:
-        print('structure: %d subsystems, includes and objects depend only downward'
-              % len(declared))
+        print('structure: %d subsystems, includes and objects depend only downward; '
+              'the tests that run fewer cases under the sanitizers are listed' % len(declared))
     return 1 if problems else 0
 
 

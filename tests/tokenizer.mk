@@ -8,9 +8,7 @@ TESTS += tests/test_tokenizer tests/tokenizer/test-reference.sh tests/tokenizer/
 # Real tokenizer.json files on real text against Hugging Face's ids: normal
 # build only (tests/local.mk); under the sanitizers test_tokenizer's BPE,
 # Unigram and byte-level cases and fuzz_tokenizer_json cover those paths.
-if !SANITIZERS
-TESTS += tests/tokenizer/test-json.sh
-endif
+NORMAL_BUILD_ONLY_TESTS += tests/tokenizer/test-json.sh
 tests_test_tokenizer_SOURCES = tests/test_tokenizer.c
 tests_test_tokenizer_CPPFLAGS = $(AM_CPPFLAGS) $(CUNIT_CFLAGS) -I$(top_srcdir)/tests
 tests_test_tokenizer_LDADD = tests/harness/libunit.la core/libtfenc.la $(CUNIT_LIBS) $(HDF5_LIBS)
