@@ -86,6 +86,9 @@ PY
 # several CPU-seconds); the normal build runs all four.
 chunk_layouts="1:1 2:1 4:1 4:2"
 [ -z "${TFENC_SANITIZER_BUILD:-}" ] || chunk_layouts="2:1 4:2"
+# Where the sanitizer build runs those two (tests/run-all.sh --sanitizers):
+# the other two.
+[ -z "${TFENC_ONLY_UNSANITIZED_CASES:-}" ] || chunk_layouts="1:1 4:1"
 for layout in $chunk_layouts; do
   ranks=${layout%:*} stages=${layout#*:}
   # shellcheck disable=SC2086

@@ -55,6 +55,12 @@ if [ -n "${TFENC_SANITIZER_BUILD:-}" ]; then
   all_layouts="1:1 2:1 2:2 3:1 4:2 8:4"
   precision_layouts="1:1 4:2"
   tiny_layouts="1:1 8:4"
+elif [ -n "${TFENC_ONLY_UNSANITIZED_CASES:-}" ]; then
+  # The sanitizer build runs the layouts above (tests/run-all.sh
+  # --sanitizers): the rest, each against its one-rank file.
+  all_layouts="1:1 4:1 5:1 8:1 8:2"
+  precision_layouts="1:1 2:1 3:1"
+  tiny_layouts="1:1 8:2"
 fi
 layouts=$all_layouts
 run_matrix pooled "$work/pooled" --set job.input=big.txt --set job.batch_tokens=64 \
