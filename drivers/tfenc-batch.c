@@ -482,13 +482,6 @@ int main(int argc, char **argv)
      * Listing plugins stops nothing and keeps the default action. */
     if (!opts.list_plugins)
         catch_stop_signals();
-    /* Started without a launcher, an Open MPI process is a singleton, and
-     * MPI_Init forks a daemon (orted) beside it in case it spawns or
-     * connects to other processes later, which tfenc-batch never does: the
-     * daemon doubled the start-up of a one-rank job (0.2 s; 0.08 s without).
-     * A launcher's ranks are not singletons, and other MPI libraries ignore
-     * the variable; a value the user set stays. */
-    setenv("OMPI_MCA_ess_singleton_isolated", "1", 0);
     MPI_Init(&argc, &argv);
     atexit(report_exit_from_plugin);
     H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
