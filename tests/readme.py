@@ -91,6 +91,8 @@ import sys
 import tempfile
 
 sys.dont_write_bytecode = True
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "harness"))
+from makefile_lists import makefile_lists  # noqa: E402  (tests/harness/makefile_lists.py)
 
 SRCDIR = os.environ["abs_top_srcdir"]
 BUILDDIR = os.environ["abs_top_builddir"]
@@ -492,18 +494,7 @@ def check_static(block, block_commands, accepted, start=SRCDIR):
 
 
 def tests_run_by_make_check():
-    makefile = open(os.path.join(BUILDDIR, "Makefile")).read()
-    joined = makefile.replace("\\\n", " ")
-    # Tests a fragment adds under a condition (`if !SANITIZERS`) are in
-    # automake's am__append_N variables, defined in this build's Makefile
-    # when the condition holds here (commented out otherwise).
-    values = dict(re.findall(r"^(\w+) = (.*)$", joined, re.M))
-
-    def expand(text, depth=0):
-        return re.sub(r"\$\((\w+)\)",
-                      lambda m: expand(values.get(m.group(1), ""), depth + 1) if depth < 10 else "",
-                      text)
-    return set(expand(values["TESTS"]).split()) if "TESTS" in values else set()
+    return makefile_lists(BUILDDIR, ["TESTS"])["TESTS"]
 
 
 def ini_keys(text):

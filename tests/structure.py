@@ -38,6 +38,9 @@ import re
 import subprocess
 import sys
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), 'harness'))
+from makefile_lists import makefile_lists  # noqa: E402  (tests/harness/makefile_lists.py)
+
 INCLUDE = re.compile(r'^\s*#\s*include\s*[<"]([^">]+)[">]', re.M)
 MAY_USE = re.compile(r'^#\s*may use:(.*)$', re.M)
 # Global symbols an object defines (text, data, bss, read-only, common, weak).
@@ -253,18 +256,6 @@ def check_objects(builddir, declared):
                  for a, b in zip(loop, loop[1:])]
         problems.append('source files call each other round a loop: ' + '; '.join(steps))
     return problems
-
-
-def makefile_lists(builddir, names):
-    """The test lists of the build's Makefile, variables expanded."""
-    text = open(os.path.join(builddir, 'Makefile')).read().replace('\\\n', ' ')
-    values = dict(re.findall(r'^(\w+) = (.*)$', text, re.M))
-
-    def expand(value, depth=0):
-        return re.sub(r'\$\((\w+)\)',
-                      lambda m: expand(values.get(m.group(1), ''), depth + 1) if depth < 10 else '',
-                      value)
-    return {name: set(expand(values.get(name, '')).split()) for name in names}
 
 
 def check_test_split(srcdir, builddir):
