@@ -79,7 +79,8 @@ slow_first() {
   echo $first $rest
 }
 
-# check_in DIR JOBS [LISTS]: make check there, JOBS tests at a time, of the
+# check_in DIR JOBS [LISTS]: make check there, JOBS tests at a time (each
+# caller says why its count), of the
 # make variables LISTS (default TESTS, the whole suite), then the ten
 # slowest tests, and every failing test's log when something failed.
 check_in() {
@@ -90,9 +91,6 @@ check_in() {
     cd "$build"
     status=0
     tests=$(slow_first "$lists") || exit 1
-    # Four tests at a time on two cores: most of the slow ones wait (MPI
-    # start-up, Slurm's time limits, the resume tests' pauses, timeouts),
-    # so two at a time left the CPU idle for 40% of the suite.
     make -j"$jobs" check TESTS="$tests" || status=$?
     sh "$top/tests/harness/slowest" "$build" 10
     if [ "$status" -ne 0 ]; then
@@ -148,6 +146,9 @@ if [ "$sanitizers" -eq 1 ]; then
   check_in "$top/build" 5 "NORMAL_BUILD_ONLY_TESTS FEWER_CASES_UNDER_SANITIZERS"
   unset TFENC_ONLY_UNSANITIZED_CASES
 else
+  # Four tests at a time on two cores: most of the slow ones wait (MPI
+  # start-up, Slurm's time limits, the resume tests' pauses, timeouts),
+  # so two at a time left the CPU idle for 40% of the suite.
   check_in "$top/build" 4
 fi
 stage_done "normal make check"
