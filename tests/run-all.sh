@@ -79,10 +79,10 @@ slow_first() {
   echo $first $rest
 }
 
-# check_in DIR JOBS [LISTS]: make check there, JOBS tests at a time (each
-# caller says why its count), of the
-# make variables LISTS (default TESTS, the whole suite), then the ten
-# slowest tests, and every failing test's log when something failed.
+# check_in DIR JOBS [LISTS]: make check there of the make variables LISTS
+# (default TESTS, the whole suite), JOBS tests at a time (each caller says
+# why its count), then the ten slowest tests, and every failing test's log
+# when something failed.
 check_in() {
   build=$1
   jobs=${TFENC_CHECK_JOBS:-$2}
