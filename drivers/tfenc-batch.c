@@ -10,6 +10,7 @@
 #include "plugin/plugin_loader.h"
 #include "model/model.h"
 #include "run/run.h"
+#include "singleton.h"
 #include "status.h"
 
 #include <hdf5.h>
@@ -454,6 +455,7 @@ static void report_exit_from_plugin(void)
     fprintf(stderr, "%s: %sthe process was ended by exit() from inside a plugin or library "
             "before the job finished, without an error: the run failed\n", program, rank);
     fflush(stderr);
+    singleton_remove_directory();
     _exit(1);
 }
 
@@ -482,6 +484,8 @@ int main(int argc, char **argv)
      * Listing plugins stops nothing and keeps the default action. */
     if (!opts.list_plugins)
         catch_stop_signals();
+    singleton_prepare();
+    atexit(singleton_remove_directory); /* after MPI_Finalize */
     MPI_Init(&argc, &argv);
     atexit(report_exit_from_plugin);
     H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
@@ -543,6 +547,7 @@ int main(int argc, char **argv)
         main_returned = 1; /* Open MPI's abort ends the process with exit() */
         if (n_ranks > 1)
             MPI_Abort(MPI_COMM_WORLD, 1);
+        singleton_remove_directory();
         /* Alone: leave at once, as MPI_Abort would. Closing the file could
          * fail again (a full disk) and leave HDF5 unable to shut down; the
          * rows and metadata written so far are in the file already. */
@@ -550,6 +555,7 @@ int main(int argc, char **argv)
     }
     if (result.skip_finalize) {
         fflush(NULL);
+        singleton_remove_directory();
         _exit(exit_code);
     }
     MPI_Finalize();

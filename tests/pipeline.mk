@@ -3,6 +3,10 @@
 dist_check_SCRIPTS += tests/pipeline/layouts.sh tests/pipeline/failing_rank.sh
 TESTS += tests/pipeline/layouts.sh tests/pipeline/failing_rank.sh
 FEWER_CASES_UNDER_SANITIZERS += tests/pipeline/layouts.sh
+# One-rank runs started without a launcher, many at once (drivers/singleton.h):
+# Open MPI's start, not memory, so the normal build only.
+dist_check_SCRIPTS += tests/pipeline/singletons.sh
+NORMAL_BUILD_ONLY_TESTS += tests/pipeline/singletons.sh
 EXTRA_DIST += tests/pipeline/common.sh tests/pipeline/compare_layouts.py \
 	tests/pipeline/make_inputs.py tests/pipeline/bench.sh jobs/slurm/encode.sbatch \
 	tests/resume/progress.py
