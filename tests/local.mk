@@ -80,8 +80,13 @@ tests_test_plugin_loader_LDADD = $(UNIT_TEST_LIBS)
 # composition, memory promises (checked with a counting allocator) and bf16
 # accuracy (model); and the int8 accuracy gate above it (run/accuracy_gate).
 # The last two share a random BERT-like encoder (tests/encoder_fixture.c).
-check_PROGRAMS += tests/test_weights tests/test_model tests/test_accuracy_gate
-TESTS += tests/test_weights tests/test_model tests/test_accuracy_gate
+# The gate's checkpoints of its trial runs (run/gate_checkpoints).
+check_PROGRAMS += tests/test_weights tests/test_model tests/test_accuracy_gate \
+	tests/test_gate_checkpoints
+TESTS += tests/test_weights tests/test_model tests/test_accuracy_gate tests/test_gate_checkpoints
+tests_test_gate_checkpoints_SOURCES = tests/test_gate_checkpoints.c
+tests_test_gate_checkpoints_CFLAGS = $(TEST_CFLAGS)
+tests_test_gate_checkpoints_LDADD = $(UNIT_TEST_LIBS)
 tests_test_weights_SOURCES = tests/test_weights.c
 tests_test_weights_CFLAGS = $(TEST_CFLAGS)
 tests_test_weights_LDADD = $(UNIT_TEST_LIBS)

@@ -102,6 +102,12 @@ static void test_precision_gate(void)
         reproduced = fmin(reproduced, smallest_cosine(&fp32, &out));
     }
     CU_ASSERT(reproduced >= target);
+    /* Exactly: the maps are built from the input ranges the gate's choice
+     * was measured with, and its runs, resumed from one another's
+     * activations, equal whole ones. */
+    CU_ASSERT_DOUBLE_EQUAL(reproduced, report.sample_cosine, 1e-9);
+    if (fabs(reproduced - report.sample_cosine) > 1e-9)
+        fprintf(stderr, "reproduced %.12f, reported %.12f ", reproduced, report.sample_cosine);
 
     /* A bar above what even bf16 gives is refused, naming the layer. With
      * fp32 as the fallback every bar is met: each inexact step is kept out

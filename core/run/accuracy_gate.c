@@ -9,6 +9,7 @@
 #include "model/model.h"
 #include "output/sparse.h"
 #include "run/feeder.h"
+#include "run/gate_checkpoints.h"
 
 #include <malloc.h>
 #include <math.h>
@@ -166,6 +167,12 @@ void tfenc_gate_sample_free(tfenc_gate_sample *sample)
 }
 
 /* ------------------------------------------------------- the trial runs */
+
+/* The memory the trial runs' checkpoints may take (run/gate_checkpoints.h):
+ * on all-MiniLM-L6-v2's 8,192-token sample a boundary takes 12.6 MB, and
+ * this keeps every third boundary of the reference and of the last three
+ * trials. */
+#define GATE_CHECKPOINT_BYTES ((size_t)256 << 20)
 
 /* One copy of the sample's activations: the batches as the caller gave
  * them, each with its own x, and the rows a sparse head (splade) hands
@@ -360,15 +367,14 @@ static double stream_similarity(const stream *reference, const stream *tested, i
 }
 
 /* Builds step `step` alone at `precision` and runs every batch of `s`
- * through it. */
+ * through it; `calibrate` (fp32 only) records its maps' input ranges. */
 static int run_step(tfenc_context *ctx, const tfenc_model_options *options, tfenc_precision *chosen,
-                    int step, tfenc_precision precision, stream *s)
+                    int step, tfenc_precision precision, int calibrate, stream *s)
 {
     tfenc_model_options one = *options;
     one.first_step = step;
     one.end_step = step + 1;
-    /* The fp32 reference calibrates the int8 maps' input smoothing. */
-    one.calibrate = precision == TFENC_PRECISION_FP32;
+    one.calibrate = calibrate && precision == TFENC_PRECISION_FP32;
     tfenc_precision kept = chosen[step];
     chosen[step] = precision;
     one.step_precision = chosen;
@@ -390,34 +396,69 @@ static int run_step(tfenc_context *ctx, const tfenc_model_options *options, tfen
     return status;
 }
 
-/* The whole model at precisions `chosen`, step by step, on the sample. */
+/* The whole model at precisions `chosen`, step by step, on the sample:
+ * from the deepest checkpoint an earlier run at the same precisions left,
+ * leaving checkpoints of its own. */
 static int run_model(tfenc_context *ctx, const tfenc_model_options *options,
-                     tfenc_precision *chosen, const tfenc_batch *samples, stream *s)
+                     tfenc_precision *chosen, const tfenc_batch *samples, stream *s,
+                     tfenc_gate_checkpoints *checkpoints)
 {
-    stream_reset(s, samples);
+    const int start = tfenc_gate_checkpoints_restore(checkpoints, chosen, s->batches);
+    if (start == 0)
+        stream_reset(s, samples);
     int status = TFENC_OK;
-    for (int i = 0; status == TFENC_OK && i < options->plan->n_steps; i++)
-        status = run_step(ctx, options, chosen, i, chosen[i], s);
+    for (int i = start; status == TFENC_OK && i < options->plan->n_steps; i++) {
+        if (i > start)
+            tfenc_gate_checkpoints_keep(checkpoints, i, chosen, s->batches);
+        status = run_step(ctx, options, chosen, i, chosen[i], 0, s);
+    }
     return status;
 }
 
+/* Whether two streams hold bitwise the same rows. */
+static int streams_identical(const stream *a, const stream *b)
+{
+    for (int i = 0; i < a->n; i++) {
+        const tfenc_batch *x = &a->batches[i], *y = &b->batches[i];
+        if (x->rows != y->rows || x->d_model != y->d_model ||
+            memcmp(x->x, y->x, (size_t)x->rows * (size_t)x->d_model * sizeof(float)) != 0)
+            return 0;
+    }
+    return 1;
+}
+
 /* Each step alone at `precision` against fp32 on fp32 inputs; `reference`
- * ends holding the fp32 model's output. */
+ * ends holding the fp32 model's output. The fp32 steps here, and only
+ * these, calibrate the int8 maps' input smoothing: on the reference's
+ * activations, recorded before the step's int8 map is built. The fp32
+ * steps of the trial runs below (fp32 is the fallback where bf16 does not
+ * run) see activations that int8 steps upstream have moved; had they
+ * recorded too, a step's int8 map would depend on which trials ran before
+ * it, and a run could not start from the activations an earlier run with
+ * the same precisions left (run/gate_checkpoints.h). The reference's
+ * activations are the first checkpoints (`all_fp32`: [n_steps] fp32), and
+ * the int8 steps that give bitwise its output are marked so. */
 static int step_cosines(tfenc_context *ctx, const tfenc_model_options *options,
                         tfenc_precision *chosen, const tfenc_batch *samples,
                         tfenc_precision precision, stream *reference, stream *tested,
-                        int scores_width, double *cosines)
+                        int scores_width, double *cosines, tfenc_gate_checkpoints *checkpoints,
+                        const tfenc_precision *all_fp32)
 {
     stream_reset(reference, samples);
     int status = TFENC_OK;
     for (int i = 0; status == TFENC_OK && i < options->plan->n_steps; i++) {
         stream_copy(tested, reference);
-        status = run_step(ctx, options, chosen, i, TFENC_PRECISION_FP32, reference);
+        tfenc_gate_checkpoints_keep(checkpoints, i, all_fp32, reference->batches);
+        status = run_step(ctx, options, chosen, i, TFENC_PRECISION_FP32, 1, reference);
         if (status == TFENC_OK)
-            status = run_step(ctx, options, chosen, i, precision, tested);
-        if (status == TFENC_OK)
+            status = run_step(ctx, options, chosen, i, precision, 0, tested);
+        if (status == TFENC_OK) {
             cosines[i] = stream_similarity(reference, tested, i == options->plan->n_steps - 1,
                                            scores_width);
+            if (precision == TFENC_PRECISION_INT8)
+                tfenc_gate_checkpoints_set_identical(checkpoints, i,
+                                                     streams_identical(reference, tested));
+        }
     }
     return status;
 }
@@ -464,6 +505,8 @@ typedef struct gate {
     tfenc_precision *chosen; /* [n_steps] the report's step_precision */
     int n_steps;
     stream reference, tested;
+    tfenc_gate_checkpoints *checkpoints;
+    tfenc_precision *all_fp32; /* [n_steps] */
     double *cosines; /* [n_steps] */
     int *order;      /* [n_steps] */
     double bar;
@@ -474,7 +517,8 @@ typedef struct gate {
  * cosine to the fp32 output (0 after an error). */
 static int model_cosine(gate *g, double *cosine)
 {
-    int status = run_model(g->ctx, g->options, g->chosen, g->samples, &g->tested);
+    int status = run_model(g->ctx, g->options, g->chosen, g->samples, &g->tested,
+                           g->checkpoints);
     *cosine = status == TFENC_OK ? stream_similarity(&g->reference, &g->tested, 1,
                                                      g->scores_width)
                                  : 0.0;
@@ -556,7 +600,8 @@ static int keep_out_of_int8(gate *g, tfenc_precision_report *report, double *sam
     *refuse = 1;
     *sample_cosine = all_bf16;
     status = step_cosines(g->ctx, g->options, g->chosen, g->samples, tfenc_matrix_int8_fallback(),
-                          &g->reference, &g->tested, g->scores_width, g->cosines);
+                          &g->reference, &g->tested, g->scores_width, g->cosines,
+                          g->checkpoints, g->all_fp32);
     int worst = worst_step(g->cosines, g->n_steps);
     report->worst_step = worst;
     *refused_cosine = worst >= 0 ? g->cosines[worst] : 1.0;
@@ -627,18 +672,29 @@ int tfenc_precision_gate(tfenc_context *ctx, const tfenc_model_options *options,
               .bar = 1.0 - (1.0 - min_cosine) / 2.0, .scores_width = scores_width};
     g.cosines = calloc((size_t)n_steps, sizeof *g.cosines);
     g.order = calloc((size_t)n_steps, sizeof *g.order);
-    int status = g.cosines == NULL || g.order == NULL
+    g.all_fp32 = calloc((size_t)n_steps, sizeof *g.all_fp32);
+    int status = g.cosines == NULL || g.order == NULL || g.all_fp32 == NULL
                      ? tfenc_error(ctx, TFENC_ERR_NO_MEMORY, "accuracy gate: out of memory")
                      : TFENC_OK;
+    for (int i = 0; g.all_fp32 != NULL && i < n_steps; i++)
+        g.all_fp32[i] = TFENC_PRECISION_FP32;
     const int max_tokens = options->limits.max_tokens, d = options->config->d_model;
     const int vocab = options->config->vocab_size;
+    size_t boundary_bytes = 0;
+    for (int b = 0; b < n_samples; b++)
+        boundary_bytes += (size_t)(samples[b].n_tokens < max_tokens ? samples[b].n_tokens
+                                                                     : max_tokens) *
+                          (size_t)d * sizeof(float);
+    if (status == TFENC_OK)
+        status = tfenc_gate_checkpoints_create(ctx, n_steps, n_samples, boundary_bytes,
+                                               GATE_CHECKPOINT_BYTES, &g.checkpoints);
     if (status == TFENC_OK)
         status = stream_create(ctx, &g.reference, samples, n_samples, max_tokens, d, vocab);
     if (status == TFENC_OK)
         status = stream_create(ctx, &g.tested, samples, n_samples, max_tokens, d, vocab);
     if (status == TFENC_OK)
         status = step_cosines(ctx, options, g.chosen, samples, requested, &g.reference,
-                              &g.tested, scores_width, g.cosines);
+                              &g.tested, scores_width, g.cosines, g.checkpoints, g.all_fp32);
     /* g.reference now holds the fp32 model's output. */
     double sample_cosine = 0.0;
     if (status == TFENC_OK) {
@@ -662,6 +718,8 @@ int tfenc_precision_gate(tfenc_context *ctx, const tfenc_model_options *options,
         status = refuse_job(&g, report, min_cosine, refused_cosine);
     stream_destroy(&g.reference);
     stream_destroy(&g.tested);
+    tfenc_gate_checkpoints_destroy(g.checkpoints);
+    free(g.all_fp32);
     free(g.cosines);
     free(g.order);
     malloc_trim(0); /* the sample's activations and the steps built for it */
