@@ -65,7 +65,8 @@ static void usage(FILE *stream)
             "  --set SECTION.KEY=VALUE  override a job key (repeatable)\n"
             "  --dry-run                validate the job, count the corpus, print the layout,\n"
             "                           the layers of each stage, the cost and an estimated\n"
-            "                           wall time; encode nothing\n"
+            "                           wall time (each layer timed on a sample of the\n"
+            "                           corpus); write nothing\n"
             "  --list-plugins           list the layer types found and the plugins refused\n"
             "  --status OUT.h5|JOB.ini  say what an output file (or a job's) is: complete or not,\n"
             "                           documents finished, model, settings, layout, and the\n"
@@ -250,8 +251,11 @@ static void print_step(const tfenc_run_plan *p, int i, const char *indent)
     if (step->norm_section != NULL && step->norm_first)
         printf("  %s step %3d  %-28s %-12s pre-norm: its output feeds %s\n", indent, i, norm_name,
                step->norm_type, step->name);
-    printf("  %s step %3d  %-28s %-12s %10.3f MFLOP/token%s\n", indent, i, step->name, step->type,
-           p->step_flops[i] / 1e6,
+    char timed[64] = "";
+    if (p->step_seconds != NULL)
+        snprintf(timed, sizeof timed, " %9.3f us/token", p->step_seconds[i] * 1e6);
+    printf("  %s step %3d  %-28s %-12s %10.3f MFLOP/token%s%s\n", indent, i, step->name,
+           step->type, p->step_flops[i] / 1e6, timed,
            step->residual ? (step->norm_section != NULL && step->norm_first
                                  ? ", plus the step's input (before its norm)"
                                  : ", plus the step's input")
@@ -323,11 +327,22 @@ static void print_plan(void *user, const tfenc_run_plan *p)
         printf("; rank 0 holds %.1f MiB with its model built (proportional set size)",
                p->rank_memory_mib);
     printf("\n");
+    double measured = 0;
+    for (int i = 0; p->step_seconds != NULL && i < p->model->n_steps; i++)
+        measured += p->step_seconds[i];
     for (int s = 0; s < l->pipeline_stages; s++) {
+        double stage_seconds = 0;
+        for (int i = tfenc_layout_first_step(l, s);
+             p->step_seconds != NULL && i < tfenc_layout_end_step(l, s); i++)
+            stage_seconds += p->step_seconds[i];
+        char timed[64] = "";
+        if (measured > 0)
+            snprintf(timed, sizeof timed, ", %.1f%% of the measured time",
+                     100 * stage_seconds / measured);
         if (l->pipeline_stages > 1)
-            printf("  stage %d: steps %d..%d, %.1f%% of the cost\n", s,
+            printf("  stage %d: steps %d..%d, %.1f%% of the cost%s\n", s,
                    tfenc_layout_first_step(l, s), tfenc_layout_end_step(l, s) - 1,
-                   l->total_cost > 0 ? 100 * l->stage_cost[s] / l->total_cost : 0.0);
+                   l->total_cost > 0 ? 100 * l->stage_cost[s] / l->total_cost : 0.0, timed);
         for (int i = tfenc_layout_first_step(l, s); i < tfenc_layout_end_step(l, s); i++)
             print_step(p, i, l->pipeline_stages > 1 ? "  " : "");
     }
@@ -344,10 +359,19 @@ static void print_plan(void *user, const tfenc_run_plan *p)
         else
             printf("every value");
         printf(" above %g of each row)\n", p->sparse_threshold);
-        /* The head's map onto the vocabulary, the cost a SPLADE job adds. */
-        printf("vocabulary projection: %.3f TFLOP (2 x %d x d_model %d per token)\n",
+        /* The head's map onto the vocabulary, the cost a SPLADE job adds:
+         * the last step, whose measured share says what it costs here. */
+        printf("vocabulary projection: %.3f TFLOP (2 x %d x d_model %d per token)",
                2.0 * p->sparse_width * p->d_model * (double)p->n_tokens / 1e12, p->sparse_width,
                p->d_model);
+        const int last = p->model->n_steps - 1;
+        double all = 0;
+        for (int i = 0; p->step_seconds != NULL && i <= last; i++)
+            all += p->step_seconds[i];
+        if (all > 0)
+            printf(", measured %.1f%% of the encoding (its head step %s)",
+                   100.0 * p->step_seconds[last] / all, p->model->steps[last].name);
+        printf("\n");
     } else if (p->output_kind == TFENC_OUTPUT_VECTORS)
         printf("output: %s (vectors [%lld, %d] of the model's multi-vector head, %s, and "
                "offsets [%lld])\n", p->output_path, (long long)p->n_vectors, p->vectors_width,
@@ -367,7 +391,27 @@ static void print_plan(void *user, const tfenc_run_plan *p)
             max_stage = l->stage_cost[s];
     printf("estimated cost: %.3f TFLOP\n", l->total_cost * (double)p->n_tokens / 1e12);
     /* A replica runs at its slowest stage's pace; replicas run side by side. */
-    if (p->last_flop_rate > 0)
+    double slowest = 0;
+    for (int s = 0; p->step_seconds != NULL && s < l->pipeline_stages; s++) {
+        double stage = 0;
+        for (int i = tfenc_layout_first_step(l, s); i < tfenc_layout_end_step(l, s); i++)
+            stage += p->step_seconds[i];
+        slowest = stage > slowest ? stage : slowest;
+    }
+    const double estimate = (double)p->n_tokens / l->data_parallel * slowest;
+    /* Three significant digits or more: a small job's estimate is not 0.0 s. */
+    const int decimals = estimate >= 100   ? 0
+                         : estimate >= 10  ? 1
+                         : estimate >= 1   ? 2
+                         : estimate >= 0.1 ? 3
+                                           : 4;
+    if (slowest > 0)
+        printf("estimated wall time: %.*f s for the encoding (each step timed on %lld tokens "
+               "sampled from the corpus, at the job's precision and threads; %d replica%s at "
+               "the pace of %s slowest stage)\n",
+               decimals, estimate, (long long)p->timed_tokens, l->data_parallel,
+               l->data_parallel == 1 ? "" : "s", l->data_parallel == 1 ? "its" : "their");
+    else if (p->last_flop_rate > 0)
         printf("estimated wall time: %.1f s for the encoding (at %.2f GFLOP/s per rank, the rate "
                "the last job measured on this machine)\n",
                (double)p->n_tokens / l->data_parallel * max_stage / p->last_flop_rate,

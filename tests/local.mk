@@ -80,10 +80,16 @@ tests_test_plugin_loader_LDADD = $(UNIT_TEST_LIBS)
 # composition, memory promises (checked with a counting allocator) and bf16
 # accuracy (model); and the int8 accuracy gate above it (run/accuracy_gate).
 # The last two share a random BERT-like encoder (tests/encoder_fixture.c).
-# The gate's checkpoints of its trial runs (run/gate_checkpoints).
+# The gate's checkpoints of its trial runs (run/gate_checkpoints), and the
+# dry run's timing of each step on a sample (run/step_timing, on the encoder).
 check_PROGRAMS += tests/test_weights tests/test_model tests/test_accuracy_gate \
-	tests/test_gate_checkpoints
-TESTS += tests/test_weights tests/test_model tests/test_accuracy_gate tests/test_gate_checkpoints
+	tests/test_gate_checkpoints tests/test_step_timing
+TESTS += tests/test_weights tests/test_model tests/test_accuracy_gate tests/test_gate_checkpoints \
+	tests/test_step_timing
+tests_test_step_timing_SOURCES = tests/test_step_timing.c tests/encoder_fixture.c \
+	tests/encoder_fixture.h
+tests_test_step_timing_CFLAGS = $(TEST_CFLAGS)
+tests_test_step_timing_LDADD = $(UNIT_TEST_LIBS)
 tests_test_gate_checkpoints_SOURCES = tests/test_gate_checkpoints.c
 tests_test_gate_checkpoints_CFLAGS = $(TEST_CFLAGS)
 tests_test_gate_checkpoints_LDADD = $(UNIT_TEST_LIBS)

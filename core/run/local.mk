@@ -7,6 +7,7 @@ core_libtfenc_la_SOURCES += \
 	core/run/multivector_tokens.c core/run/multivector_tokens.h \
 	core/run/feeder.c core/run/feeder.h \
 	core/run/gate_checkpoints.c core/run/gate_checkpoints.h \
+	core/run/step_timing.c core/run/step_timing.h \
 	core/run/accuracy_gate.c core/run/accuracy_gate.h \
 	core/run/run.c core/run/run.h \
 	core/run/run_report.c core/run/run_report.h

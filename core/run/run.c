@@ -23,6 +23,7 @@
 #include "output/sparse.h"
 #include "ranks/pipeline.h"
 #include "run/accuracy_gate.h"
+#include "run/step_timing.h"
 #include "plugin/plugin_loader.h"
 #include "base/sha256.h"
 #include "tokenizer/tokenizer.h"
@@ -62,6 +63,8 @@ typedef struct run {
     MPI_Comm replica_comm;   /* the replica's stages; MPI_COMM_NULL with one stage */
     MPI_Comm writers_comm;   /* every last stage; MPI_COMM_NULL on the others */
     double *step_flops;      /* [n_steps] FLOPs per token at the corpus's mean length */
+    double *step_seconds;    /* --dry-run, rank 0: [n_steps] measured seconds per token */
+    int64_t timed_tokens;    /* the sample they were measured on */
     tfenc_model *model;
     tfenc_output_kind output_kind; /* pooled, tokens, scores, sparse or vectors, once known */
     int scores_width;        /* scores: values per document */
@@ -190,6 +193,7 @@ static void share_weights(run *r);
 static int whole_model(run *r);
 static int count_rows(run *r);
 static int cost_steps(run *r);
+static int time_steps(run *r);
 static void describe_plan(run *r);
 static int stage_model(run *r);
 static int open_output(run *r);
@@ -223,6 +227,8 @@ static int run_steps(run *r)
     if (agree_on_failure(r, tfenc_layout_split(r->ctx, &r->layout, r->step_flops)))
         return 1;
     if (r->request->dry_run) {
+        if (agree_on_failure(r, time_steps(r)))
+            return 1;
         describe_plan(r);
         r->result->outcome = TFENC_RUN_PLANNED;
         return 0;
@@ -1026,13 +1032,51 @@ static const char **describe_sources(const run *r, tfenc_run_plan *plan)
     return compressions;
 }
 
+/* --dry-run: rank 0 times each step on a sample of the corpus, spread
+ * over it by the accuracy gate's rule (run/step_timing.h), at the job's
+ * precisions (int8: the gate's choice) and threads. A corpus without a
+ * document to time leaves the plan without the measurement. */
+static int time_steps(run *r)
+{
+    if (r->rank != 0)
+        return TFENC_OK;
+    const int n_steps = r->plan.n_steps;
+    double flops = 0;
+    for (int i = 0; i < n_steps; i++)
+        flops += r->step_flops[i];
+    const long tokens = tfenc_step_timing_tokens(flops, r->settings.max_seq_len);
+    const tfenc_gate_corpus source = {
+        .corpus = r->corpus, .windows = &r->windows, .tokenizer = r->tokenizer,
+        .feeding = &r->feeding, .max_seq_len = r->settings.max_seq_len,
+        .batch_tokens = r->settings.batch_tokens, .d_model = r->config.d_model};
+    tfenc_gate_sample sample = {0};
+    int status = tfenc_gate_sample_read_limited(r->ctx, &source, (size_t)tokens, 0, &sample);
+    if (status == TFENC_OK && sample.n_batches > 0) {
+        r->step_seconds = calloc((size_t)n_steps, sizeof *r->step_seconds);
+        if (r->step_seconds == NULL)
+            status = tfenc_error(r->ctx, TFENC_ERR_NO_MEMORY, "out of memory");
+        tfenc_model_options o = model_options(r, 0, n_steps);
+        o.limits.max_tokens = o.limits.max_seqs = sample.batch_tokens;
+        if (status == TFENC_OK)
+            status = tfenc_step_timing_measure(r->ctx, &o, &sample, r->step_seconds);
+        r->timed_tokens = sample.n_tokens;
+        if (status != TFENC_OK) {
+            free(r->step_seconds);
+            r->step_seconds = NULL;
+        }
+    }
+    tfenc_gate_sample_free(&sample);
+    return status;
+}
+
 static void describe_plan(run *r)
 {
     const tfenc_run_observer *o = &r->request->observer;
     if (r->rank != 0 || o->plan == NULL)
         return;
     tfenc_run_plan plan = {.job_path = r->job->path, .layout = &r->layout, .model = &r->plan,
-                           .step_flops = r->step_flops, .d_model = r->config.d_model,
+                           .step_flops = r->step_flops, .step_seconds = r->step_seconds,
+                           .timed_tokens = r->timed_tokens, .d_model = r->config.d_model,
                            .weights_path = r->config.weights_path,
                            .input_path = r->settings.input, .output_path = r->settings.output,
                            .text_pair_field = r->settings.corpus.text_pair_field,
@@ -1777,6 +1821,7 @@ static void release_run(run *r)
     free(r->todo);
     free(r->runs);
     free(r->step_flops);
+    free(r->step_seconds);
     free(r->labels);
     tfenc_weight_store_close(r->weights);
     tfenc_node_arena_destroy(r->arena);

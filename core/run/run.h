@@ -38,6 +38,10 @@ typedef struct tfenc_run_plan {
     const tfenc_layout *layout;
     const tfenc_model_plan *model;
     const double *step_flops;     /* [model->n_steps] FLOPs per token */
+    const double *step_seconds;   /* [model->n_steps] wall seconds per token, each step timed
+                                   * on timed_tokens sampled from the corpus; NULL when no
+                                   * document was there to time */
+    int64_t timed_tokens;
     int d_model;
     const char *weights_path;
     const char *input_path;

@@ -44,8 +44,9 @@ never asserted.
   alone (no --sparse), a job of mean-pooled vectors. At fp32, bf16 and int8
   (1 rank x 2 threads, the passages): both jobs' tokens/s, the projection's
   measured share of the sparse job's time, (t_sparse - t_encoder) /
-  t_sparse, beside the share --dry-run gives it (its "vocabulary
-  projection" FLOPs over its "estimated cost"), and the projection's
+  t_sparse, beside the share --dry-run gives it at that precision (the
+  share of the head step in the step times it measures on a sample of the
+  corpus; its FLOP share where it measured nothing), and the projection's
   seconds at the encoder job's own GFLOP/s (the rate --dry-run's wall-time
   estimate uses) beside the measured ones. A precision tfenc refuses is a
   row with its reason.
@@ -563,15 +564,19 @@ def report_scores(run, rows, deberta_rows, load_start):
 STEP = re.compile(r"step\s+(\d+)\s+(\S+)\s+(\S+)\s+([0-9.]+) MFLOP/token")
 
 
-def dry_run(run, job, corpus):
+def dry_run(run, job, corpus, precision=None):
     """tfenc-batch --dry-run's per-step MFLOP/token, its vocabulary
-    projection and total TFLOP, and its own wall-time estimate line."""
+    projection and total TFLOP, the share of the encoding it measured the
+    projection's head at (at `precision`, the job's own when None), and
+    its own wall-time estimate line."""
     env = bench.thread_environment(1)
     env["TFENC_PLUGIN_PATH"] = os.path.join(run.builddir, "plugins", ".libs")
     env["OMPI_MCA_hwloc_base_binding_policy"] = "none"
+    overrides = ["--set", f"job.input={corpus}"]
+    if precision is not None:
+        overrides += ["--set", f"model.precision={precision}"]
     result = subprocess.run([os.path.join(run.builddir, "drivers", "tfenc-batch"), "--dry-run",
-                             "--set", f"job.input={corpus}", job], env=env, capture_output=True,
-                            text=True)
+                             *overrides, job], env=env, capture_output=True, text=True)
     if result.returncode != 0:
         sys.exit(f"bench: --dry-run {job}: {bench.last_line(result.stderr)}")
     text = result.stdout
@@ -579,8 +584,11 @@ def dry_run(run, job, corpus):
     projection = re.search(r"^vocabulary projection: ([0-9.]+) TFLOP", text, re.M)
     total = re.search(r"^estimated cost: ([0-9.]+) TFLOP", text, re.M)
     wall = re.search(r"^estimated wall time: (.*)$", text, re.M)
+    measured = re.search(r"^vocabulary projection: .*, measured ([0-9.]+)% of the encoding",
+                         text, re.M)
     return {"steps": steps, "projection_tflop": float(projection.group(1)) if projection else None,
             "total_tflop": float(total.group(1)) if total else None,
+            "measured_share": float(measured.group(1)) / 100 if measured else None,
             "wall": wall.group(1) if wall else None}
 
 
@@ -605,14 +613,19 @@ def measure_sparse(run, text_dir, load_start):
                               "pooled.ini", {"pooling.type": "pooling", "pooling.mode": "mean"})
     plan = dry_run(run, sparse_job, corpus)
     encoder_plan = dry_run(run, encoder_job, corpus)
+    # --dry-run times each step on a sample of the corpus at the job's
+    # precision: its measured share of the head, one dry run a precision.
+    plans = {precision: dry_run(run, sparse_job, corpus, precision)
+             for precision in ("fp32", "bf16", "int8")}
     cases = {}
     for precision in ("fp32", "bf16", "int8"):
         cases[f"encoder {precision}"] = (encoder_job, corpus, warmup, precision, "1x2")
         cases[f"sparse {precision}"] = (sparse_job, corpus, warmup, precision, "1x2")
     best = best_of(run, cases, "sparse")
-    predicted_share = bench.ratio(plan["projection_tflop"], plan["total_tflop"])
+    flop_share = bench.ratio(plan["projection_tflop"], plan["total_tflop"])
     rows = []
     for precision in ("fp32", "bf16", "int8"):
+        predicted_share = plans[precision]["measured_share"] or flop_share
         e, s = best[f"encoder {precision}"], best[f"sparse {precision}"]
         row = {"precision": precision, "layout": "1x2", "documents": len(texts),
                "tokens": s.get("tokens"), "encoder tokens/s": rounded(e.get("rate")),

@@ -41,8 +41,49 @@ run_matrix() {
   "$python" "$here/compare_layouts.py" $outputs || failed=$((failed + 1))
 }
 
+# The dry run times every step on a sample of the corpus; its wall-time
+# estimate is the slowest stage's measured time per token times a
+# replica's tokens. No timing is asserted: that the figures it prints add
+# up, and that each step was timed.
 (cd "$work/pooled" && "$mpiexec" -n 8 "$driver" --dry-run --set job.input=big.txt \
-   --set job.pipeline_stages=4 job.ini) | sed 's/^/layouts: dry-run 2x4: /' | head -n 12
+   --set job.pipeline_stages=4 job.ini) >"$work/dry-run-2x4.txt"
+sed 's/^/layouts: dry-run 2x4: /' "$work/dry-run-2x4.txt" | head -n 12
+"$python" - "$work/dry-run-2x4.txt" <<'PY' || failed=$((failed + 1))
+import re
+import sys
+
+text = open(sys.argv[1]).read()
+problems = []
+stages = [[]]
+for line in text.splitlines():
+    if re.match(r"\s+stage \d+: steps", line):
+        stages.append([])
+    step = re.search(r"step\s+\d+\s+\S+\s+\S+\s+[0-9.]+ MFLOP/token(\s+([0-9.]+) us/token)?", line)
+    if step:
+        if step.group(2) is None:
+            problems.append(f"a step without its measured time: {line.strip()}")
+        else:
+            stages[-1].append(float(step.group(2)) * 1e-6)
+stages = [s for s in stages if s]
+tokens = int(re.search(r"(\d+) tokens after truncation", text).group(1))
+replicas = int(re.search(r"= (\d+) data-parallel replica", text).group(1))
+wall = re.search(r"estimated wall time: ([0-9.]+) s for the encoding \(each step timed on "
+                 r"(\d+) tokens sampled", text)
+if len(stages) != 4:
+    problems.append(f"{len(stages)} stages of timed steps, expected 4")
+if wall is None:
+    problems.append("no measured wall-time estimate")
+elif stages:
+    expected = tokens / replicas * max(sum(s) for s in stages)
+    if not 0 < int(wall.group(2)) <= tokens:
+        problems.append(f"timed on {wall.group(2)} tokens of {tokens}")
+    # us/token printed to 1e-3 and the estimate to 3 digits: 1% covers both
+    if not abs(float(wall.group(1)) - expected) <= 0.01 * expected + 1e-4:
+        problems.append(f"estimate {wall.group(1)} s, the printed steps give {expected:.2f} s")
+print("layouts: dry-run 2x4: " + ("; ".join(problems) if problems else
+      f"every step timed, the estimate is the slowest stage's ({wall.group(1)} s)"))
+sys.exit(1 if problems else 0)
+PY
 
 # Under the sanitizers, which look for memory errors rather than unequal
 # bits, one layout of each kind: one rank, replicas alone (2:1, and an odd

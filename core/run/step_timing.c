@@ -1,0 +1,112 @@
+/* Timing the model's steps on a sample (see run/step_timing.h): the
+ * sample's activations carried from step to step, each step built alone,
+ * run once untimed on a copy of the first batch (oneDNN compiles its
+ * kernels and the workspace is touched on first use), then timed. */
+#include "run/step_timing.h"
+#include "base/aligned.h"
+#include "base/clock.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* A second or two of products on one core (a job microbatch at most):
+ * enough tokens to time, few enough that a dry run stays quick. */
+#define TIMING_FLOPS 5e10
+#define TIMING_MOST_TOKENS 2048
+
+long tfenc_step_timing_tokens(double flops_per_token, long max_seq_len)
+{
+    double tokens = flops_per_token > 0 ? TIMING_FLOPS / flops_per_token : TIMING_MOST_TOKENS;
+    if (tokens > TIMING_MOST_TOKENS)
+        tokens = TIMING_MOST_TOKENS;
+    return tokens < (double)max_seq_len ? max_seq_len : (long)tokens;
+}
+
+/* The sample's batches with activations of their own (the zeros the
+ * first step reads), and one more for the warm-up runs. */
+typedef struct activations {
+    tfenc_batch *batches;
+    int n;
+    tfenc_batch scratch;
+} activations;
+
+static void activations_free(activations *a)
+{
+    for (int b = 0; a->batches != NULL && b < a->n; b++)
+        tfenc_aligned_free(a->batches[b].x);
+    free(a->batches);
+    tfenc_aligned_free(a->scratch.x);
+}
+
+static float *zeros(int rows, int d_model)
+{
+    size_t bytes = (size_t)(rows > 0 ? rows : 1) * (size_t)d_model * sizeof(float);
+    float *x = tfenc_aligned_alloc(bytes);
+    if (x != NULL)
+        memset(x, 0, bytes);
+    return x;
+}
+
+static int activations_create(tfenc_context *ctx, const tfenc_gate_sample *sample, int d_model,
+                              int max_tokens, activations *a)
+{
+    a->n = sample->n_batches;
+    a->batches = calloc((size_t)a->n, sizeof *a->batches);
+    if (a->batches == NULL)
+        return tfenc_error(ctx, TFENC_ERR_NO_MEMORY, "step timing: out of memory");
+    int largest = 0;
+    for (int b = 0; b < a->n; b++) {
+        a->batches[b] = sample->batches[b];
+        a->batches[b].d_model = d_model;
+        /* Rows never outnumber the batch's tokens (pooling only drops them). */
+        int rows = sample->batches[b].n_tokens < max_tokens ? sample->batches[b].n_tokens
+                                                            : max_tokens;
+        largest = rows > largest ? rows : largest;
+        if ((a->batches[b].x = zeros(rows, d_model)) == NULL)
+            return tfenc_error(ctx, TFENC_ERR_NO_MEMORY, "step timing: out of memory");
+    }
+    a->scratch = a->batches[0];
+    if ((a->scratch.x = zeros(largest, d_model)) == NULL)
+        return tfenc_error(ctx, TFENC_ERR_NO_MEMORY, "step timing: out of memory");
+    return TFENC_OK;
+}
+
+/* Step `step` alone: run once on a copy of the first batch, then timed
+ * on every batch; returns its seconds per sample token. */
+static int time_step(tfenc_context *ctx, const tfenc_model_options *options, int step,
+                     activations *a, int64_t tokens, double *seconds_per_token)
+{
+    tfenc_model_options one = *options;
+    one.first_step = step;
+    one.end_step = step + 1;
+    one.calibrate = 0;
+    tfenc_model *model = NULL;
+    int status = tfenc_model_create(ctx, &one, &model);
+    if (status == TFENC_OK) {
+        memcpy(a->scratch.x, a->batches[0].x,
+               (size_t)a->batches[0].rows * (size_t)a->batches[0].d_model * sizeof(float));
+        a->scratch.rows = a->batches[0].rows;
+        status = tfenc_model_forward(ctx, model, &a->scratch);
+    }
+    const double started = tfenc_clock_seconds();
+    for (int b = 0; status == TFENC_OK && b < a->n; b++)
+        status = tfenc_model_forward(ctx, model, &a->batches[b]);
+    *seconds_per_token = (tfenc_clock_seconds() - started) / (double)(tokens > 0 ? tokens : 1);
+    tfenc_model_destroy(model);
+    return status;
+}
+
+int tfenc_step_timing_measure(tfenc_context *ctx, const tfenc_model_options *options,
+                              const tfenc_gate_sample *sample, double *seconds_per_token)
+{
+    if (sample->n_batches < 1)
+        return tfenc_error(ctx, TFENC_ERR_INTERNAL, "step timing: no sample batches");
+    activations a = {0};
+    int status = activations_create(ctx, sample, options->config->d_model,
+                                    options->limits.max_tokens, &a);
+    for (int i = options->first_step; status == TFENC_OK && i < options->end_step; i++)
+        status = time_step(ctx, options, i, &a, sample->n_tokens,
+                           &seconds_per_token[i - options->first_step]);
+    activations_free(&a);
+    return status;
+}

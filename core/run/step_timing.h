@@ -1,0 +1,28 @@
+/* Each step of the model timed on a sample of the corpus, one step at a
+ * time, so that --dry-run estimates a job's time from this machine's own
+ * speed at the job's precisions, threads and document lengths, for any
+ * split into pipeline stages, rather than from FLOPs at one rate: a
+ * 30,522-wide vocabulary projection, attention over long documents and a
+ * norm each run at their own rate per FLOP. */
+#ifndef TFENC_STEP_TIMING_H
+#define TFENC_STEP_TIMING_H
+
+#include "model/model.h"
+#include "run/accuracy_gate.h"
+
+#include <stdint.h>
+
+/* How many sample tokens to time a model that costs flops_per_token:
+ * about 5e10 FLOPs (a second or two), between one document of
+ * max_seq_len and 2,048 tokens. */
+long tfenc_step_timing_tokens(double flops_per_token, long max_seq_len);
+
+/* Runs `sample` through the model of `options` (steps first_step ..
+ * end_step), each step built alone as the accuracy gate builds it (one
+ * step's weights at a time beside whatever the caller holds), warmed up
+ * on the first batch, then timed on every batch: seconds_per_token[i -
+ * options->first_step] is step i's wall time over the sample's tokens. */
+int tfenc_step_timing_measure(tfenc_context *ctx, const tfenc_model_options *options,
+                              const tfenc_gate_sample *sample, double *seconds_per_token);
+
+#endif
