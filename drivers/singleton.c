@@ -11,6 +11,10 @@
 #include <unistd.h>
 
 static char session_directory[PATH_MAX];
+/* The process that made it: a child forked later (the plugin loader's
+ * probe) that ends through exit() runs the same atexit handlers, and must
+ * not remove its parent's directory. */
+static pid_t owner;
 
 /* Variables a launcher sets for the processes it starts (Open MPI's
  * mpirun, PMIx and PMI-2, as srun --mpi=... uses). */
@@ -49,6 +53,7 @@ void singleton_prepare(void)
         session_directory[0] = '\0';
         return;
     }
+    owner = getpid();
     setenv("OMPI_MCA_orte_tmpdir_base", session_directory, 1);
     setenv("OMPI_MCA_ess_singleton_isolated", "1", 1);
     setenv("OMPI_MCA_btl", "self", 1);
@@ -66,7 +71,7 @@ static int remove_entry(const char *path, const struct stat *status, int type,
 
 void singleton_remove_directory(void)
 {
-    if (session_directory[0] == '\0')
+    if (session_directory[0] == '\0' || getpid() != owner)
         return;
     nftw(session_directory, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
     session_directory[0] = '\0';

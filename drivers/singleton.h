@@ -19,7 +19,8 @@ void singleton_prepare(void);
 
 /* After MPI_Finalize, or before leaving without it: removes the session
  * directory singleton_prepare made, whatever Open MPI left in it. Safe to
- * call more than once, and when nothing was prepared. */
+ * call more than once, when nothing was prepared, and in a forked child
+ * (which leaves it alone). */
 void singleton_remove_directory(void);
 
 #endif
