@@ -405,12 +405,18 @@ static void print_plan(void *user, const tfenc_run_plan *p)
                          : estimate >= 1   ? 2
                          : estimate >= 0.1 ? 3
                                            : 4;
+    /* Stages pass activations and wait for one another, which the steps
+     * timed alone do not: with several, the estimate is a lower bound. */
     if (slowest > 0)
         printf("estimated wall time: %.*f s for the encoding (each step timed on %lld tokens "
                "sampled from the corpus, at the job's precision and threads; %d replica%s at "
-               "the pace of %s slowest stage)\n",
+               "the pace of %s slowest stage%s)\n",
                decimals, estimate, (long long)p->timed_tokens, l->data_parallel,
-               l->data_parallel == 1 ? "" : "s", l->data_parallel == 1 ? "its" : "their");
+               l->data_parallel == 1 ? "" : "s", l->data_parallel == 1 ? "its" : "their",
+               l->pipeline_stages > 1
+                   ? ", the stages taken to overlap perfectly: a lower bound, transfers "
+                     "and waits between stages come on top"
+                   : "");
     else if (p->last_flop_rate > 0)
         printf("estimated wall time: %.1f s for the encoding (at %.2f GFLOP/s per rank, the rate "
                "the last job measured on this machine)\n",
