@@ -13,8 +13,8 @@ driver=$builddir/drivers/tfenc-batch
 : "${OMPI_MCA_rmaps_base_oversubscribe:=1}" "${OPENBLAS_NUM_THREADS:=1}"
 export TFENC_PLUGIN_PATH OMPI_MCA_rmaps_base_oversubscribe OPENBLAS_NUM_THREADS
 # Faster MPI start-up, as tests/local.mk explains (a script run by hand).
-: "${OMPI_MCA_pml:=ob1}" "${HWLOC_COMPONENTS:=-pci,-linuxio}"
-export OMPI_MCA_pml HWLOC_COMPONENTS
+: "${OMPI_MCA_pml:=ob1}" "${HWLOC_COMPONENTS:=-pci,-linuxio}" "${OMPI_MCA_odls_base_sigkill_timeout:=0}"
+export OMPI_MCA_pml HWLOC_COMPONENTS OMPI_MCA_odls_base_sigkill_timeout
 if [ "$(id -u)" -eq 0 ]; then
   : "${OMPI_ALLOW_RUN_AS_ROOT:=1}" "${OMPI_ALLOW_RUN_AS_ROOT_CONFIRM:=1}"
   export OMPI_ALLOW_RUN_AS_ROOT OMPI_ALLOW_RUN_AS_ROOT_CONFIRM

@@ -6,7 +6,11 @@
 # Open MPI starts faster with ob1 named (the PML it selects on one node
 # anyway; `--mca pml_base_verbose 10` shows it): it no longer opens the cm
 # PML's PSM/PSM2 transports only to drop them, 0.2 s of every MPI_Init here.
-# hwloc skips the PCI devices, which tfenc never asks about. Most script
+# hwloc skips the PCI devices, which tfenc never asks about. mpiexec ends a
+# job whose rank failed without its two 1-second waits between SIGCONT,
+# SIGTERM and SIGKILL (odls_base_sigkill_timeout): tfenc's ranks agree on
+# an error and leave together, so those waits only ever find processes
+# already gone, and hundreds of tests' jobs fail on purpose. Most script
 # tests run many short jobs one after another.
 AM_TESTS_ENVIRONMENT = \
 	TFENC_PLUGIN_PATH='$(abs_top_builddir)/plugins/.libs'; export TFENC_PLUGIN_PATH; \
@@ -24,7 +28,9 @@ AM_TESTS_ENVIRONMENT = \
 	OPENBLAS_NUM_THREADS=1; export OPENBLAS_NUM_THREADS; \
 	OMP_WAIT_POLICY=PASSIVE; export OMP_WAIT_POLICY; \
 	OMPI_MCA_pml="$${OMPI_MCA_pml:-ob1}"; export OMPI_MCA_pml; \
-	HWLOC_COMPONENTS="$${HWLOC_COMPONENTS:--pci,-linuxio}"; export HWLOC_COMPONENTS;
+	HWLOC_COMPONENTS="$${HWLOC_COMPONENTS:--pci,-linuxio}"; export HWLOC_COMPONENTS; \
+	OMPI_MCA_odls_base_sigkill_timeout="$${OMPI_MCA_odls_base_sigkill_timeout:-0}"; \
+	export OMPI_MCA_odls_base_sigkill_timeout;
 # ASan's leak checker cannot follow Open MPI's and HDF5's process-lifetime
 # allocations; leaks are checked with valgrind on an end-to-end job instead.
 # TFENC_SANITIZER_BUILD tells the slowest tests (BERT-base parity) that
