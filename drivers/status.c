@@ -234,7 +234,7 @@ static char *output_of_job(tfenc_context *ctx, const char *path, const char *con
     return output;
 }
 
-int status_print(const char *path, const char *const *overrides, int n_overrides, int speak)
+int status_print(const char *path, const char *const *overrides, int n_overrides)
 {
     tfenc_context ctx;
     tfenc_context_init(&ctx);
@@ -244,8 +244,7 @@ int status_print(const char *path, const char *const *overrides, int n_overrides
     /* Before HDF5 looks at it: H5Fis_hdf5 of a FIFO waits for a writer
      * forever (core/base/files.h). A missing file is reported below. */
     if (tfenc_file_present(path) && tfenc_file_check_regular(&ctx, "--status", path) != TFENC_OK) {
-        if (speak)
-            fprintf(stderr, "tfenc-batch: %s\n", tfenc_context_message(&ctx));
+        fprintf(stderr, "tfenc-batch: %s\n", tfenc_context_message(&ctx));
         return 1;
     }
     if (H5Fis_hdf5(path) <= 0 && (output = output_of_job(&ctx, path, overrides, n_overrides)) == NULL) {
@@ -258,9 +257,9 @@ int status_print(const char *path, const char *const *overrides, int n_overrides
     int exit_code = status != TFENC_OK       ? 1
                     : inspection.complete ? 0
                                           : STATUS_UNFINISHED;
-    if (speak && status != TFENC_OK)
+    if (status != TFENC_OK)
         fprintf(stderr, "tfenc-batch: %s\n", tfenc_context_message(&ctx));
-    else if (speak)
+    else
         print_report(&inspection);
     tfenc_inspection_free(&inspection);
     return exit_code;

@@ -7,11 +7,11 @@
  * complete (0: complete; 1: not a readable tfenc output). */
 #define STATUS_UNFINISHED 3
 
-/* Inspects `path` and, when `speak`, prints the report on standard output
+/* Inspects `path` and prints the report on standard output
  * (errors on standard error). `path` is an output file, or a job file
  * whose [job] output (after the --set overrides) is inspected: a batch
  * script knows its job, not always where it writes. Returns the exit
  * status. Needs no MPI. */
-int status_print(const char *path, const char *const *overrides, int n_overrides, int speak);
+int status_print(const char *path, const char *const *overrides, int n_overrides);
 
 #endif

@@ -519,9 +519,12 @@ int main(int argc, char **argv)
          * failed, the launcher could end the first before it said why. */
         return parsed == 2 && first_rank() ? 2 : 0;
     }
-    /* Reading an output needs no MPI; under a launcher only the first rank prints. */
+    /* Reading an output needs no MPI. Under a launcher only the first rank
+     * reads it and answers: had the others left with its status too,
+     * mpiexec, which ends a job once a rank leaves non-zero, could kill the
+     * first before its report was out. */
     if (opts.status_path != NULL) {
-        int code = status_print(opts.status_path, opts.overrides, opts.n_overrides, first_rank());
+        int code = first_rank() ? status_print(opts.status_path, opts.overrides, opts.n_overrides) : 0;
         free(opts.overrides);
         return code;
     }
@@ -605,6 +608,11 @@ int main(int argc, char **argv)
     }
     if (result.skip_finalize) {
         fflush(NULL);
+        /* MPI still works (only HDF5 cannot shut down): no rank leaves
+         * before the one that reports has said why, since the launcher
+         * ends the job's other processes once one leaves non-zero. */
+        if (n_ranks > 1)
+            MPI_Barrier(MPI_COMM_WORLD);
         singleton_remove_directory();
         _exit(exit_code);
     }
