@@ -57,6 +57,13 @@ void singleton_prepare(void)
     setenv("OMPI_MCA_orte_tmpdir_base", session_directory, 1);
     setenv("OMPI_MCA_ess_singleton_isolated", "1", 1);
     setenv("OMPI_MCA_btl", "self", 1);
+    /* One process sends no message to another, so the ob1 PML over self
+     * serves it; left to choose, Open MPI first opens the cm PML's
+     * transports, and PSM2's library (installed beside Open MPI on
+     * Debian) sleeps 0.2 s in its constructor on a machine without
+     * Omni-Path, three times the rest of a small job's start. */
+    if (getenv("OMPI_MCA_pml") == NULL && getenv("OMPI_MCA_mtl") == NULL)
+        setenv("OMPI_MCA_pml", "ob1", 1);
 }
 
 static int remove_entry(const char *path, const struct stat *status, int type,

@@ -11,7 +11,8 @@
  * shared-memory transport's segments would share names, and two runs
  * starting at once collide ("mkdir ... jf.0: File exists", MPI_Init
  * fails): each run gets a session directory of its own under $TMPDIR
- * (or /tmp), and only the self transport, all a one-rank job uses.
+ * (or /tmp), and only the self transport and the ob1 PML, all a one-rank
+ * job uses (unless the user chose a PML or MTL).
  * Nothing is changed under a launcher, or when the user set any of
  * these Open MPI parameters, or when the directory cannot be made (the
  * daemon is forked as before). Other MPI libraries ignore the variables. */
