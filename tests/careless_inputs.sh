@@ -22,7 +22,8 @@ batch="$builddir/drivers/tfenc-batch"
 import="$builddir/drivers/tfenc-import"
 python=$REFERENCE_PYTHON
 
-"$python" "$srcdir/tests/import/make_checkpoint.py" bert checkpoint >/dev/null || exit 1
+"$srcdir/tests/harness/generate" checkpoint \
+  "$python" "$srcdir/tests/import/make_checkpoint.py" bert checkpoint >/dev/null || exit 1
 mkfifo a-fifo
 mkdir a-directory
 

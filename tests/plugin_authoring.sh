@@ -19,8 +19,11 @@ failed=0
 ok() { echo "ok   $*"; }
 fail() { echo "FAIL $*"; sed 's/^/     stderr: /' stderr.txt 2>/dev/null | head -n 5; failed=$((failed + 1)); }
 
-"$REFERENCE_PYTHON" "$srcdir/tests/reference/make_reference.py" postnorm_relu post >/dev/null || exit 1
-"$REFERENCE_PYTHON" "$srcdir/tests/reference/make_reference.py" prenorm_gelu pre >/dev/null || exit 1
+generate=$srcdir/tests/harness/generate
+"$generate" post "$REFERENCE_PYTHON" "$srcdir/tests/reference/make_reference.py" postnorm_relu post \
+  >/dev/null || exit 1
+"$generate" pre "$REFERENCE_PYTHON" "$srcdir/tests/reference/make_reference.py" prenorm_gelu pre \
+  >/dev/null || exit 1
 mkdir plugins-minor1 plugins-hostile
 cp "$builddir/tests/plugins/.libs/minor1_params.so" plugins-minor1/ || exit 1
 cp "$builddir/tests/plugins/hostile/.libs/undeclared_key.so" plugins-hostile/ || exit 1

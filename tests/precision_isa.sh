@@ -18,7 +18,8 @@ export TFENC_PLUGIN_PATH
 batch="$builddir/drivers/tfenc-batch"
 passed=0 failed=0
 
-"$REFERENCE_PYTHON" "$srcdir/tests/reference/make_reference.py" bert_like "$work" --seed 5 \
+"$srcdir/tests/harness/generate" "$work" \
+  "$REFERENCE_PYTHON" "$srcdir/tests/reference/make_reference.py" bert_like "$work" --seed 5 \
   --text "$srcdir/jobs/bert-text/corpus.txt" --vocab "$srcdir/jobs/bert-text/vocab.txt" >/dev/null \
   || { echo "precision_isa: FAIL: cannot generate the model"; exit 1; }
 cp "$srcdir/jobs/bert-text/corpus.txt" "$srcdir/jobs/bert-text/vocab.txt" "$work/"

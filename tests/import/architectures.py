@@ -33,8 +33,10 @@ import h5py
 import numpy as np
 
 # compare, run once per check by architectures.sh, needs no torch, whose
-# import cost it a second of CPU each time.
-if sys.argv[1:2] != ["compare"]:
+# import costs a second and a half of CPU; nor do the checks of the scripts
+# that import this module for its sizes and sharpen (which imports torch
+# itself).
+if __name__ == "__main__" and sys.argv[1:2] != ["compare"]:
     import torch
 
 TOLERANCE = 1e-4
@@ -74,6 +76,7 @@ def sharpen(model, generator):
     std 0.02, under which attention is almost uniform and a wrong position
     term would hardly show. Linear maps get unit gain, embeddings and
     position tables unit variance, norms weight ~1 and bias ~0.1."""
+    import torch
     with torch.no_grad():
         for name, parameter in model.named_parameters():
             shape = parameter.shape

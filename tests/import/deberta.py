@@ -50,7 +50,6 @@ import sys
 
 import h5py
 import numpy as np
-import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from architectures import D, FFN, HEADS, LAYERS, VOCAB, sharpen, st_pool, write_head  # noqa: E402
@@ -220,6 +219,9 @@ def compare_list(path):
 
 if __name__ == "__main__":
     if sys.argv[1] == "make":
+        # Only the generator needs PyTorch (1.5 CPU-s to import): the
+        # comparison does not load it.
+        import torch
         torch.set_num_threads(1)  # tiny models: more threads only spin
         make(sys.argv[2], sys.argv[3])
         sys.exit(0)

@@ -123,7 +123,8 @@ run 1 --set job.input=big.txt --set job.output=alone.h5 job.ini
   || fail "the held output's rows are not the first job's alone"
 
 # tfenc-import over its own checkpoint.
-"$python" "$srcdir/tests/import/make_checkpoint.py" bert checkpoint >/dev/null || exit 1
+"$generate" checkpoint "$python" "$srcdir/tests/import/make_checkpoint.py" bert checkpoint \
+  >/dev/null || exit 1
 before=$(cat checkpoint/* 2>/dev/null | sha256sum)
 import_refused() { # import_refused WHAT PATTERN ARGS...
   what=$1 pattern=$2

@@ -21,7 +21,8 @@ trap 'rm -rf "$work"' EXIT
 failed=0
 
 # RoBERTa with a tokenizer.json.
-"$REFERENCE_PYTHON" "$top_srcdir/tests/import/make_checkpoint.py" roberta "$work/roberta" >/dev/null
+"$generate" "$work/roberta" \
+  "$REFERENCE_PYTHON" "$top_srcdir/tests/import/make_checkpoint.py" roberta "$work/roberta" >/dev/null
 "$venv_python" "$top_srcdir/tests/tokenizer/small_tokenizer.py" "$work/roberta" "$work/corpus.txt" \
   > "$work/expected.txt"
 "$top_builddir/drivers/tfenc-import" "$work/roberta" -o "$work/roberta.h5" --job "$work/roberta.ini" >/dev/null
