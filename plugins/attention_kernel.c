@@ -6,6 +6,34 @@
 
 #include "layers.h"
 
+/* In a sanitizer build the mha plugin's copy of this file is compiled
+ * without the sanitizers, and AddressSanitizer checks the buffers of each
+ * call once, over the extents its shape and block give
+ * (ATTENTION_KERNEL_REGION_CHECKS, plugins/local.mk): instrumented, the
+ * kernel's vector loads (each 32- or 64-byte access checked out of line)
+ * and its softmax (its exponential no longer inlined) were 40% of the
+ * sanitizer suite's CPU time. The kernel's own accesses are checked one by
+ * one where it is tested: tests/test_attention.c compiles this file with
+ * the sanitizers and runs every path; the end-to-end tests then check that
+ * the plugin hands the kernel buffers as large as the shapes it passes say. */
+#ifdef ATTENTION_KERNEL_REGION_CHECKS
+#include <sanitizer/asan_interface.h>
+static void check_region(const float *first, size_t floats, int is_write)
+{
+    void *poisoned = __asan_region_is_poisoned((void *)first, floats * sizeof *first);
+    if (poisoned != NULL)
+        __asan_report_error(__builtin_return_address(0), __builtin_frame_address(0),
+                            __builtin_frame_address(0), poisoned, is_write, sizeof(float));
+}
+#else
+static inline void check_region(const float *first, size_t floats, int is_write)
+{
+    (void)first;
+    (void)floats;
+    (void)is_write;
+}
+#endif
+
 /* Scratch of one call, in floats: the scores of the block, the running
  * context, the running maximum and sum per row, then what the position
  * terms prepare. */
@@ -207,8 +235,37 @@ void attention_kernel_transpose_keys(const attention_kernel_shape *shape, const 
 {
     const float *key = qkv + shape->key_offset + dim;
     float *row = transposed + (size_t)dim * shape->transposed_stride;
+    if (tokens > 0) {
+        check_region(key, (size_t)(tokens - 1) * (size_t)shape->row_stride + 1, 0);
+        check_region(row, (size_t)tokens, 1);
+    }
     for (int t = 0; t < tokens; t++)
         row[t] = key[(size_t)t * shape->row_stride];
+}
+
+/* What one call reads and writes (see check_region): the block's query
+ * rows; every dim's transposed keys over the visited key blocks (whole
+ * blocks, past the last key); the value rows of keys [lo, hi); the context
+ * rows; the scratch. */
+static void check_buffers(const attention_kernel_shape *shape,
+                          const attention_position_terms *terms, const float *queries,
+                          const float *transposed, const float *values, int lo, int hi,
+                          int first_query, int rows, float *context, float *scratch)
+{
+    const size_t head_dim = (size_t)shape->head_dim, stride = (size_t)shape->row_stride;
+    check_region(queries + (size_t)first_query * stride, (size_t)(rows - 1) * stride + head_dim, 0);
+    if (hi > lo) {
+        const size_t last_block = (size_t)lo + (size_t)(hi - 1 - lo) / ATTENTION_KEY_BLOCK *
+                                                  ATTENTION_KEY_BLOCK;
+        check_region(transposed + lo,
+                     (head_dim - 1) * (size_t)shape->transposed_stride + last_block +
+                         ATTENTION_KEY_BLOCK - (size_t)lo,
+                     0);
+        check_region(values + (size_t)lo * stride, (size_t)(hi - 1 - lo) * stride + head_dim, 0);
+    }
+    check_region(context + (size_t)first_query * (size_t)shape->context_stride,
+                 (size_t)(rows - 1) * (size_t)shape->context_stride + head_dim, 1);
+    check_region(scratch, attention_kernel_scratch_floats(shape, terms), 1);
 }
 
 TFENC_VECTOR_CLONES
@@ -248,6 +305,8 @@ void attention_kernel_run(const attention_kernel_shape *shape,
     visible_keys(shape, first_query, length, &lo, &last_hi);
     visible_keys(shape, first_query + rows - 1, length, &last_lo, &hi);
     lo = lo / ATTENTION_KEY_BLOCK * ATTENTION_KEY_BLOCK;
+    check_buffers(shape, terms, queries, transposed, values, lo, hi, first_query, rows,
+                  context + (size_t)head * head_dim, scratch);
 
     for (int first_key = lo; first_key < hi; first_key += ATTENTION_KEY_BLOCK) {
         const int block = hi - first_key < ATTENTION_KEY_BLOCK ? hi - first_key
