@@ -10,6 +10,7 @@
 #include "plugin/plugin_loader.h"
 #include "model/model.h"
 #include "run/run.h"
+#include "launcher.h"
 #include "singleton.h"
 #include "status.h"
 
@@ -80,24 +81,11 @@ static void usage(FILE *stream)
             program, program, EXIT_INTERRUPTED);
 }
 
-/* Under a launcher (mpirun, srun) every rank parses the same arguments;
- * only the first prints help, the version and argument errors. MPI is not
- * initialised yet, so the rank comes from the launcher's environment. */
-static int first_rank(void)
-{
-    static const char *const variables[] = {"OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK",
-                                            "SLURM_PROCID", NULL};
-    for (int i = 0; variables[i] != NULL; i++) {
-        const char *value = getenv(variables[i]);
-        if (value != NULL && value[0] != '\0')
-            return atoi(value) == 0;
-    }
-    return 1;
-}
-
 static int parse_arguments(int argc, char **argv, options *opts)
 {
-    const int speak = first_rank();
+    /* Under a launcher every rank parses the same arguments; only the
+     * first prints help, the version and argument errors. */
+    const int speak = launcher_first_rank();
     memset(opts, 0, sizeof *opts);
     opts->overrides = calloc((size_t)argc, sizeof *opts->overrides);
     for (int i = 1; i < argc; i++) {
@@ -299,6 +287,16 @@ static void print_sources(const tfenc_run_plan *p)
     }
 }
 
+/* Seconds per token of steps [first, end), each timed alone by the dry run;
+ * 0 when nothing was timed. */
+static double timed_seconds(const tfenc_run_plan *p, int first, int end)
+{
+    double seconds = 0;
+    for (int i = first; p->step_seconds != NULL && i < end; i++)
+        seconds += p->step_seconds[i];
+    return seconds;
+}
+
 static void print_plan(void *user, const tfenc_run_plan *p)
 {
     (void)user;
@@ -327,14 +325,13 @@ static void print_plan(void *user, const tfenc_run_plan *p)
         printf("; rank 0 holds %.1f MiB with its model built (proportional set size)",
                p->rank_memory_mib);
     printf("\n");
-    double measured = 0;
-    for (int i = 0; p->step_seconds != NULL && i < p->model->n_steps; i++)
-        measured += p->step_seconds[i];
+    /* A replica runs at its slowest stage's pace; replicas run side by side. */
+    const double measured = timed_seconds(p, 0, p->model->n_steps);
+    double slowest = 0;
     for (int s = 0; s < l->pipeline_stages; s++) {
-        double stage_seconds = 0;
-        for (int i = tfenc_layout_first_step(l, s);
-             p->step_seconds != NULL && i < tfenc_layout_end_step(l, s); i++)
-            stage_seconds += p->step_seconds[i];
+        const double stage_seconds =
+            timed_seconds(p, tfenc_layout_first_step(l, s), tfenc_layout_end_step(l, s));
+        slowest = stage_seconds > slowest ? stage_seconds : slowest;
         char timed[64] = "";
         if (measured > 0)
             snprintf(timed, sizeof timed, ", %.1f%% of the measured time",
@@ -365,12 +362,9 @@ static void print_plan(void *user, const tfenc_run_plan *p)
                2.0 * p->sparse_width * p->d_model * (double)p->n_tokens / 1e12, p->sparse_width,
                p->d_model);
         const int last = p->model->n_steps - 1;
-        double all = 0;
-        for (int i = 0; p->step_seconds != NULL && i <= last; i++)
-            all += p->step_seconds[i];
-        if (all > 0)
+        if (measured > 0)
             printf(", measured %.1f%% of the encoding (its head step %s)",
-                   100.0 * p->step_seconds[last] / all, p->model->steps[last].name);
+                   100.0 * p->step_seconds[last] / measured, p->model->steps[last].name);
         printf("\n");
     } else if (p->output_kind == TFENC_OUTPUT_VECTORS)
         printf("output: %s (vectors [%lld, %d] of the model's multi-vector head, %s, and "
@@ -390,14 +384,6 @@ static void print_plan(void *user, const tfenc_run_plan *p)
         if (l->stage_cost[s] > max_stage)
             max_stage = l->stage_cost[s];
     printf("estimated cost: %.3f TFLOP\n", l->total_cost * (double)p->n_tokens / 1e12);
-    /* A replica runs at its slowest stage's pace; replicas run side by side. */
-    double slowest = 0;
-    for (int s = 0; p->step_seconds != NULL && s < l->pipeline_stages; s++) {
-        double stage = 0;
-        for (int i = tfenc_layout_first_step(l, s); i < tfenc_layout_end_step(l, s); i++)
-            stage += p->step_seconds[i];
-        slowest = stage > slowest ? stage : slowest;
-    }
     const double estimate = (double)p->n_tokens / l->data_parallel * slowest;
     /* Three significant digits or more: a small job's estimate is not 0.0 s. */
     const int decimals = estimate >= 100   ? 0
@@ -517,14 +503,14 @@ int main(int argc, char **argv)
         free(opts.overrides);
         /* Only the first rank fails on a bad argument: had every rank
          * failed, the launcher could end the first before it said why. */
-        return parsed == 2 && first_rank() ? 2 : 0;
+        return parsed == 2 && launcher_first_rank() ? 2 : 0;
     }
     /* Reading an output needs no MPI. Under a launcher only the first rank
      * reads it and answers: had the others left with its status too,
      * mpiexec, which ends a job once a rank leaves non-zero, could kill the
      * first before its report was out. */
     if (opts.status_path != NULL) {
-        int code = first_rank() ? status_print(opts.status_path, opts.overrides, opts.n_overrides) : 0;
+        int code = launcher_first_rank() ? status_print(opts.status_path, opts.overrides, opts.n_overrides) : 0;
         free(opts.overrides);
         return code;
     }
