@@ -4,6 +4,8 @@
 
 #include "singleton.h"
 
+#include "launcher.h"
+
 #include <ftw.h>
 #include <limits.h>
 #include <stdio.h>
@@ -15,18 +17,6 @@ static char session_directory[PATH_MAX];
  * probe) that ends through exit() runs the same atexit handlers, and must
  * not remove its parent's directory. */
 static pid_t owner;
-
-/* Variables a launcher sets for the processes it starts (Open MPI's
- * mpirun, PMIx and PMI-2, as srun --mpi=... uses). */
-static int started_by_launcher(void)
-{
-    static const char *const variables[] = {"OMPI_COMM_WORLD_SIZE", "PMIX_RANK", "PMI_RANK",
-                                            "PMI_FD", NULL};
-    for (int i = 0; variables[i] != NULL; i++)
-        if (getenv(variables[i]) != NULL)
-            return 1;
-    return 0;
-}
 
 /* Parameters the user may have chosen: any of them set, the singleton
  * starts as Open MPI would start it. */
@@ -42,7 +32,7 @@ static int user_set_parameters(void)
 
 void singleton_prepare(void)
 {
-    if (started_by_launcher() || user_set_parameters())
+    if (launcher_started_mpi() || user_set_parameters())
         return;
     const char *base = getenv("TMPDIR");
     if (base == NULL || base[0] == '\0')
