@@ -6,16 +6,17 @@
 /* Before MPI_Init. A process no launcher started is an Open MPI
  * singleton, and MPI_Init forks a daemon (orted) beside it in case it
  * spawns or connects to other processes later, which tfenc-batch never
- * does: a third of a small job's CPU time (docs/cluster.md). Without it (ess_singleton_isolated) every such process on
- * a host takes job family 0, so their session directories and the
- * shared-memory transport's segments would share names, and two runs
- * starting at once collide ("mkdir ... jf.0: File exists", MPI_Init
- * fails): each run gets a session directory of its own under $TMPDIR
- * (or /tmp), and only the self transport and the ob1 PML, all a one-rank
- * job uses (unless the user chose a PML or MTL).
- * Nothing is changed under a launcher, or when the user set any of
- * these Open MPI parameters, or when the directory cannot be made (the
- * daemon is forked as before). Other MPI libraries ignore the variables. */
+ * does: a third of a small job's CPU time (docs/cluster.md). Without it
+ * (ess_singleton_isolated) every such process on a host takes job family
+ * 0, so their session directories and the shared-memory transport's
+ * segments would share names, and two runs starting at once collide
+ * ("mkdir ... jf.0: File exists", MPI_Init fails): each run gets a session
+ * directory of its own under $TMPDIR (or /tmp), and only the self
+ * transport and the ob1 PML, all a one-rank job uses (the PML unless the
+ * user chose a PML or MTL). Nothing is changed under a launcher, or when
+ * the user set any of the other Open MPI parameters, or when the
+ * directory cannot be made (the daemon is forked as before). Other MPI
+ * libraries ignore the variables. */
 void singleton_prepare(void);
 
 /* After MPI_Finalize, or before leaving without it: removes the session

@@ -325,8 +325,8 @@ static void print_plan(void *user, const tfenc_run_plan *p)
         printf("; rank 0 holds %.1f MiB with its model built (proportional set size)",
                p->rank_memory_mib);
     printf("\n");
-    /* A replica runs at its slowest stage's pace; replicas run side by side. */
     const double measured = timed_seconds(p, 0, p->model->n_steps);
+    /* A replica runs at its slowest stage's pace; replicas run side by side. */
     double slowest = 0;
     for (int s = 0; s < l->pipeline_stages; s++) {
         const double stage_seconds =
@@ -510,7 +510,9 @@ int main(int argc, char **argv)
      * mpiexec, which ends a job once a rank leaves non-zero, could kill the
      * first before its report was out. */
     if (opts.status_path != NULL) {
-        int code = launcher_first_rank() ? status_print(opts.status_path, opts.overrides, opts.n_overrides) : 0;
+        int code = launcher_first_rank()
+                       ? status_print(opts.status_path, opts.overrides, opts.n_overrides)
+                       : 0;
         free(opts.overrides);
         return code;
     }
