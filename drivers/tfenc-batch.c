@@ -411,6 +411,21 @@ static void print_plan(void *user, const tfenc_run_plan *p)
     else
         printf("estimated wall time: unknown (no job has run on this machine yet: run a small "
                "one first and its measured rate is used)\n");
+    /* The estimate times the steps on rank 0 alone: it cannot see threads
+     * that wait for a core. */
+    const int ranks = p->busiest_node_ranks, threads = p->busiest_node_threads,
+              cores = p->busiest_node_cores;
+    if (threads > cores) {
+        printf("warning: %d rank%s of one node run %d threads on the %d core%s %s may use: "
+               "threads wait for a core, and the job runs slower than estimated; ",
+               ranks, ranks == 1 ? "" : "s", threads, cores, cores == 1 ? "" : "s",
+               ranks == 1 ? "it" : "they");
+        if (ranks > cores)
+            printf("start at most %d rank%s on that node\n", cores, cores == 1 ? "" : "s");
+        else
+            printf("give each rank at most %d thread%s ([job] threads)\n", cores / ranks,
+                   cores / ranks == 1 ? "" : "s");
+    }
 }
 
 /* ------------------------------------------------------- --list-plugins */

@@ -65,6 +65,7 @@ typedef struct run {
     double *step_flops;      /* [n_steps] FLOPs per token at the corpus's mean length */
     double *step_seconds;    /* --dry-run, rank 0: [n_steps] measured seconds per token */
     int64_t timed_tokens;    /* the sample they were measured on */
+    int busiest_node[3];     /* --dry-run: ranks, threads, cores of the most oversubscribed node */
     tfenc_model *model;
     tfenc_output_kind output_kind; /* pooled, tokens, scores, sparse or vectors, once known */
     int scores_width;        /* scores: values per document */
@@ -194,6 +195,7 @@ static int whole_model(run *r);
 static int count_rows(run *r);
 static int cost_steps(run *r);
 static int time_steps(run *r);
+static void find_busiest_node(run *r);
 static void describe_plan(run *r);
 static int stage_model(run *r);
 static int open_output(run *r);
@@ -229,6 +231,7 @@ static int run_steps(run *r)
     if (r->request->dry_run) {
         if (agree_on_failure(r, time_steps(r)))
             return 1;
+        find_busiest_node(r);
         describe_plan(r);
         r->result->outcome = TFENC_RUN_PLANNED;
         return 0;
@@ -274,7 +277,8 @@ int tfenc_run_job(tfenc_context *ctx, const tfenc_run_request *request, tfenc_ru
 
 /* Open MPI binds each rank to one core by default, also a rank started
  * without mpiexec: the rank's threads would then share that core and run
- * slower than one thread. Said once, by rank 0, as advice. */
+ * slower than one thread. Or the job asks for more threads than the
+ * machine has cores. Said once, by rank 0, as advice. */
 static void warn_about_binding(run *r)
 {
     cpu_set_t cores;
@@ -282,12 +286,16 @@ static void warn_about_binding(run *r)
     if (r->rank != 0 || threads < 2 || sched_getaffinity(0, sizeof cores, &cores) != 0)
         return;
     int usable = CPU_COUNT(&cores);
-    if (usable < threads)
+    if (usable < threads && usable < sysconf(_SC_NPROCESSORS_ONLN))
         notice(r,
                "warning: %d threads per rank but this rank may run on %d core%s "
                "(MPI binds ranks to cores): start with mpiexec --bind-to none (or set "
                "OMPI_MCA_hwloc_base_binding_policy=none), or use 1 thread and more ranks",
                threads, usable, usable == 1 ? "" : "s");
+    else if (usable < threads)
+        notice(r, "warning: %d threads per rank but this machine has %d core%s: threads wait "
+               "for a core; set [job] threads = %d", threads, usable, usable == 1 ? "" : "s",
+               usable);
 }
 
 /* The file as it was, for telling whether anything changed it since: a
@@ -1069,6 +1077,38 @@ static int time_steps(run *r)
     return status;
 }
 
+/* The node whose ranks run the most threads beyond the cores they may run
+ * on (the union of their affinity masks): the dry run's estimate times the
+ * steps on rank 0 alone, and threads that wait for a core make the job
+ * slower than that (mpiexec --bind-to none with each rank's default
+ * threads; docs/performance.md has the figures). Every rank takes part. */
+static void find_busiest_node(run *r)
+{
+    cpu_set_t cores;
+    CPU_ZERO(&cores);
+    if (sched_getaffinity(0, sizeof cores, &cores) != 0) {
+        /* Unknown: every online CPU, which can only hide a warning. */
+        long online = sysconf(_SC_NPROCESSORS_ONLN);
+        for (long i = 0; i < online && i < CPU_SETSIZE; i++)
+            CPU_SET((int)i, &cores);
+    }
+    MPI_Comm node;
+    MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, r->rank, MPI_INFO_NULL, &node);
+    unsigned char mask[sizeof cores];
+    memcpy(mask, &cores, sizeof mask);
+    MPI_Allreduce(MPI_IN_PLACE, mask, (int)sizeof mask, MPI_UNSIGNED_CHAR, MPI_BOR, node);
+    memcpy(&cores, mask, sizeof cores);
+    int threads = tfenc_matrix_threads(), node_threads = 0, node_ranks = 1;
+    MPI_Allreduce(&threads, &node_threads, 1, MPI_INT, MPI_SUM, node);
+    MPI_Comm_size(node, &node_ranks);
+    MPI_Comm_free(&node);
+    int figures[3] = {node_ranks, node_threads, CPU_COUNT(&cores)};
+    int excess[2] = {figures[1] - figures[2], r->rank};
+    MPI_Allreduce(MPI_IN_PLACE, excess, 1, MPI_2INT, MPI_MAXLOC, MPI_COMM_WORLD);
+    MPI_Bcast(figures, 3, MPI_INT, excess[1], MPI_COMM_WORLD);
+    memcpy(r->busiest_node, figures, sizeof figures);
+}
+
 static void describe_plan(run *r)
 {
     const tfenc_run_observer *o = &r->request->observer;
@@ -1096,7 +1136,10 @@ static void describe_plan(run *r)
                            .node_ranks = r->arena != NULL ? tfenc_node_arena_ranks(r->arena) : 1,
                            .shared_weights_mib = r->model != NULL ? shared_mib(r) : 0.0,
                            .rank_memory_mib = r->model != NULL ? tfenc_proportional_mib() : 0.0,
-                           .weights_per_rank = r->arena == NULL};
+                           .weights_per_rank = r->arena == NULL,
+                           .busiest_node_ranks = r->busiest_node[0],
+                           .busiest_node_threads = r->busiest_node[1],
+                           .busiest_node_cores = r->busiest_node[2]};
     const char **compressions = describe_sources(r, &plan);
     o->plan(o->user, &plan);
     free(compressions);

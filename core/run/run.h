@@ -75,6 +75,9 @@ typedef struct tfenc_run_plan {
                                     * (0: not built) */
     int weights_per_rank;          /* 1: every rank keeps its own copy ([job] share_weights =
                                     * false, or the node could not make the window) */
+    int busiest_node_ranks;        /* the node whose ranks' threads most exceed the cores */
+    int busiest_node_threads;      /* they may run on: its ranks, their threads in all, */
+    int busiest_node_cores;        /* and those cores (the union of their affinities) */
 } tfenc_run_plan;
 
 /* Callbacks through which a run tells its driver what happens. Each may be

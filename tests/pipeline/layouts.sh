@@ -85,6 +85,28 @@ print("layouts: dry-run 2x4: " + ("; ".join(problems) if problems else
 sys.exit(1 if problems else 0)
 PY
 
+# Threads that outnumber a node's cores make the job slower than the dry
+# run's estimate (rank 0's steps timed alone): it warns with the node's
+# figures. Two unbound ranks with more threads each than the machine has
+# CPUs must draw the warning on any machine; one rank of one thread never.
+cpus=$(getconf _NPROCESSORS_ONLN)
+threads=$((cpus + 1))
+warning=$(cd "$work/pooled" && "$mpiexec" -n 2 --bind-to none "$driver" --dry-run \
+            --set job.input=big.txt --set job.threads=$threads job.ini | grep '^warning: ')
+case $warning in
+  "warning: 2 ranks of one node run $((2 * threads)) threads on the "*" cores they may use: "*)
+    echo "layouts: dry run, 2 ranks x $threads threads: $warning" ;;
+  *) echo "layouts: FAIL 2 ranks x $threads threads on $cpus CPUs: no oversubscription warning" \
+       "from the dry run (${warning:-none})"
+     failed=$((failed + 1)) ;;
+esac
+warning=$(cd "$work/pooled" && "$driver" --dry-run --set job.input=big.txt --set job.threads=1 \
+            job.ini | grep '^warning: ')
+if [ -n "$warning" ]; then
+  echo "layouts: FAIL one rank of one thread: $warning"
+  failed=$((failed + 1))
+fi
+
 # Under the sanitizers, which look for memory errors rather than unequal
 # bits, one layout of each kind: one rank, replicas alone (2:1, and an odd
 # count 3:1), stages alone (2:2), both (4:2) and the most stages (8:4); 8
