@@ -3,7 +3,10 @@
  * Each sequence of a batch attends only to itself, in both directions (or,
  * with causal = true, to itself up to the current token): the same result as
  * PyTorch's nn.MultiheadAttention with a key_padding_mask (and a causal
- * mask), without computing any padding.
+ * mask), without computing any padding. When the batch masks keys
+ * (seq_keys, ABI 1.4), a sequence's tokens past its keys are queries only,
+ * as tokens of attention_mask 0 are in Hugging Face models: they get their
+ * context, and no query sees them.
  *
  * Job keys: mha_params at the end of this file declares each once (type,
  * default, range, help); the host checks the ranges before create(), and
@@ -274,6 +277,11 @@ static void exponentiate_rows(const attention *layer, float *scores, int first, 
         float *row = scores + (size_t)r * length;
         int lo, hi;
         visible_keys(layer, first + r - first_key, length, &lo, &hi);
+        if (lo >= hi) { /* a window wholly past the sequence's keys: a zero context */
+            memset(row, 0, (size_t)length * sizeof *row);
+            inverse_sums[r] = 0.0f;
+            continue;
+        }
         /* Subtracting the row maximum keeps the exponentials <= 1: no overflow. */
         float maximum = row[lo];
 #pragma omp simd reduction(max : maximum)
@@ -518,6 +526,11 @@ static void softmax_in_place(const attention *layer, int h, float *scores,
         uint16_t *probability = out + (size_t)r * keys_padded;
         int lo, hi;
         visible_keys(layer, first + r - first_key, keys, &lo, &hi);
+        if (lo >= hi) { /* a window wholly past the sequence's keys: a zero context */
+            memset(probability, 0, (size_t)keys_padded * sizeof *probability);
+            inverse_sums[(size_t)h * rows + r] = 0.0f;
+            continue;
+        }
         float maximum = row[lo];
 #pragma omp simd reduction(max : maximum)
         for (int j = lo + 1; j < hi; j++)
@@ -654,7 +667,8 @@ static int attend_tile_in_place(tfenc_context *ctx, const attention *layer, floa
     return TFENC_OK;
 }
 
-/* Attention of one sequence of `length` tokens: its Q/K/V rows start at
+/* Attention of one sequence of `length` tokens, of which the first
+ * `keys_seen` are keys (tfenc_batch.seq_keys): its Q/K/V rows start at
  * `qkv` (row stride q + 2k), its context rows at `context` (row stride q,
  * the width of Q).
  * scores holds [n_heads][QUERY_TILE][length] (in_place: padded as the
@@ -664,7 +678,7 @@ static int attend_tile_in_place(tfenc_context *ctx, const attention *layer, floa
  * where they are. */
 static int attend_sequence(tfenc_context *ctx, const attention *layer,
                            const attention_position_terms *terms, float *qkv, int length,
-                           float *context, float *scores, float *inverse_sums,
+                           int keys_seen, float *context, float *scores, float *inverse_sums,
                            uint16_t *probabilities, float *prepared)
 {
     const int d = layer->q_width, head_dim = layer->head_dim;
@@ -675,15 +689,16 @@ static int attend_sequence(tfenc_context *ctx, const attention *layer,
     if (keys_shared_by_tiles(layer)) {
         tfenc_matmul_layout layout = {.struct_size = sizeof layout};
         const int tile = length < QUERY_TILE ? length : QUERY_TILE;
-        if (tfenc_matmul_padded_layout(layer->scores_plan, tile, length, head_dim, &layout) !=
+        if (tfenc_matmul_padded_layout(layer->scores_plan, tile, keys_seen, head_dim, &layout) !=
             TFENC_OK)
             return tfenc_error(ctx, TFENC_ERR_INTERNAL,
-                               "mha: no layout for the keys of a %d-token sequence", length);
+                               "mha: no layout for the %d keys of a %d-token sequence",
+                               keys_seen, length);
         const size_t block = (size_t)layout.n_padded * layout.k_padded;
         keys_bf16 = probabilities + 2 * (size_t)probability_tile_floats(layer, &layer->limits);
         values_bf16 = keys_bf16 + (size_t)heads * block;
-        TFENC_PARALLEL_FOR(h, heads, (double)heads * length * head_dim,
-                           layout_keys_values(layer, qkv, length, h, layout.n_padded,
+        TFENC_PARALLEL_FOR(h, heads, (double)heads * keys_seen * head_dim,
+                           layout_keys_values(layer, qkv, keys_seen, h, layout.n_padded,
                                               layout.k_padded, keys_bf16, values_bf16));
     }
     for (int first = 0; first < length; first += QUERY_TILE) {
@@ -699,6 +714,13 @@ static int attend_sequence(tfenc_context *ctx, const attention *layer,
         }
         if (layer->causal && first + rows < end_key)
             end_key = first + rows;
+        if (keys_seen < end_key)
+            end_key = keys_seen;
+        if (end_key <= first_key) { /* the window lies past the keys: zero contexts */
+            for (int r = 0; r < rows; r++)
+                memset(context + (size_t)(first + r) * d, 0, (size_t)d * sizeof *context);
+            continue;
+        }
         const int keys = end_key - first_key;
         const float *tile_keys = qkv + d + (size_t)first_key * stride;
         if (layer->in_place) {
@@ -752,6 +774,7 @@ static void attend_in_thread(tfenc_context *ctx, const attention *layer, const t
     /* qkv and context start at the group's first token */
     const int start = batch->seq_start[s] - group_start,
               length = batch->seq_start[s + 1] - batch->seq_start[s];
+    const int keys_seen = batch->seq_keys != NULL ? batch->seq_keys[s] : length;
     int already;
 #pragma omp atomic read
     already = *failed;
@@ -766,7 +789,7 @@ static void attend_in_thread(tfenc_context *ctx, const attention *layer, const t
                       probability_tile_floats(layer, &layer->limits) +
                       key_value_floats(layer, &layer->limits);
     int status = attend_sequence(ctx, layer, &terms, qkv + (size_t)start * stride, length,
-                                 context + (size_t)start * d, scores, inverse_sums,
+                                 keys_seen, context + (size_t)start * d, scores, inverse_sums,
                                  probabilities, prepared);
     if (status != TFENC_OK) {
 #pragma omp atomic write
@@ -798,6 +821,7 @@ static void attend_fused(const attention *layer, const tfenc_batch *batch, int f
     for (int s = first; s < end; s++) {
         const int start = batch->seq_start[s] - group_start;
         const int length = batch->seq_start[s + 1] - batch->seq_start[s];
+        const int keys_seen = batch->seq_keys != NULL ? batch->seq_keys[s] : length;
         const int items = heads * ((length + ATTENTION_QUERY_BLOCK - 1) / ATTENTION_QUERY_BLOCK);
         const float *sequence = qkv + (size_t)start * stride;
         float *out = context + (size_t)start * d;
@@ -810,7 +834,7 @@ static void attend_fused(const attention *layer, const tfenc_batch *batch, int f
         const int rows = length - first_query < ATTENTION_QUERY_BLOCK ? length - first_query  \
                                                                       : ATTENTION_QUERY_BLOCK; \
         attention_kernel_run(&layer->shape, &terms, sequence, transposed + start,            \
-                             length, h, first_query, rows, out, scratch);                     \
+                             keys_seen, h, first_query, rows, out, scratch);                  \
     } while (0)
         if (shared) {
 #pragma omp for schedule(dynamic, 1) nowait
@@ -845,6 +869,11 @@ static int attention_forward(void *instance, tfenc_context *ctx, tfenc_batch *ba
             return tfenc_error(ctx, TFENC_ERR_INTERNAL,
                                "mha: sequence %d has %d tokens, more than max_seq_len %d", s, length,
                                layer->limits.max_seq_len);
+        if (batch->seq_keys != NULL && length > 0 &&
+            (batch->seq_keys[s] < 1 || batch->seq_keys[s] > length))
+            return tfenc_error(ctx, TFENC_ERR_INTERNAL,
+                               "mha: sequence %d of %d tokens has %d keys (seq_keys), not "
+                               "1..%d", s, length, batch->seq_keys[s], length);
     }
     if (layer->position == POSITION_ROPE && batch->positions == NULL)
         return tfenc_error(ctx, TFENC_ERR_INTERNAL, "mha: position = rope needs batch positions");
@@ -1384,6 +1413,7 @@ TFENC_PLUGIN_TYPES("mha");
 
 static const tfenc_layer_descriptor mha_descriptor = {
     TFENC_DESCRIPTOR_INIT,
+    .key_masking = TFENC_KEY_MASKING_APPLIED,
     .type = "mha",
     .description = "multi-head self-attention over packed sequences (RoPE, ALiBi, relative "
                    "buckets, DeBERTa's disentangled terms, causal, grouped-query)",

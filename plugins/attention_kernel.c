@@ -45,15 +45,16 @@ size_t attention_kernel_scratch_floats(const attention_kernel_shape *shape,
            (terms != NULL ? terms->prepared_floats : 0);
 }
 
-/* Keys [*lo, *hi) that query i sees among [0, length). */
-static inline void visible_keys(const attention_kernel_shape *shape, int i, int length, int *lo,
+/* Keys [*lo, *hi) that query i sees among the sequence's keys [0, keys):
+ * empty (*lo >= *hi) only for a query whose window lies wholly past them. */
+static inline void visible_keys(const attention_kernel_shape *shape, int i, int keys, int *lo,
                                 int *hi)
 {
     *lo = 0;
-    *hi = length;
+    *hi = keys;
     if (shape->window > 0) {
         *lo = i - shape->window > 0 ? i - shape->window : 0;
-        *hi = i + shape->window + 1 < length ? i + shape->window + 1 : length;
+        *hi = i + shape->window + 1 < keys ? i + shape->window + 1 : keys;
     }
     if (shape->causal && i + 1 < *hi)
         *hi = i + 1;
@@ -271,8 +272,8 @@ static void check_buffers(const attention_kernel_shape *shape,
 TFENC_VECTOR_CLONES
 void attention_kernel_run(const attention_kernel_shape *shape,
                           const attention_position_terms *terms, const float *qkv,
-                          const float *transposed_keys, int length, int head, int first_query,
-                          int rows, float *context, float *scratch)
+                          const float *transposed_keys, int keys_seen, int head,
+                          int first_query, int rows, float *context, float *scratch)
 {
     const int head_dim = shape->head_dim, stride = shape->row_stride;
     const int narrow = narrow_vectors(shape);
@@ -302,8 +303,8 @@ void attention_kernel_run(const attention_kernel_shape *shape,
     /* The keys any row of the block sees: the union of the rows' ranges,
      * from the key block that holds its first key. */
     int lo, hi, last_lo, last_hi;
-    visible_keys(shape, first_query, length, &lo, &last_hi);
-    visible_keys(shape, first_query + rows - 1, length, &last_lo, &hi);
+    visible_keys(shape, first_query, keys_seen, &lo, &last_hi);
+    visible_keys(shape, first_query + rows - 1, keys_seen, &last_lo, &hi);
     lo = lo / ATTENTION_KEY_BLOCK * ATTENTION_KEY_BLOCK;
     check_buffers(shape, terms, queries, transposed, values, lo, hi, first_query, rows,
                   context + (size_t)head * head_dim, scratch);
@@ -333,7 +334,7 @@ void attention_kernel_run(const attention_kernel_shape *shape,
          * block skip it, so a row's arithmetic depends on its own keys only. */
         for (int r = 0; r < rows; r++) {
             int row_lo, row_hi;
-            visible_keys(shape, first_query + r, length, &row_lo, &row_hi);
+            visible_keys(shape, first_query + r, keys_seen, &row_lo, &row_hi);
             row_lo = row_lo > first_key ? row_lo - first_key : 0;
             row_hi = row_hi < first_key + block ? row_hi - first_key : block;
             if (row_lo >= row_hi)
@@ -380,9 +381,10 @@ void attention_kernel_run(const attention_kernel_shape *shape,
         }
     }
 
-    /* Normalise once per row: head_dim divisions rather than one per key. */
+    /* Normalise once per row: head_dim divisions rather than one per key.
+     * A row that saw no key (its sum still 0) gets a zero context. */
     for (int r = 0; r < rows; r++) {
-        const float inverse = 1.0f / sum[r];
+        const float inverse = sum[r] != 0.0f ? 1.0f / sum[r] : 0.0f;
         const float *context_row = running + (size_t)r * head_dim;
         float *out = context + (size_t)(first_query + r) * shape->context_stride +
                      (size_t)head * head_dim;

@@ -87,14 +87,17 @@ size_t attention_kernel_scratch_floats(const attention_kernel_shape *shape,
 
 /* The context of query rows first_query .. first_query + rows - 1 (first_query
  * a multiple of ATTENTION_QUERY_BLOCK, rows <= ATTENTION_QUERY_BLOCK) of head
- * `head` of a sequence of `length` tokens whose Q/K/V rows start at qkv and
- * whose transposed keys start at transposed_keys (column of its first token):
- * softmax(scale Q K^T + position terms, keys outside the window or after
- * the query excluded) V, written to context rows of the same tokens
- * (columns head * head_dim ...). scratch: attention_kernel_scratch_floats(). */
+ * `head` of a sequence whose Q/K/V rows start at qkv and whose transposed
+ * keys start at transposed_keys (column of its first token), of whose
+ * tokens the first keys_seen are keys of attention (its length, unless the
+ * batch masks keys: tfenc_batch.seq_keys): softmax(scale Q K^T + position
+ * terms, keys outside the window or after the query excluded) V, written
+ * to context rows of the same tokens (columns head * head_dim ...). A query
+ * row that sees no key at all (a window wholly past the keys) gets zeros.
+ * scratch: attention_kernel_scratch_floats(). */
 void attention_kernel_run(const attention_kernel_shape *shape,
                           const attention_position_terms *terms, const float *qkv,
-                          const float *transposed_keys, int length, int head, int first_query,
-                          int rows, float *context, float *scratch);
+                          const float *transposed_keys, int keys_seen, int head,
+                          int first_query, int rows, float *context, float *scratch);
 
 #endif

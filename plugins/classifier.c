@@ -202,7 +202,11 @@ static int classifier_forward(void *instance, tfenc_context *ctx, tfenc_batch *b
     float *hidden = (float *)((char *)workspace + layers_align((size_t)n * d * sizeof(float)));
     float *logits = (float *)((char *)hidden + layers_align((size_t)n * d * sizeof(float)));
     for (int s = 0; s < n; s++) {
-        const int start = batch->seq_start[s], end = batch->seq_start[s + 1];
+        /* Its keys only (seq_keys), as the attention mask pools. */
+        const int start = batch->seq_start[s];
+        const int end = batch->seq_keys != NULL && batch->seq_keys[s] < batch->seq_start[s + 1] - start
+                            ? start + batch->seq_keys[s]
+                            : batch->seq_start[s + 1];
         float *out = pooled + (size_t)s * d;
         if (end <= start) {
             memset(out, 0, (size_t)d * sizeof *out);
@@ -301,6 +305,7 @@ TFENC_PLUGIN_TYPES("classifier");
 
 const tfenc_layer_descriptor tfenc_layers_classifier = {
     TFENC_DESCRIPTOR_INIT,
+    .key_masking = TFENC_KEY_MASKING_APPLIED,
     .type = "classifier",
     .description = "sequence classification / regression head (cls or mean pooling, dense, "
                    "activation, norm, out map; logits, softmax or sigmoid): writes scores",

@@ -171,6 +171,7 @@ TFENC_PLUGIN_TYPES("embedding");
 
 const tfenc_layer_descriptor tfenc_layers_embedding = {
     TFENC_DESCRIPTOR_INIT,
+    .key_masking = TFENC_KEY_MASKING_UNAFFECTED,
     .type = "embedding",
     .description = "token embeddings, optionally scaled by sqrt(d), plus learned positions "
                    "and token types",

@@ -200,6 +200,7 @@ TFENC_PLUGIN_TYPES("ffn");
 
 const tfenc_layer_descriptor tfenc_layers_ffn = {
     TFENC_DESCRIPTOR_INIT,
+    .key_masking = TFENC_KEY_MASKING_UNAFFECTED,
     .type = "ffn",
     .description = "feed-forward block: Linear(d->f), relu/gelu/gelu_tanh/silu/identity or "
                    "gated swiglu/geglu/geglu_tanh, Linear(f->d)",

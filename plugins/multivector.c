@@ -138,6 +138,7 @@ TFENC_PLUGIN_TYPES("multivector");
 
 const tfenc_layer_descriptor tfenc_layers_multivector = {
     TFENC_DESCRIPTOR_INIT,
+    .key_masking = TFENC_KEY_MASKING_UNAFFECTED,
     .type = "multivector",
     .description = "late-interaction head (ColBERT linear, PyLate Dense): a per-token "
                    "projection, L2-normalised: writes vectors",

@@ -194,6 +194,7 @@ TFENC_PLUGIN_TYPES("layernorm rmsnorm");
 
 const tfenc_layer_descriptor tfenc_layers_layernorm = {
     TFENC_DESCRIPTOR_INIT,
+    .key_masking = TFENC_KEY_MASKING_UNAFFECTED,
     .type = "layernorm",
     .description = "layer normalisation over d_model (torch.nn.LayerNorm), optional bias",
     .params = layernorm_params,
@@ -205,6 +206,7 @@ const tfenc_layer_descriptor tfenc_layers_layernorm = {
 
 const tfenc_layer_descriptor tfenc_layers_rmsnorm = {
     TFENC_DESCRIPTOR_INIT,
+    .key_masking = TFENC_KEY_MASKING_UNAFFECTED,
     .type = "rmsnorm",
     .description = "root-mean-square normalisation over d_model (LLaMA, T5)",
     .params = rmsnorm_params,

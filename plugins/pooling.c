@@ -138,8 +138,13 @@ static int pooling_forward(void *instance, tfenc_context *ctx, tfenc_batch *batc
                              layers_align((size_t)batch->n_seq * d * sizeof(float))); /* (d) */
     for (int s = 0; s < batch->n_seq; s++) {
         float *out = pooled + (size_t)s * d;
-        pool_sequence(out, batch->x, batch->seq_start[s], batch->seq_start[s + 1], d,
-                      layer->mode, sum);
+        /* A sequence's keys only (seq_keys): its other tokens are not in
+         * the attention mask, which sentence-transformers pools by. */
+        const int start = batch->seq_start[s];
+        const int end = batch->seq_keys != NULL && batch->seq_keys[s] < batch->seq_start[s + 1] - start
+                            ? start + batch->seq_keys[s]
+                            : batch->seq_start[s + 1];
+        pool_sequence(out, batch->x, start, end, d, layer->mode, sum);
         if (layer->normalize)
             normalize_row(out, d);
     }
@@ -182,6 +187,7 @@ TFENC_PLUGIN_TYPES("pooling");
 
 const tfenc_layer_descriptor tfenc_layers_pooling = {
     TFENC_DESCRIPTOR_INIT,
+    .key_masking = TFENC_KEY_MASKING_APPLIED,
     .type = "pooling",
     .description = "pools each sequence (cls, mean, max, mean_sqrt_len, weightedmean, "
                    "lasttoken, or none) with optional L2 normalisation",

@@ -114,6 +114,7 @@ TFENC_PLUGIN_TYPES("sinusoidal");
 
 const tfenc_layer_descriptor tfenc_layers_sinusoidal = {
     TFENC_DESCRIPTOR_INIT,
+    .key_masking = TFENC_KEY_MASKING_UNAFFECTED,
     .type = "sinusoidal",
     .description = "adds the fixed sine/cosine position encoding of the original Transformer",
     .params = sinusoidal_params,

@@ -231,7 +231,14 @@ static int splade_forward(void *instance, tfenc_context *ctx, tfenc_batch *batch
                     return status;
             const int stop = batch->seq_start[sequence + 1] < end ? batch->seq_start[sequence + 1]
                                                                   : end;
-            pool_rows(layer, &s, first, t, stop);
+            /* Of a sequence whose keys are masked (seq_keys), its keys
+             * only: SpladePooling pools by the attention mask. */
+            int pooled_end = stop;
+            if (batch->seq_keys != NULL &&
+                batch->seq_start[sequence] + batch->seq_keys[sequence] < pooled_end)
+                pooled_end = batch->seq_start[sequence] + batch->seq_keys[sequence];
+            if (t < pooled_end)
+                pool_rows(layer, &s, first, t, pooled_end);
             t = stop;
         }
     }
@@ -292,6 +299,7 @@ TFENC_PLUGIN_TYPES("splade");
 
 const tfenc_layer_descriptor tfenc_layers_splade = {
     TFENC_DESCRIPTOR_INIT,
+    .key_masking = TFENC_KEY_MASKING_APPLIED,
     .type = "splade",
     .description = "masked-LM head to one sparse vector per sequence over the vocabulary "
                    "(transform, norm, vocabulary map, log(1 + relu), max): writes sparse rows",

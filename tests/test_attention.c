@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "harness/checks.h"
 #include "harness/cunit_main.h"
 #include "base/context.h"
 #include "job/jobfile.h"
@@ -70,7 +71,17 @@ typedef struct attention_case {
     int window;              /* > 0: `window =` key, keys |i - j| <= window only */
     int causal;              /* `causal = true` */
     const char *relative_terms; /* disentangled: "c2p" or "p2c" alone, NULL: both */
+    int masked_tail;         /* > 0: each sequence's last masked_tail tokens are queries, not
+                              * keys (tfenc_batch.seq_keys); its first token stays a key */
 } attention_case;
+
+/* The keys of a sequence of L tokens in case c: the first case_keys(). */
+static int case_keys(const attention_case *c, int L)
+{
+    if (c->masked_tail <= 0)
+        return L;
+    return L - c->masked_tail > 1 ? L - c->masked_tail : 1;
+}
 
 /* Weights in PyTorch layout: qkv [3d, d] (Q rows, K rows, V rows), out [d, d]. */
 typedef struct attention_weights {
@@ -303,6 +314,11 @@ static int plugin_run(const attention_case *c, const attention_weights *w, const
 {
     packed_batch p;
     packed_make(&p, lengths, n_seq, w->d, x);
+    int32_t *keys = malloc(sizeof(int32_t) * (size_t)n_seq);
+    for (int s = 0; s < n_seq; s++)
+        keys[s] = case_keys(c, lengths[s]);
+    if (c->masked_tail > 0)
+        p.batch.seq_keys = keys;
     tfenc_limits limits = {.max_tokens = p.batch.n_tokens, .max_seq_len = p.longest,
                            .max_seqs = n_seq};
     instance in;
@@ -328,6 +344,7 @@ static int plugin_run(const attention_case *c, const attention_weights *w, const
     }
     instance_destroy(&in);
     packed_free(&p);
+    free(keys);
     return status;
 }
 
@@ -498,7 +515,8 @@ static void reference_sequence(const attention_case *c, const attention_weights 
                 continue;
             /* -inf for the keys query i must not see: the softmax gives them 0 */
             for (int j = 0; j < L; j++) {
-                if ((c->window > 0 && abs(i - j) > c->window) || (c->causal && j > i)) {
+                if ((c->window > 0 && abs(i - j) > c->window) || (c->causal && j > i) ||
+                    j >= case_keys(c, L)) {
                     scores[j] = -INFINITY;
                     continue;
                 }
@@ -531,6 +549,13 @@ static void reference_sequence(const attention_case *c, const attention_weights 
             double total = 0.0;
             for (int j = 0; j < L; j++)
                 total += exp(scores[j] - maximum);
+            /* A query whose window lies past every key sees none: the
+             * plugin's context is zero there (attention_kernel.h). */
+            if (maximum == -INFINITY) {
+                for (int e = 0; e < head_dim; e++)
+                    context[(size_t)i * d + h * head_dim + e] = 0.0;
+                continue;
+            }
             for (int e = 0; e < head_dim; e++) {
                 double sum = 0.0;
                 for (int j = 0; j < L; j++)
@@ -582,6 +607,23 @@ static double relative_error(const attention_case *c, const attention_weights *w
         free(reference);
     }
     return worst / fmax(largest, 1e-30);
+}
+
+/* The smallest cosine between the rows of y and z ([tokens, d]); two
+ * zero rows count as equal. */
+static double lowest_cosine(const float *y, const float *z, int tokens, int d)
+{
+    double lowest = 1.0;
+    for (int t = 0; t < tokens; t++) {
+        double dot = 0, a = 0, b = 0;
+        for (int j = 0; j < d; j++) {
+            dot += (double)y[(size_t)t * d + j] * z[(size_t)t * d + j];
+            a += (double)y[(size_t)t * d + j] * y[(size_t)t * d + j];
+            b += (double)z[(size_t)t * d + j] * z[(size_t)t * d + j];
+        }
+        lowest = fmin(lowest, a == 0 && b == 0 ? 1.0 : dot / sqrt(a * b));
+    }
+    return lowest;
 }
 
 /* Runs the case on the standard mixed batch {1, 3, 7, 69} (69 spans two query
@@ -838,16 +880,7 @@ static void test_lengths(void)
                 low.precision = TFENC_PRECISION_BF16;
                 float *z = malloc(sizeof(float) * L * c->d);
                 CU_ASSERT_EQUAL(plugin_run(&low, &w, &L, 1, x, z), TFENC_OK);
-                double lowest = 1.0;
-                for (int t = 0; t < L; t++) {
-                    double dot = 0, a = 0, b = 0;
-                    for (int j = 0; j < c->d; j++) {
-                        dot += (double)y[t * c->d + j] * z[t * c->d + j];
-                        a += (double)y[t * c->d + j] * y[t * c->d + j];
-                        b += (double)z[t * c->d + j] * z[t * c->d + j];
-                    }
-                    lowest = fmin(lowest, dot / sqrt(a * b));
-                }
+                const double lowest = lowest_cosine(y, z, L, c->d);
                 printf(" (bf16: min cosine to fp32 %.7f)", lowest);
                 CU_ASSERT(lowest >= 0.9999);
                 free(z);
@@ -1055,21 +1088,69 @@ static void test_bf16_against_fp32(void)
         CU_ASSERT_EQUAL(plugin_run(&c, &w, lengths, n_seq, x, want), TFENC_OK);
         c.precision = TFENC_PRECISION_BF16;
         CU_ASSERT_EQUAL(plugin_run(&c, &w, lengths, n_seq, x, got), TFENC_OK);
-        double lowest = 1.0;
-        for (int t = 0; t < tokens; t++) {
-            double dot = 0, a = 0, b = 0;
-            for (int j = 0; j < c.d; j++) {
-                dot += (double)want[t * c.d + j] * got[t * c.d + j];
-                a += (double)want[t * c.d + j] * want[t * c.d + j];
-                b += (double)got[t * c.d + j] * got[t * c.d + j];
-            }
-            lowest = fmin(lowest, dot / sqrt(a * b));
-        }
+        const double lowest = lowest_cosine(want, got, tokens, c.d);
         printf("\n    bf16 d=%d h=%d: min cosine to fp32 %.7f", c.d, c.heads, lowest);
         CU_ASSERT(lowest >= 0.9999 && lowest < 1.0);
         free(x);
         free(want);
         free(got);
+        weights_free(&w);
+    }
+}
+
+/* Keys masked by the batch (seq_keys, a ColBERT query whose [MASK]
+ * padding is not attended to): each sequence's last tokens are queries
+ * only. Against the reference with those keys at -inf, on the fused fp32
+ * kernel with every kind of position term, a window that leaves the last
+ * queries no key at all (their context is zero), causal masks, sequences
+ * of one key, and lengths across query and key blocks; then bf16 (the
+ * host's products over the keys a tile sees) against fp32 by cosine. */
+static void test_masked_keys(void)
+{
+    attention_case cases[] = {
+        {.d = 32, .heads = 4, .bias = 1, .masked_tail = 5},
+        {.d = 64, .heads = 2, .bias = 1, .masked_tail = 40},
+        {.d = 64, .heads = 2, .bias = 1, .masked_tail = 12, .window = 4},
+        {.d = 64, .heads = 4, .bias = 1, .masked_tail = 9, .position = POSITION_ALIBI},
+        {.d = 32, .heads = 2, .bias = 1, .masked_tail = 9, .position = POSITION_BUCKETS},
+        {.d = 32, .heads = 2, .bias = 1, .masked_tail = 9, .position = POSITION_ROPE},
+        {.d = 64, .heads = 4, .bias = 1, .masked_tail = 9, .position = POSITION_DISENTANGLED},
+        {.d = 64, .heads = 2, .bias = 1, .masked_tail = 9, .causal = 1},
+        {.d = 48, .heads = 3, .bias = 0, .masked_tail = 100}, /* one key up to 101 tokens */
+    };
+    static const int lengths[] = {1, 2, 7, 64, 65, 129, 300};
+    const int n_seq = 7, tokens = 568;
+    const int bf16 = precision_runs_here(TFENC_PRECISION_BF16);
+    for (size_t k = 0; k < sizeof cases / sizeof *cases; k++) {
+        attention_case c = cases[k];
+        attention_weights w;
+        weights_make(&w, c.d, 700 + k);
+        unsigned long long state = 5 + k;
+        float *x = malloc(sizeof(float) * tokens * c.d);
+        float *y = malloc(sizeof(float) * tokens * c.d);
+        float *z = malloc(sizeof(float) * tokens * c.d);
+        fill_uniform(x, (size_t)tokens * c.d, 1.0, &state);
+        double error = INFINITY;
+        if (plugin_run(&c, &w, lengths, n_seq, x, y) == TFENC_OK)
+            error = relative_error(&c, &w, lengths, n_seq, x, y);
+        printf("\n    masked tail %-3d d=%d window=%d%s: relative error %.2e", c.masked_tail, c.d,
+               c.window, c.causal ? " causal" : "", error);
+        CU_ASSERT(error <= TOLERANCE);
+        /* Masking changes the result: the same batch without it differs. */
+        attention_case unmasked = c;
+        unmasked.masked_tail = 0;
+        CU_ASSERT_EQUAL(plugin_run(&unmasked, &w, lengths, n_seq, x, z), TFENC_OK);
+        CU_ASSERT(memcmp(y, z, sizeof(float) * tokens * c.d) != 0);
+        if (bf16) {
+            c.precision = TFENC_PRECISION_BF16;
+            CU_ASSERT_EQUAL(plugin_run(&c, &w, lengths, n_seq, x, z), TFENC_OK);
+            const double lowest = lowest_cosine(y, z, tokens, c.d);
+            printf(" (bf16: min cosine to fp32 %.7f)", lowest);
+            CU_ASSERT(lowest >= 0.9999);
+        }
+        free(x);
+        free(y);
+        free(z);
         weights_free(&w);
     }
 }
@@ -1300,6 +1381,7 @@ static const test_case attention_cases[] = {
     {"create errors", test_errors},
     {"workspace and flops", test_workspace_and_flops},
     {"bf16 against fp32", test_bf16_against_fp32},
+    {"keys masked by the batch (seq_keys)", test_masked_keys},
     {"host products in their own layout", test_products_in_place},
     {NULL, NULL}};
 

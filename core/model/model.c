@@ -10,7 +10,14 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <stddef.h>
 #include <string.h>
+
+/* ABI 1.4 put key_masking where the first reserved pointer was: the
+ * descriptor a 1.3 plugin compiled keeps its size and layout. */
+_Static_assert(offsetof(tfenc_layer_descriptor, reserved) ==
+                   offsetof(tfenc_layer_descriptor, key_masking) + sizeof(void *),
+               "key_masking must take exactly one pointer's room of the descriptor");
 
 /* Sections that configure the run rather than describe a layer. */
 static int is_run_section(const char *name)
@@ -521,6 +528,18 @@ static int create_instance(tfenc_context *ctx, const tfenc_model_options *option
     layer->scope = format_string("layer %s (%s)", name, type);
     if (layer->scope == NULL)
         return tfenc_error(ctx, TFENC_ERR_NO_MEMORY, "out of memory");
+    /* A 1.3 plugin's slot is zero, which reads as undeclared. */
+    if (options->masked_keys &&
+        (layer->descriptor->abi_minor < 4 ||
+         (layer->descriptor->key_masking != TFENC_KEY_MASKING_UNAFFECTED &&
+          layer->descriptor->key_masking != TFENC_KEY_MASKING_APPLIED)))
+        return tfenc_error(ctx, TFENC_ERR_PLUGIN,
+                           "%s: %s: [job] attend_to_mask_tokens = false leaves a query's "
+                           "[MASK] padding out of the keys of attention, and this layer's "
+                           "plugin (%s, ABI %u.%u) does not declare that it honours that "
+                           "(tfenc_layer_descriptor.key_masking, ABI 1.4)",
+                           where, layer->scope, found->file, layer->descriptor->abi_major,
+                           layer->descriptor->abi_minor);
 
     tfenc_params params;
     tfenc_params_bind_layer(&params, ctx, job, section, layer->descriptor);

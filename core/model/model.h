@@ -80,6 +80,10 @@ typedef struct tfenc_model_options {
     /* fp32 steps record their linear maps' input ranges for int8 (the
      * accuracy gate's reference pass; weights.h). */
     int calibrate;
+    /* The job's batches carry seq_keys (a ColBERT query whose [MASK]
+     * padding is not attended to): a layer that does not declare what it
+     * does with them (tfenc_layer_descriptor.key_masking) is refused. */
+    int masked_keys;
 } tfenc_model_options;
 
 /* Creates the instances of the step range, loading their weights, and

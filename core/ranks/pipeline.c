@@ -21,7 +21,7 @@ typedef struct meta_header {
     int32_t rows;
     int32_t end_of_stream;
     uint64_t ids_bytes;
-    uint64_t reserved;
+    uint64_t keys_masked; /* the batch's seq_keys is set (the keys array is always sent) */
 } meta_header;
 
 typedef struct slot {
@@ -46,7 +46,7 @@ struct tfenc_pipeline {
 
 static size_t meta_bytes(int n_seq, int n_tokens, size_t ids_bytes)
 {
-    return sizeof(meta_header) + (size_t)n_seq * (3 * sizeof(int64_t) + 7 * sizeof(int32_t)) +
+    return sizeof(meta_header) + (size_t)n_seq * (3 * sizeof(int64_t) + 8 * sizeof(int32_t)) +
            sizeof(int32_t) + (size_t)n_tokens * 3 * sizeof(int32_t) + ids_bytes;
 }
 
@@ -86,6 +86,9 @@ static void point_into_meta(slot *s, int n_seq, int n_tokens, size_t ids_bytes, 
     p += (size_t)n_seq * sizeof(int32_t);
     m->chunk_start = (int32_t *)p;
     p += (size_t)n_seq * sizeof(int32_t);
+    m->keys = (int32_t *)p;
+    p += (size_t)n_seq * sizeof(int32_t);
+    m->batch.seq_keys = NULL;
     m->ids = ids_bytes > 0 ? (char *)p : NULL;
     m->ids_bytes = ids_bytes;
     m->batch.n_seq = n_seq;
@@ -270,6 +273,8 @@ int tfenc_pipeline_receive(tfenc_context *ctx, tfenc_pipeline *p, tfenc_microbat
                            p->stage - 1);
     point_into_meta(s, header.n_seq, header.n_tokens, (size_t)header.ids_bytes, p->limits.d_model);
     s->microbatch.batch.rows = header.rows;
+    if (header.keys_masked)
+        s->microbatch.batch.seq_keys = s->microbatch.keys;
     *microbatch = &s->microbatch;
     return TFENC_OK;
 }
@@ -281,7 +286,8 @@ int tfenc_pipeline_pass_on(tfenc_context *ctx, tfenc_pipeline *p, tfenc_microbat
         return tfenc_error(ctx, TFENC_ERR_INTERNAL, "pipeline: the last stage passes nothing on");
     const tfenc_batch *b = &microbatch->batch;
     meta_header header = {.n_seq = b->n_seq, .n_tokens = b->n_tokens, .rows = b->rows,
-                          .ids_bytes = microbatch->ids_bytes};
+                          .ids_bytes = microbatch->ids_bytes,
+                          .keys_masked = b->seq_keys != NULL};
     memcpy(s->meta, &header, sizeof header);
     /* Synchronous: its completion says the next stage has taken it (wait_send). */
     MPI_Issend(s->meta, (int)meta_bytes(b->n_seq, b->n_tokens, microbatch->ids_bytes), MPI_BYTE,

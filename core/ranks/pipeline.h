@@ -3,10 +3,11 @@
  *
  * A microbatch is a packed tfenc_batch plus what the last stage needs to
  * write its rows: each sequence's global document index, first token row,
- * file and line it was read from, length, word pieces cut, and id. It lives in a slot: a `meta` buffer
- * (header, then the integer arrays back to back, then the ids) and an
- * activations buffer `x`. Moving a microbatch to the next stage is two
- * messages (meta, then x) sent straight from the slot, with no packing copy.
+ * file and line it was read from, length, keys of attention, word pieces
+ * cut, and id. It lives in a slot: a `meta` buffer (header, then the
+ * integer arrays back to back, then the ids) and an activations buffer
+ * `x`. Moving a microbatch to the next stage is two messages (meta, then
+ * x) sent straight from the slot, with no packing copy.
  *
  * Overlap: each stage owns several slots. A receiving stage keeps receives
  * posted in the free slots, so the previous stage's sends complete while this
@@ -42,6 +43,9 @@ typedef struct tfenc_microbatch {
      * several sequences: chunk[j] of n_chunks[j], whose first content token
      * is the document's chunk_start[j]-th. A whole document: 0 of 1 at 0. */
     int32_t *chunk, *n_chunks, *chunk_start;
+    int32_t *keys;            /* [n_seq] each sequence's keys of attention (its first tokens);
+                               * the batch's seq_keys points here when the job masks keys
+                               * (a ColBERT query's [MASK] padding), else it is NULL */
     char *ids;                /* n_seq NUL-terminated ids one after another, or
                                * NULL when the corpus has none */
     size_t ids_bytes;

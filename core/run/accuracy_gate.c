@@ -36,6 +36,7 @@ typedef struct sample_packer {
     tfenc_gate_sample *sample;
     int batch_tokens, n_seq, used, batch_first;
     int32_t *starts;
+    int32_t *keys;   /* the batch's first document's; NULL: every token is a key */
 } sample_packer;
 
 static int close_batch(tfenc_context *ctx, sample_packer *p, int d_model)
@@ -55,8 +56,10 @@ static int close_batch(tfenc_context *ctx, sample_packer *p, int d_model)
         .n_seq = p->n_seq, .n_tokens = p->used - p->batch_first, .seq_start = p->starts,
         .token_ids = sample->ids + p->batch_first, .token_types = sample->types + p->batch_first,
         .positions = sample->positions + p->batch_first, .rows = p->used - p->batch_first,
-        .d_model = d_model};
+        .d_model = d_model, .seq_keys = p->keys};
     p->starts += p->n_seq + 1;
+    if (p->keys != NULL)
+        p->keys += p->n_seq;
     p->batch_first = p->used;
     p->n_seq = 0;
     return TFENC_OK;
@@ -64,7 +67,7 @@ static int close_batch(tfenc_context *ctx, sample_packer *p, int d_model)
 
 /* Adds one document (the caller leaves room for it in the sample). */
 static int pack_document(tfenc_context *ctx, sample_packer *p, const int32_t *document,
-                         const int32_t *types, int length, int d_model)
+                         const int32_t *types, int length, int keys, int d_model)
 {
     tfenc_gate_sample *sample = p->sample;
     if (p->used - p->batch_first + length > p->batch_tokens) {
@@ -73,6 +76,8 @@ static int pack_document(tfenc_context *ctx, sample_packer *p, const int32_t *do
             return status;
     }
     p->starts[p->n_seq] = p->used - p->batch_first;
+    if (p->keys != NULL)
+        p->keys[p->n_seq] = keys;
     memcpy(sample->ids + p->used, document, (size_t)length * sizeof *document);
     memcpy(sample->types + p->used, types, (size_t)length * sizeof *types);
     for (int t = 0; t < length; t++)
@@ -105,16 +110,22 @@ int tfenc_gate_sample_read_limited(tfenc_context *ctx, const tfenc_gate_corpus *
     sample->positions = calloc(capacity, sizeof *sample->positions);
     /* a start per document and an end per batch: each holds a token at least */
     sample->starts = calloc(2 * capacity, sizeof *sample->starts);
+    /* The job's batches mask keys (a query's padding): so do the sample's,
+     * or the gate would judge a model the job does not run. */
+    const int masked_keys = source->feeding->pad_id >= 0 && !source->feeding->pad_attended;
+    if (masked_keys)
+        sample->keys = calloc(capacity, sizeof *sample->keys);
     int32_t *document = malloc((size_t)source->feeding->max_seq_len * sizeof *document);
     int32_t *types = malloc((size_t)source->feeding->max_seq_len * sizeof *types);
     if (sample->ids == NULL || sample->types == NULL || sample->positions == NULL ||
-        sample->starts == NULL || document == NULL || types == NULL) {
+        sample->starts == NULL || document == NULL || types == NULL ||
+        (masked_keys && sample->keys == NULL)) {
         free(document);
         free(types);
         return tfenc_error(ctx, TFENC_ERR_NO_MEMORY, "out of memory");
     }
     sample_packer packer = {.sample = sample, .batch_tokens = (int)batch_tokens,
-                            .starts = sample->starts};
+                            .starts = sample->starts, .keys = sample->keys};
     const int64_t n_windows = source->windows->n_windows;
     const int pieces = n_windows < GATE_SAMPLE_PIECES ? (int)n_windows : GATE_SAMPLE_PIECES;
     int status = TFENC_OK, full = 0;
@@ -131,17 +142,18 @@ int tfenc_gate_sample_read_limited(tfenc_context *ctx, const tfenc_gate_corpus *
                (max_documents == 0 || sample->n_documents < document_quota)) {
             tfenc_document doc;
             status = tfenc_corpus_next(ctx, source->corpus, &doc);
-            int32_t length = 0, truncated = 0;
+            int32_t length = 0, keys = 0, truncated = 0;
             if (status == TFENC_OK)
                 status = tfenc_feeder_tokenize(ctx, source->feeding, source->tokenizer, &doc,
                                                doc.local_index, document, types, &length,
-                                               &truncated);
+                                               &keys, &truncated);
             if (status == TFENC_OK && (size_t)packer.used + (size_t)length > capacity)
                 full = 1;
             else if (status == TFENC_OK && length > 0) { /* an empty one tells nothing */
                 if (sample->indices != NULL)
                     sample->indices[sample->n_documents] = range.first_index + doc.local_index;
-                status = pack_document(ctx, &packer, document, types, length, source->d_model);
+                status = pack_document(ctx, &packer, document, types, length, keys,
+                                       source->d_model);
             }
         }
         if (status == TFENC_ERR_NOT_FOUND) { /* the window's last document */
@@ -164,6 +176,7 @@ void tfenc_gate_sample_free(tfenc_gate_sample *sample)
     free(sample->types);
     free(sample->positions);
     free(sample->starts);
+    free(sample->keys);
 }
 
 /* ------------------------------------------------------- the trial runs */

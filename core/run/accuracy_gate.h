@@ -29,6 +29,7 @@ typedef struct tfenc_gate_corpus {
 typedef struct tfenc_gate_sample {
     tfenc_batch *batches;                /* [n_batches]; x is NULL */
     int32_t *ids, *types, *positions, *starts;
+    int32_t *keys;                       /* per document, when the job masks keys; else NULL */
     int n_batches, capacity_batches, n_documents, n_tokens;
     int batch_tokens;                    /* the most tokens of a sample batch */
     int64_t *indices;                    /* NULL, or the caller's array that receives each

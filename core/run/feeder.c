@@ -17,6 +17,7 @@ typedef struct pending {
     int64_t source_line;  /* its document's line (row) in its file (tfenc_document.line) */
     int32_t source;       /* the file its document was read from */
     int32_t length;
+    int32_t keys;         /* its first tokens that are keys of attention (tfenc_batch.seq_keys) */
     int32_t truncated;    /* pieces its document lost to max_seq_len */
     int32_t chunk, n_chunks, chunk_start;
     char *id;             /* document id, or NULL */
@@ -50,7 +51,7 @@ struct tfenc_feeder {
 
 int tfenc_feeder_tokenize(tfenc_context *ctx, const tfenc_feeder_options *options, tfenc_tokenizer *tokenizer,
                     const tfenc_document *document, int64_t global_index, int32_t *ids,
-                    int32_t *types, int32_t *length, int32_t *truncated)
+                    int32_t *types, int32_t *length, int32_t *keys, int32_t *truncated)
 {
     /* A marker takes one place of max_seq_len (ColBERT tokenizes ". " +
      * text to max_len and writes the marker over the ".") */
@@ -108,10 +109,13 @@ int tfenc_feeder_tokenize(tfenc_context *ctx, const tfenc_feeder_options *option
         types[1] = types[0];
         n_ids++;
     }
+    *keys = n_ids;
     while (options->pad_id >= 0 && n_ids < options->max_seq_len) {
         types[n_ids] = 0;
         ids[n_ids++] = options->pad_id;
     }
+    if (options->pad_attended)
+        *keys = n_ids;
     *length = n_ids;
     *truncated = cut;
     return TFENC_OK;
@@ -280,7 +284,7 @@ static int chunk_count(int n_pieces, int room, int overlap)
  * long and the job chunks long documents. Returns the sequences added. */
 static int add_document(tfenc_context *ctx, tfenc_feeder *f, int64_t global_index,
                         const tfenc_document *document, const char *id, int32_t length,
-                        int32_t truncated, int64_t first_row, int *added)
+                        int32_t keys, int32_t truncated, int64_t first_row, int *added)
 {
     const int chunked = f->options.chunks != TFENC_CHUNKS_OFF && truncated > 0;
     const int32_t *prefix = NULL, *suffix = NULL, *pieces = NULL;
@@ -308,6 +312,7 @@ static int add_document(tfenc_context *ctx, tfenc_feeder *f, int64_t global_inde
             memcpy(ids, f->scratch, (size_t)length * sizeof *ids);
             memcpy(types, f->scratch_types, (size_t)length * sizeof *types);
             sequence->length = length;
+            sequence->keys = keys;
             sequence->truncated = truncated;
             sequence->chunk_start = 0;
         } else {
@@ -317,6 +322,7 @@ static int add_document(tfenc_context *ctx, tfenc_feeder *f, int64_t global_inde
             memcpy(ids + n_prefix, pieces + start, (size_t)(end - start) * sizeof *ids);
             memcpy(ids + n_prefix + (end - start), suffix, (size_t)n_suffix * sizeof *ids);
             sequence->length = n_prefix + (end - start) + n_suffix;
+            sequence->keys = sequence->length;
             memset(types, 0, (size_t)sequence->length * sizeof *types);
             sequence->truncated = 0;
             sequence->chunk_start = start;
@@ -346,18 +352,18 @@ int tfenc_feeder_load_window(tfenc_context *ctx, tfenc_feeder *f, const tfenc_co
                                  (long long)i, (long long)window->n_documents);
         if (status == TFENC_OK)
             status = put_prompt(ctx, f, &document);
-        int32_t length = 0, truncated = 0;
+        int32_t length = 0, keys = 0, truncated = 0;
         int64_t global_index = window->first_index + document.local_index;
         if (status == TFENC_OK)
             status = tfenc_feeder_tokenize(ctx, &f->options, f->tokenizer, &document,
                                            global_index, f->scratch, f->scratch_types, &length,
-                                           &truncated);
+                                           &keys, &truncated);
         int added = 0;
         if (status == TFENC_OK)
             status = add_document(ctx, f, global_index, &document,
                                   f->options.has_ids ? (document.id != NULL ? document.id : "")
                                                      : NULL,
-                                  length, truncated, row, &added);
+                                  length, keys, truncated, row, &added);
         /* The document's rows in the output: its tokens, or its chunks. */
         row += f->options.chunks == TFENC_CHUNKS_EACH
                    ? added
@@ -389,13 +395,13 @@ int tfenc_feeder_count_window(tfenc_context *ctx, tfenc_feeder *f,
                                  "%lld of %lld documents (did the file change?)",
                                  f->options.input, (long long)window->first_index, (long long)i,
                                  (long long)window->n_documents);
-        int32_t length = 0, truncated = 0;
+        int32_t length = 0, keys = 0, truncated = 0;
         if (status == TFENC_OK)
             status = put_prompt(ctx, f, &document);
         if (status == TFENC_OK)
             status = tfenc_feeder_tokenize(ctx, &f->options, f->tokenizer, &document,
                                            window->first_index + i, f->scratch,
-                                           f->scratch_types, &length, &truncated);
+                                           f->scratch_types, &length, &keys, &truncated);
         int n_chunks = 1;
         if (status == TFENC_OK && f->options.chunks != TFENC_CHUNKS_OFF && truncated > 0) {
             int n_pieces = 0;
@@ -452,6 +458,7 @@ int tfenc_feeder_next(tfenc_context *ctx, tfenc_feeder *f, tfenc_pipeline *pipel
         m->sources[j] = sequence->source;
         m->source_lines[j] = sequence->source_line;
         m->lengths[j] = sequence->length;
+        m->keys[j] = sequence->keys;
         m->truncated[j] = sequence->truncated;
         m->chunk[j] = sequence->chunk;
         m->n_chunks[j] = sequence->n_chunks;
@@ -462,6 +469,11 @@ int tfenc_feeder_next(tfenc_context *ctx, tfenc_feeder *f, tfenc_pipeline *pipel
             id_cursor += bytes;
         }
     }
+    /* Only a query whose padding is not attended to has tokens that are
+     * not keys; every other batch keeps seq_keys NULL, as layers built
+     * before ABI 1.4 expect. */
+    if (f->options.pad_id >= 0 && !f->options.pad_attended)
+        m->batch.seq_keys = m->keys;
     f->next_batch++;
     for (int j = 0; j < n_seq; j++)
         f->documents_fed += m->chunk[j] == m->n_chunks[j] - 1;

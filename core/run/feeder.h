@@ -38,10 +38,13 @@ typedef struct tfenc_feeder_options {
      * each sequence's first token ([CLS]), as ColBERT's [unused0]/[unused1]
      * and PyLate's [Q]/[D] do, the text keeping max_seq_len - 1 tokens;
      * pad_id >= 0 (a query's [MASK]) fills every sequence up to max_seq_len
-     * (ColBERT's query augmentation); skiplist (NULL: none) names the tokens
-     * that write no row, which the output's offsets count. */
+     * (ColBERT's query augmentation), as keys of attention when
+     * pad_attended (attend_to_mask_tokens), else as queries only
+     * (tfenc_batch.seq_keys); skiplist (NULL: none) names the tokens that
+     * write no row, which the output's offsets count. */
     int32_t marker_id;
     int32_t pad_id;
+    int pad_attended;
     const tfenc_skiplist *skiplist;
 } tfenc_feeder_options;
 
@@ -50,11 +53,13 @@ typedef struct tfenc_feeder_options {
  * texts (types as the tokenizer's template gives them; else all 0), the
  * ids as given for token-id corpora, then the marker and the padding when
  * the options have them; refuses empty documents, ids outside the
- * vocabulary, and long documents when truncation is off. */
+ * vocabulary, and long documents when truncation is off. *keys gets how
+ * many of the *length tokens are keys of attention: all of them, but for
+ * a query's padding that is not attended to. */
 int tfenc_feeder_tokenize(tfenc_context *ctx, const tfenc_feeder_options *options,
                           tfenc_tokenizer *tokenizer, const tfenc_document *document,
                           int64_t global_index, int32_t *ids, int32_t *types, int32_t *length,
-                          int32_t *truncated);
+                          int32_t *keys, int32_t *truncated);
 
 typedef struct tfenc_feeder tfenc_feeder;
 

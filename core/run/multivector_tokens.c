@@ -67,14 +67,6 @@ int tfenc_multivector_tokens_find(tfenc_context *ctx, const tfenc_job_settings *
         return tfenc_error(ctx, TFENC_ERR_CONFIG, "%s: [job] multivector_mode, its markers and "
                            "skip_punctuation need a tokenizer; a token-id corpus is used as "
                            "given", settings->input);
-    /* ColBERT v2 and PyLate leave the [MASK] padding out of the keys by
-     * default; tfenc's attention has every token of a sequence attend to
-     * every other, so such a query would not be the model's. */
-    if (query && !settings->attend_to_mask_tokens)
-        return tfenc_error(ctx, TFENC_ERR_CONFIG, "[job] attend_to_mask_tokens = false: a "
-                           "query whose [MASK] padding is not attended to needs key masking, "
-                           "which tfenc's attention does not have; encode documents, or "
-                           "queries of a model trained with attend_to_mask_tokens = true");
     int status = TFENC_OK;
     if (marker != NULL)
         status = token_id(ctx, tokenizer, query ? "query_marker" : "document_marker", marker,

@@ -460,7 +460,8 @@ static tfenc_model_options model_options(run *r, int first_step, int end_step)
         .limits = {.max_tokens = (int)r->settings.batch_tokens,
                    .max_seq_len = (int)r->settings.max_seq_len,
                    .max_seqs = (int)r->settings.batch_tokens},
-        .first_step = first_step, .end_step = end_step, .step_precision = r->step_precision};
+        .first_step = first_step, .end_step = end_step, .step_precision = r->step_precision,
+        .masked_keys = r->settings.multivector_query && !r->settings.attend_to_mask_tokens};
     return o;
 }
 
@@ -744,6 +745,7 @@ static int open_input(run *r)
                                         .chunk_overlap = (int)r->settings.chunk_overlap,
                                         .marker_id = r->multivector.marker_id,
                                         .pad_id = r->multivector.pad_id,
+                                        .pad_attended = r->settings.attend_to_mask_tokens,
                                         .skiplist = r->multivector.skip_flags != NULL
                                                         ? &r->multivector.skiplist
                                                         : NULL};

@@ -7,15 +7,20 @@ usage: reference.py make OUT_DIR SENTENCES QUERIES
          model.safetensors with `bert.*` and `linear.weight`, the real
          bert-base-uncased vocab.txt of all-MiniLM-L6-v2, artifact.metadata)
          OUT_DIR/no-projection/ (the same without `linear.weight`),
+         OUT_DIR/colbert-default/ (the same whose artifact.metadata leaves
+         attend_to_mask_tokens at colbert-ai's default, false),
          OUT_DIR/pylate/ (the same model as PyLate saves it: modules.json of
          a Transformer and a Dense, config_sentence_transformers.json) and
          OUT_DIR/reference.h5: `documents`, `document_offsets` and
          `document_ids` (each sentence's kept vectors and their token ids),
-         `queries` [Q, query_maxlen, dim] and `query_ids`.
-       reference.py compare REFERENCE.h5 DOCUMENTS.h5 QUERIES.h5
+         `queries` [Q, query_maxlen, dim] and `query_ids`, and
+         `masked_queries`: the queries with their [MASK] padding left out of
+         the keys of attention (attend_to_mask_tokens = false).
+       reference.py compare REFERENCE.h5 DOCUMENTS.h5 QUERIES.h5 [DATASET]
          tfenc's vectors against the reference: the same kept tokens (ids
          and offsets), every vector within 1e-4, and the same MaxSim ranking
-         of the documents for every query (but for near-ties).
+         of the documents for every query (but for near-ties). DATASET is
+         the reference's queries to compare with (default `queries`).
        reference.py same A.h5 B.h5
          The two files' vectors, offsets, token ids and lengths bitwise equal.
 
@@ -24,7 +29,9 @@ colbert/modeling/colbert.py and tokenization/*_tokenization.py), written
 from the published code (the package is not installed): the text gets ". "
 in front, is tokenized to doc_maxlen / query_maxlen, and the "." after
 [CLS] becomes the marker; a query is padded to query_maxlen and its pads
-become [MASK] (attended to: attend_to_mask_tokens = true); the encoder's
+become [MASK] (attended to with attend_to_mask_tokens = true; else
+attention_mask 0 keeps them out of the keys, and they still get their
+vectors); the encoder's
 last states go through `linear`, documents drop string.punctuation's
 tokens (mask_punctuation), and every vector is L2-normalised."""
 import json
@@ -40,6 +47,13 @@ TOP = 10          # the ranking that retrieval returns
 TIE = 2e-5        # MaxSim scores (sums of 24 cosines, each within ~3e-7) closer may swap
 D, HEADS, LAYERS, FFN, DIM = 32, 4, 2, 64, 16
 QUERY_MAXLEN, DOC_MAXLEN = 24, 64  # documents of up to 357 tokens get cut
+
+
+def copy(source, target, *names):
+    for name in names:
+        with open(os.path.join(source, name), "rb") as f, \
+                open(os.path.join(target, name), "wb") as g:
+            g.write(f.read())
 
 
 def make(out, sentences_path, queries_path):
@@ -92,21 +106,26 @@ def make(out, sentences_path, queries_path):
     # The same folder without its projection, which tfenc-import refuses.
     broken = os.path.join(out, "no-projection")
     os.makedirs(broken, exist_ok=True)
-    for name in ("config.json", "vocab.txt", "tokenizer_config.json", "artifact.metadata"):
-        with open(os.path.join(folder, name), "rb") as f, \
-                open(os.path.join(broken, name), "wb") as g:
-            g.write(f.read())
+    copy(folder, broken, "config.json", "vocab.txt", "tokenizer_config.json",
+         "artifact.metadata")
     save_file({k: v for k, v in tensors.items() if k != "linear.weight"},
               os.path.join(broken, "model.safetensors"))
+
+    # The same folder trained with colbert-ai's defaults: its metadata does
+    # not name attend_to_mask_tokens, which QuerySettings makes false.
+    default = os.path.join(out, "colbert-default")
+    os.makedirs(default, exist_ok=True)
+    copy(folder, default, "config.json", "vocab.txt", "tokenizer_config.json",
+         "model.safetensors")
+    metadata = json.load(open(os.path.join(folder, "artifact.metadata")))
+    del metadata["attend_to_mask_tokens"]
+    json.dump(metadata, open(os.path.join(default, "artifact.metadata"), "w"), indent=4)
 
     # The same model as PyLate saves it: a sentence-transformers folder of a
     # Transformer (the bare BertModel) and a Dense module (the projection).
     pylate = os.path.join(out, "pylate")
     os.makedirs(os.path.join(pylate, "1_Dense"), exist_ok=True)
-    for name in ("vocab.txt", "tokenizer_config.json"):
-        with open(os.path.join(folder, name), "rb") as f, \
-                open(os.path.join(pylate, name), "wb") as g:
-            g.write(f.read())
+    copy(folder, pylate, "vocab.txt", "tokenizer_config.json")
     saved["architectures"] = ["BertModel"]
     json.dump(saved, open(os.path.join(pylate, "config.json"), "w"))
     save_file({k[len("bert."):]: v for k, v in tensors.items() if k.startswith("bert.")},
@@ -157,6 +176,10 @@ def make(out, sentences_path, queries_path):
     ids, attention = batch["input_ids"], batch["attention_mask"]
     ids[:, 1] = q_marker
     ids[ids == pad] = mask_id
+    # attend_to_mask_tokens = false: the padding keeps attention_mask 0,
+    # and ColBERT.query() keeps every position's vector all the same.
+    masked_vectors = torch.nn.functional.normalize(encode(ids, attention), p=2, dim=2)
+    assert (attention == 0).any(), "no query was padded: the masked case would test nothing"
     attention[ids == mask_id] = 1  # attend_to_mask_tokens
     query_vectors = torch.nn.functional.normalize(encode(ids, attention), p=2, dim=2)
     with h5py.File(os.path.join(out, "reference.h5"), "w") as f:
@@ -164,6 +187,7 @@ def make(out, sentences_path, queries_path):
         f["document_ids"] = np.concatenate(kept_ids).astype(np.int32)
         f["document_offsets"] = np.cumsum(lengths)
         f["queries"] = query_vectors.numpy()
+        f["masked_queries"] = masked_vectors.numpy()
         f["query_ids"] = ids.numpy().astype(np.int32)
 
 
@@ -177,7 +201,7 @@ def maxsim(queries, vectors, offsets):
     return scores
 
 
-def compare(reference_path, documents_path, queries_path):
+def compare(reference_path, documents_path, queries_path, dataset="queries"):
     ref = h5py.File(reference_path, "r")
     docs, queries = h5py.File(documents_path, "r"), h5py.File(queries_path, "r")
     for f, path in ((docs, documents_path), (queries, queries_path)):
@@ -201,12 +225,13 @@ def compare(reference_path, documents_path, queries_path):
         failures.append("queries: the token ids (marker, [MASK] padding) differ")
     else:
         got = queries["vectors"][()].reshape(n_queries, length, DIM)
-        error = np.abs(got - ref["queries"][()]).max()
-        print(f"queries: {n_queries} x {length} vectors, largest difference {error:.2e}")
+        expected = ref[dataset][()]
+        error = np.abs(got - expected).max()
+        print(f"{dataset}: {n_queries} x {length} vectors, largest difference {error:.2e}")
         if not error <= TOLERANCE:
             failures.append(f"queries: vectors differ by {error:.2e}")
         ours = maxsim(got, docs["vectors"][()], docs["offsets"][()])
-        theirs = maxsim(ref["queries"][()], ref["documents"][()], ref["document_offsets"][()])
+        theirs = maxsim(expected, ref["documents"][()], ref["document_offsets"][()])
         exact = 0
         for q in range(n_queries):
             a, b = np.argsort(-ours[q], kind="stable"), np.argsort(-theirs[q], kind="stable")
@@ -244,7 +269,7 @@ if __name__ == "__main__":
     if command == "make":
         make(*sys.argv[2:5])
     elif command == "compare":
-        sys.exit(0 if compare(*sys.argv[2:5]) else 1)
+        sys.exit(0 if compare(*sys.argv[2:6]) else 1)
     elif command == "same":
         sys.exit(0 if same(*sys.argv[2:4]) else 1)
     else:

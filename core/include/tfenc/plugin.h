@@ -24,7 +24,7 @@ extern "C" {
  * a declared parameter table, which have no size of their own, by the
  * descriptor's abi_minor) and functions. */
 #define TFENC_ABI_MAJOR 1
-#define TFENC_ABI_MINOR 3
+#define TFENC_ABI_MINOR 4
 
 #define TFENC_PLUGIN_ENTRY "tfenc_plugin_descriptor"
 
@@ -320,6 +320,15 @@ typedef struct tfenc_batch {
     float *x;                   /* [rows, d_model] activations, row-major, 64-byte aligned */
     int rows;                   /* n_tokens, or n_seq once a pooling layer has run */
     int d_model;
+    /* ABI 1.4: [n_seq] or NULL. Non-NULL: sequence s's keys of attention
+     * are its first seq_keys[s] tokens (1 <= seq_keys[s] <= its length);
+     * every token is still a query and keeps its row. A ColBERT query whose
+     * [MASK] padding is not attended to (attend_to_mask_tokens = false)
+     * is such a sequence: its padding takes part as queries only, as
+     * attention_mask = 0 does in Hugging Face models. NULL: every token is a
+     * key. The host sets it only when every layer of the model has declared
+     * what it does with it (tfenc_layer_descriptor.key_masking). */
+    const int32_t *seq_keys;
 } tfenc_batch;
 
 /* --------------------------------------------------------- layer types */
@@ -390,6 +399,19 @@ typedef struct tfenc_layer_output {
                                    * valid until destroy() */
 } tfenc_layer_output;
 
+/* ABI 1.4: what a layer does with a batch whose seq_keys is set
+ * (tfenc_batch). A job that sets it refuses, naming the layer, every layer
+ * that declares nothing: a layer that mixes tokens of a sequence and reads
+ * no seq_keys would let the masked tokens in. */
+typedef enum tfenc_key_masking {
+    TFENC_KEY_MASKING_UNDECLARED = 0, /* the value of every plugin built before ABI 1.4 */
+    TFENC_KEY_MASKING_UNAFFECTED = 1, /* each token's row depends on that token alone
+                                       * (embeddings, norms, feed-forward, projections) */
+    TFENC_KEY_MASKING_APPLIED = 2     /* reads seq_keys: attends to, or pools, a sequence's
+                                       * keys only, as attention_mask does in Hugging Face
+                                       * models and sentence-transformers' pooling */
+} tfenc_key_masking;
+
 typedef struct tfenc_layer_descriptor {
     /* ABI this descriptor was compiled against: set them to the macros. */
     uint32_t abi_major;
@@ -441,8 +463,13 @@ typedef struct tfenc_layer_descriptor {
      * values at the start of its row. Returns TFENC_OK or an error. */
     int (*output)(const void *instance, tfenc_layer_output *output);
 
+    /* ABI 1.4, in the first reserved slot: an enum and its padding take
+     * no more room than the pointer there was, so the struct keeps its
+     * layout, and a 1.3 plugin's zero there reads as UNDECLARED. */
+    tfenc_key_masking key_masking;
+
     /* Zero. Lets minor versions append callbacks without a major bump. */
-    void *reserved[6];
+    void *reserved[5];
 } tfenc_layer_descriptor;
 
 /* The entry symbol every plugin exports. Returns descriptor `index`, or NULL

@@ -154,7 +154,12 @@ static int pooling_forward(void *instance, tfenc_context *ctx, tfenc_batch *batc
     /* Pooled rows go to the workspace first: with an empty sequence, pooled
      * row s could land on a token row that a later sequence still reads. */
     for (int s = 0; s < batch->n_seq; s++) {
-        const int start = batch->seq_start[s], end = batch->seq_start[s + 1];
+        /* The sequence's keys: all its tokens, unless the batch masks
+         * some (seq_keys: a query's padding), which pooling leaves out as
+         * an attention mask would. */
+        const int start = batch->seq_start[s];
+        const int end = batch->seq_keys != NULL ? start + batch->seq_keys[s]
+                                                : batch->seq_start[s + 1];
         float *out = parts.pooled + (size_t)s * d;
         if (end <= start) {
             memset(out, 0, (size_t)d * sizeof *out);
@@ -204,6 +209,7 @@ static double pooling_flops_per_token(const void *instance, double mean_seq_len)
 
 static const tfenc_layer_descriptor attention_pooling_descriptor = {
     TFENC_DESCRIPTOR_INIT,
+    .key_masking = TFENC_KEY_MASKING_APPLIED, /* it reads seq_keys (above) */
     .type = "attention_pooling",
     .description = "learned attention pooling: softmax(tanh(W x + b) . q) weighted sum of "
                    "each sequence's tokens (example plugin)",

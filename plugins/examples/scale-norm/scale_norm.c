@@ -104,6 +104,7 @@ TFENC_PLUGIN_TYPES("scale_norm");
 
 static const tfenc_layer_descriptor scale_norm_descriptor = {
     TFENC_DESCRIPTOR_INIT,
+    .key_masking = TFENC_KEY_MASKING_UNAFFECTED, /* each token's row alone */
     .type = "scale_norm",
     .description = "ScaleNorm: g * x / max(||x||, eps) per token, one learned scalar g "
                    "(example plugin)",
