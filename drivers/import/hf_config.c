@@ -949,10 +949,14 @@ int import_sparse_head(importer *self)
         head->kind = HEAD_MLM_BERT;
     else if (masked_lm && config->architecture == ARCH_DISTILBERT)
         head->kind = HEAD_MLM_DISTILBERT;
+    else if (masked_lm &&
+             (config->architecture == ARCH_ROBERTA || config->architecture == ARCH_MPNET))
+        head->kind = HEAD_MLM_ROBERTA;
     else
         status = tfenc_error(self->ctx, TFENC_ERR_CONFIG, "%s: sparse output needs a masked-LM "
-                             "head, but architectures is '%s' (tfenc-import maps BertForMaskedLM "
-                             "and DistilBertForMaskedLM)", path, name != NULL ? name : "unset");
+                             "head, but architectures is '%s' (tfenc-import maps BertForMaskedLM, "
+                             "DistilBertForMaskedLM, RobertaForMaskedLM, XLMRobertaForMaskedLM "
+                             "and MPNetForMaskedLM)", path, name != NULL ? name : "unset");
     /* The decoder is read as the word embeddings, which a tied model's
      * checkpoint stores once; an untied one's own decoder would be left
      * out, giving wrong rows. */
@@ -962,13 +966,16 @@ int import_sparse_head(importer *self)
                              "tfenc-import reads the masked-LM decoder as the word embeddings "
                              "(tied), not a decoder of its own", path);
     /* The transform's activation is the encoder's (hidden_act, or
-     * DistilBERT's activation), which config reading turned into tfenc's. */
-    if (status == TFENC_OK && strcmp(config->activation, "gelu") != 0 &&
-        strcmp(config->activation, "gelu_tanh") != 0 && strcmp(config->activation, "relu") != 0)
+     * DistilBERT's activation), which config reading turned into tfenc's;
+     * RobertaLMHead and MPNetLMHead call the exact gelu whatever the
+     * encoder uses (XLM-R checkpoints with hidden_act gelu_new exist). */
+    const char *transform = head->kind == HEAD_MLM_ROBERTA ? "gelu" : config->activation;
+    if (status == TFENC_OK && strcmp(transform, "gelu") != 0 &&
+        strcmp(transform, "gelu_tanh") != 0 && strcmp(transform, "relu") != 0)
         status = tfenc_error(self->ctx, TFENC_ERR_CONFIG, "%s: the masked-LM head's activation "
                              "'%s' is not one splade runs (gelu, gelu_tanh, relu)", path,
-                             config->activation);
-    head->activation = config->activation;
+                             transform);
+    head->activation = transform;
     if (head->sparse_pooling == NULL)
         head->sparse_pooling = "max";
     json_decref(json);

@@ -50,7 +50,10 @@ typedef enum head_kind {
      * (plugins/splade.c). Otherwise they are pretraining heads, dropped. */
     HEAD_MLM_BERT,      /* cls.predictions: transform, LayerNorm, decoder tied to the
                          * word embeddings, bias */
-    HEAD_MLM_DISTILBERT /* vocab_transform, vocab_layer_norm, vocab_projector */
+    HEAD_MLM_DISTILBERT, /* vocab_transform, vocab_layer_norm, vocab_projector */
+    HEAD_MLM_ROBERTA    /* lm_head: dense, exact GELU whatever hidden_act says, layer_norm,
+                         * decoder tied to the word embeddings, bias (RoBERTa, XLM-R,
+                         * MPNet) */
 } head_kind;
 
 typedef struct head_settings {

