@@ -952,11 +952,26 @@ int import_sparse_head(importer *self)
     else if (masked_lm &&
              (config->architecture == ARCH_ROBERTA || config->architecture == ARCH_MPNET))
         head->kind = HEAD_MLM_ROBERTA;
+    else if (masked_lm && config->architecture == ARCH_MODERNBERT)
+        head->kind = HEAD_MLM_MODERNBERT;
     else
         status = tfenc_error(self->ctx, TFENC_ERR_CONFIG, "%s: sparse output needs a masked-LM "
                              "head, but architectures is '%s' (tfenc-import maps BertForMaskedLM, "
-                             "DistilBertForMaskedLM, RobertaForMaskedLM, XLMRobertaForMaskedLM "
-                             "and MPNetForMaskedLM)", path, name != NULL ? name : "unset");
+                             "DistilBertForMaskedLM, RobertaForMaskedLM, XLMRobertaForMaskedLM, "
+                             "MPNetForMaskedLM and ModernBertForMaskedLM)", path,
+                             name != NULL ? name : "unset");
+    /* ModernBertForMaskedLM: ModernBertPredictionHead (dense with a bias
+     * only when classifier_bias, classifier_activation, a LayerNorm with the
+     * encoder's norm_eps and norm_bias), then the decoder, with a bias when
+     * decoder_bias (transformers' defaults: false, gelu, true). */
+    const char *modernbert_activation = NULL;
+    if (status == TFENC_OK && head->kind == HEAD_MLM_MODERNBERT &&
+        ((status = import_json_bool(self->ctx, path, json, "classifier_bias", 0,
+                                    &head->dense_bias)) == TFENC_OK &&
+         (status = import_json_bool(self->ctx, path, json, "decoder_bias", 1,
+                                    &head->decoder_bias)) == TFENC_OK))
+        status = read_head_activation(self->ctx, path, json, "classifier_activation",
+                                      &modernbert_activation);
     /* The decoder is read as the word embeddings, which a tied model's
      * checkpoint stores once; an untied one's own decoder would be left
      * out, giving wrong rows. */
@@ -969,7 +984,9 @@ int import_sparse_head(importer *self)
      * DistilBERT's activation), which config reading turned into tfenc's;
      * RobertaLMHead and MPNetLMHead call the exact gelu whatever the
      * encoder uses (XLM-R checkpoints with hidden_act gelu_new exist). */
-    const char *transform = head->kind == HEAD_MLM_ROBERTA ? "gelu" : config->activation;
+    const char *transform = head->kind == HEAD_MLM_ROBERTA      ? "gelu"
+                            : head->kind == HEAD_MLM_MODERNBERT ? modernbert_activation
+                                                                : config->activation;
     if (status == TFENC_OK && strcmp(transform, "gelu") != 0 &&
         strcmp(transform, "gelu_tanh") != 0 && strcmp(transform, "relu") != 0)
         status = tfenc_error(self->ctx, TFENC_ERR_CONFIG, "%s: the masked-LM head's activation "

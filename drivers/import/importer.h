@@ -51,9 +51,12 @@ typedef enum head_kind {
     HEAD_MLM_BERT,      /* cls.predictions: transform, LayerNorm, decoder tied to the
                          * word embeddings, bias */
     HEAD_MLM_DISTILBERT, /* vocab_transform, vocab_layer_norm, vocab_projector */
-    HEAD_MLM_ROBERTA    /* lm_head: dense, exact GELU whatever hidden_act says, layer_norm,
+    HEAD_MLM_ROBERTA,   /* lm_head: dense, exact GELU whatever hidden_act says, layer_norm,
                          * decoder tied to the word embeddings, bias (RoBERTa, XLM-R,
                          * MPNet) */
+    HEAD_MLM_MODERNBERT /* head (ModernBertPredictionHead: dense, classifier_activation,
+                         * norm), decoder tied to tok_embeddings, its bias when
+                         * decoder_bias */
 } head_kind;
 
 typedef struct head_settings {
@@ -64,6 +67,7 @@ typedef struct head_settings {
                                * classifier_pooling) */
     int dense_bias;           /* ModernBERT's head.dense has a bias (classifier_bias); the
                                * other heads' dense maps always have one */
+    int decoder_bias;         /* ModernBERT's masked-LM decoder has a bias (decoder_bias) */
     int norm;                 /* the classifier's LayerNorm after the activation (ModernBERT's
                                * head.norm: the encoder's norm_eps, its bias when norm_bias) */
     const char *sparse_pooling; /* splade: max or sum (SpladePooling's pooling_strategy) */

@@ -324,7 +324,8 @@ int import_write_job(importer *self, const char *job_tmp, const char *job_path,
     else
         fprintf(out, "input = corpus.txt\n");
     const int sparse_head = c->head.kind == HEAD_MLM_BERT || c->head.kind == HEAD_MLM_DISTILBERT ||
-                            c->head.kind == HEAD_MLM_ROBERTA;
+                            c->head.kind == HEAD_MLM_ROBERTA ||
+                            c->head.kind == HEAD_MLM_MODERNBERT;
     const multivector_settings *multivector = &c->multivector;
     int max_length = self->max_length;
     if (multivector->present && multivector->document_length > 0 &&

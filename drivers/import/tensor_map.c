@@ -78,8 +78,8 @@ static int64_t dimension(const model_config *c, char letter)
  * DeBERTa's: a absolute positions, r disentangled attention, e the LayerNorm
  * of its relative embeddings, k and y maps of their own for the relative
  * embeddings (not share_att_key) for c2p (keys) and p2c (queries);
- * c the classification head's dense map has a bias (ModernBERT's
- * classifier_bias);
+ * c the head's dense map has a bias (ModernBERT's classifier_bias), b its
+ * masked-LM decoder has one (ModernBERT's decoder_bias);
  * I and U: only the second (I) or only the first (U) FFN linear has a bias,
  * so that the ffn layer, whose `bias` key covers both, needs zeros for the
  * other. */
@@ -97,6 +97,7 @@ static int applies(const model_config *c, const char *when, int layer)
                     : *when == 'k' ? !c->share_att_key && strcmp(c->relative_terms, "p2c") != 0
                     : *when == 'y' ? !c->share_att_key && strcmp(c->relative_terms, "c2p") != 0
                     : *when == 'c' ? c->head.dense_bias
+                    : *when == 'b' ? c->head.decoder_bias
                     : layer > 0; /* 'l' */
         if (!holds)
             return 0;
@@ -492,6 +493,20 @@ static const tensor_rule roberta_mlm_head[] = {
     {"lm_head.bias", "/head/decoder_bias", "v", "", 0},
     {NULL, NULL, NULL, NULL, 0},
 };
+/* ModernBertForMaskedLM: the decoder tied to the encoder's tok_embeddings,
+ * ModernBertPredictionHead and the decoder's bias beside the encoder. */
+static const tensor_rule modernbert_mlm_head_in_encoder[] = {
+    {"embeddings.tok_embeddings.weight", "/head/decoder_weight", "vd", "", 0},
+    {NULL, NULL, NULL, NULL, 0},
+};
+static const tensor_rule modernbert_mlm_head[] = {
+    {"head.dense.weight", "/head/transform_weight", "dd", "", 0},
+    {"head.dense.bias", "/head/transform_bias", "d", "c", 0},
+    {"head.norm.weight", "/head/norm_weight", "d", "", 0},
+    {"head.norm.bias", "/head/norm_bias", "d", "n", 0},
+    {"decoder.bias", "/head/decoder_bias", "v", "b", 0},
+    {NULL, NULL, NULL, NULL, 0},
+};
 static const tensor_rule no_head[] = {{NULL, NULL, NULL, NULL, 0}};
 
 /* ColBERT's projection (colbert-ai's HF_ColBERT.linear, no bias) into the
@@ -505,9 +520,10 @@ static void head_rules(head_kind kind, const tensor_rule **in_encoder, const ten
 {
     const int masked_lm = kind == HEAD_MLM_BERT || kind == HEAD_MLM_DISTILBERT ||
                           kind == HEAD_MLM_ROBERTA;
-    *in_encoder = kind == HEAD_BERT ? bert_head_in_encoder
-                  : masked_lm       ? mlm_head_in_encoder
-                                    : no_head;
+    *in_encoder = kind == HEAD_BERT             ? bert_head_in_encoder
+                  : kind == HEAD_MLM_MODERNBERT ? modernbert_mlm_head_in_encoder
+                  : masked_lm                   ? mlm_head_in_encoder
+                                                : no_head;
     *beside = kind == HEAD_BERT                ? bert_head
               : kind == HEAD_ROBERTA           ? roberta_head
               : kind == HEAD_DISTILBERT        ? distilbert_head
@@ -516,6 +532,7 @@ static void head_rules(head_kind kind, const tensor_rule **in_encoder, const ten
               : kind == HEAD_MLM_BERT          ? bert_mlm_head
               : kind == HEAD_MLM_DISTILBERT    ? distilbert_mlm_head
               : kind == HEAD_MLM_ROBERTA       ? roberta_mlm_head
+              : kind == HEAD_MLM_MODERNBERT    ? modernbert_mlm_head
                                                : no_head;
 }
 

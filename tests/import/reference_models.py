@@ -234,6 +234,34 @@ class ModernBertForSequenceClassification(nn.Module):
         return self.classifier(self.head.norm(act(self.head.dense(pooled))))
 
 
+class ModernBertForMaskedLM(nn.Module):
+    """ModernBertForMaskedLM (transformers 4.48), as SPLADE runs it: the
+    encoder as `model` (final_norm applied), ModernBertPredictionHead on
+    every token, norm(act(dense(x))) with dense's bias only when
+    classifier_bias and the norm's only when norm_bias, then `decoder`,
+    whose weight is tied to model.embeddings.tok_embeddings and whose bias
+    exists when decoder_bias (save_pretrained keeps the tied weight once)."""
+
+    def __init__(self, c):
+        super().__init__()
+        self.c = c
+        d = c["hidden_size"]
+        self.model = ModernBert(c)
+        self.head = Holder()
+        self.head.dense = nn.Linear(d, d, bias=c["classifier_bias"])
+        self.head.norm = (nn.LayerNorm(d, eps=c["norm_eps"]) if c["norm_bias"]
+                          else BiasFreeLayerNorm(d, c["norm_eps"]))
+        self.decoder = nn.Linear(d, c["vocab_size"], bias=c["decoder_bias"])
+        self.decoder.weight = self.model.embeddings.tok_embeddings.weight
+
+    def forward(self, ids, mask=None):
+        """ids [B, L], mask [B, L] or None -> logits [B, L, vocab_size]."""
+        if mask is None:
+            mask = torch.ones_like(ids)
+        act = ACTIVATIONS[self.c["classifier_activation"]]
+        return self.decoder(self.head.norm(act(self.head.dense(self.model(ids, mask)))))
+
+
 # -------------------------------------------------------------- JinaBERT v2
 
 def alibi_slopes(heads):

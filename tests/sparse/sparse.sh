@@ -1,7 +1,8 @@
 #!/bin/sh
 # SPLADE sparse output (plugins/splade.c, core/output/sparse.c): random-weight
 # BertForMaskedLM, DistilBertForMaskedLM, RobertaForMaskedLM,
-# XLMRobertaForMaskedLM and MPNetForMaskedLM checkpoints with the real
+# XLMRobertaForMaskedLM, MPNetForMaskedLM and ModernBertForMaskedLM (written
+# from its published code) checkpoints with the real
 # 30,522-token vocabulary, and a sentence-transformers SparseEncoder folder
 # (tests/sparse/sparse.py, one Python process), imported by tfenc-import
 # (--sparse for the plain checkpoints) and run on 40 real sentences. Each
@@ -48,13 +49,13 @@ encode() { # encode KIND RANKS STAGES OUTPUT [--set ...]
      "$@" job.ini)
 }
 
-for kind in bert distilbert roberta xlm-roberta mpnet; do
+for kind in bert distilbert roberta xlm-roberta mpnet modernbert; do
   "$import" "$work/$kind" -o "$work/$kind/model.h5" --job "$work/$kind/job.ini" --sparse \
     > "$work/$kind.import" 2>&1 || { fail "$kind: tfenc-import --sparse: $(cat "$work/$kind.import")"; continue; }
 done
 "$import" "$work/splade" -o "$work/splade/model.h5" --job "$work/splade/job.ini" \
   > "$work/splade.import" 2>&1 || fail "SparseEncoder folder: tfenc-import: $(cat "$work/splade.import")"
-for kind in bert distilbert roberta xlm-roberta mpnet splade; do
+for kind in bert distilbert roberta xlm-roberta mpnet modernbert splade; do
   encode "$kind" 1 1 fp32.h5 || { fail "$kind: the job failed"; continue; }
   "$TFENC_VENV_PYTHON" "$script" compare "$work/$kind/reference.h5" "$work/$kind/fp32.h5" \
     "sparse: $kind" || fail "$kind: not SpladePooling's rows"
