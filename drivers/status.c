@@ -156,7 +156,7 @@ static void print_report(const tfenc_inspection *i)
         }
         else
             printf("written when the job completes (the rows wait in %s.sparse-*)", i->path);
-    } else if (i->output_kind != NULL && strcmp(i->output_kind, "vectors") == 0)
+    } else if (i->output_kind != NULL && strcmp(i->output_kind, "vectors") == 0) {
         printf("output: vectors (multi-vector, unit length; document i is rows "
                "offsets[i]:offsets[i+1]) [%lld rows, width %lld], %s, %s mode, marker %s, "
                "skiplist %s", (long long)i->n_tokens, (long long)i->d_model,
@@ -165,7 +165,15 @@ static void print_report(const tfenc_inspection *i)
                    ? i->multivector_marker : "(none)",
                i->multivector_skiplist != NULL && i->multivector_skiplist[0] != '\0'
                    ? "string.punctuation's tokens left out" : "(none: every token kept)");
-    else
+        /* Which ColBERT query encoding the rows are: the same model gives
+         * other vectors either way (attend_to_mask_tokens). */
+        if (i->multivector_query_padding != NULL &&
+            strcmp(i->multivector_query_padding, "masked") == 0)
+            printf(", [MASK] padding not attended to");
+        else if (i->multivector_query_padding != NULL &&
+                 strcmp(i->multivector_query_padding, "attended") == 0)
+            printf(", [MASK] padding attended to");
+    } else
         printf("output: %s, %s, d_model %lld", or_unknown(i->output_kind), or_unknown(i->dtype),
                (long long)i->d_model);
     if (i->n_tokens >= 0 && (i->output_kind == NULL || strcmp(i->output_kind, "vectors") != 0))

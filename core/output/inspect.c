@@ -689,6 +689,7 @@ int tfenc_inspect_output(tfenc_context *ctx, const char *path, tfenc_inspection 
     inspection->multivector_mode = read_string(file, "multivector_mode");
     inspection->multivector_marker = read_string(file, "multivector_marker");
     inspection->multivector_skiplist = read_string(file, "multivector_skiplist");
+    inspection->multivector_query_padding = read_string(file, "multivector_query_padding");
     inspection->precision_sample_min_cosine = read_double(file, "precision_sample_min_cosine");
     if (inspection->precision == NULL && inspection->job_settings != NULL)
         inspection->precision = precision_from_settings(inspection->job_settings);
@@ -751,6 +752,7 @@ void tfenc_inspection_free(tfenc_inspection *inspection)
                         &inspection->quantization_source, &inspection->id2label,
                         &inspection->multivector_mode, &inspection->multivector_marker,
                         &inspection->multivector_skiplist,
+                        &inspection->multivector_query_padding,
                         &inspection->resume_command, &inspection->corpus_shards};
     for (size_t i = 0; i < sizeof strings / sizeof strings[0]; i++) {
         free(*strings[i]);

@@ -53,6 +53,8 @@ typedef struct tfenc_inspection {
     char *multivector_mode;  /* vectors: document or query; NULL otherwise */
     char *multivector_marker;   /* vectors: the marker token, "" for none */
     char *multivector_skiplist; /* vectors: the ids left out, space-separated, "" for none */
+    char *multivector_query_padding; /* vectors: "attended" or "masked" for queries, "" for
+                                      * documents; NULL in files written before it */
     char *dtype;             /* float32, float16, bfloat16, or compact: int8, uint8,
                               * binary, ubinary (output/quantize.h) */
     char *quantization_source; /* int8 / uint8: where the ranges came from (attribute

@@ -413,11 +413,13 @@ static char *plugins_text(const tfenc_output_options *options)
 static int write_multivector_attributes(tfenc_context *ctx, tfenc_output *out,
                                         const tfenc_output_options *options)
 {
-    const char *values[3][2] = {{"multivector_mode", options->multivector_mode},
-                                {"multivector_marker", options->multivector_marker},
-                                {"multivector_skiplist", options->multivector_skiplist}};
+    const char *values[][2] = {
+        {"multivector_mode", options->multivector_mode},
+        {"multivector_marker", options->multivector_marker},
+        {"multivector_skiplist", options->multivector_skiplist},
+        {"multivector_query_padding", options->multivector_query_padding}};
     int status = TFENC_OK;
-    for (int i = 0; status == TFENC_OK && i < 3; i++)
+    for (size_t i = 0; status == TFENC_OK && i < sizeof values / sizeof values[0]; i++)
         status = write_string_attribute(ctx, out, values[i][0],
                                         values[i][1] != NULL ? values[i][1] : "");
     return status;

@@ -183,12 +183,14 @@ typedef struct tfenc_output_options {
      * attribute id2label; NULL stores "". */
     const char *labels;
     /* Vectors kind: stored as the attributes multivector_mode ("document" or
-     * "query"), multivector_marker (the marker token, "" for none) and
-     * multivector_skiplist (the token ids left out, space-separated); NULL
-     * stores "". */
+     * "query"), multivector_marker (the marker token, "" for none),
+     * multivector_skiplist (the token ids left out, space-separated) and
+     * multivector_query_padding (a query's [MASK] padding: "attended" or
+     * "masked", keys of attention or not; "" for documents); NULL stores "". */
     const char *multivector_mode;
     const char *multivector_marker;
     const char *multivector_skiplist;
+    const char *multivector_query_padding;
 } tfenc_output_options;
 
 typedef struct tfenc_output tfenc_output;

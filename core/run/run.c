@@ -1510,7 +1510,10 @@ static int open_output(run *r)
             .multivector_mode = tfenc_multivector_mode_names[r->settings.multivector_query],
             .multivector_marker = r->settings.multivector_query ? r->settings.query_marker
                                                                 : r->settings.document_marker,
-            .multivector_skiplist = r->multivector.skiplist_text};
+            .multivector_skiplist = r->multivector.skiplist_text,
+            .multivector_query_padding = !r->settings.multivector_query ? ""
+                                         : r->settings.attend_to_mask_tokens ? "attended"
+                                                                             : "masked"};
         MPI_Comm writers = l->data_parallel > 1 ? r->writers_comm : MPI_COMM_NULL;
         status = TFENC_ERR_NOT_FOUND;
         if (r->settings.resume)

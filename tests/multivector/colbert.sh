@@ -122,7 +122,7 @@ fi
 "$driver" --status "$work/documents.h5" > "$work/status.txt"
 grep -q "^output: vectors (multi-vector, unit length; .*) \[[0-9]* rows, width 16\], float32, document mode, marker \[unused1\], skiplist string.punctuation's tokens left out" \
   "$work/status.txt" || fail "--status does not describe the vectors: $(grep '^output' "$work/status.txt")"
-"$driver" --status "$work/queries.h5" | grep -q "^output: vectors .*\[240 rows, width 16\], float32, query mode, marker \[unused0\], skiplist (none" \
+"$driver" --status "$work/queries.h5" | grep -q "^output: vectors .*\[240 rows, width 16\], float32, query mode, marker \[unused0\], skiplist (none.*, \[MASK\] padding attended to" \
   || fail "--status does not describe the query vectors"
 
 # --dry-run counts the rows the skiplist keeps (the 1x1 file's).
@@ -176,6 +176,8 @@ if query 1 1 masked.h5 default.ini; then
   "$python" "$reference" compare "$work/reference.h5" "$work/documents.h5" "$work/masked.h5" \
     masked_queries || fail "queries with masked padding differ from the reference's"
   same_at_layouts query default.ini masked.h5 masked-queries 2:1 1:2 2:2
+  "$driver" --status "$work/masked.h5" | grep -q "^output: vectors .*query mode.*, \[MASK\] padding not attended to" \
+    || fail "--status does not say that the queries' padding was not attended to"
 else
   fail "the query job with attend_to_mask_tokens = false failed"
 fi
