@@ -7,7 +7,9 @@
 # forward pass and pooled with sentence-transformers' Pooling (Dense, for
 # EmbeddingGemma's pair) and Normalize modules. The bert kind is also pooled
 # in every sentence-transformers pooling mode; Qwen3 and Gemma3 are also cut
-# to a Matryoshka width, and their jobs carry the models' prompts.
+# to a Matryoshka width, their jobs carry the models' prompts, and their
+# files are the same bit for bit at layouts 2x1, 1x2, 2x2 and after a
+# SIGKILL and a resume.
 set -eu
 
 . "$(cd "$(dirname "$0")/../.." && pwd)/tests/environment.sh"
@@ -51,6 +53,68 @@ for kind in bert roberta xlm-roberta electra distilbert mpnet qwen2 nomic_bert m
   compare "$dir/reference.h5" embeddings "$dir/pooled.h5" "$kind pooled"
 done
 
+# Windows of 2 documents in microbatches of at most 320 tokens, so that
+# the 12 sequences make several of each.
+spread() { # RANKS STAGES OUTPUT JOB: the kind's token ids at that layout
+  "$mpiexec" -n "$1" "$batch" --quiet --set "job.input=$dir/ids.h5" \
+    --set job.input_format=hdf5 --set "job.output=$3" --set "job.pipeline_stages=$2" \
+    --set job.window_documents=2 --set job.batch_tokens=320 --set job.max_seq_len=160 \
+    --set job.threads=1 "$4"
+}
+same() { # A B LABEL: the embeddings bit for bit
+  checks=$((checks + 1))
+  "$python" -c "import h5py, sys
+a, b = (h5py.File(p, 'r') for p in sys.argv[1:3])
+sys.exit(not (a.attrs['complete'] == b.attrs['complete'] == 1
+              and a['embeddings'][()].tobytes() == b['embeddings'][()].tobytes()))" "$1" "$2" \
+    && echo "$3: bitwise equal to 1x1" || { failures=$((failures + 1)); echo "FAIL: $3 differs"; }
+}
+# Layouts 2x1, 1x2, 2x2 and a SIGKILL with a resume at another layout: the
+# 1x1 file bit for bit (grouped-query attention, q/k norms, the sliding
+# window and the last-token pooling split across stages and replicas).
+layouts_and_resume() { # KIND
+  spread 1 1 "$dir/base.h5" "$dir/job.ini" || { failures=$((failures + 1)); return; }
+  for layout in 2:1 1:2 2:2; do
+    replicas=${layout%:*} stages=${layout#*:}
+    if spread $((replicas * stages)) "$stages" "$dir/layout-$replicas-$stages.h5" "$dir/job.ini"
+    then
+      same "$dir/base.h5" "$dir/layout-$replicas-$stages.h5" "$1 at $replicas x $stages"
+    else
+      failures=$((failures + 1))
+      echo "FAIL: $1 at $replicas x $stages: the job failed"
+    fi
+  done
+  # The test plugin's pause layer before the pooling makes each microbatch
+  # take a while, so that the kill lands part-way.
+  sed 's/^\[pooling\]$/[pause]\ntype = pause\nmilliseconds = 1000\n\n[pooling]/' "$dir/job.ini" \
+    >"$dir/paused.ini"
+  rm -f "$dir/killed.h5"
+  # mpiexec itself in the background, so that its children are the ranks.
+  "$mpiexec" -n 2 "$batch" --quiet --set "job.input=$dir/ids.h5" --set job.input_format=hdf5 \
+    --set "job.output=$dir/killed.h5" --set job.window_documents=2 --set job.batch_tokens=320 \
+    --set job.max_seq_len=160 --set job.threads=1 "$dir/paused.ini" >"$dir/killed.out" 2>&1 &
+  pid=$!
+  "$python" "$srcdir/tests/resume/progress.py" wait "$dir/killed.h5" 0.2 "$pid"
+  pkill -KILL -P "$pid" 2>/dev/null || true
+  kill -KILL "$pid" 2>/dev/null || true
+  wait "$pid" 2>/dev/null || true
+  left=$("$python" "$srcdir/tests/resume/progress.py" count "$dir/killed.h5")
+  case "$left" in
+    "12 12 1"|"0 0 0")
+      checks=$((checks + 1)) failures=$((failures + 1))
+      echo "FAIL: $1: the kill did not land part-way ($left)" ;;
+    *)
+      if spread 1 1 "$dir/killed.h5" "$dir/paused.ini" >"$dir/resumed.out" 2>&1; then
+        same "$dir/base.h5" "$dir/killed.h5" "$1 killed at $left (done, total, complete), resumed"
+      else
+        failures=$((failures + 1))
+        echo "FAIL: $1: the resume failed: $(tail -n 1 "$dir/resumed.out")"
+      fi ;;
+  esac
+}
+
+TFENC_PLUGIN_PATH="$TFENC_PLUGIN_PATH:$builddir/tests/plugins/.libs"
+export TFENC_PLUGIN_PATH
 for kind in qwen3 gemma3_text; do
   dir="$work/$kind"
   [ -f "$dir/job.ini" ] || continue
@@ -64,6 +128,7 @@ for kind in qwen3 gemma3_text; do
     0.9999 1e-2 || failures=$((failures + 1))
   checks=$((checks + 1))
   "$python" "$here/architectures.py" prompts "$dir/job.ini" "$dir" || failures=$((failures + 1))
+  layouts_and_resume "$kind"
 done
 
 # What tfenc cannot run as EmbeddingGemma runs it: one line naming the file
