@@ -59,7 +59,10 @@
  * keys the tile sees (window, causal); a batch's sequences are spread over
  * the rank's threads, each thread with its own tile of scores, and a lone
  * sequence uses the threads inside its loops instead. Both paths add the
- * position terms through one interface (attention_position_terms).
+ * position terms through one interface (attention_position_terms). The
+ * `kernel` key chooses the path against the precision's default (fused
+ * float32 attention in a bf16 job; fp32 products on OpenBLAS, which is
+ * also how a CPU without bf16 products runs the products' path).
  *
  * A batch runs in groups of whole sequences, each through the Q/K/V map,
  * the scores and the output map before the next (see group_tokens()), so
@@ -107,6 +110,8 @@ enum position_kind {
 enum rope_style { ROPE_HALF, ROPE_INTERLEAVED };
 
 static const char *const qkv_names[] = {"auto", "separate", "fused", NULL};
+enum { KERNEL_AUTO, KERNEL_FUSED, KERNEL_PRODUCTS };
+static const char *const kernel_names[] = {"auto", "fused", "products", NULL};
 static const char *const position_names[] = {"none", "rope", "alibi", "relative_buckets",
                                              "disentangled", NULL};
 /* DeBERTa's pos_att_type: which disentangled terms the scores get. */
@@ -144,8 +149,10 @@ typedef struct attention {
                             * in the products' own layout (tfenc_matmul_padded_layout) */
     tfenc_limits limits;   /* the batches forward() was promised */
     int threads;           /* the rank's pool at create(): each thread scores its own sequences */
-    int fused;             /* 1: fp32 job, the fused kernel (attention_kernel.c) computes the
-                            * context; 0: the host's products (bf16 in bf16 and int8 jobs) */
+    int kernel;            /* the job's `kernel` key: KERNEL_AUTO, _FUSED or _PRODUCTS */
+    int fused;             /* 1: the fused kernel (attention_kernel.c) computes the context
+                            * (fp32 jobs, by default); 0: the host's products (bf16 in bf16
+                            * and int8 jobs, float32 in fp32 ones) */
     disentangled_settings disentangled_settings; /* position = disentangled (DeBERTa) */
     disentangled_position disentangled;          /* its tables */
     attention_position_terms terms; /* ALiBi, relative buckets or disentangled (whose state
@@ -1085,6 +1092,8 @@ static int read_params(tfenc_context *ctx, const tfenc_layer_init *init, attenti
         (status = tfenc_param_bool(params, "bias", 1, bias)) != TFENC_OK ||
         (status = tfenc_param_bool(params, "out_bias", *bias, out_bias)) != TFENC_OK ||
         (status = tfenc_param_choice(params, "qkv", qkv_names, QKV_AUTO, qkv_layout)) != TFENC_OK ||
+        (status = tfenc_param_choice(params, "kernel", kernel_names, KERNEL_AUTO,
+                                     &layer->kernel)) != TFENC_OK ||
         (status = tfenc_param_bool(params, "causal", 0, &layer->causal)) != TFENC_OK ||
         (status = tfenc_param_int(params, "window", 0, &window)) != TFENC_OK ||
         (status = tfenc_param_choice(params, "position", position_names, POSITION_NONE,
@@ -1260,8 +1269,13 @@ static int load_weights(tfenc_context *ctx, const tfenc_layer_init *init, attent
                            "mha: out_weight has %d output rows, expected d_model = %d", width, d);
 
     /* fp32 runs the fused kernel; the products of the other precisions
-     * run on the host (oneDNN's bf16 products beat a plain-C kernel there). */
-    layer->fused = tfenc_linear_dtype(layer->qkv) == TFENC_FLOAT32;
+     * run on the host (oneDNN's bf16 products beat a plain-C kernel there),
+     * unless the job chooses (`kernel`): the fused kernel's float32
+     * attention in a bf16 job, or fp32 on the host's products, which lets
+     * a machine without bf16 products run that path too. */
+    layer->fused = layer->kernel == KERNEL_FUSED ||
+                   (layer->kernel == KERNEL_AUTO &&
+                    tfenc_linear_dtype(layer->qkv) == TFENC_FLOAT32);
     if (layer->position == POSITION_BUCKETS && (status = load_relative_bias(ctx, init, layer)) !=
                                                    TFENC_OK)
         return status;
@@ -1364,6 +1378,10 @@ static const tfenc_param_info mha_params[] = {
      "the output projection has a bias (default: bias; Qwen2: Q/K/V do, the output does not)", TFENC_PARAM_NO_RANGE},
     {"qkv", TFENC_PARAM_CHOICE, "auto",
      "auto, separate or fused (auto: fused when qkv_weight exists)", TFENC_PARAM_NO_RANGE},
+    {"kernel", TFENC_PARAM_CHOICE, "auto",
+     "auto, fused or products: the fused kernel (float32, key blocks in cache) or the host's "
+     "batched products (bf16 on oneDNN in bf16 and int8 jobs, float32 on OpenBLAS in fp32 "
+     "ones); auto: fused in fp32 jobs, products otherwise", TFENC_PARAM_NO_RANGE},
     {"causal", TFENC_PARAM_BOOL, "false",
      "token i attends to tokens j <= i only (decoder embedders)", TFENC_PARAM_NO_RANGE},
     {"window", TFENC_PARAM_INT, "0",

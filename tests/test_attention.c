@@ -1101,10 +1101,11 @@ static void test_bf16_against_fp32(void)
 /* Keys masked by the batch (seq_keys, a ColBERT query whose [MASK]
  * padding is not attended to): each sequence's last tokens are queries
  * only. Against the reference with those keys at -inf, on the fused fp32
- * kernel with every kind of position term, a window that leaves the last
- * queries no key at all (their context is zero), causal masks, sequences
- * of one key, and lengths across query and key blocks; then bf16 (the
- * host's products over the keys a tile sees) against fp32 by cosine. */
+ * kernel and on the host's products (kernel = products) with every kind of
+ * position term, a window that leaves the last queries no key at all
+ * (their context is zero), causal masks, sequences of one key, and lengths
+ * across query and key blocks and tiles; then bf16 (the host's products in
+ * their own layout) against fp32 by cosine where bf16 runs. */
 static void test_masked_keys(void)
 {
     attention_case cases[] = {
@@ -1141,6 +1142,18 @@ static void test_masked_keys(void)
         unmasked.masked_tail = 0;
         CU_ASSERT_EQUAL(plugin_run(&unmasked, &w, lengths, n_seq, x, z), TFENC_OK);
         CU_ASSERT(memcmp(y, z, sizeof(float) * tokens * c.d) != 0);
+        /* The host's products path (kernel = products: float32 on OpenBLAS
+         * here, bf16 on oneDNN in bf16 jobs), its tiles' key ranges and
+         * softmax, masked and not, against the same reference. */
+        for (int masked = 0; masked < 2; masked++) {
+            attention_case products = masked ? c : unmasked;
+            products.extra = "kernel = products";
+            error = INFINITY;
+            if (plugin_run(&products, &w, lengths, n_seq, x, z) == TFENC_OK)
+                error = relative_error(&products, &w, lengths, n_seq, x, z);
+            printf(" (products%s: %.2e)", masked ? ", masked" : "", error);
+            CU_ASSERT(error <= TOLERANCE);
+        }
         if (bf16) {
             c.precision = TFENC_PRECISION_BF16;
             CU_ASSERT_EQUAL(plugin_run(&c, &w, lengths, n_seq, x, z), TFENC_OK);
