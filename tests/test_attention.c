@@ -830,7 +830,9 @@ static void test_groups(void)
  * tokens once, without position terms: each is O(L^2) in the layer and
  * in the double-precision reference, and they were most of this test's
  * time there, while their position terms' paths run at 2048 (beyond any
- * bucket's or slope's range) and the windowed cases still run at 8192. */
+ * bucket's or slope's range) and the windowed cases still run at 8192.
+ * The host's products path (kernel = products) runs the same cases up to
+ * 2048 tokens (513 under the sanitizers). */
 static void test_lengths(void)
 {
     static const int lengths[] = {1, 7, 128, 129, 513, 2048, 8192};
@@ -871,6 +873,20 @@ static void test_lengths(void)
             printf("\n    L=%-5d %-7s window=%-3d%s relative error %.2e", L,
                    position_label[c->position], c->window, c->causal ? " causal" : "", error);
             CU_ASSERT(error <= TOLERANCE);
+            /* The host's products path (kernel = products, float32 here) at
+             * the same lengths, up to 2048 (beyond, its tiles are the same
+             * as at 2048, and the fused kernel's 8192 stay). */
+            if (L <= 2048 && !(sanitizers && L > 513)) {
+                attention_case products = *c;
+                products.extra = "kernel = products";
+                float *out = malloc(sizeof(float) * L * c->d);
+                error = INFINITY;
+                if (plugin_run(&products, &w, &L, 1, x, out) == TFENC_OK)
+                    error = relative_error(&products, &w, &L, 1, x, out);
+                printf(" (products: %.2e)", error);
+                CU_ASSERT(error <= TOLERANCE);
+                free(out);
+            }
             /* bf16 runs the host's products over the keys its query tiles
              * see: against fp32 by the smallest cosine over tokens (see
              * test_bf16_against_fp32 for the bar), where a key too many at
