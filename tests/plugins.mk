@@ -22,7 +22,8 @@ tests_test_attention_heads_LDADD = tests/harness/libunit.la core/libtfenc.la $(C
 
 # Tokens/s of the mha layer alone, two plugin builds side by side
 # (asserts nothing: `make check` only builds it so that it keeps compiling):
-# tests/bench/attention_bench OLD.so NEW.so [d heads reps].
+# tests/bench/attention_bench OLD.so NEW.so [d heads reps] (ATTENTION_BENCH_A and _B add
+# a job line to either side: two paths of one build).
 check_PROGRAMS += tests/bench/attention_bench
 tests_bench_attention_bench_SOURCES = tests/bench/attention_bench.c
 tests_bench_attention_bench_LDADD = core/libtfenc.la -ldl -lm

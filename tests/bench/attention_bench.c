@@ -6,6 +6,10 @@
  *   make tests/bench/attention_bench
  *   tests/bench/attention_bench OLD.so NEW.so [d heads reps longest]
  *
+ * or two paths of one build, a job line added to A's or B's section:
+ *
+ *   ATTENTION_BENCH_B='kernel = products' tests/bench/attention_bench X.so X.so
+ *
  * prints, per length (128, 512, 2048, 8192), window (0, 128) and precision
  * (fp32, bf16 where it runs), the best tokens per CPU second of each plugin
  * (with OMP_NUM_THREADS=1: tokens/s of one core) and B / A. */
@@ -45,13 +49,13 @@ static void fill(float *values, size_t count, double amplitude, unsigned long lo
 }
 
 /* Seconds of one forward() of a fresh layer of `descriptor`, or -1. */
-static double run_once(const tfenc_layer_descriptor *descriptor, int d, int heads, int length,
-                       int window, tfenc_precision precision, const float *weights,
-                       const float *x)
+static double run_once(const tfenc_layer_descriptor *descriptor, const char *extra, int d,
+                       int heads, int length, int window, tfenc_precision precision,
+                       const float *weights, const float *x)
 {
-    char text[256];
-    snprintf(text, sizeof text, "[attention]\nn_heads = %d\nwindow = %d\nposition = alibi\n",
-             heads, window);
+    char text[512];
+    snprintf(text, sizeof text, "[attention]\nn_heads = %d\nwindow = %d\nposition = alibi\n%s\n",
+             heads, window, extra != NULL ? extra : "");
     tfenc_context ctx;
     tfenc_context_init(&ctx);
     tfenc_jobfile *job = NULL;
@@ -119,6 +123,7 @@ int main(int argc, char **argv)
         return 2;
     }
     const tfenc_layer_descriptor *plugins[2];
+    const char *extra[2] = {getenv("ATTENTION_BENCH_A"), getenv("ATTENTION_BENCH_B")};
     for (int p = 0; p < 2; p++) {
         void *handle = dlopen(argv[1 + p], RTLD_NOW | RTLD_LOCAL);
         descriptor_function entry = handle != NULL ? (descriptor_function)(uintptr_t)dlsym(
@@ -144,8 +149,10 @@ int main(int argc, char **argv)
     unsigned long long state = 1;
     fill(weights, (size_t)3 * d * d, sqrt(3.0 / d), &state);
     fill(x, (size_t)8192 * d, 1.0, &state);
-    printf("d=%d heads=%d threads=%d reps=%d\nprecision,length,window,A_tokens_s,B_tokens_s,B_over_A\n",
-           d, heads, omp_get_max_threads(), reps);
+    printf("d=%d heads=%d threads=%d reps=%d A: %s B: %s\n"
+           "precision,length,window,A_tokens_s,B_tokens_s,B_over_A\n",
+           d, heads, omp_get_max_threads(), reps, extra[0] != NULL ? extra[0] : "-",
+           extra[1] != NULL ? extra[1] : "-");
     for (int p = 0; p < 2 - !bf16; p++)
         for (size_t l = 0; l < 4 && lengths[l] <= longest; l++)
             for (size_t w = 0; w < 2; w++) {
@@ -153,8 +160,8 @@ int main(int argc, char **argv)
                 for (int r = 0; r < reps; r++)
                     for (int k = 0; k < 2; k++) {
                         int which = (r + k) % 2; /* A B, B A, ... */
-                        double s = run_once(plugins[which], d, heads, lengths[l], windows[w],
-                                            precisions[p], weights, x);
+                        double s = run_once(plugins[which], extra[which], d, heads, lengths[l],
+                                            windows[w], precisions[p], weights, x);
                         if (s < 0)
                             return 1;
                         best[which] = s < best[which] ? s : best[which];
