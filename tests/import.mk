@@ -23,7 +23,7 @@ dist_check_SCRIPTS += tests/import/import.sh tests/import/parity.sh tests/import
 TESTS += tests/import/import.sh tests/import/architectures.sh tests/import/st_features.sh \
 	tests/import/st_chunks.sh tests/import/heads.sh tests/import/pairs.sh tests/import/deberta.sh
 FEWER_CASES_UNDER_SANITIZERS += tests/import/st_features.sh tests/import/st_chunks.sh \
-	tests/import/heads.sh
+	tests/import/heads.sh tests/import/architectures.sh
 # Reference comparisons of real models, normal build only (tests/local.mk):
 # under the sanitizers every architecture's layers and tfenc-import mapping
 # run in architectures.sh (small random models: MPNet's relative positions
