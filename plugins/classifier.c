@@ -202,11 +202,7 @@ static int classifier_forward(void *instance, tfenc_context *ctx, tfenc_batch *b
     float *hidden = (float *)((char *)workspace + layers_align((size_t)n * d * sizeof(float)));
     float *logits = (float *)((char *)hidden + layers_align((size_t)n * d * sizeof(float)));
     for (int s = 0; s < n; s++) {
-        /* Its keys only (seq_keys), as the attention mask pools. */
-        const int start = batch->seq_start[s];
-        const int end = batch->seq_keys != NULL && batch->seq_keys[s] < batch->seq_start[s + 1] - start
-                            ? start + batch->seq_keys[s]
-                            : batch->seq_start[s + 1];
+        const int start = batch->seq_start[s], end = layers_keys_end(batch, s);
         float *out = pooled + (size_t)s * d;
         if (end <= start) {
             memset(out, 0, (size_t)d * sizeof *out);

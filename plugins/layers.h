@@ -43,6 +43,18 @@ static inline int layers_check_width(tfenc_context *ctx, const char *type,
     return TFENC_OK;
 }
 
+/* The end of sequence s's keys: its last row + 1, or, when the batch masks
+ * keys (seq_keys, a query's padding), the row after its last key. What
+ * pools a sequence (pooling, heads) pools rows seq_start[s] up to it, as
+ * sentence-transformers pools by the attention mask. */
+static inline int layers_keys_end(const tfenc_batch *batch, int s)
+{
+    const int start = batch->seq_start[s], end = batch->seq_start[s + 1];
+    if (batch->seq_keys != NULL && batch->seq_keys[s] < end - start)
+        return start + batch->seq_keys[s];
+    return end;
+}
+
 /* Position of row t (of sequence s, which starts at row `start`) inside its
  * sequence: the batch's positions when it has them, else counted from the
  * sequence start, which is what the tokenizer would have written. */

@@ -138,13 +138,8 @@ static int pooling_forward(void *instance, tfenc_context *ctx, tfenc_batch *batc
                              layers_align((size_t)batch->n_seq * d * sizeof(float))); /* (d) */
     for (int s = 0; s < batch->n_seq; s++) {
         float *out = pooled + (size_t)s * d;
-        /* A sequence's keys only (seq_keys): its other tokens are not in
-         * the attention mask, which sentence-transformers pools by. */
-        const int start = batch->seq_start[s];
-        const int end = batch->seq_keys != NULL && batch->seq_keys[s] < batch->seq_start[s + 1] - start
-                            ? start + batch->seq_keys[s]
-                            : batch->seq_start[s + 1];
-        pool_sequence(out, batch->x, start, end, d, layer->mode, sum);
+        pool_sequence(out, batch->x, batch->seq_start[s], layers_keys_end(batch, s), d,
+                      layer->mode, sum);
         if (layer->normalize)
             normalize_row(out, d);
     }

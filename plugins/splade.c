@@ -231,12 +231,9 @@ static int splade_forward(void *instance, tfenc_context *ctx, tfenc_batch *batch
                     return status;
             const int stop = batch->seq_start[sequence + 1] < end ? batch->seq_start[sequence + 1]
                                                                   : end;
-            /* Of a sequence whose keys are masked (seq_keys), its keys
-             * only: SpladePooling pools by the attention mask. */
-            int pooled_end = stop;
-            if (batch->seq_keys != NULL &&
-                batch->seq_start[sequence] + batch->seq_keys[sequence] < pooled_end)
-                pooled_end = batch->seq_start[sequence] + batch->seq_keys[sequence];
+            /* Of a sequence whose keys are masked, its keys only. */
+            const int keys_end = layers_keys_end(batch, sequence);
+            const int pooled_end = keys_end < stop ? keys_end : stop;
             if (t < pooled_end)
                 pool_rows(layer, &s, first, t, pooled_end);
             t = stop;

@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "harness/checks.h"
 #include "harness/cunit_main.h"
 #include "base/aligned.h"
 #include "base/context.h"
@@ -850,6 +851,47 @@ static void test_pooling_empty_sequences(void)
             pooling_case(modes[m], normalize, with_empty, 6);
 }
 
+/* A batch that masks keys (seq_keys, a query's padding) pools each
+ * sequence's keys only: bit for bit what the same rows give when the
+ * sequences end at their last key, in every mode. */
+static void test_pooling_masked_keys(void)
+{
+    static const int full[] = {5, 1, 4, 7}, keys[] = {3, 1, 4, 2};
+    static const char *const modes[] = {"cls", "mean", "max", "mean_sqrt_len", "weightedmean",
+                                        "lasttoken"};
+    for (int m = 0; m < 6; m++) {
+        test_batch masked, cut;
+        batch_make(&masked, full, 4, POOL_D);
+        batch_make(&cut, keys, 4, POOL_D);
+        fill(masked.x, (size_t)masked.batch.n_tokens * POOL_D, -1, 1);
+        for (int s = 0; s < 4; s++)
+            memcpy(cut.x + (size_t)cut.seq_start[s] * POOL_D,
+                   masked.x + (size_t)masked.seq_start[s] * POOL_D,
+                   (size_t)keys[s] * POOL_D * sizeof(float));
+        int32_t seq_keys[4];
+        memcpy(seq_keys, keys, sizeof seq_keys);
+        masked.batch.seq_keys = seq_keys;
+        float pooled[2][4 * POOL_D];
+        test_batch *batches[2] = {&masked, &cut};
+        for (int k = 0; k < 2; k++) {
+            harness h;
+            harness_open(&h, POOL_D, 0, 512);
+            char section[64];
+            snprintf(section, sizeof section, "mode = %s\n", modes[m]);
+            CU_ASSERT_EQUAL_FATAL(harness_create(&h, "pooling", section), TFENC_OK);
+            CU_ASSERT_EQUAL(harness_forward(&h, &batches[k]->batch), TFENC_OK);
+            CU_ASSERT_EQUAL(batches[k]->batch.rows, 4);
+            memcpy(pooled[k], batches[k]->x, sizeof pooled[k]);
+            harness_close(&h);
+        }
+        if (memcmp(pooled[0], pooled[1], sizeof pooled[0]) != 0)
+            printf("\n    mode %s: masked keys pool other rows than the keys", modes[m]);
+        CU_ASSERT(memcmp(pooled[0], pooled[1], sizeof pooled[0]) == 0);
+        batch_free(&masked);
+        batch_free(&cut);
+    }
+}
+
 static void test_pooling_default_is_mean(void)
 {
     harness h;
@@ -1051,6 +1093,7 @@ static const test_case layers_cases[] = {
     {"pooling modes and normalize", test_pooling_modes},
     {"pooling empty sequences", test_pooling_empty_sequences},
     {"pooling default mean", test_pooling_default_is_mean},
+    {"pooling keys only when the batch masks keys", test_pooling_masked_keys},
     {"bf16 rounding", test_round_bf16},
     {"ffn bf16 and int8 against fp32", test_ffn_bf16_int8_against_fp32},
     {NULL, NULL}};
