@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "harness/checks.h"
 #include "harness/cunit_main.h"
 #include "base/context.h"
 #include "job/jobfile.h"
