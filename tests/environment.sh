@@ -19,6 +19,17 @@ if [ "$(id -u)" -eq 0 ]; then
   : "${OMPI_ALLOW_RUN_AS_ROOT:=1}" "${OMPI_ALLOW_RUN_AS_ROOT_CONFIRM:=1}"
   export OMPI_ALLOW_RUN_AS_ROOT OMPI_ALLOW_RUN_AS_ROOT_CONFIRM
 fi
+# A job stopped part-way, as a failed node stops it: waits until FILE
+# holds FRACTION of its documents finished (tests/resume/progress.py; or
+# until PID has ended), then SIGKILLs PID, an mpiexec started in the
+# background (not in a subshell, so that its children are the ranks), and
+# those children, and reaps it.
+kill_part_way() { # PID FILE FRACTION
+  "$python" "$srcdir/tests/resume/progress.py" wait "$2" "$3" "$1"
+  pkill -KILL -P "$1" 2>/dev/null || true
+  kill -KILL "$1" 2>/dev/null || true
+  wait "$1" 2>/dev/null || true
+}
 # Generators of models and references run through it: it reuses what an
 # identical earlier run wrote (tests/harness/generate).
 generate=$srcdir/tests/harness/generate

@@ -103,10 +103,7 @@ paused() { # paused RANKS: runs paused.ini into int8-killed.h5
 rm -f "$work/text/int8-killed.h5"
 paused 2 > "$work/killed.out" 2>&1 &
 pid=$!
-"$python" "$srcdir/tests/resume/progress.py" wait "$work/text/int8-killed.h5" 0.3 "$pid"
-pkill -KILL -P "$pid" 2>/dev/null
-kill -KILL "$pid" 2>/dev/null
-wait "$pid" 2>/dev/null
+kill_part_way "$pid" "$work/text/int8-killed.h5" 0.3
 left=$("$python" "$srcdir/tests/resume/progress.py" count "$work/text/int8-killed.h5")
 echo "compact: killed with $left (finished, total, complete) in the file"
 case "$left" in

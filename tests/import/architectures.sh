@@ -94,10 +94,7 @@ layouts_and_resume() { # KIND
     --set "job.output=$dir/killed.h5" --set job.window_documents=2 --set job.batch_tokens=320 \
     --set job.max_seq_len=160 --set job.threads=1 "$dir/paused.ini" >"$dir/killed.out" 2>&1 &
   pid=$!
-  "$python" "$srcdir/tests/resume/progress.py" wait "$dir/killed.h5" 0.2 "$pid"
-  pkill -KILL -P "$pid" 2>/dev/null || true
-  kill -KILL "$pid" 2>/dev/null || true
-  wait "$pid" 2>/dev/null || true
+  kill_part_way "$pid" "$dir/killed.h5" 0.2
   left=$("$python" "$srcdir/tests/resume/progress.py" count "$dir/killed.h5")
   case "$left" in
     "12 12 1"|"0 0 0")

@@ -135,10 +135,7 @@ for what in pairs single; do
     "$mpiexec" -n 2 "$driver" --quiet $pairs $layout_args --set "job.input=$work/pairs.jsonl" \
     --set "job.output=$killed" "$dir/job.ini" >"$work/killed.out" 2>&1 &
   pid=$!
-  "$python" "$srcdir/tests/resume/progress.py" wait "$killed" 0.4 "$pid"
-  pkill -KILL -P "$pid" 2>/dev/null || true
-  kill -KILL "$pid" 2>/dev/null || true
-  wait "$pid" 2>/dev/null || true
+  kill_part_way "$pid" "$killed" 0.4
   read -r done total complete <<EOF
 $("$python" "$srcdir/tests/resume/progress.py" count "$killed")
 EOF

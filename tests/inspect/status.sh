@@ -145,10 +145,7 @@ EOF
 
   # --- A killed job's file, and its resume command run as printed.
   start_job "killed-$ranks.h5"
-  "$python" "$srcdir/tests/resume/progress.py" wait "killed-$ranks.h5" 0.4 "$pid"
-  pkill -KILL -P "$pid" 2>/dev/null
-  kill -KILL "$pid" 2>/dev/null
-  wait "$pid" 2>/dev/null
+  kill_part_way "$pid" "killed-$ranks.h5" 0.4
   read -r done total complete <<EOF
 $(count "killed-$ranks.h5")
 EOF

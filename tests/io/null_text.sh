@@ -98,10 +98,7 @@ printf '\n[pause]\ntype = pause\nmilliseconds = 400\n' >> "$work/job.ini"
 (cd "$work" && exec "$mpiexec" -n 2 "$driver" $common --set job.null_text=skip \
    --set job.input=nulls --set job.output=killed.h5 job.ini) > "$work/run.out" 2> "$work/run.err" &
 pid=$!
-"$python" "$srcdir/tests/resume/progress.py" wait "$work/killed.h5" 0.3 "$pid"
-pkill -KILL -P "$pid" 2>/dev/null
-kill -KILL "$pid" 2>/dev/null
-wait "$pid" 2>/dev/null
+kill_part_way "$pid" "$work/killed.h5" 0.3
 read -r done total complete <<EOF2
 $("$python" "$srcdir/tests/resume/progress.py" count "$work/killed.h5")
 EOF2

@@ -203,10 +203,7 @@ rm -f "$work/killed.h5"
 (cd "$work" && exec "$mpiexec" -n 2 "$driver" $common --set job.input=shards \
    --set job.output=killed.h5 job.ini) > "$work/run.out" 2> "$work/run.err" &
 pid=$!
-"$python" "$srcdir/tests/resume/progress.py" wait "$work/killed.h5" 0.4 "$pid"
-pkill -KILL -P "$pid" 2>/dev/null
-kill -KILL "$pid" 2>/dev/null
-wait "$pid" 2>/dev/null
+kill_part_way "$pid" "$work/killed.h5" 0.4
 read -r done total complete <<EOF
 $("$python" "$srcdir/tests/resume/progress.py" count "$work/killed.h5")
 EOF

@@ -101,10 +101,7 @@ sed 's/^\[head\]$/[pause]\ntype = pause\nmilliseconds = 100\n\n[head]/' "$work/j
   --set job.window_documents=40 --set job.batch_tokens=256 "$work/paused.ini" \
   > "$work/killed.out" 2>&1 &
 pid=$!
-"$python" "$srcdir/tests/resume/progress.py" wait "$work/killed.h5" 0.3 "$pid"
-pkill -KILL -P "$pid" 2>/dev/null || true
-kill -KILL "$pid" 2>/dev/null || true
-wait "$pid" 2>/dev/null || true
+kill_part_way "$pid" "$work/killed.h5" 0.3
 left=$("$python" "$srcdir/tests/resume/progress.py" count "$work/killed.h5")
 echo "colbert: killed with $left (finished, total, complete) in the file"
 case "$left" in

@@ -96,10 +96,7 @@ rm -f "$work/bert/killed.h5"
    --set job.window_documents=8 --set job.batch_tokens=512 --set job.threads=1 \
    --set job.output=killed.h5 paused.ini) > "$work/killed.out" 2>&1 &
 pid=$!
-"$python" "$srcdir/tests/resume/progress.py" wait "$work/bert/killed.h5" 0.3 "$pid"
-pkill -KILL -P "$pid" 2>/dev/null
-kill -KILL "$pid" 2>/dev/null
-wait "$pid" 2>/dev/null
+kill_part_way "$pid" "$work/bert/killed.h5" 0.3
 left=$("$python" "$srcdir/tests/resume/progress.py" count "$work/bert/killed.h5")
 echo "sparse: killed with $left (finished, total, complete) in the file"
 case "$left" in
