@@ -125,6 +125,13 @@ class BiasFreeLayerNorm(nn.Module):
         return F.layer_norm(x, (x.shape[-1],), self.weight, None, self.eps)
 
 
+def modernbert_norm(c):
+    """ModernBERT's nn.LayerNorm(hidden_size, eps=norm_eps, bias=norm_bias)."""
+    if c.get("norm_bias", False):
+        return nn.LayerNorm(c["hidden_size"], eps=c["norm_eps"])
+    return BiasFreeLayerNorm(c["hidden_size"], c["norm_eps"])
+
+
 class ModernBert(nn.Module):
     def __init__(self, c):
         super().__init__()
@@ -132,29 +139,23 @@ class ModernBert(nn.Module):
         d, f = c["hidden_size"], c["intermediate_size"]
         attention_bias, mlp_bias = c.get("attention_bias", False), c.get("mlp_bias", False)
 
-        def norm():
-            # nn.LayerNorm(bias=config.norm_bias)
-            if c.get("norm_bias", False):
-                return nn.LayerNorm(d, eps=c["norm_eps"])
-            return BiasFreeLayerNorm(d, c["norm_eps"])
-
         self.embeddings = Holder()
         self.embeddings.tok_embeddings = nn.Embedding(c["vocab_size"], d)
-        self.embeddings.norm = norm()
+        self.embeddings.norm = modernbert_norm(c)
         self.layers = nn.ModuleList()
         for i in range(c["num_hidden_layers"]):
             layer = Holder()
             # Layer 0 has nn.Identity() as its attention norm.
-            layer.attn_norm = norm() if i > 0 else nn.Identity()
+            layer.attn_norm = modernbert_norm(c) if i > 0 else nn.Identity()
             layer.attn = Holder()
             layer.attn.Wqkv = nn.Linear(d, 3 * d, bias=attention_bias)
             layer.attn.Wo = nn.Linear(d, d, bias=attention_bias)
-            layer.mlp_norm = norm()
+            layer.mlp_norm = modernbert_norm(c)
             layer.mlp = Holder()
             layer.mlp.Wi = nn.Linear(d, 2 * f, bias=mlp_bias)
             layer.mlp.Wo = nn.Linear(f, d, bias=mlp_bias)
             self.layers.append(layer)
-        self.final_norm = norm()
+        self.final_norm = modernbert_norm(c)
 
     def forward(self, ids, mask=None):
         """ids [B, L]; mask [B, L] (1 for a token, 0 for padding) or None.
@@ -203,6 +204,22 @@ ACTIVATIONS = {
 }
 
 
+class ModernBertPredictionHead(nn.Module):
+    """norm(act(dense(x))): dense with a bias only when classifier_bias,
+    classifier_activation, the encoder's norm (its bias only when
+    norm_bias); state_dict names dense.* and norm.*."""
+
+    def __init__(self, c):
+        super().__init__()
+        d = c["hidden_size"]
+        self.dense = nn.Linear(d, d, bias=c["classifier_bias"])
+        self.norm = modernbert_norm(c)
+        self.act = ACTIVATIONS[c["classifier_activation"]]
+
+    def forward(self, x):
+        return self.norm(self.act(self.dense(x)))
+
+
 class ModernBertForSequenceClassification(nn.Module):
     """The encoder as `model`, then on its last hidden state (final_norm
     applied): the [CLS] row (classifier_pooling cls) or the masked mean
@@ -215,10 +232,7 @@ class ModernBertForSequenceClassification(nn.Module):
         self.c = c
         d = c["hidden_size"]
         self.model = ModernBert(c)
-        self.head = Holder()
-        self.head.dense = nn.Linear(d, d, bias=c["classifier_bias"])
-        self.head.norm = (nn.LayerNorm(d, eps=c["norm_eps"]) if c["norm_bias"]
-                          else BiasFreeLayerNorm(d, c["norm_eps"]))
+        self.head = ModernBertPredictionHead(c)
         self.classifier = nn.Linear(d, c["num_labels"])
 
     def forward(self, ids, mask=None):
@@ -230,8 +244,7 @@ class ModernBertForSequenceClassification(nn.Module):
             pooled = hidden[:, 0]
         else:
             pooled = (hidden * mask.unsqueeze(-1)).sum(dim=1) / mask.sum(dim=1, keepdim=True)
-        act = ACTIVATIONS[self.c["classifier_activation"]]
-        return self.classifier(self.head.norm(act(self.head.dense(pooled))))
+        return self.classifier(self.head(pooled))
 
 
 class ModernBertForMaskedLM(nn.Module):
@@ -247,10 +260,7 @@ class ModernBertForMaskedLM(nn.Module):
         self.c = c
         d = c["hidden_size"]
         self.model = ModernBert(c)
-        self.head = Holder()
-        self.head.dense = nn.Linear(d, d, bias=c["classifier_bias"])
-        self.head.norm = (nn.LayerNorm(d, eps=c["norm_eps"]) if c["norm_bias"]
-                          else BiasFreeLayerNorm(d, c["norm_eps"]))
+        self.head = ModernBertPredictionHead(c)
         self.decoder = nn.Linear(d, c["vocab_size"], bias=c["decoder_bias"])
         self.decoder.weight = self.model.embeddings.tok_embeddings.weight
 
@@ -258,8 +268,7 @@ class ModernBertForMaskedLM(nn.Module):
         """ids [B, L], mask [B, L] or None -> logits [B, L, vocab_size]."""
         if mask is None:
             mask = torch.ones_like(ids)
-        act = ACTIVATIONS[self.c["classifier_activation"]]
-        return self.decoder(self.head.norm(act(self.head.dense(self.model(ids, mask)))))
+        return self.decoder(self.head(self.model(ids, mask)))
 
 
 # -------------------------------------------------------------- JinaBERT v2
