@@ -35,14 +35,15 @@ static inline void check_region(const float *first, size_t floats, int is_write)
 #endif
 
 /* Scratch of one call, in floats: the scores of the block, the running
- * context, the running maximum and sum per row, then what the position
- * terms prepare. */
+ * context, the block's queries times the scale (rows padded to a multiple
+ * of 4 with zeros), the running maximum and sum per row, then what the
+ * position terms prepare. */
 size_t attention_kernel_scratch_floats(const attention_kernel_shape *shape,
                                        const attention_position_terms *terms)
 {
     return (size_t)ATTENTION_QUERY_BLOCK * ATTENTION_KEY_BLOCK +
-           (size_t)ATTENTION_QUERY_BLOCK * shape->head_dim + 2 * (size_t)ATTENTION_QUERY_BLOCK +
-           (terms != NULL ? terms->prepared_floats : 0);
+           2 * (size_t)ATTENTION_QUERY_BLOCK * shape->head_dim +
+           2 * (size_t)ATTENTION_QUERY_BLOCK + (terms != NULL ? terms->prepared_floats : 0);
 }
 
 /* Keys [*lo, *hi) that query i sees among the sequence's keys [0, keys):
@@ -60,152 +61,43 @@ static inline void visible_keys(const attention_kernel_shape *shape, int i, int 
         *hi = i + 1;
 }
 
-/* 16 floats as one value: GCC's vector extension, which each clone of the
- * kernel lowers to its own registers (one AVX-512 register, two AVX2 or
- * four SSE ones). Plain arrays of sums would stay in memory (a load and a
- * store per multiply-add): the compiler does not keep 64-float arrays in
- * registers. aligned(4) and may_alias: loads and stores at any float
- * address of float data. */
+/* Vectors of 16 and of 8 floats: GCC's vector extension, which each clone
+ * of the kernel lowers to its own registers. Plain arrays of sums would
+ * stay in memory (a load and a store per multiply-add). The 8-float loops
+ * are for CPUs without AVX-512: GCC keeps a 16-float vector in registers
+ * only where one register holds it (the x86-64-v4 clone); in the
+ * x86-64-v3 (AVX2) clone it lowered each one through the stack, which
+ * made this kernel ~4x slower than the products there. Each lane is its
+ * own key or dim, summed in the same order, so both widths give bitwise
+ * the same result. aligned(4) and may_alias: loads and stores at any
+ * float address of float data. */
 typedef float vector16 __attribute__((vector_size(64), aligned(4), may_alias));
-#define LOAD16(p) (*(const vector16 *)(p))
-#define STORE16(p, v) (*(vector16 *)(p) = (v))
-
-/* scores[c] = scale q . k_c for the ATTENTION_KEY_BLOCK (64) keys from
- * `transposed` (dim e of key c at transposed[e * transposed_stride + c]),
- * the sums in four vectors. */
-static inline void score_row(const float *query, const float *transposed, int transposed_stride,
-                             int head_dim, float scale, float *scores)
-{
-    vector16 s0 = {0}, s1 = {0}, s2 = {0}, s3 = {0};
-    for (int e = 0; e < head_dim; e++) {
-        const float q = query[e] * scale;
-        const float *k = transposed + (size_t)e * transposed_stride;
-        s0 += q * LOAD16(k);
-        s1 += q * LOAD16(k + 16);
-        s2 += q * LOAD16(k + 32);
-        s3 += q * LOAD16(k + 48);
-    }
-    STORE16(scores, s0);
-    STORE16(scores + 16, s1);
-    STORE16(scores + 32, s2);
-    STORE16(scores + 48, s3);
-}
-
-/* The same at 8 floats a vector, for CPUs without AVX-512: GCC keeps a
- * 16-float vector in registers only where one register holds it (the
- * x86-64-v4 clone); in the x86-64-v3 (AVX2) clone it lowered each one
- * through the stack (the broadcast of q built from 16 scalar stores, the
- * sums spilled after every multiply-add), which made this kernel ~4x
- * slower than the products on AVX2 machines. 8 floats are one AVX2
- * register. Each lane is its own key (here) or dim (below), summed in the
- * same order, so both widths give bitwise the same result. */
 typedef float vector8 __attribute__((vector_size(32), aligned(4), may_alias));
-#define LOAD8(p) (*(const vector8 *)(p))
-#define STORE8(p, v) (*(vector8 *)(p) = (v))
+#define LOOP_FUNCTION static inline __attribute__((always_inline))
 
-static inline void score_row_8(const float *query, const float *transposed,
-                               int transposed_stride, int head_dim, float scale, float *scores)
-{
-    vector8 s0 = {0}, s1 = {0}, s2 = {0}, s3 = {0}, s4 = {0}, s5 = {0}, s6 = {0}, s7 = {0};
-    for (int e = 0; e < head_dim; e++) {
-        const float q = query[e] * scale;
-        const float *k = transposed + (size_t)e * transposed_stride;
-        s0 += q * LOAD8(k);
-        s1 += q * LOAD8(k + 8);
-        s2 += q * LOAD8(k + 16);
-        s3 += q * LOAD8(k + 24);
-        s4 += q * LOAD8(k + 32);
-        s5 += q * LOAD8(k + 40);
-        s6 += q * LOAD8(k + 48);
-        s7 += q * LOAD8(k + 56);
-    }
-    STORE8(scores, s0);
-    STORE8(scores + 8, s1);
-    STORE8(scores + 16, s2);
-    STORE8(scores + 24, s3);
-    STORE8(scores + 32, s4);
-    STORE8(scores + 40, s5);
-    STORE8(scores + 48, s6);
-    STORE8(scores + 56, s7);
-}
+#define LOOP_VECTOR vector16
+#define LOOP_WIDTH 16
+#define LOOP_LOAD(p) (*(const vector16 *)(p))
+#define LOOP_STORE(p, v) (*(vector16 *)(p) = (v))
+#define LOOP_NAME(name) name##_16
+#include "attention_kernel_loops.h"
+#undef LOOP_VECTOR
+#undef LOOP_WIDTH
+#undef LOOP_LOAD
+#undef LOOP_STORE
+#undef LOOP_NAME
 
-/* context += sum over keys [lo, hi) of p_c v_c, v_c at values + c * stride,
- * for a head of 64 dims (the four running sums in vectors) or 32. */
-static inline void accumulate_values_64(float *context, const float *p, const float *values,
-                                        int stride, int lo, int hi)
-{
-    vector16 c0 = LOAD16(context), c1 = LOAD16(context + 16), c2 = LOAD16(context + 32),
-             c3 = LOAD16(context + 48);
-    for (int c = lo; c < hi; c++) {
-        const float *value = values + (size_t)c * stride;
-        c0 += p[c] * LOAD16(value);
-        c1 += p[c] * LOAD16(value + 16);
-        c2 += p[c] * LOAD16(value + 32);
-        c3 += p[c] * LOAD16(value + 48);
-    }
-    STORE16(context, c0);
-    STORE16(context + 16, c1);
-    STORE16(context + 32, c2);
-    STORE16(context + 48, c3);
-}
-
-static inline void accumulate_values_32(float *context, const float *p, const float *values,
-                                        int stride, int lo, int hi)
-{
-    vector16 c0 = LOAD16(context), c1 = LOAD16(context + 16);
-    for (int c = lo; c < hi; c++) {
-        const float *value = values + (size_t)c * stride;
-        c0 += p[c] * LOAD16(value);
-        c1 += p[c] * LOAD16(value + 16);
-    }
-    STORE16(context, c0);
-    STORE16(context + 16, c1);
-}
-
-static inline void accumulate_values_64_8(float *context, const float *p, const float *values,
-                                          int stride, int lo, int hi)
-{
-    vector8 c0 = LOAD8(context), c1 = LOAD8(context + 8), c2 = LOAD8(context + 16),
-            c3 = LOAD8(context + 24), c4 = LOAD8(context + 32), c5 = LOAD8(context + 40),
-            c6 = LOAD8(context + 48), c7 = LOAD8(context + 56);
-    for (int c = lo; c < hi; c++) {
-        const float *value = values + (size_t)c * stride;
-        c0 += p[c] * LOAD8(value);
-        c1 += p[c] * LOAD8(value + 8);
-        c2 += p[c] * LOAD8(value + 16);
-        c3 += p[c] * LOAD8(value + 24);
-        c4 += p[c] * LOAD8(value + 32);
-        c5 += p[c] * LOAD8(value + 40);
-        c6 += p[c] * LOAD8(value + 48);
-        c7 += p[c] * LOAD8(value + 56);
-    }
-    STORE8(context, c0);
-    STORE8(context + 8, c1);
-    STORE8(context + 16, c2);
-    STORE8(context + 24, c3);
-    STORE8(context + 32, c4);
-    STORE8(context + 40, c5);
-    STORE8(context + 48, c6);
-    STORE8(context + 56, c7);
-}
-
-static inline void accumulate_values_32_8(float *context, const float *p, const float *values,
-                                          int stride, int lo, int hi)
-{
-    vector8 c0 = LOAD8(context), c1 = LOAD8(context + 8), c2 = LOAD8(context + 16),
-            c3 = LOAD8(context + 24);
-    for (int c = lo; c < hi; c++) {
-        const float *value = values + (size_t)c * stride;
-        c0 += p[c] * LOAD8(value);
-        c1 += p[c] * LOAD8(value + 8);
-        c2 += p[c] * LOAD8(value + 16);
-        c3 += p[c] * LOAD8(value + 24);
-    }
-    STORE8(context, c0);
-    STORE8(context + 8, c1);
-    STORE8(context + 16, c2);
-    STORE8(context + 24, c3);
-}
+#define LOOP_VECTOR vector8
+#define LOOP_WIDTH 8
+#define LOOP_LOAD(p) (*(const vector8 *)(p))
+#define LOOP_STORE(p, v) (*(vector8 *)(p) = (v))
+#define LOOP_NAME(name) name##_8
+#include "attention_kernel_loops.h"
+#undef LOOP_VECTOR
+#undef LOOP_WIDTH
+#undef LOOP_LOAD
+#undef LOOP_STORE
+#undef LOOP_NAME
 
 /* Whether this call runs 8-float vectors: shape->vector_width when set (the
  * tests compare both), else 8 on a CPU without AVX-512F. */
@@ -220,6 +112,44 @@ static inline int narrow_vectors(const attention_kernel_shape *shape)
 #endif
 }
 
+/* The maximum and the sum of a block's 64 scores of one row, in vectors
+ * of 8 whatever the clone: `#pragma omp simd reduction` ended each call
+ * with a serial pass over its per-lane array (16 dependent scalar
+ * operations on AVX-512), which was ~20% of the kernel's time at 64
+ * keys a call. The sum's order is fixed here (lanes over the 8 vectors,
+ * then a tree over the lanes), so every clone gives the same bits. */
+_Static_assert(ATTENTION_KEY_BLOCK == 64, "the block reductions read 8 vectors of 8");
+typedef int int_vector8 __attribute__((vector_size(32)));
+
+/* the larger of two vectors lane by lane (a macro: a function returning
+ * a vector draws GCC's ABI warning in the baseline clone) */
+#define LARGER8(a, b)                                                                     \
+    ((vector8)((((a) > (b)) & (int_vector8)(a)) | (~((a) > (b)) & (int_vector8)(b))))
+
+LOOP_FUNCTION float larger(float a, float b)
+{
+    return a > b ? a : b;
+}
+
+LOOP_FUNCTION float block_maximum_of(const float *scores)
+{
+    const vector8 *v = (const vector8 *)scores;
+    const vector8 m01 = LARGER8(v[0], v[1]), m23 = LARGER8(v[2], v[3]), m45 = LARGER8(v[4], v[5]),
+                  m67 = LARGER8(v[6], v[7]), m03 = LARGER8(m01, m23), m47 = LARGER8(m45, m67),
+                  m = LARGER8(m03, m47);
+    return larger(larger(larger(m[0], m[1]), larger(m[2], m[3])),
+                  larger(larger(m[4], m[5]), larger(m[6], m[7])));
+}
+
+LOOP_FUNCTION float block_sum_of(const float *p)
+{
+    const vector8 *v = (const vector8 *)p;
+    const vector8 s = (((v[0] + v[2]) + v[4]) + v[6]) + (((v[1] + v[3]) + v[5]) + v[7]);
+    return ((s[0] + s[4]) + (s[2] + s[6])) + ((s[1] + s[5]) + (s[3] + s[7]));
+}
+
+/* P V of one row for a head_dim the vector loops do not take (not a
+ * multiple of 16 floats, or of 32 with 16-float vectors). */
 static inline void accumulate_values(float *context, const float *p, const float *values,
                                      int stride, int width, int lo, int hi)
 {
@@ -286,10 +216,18 @@ void attention_kernel_run(const attention_kernel_shape *shape,
                                                     shape->transposed_stride; /* [head_dim][...] */
     float *tile = scratch;                                         /* [QUERY_BLOCK][KEY_BLOCK] */
     float *running = tile + ATTENTION_QUERY_BLOCK * ATTENTION_KEY_BLOCK; /* [QUERY_BLOCK][head_dim] */
-    float *maximum = running + (size_t)ATTENTION_QUERY_BLOCK * head_dim; /* [QUERY_BLOCK] */
+    float *scaled = running + (size_t)ATTENTION_QUERY_BLOCK * head_dim;  /* [QUERY_BLOCK][head_dim] */
+    float *maximum = scaled + (size_t)ATTENTION_QUERY_BLOCK * head_dim;  /* [QUERY_BLOCK] */
     float *sum = maximum + ATTENTION_QUERY_BLOCK;                         /* [QUERY_BLOCK] */
     float *prepared = sum + ATTENTION_QUERY_BLOCK;
 
+    /* The score loops take 4 rows at a time: the rows past the block's
+     * last are zeros, their scores computed and never read. */
+    const int score_rows = (rows + 3) / 4 * 4;
+    for (int r = 0; r < score_rows; r++)
+        for (int e = 0; e < head_dim; e++)
+            scaled[(size_t)r * head_dim + e] =
+                r < rows ? queries[(size_t)(first_query + r) * stride + e] * shape->scale : 0.0f;
     for (int r = 0; r < rows; r++) {
         maximum[r] = -INFINITY;
         sum[r] = 0.0f;
@@ -308,21 +246,20 @@ void attention_kernel_run(const attention_kernel_shape *shape,
     lo = lo / ATTENTION_KEY_BLOCK * ATTENTION_KEY_BLOCK;
     check_buffers(shape, terms, queries, transposed, values, lo, hi, first_query, rows,
                   context + (size_t)head * head_dim, scratch);
+    const int vector_loops = head_dim % (narrow ? 16 : 32) == 0;
 
     for (int first_key = lo; first_key < hi; first_key += ATTENTION_KEY_BLOCK) {
         const int block = hi - first_key < ATTENTION_KEY_BLOCK ? hi - first_key
                                                                : ATTENTION_KEY_BLOCK;
         /* tile = scale Q_block K_block^T; a short last block reads past the
          * sequence's keys (columns the rows below never use) */
-        for (int r = 0; r < rows; r++) {
+        for (int r = 0; r < score_rows; r += 4) {
             if (narrow)
-                score_row_8(queries + (size_t)(first_query + r) * stride, transposed + first_key,
-                            shape->transposed_stride, head_dim, shape->scale,
-                            tile + (size_t)r * ATTENTION_KEY_BLOCK);
+                score_4_rows_8(scaled + (size_t)r * head_dim, head_dim, transposed + first_key,
+                               shape->transposed_stride, tile + (size_t)r * ATTENTION_KEY_BLOCK);
             else
-                score_row(queries + (size_t)(first_query + r) * stride, transposed + first_key,
-                          shape->transposed_stride, head_dim, shape->scale,
-                          tile + (size_t)r * ATTENTION_KEY_BLOCK);
+                score_4_rows_16(scaled + (size_t)r * head_dim, head_dim, transposed + first_key,
+                                shape->transposed_stride, tile + (size_t)r * ATTENTION_KEY_BLOCK);
         }
         if (terms != NULL && terms->add != NULL)
             terms->add(terms->state, head, first_query, rows, first_key, block, tile,
@@ -332,20 +269,21 @@ void attention_kernel_run(const attention_kernel_shape *shape,
          * exp(s - m) and its context sum of exp(s - m) v; a larger maximum
          * rescales both by exp(m_old - m_new). Rows that see no key of this
          * block skip it, so a row's arithmetic depends on its own keys only. */
+        int row_lo[ATTENTION_QUERY_BLOCK], row_hi[ATTENTION_QUERY_BLOCK];
         for (int r = 0; r < rows; r++) {
-            int row_lo, row_hi;
-            visible_keys(shape, first_query + r, keys_seen, &row_lo, &row_hi);
-            row_lo = row_lo > first_key ? row_lo - first_key : 0;
-            row_hi = row_hi < first_key + block ? row_hi - first_key : block;
-            if (row_lo >= row_hi)
+            visible_keys(shape, first_query + r, keys_seen, &row_lo[r], &row_hi[r]);
+            row_lo[r] = row_lo[r] > first_key ? row_lo[r] - first_key : 0;
+            row_hi[r] = row_hi[r] < first_key + block ? row_hi[r] - first_key : block;
+            if (row_lo[r] >= row_hi[r])
                 continue;
+            /* Keys of the block the row does not see score -inf, whose
+             * exponential is 0: the loops below then run over all 64. */
             float *scores = tile + (size_t)r * ATTENTION_KEY_BLOCK;
-            /* from -inf over the whole range: 64 keys are four vectors, where
-             * 63 left a 15-key scalar tail */
-            float block_maximum = -INFINITY;
-#pragma omp simd reduction(max : block_maximum)
-            for (int c = row_lo; c < row_hi; c++)
-                block_maximum = scores[c] > block_maximum ? scores[c] : block_maximum;
+            for (int c = 0; c < row_lo[r]; c++)
+                scores[c] = -INFINITY;
+            for (int c = row_hi[r]; c < ATTENTION_KEY_BLOCK; c++)
+                scores[c] = -INFINITY;
+            const float block_maximum = block_maximum_of(scores);
             float *context_row = running + (size_t)r * head_dim;
             if (block_maximum > maximum[r]) {
                 if (maximum[r] != -INFINITY) {
@@ -358,27 +296,25 @@ void attention_kernel_run(const attention_kernel_shape *shape,
                 maximum[r] = block_maximum;
             }
             const float row_maximum = maximum[r];
-            float block_sum = 0.0f;
-#pragma omp simd reduction(+ : block_sum)
-            for (int c = row_lo; c < row_hi; c++) {
+#pragma omp simd
+            for (int c = 0; c < ATTENTION_KEY_BLOCK; c++)
                 scores[c] = tfenc_exp_nonpositive(scores[c] - row_maximum);
-                block_sum += scores[c];
-            }
-            sum[r] += block_sum;
-            /* running += P_block V_block */
-            const float *block_values = values + (size_t)first_key * stride;
-            if (head_dim == 64 && narrow)
-                accumulate_values_64_8(context_row, scores, block_values, stride, row_lo, row_hi);
-            else if (head_dim == 64)
-                accumulate_values_64(context_row, scores, block_values, stride, row_lo, row_hi);
-            else if (head_dim == 32 && narrow)
-                accumulate_values_32_8(context_row, scores, block_values, stride, row_lo, row_hi);
-            else if (head_dim == 32)
-                accumulate_values_32(context_row, scores, block_values, stride, row_lo, row_hi);
-            else
-                accumulate_values(context_row, scores, block_values, stride, head_dim, row_lo,
-                                  row_hi);
+            sum[r] += block_sum_of(scores);
         }
+
+        /* running += P_block V_block */
+        const float *block_values = values + (size_t)first_key * stride;
+        if (vector_loops && narrow)
+            accumulate_block_8(running, head_dim, tile, block_values, stride, row_lo, row_hi,
+                               rows);
+        else if (vector_loops)
+            accumulate_block_16(running, head_dim, tile, block_values, stride, row_lo, row_hi,
+                                rows);
+        else
+            for (int r = 0; r < rows; r++)
+                accumulate_values(running + (size_t)r * head_dim,
+                                  tile + (size_t)r * ATTENTION_KEY_BLOCK, block_values, stride,
+                                  head_dim, row_lo[r], row_hi[r]);
     }
 
     /* Normalise once per row: head_dim divisions rather than one per key.

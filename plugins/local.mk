@@ -17,7 +17,8 @@ plugins_attention_la_CFLAGS = $(AM_CFLAGS) $(OPENMP_CFLAGS) -fno-trapping-math -
 # (plugins/attention_kernel.c says why; tests/test_attention compiles the
 # file instrumented and checks each access).
 noinst_LTLIBRARIES += plugins/libattention_kernel.la
-plugins_libattention_kernel_la_SOURCES = plugins/attention_kernel.c plugins/attention_kernel.h
+plugins_libattention_kernel_la_SOURCES = plugins/attention_kernel.c plugins/attention_kernel.h \
+	plugins/attention_kernel_loops.h
 if SANITIZERS
 ATTENTION_KERNEL_CHECKS = -fno-sanitize=all -DATTENTION_KERNEL_REGION_CHECKS
 endif

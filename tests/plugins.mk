@@ -4,7 +4,8 @@
 check_PROGRAMS += tests/test_attention
 TESTS += tests/test_attention
 FEWER_CASES_UNDER_SANITIZERS += tests/test_attention
-tests_test_attention_SOURCES = tests/test_attention.c plugins/attention_kernel.c
+tests_test_attention_SOURCES = tests/test_attention.c plugins/attention_kernel.c \
+	plugins/attention_kernel_loops.h
 tests_test_attention_CPPFLAGS = $(AM_CPPFLAGS) $(CUNIT_CFLAGS) -I$(top_srcdir)/tests \
 	-I$(top_srcdir)/plugins
 tests_test_attention_LDADD = tests/harness/libunit.la core/libtfenc.la $(CUNIT_LIBS) -lm
