@@ -49,20 +49,23 @@
  * relative_embeddings [>= 2 span, d], relative_norm_weight/bias [d], and
  * without share_att_key position_key_weight/bias, position_query_weight/bias).
  *
- * In fp32 jobs the fused kernel (attention_kernel.c) computes the context
- * of each (sequence, head, block of 64 queries) over blocks of 64 keys:
- * scores, position terms, an online softmax and P V, so that no score
- * matrix is stored, a local window visits only the key blocks it reaches
- * (O(L x window)), and the pool's threads share the items of a group. In
- * bf16 and int8 jobs the products Q K^T and P V run on the host
+ * The fused kernel (attention_kernel.c) computes the context of each
+ * (sequence, head, block of 64 queries) over blocks of 64 keys: scores,
+ * position terms, an online softmax and P V, so that no score matrix is
+ * stored, a local window visits only the key blocks it reaches
+ * (O(L x window)), and the pool's threads share the items of a group. It
+ * runs fp32 jobs on float32 operands, and bf16 and int8 jobs on bf16 ones
+ * where the CPU has AVX512_BF16 (and head_dim is a multiple of 32). Other
+ * bf16 and int8 jobs run the products Q K^T and P V on the host
  * (tfenc_matmul, bf16), all heads of a query tile in one call, over the
  * keys the tile sees (window, causal); a batch's sequences are spread over
  * the rank's threads, each thread with its own tile of scores, and a lone
  * sequence uses the threads inside its loops instead. Both paths add the
  * position terms through one interface (attention_position_terms). The
- * `kernel` key chooses the path against the precision's default (fused
- * float32 attention in a bf16 job; fp32 products on OpenBLAS, which is
- * also how a CPU without bf16 products runs the products' path).
+ * `kernel` key chooses the path against the default (the fused kernel,
+ * float32 where bf16 cannot run; the host's products, fp32 on OpenBLAS in
+ * an fp32 job, which is also how a CPU without bf16 products runs that
+ * path).
  *
  * A batch runs in groups of whole sequences, each through the Q/K/V map,
  * the scores and the output map before the next (see group_tokens()), so
@@ -153,6 +156,8 @@ typedef struct attention {
     int fused;             /* 1: the fused kernel (attention_kernel.c) computes the context
                             * (fp32 jobs, by default); 0: the host's products (bf16 in bf16
                             * and int8 jobs, float32 in fp32 ones) */
+    int fused_bf16;        /* with fused: on bf16 operands (bf16 and int8 jobs on CPUs with
+                            * AVX512_BF16; attention_kernel_run_bf16) */
     disentangled_settings disentangled_settings; /* position = disentangled (DeBERTa) */
     disentangled_position disentangled;          /* its tables */
     attention_position_terms terms; /* ALiBi, relative buckets or disentangled (whose state
@@ -369,10 +374,19 @@ static attention_position_terms sequence_terms(const attention *layer,
     return terms;
 }
 
+static int group_tokens(const attention *layer, const tfenc_limits *limits);
+
 /* Floats of the keys transposed for the fused kernel: [kv_width]
- * rows of shape.transposed_stride (a group's tokens + one key block). */
+ * rows of shape.transposed_stride (a group's tokens + one key block); on
+ * bf16 operands the key pairs, [kv_width / 2] such rows of words, then
+ * the value pairs, each sequence's from the row of its first token (a
+ * group's tokens of rows of kv_width words: a sequence of n tokens has
+ * (n + 1) / 2 pairs, so the sequences' pairs never overlap). */
 static size_t transposed_key_floats(const attention *layer)
 {
+    if (layer->fused_bf16)
+        return (size_t)layer->kv_width / 2 * (size_t)layer->shape.transposed_stride +
+               (size_t)layer->kv_width * (size_t)group_tokens(layer, &layer->limits);
     return (size_t)layer->kv_width * (size_t)layer->shape.transposed_stride;
 }
 
@@ -817,7 +831,30 @@ static void attend_fused(const attention *layer, const tfenc_batch *batch, int f
     /* K transposed once for the group (each query block reads each key
      * block it visits; transposing there cost a quarter of the time) */
     const int tokens = batch->seq_start[end] - group_start;
-    if (shared) {
+    uint32_t *key_pairs = (uint32_t *)transposed;
+    uint32_t *value_pairs = key_pairs + (size_t)layer->kv_width / 2 * layer->shape.transposed_stride;
+    if (layer->fused_bf16 && shared) {
+#pragma omp for schedule(static)
+        for (int block = 0; block < tokens; block += ATTENTION_KEY_BLOCK)
+            attention_kernel_pack_key_pairs(
+                &layer->shape, qkv, block,
+                tokens - block < ATTENTION_KEY_BLOCK ? tokens - block : ATTENTION_KEY_BLOCK,
+                key_pairs, (uint16_t *)scratch);
+#pragma omp for schedule(dynamic, 1)
+        for (int s = first; s < end; s++)
+            attention_kernel_pack_value_pairs(
+                &layer->shape, qkv + (size_t)(batch->seq_start[s] - group_start) * stride,
+                batch->seq_start[s + 1] - batch->seq_start[s],
+                value_pairs + (size_t)(batch->seq_start[s] - group_start) * layer->kv_width);
+    } else if (layer->fused_bf16) {
+        attention_kernel_pack_key_pairs(&layer->shape, qkv, 0, tokens, key_pairs,
+                                        (uint16_t *)scratch);
+        for (int s = first; s < end; s++)
+            attention_kernel_pack_value_pairs(
+                &layer->shape, qkv + (size_t)(batch->seq_start[s] - group_start) * stride,
+                batch->seq_start[s + 1] - batch->seq_start[s],
+                value_pairs + (size_t)(batch->seq_start[s] - group_start) * layer->kv_width);
+    } else if (shared) {
 #pragma omp for schedule(static)
         for (int dim = 0; dim < layer->kv_width; dim++)
             attention_kernel_transpose_keys(&layer->shape, qkv, tokens, dim, transposed);
@@ -840,8 +877,13 @@ static void attend_fused(const attention *layer, const tfenc_batch *batch, int f
         const int h = (item) % heads, first_query = (item) / heads * ATTENTION_QUERY_BLOCK;   \
         const int rows = length - first_query < ATTENTION_QUERY_BLOCK ? length - first_query  \
                                                                       : ATTENTION_QUERY_BLOCK; \
-        attention_kernel_run(&layer->shape, &terms, sequence, transposed + start,            \
-                             keys_seen, h, first_query, rows, out, scratch);                  \
+        if (layer->fused_bf16)                                                                \
+            attention_kernel_run_bf16(&layer->shape, &terms, sequence, key_pairs + start,     \
+                                      value_pairs + (size_t)start * layer->kv_width,         \
+                                      keys_seen, h, first_query, rows, out, scratch);         \
+        else                                                                                  \
+            attention_kernel_run(&layer->shape, &terms, sequence, transposed + start,        \
+                                 keys_seen, h, first_query, rows, out, scratch);              \
     } while (0)
         if (shared) {
 #pragma omp for schedule(dynamic, 1) nowait
@@ -1268,14 +1310,20 @@ static int load_weights(tfenc_context *ctx, const tfenc_layer_init *init, attent
         return tfenc_error(ctx, TFENC_ERR_WEIGHTS,
                            "mha: out_weight has %d output rows, expected d_model = %d", width, d);
 
-    /* fp32 runs the fused kernel; the products of the other precisions
-     * run on the host (oneDNN's bf16 products beat a plain-C kernel there),
-     * unless the job chooses (`kernel`): the fused kernel's float32
-     * attention in a bf16 job, or fp32 on the host's products, which lets
-     * a machine without bf16 products run that path too. */
+    /* fp32 runs the fused kernel, and so do bf16 and int8 jobs where the
+     * CPU has AVX512_BF16 dot products (the kernel on bf16 operands: level
+     * with oneDNN's products at head_dim 32, 3-15% ahead at 64, and no
+     * [heads, tile, L] scores); elsewhere their products run on the host
+     * (oneDNN's bf16 beats the float32 kernel there). The job may choose
+     * (`kernel`): the fused kernel (float32 where bf16 cannot run), or the
+     * host's products (fp32 on OpenBLAS in an fp32 job, which lets a
+     * machine without bf16 products run that path too). */
+    const int products_in_float32 = tfenc_linear_dtype(layer->qkv) == TFENC_FLOAT32;
+    const int bf16_kernel = !products_in_float32 && layer->head_dim % 32 == 0 &&
+                            attention_kernel_bf16_available();
     layer->fused = layer->kernel == KERNEL_FUSED ||
-                   (layer->kernel == KERNEL_AUTO &&
-                    tfenc_linear_dtype(layer->qkv) == TFENC_FLOAT32);
+                   (layer->kernel == KERNEL_AUTO && (products_in_float32 || bf16_kernel));
+    layer->fused_bf16 = layer->fused && bf16_kernel;
     if (layer->position == POSITION_BUCKETS && (status = load_relative_bias(ctx, init, layer)) !=
                                                    TFENC_OK)
         return status;
@@ -1343,7 +1391,8 @@ static int attention_create(tfenc_context *ctx, const tfenc_layer_init *init, vo
             .row_stride = layer->q_width + 2 * layer->kv_width, .key_offset = layer->q_width,
             .value_offset = layer->kv_width, .context_stride = layer->q_width,
             .scale = layer->scale, .causal = layer->causal, .window = layer->window,
-            .transposed_stride = group_tokens(layer, &layer->limits) + ATTENTION_KEY_BLOCK};
+            .transposed_stride = group_tokens(layer, &layer->limits) + ATTENTION_KEY_BLOCK,
+            .value_pair_stride = layer->kv_width};
     }
     if (status != TFENC_OK) {
         attention_destroy(layer);
@@ -1379,9 +1428,11 @@ static const tfenc_param_info mha_params[] = {
     {"qkv", TFENC_PARAM_CHOICE, "auto",
      "auto, separate or fused (auto: fused when qkv_weight exists)", TFENC_PARAM_NO_RANGE},
     {"kernel", TFENC_PARAM_CHOICE, "auto",
-     "auto, fused or products: the fused kernel (float32, key blocks in cache) or the host's "
-     "batched products (bf16 on oneDNN in bf16 and int8 jobs, float32 on OpenBLAS in fp32 "
-     "ones); auto: fused in fp32 jobs, products otherwise", TFENC_PARAM_NO_RANGE},
+     "auto, fused or products: the fused kernel (key blocks in cache; bf16 operands in bf16 "
+     "and int8 jobs on CPUs with AVX512_BF16 when head_dim is a multiple of 32, else float32) "
+     "or the host's batched products (bf16 on oneDNN in bf16 and int8 jobs, float32 on "
+     "OpenBLAS in fp32 ones); auto: fused, except in bf16 and int8 jobs that the bf16 kernel "
+     "cannot run (products there)", TFENC_PARAM_NO_RANGE},
     {"causal", TFENC_PARAM_BOOL, "false",
      "token i attends to tokens j <= i only (decoder embedders)", TFENC_PARAM_NO_RANGE},
     {"window", TFENC_PARAM_INT, "0",

@@ -8,6 +8,7 @@
 #define TFENC_PLUGINS_ATTENTION_KERNEL_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 /* Query rows per call and keys per step. A step's working set is the
  * transposed key block [head_dim, 64], the scores [64, 64] and the running
@@ -71,6 +72,8 @@ typedef struct attention_kernel_shape {
                             * tokens transposed + ATTENTION_KEY_BLOCK */
     int vector_width;  /* 0: by the CPU (8 floats without AVX-512F, else 16); 8 or 16: that
                         * width (the tests compare both; the result is bitwise the same) */
+    int value_pair_stride; /* bf16 kernel: words between two pairs of value rows (the
+                            * width of V: heads of K x head_dim) */
 } attention_kernel_shape;
 
 /* The keys transposed once per group of sequences, so that a query's
@@ -81,7 +84,8 @@ typedef struct attention_kernel_shape {
 void attention_kernel_transpose_keys(const attention_kernel_shape *shape, const float *qkv,
                                      int tokens, int dim, float *transposed);
 
-/* Floats of scratch one call needs (per thread), independent of L. */
+/* Floats of scratch one call needs (per thread), independent of L; also
+ * enough for attention_kernel_pack_key_pairs(). */
 size_t attention_kernel_scratch_floats(const attention_kernel_shape *shape,
                                        const attention_position_terms *terms);
 
@@ -99,5 +103,37 @@ void attention_kernel_run(const attention_kernel_shape *shape,
                           const attention_position_terms *terms, const float *qkv,
                           const float *transposed_keys, int keys_seen, int head,
                           int first_query, int rows, float *context, float *scratch);
+
+/* The same kernel on bfloat16 operands, for CPUs with AVX512_BF16
+ * (attention_kernel_bf16_available()): Q (times the scale), K, the
+ * probabilities and V rounded to bf16, every sum and the softmax in
+ * float32, as the host's bf16 products compute attention. The keys and
+ * values come packed in pairs, the layout of the CPU's bf16 dot products:
+ *
+ * - key pairs, once per group of sequences like the transposed keys (a
+ *   call packs tokens first_token .. first_token + tokens - 1, so that
+ *   threads can share a group): dims 2i and 2i + 1 of token t in one word
+ *   at key_pairs[i * transposed_stride + t] (low half the first), i <
+ *   heads of K x head_dim / 2; the ATTENTION_KEY_BLOCK words past the last
+ *   token MUST be readable;
+ * - value pairs, per sequence: tokens 2j and 2j + 1 of dim e in one word
+ *   at value_pairs[j * value_pair_stride + e], a zero past an odd
+ *   length: attention_kernel_value_pair_rows(length) rows.
+ *
+ * head_dim MUST be a multiple of 32. The result is bitwise the same for a
+ * sequence whatever the batch, layout and thread count, but not the
+ * float32 kernel's. */
+int attention_kernel_bf16_available(void);
+void attention_kernel_pack_key_pairs(const attention_kernel_shape *shape, const float *qkv,
+                                     int first_token, int tokens, uint32_t *key_pairs,
+                                     uint16_t *scratch /* attention_kernel_scratch_floats() */);
+size_t attention_kernel_value_pair_rows(int length);
+void attention_kernel_pack_value_pairs(const attention_kernel_shape *shape, const float *qkv,
+                                       int length, uint32_t *value_pairs);
+void attention_kernel_run_bf16(const attention_kernel_shape *shape,
+                               const attention_position_terms *terms, const float *qkv,
+                               const uint32_t *key_pairs, const uint32_t *value_pairs,
+                               int keys_seen, int head, int first_query, int rows,
+                               float *context, float *scratch);
 
 #endif

@@ -887,17 +887,24 @@ static void test_lengths(void)
                 CU_ASSERT(error <= TOLERANCE);
                 free(out);
             }
-            /* bf16 runs the host's products over the keys its query tiles
-             * see: against fp32 by the smallest cosine over tokens (see
-             * test_bf16_against_fp32 for the bar), where a key too many at
-             * a window edge costs ~1 / (2 window + 1) of an output. */
-            if (bf16 && L >= 129 && L <= 2048 && c->window > 0) {
+            /* bf16 on both paths: the fused kernel (on bf16 operands where
+             * the CPU has AVX512_BF16 and head_dim is a multiple of 32,
+             * else float32) at every length, the host's products over the
+             * keys its query tiles see up to 2048; against fp32 by the
+             * smallest cosine over tokens (see test_bf16_against_fp32 for
+             * the bar), where a key too many at a window edge costs
+             * ~1 / (2 window + 1) of an output. */
+            for (int path = 0; bf16 && path < 2 && !(sanitizers && L > 513); path++) {
+                if (path == 1 && L > 2048)
+                    continue;
                 attention_case low = *c;
                 low.precision = TFENC_PRECISION_BF16;
+                low.extra = path == 0 ? "kernel = fused" : "kernel = products";
                 float *z = malloc(sizeof(float) * L * c->d);
                 CU_ASSERT_EQUAL(plugin_run(&low, &w, &L, 1, x, z), TFENC_OK);
                 const double lowest = lowest_cosine(y, z, L, c->d);
-                printf(" (bf16: min cosine to fp32 %.7f)", lowest);
+                printf(" (bf16 %s: min cosine to fp32 %.7f)", path == 0 ? "fused" : "products",
+                       lowest);
                 CU_ASSERT(lowest >= 0.9999);
                 free(z);
             }
@@ -1110,6 +1117,196 @@ static void test_bf16_against_fp32(void)
         free(x);
         free(want);
         free(got);
+        weights_free(&w);
+    }
+}
+
+static double bf16_rounded(float value)
+{
+    const uint32_t bits = (uint32_t)tfenc_round_to_bf16(value) << 16;
+    float rounded;
+    memcpy(&rounded, &bits, sizeof rounded);
+    return rounded;
+}
+
+/* The bf16 kernel alone, against a float64 reference on the same bf16
+ * operands (Q times the scale, K and V rounded as the kernel rounds them):
+ * what is left is the probabilities' rounding to bf16 (at most 2^-9 of
+ * each; the kernel divides by the sum of the unrounded ones, so the
+ * context moves by at most 2^-9 of the largest |v|) and float32 sums
+ * (1e-5 allowed). head_dim 64 and 32, with and without a window, keys masked after
+ * 650 of 701 tokens (an odd length: the last pair of values is padded),
+ * the words past the last key NaN; 1 thread in order and 3 threads in
+ * reverse give the same bits. */
+static void test_bf16_kernel_alone(void)
+{
+    if (!attention_kernel_bf16_available()) {
+        printf("\n    not run: this CPU has no AVX512_BF16");
+        return;
+    }
+    const int length = 701, heads = 2;
+    for (int head_dim = 32; head_dim <= 64; head_dim *= 2)
+        for (int variant = 0; variant < 3; variant++) {
+            const int d = heads * head_dim, stride = 3 * d;
+            const int window = variant == 1 ? 64 : 0, keys = variant == 2 ? 650 : length;
+            attention_kernel_shape shape = {.head_dim = head_dim, .heads_per_kv = 1,
+                                            .row_stride = stride, .key_offset = d,
+                                            .value_offset = d, .context_stride = d,
+                                            .scale = 0.125f, .window = window,
+                                            .transposed_stride = length + ATTENTION_KEY_BLOCK,
+                                            .value_pair_stride = d};
+            float *qkv = malloc(sizeof(float) * length * stride);
+            uint32_t *key_pairs = malloc(sizeof(uint32_t) * d / 2 * shape.transposed_stride);
+            uint32_t *value_pairs = malloc(sizeof(uint32_t) * d * length);
+            float *one = malloc(sizeof(float) * length * d);
+            float *shared = malloc(sizeof(float) * length * d);
+            unsigned long long state = 61 + head_dim + variant;
+            fill_uniform(qkv, (size_t)length * stride, 2.0, &state);
+            memset(key_pairs, 0xff, sizeof(uint32_t) * d / 2 * shape.transposed_stride); /* NaN */
+            const size_t floats = attention_kernel_scratch_floats(&shape, NULL);
+            float *scratch = malloc(sizeof(float) * floats * 3);
+            /* in two calls, as threads sharing a group pack it */
+            attention_kernel_pack_key_pairs(&shape, qkv, 0, 300, key_pairs, (uint16_t *)scratch);
+            attention_kernel_pack_key_pairs(&shape, qkv, 300, length - 300, key_pairs,
+                                            (uint16_t *)scratch);
+            attention_kernel_pack_value_pairs(&shape, qkv, length, value_pairs);
+            const int blocks = (length + ATTENTION_QUERY_BLOCK - 1) / ATTENTION_QUERY_BLOCK;
+            for (int item = 0; item < heads * blocks; item++) {
+                const int first = item / heads * ATTENTION_QUERY_BLOCK;
+                const int rows = length - first < ATTENTION_QUERY_BLOCK ? length - first
+                                                                        : ATTENTION_QUERY_BLOCK;
+                attention_kernel_run_bf16(&shape, NULL, qkv, key_pairs, value_pairs, keys,
+                                          item % heads, first, rows, one, scratch);
+            }
+#pragma omp parallel for schedule(dynamic, 1) num_threads(3)
+            for (int reversed = 0; reversed < heads * blocks; reversed++) {
+                const int item = heads * blocks - 1 - reversed;
+                const int first = item / heads * ATTENTION_QUERY_BLOCK;
+                const int rows = length - first < ATTENTION_QUERY_BLOCK ? length - first
+                                                                        : ATTENTION_QUERY_BLOCK;
+                attention_kernel_run_bf16(&shape, NULL, qkv, key_pairs, value_pairs, keys,
+                                          item % heads, first, rows, shared,
+                                          scratch + (size_t)omp_get_thread_num() * floats);
+            }
+            double worst = 0.0, largest = 0.0;
+            double *scores = malloc(sizeof(double) * length);
+            for (int h = 0; h < heads; h++)
+                for (int i = 0; i < length; i++) {
+                    const float *q = qkv + (size_t)i * stride + h * head_dim;
+                    const int lo = window > 0 && i - window > 0 ? i - window : 0;
+                    const int hi = window > 0 && i + window + 1 < keys ? i + window + 1 : keys;
+                    double maximum = -INFINITY, sum = 0.0;
+                    for (int j = lo; j < hi; j++) {
+                        const float *k = qkv + (size_t)j * stride + d + h * head_dim;
+                        double dot = 0.0;
+                        for (int e = 0; e < head_dim; e++)
+                            dot += bf16_rounded(q[e] * shape.scale) * bf16_rounded(k[e]);
+                        scores[j] = dot;
+                        maximum = fmax(maximum, dot);
+                    }
+                    for (int j = lo; j < hi; j++)
+                        sum += scores[j] = exp(scores[j] - maximum);
+                    for (int e = 0; e < head_dim; e++) {
+                        double context = 0.0;
+                        for (int j = lo; j < hi; j++) {
+                            const double v = bf16_rounded(qkv[(size_t)j * stride + 2 * d +
+                                                              h * head_dim + e]);
+                            context += scores[j] / sum * v;
+                            largest = fmax(largest, fabs(v));
+                        }
+                        const double got = lo < hi ? one[(size_t)i * d + h * head_dim + e] : 0.0;
+                        worst = fmax(worst, lo < hi ? fabs(context - got)
+                                                    : fabs((double)one[(size_t)i * d + h * head_dim +
+                                                                       e]));
+                    }
+                }
+            const int equal = memcmp(one, shared, sizeof(float) * length * d) == 0;
+            printf("\n    head_dim %d window %d keys %d: largest difference to the reference "
+                   "%.2e of max |v| (bar 2^-9 = 1.95e-3); 1 thread vs 3 reversed: %s",
+                   head_dim, window, keys, worst / largest, equal ? "bitwise equal" : "different");
+            CU_ASSERT(worst / largest <= 1.0 / 512 + 1e-5);
+            CU_ASSERT(equal);
+            free(scores);
+            free(scratch);
+            free(qkv);
+            free(key_pairs);
+            free(value_pairs);
+            free(one);
+            free(shared);
+        }
+}
+
+/* The fused kernel on bf16 operands (kernel = fused in a bf16 job, on a
+ * CPU with AVX512_BF16), for head_dim 32 and 64, every position term, a
+ * window, causal, and masked keys whose window leaves queries no key, at
+ * lengths across the query and key blocks. Against the float64 reference:
+ * the projections and the attention products all round their operands to
+ * bf16 (8 significant bits, a relative 2^-9 each), so the bar is the
+ * error the host's bf16 products make on the same case (measured beside
+ * it) with a quarter to spare, and a cosine of 0.9999 to the fp32 layer
+ * per row, as the other bf16 tests ask. Each sequence alone gives the
+ * packed batch's bits, and the result differs from the float32 kernel's
+ * (the bf16 operands are really used). */
+static void test_bf16_kernel(void)
+{
+    if (!precision_runs_here(TFENC_PRECISION_BF16) || !attention_kernel_bf16_available()) {
+        printf("\n    not run: this CPU has no AVX512_BF16 (or oneDNN is capped below it)");
+        return;
+    }
+    static const int lengths[] = {1, 7, 64, 65, 128, 129, 300, 513};
+    const int n_seq = 8, tokens = 1207;
+    attention_case cases[] = {
+        {.d = 128, .heads = 2, .bias = 1},
+        {.d = 128, .heads = 4, .bias = 1, .position = POSITION_ALIBI},
+        {.d = 64, .heads = 1, .bias = 1, .position = POSITION_BUCKETS, .window = 5},
+        {.d = 128, .heads = 2, .bias = 0, .position = POSITION_ROPE, .window = 70},
+        {.d = 128, .heads = 4, .bias = 1, .position = POSITION_ROPE, .causal = 1},
+        {.d = 128, .heads = 2, .bias = 1, .position = POSITION_DISENTANGLED},
+        {.d = 128, .heads = 2, .bias = 1, .masked_tail = 12, .window = 4},
+        {.d = 64, .heads = 2, .bias = 1, .masked_tail = 40, .position = POSITION_ALIBI},
+    };
+    for (size_t k = 0; k < sizeof cases / sizeof *cases; k++) {
+        attention_case c = cases[k];
+        attention_weights w;
+        weights_make(&w, c.d, 900 + k);
+        unsigned long long state = 31 + k;
+        const size_t floats = (size_t)tokens * c.d;
+        float *x = malloc(sizeof(float) * floats);
+        float *fp32 = malloc(sizeof(float) * floats);
+        float *fused = malloc(sizeof(float) * floats);
+        float *products = malloc(sizeof(float) * floats);
+        fill_uniform(x, floats, 1.0, &state);
+        CU_ASSERT_EQUAL(plugin_run(&c, &w, lengths, n_seq, x, fp32), TFENC_OK);
+        c.precision = TFENC_PRECISION_BF16;
+        c.extra = "kernel = products";
+        CU_ASSERT_EQUAL(plugin_run(&c, &w, lengths, n_seq, x, products), TFENC_OK);
+        c.extra = "kernel = fused";
+        CU_ASSERT_EQUAL(plugin_run(&c, &w, lengths, n_seq, x, fused), TFENC_OK);
+        const double products_error = relative_error(&c, &w, lengths, n_seq, x, products);
+        const double error = relative_error(&c, &w, lengths, n_seq, x, fused);
+        const double lowest = lowest_cosine(fp32, fused, tokens, c.d);
+        int bitwise = 1;
+        size_t offset = 0;
+        for (int s = 0; s < n_seq; s++) {
+            float *alone = malloc(sizeof(float) * (size_t)lengths[s] * c.d);
+            CU_ASSERT_EQUAL(plugin_run(&c, &w, &lengths[s], 1, x + offset, alone), TFENC_OK);
+            bitwise &= memcmp(alone, fused + offset, sizeof(float) * lengths[s] * c.d) == 0;
+            offset += (size_t)lengths[s] * c.d;
+            free(alone);
+        }
+        printf("\n    head_dim %d position %d window %d%s%s: relative error %.2e (bf16 "
+               "products %.2e), min cosine to fp32 %.7f, alone vs packed %s",
+               c.d / c.heads, c.position, c.window, c.causal ? " causal" : "",
+               c.masked_tail ? " masked" : "", error, products_error, lowest,
+               bitwise ? "bitwise equal" : "NOT bitwise equal");
+        CU_ASSERT(error <= 1.25 * products_error);
+        CU_ASSERT(lowest >= 0.9999);
+        CU_ASSERT(bitwise);
+        CU_ASSERT(memcmp(fp32, fused, sizeof(float) * floats) != 0);
+        free(x);
+        free(fp32);
+        free(fused);
+        free(products);
         weights_free(&w);
     }
 }
@@ -1410,6 +1607,8 @@ static const test_case attention_cases[] = {
     {"create errors", test_errors},
     {"workspace and flops", test_workspace_and_flops},
     {"bf16 against fp32", test_bf16_against_fp32},
+    {"fused kernel on bf16 operands", test_bf16_kernel},
+    {"fused kernel on bf16 operands alone", test_bf16_kernel_alone},
     {"keys masked by the batch (seq_keys)", test_masked_keys},
     {"host products in their own layout", test_products_in_place},
     {NULL, NULL}};
