@@ -154,8 +154,9 @@ typedef struct attention {
     int threads;           /* the rank's pool at create(): each thread scores its own sequences */
     int kernel;            /* the job's `kernel` key: KERNEL_AUTO, _FUSED or _PRODUCTS */
     int fused;             /* 1: the fused kernel (attention_kernel.c) computes the context
-                            * (fp32 jobs, by default); 0: the host's products (bf16 in bf16
-                            * and int8 jobs, float32 in fp32 ones) */
+                            * (by default, but for bf16 and int8 jobs without the bf16
+                            * kernel); 0: the host's products (bf16 in bf16 and int8 jobs,
+                            * float32 in fp32 ones) */
     int fused_bf16;        /* with fused: on bf16 operands (bf16 and int8 jobs on CPUs with
                             * AVX512_BF16; attention_kernel_run_bf16) */
     disentangled_settings disentangled_settings; /* position = disentangled (DeBERTa) */
@@ -833,6 +834,13 @@ static void attend_fused(const attention *layer, const tfenc_batch *batch, int f
     const int tokens = batch->seq_start[end] - group_start;
     uint32_t *key_pairs = (uint32_t *)transposed;
     uint32_t *value_pairs = key_pairs + (size_t)layer->kv_width / 2 * layer->shape.transposed_stride;
+    /* bf16 operands: the keys in pairs of dims once for the group, each
+     * sequence's values in pairs of tokens from the row of its first token */
+#define PACK_VALUES(s)                                                                        \
+    attention_kernel_pack_value_pairs(                                                        \
+        &layer->shape, qkv + (size_t)(batch->seq_start[s] - group_start) * stride,            \
+        batch->seq_start[(s) + 1] - batch->seq_start[s],                                      \
+        value_pairs + (size_t)(batch->seq_start[s] - group_start) * layer->kv_width)
     if (layer->fused_bf16 && shared) {
 #pragma omp for schedule(static)
         for (int block = 0; block < tokens; block += ATTENTION_KEY_BLOCK)
@@ -842,18 +850,12 @@ static void attend_fused(const attention *layer, const tfenc_batch *batch, int f
                 key_pairs, (uint16_t *)scratch);
 #pragma omp for schedule(dynamic, 1)
         for (int s = first; s < end; s++)
-            attention_kernel_pack_value_pairs(
-                &layer->shape, qkv + (size_t)(batch->seq_start[s] - group_start) * stride,
-                batch->seq_start[s + 1] - batch->seq_start[s],
-                value_pairs + (size_t)(batch->seq_start[s] - group_start) * layer->kv_width);
+            PACK_VALUES(s);
     } else if (layer->fused_bf16) {
         attention_kernel_pack_key_pairs(&layer->shape, qkv, 0, tokens, key_pairs,
                                         (uint16_t *)scratch);
         for (int s = first; s < end; s++)
-            attention_kernel_pack_value_pairs(
-                &layer->shape, qkv + (size_t)(batch->seq_start[s] - group_start) * stride,
-                batch->seq_start[s + 1] - batch->seq_start[s],
-                value_pairs + (size_t)(batch->seq_start[s] - group_start) * layer->kv_width);
+            PACK_VALUES(s);
     } else if (shared) {
 #pragma omp for schedule(static)
         for (int dim = 0; dim < layer->kv_width; dim++)
@@ -862,6 +864,7 @@ static void attend_fused(const attention *layer, const tfenc_batch *batch, int f
         for (int dim = 0; dim < layer->kv_width; dim++)
             attention_kernel_transpose_keys(&layer->shape, qkv, tokens, dim, transposed);
     }
+#undef PACK_VALUES
     for (int s = first; s < end; s++) {
         const int start = batch->seq_start[s] - group_start;
         const int length = batch->seq_start[s + 1] - batch->seq_start[s];
