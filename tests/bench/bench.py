@@ -2,7 +2,7 @@
 
 usage: bench.py [--builddir DIR] [--out DIR] [--models minilm,mpnet]
                 [--texts short,passages | shards | scores | sparse | compact | long]
-                [--engines LIST] [--repeat N]
+                [--engines LIST] [--repeat N] [--isa ISA]
                 [--scale X] [--smoke]
 
 tests/bench/run.sh runs it (`make bench`), in the tests' venv (Debian's
@@ -63,6 +63,13 @@ Runtime and OpenVINO; a SPLADE job's vocabulary projection beside
 (tests/bench/long_documents.py): a ModernBERT-base-shaped model on random
 token ids at 512, 2,048 and 8,192 tokens, tfenc at every precision beside
 OpenVINO, the same weights with every layer global, writes OUT/long.csv.
+
+--isa ISA: every engine runs with ONEDNN_MAX_CPU_ISA=ISA (and OpenVINO's
+OV_CPU_MAX_ISA; at AVX2 also OpenBLAS's Haswell kernels), so that one
+machine gives the rows of a lesser one: AVX512_CORE_BF16 is an AMX machine
+without AMX, AVX2 one without AVX-512 as far as the products go. ONNX
+Runtime, PyTorch and tfenc's own loops still use the whole CPU; the flags
+in the table and the CSV say the cap. Use --out for a directory of its own.
 
 --smoke: the harness on a tiny workload
 (MiniLM, 64 lines of tests/import/sentences.txt, no OpenVINO), for make check.
@@ -179,6 +186,8 @@ def cpu_description():
     present = [flag for flag in CPU_FLAGS if flag in flags]
     if not any(flag.startswith("amx") for flag in present):
         present.append("no AMX")
+    if ISA_CAP is not None:
+        present.append(f"(capped: ONEDNN_MAX_CPU_ISA={ISA_CAP}, see bench.py --isa)")
     return name, " ".join(present)
 
 
@@ -204,12 +213,34 @@ def peers_available():
     return json.loads(result.stdout) if result.returncode == 0 else {}
 
 
+# --isa: the instruction set oneDNN may use (ONEDNN_MAX_CPU_ISA's values:
+# AVX2, AVX512_CORE, AVX512_CORE_VNNI, AVX512_CORE_BF16, ...), or None.
+ISA_CAP = None
+
+
+def isa_environment():
+    """What --isa sets in every engine's environment: oneDNN's cap (tfenc's
+    products and its roofline, OpenVINO's oneDNN primitives), OpenVINO's own
+    kernels' (OV_CPU_MAX_ISA, which its release builds may ignore), and at
+    AVX2 OpenBLAS's kernels (Haswell). ONNX Runtime's MLAS, PyTorch and
+    tfenc's element-wise loops and attention kernel still choose by the
+    CPU's own flags."""
+    if ISA_CAP is None:
+        return {}
+    cap = {"ONEDNN_MAX_CPU_ISA": ISA_CAP, "DNNL_MAX_CPU_ISA": ISA_CAP, "OV_CPU_MAX_ISA": ISA_CAP}
+    if ISA_CAP == "AVX2":
+        cap["OPENBLAS_CORETYPE"] = "Haswell"
+    return cap
+
+
 def thread_environment(threads):
     """Every pool an engine may start, held to `threads`: OpenMP (oneDNN,
-    torch, OpenVINO's fallbacks), OpenBLAS, and the tokenizers' Rayon pool."""
+    torch, OpenVINO's fallbacks), OpenBLAS, and the tokenizers' Rayon pool;
+    and --isa's cap."""
     return dict(os.environ, OMP_NUM_THREADS=str(threads), OPENBLAS_NUM_THREADS=str(threads),
                 RAYON_NUM_THREADS=str(threads), RAYON_RS_NUM_CPUS=str(threads),
-                TOKENIZERS_PARALLELISM="true", HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1")
+                TOKENIZERS_PARALLELISM="true", HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1",
+                **isa_environment())
 
 
 # ------------------------------------------------------------------ models
@@ -986,6 +1017,9 @@ def main():
                         help="multiply the number of texts (smaller: quicker, noisier)")
     parser.add_argument("--gemm-seconds", type=float, default=0.3,
                         help="seconds per shape of the roofline's GEMM timer")
+    parser.add_argument("--isa", help="cap the instruction set oneDNN (tfenc's products, "
+                                      "OpenVINO) may use, e.g. AVX2 or AVX512_CORE_BF16 (AMX off): "
+                                      "ONEDNN_MAX_CPU_ISA's values; the table's flags say so")
     parser.add_argument("--smoke", action="store_true",
                         help="a tiny workload, no OpenVINO: checks the harness (make check)")
     parser.add_argument("--sentence-transformers", nargs=4, help=argparse.SUPPRESS)
@@ -999,6 +1033,8 @@ def main():
         return 0
     if args.smoke:
         args.models, args.gemm_seconds = "minilm", 0.01
+    global ISA_CAP
+    ISA_CAP = args.isa.upper() if args.isa else None
 
     load_start = os.getloadavg()
     if args.texts == "shards":
