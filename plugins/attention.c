@@ -833,7 +833,8 @@ static void attend_fused(const attention *layer, const tfenc_batch *batch, int f
      * block it visits; transposing there cost a quarter of the time) */
     const int tokens = batch->seq_start[end] - group_start;
     uint32_t *key_pairs = (uint32_t *)transposed;
-    uint32_t *value_pairs = key_pairs + (size_t)layer->kv_width / 2 * layer->shape.transposed_stride;
+    uint32_t *value_pairs =
+        key_pairs + (size_t)layer->kv_width / 2 * layer->shape.transposed_stride;
     /* bf16 operands: the keys in pairs of dims once for the group, each
      * sequence's values in pairs of tokens from the row of its first token */
 #define PACK_VALUES(s)                                                                        \

@@ -242,7 +242,8 @@ static float bf16_value(uint32_t half)
 
 static float pair_dot(uint32_t a, uint32_t b)
 {
-    return bf16_value(a & 0xffffu) * bf16_value(b & 0xffffu) + bf16_value(a >> 16) * bf16_value(b >> 16);
+    return bf16_value(a & 0xffffu) * bf16_value(b & 0xffffu) +
+           bf16_value(a >> 16) * bf16_value(b >> 16);
 }
 
 static void score_4_rows_bf16(const uint16_t *queries, int pairs, const uint32_t *key_pairs,
@@ -486,11 +487,13 @@ LOOP_FUNCTION void run(const attention_kernel_shape *shape, const attention_posi
 
     const float *transposed = transposed_keys + (size_t)kv_head * head_dim *
                                                     shape->transposed_stride; /* [head_dim][...] */
-    float *tile = scratch;                                         /* [QUERY_BLOCK][KEY_BLOCK] */
-    float *running = tile + ATTENTION_QUERY_BLOCK * ATTENTION_KEY_BLOCK; /* [QUERY_BLOCK][head_dim] */
-    float *scaled = running + (size_t)ATTENTION_QUERY_BLOCK * head_dim;  /* [QUERY_BLOCK][head_dim] */
-    float *maximum = scaled + (size_t)ATTENTION_QUERY_BLOCK * head_dim;  /* [QUERY_BLOCK] */
-    float *sum = maximum + ATTENTION_QUERY_BLOCK;                         /* [QUERY_BLOCK] */
+    /* scratch: tile [QUERY_BLOCK][KEY_BLOCK], running and scaled
+     * [QUERY_BLOCK][head_dim] each, maximum and sum [QUERY_BLOCK] each */
+    float *tile = scratch;
+    float *running = tile + ATTENTION_QUERY_BLOCK * ATTENTION_KEY_BLOCK;
+    float *scaled = running + (size_t)ATTENTION_QUERY_BLOCK * head_dim;
+    float *maximum = scaled + (size_t)ATTENTION_QUERY_BLOCK * head_dim;
+    float *sum = maximum + ATTENTION_QUERY_BLOCK;
     /* bf16 operands as arrays of bf16 (uint16_t), two to a 32-bit pair in
      * the order the dot products pair them: dims 2i, 2i + 1 of a query,
      * keys 2j, 2j + 1 of a probability row */
