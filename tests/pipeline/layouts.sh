@@ -140,6 +140,16 @@ for precision in bf16 int8; do
     --set job.batch_tokens=64 --set job.window_documents=40 \
     --set model.precision=$precision --set model.min_cosine=0.99
 done
+# The same weights as 2 heads of 32: on a CPU with AVX512_BF16, bf16 and
+# int8 attention then run the fused kernel on bf16 operands (head_dim a
+# multiple of 32), whose packing of keys and values per group of
+# sequences must not depend on the layout either.
+for precision in bf16 int8; do
+  run_matrix "pooled-$precision-heads32" "$work/pooled" --set job.input=big.txt \
+    --set job.batch_tokens=64 --set job.window_documents=40 \
+    --set model.precision=$precision --set model.min_cosine=0.99 \
+    --set encoder.attention.n_heads=2
+done
 # [job] share_weights = false: every rank its own copy (as the dry run
 # says), the same vectors.
 for share in true false; do
