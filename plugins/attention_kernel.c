@@ -444,10 +444,9 @@ static inline size_t visited_extent(int lo, int hi)
     return (size_t)(hi - 1 - lo) / ATTENTION_KEY_BLOCK * ATTENTION_KEY_BLOCK + ATTENTION_KEY_BLOCK;
 }
 
-static void check_buffers(const attention_kernel_shape *shape, const float *queries,
-                          const float *transposed, const float *values, int lo, int hi)
+static void check_buffers(const attention_kernel_shape *shape, const float *transposed,
+                          const float *values, int lo, int hi)
 {
-    (void)queries;
     if (hi <= lo)
         return;
     const size_t head_dim = (size_t)shape->head_dim, stride = (size_t)shape->row_stride;
@@ -507,22 +506,26 @@ LOOP_FUNCTION void run(const attention_kernel_shape *shape, const attention_posi
     /* The score loops take 4 rows at a time: the rows past the block's
      * last are zeros, their scores computed and never read. */
     const int score_rows = (rows + 3) / 4 * 4;
-    for (int r = 0; r < score_rows; r++) {
-        if (bf16 && r < rows) {
-            const float *q = queries + (size_t)(first_query + r) * stride;
-            uint16_t *half = query_halves + (size_t)r * head_dim;
+    for (int r = 0; r < rows; r++) {
+        const float *q = queries + (size_t)(first_query + r) * stride;
+        uint16_t *half = query_halves + (size_t)r * head_dim;
+        float *row = scaled + (size_t)r * head_dim;
+        if (bf16) {
 #pragma omp simd
             for (int e = 0; e < head_dim; e++)
                 half[e] = tfenc_round_to_bf16(q[e] * shape->scale);
-        } else if (bf16) {
-            memset(query_halves + (size_t)r * head_dim, 0, sizeof *query_halves * head_dim);
         } else {
+#pragma omp simd
             for (int e = 0; e < head_dim; e++)
-                scaled[(size_t)r * head_dim + e] =
-                    r < rows ? queries[(size_t)(first_query + r) * stride + e] * shape->scale
-                             : 0.0f;
+                row[e] = q[e] * shape->scale;
         }
     }
+    if (bf16)
+        memset(query_halves + (size_t)rows * head_dim, 0,
+               sizeof *query_halves * (size_t)(score_rows - rows) * head_dim);
+    else
+        memset(scaled + (size_t)rows * head_dim, 0,
+               sizeof *scaled * (size_t)(score_rows - rows) * head_dim);
     for (int r = 0; r < score_rows; r++) {
         maximum[r] = -INFINITY;
         sum[r] = 0.0f;
@@ -542,7 +545,7 @@ LOOP_FUNCTION void run(const attention_kernel_shape *shape, const attention_posi
     if (bf16)
         check_pairs(shape, key_pairs, value_pairs, kv_head, lo, hi);
     else
-        check_buffers(shape, queries, transposed, values, lo, hi);
+        check_buffers(shape, transposed, values, lo, hi);
     check_call(shape, terms, queries, first_query, rows, context + (size_t)head * head_dim,
                scratch);
     const int vector_loops = head_dim % (narrow ? 16 : 32) == 0;
