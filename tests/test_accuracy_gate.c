@@ -16,6 +16,16 @@
 #include <stdio.h>
 #include <string.h>
 
+/* The encoder job at int8, 0 (and nothing open) where int8 does not run. */
+static int open_int8_encoder(composed *c, tfenc_model_options *options)
+{
+    CU_ASSERT_EQUAL_FATAL(encoder_open(c, "int8", options), TFENC_OK);
+    if (precision_runs_here(TFENC_PRECISION_INT8))
+        return 1;
+    release(c);
+    return 0;
+}
+
 /* The int8 accuracy gate on a sample: it meets min_cosine (default 0.999)
  * by its choice of steps, and that choice, run as a model, gives the
  * cosine it reported; a bar it cannot meet refuses the job in one line
@@ -25,11 +35,8 @@ static void test_precision_gate(void)
     const tfenc_precision fallback = tfenc_matrix_int8_fallback();
     composed c;
     tfenc_model_options options;
-    CU_ASSERT_EQUAL_FATAL(encoder_open(&c, "int8", &options), TFENC_OK);
-    if (!precision_runs_here(TFENC_PRECISION_INT8)) {
-        release(&c);
+    if (!open_int8_encoder(&c, &options))
         return;
-    }
     owned_batch first, second;
     owned_batch_fill(&first, 3, 30, 0.0f);
     owned_batch_fill(&second, 2, 50, 0.0f);
@@ -129,8 +136,90 @@ static void test_precision_gate(void)
     release(&c);
 }
 
+/* The smallest cosine to fp32 over `n` batches at step precisions `chosen`. */
+static double sample_cosine_of(composed *c, tfenc_model_options options,
+                               const tfenc_precision *chosen, const owned_batch *batches, int n)
+{
+    tfenc_precision everywhere_fp32[16];
+    for (int i = 0; i < 16; i++)
+        everywhere_fp32[i] = TFENC_PRECISION_FP32;
+    double lowest = 1.0;
+    owned_batch fp32, out;
+    for (int b = 0; b < n; b++) {
+        CU_ASSERT_EQUAL(encoder_output(c, options, everywhere_fp32, &batches[b], &fp32), TFENC_OK);
+        CU_ASSERT_EQUAL(encoder_output(c, options, chosen, &batches[b], &out), TFENC_OK);
+        lowest = fmin(lowest, smallest_cosine(&fp32, &out));
+    }
+    return lowest;
+}
+
+/* A sample of 8 batches, where the gate's bisection probes on its hardest
+ * quarter first and confirms on the whole: the choice is the fewest steps
+ * out of int8 (in the gate's order, least accurate first: one fewer
+ * misses the bar on the whole sample), and the cosine it reports is the
+ * whole sample's, reproduced by whole runs, not the hard part's. */
+static void test_fewest_on_whole_sample(void)
+{
+    const tfenc_precision fallback = tfenc_matrix_int8_fallback();
+    composed c;
+    tfenc_model_options options;
+    if (!open_int8_encoder(&c, &options))
+        return;
+    static const int shapes[8][2] = {{2, 20}, {3, 17}, {1, 60}, {4, 9},
+                                     {2, 33}, {5, 11}, {1, 41}, {3, 25}};
+    owned_batch batches[8];
+    tfenc_batch samples[8];
+    for (int b = 0; b < 8; b++) {
+        owned_batch_fill(&batches[b], shapes[b][0], shapes[b][1], 0.0f);
+        for (int t = 0; t < batches[b].batch.n_tokens; t++)
+            batches[b].ids[t] = (t * 37 + 11 + 29 * b) % ENCODER_VOCAB;
+        samples[b] = batches[b].batch;
+    }
+    tfenc_precision chosen[16];
+    double step_cosines[16];
+    tfenc_precision_report report = {.step_precision = chosen, .step_cosine = step_cosines};
+    /* Calibrates the store (the first run of the gate does) before the
+     * all-int8 and all-fallback runs below build int8 maps. */
+    CU_ASSERT_EQUAL_FATAL(tfenc_precision_gate(&ctx, &options, samples, 8, 0.5, 0, &report),
+                          TFENC_OK);
+    tfenc_precision uniform[16];
+    for (int i = 0; i < 16; i++)
+        uniform[i] = TFENC_PRECISION_INT8;
+    const double all_int8 = sample_cosine_of(&c, options, uniform, batches, 8);
+    for (int i = 0; i < 16; i++)
+        uniform[i] = fallback;
+    const double all_fallback = sample_cosine_of(&c, options, uniform, batches, 8);
+    /* close to all-fallback, so that more than the worst step goes */
+    const double target = all_fallback - (all_fallback - all_int8) / 20;
+    const double bar = 1.0 - 2.0 * (1.0 - target);
+    CU_ASSERT_EQUAL_FATAL(tfenc_precision_gate(&ctx, &options, samples, 8, bar, 0, &report),
+                          TFENC_OK);
+    const double reproduced = sample_cosine_of(&c, options, chosen, batches, 8);
+    fprintf(stderr, "\n  8 batches: all int8 %.8f, all %s %.8f; %d kept out, sample %.8f ",
+            all_int8, tfenc_precision_names[fallback], all_fallback, report.n_fallbacks,
+            report.sample_cosine);
+    CU_ASSERT(report.n_fallbacks >= 1);
+    CU_ASSERT(report.sample_cosine >= target);
+    CU_ASSERT_DOUBLE_EQUAL(reproduced, report.sample_cosine, 1e-9);
+    /* One fewer: the most accurate of the steps kept out (the last the
+     * gate's order took; of equal cosines, the later step) back in int8. */
+    int last_taken = -1;
+    for (int i = 0; i < c.plan.n_steps; i++)
+        if (chosen[i] == fallback &&
+            (last_taken < 0 || step_cosines[i] >= step_cosines[last_taken]))
+            last_taken = i;
+    if (last_taken >= 0) {
+        chosen[last_taken] = TFENC_PRECISION_INT8;
+        const double fewer = sample_cosine_of(&c, options, chosen, batches, 8);
+        fprintf(stderr, "one fewer %.8f ", fewer);
+        CU_ASSERT(fewer < target);
+    }
+    release(&c);
+}
+
 static const test_case gate_cases[] = {
     {"int8 accuracy gate", test_precision_gate},
+    {"fewest fallbacks, confirmed on the whole sample", test_fewest_on_whole_sample},
     {NULL, NULL}};
 
 const test_suite test_suites[] = {

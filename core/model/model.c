@@ -505,13 +505,60 @@ struct tfenc_model {
     int ends_plan; /* the range holds the plan's last step, whose output the job writes */
     int d_model;
     tfenc_limits limits;
-    float *residual; /* [max_tokens, d_model]: the step input kept for the skip connection */
-    float *input;    /* [max_tokens, d_model]: the batch as it came in, to find the layer
-                      * that made a non-finite value */
-    void *workspace;
-    size_t workspace_bytes;
+    tfenc_model_scratch own;      /* unless options->shared_scratch gave one */
+    tfenc_model_scratch *scratch; /* &own, or the shared one */
     int nonfinite_sequence; /* after a non-finite failure: which sequence, else -1 */
 };
+
+/* Replaces *buffer (of *held bytes) by one of `bytes` when it is smaller
+ * or missing; its contents need not survive. */
+static int grow_buffer(void **buffer, size_t *held, size_t bytes)
+{
+    if (*buffer != NULL && bytes <= *held)
+        return 1;
+    void *grown = tfenc_aligned_alloc(bytes > 0 ? bytes : 1);
+    if (grown == NULL)
+        return 0;
+    tfenc_aligned_free(*buffer);
+    *buffer = grown;
+    *held = bytes;
+    return 1;
+}
+
+/* Grows `scratch` to hold a model's. */
+static int scratch_reserve(tfenc_context *ctx, tfenc_model_scratch *scratch,
+                           size_t activation_bytes, size_t workspace_bytes)
+{
+    if (!grow_buffer(&scratch->residual, &scratch->residual_bytes, activation_bytes) ||
+        !grow_buffer(&scratch->input, &scratch->input_bytes, activation_bytes) ||
+        !grow_buffer(&scratch->workspace, &scratch->workspace_bytes, workspace_bytes))
+        return tfenc_error(ctx, TFENC_ERR_NO_MEMORY,
+                           "out of memory for 2 x %zu bytes of activations and %zu of workspace",
+                           activation_bytes, workspace_bytes);
+    return TFENC_OK;
+}
+
+static void scratch_release(tfenc_model_scratch *scratch)
+{
+    tfenc_aligned_free(scratch->residual);
+    tfenc_aligned_free(scratch->input);
+    tfenc_aligned_free(scratch->workspace);
+    *scratch = (tfenc_model_scratch){0};
+}
+
+int tfenc_model_scratch_create(tfenc_context *ctx, tfenc_model_scratch **scratch)
+{
+    *scratch = calloc(1, sizeof **scratch);
+    return *scratch == NULL ? tfenc_error(ctx, TFENC_ERR_NO_MEMORY, "out of memory") : TFENC_OK;
+}
+
+void tfenc_model_scratch_destroy(tfenc_model_scratch *scratch)
+{
+    if (scratch == NULL)
+        return;
+    scratch_release(scratch);
+    free(scratch);
+}
 
 static int create_instance(tfenc_context *ctx, const tfenc_model_options *options,
                            const tfenc_step_plan *plan, tfenc_job_section *section,
@@ -654,19 +701,13 @@ int tfenc_model_create(tfenc_context *ctx, const tfenc_model_options *options,
             free(norm_name);
         }
     }
-    if (status == TFENC_OK) {
-        size_t activation_bytes =
-            (size_t)options->limits.max_tokens * (size_t)model->d_model * sizeof(float);
-        model->residual = tfenc_aligned_alloc(activation_bytes);
-        model->input = tfenc_aligned_alloc(activation_bytes);
-        model->workspace = tfenc_aligned_alloc(workspace_bytes);
-        model->workspace_bytes = workspace_bytes;
-        model->nonfinite_sequence = -1;
-        if (model->residual == NULL || model->input == NULL || model->workspace == NULL)
-            status = tfenc_error(ctx, TFENC_ERR_NO_MEMORY,
-                                 "out of memory for %zu bytes of activations and %zu of workspace",
-                                 activation_bytes, workspace_bytes);
-    }
+    model->scratch = options->shared_scratch != NULL ? options->shared_scratch : &model->own;
+    model->nonfinite_sequence = -1;
+    if (status == TFENC_OK)
+        status = scratch_reserve(ctx, model->scratch,
+                                 (size_t)options->limits.max_tokens * (size_t)model->d_model *
+                                     sizeof(float),
+                                 workspace_bytes);
     if (status != TFENC_OK) {
         tfenc_model_destroy(model);
         return status;
@@ -680,7 +721,7 @@ static int run_layer(tfenc_context *ctx, tfenc_model *model, layer_instance *lay
 {
     tfenc_context_set_scope(ctx, layer->scope);
     int rows_before = batch->rows;
-    int status = layer->descriptor->forward(layer->instance, ctx, batch, model->workspace);
+    int status = layer->descriptor->forward(layer->instance, ctx, batch, model->scratch->workspace);
     tfenc_context_set_scope(ctx, NULL);
     if (status != TFENC_OK && ctx->status == TFENC_OK)
         tfenc_error(ctx, status, "%s: forward failed without a message (%s)", layer->scope,
@@ -720,7 +761,8 @@ static int run_block_step(tfenc_context *ctx, tfenc_model *model, model_step *st
     const int has_norm = step->norm.descriptor != NULL;
     int status = TFENC_OK;
     if (step->plan->residual)
-        memcpy(model->residual, batch->x, (size_t)rows * (size_t)batch->d_model * sizeof(float));
+        memcpy(model->scratch->residual, batch->x,
+               (size_t)rows * (size_t)batch->d_model * sizeof(float));
     if (has_norm && step->plan->norm_first)
         status = run_layer(ctx, model, &step->norm, batch);
     if (status == TFENC_OK)
@@ -728,7 +770,7 @@ static int run_block_step(tfenc_context *ctx, tfenc_model *model, model_step *st
     if (status == TFENC_OK && step->output_norm.descriptor != NULL)
         status = run_layer(ctx, model, &step->output_norm, batch);
     if (status == TFENC_OK && step->plan->residual)
-        status = add_residual(ctx, step, model->residual, rows, batch);
+        status = add_residual(ctx, step, model->scratch->residual, rows, batch);
     if (status == TFENC_OK && has_norm && !step->plan->norm_first)
         status = run_layer(ctx, model, &step->norm, batch);
     return status;
@@ -794,12 +836,12 @@ int tfenc_model_forward(tfenc_context *ctx, tfenc_model *model, tfenc_batch *bat
     model->nonfinite_sequence = -1;
     const int rows = batch->rows;
     const size_t bytes = (size_t)rows * (size_t)batch->d_model * sizeof(float);
-    memcpy(model->input, batch->x, bytes);
+    memcpy(model->scratch->input, batch->x, bytes);
     int status = run_steps(ctx, model, batch, 0);
     /* Never hand on a non-finite row: run again step by step from the input
      * kept above, to say which layer made it (only on this rare path). */
     if (status == TFENC_OK && first_nonfinite_row(batch->x, batch->rows, batch->d_model) >= 0) {
-        memcpy(batch->x, model->input, bytes);
+        memcpy(batch->x, model->scratch->input, bytes);
         batch->rows = rows;
         status = run_steps(ctx, model, batch, 1);
         if (status == TFENC_OK)
@@ -978,8 +1020,6 @@ void tfenc_model_destroy(tfenc_model *model)
         destroy_instance(&model->steps[i].output_norm);
     }
     free(model->steps);
-    tfenc_aligned_free(model->residual);
-    tfenc_aligned_free(model->input);
-    tfenc_aligned_free(model->workspace);
+    scratch_release(&model->own);
     free(model);
 }

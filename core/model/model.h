@@ -65,6 +65,18 @@ void tfenc_model_plan_free(tfenc_model_plan *plan);
 
 typedef struct tfenc_model tfenc_model;
 
+/* A model's scratch (the residual and input copies of a batch, the layers'
+ * workspace), shared by models that never run at the same time: the
+ * accuracy gate keeps its trial steps built, and one scratch serves them
+ * all. Each model built with it makes it large enough for itself. */
+typedef struct tfenc_model_scratch {
+    void *residual, *input, *workspace;
+    size_t residual_bytes, input_bytes, workspace_bytes;
+} tfenc_model_scratch;
+int tfenc_model_scratch_create(tfenc_context *ctx, tfenc_model_scratch **scratch);
+/* After every model built with it. */
+void tfenc_model_scratch_destroy(tfenc_model_scratch *scratch);
+
 typedef struct tfenc_model_options {
     const tfenc_jobfile *job;
     const tfenc_model_config *config;
@@ -84,6 +96,9 @@ typedef struct tfenc_model_options {
      * padding is not attended to): a layer that does not declare what it
      * does with them (tfenc_layer_descriptor.key_masking) is refused. */
     int masked_keys;
+    /* NULL: the model allocates its own scratch. Else it uses this one,
+     * which models that run at the same time MUST NOT share. */
+    tfenc_model_scratch *shared_scratch;
 } tfenc_model_options;
 
 /* Creates the instances of the step range, loading their weights, and

@@ -185,7 +185,9 @@ void tfenc_gate_sample_free(tfenc_gate_sample *sample)
  * on all-MiniLM-L6-v2's 8,192-token sample a boundary takes 12.6 MB, and
  * this keeps every third boundary of the reference and of the last three
  * trials. */
+#ifndef GATE_CHECKPOINT_BYTES
 #define GATE_CHECKPOINT_BYTES ((size_t)256 << 20)
+#endif
 
 /* One copy of the sample's activations: the batches as the caller gave
  * them, each with its own x, and the rows a sparse head (splade) hands
@@ -379,21 +381,87 @@ static double stream_similarity(const stream *reference, const stream *tested, i
                : stream_cosine(reference, tested);
 }
 
-/* Builds step `step` alone at `precision` and runs every batch of `s`
- * through it; `calibrate` (fp32 only) records its maps' input ranges. */
+/* The trial steps, each built once: building a step (reading its weights,
+ * quantizing or converting them, creating its products) took 16 ms of
+ * all-MiniLM-L6-v2's, 40% of a bisection probe's time when every run
+ * rebuilt its steps. They share one scratch (they never run at the same
+ * time), so that what a kept step holds is its weights: 1 to 2 MB for
+ * one of all-MiniLM-L6-v2's at int8 or bf16, against the 5 to 6 MB of its
+ * scratch. Kept while they fit GATE_BUILT_STEP_BYTES, measured as the heap
+ * a build leaves allocated (every arena, mmapped chunks included); a step
+ * that does not fit is built and destroyed per run as before, so a large
+ * model's gate holds one step's weights at a time. An fp32 step that
+ * calibrates is never kept: it records its maps' input ranges on every
+ * run. */
+#define GATE_BUILT_STEP_BYTES ((size_t)128 << 20)
+
+typedef struct built_steps {
+    tfenc_model **models; /* [n_steps * TFENC_PRECISION_COUNT], NULL where not kept */
+    size_t *model_bytes;  /* [n_steps * TFENC_PRECISION_COUNT]: what each took to build */
+    size_t bytes;         /* their sum */
+    unsigned char *never; /* [n_steps * TFENC_PRECISION_COUNT]: not to be kept */
+    tfenc_model_scratch *scratch; /* every trial step's */
+} built_steps;
+
+static size_t heap_in_use(void)
+{
+    const struct mallinfo2 heap = mallinfo2();
+    return heap.uordblks + heap.hblkhd;
+}
+
+/* Step `step` at `precision` is not to be kept (from now on). */
+static void built_step_drop(built_steps *built, int step, tfenc_precision precision)
+{
+    const int i = step * TFENC_PRECISION_COUNT + (int)precision;
+    tfenc_model_destroy(built->models[i]);
+    built->models[i] = NULL;
+    built->bytes -= built->model_bytes[i];
+    built->model_bytes[i] = 0;
+    built->never[i] = 1;
+}
+
+static void built_steps_destroy(built_steps *built, int n_steps)
+{
+    for (int i = 0; built->models != NULL && i < n_steps * TFENC_PRECISION_COUNT; i++)
+        tfenc_model_destroy(built->models[i]);
+    free(built->models);
+    free(built->model_bytes);
+    free(built->never);
+    tfenc_model_scratch_destroy(built->scratch);
+}
+
+/* Runs every batch of `s` through step `step` at `precision`, built (or
+ * taken from `built`) alone; `calibrate` (fp32 only) records its maps'
+ * input ranges. */
 static int run_step(tfenc_context *ctx, const tfenc_model_options *options, tfenc_precision *chosen,
-                    int step, tfenc_precision precision, int calibrate, stream *s)
+                    int step, tfenc_precision precision, int calibrate, stream *s,
+                    built_steps *built)
 {
     tfenc_model_options one = *options;
     one.first_step = step;
     one.end_step = step + 1;
     one.calibrate = calibrate && precision == TFENC_PRECISION_FP32;
-    tfenc_precision kept = chosen[step];
-    chosen[step] = precision;
-    one.step_precision = chosen;
-    tfenc_model *model = NULL;
-    int status = tfenc_model_create(ctx, &one, &model);
-    chosen[step] = kept;
+    one.shared_scratch = built->scratch;
+    tfenc_model **kept_model = one.calibrate ? NULL
+                                             : &built->models[step * TFENC_PRECISION_COUNT +
+                                                              (int)precision];
+    tfenc_model *model = kept_model != NULL ? *kept_model : NULL;
+    int status = TFENC_OK;
+    if (model == NULL) {
+        tfenc_precision kept = chosen[step];
+        chosen[step] = precision;
+        one.step_precision = chosen;
+        const size_t before = heap_in_use();
+        status = tfenc_model_create(ctx, &one, &model);
+        const size_t after = heap_in_use(), took = after > before ? after - before : 0;
+        chosen[step] = kept;
+        if (status == TFENC_OK && kept_model != NULL && !built->never[kept_model - built->models] &&
+            built->bytes + took <= GATE_BUILT_STEP_BYTES) {
+            *kept_model = model;
+            built->model_bytes[kept_model - built->models] = took;
+            built->bytes += took;
+        }
+    }
     for (int b = 0; status == TFENC_OK && b < s->n; b++) {
         /* A sparse head's rows come through the sink; other steps leave
          * the batch's rows empty. */
@@ -405,25 +473,29 @@ static int run_step(tfenc_context *ctx, const tfenc_model_options *options, tfen
             status = tfenc_model_forward(ctx, model, &s->batches[b]);
         tfenc_context_set_sparse_sink(ctx, NULL, NULL);
     }
-    tfenc_model_destroy(model);
+    if (kept_model == NULL || *kept_model != model)
+        tfenc_model_destroy(model);
     return status;
 }
 
-/* The whole model at precisions `chosen`, step by step, on the sample:
- * from the deepest checkpoint an earlier run at the same precisions left,
- * leaving checkpoints of its own. */
+/* The whole model at precisions `chosen`, step by step, on the sample
+ * (which == NULL) or on n_which of its batches (samples and s hold only
+ * those; which[i] is their index in the sample): from the deepest
+ * checkpoint an earlier run at the same precisions left. Only runs on the
+ * whole sample leave checkpoints of their own. */
 static int run_model(tfenc_context *ctx, const tfenc_model_options *options,
                      tfenc_precision *chosen, const tfenc_batch *samples, stream *s,
-                     tfenc_gate_checkpoints *checkpoints)
+                     tfenc_gate_checkpoints *checkpoints, const int *which, built_steps *built)
 {
-    const int start = tfenc_gate_checkpoints_restore(checkpoints, chosen, s->batches);
+    const int start =
+        tfenc_gate_checkpoints_restore(checkpoints, chosen, s->batches, which, s->n);
     if (start == 0)
         stream_reset(s, samples);
     int status = TFENC_OK;
     for (int i = start; status == TFENC_OK && i < options->plan->n_steps; i++) {
-        if (i > start)
+        if (i > start && which == NULL)
             tfenc_gate_checkpoints_keep(checkpoints, i, chosen, s->batches);
-        status = run_step(ctx, options, chosen, i, chosen[i], 0, s);
+        status = run_step(ctx, options, chosen, i, chosen[i], 0, s, built);
     }
     return status;
 }
@@ -455,22 +527,27 @@ static int step_cosines(tfenc_context *ctx, const tfenc_model_options *options,
                         tfenc_precision *chosen, const tfenc_batch *samples,
                         tfenc_precision precision, stream *reference, stream *tested,
                         int scores_width, double *cosines, tfenc_gate_checkpoints *checkpoints,
-                        const tfenc_precision *all_fp32)
+                        const tfenc_precision *all_fp32, built_steps *built)
 {
     stream_reset(reference, samples);
     int status = TFENC_OK;
     for (int i = 0; status == TFENC_OK && i < options->plan->n_steps; i++) {
         stream_copy(tested, reference);
         tfenc_gate_checkpoints_keep(checkpoints, i, all_fp32, reference->batches);
-        status = run_step(ctx, options, chosen, i, TFENC_PRECISION_FP32, 1, reference);
+        status = run_step(ctx, options, chosen, i, TFENC_PRECISION_FP32, 1, reference, built);
         if (status == TFENC_OK)
-            status = run_step(ctx, options, chosen, i, precision, 0, tested);
+            status = run_step(ctx, options, chosen, i, precision, 0, tested, built);
         if (status == TFENC_OK) {
             cosines[i] = stream_similarity(reference, tested, i == options->plan->n_steps - 1,
                                            scores_width);
+            /* A step whose int8 run is the fp32 one (an embedding lookup:
+             * all-MiniLM-L6-v2's takes 49 MB) is left to the checkpoints. */
+            const int identical = precision == TFENC_PRECISION_INT8 &&
+                                  streams_identical(reference, tested);
             if (precision == TFENC_PRECISION_INT8)
-                tfenc_gate_checkpoints_set_identical(checkpoints, i,
-                                                     streams_identical(reference, tested));
+                tfenc_gate_checkpoints_set_identical(checkpoints, i, identical);
+            if (identical)
+                built_step_drop(built, i, precision);
         }
     }
     return status;
@@ -510,78 +587,180 @@ static void sort_by_cosine(int *order, int n, const double *cosines)
 
 /* What one run of the gate holds: the sample, the fp32 model's output on
  * it (reference), the trial runs' (tested), each step's cosine, the order
- * the int8 steps fall back in, and the bar the sample must meet. */
+ * the int8 steps fall back in, the bar the sample must meet, and the
+ * hardest of the sample's batches, on which the bisection probes first. */
 typedef struct gate {
     tfenc_context *ctx;
     const tfenc_model_options *options;
     const tfenc_batch *samples;
+    int n_samples;
     tfenc_precision *chosen; /* [n_steps] the report's step_precision */
     int n_steps;
     stream reference, tested;
     tfenc_gate_checkpoints *checkpoints;
+    built_steps built;
     tfenc_precision *all_fp32; /* [n_steps] */
     double *cosines; /* [n_steps] */
     int *order;      /* [n_steps] */
     double bar;
     int scores_width; /* > 0: the model writes this many scores a document */
+    /* The hard part: n_hard of the sample's batches (hard[i] their index),
+     * their inputs, fp32 outputs (views of the reference's) and a stream
+     * of their own for the trials; n_hard = 0 when there is none. */
+    int n_hard;
+    int *hard;
+    tfenc_batch *hard_samples, *hard_reference_batches;
+    tfenc_sparse_rows **hard_reference_sparse;
+    stream hard_reference, hard_tested;
 } gate;
 
-/* The whole model at the chosen precisions on the sample: its smallest
- * cosine to the fp32 output (0 after an error). */
+/* The whole model at the chosen precisions on the sample (or only on its
+ * hard part): its smallest cosine to the fp32 output (0 after an error). */
+static int trial_cosine(gate *g, int hard_part, double *cosine)
+{
+    int status = hard_part ? run_model(g->ctx, g->options, g->chosen, g->hard_samples,
+                                       &g->hard_tested, g->checkpoints, g->hard, &g->built)
+                           : run_model(g->ctx, g->options, g->chosen, g->samples, &g->tested,
+                                       g->checkpoints, NULL, &g->built);
+    *cosine = status != TFENC_OK ? 0.0
+              : hard_part        ? stream_cosine(&g->hard_reference, &g->hard_tested)
+                                 : stream_similarity(&g->reference, &g->tested, 1,
+                                                     g->scores_width);
+    return status;
+}
+
 static int model_cosine(gate *g, double *cosine)
 {
-    int status = run_model(g->ctx, g->options, g->chosen, g->samples, &g->tested,
-                           g->checkpoints);
-    *cosine = status == TFENC_OK ? stream_similarity(&g->reference, &g->tested, 1,
-                                                     g->scores_width)
-                                 : 0.0;
-    return status;
+    return trial_cosine(g, 0, cosine);
+}
+
+/* The sample's hard part, chosen after the all-int8 run (g->tested holds
+ * its output): the quarter of the batches with the smallest cosines to
+ * fp32, the least first. Its smallest cosine is never above the whole
+ * sample's, so a count of fallbacks that fails on it fails on the sample,
+ * and one that passes on it usually passes on the sample: the bisection
+ * probes there, at a quarter of the cost, and the sample confirms. None
+ * for scores (measured against their spread over the whole sample) or a
+ * sample of fewer than 4 batches. */
+static int choose_hard_part(gate *g, int max_tokens, int d_model, int vocab_size)
+{
+    const int n = g->n_samples, wanted = (n + 3) / 4;
+    if (g->scores_width > 0 || n < 4)
+        return TFENC_OK;
+    double *cosines = malloc((size_t)n * sizeof *cosines);
+    g->hard = malloc((size_t)wanted * sizeof *g->hard);
+    g->hard_samples = malloc((size_t)wanted * sizeof *g->hard_samples);
+    g->hard_reference_batches = malloc((size_t)wanted * sizeof *g->hard_reference_batches);
+    if (g->reference.sparse != NULL)
+        g->hard_reference_sparse = malloc((size_t)wanted * sizeof *g->hard_reference_sparse);
+    if (cosines == NULL || g->hard == NULL || g->hard_samples == NULL ||
+        g->hard_reference_batches == NULL ||
+        (g->reference.sparse != NULL && g->hard_reference_sparse == NULL)) {
+        free(cosines);
+        return tfenc_error(g->ctx, TFENC_ERR_NO_MEMORY, "accuracy gate: out of memory");
+    }
+    for (int b = 0; b < n; b++) {
+        const stream reference = {.batches = &g->reference.batches[b], .n = 1,
+                                  .sparse = g->reference.sparse ? &g->reference.sparse[b] : NULL};
+        const stream tested = {.batches = &g->tested.batches[b], .n = 1,
+                               .sparse = g->tested.sparse ? &g->tested.sparse[b] : NULL};
+        cosines[b] = stream_cosine(&reference, &tested);
+    }
+    for (int i = 0; i < wanted; i++) {
+        int least = -1;
+        for (int b = 0; b < n; b++)
+            if (cosines[b] <= 2.0 && (least < 0 || cosines[b] < cosines[least]))
+                least = b;
+        cosines[least] = INFINITY; /* taken */
+        g->hard[i] = least;
+        g->hard_samples[i] = g->samples[least];
+        g->hard_reference_batches[i] = g->reference.batches[least];
+        if (g->hard_reference_sparse != NULL)
+            g->hard_reference_sparse[i] = g->reference.sparse[least];
+    }
+    free(cosines);
+    g->hard_reference = (stream){.batches = g->hard_reference_batches, .n = wanted,
+                                 .sparse = g->hard_reference_sparse};
+    g->n_hard = wanted;
+    return stream_create(g->ctx, &g->hard_tested, g->hard_samples, wanted, max_tokens, d_model,
+                         vocab_size);
+}
+
+static void hard_part_free(gate *g)
+{
+    stream_destroy(&g->hard_tested);
+    free(g->hard);
+    free(g->hard_samples);
+    free(g->hard_reference_batches);
+    free(g->hard_reference_sparse);
 }
 
 /* Where the bisection starts: the steps' errors add up (1 - cosine of the
  * model ~ the sum over its int8 steps), so the fewest candidates whose
- * errors, taken out, bring the model to the bar is close enough that a
- * probe or two confirm it. */
-static int first_guess(const gate *g, int n_candidates, double int8_cosine, double all_bf16)
+ * errors, taken out, bring the model to the bar is a first probe that
+ * saves a few. */
+static int first_guess(const gate *g, int n_candidates, double int8_cosine)
 {
     double total = 0.0;
     for (int i = 0; i < n_candidates; i++)
         total += 1.0 - g->cosines[g->order[i]];
-    double left = total, int8_error = (1.0 - int8_cosine) - (1.0 - all_bf16);
+    double left = total, int8_error = 1.0 - int8_cosine;
     int guess = 0;
-    while (guess < n_candidates && total > 0.0 &&
-           (1.0 - all_bf16) + int8_error * left / total > 1.0 - g->bar) {
+    while (guess < n_candidates && total > 0.0 && int8_error * left / total > 1.0 - g->bar) {
         left -= 1.0 - g->cosines[g->order[guess]];
         guess++;
     }
     return guess;
 }
 
-/* The fewest candidates in bf16 that meet the bar: bisection over k, with
- * k = 0 known to fail and k = n_candidates to pass (at all_bf16). Leaves
- * the chosen precisions at that k, with its count and sample cosine. */
-static int fewest_fallbacks(gate *g, int n_candidates, double int8_cosine, double all_bf16,
-                            int *fallbacks, double *cosine)
+/* Bisection over k in (*low, *high] for the fewest candidates out of int8
+ * that meet the bar on the hard part or the whole sample: k = *low is
+ * known to fail there; k = *high passes with *high_cosine, or is assumed
+ * to (*high_cosine NaN). The first probe is `guess` if it lies between. */
+static int bisect(gate *g, int hard_part, int guess, int *low, int *high, double *high_cosine)
 {
-    int low = 0, high = n_candidates;
-    double high_cosine = all_bf16;
-    int guess = first_guess(g, n_candidates, int8_cosine, all_bf16);
     int status = TFENC_OK;
-    /* The guess, then its neighbour on the side of the answer, then plain
-     * bisection if the guess was far off. */
-    for (int probes = 0; status == TFENC_OK && high - low > 1; probes++) {
-        int middle = probes < 2 && guess > low && guess < high ? guess : (low + high) / 2;
+    for (int probes = 0; status == TFENC_OK && *high - *low > 1; probes++) {
+        const int middle = probes == 0 && guess > *low && guess < *high ? guess
+                                                                         : (*low + *high) / 2;
         assign(g->chosen, g->n_steps, g->order, middle);
         double probe;
-        status = model_cosine(g, &probe);
+        status = trial_cosine(g, hard_part, &probe);
         if (probe >= g->bar) {
-            high = middle;
-            high_cosine = probe;
-            guess = middle - 1;
+            *high = middle;
+            *high_cosine = probe;
         } else {
-            low = middle;
-            guess = middle + 1;
+            *low = middle;
         }
+    }
+    return status;
+}
+
+/* The fewest candidates out of int8 (least accurate first) that meet the
+ * bar on the whole sample, as a bisection on it finds them, k = 0 known
+ * to fail: bisection on the hard part first, whose answer k_hard fails
+ * below on the sample too, so the sample confirms k_hard in one run
+ * unless a row outside the hard part fails there (then bisection above
+ * it). All candidates out of int8 are run only when every smaller count
+ * failed: *cosine below the bar then means that even they miss it. Leaves
+ * the chosen precisions at that count. */
+static int fewest_fallbacks(gate *g, int n_candidates, double int8_cosine, int *fallbacks,
+                            double *cosine)
+{
+    int low = 0, high = n_candidates, status = TFENC_OK;
+    double high_cosine = NAN;
+    int guess = first_guess(g, n_candidates, int8_cosine);
+    if (g->n_hard > 0) {
+        int hard_high = n_candidates;
+        double hard_cosine = NAN;
+        status = bisect(g, 1, guess, &low, &hard_high, &hard_cosine);
+        guess = hard_high;
+    }
+    if (status == TFENC_OK)
+        status = bisect(g, 0, guess, &low, &high, &high_cosine);
+    if (status == TFENC_OK && isnan(high_cosine)) {
+        assign(g->chosen, g->n_steps, g->order, high);
+        status = model_cosine(g, &high_cosine);
     }
     assign(g->chosen, g->n_steps, g->order, high);
     *fallbacks = high;
@@ -590,10 +769,11 @@ static int fewest_fallbacks(gate *g, int n_candidates, double int8_cosine, doubl
 }
 
 /* int8 below the bar: the int8 steps that are not exact are the
- * candidates for bf16, least accurate first. With all of them out of int8
- * the bar is met: keep the fewest out (*sample_cosine becomes theirs).
- * Otherwise the job is refused (*refuse), naming the layer that bf16
- * itself serves worst (report->worst_step, its cosine *refused_cosine). */
+ * candidates for bf16, least accurate first. Where some of them out of
+ * int8 meet the bar, the fewest are kept out (*sample_cosine becomes
+ * theirs). Otherwise the job is refused (*refuse), naming the layer that
+ * bf16 itself serves worst (report->worst_step, its cosine
+ * *refused_cosine). */
 static int keep_out_of_int8(gate *g, tfenc_precision_report *report, double *sample_cosine,
                             int *refuse, double *refused_cosine)
 {
@@ -602,19 +782,20 @@ static int keep_out_of_int8(gate *g, tfenc_precision_report *report, double *sam
         if (g->cosines[i] < 1.0)
             g->order[n_candidates++] = i;
     sort_by_cosine(g->order, n_candidates, g->cosines);
-    assign(g->chosen, g->n_steps, g->order, n_candidates);
-    double all_bf16;
-    int status = model_cosine(g, &all_bf16);
+    int fallbacks = 0;
+    double cosine = 0.0;
+    int status = fewest_fallbacks(g, n_candidates, *sample_cosine, &fallbacks, &cosine);
     if (status != TFENC_OK)
         return status;
-    if (all_bf16 >= g->bar)
-        return fewest_fallbacks(g, n_candidates, *sample_cosine, all_bf16, &report->n_fallbacks,
-                                sample_cosine);
+    *sample_cosine = cosine;
+    if (cosine >= g->bar) {
+        report->n_fallbacks = fallbacks;
+        return TFENC_OK;
+    }
     *refuse = 1;
-    *sample_cosine = all_bf16;
     status = step_cosines(g->ctx, g->options, g->chosen, g->samples, tfenc_matrix_int8_fallback(),
                           &g->reference, &g->tested, g->scores_width, g->cosines,
-                          g->checkpoints, g->all_fp32);
+                          g->checkpoints, g->all_fp32, &g->built);
     int worst = worst_step(g->cosines, g->n_steps);
     report->worst_step = worst;
     *refused_cosine = worst >= 0 ? g->cosines[worst] : 1.0;
@@ -680,15 +861,21 @@ int tfenc_precision_gate(tfenc_context *ctx, const tfenc_model_options *options,
     /* A corpus holds documents less accurate than its sample's worst: the
      * sample must meet the bar with half the error to spare (all-MiniLM-
      * L6-v2: 0.99908 on a 139-document sample, 0.99873 over its 532). */
-    gate g = {.ctx = ctx, .options = options, .samples = samples,
+    gate g = {.ctx = ctx, .options = options, .samples = samples, .n_samples = n_samples,
               .chosen = report->step_precision, .n_steps = n_steps,
               .bar = 1.0 - (1.0 - min_cosine) / 2.0, .scores_width = scores_width};
     g.cosines = calloc((size_t)n_steps, sizeof *g.cosines);
     g.order = calloc((size_t)n_steps, sizeof *g.order);
     g.all_fp32 = calloc((size_t)n_steps, sizeof *g.all_fp32);
-    int status = g.cosines == NULL || g.order == NULL || g.all_fp32 == NULL
+    g.built.models = calloc((size_t)n_steps * TFENC_PRECISION_COUNT, sizeof *g.built.models);
+    g.built.model_bytes = calloc((size_t)n_steps * TFENC_PRECISION_COUNT,
+                                 sizeof *g.built.model_bytes);
+    g.built.never = calloc((size_t)n_steps * TFENC_PRECISION_COUNT, 1);
+    int status = g.cosines == NULL || g.order == NULL || g.all_fp32 == NULL ||
+                         g.built.models == NULL || g.built.model_bytes == NULL ||
+                         g.built.never == NULL
                      ? tfenc_error(ctx, TFENC_ERR_NO_MEMORY, "accuracy gate: out of memory")
-                     : TFENC_OK;
+                     : tfenc_model_scratch_create(ctx, &g.built.scratch);
     for (int i = 0; g.all_fp32 != NULL && i < n_steps; i++)
         g.all_fp32[i] = TFENC_PRECISION_FP32;
     const int max_tokens = options->limits.max_tokens, d = options->config->d_model;
@@ -707,7 +894,8 @@ int tfenc_precision_gate(tfenc_context *ctx, const tfenc_model_options *options,
         status = stream_create(ctx, &g.tested, samples, n_samples, max_tokens, d, vocab);
     if (status == TFENC_OK)
         status = step_cosines(ctx, options, g.chosen, samples, requested, &g.reference,
-                              &g.tested, scores_width, g.cosines, g.checkpoints, g.all_fp32);
+                              &g.tested, scores_width, g.cosines, g.checkpoints, g.all_fp32,
+                              &g.built);
     /* g.reference now holds the fp32 model's output. */
     double sample_cosine = 0.0;
     if (status == TFENC_OK) {
@@ -720,7 +908,9 @@ int tfenc_precision_gate(tfenc_context *ctx, const tfenc_model_options *options,
     double refused_cosine = 0.0;
     if (status == TFENC_OK && sample_cosine < g.bar) {
         if (requested == TFENC_PRECISION_INT8) {
-            status = keep_out_of_int8(&g, report, &sample_cosine, &refuse, &refused_cosine);
+            status = choose_hard_part(&g, max_tokens, d, vocab);
+            if (status == TFENC_OK)
+                status = keep_out_of_int8(&g, report, &sample_cosine, &refuse, &refused_cosine);
         } else {
             refuse = 1;
             refused_cosine = report->worst_step >= 0 ? g.cosines[report->worst_step] : 1.0;
@@ -731,7 +921,9 @@ int tfenc_precision_gate(tfenc_context *ctx, const tfenc_model_options *options,
         status = refuse_job(&g, report, min_cosine, refused_cosine);
     stream_destroy(&g.reference);
     stream_destroy(&g.tested);
+    hard_part_free(&g);
     tfenc_gate_checkpoints_destroy(g.checkpoints);
+    built_steps_destroy(&g.built, n_steps);
     free(g.all_fp32);
     free(g.cosines);
     free(g.order);

@@ -79,8 +79,12 @@ typedef struct tfenc_precision_report {
  *    error of a score relative to the spread of fp32's scores of its label
  *    over the sample (the head's step alone is measured so too);
  * 3. for int8, while that is below the bar, the least accurate int8
- *    steps are kept in bf16, or fp32 where bf16 does not run (as few as a
- *    bisection finds).
+ *    steps are kept in bf16, or fp32 where bf16 does not run: the fewest
+ *    that a bisection over their count finds, probed on the hardest
+ *    quarter of the sample's batches first and confirmed on the whole
+ *    sample, whose cosine is the one reported.
+ * Each trial step is built once (within a budget) and the runs start from
+ * one another's activations (run/gate_checkpoints.h).
  * The bar is min_cosine with half its error to spare, 1 - (1 - min_cosine)
  * / 2: a corpus holds documents less accurate than its sample's worst.
  * The sample batches are read only: their token ids, positions and row

@@ -99,7 +99,7 @@ static const tfenc_precision *canonical_prefix(tfenc_gate_checkpoints *c,
 }
 
 int tfenc_gate_checkpoints_restore(tfenc_gate_checkpoints *c, const tfenc_precision *precision,
-                                   tfenc_batch *batches)
+                                   tfenc_batch *batches, const int *which, int n_which)
 {
     const tfenc_precision *wanted = canonical_prefix(c, precision, c->n_steps);
     int best = -1;
@@ -113,10 +113,12 @@ int tfenc_gate_checkpoints_restore(tfenc_gate_checkpoints *c, const tfenc_precis
         return 0;
     checkpoint *entry = &c->entries[best];
     entry->last_used = ++c->clock;
-    for (int b = 0; b < c->n_batches; b++) {
-        memcpy(batches[b].x, entry->x[b],
-               (size_t)entry->rows[b] * (size_t)batches[b].d_model * sizeof(float));
-        batches[b].rows = entry->rows[b];
+    const int n = which != NULL ? n_which : c->n_batches;
+    for (int b = 0; b < n; b++) {
+        const int kept = which != NULL ? which[b] : b;
+        memcpy(batches[b].x, entry->x[kept],
+               (size_t)entry->rows[kept] * (size_t)batches[b].d_model * sizeof(float));
+        batches[b].rows = entry->rows[kept];
     }
     return entry->boundary;
 }

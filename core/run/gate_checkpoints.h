@@ -3,8 +3,8 @@
  * that a later run whose steps before a boundary run at the same
  * precisions starts there instead of at the model's input. The gate's
  * runs differ from one another in a few steps (the fp32 reference, all
- * int8, all fallback, then the bisection's probes), and on CPUs where the
- * fallback is fp32 the reference holds the start of most of them. Sound
+ * int8, then the bisection's probes), and on CPUs where the fallback is
+ * fp32 the reference holds the start of most of them. Sound
  * because a step is deterministic given its input, its precision and its
  * maps, and the maps' calibration is fixed before the first trial run
  * (run/accuracy_gate.c). */
@@ -37,9 +37,11 @@ void tfenc_gate_checkpoints_set_identical(tfenc_gate_checkpoints *checkpoints, i
 /* Copies into the sample's batches the activations of the deepest kept boundary
  * that a run at step precisions `precision` reaches with the same values,
  * and returns that boundary: the first step to run. 0 when none is kept
- * (the batches are left as they were). */
+ * (the batches are left as they were). With `which` (not NULL), a run on
+ * n_which of the sample's batches: batches[i] gets batch which[i]'s. */
 int tfenc_gate_checkpoints_restore(tfenc_gate_checkpoints *checkpoints,
-                                   const tfenc_precision *precision, tfenc_batch *batches);
+                                   const tfenc_precision *precision, tfenc_batch *batches,
+                                   const int *which, int n_which);
 
 /* Keeps the sample's batches (their x and rows) as the input of step `boundary`
  * of a run at `precision`, when the boundary is one that is kept and the
