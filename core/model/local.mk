@@ -1,7 +1,12 @@
 # model: the plan of steps from the job file, the weights the layers load
-# (HDF5, and the safetensors reader tfenc-import uses).
+# (HDF5, and the safetensors reader tfenc-import uses). A library of its
+# own for OpenMP: the forward pass's residual copies and adds run on the
+# rank's thread pool (tfenc/plugin_parallel.h).
 # may use: base job plugin matrix ranks
-core_libtfenc_la_SOURCES += \
+noinst_LTLIBRARIES += core/libtfenc_model.la
+core_libtfenc_model_la_SOURCES = \
 	core/model/model.c core/model/model.h \
 	core/model/weights.c core/model/weights.h \
 	core/model/safetensors.c core/model/safetensors.h
+core_libtfenc_model_la_CFLAGS = $(AM_CFLAGS) $(OPENMP_CFLAGS)
+core_libtfenc_la_LIBADD += core/libtfenc_model.la

@@ -5,6 +5,7 @@
 #include "base/aligned.h"
 #include "base/context.h"
 #include "job/params.h"
+#include "tfenc/plugin_parallel.h"
 
 #include <jansson.h>
 #include <stdint.h>
@@ -733,6 +734,16 @@ static int run_layer(tfenc_context *ctx, tfenc_model *model, layer_instance *lay
 }
 
 /* x += skip, over the batch's rows. */
+/* The residual's copy and add run on the rank's threads (when the batch
+ * is large enough to pay for waking them): serial, they left the second
+ * thread of a 1-rank x 2-thread job idle for ~5% of a bf16 encode. */
+static void copy_rows(float *to, const float *from, int rows, int width)
+{
+    TFENC_PARALLEL_FOR(r, rows, (double)rows * width,
+                       memcpy(to + (size_t)r * width, from + (size_t)r * width,
+                              (size_t)width * sizeof(float)));
+}
+
 static int add_residual(tfenc_context *ctx, const model_step *step, const float *skip, int rows,
                         tfenc_batch *batch)
 {
@@ -742,9 +753,13 @@ static int add_residual(tfenc_context *ctx, const model_step *step, const float 
                            "residual connection (set residual = false)",
                            step->layer.scope);
     float *x = batch->x;
-    const size_t count = (size_t)rows * (size_t)batch->d_model;
-    for (size_t k = 0; k < count; k++)
-        x[k] += skip[k];
+    const int width = batch->d_model;
+    TFENC_PARALLEL_FOR(r, rows, (double)rows * width, {
+        float *row = x + (size_t)r * width;
+        const float *skip_row = skip + (size_t)r * width;
+        for (int k = 0; k < width; k++)
+            row[k] += skip_row[k];
+    });
     return TFENC_OK;
 }
 
@@ -761,8 +776,7 @@ static int run_block_step(tfenc_context *ctx, tfenc_model *model, model_step *st
     const int has_norm = step->norm.descriptor != NULL;
     int status = TFENC_OK;
     if (step->plan->residual)
-        memcpy(model->scratch->residual, batch->x,
-               (size_t)rows * (size_t)batch->d_model * sizeof(float));
+        copy_rows(model->scratch->residual, batch->x, rows, batch->d_model);
     if (has_norm && step->plan->norm_first)
         status = run_layer(ctx, model, &step->norm, batch);
     if (status == TFENC_OK)
