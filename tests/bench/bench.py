@@ -1,8 +1,8 @@
 """tfenc against the engines a user can install, on real models and real text.
 
 usage: bench.py [--builddir DIR] [--out DIR] [--models minilm,mpnet]
-                [--texts short,passages | shards | scores | sparse | compact | long]
-                [--engines LIST] [--repeat N] [--isa ISA]
+                [--texts short,passages,long | shards | scores | sparse | compact]
+                [--engines LIST] [--repeat N] [--isa ISA] [--amx-off auto|always|never]
                 [--scale X] [--smoke]
 
 tests/bench/run.sh runs it (`make bench`), in the tests' venv (Debian's
@@ -59,10 +59,11 @@ head beside the embedding job and a DeBERTa-v3-base classifier beside ONNX
 Runtime and OpenVINO; a SPLADE job's vocabulary projection beside
 --dry-run's estimate at every precision; binary output beside float32.
 
---texts long runs only the long documents instead
-(tests/bench/long_documents.py): a ModernBERT-base-shaped model on random
-token ids at 512, 2,048 and 8,192 tokens, tfenc at every precision beside
-OpenVINO, the same weights with every layer global, writes OUT/long.csv.
+long (in --texts, by default after short and passages; alone with
+--texts long) is the long documents (tests/bench/long_documents.py): a
+ModernBERT-base-shaped model on random token ids at 512, 2,048 and 8,192
+tokens, tfenc at every precision beside OpenVINO, the same weights with
+every layer global, writes OUT/long.csv.
 
 --isa ISA: every engine runs with ONEDNN_MAX_CPU_ISA=ISA (and OpenVINO's
 OV_CPU_MAX_ISA; at AVX2 also OpenBLAS's Haswell kernels), so that one
@@ -70,6 +71,11 @@ machine gives the rows of a lesser one: AVX512_CORE_BF16 is an AMX machine
 without AMX, AVX2 one without AVX-512 as far as the products go. ONNX
 Runtime, PyTorch and tfenc's own loops still use the whole CPU; the flags
 in the table and the CSV say the cap. Use --out for a directory of its own.
+
+--amx-off: on a CPU with AMX (auto, the default), every row of --texts is
+measured a second time with AMX capped off (--isa AVX512_CORE_BF16), into
+OUT/amx-off/ (its own CSV, PNG and table; the models and the text are
+shared); always does so on any CPU, never not at all. Ignored with --isa.
 
 --smoke: the harness on a tiny workload
 (MiniLM, 64 lines of tests/import/sentences.txt, no OpenVINO), for make check.
@@ -655,11 +661,15 @@ class Run:
     """What one bench run shares: its options, the engines it runs, where it
     writes, the versions it measures."""
 
-    def __init__(self, args):
+    def __init__(self, args, out=None, shared=None):
+        """`out`: where it writes (default --out); `shared`: a Run whose
+        prepared models and text it uses."""
         self.args = args
         self.builddir = args.builddir
-        self.out = os.path.abspath(args.out or os.path.join(args.builddir, "bench"))
-        self.work = os.path.join(self.out, "work")
+        self.out = out or os.path.abspath(args.out or os.path.join(args.builddir, "bench"))
+        self.work = shared.work if shared else os.path.join(self.out, "work")
+        self.text_root = shared.text_root if shared else self.out
+        os.makedirs(self.out, exist_ok=True)
         os.makedirs(self.work, exist_ok=True)
         available = peers_available()
         self.engines = choose_engines(args.engines, available, args.smoke)
@@ -680,7 +690,7 @@ class Run:
 def make_text(run, minilm_dir):
     """The short texts and passages (tests/bench/corpus.py), made once: their
     passage lengths are counted with MiniLM's tokenizer."""
-    text_dir = os.path.join(run.out, "smoke-text" if run.args.smoke else "text")
+    text_dir = os.path.join(run.text_root, "smoke-text" if run.args.smoke else "text")
     command = [sys.executable, os.path.join(HERE, "corpus.py"), "--tokenizer",
                os.path.join(minilm_dir, "tokenizer.json"), "--out", text_dir]
     if run.args.smoke:
@@ -1007,7 +1017,7 @@ def main():
     parser.add_argument("--out", help="directory for bench.csv, bench.png, the text and the "
                                       "prepared models (default BUILDDIR/bench)")
     parser.add_argument("--models", default="minilm,mpnet")
-    parser.add_argument("--texts", default="short,passages")
+    parser.add_argument("--texts", default="short,passages,long")
     parser.add_argument("--engines", default="",
                         help="comma-separated engine ids or prefixes (default all): "
                              + ", ".join(ENGINE_IDS))
@@ -1020,6 +1030,9 @@ def main():
     parser.add_argument("--isa", help="cap the instruction set oneDNN (tfenc's products, "
                                       "OpenVINO) may use, e.g. AVX2 or AVX512_CORE_BF16 (AMX off): "
                                       "ONEDNN_MAX_CPU_ISA's values; the table's flags say so")
+    parser.add_argument("--amx-off", choices=("auto", "always", "never"), default="auto",
+                        help="measure the rows again with AMX capped off: auto (on a CPU with "
+                             "AMX), always, never; into OUT/amx-off")
     parser.add_argument("--smoke", action="store_true",
                         help="a tiny workload, no OpenVINO: checks the harness (make check)")
     parser.add_argument("--sentence-transformers", nargs=4, help=argparse.SUPPRESS)
@@ -1033,6 +1046,7 @@ def main():
         return 0
     if args.smoke:
         args.models, args.gemm_seconds = "minilm", 0.01
+        args.texts = ",".join(text for text in args.texts.split(",") if text != "long") or "short"
     global ISA_CAP
     ISA_CAP = args.isa.upper() if args.isa else None
 
@@ -1046,30 +1060,51 @@ def main():
     if args.texts in ("scores", "sparse", "compact"):
         import outputs  # tests/bench/outputs.py: the output kinds' figures
         return outputs.main(args, load_start)
-    if args.texts == "long":
+    first = measure_texts(args, load_start)
+    if ISA_CAP is None and (args.amx_off == "always" or
+                            (args.amx_off == "auto" and not args.smoke and cpu_has_amx())):
+        ISA_CAP = "AVX512_CORE_BF16"
+        out = os.path.join(first.out, "amx-off")
+        log(f"the same rows with AMX off (ONEDNN_MAX_CPU_ISA={ISA_CAP}), into {out}")
+        second = measure_texts(args, os.getloadavg(), out=out, shared=first)
+        return 1 if first.failed or second.failed else 0
+    return 1 if first.failed else 0
+
+
+def cpu_has_amx():
+    with open("/proc/cpuinfo") as f:
+        return any(line.startswith("flags") and "amx_bf16" in line.split() for line in f)
+
+
+def measure_texts(args, load_start, out=None, shared=None):
+    """The rows of --texts (short and passages of each model, then the long
+    documents) into `out`; returns the Run."""
+    texts = args.texts.split(",")
+    run = Run(args, out, shared)
+    standard = [text for text in texts if text != "long"]
+    if standard:
+        log("versions: " + ", ".join(f"{k} {v}" for k, v in run.versions.items()))
+        text_dir, text_source = make_text(run, model_folder("minilm", run.work))
+        log(f"text: {text_source}")
+        rows, rooflines = [], {}
+        for name in args.models.split(","):
+            model_dir = model_folder(name, run.work)
+            if model_dir is None:
+                log(f"{MODELS[name]['label']} left out: no model in {MPNET_DIR} "
+                    f"(tests/bench/setup-bench fetches it)")
+                continue
+            model = prepare_model(run, name, model_dir, text_dir)
+            for text in standard:
+                rows.extend(measure_text(run, model, text, text_dir, rooflines))
+                write_csv(run, rows, rooflines, text_source, load_start)
+        if not rows:
+            sys.exit("bench: nothing was measured")
+        report(run, rows, rooflines, text_source, load_start)
+    if "long" in texts:
         import long_documents
-        run = Run(args)
-        long_documents.report_long(run, *long_documents.measure_long(run), load_start)
-        return 0
-    run = Run(args)
-    log("versions: " + ", ".join(f"{k} {v}" for k, v in run.versions.items()))
-    text_dir, text_source = make_text(run, model_folder("minilm", run.work))
-    log(f"text: {text_source}")
-    rows, rooflines = [], {}
-    for name in args.models.split(","):
-        model_dir = model_folder(name, run.work)
-        if model_dir is None:
-            log(f"{MODELS[name]['label']} left out: no model in {MPNET_DIR} "
-                f"(tests/bench/setup-bench fetches it)")
-            continue
-        model = prepare_model(run, name, model_dir, text_dir)
-        for text in args.texts.split(","):
-            rows.extend(measure_text(run, model, text, text_dir, rooflines))
-            write_csv(run, rows, rooflines, text_source, load_start)
-    if not rows:
-        sys.exit("bench: nothing was measured")
-    report(run, rows, rooflines, text_source, load_start)
-    return 1 if run.failed else 0
+        long_documents.report_long(run, *long_documents.measure_long(run),
+                                   load_start if not standard else os.getloadavg())
+    return run
 
 
 if __name__ == "__main__":
