@@ -722,7 +722,8 @@ static int run_layer(tfenc_context *ctx, tfenc_model *model, layer_instance *lay
 {
     tfenc_context_set_scope(ctx, layer->scope);
     int rows_before = batch->rows;
-    int status = layer->descriptor->forward(layer->instance, ctx, batch, model->scratch->workspace);
+    int status =
+        layer->descriptor->forward(layer->instance, ctx, batch, model->scratch->workspace);
     tfenc_context_set_scope(ctx, NULL);
     if (status != TFENC_OK && ctx->status == TFENC_OK)
         tfenc_error(ctx, status, "%s: forward failed without a message (%s)", layer->scope,
@@ -733,7 +734,6 @@ static int run_layer(tfenc_context *ctx, tfenc_model *model, layer_instance *lay
     return status;
 }
 
-/* x += skip, over the batch's rows. */
 /* The residual's copy and add run on the rank's threads (when the batch
  * is large enough to pay for waking them): serial, they left the second
  * thread of a 1-rank x 2-thread job idle for ~5% of a bf16 encode. */
@@ -744,6 +744,7 @@ static void copy_rows(float *to, const float *from, int rows, int width)
                               (size_t)width * sizeof(float)));
 }
 
+/* x += skip, over the batch's rows. */
 static int add_residual(tfenc_context *ctx, const model_step *step, const float *skip, int rows,
                         tfenc_batch *batch)
 {
