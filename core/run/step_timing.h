@@ -20,8 +20,9 @@ long tfenc_step_timing_tokens(double flops_per_token, long max_seq_len);
 /* Runs `sample` through the model of `options` (steps first_step ..
  * end_step), each step built alone as the accuracy gate builds it (one
  * step's weights at a time beside whatever the caller holds), warmed up
- * on the first batch, then timed on every batch: seconds_per_token[i -
- * options->first_step] is step i's wall time over the sample's tokens. */
+ * on the first batch, then timed twice on every batch: seconds_per_token[i
+ * - options->first_step] is step i's faster wall time over the sample's
+ * tokens. */
 int tfenc_step_timing_measure(tfenc_context *ctx, const tfenc_model_options *options,
                               const tfenc_gate_sample *sample, double *seconds_per_token);
 
