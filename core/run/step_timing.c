@@ -71,6 +71,17 @@ static int activations_create(tfenc_context *ctx, const tfenc_gate_sample *sampl
     return TFENC_OK;
 }
 
+/* Batch b copied into the scratch batch, which it returns. */
+static tfenc_batch *copy_to_scratch(activations *a, int b)
+{
+    float *x = a->scratch.x;
+    a->scratch = a->batches[b];
+    a->scratch.x = x;
+    memcpy(x, a->batches[b].x,
+           (size_t)a->batches[b].rows * (size_t)a->batches[b].d_model * sizeof(float));
+    return &a->scratch;
+}
+
 /* Step `model` over every batch, timed around its forward passes only:
  * on copies (the batches keep their input) or in place (they get its
  * output, the next step's input). */
@@ -80,14 +91,7 @@ static int timed_pass(tfenc_context *ctx, tfenc_model *model, activations *a, in
     *seconds = 0.0;
     int status = TFENC_OK;
     for (int b = 0; status == TFENC_OK && b < a->n; b++) {
-        tfenc_batch *batch = &a->batches[b];
-        if (!in_place) {
-            float *x = a->scratch.x;
-            a->scratch = *batch;
-            a->scratch.x = x;
-            memcpy(x, batch->x, (size_t)batch->rows * (size_t)batch->d_model * sizeof(float));
-            batch = &a->scratch;
-        }
+        tfenc_batch *batch = in_place ? &a->batches[b] : copy_to_scratch(a, b);
         const double started = tfenc_clock_seconds();
         status = tfenc_model_forward(ctx, model, batch);
         *seconds += tfenc_clock_seconds() - started;
@@ -109,14 +113,8 @@ static int time_step(tfenc_context *ctx, const tfenc_model_options *options, int
     one.calibrate = 0;
     tfenc_model *model = NULL;
     int status = tfenc_model_create(ctx, &one, &model);
-    if (status == TFENC_OK) {
-        float *x = a->scratch.x;
-        a->scratch = a->batches[0];
-        a->scratch.x = x;
-        memcpy(x, a->batches[0].x,
-               (size_t)a->batches[0].rows * (size_t)a->batches[0].d_model * sizeof(float));
-        status = tfenc_model_forward(ctx, model, &a->scratch);
-    }
+    if (status == TFENC_OK)
+        status = tfenc_model_forward(ctx, model, copy_to_scratch(a, 0));
     double on_copies = 0.0, in_place = 0.0;
     if (status == TFENC_OK)
         status = timed_pass(ctx, model, a, 0, &on_copies);
