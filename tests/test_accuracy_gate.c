@@ -26,6 +26,23 @@ static int open_int8_encoder(composed *c, tfenc_model_options *options)
     return 0;
 }
 
+/* The smallest cosine to fp32 over `n` batches at step precisions `chosen`. */
+static double sample_cosine_of(composed *c, tfenc_model_options options,
+                               const tfenc_precision *chosen, const owned_batch *batches, int n)
+{
+    tfenc_precision everywhere_fp32[16];
+    for (int i = 0; i < 16; i++)
+        everywhere_fp32[i] = TFENC_PRECISION_FP32;
+    double lowest = 1.0;
+    owned_batch fp32, out;
+    for (int b = 0; b < n; b++) {
+        CU_ASSERT_EQUAL(encoder_output(c, options, everywhere_fp32, &batches[b], &fp32), TFENC_OK);
+        CU_ASSERT_EQUAL(encoder_output(c, options, chosen, &batches[b], &out), TFENC_OK);
+        lowest = fmin(lowest, smallest_cosine(&fp32, &out));
+    }
+    return lowest;
+}
+
 /* The int8 accuracy gate on a sample: it meets min_cosine (default 0.999)
  * by its choice of steps, and that choice, run as a model, gives the
  * cosine it reported; a bar it cannot meet refuses the job in one line
@@ -37,10 +54,10 @@ static void test_precision_gate(void)
     tfenc_model_options options;
     if (!open_int8_encoder(&c, &options))
         return;
-    owned_batch first, second;
-    owned_batch_fill(&first, 3, 30, 0.0f);
-    owned_batch_fill(&second, 2, 50, 0.0f);
-    tfenc_batch samples[2] = {first.batch, second.batch};
+    owned_batch batches[2];
+    owned_batch_fill(&batches[0], 3, 30, 0.0f);
+    owned_batch_fill(&batches[1], 2, 50, 0.0f);
+    tfenc_batch samples[2] = {batches[0].batch, batches[1].batch};
     tfenc_precision chosen[16];
     double step_cosines[16];
     tfenc_precision_report report = {.step_precision = chosen, .step_cosine = step_cosines};
@@ -59,35 +76,17 @@ static void test_precision_gate(void)
     CU_ASSERT_EQUAL(kept_out, report.n_fallbacks);
     /* The choice reproduces the reported cosine on the sample. The fp32
      * reference must not calibrate again: the store keeps the gate's. */
-    owned_batch fp32, int8;
-    tfenc_precision everywhere_fp32[16];
-    for (int i = 0; i < 16; i++)
-        everywhere_fp32[i] = TFENC_PRECISION_FP32;
-    CU_ASSERT_EQUAL(encoder_output(&c, options, everywhere_fp32, &second, &fp32), TFENC_OK);
-    CU_ASSERT_EQUAL(encoder_output(&c, options, chosen, &second, &int8), TFENC_OK);
-    double cosine = smallest_cosine(&fp32, &int8);
+    double cosine = sample_cosine_of(&c, options, chosen, &batches[1], 1);
     CU_ASSERT(cosine >= report.sample_cosine - 1e-6 && cosine < 1.0);
 
     /* A bar between all-int8 and all-fallback keeps some steps, not all,
      * out of int8, and is met. */
     for (int i = 0; i < 16; i++)
         chosen[i] = TFENC_PRECISION_INT8;
-    owned_batch out;
-    double all_int8 = 1.0, all_fallback = 1.0;
-    for (int b = 0; b < 2; b++) {
-        const owned_batch *in = b == 0 ? &first : &second;
-        CU_ASSERT_EQUAL(encoder_output(&c, options, everywhere_fp32, in, &fp32), TFENC_OK);
-        CU_ASSERT_EQUAL(encoder_output(&c, options, chosen, in, &out), TFENC_OK);
-        all_int8 = fmin(all_int8, smallest_cosine(&fp32, &out));
-    }
+    const double all_int8 = sample_cosine_of(&c, options, chosen, batches, 2);
     for (int i = 0; i < 16; i++)
         chosen[i] = fallback;
-    for (int b = 0; b < 2; b++) {
-        const owned_batch *in = b == 0 ? &first : &second;
-        CU_ASSERT_EQUAL(encoder_output(&c, options, everywhere_fp32, in, &fp32), TFENC_OK);
-        CU_ASSERT_EQUAL(encoder_output(&c, options, chosen, in, &out), TFENC_OK);
-        all_fallback = fmin(all_fallback, smallest_cosine(&fp32, &out));
-    }
+    const double all_fallback = sample_cosine_of(&c, options, chosen, batches, 2);
     /* the gate wants the sample at 1 - (1 - min_cosine) / 2 */
     double target = (all_int8 + all_fallback) / 2, bar = 1.0 - 2.0 * (1.0 - target);
     fprintf(stderr, "all int8 %.8f, all %s %.8f ", all_int8, tfenc_precision_names[fallback],
@@ -101,13 +100,7 @@ static void test_precision_gate(void)
     for (int i = 0; i < c.plan.n_steps; i++)
         kept_out += chosen[i] == fallback;
     CU_ASSERT_EQUAL(kept_out, report.n_fallbacks);
-    double reproduced = 1.0;
-    for (int b = 0; b < 2; b++) {
-        const owned_batch *in = b == 0 ? &first : &second;
-        CU_ASSERT_EQUAL(encoder_output(&c, options, everywhere_fp32, in, &fp32), TFENC_OK);
-        CU_ASSERT_EQUAL(encoder_output(&c, options, chosen, in, &out), TFENC_OK);
-        reproduced = fmin(reproduced, smallest_cosine(&fp32, &out));
-    }
+    const double reproduced = sample_cosine_of(&c, options, chosen, batches, 2);
     CU_ASSERT(reproduced >= target);
     /* Exactly: the maps are built from the input ranges the gate's choice
      * was measured with, and its runs, resumed from one another's
@@ -134,23 +127,6 @@ static void test_precision_gate(void)
         CU_ASSERT_PTR_NULL(strchr(message, '\n'));
     }
     release(&c);
-}
-
-/* The smallest cosine to fp32 over `n` batches at step precisions `chosen`. */
-static double sample_cosine_of(composed *c, tfenc_model_options options,
-                               const tfenc_precision *chosen, const owned_batch *batches, int n)
-{
-    tfenc_precision everywhere_fp32[16];
-    for (int i = 0; i < 16; i++)
-        everywhere_fp32[i] = TFENC_PRECISION_FP32;
-    double lowest = 1.0;
-    owned_batch fp32, out;
-    for (int b = 0; b < n; b++) {
-        CU_ASSERT_EQUAL(encoder_output(c, options, everywhere_fp32, &batches[b], &fp32), TFENC_OK);
-        CU_ASSERT_EQUAL(encoder_output(c, options, chosen, &batches[b], &out), TFENC_OK);
-        lowest = fmin(lowest, smallest_cosine(&fp32, &out));
-    }
-    return lowest;
 }
 
 /* A sample of 8 batches, where the gate's bisection probes on its hardest

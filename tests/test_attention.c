@@ -603,51 +603,38 @@ static double *reference_batch(const attention_case *c, const attention_weights 
     return reference;
 }
 
-/* max |y - reference| / max |reference| over the rows the reference computes. */
+/* max |y - reference| / max |reference| over the rows the reference
+ * computes; with `rms` not NULL also the root mean square of y - reference
+ * over that of the reference: unlike the largest error, it does not grow
+ * with the number of rows compared, and an error that moves every row (a
+ * key too many in each window) raises it as much as the largest. */
 static double error_to_reference(const double *reference, const int *lengths, int n_seq, int d,
-                                 const float *y)
+                                 const float *y, double *rms)
 {
-    double worst = 0.0, largest = 0.0;
-    size_t offset = 0;
-    for (int s = 0; s < n_seq; s++) {
-        for (int i = 0; i < lengths[s] * d; i++) {
-            if (!reference_row(i / d, lengths[s]))
-                continue;
-            worst = worse(worst, fabs(reference[offset + i] - y[offset + i]));
-            largest = fmax(largest, fabs(reference[offset + i]));
-        }
-        offset += (size_t)lengths[s] * d;
-    }
-    return worst / fmax(largest, 1e-30);
-}
-
-/* The root mean square of y - reference over that of the reference: unlike
- * the largest error, it does not grow with the number of rows compared, and
- * an error that moves every row (a key too many in each window) raises it
- * as much as the largest. */
-static double rms_error_to_reference(const double *reference, const int *lengths, int n_seq,
-                                     int d, const float *y)
-{
-    double error = 0.0, size = 0.0;
+    double worst = 0.0, largest = 0.0, squares = 0.0, size = 0.0;
     size_t offset = 0;
     for (int s = 0; s < n_seq; s++) {
         for (int i = 0; i < lengths[s] * d; i++) {
             if (!reference_row(i / d, lengths[s]))
                 continue;
             const double difference = reference[offset + i] - y[offset + i];
-            error += difference * difference;
+            worst = worse(worst, fabs(difference));
+            largest = fmax(largest, fabs(reference[offset + i]));
+            squares += difference * difference;
             size += reference[offset + i] * reference[offset + i];
         }
         offset += (size_t)lengths[s] * d;
     }
-    return isnan(error) ? INFINITY : sqrt(error / fmax(size, 1e-300));
+    if (rms != NULL)
+        *rms = isnan(squares) ? INFINITY : sqrt(squares / fmax(size, 1e-300));
+    return worst / fmax(largest, 1e-30);
 }
 
 static double relative_error(const attention_case *c, const attention_weights *w,
                              const int *lengths, int n_seq, const float *x, const float *y)
 {
     double *reference = reference_batch(c, w, lengths, n_seq, x);
-    const double error = error_to_reference(reference, lengths, n_seq, w->d, y);
+    const double error = error_to_reference(reference, lengths, n_seq, w->d, y, NULL);
     free(reference);
     return error;
 }
@@ -919,7 +906,7 @@ static void test_lengths(void)
             double *reference = reference_batch(c, &w, &L, 1, x);
             double error = INFINITY;
             if (plugin_run(c, &w, &L, 1, x, y) == TFENC_OK)
-                error = error_to_reference(reference, &L, 1, c->d, y);
+                error = error_to_reference(reference, &L, 1, c->d, y, NULL);
             printf("\n    L=%-5d %-7s window=%-3d%s relative error %.2e", L,
                    position_label[c->position], c->window, c->causal ? " causal" : "", error);
             CU_ASSERT(error <= TOLERANCE);
@@ -931,7 +918,7 @@ static void test_lengths(void)
                 products.extra = "kernel = products";
                 error = INFINITY;
                 if (plugin_run(&products, &w, &L, 1, x, out) == TFENC_OK)
-                    error = error_to_reference(reference, &L, 1, c->d, out);
+                    error = error_to_reference(reference, &L, 1, c->d, out, NULL);
                 printf(" (products: %.2e)", error);
                 CU_ASSERT(error <= TOLERANCE);
             }
@@ -955,8 +942,8 @@ static void test_lengths(void)
                 low.precision = TFENC_PRECISION_BF16;
                 low.extra = path == 0 ? "kernel = fused" : "kernel = products";
                 CU_ASSERT_EQUAL(plugin_run(&low, &w, &L, 1, x, out), TFENC_OK);
-                error = error_to_reference(reference, &L, 1, c->d, out);
-                const double rms = rms_error_to_reference(reference, &L, 1, c->d, out);
+                double rms = INFINITY;
+                error = error_to_reference(reference, &L, 1, c->d, out, &rms);
                 const double lowest = lowest_cosine(y, out, L, c->d);
                 printf(" (bf16 %s: relative error %.2e, rms %.2e, min cosine to fp32 %.7f)",
                        path == 0 ? "fused" : "products", error, rms, lowest);
