@@ -12,7 +12,8 @@ AM_TESTS_ENVIRONMENT += \
 	TFENC_PKGLIBDIR='$(pkglibdir)'; export TFENC_PKGLIBDIR; \
 	TFENC_MANDIR='$(mandir)'; export TFENC_MANDIR; \
 	TFENC_CC='$(CC)'; export TFENC_CC; \
-	TFENC_SANITIZER_FLAGS='$(SANITIZER_FLAGS)'; export TFENC_SANITIZER_FLAGS;
+	TFENC_SANITIZER_FLAGS='$(SANITIZER_FLAGS)'; export TFENC_SANITIZER_FLAGS; \
+	TFENC_PARQUET_BUNDLED='$(PARQUET_BUNDLED_LIBRARIES)'; export TFENC_PARQUET_BUNDLED;
 
 # One staged install for the tests that use tfenc as installed
 # (install/staged.sh, and readme.sh for pkg-config), made before any test

@@ -15,4 +15,30 @@ if HAVE_PARQUET
 core_libtfenc_la_SOURCES += core/input/parquet_reader.cc
 core_libtfenc_la_LIBADD += $(PARQUET_LIBS)
 endif
+# Arrow from a pyarrow wheel (configure.ac says why): libtfenc finds it in
+# tfenc/arrow beside itself. Installed, that is $(pkglibdir)/arrow, where
+# install-exec-local copies the libraries; in the build tree libtfenc lies
+# in core/.libs (libtool's objdir), so core/.libs/tfenc/arrow links to
+# arrow-lib/, remade whenever `make clean` took .libs away.
+if PARQUET_BUNDLED
+core_libtfenc_la_LDFLAGS += -Wl,-rpath,'$$ORIGIN/tfenc/arrow'
+EXTRA_core_libtfenc_la_DEPENDENCIES += core/.libs/tfenc/arrow
+core/.libs/tfenc/arrow:
+	$(AM_V_at)$(MKDIR_P) core/.libs/tfenc
+	$(AM_V_at)ln -sfn '$(abs_top_builddir)/arrow-lib' $@
+install-exec-local: install-bundled-arrow
+install-bundled-arrow:
+	$(MKDIR_P) '$(DESTDIR)$(pkglibdir)/arrow'
+	for library in $(PARQUET_BUNDLED_LIBRARIES); do \
+	  $(INSTALL_PROGRAM) "$(abs_top_builddir)/arrow-lib/$$library" \
+	    '$(DESTDIR)$(pkglibdir)/arrow'/"$$library" || exit 1; \
+	done
+uninstall-local: uninstall-bundled-arrow
+uninstall-bundled-arrow:
+	for library in $(PARQUET_BUNDLED_LIBRARIES); do \
+	  rm -f '$(DESTDIR)$(pkglibdir)/arrow'/"$$library"; \
+	done
+	-rmdir '$(DESTDIR)$(pkglibdir)/arrow'
+.PHONY: install-bundled-arrow uninstall-bundled-arrow
+endif
 EXTRA_DIST += core/input/parquet_reader.h

@@ -100,6 +100,76 @@ for type in embedding sinusoidal mha ffn layernorm rmsnorm pooling; do
   fi
 done
 
+# The install stands alone: every RUNPATH of an installed program or
+# library is relative to the file itself ($ORIGIN) or the install's own
+# library folders, never a home directory, a venv or the build tree.
+runpaths_ok=1
+for file in $(find "$stage" -type f); do
+  readelf -h "$file" >/dev/null 2>&1 || continue
+  runpath=$(readelf -d "$file" | sed -n 's/.*(R[UN]*PATH).*\[\(.*\)\]$/\1/p')
+  old_ifs=$IFS
+  IFS=:
+  for entry in $runpath; do
+    case $entry in
+      '$ORIGIN'|'$ORIGIN/'*|"$TFENC_LIBDIR"|"$TFENC_PKGLIBDIR") ;;
+      *) fail "${file#"$stage"} has RUNPATH entry '$entry', outside the install"; runpaths_ok=0 ;;
+    esac
+  done
+  IFS=$old_ifs
+done
+[ "$runpaths_ok" = 1 ] && ok "every installed ELF file's RUNPATH is \$ORIGIN-relative or the install's own"
+
+# Arrow from a pyarrow wheel travels with the install (configure.ac): its
+# libraries are installed beside the plugins, libtfenc loads them from
+# there, and a Parquet job runs with the wheel's venv hidden (a mount
+# namespace lays an empty folder over it for that job alone).
+if [ -n "${TFENC_PARQUET_BUNDLED:-}" ]; then
+  for library in $TFENC_PARQUET_BUNDLED; do
+    resolved=$(ldd "$libdir/libtfenc.so" | sed -n "s/^[[:space:]]*$library => \([^ ]*\).*/\1/p")
+    case $resolved in
+      "$pkglibdir/arrow/$library") ok "libtfenc loads $library from ${resolved#"$stage"}" ;;
+      *) fail "libtfenc loads $library from '$resolved', not from the install's $TFENC_PKGLIBDIR/arrow" ;;
+    esac
+  done
+  . "$abs_top_srcdir/tests/pipeline/common.sh"
+  venv=$(cd "$(dirname "$TFENC_VENV_PYTHON")/.." && pwd -P)
+  if ! prepare_example bert-text "$tmp/parquet"; then
+    fail "cannot make the bert-text model for the Parquet job"
+  elif ! "$TFENC_VENV_PYTHON" -c "
+import sys, pyarrow, pyarrow.parquet
+lines = [l.rstrip('\n') for l in open(sys.argv[1], encoding='utf-8')]
+pyarrow.parquet.write_table(pyarrow.table({'text': lines}), sys.argv[2], row_group_size=7)
+" "$tmp/parquet/corpus.txt" "$tmp/parquet/corpus.parquet"; then
+    fail "cannot write the Parquet corpus with $TFENC_VENV_PYTHON"
+  else
+    # The job in a mount namespace where the venv is an empty tmpfs.
+    hidden() {
+      unshare --mount sh -c 'mount -t tmpfs -o size=1m tfenc-no-venv "$0" && exec "$@"' "$venv" "$@" \
+        2>"$tmp/unshare.err" && return 0
+      grep -q 'unshare\|mount' "$tmp/unshare.err" || { cat "$tmp/unshare.err" >&2; return 1; }
+      unshare --user --map-root-user --mount sh -c \
+        'mount -t tmpfs -o size=1m tfenc-no-venv "$0" && exec "$@"' "$venv" "$@"
+    }
+    if ! hidden sh -c '! test -e "$1"' "$venv/bin/python"; then
+      fail "cannot hide $venv in a mount namespace here (unshare --mount, as root or in a user namespace)"
+    elif (cd "$tmp/parquet" && hidden "$bindir/tfenc-batch" --quiet --set job.input=corpus.parquet \
+            --set job.output=parquet.h5 job.ini) >"$tmp/parquet.log" 2>&1; then
+      (cd "$tmp/parquet" && "$bindir/tfenc-batch" --quiet --set job.output=text.h5 job.ini) \
+        >>"$tmp/parquet.log" 2>&1
+      if result=$("$REFERENCE_PYTHON" "$abs_top_srcdir/tests/pipeline/compare_layouts.py" \
+                    "$tmp/parquet/text.h5" "$tmp/parquet/parquet.h5"); then
+        ok "installed tfenc-batch reads Parquet with $venv hidden, the same rows as from text: $result"
+      else
+        fail "the Parquet job with the venv hidden differs from the text job: $result"
+      fi
+    else
+      fail "installed tfenc-batch cannot read Parquet with $venv hidden: $(head -n 3 "$tmp/parquet.log")"
+    fi
+  fi
+elif grep -q '^#define HAVE_PARQUET 1' "$abs_top_builddir/config.h"; then
+  ok "Arrow comes from the system (pkg-config), not a wheel: nothing to carry"
+fi
+
 # pkg-config, pointed at the staging directory: the .pc names the final
 # prefix, and PKG_CONFIG_SYSROOT_DIR prefixes its -I and -L with the stage.
 PKG_CONFIG_PATH=$libdir/pkgconfig
