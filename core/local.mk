@@ -3,7 +3,7 @@
 # order they may depend on one another) adds exactly its files.
 lib_LTLIBRARIES += core/libtfenc.la
 core_libtfenc_la_SOURCES =
-core_libtfenc_la_LIBADD = $(HDF5_LIBS) $(MPI_LIBS) $(OPENBLAS_LIBS) $(INIH_LIBS) \
+core_libtfenc_la_LIBADD = $(HDF5_LIBS) $(MPI_LIBS) $(INIH_LIBS) \
 	$(UTF8PROC_LIBS) $(JANSSON_LIBS) $(CRYPTO_LIBS) $(COMPRESSION_LIBS) $(DL_LIBS) -lm
 # Exports: the plugin ABI (plugin.h) and, versioned apart, what tfenc's own
 # programs use; nothing else (core/libtfenc.map, checked by tests/exports.sh).

@@ -102,6 +102,12 @@ tests_test_gate_checkpoints_LDADD = $(UNIT_TEST_LIBS)
 tests_test_weights_SOURCES = tests/test_weights.c
 tests_test_weights_CFLAGS = $(TEST_CFLAGS)
 tests_test_weights_LDADD = $(UNIT_TEST_LIBS)
+# The matrix backend's OpenBLAS: loaded at the first product, no pool.
+check_PROGRAMS += tests/test_openblas
+TESTS += tests/test_openblas
+tests_test_openblas_SOURCES = tests/test_openblas.c
+tests_test_openblas_CFLAGS = $(TEST_CFLAGS)
+tests_test_openblas_LDADD = $(UNIT_TEST_LIBS)
 tests_test_model_SOURCES = tests/test_model.c tests/encoder_fixture.c tests/encoder_fixture.h \
 	tests/allocation_counter.c tests/allocation_counter.h
 tests_test_model_CFLAGS = $(TEST_CFLAGS)

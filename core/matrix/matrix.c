@@ -17,9 +17,9 @@
 #include "base/aligned.h"
 #include "tfenc/plugin_math.h"
 #include "matrix/matrix_onednn.h"
+#include "matrix/openblas.h"
 #include "tfenc/plugin_parallel.h"
 
-#include <cblas.h>
 #include <malloc.h>
 #include <math.h>
 #include <omp.h>
@@ -29,10 +29,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-/* OpenBLAS's own declaration (in its cblas.h), repeated in case another
- * CBLAS header is found first. */
-void openblas_set_num_threads(int threads);
 
 struct tfenc_matrix_scratch {
     void *data;
@@ -101,12 +97,6 @@ void tfenc_matrix_from_bf16(const uint16_t *in, float *out, size_t n)
 /* -------------------------------------------------------------- threads */
 
 static int configured_threads;
-static pthread_once_t blas_once = PTHREAD_ONCE_INIT;
-
-static void blas_single_threaded(void)
-{
-    openblas_set_num_threads(1);
-}
 
 void tfenc_matrix_set_threads(int threads)
 {
@@ -124,7 +114,6 @@ void tfenc_matrix_set_threads(int threads)
     }
     configured_threads = threads;
     omp_set_num_threads(threads);
-    pthread_once(&blas_once, blas_single_threaded);
 }
 
 int tfenc_matrix_threads(void)
@@ -558,7 +547,8 @@ int tfenc_matrix_linear_create(tfenc_context *ctx, const tfenc_matrix_linear_opt
     const tfenc_matrix_block *block = options->block;
     const int fill = block == NULL || block->fill;
     const int has_bias = bias != NULL || (block != NULL && block->has_bias);
-    pthread_once(&blas_once, blas_single_threaded);
+    if (tfenc_openblas_load(ctx) != TFENC_OK)
+        return TFENC_ERR_CONFIG;
     tfenc_linear *linear = calloc(1, sizeof *linear);
     int status = linear == NULL ? tfenc_error(ctx, TFENC_ERR_NO_MEMORY, "matrix backend: out of memory")
                                 : TFENC_OK;
@@ -717,8 +707,7 @@ static void fp32_rows(const tfenc_linear *linear, const float *x, float *y, int 
             memcpy(y + (size_t)r * out, linear->bias, (size_t)out * sizeof(float));
         beta = 1.0f;
     }
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, rows, out, in, 1.0f, x, in,
-                linear->weight, in, beta, y, out);
+    tfenc_openblas_sgemm(1, rows, out, in, 1.0f, x, in, linear->weight, in, beta, y, out);
     if (activation != TFENC_ACTIVATION_NONE)
         for (int r = 0; r < rows; r++)
             epilogue_row(y + (size_t)r * out, out, 1.0f, 0.0f, NULL, NULL, activation,
@@ -757,14 +746,11 @@ static int fp32_run(const tfenc_linear *linear, const tfenc_linear_args *args)
         }
         const int parts = row_parts(count);
         TFENC_PARALLEL_FOR(part, parts, (double)count * in * out,
-                           cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans,
-                                       part_start(part + 1, parts, count) -
-                                           part_start(part, parts, count),
-                                       out, in, 1.0f,
-                                       source + (size_t)part_start(part, parts, count) * in, in,
-                                       linear->weight, in, 0.0f,
-                                       product + (size_t)part_start(part, parts, count) * out,
-                                       out));
+                           tfenc_openblas_sgemm(
+                               1, part_start(part + 1, parts, count) - part_start(part, parts, count),
+                               out, in, 1.0f, source + (size_t)part_start(part, parts, count) * in,
+                               in, linear->weight, in, 0.0f,
+                               product + (size_t)part_start(part, parts, count) * out, out));
         epilogue(product, count, out, (size_t)out, NULL, NULL, NULL, linear->bias,
                  args->activation,
                  (char *)args->y + (size_t)first * y_width * dtype_size(args->y_dtype),
@@ -880,7 +866,8 @@ int tfenc_matrix_matmul_create(tfenc_context *ctx, tfenc_precision precision,
                                tfenc_matmul_plan **plan_out)
 {
     *plan_out = NULL;
-    pthread_once(&blas_once, blas_single_threaded);
+    if (tfenc_openblas_load(ctx) != TFENC_OK)
+        return TFENC_ERR_CONFIG;
     if (largest == NULL || largest->struct_size < sizeof(tfenc_matmul_shape) ||
         largest->batch < 1 || largest->m < 1 || largest->n < 1 || largest->k < 1)
         return tfenc_error(ctx, TFENC_ERR_INTERNAL, "tfenc_matmul_plan_create: bad shape");
@@ -948,11 +935,10 @@ int tfenc_matmul_padded_layout(const tfenc_matmul_plan *plan, int m, int n, int 
 static void fp32_product(const tfenc_matmul_args *args, int b_transposed, int b)
 {
     const int shared = args->b_shared_by > 1 ? args->b_shared_by : 1;
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, b_transposed ? CblasTrans : CblasNoTrans, args->m,
-                args->n, args->k, args->alpha, args->a + b * args->a_batch_stride,
-                (int)args->a_row_stride, args->b + (b / shared) * args->b_batch_stride,
-                (int)args->b_row_stride, 0.0f, args->c + b * args->c_batch_stride,
-                (int)args->c_row_stride);
+    tfenc_openblas_sgemm(b_transposed, args->m, args->n, args->k, args->alpha,
+                         args->a + b * args->a_batch_stride, (int)args->a_row_stride,
+                         args->b + (b / shared) * args->b_batch_stride, (int)args->b_row_stride,
+                         0.0f, args->c + b * args->c_batch_stride, (int)args->c_row_stride);
 }
 
 /* The fields of ABI 1.2's tfenc_matmul_args, which end before a_bf16. */

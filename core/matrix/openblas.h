@@ -1,0 +1,31 @@
+/* OpenBLAS, the fp32 products' library, loaded when the first product is
+ * made instead of when the program starts, so that tfenc settles its
+ * start-up before it runs (openblas.c says why). */
+#ifndef TFENC_MATRIX_OPENBLAS_H
+#define TFENC_MATRIX_OPENBLAS_H
+
+#include "base/context.h"
+
+/* Loads OpenBLAS once per process, with its own thread pool off (tfenc's
+ * OpenMP pool splits the products; matrix.c says why). Every later call
+ * returns at once, with the first call's result. Call it before the first
+ * tfenc_openblas_sgemm: the matrix backend does, when a map, a product or
+ * a scratch is made. Not for a parallel region.
+ * @retval TFENC_OK loaded
+ * @retval TFENC_ERR_CONFIG the library or one of its functions is missing
+ *         (the message names the library and dlerror()'s reason) */
+int tfenc_openblas_load(tfenc_context *ctx);
+
+/* cblas_sgemm, row-major: C = alpha A op(B) + beta C, with A [m, k] and
+ * op(B) [k, n] (B stored [n, k] when b_transposed). Only after a
+ * successful tfenc_openblas_load. */
+void tfenc_openblas_sgemm(int b_transposed, int m, int n, int k, float alpha, const float *a,
+                          int a_row_stride, const float *b, int b_row_stride, float beta, float *c,
+                          int c_row_stride);
+
+/* The kernel family OpenBLAS chose for this CPU ("Haswell", "SkylakeX",
+ * "Prescott"...), as openblas_get_corename() names it; "not loaded" before
+ * a successful load. */
+const char *tfenc_openblas_core_name(void);
+
+#endif
