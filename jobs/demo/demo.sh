@@ -41,11 +41,15 @@ if [ $setup = yes ]; then
     || echo "demo: tests/setup-deps failed (see above); going on with what is installed" >&2
   elapsed "Debian packages ready"
   # The tools' chatter goes to build/setup.log, shown only when a step fails.
+  # A build configured before looks again (config.status --recheck, with
+  # the options it was first configured with): what configure finds may
+  # have changed since, and it rewrites no header when it has not.
   mkdir -p "$build"
   log=$build/setup.log
   echo "demo: building tfenc in $build"
   if ! { { [ -x configure ] || autoreconf -fi; } &&
-         (cd "$build" && { [ -f Makefile ] || "$top/configure" -q; } && make -j2); } >"$log" 2>&1; then
+         (cd "$build" && { if [ -f Makefile ]; then ./config.status --recheck && ./config.status;
+                         else "$top/configure" -q; fi; } && make -j2); } >"$log" 2>&1; then
     tail -n 40 "$log" >&2
     echo "demo: the build failed (the whole log: $log)" >&2
     exit 1
