@@ -108,6 +108,12 @@ TESTS += tests/test_openblas
 tests_test_openblas_SOURCES = tests/test_openblas.c
 tests_test_openblas_CFLAGS = $(TEST_CFLAGS)
 tests_test_openblas_LDADD = $(UNIT_TEST_LIBS)
+# A linear map's rows are bitwise independent of their batch and threads.
+check_PROGRAMS += tests/test_batch_invariance
+TESTS += tests/test_batch_invariance
+tests_test_batch_invariance_SOURCES = tests/test_batch_invariance.c
+tests_test_batch_invariance_CFLAGS = $(TEST_CFLAGS)
+tests_test_batch_invariance_LDADD = $(UNIT_TEST_LIBS) $(ONEDNN_LIBS)
 tests_test_model_SOURCES = tests/test_model.c tests/encoder_fixture.c tests/encoder_fixture.h \
 	tests/allocation_counter.c tests/allocation_counter.h
 tests_test_model_CFLAGS = $(TEST_CFLAGS)

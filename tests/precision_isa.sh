@@ -5,7 +5,8 @@
 # back to fp32 (and gives fp32's numbers, bit for bit), int8 runs without
 # VNNI; under plain AVX-512 bf16 runs emulated. A CPU with AMX needs no
 # code change: oneDNN picks its AMX kernels itself, which ONEDNN_VERBOSE=1
-# shows (implementation names such as brg:avx512_core_amx).
+# shows (implementation names such as brg:avx512_core_amx). Under every cap
+# a linear map's rows stay independent of their batch.
 set -u
 : "${top_builddir:=.}" "${top_srcdir:=.}" "${REFERENCE_PYTHON:=/usr/bin/python3}"
 builddir=$(cd "$top_builddir" && pwd)
@@ -82,6 +83,20 @@ if grep -q "oneDNN runs avx2)" "$work/bf16-avx512.err"; then
 else
   check bf16-avx512 "precision = bf16: this CPU lacks AVX512_BF16 and AMX \(oneDNN runs avx512_core\); bf16 runs \(emulated, slower\)"
 fi
+
+# Each instruction set's kernels keep a linear map's rows independent of
+# their batch and threads (tests/test_batch_invariance under each cap; the
+# uncapped run is its own test). The cap that hides everything is AVX2.
+for isa in AVX2 AVX512_CORE AVX512_CORE_VNNI AVX512_CORE_BF16; do
+  if ONEDNN_MAX_CPU_ISA=$isa "$builddir/tests/test_batch_invariance" >"$work/invariance-$isa.log" 2>&1; then
+    echo "ok   rows independent of their batch with oneDNN capped at $isa"
+    passed=$((passed + 1))
+  else
+    echo "FAIL rows depend on their batch with oneDNN capped at $isa:"
+    grep -E 'differ|FAIL' "$work/invariance-$isa.log" | head -5
+    failed=$((failed + 1))
+  fi
+done
 
 rm -rf "$work"
 echo "precision_isa.sh: $passed passed, $failed failed"

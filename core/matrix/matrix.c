@@ -247,6 +247,35 @@ static int scratch_stream(tfenc_context *ctx, tfenc_matrix_scratch *scratch)
 }
 #endif
 
+static size_t round_up_64(size_t bytes)
+{
+    return (bytes + 63) / 64 * 64;
+}
+
+/* The threads whose blocks may run at once: the pool's size when the
+ * scratch first served a map. */
+static int scratch_threads(tfenc_context *ctx, tfenc_matrix_scratch *scratch)
+{
+#ifdef HAVE_ONEDNN
+    return scratch_stream(ctx, scratch);
+#else
+    if (scratch->threads == 0)
+        scratch->threads = omp_get_max_threads();
+    return TFENC_OK;
+#endif
+}
+
+/* One thread's part of the scratch for a map's blocks: the input in the
+ * product's type (float32 at most), the product in float32, the int8
+ * tokens' scales and offsets, and one float row for quantizing. */
+static size_t block_bytes(int in, int out)
+{
+    size_t rows = TFENC_MATRIX_BLOCK_ROWS;
+    return round_up_64(rows * (size_t)in * sizeof(float)) +
+           round_up_64(rows * (size_t)out * sizeof(float)) +
+           round_up_64(2 * rows * sizeof(float)) + round_up_64((size_t)in * sizeof(float));
+}
+
 /* ------------------------------------------------------------ epilogues */
 
 static int is_gated(tfenc_activation activation)
@@ -409,28 +438,31 @@ static void smooth_row(const float *row, const float *restrict smoothing, int n,
         own[j] = row[j] * smoothing[j];
 }
 
-static void quantize_one(const void *x, tfenc_element_type x_dtype, const float *smoothing, int r,
-                         int n, uint8_t *q, float *scales, float *offsets, float *row_buffer)
+/* Row `row` of x quantized into q (n values), its scale and offset;
+ * `own` is a float row of the caller's for conversion and smoothing. */
+static void quantize_one(const void *x, tfenc_element_type x_dtype, const float *smoothing,
+                         int row, int n, uint8_t *q, float *scale, float *offset, float *own)
 {
-    const float *row = (const float *)x + (size_t)r * n;
-    float *own = row_buffer + (size_t)omp_get_thread_num() * n;
+    const float *values = (const float *)x + (size_t)row * n;
     if (x_dtype == TFENC_BFLOAT16) {
-        tfenc_matrix_from_bf16((const uint16_t *)x + (size_t)r * n, own, (size_t)n);
-        row = own;
+        tfenc_matrix_from_bf16((const uint16_t *)x + (size_t)row * n, own, (size_t)n);
+        values = own;
     }
     if (smoothing != NULL) {
-        smooth_row(row, smoothing, n, own);
-        row = own;
+        smooth_row(values, smoothing, n, own);
+        values = own;
     }
-    quantize_row(row, n, q + (size_t)r * n, &scales[r], &offsets[r]);
+    quantize_row(values, n, q, scale, offset);
 }
 
+/* Rows [first, first + rows) of x quantized into q [rows, n]. */
 static void quantize_rows(const void *x, tfenc_element_type x_dtype, const float *smoothing,
-                          int rows, int n, uint8_t *q, float *scales, float *offsets,
-                          float *row_buffer)
+                          int first, int rows, int n, uint8_t *q, float *scales, float *offsets,
+                          float *own)
 {
-    TFENC_PARALLEL_FOR(r, rows, (double)rows * n,
-                       quantize_one(x, x_dtype, smoothing, r, n, q, scales, offsets, row_buffer));
+    for (int r = 0; r < rows; r++)
+        quantize_one(x, x_dtype, smoothing, first + r, n, q + (size_t)r * n, &scales[r],
+                     &offsets[r], own);
 }
 
 /* Calibration: range[j] = max(range[j], |x[r][j]|) over the rows. */
@@ -465,21 +497,6 @@ static void smooth_weights(float *weight, int out, int in, const float *input_ra
 
 /* --------------------------------------------------------- linear maps */
 
-/* Scratch a map needs for one chunk: the input in the product's type, the
- * product in float32 when an epilogue follows, and per-token scales. */
-static size_t linear_scratch_bytes(tfenc_precision precision, int in, int out)
-{
-    size_t rows = TFENC_MATRIX_CHUNK_ROWS;
-    size_t input = precision == TFENC_PRECISION_BF16   ? rows * (size_t)in * 2
-                   : precision == TFENC_PRECISION_INT8 ? rows * (size_t)in
-                                                       : rows * (size_t)in * 4;
-    size_t product = rows * (size_t)out * sizeof(float);
-    /* int8 from bf16 input: one float row per thread while quantizing. */
-    size_t extra =
-        2 * rows * sizeof(float) + (size_t)omp_get_max_threads() * (size_t)in * sizeof(float);
-    return (input + 63) / 64 * 64 + (product + 63) / 64 * 64 + (extra + 63) / 64 * 64;
-}
-
 /* Where each part of a map lives in a block (see tfenc_matrix_block): the
  * weights (float32 [out, in], or oneDNN's packed bf16/s8), then the bias,
  * then int8's scales, zero corrections and input smoothing, each 64-byte
@@ -488,10 +505,6 @@ typedef struct block_layout {
     size_t weights, bias, scales, zero_correction, smoothing, total;
 } block_layout;
 
-static size_t round_up_64(size_t bytes)
-{
-    return (bytes + 63) / 64 * 64;
-}
 
 static block_layout layout_block(tfenc_precision precision, size_t packed_bytes, int out, int in,
                                  int has_bias, int smoothing)
@@ -591,7 +604,9 @@ int tfenc_matrix_linear_create(tfenc_context *ctx, const tfenc_matrix_linear_opt
             memcpy(linear->bias, bias, (size_t)out * sizeof(float));
     }
     if (status == TFENC_OK)
-        status = scratch_reserve(ctx, scratch, linear_scratch_bytes(precision, in, out));
+        status = scratch_threads(ctx, scratch);
+    if (status == TFENC_OK)
+        status = scratch_reserve(ctx, scratch, block_bytes(in, out) * (size_t)scratch->threads);
     if (status == TFENC_OK && precision == TFENC_PRECISION_INT8 && options->input_range != NULL) {
         float *smoothing = block != NULL ? (float *)(memory + layout.smoothing)
                                          : tfenc_aligned_alloc((size_t)in * sizeof(float));
@@ -603,10 +618,8 @@ int tfenc_matrix_linear_create(tfenc_context *ctx, const tfenc_matrix_linear_opt
     }
     if (status == TFENC_OK && precision != TFENC_PRECISION_FP32) {
 #ifdef HAVE_ONEDNN
-        status = scratch_stream(ctx, scratch);
-        if (status == TFENC_OK)
-            status = onednn_linear_place(
-                ctx, linear->onednn, fill ? weight : NULL, linear->bias,
+        status = onednn_linear_place(
+                ctx, linear->onednn, scratch->threads, fill ? weight : NULL, linear->bias,
                 block != NULL ? memory : NULL,
                 block != NULL && precision == TFENC_PRECISION_INT8 ? (float *)(memory + layout.scales) : NULL,
                 block != NULL && precision == TFENC_PRECISION_INT8 ? (float *)(memory + layout.zero_correction)
@@ -675,88 +688,85 @@ static size_t dtype_size(tfenc_element_type dtype)
     return dtype == TFENC_BFLOAT16 ? 2 : 4;
 }
 
-/* Row blocks of an fp32 product: one per thread, in multiples of 16 rows,
- * none smaller than 32 rows (a smaller GEMM is not worth a thread). */
-static int row_parts(int rows)
+/* ------------------------------------------------ rows in fixed blocks
+ *
+ * Every product of a linear map runs over exactly TFENC_MATRIX_BLOCK_ROWS
+ * rows, the last block of a batch padded. The libraries choose kernels,
+ * blockings and so the order of a row's sums by a product's shape (oneDNN
+ * AMX or AVX-512 kernels by row count; OpenBLAS's kernels for the edges),
+ * so a product of the batch's own size made a row's bits depend on the
+ * other rows of its batch. A block belongs to one thread from its input's
+ * conversion to its epilogue, and the primitives are made for one thread
+ * (matrix_onednn.c), so the thread count cannot change a row either. */
+
+typedef struct block_scratch {
+    void *input;        /* [BLOCK_ROWS, in]: float32, bf16 or u8 */
+    float *product;     /* [BLOCK_ROWS, out] */
+    float *row_scales;  /* [BLOCK_ROWS] */
+    float *row_offsets; /* [BLOCK_ROWS] */
+    float *row_buffer;  /* [in] */
+} block_scratch;
+
+static block_scratch thread_block_scratch(const tfenc_linear *linear, int thread)
 {
-    int parts = omp_get_max_threads();
-    while (parts > 1 && rows / parts < 32)
-        parts--;
-    return parts;
+    const size_t rows = TFENC_MATRIX_BLOCK_ROWS;
+    char *at = (char *)linear->scratch->data + (size_t)thread * block_bytes(linear->in, linear->out);
+    block_scratch b;
+    b.input = at;
+    at += round_up_64(rows * (size_t)linear->in * sizeof(float));
+    b.product = (float *)at;
+    at += round_up_64(rows * (size_t)linear->out * sizeof(float));
+    b.row_scales = (float *)at;
+    b.row_offsets = b.row_scales + rows;
+    at += round_up_64(2 * rows * sizeof(float));
+    b.row_buffer = (float *)at;
+    return b;
 }
 
-static int part_start(int part, int parts, int rows)
+/* Rows [first, first + count) of x (x_dtype, row length n) into a block
+ * of `element`-byte values (float32 or bf16), the rows after `count` zero
+ * (padding: their products are never read, but are computed). */
+static void block_input(const void *x, tfenc_element_type x_dtype, int first, int count, int n,
+                        tfenc_element_type element, void *out)
 {
-    return part == parts ? rows : (int)((long)rows * part / parts / 16 * 16);
+    const char *rows = (const char *)x + (size_t)first * n * dtype_size(x_dtype);
+    if (element == TFENC_FLOAT32)
+        rows_to_float(rows, x_dtype, count, n, out);
+    else
+        rows_to_bf16(rows, x_dtype, count, n, out);
+    memset((char *)out + (size_t)count * n * dtype_size(element), 0,
+           (size_t)(TFENC_MATRIX_BLOCK_ROWS - count) * n * dtype_size(element));
 }
 
-/* Rows [first, end) of the plain fp32 case: y starts from the bias and the
- * GEMM accumulates onto it (one pass over y), then the activation while
- * the rows are in cache. */
-static void fp32_rows(const tfenc_linear *linear, const float *x, float *y, int first, int end,
-                      tfenc_activation activation)
+/* One fp32 block on OpenBLAS: z = x W^T + b (the bias loaded first and
+ * accumulated onto), then the epilogue into y. A full block of float32
+ * rows is read in place, and written in place when nothing follows the
+ * product but an element-wise activation; the tail goes through scratch
+ * with the same product, so its rows get the same bits. */
+static void fp32_block(const tfenc_linear *linear, const tfenc_linear_args *args, int first,
+                       int count, const block_scratch *b)
 {
-    const int in = linear->in, out = linear->out, rows = end - first;
-    if (rows <= 0)
-        return;
-    x += (size_t)first * in;
-    y += (size_t)first * out;
+    const int in = linear->in, out = linear->out;
+    const int full = count == TFENC_MATRIX_BLOCK_ROWS;
+    const float *source = (const float *)args->x + (size_t)first * in;
+    if (!full || args->x_dtype != TFENC_FLOAT32) {
+        block_input(args->x, args->x_dtype, first, count, in, TFENC_FLOAT32, b->input);
+        source = b->input;
+    }
+    const int in_place = full && args->y_dtype == TFENC_FLOAT32 && !is_gated(args->activation);
+    float *z = in_place ? (float *)args->y + (size_t)first * out : b->product;
     float beta = 0.0f;
     if (linear->bias != NULL) {
-        for (int r = 0; r < rows; r++)
-            memcpy(y + (size_t)r * out, linear->bias, (size_t)out * sizeof(float));
+        for (int r = 0; r < TFENC_MATRIX_BLOCK_ROWS; r++)
+            memcpy(z + (size_t)r * out, linear->bias, (size_t)out * sizeof(float));
         beta = 1.0f;
     }
-    tfenc_openblas_sgemm(1, rows, out, in, 1.0f, x, in, linear->weight, in, beta, y, out);
-    if (activation != TFENC_ACTIVATION_NONE)
-        for (int r = 0; r < rows; r++)
-            epilogue_row(y + (size_t)r * out, out, 1.0f, 0.0f, NULL, NULL, activation,
-                         y + (size_t)r * out, TFENC_FLOAT32);
-}
-
-/* fp32 on OpenBLAS. The plain case (float32 in and out) runs its row
- * blocks on the pool's threads; other element types and gated activations
- * go chunk by chunk through scratch. */
-static int fp32_run(const tfenc_linear *linear, const tfenc_linear_args *args)
-{
-    const int in = linear->in, out = linear->out, rows = args->rows;
-    if (linear->record_input_range != NULL && args->x_dtype == TFENC_FLOAT32)
-        record_range(args->x, rows, in, linear->record_input_range);
-    if (args->x_dtype == TFENC_FLOAT32 && args->y_dtype == TFENC_FLOAT32 &&
-        !is_gated(args->activation)) {
-        const int parts = row_parts(rows);
-        TFENC_PARALLEL_FOR(part, parts, (double)rows * in * out,
-                           fp32_rows(linear, args->x, args->y, part_start(part, parts, rows),
-                                     part_start(part + 1, parts, rows), args->activation));
-        return TFENC_OK;
-    }
-    char *scratch = linear->scratch->data;
-    float *input = (float *)scratch;
-    float *product = (float *)(scratch + ((size_t)TFENC_MATRIX_CHUNK_ROWS * in * 4 + 63) / 64 * 64);
+    tfenc_openblas_sgemm(1, TFENC_MATRIX_BLOCK_ROWS, out, in, 1.0f, source, in, linear->weight, in,
+                         beta, z, out);
     const size_t y_width = (size_t)(is_gated(args->activation) ? out / 2 : out);
-    for (int first = 0; first < rows; first += TFENC_MATRIX_CHUNK_ROWS) {
-        int count = rows - first < TFENC_MATRIX_CHUNK_ROWS ? rows - first : TFENC_MATRIX_CHUNK_ROWS;
-        const char *x = (const char *)args->x + (size_t)first * in * dtype_size(args->x_dtype);
-        const float *source = (const float *)x;
-        if (args->x_dtype != TFENC_FLOAT32) {
-            rows_to_float(x, args->x_dtype, count, in, input);
-            source = input;
-            if (linear->record_input_range != NULL)
-                record_range(input, count, in, linear->record_input_range);
-        }
-        const int parts = row_parts(count);
-        TFENC_PARALLEL_FOR(part, parts, (double)count * in * out,
-                           tfenc_openblas_sgemm(
-                               1, part_start(part + 1, parts, count) - part_start(part, parts, count),
-                               out, in, 1.0f, source + (size_t)part_start(part, parts, count) * in,
-                               in, linear->weight, in, 0.0f,
-                               product + (size_t)part_start(part, parts, count) * out, out));
-        epilogue(product, count, out, (size_t)out, NULL, NULL, NULL, linear->bias,
-                 args->activation,
-                 (char *)args->y + (size_t)first * y_width * dtype_size(args->y_dtype),
-                 args->y_dtype);
-    }
-    return TFENC_OK;
+    epilogue(z, count, out, (size_t)out, NULL, NULL, NULL, NULL, args->activation,
+             (char *)args->y + (size_t)first * y_width * dtype_size(args->y_dtype),
+             args->y_dtype);
 }
 
 #ifdef HAVE_ONEDNN
@@ -769,66 +779,129 @@ static int onednn_fuses(tfenc_activation activation)
            activation == TFENC_ACTIVATION_SILU;
 }
 
-/* bf16 and int8 on oneDNN, chunk by chunk: the input converted (bf16) or
- * quantized per token (int8) into scratch, the product straight into y when
- * oneDNN finishes the job (bf16, element-wise activation), otherwise into
- * float32 scratch and through the epilogue. */
-static int onednn_run(tfenc_context *ctx, const tfenc_linear *linear,
-                      const tfenc_linear_args *args)
+/* bf16 maps finish inside oneDNN (bias and element-wise activation fused,
+ * y's element type written) unless a gated activation follows; int8 maps
+ * always end in the epilogue (per-token scales, zero points, bias). */
+static int onednn_direct(const tfenc_linear *linear, tfenc_activation activation)
+{
+    return linear->precision != TFENC_PRECISION_INT8 && onednn_fuses(activation);
+}
+
+/* One bf16 or int8 block on oneDNN, on the thread's stream: the input
+ * converted to bf16 or quantized per token (int8), then the product. A
+ * direct product of a full block writes y in place; a tail's goes through
+ * scratch and its rows are copied. */
+static int onednn_block(tfenc_context *ctx, const tfenc_linear *linear,
+                        const tfenc_linear_args *args, int first, int count, int thread,
+                        const block_scratch *b)
 {
     const int in = linear->in, out = linear->out;
     const int int8 = linear->precision == TFENC_PRECISION_INT8;
-    const int direct = !int8 && onednn_fuses(args->activation);
-    char *scratch = linear->scratch->data;
-    const size_t input_bytes =
-        ((size_t)TFENC_MATRIX_CHUNK_ROWS * in * (int8 ? 1 : 2) + 63) / 64 * 64;
-    void *input = scratch;
-    float *product = (float *)(scratch + input_bytes);
-    float *row_scales = product + (size_t)TFENC_MATRIX_CHUNK_ROWS * out;
-    float *row_offsets = row_scales + TFENC_MATRIX_CHUNK_ROWS;
-    float *row_buffer = row_offsets + TFENC_MATRIX_CHUNK_ROWS;
+    const int direct = onednn_direct(linear, args->activation);
+    const int full = count == TFENC_MATRIX_BLOCK_ROWS;
     const size_t y_width = (size_t)(is_gated(args->activation) ? out / 2 : out);
-    if (args->rows == 0) /* prepare the primitives this call will need */
-        return direct ? onednn_linear_execute(ctx, linear->onednn, linear->scratch->streams[0], NULL, 0,
-                                              NULL, args->y_dtype, args->activation)
-                      : onednn_linear_execute(ctx, linear->onednn, linear->scratch->streams[0], NULL, 0,
-                                              NULL, TFENC_FLOAT32, TFENC_ACTIVATION_NONE);
-    for (int first = 0; first < args->rows; first += TFENC_MATRIX_CHUNK_ROWS) {
-        int count = args->rows - first < TFENC_MATRIX_CHUNK_ROWS ? args->rows - first
-                                                                 : TFENC_MATRIX_CHUNK_ROWS;
-        const char *x = (const char *)args->x + (size_t)first * in * dtype_size(args->x_dtype);
-        char *y = (char *)args->y + (size_t)first * y_width * dtype_size(args->y_dtype);
-        const void *source = x;
-        if (int8) {
-            quantize_rows(x, args->x_dtype, linear->input_smoothing, count, in, input, row_scales,
-                          row_offsets, row_buffer);
-            source = input;
-        } else if (args->x_dtype != TFENC_BFLOAT16) {
-            rows_to_bf16(x, args->x_dtype, count, in, input);
-            source = input;
-        }
-        int status;
-        if (direct) {
-            status = onednn_linear_execute(ctx, linear->onednn, linear->scratch->streams[0], source,
-                                           count, y, args->y_dtype, args->activation);
-        } else {
-            status = onednn_linear_execute(ctx, linear->onednn, linear->scratch->streams[0], source,
-                                           count, product, TFENC_FLOAT32,
-                                           TFENC_ACTIVATION_NONE);
-            /* bf16 products got their bias inside oneDNN; int8 ones get it
-             * here, after the per-token scale. */
-            if (status == TFENC_OK)
-                epilogue(product, count, out, (size_t)out, int8 ? row_scales : NULL,
-                         int8 ? row_offsets : NULL,
-                         int8 ? onednn_linear_zero_correction(linear->onednn) : NULL,
-                         int8 ? linear->bias : NULL, args->activation, y, args->y_dtype);
-        }
-        if (status != TFENC_OK)
-            return status;
+    char *y = (char *)args->y + (size_t)first * y_width * dtype_size(args->y_dtype);
+    const void *source = (const char *)args->x + (size_t)first * in * dtype_size(args->x_dtype);
+    if (int8) {
+        quantize_rows(args->x, args->x_dtype, linear->input_smoothing, first, count, in,
+                      b->input, b->row_scales, b->row_offsets, b->row_buffer);
+        /* Padding rows: the zero point, i.e. zero. */
+        memset((uint8_t *)b->input + (size_t)count * in, 128,
+               (size_t)(TFENC_MATRIX_BLOCK_ROWS - count) * in);
+        source = b->input;
+    } else if (!full || args->x_dtype != TFENC_BFLOAT16) {
+        block_input(args->x, args->x_dtype, first, count, in, TFENC_BFLOAT16, b->input);
+        source = b->input;
     }
+    void *stream = linear->scratch->streams[thread];
+    if (direct && full)
+        return onednn_linear_execute(ctx, linear->onednn, thread, stream, source, y,
+                                     args->y_dtype, args->activation);
+    tfenc_element_type product_dtype = direct ? args->y_dtype : TFENC_FLOAT32;
+    int status = onednn_linear_execute(ctx, linear->onednn, thread, stream, source, b->product,
+                                       product_dtype, direct ? args->activation
+                                                             : TFENC_ACTIVATION_NONE);
+    if (status != TFENC_OK)
+        return status;
+    if (direct)
+        memcpy(y, b->product, (size_t)count * y_width * dtype_size(args->y_dtype));
+    else
+        /* bf16 products got their bias inside oneDNN; int8 ones get it
+         * here, after the per-token scale. */
+        epilogue(b->product, count, out, (size_t)out, int8 ? b->row_scales : NULL,
+                 int8 ? b->row_offsets : NULL,
+                 int8 ? onednn_linear_zero_correction(linear->onednn) : NULL,
+                 int8 ? linear->bias : NULL, args->activation, y, args->y_dtype);
     return TFENC_OK;
 }
 #endif
+
+/* Block `block` of a run, by the thread that runs it. */
+static int run_block(tfenc_context *ctx, const tfenc_linear *linear, const tfenc_linear_args *args,
+                     int block)
+{
+    const int first = block * TFENC_MATRIX_BLOCK_ROWS;
+    const int count = args->rows - first < TFENC_MATRIX_BLOCK_ROWS ? args->rows - first
+                                                                   : TFENC_MATRIX_BLOCK_ROWS;
+    const int thread = omp_in_parallel() ? omp_get_thread_num() : 0;
+    if (thread >= linear->scratch->threads)
+        return tfenc_error(ctx, TFENC_ERR_INTERNAL,
+                           "matrix backend: thread %d of a pool planned for %d", thread,
+                           linear->scratch->threads);
+    const block_scratch b = thread_block_scratch(linear, thread);
+    if (linear->precision == TFENC_PRECISION_FP32) {
+        fp32_block(linear, args, first, count, &b);
+        return TFENC_OK;
+    }
+#ifdef HAVE_ONEDNN
+    return onednn_block(ctx, linear, args, first, count, thread, &b);
+#else
+    return tfenc_error(ctx, TFENC_ERR_INTERNAL, "matrix backend: built without oneDNN");
+#endif
+}
+
+/* fp32 calibration: every input row's channel ranges, before the blocks
+ * run (on several threads they would race on the one range array). */
+static void record_input_range(const tfenc_linear *linear, const tfenc_linear_args *args)
+{
+    const int in = linear->in;
+    if (args->x_dtype == TFENC_FLOAT32) {
+        record_range(args->x, args->rows, in, linear->record_input_range);
+        return;
+    }
+    float *row = thread_block_scratch(linear, 0).input;
+    for (int r = 0; r < args->rows; r++) {
+        tfenc_matrix_from_bf16((const uint16_t *)args->x + (size_t)r * in, row, (size_t)in);
+        record_range(row, 1, in, linear->record_input_range);
+    }
+}
+
+/* The blocks of a run over the pool's threads (or, called from a parallel
+ * region, on the calling thread). Errors are rare (oneDNN failing to
+ * run): the first block's that failed is the run's. */
+static int run_blocks(tfenc_context *ctx, const tfenc_linear *linear, const tfenc_linear_args *args)
+{
+    if (linear->record_input_range != NULL)
+        record_input_range(linear, args);
+    const int blocks = (args->rows + TFENC_MATRIX_BLOCK_ROWS - 1) / TFENC_MATRIX_BLOCK_ROWS;
+    int failed_block = blocks;
+    tfenc_context block_context;
+    tfenc_context_init(&block_context);
+    TFENC_PARALLEL_FOR(block, blocks, (double)args->rows * linear->in * linear->out, {
+        tfenc_context own;
+        tfenc_context_init(&own);
+        if (run_block(&own, linear, args, block) != TFENC_OK) {
+#pragma omp critical(tfenc_matrix_block_failure)
+            if (block < failed_block) {
+                failed_block = block;
+                block_context = own;
+            }
+        }
+    });
+    if (failed_block == blocks)
+        return TFENC_OK;
+    return tfenc_error(ctx, block_context.status, "%s", tfenc_context_message(&block_context));
+}
 
 int tfenc_linear_run(tfenc_context *ctx, const tfenc_linear *linear, const tfenc_linear_args *args)
 {
@@ -841,13 +914,22 @@ int tfenc_linear_run(tfenc_context *ctx, const tfenc_linear *linear, const tfenc
         return tfenc_error(ctx, TFENC_ERR_INTERNAL,
                            "tfenc_linear_run: a gated activation needs an even width, not %d",
                            linear->out);
-    if (linear->precision == TFENC_PRECISION_FP32)
-        return args->rows == 0 ? TFENC_OK : fp32_run(linear, args);
 #ifdef HAVE_ONEDNN
-    return onednn_run(ctx, linear, args);
-#else
-    return tfenc_error(ctx, TFENC_ERR_INTERNAL, "matrix backend: built without oneDNN");
+    /* The primitives of this (destination, activation) pair, made now if
+     * new, never from the blocks' parallel region; a run of 0 rows is how
+     * a plugin prepares them before its forward passes. */
+    if (linear->precision != TFENC_PRECISION_FP32) {
+        const int direct = onednn_direct(linear, args->activation);
+        int status = onednn_linear_prepare_variant(
+            ctx, linear->onednn, linear->scratch->threads, direct ? args->y_dtype : TFENC_FLOAT32,
+            direct ? args->activation : TFENC_ACTIVATION_NONE);
+        if (status != TFENC_OK)
+            return status;
+    }
 #endif
+    if (args->rows == 0)
+        return TFENC_OK;
+    return run_blocks(ctx, linear, args);
 }
 
 int tfenc_linear_forward(tfenc_context *ctx, const tfenc_linear *linear, const float *x, int rows,

@@ -16,11 +16,12 @@
 #include "base/precision.h"
 #include "tfenc/plugin.h"
 
-/* Rows of activations a product handles at once. oneDNN primitives are made
- * for these row counts and for the powers of two below them (the tail of a
- * batch), so every batch runs on primitives created in advance, and the
- * conversion scratch stays a few hundred KiB. */
-#define TFENC_MATRIX_CHUNK_ROWS 256
+/* Rows of every product of a linear map: a batch runs as blocks of this
+ * many rows, the last one padded, each block on one thread. A product's
+ * bits depend on its shape (the libraries pick kernels by it), so one
+ * fixed shape makes every row a function of its own input alone, whatever
+ * the batch, its other rows and the thread count (matrix.c). */
+#define TFENC_MATRIX_BLOCK_ROWS 64
 
 /* Scratch memory shared by the maps and products of one weight store: the
  * layers of a model run one after another, so one region serves them all.
@@ -98,8 +99,8 @@ int tfenc_matrix_linear_block_bytes(tfenc_context *ctx, const tfenc_matrix_linea
  * aligned, from tfenc_aligned_alloc): fp32 keeps it, bf16 and int8 convert
  * it once into oneDNN's preferred layout and free it, also on failure.
  * bias [out] or NULL is copied. With options->block, the map lives in
- * that block (see tfenc_matrix_block). Any number of rows runs, in chunks of
- * TFENC_MATRIX_CHUNK_ROWS. */
+ * that block (see tfenc_matrix_block). Any number of rows runs, in blocks of
+ * TFENC_MATRIX_BLOCK_ROWS. */
 int tfenc_matrix_linear_create(tfenc_context *ctx, const tfenc_matrix_linear_options *options,
                                float *weight, const float *bias, int out, int in,
                                tfenc_matrix_scratch *scratch, tfenc_linear **linear);

@@ -1,12 +1,17 @@
 /* bf16 and int8 products on oneDNN (see core/matrix/matrix_onednn.h). oneDNN's
  * fast kernels (brgemm) are made for fixed sizes, and making one allocates
  * and takes a fraction of a millisecond, so a linear map owns primitives
- * for 256 rows and each power of two below (a batch runs as 256-row chunks
- * plus its tail in binary pieces: no padding, no copy), and an activation
- * product owns primitives for a grid of padded sizes, its operands gathered
- * into scratch in bf16. Memory objects are made with the primitives and
- * pointed at each call's data, so a product allocates nothing of its own
- * (oneDNN's execute keeps a few bytes of bookkeeping per call). */
+ * for one block of TFENC_MATRIX_BLOCK_ROWS rows (every batch runs as such
+ * blocks, the last padded: matrix.c says why), and an activation product
+ * owns primitives for a grid of padded sizes, its operands gathered into
+ * scratch in bf16. Memory objects are made with the primitives and pointed
+ * at each call's data, so a product allocates nothing of its own (oneDNN's
+ * execute keeps a few bytes of bookkeeping per call).
+ *
+ * Every primitive is made for one thread. oneDNN splits a product's work
+ * (and for some kernels its sums over K) by the threads it may use when the
+ * primitive is made, so primitives made for the pool would give other bits
+ * at another thread count; the pool's threads run separate blocks instead. */
 #include "config.h"
 
 #include "matrix/matrix_onednn.h"
@@ -21,12 +26,6 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
-
-/* Row counts of a linear map's primitives: 256, 128, ..., 1. */
-#define ROW_SIZES 9
-/* The smallest must be 1 row, or a tail of odd length would be left out. */
-_Static_assert((TFENC_MATRIX_CHUNK_ROWS >> (ROW_SIZES - 1)) == 1,
-               "ROW_SIZES must run from TFENC_MATRIX_CHUNK_ROWS down to 1 row");
 
 /* (destination type, activation) pairs a linear map serves, each with its
  * own primitives; a layer uses one or two. */
@@ -109,6 +108,7 @@ typedef struct product {
     dnnl_memory_t source, destination;
     dnnl_memory_t scratchpad; /* products run from parallel regions: their own; else NULL */
     size_t scratchpad_bytes;
+    void *own_scratchpad;     /* a linear map's product: its scratchpad's memory, or NULL */
 } product;
 
 static void product_destroy(product *p)
@@ -121,12 +121,28 @@ static void product_destroy(product *p)
         dnnl_memory_destroy(p->destination);
     if (p->scratchpad != NULL)
         dnnl_memory_destroy(p->scratchpad);
+    tfenc_aligned_free(p->own_scratchpad);
     memset(p, 0, sizeof *p);
 }
 
 static dnnl_data_type_t data_type(tfenc_element_type dtype)
 {
     return dtype == TFENC_BFLOAT16 ? dnnl_bf16 : dnnl_f32;
+}
+
+/* Primitives are made with the pool's size set to one thread (the file's
+ * head says why); one_thread_end puts the pool's size back. Not from a
+ * parallel region. */
+static int one_thread_begin(void)
+{
+    const int pool = omp_get_max_threads();
+    omp_set_num_threads(1);
+    return pool;
+}
+
+static void one_thread_end(int pool)
+{
+    omp_set_num_threads(pool);
 }
 
 /* Makes the primitive for descriptor `desc` under `attr` and the memory
@@ -139,10 +155,16 @@ static dnnl_status_t product_create(product *p, const dnnl_matmul_desc_t *desc,
                                     dnnl_primitive_desc_t *kept)
 {
     dnnl_primitive_desc_t primitive_desc;
+    const int pool = one_thread_begin();
     dnnl_status_t status = dnnl_primitive_desc_create(&primitive_desc, desc, attr, engine, NULL);
-    if (status != dnnl_success)
+    if (status == dnnl_success)
+        status = dnnl_primitive_create(&p->primitive, primitive_desc);
+    one_thread_end(pool);
+    if (status != dnnl_success) {
+        if (p->primitive == NULL)
+            dnnl_primitive_desc_destroy(primitive_desc);
         return status;
-    status = dnnl_primitive_create(&p->primitive, primitive_desc);
+    }
     if (status == dnnl_success)
         status = dnnl_memory_create(&p->source, source, engine, DNNL_MEMORY_NONE);
     if (status == dnnl_success)
@@ -196,7 +218,11 @@ typedef struct variant {
     int made;
     tfenc_element_type destination;
     tfenc_activation activation;
-    product sizes[ROW_SIZES]; /* [i]: TFENC_MATRIX_CHUNK_ROWS >> i rows */
+    /* [threads]: [TFENC_MATRIX_BLOCK_ROWS, in] x [in, out], one per thread
+     * of the pool (memory objects and scratchpad of its own; the kernel is
+     * the same, from oneDNN's primitive cache) */
+    product *blocks;
+    int threads;
 } variant;
 
 struct onednn_linear {
@@ -295,27 +321,46 @@ static dnnl_status_t linear_desc(const onednn_linear *linear, int rows, tfenc_el
                                  destination_desc);
 }
 
-/* Makes the primitives of one (destination, activation) pair for every row
- * count, in the packed weight layout. */
-static int variant_make(tfenc_context *ctx, onednn_linear *linear, variant *v,
+static void variant_destroy(variant *v)
+{
+    for (int t = 0; v->blocks != NULL && t < v->threads; t++)
+        product_destroy(&v->blocks[t]);
+    free(v->blocks);
+    memset(v, 0, sizeof *v);
+}
+
+/* Makes the products of one (destination, activation) pair in the packed
+ * weight layout, one per thread of a pool of `threads`. */
+static int variant_make(tfenc_context *ctx, onednn_linear *linear, variant *v, int threads,
                         tfenc_element_type destination, tfenc_activation activation)
 {
     dnnl_primitive_attr_t attr;
     dnnl_status_t status = linear_attributes(linear, activation, &attr);
-    for (int i = 0; status == dnnl_success && i < ROW_SIZES; i++) {
+    if (status == dnnl_success)
+        status = dnnl_primitive_attr_set_scratchpad_mode(attr, dnnl_scratchpad_mode_user);
+    v->blocks = status == dnnl_success ? calloc((size_t)threads, sizeof *v->blocks) : NULL;
+    if (status == dnnl_success && v->blocks == NULL)
+        status = dnnl_out_of_memory;
+    v->threads = v->blocks != NULL ? threads : 0;
+    for (int t = 0; status == dnnl_success && t < threads; t++) {
         dnnl_matmul_desc_t desc;
         dnnl_memory_desc_t source, destination_desc;
-        status = linear_desc(linear, TFENC_MATRIX_CHUNK_ROWS >> i, destination,
-                             &linear->weights_desc, &desc, &source, &destination_desc);
+        product *p = &v->blocks[t];
+        status = linear_desc(linear, TFENC_MATRIX_BLOCK_ROWS, destination, &linear->weights_desc,
+                             &desc, &source, &destination_desc);
         if (status == dnnl_success)
-            status = product_create(&v->sizes[i], &desc, attr, &source, &destination_desc, NULL,
-                                    NULL);
+            status = product_create(p, &desc, attr, &source, &destination_desc, NULL, NULL);
+        if (status == dnnl_success && p->scratchpad_bytes > 0) {
+            p->own_scratchpad = tfenc_aligned_alloc(p->scratchpad_bytes);
+            if (p->own_scratchpad == NULL)
+                status = dnnl_out_of_memory;
+        }
     }
-    dnnl_primitive_attr_destroy(attr);
+    if (attr != NULL)
+        dnnl_primitive_attr_destroy(attr);
     if (status != dnnl_success) {
-        for (int i = 0; i < ROW_SIZES; i++)
-            product_destroy(&v->sizes[i]);
-        return tfenc_error(ctx, TFENC_ERR_INTERNAL,
+        variant_destroy(v);
+        return tfenc_error(ctx, status == dnnl_out_of_memory ? TFENC_ERR_NO_MEMORY : TFENC_ERR_INTERNAL,
                            "precision = %s: oneDNN cannot make a [%d, %d] product (status %d)",
                            tfenc_precision_names[linear->precision], linear->out, linear->in,
                            (int)status);
@@ -427,8 +472,8 @@ int onednn_linear_prepare(tfenc_context *ctx, tfenc_precision precision, int out
     for (int n = 0; int8 && status == dnnl_success && n < out; n++)
         placeholder_scales[n] = 1.0f;
     linear->scales = placeholder_scales;
-    /* The full-chunk primitive chooses the weight layout; the smaller row
-     * counts are made for the same layout. */
+    /* A block's primitive, made for one thread, chooses the weight layout
+     * every primitive of the map then reads. */
     dnnl_primitive_attr_t attr = NULL;
     if (status == dnnl_success)
         status = linear_attributes(linear, TFENC_ACTIVATION_NONE, &attr);
@@ -440,10 +485,13 @@ int onednn_linear_prepare(tfenc_context *ctx, tfenc_precision precision, int out
         status = dnnl_memory_desc_init_by_tag(&any_weights, 2, weights_dims,
                                               int8 ? dnnl_s8 : dnnl_bf16, dnnl_format_tag_any);
     if (status == dnnl_success)
-        status = linear_desc(linear, TFENC_MATRIX_CHUNK_ROWS, TFENC_FLOAT32, &any_weights,
+        status = linear_desc(linear, TFENC_MATRIX_BLOCK_ROWS, TFENC_FLOAT32, &any_weights,
                              &desc, &source, &destination);
-    if (status == dnnl_success)
+    if (status == dnnl_success) {
+        const int pool = one_thread_begin();
         status = dnnl_primitive_desc_create(&chooser, &desc, attr, engine, NULL);
+        one_thread_end(pool);
+    }
     if (attr != NULL)
         dnnl_primitive_attr_destroy(attr);
     linear->scales = NULL;
@@ -468,8 +516,9 @@ size_t onednn_linear_packed_bytes(const onednn_linear *linear)
     return linear->weights_bytes;
 }
 
-int onednn_linear_place(tfenc_context *ctx, onednn_linear *linear, const float *weight,
-                        const float *bias, void *packed, float *scales, float *zero_correction)
+int onednn_linear_place(tfenc_context *ctx, onednn_linear *linear, int threads,
+                        const float *weight, const float *bias, void *packed, float *scales,
+                        float *zero_correction)
 {
     const char *name = tfenc_precision_names[linear->precision];
     int int8 = linear->precision == TFENC_PRECISION_INT8;
@@ -509,7 +558,8 @@ int onednn_linear_place(tfenc_context *ctx, onednn_linear *linear, const float *
                            name, linear->out, linear->in, (int)status);
     /* tfenc_linear_forward's products (float32 out, no activation) are made
      * now; other pairs when a plugin prepares them (a run of 0 rows). */
-    return variant_make(ctx, linear, &linear->variants[0], TFENC_FLOAT32, TFENC_ACTIVATION_NONE);
+    return variant_make(ctx, linear, &linear->variants[0], threads, TFENC_FLOAT32,
+                        TFENC_ACTIVATION_NONE);
 }
 
 void onednn_linear_destroy(onednn_linear *linear)
@@ -517,8 +567,7 @@ void onednn_linear_destroy(onednn_linear *linear)
     if (linear == NULL)
         return;
     for (int v = 0; v < MAX_VARIANTS; v++)
-        for (int i = 0; i < ROW_SIZES; i++)
-            product_destroy(&linear->variants[v].sizes[i]);
+        variant_destroy(&linear->variants[v]);
     if (linear->weights_memory != NULL)
         dnnl_memory_destroy(linear->weights_memory);
     if (linear->bias_memory != NULL)
@@ -541,45 +590,43 @@ size_t onednn_linear_bytes(const onednn_linear *linear)
     return linear->weights_bytes + (linear->scales != NULL ? (size_t)linear->out * sizeof(float) : 0);
 }
 
-int onednn_linear_execute(tfenc_context *ctx, onednn_linear *linear, void *stream, const void *src,
-                          int rows, void *dst, tfenc_element_type dst_dtype, tfenc_activation activation)
+int onednn_linear_prepare_variant(tfenc_context *ctx, onednn_linear *linear, int threads,
+                                  tfenc_element_type dst_dtype, tfenc_activation activation)
 {
-    variant *v = NULL;
-    for (int i = 0; v == NULL && i < MAX_VARIANTS; i++) {
+    for (int i = 0; i < MAX_VARIANTS; i++) {
         variant *candidate = &linear->variants[i];
-        if (!candidate->made) {
-            int status = variant_make(ctx, linear, candidate, dst_dtype, activation);
-            if (status != TFENC_OK)
-                return status;
-            v = candidate;
-        } else if (candidate->destination == dst_dtype && candidate->activation == activation) {
-            v = candidate;
-        }
+        if (!candidate->made)
+            return variant_make(ctx, linear, candidate, threads, dst_dtype, activation);
+        if (candidate->destination == dst_dtype && candidate->activation == activation)
+            return TFENC_OK;
     }
-    if (v == NULL)
+    return tfenc_error(ctx, TFENC_ERR_INTERNAL,
+                       "matrix backend: more than %d kinds of product on one linear map",
+                       MAX_VARIANTS);
+}
+
+int onednn_linear_execute(tfenc_context *ctx, const onednn_linear *linear, int thread,
+                          void *stream, const void *src, void *dst, tfenc_element_type dst_dtype,
+                          tfenc_activation activation)
+{
+    const variant *v = NULL;
+    for (int i = 0; v == NULL && i < MAX_VARIANTS && linear->variants[i].made; i++)
+        if (linear->variants[i].destination == dst_dtype &&
+            linear->variants[i].activation == activation)
+            v = &linear->variants[i];
+    if (v == NULL || thread >= v->threads)
         return tfenc_error(ctx, TFENC_ERR_INTERNAL,
-                           "matrix backend: more than %d kinds of product on one linear map",
-                           MAX_VARIANTS);
-    const size_t source_row = (size_t)linear->in * (linear->precision == TFENC_PRECISION_INT8 ? 1 : 2);
-    const size_t destination_row = (size_t)linear->out * (dst_dtype == TFENC_BFLOAT16 ? 2 : 4);
-    /* A full chunk in one product; a tail in its binary pieces (rows < 256). */
-    int done = 0;
-    for (int i = 0; i < ROW_SIZES && done < rows; i++) {
-        int size = TFENC_MATRIX_CHUNK_ROWS >> i;
-        if (rows - done < size)
-            continue;
-        dnnl_status_t status =
-            execute(stream, &v->sizes[i], (const char *)src + (size_t)done * source_row,
-                    (char *)dst + (size_t)done * destination_row, linear->weights_memory,
-                    linear->bias_memory, NULL);
-        if (status != dnnl_success)
-            return tfenc_error(ctx, TFENC_ERR_INTERNAL,
-                               "precision = %s: oneDNN [%d, %d] x [%d, %d]^T product failed "
-                               "(status %d)",
-                               tfenc_precision_names[linear->precision], size, linear->in,
-                               linear->out, linear->in, (int)status);
-        done += size;
-    }
+                           "matrix backend: a product of a kind not prepared on this map "
+                           "(or thread %d)", thread);
+    product *p = &v->blocks[thread];
+    dnnl_status_t status = execute(stream, p, src, dst, linear->weights_memory,
+                                   linear->bias_memory, p->own_scratchpad);
+    if (status != dnnl_success)
+        return tfenc_error(ctx, TFENC_ERR_INTERNAL,
+                           "precision = %s: oneDNN [%d, %d] x [%d, %d]^T product failed "
+                           "(status %d)",
+                           tfenc_precision_names[linear->precision], TFENC_MATRIX_BLOCK_ROWS,
+                           linear->in, linear->out, linear->in, (int)status);
     return TFENC_OK;
 }
 

@@ -1,7 +1,8 @@
 /* The oneDNN half of the matrix backend (private to core/matrix*.c): bf16
  * and int8 linear maps with weights pre-packed in oneDNN's preferred layout,
- * and bf16 activation products, each on primitives made for a fixed set of
- * row counts so that no product creates one. Built only with oneDNN. */
+ * run in blocks of TFENC_MATRIX_BLOCK_ROWS rows, and bf16 activation
+ * products, each on primitives made in advance so that no product creates
+ * one. Built only with oneDNN. */
 #ifndef TFENC_MATRIX_ONEDNN_H
 #define TFENC_MATRIX_ONEDNN_H
 
@@ -45,9 +46,11 @@ size_t onednn_linear_packed_bytes(const onednn_linear *linear);
  * memory already holds what an identical map placed there. bias [out] (the
  * caller's, outliving the map) is fused into bf16 products; int8 products
  * leave it to the caller's epilogue (it comes after the per-token scale).
- * On failure the map is left for onednn_linear_destroy(). */
-int onednn_linear_place(tfenc_context *ctx, onednn_linear *linear, const float *weight,
-                        const float *bias, void *packed, float *scales, float *zero_correction);
+ * `threads`: the pool whose threads run the map's blocks, each with products
+ * of its own. On failure the map is left for onednn_linear_destroy(). */
+int onednn_linear_place(tfenc_context *ctx, onednn_linear *linear, int threads,
+                        const float *weight, const float *bias, void *packed, float *scales,
+                        float *zero_correction);
 void onednn_linear_destroy(onednn_linear *linear);
 size_t onednn_linear_bytes(const onednn_linear *linear);
 /* int8: [out] weight scale times the sum of the quantized weights of each
@@ -55,16 +58,20 @@ size_t onednn_linear_bytes(const onednn_linear *linear);
  * product off by (z - 128) times this, which the epilogue takes back. */
 const float *onednn_linear_zero_correction(const onednn_linear *linear);
 
-/* rows <= TFENC_MATRIX_CHUNK_ROWS of src (bf16 [rows, in] for bf16 maps;
- * u8 [rows, in], zero point 128, for int8) times W^T into dst [rows, out]:
+/* Makes (once) the products of a (dst type, activation) pair for a pool of
+ * `threads`; not from a parallel region. The model's build runs a probe
+ * batch through every layer, so a forward pass finds them made. */
+int onednn_linear_prepare_variant(tfenc_context *ctx, onednn_linear *linear, int threads,
+                                  tfenc_element_type dst_dtype, tfenc_activation activation);
+/* One block of TFENC_MATRIX_BLOCK_ROWS rows of src (bf16 [rows, in] for
+ * bf16 maps; u8 [rows, in], zero point 128, for int8) times W^T into dst
+ * [rows, out], on thread `thread`'s product of a prepared pair:
  * bf16: dst (float32 or bfloat16) = act(src W^T + b), `activation` one of
  * NONE, RELU, GELU, GELU_TANH, SILU; int8: dst (float32) = (src - 128) W^T
- * times each output channel's weight scale, activation NONE. The primitives
- * of a (dst type, activation) pair are made at its first use, for every
- * row count at once; the model's build runs a probe batch through every
- * layer, so a forward pass finds them made. */
-int onednn_linear_execute(tfenc_context *ctx, onednn_linear *linear, void *stream, const void *src,
-                          int rows, void *dst, tfenc_element_type dst_dtype, tfenc_activation activation);
+ * times each output channel's weight scale, activation NONE. */
+int onednn_linear_execute(tfenc_context *ctx, const onednn_linear *linear, int thread,
+                          void *stream, const void *src, void *dst, tfenc_element_type dst_dtype,
+                          tfenc_activation activation);
 
 typedef struct onednn_matmul onednn_matmul;
 

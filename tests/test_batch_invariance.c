@@ -1,0 +1,243 @@
+/* One row, one result: a linear map's output row is bitwise a function of
+ * its input row alone (core/matrix/matrix.c, "rows in fixed blocks"),
+ * whatever the batch around it, its place in that batch and the thread
+ * count, at fp32, bf16 and int8, for every input and output element type
+ * and fused activation. And, looking inside: every product the libraries
+ * are asked for has TFENC_MATRIX_BLOCK_ROWS rows, whatever the batch (the
+ * test takes the place of cblas's and oneDNN's entry points, counts the
+ * rows of each call and hands it on).
+ *
+ * The inputs span six orders of magnitude, so that two orders of summation
+ * would round apart. */
+#include "config.h"
+
+#include <dlfcn.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#ifdef HAVE_ONEDNN
+#include <dnnl.h>
+#endif
+
+#include "harness/cunit_main.h"
+#include "base/aligned.h"
+#include "base/context.h"
+#include "matrix/matrix.h"
+#include "matrix/openblas.h"
+
+enum { IN = 96, OUT = 80, ROWS = 300 };
+
+/* ------------------------------------------ the rows of every product */
+
+static int products_seen, products_of_other_sizes, other_size;
+
+static void count_rows(int rows)
+{
+    products_seen++;
+    if (rows != TFENC_MATRIX_BLOCK_ROWS) {
+        products_of_other_sizes++;
+        other_size = rows;
+    }
+}
+
+/* libtfenc calls the matrix backend's OpenBLAS entry through its exported
+ * name; this definition comes first and hands the call on. */
+void tfenc_openblas_sgemm(int b_transposed, int m, int n, int k, float alpha, const float *a,
+                          int a_row_stride, const float *b, int b_row_stride, float beta, float *c,
+                          int c_row_stride)
+{
+    static void (*real)(int, int, int, int, float, const float *, int, const float *, int, float,
+                        float *, int);
+    if (real == NULL)
+        *(void **)&real = dlsym(RTLD_NEXT, "tfenc_openblas_sgemm");
+    count_rows(m);
+    real(b_transposed, m, n, k, alpha, a, a_row_stride, b, b_row_stride, beta, c, c_row_stride);
+}
+
+#ifdef HAVE_ONEDNN
+dnnl_status_t dnnl_primitive_execute(const_dnnl_primitive_t primitive, dnnl_stream_t stream,
+                                     int nargs, const dnnl_exec_arg_t *args)
+{
+    static dnnl_status_t (*real)(const_dnnl_primitive_t, dnnl_stream_t, int,
+                                 const dnnl_exec_arg_t *);
+    if (real == NULL)
+        *(void **)&real = dlsym(RTLD_NEXT, "dnnl_primitive_execute");
+    const_dnnl_primitive_desc_t primitive_desc = NULL;
+    dnnl_primitive_kind_t kind = dnnl_undefined_primitive;
+    if (dnnl_primitive_get_primitive_desc(primitive, &primitive_desc) != dnnl_success ||
+        dnnl_primitive_desc_query(primitive_desc, dnnl_query_primitive_kind, 0, &kind) !=
+            dnnl_success)
+        kind = dnnl_undefined_primitive;
+    /* Products only (not the reorders that pack the weights), of two
+     * dimensions (not attention's batched ones). */
+    for (int i = 0; kind == dnnl_matmul && i < nargs; i++) {
+        const dnnl_memory_desc_t *desc = NULL;
+        if (args[i].arg == DNNL_ARG_SRC &&
+            dnnl_memory_get_memory_desc(args[i].memory, &desc) == dnnl_success &&
+            desc->ndims == 2)
+            count_rows((int)desc->dims[0]);
+    }
+    return real(primitive, stream, nargs, args);
+}
+#endif
+
+/* ------------------------------------------------------------- inputs */
+
+static uint32_t state = 12345u;
+
+static float random_value(void)
+{
+    state = state * 1664525u + 1013904223u;
+    const float unit = (float)(state >> 8) / 16777216.0f - 0.5f;
+    const int octave = (int)(state >> 4) % 20 - 10; /* 2^-10 .. 2^9 */
+    return ldexpf(unit, octave);
+}
+
+static float *random_floats(size_t n)
+{
+    float *values = tfenc_aligned_alloc(n * sizeof(float));
+    for (size_t i = 0; values != NULL && i < n; i++)
+        values[i] = random_value();
+    return values;
+}
+
+/* ----------------------------------------------------------------- runs */
+
+typedef struct setting {
+    tfenc_precision precision;
+    tfenc_element_type x_dtype, y_dtype;
+    tfenc_activation activation;
+} setting;
+
+static size_t element_bytes(tfenc_element_type type)
+{
+    return type == TFENC_BFLOAT16 ? 2 : 4;
+}
+
+/* y for rows [first, first + rows) of x, run as one batch. */
+static int run(tfenc_context *ctx, const tfenc_linear *linear, const setting *s, const void *x,
+               int first, int rows, void *y)
+{
+    const int out_width = s->activation == TFENC_ACTIVATION_SWIGLU ? OUT / 2 : OUT;
+    tfenc_linear_args args = {.struct_size = sizeof args,
+                              .x = (const char *)x + (size_t)first * IN * element_bytes(s->x_dtype),
+                              .x_dtype = s->x_dtype,
+                              .y = (char *)y + (size_t)first * out_width * element_bytes(s->y_dtype),
+                              .y_dtype = s->y_dtype,
+                              .rows = rows,
+                              .activation = s->activation};
+    return tfenc_linear_run(ctx, linear, &args);
+}
+
+/* Every row alone, then the batches, at 1 and 2 threads: each row bitwise
+ * the same as alone. Returns the rows that differed. */
+static int rows_that_differ(const setting *s)
+{
+    tfenc_context ctx;
+    tfenc_context_init(&ctx);
+    tfenc_matrix_set_threads(2);
+    float *weight = random_floats((size_t)OUT * IN), *bias = random_floats(OUT);
+    float *x32 = random_floats((size_t)ROWS * IN);
+    const int out_width = s->activation == TFENC_ACTIVATION_SWIGLU ? OUT / 2 : OUT;
+    const size_t y_row = (size_t)out_width * element_bytes(s->y_dtype);
+    char *alone = calloc(ROWS, y_row), *batch = calloc(ROWS, y_row);
+    uint16_t *x16 = calloc((size_t)ROWS * IN, sizeof *x16);
+    CU_ASSERT_FATAL(weight && bias && x32 && alone && batch && x16);
+    tfenc_matrix_to_bf16(x32, x16, (size_t)ROWS * IN);
+    const void *x = s->x_dtype == TFENC_BFLOAT16 ? (const void *)x16 : (const void *)x32;
+
+    tfenc_matrix_scratch *scratch = NULL;
+    tfenc_linear *linear = NULL;
+    tfenc_matrix_linear_options options = {.precision = s->precision};
+    CU_ASSERT_EQUAL_FATAL(tfenc_matrix_scratch_create(&ctx, &scratch), TFENC_OK);
+    int status = tfenc_matrix_linear_create(&ctx, &options, weight, bias, OUT, IN, scratch, &linear);
+    CU_ASSERT_EQUAL_FATAL(status, TFENC_OK);
+    for (int r = 0; r < ROWS; r++)
+        CU_ASSERT_EQUAL_FATAL(run(&ctx, linear, s, x, r, 1, alone), TFENC_OK);
+
+    /* Batches that put each row at other places of other blocks. */
+    static const struct { int first, rows, threads; } batches[] = {
+        {0, ROWS, 2}, {0, ROWS, 1}, {5, 200, 2}, {37, 63, 1}, {1, 64, 2}, {100, 65, 2}, {250, 50, 1}};
+    int differ = 0;
+    for (size_t i = 0; i < sizeof batches / sizeof batches[0]; i++) {
+        tfenc_matrix_set_threads(batches[i].threads);
+        memset(batch, 0, (size_t)ROWS * y_row);
+        CU_ASSERT_EQUAL_FATAL(run(&ctx, linear, s, x, batches[i].first, batches[i].rows, batch),
+                              TFENC_OK);
+        for (int r = batches[i].first; r < batches[i].first + batches[i].rows; r++)
+            differ += memcmp(alone + (size_t)r * y_row, batch + (size_t)r * y_row, y_row) != 0;
+    }
+    tfenc_matrix_set_threads(2);
+    tfenc_matrix_linear_destroy(linear);
+    tfenc_matrix_scratch_destroy(scratch);
+    tfenc_aligned_free(bias);
+    tfenc_aligned_free(x32);
+    free(x16);
+    free(alone);
+    free(batch);
+    return differ;
+}
+
+static int precision_runs(tfenc_precision precision)
+{
+    tfenc_context ctx;
+    tfenc_context_init(&ctx);
+    return tfenc_matrix_check_precision(&ctx, precision) == TFENC_OK;
+}
+
+static void check_precision(tfenc_precision precision)
+{
+    if (!precision_runs(precision)) {
+        printf("\n  %s does not run on this CPU (as oneDNN sees it): the fp32 cases stand\n",
+               tfenc_precision_names[precision]);
+        return;
+    }
+    static const setting settings[] = {
+        {0, TFENC_FLOAT32, TFENC_FLOAT32, TFENC_ACTIVATION_NONE},
+        {0, TFENC_BFLOAT16, TFENC_FLOAT32, TFENC_ACTIVATION_GELU},
+        {0, TFENC_FLOAT32, TFENC_BFLOAT16, TFENC_ACTIVATION_NONE},
+        {0, TFENC_BFLOAT16, TFENC_BFLOAT16, TFENC_ACTIVATION_RELU},
+        {0, TFENC_FLOAT32, TFENC_FLOAT32, TFENC_ACTIVATION_SWIGLU},
+    };
+    for (size_t i = 0; i < sizeof settings / sizeof settings[0]; i++) {
+        setting s = settings[i];
+        s.precision = precision;
+        products_seen = products_of_other_sizes = 0;
+        const int differ = rows_that_differ(&s);
+        if (differ != 0 || products_of_other_sizes != 0)
+            printf("\n  %s, x %s, y %s, activation %d: %d rows differ from alone; %d of %d "
+                   "products not of %d rows (one of %d)\n",
+                   tfenc_precision_names[precision], s.x_dtype == TFENC_BFLOAT16 ? "bf16" : "f32",
+                   s.y_dtype == TFENC_BFLOAT16 ? "bf16" : "f32", (int)s.activation, differ,
+                   products_of_other_sizes, products_seen, TFENC_MATRIX_BLOCK_ROWS, other_size);
+        CU_ASSERT_EQUAL(differ, 0);
+        CU_ASSERT(products_seen > 0);
+        CU_ASSERT_EQUAL(products_of_other_sizes, 0);
+    }
+}
+
+static void test_fp32(void)
+{
+    check_precision(TFENC_PRECISION_FP32);
+}
+
+static void test_bf16(void)
+{
+    check_precision(TFENC_PRECISION_BF16);
+}
+
+static void test_int8(void)
+{
+    check_precision(TFENC_PRECISION_INT8);
+}
+
+static const test_case row_cases[] = {
+    {"fp32 rows alone and in batches", test_fp32},
+    {"bf16 rows alone and in batches", test_bf16},
+    {"int8 rows alone and in batches", test_int8},
+    {NULL, NULL}};
+
+const test_suite test_suites[] = {{"one row, one result", NULL, NULL, row_cases},
+                                  {NULL, NULL, NULL, NULL}};
