@@ -79,45 +79,50 @@ static void print_compact(const tfenc_inspection *i)
                strcmp(dtype, "binary") == 0 ? ", minus 128 as int8" : "");
 }
 
+/* A file name on one line of the report: a tab, a newline or another
+ * control byte (which a name may hold) as a C escape, and a backslash
+ * doubled, so that each file keeps its line. */
+static void print_name(const char *name)
+{
+    for (const unsigned char *p = (const unsigned char *)name; *p != '\0'; p++) {
+        if (*p == '\t')
+            fputs("\\t", stdout);
+        else if (*p == '\n')
+            fputs("\\n", stdout);
+        else if (*p == '\\')
+            fputs("\\\\", stdout);
+        else if (*p < 0x20 || *p == 0x7f)
+            printf("\\x%02x", *p);
+        else
+            putchar(*p);
+    }
+}
+
 /* The corpus's files, when it has several: how many, and the first and
  * last few with their documents. */
 static void print_shards(const tfenc_inspection *i)
 {
-    if (i->corpus_shards == NULL)
-        return;
-    int n = 0;
-    for (const char *p = i->corpus_shards; (p = strchr(p, '\n')) != NULL; p++)
-        n++;
+    const tfenc_corpus_shards *table = &i->corpus_shards;
+    const int n = table->n;
     if (n <= 1)
         return;
     printf("corpus: %d files%s\n", n,
            i->has_document_source ? " (document_source gives each row's file and line)" : "");
     const int shown = 10;
-    const char *cursor = i->corpus_shards, *line;
-    size_t length;
-    for (int k = 0; next_line(&cursor, &line, &length); k++) {
+    for (int k = 0; k < n; k++) {
         if (n > 2 * shown && k >= shown && k < n - shown) {
             if (k == shown)
                 printf("  ... %d more\n", n - 2 * shown);
             continue;
         }
-        /* path \t bytes \t fingerprint \t first \t documents [\t skipped] */
-        const char *field[6];
-        size_t field_length[6];
-        const char *p = line, *end = line + length;
-        int f = 0;
-        for (; f < 6 && p <= end; f++) {
-            const char *tab = memchr(p, '\t', (size_t)(end - p));
-            field[f] = p;
-            field_length[f] = (size_t)((tab != NULL ? tab : end) - p);
-            p = (tab != NULL ? tab : end) + 1;
-        }
-        int skipped = f == 6 && !(field_length[5] == 1 && field[5][0] == '0');
-        if (f >= 5)
-            printf("  %.*s: %.*s documents from row %.*s%s%.*s%s\n", (int)field_length[0],
-                   field[0], (int)field_length[4], field[4], (int)field_length[3], field[3],
-                   skipped ? ", " : "", skipped ? (int)field_length[5] : 0,
-                   skipped ? field[5] : "", skipped ? " null texts left out" : "");
+        const tfenc_corpus_shard *shard = &table->shards[k];
+        printf("  ");
+        print_name(shard->path);
+        printf(": %lld documents from row %lld", (long long)shard->documents,
+               (long long)shard->first_document);
+        if (shard->skipped > 0)
+            printf(", %lld null texts left out", (long long)shard->skipped);
+        printf("\n");
     }
 }
 

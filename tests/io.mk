@@ -35,6 +35,14 @@ FEWER_CASES_UNDER_SANITIZERS += tests/io/shards.sh
 dist_check_SCRIPTS += tests/io/shards.sh
 EXTRA_DIST += tests/io/make_shards.py tests/io/make_parquet.py
 
+# A sharded corpus is its files, not their spellings: a 2-rank job stopped by
+# SIGKILL or SIGTERM resumes bitwise with the command --status prints, from
+# another directory, through '..' and through a symbolic link; one file
+# reached twice (links, ./a and a) is refused; names with a tab or a
+# newline survive corpus_shards, document_source and --status.
+TESTS += tests/io/shard_paths.sh
+dist_check_SCRIPTS += tests/io/shard_paths.sh
+
 # [job] null_text: error naming the line, empty, or skip: rows equal to the
 # filtered corpus's at 1-3 ranks and after SIGKILL + resume, each traced to
 # its shard and line (document_source), JSON Lines and Parquet.

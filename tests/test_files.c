@@ -147,6 +147,45 @@ static void test_identity(void)
     CU_ASSERT_EQUAL(tfenc_file_identity(in_work("absent"), &id), TFENC_ERR_NOT_FOUND);
 }
 
+/* A located path is one string however the path is spelled, and keeps a
+ * link's own name. */
+static void test_located_path(void)
+{
+    char real[1024], expected[1100], spelled[1200];
+    CU_ASSERT_PTR_NOT_NULL_FATAL(realpath(work, real));
+    CU_ASSERT_EQUAL(mkdir(in_work("sub"), 0755), 0);
+    CU_ASSERT_EQUAL(symlink("sub", in_work("via")), 0);
+    write_file(in_work("sub/x.jsonl"), "{}\n");
+    CU_ASSERT_EQUAL(symlink("x.jsonl", in_work("sub/link.jsonl")), 0);
+    snprintf(expected, sizeof expected, "%s/sub/x.jsonl", real);
+    const char *spellings[] = {"sub/x.jsonl", "./sub/x.jsonl", "sub/../sub/x.jsonl",
+                               "via/x.jsonl", "via/./x.jsonl"};
+    for (size_t i = 0; i < sizeof spellings / sizeof *spellings; i++) {
+        snprintf(spelled, sizeof spelled, "%s/%s", work, spellings[i]);
+        char *located = tfenc_file_located_path(spelled);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(located);
+        CU_ASSERT_STRING_EQUAL(located, expected);
+        free(located);
+    }
+    /* Relative to the working directory, the same. */
+    char here[1024];
+    CU_ASSERT_PTR_NOT_NULL_FATAL(getcwd(here, sizeof here));
+    CU_ASSERT_EQUAL_FATAL(chdir(in_work("via")), 0);
+    char *located = tfenc_file_located_path("x.jsonl");
+    CU_ASSERT_EQUAL(chdir(here), 0);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(located);
+    CU_ASSERT_STRING_EQUAL(located, expected);
+    free(located);
+    /* A link keeps its own name; an unresolvable directory leaves the path. */
+    located = tfenc_file_located_path(in_work("via/link.jsonl"));
+    snprintf(expected, sizeof expected, "%s/sub/link.jsonl", real);
+    CU_ASSERT_STRING_EQUAL(located, expected);
+    free(located);
+    located = tfenc_file_located_path("no/such/dir/x.jsonl");
+    CU_ASSERT_STRING_EQUAL(located, "no/such/dir/x.jsonl");
+    free(located);
+}
+
 static void test_free_space(void)
 {
     double bytes = -1;
@@ -255,6 +294,7 @@ static const test_case files_cases[] = {
     {"special files refused without blocking", test_special_files_are_refused_without_blocking},
     {"regular files and aliases read", test_regular_files_and_aliases_are_read},
     {"identity by device and inode", test_identity},
+    {"located paths: one string for every spelling", test_located_path},
     {"free space and file systems without blocks", test_free_space},
     {"plugin files examined at every size", test_plugin_files_examined_at_every_size},
     {NULL, NULL}};

@@ -772,6 +772,126 @@ static void test_resume(void)
               != NULL);
 }
 
+/* corpus_shards: stored as a dataset that keeps any name (a tab, a
+ * newline), read back as written; a resume knows a shard by its name, size
+ * and fingerprint wherever its directory is; a damaged row, and older
+ * files' tab-separated text, are read with the same checks. */
+static void test_corpus_shards(void)
+{
+    enum { N = 9, D = 4 };
+    char path[300];
+    snprintf(path, sizeof path, "%s/shards.h5", directory);
+    tfenc_corpus_shard rows[3] = {
+        {.path = "/data/a\tb.jsonl", .bytes = 10, .first_document = 0, .documents = 2},
+        {.path = "/data/c\nd.jsonl", .bytes = 20, .first_document = 2, .documents = 3},
+        {.path = "/data/e.jsonl", .bytes = 30, .first_document = 5, .documents = 4, .skipped = 1}};
+    for (int i = 0; i < 3; i++)
+        memset(rows[i].fingerprint, "abc"[i], 64);
+    tfenc_corpus_shards table = {.shards = rows, .n = 3};
+    tfenc_output_options options = {.path = path, .kind = TFENC_OUTPUT_POOLED,
+                                    .dtype = TFENC_DTYPE_FLOAT32, .d_model = D, .n_documents = N,
+                                    .job_settings = "job", .weights_sha256 = "w",
+                                    .corpus_fingerprint = "f", .corpus_shards = &table};
+    tfenc_context ctx;
+    tfenc_context_init(&ctx);
+    tfenc_output *out = NULL;
+    CU_ASSERT_FATAL(tfenc_output_create(&ctx, MPI_COMM_NULL, &options, &out) == TFENC_OK);
+    tfenc_output_close(out);
+
+    hid_t file = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
+    CU_ASSERT_FATAL(file >= 0);
+    tfenc_corpus_shards read = {0};
+    CU_ASSERT_FATAL(tfenc_corpus_shards_read(&ctx, path, file, &read) == TFENC_OK);
+    CU_ASSERT_FATAL(read.n == 3);
+    for (int i = 0; i < 3; i++) {
+        CU_ASSERT_STRING_EQUAL(read.shards[i].path, rows[i].path);
+        CU_ASSERT_STRING_EQUAL(read.shards[i].fingerprint, rows[i].fingerprint);
+        CU_ASSERT(read.shards[i].bytes == rows[i].bytes
+                  && read.shards[i].first_document == rows[i].first_document
+                  && read.shards[i].documents == rows[i].documents
+                  && read.shards[i].skipped == rows[i].skipped);
+    }
+    tfenc_corpus_shards_free(&read);
+    H5Fclose(file);
+
+    /* The same shards reached through another directory resume; another
+     * content, a shard removed or one added are refused, naming it. */
+    tfenc_corpus_shard moved[4];
+    memcpy(moved, rows, sizeof rows);
+    moved[0].path = "/elsewhere/a\tb.jsonl";
+    moved[1].path = "/elsewhere/c\nd.jsonl";
+    moved[2].path = "e.jsonl";
+    tfenc_corpus_shards other = {.shards = moved, .n = 3};
+    options.corpus_shards = &other;
+    int was_complete = 0;
+    CU_ASSERT(tfenc_output_reopen(&ctx, MPI_COMM_NULL, &options, &out, &was_complete)
+              == TFENC_OK);
+    CU_ASSERT_FATAL(out != NULL);
+    tfenc_output_close(out);
+    moved[3] = moved[2];
+    moved[3].path = "/elsewhere/f.jsonl";
+    moved[1].fingerprint[7] = 'f';
+    static const struct { int n; const char *expect; } changes[] = {
+        {3, "shard /elsewhere/c d.jsonl changed since the run that began this file read it"},
+        {2, "shard /data/c d.jsonl was read by the run that began this file and is no longer"},
+        {4, "shard /elsewhere/f.jsonl was not in the corpus of the run that began this file"}};
+    for (size_t i = 0; i < sizeof changes / sizeof *changes; i++) {
+        if (i == 1) {
+            moved[1] = moved[2]; /* c\nd.jsonl removed */
+            moved[1].first_document = 2;
+        }
+        if (i == 2) {
+            memcpy(moved, rows, sizeof rows); /* f.jsonl added */
+        }
+        other.n = changes[i].n;
+        tfenc_context_init(&ctx);
+        out = NULL;
+        CU_ASSERT(tfenc_output_reopen(&ctx, MPI_COMM_NULL, &options, &out, &was_complete)
+                  == TFENC_ERR_CONFIG);
+        CU_ASSERT(out == NULL);
+        CU_ASSERT(strstr(ctx.message, changes[i].expect) != NULL);
+        CU_ASSERT(strstr(ctx.message, "choose another [job] output, which keeps this file")
+                  != NULL);
+        if (strstr(ctx.message, changes[i].expect) == NULL)
+            fprintf(stderr, "\nexpected '%s' in: %s\n", changes[i].expect, ctx.message);
+    }
+
+    /* A row no run writes: named, never trusted. */
+    file = H5Fopen(path, H5F_ACC_RDWR, H5P_DEFAULT);
+    CU_ASSERT_FATAL(file >= 0);
+    hid_t dataset = H5Dopen2(file, "corpus_shards", H5P_DEFAULT);
+    hid_t memory = tfenc_corpus_shards_type(tfenc_corpus_shards_path_size(&table), 1);
+    rows[1].fingerprint[3] = 'x';
+    void *packed = tfenc_corpus_shards_pack(&table, tfenc_corpus_shards_path_size(&table));
+    CU_ASSERT(H5Dwrite(dataset, memory, H5S_ALL, H5S_ALL, H5P_DEFAULT, packed) >= 0);
+    free(packed);
+    H5Tclose(memory);
+    H5Dclose(dataset);
+    tfenc_context_init(&ctx);
+    CU_ASSERT(tfenc_corpus_shards_read(&ctx, path, file, &read) == TFENC_ERR_CONFIG);
+    CU_ASSERT(strstr(ctx.message, "dataset 'corpus_shards', row 1 has a fingerprint that is "
+                                  "not 64 hex digits") != NULL);
+    CU_ASSERT(read.n == 0 && read.shards == NULL);
+    H5Fclose(file);
+
+    /* Older files' text: read alike, checked alike. */
+    char text[400];
+    snprintf(text, sizeof text, "shards/a.jsonl\t10\t%s\t0\t2\nshards/e.jsonl\t30\t%s\t2\t4\n",
+             rows[0].fingerprint, rows[2].fingerprint);
+    tfenc_context_init(&ctx);
+    CU_ASSERT_FATAL(tfenc_corpus_shards_parse(&ctx, path, text, &read) == TFENC_OK);
+    CU_ASSERT(read.n == 2 && read.from_attribute);
+    CU_ASSERT(read.n == 2 && strcmp(read.shards[1].path, "shards/e.jsonl") == 0
+              && read.shards[1].bytes == 30 && read.shards[1].first_document == 2
+              && read.shards[1].documents == 4 && read.shards[1].skipped == 0);
+    tfenc_corpus_shards_free(&read);
+    snprintf(text, sizeof text, "shards/a.jsonl\t10\t%s\t0\t2\nshards/e.jsonl\t30\t%s\t3\t4\n",
+             rows[0].fingerprint, rows[2].fingerprint);
+    CU_ASSERT(tfenc_corpus_shards_parse(&ctx, path, text, &read) == TFENC_ERR_CONFIG);
+    CU_ASSERT(strstr(ctx.message, "attribute 'corpus_shards', row 1 does not begin where the "
+                                  "file before it ends") != NULL);
+}
+
 static int suite_init(void)
 {
     mkdir("tests", 0755);
@@ -878,6 +998,7 @@ static const test_case output_cases[] = {
     {"scattered rows", test_scattered_rows},
     {"errors and abandoned files", test_errors},
     {"resume after a kill", test_resume},
+    {"corpus_shards: any name, known by name, size and fingerprint", test_corpus_shards},
     {"multi-vector rows", test_multivector_pack},
     {NULL, NULL}};
 

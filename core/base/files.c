@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <stdint.h>
 #include <fcntl.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -182,6 +183,25 @@ int tfenc_file_same(const char *a, const char *b)
     return tfenc_file_identity(a, &first) == TFENC_OK &&
            tfenc_file_identity(b, &second) == TFENC_OK && first.device == second.device &&
            first.inode == second.inode;
+}
+
+char *tfenc_file_located_path(const char *path)
+{
+    const char *slash = strrchr(path, '/');
+    char *directory = slash == NULL ? strdup(".")
+                      : slash == path ? strdup("/")
+                                      : strndup(path, (size_t)(slash - path));
+    const char *name = slash != NULL ? slash + 1 : path;
+    char *real = directory != NULL ? realpath(directory, NULL) : NULL;
+    free(directory);
+    if (real == NULL)
+        return strdup(path);
+    size_t size = strlen(real) + strlen(name) + 2;
+    char *located = malloc(size);
+    if (located != NULL)
+        snprintf(located, size, "%s%s%s", real, strcmp(real, "/") == 0 ? "" : "/", name);
+    free(real);
+    return located;
 }
 
 int tfenc_file_free_space(tfenc_context *ctx, const char *what, const char *path, double *bytes)

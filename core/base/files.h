@@ -79,6 +79,15 @@ int tfenc_file_identity(const char *path, tfenc_file_id *id);
  * does not exist: a file about to be created is no other file). */
 int tfenc_file_same(const char *a, const char *b);
 
+/* `path` as an absolute path whose directory is resolved (realpath(3)) and
+ * whose last component is kept as it is: the same string however the path
+ * was spelled (./a, a, dir/../dir/a, through a link to a directory, from
+ * any working directory), while a symbolic link keeps its own name (a
+ * directory of links, such as a download cache, is listed by the links'
+ * names). A directory that cannot be resolved leaves a copy of the path
+ * as it is (the open that follows says why). NULL: out of memory. */
+char *tfenc_file_located_path(const char *path);
+
 /* For a file about to be created at `path`: the bytes free for it on the
  * file system of its directory, or -1 when the directory cannot be examined
  * (missing: the create that follows says why better). Refuses, naming

@@ -1,5 +1,6 @@
 /* `[job] input` expanded to its files: glob(3), readdir(3) or a list file,
- * then sorted with strcmp so the order never depends on the locale. */
+ * then sorted by located path with strcmp so the order never depends on the
+ * locale, the working directory or the spelling. */
 #include "input/sources.h"
 
 #include <dirent.h>
@@ -42,9 +43,85 @@ static int add_path(tfenc_context *ctx, tfenc_sources *s, int *capacity, const c
     return TFENC_OK;
 }
 
-static int compare_paths(const void *a, const void *b)
+/* A file of the list while it is sorted and checked. */
+typedef struct source {
+    char *path, *located;
+    tfenc_file_id id;
+    int identified; /* id is known: the file exists */
+} source;
+
+/* Located path, then the path as named: one order for the corpus, and one
+ * for the message when two names lead to one file. */
+static int compare_located(const void *a, const void *b)
 {
-    return strcmp(*(char *const *)a, *(char *const *)b);
+    const source *x = a, *y = b;
+    int order = strcmp(x->located, y->located);
+    return order != 0 ? order : strcmp(x->path, y->path);
+}
+
+static int compare_identity(const void *a, const void *b)
+{
+    const source *x = *(const source *const *)a, *y = *(const source *const *)b;
+    if (x->id.device != y->id.device)
+        return x->id.device < y->id.device ? -1 : 1;
+    if (x->id.inode != y->id.inode)
+        return x->id.inode < y->id.inode ? -1 : 1;
+    return x < y ? -1 : x > y; /* corpus order: the first named first */
+}
+
+static int named_twice(tfenc_context *ctx, const char *input, int list_file, const source *first,
+                       const source *second)
+{
+    return tfenc_error(ctx, TFENC_ERR_CONFIG, "[job] input %s%s: %s and %s are the same file "
+                       "(one path spelled two ways, or a link): its documents would be encoded "
+                       "twice; name it once", list_file ? "@" : "", input, first->path,
+                       second->path);
+}
+
+/* Sorts the list by located path and refuses a file named twice, by its
+ * located path or by device and inode. */
+static int sort_and_check(tfenc_context *ctx, const char *input, int list_file,
+                          tfenc_sources *s)
+{
+    source *all = calloc((size_t)s->n, sizeof *all);
+    const source **by_identity = calloc((size_t)s->n, sizeof *by_identity);
+    s->located = calloc((size_t)s->n, sizeof *s->located);
+    int status = all == NULL || by_identity == NULL || s->located == NULL
+                     ? tfenc_error(ctx, TFENC_ERR_NO_MEMORY, "[job] input: out of memory")
+                     : TFENC_OK;
+    for (int i = 0; status == TFENC_OK && i < s->n; i++) {
+        all[i].path = s->paths[i];
+        all[i].located = tfenc_file_located_path(s->paths[i]);
+        all[i].identified = tfenc_file_identity(s->paths[i], &all[i].id) == TFENC_OK;
+        if (all[i].located == NULL)
+            status = tfenc_error(ctx, TFENC_ERR_NO_MEMORY, "[job] input: out of memory");
+    }
+    if (status == TFENC_OK) {
+        qsort(all, (size_t)s->n, sizeof *all, compare_located);
+        for (int i = 0; i < s->n; i++) {
+            s->paths[i] = all[i].path;
+            s->located[i] = all[i].located;
+        }
+    } else {
+        for (int i = 0; all != NULL && i < s->n; i++)
+            free(all[i].located);
+    }
+    for (int i = 1; status == TFENC_OK && i < s->n; i++)
+        if (strcmp(all[i - 1].located, all[i].located) == 0)
+            status = named_twice(ctx, input, list_file, &all[i - 1], &all[i]);
+    int n_identified = 0;
+    for (int i = 0; status == TFENC_OK && i < s->n; i++)
+        if (all[i].identified)
+            by_identity[n_identified++] = &all[i];
+    if (status == TFENC_OK)
+        qsort(by_identity, (size_t)n_identified, sizeof *by_identity, compare_identity);
+    for (int i = 1; status == TFENC_OK && i < n_identified; i++)
+        if (by_identity[i - 1]->id.device == by_identity[i]->id.device
+            && by_identity[i - 1]->id.inode == by_identity[i]->id.inode)
+            status = named_twice(ctx, input, list_file, by_identity[i - 1], by_identity[i]);
+    free(by_identity);
+    free(all);
+    return status;
 }
 
 static int expand_glob(tfenc_context *ctx, const char *pattern, tfenc_sources *s, int *capacity)
@@ -125,7 +202,7 @@ static int expand_list(tfenc_context *ctx, const char *list, tfenc_sources *s, i
 int tfenc_sources_expand(tfenc_context *ctx, const char *input, int list_file,
                          tfenc_sources *sources)
 {
-    sources->paths = NULL;
+    sources->paths = sources->located = NULL;
     sources->n = 0;
     int capacity = 0, status;
     struct stat info;
@@ -138,11 +215,7 @@ int tfenc_sources_expand(tfenc_context *ctx, const char *input, int list_file,
     else
         status = add_path(ctx, sources, &capacity, NULL, input, strlen(input));
     if (status == TFENC_OK)
-        qsort(sources->paths, (size_t)sources->n, sizeof *sources->paths, compare_paths);
-    for (int i = 1; status == TFENC_OK && i < sources->n; i++)
-        if (strcmp(sources->paths[i - 1], sources->paths[i]) == 0)
-            status = tfenc_error(ctx, TFENC_ERR_CONFIG, "[job] input %s%s: names %s twice",
-                                 list_file ? "@" : "", input, sources->paths[i]);
+        status = sort_and_check(ctx, input, list_file, sources);
     if (status != TFENC_OK)
         tfenc_sources_free(sources);
     return status;
@@ -150,9 +223,13 @@ int tfenc_sources_expand(tfenc_context *ctx, const char *input, int list_file,
 
 void tfenc_sources_free(tfenc_sources *sources)
 {
-    for (int i = 0; i < sources->n; i++)
+    for (int i = 0; i < sources->n; i++) {
         free(sources->paths[i]);
+        if (sources->located != NULL)
+            free(sources->located[i]);
+    }
     free(sources->paths);
-    sources->paths = NULL;
+    free(sources->located);
+    sources->paths = sources->located = NULL;
     sources->n = 0;
 }

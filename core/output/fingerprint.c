@@ -129,7 +129,10 @@ int tfenc_fingerprint_sources(tfenc_context *ctx, MPI_Comm comm, const char *con
     if (tfenc_sha256_init(&hash) != TFENC_OK)
         return tfenc_error(ctx, TFENC_ERR_NO_MEMORY, "out of memory to fingerprint the corpus");
     for (int i = 0; i < n; i++) {
-        tfenc_sha256_update(&hash, paths[i], strlen(paths[i]) + 1);
+        /* The name without its directory: the corpus is the same however
+         * its directory is reached (core/input/sources.h). */
+        const char *slash = strrchr(paths[i], '/'), *name = slash != NULL ? slash + 1 : paths[i];
+        tfenc_sha256_update(&hash, name, strlen(name) + 1);
         tfenc_sha256_update(&hash, each[i], 64);
     }
     unsigned char digest[32];

@@ -22,8 +22,10 @@ int tfenc_fingerprint_file(tfenc_context *ctx, MPI_Comm comm, const char *path, 
 /* Collective over `comm`: the fingerprint of a corpus of several files
  * (sources): each file's fingerprint as above, hashed whole by one rank
  * (file i on rank i mod n, so many small shards cost one open each), and
- * *hex over the files' paths and fingerprints in order, so a renamed,
- * added, removed or edited file changes it. each[i] gets file i's (64 hex
+ * *hex over the files' names (without their directories) and fingerprints
+ * in order, so a renamed, added, removed or edited file changes it, but not
+ * the directory the corpus is reached through (from another working
+ * directory, through a link, or moved whole). each[i] gets file i's (64 hex
  * digits). One file alone: *hex is tfenc_fingerprint_file()'s, so outputs
  * of single-file jobs resume as before. */
 int tfenc_fingerprint_sources(tfenc_context *ctx, MPI_Comm comm, const char *const *paths, int n,

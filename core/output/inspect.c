@@ -571,6 +571,20 @@ static char *resume_command(const tfenc_inspection *inspection)
     return t.data;
 }
 
+/* The corpus's files: the dataset, or the attribute older files keep;
+ * nothing for files from before either. */
+static int read_corpus_shards(tfenc_context *ctx, const char *path, hid_t file,
+                              tfenc_corpus_shards *table)
+{
+    int status = tfenc_corpus_shards_read(ctx, path, file, table);
+    if (status != TFENC_ERR_NOT_FOUND)
+        return status;
+    char *legacy = read_string(file, "corpus_shards");
+    status = legacy != NULL ? tfenc_corpus_shards_parse(ctx, path, legacy, table) : TFENC_OK;
+    free(legacy);
+    return status;
+}
+
 /* ----------------------------------------------------------------- public */
 
 int tfenc_inspect_output(tfenc_context *ctx, const char *path, tfenc_inspection *inspection)
@@ -684,7 +698,6 @@ int tfenc_inspect_output(tfenc_context *ctx, const char *path, tfenc_inspection 
     /* Optional detail (recorded since the int8 gate): not listed as unknown. */
     inspection->precision_steps = read_string(file, "precision_steps");
     inspection->quantization_source = read_string(file, "quantization_ranges_source");
-    inspection->corpus_shards = read_string(file, "corpus_shards");
     inspection->id2label = read_string(file, "id2label");
     inspection->multivector_mode = read_string(file, "multivector_mode");
     inspection->multivector_marker = read_string(file, "multivector_marker");
@@ -713,6 +726,8 @@ int tfenc_inspect_output(tfenc_context *ctx, const char *path, tfenc_inspection 
                     : check_shapes(ctx, path, file, inspection);
     inspection->has_document_source = H5Lexists(file, "document_source", H5P_DEFAULT) > 0;
     H5Eclear2(H5E_DEFAULT);
+    if (status == TFENC_OK)
+        status = read_corpus_shards(ctx, path, file, &inspection->corpus_shards);
     int64_t first_empty = -1;
     if (status == TFENC_OK)
         status = count_finished(ctx, path, file, rows < 0 ? 0 : rows, inspection, &first_empty);
@@ -753,9 +768,10 @@ void tfenc_inspection_free(tfenc_inspection *inspection)
                         &inspection->multivector_mode, &inspection->multivector_marker,
                         &inspection->multivector_skiplist,
                         &inspection->multivector_query_padding,
-                        &inspection->resume_command, &inspection->corpus_shards};
+                        &inspection->resume_command};
     for (size_t i = 0; i < sizeof strings / sizeof strings[0]; i++) {
         free(*strings[i]);
         *strings[i] = NULL;
     }
+    tfenc_corpus_shards_free(&inspection->corpus_shards);
 }

@@ -26,6 +26,7 @@
 
 #include <stdint.h>
 #include "tfenc/plugin.h"
+#include "output/corpus_shards.h"
 
 typedef struct tfenc_inspection {
     char *path;              /* as given */
@@ -77,11 +78,10 @@ typedef struct tfenc_inspection {
      * per line); NAN and NULL where the file does not record them. */
     double precision_sample_min_cosine;
     char *precision_steps;
-    /* The corpus's files (attribute corpus_shards, output.h): one line each,
-     * "path bytes fingerprint first_document documents skipped"
-     * tab-separated (older files lack skipped); NULL for files written
-     * before it was recorded. */
-    char *corpus_shards;
+    /* The corpus's files (output/corpus_shards.h: the dataset, or an older
+     * file's attribute); none (n = 0) for files written before it was
+     * recorded. */
+    tfenc_corpus_shards corpus_shards;
     int has_document_source; /* each row's file and line (dataset document_source) */
     /* 1 when a job is writing the file now: it holds the output's lock
      * file (ownership.h, taken at any rank count), or, for files written

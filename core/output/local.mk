@@ -1,6 +1,6 @@
 # output: the HDF5 output file, multi-vector rows, the last stage's writer, which window a
-# file holds (ownership), a job's fingerprint, and reading a file back
-# (--status).
+# file holds (ownership), a job's fingerprint, the corpus's table of files, and reading
+# a file back (--status).
 # may use: base job ranks
 core_libtfenc_la_SOURCES += \
 	core/output/output.c core/output/output.h \
@@ -10,4 +10,5 @@ core_libtfenc_la_SOURCES += \
 	core/output/sparse.c core/output/sparse.h \
 	core/output/ownership.c core/output/ownership.h \
 	core/output/fingerprint.c core/output/fingerprint.h \
+	core/output/corpus_shards.c core/output/corpus_shards.h \
 	core/output/inspect.c core/output/inspect.h

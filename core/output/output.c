@@ -19,6 +19,7 @@
 #include "config.h"
 #include "base/context.h"
 #include "base/float16.h"
+#include "output/corpus_shards.h"
 #include "output/quantize.h"
 
 /* About 1 MiB per chunk: large enough for efficient I/O and compression,
@@ -454,8 +455,6 @@ static int write_attributes(tfenc_context *ctx, tfenc_output *out,
     if (status == TFENC_OK)
         status = write_string_attribute(ctx, out, "vocabulary_fingerprint",
                                         options->vocabulary_fingerprint);
-    if (status == TFENC_OK)
-        status = write_string_attribute(ctx, out, "corpus_shards", options->corpus_shards);
     if (status == TFENC_OK) {
         char *plugins = plugins_text(options);
         status = plugins == NULL
@@ -640,6 +639,39 @@ static int write_ranges(tfenc_context *ctx, tfenc_output *out,
         status = write_float_array_attribute(ctx, out, "quantization_max", out->ranges + d, d);
     if (status == TFENC_OK)
         status = write_string_attribute(ctx, out, "quantization_ranges_source", source);
+    return status;
+}
+
+/* The corpus's files (output/corpus_shards.h), as the first writer found
+ * them; the writers make the dataset together, so they agree on the width
+ * of its paths first. Collective. */
+static int write_corpus_shards(tfenc_context *ctx, tfenc_output *out,
+                               const tfenc_corpus_shards *table)
+{
+    if (table == NULL)
+        return TFENC_OK;
+    unsigned long long path_size = tfenc_corpus_shards_path_size(table);
+    if (out->writers != MPI_COMM_NULL
+        && MPI_Allreduce(MPI_IN_PLACE, &path_size, 1, MPI_UNSIGNED_LONG_LONG, MPI_MAX,
+                         out->writers) != MPI_SUCCESS)
+        return tfenc_error(ctx, TFENC_ERR_MPI, "%s: writers could not agree on the width of "
+                           "'corpus_shards'", out->path);
+    hid_t file_type = tfenc_corpus_shards_type(path_size, 0);
+    hid_t memory_type = tfenc_corpus_shards_type(path_size, 1);
+    void *rows = tfenc_corpus_shards_pack(table, path_size);
+    hsize_t n = (hsize_t)table->n;
+    int status = file_type < 0 || memory_type < 0
+                     ? h5_fail(ctx, TFENC_ERR_IO, out->path, "cannot make the type of "
+                               "'corpus_shards'")
+                 : rows == NULL ? tfenc_error(ctx, TFENC_ERR_NO_MEMORY, "%s: out of memory",
+                                              out->path)
+                                : write_small_dataset(ctx, out, "corpus_shards", file_type,
+                                                      memory_type, 1, &n, rows);
+    free(rows);
+    if (file_type >= 0)
+        H5Tclose(file_type);
+    if (memory_type >= 0)
+        H5Tclose(memory_type);
     return status;
 }
 
@@ -873,6 +905,8 @@ int tfenc_output_create(tfenc_context *ctx, MPI_Comm writers, const tfenc_output
         status = write_attributes(ctx, out, options);
     if (status == TFENC_OK)
         status = write_ranges(ctx, out, options);
+    if (status == TFENC_OK)
+        status = write_corpus_shards(ctx, out, options->corpus_shards);
     /* offsets[N] = T belongs to no document: the first writer stores it. */
     int rank = 0;
     if (writers != MPI_COMM_NULL)
@@ -980,6 +1014,12 @@ static char *stored_string(tfenc_output *out, const char *name)
     return copy;
 }
 
+/* What a refusal to resume over changed input advises: resume = false
+ * alone would overwrite the rows already finished. */
+#define KEEP_THE_ROWS "restore it to resume; to run with it as it is now, choose another " \
+    "[job] output, which keeps this file and its finished rows, where resume = false would " \
+    "overwrite them"
+
 /* The plugins' code, by content: a plugin rebuilt with other arithmetic
  * would mix two builds' rows in one file marked complete. */
 static int check_plugins(tfenc_context *ctx, tfenc_output *out, const tfenc_output_options *options)
@@ -1007,103 +1047,97 @@ static int check_plugins(tfenc_context *ctx, tfenc_output *out, const tfenc_outp
             status = tfenc_error(ctx, TFENC_ERR_CONFIG,
                                  "%s: the plugin %s is not the one the run that began this file "
                                  "loaded (its SHA-256 differs from attribute 'plugins_sha256'); "
-                                 "refusing to resume with changed code (restore it, or set [job] "
-                                 "resume = false to start over)",
+                                 "refusing to resume with changed code (" KEEP_THE_ROWS ")",
                                  out->path, options->plugin_paths[changed]);
         else
             status = tfenc_error(ctx, TFENC_ERR_CONFIG,
                                  "%s: was written with other plugins: attribute 'plugins_sha256' "
-                                 "is %s; refusing to resume with changed code (set [job] resume "
-                                 "= false to start over)", out->path, found);
+                                 "is %s; refusing to resume with changed code (choose another "
+                                 "[job] output, which keeps this file and its finished rows, "
+                                 "where resume = false would overwrite them)", out->path, found);
         free(stored);
     }
     free(expected);
     return status;
 }
 
-/* The path of a corpus_shards line (up to its first tab), its length. */
-static size_t shard_path_length(const char *line)
+/* The first row of `table` whose file has the name `name`, or -1. */
+static int find_shard_name(const tfenc_corpus_shards *table, const char *name)
 {
-    return strcspn(line, "\t\n");
+    for (int i = 0; i < table->n; i++)
+        if (strcmp(tfenc_corpus_shard_name(table->shards[i].path), name) == 0)
+            return i;
+    return -1;
 }
 
-/* What identifies a shard in a corpus_shards line: path, bytes and
- * fingerprint, the first three fields (the counts after them follow from
- * the content and the job's settings, and files written before the
- * `skipped` column have one field fewer). */
-static size_t shard_identity_length(const char *line)
+/* A shard is the same file when its name (the last component of its
+ * path), its size and its fingerprint are: the rows depend on its content
+ * and on its name (which may say its format), not on the directory it is
+ * reached through. */
+static int same_shard(const tfenc_corpus_shard *a, const tfenc_corpus_shard *b)
 {
-    size_t length = 0;
-    for (int field = 0; field < 3; field++) {
-        length += strcspn(line + length, "\t\n");
-        if (field < 2 && line[length] == '\t')
-            length++;
-    }
-    return length;
+    return strcmp(tfenc_corpus_shard_name(a->path), tfenc_corpus_shard_name(b->path)) == 0
+           && a->bytes == b->bytes && strcmp(a->fingerprint, b->fingerprint) == 0;
 }
 
-/* A resume over a changed list of shards is refused naming the first shard
- * (in path order) that was added, removed or changed: with thousands of
- * shards, "the corpus changed" alone leaves the user to find which. A
- * corpus of one file before and after is left to the fingerprint. Files
- * written before shards were recorded have no attribute and pass here (the
- * corpus fingerprint still guards them). */
-static int check_corpus_shards(tfenc_context *ctx, tfenc_output *out, const char *wanted)
+/* The file's table of shards: the dataset, or an older file's attribute.
+ * TFENC_ERR_NOT_FOUND (no message) when it has neither. */
+static int read_corpus_shards(tfenc_context *ctx, tfenc_output *out,
+                              tfenc_corpus_shards *table)
 {
-    if (wanted == NULL || H5Aexists(out->file, "corpus_shards") <= 0) {
-        H5Eclear2(H5E_DEFAULT);
-        return TFENC_OK;
+    int status = tfenc_corpus_shards_read(ctx, out->path, out->file, table);
+    if (status != TFENC_ERR_NOT_FOUND)
+        return status;
+    char *legacy = stored_string(out, "corpus_shards");
+    status = legacy != NULL ? tfenc_corpus_shards_parse(ctx, out->path, legacy, table)
+                            : TFENC_ERR_NOT_FOUND;
+    free(legacy);
+    return status;
+}
+
+/* A resume over another list of shards would mix two corpora's rows in one
+ * file: the shards must be the same files (same_shard) in the same order,
+ * wherever they are reached from (another working directory, the job file
+ * named another way, a link to a directory). A refusal names the first
+ * shard, in corpus order, that was added, removed or changed: with
+ * thousands of shards, "the corpus changed" alone leaves the user to find
+ * which. A corpus of one file before and after is left to the corpus
+ * fingerprint, and so are files written before shards were recorded (no
+ * table). *compared: the table was compared, which the corpus fingerprint
+ * (over the same names and fingerprints, or in older files over the paths
+ * as they were spelled) need not repeat. */
+static int check_corpus_shards(tfenc_context *ctx, tfenc_output *out,
+                               const tfenc_corpus_shards *wanted, int *compared)
+{
+    *compared = 0;
+    tfenc_corpus_shards stored = {0};
+    int status = wanted != NULL ? read_corpus_shards(ctx, out, &stored) : TFENC_ERR_NOT_FOUND;
+    if (status != TFENC_OK || stored.n == 0 || (stored.n == 1 && wanted->n == 1)) {
+        tfenc_corpus_shards_free(&stored);
+        return status == TFENC_ERR_NOT_FOUND ? TFENC_OK : status;
     }
-    hid_t attribute = H5Aopen(out->file, "corpus_shards", H5P_DEFAULT);
-    hid_t type = H5Tcopy(H5T_C_S1);
-    char *stored = NULL;
-    int read = attribute >= 0 && type >= 0 && H5Tset_size(type, H5T_VARIABLE) >= 0
-               && H5Tset_cset(type, H5T_CSET_UTF8) >= 0 && H5Aread(attribute, type, &stored) >= 0;
-    int status = TFENC_OK;
-    if (!read)
-        status = h5_fail(ctx, TFENC_ERR_IO, out->path, "cannot read attribute 'corpus_shards'");
-    const char *a = stored != NULL ? stored : "", *b = wanted;
-    /* A corpus of one file on both sides: "the corpus" says it all (below). */
-    int one_file = strchr(a, '\n') == a + strcspn(a, "\n") && a[strcspn(a, "\n") + 1] == '\0'
-                   && b[strcspn(b, "\n")] == '\n' && b[strcspn(b, "\n") + 1] == '\0';
-    while (status == TFENC_OK && !one_file && (*a != '\0' || *b != '\0')) {
-        size_t la = strcspn(a, "\n"), lb = strcspn(b, "\n");
-        size_t pa = shard_path_length(a), pb = shard_path_length(b);
-        int order = *a == '\0' ? 1 : *b == '\0' ? -1 : strncmp(a, b, pa < pb ? pa : pb);
-        if (order == 0 && pa != pb)
-            order = pa < pb ? -1 : 1;
-        const char *what = NULL, *path = NULL;
-        size_t path_length = 0;
-        if (order < 0) {
-            what = "was read by the run that began this file and is no longer in the corpus";
-            path = a, path_length = pa;
-        } else if (order > 0) {
-            what = "was not in the corpus of the run that began this file";
-            path = b, path_length = pb;
-        } else if (shard_identity_length(a) != shard_identity_length(b)
-                   || memcmp(a, b, shard_identity_length(a)) != 0) {
+    *compared = 1;
+    const int n = stored.n > wanted->n ? stored.n : wanted->n;
+    for (int i = 0; status == TFENC_OK && i < n; i++) {
+        const tfenc_corpus_shard *was = i < stored.n ? &stored.shards[i] : NULL;
+        const tfenc_corpus_shard *is = i < wanted->n ? &wanted->shards[i] : NULL;
+        if (was != NULL && is != NULL && same_shard(was, is))
+            continue;
+        const char *what = "is not where the run that began this file read it (the shards are "
+                           "in another order, or one of the same name was added or removed)";
+        const tfenc_corpus_shard *named = is != NULL ? is : was;
+        if (was != NULL && is != NULL
+            && strcmp(tfenc_corpus_shard_name(was->path), tfenc_corpus_shard_name(is->path)) == 0)
             what = "changed since the run that began this file read it";
-            path = a, path_length = pa;
-        }
-        if (what != NULL) {
-            status = tfenc_error(ctx, TFENC_ERR_CONFIG, "%s: shard %.*s %s; refusing to resume "
-                                 "with changed input (restore it, or set [job] resume = false "
-                                 "to start over)", out->path, (int)path_length, path, what);
-            break;
-        }
-        a += la + (a[la] == '\n');
-        b += lb + (b[lb] == '\n');
+        else if (was != NULL && find_shard_name(wanted, tfenc_corpus_shard_name(was->path)) < 0)
+            what = "was read by the run that began this file and is no longer in the corpus",
+            named = was;
+        else if (is != NULL && find_shard_name(&stored, tfenc_corpus_shard_name(is->path)) < 0)
+            what = "was not in the corpus of the run that began this file";
+        status = tfenc_error(ctx, TFENC_ERR_CONFIG, "%s: shard %s %s; refusing to resume with "
+                             "changed input (" KEEP_THE_ROWS ")", out->path, named->path, what);
     }
-    if (stored != NULL) {
-        hid_t space = H5Screate(H5S_SCALAR);
-        H5Dvlen_reclaim(type, space, H5P_DEFAULT, &stored);
-        H5Sclose(space);
-    }
-    if (type >= 0)
-        H5Tclose(type);
-    if (attribute >= 0)
-        H5Aclose(attribute);
-    H5Eclear2(H5E_DEFAULT);
+    tfenc_corpus_shards_free(&stored);
     return status;
 }
 
@@ -1176,21 +1210,24 @@ static int check_identity(tfenc_context *ctx, tfenc_output *out,
                                  "it, choose another output, or set [job] resume = false to "
                                  "overwrite it)", out->path,
                                  strings[i].name, found);
+    int shards_compared = 0;
     if (status == TFENC_OK)
-        status = check_corpus_shards(ctx, out, options->corpus_shards);
+        status = check_corpus_shards(ctx, out, options->corpus_shards, &shards_compared);
     /* The inputs, by content: an edited or swapped corpus of the same size
      * would otherwise mix two corpora's rows in one file. */
-    const struct { const char *name, *what, *path, *expected; } inputs[] = {
-        {"corpus_fingerprint", "the corpus", options->corpus_path, options->corpus_fingerprint},
+    const struct { const char *name, *what, *path, *expected; int wanted; } inputs[] = {
+        {"corpus_fingerprint", "the corpus", options->corpus_path, options->corpus_fingerprint,
+         !shards_compared},
         {"vocabulary_fingerprint", "the vocabulary", options->vocabulary_path,
-         options->vocabulary_fingerprint}};
+         options->vocabulary_fingerprint, 1}};
     for (size_t i = 0; status == TFENC_OK && i < sizeof inputs / sizeof inputs[0]; i++)
-        if (!same_string_attribute(out, inputs[i].name, inputs[i].expected, found, sizeof found))
+        if (inputs[i].wanted
+            && !same_string_attribute(out, inputs[i].name, inputs[i].expected, found,
+                                      sizeof found))
             status = tfenc_error(ctx, TFENC_ERR_CONFIG,
                                  "%s: %s %s is not the one the run that began this file read "
                                  "(attribute '%s' is %s); refusing to resume with changed "
-                                 "input (restore it, or set [job] resume = false to start "
-                                 "over)",
+                                 "input (" KEEP_THE_ROWS ")",
                                  out->path, inputs[i].what,
                                  inputs[i].path != NULL ? inputs[i].path : "(none)",
                                  inputs[i].name, found);

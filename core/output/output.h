@@ -30,6 +30,8 @@
  *                                file each row was read from (its index in
  *                                corpus_shards) and its 1-based line there
  *                                (Parquet: its 0-based row)
+ *   corpus_shards [n] {path, bytes, fingerprint, first_document, documents, skipped}
+ *                                the corpus's files (output/corpus_shards.h)
  * float datasets are float32, float16 (IEEE half, numpy.float16 in h5py) or
  * bfloat16 (docs/weights.md's layout), chunked about 1 MiB per chunk.
  * Pooled rows may instead be compact (output/quantize.h): embeddings int8 or
@@ -67,6 +69,7 @@
 #include <stdint.h>
 #include <mpi.h>
 #include "tfenc/plugin.h"
+#include "output/corpus_shards.h"
 
 /* AUTO is a job's choice (whatever the model gives), never a file's kind. */
 typedef enum tfenc_output_kind {
@@ -147,13 +150,13 @@ typedef struct tfenc_output_options {
     const char *const *plugin_paths;
     const char *const *plugin_sha256;
     int n_plugins;
-    /* The corpus's files, one line each in order, tab-separated: path as
-     * given, bytes on disk, fingerprint, first document, documents,
-     * records left out (null_text = skip); document_source traces each
-     * row to its file and line.
-     * Stored as `corpus_shards`; a resume whose list differs is refused
-     * naming the first file added, removed or changed. NULL stores "". */
-    const char *corpus_shards;
+    /* The corpus's files in order (output/corpus_shards.h), which
+     * document_source traces each row to. Stored as the dataset
+     * `corpus_shards`, the first writer's (the others' may reach the files
+     * through other directories); a resume is refused naming the first
+     * file added, removed or changed, each file known by its name, size and
+     * fingerprint wherever its directory is reached from. NULL stores none. */
+    const tfenc_corpus_shards *corpus_shards;
     const char *layout;      /* e.g. "ranks=4 data_parallel=2 pipeline_stages=2" */
     /* How this run was started, so that tfenc-batch --status can print the
      * command that resumes an unfinished file (core/output/inspect.h): the job file

@@ -67,20 +67,7 @@ static char *canonical_path(const char *path)
     }
     if (current == NULL)
         return NULL;
-    const char *slash = strrchr(current, '/');
-    char *directory = slash == NULL ? strdup(".")
-                      : slash == current ? strdup("/")
-                                         : strndup(current, (size_t)(slash - current));
-    const char *name = slash != NULL ? slash + 1 : current;
-    char *real = directory != NULL ? realpath(directory, NULL) : NULL;
-    free(directory);
-    if (real == NULL)
-        return current;
-    size_t size = strlen(real) + strlen(name) + 2;
-    char *resolved = malloc(size);
-    if (resolved != NULL)
-        snprintf(resolved, size, "%s%s%s", real, strcmp(real, "/") == 0 ? "" : "/", name);
-    free(real);
+    char *resolved = tfenc_file_located_path(current);
     free(current);
     return resolved;
 }

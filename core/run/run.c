@@ -1312,11 +1312,12 @@ static int needs_document_source(const run *r)
 }
 
 /* The corpus's fingerprint over all its files, and the table of them the
- * output keeps (output.h: corpus_shards), from the counting pass's
- * documents per file. Collective; *table is malloc'ed. */
-static int fingerprint_corpus(run *r, char hex[65], char **table)
+ * output keeps (output/corpus_shards.h) with their located paths, from the
+ * counting pass's documents per file. Collective; free the table with
+ * tfenc_corpus_shards_free. */
+static int fingerprint_corpus(run *r, char hex[65], tfenc_corpus_shards *table)
 {
-    *table = NULL;
+    memset(table, 0, sizeof *table);
     const tfenc_sources *sources = &r->settings.sources;
     char (*each)[65] = calloc((size_t)sources->n, sizeof *each);
     if (each == NULL)
@@ -1325,33 +1326,31 @@ static int fingerprint_corpus(run *r, char hex[65], char **table)
     int status = tfenc_fingerprint_sources(r->ctx, MPI_COMM_WORLD,
                                            (const char *const *)sources->paths, sources->n, hex,
                                            each);
-    size_t size = 1;
-    for (int i = 0; status == TFENC_OK && i < sources->n; i++)
-        size += strlen(sources->paths[i]) + 65 + 4 * 24;
-    char *text = status == TFENC_OK ? malloc(size) : NULL;
-    if (status == TFENC_OK && text == NULL)
+    table->shards = status == TFENC_OK ? calloc((size_t)sources->n, sizeof *table->shards) : NULL;
+    if (status == TFENC_OK && table->shards == NULL)
         status = tfenc_error(r->ctx, TFENC_ERR_NO_MEMORY, "out of memory for the shard list");
-    size_t used = 0;
     int64_t first = 0;
     for (int i = 0; status == TFENC_OK && i < sources->n; i++) {
+        tfenc_corpus_shard *shard = &table->shards[i];
+        if ((shard->path = strdup(sources->located[i])) == NULL) {
+            status = tfenc_error(r->ctx, TFENC_ERR_NO_MEMORY, "out of memory for the shard list");
+            break;
+        }
+        table->n++;
         struct stat info;
-        long long bytes = stat(sources->paths[i], &info) == 0 ? (long long)info.st_size : -1;
-        int64_t documents = r->windows.source_documents != NULL && i < r->windows.n_sources
-                                ? r->windows.source_documents[i] : -1;
-        int64_t skipped = r->windows.source_skipped != NULL && i < r->windows.n_sources
-                              ? r->windows.source_skipped[i] : 0;
-        used += (size_t)snprintf(text + used, size - used, "%s\t%lld\t%s\t%lld\t%lld\t%lld\n",
-                                 sources->paths[i], bytes, each[i], (long long)first,
-                                 (long long)documents, (long long)skipped);
-        first += documents;
+        shard->bytes = stat(sources->paths[i], &info) == 0 ? (int64_t)info.st_size : -1;
+        memcpy(shard->fingerprint, each[i], sizeof shard->fingerprint);
+        shard->first_document = first;
+        shard->documents = r->windows.source_documents != NULL && i < r->windows.n_sources
+                               ? r->windows.source_documents[i] : -1;
+        shard->skipped = r->windows.source_skipped != NULL && i < r->windows.n_sources
+                             ? r->windows.source_skipped[i] : 0;
+        first += shard->documents > 0 ? shard->documents : 0;
     }
     free(each);
-    if (status != TFENC_OK) {
-        free(text);
-        return status;
-    }
-    *table = text;
-    return TFENC_OK;
+    if (status != TFENC_OK)
+        tfenc_corpus_shards_free(table);
+    return status;
 }
 
 /* Before the output is touched: it must not be one of the job's inputs
@@ -1445,13 +1444,13 @@ static int open_output(run *r)
     if (agree_on_failure(r, status))
         return 1;
     MPI_Bcast(weights_sha256, sizeof weights_sha256, MPI_CHAR, 0, MPI_COMM_WORLD);
-    char *corpus_shards = NULL;
+    tfenc_corpus_shards corpus_shards;
     if (agree_on_failure(r, fingerprint_corpus(r, corpus_fingerprint, &corpus_shards)))
         return 1;
     if (r->settings.vocabulary != NULL &&
         agree_on_failure(r, tfenc_fingerprint_file(r->ctx, MPI_COMM_WORLD, r->settings.vocabulary,
                                                    vocabulary_fingerprint))) {
-        free(corpus_shards);
+        tfenc_corpus_shards_free(&corpus_shards);
         return 1;
     }
     const tfenc_layout *l = &r->layout;
@@ -1494,7 +1493,7 @@ static int open_output(run *r)
             .max_id_length = r->windows.max_id_length, .job_text = provenance,
             .job_settings = identity, .weights_sha256 = weights_sha256,
             .corpus_path = r->settings.input, .corpus_fingerprint = corpus_fingerprint,
-            .corpus_shards = corpus_shards,
+            .corpus_shards = &corpus_shards,
             .vocabulary_path = r->settings.vocabulary,
             .vocabulary_fingerprint = r->settings.vocabulary != NULL ? vocabulary_fingerprint
                                                                      : NULL,
@@ -1542,7 +1541,7 @@ static int open_output(run *r)
     free(provenance);
     free(plugins.paths);
     free(plugins.sha256);
-    free(corpus_shards);
+    tfenc_corpus_shards_free(&corpus_shards);
     /* HDF5 cannot always shut down after a failed write to a new file. */
     if (status == TFENC_ERR_IO)
         r->result->skip_finalize = 1;

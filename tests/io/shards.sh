@@ -76,14 +76,15 @@ fi
 if "$python" - "$work/dir-2.h5" <<'PY'
 import sys, h5py
 with h5py.File(sys.argv[1], "r") as f:
-    table = f.attrs["corpus_shards"]
-    table = table.decode() if isinstance(table, bytes) else table
-rows = [line.split("\t") for line in table.splitlines()]
-assert [r[0] for r in rows] == sorted(r[0] for r in rows), rows
-assert rows[0][0].endswith("part-00.jsonl") and rows[0][3:] == ["0", "1", "0"], rows[0]
-assert rows[1][0].endswith("part-01.jsonl.gz") and rows[1][3] == "1", rows[1]
-assert rows[-1][0].endswith("part-07.jsonl") and rows[-1][4] == "0", rows[-1]
-assert sum(int(r[4]) for r in rows) == 1000, rows
+    rows = f["corpus_shards"][()]
+paths = [p.decode() for p in rows["path"]]
+assert paths == sorted(paths) and all(p.startswith("/") for p in paths), paths
+first = rows[0]
+assert paths[0].endswith("/shards/part-00.jsonl"), paths[0]
+assert (first["first_document"], first["documents"], first["skipped"]) == (0, 1, 0), first
+assert paths[1].endswith("part-01.jsonl.gz") and rows[1]["first_document"] == 1, rows[1]
+assert paths[-1].endswith("part-07.jsonl") and rows[-1]["documents"] == 0, rows[-1]
+assert rows["documents"].sum() == 1000, rows
 PY
 then
   echo "shards: ok   the output lists the 8 shards with their documents"
@@ -94,12 +95,10 @@ fi
 # line of that file (decompressed by Python, or by the zstd program) is the
 # row's id.
 if result=$("$python" - "$work/dir-2.h5" "$work" <<'PY'
-import gzip, json, lzma, os, subprocess, sys, h5py
+import gzip, json, lzma, subprocess, sys, h5py
 with h5py.File(sys.argv[1], "r") as f:
-    table = f.attrs["corpus_shards"]
-    table = table.decode() if isinstance(table, bytes) else table
+    paths = [p.decode() for p in f["corpus_shards"]["path"]]
     source, ids = f["document_source"][()], f["ids"][()]
-paths = [os.path.join(sys.argv[2], line.split("\t")[0]) for line in table.splitlines()]
 def lines(path):
     data = open(path, "rb").read()
     if path.endswith(".gz"):
