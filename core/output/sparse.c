@@ -37,6 +37,7 @@ int tfenc_sparse_rows_create(tfenc_context *ctx, int width, long top_k, double t
     if (rows == NULL)
         return tfenc_error(ctx, TFENC_ERR_NO_MEMORY, "out of memory");
     rows->width = width;
+    rows->nonfinite_sequence = -1;
     rows->top_k = top_k;
     rows->threshold = threshold;
     rows->scratch = malloc((size_t)width * sizeof *rows->scratch);
@@ -59,6 +60,7 @@ int tfenc_sparse_rows_begin(tfenc_context *ctx, tfenc_sparse_rows *rows, int n_s
     }
     rows->n_seq = n_seq;
     rows->n_rows = 0;
+    rows->nonfinite_sequence = -1;
     rows->row_start[0] = 0;
     return TFENC_OK;
 }
@@ -111,6 +113,21 @@ int tfenc_sparse_rows_sink(void *user, tfenc_context *ctx, int sequence, int n,
             return tfenc_error(ctx, TFENC_ERR_INTERNAL, "sparse row %d: column %d at position "
                                "%d is outside 0..%d or not ascending", sequence, indices[j], j,
                                rows->width - 1);
+        /* As the host checks dense rows (model.c): a NaN would pass no
+         * threshold and vanish, an infinity would be written. */
+        if (!isfinite(values[j])) {
+            /* Worded as the dense check words it ("LAYER made ..."), so
+             * the layer's name leads instead of the context's prefix. */
+            const char *scope = ctx->scope;
+            tfenc_context_set_scope(ctx, NULL);
+            int status = tfenc_error(ctx, TFENC_ERR_WEIGHTS, "%s made a non-finite sparse value "
+                                     "(%s at column %d): the weights or the input overflow "
+                                     "float32", scope != NULL ? scope : "the sparse head",
+                                     isnan(values[j]) ? "NaN" : "infinity", indices[j]);
+            tfenc_context_set_scope(ctx, scope);
+            rows->nonfinite_sequence = sequence;
+            return status;
+        }
         if (values[j] > rows->threshold)
             rows->scratch[kept++] = (sparse_entry){indices[j], values[j]};
     }
@@ -130,6 +147,11 @@ int tfenc_sparse_rows_sink(void *user, tfenc_context *ctx, int sequence, int n,
     rows->row_start[sequence + 1] = start + kept;
     rows->n_rows++;
     return TFENC_OK;
+}
+
+int tfenc_sparse_rows_nonfinite_sequence(const tfenc_sparse_rows *rows)
+{
+    return rows->nonfinite_sequence;
 }
 
 void tfenc_sparse_rows_destroy(tfenc_sparse_rows *rows)

@@ -55,6 +55,7 @@ typedef struct tfenc_sparse_rows {
     int64_t capacity;   /* entries indices and values hold */
     int64_t row_capacity;
     struct sparse_entry *scratch; /* [width] for choosing the top k */
+    int nonfinite_sequence; /* the row refused for a NaN or an infinity, or -1 */
 } tfenc_sparse_rows;
 
 /* top_k 0 keeps every value above the threshold; a top_k larger than the
@@ -64,10 +65,14 @@ int tfenc_sparse_rows_create(tfenc_context *ctx, int width, long top_k, double t
 /* Empties it for a microbatch of n_seq sequences. */
 int tfenc_sparse_rows_begin(tfenc_context *ctx, tfenc_sparse_rows *rows, int n_seq);
 /* The context's sink (tfenc_context_set_sparse_sink, user = the rows):
- * checks the row (sequence in order, indices ascending inside the width)
- * and keeps what the top-k and threshold keep. */
+ * checks the row (sequence in order, indices ascending inside the width,
+ * values finite, as the host checks dense rows) and keeps what the top-k
+ * and threshold keep. */
 int tfenc_sparse_rows_sink(void *user, tfenc_context *ctx, int sequence, int n,
                            const int32_t *indices, const float *values);
+/* The sequence of this microbatch whose row held a NaN or an infinity
+ * (the sink refused it), or -1: the run names its document. */
+int tfenc_sparse_rows_nonfinite_sequence(const tfenc_sparse_rows *rows);
 void tfenc_sparse_rows_destroy(tfenc_sparse_rows *rows);
 
 /* ---------------------------------------------------- the writer's log */

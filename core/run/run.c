@@ -1687,6 +1687,8 @@ static void report_progress(run *r, const tfenc_rank_work *work, double start, d
 static int name_document(run *r, const tfenc_microbatch *m, int status)
 {
     int sequence = tfenc_model_nonfinite_sequence(r->model);
+    if (sequence < 0 && r->sparse_rows != NULL)
+        sequence = tfenc_sparse_rows_nonfinite_sequence(r->sparse_rows);
     if (sequence < 0 || sequence >= m->batch.n_seq)
         return status;
     char message[TFENC_MESSAGE_MAX];
