@@ -3,11 +3,14 @@
  * the file back and removes the lock file, a lock file that is a symbolic
  * link or someone else's file is never written through; and an output is
  * never an input under another name (symbolic or hard link), nor a
- * directory. */
+ * directory; the files kept beside an output (its lock file, its sparse
+ * rows' logs) are the output's: never another job's output, whatever
+ * their name, and never an input. */
 #include "base/context.h"
 #include "harness/checks.h"
 #include "harness/cunit_main.h"
 #include "output/ownership.h"
+#include "output/sparse.h"
 
 #include <CUnit/CUnit.h>
 #include <stdio.h>
@@ -188,10 +191,58 @@ static void test_output_is_never_an_input(void)
     CU_ASSERT(contains(tfenc_context_message(&ctx), "the output must be a new or a regular file"));
 }
 
+/* Records the first sparse log found. */
+static int first_log(const char *path, void *user)
+{
+    snprintf(user, 1024, "%s", path);
+    return 1;
+}
+
+static void test_side_files_are_the_output_s(void)
+{
+    /* A lock file, taken by a job writing other.h5, as another output. */
+    tfenc_context_init(&ctx);
+    tfenc_output_lock *lock = NULL;
+    CU_ASSERT_EQUAL_FATAL(tfenc_output_lock_take(&ctx, in_work("other.h5"), &lock), TFENC_OK);
+    CU_ASSERT_EQUAL(tfenc_output_check_not_input(&ctx, in_work("other.h5.lock"), NULL, 0),
+                    TFENC_ERR_CONFIG);
+    CU_ASSERT(contains(tfenc_context_message(&ctx), "is the lock file of an output"));
+    tfenc_output_lock_release(lock);
+
+    /* A sparse rows' log, under its name and under another (a hard link). */
+    tfenc_context_init(&ctx);
+    tfenc_sparse_settings settings = {.path = in_work("sparse.h5"), .n_documents = 3,
+                                      .width = 10};
+    tfenc_sparse_log *log = NULL;
+    CU_ASSERT_EQUAL_FATAL(tfenc_sparse_log_open(&ctx, &settings, MPI_COMM_NULL, 0, &log),
+                          TFENC_OK);
+    char log_path[1024] = "", innocent[1024];
+    CU_ASSERT_EQUAL(tfenc_sparse_each_log(in_work("sparse.h5"), first_log, log_path), 1);
+    snprintf(innocent, sizeof innocent, "%s", in_work("innocent.h5"));
+    CU_ASSERT_EQUAL_FATAL(link(log_path, innocent), 0);
+    const char *const outputs[] = {log_path, innocent};
+    for (int i = 0; i < 2; i++) {
+        tfenc_context_init(&ctx);
+        CU_ASSERT_EQUAL(tfenc_output_check_not_input(&ctx, outputs[i], NULL, 0),
+                        TFENC_ERR_CONFIG);
+        CU_ASSERT(contains(tfenc_context_message(&ctx), "is the sparse rows' log of an output"));
+    }
+
+    /* The output's own log as an input: a new job would remove it. */
+    tfenc_context_init(&ctx);
+    tfenc_input_file corpus[1] = {{"the corpus", innocent}};
+    CU_ASSERT_EQUAL(tfenc_output_check_not_input(&ctx, in_work("sparse.h5"), corpus, 1),
+                    TFENC_ERR_CONFIG);
+    CU_ASSERT(contains(tfenc_context_message(&ctx), "its sparse rows' log"));
+    CU_ASSERT(contains(tfenc_context_message(&ctx), "is the same file as the corpus"));
+    tfenc_sparse_log_close(log);
+}
+
 static const test_case ownership_cases[] = {
     {"one holder at a time", test_one_holder_at_a_time},
     {"lock files never written through", test_lock_file_never_written_through},
     {"an output is never an input", test_output_is_never_an_input},
+    {"side files belong to their output", test_side_files_are_the_output_s},
     {NULL, NULL}};
 
 const test_suite test_suites[] = {

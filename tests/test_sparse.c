@@ -2,13 +2,15 @@
  * through the context's sink is kept as it came, cut to the values above
  * the threshold and to the k largest (the smaller column first among equal
  * values), in column order; a row out of turn, a column outside the width
- * or out of order is refused as the layer's bug, naming the row. The logs
+ * or out of order is refused as the layer's bug, naming the row; a NaN or
+ * an infinity as the dense rows' check refuses it, naming the layer. The logs
  * and the CSR the finished job writes are tests/sparse/sparse.sh's. */
 #include "base/context.h"
 #include "harness/cunit_main.h"
 #include "output/sparse.h"
 
 #include <CUnit/CUnit.h>
+#include <math.h>
 #include <string.h>
 
 static tfenc_context ctx;
@@ -83,10 +85,43 @@ static void test_bad_rows_refused(void)
     CU_ASSERT_EQUAL(tfenc_sparse_row(&ctx, 5, 2, unordered, values), TFENC_OK);
 }
 
+static void test_nonfinite_values_refused(void)
+{
+    const int32_t columns[] = {2, 5};
+    const float sound[] = {1.0f, 2.0f}, infinite[] = {1.0f, INFINITY},
+                not_a_number[] = {NAN, 1.0f}, negative[] = {-INFINITY, 1.0f};
+    const float *const bad[] = {infinite, not_a_number, negative};
+    const char *const named[] = {"infinity at column 5", "NaN at column 2",
+                                 "infinity at column 2"};
+    for (int k = 0; k < 3; k++) {
+        tfenc_sparse_rows *rows = make_rows(8, 0, 0.0, 3);
+        CU_ASSERT_EQUAL(tfenc_sparse_row(&ctx, 0, 2, columns, sound), TFENC_OK);
+        CU_ASSERT_EQUAL(tfenc_sparse_rows_nonfinite_sequence(rows), -1);
+        CU_ASSERT_EQUAL(tfenc_sparse_row(&ctx, 1, 2, columns, bad[k]), TFENC_ERR_WEIGHTS);
+        CU_ASSERT_EQUAL(tfenc_sparse_rows_nonfinite_sequence(rows), 1);
+        CU_ASSERT_PTR_NOT_NULL(strstr(tfenc_context_message(&ctx), named[k]));
+        /* The next microbatch starts clean. */
+        CU_ASSERT_EQUAL(tfenc_sparse_rows_begin(&ctx, rows, 1), TFENC_OK);
+        CU_ASSERT_EQUAL(tfenc_sparse_rows_nonfinite_sequence(rows), -1);
+        tfenc_sparse_rows_destroy(rows);
+    }
+    /* Inside a layer's forward the layer leads, as in the dense check's
+     * "LAYER made a non-finite value". */
+    tfenc_sparse_rows *rows = make_rows(8, 0, 0.0, 1);
+    tfenc_context_set_scope(&ctx, "layer head (splade)");
+    CU_ASSERT_EQUAL(tfenc_sparse_row(&ctx, 0, 2, columns, infinite), TFENC_ERR_WEIGHTS);
+    tfenc_context_set_scope(&ctx, NULL);
+    const char *expected = "layer head (splade) made a non-finite sparse value (infinity at "
+                           "column 5): the weights or the input overflow float32";
+    CU_ASSERT_STRING_EQUAL(tfenc_context_message(&ctx), expected);
+    tfenc_sparse_rows_destroy(rows);
+}
+
 static const test_case sparse_cases[] = {
     {"rows kept as handed over", test_rows_kept_as_given},
     {"the top k above the threshold", test_top_k_and_threshold},
     {"rows out of turn or order refused", test_bad_rows_refused},
+    {"NaN and infinities refused", test_nonfinite_values_refused},
     {NULL, NULL}};
 
 const test_suite test_suites[] = {

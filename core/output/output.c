@@ -1890,13 +1890,14 @@ int tfenc_output_finish(tfenc_context *ctx, tfenc_output *out)
     return status;
 }
 
-void tfenc_output_close(tfenc_output *out)
+int tfenc_output_close(tfenc_output *out)
 {
     if (out == NULL)
-        return;
-    close_handles(out);
+        return 0;
+    int failed = close_handles(out);
     H5Eclear2(H5E_DEFAULT);
     free_output(out);
+    return failed;
 }
 
 int64_t tfenc_output_hdf5_file(const tfenc_output *out)

@@ -294,8 +294,10 @@ int tfenc_output_finish(tfenc_context *ctx, tfenc_output *out);
 
 /* Closes without marking the file complete, for error paths; frees `out`.
  * Collective in parallel like every HDF5 file close: a driver that is about
- * to MPI_Abort should skip it. NULL is allowed. */
-void tfenc_output_close(tfenc_output *out);
+ * to MPI_Abort should skip it. NULL is allowed. Non-zero when HDF5 failed
+ * to close the file (a full disk), which can leave it unable to shut down
+ * (tfenc_run_result's skip_finalize). */
+int tfenc_output_close(tfenc_output *out);
 
 /* For output/sparse.c, which adds its datasets at the end: the open file
  * and the dataset transfer properties (hid_t values, so that this header

@@ -2,6 +2,7 @@
 #include "output/ownership.h"
 
 #include "base/files.h"
+#include "output/sparse.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -295,28 +296,87 @@ void tfenc_output_lock_release(tfenc_output_lock *lock)
     free(lock);
 }
 
+/* What the file at `path` is to another output, when it is one of the
+ * files tfenc-batch keeps beside an output (its lock file, a sparse rows'
+ * log), else NULL: whatever its name, a job must not take it as its output. */
+static const char *side_file_kind(const char *path)
+{
+    if (tfenc_sparse_is_log(path))
+        return "the sparse rows' log of an output (kept beside it until its job completes, "
+               "also for a resume)";
+    struct stat file;
+    char header[sizeof LOCK_HEADER] = "";
+    int fd = stat(path, &file) == 0 && S_ISREG(file.st_mode)
+                 ? open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK)
+                 : -1;
+    int is_lock = fd >= 0 && pread(fd, header, strlen(LOCK_HEADER), 0) ==
+                                 (ssize_t)strlen(LOCK_HEADER) &&
+                  memcmp(header, LOCK_HEADER, strlen(LOCK_HEADER)) == 0;
+    if (fd >= 0)
+        close(fd);
+    return is_lock ? "the lock file of an output (held while its job runs)" : NULL;
+}
+
+/* The files that belong to an output besides itself, for the comparison
+ * with the inputs: its lock file, then its sparse rows' logs. */
+typedef struct side_files {
+    char **paths;
+    int n;
+    int out_of_memory;
+} side_files;
+
+static int add_side_file(const char *path, void *user)
+{
+    side_files *files = user;
+    char **grown = realloc(files->paths, ((size_t)files->n + 1) * sizeof *grown);
+    if (grown != NULL)
+        files->paths = grown;
+    if (grown == NULL || (files->paths[files->n] = strdup(path)) == NULL) {
+        files->out_of_memory = 1;
+        return -1;
+    }
+    files->n++;
+    return 0;
+}
+
 int tfenc_output_check_not_input(tfenc_context *ctx, const char *output_path,
                                  const tfenc_input_file *inputs, int n_inputs)
 {
+    side_files sides = {NULL, 0, 0};
     char *lock = lock_path(output_path);
-    if (lock == NULL)
-        return tfenc_error(ctx, TFENC_ERR_NO_MEMORY, "out of memory");
-    const char *candidates[2] = {output_path, lock};
-    int status = TFENC_OK;
+    int status = lock == NULL || add_side_file(lock, &sides) != 0
+                     ? tfenc_error(ctx, TFENC_ERR_NO_MEMORY, "out of memory")
+                     : TFENC_OK;
+    free(lock);
     struct stat target;
+    const char *side_kind = NULL;
     /* Writing HDF5 into a device, a FIFO or a directory is never meant. */
-    if (stat(output_path, &target) == 0 && !S_ISREG(target.st_mode))
+    if (status == TFENC_OK && stat(output_path, &target) == 0 && !S_ISREG(target.st_mode))
         status = tfenc_error(ctx, TFENC_ERR_CONFIG,
                              "%s: exists and %s; the output must be a new or a regular file",
                              output_path, tfenc_file_kind(target.st_mode));
-    for (int c = 0; c < 2 && status == TFENC_OK; c++)
+    else if (status == TFENC_OK && (side_kind = side_file_kind(output_path)) != NULL)
+        status = tfenc_error(ctx, TFENC_ERR_CONFIG, "%s: is %s; refusing to overwrite it: "
+                             "choose another output", output_path, side_kind);
+    /* A missing directory lists nothing: the create says why later. */
+    if (status == TFENC_OK)
+        tfenc_sparse_each_log(output_path, add_side_file, &sides);
+    if (sides.out_of_memory)
+        status = tfenc_error(ctx, TFENC_ERR_NO_MEMORY, "out of memory");
+    for (int c = -1; c < sides.n && status == TFENC_OK; c++) {
+        const char *candidate = c < 0 ? output_path : sides.paths[c];
         for (int i = 0; i < n_inputs && status == TFENC_OK; i++)
-            if (inputs[i].path != NULL && tfenc_file_same(candidates[c], inputs[i].path))
+            if (inputs[i].path != NULL && tfenc_file_same(candidate, inputs[i].path))
                 status = tfenc_error(ctx, TFENC_ERR_CONFIG,
-                                     "%s: %s is the same file as %s %s; refusing to overwrite "
-                                     "an input",
-                                     output_path, c == 0 ? "the output" : "its lock file",
-                                     inputs[i].what, inputs[i].path);
-    free(lock);
+                                     "%s: %s%s is the same file as %s %s; refusing to "
+                                     "overwrite an input",
+                                     output_path,
+                                     c < 0 ? "the output" : c == 0 ? "its lock file" :
+                                     "its sparse rows' log ",
+                                     c > 0 ? candidate : "", inputs[i].what, inputs[i].path);
+    }
+    for (int c = 0; c < sides.n; c++)
+        free(sides.paths[c]);
+    free(sides.paths);
     return status;
 }

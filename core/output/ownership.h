@@ -45,8 +45,10 @@ typedef struct tfenc_input_file {
 } tfenc_input_file;
 
 /* TFENC_ERR_CONFIG when `output_path` exists and is not a regular file,
- * or when it (or its lock file) is the same file as one of the inputs,
- * naming both; inputs with a NULL path are skipped. */
+ * when it is a file tfenc-batch keeps beside some output (a lock file, a
+ * sparse rows' log: known by its content, whatever its name), or when it,
+ * its lock file or one of its sparse rows' logs is the same file as one of
+ * the inputs, naming both; inputs with a NULL path are skipped. */
 int tfenc_output_check_not_input(tfenc_context *ctx, const char *output_path,
                                  const tfenc_input_file *inputs, int n_inputs);
 

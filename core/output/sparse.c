@@ -2,16 +2,22 @@
  * document order when the job completes (sparse.h says why). */
 #include "output/sparse.h"
 
+#include "base/files.h"
+#include "base/hdf5_error.h"
+
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <hdf5.h>
 #include <libgen.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
+#include <zlib.h>
 
 /* Entries written to the file per HDF5 call when the CSR is assembled. */
 #define WRITE_BLOCK_ENTRIES ((int64_t)1 << 20)
@@ -31,6 +37,7 @@ int tfenc_sparse_rows_create(tfenc_context *ctx, int width, long top_k, double t
     if (rows == NULL)
         return tfenc_error(ctx, TFENC_ERR_NO_MEMORY, "out of memory");
     rows->width = width;
+    rows->nonfinite_sequence = -1;
     rows->top_k = top_k;
     rows->threshold = threshold;
     rows->scratch = malloc((size_t)width * sizeof *rows->scratch);
@@ -53,6 +60,7 @@ int tfenc_sparse_rows_begin(tfenc_context *ctx, tfenc_sparse_rows *rows, int n_s
     }
     rows->n_seq = n_seq;
     rows->n_rows = 0;
+    rows->nonfinite_sequence = -1;
     rows->row_start[0] = 0;
     return TFENC_OK;
 }
@@ -105,6 +113,21 @@ int tfenc_sparse_rows_sink(void *user, tfenc_context *ctx, int sequence, int n,
             return tfenc_error(ctx, TFENC_ERR_INTERNAL, "sparse row %d: column %d at position "
                                "%d is outside 0..%d or not ascending", sequence, indices[j], j,
                                rows->width - 1);
+        /* As the host checks dense rows (model.c): a NaN would pass no
+         * threshold and vanish, an infinity would be written. */
+        if (!isfinite(values[j])) {
+            /* Worded as the dense check words it ("LAYER made ..."), so
+             * the layer's name leads instead of the context's prefix. */
+            const char *scope = ctx->scope;
+            tfenc_context_set_scope(ctx, NULL);
+            int status = tfenc_error(ctx, TFENC_ERR_WEIGHTS, "%s made a non-finite sparse value "
+                                     "(%s at column %d): the weights or the input overflow "
+                                     "float32", scope != NULL ? scope : "the sparse head",
+                                     isnan(values[j]) ? "NaN" : "infinity", indices[j]);
+            tfenc_context_set_scope(ctx, scope);
+            rows->nonfinite_sequence = sequence;
+            return status;
+        }
         if (values[j] > rows->threshold)
             rows->scratch[kept++] = (sparse_entry){indices[j], values[j]};
     }
@@ -126,6 +149,11 @@ int tfenc_sparse_rows_sink(void *user, tfenc_context *ctx, int sequence, int n,
     return TFENC_OK;
 }
 
+int tfenc_sparse_rows_nonfinite_sequence(const tfenc_sparse_rows *rows)
+{
+    return rows->nonfinite_sequence;
+}
+
 void tfenc_sparse_rows_destroy(tfenc_sparse_rows *rows)
 {
     if (rows == NULL)
@@ -139,10 +167,42 @@ void tfenc_sparse_rows_destroy(tfenc_sparse_rows *rows)
 
 /* ------------------------------------------------------ the writer's log */
 
+/* A log's header: the magic string, the format's version (uint32), the
+ * width (int32), the corpus's documents (int64), then the CRC-32 of those
+ * 32 bytes. A record's header: document (int64), count (int32), the
+ * payload's CRC-32, then the CRC-32 of those 16 bytes. Native byte order:
+ * a log lives only as long as the job that writes it. */
+#define LOG_MAGIC "tfenc sparse log"
+#define LOG_MAGIC_SIZE 16
+#define LOG_VERSION 1u
+#define LOG_HEADER_SIZE 36
+#define RECORD_HEADER_SIZE 20
+
 struct tfenc_sparse_log {
     char *path;
     int fd;
 };
+
+static uint32_t checksum(uint32_t crc, const void *data, size_t bytes)
+{
+    /* zlib's crc32 of no bytes from a NULL buffer is 0, not `crc` */
+    return bytes > 0 ? (uint32_t)crc32_z(crc, data, bytes) : crc;
+}
+
+/* The header every log of this job begins with. */
+static void make_log_header(unsigned char header[LOG_HEADER_SIZE],
+                            const tfenc_sparse_settings *settings)
+{
+    const uint32_t version = LOG_VERSION;
+    const int32_t width = settings->width;
+    const int64_t n_documents = settings->n_documents;
+    memcpy(header, LOG_MAGIC, LOG_MAGIC_SIZE);
+    memcpy(header + 16, &version, 4);
+    memcpy(header + 20, &width, 4);
+    memcpy(header + 24, &n_documents, 8);
+    const uint32_t crc = checksum(0, header, 32);
+    memcpy(header + 32, &crc, 4);
+}
 
 /* A log of `output_path`: its directory and the prefix of the logs' names. */
 static int log_prefix(const char *output_path, char **directory, char **prefix)
@@ -166,9 +226,8 @@ static int log_prefix(const char *output_path, char **directory, char **prefix)
     return 0;
 }
 
-/* Calls visit(directory/name, user) for each log of output_path. */
-static int each_log(const char *output_path, int (*visit)(const char *path, void *user),
-                    void *user)
+int tfenc_sparse_each_log(const char *output_path, int (*visit)(const char *path, void *user),
+                          void *user)
 {
     char *directory, *prefix;
     if (log_prefix(output_path, &directory, &prefix) != 0)
@@ -195,6 +254,21 @@ static int each_log(const char *output_path, int (*visit)(const char *path, void
     return result;
 }
 
+int tfenc_sparse_is_log(const char *path)
+{
+    struct stat file;
+    char magic[LOG_MAGIC_SIZE];
+    /* O_NONBLOCK: a FIFO named as the output must not hang the check */
+    int fd = stat(path, &file) == 0 && S_ISREG(file.st_mode)
+                 ? open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK)
+                 : -1;
+    int is_log = fd >= 0 && pread(fd, magic, sizeof magic, 0) == (ssize_t)sizeof magic &&
+                 memcmp(magic, LOG_MAGIC, LOG_MAGIC_SIZE) == 0;
+    if (fd >= 0)
+        close(fd);
+    return is_log;
+}
+
 static int remove_log(const char *path, void *user)
 {
     (void)user;
@@ -204,13 +278,29 @@ static int remove_log(const char *path, void *user)
 
 void tfenc_sparse_remove_logs(const char *output_path)
 {
-    each_log(output_path, remove_log, NULL);
+    tfenc_sparse_each_log(output_path, remove_log, NULL);
 }
 
-int tfenc_sparse_log_open(tfenc_context *ctx, const char *output_path, MPI_Comm writers,
-                          int resumed, tfenc_sparse_log **log_out)
+static int write_all(int fd, const void *data, size_t bytes)
+{
+    const char *at = data;
+    while (bytes > 0) {
+        ssize_t n = write(fd, at, bytes);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            return -1;
+        at += n;
+        bytes -= (size_t)n;
+    }
+    return 0;
+}
+
+int tfenc_sparse_log_open(tfenc_context *ctx, const tfenc_sparse_settings *settings,
+                          MPI_Comm writers, int resumed, tfenc_sparse_log **log_out)
 {
     *log_out = NULL;
+    const char *output_path = settings->path;
     int rank = 0;
     /* The run's name for its logs: rank 0's clock, so that a resumed run
      * never appends to the logs of the run it resumes. */
@@ -237,32 +327,18 @@ int tfenc_sparse_log_open(tfenc_context *ctx, const char *output_path, MPI_Comm 
     }
     snprintf(log->path, size, "%s.sparse-%lld.%09lld-%d", output_path, run_stamp[0],
              run_stamp[1], rank);
+    unsigned char header[LOG_HEADER_SIZE];
+    make_log_header(header, settings);
     log->fd = open(log->path, O_WRONLY | O_CREAT | O_EXCL | O_APPEND | O_CLOEXEC, 0644);
-    if (log->fd < 0) {
+    if (log->fd < 0 || write_all(log->fd, header, sizeof header) != 0) {
         int error = errno;
         int status = tfenc_error(ctx, TFENC_ERR_IO, "%s: cannot create the sparse rows' log: %s",
                                  log->path, strerror(error));
-        free(log->path);
-        free(log);
+        tfenc_sparse_log_close(log);
         return status;
     }
     *log_out = log;
     return TFENC_OK;
-}
-
-static int write_all(int fd, const void *data, size_t bytes)
-{
-    const char *at = data;
-    while (bytes > 0) {
-        ssize_t n = write(fd, at, bytes);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n <= 0)
-            return -1;
-        at += n;
-        bytes -= (size_t)n;
-    }
-    return 0;
 }
 
 int tfenc_sparse_log_append(tfenc_context *ctx, tfenc_sparse_log *log,
@@ -274,10 +350,18 @@ int tfenc_sparse_log_append(tfenc_context *ctx, tfenc_sparse_log *log,
     for (int j = 0; j < rows->n_seq; j++) {
         const int64_t start = rows->row_start[j];
         const int32_t n = (int32_t)(rows->row_start[j + 1] - start);
-        if (write_all(log->fd, &documents[j], sizeof documents[j]) != 0 ||
-            write_all(log->fd, &n, sizeof n) != 0 ||
-            write_all(log->fd, rows->indices + start, (size_t)n * sizeof(int32_t)) != 0 ||
-            write_all(log->fd, rows->values + start, (size_t)n * sizeof(float)) != 0) {
+        const size_t bytes = (size_t)n * 4;
+        const int32_t *indices = n > 0 ? rows->indices + start : NULL;
+        const float *values = n > 0 ? rows->values + start : NULL;
+        unsigned char head[RECORD_HEADER_SIZE];
+        const uint32_t payload = checksum(checksum(0, indices, bytes), values, bytes);
+        memcpy(head, &documents[j], 8);
+        memcpy(head + 8, &n, 4);
+        memcpy(head + 12, &payload, 4);
+        const uint32_t crc = checksum(0, head, 16);
+        memcpy(head + 16, &crc, 4);
+        if (write_all(log->fd, head, sizeof head) != 0 ||
+            write_all(log->fd, indices, bytes) != 0 || write_all(log->fd, values, bytes) != 0) {
             int error = errno;
             return tfenc_error(ctx, TFENC_ERR_IO, "%s: cannot write sparse rows: %s", log->path,
                                strerror(error));
@@ -306,7 +390,7 @@ void tfenc_sparse_log_close(tfenc_sparse_log *log)
     free(log);
 }
 
-/* ---------------------------------------------------------------- the end */
+/* ------------------------------------------------------- reading the logs */
 
 /* Where each document's row is: which log, at which byte, how many. */
 typedef struct row_place {
@@ -317,19 +401,73 @@ typedef struct row_place {
 
 typedef struct log_scan {
     tfenc_context *ctx;
-    int64_t n_documents;
-    row_place *places;
+    const tfenc_sparse_settings *settings;
+    row_place *places; /* [n_documents] */
     char **paths;
     int n_logs;
+    int64_t n_records; /* sound ones */
+    int32_t *indices;  /* [width] a record's payload */
+    float *values;
     int status;
+    /* The first damage, for the message; how many records in all. */
+    char *damaged_log;
+    long long damaged_at;
+    const char *damage;
+    int64_t n_damaged;
 } log_scan;
 
-/* Records every whole record of one log. A record cut short at the end is
+static void note_damage(log_scan *scan, const char *path, off_t at, const char *what)
+{
+    if (scan->n_damaged++ == 0) {
+        scan->damaged_log = strdup(path);
+        scan->damaged_at = (long long)at;
+        scan->damage = what;
+    }
+}
+
+/* The sentence naming the first damage ("" for none). */
+static void describe_damage(const log_scan *scan, char *text, size_t size)
+{
+    if (scan->n_damaged == 0 || size == 0) {
+        if (size > 0)
+            text[0] = '\0';
+        return;
+    }
+    char more[64] = "";
+    if (scan->n_damaged > 1)
+        snprintf(more, sizeof more, ", and %lld more damaged record%s",
+                 (long long)scan->n_damaged - 1, scan->n_damaged > 2 ? "s" : "");
+    snprintf(text, size, "%s: damaged at byte %lld (%s)%s",
+             scan->damaged_log != NULL ? scan->damaged_log : "a sparse log", scan->damaged_at,
+             scan->damage, more);
+}
+
+/* Why a record's payload (in scan->indices and values) is no row, or NULL. */
+static const char *check_payload(const log_scan *scan, int32_t count, uint32_t crc)
+{
+    const size_t bytes = (size_t)count * 4;
+    if (checksum(checksum(0, scan->indices, bytes), scan->values, bytes) != crc)
+        return "a row's checksum does not match";
+    const tfenc_sparse_settings *s = scan->settings;
+    for (int32_t j = 0; j < count; j++) {
+        if (scan->indices[j] < 0 || scan->indices[j] >= s->width ||
+            (j > 0 && scan->indices[j] <= scan->indices[j - 1]))
+            return "a row's column is outside the vocabulary or out of order";
+        if (!isfinite(scan->values[j]) || !(scan->values[j] > s->threshold))
+            return "a row's value is not finite or not above sparse_threshold";
+    }
+    return NULL;
+}
+
+/* Records every sound record of one log. A record cut short at the end is
  * the one a killed writer was writing: its document's length was never
- * written, so the document was encoded again and logged elsewhere. */
+ * written, so the document was encoded again and logged elsewhere. A
+ * damaged record is noted and skipped; a damaged record header, which
+ * leaves nothing to find the next record by, ends the log there. */
 static int scan_log(const char *path, void *user)
 {
     log_scan *scan = user;
+    const tfenc_sparse_settings *s = scan->settings;
     char **grown = realloc(scan->paths, ((size_t)scan->n_logs + 1) * sizeof *grown);
     if (grown == NULL || (grown[scan->n_logs] = strdup(path)) == NULL) {
         if (grown != NULL)
@@ -345,35 +483,141 @@ static int scan_log(const char *path, void *user)
                                    strerror(errno));
         return -1;
     }
-    fseeko(file, 0, SEEK_END);
-    const off_t size = ftello(file);
-    off_t at = 0;
-    for (;;) {
+    unsigned char header[LOG_HEADER_SIZE], expected[LOG_HEADER_SIZE];
+    make_log_header(expected, s);
+    const size_t got = fread(header, 1, sizeof header, file);
+    /* Shorter: cut short by a kill as it was made (empty, if it is so far). */
+    if (memcmp(header, expected, got) != 0)
+        note_damage(scan, path, 0, "not a sparse log of this job: damaged, or another format "
+                                   "or corpus");
+    off_t at = LOG_HEADER_SIZE;
+    while (got == sizeof header && memcmp(header, expected, got) == 0) {
+        unsigned char head[RECORD_HEADER_SIZE];
         int64_t document;
         int32_t count;
-        if (fseeko(file, at, SEEK_SET) != 0 || fread(&document, sizeof document, 1, file) != 1 ||
-            fread(&count, sizeof count, 1, file) != 1)
+        uint32_t payload, crc;
+        if (fread(head, 1, sizeof head, file) != sizeof head)
             break;
-        const off_t payload = at + (off_t)(sizeof document + sizeof count);
-        const off_t end = payload + (off_t)count * 8;
-        if (count < 0 || end > size)
+        memcpy(&document, head, 8);
+        memcpy(&count, head + 8, 4);
+        memcpy(&payload, head + 12, 4);
+        memcpy(&crc, head + 16, 4);
+        if (checksum(0, head, 16) != crc) {
+            note_damage(scan, path, at, "a record's header checksum does not match; the rest "
+                                        "of the log is dropped");
             break;
-        if (document < 0 || document >= scan->n_documents) {
-            fclose(file);
-            scan->status = tfenc_error(scan->ctx, TFENC_ERR_IO, "%s: holds a row of document "
-                                       "%lld but the corpus has %lld: a log of another job; "
-                                       "remove it", path, (long long)document,
-                                       (long long)scan->n_documents);
-            return -1;
         }
-        /* A document written twice (its length lost to a kill) has the
-         * same row both times: the first found is kept. */
-        if (scan->places[document].log < 0)
-            scan->places[document] = (row_place){.log = log, .count = count, .offset = payload};
-        at = end;
+        if (document < 0 || document >= s->n_documents || count < 0 || count > s->width ||
+            (s->top_k > 0 && count > s->top_k)) {
+            note_damage(scan, path, at, "a record's document or count is out of range; the "
+                                        "rest of the log is dropped");
+            break;
+        }
+        if (fread(scan->indices, 4, (size_t)count, file) != (size_t)count ||
+            fread(scan->values, 4, (size_t)count, file) != (size_t)count)
+            break;
+        const char *problem = check_payload(scan, count, payload);
+        if (problem != NULL) {
+            note_damage(scan, path, at, problem);
+        } else {
+            scan->n_records++;
+            /* A document written twice (its length lost to a kill) has
+             * the same row both times: the first found is kept. */
+            if (scan->places[document].log < 0)
+                scan->places[document] = (row_place){
+                    .log = log, .count = count, .offset = at + RECORD_HEADER_SIZE};
+        }
+        at += RECORD_HEADER_SIZE + (off_t)count * 8;
     }
     fclose(file);
     return 0;
+}
+
+/* Rank 0 of the writers: every log of the path read and checked into
+ * scan->places. */
+static int scan_logs(tfenc_context *ctx, const tfenc_sparse_settings *settings, log_scan *scan)
+{
+    const int64_t n = settings->n_documents;
+    *scan = (log_scan){.ctx = ctx, .settings = settings};
+    scan->places = malloc((size_t)(n > 0 ? n : 1) * sizeof *scan->places);
+    scan->indices = malloc((size_t)settings->width * sizeof *scan->indices);
+    scan->values = malloc((size_t)settings->width * sizeof *scan->values);
+    if (scan->places == NULL || scan->indices == NULL || scan->values == NULL)
+        return tfenc_error(ctx, TFENC_ERR_NO_MEMORY, "out of memory");
+    for (int64_t i = 0; i < n; i++)
+        scan->places[i].log = -1;
+    if (tfenc_sparse_each_log(settings->path, scan_log, scan) != 0)
+        return scan->status != TFENC_OK
+                   ? scan->status
+                   : tfenc_error(ctx, TFENC_ERR_IO, "%s: cannot list the sparse rows' logs "
+                                 "beside it", settings->path);
+    return TFENC_OK;
+}
+
+static void free_scan(log_scan *scan)
+{
+    for (int k = 0; k < scan->n_logs; k++)
+        free(scan->paths[k]);
+    free(scan->paths);
+    free(scan->places);
+    free(scan->indices);
+    free(scan->values);
+    free(scan->damaged_log);
+}
+
+/* ----------------------------------------------------------- a resume */
+
+int tfenc_sparse_has_row(const uint8_t *logged, int64_t document)
+{
+    return (logged[document / 8] >> (document % 8)) & 1;
+}
+
+int tfenc_sparse_logged(tfenc_context *ctx, tfenc_output *output,
+                        const tfenc_sparse_settings *settings, int was_complete,
+                        uint8_t **logged, char *report, size_t report_size)
+{
+    MPI_Comm writers = tfenc_output_writers(output);
+    int rank = 0;
+    if (writers != MPI_COMM_NULL)
+        MPI_Comm_rank(writers, &rank);
+    *logged = NULL;
+    if (report_size > 0)
+        report[0] = '\0';
+    const int64_t n = settings->n_documents;
+    const size_t bytes = (size_t)(n + 7) / 8;
+    uint8_t *bits = calloc(bytes > 0 ? bytes : 1, 1);
+    int status = bits == NULL ? tfenc_error(ctx, TFENC_ERR_NO_MEMORY, "out of memory") : TFENC_OK;
+    int whole = 0;
+    if (rank == 0 && status == TFENC_OK) {
+        log_scan scan;
+        status = scan_logs(ctx, settings, &scan);
+        hid_t file = (hid_t)tfenc_output_hdf5_file(output);
+        /* complete = 1 is written after the CSR: with no row left in any
+         * log (they are removed after it), the CSR in the file is whole. */
+        whole = status == TFENC_OK && was_complete && scan.n_records == 0 &&
+                scan.n_damaged == 0 && H5Lexists(file, "sparse_indptr", H5P_DEFAULT) > 0;
+        H5Eclear2(H5E_DEFAULT);
+        for (int64_t i = 0; status == TFENC_OK && i < n; i++)
+            if (scan.places[i].log >= 0)
+                bits[i / 8] |= (uint8_t)(1u << (i % 8));
+        describe_damage(&scan, report, report_size);
+        free_scan(&scan);
+    }
+    long long shared[2] = {status, whole};
+    if (writers != MPI_COMM_NULL) {
+        MPI_Bcast(shared, 2, MPI_LONG_LONG, 0, writers);
+        if (shared[0] == TFENC_OK)
+            MPI_Bcast(bits, (int)(bytes > 0 ? bytes : 1), MPI_UINT8_T, 0, writers);
+    }
+    if (shared[0] != TFENC_OK && rank != 0)
+        status = tfenc_error(ctx, TFENC_ERR_MPI, "%s: the first writer could not read the "
+                             "sparse rows' logs", settings->path);
+    if (status != TFENC_OK || shared[1]) {
+        free(bits);
+        return status;
+    }
+    *logged = bits;
+    return TFENC_OK;
 }
 
 static int read_at(int fd, void *data, size_t bytes, off_t offset)
@@ -424,6 +668,13 @@ static int write_range(hid_t dataset, hid_t memory_type, hid_t transfer, int64_t
     return failed ? -1 : 0;
 }
 
+static int write_failed(tfenc_context *ctx, const char *path)
+{
+    char detail[256] = "";
+    return tfenc_error(ctx, TFENC_ERR_IO, "%s: cannot write sparse rows: %s", path,
+                       tfenc_hdf5_error_detail(detail, sizeof detail));
+}
+
 /* Rank 0: every document's row into indices and values, in document order. */
 static int copy_rows(tfenc_context *ctx, const log_scan *scan, hid_t indices, hid_t values,
                      hid_t transfer, const char *path)
@@ -440,12 +691,12 @@ static int copy_rows(tfenc_context *ctx, const log_scan *scan, hid_t indices, hi
             status = tfenc_error(ctx, TFENC_ERR_IO, "%s: cannot read: %s", scan->paths[n_open],
                                  strerror(errno));
     int64_t written = 0, held = 0;
-    for (int64_t i = 0; status == TFENC_OK && i < scan->n_documents; i++) {
+    for (int64_t i = 0; status == TFENC_OK && i < scan->settings->n_documents; i++) {
         const row_place *p = &scan->places[i];
         if (held + p->count > WRITE_BLOCK_ENTRIES) {
             if (write_range(indices, H5T_NATIVE_INT32, transfer, written, held, block_indices) ||
                 write_range(values, H5T_NATIVE_FLOAT, transfer, written, held, block_values)) {
-                status = tfenc_error(ctx, TFENC_ERR_IO, "%s: cannot write sparse rows", path);
+                status = write_failed(ctx, path);
                 break;
             }
             written += held;
@@ -462,7 +713,7 @@ static int copy_rows(tfenc_context *ctx, const log_scan *scan, hid_t indices, hi
     if (status == TFENC_OK &&
         (write_range(indices, H5T_NATIVE_INT32, transfer, written, held, block_indices) ||
          write_range(values, H5T_NATIVE_FLOAT, transfer, written, held, block_values)))
-        status = tfenc_error(ctx, TFENC_ERR_IO, "%s: cannot write sparse rows", path);
+        status = write_failed(ctx, path);
     for (int k = 0; k < n_open; k++)
         if (fds[k] >= 0)
             close(fds[k]);
@@ -472,34 +723,41 @@ static int copy_rows(tfenc_context *ctx, const log_scan *scan, hid_t indices, hi
     return status;
 }
 
-/* The vocabulary as fixed-length strings, written by rank 0. */
-static int write_vocabulary(tfenc_context *ctx, hid_t file, hid_t transfer, int writes,
-                            const tfenc_sparse_finish_options *options)
+/* The longest token's bytes (at least 1): the vocabulary's string size. */
+static size_t longest_token(const char *const *vocabulary, int width)
 {
     size_t longest = 1;
-    for (int i = 0; i < options->width; i++) {
-        size_t length = strlen(options->vocabulary[i]);
+    for (int i = 0; vocabulary != NULL && i < width; i++) {
+        size_t length = strlen(vocabulary[i]);
         longest = length > longest ? length : longest;
     }
+    return longest;
+}
+
+/* The vocabulary as fixed-length strings, written by rank 0. */
+static int write_vocabulary(tfenc_context *ctx, hid_t file, hid_t transfer, int writes,
+                            const tfenc_sparse_settings *settings, const char *const *vocabulary)
+{
+    const size_t longest = longest_token(vocabulary, settings->width);
     hid_t type = H5Tcopy(H5T_C_S1);
     if (type < 0 || H5Tset_size(type, longest) < 0 || H5Tset_strpad(type, H5T_STR_NULLPAD) < 0 ||
         H5Tset_cset(type, H5T_CSET_UTF8) < 0) {
         if (type >= 0)
             H5Tclose(type);
         return tfenc_error(ctx, TFENC_ERR_IO, "%s: cannot make the vocabulary's string type",
-                           options->path);
+                           settings->path);
     }
-    hid_t dataset = create_1d(file, "vocabulary", type, options->width);
-    char *text = writes ? calloc((size_t)options->width, longest) : NULL;
+    hid_t dataset = create_1d(file, "vocabulary", type, settings->width);
+    char *text = writes ? calloc((size_t)settings->width, longest) : NULL;
     int status = dataset < 0 ? tfenc_error(ctx, TFENC_ERR_IO, "%s: cannot create vocabulary",
-                                           options->path)
+                                           settings->path)
                  : writes && text == NULL ? tfenc_error(ctx, TFENC_ERR_NO_MEMORY, "out of memory")
                                           : TFENC_OK;
     if (status == TFENC_OK && writes) {
-        for (int i = 0; i < options->width; i++)
-            strncpy(text + (size_t)i * longest, options->vocabulary[i], longest);
-        if (write_range(dataset, type, transfer, 0, options->width, text) != 0)
-            status = tfenc_error(ctx, TFENC_ERR_IO, "%s: cannot write vocabulary", options->path);
+        for (int i = 0; i < settings->width; i++)
+            strncpy(text + (size_t)i * longest, vocabulary[i], longest);
+        if (write_range(dataset, type, transfer, 0, settings->width, text) != 0)
+            status = tfenc_error(ctx, TFENC_ERR_IO, "%s: cannot write vocabulary", settings->path);
     }
     free(text);
     if (dataset >= 0)
@@ -524,52 +782,114 @@ static int write_scalar_attribute(hid_t file, const char *name, hid_t type, cons
 }
 
 /* Rank 0 of the writers: where every row is, and the CSR's row pointers.
- * TFENC_ERR_NOT_FOUND (no message) when no log holds anything and the file
- * already has its rows: a finished job run again. */
-static int plan_rows(tfenc_context *ctx, tfenc_output *output,
-                     const tfenc_sparse_finish_options *options, log_scan *scan, int64_t *indptr)
+ * TFENC_ERR_NOT_FOUND (no message) when the file's CSR is whole and no log
+ * holds a row: a finished job run again. */
+static int plan_rows(tfenc_context *ctx, const tfenc_sparse_settings *settings, int csr_whole,
+                     log_scan *scan, int64_t *indptr)
 {
-    for (int64_t i = 0; i < options->n_documents; i++)
-        scan->places[i].log = -1;
-    if (each_log(options->path, scan_log, scan) != 0)
-        return scan->status != TFENC_OK
-                   ? scan->status
-                   : tfenc_error(ctx, TFENC_ERR_IO, "%s: cannot list the sparse rows' logs "
-                                 "beside it", options->path);
-    int found = 0;
-    for (int64_t i = 0; i < options->n_documents && !found; i++)
-        found = scan->places[i].log >= 0;
-    hid_t file = (hid_t)tfenc_output_hdf5_file(output);
-    if (!found && options->n_documents > 0 && H5Lexists(file, "sparse_indptr", H5P_DEFAULT) > 0)
+    int status = scan_logs(ctx, settings, scan);
+    if (status != TFENC_OK)
+        return status;
+    if (csr_whole && scan->n_records == 0)
         return TFENC_ERR_NOT_FOUND;
+    char damage[TFENC_MESSAGE_MAX / 2];
+    describe_damage(scan, damage, sizeof damage);
     indptr[0] = 0;
-    for (int64_t i = 0; i < options->n_documents; i++) {
+    for (int64_t i = 0; i < settings->n_documents; i++) {
+        if (scan->places[i].log < 0 && scan->n_damaged > 0)
+            return tfenc_error(ctx, TFENC_ERR_IO, "%s; document %lld has no sound sparse row "
+                               "left, so %s is left incomplete: run the job again, which "
+                               "resumes and encodes the documents without a row again",
+                               damage, (long long)i, settings->path);
         if (scan->places[i].log < 0)
             return tfenc_error(ctx, TFENC_ERR_IO, "%s: document %lld has no sparse row in the "
-                               "logs beside the file (PATH.sparse-*): were they removed? Run "
-                               "the job again without resume", options->path, (long long)i);
+                               "logs beside the file (PATH.sparse-*): were they removed? The "
+                               "file is left incomplete: run the job again, which resumes and "
+                               "encodes the documents without a row again", settings->path,
+                               (long long)i);
         indptr[i + 1] = indptr[i] + scan->places[i].count;
     }
     return TFENC_OK;
 }
 
+/* The bytes HDF5 may need beyond the CSR's data: the datasets' headers,
+ * the attributes, the metadata flushed at the close. */
+#define METADATA_MARGIN ((off_t)256 << 10)
+
+/* Rank 0, before the CSR touches the file: its bytes are allocated to the
+ * file at once (past its end, its size unchanged). A disk that cannot hold
+ * them fails here, with the file as it was; one that fills up during
+ * HDF5's writes instead would leave a file HDF5 can no longer open, and a
+ * process HDF5 cannot shut down. A file system without fallocate gets the
+ * free-space check instead. */
+static int reserve_space(tfenc_context *ctx, const char *path, off_t bytes)
+{
+    bytes += METADATA_MARGIN;
+    int fd = open(path, O_WRONLY | O_CLOEXEC);
+    struct stat file;
+    if (fd < 0 || fstat(fd, &file) != 0) {
+        int error = errno;
+        if (fd >= 0)
+            close(fd);
+        return tfenc_error(ctx, TFENC_ERR_IO, "%s: cannot open it to write the sparse rows: %s",
+                           path, strerror(error));
+    }
+    int error = fallocate(fd, FALLOC_FL_KEEP_SIZE, 0, file.st_size + bytes) == 0 ? 0 : errno;
+    close(fd);
+    double available = -1;
+    /* EINVAL: a file system that knows fallocate but not KEEP_SIZE */
+    if (error == EOPNOTSUPP || error == ENOSYS || error == EINVAL) {
+        int status = tfenc_file_free_space(ctx, "[job] output", path, &available);
+        if (status != TFENC_OK)
+            return status;
+        error = available >= 0 && available < (double)bytes ? ENOSPC : 0;
+    }
+    if (error == ENOSPC || error == EDQUOT)
+        return tfenc_error(ctx, TFENC_ERR_IO, "%s: the sparse rows need %.1f MiB more, which its "
+                           "file system does not have (%s); the file is left incomplete: free "
+                           "some space and run the job again, which resumes and writes them",
+                           path, (double)bytes / 1048576.0, strerror(error));
+    if (error != 0)
+        return tfenc_error(ctx, TFENC_ERR_IO, "%s: cannot allocate %.1f MiB for the sparse rows: "
+                           "%s", path, (double)bytes / 1048576.0, strerror(error));
+    return TFENC_OK;
+}
+
+void tfenc_sparse_release_space(const char *output_path)
+{
+    int fd = open(output_path, O_WRONLY | O_CLOEXEC | O_NONBLOCK);
+    struct stat file;
+    /* Truncating to its own size frees the blocks reserve_space allocated
+     * past the end and HDF5 did not use. */
+    if (fd >= 0 && fstat(fd, &file) == 0 && S_ISREG(file.st_mode) &&
+        ftruncate(fd, file.st_size) != 0) {
+        /* best effort: at worst the margin stays allocated */
+    }
+    if (fd >= 0)
+        close(fd);
+}
+
 int tfenc_sparse_finish(tfenc_context *ctx, tfenc_output *output,
-                        const tfenc_sparse_finish_options *options)
+                        const tfenc_sparse_settings *settings, const char *const *vocabulary,
+                        int csr_whole)
 {
     MPI_Comm writers = tfenc_output_writers(output);
     int rank = 0;
     if (writers != MPI_COMM_NULL)
         MPI_Comm_rank(writers, &rank);
-    const int64_t n = options->n_documents;
-    log_scan scan = {.ctx = ctx, .n_documents = n};
+    const int64_t n = settings->n_documents;
+    log_scan scan = {0};
     int64_t *indptr = NULL;
     int status = TFENC_OK;
     if (rank == 0) {
-        scan.places = malloc((size_t)(n > 0 ? n : 1) * sizeof *scan.places);
         indptr = malloc(((size_t)n + 1) * sizeof *indptr);
-        status = scan.places == NULL || indptr == NULL
-                     ? tfenc_error(ctx, TFENC_ERR_NO_MEMORY, "out of memory")
-                     : plan_rows(ctx, output, options, &scan, indptr);
+        status = indptr == NULL ? tfenc_error(ctx, TFENC_ERR_NO_MEMORY, "out of memory")
+                                : plan_rows(ctx, settings, csr_whole, &scan, indptr);
+        if (status == TFENC_OK)
+            status = reserve_space(ctx, settings->path,
+                                   (off_t)(n + 1) * 8 + (off_t)indptr[n] * 8 +
+                                       (off_t)settings->width *
+                                           (off_t)longest_token(vocabulary, settings->width));
     }
     /* rank 0's verdict and the entry count, for every writer */
     long long shared[2] = {status, rank == 0 && status == TFENC_OK ? indptr[n] : 0};
@@ -587,37 +907,35 @@ int tfenc_sparse_finish(tfenc_context *ctx, tfenc_output *output,
         datasets[2] = create_1d(file, "sparse_values", H5T_IEEE_F32LE, nnz);
         if (datasets[0] < 0 || datasets[1] < 0 || datasets[2] < 0)
             status = tfenc_error(ctx, TFENC_ERR_IO, "%s: cannot create the sparse datasets",
-                                 options->path);
+                                 settings->path);
         if (status == TFENC_OK && rank == 0 &&
             write_range(datasets[0], H5T_NATIVE_INT64, transfer, 0, n + 1, indptr) != 0)
             status = tfenc_error(ctx, TFENC_ERR_IO, "%s: cannot write sparse_indptr",
-                                 options->path);
+                                 settings->path);
         if (status == TFENC_OK && rank == 0)
-            status = copy_rows(ctx, &scan, datasets[1], datasets[2], transfer, options->path);
-        int vocabulary_status = options->vocabulary != NULL
-                                    ? write_vocabulary(ctx, file, transfer, rank == 0, options)
+            status = copy_rows(ctx, &scan, datasets[1], datasets[2], transfer, settings->path);
+        int vocabulary_status = vocabulary != NULL
+                                    ? write_vocabulary(ctx, file, transfer, rank == 0, settings,
+                                                       vocabulary)
                                     : TFENC_OK;
         status = status != TFENC_OK ? status : vocabulary_status;
-        const int64_t top_k = options->top_k;
+        const int64_t top_k = settings->top_k;
         if ((write_scalar_attribute(file, "sparse_top_k", H5T_NATIVE_INT64, &top_k) != 0 ||
              write_scalar_attribute(file, "sparse_threshold", H5T_NATIVE_DOUBLE,
-                                    &options->threshold) != 0) &&
+                                    &settings->threshold) != 0) &&
             status == TFENC_OK)
             status = tfenc_error(ctx, TFENC_ERR_IO, "%s: cannot write the sparse attributes",
-                                 options->path);
+                                 settings->path);
     } else if (agreed == TFENC_ERR_NOT_FOUND) {
         status = TFENC_OK; /* the rows are already in the file */
     } else if (rank != 0) {
         status = tfenc_error(ctx, TFENC_ERR_MPI, "%s: the first writer could not gather the "
-                             "sparse rows", options->path);
+                             "sparse rows", settings->path);
     }
     for (int k = 0; k < 3; k++)
         if (datasets[k] >= 0)
             H5Dclose(datasets[k]);
-    for (int k = 0; k < scan.n_logs; k++)
-        free(scan.paths[k]);
-    free(scan.paths);
-    free(scan.places);
+    free_scan(&scan);
     free(indptr);
     return status;
 }

@@ -28,11 +28,14 @@
  *   3. when the job completes, rank 0 of the writers reads every log of the
  *      file (this run's and earlier runs'), takes each document's row and
  *      writes the CSR in document order: the same file at every layout and
- *      after any resume. The logs are then removed. */
+ *      after any resume. The logs are then removed.
+ * The logs are checked record by record (checksums and fields): a damaged
+ * one never reaches the CSR, and a resume encodes its document again. */
 #ifndef TFENC_SPARSE_H
 #define TFENC_SPARSE_H
 
 #include <mpi.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "base/context.h"
@@ -52,6 +55,7 @@ typedef struct tfenc_sparse_rows {
     int64_t capacity;   /* entries indices and values hold */
     int64_t row_capacity;
     struct sparse_entry *scratch; /* [width] for choosing the top k */
+    int nonfinite_sequence; /* the row refused for a NaN or an infinity, or -1 */
 } tfenc_sparse_rows;
 
 /* top_k 0 keeps every value above the threshold; a top_k larger than the
@@ -61,21 +65,41 @@ int tfenc_sparse_rows_create(tfenc_context *ctx, int width, long top_k, double t
 /* Empties it for a microbatch of n_seq sequences. */
 int tfenc_sparse_rows_begin(tfenc_context *ctx, tfenc_sparse_rows *rows, int n_seq);
 /* The context's sink (tfenc_context_set_sparse_sink, user = the rows):
- * checks the row (sequence in order, indices ascending inside the width)
- * and keeps what the top-k and threshold keep. */
+ * checks the row (sequence in order, indices ascending inside the width,
+ * values finite, as the host checks dense rows) and keeps what the top-k
+ * and threshold keep. */
 int tfenc_sparse_rows_sink(void *user, tfenc_context *ctx, int sequence, int n,
                            const int32_t *indices, const float *values);
+/* The sequence of this microbatch whose row held a NaN or an infinity
+ * (the sink refused it), or -1: the run names its document. */
+int tfenc_sparse_rows_nonfinite_sequence(const tfenc_sparse_rows *rows);
 void tfenc_sparse_rows_destroy(tfenc_sparse_rows *rows);
 
 /* ---------------------------------------------------- the writer's log */
 
+/* What the logs and the CSR of one output hold. */
+typedef struct tfenc_sparse_settings {
+    const char *path;    /* the output's path; its logs are PATH.sparse-* */
+    int64_t n_documents; /* the corpus's */
+    int width;           /* columns: the vocabulary size */
+    long top_k;          /* [job] sparse_top_k: a row holds at most this many (0: any) */
+    double threshold;    /* [job] sparse_threshold: every value is above it */
+} tfenc_sparse_settings;
+
+/* A log is a header (a magic string, the format's version, the width and
+ * the corpus's size, under a CRC-32) and records: document index, count,
+ * the CRC-32 of the payload, the CRC-32 of those 16 bytes, then count
+ * int32 indices and count float32 values. A record whose checksums or
+ * fields do not hold (a column outside the width or out of order, a count
+ * above the width or top-k, a value not finite or not above the threshold)
+ * is damaged and never read as a row: its document is encoded again. */
 typedef struct tfenc_sparse_log tfenc_sparse_log;
 
 /* Collective over `writers` (MPI_COMM_NULL: this process alone). A new
  * output (resumed = 0) first loses the logs an earlier job left for the
  * same path; then each writer opens a log of its own for this run. */
-int tfenc_sparse_log_open(tfenc_context *ctx, const char *output_path, MPI_Comm writers,
-                          int resumed, tfenc_sparse_log **log);
+int tfenc_sparse_log_open(tfenc_context *ctx, const tfenc_sparse_settings *settings,
+                          MPI_Comm writers, int resumed, tfenc_sparse_log **log);
 /* The microbatch's rows, row j for document documents[j]. */
 int tfenc_sparse_log_append(tfenc_context *ctx, tfenc_sparse_log *log,
                             const tfenc_sparse_rows *rows, const int64_t *documents);
@@ -83,24 +107,52 @@ int tfenc_sparse_log_append(tfenc_context *ctx, tfenc_sparse_log *log,
 int tfenc_sparse_log_sync(tfenc_context *ctx, tfenc_sparse_log *log);
 void tfenc_sparse_log_close(tfenc_sparse_log *log);
 
+/* Calls visit(path, user) for each log of output_path (whatever its
+ * content: a file named as one); a non-zero return stops the walk and is
+ * returned. -1 when the directory cannot be read. */
+int tfenc_sparse_each_log(const char *output_path, int (*visit)(const char *path, void *user),
+                          void *user);
+
+/* 1 when the file at `path` begins as a sparse log does (whatever output
+ * it belongs to), else 0: a side file no job may take as its output. */
+int tfenc_sparse_is_log(const char *path);
+
+/* ----------------------------------------------------------- a resume */
+
+/* Collective over the output's writers, before a resumed run decides what
+ * is left to encode. *logged: bit i set when document i has a sound row
+ * in a log (malloc'ed, n_documents bits; tfenc_sparse_has_row), so that
+ * a document whose length the file holds but whose row was lost (a log
+ * damaged or removed) is encoded again instead of being missing from the
+ * CSR. *logged is NULL when the file's CSR is whole already (the file was
+ * complete and no log is left). `report` receives one sentence naming the
+ * first damaged log and the byte where the damage is, or "" when none. */
+int tfenc_sparse_logged(tfenc_context *ctx, tfenc_output *output,
+                        const tfenc_sparse_settings *settings, int was_complete,
+                        uint8_t **logged, char *report, size_t report_size);
+int tfenc_sparse_has_row(const uint8_t *logged, int64_t document);
+
 /* --------------------------------------------------------------- the end */
 
-typedef struct tfenc_sparse_finish_options {
-    const char *path;           /* the output's path, whose logs are read */
-    int64_t n_documents;
-    const char *const *vocabulary; /* [width] each id's token; NULL: none stored */
-    int width;
-    long top_k;
-    double threshold;
-} tfenc_sparse_finish_options;
-
 /* Collective over the output's writers, before tfenc_output_finish: writes
- * the CSR datasets, the vocabulary and the attributes from every log of the
- * path. A document without a row in any log is an error naming it. */
+ * the CSR datasets, the vocabulary ([width] each id's token; NULL: none
+ * stored) and the attributes from every log of the path. csr_whole (from
+ * tfenc_sparse_logged): the file holds its CSR already, and with no row in
+ * any log nothing is written. A document without a sound row in any log
+ * is an error naming it (or the damaged log): the file stays incomplete,
+ * and a resume encodes that document again. The bytes the CSR takes are
+ * allocated to the file before it is touched: a disk without room for
+ * them is refused with the file as it was, which a resume completes once
+ * there is room. */
 int tfenc_sparse_finish(tfenc_context *ctx, tfenc_output *output,
-                        const tfenc_sparse_finish_options *options);
+                        const tfenc_sparse_settings *settings, const char *const *vocabulary,
+                        int csr_whole);
 
 /* Removes the logs of `output_path` (after the file is complete). */
 void tfenc_sparse_remove_logs(const char *output_path);
+
+/* After the file is closed: gives back what the finish allocated to it
+ * beyond its end and did not use. */
+void tfenc_sparse_release_space(const char *output_path);
 
 #endif

@@ -75,6 +75,8 @@ typedef struct run {
     int sparse_width;        /* sparse: columns of a row (the vocabulary size) */
     tfenc_sparse_rows *sparse_rows; /* sparse, last stage: the microbatch's rows */
     tfenc_sparse_log *sparse_log;   /* sparse, last stage: this writer's log */
+    uint8_t *sparse_logged;  /* sparse, resumed: the documents with a sound logged row */
+    int sparse_csr_whole;    /* sparse, resumed: the file holds its whole CSR already */
     tfenc_tokenizer *tokenizer;
     tfenc_corpus *corpus;
     tfenc_feeder_options feeding;
@@ -1153,7 +1155,13 @@ static int read_window_progress(tfenc_context *ctx, void *user, int64_t first_do
                                 int64_t n_documents, uint8_t *done)
 {
     run *r = user;
-    return tfenc_output_written(ctx, r->output, first_document, n_documents, done);
+    int status = tfenc_output_written(ctx, r->output, first_document, n_documents, done);
+    /* A sparse document counts as finished only with its row in a log
+     * (a damaged or removed log's documents are encoded again). */
+    for (int64_t j = 0; status == TFENC_OK && r->sparse_logged != NULL && j < n_documents; j++)
+        if (done[j] && !tfenc_sparse_has_row(r->sparse_logged, first_document + j))
+            done[j] = 0;
+    return status;
 }
 
 /* The queue hands out runs of windows: a window alone, or the consecutive
@@ -1424,7 +1432,7 @@ static int list_plugin_files(run *r, plugin_files *files)
 
 /* The last stages open the file: reopened to resume when a previous run of
  * the same job left it, else created. */
-static int open_sparse_rows(run *r, MPI_Comm writers, int resumed);
+static int open_sparse_rows(run *r, MPI_Comm writers, int resumed, int was_complete);
 
 static int open_output(run *r)
 {
@@ -1530,7 +1538,7 @@ static int open_output(run *r)
         if (status == TFENC_OK && r->output_kind == TFENC_OUTPUT_SCORES)
             tfenc_writer_set_scores(r->writer, r->scores_width);
         if (status == TFENC_OK && r->output_kind == TFENC_OUTPUT_SPARSE)
-            status = open_sparse_rows(r, writers, resumed);
+            status = open_sparse_rows(r, writers, resumed, was_complete);
         if (status == TFENC_OK && r->output_kind == TFENC_OUTPUT_VECTORS)
             status = tfenc_writer_set_vectors(r->ctx, r->writer, r->vectors_width,
                                               r->multivector.skip_flags,
@@ -1550,15 +1558,41 @@ static int open_output(run *r)
     return learn_progress(r, resumed, was_complete);
 }
 
-/* The last stage's side of a sparse head: the microbatch's rows, which the
- * head fills through the context's sink, and this writer's log. */
-static int open_sparse_rows(run *r, MPI_Comm writers, int resumed)
+static tfenc_sparse_settings sparse_settings(const run *r)
 {
-    int status = tfenc_sparse_rows_create(r->ctx, r->sparse_width, r->settings.sparse_top_k,
+    return (tfenc_sparse_settings){.path = r->settings.output, .n_documents = r->n_documents,
+                                   .width = r->sparse_width, .top_k = r->settings.sparse_top_k,
+                                   .threshold = r->settings.sparse_threshold};
+}
+
+/* The last stage's side of a sparse head: the microbatch's rows, which the
+ * head fills through the context's sink, and this writer's log. Resumed,
+ * first the rows the earlier runs' logs hold soundly (before this run's
+ * log joins them). */
+static int open_sparse_rows(run *r, MPI_Comm writers, int resumed, int was_complete)
+{
+    const tfenc_sparse_settings settings = sparse_settings(r);
+    char damage[TFENC_MESSAGE_MAX / 2] = "";
+    int status = TFENC_OK;
+    if (resumed) {
+        status = tfenc_sparse_logged(r->ctx, r->output, &settings, was_complete,
+                                     &r->sparse_logged, damage, sizeof damage);
+        r->sparse_csr_whole = status == TFENC_OK && r->sparse_logged == NULL;
+    }
+    /* Said by the writer that read the logs, which is rank 0 only with one
+     * pipeline stage. */
+    const tfenc_run_observer *o = &r->request->observer;
+    if (status == TFENC_OK && damage[0] != '\0' && o->notice != NULL) {
+        char line[TFENC_MESSAGE_MAX];
+        snprintf(line, sizeof line, "%s: its rows are dropped, and the documents they held "
+                 "are encoded again", damage);
+        o->notice(o->user, line);
+    }
+    if (status == TFENC_OK)
+        status = tfenc_sparse_rows_create(r->ctx, r->sparse_width, r->settings.sparse_top_k,
                                           r->settings.sparse_threshold, &r->sparse_rows);
     if (status == TFENC_OK)
-        status = tfenc_sparse_log_open(r->ctx, r->settings.output, writers, resumed,
-                                       &r->sparse_log);
+        status = tfenc_sparse_log_open(r->ctx, &settings, writers, resumed, &r->sparse_log);
     if (status != TFENC_OK)
         return status;
     tfenc_context_set_sparse_sink(r->ctx, tfenc_sparse_rows_sink, r->sparse_rows);
@@ -1590,12 +1624,10 @@ static int finish_sparse_rows(run *r)
         for (int i = 0; vocabulary != NULL && i < r->sparse_width; i++)
             vocabulary[i] = i < known ? tokens[i] : "";
     }
-    tfenc_sparse_finish_options o = {.path = r->settings.output, .n_documents = r->n_documents,
-                                     .vocabulary = vocabulary, .width = r->sparse_width,
-                                     .top_k = r->settings.sparse_top_k,
-                                     .threshold = r->settings.sparse_threshold};
+    const tfenc_sparse_settings settings = sparse_settings(r);
     if (status == TFENC_OK)
-        status = tfenc_sparse_finish(r->ctx, r->output, &o);
+        status = tfenc_sparse_finish(r->ctx, r->output, &settings, vocabulary,
+                                     r->sparse_csr_whole);
     free(tokens);
     tfenc_tokenizer_destroy(own);
     free(vocabulary);
@@ -1654,6 +1686,8 @@ static void report_progress(run *r, const tfenc_rank_work *work, double start, d
 static int name_document(run *r, const tfenc_microbatch *m, int status)
 {
     int sequence = tfenc_model_nonfinite_sequence(r->model);
+    if (sequence < 0 && r->sparse_rows != NULL)
+        sequence = tfenc_sparse_rows_nonfinite_sequence(r->sparse_rows);
     if (sequence < 0 || sequence >= m->batch.n_seq)
         return status;
     char message[TFENC_MESSAGE_MAX];
@@ -1780,6 +1814,25 @@ static int encode(run *r, tfenc_rank_work *work)
     return status;
 }
 
+/* Every rank: whether any must leave without MPI_Finalize (HDF5 failed
+ * to close a file), so that they all leave the same way. */
+static void agree_to_skip_finalize(run *r, int skip)
+{
+    int any = 0;
+    MPI_Allreduce(&skip, &any, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+    if (any)
+        r->result->skip_finalize = 1;
+}
+
+/* Stopped, or after a failed finish step, on every rank: the file closed
+ * without the complete mark (a run that resumes completes it). */
+static void close_unfinished(run *r)
+{
+    int failed = r->output != NULL && tfenc_output_close(r->output) != 0;
+    r->output = NULL;
+    agree_to_skip_finalize(r, failed);
+}
+
 /* Encodes, then marks the file complete, or (stopped on request) leaves it
  * resumable. */
 static int encode_and_finish(run *r, double start)
@@ -1805,8 +1858,7 @@ static int encode_and_finish(run *r, double start)
     if (any_interrupted) {
         int64_t written = 0;
         MPI_Allreduce(&documents, &written, 1, MPI_INT64_T, MPI_SUM, MPI_COMM_WORLD);
-        tfenc_output_close(r->output);
-        r->output = NULL;
+        close_unfinished(r);
         r->result->outcome = TFENC_RUN_STOPPED;
         r->result->documents_finished = r->already_done + written;
         r->result->n_documents = r->n_documents;
@@ -1817,19 +1869,30 @@ static int encode_and_finish(run *r, double start)
      * is found here). */
     if (agree_on_failure(r, r->rank == 0 ? check_watched(r, "the corpus") : TFENC_OK))
         return 1;
+    /* The steps before the mark (the sparse CSR): one that failed on any
+     * rank leaves the file as it was, incomplete, for a run that resumes. */
     status = TFENC_OK;
     if (r->output != NULL && r->output_kind == TFENC_OUTPUT_SPARSE)
         status = finish_sparse_rows(r);
+    if (agree_on_failure(r, status)) {
+        close_unfinished(r);
+        if (r->sparse_log != NULL && r->layout.replica == 0)
+            tfenc_sparse_release_space(r->settings.output);
+        return 1;
+    }
     if (r->output != NULL) {
-        int finished = tfenc_output_finish(r->ctx, r->output);
-        status = status != TFENC_OK ? status : finished;
+        status = tfenc_output_finish(r->ctx, r->output);
         r->output = NULL;
     }
+    /* A close that failed (a full disk) can leave HDF5 unable to shut down. */
+    agree_to_skip_finalize(r, status == TFENC_ERR_IO);
     if (agree_on_failure(r, status))
         return 1;
     /* The rows are in the file, which says complete: the logs can go. */
-    if (r->sparse_log != NULL && r->layout.replica == 0)
+    if (r->sparse_log != NULL && r->layout.replica == 0) {
         tfenc_sparse_remove_logs(r->settings.output);
+        tfenc_sparse_release_space(r->settings.output);
+    }
     tfenc_run_summary summary;
     tfenc_run_summary_gather(MPI_COMM_WORLD, &work, documents, truncated, tokens,
                              tfenc_clock_seconds() - start, &summary);
@@ -1851,6 +1914,7 @@ static void release_run(run *r)
     tfenc_context_set_sparse_sink(r->ctx, NULL, NULL);
     tfenc_sparse_rows_destroy(r->sparse_rows);
     tfenc_sparse_log_close(r->sparse_log);
+    free(r->sparse_logged);
     tfenc_pipeline_destroy(r->pipeline);
     if (!r->result->skip_finalize)
         tfenc_output_close(r->output);

@@ -13,17 +13,23 @@
  *           the layers before it and after it (to change a file meanwhile)
  *   overflow: x *= 1e38 twice over in the sequences that hold token id
  *           `on_token` (per-token batches), as finite but huge weights
- *           would: the host must stop before writing a non-finite row */
+ *           would: the host must stop before writing a non-finite row
+ *   sparse_overflow: a sparse head over the model's vocabulary: pools each
+ *           sequence to one (zero) row and hands over a sparse row of 1.0
+ *           at each of its distinct token ids, except `on_token`'s column,
+ *           which gets 1e38 twice over (nan = true: that minus itself, a
+ *           NaN): the host must refuse it as it refuses dense rows */
 #include "tfenc/plugin.h"
 
 #include <stdint.h>
+#include <string.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
 #include <unistd.h>
 
 typedef struct arithmetic {
-    int kind; /* 0 scale, 1 add, 2 fail, 3 pause, 4 overflow */
+    int kind; /* 0 scale, 1 add, 2 fail, 3 pause, 4 overflow, 5 sparse_overflow */
     double factor;
     double offset;
     long on_token;
@@ -31,6 +37,11 @@ typedef struct arithmetic {
     long microseconds_per_token;
     double slowdown;
     const float *bias; /* [d_model] or NULL */
+    int vocab_size;    /* sparse_overflow: the row's columns */
+    int nan;           /* sparse_overflow: NaN instead of infinity */
+    uint8_t *seen;     /* sparse_overflow: [vocab_size] a sequence's token ids */
+    int32_t *indices;  /* [vocab_size] the row handed over */
+    float *values;
 } arithmetic;
 
 static int create_kind(tfenc_context *ctx, const tfenc_layer_init *init, void **instance, int kind)
@@ -49,8 +60,18 @@ static int create_kind(tfenc_context *ctx, const tfenc_layer_init *init, void **
             status = tfenc_weight_load(init->weights, "bias", 1, dims, &layer->bias);
         }
     }
-    if (kind == 2 || kind == 4)
+    if (kind == 2 || kind == 4 || kind == 5)
         status = tfenc_param_int(init->params, "on_token", -1, &layer->on_token);
+    if (kind == 5 && status == TFENC_OK) {
+        status = tfenc_param_bool(init->params, "nan", 0, &layer->nan);
+        layer->vocab_size = init->model.vocab_size;
+        layer->seen = calloc((size_t)layer->vocab_size + 1, 1);
+        layer->indices = malloc(((size_t)layer->vocab_size + 1) * sizeof *layer->indices);
+        layer->values = malloc(((size_t)layer->vocab_size + 1) * sizeof *layer->values);
+        if (status == TFENC_OK &&
+            (layer->seen == NULL || layer->indices == NULL || layer->values == NULL))
+            status = tfenc_error(ctx, TFENC_ERR_NO_MEMORY, "out of memory");
+    }
     if (kind == 3) {
         status = tfenc_param_int(init->params, "milliseconds", 10, &layer->milliseconds);
         if (status == TFENC_OK)
@@ -81,6 +102,9 @@ static int create_kind(tfenc_context *ctx, const tfenc_layer_init *init, void **
             layer->slowdown = 1.0;
     }
     if (status != TFENC_OK) {
+        free(layer->seen);
+        free(layer->indices);
+        free(layer->values);
         free(layer);
         return status;
     }
@@ -113,6 +137,51 @@ static int create_overflow(tfenc_context *ctx, const tfenc_layer_init *init, voi
     return create_kind(ctx, init, instance, 4);
 }
 
+static int create_sparse_overflow(tfenc_context *ctx, const tfenc_layer_init *init,
+                                  void **instance)
+{
+    return create_kind(ctx, init, instance, 5);
+}
+
+static int sparse_rows(arithmetic *layer, tfenc_context *ctx, tfenc_batch *batch)
+{
+    const volatile float huge = 1e38f; /* volatile: computed at run time, as a model would */
+    for (int s = 0; s < batch->n_seq; s++) {
+        for (int t = batch->seq_start[s]; t < batch->seq_start[s + 1]; t++)
+            if (batch->token_ids[t] >= 0 && batch->token_ids[t] < layer->vocab_size)
+                layer->seen[batch->token_ids[t]] = 1;
+        int n = 0;
+        for (int id = 0; id < layer->vocab_size; id++) {
+            if (!layer->seen[id])
+                continue;
+            layer->seen[id] = 0;
+            float value = 1.0f;
+            if (id == layer->on_token) {
+                value = huge * huge;
+                if (layer->nan)
+                    value -= value;
+            }
+            layer->indices[n] = id;
+            layer->values[n++] = value;
+        }
+        int status = tfenc_sparse_row(ctx, s, n, layer->indices, layer->values);
+        if (status != TFENC_OK)
+            return status;
+    }
+    memset(batch->x, 0, (size_t)batch->n_seq * (size_t)batch->d_model * sizeof *batch->x);
+    batch->rows = batch->n_seq;
+    return TFENC_OK;
+}
+
+static int sparse_output(const void *instance, tfenc_layer_output *output)
+{
+    const arithmetic *layer = instance;
+    output->kind = TFENC_LAYER_OUTPUT_SPARSE;
+    output->width = layer->vocab_size;
+    output->labels = NULL;
+    return TFENC_OK;
+}
+
 static int forward(void *instance, tfenc_context *ctx, tfenc_batch *batch, void *workspace)
 {
     arithmetic *layer = instance;
@@ -127,6 +196,8 @@ static int forward(void *instance, tfenc_context *ctx, tfenc_batch *batch, void 
         nanosleep(&pause, NULL);
         return TFENC_OK;
     }
+    if (layer->kind == 5)
+        return sparse_rows(layer, ctx, batch);
     if (layer->kind == 2) {
         for (int t = 0; t < batch->n_tokens; t++)
             if (batch->token_ids[t] == layer->on_token)
@@ -158,10 +229,14 @@ static int forward(void *instance, tfenc_context *ctx, tfenc_batch *batch, void 
 
 static void destroy(void *instance)
 {
-    free(instance);
+    arithmetic *layer = instance;
+    free(layer->seen);
+    free(layer->indices);
+    free(layer->values);
+    free(layer);
 }
 
-TFENC_PLUGIN_TYPES("scale add fail pause overflow");
+TFENC_PLUGIN_TYPES("scale add fail pause overflow sparse_overflow");
 
 static const tfenc_layer_descriptor layers[] = {
     {TFENC_DESCRIPTOR_INIT, .type = "scale", .description = "x *= factor (test)",
@@ -174,6 +249,10 @@ static const tfenc_layer_descriptor layers[] = {
      .create = create_pause, .forward = forward, .destroy = destroy},
     {TFENC_DESCRIPTOR_INIT, .type = "overflow", .description = "overflows on a chosen token (test)",
      .create = create_overflow, .forward = forward, .destroy = destroy},
+    {TFENC_DESCRIPTOR_INIT, .type = "sparse_overflow",
+     .description = "sparse rows, non-finite on a chosen token (test)",
+     .key_masking = TFENC_KEY_MASKING_APPLIED, .create = create_sparse_overflow,
+     .forward = forward, .destroy = destroy, .output = sparse_output},
 };
 
 TFENC_EXPORT const tfenc_layer_descriptor *tfenc_plugin_descriptor(unsigned index);

