@@ -301,7 +301,8 @@ static void print_plan(void *user, const tfenc_run_plan *p)
 {
     (void)user;
     const tfenc_layout *l = p->layout;
-    double mean_length = p->n_documents > 0 ? (double)p->n_tokens / (double)p->n_documents : 0.0;
+    /* Per sequence: with chunks, what the steps' costs depend on. */
+    double mean_length = p->n_sequences > 0 ? (double)p->n_tokens / (double)p->n_sequences : 0.0;
     printf("job %s\n", p->job_path);
     printf("layout: %d rank%s = %d data-parallel replica%s x %d pipeline stage%s\n", l->n_ranks,
            l->n_ranks > 1 ? "s" : "", l->data_parallel, l->data_parallel > 1 ? "s" : "",
@@ -373,8 +374,15 @@ static void print_plan(void *user, const tfenc_run_plan *p)
     else
         printf("output: %s (%s, %s)\n", p->output_path, tfenc_output_kind_name(p->output_kind),
                tfenc_output_dtype_name(p->dtype));
-    printf("corpus: %s, %lld documents, %lld tokens after truncation (mean %.1f)\n",
-           p->input_path, (long long)p->n_documents, (long long)p->n_tokens, mean_length);
+    if (p->chunked)
+        printf("corpus: %s, %lld documents, %lld tokens to encode in %lld sequences (every "
+               "chunk of a long document with its special tokens and overlap; mean %.1f a "
+               "sequence)\n", p->input_path, (long long)p->n_documents,
+               (long long)p->n_tokens, (long long)p->n_sequences, mean_length);
+    else
+        printf("corpus: %s, %lld documents, %lld tokens to encode after truncation (mean "
+               "%.1f)\n", p->input_path, (long long)p->n_documents, (long long)p->n_tokens,
+               mean_length);
     if (p->text_pair_field != NULL)
         printf("pairs: each document is the texts of '%s' and '%s', tokenized as the "
                "tokenizer encodes a pair\n", p->text_field, p->text_pair_field);

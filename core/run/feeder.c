@@ -268,15 +268,43 @@ static void plan_batches(tfenc_feeder *f, const uint8_t *finished, int64_t first
     }
 }
 
-/* How many chunks a document of n_pieces pieces is cut into: chunks of
- * `room` pieces starting every room - overlap pieces, the last one ending
- * with the document. */
-static int chunk_count(int n_pieces, int room, int overlap)
+/* How a long document is cut: chunks of `room` pieces starting every
+ * room - overlap pieces, the last one ending with the document, each
+ * between the tokenizer's `specials` special tokens. The feeder's loading
+ * and counting both read it, so that what a dry run counts is what the
+ * job encodes. */
+typedef struct chunking {
+    const int32_t *pieces; /* the document's pieces, in the tokenizer */
+    int n_pieces, room, overlap, specials;
+} chunking;
+
+static int chunk_count(const chunking *c)
 {
-    if (n_pieces <= room)
+    if (c->n_pieces <= c->room)
         return 1;
-    int step = room - overlap;
-    return 1 + (n_pieces - room + step - 1) / step;
+    int step = c->room - c->overlap;
+    return 1 + (c->n_pieces - c->room + step - 1) / step;
+}
+
+/* Chunk k's pieces [*start, *end) of the document. */
+static void chunk_span(const chunking *c, int k, int *start, int *end)
+{
+    *start = k * (c->room - c->overlap);
+    *end = *start + c->room < c->n_pieces ? *start + c->room : c->n_pieces;
+}
+
+/* The document just tokenized: 1 with *c describing its chunks when it is
+ * long and the job chunks long documents, else 0 (one sequence, its
+ * truncated tokens in the feeder's scratch). */
+static int document_chunking(const tfenc_feeder *f, int32_t truncated, chunking *c)
+{
+    if (f->options.chunks == TFENC_CHUNKS_OFF || truncated <= 0)
+        return 0;
+    c->pieces = tfenc_tokenizer_last_pieces(f->tokenizer, &c->n_pieces);
+    c->specials = tfenc_tokenizer_special_count(f->tokenizer);
+    c->room = f->options.max_seq_len - c->specials;
+    c->overlap = f->options.chunk_overlap;
+    return 1;
 }
 
 /* Adds the document just tokenized (its truncated form in f->scratch, its
@@ -286,14 +314,13 @@ static int add_document(tfenc_context *ctx, tfenc_feeder *f, int64_t global_inde
                         const tfenc_document *document, const char *id, int32_t length,
                         int32_t keys, int32_t truncated, int64_t first_row, int *added)
 {
-    const int chunked = f->options.chunks != TFENC_CHUNKS_OFF && truncated > 0;
-    const int32_t *prefix = NULL, *suffix = NULL, *pieces = NULL;
-    int n_prefix = 0, n_suffix = 0, n_pieces = 0, room = 0, n_chunks = 1;
+    chunking cut = {0};
+    const int chunked = document_chunking(f, truncated, &cut);
+    const int32_t *prefix = NULL, *suffix = NULL;
+    int n_prefix = 0, n_suffix = 0, n_chunks = 1;
     if (chunked) {
         tfenc_tokenizer_specials(f->tokenizer, &prefix, &n_prefix, &suffix, &n_suffix);
-        pieces = tfenc_tokenizer_last_pieces(f->tokenizer, &n_pieces);
-        room = f->options.max_seq_len - n_prefix - n_suffix;
-        n_chunks = chunk_count(n_pieces, room, f->options.chunk_overlap);
+        n_chunks = chunk_count(&cut);
     }
     int status = reserve(ctx, f, (int64_t)f->n_sequences + n_chunks,
                          (size_t)n_chunks * (size_t)f->options.max_seq_len);
@@ -316,10 +343,10 @@ static int add_document(tfenc_context *ctx, tfenc_feeder *f, int64_t global_inde
             sequence->truncated = truncated;
             sequence->chunk_start = 0;
         } else {
-            int start = c * (room - f->options.chunk_overlap);
-            int end = start + room < n_pieces ? start + room : n_pieces;
+            int start = 0, end = 0;
+            chunk_span(&cut, c, &start, &end);
             memcpy(ids, prefix, (size_t)n_prefix * sizeof *ids);
-            memcpy(ids + n_prefix, pieces + start, (size_t)(end - start) * sizeof *ids);
+            memcpy(ids + n_prefix, cut.pieces + start, (size_t)(end - start) * sizeof *ids);
             memcpy(ids + n_prefix + (end - start), suffix, (size_t)n_suffix * sizeof *ids);
             sequence->length = n_prefix + (end - start) + n_suffix;
             sequence->keys = sequence->length;
@@ -402,15 +429,22 @@ int tfenc_feeder_count_window(tfenc_context *ctx, tfenc_feeder *f,
             status = tfenc_feeder_tokenize(ctx, &f->options, f->tokenizer, &document,
                                            window->first_index + i, f->scratch,
                                            f->scratch_types, &length, &keys, &truncated);
-        int n_chunks = 1;
-        if (status == TFENC_OK && f->options.chunks != TFENC_CHUNKS_OFF && truncated > 0) {
-            int n_pieces = 0;
-            tfenc_tokenizer_last_pieces(f->tokenizer, &n_pieces);
-            int room = f->options.max_seq_len - tfenc_tokenizer_special_count(f->tokenizer);
-            n_chunks = chunk_count(n_pieces, room, f->options.chunk_overlap);
+        /* What the job encodes: the truncated document, or every chunk
+         * of a long one with its special tokens (overlaps counted in each
+         * chunk that holds them). */
+        chunking cut;
+        if (status == TFENC_OK && document_chunking(f, truncated, &cut)) {
+            const int n_chunks = chunk_count(&cut);
+            for (int c = 0; c < n_chunks; c++) {
+                int start = 0, end = 0;
+                chunk_span(&cut, c, &start, &end);
+                *tokens += cut.specials + (end - start);
+            }
+            *chunks += n_chunks;
+        } else {
+            *tokens += length;
+            *chunks += 1;
         }
-        *tokens += length;
-        *chunks += n_chunks;
         if (status == TFENC_OK)
             *kept += tfenc_skiplist_count(f->options.skiplist, f->scratch, length);
     }

@@ -83,10 +83,11 @@ int tfenc_feeder_load_window(tfenc_context *ctx, tfenc_feeder *f, const tfenc_co
 int tfenc_feeder_next(tfenc_context *ctx, tfenc_feeder *f, tfenc_pipeline *pipeline,
                       tfenc_microbatch **microbatch);
 
-/* The tokens (after truncation), the sequences (documents, or their
- * chunks) and the tokens the skiplist keeps of a window, without keeping
- * them: how outputs of several rows per document learn where each window's
- * rows go. */
+/* What a window makes, without keeping it: the tokens the job encodes
+ * (each document after truncation, or every chunk of a long one with its
+ * special tokens), the sequences (documents, or their chunks) and the
+ * tokens the skiplist keeps. How outputs of several rows per document
+ * learn where each window's rows go, and what a dry run counts. */
 int tfenc_feeder_count_window(tfenc_context *ctx, tfenc_feeder *f,
                               const tfenc_corpus_range *window, int64_t *tokens, int64_t *chunks,
                               int64_t *kept);

@@ -79,7 +79,9 @@ typedef struct run {
     tfenc_corpus *corpus;
     tfenc_feeder_options feeding;
     tfenc_windows windows;   /* the corpus cut into windows, and what is finished */
-    int64_t n_documents, n_tokens; /* the whole corpus (n_tokens once counted) */
+    int64_t n_documents, n_tokens; /* the whole corpus (n_tokens once counted: what the
+                                    * job encodes, every chunk of a long document included) */
+    int64_t n_sequences;     /* once counted: the sequences encoded (documents, or chunks) */
     int64_t n_rows;          /* output rows of a per-token or every-chunk output */
     tfenc_output *output;
     tfenc_output_lock *lock; /* rank 0: this job owns the output */
@@ -927,16 +929,18 @@ static int cut_windows(run *r)
 }
 
 /* A window's output rows: its chunks for an output of every chunk, else
- * its tokens; the tokens are summed either way (for the plan). */
+ * its tokens; the tokens and sequences it encodes are summed either way
+ * (for the plan and the steps' costs). */
 static int count_one_window(tfenc_context *ctx, void *user, int64_t window, int64_t *rows)
 {
     run *r = user;
     tfenc_corpus_range range;
     tfenc_windows_range(&r->windows, window, &range);
-    int64_t tokens = 0, chunks = 0, kept = 0;
-    int status = tfenc_feeder_count_window(ctx, r->feeder, &range, &tokens, &chunks, &kept);
-    *rows = r->settings.chunks == TFENC_CHUNKS_EACH ? chunks : kept;
+    int64_t tokens = 0, sequences = 0, kept = 0;
+    int status = tfenc_feeder_count_window(ctx, r->feeder, &range, &tokens, &sequences, &kept);
+    *rows = r->settings.chunks == TFENC_CHUNKS_EACH ? sequences : kept;
     r->n_tokens += tokens;
+    r->n_sequences += sequences;
     return status;
 }
 
@@ -948,13 +952,16 @@ static int count_rows(run *r)
 {
     const tfenc_layout *l = &r->layout;
     int counter = tfenc_layout_is_first_stage(l) ? l->replica : -1;
-    r->n_tokens = 0;
+    r->n_tokens = r->n_sequences = 0;
     int status = tfenc_windows_count_local(r->ctx, &r->windows, counter, l->data_parallel,
                                            count_one_window, r);
     if (agree_on_failure(r, status) ||
         agree_on_failure(r, tfenc_windows_sum_rows(r->ctx, MPI_COMM_WORLD, &r->windows)))
         return 1;
-    MPI_Allreduce(MPI_IN_PLACE, &r->n_tokens, 1, MPI_INT64_T, MPI_SUM, MPI_COMM_WORLD);
+    int64_t sums[2] = {r->n_tokens, r->n_sequences};
+    MPI_Allreduce(MPI_IN_PLACE, sums, 2, MPI_INT64_T, MPI_SUM, MPI_COMM_WORLD);
+    r->n_tokens = sums[0];
+    r->n_sequences = sums[1];
     r->n_rows = r->windows.first_row[r->windows.n_windows];
     return 0;
 }
@@ -967,7 +974,10 @@ static int cost_steps(run *r)
     r->step_flops = calloc((size_t)r->plan.n_steps, sizeof *r->step_flops);
     if (r->step_flops == NULL)
         return agree_on_failure(r, tfenc_error(r->ctx, TFENC_ERR_NO_MEMORY, "out of memory"));
-    double mean_length = r->n_documents > 0 ? (double)r->n_tokens / (double)r->n_documents : 1.0;
+    /* A step's cost per token grows with the length of the sequences it
+     * sees: chunks of long documents, not whole documents, once counted. */
+    const int64_t sequences = r->n_sequences > 0 ? r->n_sequences : r->n_documents;
+    double mean_length = sequences > 0 ? (double)r->n_tokens / (double)sequences : 1.0;
     if (r->layout.pipeline_stages == 1) {
         for (int i = 0; i < r->plan.n_steps; i++)
             r->step_flops[i] = tfenc_model_step_flops(r->model, i, mean_length);
@@ -1132,6 +1142,8 @@ static void describe_plan(run *r)
                            .sparse_threshold = r->settings.sparse_threshold,
                            .vectors_width = r->vectors_width, .n_vectors = r->n_rows,
                            .n_documents = r->n_documents, .n_tokens = r->n_tokens,
+                           .n_sequences = r->n_sequences,
+                           .chunked = r->settings.chunks != TFENC_CHUNKS_OFF,
                            .last_flop_rate = tfenc_run_last_flop_rate(),
                            .weights_float32_mib =
                                (double)tfenc_weight_store_float32_bytes(r->weights) / (1024.0 * 1024.0),

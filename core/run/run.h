@@ -56,7 +56,11 @@ typedef struct tfenc_run_plan {
     int64_t n_vectors;             /* vectors: the rows kept (skiplist left out) */
     tfenc_output_dtype dtype;
     int64_t n_documents;
-    int64_t n_tokens;              /* after truncation */
+    int64_t n_tokens;              /* what the job encodes: each document after truncation,
+                                    * or with long_documents = chunk every chunk of a long one
+                                    * (its overlap and special tokens included) */
+    int64_t n_sequences;           /* the sequences they make: documents, or chunks */
+    int chunked;                   /* long_documents = chunk */
     const char *input_format;      /* "text", "jsonl", "hdf5" */
     const char *text_field;        /* pairs: the fields (Parquet: columns) of their */
     const char *text_pair_field;   /* two texts; NULL for single texts */
