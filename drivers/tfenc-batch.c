@@ -150,18 +150,28 @@ static void print_progress(void *user, const tfenc_run_progress *p)
     const printer *out = user;
     if (out->quiet)
         return;
+    /* Rounded down: 100% only when every document is finished. */
+    double percent = p->documents_total > 0
+                         ? (double)(1000 * p->documents_done / p->documents_total) / 10.0
+                         : 100.0;
     double rate = p->elapsed_seconds > 0 ? (double)p->tokens_done / p->elapsed_seconds : 0.0;
-    double fraction = p->documents_total > 0
-                          ? (double)p->documents_done / (double)p->documents_total
-                          : 1.0;
-    double eta = fraction > 0 ? p->elapsed_seconds / fraction - p->elapsed_seconds : 0.0;
-    char line[256];
+    /* From the documents this run finished: none yet, no estimate. */
+    const int64_t finished_now = p->documents_done - p->documents_before;
+    char eta[64] = "ETA unknown until the first documents are finished";
+    if (p->final)
+        snprintf(eta, sizeof eta, "done in %.1f s", p->elapsed_seconds);
+    else if (finished_now > 0)
+        snprintf(eta, sizeof eta, "ETA %.0f s",
+                 p->elapsed_seconds * (double)(p->documents_total - p->documents_done) /
+                     (double)finished_now);
     char files[64] = "";
     if (p->files_total > 1)
-        snprintf(files, sizeof files, ", files %d/%d", p->files_done, p->files_total);
-    snprintf(line, sizeof line, "%s%lld/%lld documents%s, %.0f tokens/s, ETA %.0f s",
-             p->n_ranks > 1 ? "rank 0: " : "", (long long)p->documents_done,
-             (long long)p->documents_total, files, rate, eta);
+        snprintf(files, sizeof files, ", files read %d/%d", p->files_read, p->files_total);
+    char line[320];
+    snprintf(line, sizeof line,
+             "%lld/%lld documents finished (%.1f%%), %lld tokens, %.0f tokens/s, %s%s",
+             (long long)p->documents_done, (long long)p->documents_total, percent,
+             (long long)p->tokens_done, rate, eta, files);
     if (out->terminal)
         fprintf(stderr, "\r%s\033[K%s", line, p->final ? "\n" : "");
     else

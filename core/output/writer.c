@@ -65,6 +65,10 @@ struct tfenc_writer {
     int64_t n_queued, capacity;
     int has_ids;
     int64_t documents, tokens, truncated_documents;
+    /* What the flushes have made finished (tfenc_writer_finished). */
+    int64_t finished_documents, finished_tokens;
+    int (*finished_before)(void *user, int64_t document);
+    void *finished_before_user;
     double last_flush;
     double group_seconds;
     /* Chunked outputs. */
@@ -491,12 +495,32 @@ int tfenc_writer_flush(tfenc_context *ctx, tfenc_writer *w)
                                              w->truncated,
                                              w->has_ids ? (const char *const *)w->ids : NULL,
                                              w->sources, w->source_lines);
+    for (int64_t k = 0; status == TFENC_OK && k < w->n_queued; k++) {
+        w->finished_tokens += w->lengths[k];
+        w->finished_documents +=
+            w->finished_before == NULL ||
+            !w->finished_before(w->finished_before_user, w->indices[k]);
+    }
     for (int64_t k = 0; k < w->n_queued; k++) {
         free(w->ids[k]);
         w->ids[k] = NULL;
     }
     w->n_queued = 0;
     return status;
+}
+
+void tfenc_writer_set_finished_before(tfenc_writer *w,
+                                      int (*finished_before)(void *user, int64_t document),
+                                      void *user)
+{
+    w->finished_before = finished_before;
+    w->finished_before_user = user;
+}
+
+void tfenc_writer_finished(const tfenc_writer *w, int64_t *documents, int64_t *tokens)
+{
+    *documents = w->finished_documents;
+    *tokens = w->finished_tokens;
 }
 
 int64_t tfenc_writer_documents(const tfenc_writer *w)

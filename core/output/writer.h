@@ -56,6 +56,20 @@ int tfenc_writer_write(tfenc_context *ctx, tfenc_writer *w, const tfenc_microbat
 /* Makes the rows written so far durable, then writes their metadata. */
 int tfenc_writer_flush(tfenc_context *ctx, tfenc_writer *w);
 
+/* A resumed run re-encodes the documents an earlier run finished that
+ * share a microbatch with unfinished ones: `finished_before` (given the
+ * document's index; NULL: none was) keeps them out of the finished count
+ * below, so that it adds to what the file held before. */
+void tfenc_writer_set_finished_before(tfenc_writer *w,
+                                      int (*finished_before)(void *user, int64_t document),
+                                      void *user);
+
+/* What this writer's flushes have made finished in the file so far (the
+ * documents whose metadata is written, as --status counts them, less
+ * those finished before), and the tokens of every document it flushed:
+ * what progress reports. */
+void tfenc_writer_finished(const tfenc_writer *w, int64_t *documents, int64_t *tokens);
+
 /* Documents and real tokens written, and documents that were truncated. */
 int64_t tfenc_writer_documents(const tfenc_writer *w);
 int64_t tfenc_writer_tokens(const tfenc_writer *w);

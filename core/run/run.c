@@ -29,6 +29,7 @@
 #include "tokenizer/tokenizer.h"
 #include "model/weights.h"
 #include "input/windows.h"
+#include "ranks/tally.h"
 #include "ranks/work_queue.h"
 #include "output/writer.h"
 
@@ -89,6 +90,7 @@ typedef struct run {
     int64_t *todo;           /* the windows this run encodes, in order */
     int64_t n_todo, todo_documents;
     tfenc_work_queue *queue; /* hands out runs */
+    tfenc_tally *tally;      /* the writers' finished documents and tokens, for rank 0 */
     int64_t *runs;           /* [n_runs + 1] first todo index of each run, then n_todo */
     int64_t n_runs;
     int64_t run_next, run_end; /* the todo indices left of the run in hand */
@@ -1622,44 +1624,102 @@ static int stop_requested(const run *r)
     return r->request->stop != NULL && *r->request->stop != 0;
 }
 
-static void report_progress(run *r, const tfenc_rank_work *work, double start, double *last,
-                            int final)
+/* What finished work to count: the tally (core/ranks/tally.h) of every
+ * last stage's writer, and on a resume, which documents the file held
+ * already (the writers re-encode those that share a microbatch with
+ * unfinished ones). */
+static int finished_before(void *user, int64_t document)
+{
+    const run *r = user;
+    const tfenc_windows *w = &r->windows;
+    int64_t low = 0, high = w->n_windows; /* the window whose range holds it */
+    while (high - low > 1) {
+        int64_t middle = low + (high - low) / 2;
+        if (w->first_document[middle] <= document)
+            low = middle;
+        else
+            high = middle;
+    }
+    const uint8_t *finished = tfenc_windows_finished_documents(w, low);
+    return finished != NULL && finished[document - w->first_document[low]] != 0;
+}
+
+static int start_tally(run *r)
+{
+    const tfenc_layout *l = &r->layout;
+    if (r->writer != NULL && r->windows.n_partial > 0)
+        tfenc_writer_set_finished_before(r->writer, finished_before, r);
+    return tfenc_tally_create(r->ctx, MPI_COMM_WORLD, tfenc_layout_is_last_stage(l),
+                              l->data_parallel, &r->tally);
+}
+
+/* A last stage tells rank 0 what its flushes have finished: whenever it
+ * changed (never waiting), and once at the end. */
+static int report_finished(run *r, int last)
+{
+    int64_t finished[TFENC_TALLY_VALUES] = {0, 0};
+    if (r->writer != NULL)
+        tfenc_writer_finished(r->writer, &finished[0], &finished[1]);
+    return last ? tfenc_tally_report_last(r->ctx, r->tally, finished)
+                : tfenc_tally_report(r->ctx, r->tally, finished);
+}
+
+static void report_progress(run *r, double start, double *last, int final)
 {
     const tfenc_run_observer *o = &r->request->observer;
-    if (r->rank != 0 || o->progress == NULL || r->queue == NULL)
+    if (r->rank != 0 || o->progress == NULL || r->tally == NULL)
         return;
     double now = tfenc_clock_seconds();
     if (!final && now - *last < r->settings.progress_interval)
         return;
     *last = now;
-    /* Windows handed out so far, counted in documents: every replica's
-     * progress, read from the queue's counter (rank 0 holds it). */
-    int64_t taken = tfenc_work_queue_taken(r->queue), documents = 0;
-    taken = taken < r->n_runs ? r->runs[taken] : r->n_todo; /* runs -> windows */
-    for (int64_t i = 0; i < taken; i++) {
-        tfenc_corpus_range range;
-        tfenc_windows_range(&r->windows, r->todo[i], &range);
-        documents += range.n_documents;
-    }
-    tfenc_run_progress p = {.documents_done = final ? r->todo_documents : documents,
-                            .documents_total = r->todo_documents,
-                            .tokens_done = work->tokens,
+    /* Finished: in the file, as --status counts them, summed over every
+     * replica's writer. */
+    int64_t finished[TFENC_TALLY_VALUES];
+    tfenc_tally_collect(r->tally, finished);
+    tfenc_run_progress p = {.documents_done = r->already_done + finished[0],
+                            .documents_total = r->n_documents,
+                            .documents_before = r->already_done,
+                            .tokens_done = finished[1],
                             .elapsed_seconds = now - start,
-                            .n_ranks = r->n_ranks,
                             .final = final};
-    /* Files: those that end before the first document not yet handed out
-     * (the windows to do are taken in corpus order). */
+    /* Files read: those that end before the first document not yet
+     * handed out (the windows to do are taken in corpus order). */
     if (r->windows.n_sources > 1 && r->windows.source_documents != NULL) {
+        int64_t taken = tfenc_work_queue_taken(r->queue);
+        taken = taken < r->n_runs ? r->runs[taken] : r->n_todo; /* runs -> windows */
         int64_t next = final || taken >= r->n_todo ? r->windows.n_documents
                                                    : r->windows.first_document[r->todo[taken]];
         int64_t end = 0;
         p.files_total = r->windows.n_sources;
         for (int i = 0; i < r->windows.n_sources; i++) {
             end += r->windows.source_documents[i];
-            p.files_done += end <= next;
+            p.files_read += end <= next;
         }
     }
     o->progress(o->user, &p);
+}
+
+/* Rank 0, its own encoding done: every writer's last count must be in
+ * before the communicator goes (and the last line counts them all); the
+ * others may still be encoding, so it keeps the progress lines coming. */
+static void await_finished(run *r, double start, double *last, int interrupted)
+{
+    if (r->rank != 0)
+        return;
+    const double interval = r->settings.progress_interval;
+    int64_t finished[TFENC_TALLY_VALUES];
+    for (;;) {
+        report_progress(r, start, last, 0);
+        /* Until the next line is due (a driver without progress lines:
+         * a whole interval at a time). */
+        double wait = interval - (tfenc_clock_seconds() - *last);
+        if (tfenc_tally_wait(r->tally, wait > 0 && wait <= interval ? wait : interval,
+                             finished) == r->layout.data_parallel)
+            break;
+    }
+    if (!interrupted)
+        report_progress(r, start, last, 1);
 }
 
 /* A layer made a non-finite value: the message names the layer and the
@@ -1726,7 +1786,9 @@ static int encode(run *r, tfenc_rank_work *work)
                                                   (r->windows.max_id_length + 1)
                                             : 0,
         .d_model = r->config.d_model};
-    int status = tfenc_pipeline_create(r->ctx, r->replica_comm, &limits, PIPELINE_SLOTS,
+    int status = start_tally(r);
+    if (status == TFENC_OK)
+        status = tfenc_pipeline_create(r->ctx, r->replica_comm, &limits, PIPELINE_SLOTS,
                                        &r->pipeline);
     if (status != TFENC_OK)
         return status;
@@ -1773,12 +1835,14 @@ static int encode(run *r, tfenc_rank_work *work)
             status = tfenc_writer_write(r->ctx, r->writer, m);
             work->writing_seconds += tfenc_clock_seconds() - step_start;
             tfenc_pipeline_release(r->pipeline, m);
+            if (status == TFENC_OK)
+                status = report_finished(r, 0);
         } else {
             status = tfenc_pipeline_pass_on(r->ctx, r->pipeline, m);
         }
         if (status != TFENC_OK)
             return status;
-        report_progress(r, work, start, &last_report, 0);
+        report_progress(r, start, &last_report, 0);
     }
     status = tfenc_pipeline_finish(r->ctx, r->pipeline);
     if (status == TFENC_OK && last_stage) {
@@ -1786,8 +1850,10 @@ static int encode(run *r, tfenc_rank_work *work)
         status = tfenc_writer_flush(r->ctx, r->writer);
         work->writing_seconds += tfenc_clock_seconds() - flush_start;
     }
-    if (status == TFENC_OK && !interrupted)
-        report_progress(r, work, start, &last_report, 1);
+    if (status == TFENC_OK)
+        status = report_finished(r, 1);
+    if (status == TFENC_OK)
+        await_finished(r, start, &last_report, interrupted);
     if (status == TFENC_OK && interrupted)
         status = TFENC_ERR_INTERRUPTED;
     return status;
@@ -1877,6 +1943,7 @@ static void release_run(run *r)
     free(r->sample_indices);
     tfenc_layout_free(&r->layout);
     tfenc_work_queue_destroy(r->queue);
+    tfenc_tally_destroy(r->tally);
     tfenc_windows_free(&r->windows);
     free(r->todo);
     free(r->runs);
