@@ -9,6 +9,7 @@
 #include "job/params.h"
 #include "plugin/plugin_loader.h"
 #include "model/model.h"
+#include "output/quantize.h"
 #include "run/run.h"
 #include "launcher.h"
 #include "singleton.h"
@@ -382,8 +383,12 @@ static void print_plan(void *user, const tfenc_run_plan *p)
                "offsets [%lld])\n", p->output_path, (long long)p->n_vectors, p->vectors_width,
                tfenc_output_dtype_name(p->dtype), (long long)p->n_documents + 1);
     else
-        printf("output: %s (%s, %s)\n", p->output_path, tfenc_output_kind_name(p->output_kind),
-               tfenc_output_dtype_name(p->dtype));
+        printf("output: %s (%s, %s%s)\n", p->output_path, tfenc_output_kind_name(p->output_kind),
+               tfenc_output_dtype_name(p->dtype),
+               tfenc_dtype_is_compact(p->dtype) ? ""
+               : p->unit_norm                   ? ", rows of unit length"
+                                                : ", rows not of unit length: the model does "
+                                                  "not normalise them");
     if (p->chunked)
         printf("corpus: %s, %lld documents, %lld tokens to encode in %lld sequences (every "
                "chunk of a long document with its special tokens and overlap; mean %.1f a "

@@ -43,6 +43,7 @@ struct tfenc_writer {
     int pooled;
     tfenc_output_chunks chunks;
     int output_dim; /* > 0: rows cut to this width and renormalised */
+    int unit_means; /* chunk means scaled back to unit length (the model's rows are) */
     int scores_width; /* > 0: a head's scores, the first values of each row, as they are */
     const tfenc_sparse_rows *sparse_rows; /* sparse kind: the microbatch's rows, else NULL */
     tfenc_sparse_log *sparse_log;
@@ -193,6 +194,19 @@ void tfenc_writer_truncate_rows(float *x, int64_t n, int d, int width)
     truncate_rows(x, n, d, width);
 }
 
+void tfenc_writer_chunk_mean(float *row, int n_chunks, int d, int output_dim, int unit_means)
+{
+    if (n_chunks > 1)
+        for (int c = 0; c < d; c++)
+            row[c] /= (float)n_chunks;
+    /* The mean of unit vectors is shorter than they are: the row keeps the
+     * model's promise of unit length, as cutting to output_dim does. */
+    if (output_dim > 0)
+        truncate_rows(row, 1, d, output_dim);
+    else if (n_chunks > 1 && unit_means)
+        truncate_rows(row, 1, d, d);
+}
+
 /* A head's scores: the first `width` values of each d-wide row, packed
  * without changing them (unlike truncate_rows, no renormalisation). */
 static void pack_rows(float *x, int64_t n, int d, int width)
@@ -286,9 +300,8 @@ static int finish_open(tfenc_context *ctx, tfenc_writer *w, open_document *o)
     const int d = w->d_model;
     const int64_t rows = w->chunks == TFENC_CHUNKS_EACH ? o->n_chunks : 1;
     if (w->chunks == TFENC_CHUNKS_MEAN)
-        for (int c = 0; c < d; c++)
-            o->rows[c] /= (float)o->n_chunks;
-    if (w->output_dim > 0)
+        tfenc_writer_chunk_mean(o->rows, o->n_chunks, d, w->output_dim, w->unit_means);
+    else if (w->output_dim > 0)
         truncate_rows(o->rows, rows, d, w->output_dim);
     int status = w->chunks == TFENC_CHUNKS_EACH
                      ? tfenc_output_write_chunks(ctx, w->output, 1, &o->index, &o->first_row,
@@ -363,6 +376,11 @@ static int write_chunked(tfenc_context *ctx, tfenc_writer *w, const tfenc_microb
     free(ones);
     free(zeros);
     return status;
+}
+
+void tfenc_writer_set_unit_means(tfenc_writer *w)
+{
+    w->unit_means = 1;
 }
 
 void tfenc_writer_set_scores(tfenc_writer *w, int width)

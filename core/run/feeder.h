@@ -61,6 +61,21 @@ int tfenc_feeder_tokenize(tfenc_context *ctx, const tfenc_feeder_options *option
                           int64_t global_index, int32_t *ids, int32_t *types, int32_t *length,
                           int32_t *keys, int32_t *truncated);
 
+/* After tfenc_feeder_tokenize: the sequences the job encodes the document
+ * as, 1 or, with long_documents = chunk and a document that did not fit,
+ * its chunks (how loading, counting and the samples taken before a job
+ * all cut it). */
+int tfenc_feeder_chunks(const tfenc_feeder_options *options, const tfenc_tokenizer *tokenizer,
+                        int32_t truncated);
+
+/* Chunk k (of tfenc_feeder_chunks() > 1) of that document: its tokens,
+ * the special tokens around its pieces, into ids and zero token types into
+ * types ([max_seq_len] each; either may be NULL), *start (may be NULL) its
+ * first piece in the document. Returns its length. */
+int32_t tfenc_feeder_chunk(const tfenc_feeder_options *options, const tfenc_tokenizer *tokenizer,
+                           int32_t truncated, int k, int32_t *ids, int32_t *types,
+                           int32_t *start);
+
 typedef struct tfenc_feeder tfenc_feeder;
 
 /* A feeder over an open corpus (any share: windows select their own

@@ -69,6 +69,7 @@ typedef struct run {
     int busiest_node[3];     /* --dry-run: ranks, threads, cores of the most oversubscribed node */
     tfenc_model *model;
     tfenc_output_kind output_kind; /* pooled, tokens, scores, sparse or vectors, once known */
+    int model_unit_rows;     /* the model's last rows have unit length (its probe) */
     int scores_width;        /* scores: values per document */
     int vectors_width;       /* vectors: values per kept token */
     tfenc_multivector_tokens multivector; /* marker, [MASK] and skiplist ids */
@@ -593,30 +594,61 @@ static int gate_precision(run *r)
  * the file will get them: the token bound keeps that to seconds (65,536
  * tokens of BERT-base are about 10^13 FLOP). Fewer than
  * CALIBRATION_MIN_DOCUMENTS make no ranges: sentence-transformers warns
- * below 100 too, and a handful of vectors leaves most values outside. */
+ * below 100 too, and a handful of vectors leaves most values outside.
+ * With long_documents = chunk a document is encoded whole, every chunk,
+ * and its rows made as the writer makes them (each chunk, or their mean):
+ * ranges from first chunks alone let a mean's values fall outside and wrap
+ * around. The token bound then grows CALIBRATION_CHUNKS times. */
 #define CALIBRATION_DOCUMENTS 512
 #define CALIBRATION_TOKENS 65536
 #define CALIBRATION_MIN_DOCUMENTS 100
+#define CALIBRATION_CHUNKS 4
 
 static int output_width(const run *r)
 {
     return r->settings.output_dim > 0 ? (int)r->settings.output_dim : r->config.d_model;
 }
 
-/* Rank 0: the sample through the whole model, its rows folded into r->ranges. */
+/* The rows the file holds have unit length: the model's rows have, and
+ * the writer keeps them so (chunk means scaled back), or output_dim scales
+ * each pooled row back after cutting it. Compact codes, scores and sparse
+ * rows are not vectors of unit length. */
+static int rows_unit_length(const run *r)
+{
+    if (r->output_kind == TFENC_OUTPUT_SCORES || r->output_kind == TFENC_OUTPUT_SPARSE ||
+        tfenc_dtype_is_compact(r->settings.dtype))
+        return 0;
+    return r->model_unit_rows ||
+           (r->output_kind == TFENC_OUTPUT_POOLED && r->settings.output_dim > 0);
+}
+
+/* Chunk means the writer scales back to unit length (output_dim does it
+ * for every row anyway). */
+static int unit_chunk_means(const run *r)
+{
+    return r->settings.chunks == TFENC_CHUNKS_MEAN && r->model_unit_rows &&
+           r->settings.output_dim == 0 && r->output_kind == TFENC_OUTPUT_POOLED;
+}
+
+/* Rank 0: the sample through the whole model, its rows folded into r->ranges
+ * as the job writes them. */
 static int calibrate_ranges(run *r)
 {
     const char *dtype = tfenc_output_dtype_name(r->settings.dtype);
+    const int chunked = r->settings.chunks != TFENC_CHUNKS_OFF;
+    const int means = r->settings.chunks == TFENC_CHUNKS_MEAN;
     tfenc_gate_sample sample = {0};
     const size_t least = (size_t)CALIBRATION_MIN_DOCUMENTS * (size_t)r->settings.max_seq_len;
-    const size_t capacity = least > CALIBRATION_TOKENS ? least : CALIBRATION_TOKENS;
+    const size_t capacity = (least > CALIBRATION_TOKENS ? least : CALIBRATION_TOKENS) *
+                            (chunked ? CALIBRATION_CHUNKS : 1);
     sample.indices = malloc(CALIBRATION_DOCUMENTS * sizeof *sample.indices);
     if (sample.indices == NULL)
         return tfenc_error(r->ctx, TFENC_ERR_NO_MEMORY, "out of memory");
     const tfenc_gate_corpus source = {
         .corpus = r->corpus, .windows = &r->windows, .tokenizer = r->tokenizer,
         .feeding = &r->feeding, .max_seq_len = r->settings.max_seq_len,
-        .batch_tokens = r->settings.batch_tokens, .d_model = r->config.d_model};
+        .batch_tokens = r->settings.batch_tokens, .d_model = r->config.d_model,
+        .chunked = chunked};
     int status = tfenc_gate_sample_read_limited(r->ctx, &source, capacity, CALIBRATION_DOCUMENTS,
                                                 &sample);
     tfenc_model *model = NULL;
@@ -624,12 +656,22 @@ static int calibrate_ranges(run *r)
     o.limits.max_tokens = o.limits.max_seqs = sample.batch_tokens;
     if (status == TFENC_OK)
         status = tfenc_model_create(r->ctx, &o, &model);
+    /* Chunk means are scaled back to unit length when the model's rows
+     * have it (the writer's rule): the probe says. */
+    int pools = 0, unit_rows = 0;
+    if (status == TFENC_OK && means)
+        status = tfenc_model_probe_pools(r->ctx, model, &pools, &unit_rows);
     const int d = r->config.d_model, width = output_width(r);
-    float *x = NULL;
+    float *x = NULL, *sums = NULL;
+    int *chunks = NULL;
     if (status == TFENC_OK &&
         (x = tfenc_aligned_alloc((size_t)sample.batch_tokens * (size_t)d * sizeof *x)) == NULL)
         status = tfenc_error(r->ctx, TFENC_ERR_NO_MEMORY, "out of memory");
-    for (int b = 0; status == TFENC_OK && b < sample.n_batches; b++) {
+    if (status == TFENC_OK && means &&
+        ((sums = calloc((size_t)sample.n_documents * (size_t)d, sizeof *sums)) == NULL ||
+         (chunks = calloc((size_t)sample.n_documents, sizeof *chunks)) == NULL))
+        status = tfenc_error(r->ctx, TFENC_ERR_NO_MEMORY, "out of memory");
+    for (int b = 0, sequence = 0; status == TFENC_OK && b < sample.n_batches; b++) {
         tfenc_batch batch = sample.batches[b];
         batch.x = x;
         status = tfenc_model_forward(r->ctx, model, &batch);
@@ -637,18 +679,34 @@ static int calibrate_ranges(run *r)
             status = tfenc_error(r->ctx, TFENC_ERR_CONFIG,
                                  "%s: [job] output_dtype = %s applies to pooled vectors, but "
                                  "the model does not pool its output", r->job->path, dtype);
-        if (status == TFENC_OK && width != d)
+        /* Chunk means: each document's chunks summed, its row made below. */
+        for (int j = 0; status == TFENC_OK && means && j < batch.rows; j++, sequence++) {
+            const int document = sample.sequence_documents[sequence];
+            float *sum = sums + (size_t)document * (size_t)d;
+            for (int c = 0; c < d; c++)
+                sum[c] += x[(size_t)j * (size_t)d + (size_t)c];
+            chunks[document]++;
+        }
+        if (status == TFENC_OK && !means && width != d)
             tfenc_writer_truncate_rows(x, batch.rows, d, width);
-        if (status == TFENC_OK)
+        if (status == TFENC_OK && !means)
             tfenc_quantize_ranges_update(r->ranges, width, x, batch.rows, b == 0);
+    }
+    for (int i = 0; status == TFENC_OK && means && i < sample.n_documents; i++) {
+        float *row = sums + (size_t)i * (size_t)d;
+        tfenc_writer_chunk_mean(row, chunks[i], d, (int)r->settings.output_dim, unit_rows);
+        tfenc_quantize_ranges_update(r->ranges, width, row, 1, i == 0);
     }
     /* After the model: a model that does not pool is the first thing to say. */
     if (status == TFENC_OK && sample.n_documents < CALIBRATION_MIN_DOCUMENTS)
         status = tfenc_error(r->ctx, TFENC_ERR_CONFIG,
                              "%s: [job] output_dtype = %s needs ranges: the corpus gives a "
-                             "calibration sample of %d documents (at least %d); give them in "
+                             "calibration sample of %d documents (at least %d%s); give them in "
                              "[job] output_ranges (.npy or .h5, [2, %d])",
                              r->job->path, dtype, sample.n_documents, CALIBRATION_MIN_DOCUMENTS,
+                             chunked ? ", each encoded whole, every chunk, within "
+                                       "the sample's tokens"
+                                     : "",
                              output_width(r));
     if (status == TFENC_OK) {
         snprintf(r->ranges_source, sizeof r->ranges_source,
@@ -659,6 +717,8 @@ static int calibrate_ranges(run *r)
         sample.indices = NULL;
     }
     tfenc_aligned_free(x);
+    free(sums);
+    free(chunks);
     tfenc_model_destroy(model);
     free(sample.indices);
     tfenc_gate_sample_free(&sample);
@@ -985,15 +1045,18 @@ static int cost_steps(run *r)
             r->step_flops[i] = tfenc_model_step_flops(r->model, i, mean_length);
         return 0;
     }
-    int pools = 0, status = TFENC_OK;
+    int probed[2] = {0, 0}, status = TFENC_OK; /* pools, unit rows */
     if (r->rank == 0) {
         tfenc_model_options o = model_options(r, 0, r->plan.n_steps);
-        status = tfenc_model_survey(r->ctx, &o, mean_length, r->step_flops, &pools);
+        status = tfenc_model_survey(r->ctx, &o, mean_length, r->step_flops, &probed[0],
+                                    &probed[1]);
     }
     if (agree_on_failure(r, status))
         return 1;
     MPI_Bcast(r->step_flops, r->plan.n_steps, MPI_DOUBLE, 0, MPI_COMM_WORLD);
-    MPI_Bcast(&pools, 1, MPI_INT, 0, MPI_COMM_WORLD);
+    MPI_Bcast(probed, 2, MPI_INT, 0, MPI_COMM_WORLD);
+    const int pools = probed[0];
+    r->model_unit_rows = probed[1];
     tfenc_layer_output declared;
     char *labels = NULL;
     if (survey_output(r, &declared, &labels))
@@ -1067,6 +1130,9 @@ static int time_steps(run *r)
     for (int i = 0; i < n_steps; i++)
         flops += r->step_flops[i];
     const long tokens = tfenc_step_timing_tokens(flops, r->settings.max_seq_len);
+    /* A long document's first max_seq_len tokens stand for its chunks,
+     * which are as long: whole documents of chunks would not fit the
+     * timing's few thousand tokens. */
     const tfenc_gate_corpus source = {
         .corpus = r->corpus, .windows = &r->windows, .tokenizer = r->tokenizer,
         .feeding = &r->feeding, .max_seq_len = r->settings.max_seq_len,
@@ -1138,6 +1204,7 @@ static void describe_plan(run *r)
                                              ? r->settings.corpus.text_field
                                              : NULL,
                            .output_kind = r->output_kind, .scores_width = r->scores_width,
+                           .unit_norm = rows_unit_length(r),
                            .labels = r->labels, .dtype = r->settings.dtype,
                            .sparse_width = r->sparse_width,
                            .sparse_top_k = r->settings.sparse_top_k,
@@ -1494,7 +1561,8 @@ static int open_output(run *r)
     if (status == TFENC_OK && tfenc_layout_is_last_stage(l)) {
         tfenc_output_options o = {
             .path = r->settings.output, .kind = r->output_kind, .dtype = r->settings.dtype,
-            .compression = r->settings.compression,
+            .compression = r->settings.compression, .unit_norm = rows_unit_length(r),
+            .unit_chunk_means = unit_chunk_means(r),
             .d_model = r->scores_width > 0         ? r->scores_width
                        : r->sparse_width > 0        ? r->sparse_width
                        : r->vectors_width > 0       ? r->vectors_width
@@ -1542,6 +1610,8 @@ static int open_output(run *r)
                                          r->settings.chunks, (int)r->settings.output_dim,
                                          r->config.d_model, l->data_parallel, r->settings.output,
                                          &r->writer);
+        if (status == TFENC_OK && unit_chunk_means(r))
+            tfenc_writer_set_unit_means(r->writer);
         if (status == TFENC_OK && r->output_kind == TFENC_OUTPUT_SCORES)
             tfenc_writer_set_scores(r->writer, r->scores_width);
         if (status == TFENC_OK && r->output_kind == TFENC_OUTPUT_SPARSE)
@@ -1979,7 +2049,7 @@ static int whole_model(run *r)
     tfenc_layer_output declared;
     int status = tfenc_model_create(r->ctx, &o, &r->model);
     if (status == TFENC_OK)
-        status = tfenc_model_probe_pools(r->ctx, r->model, &pools);
+        status = tfenc_model_probe_pools(r->ctx, r->model, &pools, &r->model_unit_rows);
     if (status == TFENC_OK)
         status = tfenc_model_output(r->ctx, r->model, &declared);
     if (status == TFENC_OK)

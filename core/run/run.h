@@ -49,6 +49,7 @@ typedef struct tfenc_run_plan {
     const char *input_path;
     const char *output_path;
     tfenc_output_kind output_kind; /* pooled, tokens, scores, sparse or vectors */
+    int unit_norm;                 /* the rows will have unit L2 norm (attribute unit_norm) */
     int scores_width;              /* scores: the head's labels */
     const char *labels;            /* scores: its id2label (JSON), or NULL */
     int sparse_width;              /* sparse: columns of a row (the vocabulary) */
