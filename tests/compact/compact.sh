@@ -115,27 +115,13 @@ for pooling in mean none; do
     "$work/text/chunks-$pooling-int8.h5" "compact: int8, chunk_pooling = $pooling" \
     || fail "int8, chunk_pooling = $pooling: not quantize_embeddings of the float32 rows"
 done
-"$python" - "$work/text/chunks-none-float32.h5" "$work/text/chunks-mean-float32.h5" \
-  "$work/text/chunks-mean-int8.h5" <<'PY' || fail "chunk means: not the unit-length means"
-import sys
-import h5py
-import numpy as np
-each, mean, compact = (h5py.File(p, "r") for p in sys.argv[1:4])
-wanted, at = [], 0
-for n in each["chunks"][:]:
-    wanted.append(each["embeddings"][at:at + n].astype(np.float64).mean(axis=0))
-    at += n
-wanted = np.asarray(wanted)
-wanted /= np.linalg.norm(wanted, axis=1, keepdims=True)
-rows = mean["embeddings"][:]
-worst = float(np.max(np.abs(rows - wanted)))
-norms = np.linalg.norm(rows.astype(np.float64), axis=1)
-print(f"compact: chunk means: max |diff| to normalize(mean(chunks)) {worst:.2e}, norms "
-      f"{norms.min():.9f}..{norms.max():.9f}; unit_norm float32 {mean.attrs.get('unit_norm')}, "
-      f"int8 {compact.attrs.get('unit_norm')}")
-assert worst <= 1e-6 and np.all(np.abs(norms - 1) <= 1e-6), "not normalize(mean(chunks))"
-assert int(mean.attrs["unit_norm"]) == 1 and int(compact.attrs["unit_norm"]) == 0, "unit_norm"
-PY
+"$python" "$srcdir/tests/import/unit_means.py" "$work/text/chunks-none-float32.h5" \
+  "$work/text/chunks-mean-float32.h5" "compact: float32 chunk means" \
+  || fail "chunk means: not the unit-length means"
+"$python" -c "import h5py, sys; a, b = (h5py.File(p, 'r') for p in sys.argv[1:3]); \
+assert a.attrs['unit_norm'] == 1 and b.attrs['unit_norm'] == 0" \
+  "$work/text/chunks-mean-float32.h5" "$work/text/chunks-mean-int8.h5" \
+  || fail "chunk means: unit_norm is not 1 for float32 and 0 for int8 codes"
 
 # SIGKILL part-way and run again (at another rank count): the same file as
 # the uninterrupted run. The test plugin's `pause` layer makes each
