@@ -98,6 +98,29 @@ static void print_name(const char *name)
     }
 }
 
+/* Whether a dot product of two rows is their cosine (the README's
+ * nearest-neighbour recipe): said for vectors, not for scores, sparse rows
+ * or compact codes (print_compact says what those are). */
+static void print_unit_norm(const tfenc_inspection *i)
+{
+    const char *kind = i->output_kind != NULL ? i->output_kind : "";
+    const char *dtype = i->dtype != NULL ? i->dtype : "";
+    if (strcmp(kind, "scores") == 0 || strcmp(kind, "sparse") == 0 ||
+        strcmp(dtype, "int8") == 0 || strcmp(dtype, "uint8") == 0 ||
+        strcmp(dtype, "binary") == 0 || strcmp(dtype, "ubinary") == 0)
+        return;
+    if (i->unit_norm == 1)
+        printf("rows: unit length (L2 norm 1, attribute unit_norm = 1): a dot product of two "
+               "rows is their cosine similarity\n");
+    else if (i->unit_norm == 0)
+        printf("rows: not of unit length (attribute unit_norm = 0: the model does not "
+               "normalise them): divide each row by its norm before ranking by dot product\n");
+    else
+        printf("rows: unit length not recorded (an older tfenc; its chunk means, with "
+               "long_documents = chunk, are shorter than unit): normalise the rows before "
+               "ranking by dot product\n");
+}
+
 /* The corpus's files, when it has several: how many, and the first and
  * last few with their documents. */
 static void print_shards(const tfenc_inspection *i)
@@ -185,6 +208,7 @@ static void print_report(const tfenc_inspection *i)
         printf(", %lld token rows", (long long)i->n_tokens);
     printf(", compression %s\n", or_unknown(i->compression));
     print_compact(i);
+    print_unit_norm(i);
     print_shards(i);
     printf("model: weights sha256 %s\n", or_unknown(i->weights_sha256));
     if (i->precision == NULL)

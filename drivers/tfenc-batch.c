@@ -9,6 +9,7 @@
 #include "job/params.h"
 #include "plugin/plugin_loader.h"
 #include "model/model.h"
+#include "output/quantize.h"
 #include "run/run.h"
 #include "launcher.h"
 #include "singleton.h"
@@ -150,18 +151,28 @@ static void print_progress(void *user, const tfenc_run_progress *p)
     const printer *out = user;
     if (out->quiet)
         return;
+    /* Rounded down: 100% only when every document is finished. */
+    double percent = p->documents_total > 0
+                         ? (double)(1000 * p->documents_done / p->documents_total) / 10.0
+                         : 100.0;
     double rate = p->elapsed_seconds > 0 ? (double)p->tokens_done / p->elapsed_seconds : 0.0;
-    double fraction = p->documents_total > 0
-                          ? (double)p->documents_done / (double)p->documents_total
-                          : 1.0;
-    double eta = fraction > 0 ? p->elapsed_seconds / fraction - p->elapsed_seconds : 0.0;
-    char line[256];
+    /* From the documents this run finished: none yet, no estimate. */
+    const int64_t finished_now = p->documents_done - p->documents_before;
+    char eta[64] = "ETA unknown until the first documents are finished";
+    if (p->final)
+        snprintf(eta, sizeof eta, "done in %.1f s", p->elapsed_seconds);
+    else if (finished_now > 0)
+        snprintf(eta, sizeof eta, "ETA %.0f s",
+                 p->elapsed_seconds * (double)(p->documents_total - p->documents_done) /
+                     (double)finished_now);
     char files[64] = "";
     if (p->files_total > 1)
-        snprintf(files, sizeof files, ", files %d/%d", p->files_done, p->files_total);
-    snprintf(line, sizeof line, "%s%lld/%lld documents%s, %.0f tokens/s, ETA %.0f s",
-             p->n_ranks > 1 ? "rank 0: " : "", (long long)p->documents_done,
-             (long long)p->documents_total, files, rate, eta);
+        snprintf(files, sizeof files, ", files read %d/%d", p->files_read, p->files_total);
+    char line[320];
+    snprintf(line, sizeof line,
+             "%lld/%lld documents finished (%.1f%%), %lld tokens, %.0f tokens/s, %s%s",
+             (long long)p->documents_done, (long long)p->documents_total, percent,
+             (long long)p->tokens_done, rate, eta, files);
     if (out->terminal)
         fprintf(stderr, "\r%s\033[K%s", line, p->final ? "\n" : "");
     else
@@ -301,7 +312,8 @@ static void print_plan(void *user, const tfenc_run_plan *p)
 {
     (void)user;
     const tfenc_layout *l = p->layout;
-    double mean_length = p->n_documents > 0 ? (double)p->n_tokens / (double)p->n_documents : 0.0;
+    /* Per sequence: with chunks, what the steps' costs depend on. */
+    double mean_length = p->n_sequences > 0 ? (double)p->n_tokens / (double)p->n_sequences : 0.0;
     printf("job %s\n", p->job_path);
     printf("layout: %d rank%s = %d data-parallel replica%s x %d pipeline stage%s\n", l->n_ranks,
            l->n_ranks > 1 ? "s" : "", l->data_parallel, l->data_parallel > 1 ? "s" : "",
@@ -371,10 +383,21 @@ static void print_plan(void *user, const tfenc_run_plan *p)
                "offsets [%lld])\n", p->output_path, (long long)p->n_vectors, p->vectors_width,
                tfenc_output_dtype_name(p->dtype), (long long)p->n_documents + 1);
     else
-        printf("output: %s (%s, %s)\n", p->output_path, tfenc_output_kind_name(p->output_kind),
-               tfenc_output_dtype_name(p->dtype));
-    printf("corpus: %s, %lld documents, %lld tokens after truncation (mean %.1f)\n",
-           p->input_path, (long long)p->n_documents, (long long)p->n_tokens, mean_length);
+        printf("output: %s (%s, %s%s)\n", p->output_path, tfenc_output_kind_name(p->output_kind),
+               tfenc_output_dtype_name(p->dtype),
+               tfenc_dtype_is_compact(p->dtype) ? ""
+               : p->unit_norm                   ? ", rows of unit length"
+                                                : ", rows not of unit length: the model does "
+                                                  "not normalise them");
+    if (p->chunked)
+        printf("corpus: %s, %lld documents, %lld tokens to encode in %lld sequences (every "
+               "chunk of a long document with its special tokens and overlap; mean %.1f a "
+               "sequence)\n", p->input_path, (long long)p->n_documents,
+               (long long)p->n_tokens, (long long)p->n_sequences, mean_length);
+    else
+        printf("corpus: %s, %lld documents, %lld tokens to encode after truncation (mean "
+               "%.1f)\n", p->input_path, (long long)p->n_documents, (long long)p->n_tokens,
+               mean_length);
     if (p->text_pair_field != NULL)
         printf("pairs: each document is the texts of '%s' and '%s', tokenized as the "
                "tokenizer encodes a pair\n", p->text_field, p->text_pair_field);

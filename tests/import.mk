@@ -34,4 +34,5 @@ NORMAL_BUILD_ONLY_TESTS += tests/import/parity.sh tests/import/parity_mpnet.sh
 EXTRA_DIST += tests/import/make_checkpoint.py tests/import/check_import.py \
 	tests/import/st_reference.py tests/import/compare_embeddings.py tests/import/check_precision_attributes.py tests/import/sentences.txt \
 	tests/import/architectures.py tests/import/reference_models.py tests/import/st_features.py \
-	tests/import/st_chunks.py tests/import/heads.py tests/import/pairs.py tests/import/deberta.py
+	tests/import/st_chunks.py tests/import/unit_means.py tests/import/heads.py tests/import/pairs.py \
+	tests/import/deberta.py

@@ -2,6 +2,10 @@
 # the single-rank output, and a failing rank at every layout.
 dist_check_SCRIPTS += tests/pipeline/layouts.sh tests/pipeline/failing_rank.sh
 TESTS += tests/pipeline/layouts.sh tests/pipeline/failing_rank.sh
+# What a run says about its work: the dry run's tokens against what the
+# job encodes, the progress line's finished documents against the file.
+dist_check_SCRIPTS += tests/pipeline/progress.sh
+TESTS += tests/pipeline/progress.sh
 FEWER_CASES_UNDER_SANITIZERS += tests/pipeline/layouts.sh
 # One-rank runs started without a launcher, many at once (drivers/singleton.h):
 # Open MPI's start, not memory, so the normal build only.

@@ -170,9 +170,9 @@ static void test_weights_live_with_their_layers(void)
     double flops[16];
     int pools = 0;
     /* Once to let the libraries set up what they keep for the process. */
-    CU_ASSERT_EQUAL(tfenc_model_survey(&ctx, &options, 10.0, flops, &pools), TFENC_OK);
+    CU_ASSERT_EQUAL(tfenc_model_survey(&ctx, &options, 10.0, flops, &pools, NULL), TFENC_OK);
     allocation_counter_start();
-    int status = tfenc_model_survey(&ctx, &options, 10.0, flops, &pools);
+    int status = tfenc_model_survey(&ctx, &options, 10.0, flops, &pools, NULL);
     allocation_counts survey = allocation_counter_stop();
     CU_ASSERT_EQUAL(status, TFENC_OK);
     if (survey.live_bytes >= ffn_step_bytes / 2)

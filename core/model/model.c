@@ -8,6 +8,7 @@
 #include "tfenc/plugin_parallel.h"
 
 #include <jansson.h>
+#include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -895,13 +896,34 @@ static int probe_start(tfenc_context *ctx, probe *p, int d_model)
     return TFENC_OK;
 }
 
-int tfenc_model_probe_pools(tfenc_context *ctx, tfenc_model *model, int *pools)
+/* Whether every row the probe left has unit L2 norm: a model that ends by
+ * normalising (pooling's normalize, a multivector head, a plugin of its
+ * own) makes it 1 to within float rounding, and any other model misses it
+ * by far more than the tolerance. Sums in double, as the writer's. */
+static int probe_rows_unit(const probe *p)
+{
+    const tfenc_batch *b = &p->batch;
+    for (int r = 0; r < b->rows; r++) {
+        double sum = 0;
+        for (int c = 0; c < b->d_model; c++) {
+            const double value = b->x[(size_t)r * (size_t)b->d_model + (size_t)c];
+            sum += value * value;
+        }
+        if (!(fabs(sqrt(sum) - 1.0) <= 1e-4))
+            return 0;
+    }
+    return b->rows > 0;
+}
+
+int tfenc_model_probe_pools(tfenc_context *ctx, tfenc_model *model, int *pools, int *unit_rows)
 {
     probe p;
     int status = probe_start(ctx, &p, model->d_model);
     if (status == TFENC_OK)
         status = tfenc_model_forward(ctx, model, &p.batch);
     *pools = p.batch.rows == 1;
+    if (unit_rows != NULL)
+        *unit_rows = status == TFENC_OK && probe_rows_unit(&p);
     tfenc_aligned_free(p.x);
     return status;
 }
@@ -980,7 +1002,7 @@ int tfenc_model_output(tfenc_context *ctx, const tfenc_model *model, tfenc_layer
 }
 
 int tfenc_model_survey(tfenc_context *ctx, const tfenc_model_options *options,
-                       double mean_seq_len, double *step_flops, int *pools)
+                       double mean_seq_len, double *step_flops, int *pools, int *unit_rows)
 {
     probe p;
     int status = probe_start(ctx, &p, options->config->d_model);
@@ -997,6 +1019,8 @@ int tfenc_model_survey(tfenc_context *ctx, const tfenc_model_options *options,
         tfenc_model_destroy(step);
     }
     *pools = p.batch.rows == 1;
+    if (unit_rows != NULL)
+        *unit_rows = status == TFENC_OK && probe_rows_unit(&p);
     tfenc_aligned_free(p.x);
     return status;
 }

@@ -117,16 +117,19 @@ int tfenc_model_nonfinite_sequence(const tfenc_model *model);
  * sequences of mean length `mean_seq_len`. */
 double tfenc_model_step_flops(const tfenc_model *model, int step, double mean_seq_len);
 /* Runs one 2-token sequence through the model to learn whether it pools
- * (its rows drop to one per sequence): works for custom pooling plugins
- * too, and shows that the model runs before any I/O. */
-int tfenc_model_probe_pools(tfenc_context *ctx, tfenc_model *model, int *pools);
+ * (its rows drop to one per sequence) and, when unit_rows is not NULL,
+ * whether the rows it ends with have unit L2 norm (it normalises them):
+ * works for custom pooling plugins too, and shows that the model runs
+ * before any I/O. */
+int tfenc_model_probe_pools(tfenc_context *ctx, tfenc_model *model, int *pools, int *unit_rows);
 /* For pipelines, before any stage loads its range: builds each step of the
  * plan alone (one at a time, so memory holds one step's weights), runs the
  * probe sequence through the steps in order, and destroys them again.
  * step_flops[n_steps] gets each step's FLOPs per token at mean_seq_len;
- * *pools whether the whole model pools. */
+ * *pools whether the whole model pools, *unit_rows (when not NULL) whether
+ * its rows have unit length, as tfenc_model_probe_pools says. */
 int tfenc_model_survey(tfenc_context *ctx, const tfenc_model_options *options,
-                       double mean_seq_len, double *step_flops, int *pools);
+                       double mean_seq_len, double *step_flops, int *pools, int *unit_rows);
 /* What the job writes, as the plan's last layer declares it (plugin.h's
  * tfenc_layer_output): HIDDEN when this model's range does not end the plan
  * or the layer declares nothing. A SCORES width outside 1..d_model, or a

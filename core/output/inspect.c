@@ -675,6 +675,11 @@ int tfenc_inspect_output(tfenc_context *ctx, const char *path, tfenc_inspection 
     inspection->n_tokens = read_integer(file, "n_tokens", &found);
     if (!found)
         inspection->n_tokens = -1;
+    inspection->unit_norm = (int)read_integer(file, "unit_norm", &found);
+    if (!found) {
+        inspection->unit_norm = -1;
+        note_unknown(inspection, "unit_norm");
+    }
 
     struct { const char *name; char **value; } strings[] = {
         {"created", &inspection->created},

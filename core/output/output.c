@@ -426,6 +426,15 @@ static int write_multivector_attributes(tfenc_context *ctx, tfenc_output *out,
     return status;
 }
 
+/* Whether the rows have unit length: what the README's dot-product
+ * search assumes, and --status says. */
+static int write_unit_norm(tfenc_context *ctx, tfenc_output *out,
+                           const tfenc_output_options *options)
+{
+    int32_t unit = options->unit_norm != 0;
+    return write_attribute(ctx, out, "unit_norm", H5T_NATIVE_INT32, &unit);
+}
+
 static int write_attributes(tfenc_context *ctx, tfenc_output *out,
                             const tfenc_output_options *options)
 {
@@ -483,6 +492,8 @@ static int write_attributes(tfenc_context *ctx, tfenc_output *out,
                                                                                       : "none");
     if (status == TFENC_OK)
         status = write_int64_attribute(ctx, out, "d_model", out->d_model);
+    if (status == TFENC_OK)
+        status = write_unit_norm(ctx, out, options);
     if (status == TFENC_OK)
         status = write_int64_attribute(ctx, out, "n_documents", out->n_documents);
     if (status == TFENC_OK && per_token(out->kind))
@@ -1187,6 +1198,29 @@ static int open_existing_dataset(tfenc_context *ctx, tfenc_output *out, const ch
     return TFENC_OK;
 }
 
+/* Rows of unit length or not, as this job makes them. A file begun before
+ * tfenc recorded it holds the rows that version made: the same, but for
+ * chunk means of a normalising model, which it left shorter than unit. */
+static int check_unit_norm(tfenc_context *ctx, tfenc_output *out,
+                           const tfenc_output_options *options)
+{
+    char found[256];
+    if (same_int_attribute(out, "unit_norm", options->unit_norm != 0, found, sizeof found))
+        return TFENC_OK;
+    if (strcmp(found, "(missing)") != 0)
+        return tfenc_error(ctx, TFENC_ERR_CONFIG, "%s: was written by a different job: "
+                           "attribute 'unit_norm' is %s, and this job's rows %s unit length; "
+                           "refusing to append to it (remove it, choose another output, or "
+                           "set [job] resume = false to overwrite it)", out->path, found,
+                           options->unit_norm ? "have" : "do not have");
+    if (options->unit_chunk_means)
+        return tfenc_error(ctx, TFENC_ERR_CONFIG, "%s: was begun by an older tfenc, whose "
+                           "chunk means are not scaled back to unit length as this version's "
+                           "are; refusing to mix both in one file (finish it with that "
+                           "version, or set [job] resume = false to start over)", out->path);
+    return TFENC_OK;
+}
+
 /* The file must be this job's, attribute by attribute: the settings that
  * shape the rows, the corpus's files, the inputs' and the plugins'
  * content, the sizes. */
@@ -1233,6 +1267,8 @@ static int check_identity(tfenc_context *ctx, tfenc_output *out,
                                  inputs[i].name, found);
     if (status == TFENC_OK)
         status = check_plugins(ctx, out, options);
+    if (status == TFENC_OK)
+        status = check_unit_norm(ctx, out, options);
     const struct { const char *name; int64_t expected; int wanted; } numbers[] = {
         {"d_model", out->d_model, 1},
         {"n_documents", out->n_documents, 1},
@@ -1312,6 +1348,9 @@ static int mark_reopened(tfenc_context *ctx, tfenc_output *out,
         status = write_string_attribute(ctx, out, "job", options->job_text);
     if (status == TFENC_OK)
         status = write_run_attributes(ctx, out, options);
+    /* A file of an older tfenc that passed check_unit_norm gets it. */
+    if (status == TFENC_OK)
+        status = write_unit_norm(ctx, out, options);
     if (status == TFENC_OK && H5Fflush(out->file, H5F_SCOPE_GLOBAL) < 0)
         status = h5_fail(ctx, TFENC_ERR_IO, out->path, "cannot flush the reopened file");
     return status;

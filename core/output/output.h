@@ -119,6 +119,15 @@ typedef struct tfenc_output_options {
     int64_t n_chunks;            /* TFENC_CHUNKS_EACH: C, the rows of embeddings */
     tfenc_output_dtype dtype;
     tfenc_output_compression compression;
+    /* 1 when every row the file holds has unit L2 norm, to the dtype's
+     * rounding (the model normalises its rows, or output_dim scales them
+     * back; never for compact codes, scores or sparse rows). Stored as the
+     * attribute `unit_norm`, which a resume must find the same. */
+    int unit_norm;
+    /* 1 when chunk means are scaled back to unit length, which a tfenc
+     * before `unit_norm` was recorded did not do: a file without the
+     * attribute is then not resumed (its means are shorter). */
+    int unit_chunk_means;
     int d_model;
     int64_t n_documents;
     int64_t n_tokens;        /* tokens kind: rows of `hidden`; ignored for pooled */

@@ -43,6 +43,7 @@ struct tfenc_writer {
     int pooled;
     tfenc_output_chunks chunks;
     int output_dim; /* > 0: rows cut to this width and renormalised */
+    int unit_means; /* chunk means scaled back to unit length (the model's rows are) */
     int scores_width; /* > 0: a head's scores, the first values of each row, as they are */
     const tfenc_sparse_rows *sparse_rows; /* sparse kind: the microbatch's rows, else NULL */
     tfenc_sparse_log *sparse_log;
@@ -65,6 +66,10 @@ struct tfenc_writer {
     int64_t n_queued, capacity;
     int has_ids;
     int64_t documents, tokens, truncated_documents;
+    /* What the flushes have made finished (tfenc_writer_finished). */
+    int64_t finished_documents, finished_tokens;
+    int (*finished_before)(void *user, int64_t document);
+    void *finished_before_user;
     double last_flush;
     double group_seconds;
     /* Chunked outputs. */
@@ -189,6 +194,19 @@ void tfenc_writer_truncate_rows(float *x, int64_t n, int d, int width)
     truncate_rows(x, n, d, width);
 }
 
+void tfenc_writer_chunk_mean(float *row, int n_chunks, int d, int output_dim, int unit_means)
+{
+    if (n_chunks > 1)
+        for (int c = 0; c < d; c++)
+            row[c] /= (float)n_chunks;
+    /* The mean of unit vectors is shorter than they are: the row keeps the
+     * model's promise of unit length, as cutting to output_dim does. */
+    if (output_dim > 0)
+        truncate_rows(row, 1, d, output_dim);
+    else if (n_chunks > 1 && unit_means)
+        truncate_rows(row, 1, d, d);
+}
+
 /* A head's scores: the first `width` values of each d-wide row, packed
  * without changing them (unlike truncate_rows, no renormalisation). */
 static void pack_rows(float *x, int64_t n, int d, int width)
@@ -282,9 +300,8 @@ static int finish_open(tfenc_context *ctx, tfenc_writer *w, open_document *o)
     const int d = w->d_model;
     const int64_t rows = w->chunks == TFENC_CHUNKS_EACH ? o->n_chunks : 1;
     if (w->chunks == TFENC_CHUNKS_MEAN)
-        for (int c = 0; c < d; c++)
-            o->rows[c] /= (float)o->n_chunks;
-    if (w->output_dim > 0)
+        tfenc_writer_chunk_mean(o->rows, o->n_chunks, d, w->output_dim, w->unit_means);
+    else if (w->output_dim > 0)
         truncate_rows(o->rows, rows, d, w->output_dim);
     int status = w->chunks == TFENC_CHUNKS_EACH
                      ? tfenc_output_write_chunks(ctx, w->output, 1, &o->index, &o->first_row,
@@ -359,6 +376,11 @@ static int write_chunked(tfenc_context *ctx, tfenc_writer *w, const tfenc_microb
     free(ones);
     free(zeros);
     return status;
+}
+
+void tfenc_writer_set_unit_means(tfenc_writer *w)
+{
+    w->unit_means = 1;
 }
 
 void tfenc_writer_set_scores(tfenc_writer *w, int width)
@@ -491,12 +513,32 @@ int tfenc_writer_flush(tfenc_context *ctx, tfenc_writer *w)
                                              w->truncated,
                                              w->has_ids ? (const char *const *)w->ids : NULL,
                                              w->sources, w->source_lines);
+    for (int64_t k = 0; status == TFENC_OK && k < w->n_queued; k++) {
+        w->finished_tokens += w->lengths[k];
+        w->finished_documents +=
+            w->finished_before == NULL ||
+            !w->finished_before(w->finished_before_user, w->indices[k]);
+    }
     for (int64_t k = 0; k < w->n_queued; k++) {
         free(w->ids[k]);
         w->ids[k] = NULL;
     }
     w->n_queued = 0;
     return status;
+}
+
+void tfenc_writer_set_finished_before(tfenc_writer *w,
+                                      int (*finished_before)(void *user, int64_t document),
+                                      void *user)
+{
+    w->finished_before = finished_before;
+    w->finished_before_user = user;
+}
+
+void tfenc_writer_finished(const tfenc_writer *w, int64_t *documents, int64_t *tokens)
+{
+    *documents = w->finished_documents;
+    *tokens = w->finished_tokens;
 }
 
 int64_t tfenc_writer_documents(const tfenc_writer *w)

@@ -29,6 +29,18 @@ int tfenc_writer_create(tfenc_context *ctx, tfenc_output *output, int pooled,
                         tfenc_output_chunks chunks, int output_dim, int d_model, int n_writers,
                         const char *path, tfenc_writer **writer_out);
 
+/* A document's row of a chunk-mean output, in place, from the sum of its
+ * n_chunks chunk rows of d values (one chunk: that chunk's row): their
+ * mean, scaled back to unit length when unit_means (and more than one
+ * chunk), then cut to its first output_dim (> 0) values and scaled back.
+ * The writer's rule, for samples that must see the rows the job writes. */
+void tfenc_writer_chunk_mean(float *row, int n_chunks, int d, int output_dim, int unit_means);
+
+/* A writer of chunk means (chunks MEAN) whose model's rows have unit
+ * length: each document's mean of its chunks' rows is scaled back to unit
+ * length, as the rows of documents of one chunk are. */
+void tfenc_writer_set_unit_means(tfenc_writer *w);
+
 /* A pooled writer whose model ends in a head (output kind scores): each
  * row's first `width` values are written as they are. */
 void tfenc_writer_set_scores(tfenc_writer *w, int width);
@@ -55,6 +67,20 @@ int tfenc_writer_write(tfenc_context *ctx, tfenc_writer *w, const tfenc_microbat
 
 /* Makes the rows written so far durable, then writes their metadata. */
 int tfenc_writer_flush(tfenc_context *ctx, tfenc_writer *w);
+
+/* A resumed run re-encodes the documents an earlier run finished that
+ * share a microbatch with unfinished ones: `finished_before` (given the
+ * document's index; NULL: none was) keeps them out of the finished count
+ * below, so that it adds to what the file held before. */
+void tfenc_writer_set_finished_before(tfenc_writer *w,
+                                      int (*finished_before)(void *user, int64_t document),
+                                      void *user);
+
+/* What this writer's flushes have made finished in the file so far (the
+ * documents whose metadata is written, as --status counts them, less
+ * those finished before), and the tokens of every document it flushed:
+ * what progress reports. */
+void tfenc_writer_finished(const tfenc_writer *w, int64_t *documents, int64_t *tokens);
 
 /* Documents and real tokens written, and documents that were truncated. */
 int64_t tfenc_writer_documents(const tfenc_writer *w);

@@ -1,10 +1,11 @@
 # ranks: the MPI layout (replicas x stages), the pipeline between stages,
-# the node's shared weights window, the window counter, and waiting for
-# other ranks without spinning a core.
+# the node's shared weights window, the window counter, running totals sent
+# to rank 0, and waiting for other ranks without spinning a core.
 # may use: base
 core_libtfenc_la_SOURCES += \
 	core/ranks/layout.c core/ranks/layout.h \
 	core/ranks/pipeline.c core/ranks/pipeline.h \
 	core/ranks/node_arena.c core/ranks/node_arena.h \
 	core/ranks/patient_wait.c core/ranks/patient_wait.h \
+	core/ranks/tally.c core/ranks/tally.h \
 	core/ranks/work_queue.c core/ranks/work_queue.h

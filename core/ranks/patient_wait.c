@@ -12,6 +12,14 @@ static void sleep_microseconds(long microseconds)
     }
 }
 
+void tfenc_patient_pause(long *sleep)
+{
+    if (*sleep < TFENC_PATIENT_SLEEP_MIN_US)
+        *sleep = TFENC_PATIENT_SLEEP_MIN_US;
+    sleep_microseconds(*sleep);
+    *sleep = *sleep * 2 < TFENC_PATIENT_SLEEP_MAX_US ? *sleep * 2 : TFENC_PATIENT_SLEEP_MAX_US;
+}
+
 int tfenc_patient_waitall(int count, MPI_Request *requests, MPI_Status *statuses)
 {
     int done = 0;
@@ -21,8 +29,7 @@ int tfenc_patient_waitall(int count, MPI_Request *requests, MPI_Status *statuses
         status = MPI_Testall(count, requests, &done, statuses);
     long sleep = TFENC_PATIENT_SLEEP_MIN_US;
     while (status == MPI_SUCCESS && !done) {
-        sleep_microseconds(sleep);
-        sleep = sleep * 2 < TFENC_PATIENT_SLEEP_MAX_US ? sleep * 2 : TFENC_PATIENT_SLEEP_MAX_US;
+        tfenc_patient_pause(&sleep);
         status = MPI_Testall(count, requests, &done, statuses);
     }
     return status;

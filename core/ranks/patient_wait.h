@@ -28,6 +28,11 @@
 #define TFENC_PATIENT_SLEEP_MIN_US 10
 #define TFENC_PATIENT_SLEEP_MAX_US 1000
 
+/* One pause of a wait that polls something else than requests: sleeps
+ * *sleep microseconds (from 0: the minimum), then doubles it up to the
+ * ceiling for the next pause. */
+void tfenc_patient_pause(long *sleep);
+
 /* MPI_Waitall's contract (statuses may be MPI_STATUSES_IGNORE), patiently. */
 int tfenc_patient_waitall(int count, MPI_Request *requests, MPI_Status *statuses);
 

@@ -65,8 +65,9 @@ static int close_batch(tfenc_context *ctx, sample_packer *p, int d_model)
     return TFENC_OK;
 }
 
-/* Adds one document (the caller leaves room for it in the sample). */
-static int pack_document(tfenc_context *ctx, sample_packer *p, const int32_t *document,
+/* Adds one sequence, a document or a chunk of one (the caller leaves room
+ * for it in the sample). */
+static int pack_sequence(tfenc_context *ctx, sample_packer *p, const int32_t *document,
                          const int32_t *types, int length, int keys, int d_model)
 {
     tfenc_gate_sample *sample = p->sample;
@@ -84,8 +85,38 @@ static int pack_document(tfenc_context *ctx, sample_packer *p, const int32_t *do
         sample->positions[p->used + t] = t;
     p->used += length;
     p->starts[++p->n_seq] = p->used - p->batch_first;
-    sample->n_documents++;
+    if (sample->sequence_documents != NULL)
+        sample->sequence_documents[sample->n_sequences] = sample->n_documents;
+    sample->n_sequences++;
     return TFENC_OK;
+}
+
+/* The document just tokenized, as the job encodes it: itself, or every
+ * chunk when the source chunks; *full when it does not fit. */
+static int pack_document(tfenc_context *ctx, sample_packer *p, const tfenc_gate_corpus *source,
+                         int32_t *document, int32_t *types, int32_t length, int32_t keys,
+                         int32_t truncated, size_t capacity, int *full)
+{
+    const int n_chunks =
+        source->chunked ? tfenc_feeder_chunks(source->feeding, source->tokenizer, truncated) : 1;
+    size_t tokens = n_chunks == 1 ? (size_t)length : 0;
+    for (int c = 0; n_chunks > 1 && c < n_chunks; c++)
+        tokens += (size_t)tfenc_feeder_chunk(source->feeding, source->tokenizer, truncated, c,
+                                             NULL, NULL, NULL);
+    if ((size_t)p->used + tokens > capacity) {
+        *full = 1;
+        return TFENC_OK;
+    }
+    int status = TFENC_OK;
+    if (n_chunks == 1)
+        status = pack_sequence(ctx, p, document, types, length, keys, source->d_model);
+    for (int c = 0; status == TFENC_OK && n_chunks > 1 && c < n_chunks; c++) {
+        const int32_t chunk = tfenc_feeder_chunk(source->feeding, source->tokenizer, truncated,
+                                                 c, document, types, NULL);
+        status = pack_sequence(ctx, p, document, types, chunk, chunk, source->d_model);
+    }
+    p->sample->n_documents++;
+    return status;
 }
 
 int tfenc_gate_sample_read(tfenc_context *ctx, const tfenc_gate_corpus *source,
@@ -115,11 +146,14 @@ int tfenc_gate_sample_read_limited(tfenc_context *ctx, const tfenc_gate_corpus *
     const int masked_keys = source->feeding->pad_id >= 0 && !source->feeding->pad_attended;
     if (masked_keys)
         sample->keys = calloc(capacity, sizeof *sample->keys);
+    if (source->chunked)
+        sample->sequence_documents = calloc(capacity, sizeof *sample->sequence_documents);
     int32_t *document = malloc((size_t)source->feeding->max_seq_len * sizeof *document);
     int32_t *types = malloc((size_t)source->feeding->max_seq_len * sizeof *types);
     if (sample->ids == NULL || sample->types == NULL || sample->positions == NULL ||
         sample->starts == NULL || document == NULL || types == NULL ||
-        (masked_keys && sample->keys == NULL)) {
+        (masked_keys && sample->keys == NULL) ||
+        (source->chunked && sample->sequence_documents == NULL)) {
         free(document);
         free(types);
         return tfenc_error(ctx, TFENC_ERR_NO_MEMORY, "out of memory");
@@ -147,13 +181,11 @@ int tfenc_gate_sample_read_limited(tfenc_context *ctx, const tfenc_gate_corpus *
                 status = tfenc_feeder_tokenize(ctx, source->feeding, source->tokenizer, &doc,
                                                doc.local_index, document, types, &length,
                                                &keys, &truncated);
-            if (status == TFENC_OK && (size_t)packer.used + (size_t)length > capacity)
-                full = 1;
-            else if (status == TFENC_OK && length > 0) { /* an empty one tells nothing */
+            if (status == TFENC_OK && length > 0) { /* an empty one tells nothing */
                 if (sample->indices != NULL)
                     sample->indices[sample->n_documents] = range.first_index + doc.local_index;
-                status = pack_document(ctx, &packer, document, types, length, keys,
-                                       source->d_model);
+                status = pack_document(ctx, &packer, source, document, types, length, keys,
+                                       truncated, capacity, &full);
             }
         }
         if (status == TFENC_ERR_NOT_FOUND) { /* the window's last document */
@@ -177,6 +209,7 @@ void tfenc_gate_sample_free(tfenc_gate_sample *sample)
     free(sample->positions);
     free(sample->starts);
     free(sample->keys);
+    free(sample->sequence_documents);
 }
 
 /* ------------------------------------------------------- the trial runs */

@@ -23,6 +23,9 @@ typedef struct tfenc_gate_corpus {
     const tfenc_feeder_options *feeding;
     long max_seq_len, batch_tokens;      /* the job's [job] settings */
     int d_model;
+    /* 1: a long document is sampled as the job encodes it, every chunk a
+     * sequence (feeding->chunks), not as its first max_seq_len tokens */
+    int chunked;
 } tfenc_gate_corpus;
 
 /* The sample: packed batches of token ids over arrays the sample owns. */
@@ -31,6 +34,9 @@ typedef struct tfenc_gate_sample {
     int32_t *ids, *types, *positions, *starts;
     int32_t *keys;                       /* per document, when the job masks keys; else NULL */
     int n_batches, capacity_batches, n_documents, n_tokens;
+    int n_sequences;                     /* documents, or with chunks their chunks */
+    int32_t *sequence_documents;         /* chunked: [n_sequences] each sequence's document
+                                            (0..n_documents-1); NULL otherwise */
     int batch_tokens;                    /* the most tokens of a sample batch */
     int64_t *indices;                    /* NULL, or the caller's array that receives each
                                             sampled document's global index */
@@ -49,7 +55,8 @@ int tfenc_gate_sample_read(tfenc_context *ctx, const tfenc_gate_corpus *source,
 /* The same rule for other samples taken before a job (the ranges of
  * compact output): `capacity` tokens at most and, with max_documents > 0,
  * that many documents at most (sample->indices, when set, holds that
- * many), each eighth of the corpus its share. */
+ * many), each eighth of the corpus its share. With source->chunked a
+ * document is taken whole, all its chunks, or not at all. */
 int tfenc_gate_sample_read_limited(tfenc_context *ctx, const tfenc_gate_corpus *source,
                                    size_t capacity, int max_documents, tfenc_gate_sample *sample);
 void tfenc_gate_sample_free(tfenc_gate_sample *sample);

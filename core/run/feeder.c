@@ -268,15 +268,68 @@ static void plan_batches(tfenc_feeder *f, const uint8_t *finished, int64_t first
     }
 }
 
-/* How many chunks a document of n_pieces pieces is cut into: chunks of
- * `room` pieces starting every room - overlap pieces, the last one ending
- * with the document. */
-static int chunk_count(int n_pieces, int room, int overlap)
+/* How a long document is cut: chunks of `room` pieces starting every
+ * room - overlap pieces, the last one ending with the document, each
+ * between the tokenizer's special tokens. Loading, counting (what a dry
+ * run counts) and the samples taken before a job (calibrated ranges) all
+ * read this one description, so that they see what the job encodes. */
+typedef struct chunking {
+    const int32_t *pieces; /* the document's pieces, in the tokenizer */
+    int n_pieces, room, overlap;
+} chunking;
+
+/* The document just tokenized: 1 with *c describing its chunks when it is
+ * long and the job chunks long documents, else 0 (one sequence, its
+ * truncated tokens as tokenized). */
+static int document_chunking(const tfenc_feeder_options *options,
+                             const tfenc_tokenizer *tokenizer, int32_t truncated, chunking *c)
 {
-    if (n_pieces <= room)
+    if (options->chunks == TFENC_CHUNKS_OFF || truncated <= 0 || tokenizer == NULL)
+        return 0;
+    c->pieces = tfenc_tokenizer_last_pieces(tokenizer, &c->n_pieces);
+    c->room = options->max_seq_len - tfenc_tokenizer_special_count(tokenizer);
+    c->overlap = options->chunk_overlap;
+    return 1;
+}
+
+static int chunk_count(const chunking *c)
+{
+    if (c->n_pieces <= c->room)
         return 1;
-    int step = room - overlap;
-    return 1 + (n_pieces - room + step - 1) / step;
+    int step = c->room - c->overlap;
+    return 1 + (c->n_pieces - c->room + step - 1) / step;
+}
+
+int tfenc_feeder_chunks(const tfenc_feeder_options *options, const tfenc_tokenizer *tokenizer,
+                        int32_t truncated)
+{
+    chunking cut;
+    return document_chunking(options, tokenizer, truncated, &cut) ? chunk_count(&cut) : 1;
+}
+
+int32_t tfenc_feeder_chunk(const tfenc_feeder_options *options, const tfenc_tokenizer *tokenizer,
+                           int32_t truncated, int k, int32_t *ids, int32_t *types,
+                           int32_t *start)
+{
+    chunking cut;
+    if (!document_chunking(options, tokenizer, truncated, &cut))
+        return 0;
+    const int32_t *prefix = NULL, *suffix = NULL;
+    int n_prefix = 0, n_suffix = 0;
+    tfenc_tokenizer_specials(tokenizer, &prefix, &n_prefix, &suffix, &n_suffix);
+    const int first = k * (cut.room - cut.overlap);
+    const int end = first + cut.room < cut.n_pieces ? first + cut.room : cut.n_pieces;
+    const int32_t length = n_prefix + (end - first) + n_suffix;
+    if (ids != NULL) {
+        memcpy(ids, prefix, (size_t)n_prefix * sizeof *ids);
+        memcpy(ids + n_prefix, cut.pieces + first, (size_t)(end - first) * sizeof *ids);
+        memcpy(ids + n_prefix + (end - first), suffix, (size_t)n_suffix * sizeof *ids);
+    }
+    if (types != NULL)
+        memset(types, 0, (size_t)length * sizeof *types);
+    if (start != NULL)
+        *start = first;
+    return length;
 }
 
 /* Adds the document just tokenized (its truncated form in f->scratch, its
@@ -286,15 +339,8 @@ static int add_document(tfenc_context *ctx, tfenc_feeder *f, int64_t global_inde
                         const tfenc_document *document, const char *id, int32_t length,
                         int32_t keys, int32_t truncated, int64_t first_row, int *added)
 {
-    const int chunked = f->options.chunks != TFENC_CHUNKS_OFF && truncated > 0;
-    const int32_t *prefix = NULL, *suffix = NULL, *pieces = NULL;
-    int n_prefix = 0, n_suffix = 0, n_pieces = 0, room = 0, n_chunks = 1;
-    if (chunked) {
-        tfenc_tokenizer_specials(f->tokenizer, &prefix, &n_prefix, &suffix, &n_suffix);
-        pieces = tfenc_tokenizer_last_pieces(f->tokenizer, &n_pieces);
-        room = f->options.max_seq_len - n_prefix - n_suffix;
-        n_chunks = chunk_count(n_pieces, room, f->options.chunk_overlap);
-    }
+    const int n_chunks = tfenc_feeder_chunks(&f->options, f->tokenizer, truncated);
+    const int chunked = n_chunks > 1;
     int status = reserve(ctx, f, (int64_t)f->n_sequences + n_chunks,
                          (size_t)n_chunks * (size_t)f->options.max_seq_len);
     for (int c = 0; status == TFENC_OK && c < n_chunks; c++) {
@@ -316,16 +362,10 @@ static int add_document(tfenc_context *ctx, tfenc_feeder *f, int64_t global_inde
             sequence->truncated = truncated;
             sequence->chunk_start = 0;
         } else {
-            int start = c * (room - f->options.chunk_overlap);
-            int end = start + room < n_pieces ? start + room : n_pieces;
-            memcpy(ids, prefix, (size_t)n_prefix * sizeof *ids);
-            memcpy(ids + n_prefix, pieces + start, (size_t)(end - start) * sizeof *ids);
-            memcpy(ids + n_prefix + (end - start), suffix, (size_t)n_suffix * sizeof *ids);
-            sequence->length = n_prefix + (end - start) + n_suffix;
+            sequence->length = tfenc_feeder_chunk(&f->options, f->tokenizer, truncated, c, ids,
+                                                  types, &sequence->chunk_start);
             sequence->keys = sequence->length;
-            memset(types, 0, (size_t)sequence->length * sizeof *types);
             sequence->truncated = 0;
-            sequence->chunk_start = start;
         }
         if (id != NULL && (sequence->id = strdup(id)) == NULL)
             status = tfenc_error(ctx, TFENC_ERR_NO_MEMORY, "out of memory");
@@ -402,14 +442,17 @@ int tfenc_feeder_count_window(tfenc_context *ctx, tfenc_feeder *f,
             status = tfenc_feeder_tokenize(ctx, &f->options, f->tokenizer, &document,
                                            window->first_index + i, f->scratch,
                                            f->scratch_types, &length, &keys, &truncated);
-        int n_chunks = 1;
-        if (status == TFENC_OK && f->options.chunks != TFENC_CHUNKS_OFF && truncated > 0) {
-            int n_pieces = 0;
-            tfenc_tokenizer_last_pieces(f->tokenizer, &n_pieces);
-            int room = f->options.max_seq_len - tfenc_tokenizer_special_count(f->tokenizer);
-            n_chunks = chunk_count(n_pieces, room, f->options.chunk_overlap);
-        }
-        *tokens += length;
+        /* What the job encodes: the truncated document, or every chunk
+         * of a long one with its special tokens (overlaps counted in each
+         * chunk that holds them). */
+        const int n_chunks = status == TFENC_OK
+                                 ? tfenc_feeder_chunks(&f->options, f->tokenizer, truncated)
+                                 : 1;
+        if (n_chunks == 1)
+            *tokens += length;
+        for (int c = 0; n_chunks > 1 && c < n_chunks; c++)
+            *tokens += tfenc_feeder_chunk(&f->options, f->tokenizer, truncated, c, NULL, NULL,
+                                          NULL);
         *chunks += n_chunks;
         if (status == TFENC_OK)
             *kept += tfenc_skiplist_count(f->options.skiplist, f->scratch, length);

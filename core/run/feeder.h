@@ -61,6 +61,21 @@ int tfenc_feeder_tokenize(tfenc_context *ctx, const tfenc_feeder_options *option
                           int64_t global_index, int32_t *ids, int32_t *types, int32_t *length,
                           int32_t *keys, int32_t *truncated);
 
+/* After tfenc_feeder_tokenize: the sequences the job encodes the document
+ * as, 1 or, with long_documents = chunk and a document that did not fit,
+ * its chunks (how loading, counting and the samples taken before a job
+ * all cut it). */
+int tfenc_feeder_chunks(const tfenc_feeder_options *options, const tfenc_tokenizer *tokenizer,
+                        int32_t truncated);
+
+/* Chunk k (of tfenc_feeder_chunks() > 1) of that document: its tokens,
+ * the special tokens around its pieces, into ids and zero token types into
+ * types ([max_seq_len] each; either may be NULL), *start (may be NULL) its
+ * first piece in the document. Returns its length. */
+int32_t tfenc_feeder_chunk(const tfenc_feeder_options *options, const tfenc_tokenizer *tokenizer,
+                           int32_t truncated, int k, int32_t *ids, int32_t *types,
+                           int32_t *start);
+
 typedef struct tfenc_feeder tfenc_feeder;
 
 /* A feeder over an open corpus (any share: windows select their own
@@ -83,10 +98,11 @@ int tfenc_feeder_load_window(tfenc_context *ctx, tfenc_feeder *f, const tfenc_co
 int tfenc_feeder_next(tfenc_context *ctx, tfenc_feeder *f, tfenc_pipeline *pipeline,
                       tfenc_microbatch **microbatch);
 
-/* The tokens (after truncation), the sequences (documents, or their
- * chunks) and the tokens the skiplist keeps of a window, without keeping
- * them: how outputs of several rows per document learn where each window's
- * rows go. */
+/* What a window makes, without keeping it: the tokens the job encodes
+ * (each document after truncation, or every chunk of a long one with its
+ * special tokens), the sequences (documents, or their chunks) and the
+ * tokens the skiplist keeps. How outputs of several rows per document
+ * learn where each window's rows go, and what a dry run counts. */
 int tfenc_feeder_count_window(tfenc_context *ctx, tfenc_feeder *f,
                               const tfenc_corpus_range *window, int64_t *tokens, int64_t *chunks,
                               int64_t *kept);

@@ -29,6 +29,7 @@
 #include "tokenizer/tokenizer.h"
 #include "model/weights.h"
 #include "input/windows.h"
+#include "ranks/tally.h"
 #include "ranks/work_queue.h"
 #include "output/writer.h"
 
@@ -68,6 +69,7 @@ typedef struct run {
     int busiest_node[3];     /* --dry-run: ranks, threads, cores of the most oversubscribed node */
     tfenc_model *model;
     tfenc_output_kind output_kind; /* pooled, tokens, scores, sparse or vectors, once known */
+    int model_unit_rows;     /* the model's last rows have unit length (its probe) */
     int scores_width;        /* scores: values per document */
     int vectors_width;       /* vectors: values per kept token */
     tfenc_multivector_tokens multivector; /* marker, [MASK] and skiplist ids */
@@ -81,7 +83,9 @@ typedef struct run {
     tfenc_corpus *corpus;
     tfenc_feeder_options feeding;
     tfenc_windows windows;   /* the corpus cut into windows, and what is finished */
-    int64_t n_documents, n_tokens; /* the whole corpus (n_tokens once counted) */
+    int64_t n_documents, n_tokens; /* the whole corpus (n_tokens once counted: what the
+                                    * job encodes, every chunk of a long document included) */
+    int64_t n_sequences;     /* once counted: the sequences encoded (documents, or chunks) */
     int64_t n_rows;          /* output rows of a per-token or every-chunk output */
     tfenc_output *output;
     tfenc_output_lock *lock; /* rank 0: this job owns the output */
@@ -89,6 +93,7 @@ typedef struct run {
     int64_t *todo;           /* the windows this run encodes, in order */
     int64_t n_todo, todo_documents;
     tfenc_work_queue *queue; /* hands out runs */
+    tfenc_tally *tally;      /* the writers' finished documents and tokens, for rank 0 */
     int64_t *runs;           /* [n_runs + 1] first todo index of each run, then n_todo */
     int64_t n_runs;
     int64_t run_next, run_end; /* the todo indices left of the run in hand */
@@ -591,30 +596,61 @@ static int gate_precision(run *r)
  * the file will get them: the token bound keeps that to seconds (65,536
  * tokens of BERT-base are about 10^13 FLOP). Fewer than
  * CALIBRATION_MIN_DOCUMENTS make no ranges: sentence-transformers warns
- * below 100 too, and a handful of vectors leaves most values outside. */
+ * below 100 too, and a handful of vectors leaves most values outside.
+ * With long_documents = chunk a document is encoded whole, every chunk,
+ * and its rows made as the writer makes them (each chunk, or their mean):
+ * ranges from first chunks alone let a mean's values fall outside and wrap
+ * around. The token bound then grows CALIBRATION_CHUNKS times. */
 #define CALIBRATION_DOCUMENTS 512
 #define CALIBRATION_TOKENS 65536
 #define CALIBRATION_MIN_DOCUMENTS 100
+#define CALIBRATION_CHUNKS 4
 
 static int output_width(const run *r)
 {
     return r->settings.output_dim > 0 ? (int)r->settings.output_dim : r->config.d_model;
 }
 
-/* Rank 0: the sample through the whole model, its rows folded into r->ranges. */
+/* The rows the file holds have unit length: the model's rows have, and
+ * the writer keeps them so (chunk means scaled back), or output_dim scales
+ * each pooled row back after cutting it. Compact codes, scores and sparse
+ * rows are not vectors of unit length. */
+static int rows_unit_length(const run *r)
+{
+    if (r->output_kind == TFENC_OUTPUT_SCORES || r->output_kind == TFENC_OUTPUT_SPARSE ||
+        tfenc_dtype_is_compact(r->settings.dtype))
+        return 0;
+    return r->model_unit_rows ||
+           (r->output_kind == TFENC_OUTPUT_POOLED && r->settings.output_dim > 0);
+}
+
+/* Chunk means the writer scales back to unit length (output_dim does it
+ * for every row anyway). */
+static int unit_chunk_means(const run *r)
+{
+    return r->settings.chunks == TFENC_CHUNKS_MEAN && r->model_unit_rows &&
+           r->settings.output_dim == 0 && r->output_kind == TFENC_OUTPUT_POOLED;
+}
+
+/* Rank 0: the sample through the whole model, its rows folded into r->ranges
+ * as the job writes them. */
 static int calibrate_ranges(run *r)
 {
     const char *dtype = tfenc_output_dtype_name(r->settings.dtype);
+    const int chunked = r->settings.chunks != TFENC_CHUNKS_OFF;
+    const int means = r->settings.chunks == TFENC_CHUNKS_MEAN;
     tfenc_gate_sample sample = {0};
     const size_t least = (size_t)CALIBRATION_MIN_DOCUMENTS * (size_t)r->settings.max_seq_len;
-    const size_t capacity = least > CALIBRATION_TOKENS ? least : CALIBRATION_TOKENS;
+    const size_t capacity = (least > CALIBRATION_TOKENS ? least : CALIBRATION_TOKENS) *
+                            (chunked ? CALIBRATION_CHUNKS : 1);
     sample.indices = malloc(CALIBRATION_DOCUMENTS * sizeof *sample.indices);
     if (sample.indices == NULL)
         return tfenc_error(r->ctx, TFENC_ERR_NO_MEMORY, "out of memory");
     const tfenc_gate_corpus source = {
         .corpus = r->corpus, .windows = &r->windows, .tokenizer = r->tokenizer,
         .feeding = &r->feeding, .max_seq_len = r->settings.max_seq_len,
-        .batch_tokens = r->settings.batch_tokens, .d_model = r->config.d_model};
+        .batch_tokens = r->settings.batch_tokens, .d_model = r->config.d_model,
+        .chunked = chunked};
     int status = tfenc_gate_sample_read_limited(r->ctx, &source, capacity, CALIBRATION_DOCUMENTS,
                                                 &sample);
     tfenc_model *model = NULL;
@@ -622,12 +658,22 @@ static int calibrate_ranges(run *r)
     o.limits.max_tokens = o.limits.max_seqs = sample.batch_tokens;
     if (status == TFENC_OK)
         status = tfenc_model_create(r->ctx, &o, &model);
+    /* Chunk means are scaled back to unit length when the model's rows
+     * have it (the writer's rule): the probe says. */
+    int pools = 0, unit_rows = 0;
+    if (status == TFENC_OK && means)
+        status = tfenc_model_probe_pools(r->ctx, model, &pools, &unit_rows);
     const int d = r->config.d_model, width = output_width(r);
-    float *x = NULL;
+    float *x = NULL, *sums = NULL;
+    int *chunks = NULL;
     if (status == TFENC_OK &&
         (x = tfenc_aligned_alloc((size_t)sample.batch_tokens * (size_t)d * sizeof *x)) == NULL)
         status = tfenc_error(r->ctx, TFENC_ERR_NO_MEMORY, "out of memory");
-    for (int b = 0; status == TFENC_OK && b < sample.n_batches; b++) {
+    if (status == TFENC_OK && means &&
+        ((sums = calloc((size_t)sample.n_documents * (size_t)d, sizeof *sums)) == NULL ||
+         (chunks = calloc((size_t)sample.n_documents, sizeof *chunks)) == NULL))
+        status = tfenc_error(r->ctx, TFENC_ERR_NO_MEMORY, "out of memory");
+    for (int b = 0, sequence = 0; status == TFENC_OK && b < sample.n_batches; b++) {
         tfenc_batch batch = sample.batches[b];
         batch.x = x;
         status = tfenc_model_forward(r->ctx, model, &batch);
@@ -635,18 +681,34 @@ static int calibrate_ranges(run *r)
             status = tfenc_error(r->ctx, TFENC_ERR_CONFIG,
                                  "%s: [job] output_dtype = %s applies to pooled vectors, but "
                                  "the model does not pool its output", r->job->path, dtype);
-        if (status == TFENC_OK && width != d)
+        /* Chunk means: each document's chunks summed, its row made below. */
+        for (int j = 0; status == TFENC_OK && means && j < batch.rows; j++, sequence++) {
+            const int document = sample.sequence_documents[sequence];
+            float *sum = sums + (size_t)document * (size_t)d;
+            for (int c = 0; c < d; c++)
+                sum[c] += x[(size_t)j * (size_t)d + (size_t)c];
+            chunks[document]++;
+        }
+        if (status == TFENC_OK && !means && width != d)
             tfenc_writer_truncate_rows(x, batch.rows, d, width);
-        if (status == TFENC_OK)
+        if (status == TFENC_OK && !means)
             tfenc_quantize_ranges_update(r->ranges, width, x, batch.rows, b == 0);
+    }
+    for (int i = 0; status == TFENC_OK && means && i < sample.n_documents; i++) {
+        float *row = sums + (size_t)i * (size_t)d;
+        tfenc_writer_chunk_mean(row, chunks[i], d, (int)r->settings.output_dim, unit_rows);
+        tfenc_quantize_ranges_update(r->ranges, width, row, 1, i == 0);
     }
     /* After the model: a model that does not pool is the first thing to say. */
     if (status == TFENC_OK && sample.n_documents < CALIBRATION_MIN_DOCUMENTS)
         status = tfenc_error(r->ctx, TFENC_ERR_CONFIG,
                              "%s: [job] output_dtype = %s needs ranges: the corpus gives a "
-                             "calibration sample of %d documents (at least %d); give them in "
+                             "calibration sample of %d documents (at least %d%s); give them in "
                              "[job] output_ranges (.npy or .h5, [2, %d])",
                              r->job->path, dtype, sample.n_documents, CALIBRATION_MIN_DOCUMENTS,
+                             chunked ? ", each encoded whole, every chunk, within "
+                                       "the sample's tokens"
+                                     : "",
                              output_width(r));
     if (status == TFENC_OK) {
         snprintf(r->ranges_source, sizeof r->ranges_source,
@@ -657,6 +719,8 @@ static int calibrate_ranges(run *r)
         sample.indices = NULL;
     }
     tfenc_aligned_free(x);
+    free(sums);
+    free(chunks);
     tfenc_model_destroy(model);
     free(sample.indices);
     tfenc_gate_sample_free(&sample);
@@ -929,16 +993,18 @@ static int cut_windows(run *r)
 }
 
 /* A window's output rows: its chunks for an output of every chunk, else
- * its tokens; the tokens are summed either way (for the plan). */
+ * its tokens; the tokens and sequences it encodes are summed either way
+ * (for the plan and the steps' costs). */
 static int count_one_window(tfenc_context *ctx, void *user, int64_t window, int64_t *rows)
 {
     run *r = user;
     tfenc_corpus_range range;
     tfenc_windows_range(&r->windows, window, &range);
-    int64_t tokens = 0, chunks = 0, kept = 0;
-    int status = tfenc_feeder_count_window(ctx, r->feeder, &range, &tokens, &chunks, &kept);
-    *rows = r->settings.chunks == TFENC_CHUNKS_EACH ? chunks : kept;
+    int64_t tokens = 0, sequences = 0, kept = 0;
+    int status = tfenc_feeder_count_window(ctx, r->feeder, &range, &tokens, &sequences, &kept);
+    *rows = r->settings.chunks == TFENC_CHUNKS_EACH ? sequences : kept;
     r->n_tokens += tokens;
+    r->n_sequences += sequences;
     return status;
 }
 
@@ -950,13 +1016,16 @@ static int count_rows(run *r)
 {
     const tfenc_layout *l = &r->layout;
     int counter = tfenc_layout_is_first_stage(l) ? l->replica : -1;
-    r->n_tokens = 0;
+    r->n_tokens = r->n_sequences = 0;
     int status = tfenc_windows_count_local(r->ctx, &r->windows, counter, l->data_parallel,
                                            count_one_window, r);
     if (agree_on_failure(r, status) ||
         agree_on_failure(r, tfenc_windows_sum_rows(r->ctx, MPI_COMM_WORLD, &r->windows)))
         return 1;
-    MPI_Allreduce(MPI_IN_PLACE, &r->n_tokens, 1, MPI_INT64_T, MPI_SUM, MPI_COMM_WORLD);
+    int64_t sums[2] = {r->n_tokens, r->n_sequences};
+    MPI_Allreduce(MPI_IN_PLACE, sums, 2, MPI_INT64_T, MPI_SUM, MPI_COMM_WORLD);
+    r->n_tokens = sums[0];
+    r->n_sequences = sums[1];
     r->n_rows = r->windows.first_row[r->windows.n_windows];
     return 0;
 }
@@ -969,21 +1038,27 @@ static int cost_steps(run *r)
     r->step_flops = calloc((size_t)r->plan.n_steps, sizeof *r->step_flops);
     if (r->step_flops == NULL)
         return agree_on_failure(r, tfenc_error(r->ctx, TFENC_ERR_NO_MEMORY, "out of memory"));
-    double mean_length = r->n_documents > 0 ? (double)r->n_tokens / (double)r->n_documents : 1.0;
+    /* A step's cost per token grows with the length of the sequences it
+     * sees: chunks of long documents, not whole documents, once counted. */
+    const int64_t sequences = r->n_sequences > 0 ? r->n_sequences : r->n_documents;
+    double mean_length = sequences > 0 ? (double)r->n_tokens / (double)sequences : 1.0;
     if (r->layout.pipeline_stages == 1) {
         for (int i = 0; i < r->plan.n_steps; i++)
             r->step_flops[i] = tfenc_model_step_flops(r->model, i, mean_length);
         return 0;
     }
-    int pools = 0, status = TFENC_OK;
+    int probed[2] = {0, 0}, status = TFENC_OK; /* pools, unit rows */
     if (r->rank == 0) {
         tfenc_model_options o = model_options(r, 0, r->plan.n_steps);
-        status = tfenc_model_survey(r->ctx, &o, mean_length, r->step_flops, &pools);
+        status = tfenc_model_survey(r->ctx, &o, mean_length, r->step_flops, &probed[0],
+                                    &probed[1]);
     }
     if (agree_on_failure(r, status))
         return 1;
     MPI_Bcast(r->step_flops, r->plan.n_steps, MPI_DOUBLE, 0, MPI_COMM_WORLD);
-    MPI_Bcast(&pools, 1, MPI_INT, 0, MPI_COMM_WORLD);
+    MPI_Bcast(probed, 2, MPI_INT, 0, MPI_COMM_WORLD);
+    const int pools = probed[0];
+    r->model_unit_rows = probed[1];
     tfenc_layer_output declared;
     char *labels = NULL;
     if (survey_output(r, &declared, &labels))
@@ -1057,6 +1132,9 @@ static int time_steps(run *r)
     for (int i = 0; i < n_steps; i++)
         flops += r->step_flops[i];
     const long tokens = tfenc_step_timing_tokens(flops, r->settings.max_seq_len);
+    /* A long document's first max_seq_len tokens stand for its chunks,
+     * which are as long: whole documents of chunks would not fit the
+     * timing's few thousand tokens. */
     const tfenc_gate_corpus source = {
         .corpus = r->corpus, .windows = &r->windows, .tokenizer = r->tokenizer,
         .feeding = &r->feeding, .max_seq_len = r->settings.max_seq_len,
@@ -1128,12 +1206,15 @@ static void describe_plan(run *r)
                                              ? r->settings.corpus.text_field
                                              : NULL,
                            .output_kind = r->output_kind, .scores_width = r->scores_width,
+                           .unit_norm = rows_unit_length(r),
                            .labels = r->labels, .dtype = r->settings.dtype,
                            .sparse_width = r->sparse_width,
                            .sparse_top_k = r->settings.sparse_top_k,
                            .sparse_threshold = r->settings.sparse_threshold,
                            .vectors_width = r->vectors_width, .n_vectors = r->n_rows,
                            .n_documents = r->n_documents, .n_tokens = r->n_tokens,
+                           .n_sequences = r->n_sequences,
+                           .chunked = r->settings.chunks != TFENC_CHUNKS_OFF,
                            .last_flop_rate = tfenc_run_last_flop_rate(),
                            .weights_float32_mib =
                                (double)tfenc_weight_store_float32_bytes(r->weights) / (1024.0 * 1024.0),
@@ -1487,7 +1568,8 @@ static int open_output(run *r)
     if (status == TFENC_OK && tfenc_layout_is_last_stage(l)) {
         tfenc_output_options o = {
             .path = r->settings.output, .kind = r->output_kind, .dtype = r->settings.dtype,
-            .compression = r->settings.compression,
+            .compression = r->settings.compression, .unit_norm = rows_unit_length(r),
+            .unit_chunk_means = unit_chunk_means(r),
             .d_model = r->scores_width > 0         ? r->scores_width
                        : r->sparse_width > 0        ? r->sparse_width
                        : r->vectors_width > 0       ? r->vectors_width
@@ -1535,6 +1617,8 @@ static int open_output(run *r)
                                          r->settings.chunks, (int)r->settings.output_dim,
                                          r->config.d_model, l->data_parallel, r->settings.output,
                                          &r->writer);
+        if (status == TFENC_OK && unit_chunk_means(r))
+            tfenc_writer_set_unit_means(r->writer);
         if (status == TFENC_OK && r->output_kind == TFENC_OUTPUT_SCORES)
             tfenc_writer_set_scores(r->writer, r->scores_width);
         if (status == TFENC_OK && r->output_kind == TFENC_OUTPUT_SPARSE)
@@ -1641,44 +1725,102 @@ static int stop_requested(const run *r)
     return r->request->stop != NULL && *r->request->stop != 0;
 }
 
-static void report_progress(run *r, const tfenc_rank_work *work, double start, double *last,
-                            int final)
+/* What finished work to count: the tally (core/ranks/tally.h) of every
+ * last stage's writer, and on a resume, which documents the file held
+ * already (the writers re-encode those that share a microbatch with
+ * unfinished ones). */
+static int finished_before(void *user, int64_t document)
+{
+    const run *r = user;
+    const tfenc_windows *w = &r->windows;
+    int64_t low = 0, high = w->n_windows; /* the window whose range holds it */
+    while (high - low > 1) {
+        int64_t middle = low + (high - low) / 2;
+        if (w->first_document[middle] <= document)
+            low = middle;
+        else
+            high = middle;
+    }
+    const uint8_t *finished = tfenc_windows_finished_documents(w, low);
+    return finished != NULL && finished[document - w->first_document[low]] != 0;
+}
+
+static int start_tally(run *r)
+{
+    const tfenc_layout *l = &r->layout;
+    if (r->writer != NULL && r->windows.n_partial > 0)
+        tfenc_writer_set_finished_before(r->writer, finished_before, r);
+    return tfenc_tally_create(r->ctx, MPI_COMM_WORLD, tfenc_layout_is_last_stage(l),
+                              l->data_parallel, &r->tally);
+}
+
+/* A last stage tells rank 0 what its flushes have finished: whenever it
+ * changed (never waiting), and once at the end. */
+static int report_finished(run *r, int last)
+{
+    int64_t finished[TFENC_TALLY_VALUES] = {0, 0};
+    if (r->writer != NULL)
+        tfenc_writer_finished(r->writer, &finished[0], &finished[1]);
+    return last ? tfenc_tally_report_last(r->ctx, r->tally, finished)
+                : tfenc_tally_report(r->ctx, r->tally, finished);
+}
+
+static void report_progress(run *r, double start, double *last, int final)
 {
     const tfenc_run_observer *o = &r->request->observer;
-    if (r->rank != 0 || o->progress == NULL || r->queue == NULL)
+    if (r->rank != 0 || o->progress == NULL || r->tally == NULL)
         return;
     double now = tfenc_clock_seconds();
     if (!final && now - *last < r->settings.progress_interval)
         return;
     *last = now;
-    /* Windows handed out so far, counted in documents: every replica's
-     * progress, read from the queue's counter (rank 0 holds it). */
-    int64_t taken = tfenc_work_queue_taken(r->queue), documents = 0;
-    taken = taken < r->n_runs ? r->runs[taken] : r->n_todo; /* runs -> windows */
-    for (int64_t i = 0; i < taken; i++) {
-        tfenc_corpus_range range;
-        tfenc_windows_range(&r->windows, r->todo[i], &range);
-        documents += range.n_documents;
-    }
-    tfenc_run_progress p = {.documents_done = final ? r->todo_documents : documents,
-                            .documents_total = r->todo_documents,
-                            .tokens_done = work->tokens,
+    /* Finished: in the file, as --status counts them, summed over every
+     * replica's writer. */
+    int64_t finished[TFENC_TALLY_VALUES];
+    tfenc_tally_collect(r->tally, finished);
+    tfenc_run_progress p = {.documents_done = r->already_done + finished[0],
+                            .documents_total = r->n_documents,
+                            .documents_before = r->already_done,
+                            .tokens_done = finished[1],
                             .elapsed_seconds = now - start,
-                            .n_ranks = r->n_ranks,
                             .final = final};
-    /* Files: those that end before the first document not yet handed out
-     * (the windows to do are taken in corpus order). */
+    /* Files read: those that end before the first document not yet
+     * handed out (the windows to do are taken in corpus order). */
     if (r->windows.n_sources > 1 && r->windows.source_documents != NULL) {
+        int64_t taken = tfenc_work_queue_taken(r->queue);
+        taken = taken < r->n_runs ? r->runs[taken] : r->n_todo; /* runs -> windows */
         int64_t next = final || taken >= r->n_todo ? r->windows.n_documents
                                                    : r->windows.first_document[r->todo[taken]];
         int64_t end = 0;
         p.files_total = r->windows.n_sources;
         for (int i = 0; i < r->windows.n_sources; i++) {
             end += r->windows.source_documents[i];
-            p.files_done += end <= next;
+            p.files_read += end <= next;
         }
     }
     o->progress(o->user, &p);
+}
+
+/* Rank 0, its own encoding done: every writer's last count must be in
+ * before the communicator goes (and the last line counts them all); the
+ * others may still be encoding, so it keeps the progress lines coming. */
+static void await_finished(run *r, double start, double *last, int interrupted)
+{
+    if (r->rank != 0)
+        return;
+    const double interval = r->settings.progress_interval;
+    int64_t finished[TFENC_TALLY_VALUES];
+    for (;;) {
+        report_progress(r, start, last, 0);
+        /* Until the next line is due (a driver without progress lines:
+         * a whole interval at a time). */
+        double wait = interval - (tfenc_clock_seconds() - *last);
+        if (tfenc_tally_wait(r->tally, wait > 0 && wait <= interval ? wait : interval,
+                             finished) == r->layout.data_parallel)
+            break;
+    }
+    if (!interrupted)
+        report_progress(r, start, last, 1);
 }
 
 /* A layer made a non-finite value: the message names the layer and the
@@ -1747,7 +1889,9 @@ static int encode(run *r, tfenc_rank_work *work)
                                                   (r->windows.max_id_length + 1)
                                             : 0,
         .d_model = r->config.d_model};
-    int status = tfenc_pipeline_create(r->ctx, r->replica_comm, &limits, PIPELINE_SLOTS,
+    int status = start_tally(r);
+    if (status == TFENC_OK)
+        status = tfenc_pipeline_create(r->ctx, r->replica_comm, &limits, PIPELINE_SLOTS,
                                        &r->pipeline);
     if (status != TFENC_OK)
         return status;
@@ -1794,12 +1938,14 @@ static int encode(run *r, tfenc_rank_work *work)
             status = tfenc_writer_write(r->ctx, r->writer, m);
             work->writing_seconds += tfenc_clock_seconds() - step_start;
             tfenc_pipeline_release(r->pipeline, m);
+            if (status == TFENC_OK)
+                status = report_finished(r, 0);
         } else {
             status = tfenc_pipeline_pass_on(r->ctx, r->pipeline, m);
         }
         if (status != TFENC_OK)
             return status;
-        report_progress(r, work, start, &last_report, 0);
+        report_progress(r, start, &last_report, 0);
     }
     status = tfenc_pipeline_finish(r->ctx, r->pipeline);
     if (status == TFENC_OK && last_stage) {
@@ -1807,8 +1953,10 @@ static int encode(run *r, tfenc_rank_work *work)
         status = tfenc_writer_flush(r->ctx, r->writer);
         work->writing_seconds += tfenc_clock_seconds() - flush_start;
     }
-    if (status == TFENC_OK && !interrupted)
-        report_progress(r, work, start, &last_report, 1);
+    if (status == TFENC_OK)
+        status = report_finished(r, 1);
+    if (status == TFENC_OK)
+        await_finished(r, start, &last_report, interrupted);
     if (status == TFENC_OK && interrupted)
         status = TFENC_ERR_INTERRUPTED;
     return status;
@@ -1928,6 +2076,7 @@ static void release_run(run *r)
     free(r->sample_indices);
     tfenc_layout_free(&r->layout);
     tfenc_work_queue_destroy(r->queue);
+    tfenc_tally_destroy(r->tally);
     tfenc_windows_free(&r->windows);
     free(r->todo);
     free(r->runs);
@@ -1963,7 +2112,7 @@ static int whole_model(run *r)
     tfenc_layer_output declared;
     int status = tfenc_model_create(r->ctx, &o, &r->model);
     if (status == TFENC_OK)
-        status = tfenc_model_probe_pools(r->ctx, r->model, &pools);
+        status = tfenc_model_probe_pools(r->ctx, r->model, &pools, &r->model_unit_rows);
     if (status == TFENC_OK)
         status = tfenc_model_output(r->ctx, r->model, &declared);
     if (status == TFENC_OK)

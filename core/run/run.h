@@ -20,16 +20,18 @@
 #include "output/output.h"
 #include "run/run_report.h"
 
-/* Progress of the encoding, as rank 0 sees it. */
+/* Progress of the encoding, as rank 0 sees it: finished documents are
+ * those whose rows and metadata every replica's writer has flushed into the
+ * file (what --status counts as finished), never more. */
 typedef struct tfenc_run_progress {
-    int64_t documents_done;  /* of rank 0's replica */
-    int64_t documents_total; /* of rank 0's replica */
-    int64_t tokens_done;     /* by rank 0 */
-    double elapsed_seconds;
-    int n_ranks;
-    int final;               /* the last report of the run */
-    int files_done;          /* a corpus of several files: those whose documents have all */
-    int files_total;         /* been handed out (0 of 0 for one file) */
+    int64_t documents_done;   /* finished in the file, an earlier run's included */
+    int64_t documents_total;  /* the corpus's */
+    int64_t documents_before; /* of those, finished by an earlier run (resume) */
+    int64_t tokens_done;      /* tokens of the documents this run finished */
+    double elapsed_seconds;   /* of this run's encoding */
+    int final;                /* the last report of the run: every writer is done */
+    int files_read;           /* a corpus of several files: those whose documents have all */
+    int files_total;          /* been read by the first stages (0 of 0 for one file) */
 } tfenc_run_progress;
 
 /* What a dry run found: everything the driver prints as the plan. */
@@ -47,6 +49,7 @@ typedef struct tfenc_run_plan {
     const char *input_path;
     const char *output_path;
     tfenc_output_kind output_kind; /* pooled, tokens, scores, sparse or vectors */
+    int unit_norm;                 /* the rows will have unit L2 norm (attribute unit_norm) */
     int scores_width;              /* scores: the head's labels */
     const char *labels;            /* scores: its id2label (JSON), or NULL */
     int sparse_width;              /* sparse: columns of a row (the vocabulary) */
@@ -56,7 +59,11 @@ typedef struct tfenc_run_plan {
     int64_t n_vectors;             /* vectors: the rows kept (skiplist left out) */
     tfenc_output_dtype dtype;
     int64_t n_documents;
-    int64_t n_tokens;              /* after truncation */
+    int64_t n_tokens;              /* what the job encodes: each document after truncation,
+                                    * or with long_documents = chunk every chunk of a long one
+                                    * (its overlap and special tokens included) */
+    int64_t n_sequences;           /* the sequences they make: documents, or chunks */
+    int chunked;                   /* long_documents = chunk */
     const char *input_format;      /* "text", "jsonl", "hdf5" */
     const char *text_field;        /* pairs: the fields (Parquet: columns) of their */
     const char *text_pair_field;   /* two texts; NULL for single texts */

@@ -6,7 +6,11 @@
 # which must be the min/max of the documents the file says it calibrated
 # on); the same at layouts 2x1 and 1x2 and after a resume at another layout;
 # given ranges (.npy float32/float64, .h5) must give the calibrated file
-# again, and so must the same ranges written as two lists in the job. Bad input (no calibration sample, binary with d not a multiple of
+# again, and so must the same ranges written as two lists in the job. With
+# long_documents = chunk the int8 rows are the buckets of each document's
+# chunk mean scaled back to unit length (the model normalises): the float32
+# means must be normalize(mean(chunk vectors)) and the int8 file their
+# quantize_embeddings. Bad input (no calibration sample, binary with d not a multiple of
 # 8, per-token output, ranges of the wrong shape or for the wrong dtype):
 # one line, a non-zero exit, and no file.
 set -u
@@ -87,6 +91,37 @@ done
   || fail "--status does not describe int8 output"
 "$driver" --status "$work/text/ubinary-1-1.h5" | grep -q "^compact: .*packed 8 per byte" \
   || fail "--status does not describe ubinary output"
+
+# Chunk means, compact: buckets of the unit-length means. 300 documents,
+# every fourth about 150 tokens (three or four chunks of 64).
+"$python" - "$work/text/corpus.txt" "$work/text/long.txt" <<'PY'
+import sys
+lines = [l.strip() for l in open(sys.argv[1], encoding="utf-8") if l.strip()]
+with open(sys.argv[2], "w", encoding="utf-8") as out:
+    for i in range(300):
+        words = (" ".join(lines[(i + k) % len(lines)] for k in range(14)) if i % 4 == 0
+                 else lines[i % len(lines)])
+        out.write(words + "\n")
+PY
+set --
+for pooling in mean none; do
+  for dtype in float32 int8; do
+    encode 1 1 "chunks-$pooling-$dtype.h5" --set job.input=long.txt --set job.long_documents=chunk \
+      --set job.chunk_pooling=$pooling --set job.output_dtype=$dtype \
+      || fail "chunk_pooling = $pooling, $dtype: the job failed"
+  done
+  # The ranges are the sample documents' rows as written: means, or every chunk.
+  "$TFENC_VENV_PYTHON" "$compare" "$work/text/chunks-$pooling-float32.h5" \
+    "$work/text/chunks-$pooling-int8.h5" "compact: int8, chunk_pooling = $pooling" \
+    || fail "int8, chunk_pooling = $pooling: not quantize_embeddings of the float32 rows"
+done
+"$python" "$srcdir/tests/import/unit_means.py" "$work/text/chunks-none-float32.h5" \
+  "$work/text/chunks-mean-float32.h5" "compact: float32 chunk means" \
+  || fail "chunk means: not the unit-length means"
+"$python" -c "import h5py, sys; a, b = (h5py.File(p, 'r') for p in sys.argv[1:3]); \
+assert a.attrs['unit_norm'] == 1 and b.attrs['unit_norm'] == 0" \
+  "$work/text/chunks-mean-float32.h5" "$work/text/chunks-mean-int8.h5" \
+  || fail "chunk means: unit_norm is not 1 for float32 and 0 for int8 codes"
 
 # SIGKILL part-way and run again (at another rank count): the same file as
 # the uninterrupted run. The test plugin's `pause` layer makes each

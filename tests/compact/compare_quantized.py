@@ -12,8 +12,8 @@ For int8 and uint8 the ranges are the compact file's quantization_ranges
 (what tfenc calibrated or was given): the reference quantizes the float32
 rows with exactly those ranges. When the file says which documents it
 calibrated on (quantization_sample), the ranges must also be the
-per-dimension minimum and maximum of the float32 rows of those documents,
-within 1e-6: the calibration sample is encoded in batches of its own, whose
+per-dimension minimum and maximum of the float32 rows of those documents
+(with chunk_pooling = none, every chunk's row: chunk_offsets), within 1e-6: the calibration sample is encoded in batches of its own, whose
 float32 sums may differ from the job's in the last bits.
 """
 
@@ -63,12 +63,13 @@ def main():
         sys.exit(__doc__)
     with h5py.File(float_path, "r") as f:
         embeddings = f["embeddings"][...]
+        offsets = f["chunk_offsets"][...] if "chunk_offsets" in f else None
         assert f.attrs["complete"] == 1, "float32 file incomplete"
-    return sum(check(quantize_embeddings, embeddings, pairs[i], pairs[i + 1])
+    return sum(check(quantize_embeddings, embeddings, offsets, pairs[i], pairs[i + 1])
                for i in range(0, len(pairs), 2))
 
 
-def check(quantize_embeddings, embeddings, compact_path, label):
+def check(quantize_embeddings, embeddings, offsets, compact_path, label):
     """1 when the compact file is not quantize_embeddings' result."""
     with h5py.File(compact_path, "r") as f:
         dtype = f.attrs["dtype"]
@@ -88,7 +89,8 @@ def check(quantize_embeddings, embeddings, compact_path, label):
             if not (np.array_equal(attrs_min, ranges[0]) and np.array_equal(attrs_max, ranges[1])):
                 problems.append("attributes quantization_min/max differ from the dataset")
             if sample is not None:
-                rows = embeddings[sample]
+                rows = (embeddings[sample] if offsets is None else
+                        np.concatenate([embeddings[offsets[i]:offsets[i + 1]] for i in sample]))
                 expected = np.vstack((rows.min(axis=0), rows.max(axis=0)))
                 error = float(np.abs(expected - ranges).max())
                 print(f"{label}: ranges from {len(sample)} documents, within {error:g} of "

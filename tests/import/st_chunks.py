@@ -10,8 +10,10 @@ MAX_SEQ_LEN - 2 pieces starting every MAX_SEQ_LEN - 2 - OVERLAP pieces (the
 last chunk ends with the document), each wrapped in [CLS] ... [SEP], and
 run through the SentenceTransformer (transformer, pooling, normalize). A
 document that fits is one chunk. Writes `chunks [C, d]` (every chunk's
-vector, document by document), `counts [N]` and `mean [N, d]` (each
-document's chunks' mean)."""
+vector, document by document), `counts [N]`, `mean [N, d]` (each
+document's chunks' mean) and `unit_mean [N, d]` (that mean L2-normalised
+as the model's Normalize module does, torch.nn.functional.normalize: the
+row a model that normalises promises)."""
 import sys
 
 import h5py
@@ -47,10 +49,12 @@ def main():
     for n in counts:
         means.append(vectors[at:at + n].mean(axis=0))
         at += n
+    unit_means = torch.nn.functional.normalize(torch.tensor(np.asarray(means)), p=2, dim=1)
     with h5py.File(out_path, "w") as out:
         out["chunks"] = vectors
         out["counts"] = np.asarray(counts, dtype=np.int32)
         out["mean"] = np.asarray(means, dtype=np.float32)
+        out["unit_mean"] = unit_means.numpy().astype(np.float32)
     print(f"st_chunks: {len(documents)} documents, {len(vectors)} chunks of up to "
           f"{max_seq_len} tokens, overlap {overlap}")
 

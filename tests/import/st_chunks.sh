@@ -6,9 +6,17 @@
 # windows (st_chunks.py):
 #  - chunk_pooling = none: every chunk's vector, chunk counts and where each
 #    chunk starts;
-#  - chunk_pooling = mean: each document's mean;
+#  - chunk_pooling = mean: each document's mean, scaled back to unit length
+#    as the model's rows are (the model normalises): unit norm, equal to
+#    normalize(mean(chunk vectors)) of the reference and of the file of
+#    every chunk, with the attribute unit_norm = 1 that --status reports;
+#  - the same model without its normalisation (pooling.normalize = false):
+#    plain means, unit_norm = 0, and --status says so; output_dim = 128 cuts
+#    each mean and scales it back (unit norm, the reference's mean cut);
 # then the layouts: 1, 2 and 4 ranks (and 2 x 2 stages) give the same file
-# bit for bit, and a run killed part-way resumes to it.
+# bit for bit, and a run killed part-way resumes to it; a file an older
+# tfenc began (no unit_norm: --status says so) is not resumed with
+# normalised means, and is with every chunk's rows (it gets the attribute).
 set -eu
 : "${REFERENCE_PYTHON:=/usr/bin/python3}"
 : "${top_builddir:=.}"
@@ -48,11 +56,18 @@ chunked="--set job.input=$work/documents.txt --set job.max_seq_len=64 \
 # shellcheck disable=SC2086
 "$batch" --quiet $chunked --set job.chunk_pooling=mean --set "job.output=$work/mean.h5" \
   "$work/minilm.ini"
-"$REFERENCE_PYTHON" - "$work/reference.h5" "$work/each.h5" "$work/mean.h5" <<'PY'
+# shellcheck disable=SC2086
+"$batch" --quiet $chunked --set job.chunk_pooling=mean --set pooling.normalize=false \
+  --set "job.output=$work/plain.h5" "$work/minilm.ini"
+# shellcheck disable=SC2086
+"$batch" --quiet $chunked --set job.chunk_pooling=mean --set job.output_dim=128 \
+  --set "job.output=$work/cut.h5" "$work/minilm.ini"
+"$REFERENCE_PYTHON" - "$work/reference.h5" "$work/each.h5" "$work/mean.h5" "$work/plain.h5" \
+  "$work/cut.h5" <<'PY'
 import sys
 import h5py
 import numpy as np
-reference, each, mean = (h5py.File(p, "r") for p in sys.argv[1:4])
+reference, each, mean, plain, cut = (h5py.File(p, "r") for p in sys.argv[1:6])
 counts = reference["counts"][:]
 problems = []
 def close(label, ours, theirs):
@@ -75,11 +90,38 @@ expected_starts = np.concatenate([np.arange(n) * (64 - 2 - 8) for n in counts])
 if not np.array_equal(starts, expected_starts):
     problems.append("chunk_starts")
 close("every chunk (chunk_pooling = none)", each["embeddings"][:], reference["chunks"][:])
-close("mean of the chunks (chunk_pooling = mean)", mean["embeddings"][:], reference["mean"][:])
+close("normalised mean of the chunks (chunk_pooling = mean)", mean["embeddings"][:],
+      reference["unit_mean"][:])
+def unit(label, rows):
+    norms = np.linalg.norm(rows.astype(np.float64), axis=1)
+    print(f"st_chunks: {label}: norms {norms.min():.9f}..{norms.max():.9f}")
+    if not np.all(np.abs(norms - 1) <= 1e-6):
+        problems.append(f"{label}: rows not of unit length")
+for f, label, expected in ((mean, "mean", 1), (each, "every chunk", 1), (plain, "not normalised", 0),
+                           (cut, "output_dim", 1)):
+    if int(f.attrs.get("unit_norm", -1)) != expected:
+        problems.append(f"{label}: attribute unit_norm is {f.attrs.get('unit_norm')}, expected {expected}")
+# Without the model's normalisation the mean stays a plain mean.
+norms = np.linalg.norm(plain["embeddings"][:], axis=1)
+if np.all(np.abs(norms - 1) <= 1e-3):
+    problems.append("without normalize the chunk means were scaled to unit length")
+# output_dim: the mean cut to 128 values, then scaled back.
+wanted = reference["mean"][:, :128].astype(np.float64)
+wanted /= np.linalg.norm(wanted, axis=1, keepdims=True)
+unit("output_dim = 128", cut["embeddings"][:])
+close("output_dim = 128 (the mean cut and scaled back)", cut["embeddings"][:], wanted)
 print(f"st_chunks: chunks per document {list(counts)}")
 if problems:
     sys.exit("FAIL: " + "; ".join(problems))
 PY
+# The file's own chunks, averaged and normalised, are its means.
+"$REFERENCE_PYTHON" "$here/unit_means.py" "$work/each.h5" "$work/mean.h5" "st_chunks: means" \
+  || exit 1
+# --status says whether a dot product is a cosine.
+"$batch" --status "$work/mean.h5" | grep -q "^rows: unit length (L2 norm 1, attribute unit_norm = 1)" \
+  || { echo "FAIL: --status of the chunk means: $("$batch" --status "$work/mean.h5" | grep '^rows')"; exit 1; }
+"$batch" --status "$work/plain.h5" | grep -q "^rows: not of unit length" \
+  || { echo "FAIL: --status of plain means: $("$batch" --status "$work/plain.h5" | grep '^rows')"; exit 1; }
 # The same file at any layout, and after a resume.
 # Under the sanitizers, replicas alone and replicas with stages: the other
 # two take the same paths (every launch of the real model there costs
@@ -126,4 +168,41 @@ PY
   [ "$pooling" = mean ] && whole="$work/mean.h5"
   "$REFERENCE_PYTHON" "$here/../pipeline/compare_layouts.py" "$whole" "$work/partial.h5"
 done
-echo "st_chunks.sh: chunks equal sentence-transformers' windows, their mean too, at every layout and after a resume"
+# A file an older tfenc began has no unit_norm: its chunk means are plain
+# means, which this version's would not match, so it is refused and left
+# as it was; its rows of every chunk are this version's: resumed, and the
+# file gets the attribute.
+for pooling in mean none; do
+  whole="$work/each.h5"
+  [ "$pooling" = mean ] && whole="$work/mean.h5"
+  cp "$whole" "$work/older.h5"
+  "$REFERENCE_PYTHON" - "$work/older.h5" <<'PY'
+import sys
+import h5py
+with h5py.File(sys.argv[1], "r+") as f:
+    f["lengths"][3] = -1
+    f.attrs["complete"] = 0
+    del f.attrs["unit_norm"]
+PY
+  "$batch" --status "$work/older.h5" > "$work/older.status" || true  # 3: unfinished
+  grep -q "^rows: unit length not recorded" "$work/older.status" \
+    && grep -q "^not recorded (written by an older tfenc): unit_norm$" "$work/older.status" \
+    || { echo "FAIL: --status of an older file: $(grep 'unit\|^rows' "$work/older.status")"; exit 1; }
+  before=$(sha256sum < "$work/older.h5")
+  # shellcheck disable=SC2086
+  if "$batch" --quiet $chunked --set job.chunk_pooling=$pooling --set "job.output=$work/older.h5" \
+       "$work/minilm.ini" 2> "$work/older.err"; then
+    [ "$pooling" = none ] \
+      || { echo "FAIL: chunk means resumed into an older tfenc's file of plain means"; exit 1; }
+    "$REFERENCE_PYTHON" -c "import h5py, sys; f = h5py.File(sys.argv[1], 'r'); \
+assert f.attrs['unit_norm'] == 1 and f.attrs['complete'] == 1" "$work/older.h5" \
+      || { echo "FAIL: the resumed older file has no unit_norm"; exit 1; }
+  elif [ "$pooling" = mean ] && grep -q "was begun by an older tfenc, whose chunk means are not scaled back" \
+         "$work/older.err" && [ "$(sha256sum < "$work/older.h5")" = "$before" ]; then
+    echo "st_chunks: an older tfenc's chunk means: $(cat "$work/older.err")"
+  else
+    echo "FAIL: resuming an older tfenc's file ($pooling): $(cat "$work/older.err")"
+    exit 1
+  fi
+done
+echo "st_chunks.sh: chunks equal sentence-transformers' windows, their normalised mean too, at every layout and after a resume"

@@ -8,7 +8,8 @@
 # punctuation skipped) and ten of their beginnings as queries (marker
 # [unused0], [MASK]-padded): the same kept tokens, every vector within 1e-4,
 # the same MaxSim top 10 for every query. Layouts 1x1, 2x1, 1x2, 2x2 and a
-# SIGKILL + resume give bitwise equal files; --status describes them. The
+# SIGKILL + resume give bitwise equal files; --status describes them (of
+# unit length: the attribute unit_norm). The
 # same folder with colbert-ai's default attend_to_mask_tokens = false: its
 # queries' [MASK] padding is no key of attention, the vectors equal the
 # reference's, and layouts 2x1, 1x2 and 2x2 give 1x1's file. A folder
@@ -119,6 +120,9 @@ fi
 "$driver" --status "$work/documents.h5" > "$work/status.txt"
 grep -q "^output: vectors (multi-vector, unit length; .*) \[[0-9]* rows, width 16\], float32, document mode, marker \[unused1\], skiplist string.punctuation's tokens left out" \
   "$work/status.txt" || fail "--status does not describe the vectors: $(grep '^output' "$work/status.txt")"
+# The head normalises each token's vector: the file says so (unit_norm).
+grep -q "^rows: unit length (L2 norm 1, attribute unit_norm = 1)" "$work/status.txt" \
+  || fail "--status does not say the vectors have unit length: $(grep '^rows' "$work/status.txt")"
 "$driver" --status "$work/queries.h5" | grep -q "^output: vectors .*\[240 rows, width 16\], float32, query mode, marker \[unused0\], skiplist (none.*, \[MASK\] padding attended to" \
   || fail "--status does not describe the query vectors"
 

@@ -65,7 +65,7 @@ for line in text.splitlines():
         else:
             stages[-1].append(float(step.group(2)) * 1e-6)
 stages = [s for s in stages if s]
-tokens = int(re.search(r"(\d+) tokens after truncation", text).group(1))
+tokens = int(re.search(r"(\d+) tokens to encode", text).group(1))
 replicas = int(re.search(r"= (\d+) data-parallel replica", text).group(1))
 wall = re.search(r"estimated wall time: ([0-9.]+) s for the encoding \(each step timed on "
                  r"(\d+) tokens sampled", text)
