@@ -39,6 +39,5 @@ uninstall-bundled-arrow:
 	  rm -f '$(DESTDIR)$(pkglibdir)/arrow'/"$$library"; \
 	done
 	-rmdir '$(DESTDIR)$(pkglibdir)/arrow'
-.PHONY: install-bundled-arrow uninstall-bundled-arrow
 endif
 EXTRA_DIST += core/input/parquet_reader.h
