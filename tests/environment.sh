@@ -19,6 +19,21 @@ if [ "$(id -u)" -eq 0 ]; then
   : "${OMPI_ALLOW_RUN_AS_ROOT:=1}" "${OMPI_ALLOW_RUN_AS_ROOT_CONFIRM:=1}"
   export OMPI_ALLOW_RUN_AS_ROOT OMPI_ALLOW_RUN_AS_ROOT_CONFIRM
 fi
+# in_private_mounts COMMAND...: runs COMMAND in a mount namespace of its
+# own, so that what it mounts (a small tmpfs as a full disk, an empty one
+# over a folder to hide it) touches nothing outside and is gone when it
+# ends: as root, a plain mount namespace (util-linux makes its mounts
+# private); otherwise a user namespace that maps the user to root. A
+# chroot allows the first only where its root is a mount point, never the
+# second (tests/deps/fresh-debian.sh makes it one). Fails, the reason on
+# stderr, where neither can be made.
+in_private_mounts() {
+  if [ "$(id -u)" -eq 0 ] && unshare --mount true 2>/dev/null; then
+    unshare --mount "$@"
+  else
+    unshare --user --map-root-user --mount "$@"
+  fi
+}
 # A job stopped part-way, as a failed node stops it: waits until FILE
 # holds FRACTION of its documents finished (tests/resume/progress.py; or
 # until PID has ended), then SIGKILLs PID, an mpiexec started in the

@@ -15,6 +15,14 @@
 # the command's output, WORKDIR/report the figures.
 set -eu
 [ $# -ge 2 ] || { echo "usage: fresh-debian.sh WORKDIR COMMAND [BASE]" >&2; exit 2; }
+# The whole run in a mount namespace of its own: the chroot's /proc, /dev
+# and whatever its tests mount stay out of the host's and go with it. The
+# chroot's root is made a mount point (below), as a real root is, so that
+# tests that mount a small disk or hide a folder can make private mount
+# namespaces inside it (tests/environment.sh: in_private_mounts).
+if [ -z "${TFENC_FRESH_NAMESPACE:-}" ]; then
+  TFENC_FRESH_NAMESPACE=1 exec unshare --mount --propagation private sh "$0" "$@"
+fi
 work=$1
 command=$2
 base=${3:-}
@@ -45,11 +53,12 @@ if [ -d /usr/local/share/ca-certificates ]; then
 fi
 [ ! -f /etc/pip.conf ] || cp /etc/pip.conf "$root/etc/pip.conf"
 rm -f "$root"/var/cache/apt/archives/*.deb
+mount --bind "$root" "$root"
 mount --bind /proc "$root/proc"
 mount --bind /sys "$root/sys"
 mount --bind /dev "$root/dev"
 mount --bind /dev/pts "$root/dev/pts"
-trap 'umount "$root/dev/pts" "$root/dev" "$root/sys" "$root/proc"' EXIT
+trap 'umount "$root/dev/pts" "$root/dev" "$root/sys" "$root/proc" "$root"' EXIT
 
 mkdir -p "$root/root/tfenc"
 git -C "$top" archive HEAD | tar -x -C "$root/root/tfenc"

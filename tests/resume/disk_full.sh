@@ -28,13 +28,13 @@ documents=3000
   || { echo "disk_full: FAIL: the uninterrupted run failed"; exit 1; }
 size_kib=$(( $(du -k --apparent-size "$work/baseline.h5" | cut -f1) + 4096 ))
 
-if ! unshare -rm true 2>/dev/null; then
-  echo "disk_full: FAIL: cannot make a private mount namespace (unshare -rm); enable user namespaces (sysctl kernel.unprivileged_userns_clone=1) to run this test"
+if ! in_private_mounts true 2>/dev/null; then
+  echo "disk_full: FAIL: cannot make a private mount namespace (unshare --mount as root, else unshare -rm); as a user, enable user namespaces (sysctl kernel.unprivileged_userns_clone=1) to run this test"
   exit 1
 fi
 
 export work driver python size_kib srcdir TFENC_PLUGIN_PATH
-unshare -rm sh -eu <<'INNER'
+in_private_mounts sh -eu <<'INNER'
 disk=$work/disk
 mkdir -p "$disk"
 mount -t tmpfs -o size=${size_kib}k tfenc-test "$disk"
