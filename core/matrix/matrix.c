@@ -186,6 +186,27 @@ int tfenc_matrix_describe(tfenc_precision requested, tfenc_precision *runs, char
     return 1;
 }
 
+int tfenc_matrix_load(tfenc_context *ctx)
+{
+    return tfenc_openblas_load(ctx);
+}
+
+void tfenc_matrix_describe_kernels(char *line, size_t size)
+{
+#ifdef HAVE_ONEDNN
+    char onednn[96];
+    onednn_describe(onednn, sizeof onednn);
+#else
+    const char *onednn = "none (built without oneDNN)";
+#endif
+    snprintf(line, size, "fp32: %s; bf16 and int8: %s", tfenc_openblas_config(), onednn);
+}
+
+int tfenc_matrix_describe_fallback(char *line, size_t size)
+{
+    return tfenc_openblas_fallback(line, size);
+}
+
 /* -------------------------------------------------------------- scratch */
 
 int tfenc_matrix_scratch_create(tfenc_context *ctx, tfenc_matrix_scratch **scratch)

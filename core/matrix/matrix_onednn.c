@@ -24,6 +24,7 @@
 #include <math.h>
 #include <omp.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -63,6 +64,13 @@ const char *onednn_isa_name(void)
     case dnnl_cpu_isa_avx512_core_amx: return "avx512_core_amx";
     default: return "unknown";
     }
+}
+
+void onednn_describe(char *line, size_t size)
+{
+    const dnnl_version_t *version = dnnl_version();
+    snprintf(line, size, "oneDNN %d.%d.%d, %s", version->major, version->minor, version->patch,
+             onednn_isa_name());
 }
 
 /* The ISA values are bit sets: each level adds its bits to the one below. */

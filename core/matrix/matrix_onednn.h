@@ -21,6 +21,9 @@ const char *onednn_isa_name(void);
 /* 1 when oneDNN's effective ISA has the named extension (AVX512_BF16,
  * AVX512_VNNI, AMX), so the line the job prints says what really runs. */
 int onednn_isa_has_bf16(void);
+/* "oneDNN 2.7.3, avx512_core_bf16": the library's version and the
+ * instruction set its kernels use here. */
+void onednn_describe(char *line, size_t size);
 int onednn_isa_has_vnni(void);
 int onednn_isa_has_amx(void);
 

@@ -6,9 +6,17 @@
  * to one thread (every rank of every job paid it). Loaded here, the pool is
  * off from the start: the variable is set to 1 for the length of dlopen and
  * then put back as it was, because the user's value still means the
- * rank's thread count (tfenc_matrix_set_threads reads it). The same moment
- * is where a job can choose OpenBLAS's kernel family (OPENBLAS_CORETYPE)
- * before OpenBLAS reads it.
+ * rank's thread count (tfenc_matrix_set_threads reads it).
+ *
+ * The same moment chooses its kernels. OpenBLAS names the CPU by its model
+ * number, and one older than the CPU falls back to its oldest kernels
+ * without a word (Debian 12's 0.3.21 on Emerald Rapids ran "Prescott", 4.7x
+ * slower than its SapphireRapids kernels). Which kernels run follows from
+ * the CPU's instruction sets (and the system's consent to their state, as
+ * XGETBV reports it), so unless the user set OPENBLAS_CORETYPE, tfenc sets
+ * it for the length of dlopen to the family those sets run, and reads back
+ * what OpenBLAS took: a library that lacks the family says so through
+ * tfenc_openblas_fallback.
  *
  * The library is found as a linked one would be (its soname, which
  * configure read from the library it checked: LD_LIBRARY_PATH, libtfenc's
@@ -18,8 +26,10 @@
 
 #include "matrix/openblas.h"
 
+#include <cpuid.h>
 #include <dlfcn.h>
 #include <stdio.h>
+#include <strings.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -35,27 +45,77 @@ typedef void (*sgemm_function)(int order, int transpose_a, int transpose_b, int 
                                float alpha, const float *a, int lda, const float *b, int ldb,
                                float beta, float *c, int ldc);
 typedef char *(*core_name_function)(void);
+typedef char *(*config_function)(void);
 typedef void (*set_threads_function)(int threads);
 
 static pthread_once_t load_once = PTHREAD_ONCE_INIT;
 static sgemm_function sgemm;
 static core_name_function core_name;
+static config_function config;
 static char load_failure[512]; /* empty when the load succeeded */
+static const char *wanted_core;  /* the family asked for, or NULL (the user's, or none) */
 
-/* Sets OPENBLAS_NUM_THREADS to 1 while OpenBLAS starts, then restores it. */
+/* ------------------------------------------------- the CPU's kernel family */
+
+static unsigned long long enabled_state(void)
+{
+    unsigned int low, high;
+    __asm__ volatile("xgetbv" : "=a"(low), "=d"(high) : "c"(0));
+    return ((unsigned long long)high << 32) | low;
+}
+
+/* OpenBLAS's name of the best kernel family for this CPU's instruction
+ * sets, highest first: AMX with AVX512_BF16 (SapphireRapids), AVX512_BF16
+ * (Cooperlake), AVX-512 F, BW, VL (SkylakeX), AVX2 with FMA (Haswell); NULL
+ * below that, where OpenBLAS's own choice stands. */
+static const char *core_for_cpu(void)
+{
+    unsigned int a, b, c, d;
+    if (!__get_cpuid(1, &a, &b, &c, &d) || !(c & bit_OSXSAVE) || !(c & bit_AVX))
+        return NULL;
+    const int fma = (c & bit_FMA) != 0;
+    const unsigned long long state = enabled_state();
+    const int avx_state = (state & 0x6) == 0x6;      /* SSE and AVX registers */
+    const int avx512_state = (state & 0xe6) == 0xe6; /* and the mask and upper ZMM ones */
+    if (!avx_state || !__get_cpuid_count(7, 0, &a, &b, &c, &d))
+        return NULL;
+    const int avx2 = (b & bit_AVX2) != 0;
+    const int avx512 = (b & bit_AVX512F) && (b & bit_AVX512BW) && (b & bit_AVX512VL) && avx512_state;
+    const int amx = (d & (1u << 22)) && (d & (1u << 24)); /* AMX-BF16, AMX-TILE */
+    unsigned int sub_a = 0, sub_b, sub_c, sub_d;
+    const int bf16 = __get_cpuid_count(7, 1, &sub_a, &sub_b, &sub_c, &sub_d) && (sub_a & (1u << 5));
+    if (avx512 && bf16 && amx)
+        return "SapphireRapids";
+    if (avx512 && bf16)
+        return "Cooperlake";
+    if (avx512)
+        return "SkylakeX";
+    if (avx2 && fma)
+        return "Haswell";
+    return NULL;
+}
+
+/* Sets OPENBLAS_NUM_THREADS to 1 and, unless the user set it,
+ * OPENBLAS_CORETYPE to the CPU's family while OpenBLAS starts, then puts
+ * both back as they were. */
 static void *open_without_pool(void)
 {
-    const char *name = "OPENBLAS_NUM_THREADS";
-    const char *user = getenv(name);
+    const char *threads = "OPENBLAS_NUM_THREADS", *core = "OPENBLAS_CORETYPE";
+    const char *user = getenv(threads);
     char *saved = user != NULL ? strdup(user) : NULL;
     if (user != NULL && saved == NULL)
         return NULL;
-    setenv(name, "1", 1);
+    setenv(threads, "1", 1);
+    wanted_core = getenv(core) == NULL ? core_for_cpu() : NULL;
+    if (wanted_core != NULL)
+        setenv(core, wanted_core, 1);
     void *library = dlopen(TFENC_OPENBLAS_SONAME, RTLD_NOW | RTLD_LOCAL);
     if (saved != NULL)
-        setenv(name, saved, 1);
+        setenv(threads, saved, 1);
     else
-        unsetenv(name);
+        unsetenv(threads);
+    if (wanted_core != NULL)
+        unsetenv(core);
     free(saved);
     return library;
 }
@@ -73,6 +133,7 @@ static void load(void)
      * pointer, which ISO C does not say. */
     *(void **)&sgemm = dlsym(library, "cblas_sgemm");
     *(void **)&core_name = dlsym(library, "openblas_get_corename");
+    *(void **)&config = dlsym(library, "openblas_get_config");
     set_threads_function set_threads;
     *(void **)&set_threads = dlsym(library, "openblas_set_num_threads");
     if (sgemm == NULL || set_threads == NULL) {
@@ -112,4 +173,27 @@ const char *tfenc_openblas_core_name(void)
     if (sgemm == NULL)
         return "not loaded";
     return core_name != NULL ? core_name() : "unknown (no openblas_get_corename)";
+}
+
+const char *tfenc_openblas_config(void)
+{
+    if (sgemm == NULL)
+        return "not loaded";
+    return config != NULL ? config() : "OpenBLAS (no openblas_get_config)";
+}
+
+int tfenc_openblas_fallback(char *line, size_t size)
+{
+    line[0] = '\0';
+    if (sgemm == NULL || wanted_core == NULL || core_name == NULL)
+        return 0;
+    const char *running = core_name();
+    if (running != NULL && strcasecmp(running, wanted_core) == 0)
+        return 0;
+    snprintf(line, size,
+             "fp32 products: OpenBLAS (%s) runs its %s kernels, not the %s ones this CPU's "
+             "instruction sets run (it does not know them): fp32 runs slower; an OpenBLAS "
+             "built for this CPU, or precision = bf16, runs at the CPU's speed",
+             TFENC_OPENBLAS_SONAME, running != NULL ? running : "unknown", wanted_core);
+    return 1;
 }

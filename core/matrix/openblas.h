@@ -4,6 +4,8 @@
 #ifndef TFENC_MATRIX_OPENBLAS_H
 #define TFENC_MATRIX_OPENBLAS_H
 
+#include <stddef.h>
+
 #include "base/context.h"
 
 /* Loads OpenBLAS once per process, with its own thread pool off (tfenc's
@@ -27,5 +29,15 @@ void tfenc_openblas_sgemm(int b_transposed, int m, int n, int k, float alpha, co
  * "Prescott"...), as openblas_get_corename() names it; "not loaded" before
  * a successful load. */
 const char *tfenc_openblas_core_name(void);
+
+/* openblas_get_config(): version, build and kernel family, one line;
+ * "not loaded" before a successful load. */
+const char *tfenc_openblas_config(void);
+
+/* 1, with one line in `line`, when OpenBLAS took other kernels than the
+ * family tfenc asked for from the CPU's instruction sets (openblas.c says
+ * why it asks); 0 when it took them, or the user chose (OPENBLAS_CORETYPE),
+ * or the CPU is below AVX2. */
+int tfenc_openblas_fallback(char *line, size_t size);
 
 #endif

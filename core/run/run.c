@@ -425,6 +425,16 @@ static int read_job(run *r)
     }
     if (status == TFENC_OK)
         tfenc_matrix_set_threads((int)r->settings.threads);
+    /* Which kernels run, known before any map is made: an fp32 library
+     * older than the CPU is said in one line (a job's fp32 bits and speed
+     * follow it; the output records the line of describe_kernels). */
+    if (status == TFENC_OK)
+        status = tfenc_matrix_load(r->ctx);
+    if (status == TFENC_OK) {
+        char line[512];
+        if (tfenc_matrix_describe_fallback(line, sizeof line))
+            notice(r, "%s", line);
+    }
     if (status == TFENC_OK)
         warn_about_binding(r);
     if (status == TFENC_OK)
@@ -1196,7 +1206,10 @@ static void describe_plan(run *r)
     const tfenc_run_observer *o = &r->request->observer;
     if (r->rank != 0 || o->plan == NULL)
         return;
+    char kernels[256];
+    tfenc_matrix_describe_kernels(kernels, sizeof kernels);
     tfenc_run_plan plan = {.job_path = r->job->path, .layout = &r->layout, .model = &r->plan,
+                           .kernels = kernels,
                            .step_flops = r->step_flops, .step_seconds = r->step_seconds,
                            .timed_tokens = r->timed_tokens, .d_model = r->config.d_model,
                            .weights_path = r->config.weights_path,

@@ -45,6 +45,7 @@ typedef struct tfenc_run_plan {
                                    * document was there to time */
     int64_t timed_tokens;
     int d_model;
+    const char *kernels;          /* what runs the products (tfenc_matrix_describe_kernels) */
     const char *weights_path;
     const char *input_path;
     const char *output_path;
