@@ -4,10 +4,10 @@
 #include "model/model.h"
 #include "base/aligned.h"
 #include "base/context.h"
+#include "job/id2label.h"
 #include "job/params.h"
 #include "tfenc/plugin_parallel.h"
 
-#include <jansson.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -906,32 +906,15 @@ int tfenc_model_probe_pools(tfenc_context *ctx, tfenc_model *model, int *pools)
     return status;
 }
 
-/* A head's id2label must name each of its `width` scores once ("0" ..
- * "width-1", each a string), or the file's labels would not match its columns. */
+/* A head's id2label must name each of its `width` scores once, or the
+ * file's labels would not match its columns (job/id2label.h). */
 static int check_labels(tfenc_context *ctx, const char *scope, const char *labels, int width)
 {
-    json_error_t parse_error;
-    json_t *object = json_loads(labels, 0, &parse_error);
-    int status = TFENC_OK;
-    if (object == NULL || !json_is_object(object)) {
-        status = tfenc_error(ctx, TFENC_ERR_CONFIG, "%s: labels is not a JSON object of "
-                             "label names (id2label): %s", scope,
-                             object == NULL ? parse_error.text : "another JSON value");
-    } else if ((int)json_object_size(object) != width) {
-        status = tfenc_error(ctx, TFENC_ERR_CONFIG, "%s: labels (id2label) names %d labels, "
-                             "but the head computes %d scores", scope,
-                             (int)json_object_size(object), width);
-    } else {
-        for (int i = 0; i < width && status == TFENC_OK; i++) {
-            char key[16];
-            snprintf(key, sizeof key, "%d", i);
-            if (!json_is_string(json_object_get(object, key)))
-                status = tfenc_error(ctx, TFENC_ERR_CONFIG, "%s: labels (id2label) has no "
-                                     "name for label \"%s\" of %d", scope, key, width);
-        }
-    }
-    json_decref(object);
-    return status;
+    char why[256], computes[64];
+    snprintf(computes, sizeof computes, "the head computes %d scores", width);
+    if (!tfenc_id2label_valid(labels, width, computes, why, sizeof why))
+        return tfenc_error(ctx, TFENC_ERR_CONFIG, "%s: labels (id2label) %s", scope, why);
+    return TFENC_OK;
 }
 
 int tfenc_model_output(tfenc_context *ctx, const tfenc_model *model, tfenc_layer_output *output)

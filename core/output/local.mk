@@ -1,6 +1,7 @@
 # output: the HDF5 output file, multi-vector rows, the last stage's writer, which window a
-# file holds (ownership), a job's fingerprint, and reading a file back
-# (--status).
+# file holds (ownership), a job's fingerprint, the description of a file's
+# datasets and attributes with the checks that hold a file to it, and
+# reading a file back (--status).
 # may use: base job ranks
 core_libtfenc_la_SOURCES += \
 	core/output/output.c core/output/output.h \
@@ -10,4 +11,5 @@ core_libtfenc_la_SOURCES += \
 	core/output/sparse.c core/output/sparse.h \
 	core/output/ownership.c core/output/ownership.h \
 	core/output/fingerprint.c core/output/fingerprint.h \
+	core/output/output_checks.c core/output/output_checks.h \
 	core/output/inspect.c core/output/inspect.h
