@@ -969,9 +969,11 @@ static int cost_steps(run *r)
         return agree_on_failure(r, tfenc_error(r->ctx, TFENC_ERR_NO_MEMORY, "out of memory"));
     double mean_length = r->n_documents > 0 ? (double)r->n_tokens / (double)r->n_documents : 1.0;
     if (r->layout.pipeline_stages == 1) {
-        for (int i = 0; i < r->plan.n_steps; i++)
-            r->step_flops[i] = tfenc_model_step_flops(r->model, i, mean_length);
-        return 0;
+        int status = TFENC_OK;
+        for (int i = 0; status == TFENC_OK && i < r->plan.n_steps; i++)
+            status = tfenc_model_step_flops(r->ctx, r->model, i, mean_length,
+                                            &r->step_flops[i]);
+        return agree_on_failure(r, status);
     }
     int pools = 0, status = TFENC_OK;
     if (r->rank == 0) {
