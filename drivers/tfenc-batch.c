@@ -538,13 +538,12 @@ static void report_plugin_crash(int signal_number, siginfo_t *info, void *contex
         sigaction(signal_number, &crash_before[which], NULL);
         return;
     }
-    const char *guard = (signal_number == SIGSEGV || signal_number == SIGBUS) && info != NULL
-                            ? tfenc_guard_page_at(info->si_addr)
+    const char *where = (signal_number == SIGSEGV || signal_number == SIGBUS) && info != NULL
+                            ? tfenc_guard_describe(info->si_addr)
                             : NULL;
     const char *pieces[] = {crash_prefix, call->layer, ", plugin ", call->file,
                             ": crashed in ", call->callback, "(): ", crash_names[which],
-                            guard != NULL ? ", on the guard page after " : "",
-                            guard != NULL ? guard : ""};
+                            where != NULL ? ", " : "", where != NULL ? where : ""};
     write_line(pieces, sizeof pieces / sizeof pieces[0]);
     /* Die of the signal, as without this handler (a core dump, the
      * launcher's report of the signal). */

@@ -4,6 +4,7 @@
 
 #include <stdatomic.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -11,17 +12,17 @@
 
 #include "base/aligned.h"
 
-/* Guard pages a crash report can name; more buffers than this are still
- * guarded, only not named. */
+/* Protected ranges a crash report can name; more than this are still
+ * protected, only not named. */
 #define GUARD_SLOTS 32
 
-typedef struct guard_page {
+typedef struct protected_range {
     atomic_int used;
     _Atomic uintptr_t start, end; /* [start, end), 0 while being set */
-    const char *_Atomic what;
-} guard_page;
+    const char *_Atomic text;     /* "on the guard page after the workspace" */
+} protected_range;
 
-static guard_page guard_pages[GUARD_SLOTS];
+static protected_range ranges[GUARD_SLOTS];
 static _Atomic(const tfenc_plugin_call *) running;
 
 /* The canary: bytes no float or index a plugin writes is likely to
@@ -57,27 +58,28 @@ static size_t block_capacity(const tfenc_guarded_buffer *buffer)
     return buffer->mapped > 0 ? buffer->size : buffer->size - TFENC_CANARY_BYTES;
 }
 
-static void forget_guard_page(tfenc_guarded_buffer *buffer)
+/* *slot: the range's entry plus one, 0 for none. */
+static void forget_range(int *slot)
 {
-    if (buffer->slot == 0)
+    if (*slot == 0)
         return;
-    guard_page *page = &guard_pages[buffer->slot - 1];
-    atomic_store(&page->start, 0);
-    atomic_store(&page->end, 0);
-    atomic_store(&page->used, 0);
-    buffer->slot = 0;
+    protected_range *range = &ranges[*slot - 1];
+    atomic_store(&range->start, 0);
+    atomic_store(&range->end, 0);
+    atomic_store(&range->used, 0);
+    *slot = 0;
 }
 
-static void remember_guard_page(tfenc_guarded_buffer *buffer, const unsigned char *guard,
-                                size_t length)
+static void remember_range(int *slot, const void *start, size_t length, const char *text)
 {
+    forget_range(slot);
     for (int i = 0; i < GUARD_SLOTS; i++) {
         int unused = 0;
-        if (atomic_compare_exchange_strong(&guard_pages[i].used, &unused, 1)) {
-            atomic_store(&guard_pages[i].what, buffer->what);
-            atomic_store(&guard_pages[i].end, (uintptr_t)guard + length);
-            atomic_store(&guard_pages[i].start, (uintptr_t)guard);
-            buffer->slot = i + 1;
+        if (atomic_compare_exchange_strong(&ranges[i].used, &unused, 1)) {
+            atomic_store(&ranges[i].text, text);
+            atomic_store(&ranges[i].end, (uintptr_t)start + length);
+            atomic_store(&ranges[i].start, (uintptr_t)start);
+            *slot = i + 1;
             return;
         }
     }
@@ -85,7 +87,8 @@ static void remember_guard_page(tfenc_guarded_buffer *buffer, const unsigned cha
 
 void tfenc_guarded_release(tfenc_guarded_buffer *buffer)
 {
-    forget_guard_page(buffer);
+    forget_range(&buffer->guard_slot);
+    forget_range(&buffer->read_only_slot);
     if (buffer->mapped > 0)
         munmap(buffer->start, buffer->mapped);
     else
@@ -125,7 +128,24 @@ int tfenc_guarded_reserve(tfenc_guarded_buffer *buffer, const char *what, size_t
     buffer->start = mapping;
     buffer->mapped = usable + page;
     buffer->size = usable;
-    remember_guard_page(buffer, fence, page);
+    snprintf(buffer->guard_text, sizeof buffer->guard_text, "on the guard page after %s", what);
+    snprintf(buffer->read_only_text, sizeof buffer->read_only_text,
+             "in %s, which plugins may only read", what);
+    remember_range(&buffer->guard_slot, fence, page, buffer->guard_text);
+    return 0;
+}
+
+int tfenc_guarded_protect(tfenc_guarded_buffer *buffer, int read_only)
+{
+    if (buffer->mapped == 0)
+        return 0;
+    if (mprotect(buffer->start, buffer->size, read_only ? PROT_READ : PROT_READ | PROT_WRITE) != 0)
+        return -1;
+    if (read_only)
+        remember_range(&buffer->read_only_slot, buffer->start, buffer->size,
+                       buffer->read_only_text);
+    else
+        forget_range(&buffer->read_only_slot);
     return 0;
 }
 
@@ -180,13 +200,13 @@ const tfenc_plugin_call *tfenc_plugin_call_current(void)
     return atomic_load(&running);
 }
 
-const char *tfenc_guard_page_at(const void *address)
+const char *tfenc_guard_describe(const void *address)
 {
     const uintptr_t at = (uintptr_t)address;
     for (int i = 0; i < GUARD_SLOTS; i++) {
-        uintptr_t start = atomic_load(&guard_pages[i].start);
-        if (start != 0 && at >= start && at < atomic_load(&guard_pages[i].end))
-            return atomic_load(&guard_pages[i].what);
+        uintptr_t start = atomic_load(&ranges[i].start);
+        if (start != 0 && at >= start && at < atomic_load(&ranges[i].end))
+            return atomic_load(&ranges[i].text);
     }
     return NULL;
 }

@@ -12,7 +12,9 @@
  * PROT_NONE guard page after it and the block is placed to end where the
  * guard page starts (up to the 64-byte alignment, which the canary
  * covers): the first byte written past it faults at once, inside the
- * plugin, with the plugin's own frame on the stack.
+ * plugin, with the plugin's own frame on the stack. Buffers a plugin may
+ * only read (the batch's token arrays) can then also be made read-only
+ * while it runs.
  *
  * The running call: core marks which plugin callback runs (the layer, the
  * plugin file, the callback) around each call, so that a crash inside it
@@ -35,7 +37,11 @@ typedef struct tfenc_guarded_buffer {
     unsigned char *start; /* NULL until reserved */
     size_t size;          /* bytes from start the blocks and canaries may use */
     size_t mapped;        /* with a guard page: bytes mapped, the guard page last; else 0 */
-    int slot;             /* its entry in the table of guard pages plus one; 0: none */
+    /* With a guard page: what a crash report says of an address on it, or
+     * in the buffer while it is read-only, and their entries in the table
+     * tfenc_guard_describe reads (plus one; 0: none). */
+    char guard_text[112], read_only_text[112];
+    int guard_slot, read_only_slot;
 } tfenc_guarded_buffer;
 
 /* 1 when the environment asks for guard pages (TFENC_CHECK_PLUGINS set to
@@ -57,6 +63,10 @@ void *tfenc_guarded_place(const tfenc_guarded_buffer *buffer, size_t bytes);
 /* Writes the canary after the `bytes` of `block` (a pointer place gave,
  * bytes at most what it was placed for). */
 void tfenc_guarded_arm(const tfenc_guarded_buffer *buffer, const void *block, size_t bytes);
+
+/* With a guard page only (else nothing happens): makes the buffer
+ * read-only (1) or writable again (0). 0 on success, -1 on failure. */
+int tfenc_guarded_protect(tfenc_guarded_buffer *buffer, int read_only);
 
 /* After the plugin ran: 0 when the canary after the block is whole, else
  * how far past the block's end the farthest overwritten byte lies; *checked
@@ -80,8 +90,9 @@ void tfenc_plugin_call_end(void);
 /* Async-signal-safe: the callback running now, or NULL. */
 const tfenc_plugin_call *tfenc_plugin_call_current(void);
 
-/* Async-signal-safe: what the guard page holding `address` follows (a
- * buffer's `what`), or NULL when `address` lies on none. */
-const char *tfenc_guard_page_at(const void *address);
+/* Async-signal-safe: where `address` lies, when on a guard page or in a
+ * read-only buffer ("on the guard page after the workspace", "in the
+ * batch's token arrays, which plugins may only read"); else NULL. */
+const char *tfenc_guard_describe(const void *address);
 
 #endif

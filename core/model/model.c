@@ -565,10 +565,23 @@ static int grow_buffer(void **buffer, size_t *held, size_t bytes)
     return 1;
 }
 
+/* Bytes of a batch's token arrays: seq_start, token_ids, token_types,
+ * positions and seq_keys, end to end. */
+static size_t token_array_bytes(int n_seq, int n_tokens)
+{
+    return ((size_t)n_seq + 1 + 3 * (size_t)n_tokens + (size_t)n_seq) * sizeof(int32_t);
+}
+
 /* Grows `scratch` to hold a model's. */
 static int scratch_reserve(tfenc_context *ctx, tfenc_model_scratch *scratch,
-                           size_t activation_bytes, const workspace_need *workspace)
+                           const tfenc_limits *limits, size_t activation_bytes,
+                           const workspace_need *workspace)
 {
+    const size_t token_bytes = token_array_bytes(limits->max_seqs, limits->max_tokens);
+    if (tfenc_plugin_checks_enabled() &&
+        tfenc_guarded_reserve(&scratch->tokens, "the batch's token arrays", token_bytes) != 0)
+        return tfenc_error(ctx, TFENC_ERR_NO_MEMORY,
+                           "out of memory for %zu bytes of token arrays", token_bytes);
     if (!grow_buffer(&scratch->residual, &scratch->residual_bytes, activation_bytes) ||
         tfenc_guarded_reserve(&scratch->activations, "the batch's rows (batch->x)",
                               activation_bytes) != 0)
@@ -587,6 +600,7 @@ static void scratch_release(tfenc_model_scratch *scratch)
     tfenc_aligned_free(scratch->residual);
     tfenc_guarded_release(&scratch->activations);
     tfenc_guarded_release(&scratch->workspace);
+    tfenc_guarded_release(&scratch->tokens);
     *scratch = (tfenc_model_scratch){0};
 }
 
@@ -755,7 +769,7 @@ int tfenc_model_create(tfenc_context *ctx, const tfenc_model_options *options,
     model->scratch = options->shared_scratch != NULL ? options->shared_scratch : &model->own;
     model->nonfinite_sequence = -1;
     if (status == TFENC_OK)
-        status = scratch_reserve(ctx, model->scratch,
+        status = scratch_reserve(ctx, model->scratch, &options->limits,
                                  (size_t)options->limits.max_tokens * (size_t)model->d_model *
                                      sizeof(float),
                                  &workspace);
@@ -950,6 +964,30 @@ static int run_steps(tfenc_context *ctx, tfenc_model *model, tfenc_batch *batch,
     return TFENC_OK;
 }
 
+/* TFENC_CHECK_PLUGINS: the batch's token arrays, copied into read-only
+ * pages that end at a guard page, so that a plugin writing into them (or
+ * reading past them) stops at once. */
+static int copy_token_arrays(tfenc_guarded_buffer *tokens, tfenc_batch *batch)
+{
+    if (tfenc_guarded_protect(tokens, 0) != 0)
+        return -1;
+    int32_t *to = tfenc_guarded_place(tokens, token_array_bytes(batch->n_seq, batch->n_tokens));
+    const int32_t *from[] = {batch->seq_start, batch->token_ids, batch->token_types,
+                             batch->positions, batch->seq_keys};
+    const int32_t **into[] = {&batch->seq_start, &batch->token_ids, &batch->token_types,
+                              &batch->positions, &batch->seq_keys};
+    const int counts[] = {batch->n_seq + 1, batch->n_tokens, batch->n_tokens, batch->n_tokens,
+                          batch->n_seq};
+    for (int i = 0; i < 5; i++) {
+        if (from[i] == NULL)
+            continue;
+        memcpy(to, from[i], (size_t)counts[i] * sizeof *to);
+        *into[i] = to;
+        to += counts[i];
+    }
+    return tfenc_guarded_protect(tokens, 1);
+}
+
 int tfenc_model_forward(tfenc_context *ctx, tfenc_model *model, tfenc_batch *batch)
 {
     if (batch->n_tokens > model->limits.max_tokens || batch->d_model != model->d_model)
@@ -965,6 +1003,10 @@ int tfenc_model_forward(tfenc_context *ctx, tfenc_model *model, tfenc_batch *bat
     tfenc_batch running = *batch;
     running.x = tfenc_guarded_place(&model->scratch->activations, bytes);
     memcpy(running.x, batch->x, bytes);
+    if (model->scratch->tokens.mapped > 0 &&
+        copy_token_arrays(&model->scratch->tokens, &running) != 0)
+        return tfenc_error(ctx, TFENC_ERR_INTERNAL, "model: cannot protect the token arrays "
+                           "(TFENC_CHECK_PLUGINS)");
     int status = run_steps(ctx, model, &running, 0);
     /* Never hand on a non-finite row: run again step by step from the
      * input, to say which layer made it (only on this rare path). */

@@ -73,11 +73,13 @@ typedef struct tfenc_model tfenc_model;
  * for itself. What the plugins write, the rows and the workspace, each has
  * a canary after it, and with TFENC_CHECK_PLUGINS a guard page
  * (base/plugin_guard.h); the caller's batch->x keeps the batch's input
- * meanwhile, for the step-by-step rerun after a non-finite value. */
+ * meanwhile, for the step-by-step rerun after a non-finite value. With
+ * TFENC_CHECK_PLUGINS the token arrays (seq_start, token_ids, ...) are
+ * copied too, into pages that are read-only while the plugins run. */
 typedef struct tfenc_model_scratch {
     void *residual;
     size_t residual_bytes;
-    tfenc_guarded_buffer activations, workspace;
+    tfenc_guarded_buffer activations, workspace, tokens;
 } tfenc_model_scratch;
 int tfenc_model_scratch_create(tfenc_context *ctx, tfenc_model_scratch **scratch);
 /* After every model built with it. */

@@ -136,6 +136,9 @@ crash "TFENC_CHECK_PLUGINS=1: a write 1 KiB past the batch's rows" \
 crash "TFENC_CHECK_PLUGINS=1: 8 KiB into a 64-byte workspace" \
   "layer extra \(workspace_overrun\), $memory: crashed in forward\(\): Segmentation fault, on the guard page after the workspace$" \
   "$(with_plugins plugins-memory "$(add_layer workspace_overrun)")" job.ini
+crash "TFENC_CHECK_PLUGINS=1: forward() writes into batch->token_ids" \
+  "layer extra \(writes_token_ids\), $memory: crashed in forward\(\): Segmentation fault, in the batch's token arrays, which plugins may only read$" \
+  "$(with_plugins plugins-memory "$(add_layer writes_token_ids)")" job.ini
 unset TFENC_CHECK_PLUGINS
 
 # --- every path key the job reads against special files: refused in one

@@ -7,14 +7,15 @@
  *                      of x, from `offset` bytes after their end (default 0);
  *   crash_forward:     writes to address 64 (SIGSEGV);
  *   moves_x:           points batch->x elsewhere, which the host would then
- *                      read as the layer's result. */
+ *                      read as the layer's result;
+ *   writes_token_ids:  writes into batch->token_ids, which it may only read. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "common.h"
 
-TFENC_PLUGIN_TYPES("workspace_overrun rows_overrun crash_forward moves_x");
+TFENC_PLUGIN_TYPES("workspace_overrun rows_overrun crash_forward moves_x writes_token_ids");
 
 /* What to write: `bytes` from `offset` bytes after the end. */
 typedef struct overrun {
@@ -81,8 +82,7 @@ static int overrun_rows(void *instance, tfenc_context *ctx, tfenc_batch *batch, 
 static int write_to_address_64(void *instance, tfenc_context *ctx, tfenc_batch *batch,
                               void *workspace)
 {
-    (void)instance, (void)ctx, (void)workspace;
-    (void)batch;
+    (void)instance, (void)ctx, (void)workspace, (void)batch;
     /* An address the compiler cannot see (a store through a null pointer
      * it may drop), in the unmapped first page. */
     volatile uintptr_t address = 64;
@@ -94,6 +94,14 @@ static int move_x(void *instance, tfenc_context *ctx, tfenc_batch *batch, void *
 {
     (void)instance, (void)ctx;
     batch->x = workspace;
+    return TFENC_OK;
+}
+
+static int write_token_ids(void *instance, tfenc_context *ctx, tfenc_batch *batch,
+                           void *workspace)
+{
+    (void)instance, (void)ctx, (void)workspace;
+    ((int32_t *)batch->token_ids)[0] = 7;
     return TFENC_OK;
 }
 
@@ -135,10 +143,20 @@ static const tfenc_layer_descriptor moves_x = {
     .workspace_size = sixty_four,
 };
 
+static const tfenc_layer_descriptor writes_token_ids = {
+    TFENC_DESCRIPTOR_INIT,
+    .type = "writes_token_ids",
+    .description = "writes into batch->token_ids (test)",
+    .create = identity_create,
+    .forward = write_token_ids,
+    .destroy = identity_destroy,
+};
+
 TFENC_EXPORT const tfenc_layer_descriptor *tfenc_plugin_descriptor(unsigned index);
 TFENC_EXPORT const tfenc_layer_descriptor *tfenc_plugin_descriptor(unsigned index)
 {
     static const tfenc_layer_descriptor *const all[] = {&workspace_overrun, &rows_overrun,
-                                                        &crash_forward, &moves_x};
+                                                        &crash_forward, &moves_x,
+                                                        &writes_token_ids};
     return index < sizeof all / sizeof all[0] ? all[index] : NULL;
 }
