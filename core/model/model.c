@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <stddef.h>
 #include <string.h>
+#include <unistd.h>
 
 /* ABI 1.4 put key_masking where the first reserved pointer was: the
  * descriptor a 1.3 plugin compiled keeps its size and layout. */
@@ -700,6 +701,14 @@ static int create_instance(tfenc_context *ctx, const tfenc_model_options *option
         enter_plugin(&call, layer, "workspace_size");
         layer->workspace_bytes = layer->descriptor->workspace_size(instance, &options->limits);
         tfenc_plugin_call_end();
+        /* Refused before any allocator sees it: some end the process on a
+         * request that size (a sanitizer's), others succeed lazily. */
+        const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+        const double memory = pages > 0 && page > 0 ? (double)pages * (double)page : 0.0;
+        if (memory > 0.0 && (double)layer->workspace_bytes > memory)
+            return tfenc_error(ctx, TFENC_ERR_PLUGIN, "%s: workspace_size() asks for %zu bytes, "
+                               "more than this node's memory (%.0f bytes)", layer->scope,
+                               layer->workspace_bytes, memory);
         if (layer->workspace_bytes > workspace->bytes)
             *workspace = (workspace_need){layer->workspace_bytes, layer->scope};
     }
