@@ -529,7 +529,7 @@ static int read_corpus_shards(check *c, shard_table *table)
         int64_t count[6] = {0};
         static const int64_t least[6] = {0, -1, 0, 0, -1, 0};
         int bad = 0;
-        for (int f = 1; f < n_fields && !bad; f++)
+        for (int f = 1; f < n_fields && f < 6 && !bad; f++)
             if (f != 2 && !parse_integer(field[f], field_length[f], least[f], &count[f]))
                 bad = f;
         char shown[80], value[80];
@@ -545,8 +545,7 @@ static int read_corpus_shards(check *c, shard_table *table)
                      (int)(field_length[bad] < 70 ? field_length[bad] : 70), field[bad]);
             fail(c, TFENC_ERR_CONFIG, "attribute 'corpus_shards' line %lld: %s '%s' is not a "
                  "count", (long long)line + 1, names[bad], quoted(value, shown, sizeof shown));
-        }
-        else if (!is_digest(field[2], field_length[2]))
+        } else if (!is_digest(field[2], field_length[2]))
             fail(c, TFENC_ERR_CONFIG, "attribute 'corpus_shards' line %lld: the fingerprint "
                  "is not a SHA-256 of 64 hex digits", (long long)line + 1);
         else if (all_known && count[3] != expected_first)
@@ -569,8 +568,8 @@ static int read_corpus_shards(check *c, shard_table *table)
 
 /* ------------------------------------------------------ attribute checks */
 
-/* `name`'s values: stored string, count, type text, shape text. The form
- * (class and count) first: a value in another form reads as absent. */
+/* The attribute's form, its type class and count of values, before its
+ * value: a value in another form would read as absent or be misread. */
 static int check_attribute_form(check *c, const attribute_spec *spec, hid_t attribute)
 {
     hid_t type = H5Aget_type(attribute), space = H5Aget_space(attribute);
@@ -1388,12 +1387,22 @@ static void check_ranges(check *c, size_t spec)
         hid_t stored = H5Aexists(c->file, names[row]) > 0
                            ? H5Aopen(c->file, names[row], H5P_DEFAULT)
                            : -1;
-        if (stored >= 0 && H5Aread(stored, H5T_NATIVE_DOUBLE, attribute) >= 0)
+        hid_t values = stored >= 0 ? H5Aget_space(stored) : -1;
+        const hssize_t count = values >= 0 ? H5Sget_simple_extent_npoints(values) : -1;
+        /* (Its count against d_model was checked with the attributes; a
+         * file without d_model is held to the dataset's here.) */
+        if (values >= 0 && count != (hssize_t)d) {
+            fail(c, TFENC_ERR_CONFIG, "attribute '%s' holds %lld values, but dataset '%s' has "
+                 "%zu dimensions", names[row], (long long)count, datasets[spec].name, d);
+        } else if (values >= 0 && H5Aread(stored, H5T_NATIVE_DOUBLE, attribute) >= 0) {
             for (size_t j = 0; c->status == TFENC_OK && j < d; j++)
                 if ((float)attribute[j] != (float)ranges[(size_t)row * d + j])
                     fail(c, TFENC_ERR_CONFIG, "attribute '%s' holds %g at index %zu, but "
                          "dataset '%s' [%d, %zu] holds %g", names[row], attribute[j], j,
                          datasets[spec].name, row, j, ranges[(size_t)row * d + j]);
+        }
+        if (values >= 0)
+            H5Sclose(values);
         if (stored >= 0)
             H5Aclose(stored);
     }
