@@ -4,7 +4,8 @@
 #define TFENC_DRIVERS_STATUS_H
 
 /* Exit status of --status for a file that is a tfenc output but not
- * complete (0: complete; 1: not a readable tfenc output). */
+ * complete (0: complete; 1: not a readable tfenc output, or a damaged one:
+ * core/output/output_checks.h). */
 #define STATUS_UNFINISHED 3
 
 /* Inspects `path` and prints the report on standard output

@@ -1,11 +1,13 @@
 /* tfenc-batch: encodes a corpus with the encoder a job file composes and
  * writes the encodings to HDF5. The work is the library's (core/run/run.h);
  * this program parses the arguments, starts MPI, turns SIGTERM/SIGINT into
- * a stop request, prints what the run reports, and chooses the exit
- * status. With tfenc-import it is the only code that prints or exits. */
+ * a stop request, names the plugin a crash happened in, prints what the run
+ * reports, and chooses the exit status. With tfenc-import it is the only
+ * code that prints or exits. */
 #include "config.h"
 
 #include "base/context.h"
+#include "base/plugin_guard.h"
 #include "job/params.h"
 #include "plugin/plugin_loader.h"
 #include "model/model.h"
@@ -73,7 +75,8 @@ static void usage(FILE *stream)
             "  --status OUT.h5|JOB.ini  say what an output file (or a job's) is: complete or not,\n"
             "                           documents finished, model, settings, layout, and the\n"
             "                           command that resumes it (read-only; exit status 0\n"
-            "                           complete, 3 unfinished, 1 not a readable output)\n"
+            "                           complete, 3 unfinished, 1 not a readable output or\n"
+            "                           damaged)\n"
             "  --quiet                  no progress and no summary\n"
             "  --version, --help\n"
             "Run under MPI (mpirun -n N %s JOB.ini) to split the work: N = data-parallel\n"
@@ -510,6 +513,93 @@ static int list_plugins(tfenc_context *ctx, const options *opts, int rank)
     return status;
 }
 
+/* ------------------------------------------- a crash inside a plugin */
+
+/* A plugin's forward() (or another callback) that writes through a wild
+ * pointer, past a guard page (TFENC_CHECK_PLUGINS), or runs an instruction
+ * the CPU lacks kills the process; this handler first says which layer and
+ * plugin file it was in, in one line, as core marks them around each
+ * callback (base/plugin_guard.h). It is the driver's, not the library's:
+ * library code never prints, and how the program's lines look and how it
+ * dies are this program's choice. Only async-signal-safe calls: write(2)
+ * of prepared text, sigaction, raise. A crash outside any plugin goes to
+ * the handler installed before (Open MPI's, a sanitizer's, or the
+ * default), as if this one were not there. */
+static const int crash_signals[] = {SIGSEGV, SIGBUS, SIGILL, SIGFPE};
+static const char *const crash_names[] = {"Segmentation fault", "Bus error",
+                                          "Illegal instruction", "Floating point exception"};
+#define N_CRASH_SIGNALS (sizeof crash_signals / sizeof crash_signals[0])
+static struct sigaction crash_before[N_CRASH_SIGNALS];
+static char crash_prefix[64]; /* "tfenc-batch: " or "tfenc-batch: rank 3: " */
+
+/* Writes the pieces as one line with one write(2): several ranks' lines
+ * reach the launcher's pipe whole (up to PIPE_BUF bytes). */
+static void write_line(const char *const *pieces, size_t n_pieces)
+{
+    static char line[4096];
+    size_t used = 0;
+    for (size_t i = 0; i < n_pieces; i++)
+        for (const char *p = pieces[i]; *p != '\0' && used < sizeof line - 1; p++)
+            line[used++] = *p;
+    line[used++] = '\n';
+    for (size_t done = 0; done < used;) {
+        ssize_t written = write(STDERR_FILENO, line + done, used - done);
+        if (written <= 0)
+            return;
+        done += (size_t)written;
+    }
+}
+
+static void report_plugin_crash(int signal_number, siginfo_t *info, void *context)
+{
+    (void)context;
+    size_t which = 0;
+    while (which + 1 < N_CRASH_SIGNALS && crash_signals[which] != signal_number)
+        which++;
+    const tfenc_plugin_call *call = tfenc_plugin_call_current();
+    if (call == NULL) {
+        /* Returning re-runs the faulting instruction under the old handler. */
+        sigaction(signal_number, &crash_before[which], NULL);
+        return;
+    }
+    const char *where = (signal_number == SIGSEGV || signal_number == SIGBUS) && info != NULL
+                            ? tfenc_guard_describe(info->si_addr)
+                            : NULL;
+    const char *pieces[] = {crash_prefix, call->layer, ", plugin ", call->file,
+                            ": crashed in ", call->callback, "(): ", crash_names[which],
+                            where != NULL ? ", " : "", where != NULL ? where : ""};
+    write_line(pieces, sizeof pieces / sizeof pieces[0]);
+    /* Die of the signal, as without this handler (a core dump, the
+     * launcher's report of the signal). */
+    struct sigaction default_action;
+    memset(&default_action, 0, sizeof default_action);
+    default_action.sa_handler = SIG_DFL;
+    sigemptyset(&default_action.sa_mask);
+    sigaction(signal_number, &default_action, NULL);
+    raise(signal_number);
+}
+
+/* After MPI_Init, whose library installs handlers of its own: this one
+ * runs first and hands every crash outside a plugin on to them. On an
+ * alternate stack, so that a plugin that overflows the stack is named too. */
+static void report_plugin_crashes(int rank, int n_ranks)
+{
+    static char alternate_stack[64 * 1024];
+    stack_t stack = {.ss_sp = alternate_stack, .ss_size = sizeof alternate_stack};
+    sigaltstack(&stack, NULL);
+    if (n_ranks > 1)
+        snprintf(crash_prefix, sizeof crash_prefix, "%s: rank %d: ", program, rank);
+    else
+        snprintf(crash_prefix, sizeof crash_prefix, "%s: ", program);
+    struct sigaction action;
+    memset(&action, 0, sizeof action);
+    action.sa_sigaction = report_plugin_crash;
+    sigemptyset(&action.sa_mask);
+    action.sa_flags = SA_SIGINFO | SA_ONSTACK;
+    for (size_t i = 0; i < N_CRASH_SIGNALS; i++)
+        sigaction(crash_signals[i], &action, &crash_before[i]);
+}
+
 /* ----------------------------------------------------------------- main */
 
 /* The exit guard: main() sets this on its way out. tfenc-batch itself
@@ -573,6 +663,7 @@ int main(int argc, char **argv)
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &n_ranks);
     guarded_rank = n_ranks > 1 ? rank : -1;
+    report_plugin_crashes(rank, n_ranks);
     tfenc_context ctx;
     tfenc_context_init(&ctx);
 

@@ -183,6 +183,21 @@ tests_plugins_hostile_undeclared_key_la_LDFLAGS = $(HOSTILE_PLUGIN_FLAGS)
 tests_plugins_hostile_crash_layer_la_SOURCES = tests/plugins/hostile/crash_layer.c tests/plugins/hostile/common.h
 tests_plugins_hostile_crash_layer_la_LDFLAGS = $(HOSTILE_PLUGIN_FLAGS)
 tests_plugins_hostile_undeclared_key_la_LIBADD = core/libtfenc.la
+# Callbacks that fail or answer nonsense without a message, and plugin
+# memory errors (tests/bad_inputs/plugins.sh); the latter built without the
+# sanitizers, as a third party's plugin is, so that the host's own guards
+# are what sees them in the sanitizer build too.
+check_LTLIBRARIES += tests/plugins/hostile/silent_callbacks.la \
+	tests/plugins/hostile/memory_errors.la
+tests_plugins_hostile_silent_callbacks_la_SOURCES = tests/plugins/hostile/silent_callbacks.c \
+	tests/plugins/hostile/common.h
+tests_plugins_hostile_silent_callbacks_la_LDFLAGS = $(HOSTILE_PLUGIN_FLAGS)
+tests_plugins_hostile_silent_callbacks_la_LIBADD = core/libtfenc.la
+tests_plugins_hostile_memory_errors_la_SOURCES = tests/plugins/hostile/memory_errors.c \
+	tests/plugins/hostile/common.h
+tests_plugins_hostile_memory_errors_la_CFLAGS = -std=c11 $(WARN_CFLAGS)
+tests_plugins_hostile_memory_errors_la_LDFLAGS = -module -avoid-version -shared -rpath /nowhere
+tests_plugins_hostile_memory_errors_la_LIBADD = core/libtfenc.la
 
 # The sanitizer build (configure --enable-sanitizers, tests/run-all.sh
 # --sanitizers) runs what exercises memory: every C unit test, every plugin

@@ -1,8 +1,9 @@
 # base: the leaves every subsystem may use (the error context, files,
 # aligned memory, clocks, 16-bit floats, SHA-256, HDF5 error text, the
-# file-size check after HDF5 reads, the precision names). The element-wise
-# kernels and parallel loops the matrix backend shares with the plugins are
-# SDK headers (core/local.mk).
+# file-size check after HDF5 reads, the precision names, the guards around
+# what plugins write with the marker of the running plugin call). The
+# element-wise kernels and parallel loops the matrix backend shares with the
+# plugins are SDK headers (core/local.mk).
 # may use: nothing (only libraries: libc, HDF5)
 core_libtfenc_la_SOURCES += \
 	core/base/context.c core/base/context.h \
@@ -13,4 +14,5 @@ core_libtfenc_la_SOURCES += \
 	core/base/hdf5_error.c core/base/hdf5_error.h \
 	core/base/hdf5_intact.c core/base/hdf5_intact.h \
 	core/base/precision.c core/base/precision.h \
+	core/base/plugin_guard.c core/base/plugin_guard.h \
 	core/base/clock.h core/base/names.h

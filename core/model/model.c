@@ -4,16 +4,17 @@
 #include "model/model.h"
 #include "base/aligned.h"
 #include "base/context.h"
+#include "job/id2label.h"
 #include "job/params.h"
 #include "tfenc/plugin_parallel.h"
 
-#include <jansson.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <stddef.h>
 #include <string.h>
+#include <unistd.h>
 
 /* ABI 1.4 put key_masking where the first reserved pointer was: the
  * descriptor a 1.3 plugin compiled keeps its size and layout. */
@@ -490,8 +491,46 @@ typedef struct layer_instance {
     const tfenc_layer_descriptor *descriptor;
     void *instance;         /* non-NULL iff create() succeeded */
     char *scope;            /* "layer encoder.3.ffn (ffn)": prefixes its errors */
+    const char *file;       /* the plugin file of its type (the registry's) */
+    size_t workspace_bytes; /* what its workspace_size() asked for */
     tfenc_weights *weights; /* owns what the layer loaded; released after destroy() */
 } layer_instance;
+
+/* The largest workspace the layers ask for, and which layer asks. */
+typedef struct workspace_need {
+    size_t bytes;
+    const char *layer;
+} workspace_need;
+
+/* Marks a plugin callback as running, so that a crash inside it can be
+ * reported naming the layer and the file (base/plugin_guard.h); end it
+ * with tfenc_plugin_call_end(). */
+static void enter_plugin(tfenc_plugin_call *call, const layer_instance *layer,
+                         const char *callback)
+{
+    *call = (tfenc_plugin_call){.layer = layer->scope, .file = layer->file,
+                                .callback = callback};
+    tfenc_plugin_call_begin(call);
+}
+
+/* A callback's status as the host takes it: a failure the plugin left
+ * without a message gets one naming the callback, and a success after the
+ * plugin recorded an error is that error (left as it is, it would stand
+ * for a later, unrelated failure). `before` is ctx->status before the call. */
+static int callback_status(tfenc_context *ctx, const layer_instance *layer,
+                           const char *callback, int before, int status)
+{
+    if (status != TFENC_OK && ctx->status == TFENC_OK)
+        return tfenc_error(ctx, status, "%s: %s() failed without a message (%s)", layer->scope,
+                           callback, tfenc_status_string(status));
+    if (status == TFENC_OK && before == TFENC_OK && ctx->status != TFENC_OK) {
+        size_t used = strlen(ctx->message);
+        snprintf(ctx->message + used, sizeof ctx->message - used,
+                 " (%s() returned TFENC_OK after recording it)", callback);
+        return ctx->status;
+    }
+    return status;
+}
 
 typedef struct model_step {
     const tfenc_step_plan *plan;
@@ -527,24 +566,42 @@ static int grow_buffer(void **buffer, size_t *held, size_t bytes)
     return 1;
 }
 
+/* Bytes of a batch's token arrays: seq_start, token_ids, token_types,
+ * positions and seq_keys, end to end. */
+static size_t token_array_bytes(int n_seq, int n_tokens)
+{
+    return ((size_t)n_seq + 1 + 3 * (size_t)n_tokens + (size_t)n_seq) * sizeof(int32_t);
+}
+
 /* Grows `scratch` to hold a model's. */
 static int scratch_reserve(tfenc_context *ctx, tfenc_model_scratch *scratch,
-                           size_t activation_bytes, size_t workspace_bytes)
+                           const tfenc_limits *limits, size_t activation_bytes,
+                           const workspace_need *workspace)
 {
-    if (!grow_buffer(&scratch->residual, &scratch->residual_bytes, activation_bytes) ||
-        !grow_buffer(&scratch->input, &scratch->input_bytes, activation_bytes) ||
-        !grow_buffer(&scratch->workspace, &scratch->workspace_bytes, workspace_bytes))
+    const size_t token_bytes = token_array_bytes(limits->max_seqs, limits->max_tokens);
+    if (tfenc_plugin_checks_enabled() &&
+        tfenc_guarded_reserve(&scratch->tokens, "the batch's token arrays", token_bytes) != 0)
         return tfenc_error(ctx, TFENC_ERR_NO_MEMORY,
-                           "out of memory for 2 x %zu bytes of activations and %zu of workspace",
-                           activation_bytes, workspace_bytes);
+                           "out of memory for %zu bytes of token arrays", token_bytes);
+    if (!grow_buffer(&scratch->residual, &scratch->residual_bytes, activation_bytes) ||
+        tfenc_guarded_reserve(&scratch->activations, "the batch's rows (batch->x)",
+                              activation_bytes) != 0)
+        return tfenc_error(ctx, TFENC_ERR_NO_MEMORY,
+                           "out of memory for 2 x %zu bytes of activations", activation_bytes);
+    if (tfenc_guarded_reserve(&scratch->workspace, "the workspace", workspace->bytes) != 0)
+        return tfenc_error(ctx, TFENC_ERR_NO_MEMORY,
+                           "out of memory for %zu bytes of workspace, which %s asks for "
+                           "(workspace_size())",
+                           workspace->bytes, workspace->layer != NULL ? workspace->layer : "");
     return TFENC_OK;
 }
 
 static void scratch_release(tfenc_model_scratch *scratch)
 {
     tfenc_aligned_free(scratch->residual);
-    tfenc_aligned_free(scratch->input);
-    tfenc_aligned_free(scratch->workspace);
+    tfenc_guarded_release(&scratch->activations);
+    tfenc_guarded_release(&scratch->workspace);
+    tfenc_guarded_release(&scratch->tokens);
     *scratch = (tfenc_model_scratch){0};
 }
 
@@ -565,7 +622,7 @@ void tfenc_model_scratch_destroy(tfenc_model_scratch *scratch)
 static int create_instance(tfenc_context *ctx, const tfenc_model_options *options,
                            const tfenc_step_plan *plan, tfenc_job_section *section,
                            const char *type, const char *name, const char *group,
-                           layer_instance *layer, size_t *workspace_bytes)
+                           layer_instance *layer, workspace_need *workspace)
 {
     const tfenc_jobfile *job = options->job;
     char where[600];
@@ -574,6 +631,7 @@ static int create_instance(tfenc_context *ctx, const tfenc_model_options *option
     if (found == NULL)
         return tfenc_plugin_registry_missing(ctx, options->registry, type, where);
     layer->descriptor = found->descriptor;
+    layer->file = found->file;
     layer->scope = format_string("layer %s (%s)", name, type);
     if (layer->scope == NULL)
         return tfenc_error(ctx, TFENC_ERR_NO_MEMORY, "out of memory");
@@ -619,26 +677,40 @@ static int create_instance(tfenc_context *ctx, const tfenc_model_options *option
     };
     tfenc_context_set_scope(ctx, layer->scope);
     void *instance = NULL;
+    tfenc_plugin_call call;
+    const int before = ctx->status;
+    enter_plugin(&call, layer, "create");
     status = layer->descriptor->create(ctx, &init, &instance);
+    tfenc_plugin_call_end();
     tfenc_context_set_scope(ctx, NULL);
-    if (status != TFENC_OK) {
-        if (ctx->status == TFENC_OK)
-            tfenc_error(ctx, status, "%s: create failed without a message (%s)", layer->scope,
-                        tfenc_status_string(status));
+    /* (A failed create() frees what it made; a "success" with an error
+     * recorded returned an instance to destroy.) */
+    if (status == TFENC_OK)
+        layer->instance = instance;
+    status = callback_status(ctx, layer, "create", before, status);
+    if (status != TFENC_OK)
         return status;
-    }
     if (instance == NULL)
         return tfenc_error(ctx, TFENC_ERR_PLUGIN, "%s: create returned no instance", layer->scope);
-    layer->instance = instance;
     char what[128];
     snprintf(what, sizeof what, "not a parameter of layer type %s", type);
     status = tfenc_params_check_all_used(&params, what);
     if (status != TFENC_OK)
         return status;
     if (layer->descriptor->workspace_size != NULL) {
-        size_t bytes = layer->descriptor->workspace_size(instance, &options->limits);
-        if (bytes > *workspace_bytes)
-            *workspace_bytes = bytes;
+        enter_plugin(&call, layer, "workspace_size");
+        layer->workspace_bytes = layer->descriptor->workspace_size(instance, &options->limits);
+        tfenc_plugin_call_end();
+        /* Refused before any allocator sees it: some end the process on a
+         * request that size (a sanitizer's), others succeed lazily. */
+        const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+        const double memory = pages > 0 && page > 0 ? (double)pages * (double)page : 0.0;
+        if (memory > 0.0 && (double)layer->workspace_bytes > memory)
+            return tfenc_error(ctx, TFENC_ERR_PLUGIN, "%s: workspace_size() asks for %zu bytes, "
+                               "more than this node's memory (%.0f bytes)", layer->scope,
+                               layer->workspace_bytes, memory);
+        if (layer->workspace_bytes > workspace->bytes)
+            *workspace = (workspace_need){layer->workspace_bytes, layer->scope};
     }
     return TFENC_OK;
 }
@@ -673,14 +745,14 @@ int tfenc_model_create(tfenc_context *ctx, const tfenc_model_options *options,
                                  plan->steps[i].block_origin,
                                  tfenc_weight_store_name(options->weights),
                                  plan->steps[i].extra_group, plan->steps[i].repeat_count);
-    size_t workspace_bytes = 0;
+    workspace_need workspace = {0, NULL};
     for (int i = first; status == TFENC_OK && i < end; i++) {
         const tfenc_step_plan *step_plan = &plan->steps[i];
         model_step *step = &model->steps[model->n_steps++];
         step->plan = step_plan;
         status = create_instance(ctx, options, step_plan, step_plan->section, step_plan->type,
                                  step_plan->name, step_plan->group, &step->layer,
-                                 &workspace_bytes);
+                                 &workspace);
         if (status == TFENC_OK && step_plan->norm_section != NULL) {
             char *norm_name = format_string("%s.norm", step_plan->name, NULL);
             status = norm_name == NULL
@@ -688,7 +760,7 @@ int tfenc_model_create(tfenc_context *ctx, const tfenc_model_options *options,
                          : create_instance(ctx, options, step_plan, step_plan->norm_section,
                                            step_plan->norm_type, norm_name,
                                            step_plan->norm_group, &step->norm,
-                                           &workspace_bytes);
+                                           &workspace);
             free(norm_name);
         }
         if (status == TFENC_OK && step_plan->output_norm_section != NULL) {
@@ -699,17 +771,17 @@ int tfenc_model_create(tfenc_context *ctx, const tfenc_model_options *options,
                                            step_plan->output_norm_section,
                                            step_plan->output_norm_type, norm_name,
                                            step_plan->output_norm_group, &step->output_norm,
-                                           &workspace_bytes);
+                                           &workspace);
             free(norm_name);
         }
     }
     model->scratch = options->shared_scratch != NULL ? options->shared_scratch : &model->own;
     model->nonfinite_sequence = -1;
     if (status == TFENC_OK)
-        status = scratch_reserve(ctx, model->scratch,
+        status = scratch_reserve(ctx, model->scratch, &options->limits,
                                  (size_t)options->limits.max_tokens * (size_t)model->d_model *
                                      sizeof(float),
-                                 workspace_bytes);
+                                 &workspace);
     if (status != TFENC_OK) {
         tfenc_model_destroy(model);
         return status;
@@ -718,20 +790,79 @@ int tfenc_model_create(tfenc_context *ctx, const tfenc_model_options *options,
     return TFENC_OK;
 }
 
+/* The field of the batch a forward() changed besides rows, or NULL. */
+static const char *changed_field(const tfenc_batch *before, const tfenc_batch *after)
+{
+    return after->x != before->x                     ? "x"
+           : after->d_model != before->d_model       ? "d_model"
+           : after->n_seq != before->n_seq           ? "n_seq"
+           : after->n_tokens != before->n_tokens     ? "n_tokens"
+           : after->seq_start != before->seq_start   ? "seq_start"
+           : after->token_ids != before->token_ids   ? "token_ids"
+           : after->token_types != before->token_types ? "token_types"
+           : after->positions != before->positions   ? "positions"
+           : after->seq_keys != before->seq_keys     ? "seq_keys"
+                                                     : NULL;
+}
+
+/* A write past the end of a guarded block (base/plugin_guard.h), as an
+ * error naming the layer, its plugin file and how far it went. */
+static int check_canary(tfenc_context *ctx, const layer_instance *layer,
+                        const tfenc_guarded_buffer *buffer, const void *block, size_t bytes,
+                        const char *what)
+{
+    size_t checked = 0;
+    size_t overwritten = tfenc_guarded_overwritten(buffer, block, bytes, &checked);
+    if (overwritten == 0)
+        return TFENC_OK;
+    return tfenc_error(ctx, TFENC_ERR_PLUGIN, "%s, plugin %s: forward() wrote past the end of "
+                       "%s: %zu bytes after it overwritten%s", layer->scope, layer->file, what,
+                       overwritten, overwritten == checked ? " (or more: the canary ends there)"
+                                                           : "");
+}
+
 static int run_layer(tfenc_context *ctx, tfenc_model *model, layer_instance *layer,
                      tfenc_batch *batch)
 {
+    tfenc_model_scratch *scratch = model->scratch;
+    void *workspace = tfenc_guarded_place(&scratch->workspace, layer->workspace_bytes);
+    const size_t row_bytes = (size_t)batch->rows * (size_t)batch->d_model * sizeof(float);
+    tfenc_guarded_arm(&scratch->workspace, workspace, layer->workspace_bytes);
+    tfenc_guarded_arm(&scratch->activations, batch->x, row_bytes);
+    const tfenc_batch before = *batch;
+    tfenc_plugin_call call;
+    const int error_before = ctx->status;
     tfenc_context_set_scope(ctx, layer->scope);
-    int rows_before = batch->rows;
-    int status =
-        layer->descriptor->forward(layer->instance, ctx, batch, model->scratch->workspace);
+    enter_plugin(&call, layer, "forward");
+    int status = layer->descriptor->forward(layer->instance, ctx, batch, workspace);
+    tfenc_plugin_call_end();
     tfenc_context_set_scope(ctx, NULL);
-    if (status != TFENC_OK && ctx->status == TFENC_OK)
-        tfenc_error(ctx, status, "%s: forward failed without a message (%s)", layer->scope,
-                    tfenc_status_string(status));
-    if (status == TFENC_OK && (batch->rows > rows_before || batch->rows < 1))
+    /* Memory errors first: they may be why the rest went wrong. */
+    char what[160];
+    snprintf(what, sizeof what, "its workspace (%zu bytes, workspace_size())",
+             layer->workspace_bytes);
+    int checked = check_canary(ctx, layer, &scratch->workspace, workspace,
+                               layer->workspace_bytes, what);
+    snprintf(what, sizeof what, "the batch's rows (batch->x, %d x %d values)", before.rows,
+             before.d_model);
+    if (checked == TFENC_OK)
+        checked = check_canary(ctx, layer, &scratch->activations, before.x, row_bytes, what);
+    const char *changed = changed_field(&before, batch);
+    if (checked == TFENC_OK && changed != NULL)
+        checked = tfenc_error(ctx, TFENC_ERR_PLUGIN, "%s, plugin %s: forward() changed batch->%s "
+                              "(only batch->rows may change)", layer->scope, layer->file,
+                              changed);
+    *batch = (tfenc_batch){.n_seq = before.n_seq, .n_tokens = before.n_tokens,
+                           .seq_start = before.seq_start, .token_ids = before.token_ids,
+                           .token_types = before.token_types, .positions = before.positions,
+                           .x = before.x, .rows = batch->rows, .d_model = before.d_model,
+                           .seq_keys = before.seq_keys};
+    if (checked != TFENC_OK)
+        return checked;
+    status = callback_status(ctx, layer, "forward", error_before, status);
+    if (status == TFENC_OK && (batch->rows > before.rows || batch->rows < 1))
         return tfenc_error(ctx, TFENC_ERR_PLUGIN, "%s: forward set rows from %d to %d",
-                           layer->scope, rows_before, batch->rows);
+                           layer->scope, before.rows, batch->rows);
     return status;
 }
 
@@ -842,6 +973,30 @@ static int run_steps(tfenc_context *ctx, tfenc_model *model, tfenc_batch *batch,
     return TFENC_OK;
 }
 
+/* TFENC_CHECK_PLUGINS: the batch's token arrays, copied into read-only
+ * pages that end at a guard page, so that a plugin writing into them (or
+ * reading past them) stops at once. */
+static int copy_token_arrays(tfenc_guarded_buffer *tokens, tfenc_batch *batch)
+{
+    if (tfenc_guarded_protect(tokens, 0) != 0)
+        return -1;
+    int32_t *to = tfenc_guarded_place(tokens, token_array_bytes(batch->n_seq, batch->n_tokens));
+    const int32_t *from[] = {batch->seq_start, batch->token_ids, batch->token_types,
+                             batch->positions, batch->seq_keys};
+    const int32_t **into[] = {&batch->seq_start, &batch->token_ids, &batch->token_types,
+                              &batch->positions, &batch->seq_keys};
+    const int counts[] = {batch->n_seq + 1, batch->n_tokens, batch->n_tokens, batch->n_tokens,
+                          batch->n_seq};
+    for (int i = 0; i < 5; i++) {
+        if (from[i] == NULL)
+            continue;
+        memcpy(to, from[i], (size_t)counts[i] * sizeof *to);
+        *into[i] = to;
+        to += counts[i];
+    }
+    return tfenc_guarded_protect(tokens, 1);
+}
+
 int tfenc_model_forward(tfenc_context *ctx, tfenc_model *model, tfenc_batch *batch)
 {
     if (batch->n_tokens > model->limits.max_tokens || batch->d_model != model->d_model)
@@ -852,18 +1007,32 @@ int tfenc_model_forward(tfenc_context *ctx, tfenc_model *model, tfenc_batch *bat
     model->nonfinite_sequence = -1;
     const int rows = batch->rows;
     const size_t bytes = (size_t)rows * (size_t)batch->d_model * sizeof(float);
-    memcpy(model->scratch->input, batch->x, bytes);
-    int status = run_steps(ctx, model, batch, 0);
-    /* Never hand on a non-finite row: run again step by step from the input
-     * kept above, to say which layer made it (only on this rare path). */
-    if (status == TFENC_OK && first_nonfinite_row(batch->x, batch->rows, batch->d_model) >= 0) {
-        memcpy(batch->x, model->scratch->input, bytes);
-        batch->rows = rows;
-        status = run_steps(ctx, model, batch, 1);
+    /* The layers run on the scratch's guarded rows; batch->x keeps the
+     * input meanwhile. */
+    tfenc_batch running = *batch;
+    running.x = tfenc_guarded_place(&model->scratch->activations, bytes);
+    memcpy(running.x, batch->x, bytes);
+    if (model->scratch->tokens.mapped > 0 &&
+        copy_token_arrays(&model->scratch->tokens, &running) != 0)
+        return tfenc_error(ctx, TFENC_ERR_INTERNAL, "model: cannot protect the token arrays "
+                           "(TFENC_CHECK_PLUGINS)");
+    int status = run_steps(ctx, model, &running, 0);
+    /* Never hand on a non-finite row: run again step by step from the
+     * input, to say which layer made it (only on this rare path). */
+    if (status == TFENC_OK &&
+        first_nonfinite_row(running.x, running.rows, running.d_model) >= 0) {
+        memcpy(running.x, batch->x, bytes);
+        running.rows = rows;
+        status = run_steps(ctx, model, &running, 1);
         if (status == TFENC_OK)
             status = tfenc_error(ctx, TFENC_ERR_INTERNAL,
                                  "model: a non-finite value appeared, but not when the batch "
                                  "was run again step by step");
+    }
+    if (status == TFENC_OK) {
+        memcpy(batch->x, running.x,
+               (size_t)running.rows * (size_t)running.d_model * sizeof(float));
+        batch->rows = running.rows;
     }
     return status;
 }
@@ -928,32 +1097,15 @@ int tfenc_model_probe_pools(tfenc_context *ctx, tfenc_model *model, int *pools, 
     return status;
 }
 
-/* A head's id2label must name each of its `width` scores once ("0" ..
- * "width-1", each a string), or the file's labels would not match its columns. */
+/* A head's id2label must name each of its `width` scores once, or the
+ * file's labels would not match its columns (job/id2label.h). */
 static int check_labels(tfenc_context *ctx, const char *scope, const char *labels, int width)
 {
-    json_error_t parse_error;
-    json_t *object = json_loads(labels, 0, &parse_error);
-    int status = TFENC_OK;
-    if (object == NULL || !json_is_object(object)) {
-        status = tfenc_error(ctx, TFENC_ERR_CONFIG, "%s: labels is not a JSON object of "
-                             "label names (id2label): %s", scope,
-                             object == NULL ? parse_error.text : "another JSON value");
-    } else if ((int)json_object_size(object) != width) {
-        status = tfenc_error(ctx, TFENC_ERR_CONFIG, "%s: labels (id2label) names %d labels, "
-                             "but the head computes %d scores", scope,
-                             (int)json_object_size(object), width);
-    } else {
-        for (int i = 0; i < width && status == TFENC_OK; i++) {
-            char key[16];
-            snprintf(key, sizeof key, "%d", i);
-            if (!json_is_string(json_object_get(object, key)))
-                status = tfenc_error(ctx, TFENC_ERR_CONFIG, "%s: labels (id2label) has no "
-                                     "name for label \"%s\" of %d", scope, key, width);
-        }
-    }
-    json_decref(object);
-    return status;
+    char why[256], computes[64];
+    snprintf(computes, sizeof computes, "the head computes %d scores", width);
+    if (!tfenc_id2label_valid(labels, width, computes, why, sizeof why))
+        return tfenc_error(ctx, TFENC_ERR_CONFIG, "%s: labels (id2label) %s", scope, why);
+    return TFENC_OK;
 }
 
 int tfenc_model_output(tfenc_context *ctx, const tfenc_model *model, tfenc_layer_output *output)
@@ -970,9 +1122,14 @@ int tfenc_model_output(tfenc_context *ctx, const tfenc_model *model, tfenc_layer
         d->struct_size < offsetof(tfenc_layer_descriptor, output) + sizeof(void *) ||
         d->output == NULL)
         return TFENC_OK;
+    tfenc_plugin_call call;
+    enter_plugin(&call, &last->layer, "output");
     int status = d->output(last->layer.instance, output);
+    tfenc_plugin_call_end();
+    /* output() takes no context: the reason is never the plugin's. */
     if (status != TFENC_OK)
-        return status;
+        return tfenc_error(ctx, status, "%s: output() failed without a message (%s)",
+                           last->layer.scope, tfenc_status_string(status));
     /* SPARSE and VECTORS are ABI 1.3: a 1.2 plugin cannot mean them. */
     const int sparse = output->kind == TFENC_LAYER_OUTPUT_SPARSE && d->abi_minor >= 3;
     const int narrowed = output->kind == TFENC_LAYER_OUTPUT_SCORES ||
@@ -1015,7 +1172,7 @@ int tfenc_model_survey(tfenc_context *ctx, const tfenc_model_options *options,
         if (status == TFENC_OK)
             status = tfenc_model_forward(ctx, step, &p.batch);
         if (status == TFENC_OK)
-            step_flops[i] = tfenc_model_step_flops(step, i, mean_seq_len);
+            status = tfenc_model_step_flops(ctx, step, i, mean_seq_len, &step_flops[i]);
         tfenc_model_destroy(step);
     }
     *pools = p.batch.rows == 1;
@@ -1025,24 +1182,46 @@ int tfenc_model_survey(tfenc_context *ctx, const tfenc_model_options *options,
     return status;
 }
 
-double tfenc_model_step_flops(const tfenc_model *model, int step, double mean_seq_len)
+/* One layer's FLOPs per token, added to *flops: a count the stages are
+ * balanced by, so it must be one. */
+static int add_layer_flops(tfenc_context *ctx, const layer_instance *layer,
+                           double mean_seq_len, double *flops)
+{
+    if (layer->descriptor == NULL || layer->descriptor->flops_per_token == NULL)
+        return TFENC_OK;
+    tfenc_plugin_call call;
+    enter_plugin(&call, layer, "flops_per_token");
+    double count = layer->descriptor->flops_per_token(layer->instance, mean_seq_len);
+    tfenc_plugin_call_end();
+    if (!(isfinite(count) && count >= 0.0))
+        return tfenc_error(ctx, TFENC_ERR_PLUGIN, "%s: flops_per_token() returned %g for "
+                           "sequences of mean length %g (expected a finite count >= 0)",
+                           layer->scope, count, mean_seq_len);
+    *flops += count;
+    return TFENC_OK;
+}
+
+int tfenc_model_step_flops(tfenc_context *ctx, const tfenc_model *model, int step,
+                           double mean_seq_len, double *flops)
 {
     const model_step *s = &model->steps[step - model->first_step];
-    double flops = 0.0;
-    if (s->layer.descriptor->flops_per_token != NULL)
-        flops += s->layer.descriptor->flops_per_token(s->layer.instance, mean_seq_len);
-    if (s->norm.descriptor != NULL && s->norm.descriptor->flops_per_token != NULL)
-        flops += s->norm.descriptor->flops_per_token(s->norm.instance, mean_seq_len);
-    if (s->output_norm.descriptor != NULL && s->output_norm.descriptor->flops_per_token != NULL)
-        flops += s->output_norm.descriptor->flops_per_token(s->output_norm.instance,
-                                                            mean_seq_len);
-    return flops;
+    *flops = 0.0;
+    int status = add_layer_flops(ctx, &s->layer, mean_seq_len, flops);
+    if (status == TFENC_OK)
+        status = add_layer_flops(ctx, &s->norm, mean_seq_len, flops);
+    if (status == TFENC_OK)
+        status = add_layer_flops(ctx, &s->output_norm, mean_seq_len, flops);
+    return status;
 }
 
 static void destroy_instance(layer_instance *layer)
 {
-    if (layer->instance != NULL)
+    if (layer->instance != NULL) {
+        tfenc_plugin_call call;
+        enter_plugin(&call, layer, "destroy");
         layer->descriptor->destroy(layer->instance);
+        tfenc_plugin_call_end();
+    }
     /* The layer's weights go with it: a survey that builds step after step
      * holds one step's weights at a time. */
     tfenc_weights_release(layer->weights);

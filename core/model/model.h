@@ -7,6 +7,7 @@
 
 #include "job/jobfile.h"
 #include "plugin/plugin_loader.h"
+#include "base/plugin_guard.h"
 #include "base/precision.h"
 #include "model/weights.h"
 
@@ -65,13 +66,20 @@ void tfenc_model_plan_free(tfenc_model_plan *plan);
 
 typedef struct tfenc_model tfenc_model;
 
-/* A model's scratch (the residual and input copies of a batch, the layers'
- * workspace), shared by models that never run at the same time: the
- * accuracy gate keeps its trial steps built, and one scratch serves them
- * all. Each model built with it makes it large enough for itself. */
+/* A model's scratch (the residual copy of a batch, the batch's rows as the
+ * layers run them, the layers' workspace), shared by models that never run
+ * at the same time: the accuracy gate keeps its trial steps built, and one
+ * scratch serves them all. Each model built with it makes it large enough
+ * for itself. What the plugins write, the rows and the workspace, each has
+ * a canary after it, and with TFENC_CHECK_PLUGINS a guard page
+ * (base/plugin_guard.h); the caller's batch->x keeps the batch's input
+ * meanwhile, for the step-by-step rerun after a non-finite value. With
+ * TFENC_CHECK_PLUGINS the token arrays (seq_start, token_ids, ...) are
+ * copied too, into pages that are read-only while the plugins run. */
 typedef struct tfenc_model_scratch {
-    void *residual, *input, *workspace;
-    size_t residual_bytes, input_bytes, workspace_bytes;
+    void *residual;
+    size_t residual_bytes;
+    tfenc_guarded_buffer activations, workspace, tokens;
 } tfenc_model_scratch;
 int tfenc_model_scratch_create(tfenc_context *ctx, tfenc_model_scratch **scratch);
 /* After every model built with it. */
@@ -105,7 +113,11 @@ typedef struct tfenc_model_options {
  * allocates all scratch once. */
 int tfenc_model_create(tfenc_context *ctx, const tfenc_model_options *options,
                        tfenc_model **model);
-/* Runs the stage's steps over the batch, in place. Never allocates. Never
+/* Runs the stage's steps over the batch, in place. Never allocates. A
+ * layer whose forward() writes past its workspace or the batch's rows, or
+ * changes a field of the batch other than rows, fails naming the layer and
+ * its plugin file; while a plugin runs, tfenc_plugin_call_current() names
+ * it (base/plugin_guard.h). Never
  * returns a non-finite value: when the output holds a NaN or an infinity
  * (weights that are finite but huge overflow float32), it fails with
  * TFENC_ERR_WEIGHTS naming the layer that made it, and
@@ -114,8 +126,10 @@ int tfenc_model_forward(tfenc_context *ctx, tfenc_model *model, tfenc_batch *bat
 /* After such a failure: the index of the sequence in the batch; else -1. */
 int tfenc_model_nonfinite_sequence(const tfenc_model *model);
 /* Estimated floating-point operations per token of step i (in range) for
- * sequences of mean length `mean_seq_len`. */
-double tfenc_model_step_flops(const tfenc_model *model, int step, double mean_seq_len);
+ * sequences of mean length `mean_seq_len`, into *flops; a plugin that
+ * answers with a negative or non-finite count is an error naming it. */
+int tfenc_model_step_flops(tfenc_context *ctx, const tfenc_model *model, int step,
+                           double mean_seq_len, double *flops);
 /* Runs one 2-token sequence through the model to learn whether it pools
  * (its rows drop to one per sequence) and, when unit_rows is not NULL,
  * whether the rows it ends with have unit L2 norm (it normalises them):

@@ -1,6 +1,7 @@
 # output: the HDF5 output file, multi-vector rows, the last stage's writer, which window a
-# file holds (ownership), a job's fingerprint, the corpus's table of files, and reading
-# a file back (--status).
+# file holds (ownership), a job's fingerprint, the corpus's table of files, the
+# description of a file's datasets and attributes with the checks that hold a
+# file to it, and reading a file back (--status).
 # may use: base job ranks
 core_libtfenc_la_SOURCES += \
 	core/output/output.c core/output/output.h \
@@ -11,4 +12,5 @@ core_libtfenc_la_SOURCES += \
 	core/output/ownership.c core/output/ownership.h \
 	core/output/fingerprint.c core/output/fingerprint.h \
 	core/output/corpus_shards.c core/output/corpus_shards.h \
+	core/output/output_checks.c core/output/output_checks.h \
 	core/output/inspect.c core/output/inspect.h

@@ -1053,9 +1053,11 @@ static int cost_steps(run *r)
     const int64_t sequences = r->n_sequences > 0 ? r->n_sequences : r->n_documents;
     double mean_length = sequences > 0 ? (double)r->n_tokens / (double)sequences : 1.0;
     if (r->layout.pipeline_stages == 1) {
-        for (int i = 0; i < r->plan.n_steps; i++)
-            r->step_flops[i] = tfenc_model_step_flops(r->model, i, mean_length);
-        return 0;
+        int status = TFENC_OK;
+        for (int i = 0; status == TFENC_OK && i < r->plan.n_steps; i++)
+            status = tfenc_model_step_flops(r->ctx, r->model, i, mean_length,
+                                            &r->step_flops[i]);
+        return agree_on_failure(r, status);
     }
     int probed[2] = {0, 0}, status = TFENC_OK; /* pools, unit rows */
     if (r->rank == 0) {

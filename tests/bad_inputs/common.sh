@@ -165,6 +165,7 @@ arithmetic_so="$builddir/tests/plugins/.libs/arithmetic.so"
 # One directory per misdeed (core/plugin/plugin_loader.h has the policy).
 mkdir plugins-truncated plugins-world plugins-group plugins-shadow plugins-named-pooling \
   plugins-exit plugins-tables plugins-marker plugins-fifo plugins-file-mode plugins-owner \
+  plugins-silent plugins-memory \
   plugins-unused-truncated jobdir
 for size in 2048 10240 30720; do # 2-30 kB of a real plugin: truncations that once passed the loader's checks
   head -c $size "$layers_so" > plugins-truncated/truncated_$size.so
@@ -179,6 +180,8 @@ cp "$hostile/shadow.so" plugins-shadow/
 cp "$hostile/marker.so" plugins-named-pooling/pooling.so
 cp "$hostile/exit_layer.so" "$hostile/exit_create.so" plugins-exit/
 cp "$hostile/undeclared_key.so" plugins-tables/
+cp "$hostile/silent_callbacks.so" plugins-silent/
+cp "$hostile/memory_errors.so" plugins-memory/
 cp "$hostile/marker.so" "$arithmetic_so" plugins-marker/
 mkfifo plugins-fifo/fifo_layer.so
 # A job in another directory than the one tfenc-batch runs in, with its
@@ -269,6 +272,33 @@ error_at() {
     lines=$(wc -l < stderr.txt)
     [ "$lines" -eq 1 ] || why="$why; $lines lines on stderr"
     grep -qE -- "^tfenc-batch: .*$pattern" stderr.txt || why="$why; message does not match '$pattern'"
+    ! output_complete || why="$why; out.h5 is marked complete"
+    report "$name [$layout]" "$why" "$elapsed"
+  done
+}
+
+# crash NAME PATTERN TRANSFORM [tfenc-batch arguments...]
+# A plugin that crashes the process (SIGSEGV in its forward()): each rank
+# that crashed says so in one line of its own matching PATTERN before it
+# dies by the signal (alone: an exit status above 128), and the output is
+# not marked complete. Run alone and at 2 ranks (each rank runs the layer:
+# one line from each, at most).
+crash() {
+  name=$1 pattern=$2 transform=$3
+  shift 3
+  for layout in 1 2; do
+    run_batch "$layout" "$transform" "$@"
+    why=""
+    [ "$code" -ne 0 ] || why="exit status 0"
+    [ "$code" -ne 124 ] || why="no exit within 60 s"
+    [ "$layout" -ne 1 ] || [ "$code" -gt 128 ] || why="$why; exit status $code, not the signal's"
+    # (the shell running the test says the signal's name, not tfenc)
+    grep -vxE '(Segmentation fault|Bus error)( \(core dumped\))?' stderr.txt > crash-stderr.txt
+    mv crash-stderr.txt stderr.txt
+    lines=$(grep -c . stderr.txt)
+    matching=$(grep -cE -- "^tfenc-batch: .*$pattern" stderr.txt)
+    { [ "$lines" -ge 1 ] && [ "$lines" -le "$layout" ] && [ "$matching" -eq "$lines" ]; } \
+      || why="$why; $lines lines on stderr, $matching of them matching '$pattern'"
     ! output_complete || why="$why; out.h5 is marked complete"
     report "$name [$layout]" "$why" "$elapsed"
   done

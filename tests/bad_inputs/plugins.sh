@@ -2,8 +2,11 @@
 # Plugins and the files a job names: files that are not tfenc plugins, the
 # loading policy (core/plugin/plugin_loader.h: truncated, writable by
 # others, duplicate types, a plugin that ends the process, declared keys
-# that disagree with the code, files the job must never load), and every
-# path key against FIFOs, sockets, directories, devices and links.
+# that disagree with the code, files the job must never load), callbacks
+# that fail or answer nonsense without a word, plugin memory errors
+# (core/base/plugin_guard.h: canaries, guard pages with TFENC_CHECK_PLUGINS,
+# a crash named before the process dies), and every path key against
+# FIFOs, sockets, directories, devices and links.
 # The rules every case is held to are in common.sh.
 set -u
 . "$(dirname "$0")/common.sh"
@@ -91,6 +94,52 @@ fi
 unset TFENC_TEST_MARKER
 # plugin_path = . is the job file's directory, not where tfenc-batch runs.
 odd "plugin_path = . beside the job file" "f['hidden'].shape[0] > 0" "" jobdir/job.ini
+
+# --- plugin callbacks that fail or answer nonsense without a word: the
+# host names the layer and the callback (issue 46 item 12)
+error "output() fails without a message" \
+  "layer extra \(silent_output\): output\(\) failed without a message \(plugin error\)" \
+  "$(with_plugins plugins-silent "$(add_layer silent_output)")" job.ini
+error "flops_per_token() returns NaN" \
+  "layer extra \(nan_flops\): flops_per_token\(\) returned nan for sequences of mean length [0-9.]+ \(expected a finite count >= 0\)" \
+  "$(with_plugins plugins-silent "$(add_layer nan_flops)")" job.ini
+error "workspace_size() asks for 2^62 bytes" \
+  "layer extra \(huge_workspace\): workspace_size\(\) asks for 4611686018427387904 bytes, more than this node's memory \([0-9]+ bytes\)" \
+  "$(with_plugins plugins-silent "$(add_layer huge_workspace)")" job.ini
+error "forward() records an error and returns TFENC_OK" \
+  "layer extra \(quiet_success\): recorded, then forgotten \(forward\(\) returned TFENC_OK after recording it\)" \
+  "$(with_plugins plugins-silent "$(add_layer quiet_success)")" job.ini
+
+# --- plugin memory errors, contained and named (issue 46 item 13): a
+# canary after the workspace and after the batch's rows, checked after
+# every forward(); a crash inside forward() named before the process dies;
+# with TFENC_CHECK_PLUGINS=1 a guard page right after each
+memory="plugin [^ ]*plugins-memory/memory_errors.so"
+error "forward() writes 8 KiB into a 64-byte workspace" \
+  "layer extra \(workspace_overrun\), $memory: forward\(\) wrote past the end of its workspace \(64 bytes, workspace_size\(\)\): [0-9]+ bytes after it overwritten" \
+  "$(with_plugins plugins-memory "$(add_layer workspace_overrun)")" job.ini
+error "forward() writes 256 bytes past the batch's rows" \
+  "layer extra \(rows_overrun\), $memory: forward\(\) wrote past the end of the batch's rows \(batch->x, [0-9]+ x [0-9]+ values\): 256 bytes after it overwritten" \
+  "$(with_plugins plugins-memory "$(add_layer rows_overrun)")" job.ini
+error "forward() points batch->x elsewhere" \
+  "layer extra \(moves_x\), $memory: forward\(\) changed batch->x \(only batch->rows may change\)" \
+  "$(with_plugins plugins-memory "$(add_layer moves_x)")" job.ini
+crash "forward() writes to address 64" \
+  "layer extra \(crash_forward\), $memory: crashed in forward\(\): Segmentation fault$" \
+  "$(with_plugins plugins-memory "$(add_layer crash_forward)")" job.ini
+# Past the canary, without touching it: only a guard page sees it.
+TFENC_CHECK_PLUGINS=1
+export TFENC_CHECK_PLUGINS
+crash "TFENC_CHECK_PLUGINS=1: a write 1 KiB past the batch's rows" \
+  "layer extra \(rows_overrun\), $memory: crashed in forward\(\): Segmentation fault, on the guard page after the batch's rows \(batch->x\)$" \
+  "$(with_plugins plugins-memory "\$a [extra]\ntype = rows_overrun\noffset = 1024\nbytes = 4")" job.ini
+crash "TFENC_CHECK_PLUGINS=1: 8 KiB into a 64-byte workspace" \
+  "layer extra \(workspace_overrun\), $memory: crashed in forward\(\): Segmentation fault, on the guard page after the workspace$" \
+  "$(with_plugins plugins-memory "$(add_layer workspace_overrun)")" job.ini
+crash "TFENC_CHECK_PLUGINS=1: forward() writes into batch->token_ids" \
+  "layer extra \(writes_token_ids\), $memory: crashed in forward\(\): Segmentation fault, in the batch's token arrays, which plugins may only read$" \
+  "$(with_plugins plugins-memory "$(add_layer writes_token_ids)")" job.ini
+unset TFENC_CHECK_PLUGINS
 
 # --- every path key the job reads against special files: refused in one
 # line naming the key, never a wait (60 s is a failure)
