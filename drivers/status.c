@@ -218,6 +218,8 @@ static void print_report(const tfenc_inspection *i)
                i->precision_recorded ? "" : " (not recorded; from the job settings or the "
                                             "default)");
     print_gate(i);
+    if (i->kernels != NULL)
+        printf("kernels: %s (of the last run; a file's bits follow them)\n", i->kernels);
     printf("layout: %s%s\n", or_unknown(i->layout),
            i->layout != NULL ? " (of the last run)" : "");
     printf("written by: tfenc %s, created %s\n", or_unknown(i->tfenc_version),

@@ -327,6 +327,7 @@ int tfenc_inspect_output(tfenc_context *ctx, const char *path, tfenc_inspection 
     inspection->precision_recorded = inspection->precision != NULL;
     /* Optional detail (recorded since the int8 gate): not listed as unknown. */
     inspection->precision_steps = tfenc_output_attribute_string(file, "precision_steps");
+    inspection->kernels = tfenc_output_attribute_string(file, "kernels");
     inspection->quantization_source = tfenc_output_attribute_string(file, "quantization_ranges_source");
     inspection->id2label = tfenc_output_attribute_string(file, "id2label");
     inspection->multivector_mode = tfenc_output_attribute_string(file, "multivector_mode");
@@ -374,7 +375,7 @@ void tfenc_inspection_free(tfenc_inspection *inspection)
                         &inspection->weights_sha256, &inspection->layout,
                         &inspection->job_settings, &inspection->job_text, &inspection->job_path,
                         &inspection->working_directory, &inspection->job_overrides,
-                        &inspection->precision, &inspection->precision_steps,
+                        &inspection->precision, &inspection->precision_steps, &inspection->kernels,
                         &inspection->quantization_source, &inspection->id2label,
                         &inspection->multivector_mode, &inspection->multivector_marker,
                         &inspection->multivector_skiplist,

@@ -80,6 +80,8 @@ typedef struct tfenc_inspection {
      * per line); NAN and NULL where the file does not record them. */
     double precision_sample_min_cosine;
     char *precision_steps;
+    /* What ran the last run's products (attribute kernels), or NULL. */
+    char *kernels;
     /* The corpus's files (output/corpus_shards.h: the dataset, or an older
      * file's attribute); none (n = 0) for files written before it was
      * recorded. */

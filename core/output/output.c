@@ -231,6 +231,8 @@ static int write_run_attributes(tfenc_context *ctx, tfenc_output *out,
         status = write_string_attribute(ctx, out, "job_overrides", overrides);
     if (status == TFENC_OK)
         status = write_string_attribute(ctx, out, "precision", options->precision);
+    if (status == TFENC_OK && options->kernels != NULL)
+        status = write_string_attribute(ctx, out, "kernels", options->kernels);
     /* Rewritten by every run, like precision: a resume runs the gate again. */
     double cosine = options->precision_steps != NULL ? options->sample_min_cosine : 1.0;
     if (status == TFENC_OK)

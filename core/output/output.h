@@ -48,7 +48,8 @@
  * plugins_sha256,
  * tfenc_version, layout, created (ISO-8601 UTC), output_kind, dtype,
  * compression, d_model, n_documents, n_tokens (tokens kind), job_path,
- * working_directory, job_overrides, precision, precision_sample_min_cosine
+ * working_directory, job_overrides, precision, kernels (what ran the products:
+ * libraries, versions, kernel families), precision_sample_min_cosine
  * (float64), precision_steps, and complete:
  * 0 while the job runs, 1 once tfenc_output_finish() has flushed everything.
  *
@@ -176,6 +177,9 @@ typedef struct tfenc_output_options {
     const char *const *overrides;
     int n_overrides;
     const char *precision;
+    /* What ran the products (tfenc_matrix_describe_kernels): libraries,
+     * versions, kernel families; a file's bits follow them. */
+    const char *kernels;
     /* int8: what the accuracy gate measured and chose: the min cosine to
      * fp32 on its sample, and each step's precision ("encoder.0.attention
      * bf16\n..."). precision_steps NULL (other precisions, which are not

@@ -101,6 +101,8 @@ static const attribute_spec attributes[] = {
     {.name = "working_directory", .domain = DOMAIN_TEXT},
     {.name = "job_overrides", .domain = DOMAIN_TEXT},
     {.name = "precision_steps", .domain = DOMAIN_TEXT},
+    {.name = "kernels", .domain = DOMAIN_TEXT},
+    {.name = "unit_norm", .domain = DOMAIN_INTEGER, .minimum = 0, .maximum = 1},
 };
 
 /* ------------------------------------------------------------ datasets */

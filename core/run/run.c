@@ -1533,6 +1533,8 @@ static int open_sparse_rows(run *r, MPI_Comm writers, int resumed, int was_compl
 static int open_output(run *r)
 {
     char weights_sha256[65] = "", corpus_fingerprint[65] = "", vocabulary_fingerprint[65] = "";
+    char kernels[256];
+    tfenc_matrix_describe_kernels(kernels, sizeof kernels);
     if (claim_output(r))
         return 1;
     plugin_files plugins = {0};
@@ -1607,6 +1609,7 @@ static int open_output(run *r)
             .layout = layout, .job_path = r->request->job_path,
             .overrides = r->request->overrides, .n_overrides = r->request->n_overrides,
             .precision = tfenc_precision_names[r->config.precision],
+            .kernels = kernels,
             .sample_min_cosine = r->sample_cosine, .precision_steps = precision_steps,
             .ranges = r->ranges, .ranges_source = r->ranges_source,
             .sample_indices = r->sample_indices, .n_sample = r->n_sample,
