@@ -6,6 +6,10 @@ TESTS += tests/pipeline/layouts.sh tests/pipeline/failing_rank.sh
 # job encodes, the progress line's finished documents against the file.
 dist_check_SCRIPTS += tests/pipeline/progress.sh
 TESTS += tests/pipeline/progress.sh
+# One document, one vector: a row alone, among a few, in the whole corpus,
+# at other batch sizes, windows, threads and ranks, bitwise the same.
+dist_check_SCRIPTS += tests/pipeline/one_document.sh
+TESTS += tests/pipeline/one_document.sh
 FEWER_CASES_UNDER_SANITIZERS += tests/pipeline/layouts.sh
 # One-rank runs started without a launcher, many at once (drivers/singleton.h):
 # Open MPI's start, not memory, so the normal build only.

@@ -183,8 +183,9 @@ int tfenc_corpus_shards_read(tfenc_context *ctx, const char *path, int64_t file,
             status = tfenc_error(ctx, TFENC_ERR_IO, "%s: cannot read dataset 'corpus_shards': %s",
                                  path, tfenc_hdf5_error_detail(detail, sizeof detail));
     } else {
-        status = tfenc_error(ctx, TFENC_ERR_CONFIG, "%s: dataset 'corpus_shards' %s: not the "
-                             "table of the corpus's files tfenc writes", path, wrong);
+        status = tfenc_error(ctx, TFENC_ERR_CONFIG,
+                             "%s: inconsistent: dataset 'corpus_shards' %s: not the table of "
+                             "the corpus's files tfenc writes", path, wrong);
     }
     for (hsize_t i = 0; status == TFENC_OK && i < n; i++) {
         const unsigned char *row = rows + i * (path_size + ROW_TAIL);

@@ -79,7 +79,7 @@ with h5py.File(os.path.join(directory, "vectors.h5"), "r") as f:
     vector_offsets = f["offsets"][:]
 with h5py.File(os.path.join(directory, "chunks.h5"), "r") as f:
     chunk_offsets = f["chunk_offsets"][:]
-    shards = f.attrs["corpus_shards"]
+    shards = f["corpus_shards"][:]
     n_documents = int(f.attrs["n_documents"])
 with h5py.File(os.path.join(directory, "int8.h5"), "r") as f:
     ranges = f["quantization_ranges"][:]
@@ -153,24 +153,34 @@ case("quantization_min-differs", "int8",
      r"attribute 'quantization_min' holds [-0-9.e]+ at index 2, but dataset 'quantization_ranges' \[0, 2\] holds")
 
 # --- the corpus's files and each row's
-case("corpus_shards-garbage", "chunks", set_attribute("corpus_shards", "garbage\n"),
-     "attribute 'corpus_shards' line 1 has 1 fields, expected 5 or 6 separated by tabs")
-case("corpus_shards-unended", "chunks", set_attribute("corpus_shards", "garbage"),
-     "attribute 'corpus_shards' does not end its last line")
-lines = shards.split("\n")
-fields = lines[1].split("\t")
-case("corpus_shards-first", "chunks",
-     set_attribute("corpus_shards", "\n".join([lines[0], "\t".join(fields[:3] + ["21"] + fields[4:])] + lines[2:])),
-     "attribute 'corpus_shards' line 2: the file's rows start at 21, expected 20")
-case("corpus_shards-documents", "chunks",
-     set_attribute("corpus_shards", "\n".join([lines[0], "\t".join(fields[:4] + ["29"] + fields[5:])] + lines[2:])),
-     "attribute 'corpus_shards' lists 49 documents, but n_documents is 50")
-case("corpus_shards-bytes", "chunks",
-     set_attribute("corpus_shards", "\n".join([lines[0], "\t".join(fields[:1] + ["many"] + fields[2:])] + lines[2:])),
-     "attribute 'corpus_shards' line 2: bytes 'many' is not a count")
-case("corpus_shards-fingerprint", "chunks",
-     set_attribute("corpus_shards", "\n".join([lines[0], "\t".join(fields[:2] + ["xyz"] + fields[3:])] + lines[2:])),
-     "attribute 'corpus_shards' line 2: the fingerprint is not a SHA-256 of 64 hex digits")
+def shard_field(row, field, value):
+    def damage(f):
+        table = f["corpus_shards"][:]
+        table[row][field] = value
+        f["corpus_shards"][...] = table
+    return damage
+
+
+def legacy_shards(text):
+    """An older file's table: the tab-separated attribute, no dataset."""
+    def damage(f):
+        del f["corpus_shards"]
+        f.attrs.create("corpus_shards", text, dtype=h5py.string_dtype())
+    return damage
+
+
+case("corpus_shards-first", "chunks", shard_field(1, "first_document", 21),
+     "dataset 'corpus_shards', row 1 does not begin where the file before it ends")
+case("corpus_shards-documents", "chunks", shard_field(1, "documents", int(shards[1]["documents"]) - 1),
+     "corpus_shards lists 49 documents, but n_documents is 50")
+case("corpus_shards-bytes", "chunks", shard_field(1, "bytes", -7),
+     "dataset 'corpus_shards', row 1 has a negative size or count")
+case("corpus_shards-fingerprint", "chunks", shard_field(1, "fingerprint", b"xyz"),
+     "dataset 'corpus_shards', row 1 has a fingerprint that is not 64 hex digits")
+case("corpus_shards-not-a-table", "chunks", replace("corpus_shards", np.arange(2, dtype=np.int64)),
+     "dataset 'corpus_shards' .*: not the table of the corpus's files tfenc writes")
+case("corpus_shards-legacy-garbage", "chunks", legacy_shards("garbage\n"),
+     "attribute 'corpus_shards', row 0 has a fingerprint that is not 64 hex digits")
 
 
 def source(index, shard=None, line=None):
