@@ -3,7 +3,8 @@
  * whatever the batch around it, its place in that batch and the thread
  * count, at fp32, bf16 and int8, for every input and output element type
  * and fused activation. And, looking inside: every product the libraries
- * are asked for has TFENC_MATRIX_BLOCK_ROWS rows, whatever the batch (the
+ * are asked for has its precision's block of rows
+ * (tfenc_matrix_block_rows), whatever the batch (the
  * test takes the place of cblas's and oneDNN's entry points, counts the
  * rows of each call and hands it on).
  *
@@ -31,12 +32,12 @@ enum { IN = 96, OUT = 80, ROWS = 300 };
 
 /* ------------------------------------------ the rows of every product */
 
-static int products_seen, products_of_other_sizes, other_size;
+static int products_seen, products_of_other_sizes, other_size, block_rows;
 
 static void count_rows(int rows)
 {
     products_seen++;
-    if (rows != TFENC_MATRIX_BLOCK_ROWS) {
+    if (rows != block_rows) {
         products_of_other_sizes++;
         other_size = rows;
     }
@@ -205,13 +206,14 @@ static void check_precision(tfenc_precision precision)
         setting s = settings[i];
         s.precision = precision;
         products_seen = products_of_other_sizes = 0;
+        block_rows = tfenc_matrix_block_rows(precision);
         const int differ = rows_that_differ(&s);
         if (differ != 0 || products_of_other_sizes != 0)
             printf("\n  %s, x %s, y %s, activation %d: %d rows differ from alone; %d of %d "
                    "products not of %d rows (one of %d)\n",
                    tfenc_precision_names[precision], s.x_dtype == TFENC_BFLOAT16 ? "bf16" : "f32",
                    s.y_dtype == TFENC_BFLOAT16 ? "bf16" : "f32", (int)s.activation, differ,
-                   products_of_other_sizes, products_seen, TFENC_MATRIX_BLOCK_ROWS, other_size);
+                   products_of_other_sizes, products_seen, block_rows, other_size);
         CU_ASSERT_EQUAL(differ, 0);
         CU_ASSERT(products_seen > 0);
         CU_ASSERT_EQUAL(products_of_other_sizes, 0);

@@ -289,9 +289,15 @@ static int scratch_threads(tfenc_context *ctx, tfenc_matrix_scratch *scratch)
 /* One thread's part of the scratch for a map's blocks: the input in the
  * product's type (float32 at most), the product in float32, the int8
  * tokens' scales and offsets, and one float row for quantizing. */
-static size_t block_bytes(int in, int out)
+int tfenc_matrix_block_rows(tfenc_precision precision)
 {
-    size_t rows = TFENC_MATRIX_BLOCK_ROWS;
+    return precision == TFENC_PRECISION_FP32 ? TFENC_MATRIX_FP32_BLOCK_ROWS
+                                             : TFENC_MATRIX_BLOCK_ROWS;
+}
+
+static size_t block_bytes(tfenc_precision precision, int in, int out)
+{
+    size_t rows = (size_t)tfenc_matrix_block_rows(precision);
     return round_up_64(rows * (size_t)in * sizeof(float)) +
            round_up_64(rows * (size_t)out * sizeof(float)) +
            round_up_64(2 * rows * sizeof(float)) + round_up_64((size_t)in * sizeof(float));
@@ -627,7 +633,8 @@ int tfenc_matrix_linear_create(tfenc_context *ctx, const tfenc_matrix_linear_opt
     if (status == TFENC_OK)
         status = scratch_threads(ctx, scratch);
     if (status == TFENC_OK)
-        status = scratch_reserve(ctx, scratch, block_bytes(in, out) * (size_t)scratch->threads);
+        status = scratch_reserve(ctx, scratch,
+                                 block_bytes(precision, in, out) * (size_t)scratch->threads);
     if (status == TFENC_OK && precision == TFENC_PRECISION_INT8 && options->input_range != NULL) {
         float *smoothing = block != NULL ? (float *)(memory + layout.smoothing)
                                          : tfenc_aligned_alloc((size_t)in * sizeof(float));
@@ -711,8 +718,9 @@ static size_t dtype_size(tfenc_element_type dtype)
 
 /* ------------------------------------------------ rows in fixed blocks
  *
- * Every product of a linear map runs over exactly TFENC_MATRIX_BLOCK_ROWS
- * rows, the last block of a batch padded. The libraries choose kernels,
+ * Every product of a linear map runs over exactly the rows of its
+ * precision's block (tfenc_matrix_block_rows: 64, 256 for fp32 on
+ * OpenBLAS), the last block of a batch padded. The libraries choose kernels,
  * blockings and so the order of a row's sums by a product's shape (oneDNN
  * AMX or AVX-512 kernels by row count; OpenBLAS's kernels for the edges),
  * so a product of the batch's own size made a row's bits depend on the
@@ -730,8 +738,9 @@ typedef struct block_scratch {
 
 static block_scratch thread_block_scratch(const tfenc_linear *linear, int thread)
 {
-    const size_t rows = TFENC_MATRIX_BLOCK_ROWS;
-    char *at = (char *)linear->scratch->data + (size_t)thread * block_bytes(linear->in, linear->out);
+    const size_t rows = (size_t)tfenc_matrix_block_rows(linear->precision);
+    char *at = (char *)linear->scratch->data +
+               (size_t)thread * block_bytes(linear->precision, linear->in, linear->out);
     block_scratch b;
     b.input = at;
     at += round_up_64(rows * (size_t)linear->in * sizeof(float));
@@ -747,8 +756,8 @@ static block_scratch thread_block_scratch(const tfenc_linear *linear, int thread
 /* Rows [first, first + count) of x (x_dtype, row length n) into a block
  * of `element`-byte values (float32 or bf16), the rows after `count` zero
  * (padding: their products are never read, but are computed). */
-static void block_input(const void *x, tfenc_element_type x_dtype, int first, int count, int n,
-                        tfenc_element_type element, void *out)
+static void block_input(const void *x, tfenc_element_type x_dtype, int first, int count,
+                        int block_rows, int n, tfenc_element_type element, void *out)
 {
     const char *rows = (const char *)x + (size_t)first * n * dtype_size(x_dtype);
     if (element == TFENC_FLOAT32)
@@ -756,7 +765,7 @@ static void block_input(const void *x, tfenc_element_type x_dtype, int first, in
     else
         rows_to_bf16(rows, x_dtype, count, n, out);
     memset((char *)out + (size_t)count * n * dtype_size(element), 0,
-           (size_t)(TFENC_MATRIX_BLOCK_ROWS - count) * n * dtype_size(element));
+           (size_t)(block_rows - count) * n * dtype_size(element));
 }
 
 /* One fp32 block on OpenBLAS: z = x W^T + b (the bias loaded first and
@@ -768,22 +777,23 @@ static void fp32_block(const tfenc_linear *linear, const tfenc_linear_args *args
                        int count, const block_scratch *b)
 {
     const int in = linear->in, out = linear->out;
-    const int full = count == TFENC_MATRIX_BLOCK_ROWS;
+    const int full = count == TFENC_MATRIX_FP32_BLOCK_ROWS;
     const float *source = (const float *)args->x + (size_t)first * in;
     if (!full || args->x_dtype != TFENC_FLOAT32) {
-        block_input(args->x, args->x_dtype, first, count, in, TFENC_FLOAT32, b->input);
+        block_input(args->x, args->x_dtype, first, count, TFENC_MATRIX_FP32_BLOCK_ROWS, in,
+                    TFENC_FLOAT32, b->input);
         source = b->input;
     }
     const int in_place = full && args->y_dtype == TFENC_FLOAT32 && !is_gated(args->activation);
     float *z = in_place ? (float *)args->y + (size_t)first * out : b->product;
     float beta = 0.0f;
     if (linear->bias != NULL) {
-        for (int r = 0; r < TFENC_MATRIX_BLOCK_ROWS; r++)
+        for (int r = 0; r < TFENC_MATRIX_FP32_BLOCK_ROWS; r++)
             memcpy(z + (size_t)r * out, linear->bias, (size_t)out * sizeof(float));
         beta = 1.0f;
     }
-    tfenc_openblas_sgemm(1, TFENC_MATRIX_BLOCK_ROWS, out, in, 1.0f, source, in, linear->weight, in,
-                         beta, z, out);
+    tfenc_openblas_sgemm(1, TFENC_MATRIX_FP32_BLOCK_ROWS, out, in, 1.0f, source, in,
+                         linear->weight, in, beta, z, out);
     const size_t y_width = (size_t)(is_gated(args->activation) ? out / 2 : out);
     epilogue(z, count, out, (size_t)out, NULL, NULL, NULL, NULL, args->activation,
              (char *)args->y + (size_t)first * y_width * dtype_size(args->y_dtype),
@@ -831,7 +841,8 @@ static int onednn_block(tfenc_context *ctx, const tfenc_linear *linear,
                (size_t)(TFENC_MATRIX_BLOCK_ROWS - count) * in);
         source = b->input;
     } else if (!full || args->x_dtype != TFENC_BFLOAT16) {
-        block_input(args->x, args->x_dtype, first, count, in, TFENC_BFLOAT16, b->input);
+        block_input(args->x, args->x_dtype, first, count, TFENC_MATRIX_BLOCK_ROWS, in,
+                    TFENC_BFLOAT16, b->input);
         source = b->input;
     }
     void *stream = linear->scratch->streams[thread];
@@ -861,9 +872,9 @@ static int onednn_block(tfenc_context *ctx, const tfenc_linear *linear,
 static int run_block(tfenc_context *ctx, const tfenc_linear *linear, const tfenc_linear_args *args,
                      int block)
 {
-    const int first = block * TFENC_MATRIX_BLOCK_ROWS;
-    const int count = args->rows - first < TFENC_MATRIX_BLOCK_ROWS ? args->rows - first
-                                                                   : TFENC_MATRIX_BLOCK_ROWS;
+    const int rows = tfenc_matrix_block_rows(linear->precision);
+    const int first = block * rows;
+    const int count = args->rows - first < rows ? args->rows - first : rows;
     const int thread = omp_in_parallel() ? omp_get_thread_num() : 0;
     if (thread >= linear->scratch->threads)
         return tfenc_error(ctx, TFENC_ERR_INTERNAL,
@@ -897,6 +908,27 @@ static void record_input_range(const tfenc_linear *linear, const tfenc_linear_ar
     }
 }
 
+/* The first failure of a run's blocks: the lowest block's (each block's
+ * thread records its own). */
+typedef struct block_failure {
+    int block; /* the failed block, or the run's block count: none */
+    tfenc_context ctx;
+} block_failure;
+
+static void run_block_keeping_failure(const tfenc_linear *linear, const tfenc_linear_args *args,
+                                      int block, block_failure *failure)
+{
+    tfenc_context own;
+    tfenc_context_init(&own);
+    if (run_block(&own, linear, args, block) == TFENC_OK)
+        return;
+#pragma omp critical(tfenc_matrix_block_failure)
+    if (block < failure->block) {
+        failure->block = block;
+        failure->ctx = own;
+    }
+}
+
 /* The blocks of a run over the pool's threads (or, called from a parallel
  * region, on the calling thread). Errors are rare (oneDNN failing to
  * run): the first block's that failed is the run's. */
@@ -904,24 +936,15 @@ static int run_blocks(tfenc_context *ctx, const tfenc_linear *linear, const tfen
 {
     if (linear->record_input_range != NULL)
         record_input_range(linear, args);
-    const int blocks = (args->rows + TFENC_MATRIX_BLOCK_ROWS - 1) / TFENC_MATRIX_BLOCK_ROWS;
-    int failed_block = blocks;
-    tfenc_context block_context;
-    tfenc_context_init(&block_context);
-    TFENC_PARALLEL_FOR(block, blocks, (double)args->rows * linear->in * linear->out, {
-        tfenc_context own;
-        tfenc_context_init(&own);
-        if (run_block(&own, linear, args, block) != TFENC_OK) {
-#pragma omp critical(tfenc_matrix_block_failure)
-            if (block < failed_block) {
-                failed_block = block;
-                block_context = own;
-            }
-        }
-    });
-    if (failed_block == blocks)
+    const int rows = tfenc_matrix_block_rows(linear->precision);
+    const int blocks = (args->rows + rows - 1) / rows;
+    block_failure failure = {.block = blocks};
+    tfenc_context_init(&failure.ctx);
+    TFENC_PARALLEL_FOR(block, blocks, (double)args->rows * linear->in * linear->out,
+                       run_block_keeping_failure(linear, args, block, &failure));
+    if (failure.block == blocks)
         return TFENC_OK;
-    return tfenc_error(ctx, block_context.status, "%s", tfenc_context_message(&block_context));
+    return tfenc_error(ctx, failure.ctx.status, "%s", tfenc_context_message(&failure.ctx));
 }
 
 int tfenc_linear_run(tfenc_context *ctx, const tfenc_linear *linear, const tfenc_linear_args *args)
