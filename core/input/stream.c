@@ -67,6 +67,12 @@ static tfenc_stream_codec detect(const unsigned char *magic, size_t n)
         return TFENC_STREAM_GZIP;
     if (n >= sizeof zstd && memcmp(magic, zstd, sizeof zstd) == 0)
         return TFENC_STREAM_ZSTD;
+    /* A zstd file may begin with a skippable frame (magic 0x184D2A50 to
+     * 0x184D2A5F, little-endian: RFC 8878 3.1.2): pzstd puts one before
+     * every frame. libzstd's decoder skips them, as `zstd -d` does. */
+    if (n >= 4 && (magic[0] & 0xf0) == 0x50 && magic[1] == 0x2a && magic[2] == 0x4d &&
+        magic[3] == 0x18)
+        return TFENC_STREAM_ZSTD;
     if (n >= sizeof xz && memcmp(magic, xz, sizeof xz) == 0)
         return TFENC_STREAM_XZ;
     return TFENC_STREAM_PLAIN;
