@@ -274,6 +274,54 @@ code=$?
 one_line tfenc-batch "empty-line.txt: document 1 has no tokens \(an encoder needs at least one\)"
 report "text document of no tokens [batch]" "$why"
 
+# batch_error PATTERN RANKS ARGS...: tfenc-batch (alone, or under mpiexec
+# at RANKS > 1) refuses in one line; sets why. SIGKILL 5 s after the
+# SIGTERM of the 60 s timeout: a rank blocked in open() of a FIFO never
+# exits on SIGTERM alone.
+batch_error() {
+  pattern=$1 ranks=$2
+  shift 2
+  if [ "$ranks" -eq 1 ]; then
+    timeout -k 5 60 "$batch" --quiet "$@" > stdout.txt 2> raw-stderr.txt < /dev/null
+  else
+    timeout -k 5 60 $MPIEXEC -n "$ranks" "$batch" --quiet "$@" > stdout.txt 2> raw-stderr.txt < /dev/null
+  fi
+  code=$?
+  awk '/^-----+$/ { framed = !framed; next } !framed && !/^\[[^]]*\] / { print }' raw-stderr.txt > stderr.txt
+  one_line tfenc-batch "$pattern"
+}
+
+# --- issue 46, item 4: [job] output_ranges is a file the job reads, like
+# any other: the output may not be it (an earlier int8 output, as
+# docs/output.md suggests, was overwritten with resume = false, exit 0),
+# and a FIFO, a directory or a device there is refused, never waited on.
+"$python" -c 'open("three-hundred.txt", "w").write("hello world\n" * 300)'
+"$batch" --quiet --set job.input=three-hundred.txt --set job.output=earlier-int8.h5 \
+  --set job.output_dtype=int8 good.ini > /dev/null 2>&1 || { echo "FAIL: cannot write earlier-int8.h5"; exit 1; }
+cp earlier-int8.h5 earlier-int8.copy
+for ranks in 1 2; do
+  batch_error \
+    "earlier-int8.h5: the output is the same file as the quantization ranges \(\[job\] output_ranges\) [^ ]*earlier-int8.h5; refusing to overwrite an input" \
+    "$ranks" --set job.input=fifty.txt --set job.output=earlier-int8.h5 --set job.output_dtype=int8 \
+    --set job.output_ranges=earlier-int8.h5 --set job.resume=false good.ini
+  cmp -s earlier-int8.h5 earlier-int8.copy || why="$why; earlier-int8.h5 was changed"
+  report "output is the output_ranges file [$ranks]" "$why"
+done
+ln -sf a-fifo fifo-ranges.npy
+for ranges in a-fifo fifo-ranges.npy a-directory /dev/zero; do
+  case $ranges in
+  a-directory) what="is a directory" ;;
+  /dev/zero) what="is a character device" ;;
+  *) what="is a FIFO or pipe" ;;
+  esac
+  rm -f ranges-out.h5
+  batch_error "good.ini: \[job\] output_ranges [^ ]*$ranges: $what" 1 \
+    --set job.input=fifty.txt --set job.output=ranges-out.h5 --set job.output_dtype=int8 \
+    --set job.output_ranges="$ranges" good.ini
+  [ ! -e ranges-out.h5 ] || why="$why; ranges-out.h5 was written"
+  report "output_ranges is $ranges [1]" "$why"
+done
+
 # --- item 5, continued: tfenc-batch's own file, the remembered throughput: a FIFO in its place
 # blocked every job forever (in --dry-run's estimate, then in the summary).
 mkdir -p fifo-home/.cache/tfenc

@@ -100,10 +100,17 @@ static int check_compact_dtype(reader *r, const char *output_ranges)
     }
     /* Two lists, [[min, ...], [max, ...]]: JSON, read when d is known. */
     s->output_ranges_inline = output_ranges[0] == '[';
-    s->output_ranges = s->output_ranges_inline ? strdup(output_ranges)
-                                               : tfenc_jobfile_resolve_path(r->job, output_ranges);
-    return s->output_ranges != NULL ? TFENC_OK
-                                    : tfenc_error(r->ctx, TFENC_ERR_NO_MEMORY, "out of memory");
+    if (s->output_ranges_inline)
+        return (s->output_ranges = strdup(output_ranges)) != NULL
+                   ? TFENC_OK
+                   : tfenc_error(r->ctx, TFENC_ERR_NO_MEMORY, "out of memory");
+    /* A file is an input like the corpus: read through the input getter, so
+     * that the output may not be it (an earlier int8 output is the usual
+     * source of ranges) and a resume finds it unchanged. */
+    tfenc_params p;
+    tfenc_params_bind(&p, r->ctx, r->job, tfenc_jobfile_find(r->job, "job"));
+    return tfenc_param_input_path(&p, "output_ranges", "the quantization ranges",
+                                  &s->output_ranges);
 }
 
 /* [job] input as its files, and the format they are read in: the one

@@ -27,19 +27,17 @@ static int copy_string(importer *self, const char *path, json_t *metadata, const
     return status;
 }
 
+/* From config.json as import_read_config read it (checked like every file
+ * of the folder), not read again. */
 static int names_colbert(const importer *self)
 {
-    json_t *config = NULL;
-    char *path = import_join_path(self->transformer_dir, "config.json");
-    int found = 0;
-    json_error_t error;
-    if (path != NULL && (config = json_load_file(path, 0, &error)) != NULL) {
-        const char *name =
-            json_string_value(json_array_get(json_object_get(config, "architectures"), 0));
-        found = name != NULL && strcmp(name, "HF_ColBERT") == 0;
-    }
+    json_t *config = self->config.config_text != NULL
+                         ? json_loads(self->config.config_text, 0, NULL)
+                         : NULL;
+    const char *name =
+        json_string_value(json_array_get(json_object_get(config, "architectures"), 0));
+    int found = name != NULL && strcmp(name, "HF_ColBERT") == 0;
     json_decref(config);
-    free(path);
     return found;
 }
 
