@@ -322,6 +322,39 @@ for ranges in a-fifo fifo-ranges.npy a-directory /dev/zero; do
   report "output_ranges is $ranges [1]" "$why"
 done
 
+# --- issue 46, item 9: a scores model (good.ini with a classifier head for
+# its pooling). A compact output_dtype asked for ranges of d_model values,
+# then called the scores "per-token rows"; float16 wrote float32 scores
+# without a word.
+"$python" - <<'PY' || exit 1
+import shutil
+import h5py, numpy as np
+shutil.copy("good.h5", "scores.h5")
+rng = np.random.default_rng(1)
+with h5py.File("scores.h5", "r+") as f:
+    f["head/dense_weight"] = (0.1 * rng.standard_normal((16, 16))).astype(np.float32)
+    f["head/dense_bias"] = np.zeros(16, np.float32)
+    f["head/out_weight"] = (0.1 * rng.standard_normal((2, 16))).astype(np.float32)
+    f["head/out_bias"] = np.zeros(2, np.float32)
+text = open("good.ini").read().replace("weights = good.h5", "weights = scores.h5")
+text = text[:text.index("[pooling]")] + '[head]\ntype = classifier\nlabels = {"0": "no", "1": "yes"}\n'
+open("scores.ini", "w").write(text)
+PY
+for dtype in int8 uint8 binary ubinary float16 bfloat16; do
+  for ranks in 1 2; do
+    rm -f scores-out.h5
+    batch_error "scores.ini: \[job\] output_dtype: $dtype cannot apply: the model ends in a head that writes scores, which are written as float32" \
+      "$ranks" --set job.input=three-hundred.txt --set job.output=scores-out.h5 \
+      --set job.output_dtype=$dtype scores.ini
+    [ ! -e scores-out.h5 ] || why="$why; scores-out.h5 was written"
+    report "output_dtype = $dtype on a scores model [$ranks]" "$why"
+  done
+done
+batch_error "scores.ini: \[job\] output_dtype: int8 cannot apply: the model ends in a head that writes scores" 1 \
+  --set job.input=three-hundred.txt --set job.output=scores-out.h5 --set job.output_dtype=int8 \
+  --set job.output_ranges=earlier-int8.h5 scores.ini
+report "output_dtype = int8 with output_ranges on a scores model [1]" "$why"
+
 # --- item 5, continued: tfenc-batch's own file, the remembered throughput: a FIFO in its place
 # blocked every job forever (in --dry-run's estimate, then in the summary).
 mkdir -p fifo-home/.cache/tfenc
