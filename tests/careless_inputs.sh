@@ -322,10 +322,11 @@ for ranges in a-fifo fifo-ranges.npy a-directory /dev/zero; do
   report "output_ranges is $ranges [1]" "$why"
 done
 
-# --- issue 46, item 9: a scores model (good.ini with a classifier head for
-# its pooling). A compact output_dtype asked for ranges of d_model values,
-# then called the scores "per-token rows"; float16 wrote float32 scores
-# without a word.
+# --- issue 46, items 9 and 10: a scores model (good.ini with a classifier
+# head for its pooling). A compact output_dtype asked for ranges of
+# d_model values, then called the scores "per-token rows"; float16 wrote
+# float32 scores without a word; duplicate keys in head.labels were stored
+# as given.
 "$python" - <<'PY' || exit 1
 import shutil
 import h5py, numpy as np
@@ -354,6 +355,22 @@ batch_error "scores.ini: \[job\] output_dtype: int8 cannot apply: the model ends
   --set job.input=three-hundred.txt --set job.output=scores-out.h5 --set job.output_dtype=int8 \
   --set job.output_ranges=earlier-int8.h5 scores.ini
 report "output_dtype = int8 with output_ranges on a scores model [1]" "$why"
+batch_error "layer head \(classifier\): labels \(id2label\) names label \"0\" twice" 1 \
+  --set job.input=fifty.txt --set job.output=scores-out.h5 \
+  --set 'head.labels={"0": "no", "0": "maybe", "1": "yes"}' scores.ini
+[ ! -e scores-out.h5 ] || why="$why; scores-out.h5 was written"
+report "head.labels names a label twice [1]" "$why"
+# The same rule holds a file's id2label (tfenc-batch --status): a scores
+# output whose attribute names a label twice.
+rm -f scores-out.h5
+"$batch" --quiet --set job.input=fifty.txt --set job.output=scores-out.h5 scores.ini > /dev/null 2>&1 \
+  || { echo "FAIL: cannot write scores-out.h5"; exit 1; }
+"$python" -c '
+import h5py
+with h5py.File("scores-out.h5", "r+") as f:
+    f.attrs["id2label"] = "{\"0\": \"no\", \"0\": \"maybe\", \"1\": \"yes\"}"
+'
+status_error "id2label names a label twice" "scores-out.h5: .*attribute .id2label. names label \"0\" twice" scores-out.h5
 
 # --- item 5, continued: tfenc-batch's own file, the remembered throughput: a FIFO in its place
 # blocked every job forever (in --dry-run's estimate, then in the summary).

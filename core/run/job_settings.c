@@ -53,6 +53,27 @@ static int decode_prompt(reader *r, const char *value, char **text)
     return status;
 }
 
+/* Every value of [prompts] is a JSON string in quotes (docs/job-file.md):
+ * the parser strips the spaces at a value's ends, and prompts often end in
+ * one, so an unquoted value would lose it. Each is refused naming its line
+ * (or --set), used or not: a job file is checked whole. */
+static int check_prompts(reader *r, tfenc_job_section *prompts)
+{
+    for (int i = 0; prompts != NULL && i < prompts->n_entries; i++) {
+        const tfenc_job_entry *entry = &prompts->entries[i];
+        json_t *decoded = json_loads(entry->value, JSON_DECODE_ANY, NULL);
+        int quoted = entry->value[0] == '"' && json_is_string(decoded);
+        json_decref(decoded);
+        if (quoted)
+            continue;
+        return tfenc_params_value_error(r->ctx, r->job, prompts, entry,
+                                        "a prompt is a JSON string in quotes, such as "
+                                        "\"query: \" (unquoted, the spaces at its ends would be "
+                                        "lost)");
+    }
+    return TFENC_OK;
+}
+
 /* [job] prompt: the name of an entry of [prompts] (what tfenc-import writes
  * from sentence-transformers' config), or the text itself as a JSON
  * string. A bare word that names no prompt is refused rather than taken as
@@ -60,11 +81,12 @@ static int decode_prompt(reader *r, const char *value, char **text)
 static int read_prompt(reader *r, const char *value)
 {
     tfenc_job_settings *s = r->settings;
-    if (value == NULL || value[0] == '\0')
-        return TFENC_OK;
+    tfenc_job_section *prompts = tfenc_jobfile_find(r->job, "prompts");
+    int status = check_prompts(r, prompts);
+    if (status != TFENC_OK || value == NULL || value[0] == '\0')
+        return status;
     if (value[0] == '"')
         return decode_prompt(r, value, &s->prompt);
-    tfenc_job_section *prompts = tfenc_jobfile_find(r->job, "prompts");
     tfenc_job_entry *entry = tfenc_job_section_get(prompts, value);
     if (entry == NULL) {
         char names[256] = "";
@@ -78,10 +100,7 @@ static int read_prompt(reader *r, const char *value)
         return job_origin_error(r, "prompt", message);
     }
     entry->used = 1;
-    if (entry->value[0] == '"')
-        return decode_prompt(r, entry->value, &s->prompt);
-    s->prompt = strdup(entry->value);
-    return s->prompt != NULL ? TFENC_OK : tfenc_error(r->ctx, TFENC_ERR_NO_MEMORY, "out of memory");
+    return decode_prompt(r, entry->value, &s->prompt);
 }
 
 /* Compact dtypes: binary packs whole bytes; given ranges are for the

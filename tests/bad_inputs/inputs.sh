@@ -83,6 +83,27 @@ for key in "query_length = 16" "attend_to_mask_tokens = false" "query_marker = [
     "$(text_input text.txt "text\\n$key")" job.ini
 done
 
+# --- lines of an @list file (issue 46, item 10): a NUL cut the path short
+# (the rest of the line was dropped silently), a line of spaces was
+# "cannot open".
+printf 'text.txt\000.gz\n' > list-nul.txt
+printf 'text.txt\n   \n' > list-spaces.txt
+printf ' text.txt\n' > list-leading.txt
+printf 'text.txt\t\n' > list-trailing.txt
+error "@list line with a NUL"  "\[job\] input list [^ ]*list-nul.txt: line 1: NUL byte at byte 8" "$(text_input @list-nul.txt)" job.ini
+error "@list line of spaces"   "\[job\] input list [^ ]*list-spaces.txt: line 2: holds only white space" "$(text_input @list-spaces.txt)" job.ini
+error "@list path after a space" "\[job\] input list [^ ]*list-leading.txt: line 1: the path ' text.txt' begins with white space" \
+  "$(text_input @list-leading.txt)" job.ini
+error "@list path before a tab" "\[job\] input list [^ ]*list-trailing.txt: line 1: the path 'text.txt.' ends with white space" \
+  "$(text_input @list-trailing.txt)" job.ini
+
+# --- [prompts] values are JSON strings (issue 46, item 10): an unquoted
+# one lost its trailing space.
+error "unquoted [prompts] value" "job.ini:[0-9]+: \[prompts\] q = 'query:': a prompt is a JSON string in quotes" \
+  "s#^input = .*#input = text.txt#; s#^input_format = .*#input_format = text\nprompt = q#; \$a [tokenizer]\nvocab = vocab.txt\n[prompts]\nq = query: " job.ini
+error "unquoted [prompts] value by --set" "--set prompts.q=query:: a prompt is a JSON string in quotes" \
+  "$(text_input text.txt 'text\nprompt = q')" --set prompts.q=query: job.ini
+
 # --- odd but valid corpora: the documented behaviour (docs/job-file.md, core/input/corpus.h)
 odd "empty lines are empty documents" "list(f['lengths'][:]) == [4, 2, 4, 2]" "$(text_input empty-lines.txt)" job.ini
 odd "CRLF line ends"            "list(f['lengths'][:]) == [4, 4]" "$(text_input crlf.txt)" job.ini
