@@ -345,6 +345,45 @@ static void test_frames_and_streams_end_to_end(void)
     }
 }
 
+/* Files in a compression tfenc does not decode were read as text: a NUL
+ * byte somewhere ("UTF-16 or binary?"), or garbage documents before it.
+ * Their magic bytes name them. */
+static void test_other_compressions_named(void)
+{
+    static const struct {
+        const char *name;
+        unsigned char bytes[12];
+    } files[] = {{"bzip2", {'B', 'Z', 'h', '9', 0x31, 0x41, 0x59, 0x26, 0x53, 0x59, 'x', 'y'}},
+                 {"bzip2", {'B', 'Z', 'h', '1', 0x17, 0x72, 0x45, 0x38, 0x50, 0x90, 0, 0}},
+                 {"lz4", {0x04, 0x22, 0x4d, 0x18, 0x64, 0x40, 0xa7, 'h', 'e', 'l', 'l', 'o'}},
+                 {"zip", {'P', 'K', 0x03, 0x04, 0x14, 0, 0, 0, 8, 0, 'a', 'b'}},
+                 {"7z", {'7', 'z', 0xbc, 0xaf, 0x27, 0x1c, 0, 4, 'a', 'b', 'c', 'd'}}};
+    for (size_t f = 0; f < sizeof files / sizeof files[0]; f++) {
+        char path[700];
+        snprintf(path, sizeof path, "%s/other-%zu.%s", work, f, files[f].name);
+        write_bytes(path, files[f].bytes, sizeof files[f].bytes);
+        tfenc_context ctx;
+        tfenc_context_init(&ctx);
+        tfenc_stream *stream = NULL;
+        CU_ASSERT(tfenc_stream_open(&ctx, "[job] input", path, &stream) == TFENC_ERR_INPUT);
+        CU_ASSERT(stream == NULL);
+        char expected[64];
+        snprintf(expected, sizeof expected, "is %s-compressed", files[f].name);
+        CU_ASSERT(strstr(ctx.message, expected) != NULL);
+        tfenc_stream_close(stream);
+    }
+    /* Text that merely starts with the same letters is text. */
+    char path[700];
+    snprintf(path, sizeof path, "%s/BZh-text.txt", work);
+    write_bytes(path, (const unsigned char *)"BZh9 is not a header\nPK is a name\n", 34);
+    tfenc_context ctx;
+    tfenc_context_init(&ctx);
+    tfenc_stream *stream = NULL;
+    CU_ASSERT_FATAL(tfenc_stream_open(&ctx, "[job] input", path, &stream) == TFENC_OK);
+    CU_ASSERT(tfenc_stream_compression(stream) == TFENC_STREAM_PLAIN);
+    tfenc_stream_close(stream);
+}
+
 static void test_special_files_refused(void)
 {
     tfenc_context ctx;
@@ -376,6 +415,7 @@ static const test_case stream_cases[] = {
     {"every truncation is an error", test_every_truncation_is_an_error},
     {"gzip members and flipped bits", test_gzip_members_and_flips},
     {"frames and streams end to end", test_frames_and_streams_end_to_end},
+    {"other compressions named", test_other_compressions_named},
     {"special files refused", test_special_files_refused},
     {NULL, NULL}};
 
