@@ -45,6 +45,7 @@ static void importer_free(importer *self)
     free(self->config.head.labels);
     free(self->config.multivector.query_marker);
     free(self->config.multivector.document_marker);
+    free(self->config.multivector.markers_file);
     for (int i = 0; i < 4; i++)
         free(self->tokenizer.special[i]);
     free(self->tokenizer.vocab);
@@ -247,6 +248,8 @@ static int read_model(importer *self)
     free(pooling_dir);
     if (status == TFENC_OK)
         status = import_read_tokenizer(self);
+    if (status == TFENC_OK)
+        status = import_check_markers(self);
     if (status == TFENC_OK)
         status = import_open_weights(self);
     return status;

@@ -274,6 +274,104 @@ code=$?
 one_line tfenc-batch "empty-line.txt: document 1 has no tokens \(an encoder needs at least one\)"
 report "text document of no tokens [batch]" "$why"
 
+# batch_error PATTERN RANKS ARGS...: tfenc-batch (alone, or under mpiexec
+# at RANKS > 1) refuses in one line; sets why. SIGKILL 5 s after the
+# SIGTERM of the 60 s timeout: a rank blocked in open() of a FIFO never
+# exits on SIGTERM alone.
+batch_error() {
+  pattern=$1 ranks=$2
+  shift 2
+  if [ "$ranks" -eq 1 ]; then
+    timeout -k 5 60 "$batch" --quiet "$@" > stdout.txt 2> raw-stderr.txt < /dev/null
+  else
+    timeout -k 5 60 $MPIEXEC -n "$ranks" "$batch" --quiet "$@" > stdout.txt 2> raw-stderr.txt < /dev/null
+  fi
+  code=$?
+  awk '/^-----+$/ { framed = !framed; next } !framed && !/^\[[^]]*\] / { print }' raw-stderr.txt > stderr.txt
+  one_line tfenc-batch "$pattern"
+}
+
+# --- issue 46, item 4: [job] output_ranges is a file the job reads, like
+# any other: the output may not be it (an earlier int8 output, as
+# docs/output.md suggests, was overwritten with resume = false, exit 0),
+# and a FIFO, a directory or a device there is refused, never waited on.
+"$python" -c 'open("three-hundred.txt", "w").write("hello world\n" * 300)'
+"$batch" --quiet --set job.input=three-hundred.txt --set job.output=earlier-int8.h5 \
+  --set job.output_dtype=int8 good.ini > /dev/null 2>&1 || { echo "FAIL: cannot write earlier-int8.h5"; exit 1; }
+cp earlier-int8.h5 earlier-int8.copy
+for ranks in 1 2; do
+  batch_error \
+    "earlier-int8.h5: the output is the same file as the quantization ranges \(\[job\] output_ranges\) [^ ]*earlier-int8.h5; refusing to overwrite an input" \
+    "$ranks" --set job.input=fifty.txt --set job.output=earlier-int8.h5 --set job.output_dtype=int8 \
+    --set job.output_ranges=earlier-int8.h5 --set job.resume=false good.ini
+  cmp -s earlier-int8.h5 earlier-int8.copy || why="$why; earlier-int8.h5 was changed"
+  report "output is the output_ranges file [$ranks]" "$why"
+done
+ln -sf a-fifo fifo-ranges.npy
+for ranges in a-fifo fifo-ranges.npy a-directory /dev/zero; do
+  case $ranges in
+  a-directory) what="is a directory" ;;
+  /dev/zero) what="is a character device" ;;
+  *) what="is a FIFO or pipe" ;;
+  esac
+  rm -f ranges-out.h5
+  batch_error "good.ini: \[job\] output_ranges [^ ]*$ranges: $what" 1 \
+    --set job.input=fifty.txt --set job.output=ranges-out.h5 --set job.output_dtype=int8 \
+    --set job.output_ranges="$ranges" good.ini
+  [ ! -e ranges-out.h5 ] || why="$why; ranges-out.h5 was written"
+  report "output_ranges is $ranges [1]" "$why"
+done
+
+# --- issue 46, items 9 and 10: a scores model (good.ini with a classifier
+# head for its pooling). A compact output_dtype asked for ranges of
+# d_model values, then called the scores "per-token rows"; float16 wrote
+# float32 scores without a word; duplicate keys in head.labels were stored
+# as given.
+"$python" - <<'PY' || exit 1
+import shutil
+import h5py, numpy as np
+shutil.copy("good.h5", "scores.h5")
+rng = np.random.default_rng(1)
+with h5py.File("scores.h5", "r+") as f:
+    f["head/dense_weight"] = (0.1 * rng.standard_normal((16, 16))).astype(np.float32)
+    f["head/dense_bias"] = np.zeros(16, np.float32)
+    f["head/out_weight"] = (0.1 * rng.standard_normal((2, 16))).astype(np.float32)
+    f["head/out_bias"] = np.zeros(2, np.float32)
+text = open("good.ini").read().replace("weights = good.h5", "weights = scores.h5")
+text = text[:text.index("[pooling]")] + '[head]\ntype = classifier\nlabels = {"0": "no", "1": "yes"}\n'
+open("scores.ini", "w").write(text)
+PY
+for dtype in int8 uint8 binary ubinary float16 bfloat16; do
+  for ranks in 1 2; do
+    rm -f scores-out.h5
+    batch_error "scores.ini: \[job\] output_dtype: $dtype cannot apply: the model ends in a head that writes scores, which are written as float32" \
+      "$ranks" --set job.input=three-hundred.txt --set job.output=scores-out.h5 \
+      --set job.output_dtype=$dtype scores.ini
+    [ ! -e scores-out.h5 ] || why="$why; scores-out.h5 was written"
+    report "output_dtype = $dtype on a scores model [$ranks]" "$why"
+  done
+done
+batch_error "scores.ini: \[job\] output_dtype: int8 cannot apply: the model ends in a head that writes scores" 1 \
+  --set job.input=three-hundred.txt --set job.output=scores-out.h5 --set job.output_dtype=int8 \
+  --set job.output_ranges=earlier-int8.h5 scores.ini
+report "output_dtype = int8 with output_ranges on a scores model [1]" "$why"
+batch_error "layer head \(classifier\): labels \(id2label\) names label \"0\" twice" 1 \
+  --set job.input=fifty.txt --set job.output=scores-out.h5 \
+  --set 'head.labels={"0": "no", "0": "maybe", "1": "yes"}' scores.ini
+[ ! -e scores-out.h5 ] || why="$why; scores-out.h5 was written"
+report "head.labels names a label twice [1]" "$why"
+# The same rule holds a file's id2label (tfenc-batch --status): a scores
+# output whose attribute names a label twice.
+rm -f scores-out.h5
+"$batch" --quiet --set job.input=fifty.txt --set job.output=scores-out.h5 scores.ini > /dev/null 2>&1 \
+  || { echo "FAIL: cannot write scores-out.h5"; exit 1; }
+"$python" -c '
+import h5py
+with h5py.File("scores-out.h5", "r+") as f:
+    f.attrs["id2label"] = "{\"0\": \"no\", \"0\": \"maybe\", \"1\": \"yes\"}"
+'
+status_error "id2label names a label twice" "scores-out.h5: .*attribute .id2label. names label \"0\" twice" scores-out.h5
+
 # --- item 5, continued: tfenc-batch's own file, the remembered throughput: a FIFO in its place
 # blocked every job forever (in --dry-run's estimate, then in the summary).
 mkdir -p fifo-home/.cache/tfenc

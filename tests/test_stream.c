@@ -9,6 +9,7 @@
 
 #include <CUnit/CUnit.h>
 #include <lzma.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -208,6 +209,52 @@ static void test_every_truncation_is_an_error(void)
     }
 }
 
+/* Reads the file at `path` to its end and checks it gives back the payload,
+ * line by line, and that it was read as `codec`. */
+static void expect_payload(const char *path, tfenc_stream_codec codec)
+{
+    tfenc_context ctx;
+    tfenc_context_init(&ctx);
+    tfenc_stream *stream = NULL;
+    CU_ASSERT_FATAL(tfenc_stream_open(&ctx, "test", path, &stream) == TFENC_OK);
+    CU_ASSERT(tfenc_stream_compression(stream) == codec);
+    char *line = NULL;
+    size_t capacity = 0, length = 0;
+    for (size_t i = 0; i < n_lines && tfenc_stream_compression(stream) == codec; i++)
+        expect_line(stream, i, &line, &capacity);
+    CU_ASSERT(tfenc_stream_getline(stream, &line, &capacity, &length) == TFENC_ERR_NOT_FOUND);
+    CU_ASSERT(tfenc_stream_offset(stream) == (int64_t)payload_size);
+    free(line);
+    tfenc_stream_close(stream);
+}
+
+static void write_bytes(const char *path, const unsigned char *data, size_t size)
+{
+    FILE *file = fopen(path, "wb");
+    CU_ASSERT_FATAL(file != NULL);
+    CU_ASSERT(fwrite(data, 1, size, file) == size);
+    fclose(file);
+}
+
+/* Reads the file at `path` to its end: it must fail with TFENC_ERR_INPUT,
+ * the reason naming `why`. */
+static void expect_read_error(const char *path, const char *why)
+{
+    tfenc_context ctx;
+    tfenc_context_init(&ctx);
+    tfenc_stream *stream = NULL;
+    CU_ASSERT_FATAL(tfenc_stream_open(&ctx, "test", path, &stream) == TFENC_OK);
+    char *line = NULL;
+    size_t capacity = 0, length = 0;
+    int status;
+    while ((status = tfenc_stream_getline(stream, &line, &capacity, &length)) == TFENC_OK)
+        ;
+    CU_ASSERT(status == TFENC_ERR_INPUT);
+    CU_ASSERT(strstr(tfenc_stream_why(stream), why) != NULL);
+    free(line);
+    tfenc_stream_close(stream);
+}
+
 /* gzip files concatenated (as `cat a.gz b.gz` and bgzip make) are one
  * stream; a bit flipped in the compressed data is an error. */
 static void test_gzip_members_and_flips(void)
@@ -223,34 +270,118 @@ static void test_gzip_members_and_flips(void)
                                   capacity - first);
     char path[700];
     snprintf(path, sizeof path, "%s/members.gz", work);
-    FILE *file = fopen(path, "wb");
-    fwrite(data, 1, first + second, file);
-    fclose(file);
+    write_bytes(path, data, first + second);
+    expect_payload(path, TFENC_STREAM_GZIP);
+    /* A flipped bit in the first member's data (past its 10-byte header). */
+    data[first / 2] ^= 0x04;
+    write_bytes(path, data, first + second);
+    expect_read_error(path, "corrupt gzip stream");
+    free(data);
+}
+
+/* A zstd skippable frame (RFC 8878 3.1.2): magic 0x184D2A50 + `variant`
+ * (0..15), little-endian, a 4-byte length, then that many bytes of user
+ * data. */
+static size_t skippable_frame(unsigned char *out, unsigned variant, size_t data_size)
+{
+    const uint32_t magic = 0x184D2A50u + variant;
+    for (int i = 0; i < 4; i++) {
+        out[i] = (unsigned char)(magic >> (8 * i));
+        out[4 + i] = (unsigned char)(data_size >> (8 * i));
+    }
+    for (size_t i = 0; i < data_size; i++)
+        out[8 + i] = (unsigned char)(i * 31 + 7); /* not zeros: a NUL is no sign of text */
+    return 8 + data_size;
+}
+
+/* What the command-line tools read whole, read whole here: a zstd file that
+ * starts with a skippable frame (every file pzstd writes: each frame is
+ * preceded by one that holds its size), zstd frames end to end with
+ * skippable frames between them, and xz streams end to end with stream
+ * padding between them. */
+static void test_frames_and_streams_end_to_end(void)
+{
+    make_payload(400);
+    payload_size = line_starts[150];
+    n_lines = 150;
+    const size_t half = line_starts[75];
+    size_t capacity = payload_size * 2 + 8192, used = 0;
+    unsigned char *data = malloc(capacity);
+    char path[700];
+    /* zstd: skippable (variant 0), frame, skippable (variant 15), frame,
+     * skippable of no data at the end. */
+    used += skippable_frame(data + used, 0, 4);
+    used += compress_zstd(payload, half, data + used, capacity - used);
+    used += skippable_frame(data + used, 15, 100);
+    used += compress_zstd(payload + half, payload_size - half, data + used, capacity - used);
+    used += skippable_frame(data + used, 7, 0);
+    snprintf(path, sizeof path, "%s/skippable.zst", work);
+    write_bytes(path, data, used);
+    expect_payload(path, TFENC_STREAM_ZSTD);
+    /* ... and cut inside its last frame: truncated, not a shorter shard. */
+    write_bytes(path, data, used - 8 - 3);
+    expect_read_error(path, "truncated zstd stream");
+
+    /* xz: two streams with 8 bytes of stream padding between them. */
+    used = compress_xz(payload, half, data, capacity);
+    memset(data + used, 0, 8);
+    used += 8;
+    used += compress_xz(payload + half, payload_size - half, data + used, capacity - used);
+    snprintf(path, sizeof path, "%s/streams.xz", work);
+    write_bytes(path, data, used);
+    expect_payload(path, TFENC_STREAM_XZ);
+    free(data);
+
+    /* A file pzstd wrote, when the tool is here (Debian's zstd package has
+     * it); the hand-built frames above hold the same structure. */
+    if (system("command -v pzstd > /dev/null 2>&1") == 0) {
+        char plain[700], command[2200];
+        snprintf(plain, sizeof plain, "%s/pzstd-payload.txt", work);
+        write_bytes(plain, (const unsigned char *)payload, payload_size);
+        snprintf(path, sizeof path, "%s/pzstd-payload.txt.zst", work);
+        snprintf(command, sizeof command, "pzstd -q -f -p 2 '%s' -o '%s'", plain, path);
+        CU_ASSERT_FATAL(system(command) == 0);
+        expect_payload(path, TFENC_STREAM_ZSTD);
+    }
+}
+
+/* Files in a compression tfenc does not decode were read as text: a NUL
+ * byte somewhere ("UTF-16 or binary?"), or garbage documents before it.
+ * Their magic bytes name them. */
+static void test_other_compressions_named(void)
+{
+    static const struct {
+        const char *name;
+        unsigned char bytes[12];
+    } files[] = {{"bzip2", {'B', 'Z', 'h', '9', 0x31, 0x41, 0x59, 0x26, 0x53, 0x59, 'x', 'y'}},
+                 {"bzip2", {'B', 'Z', 'h', '1', 0x17, 0x72, 0x45, 0x38, 0x50, 0x90, 0, 0}},
+                 {"lz4", {0x04, 0x22, 0x4d, 0x18, 0x64, 0x40, 0xa7, 'h', 'e', 'l', 'l', 'o'}},
+                 {"zip", {'P', 'K', 0x03, 0x04, 0x14, 0, 0, 0, 8, 0, 'a', 'b'}},
+                 {"7z", {'7', 'z', 0xbc, 0xaf, 0x27, 0x1c, 0, 4, 'a', 'b', 'c', 'd'}}};
+    for (size_t f = 0; f < sizeof files / sizeof files[0]; f++) {
+        char path[700];
+        snprintf(path, sizeof path, "%s/other-%zu.%s", work, f, files[f].name);
+        write_bytes(path, files[f].bytes, sizeof files[f].bytes);
+        tfenc_context ctx;
+        tfenc_context_init(&ctx);
+        tfenc_stream *stream = NULL;
+        CU_ASSERT(tfenc_stream_open(&ctx, "[job] input", path, &stream) == TFENC_ERR_INPUT);
+        CU_ASSERT(stream == NULL);
+        char expected[64];
+        snprintf(expected, sizeof expected, "is %s-compressed", files[f].name);
+        CU_ASSERT(strstr(ctx.message, expected) != NULL);
+        tfenc_stream_close(stream);
+    }
+    /* Text that merely starts with the same letters is text. */
+    char path[700];
+    snprintf(path, sizeof path, "%s/BZh-text.txt", work);
+    write_bytes(path, (const unsigned char *)"BZh9 is not a header\nPK is a name\n", 34);
     tfenc_context ctx;
     tfenc_context_init(&ctx);
     tfenc_stream *stream = NULL;
-    CU_ASSERT_FATAL(tfenc_stream_open(&ctx, "test", path, &stream) == TFENC_OK);
-    char *line = NULL;
-    size_t line_capacity = 0, length = 0;
-    for (size_t i = 0; i < n_lines; i++)
-        expect_line(stream, i, &line, &line_capacity);
-    CU_ASSERT(tfenc_stream_getline(stream, &line, &line_capacity, &length) == TFENC_ERR_NOT_FOUND);
+    CU_ASSERT_FATAL(tfenc_stream_open(&ctx, "[job] input", path, &stream) == TFENC_OK);
+    CU_ASSERT(tfenc_stream_compression(stream) == TFENC_STREAM_PLAIN);
     tfenc_stream_close(stream);
-
-    /* A flipped bit in the first member's data (past its 10-byte header). */
-    data[first / 2] ^= 0x04;
-    file = fopen(path, "wb");
-    fwrite(data, 1, first + second, file);
-    fclose(file);
-    CU_ASSERT_FATAL(tfenc_stream_open(&ctx, "test", path, &stream) == TFENC_OK);
-    int status;
-    while ((status = tfenc_stream_getline(stream, &line, &line_capacity, &length)) == TFENC_OK)
-        ;
-    CU_ASSERT(status == TFENC_ERR_INPUT);
-    CU_ASSERT(strstr(tfenc_stream_why(stream), "corrupt gzip stream") != NULL);
-    tfenc_stream_close(stream);
-    free(line);
-    free(data);
 }
 
 static void test_special_files_refused(void)
@@ -283,6 +414,8 @@ static const test_case stream_cases[] = {
     {"lines come back through every codec", test_lines_come_back},
     {"every truncation is an error", test_every_truncation_is_an_error},
     {"gzip members and flipped bits", test_gzip_members_and_flips},
+    {"frames and streams end to end", test_frames_and_streams_end_to_end},
+    {"other compressions named", test_other_compressions_named},
     {"special files refused", test_special_files_refused},
     {NULL, NULL}};
 

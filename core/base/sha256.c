@@ -1,10 +1,13 @@
 /* SHA-256 through OpenSSL's EVP interface. */
 #include "base/sha256.h"
+#include "base/files.h"
 
 #include <errno.h>
 #include <openssl/evp.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 int tfenc_sha256_init(tfenc_sha256 *hash)
 {
@@ -59,10 +62,19 @@ void tfenc_sha256_hex(const void *data, size_t size, char hex[65])
 
 int tfenc_sha256_file(tfenc_context *ctx, const char *path, char hex[65])
 {
-    FILE *file = fopen(path, "rb");
-    if (file == NULL)
-        return tfenc_error(ctx, TFENC_ERR_IO, "%s: cannot open for the checksum: %s", path,
-                           strerror(errno));
+    /* Checked as every input is (base/files.h): the file may have been
+     * replaced by a FIFO since the reader that named it looked. */
+    struct stat info;
+    char why[256];
+    int descriptor = tfenc_file_open_regular_descriptor(path, &info, why, sizeof why);
+    FILE *file = descriptor >= 0 ? fdopen(descriptor, "rb") : NULL;
+    if (file == NULL) {
+        if (descriptor >= 0) {
+            snprintf(why, sizeof why, "cannot open: %s", strerror(errno));
+            close(descriptor);
+        }
+        return tfenc_error(ctx, TFENC_ERR_IO, "%s: %s (for the checksum)", path, why);
+    }
     tfenc_sha256 hash;
     if (tfenc_sha256_init(&hash) != TFENC_OK) {
         fclose(file);

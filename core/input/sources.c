@@ -3,6 +3,7 @@
  * locale, the working directory or the spelling. */
 #include "input/sources.h"
 
+#include <ctype.h>
 #include <dirent.h>
 #include <errno.h>
 #include <glob.h>
@@ -166,6 +167,33 @@ static int expand_directory(tfenc_context *ctx, const char *directory, tfenc_sou
     return status;
 }
 
+/* What is wrong with line `number` of a list file (its `n` bytes without
+ * the line end), said naming the list and the line; TFENC_OK for a path.
+ * A NUL would end the path early (the rest of the line silently dropped),
+ * and white space around a path is never part of a shard's name but of a
+ * careless edit: it would only ever be "cannot open". */
+static int check_list_line(tfenc_context *ctx, const char *list, long number, const char *line,
+                           size_t n)
+{
+    const char *nul = memchr(line, '\0', n);
+    if (nul != NULL)
+        return tfenc_error(ctx, TFENC_ERR_CONFIG, "[job] input list %s: line %ld: NUL byte at "
+                           "byte %zu (a path cannot hold one)", list, number,
+                           (size_t)(nul - line));
+    size_t first = 0;
+    while (first < n && isspace((unsigned char)line[first]))
+        first++;
+    if (first == n)
+        return tfenc_error(ctx, TFENC_ERR_CONFIG, "[job] input list %s: line %ld: holds only "
+                           "white space (a blank line must be empty; lines name one path each, "
+                           "as it is)", list, number);
+    if (first > 0 || isspace((unsigned char)line[n - 1]))
+        return tfenc_error(ctx, TFENC_ERR_CONFIG, "[job] input list %s: line %ld: the path "
+                           "'%.*s' %s with white space (lines name one path each, as it is)",
+                           list, number, (int)n, line, first > 0 ? "begins" : "ends");
+    return TFENC_OK;
+}
+
 static int expand_list(tfenc_context *ctx, const char *list, tfenc_sources *s, int *capacity)
 {
     FILE *file = NULL;
@@ -181,13 +209,17 @@ static int expand_list(tfenc_context *ctx, const char *list, tfenc_sources *s, i
     char *line = NULL;
     size_t capacity_line = 0;
     ssize_t got;
+    long number = 0;
     while (status == TFENC_OK && (got = getline(&line, &capacity_line, file)) >= 0) {
         size_t n = (size_t)got;
+        number++;
         while (n > 0 && (line[n - 1] == '\n' || line[n - 1] == '\r'))
             n--;
         if (n == 0 || line[0] == '#')
             continue;
-        status = add_path(ctx, s, capacity, directory, line, n);
+        status = check_list_line(ctx, list, number, line, n);
+        if (status == TFENC_OK)
+            status = add_path(ctx, s, capacity, directory, line, n);
     }
     if (status == TFENC_OK && ferror(file))
         status = tfenc_error(ctx, TFENC_ERR_IO, "[job] input list %s: read error", list);

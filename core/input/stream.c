@@ -67,9 +67,44 @@ static tfenc_stream_codec detect(const unsigned char *magic, size_t n)
         return TFENC_STREAM_GZIP;
     if (n >= sizeof zstd && memcmp(magic, zstd, sizeof zstd) == 0)
         return TFENC_STREAM_ZSTD;
+    /* A zstd file may begin with a skippable frame (magic 0x184D2A50 to
+     * 0x184D2A5F, little-endian: RFC 8878 3.1.2): pzstd puts one before
+     * every frame. libzstd's decoder skips them, as `zstd -d` does. */
+    if (n >= 4 && (magic[0] & 0xf0) == 0x50 && magic[1] == 0x2a && magic[2] == 0x4d &&
+        magic[3] == 0x18)
+        return TFENC_STREAM_ZSTD;
     if (n >= sizeof xz && memcmp(magic, xz, sizeof xz) == 0)
         return TFENC_STREAM_XZ;
     return TFENC_STREAM_PLAIN;
+}
+
+/* The name of a compression tfenc does not decode, when the magic bytes
+ * say the file is stored in one, else NULL: read as text, its bytes would
+ * only ever be "a NUL byte" somewhere, or garbage documents. */
+static const char *undecoded_compression(const unsigned char *magic, size_t n)
+{
+    static const struct {
+        const char *name;
+        unsigned char bytes[10];
+        size_t length;
+    } known[] = {
+        /* "BZh", the block size, then a block's or the end's magic */
+        {"bzip2", {'B', 'Z', 'h', 0, 0x31, 0x41, 0x59, 0x26, 0x53, 0x59}, 10},
+        {"bzip2", {'B', 'Z', 'h', 0, 0x17, 0x72, 0x45, 0x38, 0x50, 0x90}, 10},
+        {"lz4", {0x04, 0x22, 0x4d, 0x18}, 4},
+        {"lz4 (legacy)", {0x02, 0x21, 0x4c, 0x18}, 4},
+        {"zip", {'P', 'K', 0x03, 0x04}, 4},
+        {"7z", {'7', 'z', 0xbc, 0xaf, 0x27, 0x1c}, 6},
+    };
+    for (size_t k = 0; k < sizeof known / sizeof known[0]; k++) {
+        int same = n >= known[k].length;
+        for (size_t i = 0; same && i < known[k].length; i++)
+            same = known[k].bytes[i] == magic[i] ||
+                   (known[k].bytes[i] == 0 && i == 3 && magic[i] >= '1' && magic[i] <= '9');
+        if (same)
+            return known[k].name;
+    }
+    return NULL;
 }
 
 /* Back to the shard's first byte, with a fresh decoder. */
@@ -123,7 +158,7 @@ int tfenc_stream_open(tfenc_context *ctx, const char *what, const char *path,
         return status;
     }
     struct stat info;
-    unsigned char magic[6];
+    unsigned char magic[10];
     size_t n = 0;
     if (fstat(fileno(s->file), &info) != 0)
         status = tfenc_error(ctx, TFENC_ERR_IO, "%s %s: cannot examine: %s", what, path,
@@ -131,6 +166,11 @@ int tfenc_stream_open(tfenc_context *ctx, const char *what, const char *path,
     else if ((n = fread(magic, 1, sizeof magic, s->file)) < sizeof magic && ferror(s->file))
         status = tfenc_error(ctx, TFENC_ERR_IO, "%s %s: cannot read: %s", what, path,
                              strerror(errno));
+    const char *undecoded = status == TFENC_OK ? undecoded_compression(magic, n) : NULL;
+    if (undecoded != NULL)
+        status = tfenc_error(ctx, TFENC_ERR_INPUT, "%s %s: is %s-compressed, which tfenc does "
+                             "not read (it reads plain, gzip, zstd and xz files): decompress it, "
+                             "or recompress it with one of those", what, path, undecoded);
     if (status == TFENC_OK) {
         s->stored_size = (int64_t)info.st_size;
         s->compression = detect(magic, n);

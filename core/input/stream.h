@@ -1,8 +1,10 @@
 /* A shard's bytes as one stream of lines, whatever compression it is stored
  * in: plain, gzip (zlib), zstd (libzstd) or xz (liblzma), told apart by the
- * magic bytes at its start, never by the name. A compressed stream is
- * decoded as it is read, through buffers of a fixed size, so no reader ever
- * holds a decompressed shard in memory or on disk.
+ * magic bytes at its start, never by the name (a zstd file may start with a
+ * skippable frame, as pzstd's do). Members, frames and streams end to end
+ * are one stream, as gzip -d, zstd -d and xz -d read them. A compressed
+ * stream is decoded as it is read, through buffers of a fixed size, so no
+ * reader ever holds a decompressed shard in memory or on disk.
  *
  * Offsets are in the decompressed bytes. A plain stream seeks; a compressed
  * one reaches an offset by decoding from the shard's start (or from where it

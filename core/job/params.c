@@ -260,18 +260,24 @@ static int lookup(tfenc_params *params, const char *key, tfenc_param_type type,
     return TFENC_OK;
 }
 
+int tfenc_params_value_error(tfenc_context *ctx, const tfenc_jobfile *job,
+                             const tfenc_job_section *section, const tfenc_job_entry *entry,
+                             const char *message)
+{
+    if (entry->line > 0)
+        return tfenc_error(ctx, TFENC_ERR_CONFIG, "%s:%d: [%s] %s = '%s': %s", job->path,
+                           entry->line, section->name, entry->key, entry->value, message);
+    return tfenc_error(ctx, TFENC_ERR_CONFIG, "%s: --set %s.%s=%s: %s", job->path,
+                       section->name, entry->key, entry->value, message);
+}
+
 /* "job.ini:12: [encoder.ffn] activation = 'foo': " or "--set encoder.ffn.activation=foo: " */
 static int bad_value(tfenc_params *params, const tfenc_job_entry *entry, const char *expected)
 {
-    const char *section = params->section->name;
-    if (entry->line > 0)
-        return getter_failed(params, tfenc_error(params->ctx, TFENC_ERR_CONFIG,
-                                                 "%s:%d: [%s] %s = '%s': expected %s",
-                                                 params->job->path, entry->line, section,
-                                                 entry->key, entry->value, expected));
-    return getter_failed(params, tfenc_error(params->ctx, TFENC_ERR_CONFIG,
-                                             "%s: --set %s.%s=%s: expected %s", params->job->path,
-                                             section, entry->key, entry->value, expected));
+    char message[TFENC_MESSAGE_MAX];
+    snprintf(message, sizeof message, "expected %s", expected);
+    return getter_failed(params, tfenc_params_value_error(params->ctx, params->job,
+                                                          params->section, entry, message));
 }
 
 /* The whole value as a long: no sign or digit left over, no overflow. */

@@ -66,6 +66,11 @@ int tfenc_params_check_ranges(tfenc_params *params);
  * "the corpus"; a string that lives as long as the job), so that
  * tfenc_jobfile_each_input() lists it: read every input path this way. */
 int tfenc_param_input_path(tfenc_params *params, const char *key, const char *what, char **path);
+/* Refuses an entry's value: "FILE:LINE: [SECTION] KEY = 'VALUE': MESSAGE", or
+ * "FILE: --set SECTION.KEY=VALUE: MESSAGE" for a --set. TFENC_ERR_CONFIG. */
+int tfenc_params_value_error(tfenc_context *ctx, const tfenc_jobfile *job,
+                             const tfenc_job_section *section, const tfenc_job_entry *entry,
+                             const char *message);
 /* Fails with "FILE:LINE: [SECTION] unknown key 'KEY' (WHAT)" for the first
  * key no getter read; `what` says who rejected it, e.g. "layer type mha".
  * First fails with the first getter failure (create() ignored it), then,

@@ -555,7 +555,8 @@ static int prepare_compact(tfenc_context *ctx, tfenc_output *out,
     const char *name = tfenc_output_dtype_name(out->dtype);
     if (out->kind != TFENC_OUTPUT_POOLED)
         return tfenc_error(ctx, TFENC_ERR_CONFIG, "%s: output_dtype = %s applies to pooled "
-                           "vectors, not per-token rows", out->path, name);
+                           "vectors, not to output of kind %s", out->path, name,
+                           tfenc_output_kind_name(out->kind));
     if (!tfenc_dtype_needs_ranges(out->dtype)) {
         if (out->d_model % 8 != 0)
             return tfenc_error(ctx, TFENC_ERR_CONFIG, "%s: output_dtype = %s packs 8 dimensions "

@@ -1,7 +1,6 @@
 /* Compact vectors: numpy's float32 arithmetic and casts, element by element. */
 #include "output/quantize.h"
 
-#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -11,6 +10,7 @@
 #include <jansson.h>
 
 #include "base/context.h"
+#include "base/files.h"
 
 int tfenc_dtype_is_compact(tfenc_output_dtype dtype)
 {
@@ -108,6 +108,10 @@ static int read_h5_ranges(tfenc_context *ctx, const char *where, const char *pat
                           float *ranges)
 {
     H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
+    /* HDF5's open() would wait forever on a FIFO: check the kind first. */
+    int checked = tfenc_file_check_regular(ctx, where, path);
+    if (checked != TFENC_OK)
+        return checked;
     hid_t file = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
     if (file < 0) {
         H5Eclear2(H5E_DEFAULT);
@@ -152,9 +156,10 @@ static int read_h5_ranges(tfenc_context *ctx, const char *where, const char *pat
 static int read_npy_ranges(tfenc_context *ctx, const char *where, const char *path, int d,
                            float *ranges)
 {
-    FILE *file = fopen(path, "rb");
-    if (file == NULL)
-        return tfenc_error(ctx, TFENC_ERR_CONFIG, "%s: %s: %s", where, path, strerror(errno));
+    FILE *file = NULL;
+    int status = tfenc_file_open_regular(ctx, where, path, &file);
+    if (status != TFENC_OK)
+        return status;
     unsigned char magic[10];
     char header[4096] = "";
     size_t header_length = 0;

@@ -21,14 +21,20 @@ typedef struct reader {
     tfenc_tokenizer **tokenizer;
 } reader;
 
-static int job_origin_error(reader *r, const char *key, const char *message)
+int tfenc_job_settings_key_error(tfenc_context *ctx, const tfenc_jobfile *job, const char *key,
+                                 const char *message)
 {
-    tfenc_job_section *section = tfenc_jobfile_find(r->job, "job");
+    tfenc_job_section *section = tfenc_jobfile_find(job, "job");
     tfenc_job_entry *entry = tfenc_job_section_get(section, key);
     if (entry != NULL && entry->line > 0)
-        return tfenc_error(r->ctx, TFENC_ERR_CONFIG, "%s:%d: [job] %s: %s", r->job->path,
-                           entry->line, key, message);
-    return tfenc_error(r->ctx, TFENC_ERR_CONFIG, "%s: [job] %s: %s", r->job->path, key, message);
+        return tfenc_error(ctx, TFENC_ERR_CONFIG, "%s:%d: [job] %s: %s", job->path, entry->line,
+                           key, message);
+    return tfenc_error(ctx, TFENC_ERR_CONFIG, "%s: [job] %s: %s", job->path, key, message);
+}
+
+static int job_origin_error(reader *r, const char *key, const char *message)
+{
+    return tfenc_job_settings_key_error(r->ctx, r->job, key, message);
 }
 
 /* A prompt written as a JSON string ("query: "): INI strips the spaces
@@ -47,6 +53,27 @@ static int decode_prompt(reader *r, const char *value, char **text)
     return status;
 }
 
+/* Every value of [prompts] is a JSON string in quotes (docs/job-file.md):
+ * the parser strips the spaces at a value's ends, and prompts often end in
+ * one, so an unquoted value would lose it. Each is refused naming its line
+ * (or --set), used or not: a job file is checked whole. */
+static int check_prompts(reader *r, tfenc_job_section *prompts)
+{
+    for (int i = 0; prompts != NULL && i < prompts->n_entries; i++) {
+        const tfenc_job_entry *entry = &prompts->entries[i];
+        json_t *decoded = json_loads(entry->value, JSON_DECODE_ANY, NULL);
+        int quoted = entry->value[0] == '"' && json_is_string(decoded);
+        json_decref(decoded);
+        if (quoted)
+            continue;
+        return tfenc_params_value_error(r->ctx, r->job, prompts, entry,
+                                        "a prompt is a JSON string in quotes, such as "
+                                        "\"query: \" (unquoted, the spaces at its ends would be "
+                                        "lost)");
+    }
+    return TFENC_OK;
+}
+
 /* [job] prompt: the name of an entry of [prompts] (what tfenc-import writes
  * from sentence-transformers' config), or the text itself as a JSON
  * string. A bare word that names no prompt is refused rather than taken as
@@ -54,11 +81,12 @@ static int decode_prompt(reader *r, const char *value, char **text)
 static int read_prompt(reader *r, const char *value)
 {
     tfenc_job_settings *s = r->settings;
-    if (value == NULL || value[0] == '\0')
-        return TFENC_OK;
+    tfenc_job_section *prompts = tfenc_jobfile_find(r->job, "prompts");
+    int status = check_prompts(r, prompts);
+    if (status != TFENC_OK || value == NULL || value[0] == '\0')
+        return status;
     if (value[0] == '"')
         return decode_prompt(r, value, &s->prompt);
-    tfenc_job_section *prompts = tfenc_jobfile_find(r->job, "prompts");
     tfenc_job_entry *entry = tfenc_job_section_get(prompts, value);
     if (entry == NULL) {
         char names[256] = "";
@@ -72,10 +100,7 @@ static int read_prompt(reader *r, const char *value)
         return job_origin_error(r, "prompt", message);
     }
     entry->used = 1;
-    if (entry->value[0] == '"')
-        return decode_prompt(r, entry->value, &s->prompt);
-    s->prompt = strdup(entry->value);
-    return s->prompt != NULL ? TFENC_OK : tfenc_error(r->ctx, TFENC_ERR_NO_MEMORY, "out of memory");
+    return decode_prompt(r, entry->value, &s->prompt);
 }
 
 /* Compact dtypes: binary packs whole bytes; given ranges are for the
@@ -100,10 +125,17 @@ static int check_compact_dtype(reader *r, const char *output_ranges)
     }
     /* Two lists, [[min, ...], [max, ...]]: JSON, read when d is known. */
     s->output_ranges_inline = output_ranges[0] == '[';
-    s->output_ranges = s->output_ranges_inline ? strdup(output_ranges)
-                                               : tfenc_jobfile_resolve_path(r->job, output_ranges);
-    return s->output_ranges != NULL ? TFENC_OK
-                                    : tfenc_error(r->ctx, TFENC_ERR_NO_MEMORY, "out of memory");
+    if (s->output_ranges_inline)
+        return (s->output_ranges = strdup(output_ranges)) != NULL
+                   ? TFENC_OK
+                   : tfenc_error(r->ctx, TFENC_ERR_NO_MEMORY, "out of memory");
+    /* A file is an input like the corpus: read through the input getter, so
+     * that the output may not be it (an earlier int8 output is the usual
+     * source of ranges) and a resume finds it unchanged. */
+    tfenc_params p;
+    tfenc_params_bind(&p, r->ctx, r->job, tfenc_jobfile_find(r->job, "job"));
+    return tfenc_param_input_path(&p, "output_ranges", "the quantization ranges",
+                                  &s->output_ranges);
 }
 
 /* [job] input as its files, and the format they are read in: the one
@@ -261,6 +293,55 @@ static int apply_job_keys(reader *r, const job_keys *k)
     return TFENC_OK;
 }
 
+/* Keys that only some corpora read: set for another format they would do
+ * nothing, or worse (id_field on plain text wrote an `ids` dataset of empty
+ * strings), so they are refused naming the format. */
+static int check_format_keys(reader *r, tfenc_job_section *section)
+{
+    static const char *const record_keys[] = {"text_field", "id_field", NULL};
+    static const char *const dataset_keys[] = {"tokens_dataset", "offsets_dataset", "ids_dataset",
+                                               "lengths_dataset", NULL};
+    const tfenc_job_settings *s = r->settings;
+    const tfenc_corpus_format format = s->corpus.format;
+    const int records = format == TFENC_CORPUS_JSONL || format == TFENC_CORPUS_PARQUET;
+    const char *format_name = tfenc_corpus_format_name(format);
+    char message[256];
+    for (int i = 0; !records && record_keys[i] != NULL; i++)
+        if (tfenc_job_section_get(section, record_keys[i]) != NULL) {
+            snprintf(message, sizeof message, "names a field of JSON Lines records or a Parquet "
+                     "column, but the corpus is %s", format_name);
+            return job_origin_error(r, record_keys[i], message);
+        }
+    if (!records && tfenc_job_section_get(section, "null_text") != NULL) {
+        snprintf(message, sizeof message, "applies to the null texts of JSON Lines records or "
+                 "Parquet columns, but the corpus is %s", format_name);
+        return job_origin_error(r, "null_text", message);
+    }
+    for (int i = 0; format != TFENC_CORPUS_HDF5 && dataset_keys[i] != NULL; i++)
+        if (tfenc_job_section_get(section, dataset_keys[i]) != NULL) {
+            snprintf(message, sizeof message, "names a dataset of an HDF5 token-id corpus, but "
+                     "the corpus is %s", format_name);
+            return job_origin_error(r, dataset_keys[i], message);
+        }
+    if (format == TFENC_CORPUS_HDF5 && tfenc_job_section_get(section, "invalid_utf8") != NULL)
+        return job_origin_error(r, "invalid_utf8", "applies to text, but the corpus is hdf5 "
+                                                   "(token ids)");
+    if (s->corpus.id_field == NULL && tfenc_job_section_get(section, "max_id_bytes") != NULL)
+        return job_origin_error(r, "max_id_bytes", "applies to the ids of id_field, which is "
+                                                   "not set");
+    if (s->chunks != TFENC_CHUNKS_OFF && !s->truncation)
+        return job_origin_error(r, "truncation", "long_documents = chunk cuts every long "
+                                                 "document into chunks, so none is refused for "
+                                                 "its length (leave truncation out)");
+    return TFENC_OK;
+}
+
+/* The keys of multi-vector jobs, which only a model ending in a multivector
+ * head reads (run.c refuses them for any other, once it knows the head). */
+static const char *const multivector_keys[] = {"multivector_mode", "query_marker",
+                                               "document_marker", "query_length",
+                                               "skip_punctuation", "attend_to_mask_tokens", NULL};
+
 /* The rules between keys and against the model, each refused with the key
  * it names; the prompt is read here because it needs the corpus format. */
 static int check_job_settings(reader *r, tfenc_job_section *section, const job_keys *k)
@@ -294,6 +375,9 @@ static int check_job_settings(reader *r, tfenc_job_section *section, const job_k
         return job_origin_error(r, "output_dim", "must be in 1..[model] d_model (0: d_model)");
     if (s->output_dim == r->config->d_model)
         s->output_dim = 0;
+    for (int i = 0; multivector_keys[i] != NULL && s->multivector_key == NULL; i++)
+        if (tfenc_job_section_get(section, multivector_keys[i]) != NULL)
+            s->multivector_key = multivector_keys[i];
     int status = check_compact_dtype(r, k->output_ranges);
     if (status != TFENC_OK)
         return status;
@@ -319,6 +403,10 @@ static int check_job_settings(reader *r, tfenc_job_section *section, const job_k
             return job_origin_error(r, "text_pair_field", "a prompt goes before single texts; "
                                                           "a pair has none");
     }
+    /* After the pairs' rules: a pair asked of plain text is said as such. */
+    status = check_format_keys(r, section);
+    if (status != TFENC_OK)
+        return status;
     if (k->max_id_bytes < 1 || k->max_id_bytes > (1L << 20))
         return job_origin_error(r, "max_id_bytes", "must be in 1..1048576");
     if (s->window_documents < 1 || s->window_documents > (1L << 20))

@@ -48,6 +48,8 @@ typedef struct tfenc_job_settings {
     long query_length;     /* a query's tokens, [MASK]-padded: max_seq_len in query mode */
     int skip_punctuation;  /* documents write no vector for string.punctuation's tokens */
     int attend_to_mask_tokens; /* a query's [MASK] tokens are keys of attention too */
+    const char *multivector_key; /* the first of the keys above the job sets, or NULL:
+                                  * they apply to a model ending in a multivector head */
 } tfenc_job_settings;
 
 /* The names of multivector_mode's values, by multivector_query. */
@@ -56,6 +58,12 @@ extern const char *const tfenc_multivector_mode_names[];
 int tfenc_job_settings_read(tfenc_context *ctx, const tfenc_jobfile *job,
                             const tfenc_model_config *config, tfenc_job_settings *settings);
 void tfenc_job_settings_free(tfenc_job_settings *settings);
+
+/* Refuses [job] KEY as the readers above do, "FILE:LINE: [job] KEY:
+ * MESSAGE" (or without the line for a --set), for the rules that need the
+ * model first (run.c). Returns TFENC_ERR_CONFIG. */
+int tfenc_job_settings_key_error(tfenc_context *ctx, const tfenc_jobfile *job, const char *key,
+                                 const char *message);
 
 /* Only [job] output, resolved against the job file's directory (free()
  * it): for tools that ask about a job's output without running it. */

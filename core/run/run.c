@@ -190,6 +190,7 @@ static int broken(run *r)
  * that returns 1 has failed on some rank, and every rank knows it
  * (agree_on_failure). */
 static int read_job(run *r);
+static int check_keys_against_head(run *r);
 static void join_communicators(run *r);
 static int open_tokenizer(run *r);
 static int find_multivector_tokens(run *r);
@@ -216,7 +217,8 @@ static int run_steps(run *r)
         return 1;
     join_communicators(r);
     /* The windows come first: the int8 gate samples them. */
-    if (agree_on_failure(r, open_tokenizer(r)) || find_multivector_tokens(r) ||
+    if (check_keys_against_head(r) ||
+        agree_on_failure(r, open_tokenizer(r)) || find_multivector_tokens(r) ||
         agree_on_failure(r, open_input(r)) || cut_windows(r) || gate_precision(r) ||
         quantization_ranges(r))
         return 1;
@@ -484,11 +486,12 @@ static tfenc_model_options model_options(run *r, int first_step, int end_step)
 
 _Static_assert(sizeof(tfenc_precision) == sizeof(int), "step precisions travel as MPI_INT");
 
-/* The number of scores a document gets when the model ends in a head that
- * declares them, else 0: what the accuracy gate measures (rank 0, before
- * the output kind is agreed on). */
-static int declared_scores_width(run *r, int *width)
+/* What the model's last layer declares it writes (its kind, and the width
+ * of scores and vectors), from that step built alone (rank 0, before the
+ * output kind is agreed on). */
+static int declared_output(run *r, tfenc_layer_output_kind *kind, int *width)
 {
+    *kind = TFENC_LAYER_OUTPUT_HIDDEN;
     *width = 0;
     tfenc_model_options o = model_options(r, r->plan.n_steps - 1, r->plan.n_steps);
     tfenc_model *last = NULL;
@@ -496,10 +499,69 @@ static int declared_scores_width(run *r, int *width)
     int status = tfenc_model_create(r->ctx, &o, &last);
     if (status == TFENC_OK)
         status = tfenc_model_output(r->ctx, last, &declared);
-    if (status == TFENC_OK && declared.kind == TFENC_LAYER_OUTPUT_SCORES)
+    if (status == TFENC_OK) {
+        *kind = declared.kind;
         *width = declared.width;
+    }
     tfenc_model_destroy(last);
     return status;
+}
+
+/* The number of scores a document gets when the model ends in a head that
+ * declares them, else 0: what the accuracy gate measures. */
+static int declared_scores_width(run *r, int *width)
+{
+    tfenc_layer_output_kind kind;
+    int status = declared_output(r, &kind, width);
+    if (kind != TFENC_LAYER_OUTPUT_SCORES)
+        *width = 0;
+    return status;
+}
+
+/* The [job] keys that apply to some heads only, against the head the
+ * model ends in: the multi-vector keys need a multivector head; scores and
+ * sparse rows are float32, and compact dtypes need pooled vectors. */
+static int refuse_keys_for_head(run *r, tfenc_layer_output_kind kind)
+{
+    const tfenc_job_settings *s = &r->settings;
+    const char *dtype = tfenc_output_dtype_name(s->dtype);
+    char message[320];
+    if (kind != TFENC_LAYER_OUTPUT_VECTORS && s->multivector_key != NULL)
+        return tfenc_job_settings_key_error(r->ctx, r->job, s->multivector_key,
+                                            "applies to a model that ends in a multivector "
+                                            "head (docs/output.md), and this one does not");
+    if (s->dtype != TFENC_DTYPE_FLOAT32 &&
+        (kind == TFENC_LAYER_OUTPUT_SCORES || kind == TFENC_LAYER_OUTPUT_SPARSE)) {
+        snprintf(message, sizeof message, "%s cannot apply: the model ends in a head that "
+                 "writes %s, which are written as float32 (leave output_dtype out)", dtype,
+                 kind == TFENC_LAYER_OUTPUT_SCORES ? "scores" : "sparse rows");
+        return tfenc_job_settings_key_error(r->ctx, r->job, "output_dtype", message);
+    }
+    if (tfenc_dtype_is_compact(s->dtype) && kind == TFENC_LAYER_OUTPUT_VECTORS) {
+        snprintf(message, sizeof message, "%s cannot apply: it compacts pooled vectors, and the "
+                 "model ends in a multivector head that writes a vector per token", dtype);
+        return tfenc_job_settings_key_error(r->ctx, r->job, "output_dtype", message);
+    }
+    return TFENC_OK;
+}
+
+/* Before the corpus is read and before ranges are asked for or
+ * calibrated: the keys that cannot apply to the model's head are refused
+ * with the real reason (rank 0 builds the last step alone). */
+static int check_keys_against_head(run *r)
+{
+    const tfenc_job_settings *s = &r->settings;
+    if (s->dtype == TFENC_DTYPE_FLOAT32 && s->multivector_key == NULL)
+        return 0;
+    int status = TFENC_OK;
+    if (r->rank == 0) {
+        tfenc_layer_output_kind kind;
+        int width;
+        status = declared_output(r, &kind, &width);
+        if (status == TFENC_OK)
+            status = refuse_keys_for_head(r, kind);
+    }
+    return agree_on_failure(r, status);
 }
 
 /* int8 jobs: rank 0 runs the accuracy gate (run/accuracy_gate.h) on a sample
@@ -860,10 +922,6 @@ static int check_sparse_settings(run *r, int sparse)
         return tfenc_error(r->ctx, TFENC_ERR_CONFIG,
                            "%s: [job] output_dim cuts pooled vectors, but the model ends in a "
                            "head that writes sparse rows", path);
-    if (s->dtype != TFENC_DTYPE_FLOAT32)
-        return tfenc_error(r->ctx, TFENC_ERR_CONFIG,
-                           "%s: [job] output_dtype = %s, but sparse rows are written as float32 "
-                           "values (sparse_values)", path, tfenc_output_dtype_name(s->dtype));
     if (s->output_ids)
         return tfenc_error(r->ctx, TFENC_ERR_CONFIG,
                            "%s: [job] output_ids writes a token id beside each per-token row, "
@@ -886,6 +944,8 @@ static int decide_output_kind(run *r, int pools, const tfenc_layer_output *decla
     r->sparse_width = sparse ? declared->width : 0;
     r->vectors_width = vectors ? declared->width : 0;
     int status = check_sparse_settings(r, sparse);
+    if (status == TFENC_OK)
+        status = refuse_keys_for_head(r, declared->kind);
     if (status != TFENC_OK)
         return status;
     free(r->labels);
@@ -906,11 +966,6 @@ static int decide_output_kind(run *r, int pools, const tfenc_layer_output *decla
                            : sparse  ? "ends in a head that writes sparse rows"
                            : vectors ? "ends in a multi-vector head that writes vectors"
                            : pools   ? "pools its output" : "does not pool its output");
-    if (!vectors && r->multivector.used)
-        return tfenc_error(r->ctx, TFENC_ERR_CONFIG,
-                           "%s: [job] multivector_mode, query_marker, document_marker and "
-                           "skip_punctuation apply to a model that ends in a multivector head",
-                           r->job->path);
     if (scores && r->settings.chunks != TFENC_CHUNKS_OFF)
         return tfenc_error(r->ctx, TFENC_ERR_CONFIG,
                            "%s: [job] long_documents = chunk pools each chunk's vectors, but the "

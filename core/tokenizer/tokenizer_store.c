@@ -4,6 +4,7 @@
  * (/tokenizer/vocab and option attributes), so files imported before
  * tokenizer.json support still load. */
 #include "tokenizer/tokenizer_internal.h"
+#include "base/files.h"
 #include "base/hdf5_error.h"
 #include "base/hdf5_intact.h"
 
@@ -221,6 +222,10 @@ int tfenc_tokenizer_load(tfenc_context *ctx, const char *path,
     tfenc_tokenizer_options_default(&chosen);
     if (options != NULL)
         chosen = *options;
+    /* HDF5's open() would wait forever on a FIFO: check the kind first. */
+    int checked = tfenc_file_check_regular(ctx, "weights", path);
+    if (checked != TFENC_OK)
+        return checked;
     hid_t file = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
     if (file < 0) {
         char detail[256];

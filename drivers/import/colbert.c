@@ -27,19 +27,17 @@ static int copy_string(importer *self, const char *path, json_t *metadata, const
     return status;
 }
 
+/* From config.json as import_read_config read it (checked like every file
+ * of the folder), not read again. */
 static int names_colbert(const importer *self)
 {
-    json_t *config = NULL;
-    char *path = import_join_path(self->transformer_dir, "config.json");
-    int found = 0;
-    json_error_t error;
-    if (path != NULL && (config = json_load_file(path, 0, &error)) != NULL) {
-        const char *name =
-            json_string_value(json_array_get(json_object_get(config, "architectures"), 0));
-        found = name != NULL && strcmp(name, "HF_ColBERT") == 0;
-    }
+    json_t *config = self->config.config_text != NULL
+                         ? json_loads(self->config.config_text, 0, NULL)
+                         : NULL;
+    const char *name =
+        json_string_value(json_array_get(json_object_get(config, "architectures"), 0));
+    int found = name != NULL && strcmp(name, "HF_ColBERT") == 0;
     json_decref(config);
-    free(path);
     return found;
 }
 
@@ -87,11 +85,17 @@ int import_read_colbert(importer *self)
     if (status == TFENC_OK)
         status = import_json_int(ctx, path, metadata, "dim", 1, IMPORT_MAX_WIDTH, 0, &m->width);
     json_decref(metadata);
-    free(path);
     if (status == TFENC_OK) {
         m->present = 1;
         m->source = has_metadata ? "artifact.metadata" : "colbert-ai's defaults";
+        m->query_marker_key = "query_token_id";
+        m->document_marker_key = "doc_token_id";
+        if (has_metadata) {
+            m->markers_file = path;
+            path = NULL;
+        }
     }
+    free(path);
     return status;
 }
 
@@ -223,10 +227,68 @@ int import_read_pylate(importer *self)
     if (status == TFENC_OK)
         status = read_skiplist(self, path, config, &m->skip_punctuation);
     json_decref(config);
-    free(path);
     if (status == TFENC_OK) {
         m->present = 1;
         m->source = "PyLate's config_sentence_transformers.json";
+        m->query_marker_key = "query_prefix";
+        m->document_marker_key = "document_prefix";
+        if (import_file_exists(path)) {
+            m->markers_file = path;
+            path = NULL;
+        }
+    }
+    free(path);
+    return status;
+}
+
+/* ------------------------------------------------------------ markers */
+
+/* Whether the tokenizer the weights file will hold has `token` as one token. */
+static int tokenizer_has(const tokenizer_settings *tokenizer, const char *token)
+{
+    if (tokenizer->json != NULL)
+        return tfenc_tokenizer_token_id(tokenizer->json, token) >= 0;
+    for (int id = 0; id < tokenizer->vocab_count; id++)
+        if (strcmp(tokenizer->vocab[id], token) == 0)
+            return 1;
+    return 0;
+}
+
+int import_check_markers(importer *self)
+{
+    const multivector_settings *m = &self->config.multivector;
+    const tokenizer_settings *tokenizer = &self->tokenizer;
+    if (!m->present)
+        return TFENC_OK;
+    const char *what[2] = {"query", "document"};
+    const char *marker[2] = {m->query_marker, m->document_marker};
+    const char *key[2] = {m->query_marker_key, m->document_marker_key};
+    int status = TFENC_OK;
+    for (int i = 0; i < 2 && status == TFENC_OK; i++) {
+        if (marker[i] == NULL || (tokenizer->present && tokenizer_has(tokenizer, marker[i])))
+            continue;
+        char origin[1024];
+        if (m->markers_file != NULL)
+            snprintf(origin, sizeof origin, "%s of %s", key[i], m->markers_file);
+        else
+            snprintf(origin, sizeof origin, "the default %s", key[i]);
+        if (!tokenizer->present) {
+            status = tfenc_error(self->ctx, TFENC_ERR_CONFIG,
+                                 "%s: the %s marker '%s' (%s) needs a tokenizer, but the folder "
+                                 "has no tokenizer.json or vocab.txt", self->transformer_dir,
+                                 what[i], marker[i], origin);
+            break;
+        }
+        char *file = import_join_path(self->transformer_dir,
+                                      tokenizer->json != NULL ? "tokenizer.json" : "vocab.txt");
+        status = file == NULL
+                     ? tfenc_error(self->ctx, TFENC_ERR_NO_MEMORY, "out of memory")
+                     : tfenc_error(self->ctx, TFENC_ERR_CONFIG,
+                                   "%s: the %s marker '%s' (%s) is not a token of the tokenizer: "
+                                   "every job of the model puts it after the first token (add "
+                                   "it to the tokenizer, as PyLate does, or name a token it has)",
+                                   file, what[i], marker[i], origin);
+        free(file);
     }
     return status;
 }

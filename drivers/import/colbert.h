@@ -17,4 +17,11 @@ int import_read_colbert(importer *self);
  * nothing when the folder has no Dense module. */
 int import_read_pylate(importer *self);
 
+/* The markers against the tokenizer the weights file will store (read by
+ * import_read_tokenizer): every job puts one after [CLS], so a marker the
+ * tokenizer lacks (PyLate's "[Q]" with a tokenizer that never had it
+ * added) is refused here, naming the tokenizer's file and the marker,
+ * rather than by each job. Nothing for other models. */
+int import_check_markers(importer *self);
+
 #endif

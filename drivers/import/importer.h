@@ -86,6 +86,8 @@ typedef struct multivector_settings {
     int projection_bias;   /* PyLate's Dense has a bias (linear.bias) */
     char *query_marker;    /* the token after [CLS] of a query ([unused0]) */
     char *document_marker; /* ... of a document ([unused1]) */
+    const char *query_marker_key, *document_marker_key; /* the keys that name them */
+    char *markers_file;    /* the file that names them, or NULL: the defaults (owned) */
     int query_length;      /* query_maxlen */
     int document_length;   /* doc_maxlen, or 0 */
     int skip_punctuation;  /* mask_punctuation */

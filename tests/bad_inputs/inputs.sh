@@ -58,6 +58,52 @@ error "JSON not an object"      "array.jsonl: line 2: expected a JSON object, fo
 error "JSON text not a string"  "number-text.jsonl: line 1: text field 'text' is an integer, expected a string" "$(text_input number-text.jsonl jsonl)" job.ini
 error "JSON id missing"         "no-id.jsonl: line 2: id field 'id' is missing" "$(text_input no-id.jsonl 'jsonl\nid_field = id')" job.ini
 
+# --- keys that cannot apply to the corpus's format or the model's head
+# (issue 46, item 9): accepted, they did nothing or wrote nonsense (id_field
+# on plain text wrote an `ids` dataset of empty strings).
+error "id_field on plain text"  "job.ini:[0-9]+: \[job\] id_field: names a field of JSON Lines records or a Parquet column, but the corpus is text" \
+  "$(text_input text.txt 'text\nid_field = id')" job.ini
+error "id_field on token ids"   "\[job\] id_field: names a field of JSON Lines records or a Parquet column, but the corpus is hdf5" \
+  "$(hdf5_input good/input.h5)" --set job.id_field=id job.ini
+error "text_field on plain text" "\[job\] text_field: names a field of JSON Lines records or a Parquet column, but the corpus is text" \
+  "$(text_input text.txt 'text\ntext_field = body')" job.ini
+error "null_text on plain text" "\[job\] null_text: .*but the corpus is text" "$(text_input text.txt 'text\nnull_text = skip')" job.ini
+error "max_id_bytes without id_field" "\[job\] max_id_bytes: applies to the ids of id_field, which is not set" \
+  "$(text_input records.jsonl 'jsonl\nmax_id_bytes = 64')" job.ini
+error "tokens_dataset on text"  "\[job\] tokens_dataset: names a dataset of an HDF5 token-id corpus, but the corpus is text" \
+  "$(text_input text.txt 'text\ntokens_dataset = ids')" job.ini
+error "invalid_utf8 on token ids" "\[job\] invalid_utf8: applies to text, but the corpus is hdf5 \(token ids\)" \
+  's/^\[job\]/[job]\ninvalid_utf8 = error/' job.ini
+error "truncation = false with chunks" "\[job\] truncation: long_documents = chunk cuts every long document into chunks" \
+  "$(text_input text.txt 'text\nlong_documents = chunk\ntruncation = false')" job.ini
+for key in "query_length = 16" "attend_to_mask_tokens = false" "query_marker = [unused0]" \
+    "document_marker = [unused1]" "multivector_mode = document" "skip_punctuation = true"; do
+  error "${key%% =*} without a multivector head" \
+    "\[job\] ${key%% =*}: applies to a model that ends in a multivector head" \
+    "$(text_input text.txt "text\\n$key")" job.ini
+done
+
+# --- lines of an @list file (issue 46, item 10): a NUL cut the path short
+# (the rest of the line was dropped silently), a line of spaces was
+# "cannot open".
+printf 'text.txt\000.gz\n' > list-nul.txt
+printf 'text.txt\n   \n' > list-spaces.txt
+printf ' text.txt\n' > list-leading.txt
+printf 'text.txt\t\n' > list-trailing.txt
+error "@list line with a NUL"  "\[job\] input list [^ ]*list-nul.txt: line 1: NUL byte at byte 8" "$(text_input @list-nul.txt)" job.ini
+error "@list line of spaces"   "\[job\] input list [^ ]*list-spaces.txt: line 2: holds only white space" "$(text_input @list-spaces.txt)" job.ini
+error "@list path after a space" "\[job\] input list [^ ]*list-leading.txt: line 1: the path ' text.txt' begins with white space" \
+  "$(text_input @list-leading.txt)" job.ini
+error "@list path before a tab" "\[job\] input list [^ ]*list-trailing.txt: line 1: the path 'text.txt.' ends with white space" \
+  "$(text_input @list-trailing.txt)" job.ini
+
+# --- [prompts] values are JSON strings (issue 46, item 10): an unquoted
+# one lost its trailing space.
+error "unquoted [prompts] value" "job.ini:[0-9]+: \[prompts\] q = 'query:': a prompt is a JSON string in quotes" \
+  "s#^input = .*#input = text.txt#; s#^input_format = .*#input_format = text\nprompt = q#; \$a [tokenizer]\nvocab = vocab.txt\n[prompts]\nq = query: " job.ini
+error "unquoted [prompts] value by --set" "--set prompts.q=query:: a prompt is a JSON string in quotes" \
+  "$(text_input text.txt 'text\nprompt = q')" --set prompts.q=query: job.ini
+
 # --- odd but valid corpora: the documented behaviour (docs/job-file.md, core/input/corpus.h)
 odd "empty lines are empty documents" "list(f['lengths'][:]) == [4, 2, 4, 2]" "$(text_input empty-lines.txt)" job.ini
 odd "CRLF line ends"            "list(f['lengths'][:]) == [4, 4]" "$(text_input crlf.txt)" job.ini

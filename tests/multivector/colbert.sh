@@ -191,5 +191,67 @@ expect_error undeclared-key-masking "$work/undeclared.h5" \
   "$driver" --quiet --set "job.input=$work/queries.txt" --set "job.output=$work/undeclared.h5" \
   --set job.multivector_mode=query "$work/default-paused.ini"
 
+# Markers the stored tokenizer lacks (issue 46, item 11): PyLate's default
+# prefixes "[Q] " and "[D] " are added tokens of its tokenizer.json; a
+# folder whose tokenizer lacks them was imported, exit 0, and every job of
+# it failed. tfenc-import refuses it naming the file and the marker; a
+# tokenizer.json that has them (here in the places of [unused0] and
+# [unused1], so that the embeddings keep their size) imports.
+for case in vocab json json-with-markers colbert no-tokenizer; do
+  folder="$work/markers-$case"
+  rm -rf "$folder"
+  if [ "$case" = colbert ]; then cp -R "$work/colbert" "$folder"; else cp -R "$work/pylate" "$folder"; fi
+  "$TFENC_VENV_PYTHON" - "$folder" "$case" <<'PY'
+import json, os, sys
+folder, case = sys.argv[1:3]
+if case == "colbert":
+    path = os.path.join(folder, "artifact.metadata")
+    metadata = json.load(open(path))
+    metadata["doc_token_id"] = "[D]"
+    json.dump(metadata, open(path, "w"))
+    sys.exit(0)
+path = os.path.join(folder, "config_sentence_transformers.json")
+config = json.load(open(path))
+config["query_prefix"], config["document_prefix"] = "[Q] ", "[D] "
+json.dump(config, open(path, "w"))
+vocab = os.path.join(folder, "vocab.txt")
+if case.startswith("json"):
+    import transformers
+    if case == "json-with-markers":
+        tokens = open(vocab, encoding="utf-8").read().split("\n")
+        tokens[tokens.index("[unused0]")], tokens[tokens.index("[unused1]")] = "[Q]", "[D]"
+        open(vocab, "w", encoding="utf-8").write("\n".join(tokens))
+    tokenizer = transformers.BertTokenizerFast(vocab, do_lower_case=True)
+    if case == "json-with-markers":
+        tokenizer.add_tokens(["[Q]", "[D]"])
+        assert len(tokenizer) == tokenizer.vocab_size
+    tokenizer.backend_tokenizer.save(os.path.join(folder, "tokenizer.json"))
+if case in ("json", "json-with-markers", "no-tokenizer"):
+    os.remove(vocab)
+PY
+  case $case in
+  vocab) expect_error "PyLate markers not in vocab.txt" "$work/broken.h5" \
+    "markers-vocab/vocab.txt: the query marker '[Q]' (query_prefix of $folder/config_sentence_transformers.json) is not a token of the tokenizer" \
+    "$import" "$folder" -o "$work/broken.h5" --job "$work/broken.ini" ;;
+  json) expect_error "PyLate markers not in tokenizer.json" "$work/broken.h5" \
+    "markers-json/tokenizer.json: the query marker '[Q]' (query_prefix of $folder/config_sentence_transformers.json) is not a token of the tokenizer" \
+    "$import" "$folder" -o "$work/broken.h5" --job "$work/broken.ini" ;;
+  colbert) expect_error "ColBERT document marker not in vocab.txt" "$work/broken.h5" \
+    "markers-colbert/vocab.txt: the document marker '[D]' (doc_token_id of $folder/artifact.metadata) is not a token of the tokenizer" \
+    "$import" "$folder" -o "$work/broken.h5" --job "$work/broken.ini" ;;
+  no-tokenizer) expect_error "PyLate folder without a tokenizer" "$work/broken.h5" \
+    "markers-no-tokenizer: the query marker '[Q]' (query_prefix of $folder/config_sentence_transformers.json) needs a tokenizer, but the folder has no tokenizer.json or vocab.txt" \
+    "$import" "$folder" -o "$work/broken.h5" --job "$work/broken.ini" ;;
+  json-with-markers)
+    if "$import" "$folder" -o "$work/markers.h5" --job "$work/markers.ini" > /dev/null 2> "$work/stderr" \
+        && "$driver" --quiet --set "job.input=$work/queries.txt" --set "job.output=$work/markers-queries.h5" \
+          --set job.multivector_mode=query "$work/markers.ini" 2>> "$work/stderr"; then
+      echo "ok: a tokenizer.json with the markers [Q] and [D] imports, and its query job runs"
+    else
+      fail "a tokenizer.json with the markers [Q] and [D]: $(head -n 2 "$work/stderr")"
+    fi ;;
+  esac
+done
+
 echo "colbert.sh: $failures failed"
 [ "$failures" -eq 0 ]
