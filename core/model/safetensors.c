@@ -352,37 +352,27 @@ static float float16_to_float32(uint16_t half)
     return value;
 }
 
-int tfenc_safetensors_read_float32(tfenc_context *ctx, const tfenc_safetensors *file,
-                                   const tfenc_safetensors_tensor *tensor, float *out)
+int tfenc_float_dtype_size(const char *dtype)
 {
-    enum { F32, F16, BF16 } kind;
-    if (strcmp(tensor->dtype, "F32") == 0)
-        kind = F32;
-    else if (strcmp(tensor->dtype, "F16") == 0)
-        kind = F16;
-    else if (strcmp(tensor->dtype, "BF16") == 0)
-        kind = BF16;
-    else
-        return tfenc_error(ctx, TFENC_ERR_WEIGHTS,
-                           "%s: tensor '%s' has dtype %s; only F32, F16 and BF16 can be "
-                           "read as floats", file->name, tensor->name, tensor->dtype);
-    if (file->fd < 0)
-        return tfenc_error(ctx, TFENC_ERR_INTERNAL,
-                           "%s: header parsed from memory has no data to read", file->name);
+    return strcmp(dtype, "F32") == 0 ? 4
+           : strcmp(dtype, "F16") == 0 || strcmp(dtype, "BF16") == 0 ? 2 : 0;
+}
 
-    size_t bytes = (size_t)(tensor->end - tensor->begin);
-    size_t n = (size_t)tensor->n_elements;
+unsigned char *tfenc_float_bytes_destination(float *out, const char *dtype, size_t n)
+{
     /* 16-bit data goes into the upper half of `out` and is widened front to
      * back in place: element i is read before any write reaches its bytes. */
-    unsigned char *base = (unsigned char *)out;
-    unsigned char *raw = kind == F32 ? base : base + 2 * n;
-    int read_errno = read_fully(file->fd, raw, bytes, file->data_start + tensor->begin);
-    if (read_errno != 0)
-        return tfenc_error(ctx, TFENC_ERR_IO, "%s: cannot read tensor '%s': %s", file->name,
-                           tensor->name, read_errno == EIO ? "file shorter than its header "
-                           "says" : strerror(read_errno));
+    return (unsigned char *)out + (tfenc_float_dtype_size(dtype) == 4 ? 0 : 2 * n);
+}
 
-    /* The format is little-endian whatever the host is: assemble from bytes. */
+void tfenc_float_bytes_widen(float *out, const char *dtype, size_t n)
+{
+    enum { F32, F16, BF16 } kind = strcmp(dtype, "F32") == 0   ? F32
+                                   : strcmp(dtype, "F16") == 0 ? F16
+                                                               : BF16;
+    unsigned char *base = (unsigned char *)out;
+    const unsigned char *raw = tfenc_float_bytes_destination(out, dtype, n);
+    /* The formats are little-endian whatever the host is: assemble from bytes. */
     for (size_t i = 0; i < n; i++) {
         uint32_t bits;
         float value;
@@ -403,6 +393,28 @@ int tfenc_safetensors_read_float32(tfenc_context *ctx, const tfenc_safetensors *
         }
         memcpy(base + 4 * i, &value, sizeof value);
     }
+}
+
+int tfenc_safetensors_read_float32(tfenc_context *ctx, const tfenc_safetensors *file,
+                                   const tfenc_safetensors_tensor *tensor, float *out)
+{
+    if (tfenc_float_dtype_size(tensor->dtype) == 0)
+        return tfenc_error(ctx, TFENC_ERR_WEIGHTS,
+                           "%s: tensor '%s' has dtype %s; only F32, F16 and BF16 can be "
+                           "read as floats", file->name, tensor->name, tensor->dtype);
+    if (file->fd < 0)
+        return tfenc_error(ctx, TFENC_ERR_INTERNAL,
+                           "%s: header parsed from memory has no data to read", file->name);
+
+    size_t bytes = (size_t)(tensor->end - tensor->begin);
+    size_t n = (size_t)tensor->n_elements;
+    unsigned char *raw = tfenc_float_bytes_destination(out, tensor->dtype, n);
+    int read_errno = read_fully(file->fd, raw, bytes, file->data_start + tensor->begin);
+    if (read_errno != 0)
+        return tfenc_error(ctx, TFENC_ERR_IO, "%s: cannot read tensor '%s': %s", file->name,
+                           tensor->name, read_errno == EIO ? "file shorter than its header "
+                           "says" : strerror(read_errno));
+    tfenc_float_bytes_widen(out, tensor->dtype, n);
     return TFENC_OK;
 }
 
