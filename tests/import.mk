@@ -6,6 +6,13 @@ TESTS += tests/import/test_safetensors
 tests_import_test_safetensors_SOURCES = tests/import/test_safetensors.c
 tests_import_test_safetensors_CPPFLAGS = $(AM_CPPFLAGS) $(CUNIT_CFLAGS) -I$(top_srcdir)/tests
 tests_import_test_safetensors_LDADD = tests/harness/libunit.la core/libtfenc.la $(CUNIT_LIBS)
+# The torch.save reader's pickle machine: state dicts, and pickles that would
+# run code.
+check_PROGRAMS += tests/import/test_torch_checkpoint
+TESTS += tests/import/test_torch_checkpoint
+tests_import_test_torch_checkpoint_SOURCES = tests/import/test_torch_checkpoint.c
+tests_import_test_torch_checkpoint_CPPFLAGS = $(AM_CPPFLAGS) $(CUNIT_CFLAGS) -I$(top_srcdir)/tests
+tests_import_test_torch_checkpoint_LDADD = tests/harness/libunit.la core/libtfenc.la $(CUNIT_LIBS)
 
 # architectures.sh: every mapped architecture on random weights against
 # transformers / the published code; parity_mpnet.sh: the real
