@@ -4,12 +4,9 @@
 #include "model/torch_checkpoint.h"
 #include "base/files.h"
 
-#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include <jansson.h>
 
@@ -75,20 +72,12 @@ static void add_tensor(tfenc_checkpoint *checkpoint, int source_index, int index
     checkpoint->new_names[i] = NULL;
 }
 
-/* torch.save's files begin as a zip archive ("PK") or, in the legacy
- * format, with a pickle (PROTO); safetensors files with a header length. */
+/* torch.save's files by their first bytes, or a .bin that is not one (for
+ * the torch reader to refuse it as such); anything else is safetensors. */
 static int is_torch_file(const char *path)
 {
-    unsigned char start[2] = {0, 0};
-    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
-    if (fd >= 0) {
-        if (read(fd, start, sizeof start) != (ssize_t)sizeof start)
-            start[0] = 0;
-        close(fd);
-    }
     size_t length = strlen(path);
-    return (start[0] == 'P' && start[1] == 'K') || (start[0] == 0x80 && start[1] <= 5)
-           || (length > 4 && strcmp(path + length - 4, ".bin") == 0);
+    return tfenc_torch_recognize(path) || (length > 4 && strcmp(path + length - 4, ".bin") == 0);
 }
 
 /* Opens one file and appends its tensors; *source_index is its number. */

@@ -358,6 +358,15 @@ int tfenc_float_dtype_size(const char *dtype)
            : strcmp(dtype, "F16") == 0 || strcmp(dtype, "BF16") == 0 ? 2 : 0;
 }
 
+int tfenc_float_dtype_check(tfenc_context *ctx, const char *file, const char *tensor,
+                            const char *dtype)
+{
+    if (tfenc_float_dtype_size(dtype) != 0)
+        return TFENC_OK;
+    return tfenc_error(ctx, TFENC_ERR_WEIGHTS, "%s: tensor '%s' has dtype %s; only F32, F16 "
+                       "and BF16 can be read as floats", file, tensor, dtype);
+}
+
 unsigned char *tfenc_float_bytes_destination(float *out, const char *dtype, size_t n)
 {
     /* 16-bit data goes into the upper half of `out` and is widened front to
@@ -398,10 +407,9 @@ void tfenc_float_bytes_widen(float *out, const char *dtype, size_t n)
 int tfenc_safetensors_read_float32(tfenc_context *ctx, const tfenc_safetensors *file,
                                    const tfenc_safetensors_tensor *tensor, float *out)
 {
-    if (tfenc_float_dtype_size(tensor->dtype) == 0)
-        return tfenc_error(ctx, TFENC_ERR_WEIGHTS,
-                           "%s: tensor '%s' has dtype %s; only F32, F16 and BF16 can be "
-                           "read as floats", file->name, tensor->name, tensor->dtype);
+    int status = tfenc_float_dtype_check(ctx, file->name, tensor->name, tensor->dtype);
+    if (status != TFENC_OK)
+        return status;
     if (file->fd < 0)
         return tfenc_error(ctx, TFENC_ERR_INTERNAL,
                            "%s: header parsed from memory has no data to read", file->name);

@@ -69,6 +69,9 @@ void tfenc_safetensors_close(tfenc_safetensors *file);
  * the safetensors header: 4 for F32, 2 for F16 and BF16, 0 for any other.
  * The torch.save reader (torch_checkpoint.h) stores the same bytes. */
 int tfenc_float_dtype_size(const char *dtype);
+/* TFENC_OK for those, else TFENC_ERR_WEIGHTS naming the file and tensor. */
+int tfenc_float_dtype_check(tfenc_context *ctx, const char *file, const char *tensor,
+                            const char *dtype);
 
 /* Reading n values of a float dtype into float out[n] in place: their raw
  * little-endian bytes go to tfenc_float_bytes_destination(out, dtype, n)

@@ -6,6 +6,7 @@
 #include "base/files.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -906,11 +907,29 @@ static int check_storages(tfenc_context *ctx, tfenc_torch_file *file)
 static const unsigned char legacy_magic[] = {0x80, 0x02, 0x8a, 0x0a, 0x6c, 0xfc, 0x9c, 0x46,
                                              0xf9, 0x20, 0x6a, 0xa8, 0x50, 0x19};
 
-static int refuse_legacy(tfenc_context *ctx, const char *path, int fd)
+/* The zip archive's first local header. */
+static const unsigned char zip_magic[] = {'P', 'K', 0x03, 0x04};
+
+static int starts_with(int fd, const unsigned char *magic, size_t length)
 {
     unsigned char start[sizeof legacy_magic];
-    ssize_t n = pread(fd, start, sizeof start, 0);
-    if (n == (ssize_t)sizeof start && memcmp(start, legacy_magic, sizeof start) == 0)
+    return pread(fd, start, length, 0) == (ssize_t)length && memcmp(start, magic, length) == 0;
+}
+
+int tfenc_torch_recognize(const char *path)
+{
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0)
+        return 0;
+    int torch = starts_with(fd, zip_magic, sizeof zip_magic)
+                || starts_with(fd, legacy_magic, sizeof legacy_magic);
+    close(fd);
+    return torch;
+}
+
+static int refuse_legacy(tfenc_context *ctx, const char *path, int fd)
+{
+    if (starts_with(fd, legacy_magic, sizeof legacy_magic))
         return tfenc_error(ctx, TFENC_ERR_WEIGHTS,
                            "%s: written in torch.save's legacy format (PyTorch before 1.6, or "
                            "_use_new_zipfile_serialization=False), which tfenc-import does not "
@@ -1017,20 +1036,19 @@ const char *tfenc_torch_name(const tfenc_torch_file *file)
 int tfenc_torch_read_float32(tfenc_context *ctx, const tfenc_torch_file *file,
                              const tfenc_torch_tensor *tensor, float *out)
 {
-    if (tfenc_float_dtype_size(tensor->dtype) == 0)
-        return tfenc_error(ctx, TFENC_ERR_WEIGHTS,
-                           "%s: tensor '%s' has dtype %s; only F32, F16 and BF16 can be "
-                           "read as floats", file->name, tensor->name, tensor->dtype);
+    int status = tfenc_float_dtype_check(ctx, file->name, tensor->name, tensor->dtype);
+    if (status != TFENC_OK)
+        return status;
     if (file->archive == NULL)
         return tfenc_error(ctx, TFENC_ERR_INTERNAL,
                            "%s: pickle parsed from memory has no data to read", file->name);
     size_t n = (size_t)tensor->n_elements;
     char what[256];
     snprintf(what, sizeof what, "tensor '%s'", tensor->name);
-    int status = read_entry(ctx, file, file->entries[tensor - file->tensors],
-                            (uint64_t)tensor->offset * (uint64_t)tensor->element_size,
-                            tfenc_float_bytes_destination(out, tensor->dtype, n),
-                            n * (size_t)tensor->element_size, what);
+    status = read_entry(ctx, file, file->entries[tensor - file->tensors],
+                        (uint64_t)tensor->offset * (uint64_t)tensor->element_size,
+                        tfenc_float_bytes_destination(out, tensor->dtype, n),
+                        n * (size_t)tensor->element_size, what);
     if (status == TFENC_OK)
         tfenc_float_bytes_widen(out, tensor->dtype, n);
     return status;

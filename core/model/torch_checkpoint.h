@@ -46,6 +46,10 @@ typedef struct tfenc_torch_tensor {
  * archive stays open for tfenc_torch_read_float32(). */
 int tfenc_torch_open(tfenc_context *ctx, const char *path, tfenc_torch_file **file);
 
+/* 1 when the file at `path` begins as torch.save's files do (a zip
+ * archive, or the legacy format's pickled magic number). */
+int tfenc_torch_recognize(const char *path);
+
 /* Interprets a pickle already in memory (`length` bytes; `name` is used in
  * messages). The result has no archive to read from; it serves tests and
  * fuzzing. */
