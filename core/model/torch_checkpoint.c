@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -130,10 +131,13 @@ typedef struct machine {
 
 struct tfenc_torch_file {
     char *name;
-    zip_t *archive;    /* NULL for a pickle parsed from memory */
+    zip_t *archive;    /* the zip format; NULL for the legacy one or a pickle in memory */
+    int fd;            /* the legacy format: the file, read by offset; else -1 */
     char *prefix;      /* ARCHIVE/: the folder every entry sits in */
     tfenc_torch_tensor *tensors;
-    zip_int64_t *entries; /* [n_tensors]: each tensor's storage entry */
+    zip_int64_t *entries; /* zip: [n_tensors], each tensor's storage entry */
+    uint64_t *storage_starts; /* legacy: [n_tensors], the file offset of each tensor's
+                               * storage's first byte */
     int n_tensors;
     char *strings;     /* names and storage keys, NUL-separated */
 };
@@ -626,6 +630,17 @@ static int run_pickle(machine *m, value **result)
     return status;
 }
 
+/* A new pickle of the same file (the legacy format holds five in a row):
+ * each has a memo of its own. */
+static void next_pickle(machine *m)
+{
+    if (m->memo != NULL)
+        memset(m->memo, 0, m->memo_capacity * sizeof *m->memo);
+    m->memo_count = 0;
+    m->depth = 0;
+    m->n_marks = 0;
+}
+
 static int weights_error(tfenc_context *ctx, const char *name, const char *key, const char *what)
 {
     return tfenc_error(ctx, TFENC_ERR_WEIGHTS, "%s: tensor '%s' %s", name, key, what);
@@ -776,6 +791,7 @@ static tfenc_torch_file *new_file(tfenc_context *ctx, const char *name)
         tfenc_error(ctx, TFENC_ERR_NO_MEMORY, "%s: out of memory", name);
         return NULL;
     }
+    file->fd = -1;
     return file;
 }
 
@@ -927,16 +943,107 @@ int tfenc_torch_recognize(const char *path)
     return torch;
 }
 
-static int refuse_legacy(tfenc_context *ctx, const char *path, int fd)
+/* The value of `key` in a pickled dict, or NULL. */
+static const value *dict_get(const value *dict, const char *key)
 {
-    if (starts_with(fd, legacy_magic, sizeof legacy_magic))
-        return tfenc_error(ctx, TFENC_ERR_WEIGHTS,
-                           "%s: written in torch.save's legacy format (PyTorch before 1.6, or "
-                           "_use_new_zipfile_serialization=False), which tfenc-import does not "
-                           "read; convert it once with: python3 -c \"import torch; "
-                           "torch.save(torch.load('%s', map_location='cpu', weights_only=True), "
-                           "'%s')\"", path, path, path);
+    for (size_t i = 0; i + 1 < dict->count; i += 2)
+        if (is_string(dict->items[i], key))
+            return dict->items[i + 1];
+    return NULL;
+}
+
+static int legacy_error(tfenc_context *ctx, const char *path, const char *what)
+{
+    return tfenc_error(ctx, TFENC_ERR_WEIGHTS, "%s: torch.save's legacy format: %s", path, what);
+}
+
+/* After the pickles, each storage the last one lists, in its order: its
+ * size in elements (8 bytes, little-endian), then its bytes. Gives each
+ * tensor the offset of its storage's first byte. */
+static int locate_storages(tfenc_context *ctx, tfenc_torch_file *file, const value *keys,
+                           uint64_t at, uint64_t file_size)
+{
+    const char *path = file->name;
+    file->storage_starts = calloc((size_t)file->n_tensors + 1, sizeof *file->storage_starts);
+    if (file->storage_starts == NULL)
+        return tfenc_error(ctx, TFENC_ERR_NO_MEMORY, "%s: out of memory", path);
+    for (size_t k = 0; k < keys->count; k++) {
+        const value *key = keys->items[k];
+        if (key->kind != VALUE_STRING)
+            return legacy_error(ctx, path, "a storage key that is not a string");
+        unsigned char size_bytes[8];
+        if (at > file_size - 8 || pread(file->fd, size_bytes, 8, (off_t)at) != 8)
+            return legacy_error(ctx, path, "the file ends before its storages (truncated?)");
+        uint64_t elements = little_endian(size_bytes, 8);
+        int element_size = 0;
+        for (int i = 0; i < file->n_tensors; i++) {
+            tfenc_torch_tensor *tensor = &file->tensors[i];
+            if (strlen(tensor->storage) != key->length
+                || memcmp(tensor->storage, key->text, key->length) != 0)
+                continue;
+            if ((uint64_t)tensor->storage_elements != elements
+                || (element_size != 0 && tensor->element_size != element_size))
+                return weights_error(ctx, path, tensor->name, "disagrees with its storage's "
+                                     "size or type");
+            element_size = tensor->element_size;
+            file->storage_starts[i] = at + 8;
+        }
+        if (element_size == 0)
+            return legacy_error(ctx, path, "a storage that no tensor uses");
+        if (elements > (file_size - at - 8) / (uint64_t)element_size)
+            return legacy_error(ctx, path, "a storage reaches past the end of the file "
+                                "(truncated?)");
+        at += 8 + elements * (uint64_t)element_size;
+    }
+    for (int i = 0; i < file->n_tensors; i++)
+        if (file->storage_starts[i] == 0)
+            return weights_error(ctx, path, file->tensors[i].name, "has a storage the file "
+                                 "does not hold");
     return TFENC_OK;
+}
+
+/* torch.save before PyTorch 1.6 (and with _use_new_zipfile_serialization
+ * False): five pickles in a row, the magic number, the protocol version
+ * (1001), the system's description (little_endian), the state dict and
+ * the list of storage keys, then the storages. The pickles are read
+ * through a read-only mapping of the file, so that only their pages are
+ * loaded: the storages are read later by offset, one tensor at a time. */
+static int open_legacy(tfenc_context *ctx, tfenc_torch_file *file, uint64_t file_size)
+{
+    const char *path = file->name;
+    void *map = mmap(NULL, (size_t)file_size, PROT_READ, MAP_PRIVATE, file->fd, 0);
+    if (map == MAP_FAILED)
+        return tfenc_error(ctx, TFENC_ERR_IO, "%s: cannot map the file: %s", path,
+                           strerror(errno));
+    /* The magic number's pickle: its bytes (checked by the caller) and STOP. */
+    machine m = {.ctx = ctx, .name = path, .pickle = map, .length = (size_t)file_size,
+                 .position = sizeof legacy_magic + 1};
+    value *version = NULL, *system = NULL, *state = NULL, *keys = NULL;
+    int status = file_size > sizeof legacy_magic && m.pickle[sizeof legacy_magic] == '.'
+                     ? TFENC_OK
+                     : legacy_error(ctx, path, "no STOP after the magic number");
+    if (status == TFENC_OK && (status = run_pickle(&m, &version)) == TFENC_OK
+        && (version->kind != VALUE_INT || version->integer != 1001))
+        status = legacy_error(ctx, path, "protocol version other than 1001");
+    next_pickle(&m);
+    if (status == TFENC_OK && (status = run_pickle(&m, &system)) == TFENC_OK) {
+        const value *little = system->kind == VALUE_DICT ? dict_get(system, "little_endian")
+                                                         : NULL;
+        if (little == NULL || little->kind != VALUE_BOOL || little->integer != 1)
+            status = legacy_error(ctx, path, "not written on a little-endian machine");
+    }
+    next_pickle(&m);
+    if (status == TFENC_OK && (status = run_pickle(&m, &state)) == TFENC_OK)
+        status = collect_tensors(&m, file, state);
+    next_pickle(&m);
+    if (status == TFENC_OK && (status = run_pickle(&m, &keys)) == TFENC_OK
+        && keys->kind != VALUE_LIST)
+        status = legacy_error(ctx, path, "no list of storage keys after the state dict");
+    if (status == TFENC_OK)
+        status = locate_storages(ctx, file, keys, m.position, file_size);
+    machine_free(&m);
+    munmap(map, (size_t)file_size);
+    return status;
 }
 
 int tfenc_torch_open(tfenc_context *ctx, const char *path, tfenc_torch_file **file)
@@ -948,15 +1055,21 @@ int tfenc_torch_open(tfenc_context *ctx, const char *path, tfenc_torch_file **fi
     int fd = tfenc_file_open_regular_descriptor(path, &info, why, sizeof why);
     if (fd < 0)
         return tfenc_error(ctx, TFENC_ERR_IO, "%s: %s", path, why);
-    int status = refuse_legacy(ctx, path, fd);
-    if (status != TFENC_OK) {
-        close(fd);
-        return status;
-    }
     tfenc_torch_file *result = new_file(ctx, path);
     if (result == NULL) {
         close(fd);
         return TFENC_ERR_NO_MEMORY;
+    }
+    int status;
+    if (starts_with(fd, legacy_magic, sizeof legacy_magic)) {
+        result->fd = fd;
+        status = open_legacy(ctx, result, (uint64_t)info.st_size);
+        if (status != TFENC_OK) {
+            tfenc_torch_close(result);
+            return status;
+        }
+        *file = result;
+        return TFENC_OK;
     }
     unsigned char *pickle = NULL;
     char *pickle_name = NULL, *file_name;
@@ -1028,6 +1141,29 @@ const tfenc_torch_tensor *tfenc_torch_tensor_at(const tfenc_torch_file *file, in
     return &file->tensors[index];
 }
 
+/* A tensor of the legacy format: its bytes at its storage's offset. */
+static int read_legacy(tfenc_context *ctx, const tfenc_torch_file *file,
+                       const tfenc_torch_tensor *tensor, float *out)
+{
+    size_t n = (size_t)tensor->n_elements;
+    unsigned char *raw = tfenc_float_bytes_destination(out, tensor->dtype, n);
+    uint64_t at = file->storage_starts[tensor - file->tensors]
+                  + (uint64_t)tensor->offset * (uint64_t)tensor->element_size;
+    for (size_t left = n * (size_t)tensor->element_size; left > 0;) {
+        ssize_t got = pread(file->fd, raw, left, (off_t)at);
+        if (got < 0 && errno == EINTR)
+            continue;
+        if (got <= 0)
+            return tfenc_error(ctx, TFENC_ERR_IO, "%s: cannot read tensor '%s': %s", file->name,
+                               tensor->name, got == 0 ? "the file ends early" : strerror(errno));
+        raw += got;
+        left -= (size_t)got;
+        at += (uint64_t)got;
+    }
+    tfenc_float_bytes_widen(out, tensor->dtype, n);
+    return TFENC_OK;
+}
+
 const char *tfenc_torch_name(const tfenc_torch_file *file)
 {
     return file->name;
@@ -1039,10 +1175,12 @@ int tfenc_torch_read_float32(tfenc_context *ctx, const tfenc_torch_file *file,
     int status = tfenc_float_dtype_check(ctx, file->name, tensor->name, tensor->dtype);
     if (status != TFENC_OK)
         return status;
-    if (file->archive == NULL)
+    if (file->archive == NULL && file->fd < 0)
         return tfenc_error(ctx, TFENC_ERR_INTERNAL,
                            "%s: pickle parsed from memory has no data to read", file->name);
     size_t n = (size_t)tensor->n_elements;
+    if (file->archive == NULL)
+        return read_legacy(ctx, file, tensor, out);
     char what[256];
     snprintf(what, sizeof what, "tensor '%s'", tensor->name);
     status = read_entry(ctx, file, file->entries[tensor - file->tensors],
@@ -1060,6 +1198,9 @@ void tfenc_torch_close(tfenc_torch_file *file)
         return;
     if (file->archive != NULL)
         zip_discard(file->archive); /* read-only: nothing to write back */
+    if (file->fd >= 0)
+        close(file->fd);
+    free(file->storage_starts);
     free(file->tensors);
     free(file->entries);
     free(file->strings);

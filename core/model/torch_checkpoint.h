@@ -1,6 +1,8 @@
 /* Reader for the pytorch_model.bin files torch.save writes: a zip archive
  * holding ARCHIVE/data.pkl, a pickle of the state dict, and one entry
- * ARCHIVE/data/KEY per tensor storage (PyTorch 1.6 and later).
+ * ARCHIVE/data/KEY per tensor storage (PyTorch 1.6 and later); or, in the
+ * legacy format, five pickles in a row (the last two the state dict and its
+ * storage keys) followed by the storages.
  *
  * Python's pickle runs whatever code a file names; this reader runs none.
  * It interprets only what a state dict needs, the subset that
@@ -40,10 +42,9 @@ typedef struct tfenc_torch_tensor {
     int64_t offset;           /* elements of the storage before the tensor's first */
 } tfenc_torch_tensor;
 
-/* Opens `path`, finds data.pkl in the archive, interprets it and checks
- * every tensor against its storage entry. A file in torch.save's legacy
- * format (before PyTorch 1.6) is refused with how to convert it. The
- * archive stays open for tfenc_torch_read_float32(). */
+/* Opens `path`, finds data.pkl in the archive (or the pickles of the
+ * legacy format), interprets it and checks every tensor against its
+ * storage. The file stays open for tfenc_torch_read_float32(). */
 int tfenc_torch_open(tfenc_context *ctx, const char *path, tfenc_torch_file **file);
 
 /* 1 when the file at `path` begins as torch.save's files do (a zip

@@ -22,6 +22,9 @@ usage: checkpoints.py make OUT_DIR
            bin-half       pytorch_model.bin of float16 storages
            bin-bfloat16   pytorch_model.bin of bfloat16 storages
            bin-sharded    pytorch_model.bin.index.json and its shards
+           bin-legacy     pytorch_model.bin in torch.save's legacy format
+                          (before PyTorch 1.6: _use_new_zipfile_serialization
+                          False)
          Folders tfenc-import must refuse (OUT_DIR/bad/NAME/), each with
          the good folder's other files:
            missing-shard, unlisted-in-shard (the index lists a tensor its
@@ -31,8 +34,8 @@ usage: checkpoints.py make OUT_DIR
            global-os-system (data.pkl: GLOBAL os.system, REDUCE, which
            would create OUT_DIR/bad/RAN if it ran), opcode-inst (data.pkl
            with the INST opcode), truncated-zip (the first half of a
-           pytorch_model.bin), legacy-format (torch.save with
-           _use_new_zipfile_serialization=False).
+           pytorch_model.bin), truncated-legacy (the first half of
+           bin-legacy's).
        checkpoints.py compare REFERENCE.h5 DATASET TFENC.h5 LABEL
          `hidden` and `embeddings`: largest absolute difference within
          1e-4 (architectures.py's bar) and, pooled, the smallest cosine at
@@ -105,6 +108,11 @@ def save(kind, directory):
         model.save_pretrained(directory, safe_serialization=True, max_shard_size="20KB")
     elif kind == "bin-sharded":
         model.save_pretrained(directory, safe_serialization=False, max_shard_size="20KB")
+    elif kind == "bin-legacy":
+        model.save_pretrained(directory, safe_serialization=False)
+        path = os.path.join(directory, "pytorch_model.bin")
+        torch.save(torch.load(path, map_location="cpu"), path,
+                   _use_new_zipfile_serialization=False)
     else:
         dtype = {"bin": None, "bin-half": torch.float16, "bin-bfloat16": torch.bfloat16}[kind]
         if dtype is not None:
@@ -175,7 +183,6 @@ def replace_pickle(path, pickle_bytes):
 
 
 def make_bad(out_dir):
-    import torch
     bad = os.path.join(out_dir, "bad")
     os.makedirs(bad)
     sharded = os.path.join(out_dir, "sharded")
@@ -220,13 +227,14 @@ def make_bad(out_dir):
     data = open(path, "rb").read()
     with open(path, "wb") as f:
         f.write(data[:len(data) // 2])
-    directory = copy_folder(source, bad, "legacy-format")
+    directory = copy_folder(os.path.join(out_dir, "bin-legacy"), bad, "truncated-legacy")
     path = os.path.join(directory, "pytorch_model.bin")
-    state = torch.load(path, map_location="cpu")
-    torch.save(state, path, _use_new_zipfile_serialization=False)
+    data = open(path, "rb").read()
+    with open(path, "wb") as f:
+        f.write(data[:len(data) // 2])
 
 
-KINDS = ["legacy", "sharded", "bin", "bin-half", "bin-bfloat16", "bin-sharded"]
+KINDS = ["legacy", "sharded", "bin", "bin-half", "bin-bfloat16", "bin-sharded", "bin-legacy"]
 
 
 def make(out_dir):

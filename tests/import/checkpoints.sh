@@ -3,13 +3,13 @@
 # with transformers' save_pretrained and torch.save, and the references
 # from transformers' own from_pretrained of each folder): LayerNorm tensors
 # under their legacy names gamma and beta, sharded safetensors through
-# their index, pytorch_model.bin in float32, float16 and bfloat16 and
-# sharded, each imported by tfenc-import and run by tfenc-batch per token,
+# their index, pytorch_model.bin in float32, float16 and bfloat16, sharded
+# and in torch.save's legacy format, each imported by tfenc-import and run by tfenc-batch per token,
 # pooled (within 1e-4, pooled min cosine >= 0.99999) and, for the legacy
 # names, as SPLADE (--sparse). Folders that are bad or partial (a missing
 # shard, index and shards that disagree, two tensors loading under one
-# name, a pickle with a forbidden global or opcode, a truncated zip, the
-# legacy torch.save format) are refused in one line naming the file and
+# name, a pickle with a forbidden global or opcode, a truncated zip or
+# legacy file) are refused in one line naming the file and
 # the tensor or opcode, with nothing written and nothing of the pickle run.
 set -eu
 
@@ -39,7 +39,7 @@ run() { # DIR JOB OUTPUT: tfenc-batch on the folder's token ids
     --set "job.output=$3" "$2"
 }
 
-for kind in legacy sharded bin bin-half bin-bfloat16 bin-sharded; do
+for kind in legacy sharded bin bin-half bin-bfloat16 bin-sharded bin-legacy; do
   dir="$work/$kind"
   checks=$((checks + 1))
   if ! "$import" "$dir" -o "$dir/model.h5" --job "$dir/job.ini" --verbose >"$dir/import.log" 2>&1
@@ -112,7 +112,7 @@ refuse global-os-system "pytorch_model.bin (pytorch_model/data.pkl)" "GLOBAL" "a
   "'os.system'" "nothing run"
 refuse opcode-inst "pytorch_model.bin (pytorch_model/data.pkl)" "INST (0x69) at byte 12"
 refuse truncated-zip "pytorch_model.bin" "not a zip archive"
-refuse legacy-format "pytorch_model.bin" "legacy format" "torch.save(torch.load("
+refuse truncated-legacy "pytorch_model.bin" "legacy format" "past the end of the file"
 checks=$((checks + 1))
 if [ -e "$work/bad/RAN" ]; then
   fail "global-os-system: the pickle's os.system ran"
