@@ -235,7 +235,7 @@ static int pop_mark(machine *m, value ***items, size_t *count)
     if (m->n_marks == 0)
         return refuse(m, "no MARK before it");
     size_t mark = m->marks[--m->n_marks];
-    *items = m->stack + mark;
+    *items = m->stack != NULL ? m->stack + mark : NULL; /* NULL: a MARK before any push */
     *count = m->depth - mark;
     m->depth = mark;
     return TFENC_OK;
