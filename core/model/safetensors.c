@@ -229,23 +229,6 @@ fail:
     return status;
 }
 
-/* pread until `size` bytes arrived: a short read is not an error by itself. */
-static int read_fully(int fd, void *buffer, size_t size, uint64_t offset)
-{
-    unsigned char *bytes = buffer;
-    while (size > 0) {
-        ssize_t n = pread(fd, bytes, size, (off_t)offset);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n <= 0)
-            return n == 0 ? EIO : errno;
-        bytes += n;
-        size -= (size_t)n;
-        offset += (uint64_t)n;
-    }
-    return 0;
-}
-
 int tfenc_safetensors_open(tfenc_context *ctx, const char *path, tfenc_safetensors **file)
 {
     *file = NULL;
@@ -258,7 +241,7 @@ int tfenc_safetensors_open(tfenc_context *ctx, const char *path, tfenc_safetenso
         return tfenc_error(ctx, TFENC_ERR_IO, "%s: %s", path, why);
     uint64_t file_size = (uint64_t)info.st_size;
     unsigned char length_bytes[8];
-    if (file_size < 8 || read_fully(fd, length_bytes, 8, 0) != 0) {
+    if (file_size < 8 || tfenc_file_read_at(fd, length_bytes, 8, 0) != 0) {
         close(fd);
         return tfenc_error(ctx, TFENC_ERR_WEIGHTS,
                            "%s: too short for a safetensors file (%llu bytes)", path,
@@ -279,7 +262,7 @@ int tfenc_safetensors_open(tfenc_context *ctx, const char *path, tfenc_safetenso
         close(fd);
         return tfenc_error(ctx, TFENC_ERR_NO_MEMORY, "%s: out of memory for the header", path);
     }
-    int read_errno = read_fully(fd, header, header_length, 8);
+    int read_errno = tfenc_file_read_at(fd, header, header_length, 8);
     if (read_errno != 0) {
         free(header);
         close(fd);
@@ -417,7 +400,7 @@ int tfenc_safetensors_read_float32(tfenc_context *ctx, const tfenc_safetensors *
     size_t bytes = (size_t)(tensor->end - tensor->begin);
     size_t n = (size_t)tensor->n_elements;
     unsigned char *raw = tfenc_float_bytes_destination(out, tensor->dtype, n);
-    int read_errno = read_fully(file->fd, raw, bytes, file->data_start + tensor->begin);
+    int read_errno = tfenc_file_read_at(file->fd, raw, bytes, file->data_start + tensor->begin);
     if (read_errno != 0)
         return tfenc_error(ctx, TFENC_ERR_IO, "%s: cannot read tensor '%s': %s", file->name,
                            tensor->name, read_errno == EIO ? "file shorter than its header "

@@ -972,7 +972,7 @@ static int locate_storages(tfenc_context *ctx, tfenc_torch_file *file, const val
         if (key->kind != VALUE_STRING)
             return legacy_error(ctx, path, "a storage key that is not a string");
         unsigned char size_bytes[8];
-        if (at > file_size - 8 || pread(file->fd, size_bytes, 8, (off_t)at) != 8)
+        if (at > file_size - 8 || tfenc_file_read_at(file->fd, size_bytes, 8, at) != 0)
             return legacy_error(ctx, path, "the file ends before its storages (truncated?)");
         uint64_t elements = little_endian(size_bytes, 8);
         int element_size = 0;
@@ -1149,17 +1149,11 @@ static int read_legacy(tfenc_context *ctx, const tfenc_torch_file *file,
     unsigned char *raw = tfenc_float_bytes_destination(out, tensor->dtype, n);
     uint64_t at = file->storage_starts[tensor - file->tensors]
                   + (uint64_t)tensor->offset * (uint64_t)tensor->element_size;
-    for (size_t left = n * (size_t)tensor->element_size; left > 0;) {
-        ssize_t got = pread(file->fd, raw, left, (off_t)at);
-        if (got < 0 && errno == EINTR)
-            continue;
-        if (got <= 0)
-            return tfenc_error(ctx, TFENC_ERR_IO, "%s: cannot read tensor '%s': %s", file->name,
-                               tensor->name, got == 0 ? "the file ends early" : strerror(errno));
-        raw += got;
-        left -= (size_t)got;
-        at += (uint64_t)got;
-    }
+    int read_errno = tfenc_file_read_at(file->fd, raw, n * (size_t)tensor->element_size, at);
+    if (read_errno != 0)
+        return tfenc_error(ctx, TFENC_ERR_IO, "%s: cannot read tensor '%s': %s", file->name,
+                           tensor->name, read_errno == EIO ? "the file ends early"
+                                                           : strerror(read_errno));
     tfenc_float_bytes_widen(out, tensor->dtype, n);
     return TFENC_OK;
 }
