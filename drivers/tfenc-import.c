@@ -1,5 +1,6 @@
 /* tfenc-import: turns a Hugging Face model directory (config.json,
- * model.safetensors, vocab.txt, sentence-transformers files) of one of the
+ * model.safetensors or its shards or pytorch_model.bin, vocab.txt,
+ * sentence-transformers files) of one of the
  * architectures of docs/models.md into a tfenc weights file
  * (docs/weights.md) and optionally a job file (docs/job-file.md) that
  * reproduces the model's embeddings.
@@ -34,11 +35,11 @@
 
 static void importer_free(importer *self)
 {
-    tfenc_safetensors_close(self->weights);
+    tfenc_checkpoint_close(self->weights);
     free(self->plan);
     free(self->transformer_dir);
     free(self->dense_dir);
-    tfenc_safetensors_close(self->dense_weights);
+    tfenc_checkpoint_close(self->dense_weights);
     free(self->config.model_type);
     free(self->config.config_text);
     free(self->config.local_layers);
@@ -54,7 +55,7 @@ static void importer_free(importer *self)
     json_decref(self->pooling.prompts);
     for (int i = 0; i < 2; i++) {
         free(self->pooling.dense.dir[i]);
-        tfenc_safetensors_close(self->pooling.dense.weights[i]);
+        tfenc_checkpoint_close(self->pooling.dense.weights[i]);
     }
 }
 
@@ -62,15 +63,18 @@ static void usage(FILE *stream)
 {
     fprintf(stream,
             "usage: tfenc-import HF_MODEL_DIR -o MODEL.h5 [--job JOB.ini] "
-            "[--dtype float32|float16|bfloat16] [--sparse]\n"
-            "Converts a Hugging Face checkpoint (config.json, model.safetensors, vocab.txt,\n"
-            "sentence-transformers modules) of BERT, RoBERTa, XLM-R, ELECTRA, DistilBERT,\n"
+            "[--dtype float32|float16|bfloat16] [--sparse] [--verbose]\n"
+            "Converts a Hugging Face checkpoint (config.json; model.safetensors, its shards\n"
+            "or pytorch_model.bin; vocab.txt or tokenizer.json; sentence-transformers\n"
+            "modules) of BERT, RoBERTa, XLM-R, ELECTRA, DistilBERT,\n"
             "MPNet, Qwen2, Qwen3, Gemma3 (EmbeddingGemma), DeBERTa-v2/v3, NomicBERT,\n"
             "ModernBERT or JinaBERT v2 into a tfenc weights file\n"
             "and, with --job, a job file that computes the same embeddings (ColBERT and\n"
             "PyLate folders: the same multi-vector encodings).\n"
             "--sparse: a *ForMaskedLM checkpoint's masked-LM head becomes a splade head,\n"
-            "whose job writes SPLADE sparse vectors (a SparseEncoder folder implies it).\n");
+            "whose job writes SPLADE sparse vectors (a SparseEncoder folder implies it).\n"
+            "--verbose: say which files were read and which tensor names were changed as\n"
+            "transformers changes them on load (legacy LayerNorm gamma/beta).\n");
 }
 
 /* The files of the model folder (two levels: the sentence-transformers
@@ -167,7 +171,8 @@ static char *temporary_name(const char *path)
 typedef struct import_arguments {
     const char *model_dir, *output, *job;
     storage_dtype dtype;
-    int sparse; /* --sparse */
+    int sparse;  /* --sparse */
+    int verbose; /* --verbose */
 } import_arguments;
 
 /* Parses argv into *args. Returns -1 to go on, else the exit status (0 after
@@ -182,6 +187,8 @@ static int parse_arguments(int argc, char **argv, import_arguments *args)
             return 0;
         } else if (strcmp(arg, "--sparse") == 0) {
             args->sparse = 1;
+        } else if (strcmp(arg, "--verbose") == 0 || strcmp(arg, "-v") == 0) {
+            args->verbose = 1;
         } else if (strcmp(arg, "--version") == 0) {
             printf("%s\n", IMPORTER_VERSION);
             return 0;
@@ -311,7 +318,8 @@ int main(int argc, char **argv)
     H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
     tfenc_context ctx;
     tfenc_context_init(&ctx);
-    importer self = {.ctx = &ctx, .dtype = args.dtype, .sparse = args.sparse};
+    importer self = {.ctx = &ctx, .dtype = args.dtype, .sparse = args.sparse,
+                     .verbose = args.verbose ? stdout : NULL};
     int status = TFENC_OK;
     self.model_dir = strdup(args.model_dir);
     self.transformer_dir = strdup(args.model_dir);

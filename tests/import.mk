@@ -6,6 +6,13 @@ TESTS += tests/import/test_safetensors
 tests_import_test_safetensors_SOURCES = tests/import/test_safetensors.c
 tests_import_test_safetensors_CPPFLAGS = $(AM_CPPFLAGS) $(CUNIT_CFLAGS) -I$(top_srcdir)/tests
 tests_import_test_safetensors_LDADD = tests/harness/libunit.la core/libtfenc.la $(CUNIT_LIBS)
+# The torch.save reader's pickle machine: state dicts, and pickles that would
+# run code.
+check_PROGRAMS += tests/import/test_torch_checkpoint
+TESTS += tests/import/test_torch_checkpoint
+tests_import_test_torch_checkpoint_SOURCES = tests/import/test_torch_checkpoint.c
+tests_import_test_torch_checkpoint_CPPFLAGS = $(AM_CPPFLAGS) $(CUNIT_CFLAGS) -I$(top_srcdir)/tests
+tests_import_test_torch_checkpoint_LDADD = tests/harness/libunit.la core/libtfenc.la $(CUNIT_LIBS)
 
 # architectures.sh: every mapped architecture on random weights against
 # transformers / the published code; parity_mpnet.sh: the real
@@ -15,13 +22,16 @@ tests_import_test_safetensors_LDADD = tests/harness/libunit.la core/libtfenc.la 
 # st_chunks.sh: long documents cut into chunks, against the model's windows;
 # heads.sh: task heads (*ForSequenceClassification) from transformers;
 # pairs.sh: cross-encoders on pairs of texts against CrossEncoder.predict;
-# deberta.sh: DeBERTa-v2/v3's disentangled attention, base and classifier.
+# deberta.sh: DeBERTa-v2/v3's disentangled attention, base and classifier;
+# checkpoints.sh: legacy tensor names, sharded safetensors, pytorch_model.bin,
+# and bad or hostile folders (a pickle that would run code).
 dist_check_SCRIPTS += tests/import/import.sh tests/import/parity.sh tests/import/parity_mpnet.sh \
 	tests/import/fetch_mpnet.sh tests/import/architectures.sh \
 	tests/import/st_features.sh tests/import/st_chunks.sh tests/import/heads.sh \
-	tests/import/pairs.sh tests/import/deberta.sh
+	tests/import/pairs.sh tests/import/deberta.sh tests/import/checkpoints.sh
 TESTS += tests/import/import.sh tests/import/architectures.sh tests/import/st_features.sh \
-	tests/import/st_chunks.sh tests/import/heads.sh tests/import/pairs.sh tests/import/deberta.sh
+	tests/import/st_chunks.sh tests/import/heads.sh tests/import/pairs.sh tests/import/deberta.sh \
+	tests/import/checkpoints.sh
 FEWER_CASES_UNDER_SANITIZERS += tests/import/st_features.sh tests/import/st_chunks.sh \
 	tests/import/heads.sh tests/import/architectures.sh
 # Reference comparisons of real models, normal build only (tests/local.mk):
@@ -35,4 +45,4 @@ EXTRA_DIST += tests/import/make_checkpoint.py tests/import/check_import.py \
 	tests/import/st_reference.py tests/import/compare_embeddings.py tests/import/check_precision_attributes.py tests/import/sentences.txt \
 	tests/import/architectures.py tests/import/reference_models.py tests/import/st_features.py \
 	tests/import/st_chunks.py tests/import/unit_means.py tests/import/heads.py tests/import/pairs.py \
-	tests/import/deberta.py
+	tests/import/deberta.py tests/import/checkpoints.py

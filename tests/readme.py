@@ -27,7 +27,7 @@ How each block is exercised:
                            sandbox per document: a copy of jobs/bert-text with
                            its model made (job.ini, corpus.txt, model.h5,
                            vocab.txt), MODEL_DIR and all-MiniLM-L6-v2 (the
-                           packaged MiniLM), DIR/pytorch_model.bin, my_layer.c
+                           packaged MiniLM), my_layer.c
                            (the example plugin's source) and
                            plugins/examples/attention-pooling and scale-norm;
                            tfenc-batch and tfenc-import are this build's;
@@ -351,11 +351,6 @@ def make_template(root):
     check(status == 0, "the venv has the packaged all-MiniLM-L6-v2 (MODEL_DIR)")
     for name in ("MODEL_DIR", "all-MiniLM-L6-v2"):
         os.symlink(model_dir.strip(), os.path.join(template, name))
-    os.mkdir(os.path.join(template, "DIR"))
-    status, text = output_of([VENV_PYTHON, "-c", "import torch; torch.save({'w': torch.arange(6.)"
-                              ".reshape(2, 3), 'b': torch.ones(2)}, 'DIR/pytorch_model.bin')"],
-                             cwd=template)
-    check(status == 0, "DIR/pytorch_model.bin for the conversion command")
     for name in ("attention-pooling", "scale-norm"):
         shutil.copytree(os.path.join(SRCDIR, "plugins", "examples", name),
                         os.path.join(template, "plugins", "examples", name))

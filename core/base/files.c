@@ -86,6 +86,22 @@ int tfenc_file_open_regular(tfenc_context *ctx, const char *what, const char *pa
     return TFENC_OK;
 }
 
+int tfenc_file_read_at(int fd, void *buffer, size_t size, uint64_t offset)
+{
+    unsigned char *bytes = buffer;
+    while (size > 0) {
+        ssize_t n = pread(fd, bytes, size, (off_t)offset);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            return n == 0 ? EIO : errno;
+        bytes += n;
+        size -= (size_t)n;
+        offset += (uint64_t)n;
+    }
+    return 0;
+}
+
 int tfenc_file_read_all(tfenc_context *ctx, const char *what, const char *path, size_t max_bytes,
                         char **data, size_t *size)
 {

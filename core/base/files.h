@@ -19,6 +19,7 @@
 #ifndef TFENC_FILES_H
 #define TFENC_FILES_H
 
+#include <stdint.h>
 #include <stdio.h>
 #include <sys/stat.h>
 #include <sys/types.h>
@@ -48,6 +49,12 @@ int tfenc_file_open_regular_descriptor(const char *path, struct stat *info, char
  * all memory. */
 int tfenc_file_read_all(tfenc_context *ctx, const char *what, const char *path, size_t max_bytes,
                         char **data, size_t *size);
+
+/* pread() until all `size` bytes at `offset` of `fd` arrived (a short read
+ * is not an error by itself, nor EINTR): 0, or the errno, EIO when the file
+ * ends first. For readers of large files by offset (safetensors, torch.save
+ * files). */
+int tfenc_file_read_at(int fd, void *buffer, size_t size, uint64_t offset);
 
 /* 1 when something is at `path` (a file of any kind, or a symbolic link,
  * even a dangling one); 0 only when nothing is. Optional inputs are absent

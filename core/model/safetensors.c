@@ -229,23 +229,6 @@ fail:
     return status;
 }
 
-/* pread until `size` bytes arrived: a short read is not an error by itself. */
-static int read_fully(int fd, void *buffer, size_t size, uint64_t offset)
-{
-    unsigned char *bytes = buffer;
-    while (size > 0) {
-        ssize_t n = pread(fd, bytes, size, (off_t)offset);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n <= 0)
-            return n == 0 ? EIO : errno;
-        bytes += n;
-        size -= (size_t)n;
-        offset += (uint64_t)n;
-    }
-    return 0;
-}
-
 int tfenc_safetensors_open(tfenc_context *ctx, const char *path, tfenc_safetensors **file)
 {
     *file = NULL;
@@ -258,7 +241,7 @@ int tfenc_safetensors_open(tfenc_context *ctx, const char *path, tfenc_safetenso
         return tfenc_error(ctx, TFENC_ERR_IO, "%s: %s", path, why);
     uint64_t file_size = (uint64_t)info.st_size;
     unsigned char length_bytes[8];
-    if (file_size < 8 || read_fully(fd, length_bytes, 8, 0) != 0) {
+    if (file_size < 8 || tfenc_file_read_at(fd, length_bytes, 8, 0) != 0) {
         close(fd);
         return tfenc_error(ctx, TFENC_ERR_WEIGHTS,
                            "%s: too short for a safetensors file (%llu bytes)", path,
@@ -279,7 +262,7 @@ int tfenc_safetensors_open(tfenc_context *ctx, const char *path, tfenc_safetenso
         close(fd);
         return tfenc_error(ctx, TFENC_ERR_NO_MEMORY, "%s: out of memory for the header", path);
     }
-    int read_errno = read_fully(fd, header, header_length, 8);
+    int read_errno = tfenc_file_read_at(fd, header, header_length, 8);
     if (read_errno != 0) {
         free(header);
         close(fd);
@@ -352,37 +335,36 @@ static float float16_to_float32(uint16_t half)
     return value;
 }
 
-int tfenc_safetensors_read_float32(tfenc_context *ctx, const tfenc_safetensors *file,
-                                   const tfenc_safetensors_tensor *tensor, float *out)
+int tfenc_float_dtype_size(const char *dtype)
 {
-    enum { F32, F16, BF16 } kind;
-    if (strcmp(tensor->dtype, "F32") == 0)
-        kind = F32;
-    else if (strcmp(tensor->dtype, "F16") == 0)
-        kind = F16;
-    else if (strcmp(tensor->dtype, "BF16") == 0)
-        kind = BF16;
-    else
-        return tfenc_error(ctx, TFENC_ERR_WEIGHTS,
-                           "%s: tensor '%s' has dtype %s; only F32, F16 and BF16 can be "
-                           "read as floats", file->name, tensor->name, tensor->dtype);
-    if (file->fd < 0)
-        return tfenc_error(ctx, TFENC_ERR_INTERNAL,
-                           "%s: header parsed from memory has no data to read", file->name);
+    return strcmp(dtype, "F32") == 0 ? 4
+           : strcmp(dtype, "F16") == 0 || strcmp(dtype, "BF16") == 0 ? 2 : 0;
+}
 
-    size_t bytes = (size_t)(tensor->end - tensor->begin);
-    size_t n = (size_t)tensor->n_elements;
+int tfenc_float_dtype_check(tfenc_context *ctx, const char *file, const char *tensor,
+                            const char *dtype)
+{
+    if (tfenc_float_dtype_size(dtype) != 0)
+        return TFENC_OK;
+    return tfenc_error(ctx, TFENC_ERR_WEIGHTS, "%s: tensor '%s' has dtype %s; only F32, F16 "
+                       "and BF16 can be read as floats", file, tensor, dtype);
+}
+
+unsigned char *tfenc_float_bytes_destination(float *out, const char *dtype, size_t n)
+{
     /* 16-bit data goes into the upper half of `out` and is widened front to
      * back in place: element i is read before any write reaches its bytes. */
-    unsigned char *base = (unsigned char *)out;
-    unsigned char *raw = kind == F32 ? base : base + 2 * n;
-    int read_errno = read_fully(file->fd, raw, bytes, file->data_start + tensor->begin);
-    if (read_errno != 0)
-        return tfenc_error(ctx, TFENC_ERR_IO, "%s: cannot read tensor '%s': %s", file->name,
-                           tensor->name, read_errno == EIO ? "file shorter than its header "
-                           "says" : strerror(read_errno));
+    return (unsigned char *)out + (tfenc_float_dtype_size(dtype) == 4 ? 0 : 2 * n);
+}
 
-    /* The format is little-endian whatever the host is: assemble from bytes. */
+void tfenc_float_bytes_widen(float *out, const char *dtype, size_t n)
+{
+    enum { F32, F16, BF16 } kind = strcmp(dtype, "F32") == 0   ? F32
+                                   : strcmp(dtype, "F16") == 0 ? F16
+                                                               : BF16;
+    unsigned char *base = (unsigned char *)out;
+    const unsigned char *raw = tfenc_float_bytes_destination(out, dtype, n);
+    /* The formats are little-endian whatever the host is: assemble from bytes. */
     for (size_t i = 0; i < n; i++) {
         uint32_t bits;
         float value;
@@ -403,6 +385,27 @@ int tfenc_safetensors_read_float32(tfenc_context *ctx, const tfenc_safetensors *
         }
         memcpy(base + 4 * i, &value, sizeof value);
     }
+}
+
+int tfenc_safetensors_read_float32(tfenc_context *ctx, const tfenc_safetensors *file,
+                                   const tfenc_safetensors_tensor *tensor, float *out)
+{
+    int status = tfenc_float_dtype_check(ctx, file->name, tensor->name, tensor->dtype);
+    if (status != TFENC_OK)
+        return status;
+    if (file->fd < 0)
+        return tfenc_error(ctx, TFENC_ERR_INTERNAL,
+                           "%s: header parsed from memory has no data to read", file->name);
+
+    size_t bytes = (size_t)(tensor->end - tensor->begin);
+    size_t n = (size_t)tensor->n_elements;
+    unsigned char *raw = tfenc_float_bytes_destination(out, tensor->dtype, n);
+    int read_errno = tfenc_file_read_at(file->fd, raw, bytes, file->data_start + tensor->begin);
+    if (read_errno != 0)
+        return tfenc_error(ctx, TFENC_ERR_IO, "%s: cannot read tensor '%s': %s", file->name,
+                           tensor->name, read_errno == EIO ? "file shorter than its header "
+                           "says" : strerror(read_errno));
+    tfenc_float_bytes_widen(out, tensor->dtype, n);
     return TFENC_OK;
 }
 

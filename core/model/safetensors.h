@@ -65,4 +65,19 @@ int tfenc_safetensors_read_float32(tfenc_context *ctx, const tfenc_safetensors *
 
 void tfenc_safetensors_close(tfenc_safetensors *file);
 
+/* The float dtypes tensors are read as float32 from, in the spelling of
+ * the safetensors header: 4 for F32, 2 for F16 and BF16, 0 for any other.
+ * The torch.save reader (torch_checkpoint.h) stores the same bytes. */
+int tfenc_float_dtype_size(const char *dtype);
+/* TFENC_OK for those, else TFENC_ERR_WEIGHTS naming the file and tensor. */
+int tfenc_float_dtype_check(tfenc_context *ctx, const char *file, const char *tensor,
+                            const char *dtype);
+
+/* Reading n values of a float dtype into float out[n] in place: their raw
+ * little-endian bytes go to tfenc_float_bytes_destination(out, dtype, n)
+ * (the start of out for F32, its upper half for the 16-bit ones), then
+ * tfenc_float_bytes_widen(out, dtype, n) turns them into float32. */
+unsigned char *tfenc_float_bytes_destination(float *out, const char *dtype, size_t n);
+void tfenc_float_bytes_widen(float *out, const char *dtype, size_t n);
+
 #endif

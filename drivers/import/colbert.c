@@ -156,9 +156,8 @@ static int read_dense(importer *self)
     tfenc_context *ctx = self->ctx;
     multivector_settings *m = &self->config.multivector;
     char *path = import_join_path(self->dense_dir, "config.json");
-    char *weights = import_join_path(self->dense_dir, "model.safetensors");
     json_t *config = NULL;
-    int status = path == NULL || weights == NULL
+    int status = path == NULL
                      ? tfenc_error(ctx, TFENC_ERR_NO_MEMORY, "out of memory")
                      : import_load_json(ctx, path, &config, NULL);
     int in_features = 0, bias = 0;
@@ -184,15 +183,15 @@ static int read_dense(importer *self)
     if (status == TFENC_OK && strcmp(activation, "torch.nn.modules.linear.Identity") != 0)
         status = tfenc_error(ctx, TFENC_ERR_CONFIG, "%s: activation_function %s: tfenc's "
                              "multivector head is linear (Identity)", path, activation);
-    if (status == TFENC_OK && !import_file_exists(weights))
-        status = tfenc_error(ctx, TFENC_ERR_WEIGHTS, "%s: not found: a PyLate model without "
-                             "its projection", weights);
     if (status == TFENC_OK)
-        status = tfenc_safetensors_open(ctx, weights, &self->dense_weights);
+        status = import_open_checkpoint(ctx, self->dense_dir, &self->dense_weights);
+    if (status == TFENC_OK && self->dense_weights == NULL)
+        status = tfenc_error(ctx, TFENC_ERR_WEIGHTS, "%s: no model.safetensors nor "
+                             "pytorch_model.bin: a PyLate model without its projection",
+                             self->dense_dir);
     m->projection_bias = bias;
     json_decref(config);
     free(path);
-    free(weights);
     return status;
 }
 

@@ -30,6 +30,28 @@ int import_file_exists(const char *path)
     return tfenc_file_present(path);
 }
 
+/* In the order transformers' from_pretrained looks for them (and
+ * sentence-transformers' modules: safetensors, else the torch file). */
+static const char *const checkpoint_files[] = {"model.safetensors", "model.safetensors.index.json",
+                                               "pytorch_model.bin", "pytorch_model.bin.index.json"};
+
+int import_open_checkpoint(tfenc_context *ctx, const char *directory,
+                           tfenc_checkpoint **checkpoint)
+{
+    *checkpoint = NULL;
+    int status = TFENC_OK;
+    for (int i = 0; i < 4 && *checkpoint == NULL && status == TFENC_OK; i++) {
+        char *path = import_join_path(directory, checkpoint_files[i]);
+        if (path == NULL)
+            status = tfenc_error(ctx, TFENC_ERR_NO_MEMORY, "out of memory");
+        else if (import_file_exists(path))
+            status = i % 2 == 0 ? tfenc_checkpoint_open(ctx, path, checkpoint)
+                                : tfenc_checkpoint_open_index(ctx, path, checkpoint);
+        free(path);
+    }
+    return status;
+}
+
 int import_read_text_file(tfenc_context *ctx, const char *path, char **text, size_t *length)
 {
     size_t ignored;

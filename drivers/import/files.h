@@ -9,6 +9,7 @@
 #include <jansson.h>
 
 #include "base/context.h"
+#include "model/checkpoint.h"
 
 /* "directory/name" (or the one that is not empty), malloc'ed; NULL when out
  * of memory. */
@@ -18,6 +19,14 @@ char *import_join_path(const char *directory, const char *name);
  * optional file is absent only when nothing is there; a FIFO, directory or
  * device in its place is then refused by the reader, never skipped. */
 int import_file_exists(const char *path);
+
+/* Opens the weights of `directory` as transformers finds them:
+ * model.safetensors, else model.safetensors.index.json and its shards,
+ * else pytorch_model.bin, else pytorch_model.bin.index.json and its
+ * shards. *checkpoint stays NULL (and TFENC_OK is returned) when none is
+ * there, for the caller to say what it needed. */
+int import_open_checkpoint(tfenc_context *ctx, const char *directory,
+                           tfenc_checkpoint **checkpoint);
 
 /* The cap on a model folder's text files (JSON configurations, vocab.txt,
  * tokenizer.json, which reaches ~20 MB for 250k pieces). */

@@ -5,11 +5,12 @@
 #define TFENC_IMPORT_IMPORTER_H
 
 #include <stdint.h>
+#include <stdio.h>
 
 #include <jansson.h>
 
 #include "base/context.h"
-#include "model/safetensors.h"
+#include "model/checkpoint.h"
 #include "tokenizer/tokenizer.h"
 
 #define IMPORTER_VERSION "tfenc-import " PACKAGE_VERSION
@@ -177,7 +178,7 @@ typedef struct dense_settings {
     char *dir[2];                  /* each module's folder (owned) */
     int width;                     /* out_features of the first, in_features of the second */
     int bias[2];                   /* each has linear.bias */
-    tfenc_safetensors *weights[2]; /* each folder's model.safetensors (owned) */
+    tfenc_checkpoint *weights[2];  /* each folder's weights (owned) */
 } dense_settings;
 
 /* The sentence-transformers head (modules.json), if the model has one, and
@@ -195,15 +196,15 @@ typedef struct pooling_settings {
 /* One source tensor (or a block of its rows) and where it goes in the
  * weights file. */
 typedef struct tensor_plan {
-    char source[160]; /* name in model.safetensors, prefix included */
+    char source[160]; /* name in the checkpoint as transformers loads it, prefix included */
     char target[96];  /* HDF5 dataset path */
     int rank;
     int64_t dims[2];  /* the shape written */
     int64_t source_rows; /* rows of the source tensor (dims[0] unless a block is taken) */
     int64_t first_row;   /* the block starts at this row of the source */
     int zeros;           /* no source: a dataset of zeros */
-    const tfenc_safetensors_tensor *tensor; /* NULL for zeros */
-    const tfenc_safetensors *file; /* holding the tensor: the model's, or a Dense module's */
+    const tfenc_checkpoint_tensor *tensor; /* NULL for zeros */
+    const tfenc_checkpoint *file; /* holding the tensor: the model's, or a Dense module's */
 } tensor_plan;
 
 typedef struct importer {
@@ -211,18 +212,19 @@ typedef struct importer {
     char *model_dir;       /* the directory as given */
     char *transformer_dir; /* where config.json lives (modules.json may name a subfolder) */
     char *dense_dir;       /* a PyLate model's Dense module (1_Dense), or NULL */
-    tfenc_safetensors *dense_weights; /* its model.safetensors, once opened */
+    tfenc_checkpoint *dense_weights; /* its weights, once opened */
     model_config config;
     tokenizer_settings tokenizer;
     pooling_settings pooling;
     int max_length;        /* longest input in tokens, special tokens included */
     int sparse;            /* sparse output asked for: --sparse, or SpladePooling */
     storage_dtype dtype;
-    tfenc_safetensors *weights;
+    tfenc_checkpoint *weights; /* model.safetensors, its shards or pytorch_model.bin */
     tensor_plan *plan;
     int plan_count;
     long long n_parameters;
     const char *warning;   /* printed by main() when the import still succeeds */
+    FILE *verbose;         /* --verbose: where the readers say what they found, or NULL */
 } importer;
 
 #endif

@@ -69,6 +69,33 @@ static void format_double(char *text, size_t size, double value)
     }
 }
 
+/* [model] max_positions, which bounds max_seq_len: the longest sequence
+ * the model's positions can encode, as transformers runs them. A learned
+ * position table has max_position_embeddings rows (RoBERTa's first
+ * position_offset unused): BERT, RoBERTa, XLM-R, ELECTRA, DistilBERT, MPNet
+ * (whose relative buckets sit beside its table) and DeBERTa with
+ * position_biased_input. NomicBERT's rotary angles change past
+ * max_trained_positions (dynamic NTK scaling, which tfenc does not
+ * compute). Relative buckets alone (DeBERTa-v3), RoPE without scaling
+ * (ModernBERT, Qwen2, Qwen3, Gemma3) and ALiBi (JinaBERT) encode any
+ * length, so their max_position_embeddings is no limit: the job format's
+ * own maximum is. */
+static int position_limit(const model_config *c, const char **why)
+{
+    if (c->learned_positions) {
+        *why = "rows of the learned position table";
+        return c->max_position_embeddings - c->position_offset;
+    }
+    if (c->architecture == ARCH_NOMIC_BERT) {
+        *why = "max_trained_positions: NomicBERT scales its rotary angles beyond";
+        return c->max_position_embeddings;
+    }
+    *why = strcmp(c->position, "rope") == 0    ? "rotary positions encode any length"
+           : strcmp(c->position, "alibi") == 0 ? "ALiBi encodes any length"
+                                               : "relative positions encode any length";
+    return IMPORT_MAX_POSITIONS;
+}
+
 /* A norm section of the model's kind, or nothing for a layer without one. */
 static void write_norm(FILE *out, const char *section, const model_config *c)
 {
@@ -343,9 +370,12 @@ int import_write_job(importer *self, const char *job_tmp, const char *job_path,
         fprintf(out, "; sentence-transformers' default_prompt_name: the prompt every document\n"
                      "; gets (see [prompts]).\nprompt = %s\n", self->pooling.default_prompt);
     fprintf(out, "\n");
-    fprintf(out, "[model]\nweights = %s\nd_model = %d\nvocab_size = %d\nmax_positions = %d\n\n",
-            weights_relative, c->d_model, c->vocab_size,
-            c->max_position_embeddings - c->position_offset);
+    const char *limit_reason;
+    int limit = position_limit(c, &limit_reason);
+    fprintf(out, "[model]\nweights = %s\nd_model = %d\nvocab_size = %d\n"
+                 "; The longest sequence the model's positions allow (%s).\n"
+                 "max_positions = %d\n\n",
+            weights_relative, c->d_model, c->vocab_size, limit_reason, limit);
     if (self->tokenizer.present)
         fprintf(out, "; No [tokenizer] section: the vocabulary and its settings are read\n"
                      "; from the weights file (/tokenizer).\n\n");

@@ -257,26 +257,23 @@ static int read_dense_config(importer *self, int number, int *in, int *out)
     return status;
 }
 
-/* model.safetensors of a Dense module holds linear.weight [out, in] and,
+/* A Dense module's weights (model.safetensors, or pytorch_model.bin as
+ * sentence-transformers 2 saved them) hold linear.weight [out, in] and,
  * with bias, linear.bias [out]; nothing else. */
 static int open_dense_weights(importer *self, int number, int in, int out)
 {
     tfenc_context *ctx = self->ctx;
     dense_settings *dense = &self->pooling.dense;
-    char *path = import_join_path(dense->dir[number], "model.safetensors");
-    if (path == NULL)
-        return tfenc_error(ctx, TFENC_ERR_NO_MEMORY, "out of memory");
-    int status;
-    if (!import_file_exists(path))
-        status = tfenc_error(ctx, TFENC_ERR_WEIGHTS, "%s: not found (tfenc-import reads a "
-                             "Dense module's weights from model.safetensors, as "
-                             "sentence-transformers 3 saves them)", path);
-    else
-        status = tfenc_safetensors_open(ctx, path, &dense->weights[number]);
-    for (int i = 0; status == TFENC_OK && i < tfenc_safetensors_count(dense->weights[number]);
+    int status = import_open_checkpoint(ctx, dense->dir[number], &dense->weights[number]);
+    if (status == TFENC_OK && dense->weights[number] == NULL)
+        status = tfenc_error(ctx, TFENC_ERR_WEIGHTS, "%s: no model.safetensors nor "
+                             "pytorch_model.bin: a Dense module without its weights",
+                             dense->dir[number]);
+    for (int i = 0; status == TFENC_OK && i < tfenc_checkpoint_count(dense->weights[number]);
          i++) {
-        const tfenc_safetensors_tensor *tensor =
-            tfenc_safetensors_tensor_at(dense->weights[number], i);
+        const tfenc_checkpoint_tensor *tensor =
+            tfenc_checkpoint_tensor_at(dense->weights[number], i);
+        const char *path = tensor->file;
         int is_weight = strcmp(tensor->name, "linear.weight") == 0;
         int is_bias = strcmp(tensor->name, "linear.bias") == 0 && dense->bias[number];
         int64_t rows = is_weight || is_bias ? out : 0, columns = is_weight ? in : 0;
@@ -296,7 +293,6 @@ static int open_dense_weights(importer *self, int number, int in, int out)
                                  "shape %s that config.json implies", path, tensor->name, shape);
         }
     }
-    free(path);
     return status;
 }
 

@@ -1,4 +1,4 @@
-/* Which tensor of model.safetensors becomes which dataset of the weights
+/* Which tensor of the checkpoint becomes which dataset of the weights
  * file (docs/weights.md), per architecture; every tensor is found and its
  * shape and dtype checked before anything is written. */
 #include "config.h"
@@ -660,7 +660,7 @@ static int plan_dense(importer *self, int capacity)
 }
 
 /* Checks the tensor of a plan entry: present, of the planned shape, a float. */
-static int check_tensor(importer *self, const char *safetensors_path, tensor_plan *item)
+static int check_tensor(importer *self, const char *weights_path, tensor_plan *item)
 {
     tfenc_context *ctx = self->ctx;
     if (item->zeros)
@@ -668,11 +668,11 @@ static int check_tensor(importer *self, const char *safetensors_path, tensor_pla
     if (item->file == NULL)
         item->file = self->weights;
     else
-        safetensors_path = tfenc_safetensors_name(item->file);
-    item->tensor = tfenc_safetensors_find(item->file, item->source);
+        weights_path = tfenc_checkpoint_name(item->file);
+    item->tensor = tfenc_checkpoint_find(item->file, item->source);
     if (item->tensor == NULL)
         return tfenc_error(ctx, TFENC_ERR_WEIGHTS, "%s: tensor '%s' not found (needed for %s)",
-                           safetensors_path, item->source, item->target);
+                           weights_path, item->source, item->target);
     int64_t expected[2] = {item->source_rows, item->dims[1]};
     int same = item->tensor->rank == item->rank;
     for (int k = 0; same && k < item->rank; k++)
@@ -682,12 +682,12 @@ static int check_tensor(importer *self, const char *safetensors_path, tensor_pla
         format_shape(wanted, sizeof wanted, item->rank, expected);
         format_shape(found, sizeof found, item->tensor->rank, item->tensor->dims);
         return tfenc_error(ctx, TFENC_ERR_WEIGHTS, "%s: tensor '%s' has shape %s, config.json "
-                           "implies %s", safetensors_path, item->source, found, wanted);
+                           "implies %s", weights_path, item->source, found, wanted);
     }
     const char *dtype = item->tensor->dtype;
     if (strcmp(dtype, "F32") != 0 && strcmp(dtype, "F16") != 0 && strcmp(dtype, "BF16") != 0)
         return tfenc_error(ctx, TFENC_ERR_WEIGHTS, "%s: tensor '%s' has dtype %s (expected F32, "
-                           "F16 or BF16)", safetensors_path, item->source, dtype);
+                           "F16 or BF16)", weights_path, item->source, dtype);
     return TFENC_OK;
 }
 
@@ -704,12 +704,12 @@ static int starts_with_any(const char *name, const char *const *prefixes)
  * JinaBERT's query/key norms), beside it a task head (a
  * *ForSequenceClassification's classifier). Refuse it by name, unless the
  * map lists it as not part of what the model outputs. */
-static int check_all_used(importer *self, const char *safetensors_path, const char *prefix,
+static int check_all_used(importer *self, const char *weights_path, const char *prefix,
                           const tensor_map *map)
 {
     size_t prefix_length = strlen(prefix);
-    for (int i = 0; i < tfenc_safetensors_count(self->weights); i++) {
-        const tfenc_safetensors_tensor *tensor = tfenc_safetensors_tensor_at(self->weights, i);
+    for (int i = 0; i < tfenc_checkpoint_count(self->weights); i++) {
+        const tfenc_checkpoint_tensor *tensor = tfenc_checkpoint_tensor_at(self->weights, i);
         if (tensor->dtype[0] == 'I' || tensor->dtype[0] == 'U'
             || strcmp(tensor->dtype, "BOOL") == 0)
             continue;
@@ -728,12 +728,12 @@ static int check_all_used(importer *self, const char *safetensors_path, const ch
         if (in_encoder && prefix_length > 0)
             return tfenc_error(self->ctx, TFENC_ERR_WEIGHTS, "%s: tensor '%s' is not part of "
                                "tfenc's map of %s (a variant of the architecture that tfenc "
-                               "does not compute)", safetensors_path, tensor->name,
+                               "does not compute)", weights_path, tensor->name,
                                self->config.model_type);
         return tfenc_error(self->ctx, TFENC_ERR_WEIGHTS, "%s: tensor '%s' is not part of "
                            "tfenc's map of %s (a task head or a variant of the architecture "
                            "that tfenc does not compute; importing the encoder alone would "
-                           "drop it)", safetensors_path, tensor->name, self->config.model_type);
+                           "drop it)", weights_path, tensor->name, self->config.model_type);
     }
     return TFENC_OK;
 }
@@ -747,28 +747,28 @@ static const tensor_rule pylate_head[] = {
 /* A ColBERT folder's projection: without it the vectors would be the
  * encoder's hidden states, not the model's; its rows give the width when
  * artifact.metadata does not. */
-static int plan_colbert(importer *self, const char *safetensors_path)
+static int plan_colbert(importer *self, const char *weights_path)
 {
     multivector_settings *m = &self->config.multivector;
-    const tfenc_safetensors_tensor *linear = tfenc_safetensors_find(self->weights,
-                                                                    "linear.weight");
+    const tfenc_checkpoint_tensor *linear = tfenc_checkpoint_find(self->weights,
+                                                                  "linear.weight");
     if (linear == NULL)
         return tfenc_error(self->ctx, TFENC_ERR_WEIGHTS, "%s: a ColBERT checkpoint (%s) without "
                            "its projection: tensor 'linear.weight' [dim, %d] not found",
-                           safetensors_path, m->source, self->config.d_model);
+                           weights_path, m->source, self->config.d_model);
     if (m->width == 0 && linear->rank == 2 && linear->dims[0] > 0 &&
         linear->dims[0] <= IMPORT_MAX_WIDTH)
         m->width = (int)linear->dims[0];
     if (m->width > self->config.d_model)
         return tfenc_error(self->ctx, TFENC_ERR_WEIGHTS, "%s: ColBERT dim %d is wider than the "
                            "encoder's hidden_size %d (tfenc's vectors travel in d_model-wide "
-                           "rows)", safetensors_path, m->width, self->config.d_model);
+                           "rows)", weights_path, m->width, self->config.d_model);
     return TFENC_OK;
 }
 
 /* Finds every tensor the model needs and checks its shape and dtype before
  * anything is written, so a bad checkpoint leaves no output behind. */
-static int plan_tensors(importer *self, const char *safetensors_path)
+static int plan_tensors(importer *self, const char *weights_path)
 {
     tfenc_context *ctx = self->ctx;
     const model_config *c = &self->config;
@@ -777,7 +777,7 @@ static int plan_tensors(importer *self, const char *safetensors_path)
     for (const char *const *p = map->prefixes; *p != NULL && prefix == NULL; p++) {
         char name[160];
         snprintf(name, sizeof name, "%s%s", *p, map->model[0].source);
-        if (tfenc_safetensors_find(self->weights, name) != NULL)
+        if (tfenc_checkpoint_find(self->weights, name) != NULL)
             prefix = *p;
     }
     if (prefix == NULL) {
@@ -786,7 +786,7 @@ static int plan_tensors(importer *self, const char *safetensors_path)
             snprintf(tried + strlen(tried), sizeof tried - strlen(tried), "%s'%s'",
                      tried[0] != '\0' ? " or " : "", *p);
         return tfenc_error(ctx, TFENC_ERR_WEIGHTS, "%s: tensor '%s' not found (nor with the "
-                           "prefix %s)", safetensors_path, map->model[0].source, tried);
+                           "prefix %s)", weights_path, map->model[0].source, tried);
     }
 
     int n_model = 0, n_layer = 0, status;
@@ -802,7 +802,7 @@ static int plan_tensors(importer *self, const char *safetensors_path)
         n_dense = 1 + c->multivector.projection_bias;
     } else if (c->multivector.present) {
         head_beside = colbert_head;
-        if ((status = plan_colbert(self, safetensors_path)) != TFENC_OK)
+        if ((status = plan_colbert(self, weights_path)) != TFENC_OK)
             return status;
     }
     int capacity = n_model + n_layer * c->n_layers + count_rules(head_in_encoder)
@@ -836,7 +836,7 @@ static int plan_tensors(importer *self, const char *safetensors_path)
 
     for (int i = 0; i < self->plan_count; i++) {
         tensor_plan *item = &self->plan[i];
-        if ((status = check_tensor(self, safetensors_path, item)) != TFENC_OK)
+        if ((status = check_tensor(self, weights_path, item)) != TFENC_OK)
             return status;
         /* A tensor copied into every layer, or split in halves, counts once;
          * zeros do not count. */
@@ -846,40 +846,95 @@ static int plan_tensors(importer *self, const char *safetensors_path)
         if (!counted)
             self->n_parameters += item->tensor->n_elements;
     }
-    return check_all_used(self, safetensors_path, prefix, map);
+    return check_all_used(self, weights_path, prefix, map);
+}
+
+/* The names transformers gives a checkpoint's tensors as it loads them,
+ * so that checkpoints saved under older names load as they are:
+ * transformers 4.40 (modeling_utils.py: _fix_key, and
+ * _load_state_dict_into_model) replaces every "beta" of a name that holds
+ * one by "bias", else every "gamma" by "weight" (the LayerNorm names of
+ * BERT checkpoints converted from TensorFlow); transformers 5
+ * (conversion_mapping.py, "legacy") keeps that for "LayerNorm.gamma" and
+ * "LayerNorm.beta" and renames the weight norm of PyTorch before 2.1,
+ * "weight_g" and "weight_v" at the end of a name, to
+ * "parametrizations.weight.original0" and "original1". No architecture of
+ * tfenc's has a weight-normed layer: such a tensor is then refused as not
+ * part of the map, by its new name. */
+static const struct {
+    const char *from, *to;
+    int at_end; /* only as the end of the name (transformers 5's weight norm) */
+} legacy_renamings[] = {
+    {"beta", "bias", 0},
+    {"gamma", "weight", 0},
+    {"weight_g", "parametrizations.weight.original0", 1},
+    {"weight_v", "parametrizations.weight.original1", 1},
+};
+
+/* `name` with the first renaming that applies, into `renamed`; 0 when none
+ * applies (or the result would not fit a plan's source name). */
+static int legacy_name(const char *name, char *renamed, size_t size, int *rule)
+{
+    for (int r = 0; r < (int)(sizeof legacy_renamings / sizeof legacy_renamings[0]); r++) {
+        const char *from = legacy_renamings[r].from, *to = legacy_renamings[r].to;
+        size_t from_length = strlen(from), name_length = strlen(name);
+        if (legacy_renamings[r].at_end
+                ? name_length < from_length || strcmp(name + name_length - from_length, from) != 0
+                : strstr(name, from) == NULL)
+            continue;
+        size_t used = 0;
+        for (const char *at = name; *at != '\0' && used < size;) {
+            const char *next = legacy_renamings[r].at_end ? name + name_length - from_length
+                                                          : strstr(at, from);
+            if (next == NULL)
+                next = at + strlen(at);
+            used += (size_t)snprintf(renamed + used, size - used, "%.*s%s", (int)(next - at), at,
+                                     *next != '\0' ? to : "");
+            at = *next != '\0' ? next + from_length : next;
+        }
+        *rule = r;
+        return used < size;
+    }
+    return 0;
+}
+
+/* Renames the model's tensors as transformers does on load, and says so
+ * under --verbose. */
+static int rename_legacy_tensors(importer *self)
+{
+    int status = TFENC_OK;
+    for (int i = 0; i < tfenc_checkpoint_count(self->weights) && status == TFENC_OK; i++) {
+        const tfenc_checkpoint_tensor *tensor = tfenc_checkpoint_tensor_at(self->weights, i);
+        char renamed[sizeof self->plan->source];
+        int rule;
+        if (!legacy_name(tensor->stored_name, renamed, sizeof renamed, &rule))
+            continue;
+        status = tfenc_checkpoint_rename(self->ctx, self->weights, i, renamed);
+        if (status == TFENC_OK && self->verbose != NULL)
+            fprintf(self->verbose, "tfenc-import: %s: tensor '%s' loads as '%s' (transformers "
+                    "renames %s to %s on load)\n", tensor->file, tensor->stored_name, renamed,
+                    legacy_renamings[rule].from, legacy_renamings[rule].to);
+    }
+    return status;
 }
 
 int import_open_weights(importer *self)
 {
     tfenc_context *ctx = self->ctx;
-    const char *dir = self->transformer_dir;
-    char *path = import_join_path(dir, "model.safetensors");
-    char *bin_path = import_join_path(dir, "pytorch_model.bin");
-    char *index_path = import_join_path(dir, "model.safetensors.index.json");
-    int status;
-    if (path == NULL || bin_path == NULL || index_path == NULL) {
-        status = tfenc_error(ctx, TFENC_ERR_NO_MEMORY, "out of memory");
-    } else if (import_file_exists(path)) {
-        status = tfenc_safetensors_open(ctx, path, &self->weights);
-        if (status == TFENC_OK)
-            status = plan_tensors(self, path);
-    } else if (import_file_exists(index_path)) {
-        status = tfenc_error(ctx, TFENC_ERR_WEIGHTS, "%s: sharded checkpoints are not "
-                             "supported; save the model as one model.safetensors", index_path);
-    } else if (import_file_exists(bin_path)) {
-        /* Reading a pickle would mean running Python code: ask for a conversion. */
-        status = tfenc_error(ctx, TFENC_ERR_WEIGHTS,
-                             "%s: only pytorch_model.bin is present and tfenc-import reads "
-                             "model.safetensors; convert it once with: python3 -c \"import "
-                             "torch, safetensors.torch as s; d = torch.load('%s', "
-                             "map_location='cpu'); s.save_file({k: v.clone().contiguous() for "
-                             "k, v in d.items()}, '%s')\"", dir, bin_path, path);
-    } else {
-        status = tfenc_error(ctx, TFENC_ERR_WEIGHTS, "%s: not found (a Hugging Face model "
-                             "directory holds config.json and model.safetensors)", path);
-    }
-    free(path);
-    free(bin_path);
-    free(index_path);
+    int status = import_open_checkpoint(ctx, self->transformer_dir, &self->weights);
+    if (status == TFENC_OK && self->weights == NULL)
+        status = tfenc_error(ctx, TFENC_ERR_WEIGHTS, "%s: no model.safetensors, "
+                             "model.safetensors.index.json, pytorch_model.bin nor "
+                             "pytorch_model.bin.index.json (a Hugging Face model directory "
+                             "holds config.json and the weights)", self->transformer_dir);
+    if (status != TFENC_OK)
+        return status;
+    const char *path = tfenc_checkpoint_name(self->weights);
+    if (self->verbose != NULL)
+        fprintf(self->verbose, "tfenc-import: %s: %d tensors in %d file%s\n", path,
+                tfenc_checkpoint_count(self->weights), tfenc_checkpoint_file_count(self->weights),
+                tfenc_checkpoint_file_count(self->weights) == 1 ? "" : "s");
+    if ((status = rename_legacy_tensors(self)) == TFENC_OK)
+        status = plan_tensors(self, path);
     return status;
 }

@@ -1,13 +1,14 @@
-/* The tensor map: model.safetensors names -> weights file datasets. */
+/* The tensor map: checkpoint names -> weights file datasets. */
 #ifndef TFENC_IMPORT_TENSOR_MAP_H
 #define TFENC_IMPORT_TENSOR_MAP_H
 
 #include "importer.h"
 
-/* Opens transformer_dir/model.safetensors and fills self->plan with every
- * tensor the model needs, checked for presence, shape and dtype, and
- * self->n_parameters. A folder with only pytorch_model.bin or a sharded
- * checkpoint is refused with what to do instead. */
+/* Opens the weights of transformer_dir (model.safetensors, its shards, or
+ * pytorch_model.bin: import_open_checkpoint), gives their tensors the names
+ * transformers loads them as, and fills self->plan with every tensor the
+ * model needs, checked for presence, shape and dtype, and
+ * self->n_parameters. */
 int import_open_weights(importer *self);
 
 #endif

@@ -179,14 +179,14 @@ int import_write_weights(importer *self, const char *path)
             goto done;
         }
         if (!item->zeros
-            && (status = tfenc_safetensors_read_float32(ctx, item->file, item->tensor, data)))
+            && (status = tfenc_checkpoint_read_float32(ctx, item->file, item->tensor, data)))
             goto done;
         /* tfenc refuses non-finite weights at load time: say so now, by name. */
         for (size_t k = 0; k < count; k++) {
             if (!isfinite(data[k])) {
                 status = tfenc_error(ctx, TFENC_ERR_WEIGHTS, "%s: tensor '%s' holds a "
                                      "non-finite value at element %zu",
-                                     tfenc_safetensors_name(item->file), item->source, k);
+                                     item->tensor->file, item->tensor->stored_name, k);
                 goto done;
             }
         }

@@ -6,7 +6,8 @@ everything deberta.sh compares).
 usage: deberta.py make OUT_DIR SENTENCES
          OUT_DIR/base/: a DebertaV2Model as DeBERTa-v3 configures it
          (relative_attention, position_buckets, share_att_key, LayerNorm of
-         the relative embeddings, p2c|c2p, no absolute positions), scaled
+         the relative embeddings, p2c|c2p, no absolute positions, and v3's
+         max_position_embeddings of 512, which its positions never use), scaled
          down so that sequences up to 600 tokens pass both position_buckets
          (16) and max_relative_positions (32), with a sentence-transformers
          head (mean pooling, Normalize); reference.h5 holds `hidden [T, d]`
@@ -19,8 +20,8 @@ usage: deberta.py make OUT_DIR SENTENCES
          OUT_DIR/variant/: the other branches of DisentangledSelfAttention:
          pos_key_proj of its own (share_att_key false), c2p alone, exact
          distances clamped at max_relative_positions (no buckets), no
-         LayerNorm of the relative embeddings, absolute positions and token
-         types; reference.h5 `hidden`.
+         LayerNorm of the relative embeddings, absolute positions (a table
+         of 1024) and token types; reference.h5 `hidden`.
          OUT_DIR/v3-buckets/: one layer with DeBERTa-v3's own bucket settings
          (position_buckets 256, max_relative_positions 512), on sequences
          up to 600 tokens: every log bucket of the real models' table up
@@ -65,7 +66,7 @@ def config(**extra):
     import transformers as t
     settings = dict(hidden_size=D, num_attention_heads=HEADS, num_hidden_layers=LAYERS,
                     intermediate_size=FFN, vocab_size=VOCAB, hidden_dropout_prob=0.0,
-                    attention_probs_dropout_prob=0.0, max_position_embeddings=1024,
+                    attention_probs_dropout_prob=0.0, max_position_embeddings=512,
                     relative_attention=True, position_buckets=16, max_relative_positions=32,
                     pos_att_type="p2c|c2p", share_att_key=True, norm_rel_ebd="layer_norm",
                     position_biased_input=False, type_vocab_size=0, layer_norm_eps=1e-7,
@@ -172,7 +173,8 @@ def make(out_dir, sentences):
     make_encoder(os.path.join(out_dir, "variant"),
                  config(share_att_key=False, pos_att_type=["c2p"], position_buckets=-1,
                         max_relative_positions=24, norm_rel_ebd="none",
-                        position_biased_input=True, type_vocab_size=2),
+                        position_biased_input=True, type_vocab_size=2,
+                        max_position_embeddings=1024),
                  LENGTHS, torch.Generator().manual_seed(702), head=False)
     make_encoder(os.path.join(out_dir, "v3-buckets"),
                  config(num_hidden_layers=1, position_buckets=256, max_relative_positions=512),

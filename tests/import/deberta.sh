@@ -3,7 +3,9 @@
 # own save_pretrained with random weights (tests/import/deberta.py, one
 # Python process), imported by tfenc-import and run by tfenc-batch:
 # DebertaV2Model per token within 1e-4 at lengths 1 to 600 (past
-# position_buckets and max_relative_positions) and mean-pooled as an
+# position_buckets and max_relative_positions, and past the 512 of
+# max_position_embeddings, which relative positions alone do not bound, as
+# transformers does not) and mean-pooled as an
 # embedding model; DebertaV2ForSequenceClassification's logits per
 # sequence, in a padded batch and through the pipeline's softmax; the other
 # branches of the disentangled attention (own position maps, c2p alone,
@@ -157,6 +159,18 @@ PY
     echo "ok: $1: $(cat "$dir/stderr")"
   fi
 }
+# A learned position table (position_biased_input) does bound the length:
+# its 1024 rows.
+checks=$((checks + 1))
+if run "$work/variant" "$work/variant/tokens.ini" "$work/variant/long.h5" \
+    --set job.max_seq_len=1025 2>"$work/variant/long.err"; then
+  fail "variant: max_seq_len 1025 accepted beyond a position table of 1024"
+elif ! grep -q "max_seq_len" "$work/variant/long.err"; then
+  fail "variant: max_seq_len 1025 not refused by name: $(cat "$work/variant/long.err")"
+else
+  echo "ok: variant: $(cat "$work/variant/long.err")"
+fi
+
 refuse convolution 'd["conv_kernel_size"] = 3' "conv_kernel_size 3"
 refuse no-terms 'd["pos_att_type"] = []' "pos_att_type"
 

@@ -152,9 +152,15 @@ size=$(wc -c <"$dir/model.safetensors")
 truncate -s $((size - 100)) "$dir/model.safetensors"
 expect_error truncated-file "$dir" "model.safetensors" "truncated"
 
+# A pytorch_model.bin that is not what torch.save writes (pytorch_model.bin
+# itself: tests/import/checkpoints.sh).
 dir=$(copy bert pickle-only)
 mv "$dir/model.safetensors" "$dir/pytorch_model.bin"
-expect_error pytorch-bin-only "$dir" "pytorch_model.bin" "safetensors.torch" "save_file"
+expect_error pytorch-bin-not-torch "$dir" "pytorch_model.bin" "not a zip archive"
+
+dir=$(copy bert no-weights)
+rm "$dir/model.safetensors"
+expect_error no-weights "$dir" "no model.safetensors" "pytorch_model.bin"
 
 # (Dense modules import in pairs: tests/import/architectures.sh.)
 dir=$(copy bert layernorm-head)

@@ -16,7 +16,8 @@
 # without its projection, and a masked query job through a layer that does
 # not declare what it does with masked keys, are refused in one line with
 # nothing written. The same model saved as PyLate does (Transformer +
-# Dense) imports to the same job and file.
+# Dense) imports to the same job and file, its Dense module's weights in
+# pytorch_model.bin too.
 set -eu
 
 . "$(cd "$(dirname "$0")/../.." && pwd)/tests/environment.sh"
@@ -66,6 +67,27 @@ elif encode 1 1 pylate-documents.h5 pylate.ini; then
     || fail "the PyLate folder's vectors differ from the ColBERT folder's"
 else
   fail "the PyLate folder's job failed"
+fi
+
+# PyLate's projection as sentence-transformers 2 saved Dense modules, in
+# pytorch_model.bin (torch.save's zip): the same weights file, bit for bit.
+cp -R "$work/pylate" "$work/pylate-bin"
+"$TFENC_VENV_PYTHON" -c "import sys, torch; from safetensors.torch import load_file
+torch.save(load_file(sys.argv[1] + '/model.safetensors'), sys.argv[1] + '/pytorch_model.bin')" \
+  "$work/pylate-bin/1_Dense"
+rm "$work/pylate-bin/1_Dense/model.safetensors"
+if "$import" "$work/pylate-bin" -o "$work/pylate-bin.h5" > "$work/pylate-bin.log" 2>&1 \
+    && "$python" -c "import h5py, sys
+a, b = (h5py.File(p, 'r') for p in sys.argv[1:3])
+names = []
+a.visititems(lambda name, item: names.append(name) if isinstance(item, h5py.Dataset) else None)
+# Strings (the vocabulary) by value: their bytes are references.
+same = lambda x, y: x.tolist() == y.tolist() if x.dtype.kind == 'O' else x.tobytes() == y.tobytes()
+sys.exit(not all(same(a[n][()], b[n][()]) for n in names))" \
+      "$work/pylate.h5" "$work/pylate-bin.h5"; then
+  echo "ok: PyLate's projection from pytorch_model.bin: the same weights, bitwise"
+else
+  fail "PyLate's projection from pytorch_model.bin: $(cat "$work/pylate-bin.log")"
 fi
 
 # RUN (encode or query) at each data_parallel:stages layout: each file
