@@ -245,7 +245,9 @@ static int write_run_attributes(tfenc_context *ctx, tfenc_output *out,
         status = write_string_attribute(ctx, out, "job_overrides", overrides);
     if (status == TFENC_OK)
         status = write_string_attribute(ctx, out, "precision", options->precision);
-    /* Rewritten by every run, like precision: a resume runs the gate again. */
+    /* Rewritten by every run, like precision, which a resume must find the
+     * same (check_model); a resumed int8 run takes the file's calibration,
+     * so the cosine and steps stay the file's. */
     double cosine = options->precision_steps != NULL ? options->sample_min_cosine : 1.0;
     if (status == TFENC_OK)
         status = write_attribute(ctx, out, "precision_sample_min_cosine", H5T_NATIVE_DOUBLE,
@@ -1068,9 +1070,9 @@ static int same_string_attribute(tfenc_output *out, const char *name, const char
 }
 
 /* The text of string attribute `name` (free() it), or NULL. */
-static char *stored_string(tfenc_output *out, const char *name)
+static char *stored_string_of(hid_t object, const char *name)
 {
-    hid_t attribute = H5Aexists(out->file, name) > 0 ? H5Aopen(out->file, name, H5P_DEFAULT) : -1;
+    hid_t attribute = H5Aexists(object, name) > 0 ? H5Aopen(object, name, H5P_DEFAULT) : -1;
     hid_t type = H5Tcopy(H5T_C_S1);
     char *value = NULL, *copy = NULL;
     if (attribute >= 0 && type >= 0 && H5Tset_size(type, H5T_VARIABLE) >= 0
@@ -1086,6 +1088,27 @@ static char *stored_string(tfenc_output *out, const char *name)
         H5Aclose(attribute);
     H5Eclear2(H5E_DEFAULT);
     return copy;
+}
+
+static char *stored_string(tfenc_output *out, const char *name)
+{
+    return stored_string_of(out->file, name);
+}
+
+/* The digest the file's int8 calibration says it holds: NULL when the
+ * file has no calibration, "" when its digest cannot be read. */
+static char *stored_calibration_digest(tfenc_output *out)
+{
+    if (H5Lexists(out->file, TFENC_CALIBRATION_GROUP, H5P_DEFAULT) <= 0) {
+        H5Eclear2(H5E_DEFAULT);
+        return NULL;
+    }
+    hid_t group = H5Gopen2(out->file, TFENC_CALIBRATION_GROUP, H5P_DEFAULT);
+    char *digest = group >= 0 ? stored_string_of(group, "sha256") : NULL;
+    if (group >= 0)
+        H5Gclose(group);
+    H5Eclear2(H5E_DEFAULT);
+    return digest != NULL ? digest : strdup("");
 }
 
 /* What a refusal to resume over changed input advises: resume = false
@@ -1284,6 +1307,41 @@ static int check_unit_norm(tfenc_context *ctx, tfenc_output *out,
     return TFENC_OK;
 }
 
+/* The model that encoded the rows: a resume runs the same precision (a CPU
+ * without bf16 runs fp32 instead: rows of two precisions in one file are
+ * no one model's) and, at int8, the same calibration (output/calibration.h).
+ * A file of a tfenc that recorded neither is let be. */
+static int check_model(tfenc_context *ctx, tfenc_output *out, const tfenc_output_options *options)
+{
+    char found[256];
+    if (options->precision != NULL &&
+        !same_string_attribute(out, "precision", options->precision, found, sizeof found) &&
+        strcmp(found, "(missing)") != 0)
+        return tfenc_error(ctx, TFENC_ERR_CONFIG, "%s: was begun at precision %s and this run "
+                           "runs precision = %s; refusing to mix the rows of two precisions in "
+                           "one file (resume it where that precision runs, or set [job] resume "
+                           "= false to start over)", out->path, found, options->precision);
+    char *stored = stored_calibration_digest(out);
+    const tfenc_int8_calibration *wanted = options->calibration;
+    int status = TFENC_OK;
+    if (stored != NULL && wanted == NULL)
+        status = tfenc_error(ctx, TFENC_ERR_CONFIG, "%s: was begun at precision = int8 with the "
+                             "int8 calibration it records, and this run runs precision = %s; "
+                             "refusing to mix the rows of two models in one file (set [job] "
+                             "resume = false to start over)", out->path,
+                             options->precision != NULL ? options->precision : "(none)");
+    else if (stored != NULL && strcmp(stored, wanted->sha256) != 0)
+        status = tfenc_error(ctx, TFENC_ERR_CONFIG, "%s: was begun with another int8 calibration "
+                             "(attribute '" TFENC_CALIBRATION_GROUP "/sha256' is '%.12s...', "
+                             "this run's is '%.12s...', %s); refusing to continue it with "
+                             "another (give [model] calibration the file it was begun with, or "
+                             "set [job] resume = false to start over)", out->path,
+                             stored[0] != '\0' ? stored : "(missing)", wanted->sha256,
+                             wanted->source);
+    free(stored);
+    return status;
+}
+
 /* The file must be this job's, attribute by attribute: the settings that
  * shape the rows, the corpus's files, the inputs' and the plugins'
  * content, the sizes. */
@@ -1332,6 +1390,8 @@ static int check_identity(tfenc_context *ctx, tfenc_output *out,
         status = check_plugins(ctx, out, options);
     if (status == TFENC_OK)
         status = check_unit_norm(ctx, out, options);
+    if (status == TFENC_OK)
+        status = check_model(ctx, out, options);
     const struct { const char *name; int64_t expected; int wanted; } numbers[] = {
         {"d_model", out->d_model, 1},
         {"n_documents", out->n_documents, 1},
