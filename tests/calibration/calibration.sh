@@ -135,10 +135,14 @@ with h5py.File(sys.argv[1], "r") as f:
 PY
 then ok "B records where its calibration came from"; else fail "B's int8_calibration/source"; fi
 
-# A dry run takes the calibration too (and checks it).
-run 1 --dry-run --set job.input=b.txt --set model.precision=int8 --set model.calibration=A.h5 job.ini
+# A dry run takes the calibration too (and checks it), found beside the
+# job file wherever the job is started from.
+mkdir -p elsewhere
+(cd elsewhere && timeout 120 "$driver" --dry-run --set job.input=b.txt --set model.precision=int8 \
+   --set model.calibration=A.h5 ../job.ini > ../run.out 2> ../run.err)
+status=$?
 if [ "$status" -eq 0 ] && grep -q "the calibration of $work/A.h5 .*no accuracy gate run" run.err; then
-  ok "a dry run takes the calibration"
+  ok "a dry run from another directory takes the calibration beside the job file"
 else
   fail "dry run with the calibration: status $status: $(last_line)"
 fi
