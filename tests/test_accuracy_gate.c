@@ -9,12 +9,17 @@
 #include "harness/checks.h"
 #include "harness/cunit_main.h"
 #include "matrix/matrix.h"
+#include "output/calibration.h"
+#include "output/output.h"
 #include "run/accuracy_gate.h"
+#include "run/calibration.h"
 
 #include <CUnit/CUnit.h>
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 /* The encoder job at int8, 0 (and nothing open) where int8 does not run. */
 static int open_int8_encoder(composed *c, tfenc_model_options *options)
@@ -43,6 +48,15 @@ static double sample_cosine_of(composed *c, tfenc_model_options options,
     return lowest;
 }
 
+/* The sample of two batches most tests gate on. */
+static void two_batches(owned_batch batches[2], tfenc_batch samples[2])
+{
+    owned_batch_fill(&batches[0], 3, 30, 0.0f);
+    owned_batch_fill(&batches[1], 2, 50, 0.0f);
+    samples[0] = batches[0].batch;
+    samples[1] = batches[1].batch;
+}
+
 /* The int8 accuracy gate on a sample: it meets min_cosine (default 0.999)
  * by its choice of steps, and that choice, run as a model, gives the
  * cosine it reported; a bar it cannot meet refuses the job in one line
@@ -55,9 +69,8 @@ static void test_precision_gate(void)
     if (!open_int8_encoder(&c, &options))
         return;
     owned_batch batches[2];
-    owned_batch_fill(&batches[0], 3, 30, 0.0f);
-    owned_batch_fill(&batches[1], 2, 50, 0.0f);
-    tfenc_batch samples[2] = {batches[0].batch, batches[1].batch};
+    tfenc_batch samples[2];
+    two_batches(batches, samples);
     tfenc_precision chosen[16];
     double step_cosines[16];
     tfenc_precision_report report = {.step_precision = chosen, .step_cosine = step_cosines};
@@ -193,9 +206,129 @@ static void test_fewest_on_whole_sample(void)
     release(&c);
 }
 
+/* A file's int8 calibration made from a model and read back: every map's
+ * ranges bitwise, the steps and the digest the same; put into another
+ * store of the same weights, the int8 model it makes gives the first
+ * one's rows bit for bit. Taken into other weights or another plan it is
+ * refused; a store whose calibration is fixed refuses an int8 map it
+ * holds no ranges for. */
+static void test_calibration_recorded_and_taken(void)
+{
+    const tfenc_precision fallback = tfenc_matrix_int8_fallback();
+    composed first, second;
+    tfenc_model_options options, second_options;
+    if (!open_int8_encoder(&first, &options))
+        return;
+    owned_batch batches[2];
+    tfenc_batch samples[2];
+    two_batches(batches, samples);
+    tfenc_precision chosen[16];
+    tfenc_precision_report report = {.step_precision = chosen};
+    CU_ASSERT_EQUAL_FATAL(tfenc_precision_gate(&ctx, &options, samples, 2, 0.999, 0, &report),
+                          TFENC_OK);
+    chosen[3] = fallback; /* a step kept out of int8, whatever the gate chose */
+    static const char weights[] =
+        "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef";
+    tfenc_int8_calibration made = {0}, back = {0};
+    CU_ASSERT_EQUAL_FATAL(tfenc_calibration_from_model(&ctx, first.store, &first.plan, chosen,
+                                                       &made), TFENC_OK);
+    made.min_cosine = 0.999;
+    made.sample_min_cosine = report.sample_cosine;
+    made.sample_documents = 5;
+    made.source = strdup("calibrated: the test's sample");
+    memcpy(made.weights_sha256, weights, sizeof made.weights_sha256);
+    CU_ASSERT_EQUAL_FATAL(tfenc_int8_calibration_digest(&ctx, &made), TFENC_OK);
+    CU_ASSERT(made.n_maps >= 2 * ENCODER_REPEAT); /* attention's and the ffn's, per layer */
+
+    /* Recorded in an output file and read back. */
+    char directory[] = "/tmp/tfenc-calibration-XXXXXX", path[64];
+    CU_ASSERT_PTR_NOT_NULL_FATAL(mkdtemp(directory));
+    snprintf(path, sizeof path, "%s/out.h5", directory);
+    tfenc_output_options output = {
+        .path = path, .kind = TFENC_OUTPUT_POOLED, .d_model = ENCODER_D, .n_documents = 1,
+        .weights_sha256 = weights, .precision = "int8", .calibration = &made,
+        .precision_steps = made.precision_steps,
+        .layout = "ranks=1 data_parallel=1 pipeline_stages=1"};
+    tfenc_output *out = NULL;
+    CU_ASSERT_EQUAL_FATAL(tfenc_output_create(&ctx, MPI_COMM_NULL, &output, &out), TFENC_OK);
+    tfenc_output_close(out);
+    CU_ASSERT_EQUAL_FATAL(tfenc_int8_calibration_read(&ctx, "[model] calibration", path, &back),
+                          TFENC_OK);
+    unlink(path);
+    rmdir(directory);
+    CU_ASSERT_EQUAL_FATAL(back.n_maps, made.n_maps);
+    for (int i = 0; i < made.n_maps; i++) {
+        CU_ASSERT_STRING_EQUAL(back.maps[i], made.maps[i]);
+        CU_ASSERT_EQUAL_FATAL(back.widths[i], made.widths[i]);
+        CU_ASSERT(memcmp(back.ranges[i], made.ranges[i],
+                         (size_t)made.widths[i] * sizeof(float)) == 0);
+    }
+    CU_ASSERT_STRING_EQUAL(back.precision_steps, made.precision_steps);
+    CU_ASSERT_STRING_EQUAL(back.sha256, made.sha256);
+    CU_ASSERT_STRING_EQUAL(back.source, made.source);
+    CU_ASSERT_EQUAL(back.sample_documents, 5);
+    CU_ASSERT(back.sample_min_cosine == made.sample_min_cosine);
+
+    /* Taken into another store of the same weights: the same int8 model. */
+    CU_ASSERT_FATAL(open_int8_encoder(&second, &second_options));
+    tfenc_precision taken[16];
+    int changed = -1;
+    CU_ASSERT_EQUAL_FATAL(tfenc_calibration_to_model(&ctx, &back, path, weights, &second.plan,
+                                                     second.store, taken, &changed), TFENC_OK);
+    CU_ASSERT_EQUAL(changed, 0);
+    CU_ASSERT(memcmp(taken, chosen, (size_t)first.plan.n_steps * sizeof *taken) == 0);
+    CU_ASSERT_EQUAL(tfenc_weight_store_calibration_fix(&ctx, second.store, "[model] calibration x"),
+                    TFENC_OK);
+    owned_batch mine, theirs;
+    CU_ASSERT_EQUAL(encoder_output(&first, options, chosen, &batches[1], &mine), TFENC_OK);
+    CU_ASSERT_EQUAL(encoder_output(&second, second_options, taken, &batches[1], &theirs),
+                    TFENC_OK);
+    CU_ASSERT(memcmp(mine.x, theirs.x,
+                     (size_t)mine.batch.rows * ENCODER_D * sizeof(float)) == 0);
+    /* ...whose ranges matter: without them (all zero) the rows differ. */
+    for (int i = 0; i < back.n_maps; i++)
+        memset(back.ranges[i], 0, (size_t)back.widths[i] * sizeof(float));
+    CU_ASSERT_EQUAL(tfenc_calibration_to_model(&ctx, &back, path, weights, &second.plan,
+                                               second.store, taken, &changed), TFENC_OK);
+    CU_ASSERT_EQUAL(encoder_output(&second, second_options, taken, &batches[1], &theirs),
+                    TFENC_OK);
+    CU_ASSERT(memcmp(mine.x, theirs.x,
+                     (size_t)mine.batch.rows * ENCODER_D * sizeof(float)) != 0);
+    release(&second);
+
+    /* Other weights, another plan: refused naming the file. */
+    CU_ASSERT_FATAL(open_int8_encoder(&second, &second_options));
+    tfenc_context_init(&ctx);
+    CU_ASSERT_EQUAL(tfenc_calibration_to_model(&ctx, &made, "a.h5", "ff", &second.plan,
+                                               second.store, taken, &changed), TFENC_ERR_CONFIG);
+    CU_ASSERT(contains(tfenc_context_message(&ctx), "[model] calibration a.h5: is of other "
+                                                    "weights"));
+    char *renamed = strstr(made.precision_steps, "enc.1.ffn");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(renamed);
+    renamed[4] = '2';
+    tfenc_context_init(&ctx);
+    CU_ASSERT_EQUAL(tfenc_calibration_to_model(&ctx, &made, "a.h5", weights, &second.plan,
+                                               second.store, taken, &changed), TFENC_ERR_CONFIG);
+    CU_ASSERT(contains(tfenc_context_message(&ctx), "is of another plan: its step 6 is "
+                                                    "enc.2.ffn, this job's is enc.1.ffn"));
+    /* A fixed calibration without a map's ranges: the map is refused. */
+    tfenc_context_init(&ctx);
+    CU_ASSERT_EQUAL(tfenc_weight_store_calibration_fix(&ctx, second.store, "[model] calibration "
+                                                       "b.h5"), TFENC_OK);
+    CU_ASSERT_EQUAL(encoder_output(&second, second_options, NULL, &batches[1], &theirs),
+                    TFENC_ERR_CONFIG);
+    CU_ASSERT(contains(tfenc_context_message(&ctx), "[model] calibration b.h5: holds no input "
+                                                    "ranges for the linear map /enc/0/"));
+    release(&second);
+    tfenc_int8_calibration_free(&made);
+    tfenc_int8_calibration_free(&back);
+    release(&first);
+}
+
 static const test_case gate_cases[] = {
     {"int8 accuracy gate", test_precision_gate},
     {"fewest fallbacks, confirmed on the whole sample", test_fewest_on_whole_sample},
+    {"calibration recorded and taken again", test_calibration_recorded_and_taken},
     {NULL, NULL}};
 
 const test_suite test_suites[] = {

@@ -67,9 +67,14 @@ int tfenc_model_config_read(tfenc_context *ctx, const tfenc_jobfile *job,
     if (status == TFENC_OK)
         status = tfenc_param_float(&params, "min_cosine", 0.999, &min_cosine);
     if (status == TFENC_OK)
+        status = tfenc_param_input_path(&params, "calibration", "the int8 calibration",
+                                        &config->calibration_path);
+    if (status == TFENC_OK)
         status = tfenc_params_check_all_used(&params, "not a [model] key");
-    if (status != TFENC_OK)
+    if (status != TFENC_OK) {
+        tfenc_model_config_free(config);
         return status;
+    }
     char origin[512];
     section_origin(job, section, origin, sizeof origin);
     if (config->weights_path == NULL || tfenc_job_section_get(section, "weights")->value[0] == '\0')
@@ -84,6 +89,13 @@ int tfenc_model_config_read(tfenc_context *ctx, const tfenc_jobfile *job,
         return tfenc_error(ctx, TFENC_ERR_CONFIG,
                            "%s: [model] vocab_size must be >= 0 and max_positions in 1..2^24",
                            origin);
+    /* An int8 calibration makes int8 maps only: at another precision the
+     * key would promise rows it does not make. */
+    if (config->calibration_path != NULL && precision != TFENC_PRECISION_INT8)
+        return tfenc_error(ctx, TFENC_ERR_CONFIG,
+                           "%s: [model] calibration is an int8 job's calibration, and this job "
+                           "runs precision = %s (set precision = int8, or leave calibration "
+                           "out)", origin, tfenc_precision_names[precision]);
     config->d_model = (int)d_model;
     config->vocab_size = (int)vocab_size;
     config->max_positions = (int)max_positions;
@@ -95,7 +107,8 @@ int tfenc_model_config_read(tfenc_context *ctx, const tfenc_jobfile *job,
 void tfenc_model_config_free(tfenc_model_config *config)
 {
     free(config->weights_path);
-    config->weights_path = NULL;
+    free(config->calibration_path);
+    config->weights_path = config->calibration_path = NULL;
 }
 
 /* ----------------------------------------------------------------- plan */

@@ -20,6 +20,10 @@ typedef struct tfenc_model_config {
     int max_positions;
     tfenc_precision precision; /* of the matrix products */
     double min_cosine;         /* int8: the accuracy gate's bar on the corpus sample */
+    /* int8: an earlier int8 job's output whose calibration the job takes
+     * (output/calibration.h) instead of calibrating on its own corpus,
+     * resolved against the job file's directory; NULL calibrates. */
+    char *calibration_path;
 } tfenc_model_config;
 
 int tfenc_model_config_read(tfenc_context *ctx, const tfenc_jobfile *job,

@@ -50,6 +50,7 @@ struct tfenc_weight_store {
     tfenc_matrix_scratch *scratch; /* shared by the linear maps and products of every handle */
     calibration *calibrations;     /* input ranges of linear maps, by their datasets */
     int n_calibrations;
+    char *calibration_origin;      /* once fixed: where the table came from; else NULL */
     tfenc_node_arena *arena;       /* the node's one copy of what is loaded, or NULL */
 };
 
@@ -196,6 +197,7 @@ void tfenc_weight_store_close(tfenc_weight_store *store)
         free(store->calibrations[i].range);
     }
     free(store->calibrations);
+    free(store->calibration_origin);
     for (int i = 0; i < store->n_tensors; i++) {
         free(store->tensors[i].path);
         free(store->tensors[i].data);
@@ -625,6 +627,55 @@ int tfenc_weight_store_calibration_import(tfenc_context *ctx, tfenc_weight_store
     return TFENC_OK;
 }
 
+int tfenc_weight_store_calibration_entry(const tfenc_weight_store *store, int i,
+                                         const char **key, int *in, const float **range)
+{
+    if (i < 0 || i >= store->n_calibrations)
+        return 0;
+    *key = store->calibrations[i].key;
+    *in = store->calibrations[i].in;
+    *range = store->calibrations[i].range;
+    return 1;
+}
+
+int tfenc_weight_store_calibration_set(tfenc_context *ctx, tfenc_weight_store *store,
+                                       const char *key, int in, const float *range)
+{
+    calibration *entry = find_calibration(store, key, in);
+    if (entry == NULL && (entry = add_calibration(store, key, in)) == NULL)
+        return tfenc_error(ctx, TFENC_ERR_NO_MEMORY, "weights: out of memory");
+    memcpy(entry->range, range, (size_t)in * sizeof *range);
+    return TFENC_OK;
+}
+
+int tfenc_weight_store_calibration_fix(tfenc_context *ctx, tfenc_weight_store *store,
+                                       const char *origin)
+{
+    free(store->calibration_origin);
+    store->calibration_origin = strdup(origin);
+    return store->calibration_origin != NULL
+               ? TFENC_OK
+               : tfenc_error(ctx, TFENC_ERR_NO_MEMORY, "weights: out of memory");
+}
+
+/* An int8 map of a fixed calibration that holds no ranges for it: the
+ * calibration is of another model or plan. */
+static int no_ranges(const tfenc_weights *weights, const char *key, int in_features)
+{
+    const tfenc_weight_store *store = weights->store;
+    for (int i = 0; i < store->n_calibrations; i++)
+        if (strcmp(store->calibrations[i].key, key) == 0)
+            return tfenc_error(weights->ctx, TFENC_ERR_CONFIG,
+                               "%s: holds ranges of %d inputs for the linear map %s, which "
+                               "takes %d here (a calibration of another model or plan)",
+                               store->calibration_origin, store->calibrations[i].in, key,
+                               in_features);
+    return tfenc_error(weights->ctx, TFENC_ERR_CONFIG,
+                       "%s: holds no input ranges for the linear map %s (%d inputs) of this "
+                       "model (a calibration of another model or plan)",
+                       store->calibration_origin, key, in_features);
+}
+
 /* What a shared map holds, in words: its datasets, shape, precision and
  * (int8) a digest of the input ranges its smoothing came from, so that
  * only identical maps share a block. */
@@ -701,6 +752,9 @@ int tfenc_linear_load(tfenc_weights *weights, int n_parts, const char *const *we
         linear_options.record_input_range = found->range;
     } else if (found != NULL && linear_options.precision == TFENC_PRECISION_INT8) {
         linear_options.input_range = found->range;
+    } else if (linear_options.precision == TFENC_PRECISION_INT8 &&
+               weights->store->calibration_origin != NULL) {
+        return no_ranges(weights, key, in_features);
     }
     /* Shared by the node's ranks: one of them reads the file and converts;
      * the others find the map's memory filled. */

@@ -57,6 +57,21 @@ int tfenc_weight_store_calibration_export(tfenc_context *ctx, const tfenc_weight
                                           void **bytes, size_t *size);
 int tfenc_weight_store_calibration_import(tfenc_context *ctx, tfenc_weight_store *store,
                                           const void *bytes, size_t size);
+/* The table's entry i, for a file to record it: the map's key (its first
+ * weight dataset and number of parts, "/encoder/0/ffn/in_weight:1"), its
+ * input channels and their ranges. 0 past the last entry. */
+int tfenc_weight_store_calibration_entry(const tfenc_weight_store *store, int i,
+                                         const char **key, int *in, const float **range);
+/* Sets a map's input ranges, as a recorded calibration gives them. */
+int tfenc_weight_store_calibration_set(tfenc_context *ctx, tfenc_weight_store *store,
+                                       const char *key, int in, const float *range);
+/* From now on the table is the model's calibration: an int8 map it holds
+ * no ranges for (or ranges of another width) is refused in one line naming
+ * `origin` (where the table came from, "[model] calibration FILE") and the
+ * map, rather than made without smoothing. Before, such a map is made
+ * without (no calibration exists yet: the gate's trial runs). */
+int tfenc_weight_store_calibration_fix(tfenc_context *ctx, tfenc_weight_store *store,
+                                       const char *origin);
 
 /* A handle on one group ("/encoder/3/attention"), for a layer's init; it
  * carries the context in which errors are reported and the options (NULL:

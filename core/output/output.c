@@ -19,6 +19,7 @@
 #include "config.h"
 #include "base/context.h"
 #include "base/float16.h"
+#include "output/calibration.h"
 #include "output/corpus_shards.h"
 #include "output/quantize.h"
 
@@ -149,17 +150,18 @@ const char *tfenc_output_path(const tfenc_output *out)
 
 /* ------------------------------------------------------------- attributes */
 
-static int write_attribute(tfenc_context *ctx, tfenc_output *out, const char *name, hid_t type,
-                           const void *value)
+/* A one-value attribute of `object` (the file, or a group of it). */
+static int write_attribute_of(tfenc_context *ctx, tfenc_output *out, hid_t object,
+                              const char *name, hid_t type, const void *value)
 {
     hid_t space = H5Screate(H5S_SCALAR);
     hid_t attribute = -1;
     herr_t result = -1;
     if (space >= 0) {
-        if (H5Aexists(out->file, name) > 0)
-            attribute = H5Aopen(out->file, name, H5P_DEFAULT);
+        if (H5Aexists(object, name) > 0)
+            attribute = H5Aopen(object, name, H5P_DEFAULT);
         else
-            attribute = H5Acreate2(out->file, name, type, space, H5P_DEFAULT, H5P_DEFAULT);
+            attribute = H5Acreate2(object, name, type, space, H5P_DEFAULT, H5P_DEFAULT);
     }
     if (attribute >= 0)
         result = H5Awrite(attribute, type, value);
@@ -173,16 +175,28 @@ static int write_attribute(tfenc_context *ctx, tfenc_output *out, const char *na
     return status;
 }
 
-static int write_string_attribute(tfenc_context *ctx, tfenc_output *out, const char *name,
-                                  const char *value)
+static int write_attribute(tfenc_context *ctx, tfenc_output *out, const char *name, hid_t type,
+                           const void *value)
+{
+    return write_attribute_of(ctx, out, out->file, name, type, value);
+}
+
+static int write_string_attribute_of(tfenc_context *ctx, tfenc_output *out, hid_t object,
+                                     const char *name, const char *value)
 {
     hid_t type = H5Tcopy(H5T_C_S1);
     if (type < 0 || H5Tset_size(type, H5T_VARIABLE) < 0 || H5Tset_cset(type, H5T_CSET_UTF8) < 0)
         return h5_fail(ctx, TFENC_ERR_IO, out->path, "cannot make a string type");
     const char *text = value != NULL ? value : "";
-    int status = write_attribute(ctx, out, name, type, &text);
+    int status = write_attribute_of(ctx, out, object, name, type, &text);
     H5Tclose(type);
     return status;
+}
+
+static int write_string_attribute(tfenc_context *ctx, tfenc_output *out, const char *name,
+                                  const char *value)
+{
+    return write_string_attribute_of(ctx, out, out->file, name, value);
 }
 
 static int write_int64_attribute(tfenc_context *ctx, tfenc_output *out, const char *name,
@@ -233,7 +247,9 @@ static int write_run_attributes(tfenc_context *ctx, tfenc_output *out,
         status = write_string_attribute(ctx, out, "precision", options->precision);
     if (status == TFENC_OK && options->kernels != NULL)
         status = write_string_attribute(ctx, out, "kernels", options->kernels);
-    /* Rewritten by every run, like precision: a resume runs the gate again. */
+    /* Rewritten by every run, like precision, which a resume must find the
+     * same (check_model); a resumed int8 run takes the file's calibration,
+     * so the cosine and steps stay the file's. */
     double cosine = options->precision_steps != NULL ? options->sample_min_cosine : 1.0;
     if (status == TFENC_OK)
         status = write_attribute(ctx, out, "precision_sample_min_cosine", H5T_NATIVE_DOUBLE,
@@ -601,15 +617,21 @@ static int write_float_array_attribute(tfenc_context *ctx, tfenc_output *out, co
 }
 
 /* A small whole dataset (rank 1 or 2) that the first writer fills; the
- * others take part in the collective creation and select nothing. */
+ * others take part in the collective creation and select nothing. A name
+ * with slashes makes the groups it passes through. */
 static int write_small_dataset(tfenc_context *ctx, tfenc_output *out, const char *name,
                                hid_t file_type, hid_t memory_type, int rank_of_data,
                                const hsize_t *dims, const void *values)
 {
-    hid_t space = H5Screate_simple(rank_of_data, dims, NULL);
-    hid_t dataset = space >= 0 ? H5Dcreate2(out->file, name, file_type, space, H5P_DEFAULT,
+    hid_t links = H5Pcreate(H5P_LINK_CREATE);
+    hid_t space = links >= 0 && H5Pset_create_intermediate_group(links, 1) >= 0
+                      ? H5Screate_simple(rank_of_data, dims, NULL)
+                      : -1;
+    hid_t dataset = space >= 0 ? H5Dcreate2(out->file, name, file_type, space, links,
                                             H5P_DEFAULT, H5P_DEFAULT)
                                : -1;
+    if (links >= 0)
+        H5Pclose(links);
     int rank = 0;
     if (out->writers != MPI_COMM_NULL)
         MPI_Comm_rank(out->writers, &rank);
@@ -653,6 +675,47 @@ static int write_ranges(tfenc_context *ctx, tfenc_output *out,
         status = write_float_array_attribute(ctx, out, "quantization_max", out->ranges + d, d);
     if (status == TFENC_OK)
         status = write_string_attribute(ctx, out, "quantization_ranges_source", source);
+    return status;
+}
+
+/* int8: the job's calibration (output/calibration.h), so that a later job
+ * encodes with the same int8 model. Collective: every writer holds the
+ * same calibration. */
+static int write_calibration(tfenc_context *ctx, tfenc_output *out,
+                             const tfenc_int8_calibration *calibration)
+{
+    if (calibration == NULL)
+        return TFENC_OK;
+    int status = TFENC_OK;
+    for (int i = 0; status == TFENC_OK && i < calibration->n_maps; i++) {
+        char name[1200];
+        snprintf(name, sizeof name, TFENC_CALIBRATION_GROUP "%s", calibration->maps[i]);
+        hsize_t width = (hsize_t)calibration->widths[i];
+        status = write_small_dataset(ctx, out, name, H5T_IEEE_F32LE, H5T_NATIVE_FLOAT, 1,
+                                     &width, calibration->ranges[i]);
+    }
+    hid_t group = -1;
+    if (status == TFENC_OK &&
+        (group = H5Gopen2(out->file, TFENC_CALIBRATION_GROUP, H5P_DEFAULT)) < 0)
+        status = h5_fail(ctx, TFENC_ERR_IO, out->path, "cannot open group '%s'",
+                         TFENC_CALIBRATION_GROUP);
+    const struct { const char *name; const char *value; } texts[] = {
+        {"sha256", calibration->sha256}, {"source", calibration->source},
+        {"precision_steps", calibration->precision_steps},
+        {"weights_sha256", calibration->weights_sha256}};
+    for (size_t i = 0; status == TFENC_OK && i < sizeof texts / sizeof texts[0]; i++)
+        status = write_string_attribute_of(ctx, out, group, texts[i].name, texts[i].value);
+    if (status == TFENC_OK)
+        status = write_attribute_of(ctx, out, group, "min_cosine", H5T_NATIVE_DOUBLE,
+                                    &calibration->min_cosine);
+    if (status == TFENC_OK)
+        status = write_attribute_of(ctx, out, group, "sample_min_cosine", H5T_NATIVE_DOUBLE,
+                                    &calibration->sample_min_cosine);
+    if (status == TFENC_OK)
+        status = write_attribute_of(ctx, out, group, "sample_documents", H5T_NATIVE_INT64,
+                                    &calibration->sample_documents);
+    if (group >= 0)
+        H5Gclose(group);
     return status;
 }
 
@@ -920,6 +983,8 @@ int tfenc_output_create(tfenc_context *ctx, MPI_Comm writers, const tfenc_output
     if (status == TFENC_OK)
         status = write_ranges(ctx, out, options);
     if (status == TFENC_OK)
+        status = write_calibration(ctx, out, options->calibration);
+    if (status == TFENC_OK)
         status = write_corpus_shards(ctx, out, options->corpus_shards);
     /* offsets[N] = T belongs to no document: the first writer stores it. */
     int rank = 0;
@@ -1008,9 +1073,9 @@ static int same_string_attribute(tfenc_output *out, const char *name, const char
 }
 
 /* The text of string attribute `name` (free() it), or NULL. */
-static char *stored_string(tfenc_output *out, const char *name)
+static char *stored_string_of(hid_t object, const char *name)
 {
-    hid_t attribute = H5Aexists(out->file, name) > 0 ? H5Aopen(out->file, name, H5P_DEFAULT) : -1;
+    hid_t attribute = H5Aexists(object, name) > 0 ? H5Aopen(object, name, H5P_DEFAULT) : -1;
     hid_t type = H5Tcopy(H5T_C_S1);
     char *value = NULL, *copy = NULL;
     if (attribute >= 0 && type >= 0 && H5Tset_size(type, H5T_VARIABLE) >= 0
@@ -1026,6 +1091,27 @@ static char *stored_string(tfenc_output *out, const char *name)
         H5Aclose(attribute);
     H5Eclear2(H5E_DEFAULT);
     return copy;
+}
+
+static char *stored_string(tfenc_output *out, const char *name)
+{
+    return stored_string_of(out->file, name);
+}
+
+/* The digest the file's int8 calibration says it holds: NULL when the
+ * file has no calibration, "" when its digest cannot be read. */
+static char *stored_calibration_digest(tfenc_output *out)
+{
+    if (H5Lexists(out->file, TFENC_CALIBRATION_GROUP, H5P_DEFAULT) <= 0) {
+        H5Eclear2(H5E_DEFAULT);
+        return NULL;
+    }
+    hid_t group = H5Gopen2(out->file, TFENC_CALIBRATION_GROUP, H5P_DEFAULT);
+    char *digest = group >= 0 ? stored_string_of(group, "sha256") : NULL;
+    if (group >= 0)
+        H5Gclose(group);
+    H5Eclear2(H5E_DEFAULT);
+    return digest != NULL ? digest : strdup("");
 }
 
 /* What a refusal to resume over changed input advises: resume = false
@@ -1224,6 +1310,41 @@ static int check_unit_norm(tfenc_context *ctx, tfenc_output *out,
     return TFENC_OK;
 }
 
+/* The model that encoded the rows: a resume runs the same precision (a CPU
+ * without bf16 runs fp32 instead: rows of two precisions in one file are
+ * no one model's) and, at int8, the same calibration (output/calibration.h).
+ * A file of a tfenc that recorded neither is let be. */
+static int check_model(tfenc_context *ctx, tfenc_output *out, const tfenc_output_options *options)
+{
+    char found[256];
+    if (options->precision != NULL &&
+        !same_string_attribute(out, "precision", options->precision, found, sizeof found) &&
+        strcmp(found, "(missing)") != 0)
+        return tfenc_error(ctx, TFENC_ERR_CONFIG, "%s: was begun at precision %s and this run "
+                           "runs precision = %s; refusing to mix the rows of two precisions in "
+                           "one file (resume it where that precision runs, or set [job] resume "
+                           "= false to start over)", out->path, found, options->precision);
+    char *stored = stored_calibration_digest(out);
+    const tfenc_int8_calibration *wanted = options->calibration;
+    int status = TFENC_OK;
+    if (stored != NULL && wanted == NULL)
+        status = tfenc_error(ctx, TFENC_ERR_CONFIG, "%s: was begun at precision = int8 with the "
+                             "int8 calibration it records, and this run runs precision = %s; "
+                             "refusing to mix the rows of two models in one file (set [job] "
+                             "resume = false to start over)", out->path,
+                             options->precision != NULL ? options->precision : "(none)");
+    else if (stored != NULL && strcmp(stored, wanted->sha256) != 0)
+        status = tfenc_error(ctx, TFENC_ERR_CONFIG, "%s: was begun with another int8 calibration "
+                             "(attribute '" TFENC_CALIBRATION_GROUP "/sha256' is '%.12s...', "
+                             "this run's is '%.12s...', %s); refusing to continue it with "
+                             "another (give [model] calibration the file it was begun with, or "
+                             "set [job] resume = false to start over)", out->path,
+                             stored[0] != '\0' ? stored : "(missing)", wanted->sha256,
+                             wanted->source);
+    free(stored);
+    return status;
+}
+
 /* The file must be this job's, attribute by attribute: the settings that
  * shape the rows, the corpus's files, the inputs' and the plugins'
  * content, the sizes. */
@@ -1272,6 +1393,8 @@ static int check_identity(tfenc_context *ctx, tfenc_output *out,
         status = check_plugins(ctx, out, options);
     if (status == TFENC_OK)
         status = check_unit_norm(ctx, out, options);
+    if (status == TFENC_OK)
+        status = check_model(ctx, out, options);
     const struct { const char *name; int64_t expected; int wanted; } numbers[] = {
         {"d_model", out->d_model, 1},
         {"n_documents", out->n_documents, 1},

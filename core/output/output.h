@@ -43,6 +43,8 @@
  * the attribute quantization_ranges_source saying where they came from, and
  * for ranges calibrated on the corpus
  *   quantization_sample [S] int64       the sample's global document indices.
+ * An int8 job records its calibration in the group int8_calibration
+ * (output/calibration.h).
  * Root attributes (strings are variable-length UTF-8): job, job_settings, weights_sha256,
  * corpus_fingerprint, vocabulary_fingerprint ("" without a vocabulary file),
  * plugins_sha256,
@@ -70,6 +72,7 @@
 #include <stdint.h>
 #include <mpi.h>
 #include "tfenc/plugin.h"
+#include "output/calibration.h"
 #include "output/corpus_shards.h"
 
 /* AUTO is a job's choice (whatever the model gives), never a file's kind. */
@@ -180,12 +183,18 @@ typedef struct tfenc_output_options {
     /* What ran the products (tfenc_matrix_describe_kernels): libraries,
      * versions, kernel families; a file's bits follow them. */
     const char *kernels;
-    /* int8: what the accuracy gate measured and chose: the min cosine to
-     * fp32 on its sample, and each step's precision ("encoder.0.attention
+    /* int8: what the accuracy gate measured and chose (a calibration taken
+     * from a file: what that file's gate did): the min cosine to fp32 on
+     * its sample, and each step's precision ("encoder.0.attention
      * bf16\n..."). precision_steps NULL (other precisions, which are not
      * gated) stores 1.0 and "". */
     double sample_min_cosine;
     const char *precision_steps;
+    /* int8: the calibration the rows were encoded with, stored as the group
+     * int8_calibration (output/calibration.h); NULL at other precisions. A
+     * resume must run the precision the file was begun at and, at int8,
+     * the calibration it records (its digest): refused otherwise. */
+    const tfenc_int8_calibration *calibration;
     /* int8 / uint8 dtypes: [2, d] per-dimension minimum then maximum, the
      * same on every writer, and a line saying where they came from. A
      * resumed file keeps the ranges it was begun with. */

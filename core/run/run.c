@@ -8,6 +8,7 @@
 #include "base/clock.h"
 #include "base/aligned.h"
 #include "base/context.h"
+#include "base/files.h"
 #include "input/corpus.h"
 #include "run/feeder.h"
 #include "run/multivector_tokens.h"
@@ -23,6 +24,7 @@
 #include "output/sparse.h"
 #include "ranks/pipeline.h"
 #include "run/accuracy_gate.h"
+#include "run/calibration.h"
 #include "run/step_timing.h"
 #include "plugin/plugin_loader.h"
 #include "base/sha256.h"
@@ -33,6 +35,7 @@
 #include "ranks/work_queue.h"
 #include "output/writer.h"
 
+#include <limits.h>
 #include <mpi.h>
 #include <sched.h>
 #include <stdarg.h>
@@ -101,8 +104,9 @@ typedef struct run {
     tfenc_feeder *feeder;
     tfenc_writer *writer;
     tfenc_run_result *result;
-    tfenc_precision *step_precision; /* int8: the accuracy gate's choice per step */
+    tfenc_precision *step_precision; /* int8: the calibration's precision per step */
     double sample_cosine;            /* int8: the gate's min cosine to fp32 on its sample */
+    tfenc_int8_calibration calibration; /* int8: what the int8 model is made with, for the file */
     float *ranges;                   /* output_dtype int8 / uint8: [2, d] min, max */
     char ranges_source[512];         /* where the ranges came from, for the file */
     int64_t *sample_indices;         /* calibrated ranges: the sample's documents */
@@ -564,97 +568,230 @@ static int check_keys_against_head(run *r)
     return agree_on_failure(r, status);
 }
 
-/* int8 jobs: rank 0 runs the accuracy gate (run/accuracy_gate.h) on a sample
- * of its share, every rank takes its choice of precision per step, and a
- * job whose min_cosine cannot be met stops here. (bf16's accuracy is the
- * tests' business: 0.9999 on the test models and all-MiniLM-L6-v2.) */
+/* Where an int8 job's calibration came from, told by rank 0 to every rank. */
+typedef struct calibration_origin {
+    double min_cosine, sample_cosine;
+    int64_t sample_documents;
+    int from_file;       /* 0: the gate calibrated; 1: [model] calibration; 2: the file resumed */
+    int changed;         /* steps it keeps in bf16 that run fp32 on this CPU */
+    char weights_sha256[65];
+    char path[PATH_MAX]; /* the file it came from */
+    char source[PATH_MAX + 64];
+} calibration_origin;
+
+/* Rank 0: the calibration of a file, when the job names one ([model]
+ * calibration) or resumes a file that records one, put into the model
+ * (run/calibration.h); origin->from_file stays 0 when neither: the gate
+ * calibrates. A file the job resumes that records no calibration of this
+ * model is let be here: the reopen says what it is (another job's, an
+ * older tfenc's), and its check of the calibration's digest refuses a
+ * file begun with another. */
+static int take_calibration(run *r, calibration_origin *origin)
+{
+    const char *path = r->config.calibration_path;
+    tfenc_int8_calibration given = {0};
+    int status = TFENC_OK;
+    if (path != NULL) {
+        origin->from_file = 1;
+        status = tfenc_int8_calibration_read(r->ctx, "[model] calibration", path, &given);
+    } else if (r->settings.resume && !r->request->dry_run &&
+               tfenc_file_present(r->settings.output)) {
+        path = r->settings.output;
+        if (tfenc_int8_calibration_read(r->ctx, "[job] output", path, &given) != TFENC_OK) {
+            tfenc_context_clear(r->ctx);
+            return TFENC_OK;
+        }
+        origin->from_file = 2;
+    } else {
+        return TFENC_OK;
+    }
+    /* A dry run does not hash the weights otherwise. */
+    if (status == TFENC_OK && r->weights_sha256[0] == '\0')
+        status = hash_weights(r);
+    if (status == TFENC_OK)
+        status = tfenc_calibration_to_model(r->ctx, &given, path, r->weights_sha256, &r->plan,
+                                            r->weights, r->step_precision, &origin->changed);
+    if (status != TFENC_OK && origin->from_file == 2) {
+        tfenc_context_clear(r->ctx);
+        origin->from_file = 0;
+        status = TFENC_OK;
+    } else if (status == TFENC_OK) {
+        origin->min_cosine = given.min_cosine;
+        origin->sample_cosine = given.sample_min_cosine;
+        origin->sample_documents = given.sample_documents;
+        char *located = tfenc_file_located_path(path);
+        snprintf(origin->path, sizeof origin->path, "%s", located != NULL ? located : path);
+        free(located);
+        if (origin->from_file == 1)
+            snprintf(origin->source, sizeof origin->source, "given: %s ([model] calibration)",
+                     origin->path);
+        else
+            snprintf(origin->source, sizeof origin->source, "%s", given.source);
+    }
+    tfenc_int8_calibration_free(&given);
+    return status;
+}
+
+/* Rank 0: the accuracy gate (run/accuracy_gate.h) on a sample of the
+ * corpus chooses each step's precision and calibrates the int8 maps. */
+static int run_gate(run *r, tfenc_precision_report *report, calibration_origin *origin,
+                    int *scores_width)
+{
+    const int n_steps = r->plan.n_steps;
+    tfenc_gate_sample sample = {0};
+    const tfenc_gate_corpus source = {
+        .corpus = r->corpus, .windows = &r->windows, .tokenizer = r->tokenizer,
+        .feeding = &r->feeding, .max_seq_len = r->settings.max_seq_len,
+        .batch_tokens = r->settings.batch_tokens, .d_model = r->config.d_model};
+    int status = tfenc_gate_sample_read(r->ctx, &source, &sample);
+    if (status == TFENC_OK && sample.n_batches == 0)
+        status = tfenc_error(r->ctx, TFENC_ERR_INPUT,
+                             "%s: no document to check precision = %s on", r->settings.input,
+                             tfenc_precision_names[r->config.precision]);
+    tfenc_model_options o = model_options(r, 0, n_steps);
+    o.limits.max_tokens = o.limits.max_seqs = sample.batch_tokens;
+    if (status == TFENC_OK)
+        status = declared_scores_width(r, scores_width);
+    if (status == TFENC_OK)
+        status = tfenc_precision_gate(r->ctx, &o, sample.batches, sample.n_batches,
+                                      r->config.min_cosine, *scores_width, report);
+    if (status != TFENC_OK && status != TFENC_ERR_CONFIG) {
+        char reason[TFENC_MESSAGE_MAX];
+        snprintf(reason, sizeof reason, "%s", tfenc_context_message(r->ctx));
+        tfenc_context_clear(r->ctx);
+        status = tfenc_error(r->ctx, status, "precision = %s: the accuracy gate failed: %s",
+                             tfenc_precision_names[r->config.precision], reason);
+    }
+    origin->min_cosine = r->config.min_cosine;
+    origin->sample_cosine = report->sample_cosine;
+    origin->sample_documents = sample.n_documents;
+    snprintf(origin->source, sizeof origin->source,
+             "calibrated: the accuracy gate on a sample of %d documents of the job's corpus",
+             sample.n_documents);
+    tfenc_gate_sample_free(&sample);
+    return status;
+}
+
+/* Every rank: rank 0's calibration table, then the job's calibration as
+ * the output records it (r->calibration), from the table the maps are
+ * made with. */
+static int share_calibration(run *r, const calibration_origin *origin)
+{
+    void *table = NULL;
+    size_t table_size = 0;
+    int status = TFENC_OK;
+    if (r->rank == 0)
+        status = tfenc_weight_store_calibration_export(r->ctx, r->weights, &table, &table_size);
+    unsigned long long table_bytes = table_size;
+    MPI_Bcast(&table_bytes, 1, MPI_UNSIGNED_LONG_LONG, 0, MPI_COMM_WORLD);
+    if (r->rank != 0)
+        table = malloc(table_bytes > 0 ? table_bytes : 1);
+    if (table == NULL && status == TFENC_OK)
+        status = tfenc_error(r->ctx, TFENC_ERR_NO_MEMORY, "out of memory");
+    if (agree_on_failure(r, status)) {
+        free(table);
+        return 1;
+    }
+    MPI_Bcast(table, (int)table_bytes, MPI_BYTE, 0, MPI_COMM_WORLD);
+    if (r->rank != 0)
+        status = tfenc_weight_store_calibration_import(r->ctx, r->weights, table, table_bytes);
+    free(table);
+    /* From here on an int8 map without ranges is an error, not a map
+     * without smoothing. */
+    char fixed[PATH_MAX + 64];
+    snprintf(fixed, sizeof fixed, "%s%s", origin->from_file ? "[model] calibration " : "",
+             origin->from_file ? origin->path : "the accuracy gate's calibration");
+    if (status == TFENC_OK)
+        status = tfenc_weight_store_calibration_fix(r->ctx, r->weights, fixed);
+    tfenc_int8_calibration *c = &r->calibration;
+    if (status == TFENC_OK)
+        status = tfenc_calibration_from_model(r->ctx, r->weights, &r->plan, r->step_precision, c);
+    c->min_cosine = origin->min_cosine;
+    c->sample_min_cosine = origin->sample_cosine;
+    c->sample_documents = origin->sample_documents;
+    memcpy(c->weights_sha256, origin->weights_sha256, sizeof c->weights_sha256);
+    if (status == TFENC_OK && (c->source = strdup(origin->source)) == NULL)
+        status = tfenc_error(r->ctx, TFENC_ERR_NO_MEMORY, "out of memory");
+    if (status == TFENC_OK)
+        status = tfenc_int8_calibration_digest(r->ctx, c);
+    return agree_on_failure(r, status);
+}
+
+/* Rank 0: the line that says which model the job runs. */
+static void tell_calibration(run *r, const calibration_origin *origin, int scores_width)
+{
+    const int n_steps = r->plan.n_steps;
+    const char *precision = tfenc_precision_names[r->config.precision];
+    char line[TFENC_MESSAGE_MAX];
+    /* Scores are measured by their error to fp32's relative to their
+     * spread (run/accuracy_gate.h), the angle whose cosine the gate
+     * compares with min_cosine. */
+    int used = origin->from_file
+        ? snprintf(line, sizeof line, "precision = %s: the calibration of %s%s (min cosine %.6f "
+                   "to fp32 on its sample of %lld documents), no accuracy gate run", precision,
+                   origin->path, origin->from_file == 2 ? ", the file this run resumes" : "",
+                   origin->sample_cosine, (long long)origin->sample_documents)
+        : scores_width > 0
+        ? snprintf(line, sizeof line, "precision = %s: scores off fp32's by at most %.3g%% "
+                   "of their spread on a sample of %lld documents (min_cosine %.6f allows "
+                   "%.3g%%)", precision,
+                   100.0 * acos(fmax(fmin(origin->sample_cosine, 1.0), -1.0)),
+                   (long long)origin->sample_documents, r->config.min_cosine,
+                   100.0 * acos(1.0 - (1.0 - r->config.min_cosine) / 2.0))
+        : snprintf(line, sizeof line,
+                   "precision = %s: min cosine %.6f to fp32 on a sample of %lld documents "
+                   "(min_cosine %.6f)", precision, origin->sample_cosine,
+                   (long long)origin->sample_documents, r->config.min_cosine);
+    int kept = 0;
+    for (int i = 0; i < n_steps; i++)
+        kept += r->step_precision[i] != r->config.precision;
+    if (kept > 0 && used > 0 && (size_t)used < sizeof line)
+        used += snprintf(line + used, sizeof line - used, "; kept in %s:",
+                         tfenc_precision_names[tfenc_matrix_int8_fallback()]);
+    for (int i = 0; i < n_steps && used > 0 && (size_t)used < sizeof line; i++)
+        if (r->step_precision[i] != r->config.precision)
+            used += snprintf(line + used, sizeof line - used, " %s", r->plan.steps[i].name);
+    if (origin->changed > 0 && used > 0 && (size_t)used < sizeof line)
+        snprintf(line + used, sizeof line - used, " (%d of them bf16 there: this CPU runs no "
+                 "bf16, so the rows are not that file's bits)", origin->changed);
+    notice(r, "%s", line);
+}
+
+/* int8 jobs: rank 0 takes the calibration of a file or runs the accuracy
+ * gate on a sample of the corpus, every rank takes its choice of
+ * precision per step and its input ranges, and a job whose min_cosine
+ * cannot be met stops here. (bf16's accuracy is the tests' business:
+ * 0.9999 on the test models and all-MiniLM-L6-v2.) */
 static int gate_precision(run *r)
 {
-    if (r->config.precision != TFENC_PRECISION_INT8)
+    if (r->config.precision != TFENC_PRECISION_INT8) {
+        if (r->config.calibration_path != NULL)
+            notice(r, "[model] calibration %s: not used: this CPU runs precision = %s, not int8",
+                   r->config.calibration_path, tfenc_precision_names[r->config.precision]);
         return 0;
+    }
     const int n_steps = r->plan.n_steps;
     r->step_precision = calloc((size_t)n_steps, sizeof *r->step_precision);
     if (r->step_precision == NULL)
         return agree_on_failure(r, tfenc_error(r->ctx, TFENC_ERR_NO_MEMORY, "out of memory"));
     tfenc_precision_report report = {.step_precision = r->step_precision};
-    tfenc_gate_sample sample = {0};
+    calibration_origin origin = {0};
     int status = TFENC_OK, scores_width = 0;
-    if (r->rank == 0) {
-        const tfenc_gate_corpus source = {
-            .corpus = r->corpus, .windows = &r->windows, .tokenizer = r->tokenizer,
-            .feeding = &r->feeding, .max_seq_len = r->settings.max_seq_len,
-            .batch_tokens = r->settings.batch_tokens, .d_model = r->config.d_model};
-        status = tfenc_gate_sample_read(r->ctx, &source, &sample);
-        if (status == TFENC_OK && sample.n_batches == 0)
-            status = tfenc_error(r->ctx, TFENC_ERR_INPUT,
-                                 "%s: no document to check precision = %s on", r->settings.input,
-                                 tfenc_precision_names[r->config.precision]);
-        tfenc_model_options o = model_options(r, 0, n_steps);
-        o.limits.max_tokens = o.limits.max_seqs = sample.batch_tokens;
-        if (status == TFENC_OK)
-            status = declared_scores_width(r, &scores_width);
-        if (status == TFENC_OK)
-            status = tfenc_precision_gate(r->ctx, &o, sample.batches, sample.n_batches,
-                                          r->config.min_cosine, scores_width, &report);
-        if (status != TFENC_OK && status != TFENC_ERR_CONFIG) {
-            char reason[TFENC_MESSAGE_MAX];
-            snprintf(reason, sizeof reason, "%s", tfenc_context_message(r->ctx));
-            tfenc_context_clear(r->ctx);
-            status = tfenc_error(r->ctx, status, "precision = %s: the accuracy gate failed: %s",
-                                 tfenc_precision_names[r->config.precision], reason);
-        }
-    }
-    tfenc_gate_sample_free(&sample);
-    /* Every rank builds its int8 maps with rank 0's calibration. */
-    void *table = NULL;
-    size_t table_size = 0;
-    if (status == TFENC_OK && r->rank == 0)
-        status = tfenc_weight_store_calibration_export(r->ctx, r->weights, &table, &table_size);
-    if (agree_on_failure(r, status)) {
-        free(table);
+    if (r->rank == 0)
+        status = take_calibration(r, &origin);
+    if (status == TFENC_OK && r->rank == 0 && !origin.from_file)
+        status = run_gate(r, &report, &origin, &scores_width);
+    if (r->rank == 0)
+        memcpy(origin.weights_sha256, r->weights_sha256, sizeof origin.weights_sha256);
+    if (agree_on_failure(r, status))
         return 1;
-    }
     MPI_Bcast(r->step_precision, n_steps, MPI_INT, 0, MPI_COMM_WORLD);
-    MPI_Bcast(&report.sample_cosine, 1, MPI_DOUBLE, 0, MPI_COMM_WORLD);
-    unsigned long long table_bytes = table_size;
-    MPI_Bcast(&table_bytes, 1, MPI_UNSIGNED_LONG_LONG, 0, MPI_COMM_WORLD);
-    if (r->rank != 0)
-        table = malloc(table_bytes > 0 ? table_bytes : 1);
-    status = table == NULL ? tfenc_error(r->ctx, TFENC_ERR_NO_MEMORY, "out of memory") : TFENC_OK;
-    if (agree_on_failure(r, status))
+    MPI_Bcast(&origin, sizeof origin, MPI_BYTE, 0, MPI_COMM_WORLD);
+    if (share_calibration(r, &origin))
         return 1;
-    MPI_Bcast(table, (int)table_bytes, MPI_BYTE, 0, MPI_COMM_WORLD);
-    if (r->rank != 0)
-        status = tfenc_weight_store_calibration_import(r->ctx, r->weights, table, table_bytes);
-    free(table);
-    if (agree_on_failure(r, status))
-        return 1;
-    r->sample_cosine = report.sample_cosine;
-    if (r->rank == 0) {
-        char line[TFENC_MESSAGE_MAX];
-        /* Scores are measured by their error to fp32's relative to their
-         * spread (run/accuracy_gate.h), the angle whose cosine the gate
-         * compares with min_cosine. */
-        int used = scores_width > 0
-            ? snprintf(line, sizeof line, "precision = %s: scores off fp32's by at most %.3g%% "
-                       "of their spread on a sample of %d documents (min_cosine %.6f allows "
-                       "%.3g%%)", tfenc_precision_names[r->config.precision],
-                       100.0 * acos(fmax(fmin(report.sample_cosine, 1.0), -1.0)),
-                       sample.n_documents, r->config.min_cosine,
-                       100.0 * acos(1.0 - (1.0 - r->config.min_cosine) / 2.0))
-            : snprintf(line, sizeof line,
-                       "precision = %s: min cosine %.6f to fp32 on a sample of %d documents "
-                       "(min_cosine %.6f)",
-                       tfenc_precision_names[r->config.precision], report.sample_cosine,
-                       sample.n_documents, r->config.min_cosine);
-        if (report.n_fallbacks > 0 && used > 0 && (size_t)used < sizeof line)
-            used += snprintf(line + used, sizeof line - used, "; kept in %s:",
-                             tfenc_precision_names[tfenc_matrix_int8_fallback()]);
-        for (int i = 0; i < n_steps && used > 0 && (size_t)used < sizeof line; i++)
-            if (r->step_precision[i] != r->config.precision)
-                used += snprintf(line + used, sizeof line - used, " %s", r->plan.steps[i].name);
-        notice(r, "%s", line);
-    }
+    r->sample_cosine = origin.sample_cosine;
+    if (r->rank == 0)
+        tell_calibration(r, &origin, scores_width);
     return 0;
 }
 
@@ -1619,19 +1756,6 @@ static int open_output(run *r)
     snprintf(layout, sizeof layout, "ranks=%d data_parallel=%d pipeline_stages=%d", r->n_ranks,
              l->data_parallel, l->pipeline_stages);
     int was_complete = 0, resumed = 0;
-    /* int8: the gate's choice per step, one "name precision" line each. */
-    char *precision_steps = NULL;
-    if (r->step_precision != NULL) {
-        size_t size = 1;
-        for (int i = 0; i < r->plan.n_steps; i++)
-            size += strlen(r->plan.steps[i].name) + 8;
-        precision_steps = calloc(size, 1);
-        for (int i = 0; precision_steps != NULL && i < r->plan.n_steps; i++) {
-            size_t used = strlen(precision_steps);
-            snprintf(precision_steps + used, size - used, "%s %s\n", r->plan.steps[i].name,
-                     tfenc_precision_names[r->step_precision[i]]);
-        }
-    }
     char *identity = tfenc_job_settings_identity(r->job, &r->settings);
     char *provenance = tfenc_job_settings_provenance(r->job, r->request->overrides,
                                                      r->request->n_overrides);
@@ -1665,7 +1789,9 @@ static int open_output(run *r)
             .overrides = r->request->overrides, .n_overrides = r->request->n_overrides,
             .precision = tfenc_precision_names[r->config.precision],
             .kernels = kernels,
-            .sample_min_cosine = r->sample_cosine, .precision_steps = precision_steps,
+            .sample_min_cosine = r->sample_cosine,
+            .precision_steps = r->step_precision != NULL ? r->calibration.precision_steps : NULL,
+            .calibration = r->step_precision != NULL ? &r->calibration : NULL,
             .ranges = r->ranges, .ranges_source = r->ranges_source,
             .sample_indices = r->sample_indices, .n_sample = r->n_sample,
             .labels = r->labels,
@@ -1702,7 +1828,6 @@ static int open_output(run *r)
                                               r->multivector.skiplist.n_ids);
     }
     free(identity);
-    free(precision_steps);
     free(provenance);
     free(plugins.paths);
     free(plugins.sha256);
@@ -2145,6 +2270,7 @@ static void release_run(run *r)
     tfenc_multivector_tokens_free(&r->multivector);
     tfenc_model_destroy(r->model);
     free(r->step_precision);
+    tfenc_int8_calibration_free(&r->calibration);
     free(r->ranges);
     free(r->sample_indices);
     tfenc_layout_free(&r->layout);
