@@ -6,4 +6,4 @@
 # its one line).
 dist_check_SCRIPTS += tests/export/export.sh
 TESTS += tests/export/export.sh
-EXTRA_DIST += tests/export/make_outputs.py tests/export/check_parquet.py
+EXTRA_DIST += tests/export/make_outputs.py tests/export/check_parquet.py tests/export/enlarge.py

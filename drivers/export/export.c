@@ -18,10 +18,12 @@
 #include "export/parquet.h"
 
 /* A row group holds at most this many documents and about this many bytes
- * of rows (one document at least): what the program holds in memory at a
- * time, twice (the block, and Arrow's encoding of it). */
+ * of rows (one document at least). The program holds one block at a time,
+ * and Arrow about four times as much while it encodes it (a nested column's
+ * repetition and definition levels, pages, compression): some 200 MB in
+ * all, whatever the file's size (tests/export/export.sh measures it). */
 #define BLOCK_DOCUMENTS ((int64_t)65536)
-#define BLOCK_BYTES ((size_t)64 << 20)
+#define BLOCK_BYTES ((size_t)32 << 20)
 
 #define MAX_COLUMNS 12
 #define MAX_METADATA 24

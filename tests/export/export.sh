@@ -10,7 +10,8 @@
 # int8 and uint8 with their ranges, binary, ubinary), chunked documents
 # (chunk_pooling none and mean), per-token states and multi-vector rows
 # with their token ids, scores with their labels, sparse rows with their
-# vocabulary; 2-rank files; files of jobs SIGKILLed part-way (only their
+# vocabulary; 2-rank files; files larger than the export's memory, read and
+# written a row group at a time; files of jobs SIGKILLed part-way (only their
 # finished documents, and of multi-vector files only those whose end the
 # file records, the others counted in one line). Bad input (a file of an
 # unknown kind, not a tfenc output, missing, not HDF5, cut short, a
@@ -114,6 +115,51 @@ if [ "$(ls "$work/parquet-rows-per-file-1" | wc -l)" -eq 200 ] \
   ok "--rows-per-file 1: 200 files, and the summary says so"
 else
   fail "--rows-per-file 1: $(ls "$work/parquet-rows-per-file-1" | wc -l) files: $(cat "$work/rows-per-file-1.out")"
+fi
+
+# Streaming: files larger than the export's memory (tests/export/enlarge.py
+# repeats a file's documents): a million pooled rows in row groups of at
+# most 65,536 documents, several to a file, with a peak resident set far
+# below the file's size; 40,000 documents of per-token states (about 200
+# MB) in row groups cut by bytes, not by documents.
+if [ -x /usr/bin/time ]; then
+  "$python" "$here/enlarge.py" "$models/pooled.h5" "$models/large-pooled.h5" 5000 \
+    && "$python" "$here/enlarge.py" "$models/tokens.h5" "$models/large-tokens.h5" 200 \
+    || fail "cannot make the large files"
+  for kind in pooled tokens; do
+    out=$work/parquet-large-$kind
+    if /usr/bin/time -f '%M' -o "$work/large-$kind.rss" "$export_program" "$models/large-$kind.h5" \
+        --parquet "$out" --rows-per-file 400000 > "$work/large-$kind.out" 2>&1; then
+      "$TFENC_VENV_PYTHON" "$check" "$models/large-$kind.h5" "$out" 400000 "large-$kind" \
+        || failed=$((failed + 1))
+      groups=$("$TFENC_VENV_PYTHON" -c "
+import glob, sys, pyarrow.parquet as pq
+files = [pq.ParquetFile(p).metadata for p in sorted(glob.glob(sys.argv[1] + '/*.parquet'))]
+print(sum(m.num_row_groups for m in files), max(m.row_group(g).num_rows for m in files for g in range(m.num_row_groups)))
+" "$out")
+      rss=$(tail -n 1 "$work/large-$kind.rss")
+      bytes=$(wc -c < "$models/large-$kind.h5")
+      echo "export: large $kind: $((bytes >> 20)) MiB file, peak resident set $((rss >> 10)) MiB, (row groups, most rows in one): $groups"
+    else
+      fail "large $kind: $(cat "$work/large-$kind.out")"
+      continue
+    fi
+    if [ "$kind" = pooled ]; then
+      # 1,000,000 rows: 16 row groups of 65,536 rows at most, in 3 files.
+      [ "${groups%% *}" -ge 16 ] && [ "${groups##* }" -eq 65536 ] \
+        && ok "large pooled: row groups of 65,536 documents, several a file" \
+        || fail "large pooled: row groups (count, largest) $groups"
+      [ "$rss" -lt $((bytes / 1024 * 3 / 4)) ] \
+        && ok "large pooled: the export's peak resident set ($((rss >> 10)) MiB) is well below the file's $((bytes >> 20)) MiB" \
+        || fail "large pooled: peak resident set $((rss >> 10)) MiB for a file of $((bytes >> 20)) MiB"
+    else
+      # About 32 MiB of rows a group: far fewer than 65,536 documents.
+      [ "${groups%% *}" -ge 5 ] && [ "${groups##* }" -lt 20000 ] \
+        && ok "large tokens: row groups cut by bytes" \
+        || fail "large tokens: row groups (count, largest) $groups"
+    fi
+    rm -rf "$out" "$models/large-$kind.h5"
+  done
 fi
 
 # Jobs SIGKILLed part-way by 2 ranks (whose finished documents are then not
