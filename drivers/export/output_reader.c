@@ -185,6 +185,30 @@ static int find_element(tfenc_context *ctx, export_reader *reader)
     return status;
 }
 
+/* The memory type that reads a dataset of tfenc's fixed-length, NUL-padded
+ * UTF-8 strings (ids, vocabulary) as they are stored, in *memory; a
+ * dataset of other strings is refused. */
+static int fixed_string_type(tfenc_context *ctx, const export_reader *reader, hid_t dataset,
+                             const char *name, hid_t *memory)
+{
+    hid_t stored = H5Dget_type(dataset);
+    int status = TFENC_OK;
+    *memory = -1;
+    if (stored < 0 || H5Tget_class(stored) != H5T_STRING || H5Tis_variable_str(stored) != 0)
+        status = tfenc_error(ctx, TFENC_ERR_CONFIG, "%s: dataset '%s' does not hold the "
+                             "fixed-length strings tfenc writes", reader->path, name);
+    if (status == TFENC_OK) {
+        *memory = H5Tcopy(H5T_C_S1);
+        if (*memory < 0 || H5Tset_size(*memory, H5Tget_size(stored)) < 0
+            || H5Tset_strpad(*memory, H5T_STR_NULLPAD) < 0
+            || H5Tset_cset(*memory, H5Tget_cset(stored)) < 0)
+            status = h5_fail(ctx, reader->path, "make the string type of", name);
+    }
+    if (stored >= 0)
+        H5Tclose(stored);
+    return status;
+}
+
 /* A whole small dataset of fixed-length strings as NUL-terminated strings
  * (NUL padding removed), for the vocabulary. */
 static int read_strings(tfenc_context *ctx, export_reader *reader, const char *name,
@@ -193,25 +217,17 @@ static int read_strings(tfenc_context *ctx, export_reader *reader, const char *n
     hid_t dataset = open_optional(reader->file, name);
     if (dataset < 0)
         return TFENC_OK;
-    hid_t stored = H5Dget_type(dataset);
     int64_t dims[2];
-    int status = check_shape(ctx, reader, dataset, name, 1, -1, dims);
-    size_t size = stored >= 0 ? H5Tget_size(stored) : 0;
-    if (status == TFENC_OK && (stored < 0 || H5Tget_class(stored) != H5T_STRING
-                               || H5Tis_variable_str(stored) != 0))
-        status = tfenc_error(ctx, TFENC_ERR_CONFIG, "%s: dataset '%s' does not hold the "
-                             "fixed-length strings tfenc writes", reader->path, name);
     hid_t memory = -1;
+    int status = check_shape(ctx, reader, dataset, name, 1, -1, dims);
+    if (status == TFENC_OK)
+        status = fixed_string_type(ctx, reader, dataset, name, &memory);
+    size_t size = memory >= 0 ? H5Tget_size(memory) : 0;
     char *bytes = NULL;
     if (status == TFENC_OK) {
-        memory = H5Tcopy(H5T_C_S1);
         bytes = malloc((size_t)dims[0] * size + 1);
         *strings = calloc((size_t)dims[0] + 1, sizeof **strings);
-        if (memory < 0 || H5Tset_size(memory, size) < 0
-            || H5Tset_strpad(memory, H5T_STR_NULLPAD) < 0
-            || H5Tset_cset(memory, H5Tget_cset(stored)) < 0)
-            status = h5_fail(ctx, reader->path, "make the string type of", name);
-        else if (bytes == NULL || *strings == NULL)
+        if (bytes == NULL || *strings == NULL)
             status = tfenc_error(ctx, TFENC_ERR_NO_MEMORY, "%s: out of memory for '%s'",
                                  reader->path, name);
         else if (dims[0] > 0 && H5Dread(dataset, memory, H5S_ALL, H5S_ALL, H5P_DEFAULT, bytes) < 0)
@@ -228,8 +244,6 @@ static int read_strings(tfenc_context *ctx, export_reader *reader, const char *n
     free(bytes);
     if (memory >= 0)
         H5Tclose(memory);
-    if (stored >= 0)
-        H5Tclose(stored);
     H5Dclose(dataset);
     return status;
 }
@@ -272,21 +286,10 @@ static int open_metadata(tfenc_context *ctx, export_reader *reader)
     reader->ids = open_optional(reader->file, "ids");
     if (status == TFENC_OK && reader->ids >= 0) {
         status = check_shape(ctx, reader, reader->ids, "ids", 1, n, dims);
-        hid_t stored = H5Dget_type(reader->ids);
-        if (status == TFENC_OK && (stored < 0 || H5Tget_class(stored) != H5T_STRING
-                                   || H5Tis_variable_str(stored) != 0))
-            status = tfenc_error(ctx, TFENC_ERR_CONFIG, "%s: dataset 'ids' does not hold the "
-                                 "fixed-length strings tfenc writes", reader->path);
-        if (status == TFENC_OK) {
-            reader->id_size = H5Tget_size(stored);
-            reader->id_type = H5Tcopy(H5T_C_S1);
-            if (reader->id_type < 0 || H5Tset_size(reader->id_type, reader->id_size) < 0
-                || H5Tset_strpad(reader->id_type, H5T_STR_NULLPAD) < 0
-                || H5Tset_cset(reader->id_type, H5Tget_cset(stored)) < 0)
-                status = h5_fail(ctx, reader->path, "make the string type of", "ids");
-        }
-        if (stored >= 0)
-            H5Tclose(stored);
+        if (status == TFENC_OK)
+            status = fixed_string_type(ctx, reader, reader->ids, "ids", &reader->id_type);
+        if (status == TFENC_OK)
+            reader->id_size = H5Tget_size(reader->id_type);
         reader->layout.has_ids = 1;
     }
     reader->source = open_optional(reader->file, "document_source");
@@ -423,8 +426,10 @@ int export_reader_open(tfenc_context *ctx, const char *path, export_reader **out
             reader->file = H5Fopen(path, H5F_ACC_RDONLY, access_properties);
         if (access_properties >= 0)
             H5Pclose(access_properties);
+        char detail[256] = "";
         if (reader->file < 0)
-            status = h5_fail(ctx, path, "open", "read-only");
+            status = tfenc_error(ctx, TFENC_ERR_IO, "%s: cannot open it read-only: %s", path,
+                                 tfenc_hdf5_error_detail(detail, sizeof detail));
     }
     if (status == TFENC_OK)
         status = find_kind(ctx, reader);

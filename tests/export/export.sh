@@ -224,12 +224,15 @@ nothing_left() { # LABEL DIR
 }
 bad=$work/bad
 mkdir -p "$bad"
-cp "$models/pooled.h5" "$bad/unknown-kind.h5"
-"$python" -c "
+# another_kind SOURCE COPY KIND: a copy of SOURCE whose output_kind says KIND.
+another_kind() {
+  cp "$1" "$2" && "$python" -c "
 import sys, h5py
 with h5py.File(sys.argv[1], 'a') as f:
-    f.attrs['output_kind'] = 'late_chunks'
-" "$bad/unknown-kind.h5"
+    f.attrs['output_kind'] = sys.argv[2]
+" "$2" "$3"
+}
+another_kind "$models/pooled.h5" "$bad/unknown-kind.h5" late_chunks
 refused "unknown output kind" "unknown-kind.h5: output_kind 'late_chunks' is not one tfenc-export knows" \
   "$bad/unknown-kind.h5" --parquet "$bad/out"
 nothing_left "unknown output kind" "$bad/out"
@@ -252,12 +255,7 @@ if [ "$(id -u)" -ne 0 ]; then
   cp "$models/pooled.h5" "$bad/unreadable.h5" && chmod 000 "$bad/unreadable.h5"
   refused "an unreadable file" "unreadable.h5: Permission denied" "$bad/unreadable.h5" --parquet "$bad/out"
 fi
-cp "$models/killed-pooled.h5" "$bad/unfinished-sparse.h5" 2>/dev/null
-"$python" -c "
-import sys, h5py
-with h5py.File(sys.argv[1], 'a') as f:
-    f.attrs['output_kind'] = 'sparse'
-" "$bad/unfinished-sparse.h5"
+another_kind "$models/killed-pooled.h5" "$bad/unfinished-sparse.h5" sparse
 refused "an unfinished sparse file" "unfinished-sparse.h5: a sparse output's rows reach the file when its job completes" \
   "$bad/unfinished-sparse.h5" --parquet "$bad/out"
 # A corpus file whose name is not UTF-8 (a file name may hold any byte):
