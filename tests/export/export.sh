@@ -168,12 +168,15 @@ fi
 # which ends the model.
 TFENC_PLUGIN_PATH="$TFENC_PLUGIN_PATH:$builddir/tests/plugins/.libs"
 export TFENC_PLUGIN_PATH
-for kind in pooled tokens vectors; do
-  sed 's/^\[\(pooling\|colbert\)\]$/[pause]\ntype = pause\nmilliseconds = 120\n\n[\1]/' \
-    "$models/$kind.ini" > "$models/paused-$kind.ini"
-  [ "$kind" = tokens ] && printf '\n[pause]\ntype = pause\nmilliseconds = 120\n' >> "$models/paused-$kind.ini"
-  settings=""
+# (chunks: each chunk's vector, whose runs end where the chunk counts say)
+for kind in pooled tokens vectors chunks; do
+  job=$kind file_kind=$kind settings=""
   [ "$kind" = vectors ] && settings="--set job.skip_punctuation=true"
+  [ "$kind" = chunks ] && job=pooled file_kind=pooled \
+    settings="--set job.max_seq_len=16 --set job.long_documents=chunk --set job.chunk_pooling=none"
+  sed 's/^\[\(pooling\|colbert\)\]$/[pause]\ntype = pause\nmilliseconds = 120\n\n[\1]/' \
+    "$models/$job.ini" > "$models/paused-$kind.ini"
+  [ "$kind" = tokens ] && printf '\n[pause]\ntype = pause\nmilliseconds = 120\n' >> "$models/paused-$kind.ini"
   rm -f "$models/killed-$kind.h5"
   # shellcheck disable=SC2086 # the settings are words
   (cd "$models" && exec "$mpiexec" -n 2 "$driver" --quiet --set job.input=corpus --set job.id_field=id \
@@ -187,7 +190,7 @@ for kind in pooled tokens vectors; do
   esac
   echo "export: $kind killed with $left (finished, total, complete) in the file"
   exported "killed-$kind.h5" 25 "killed-$kind" --readers
-  if grep -q "wrote .* of 200 documents of .*killed-$kind.h5 ($kind, unfinished)" "$work/killed-$kind.out"; then
+  if grep -q "wrote .* of 200 documents of .*killed-$kind.h5 ($file_kind, unfinished)" "$work/killed-$kind.out"; then
     ok "$kind: the summary says the file is unfinished: $(cat "$work/killed-$kind.out")"
   else
     fail "$kind: the summary of an unfinished file: $(cat "$work/killed-$kind.out")"
