@@ -30,7 +30,7 @@ How each block is exercised:
                            packaged MiniLM), my_layer.c
                            (the example plugin's source) and
                            plugins/examples/attention-pooling and scale-norm;
-                           tfenc-batch and tfenc-import are this build's;
+                           tfenc-batch, tfenc-import and tfenc-export are this build's;
                            python3 is the tests' venv; mpirun runs 2 local ranks whatever -n says;
                            pkg-config finds tfenc in a staged `make install`.
   ini                      written to the sandbox as job.ini and validated with
@@ -101,12 +101,13 @@ VENV_PYTHON = os.environ["TFENC_VENV_PYTHON"]
 MPIEXEC = os.environ.get("MPIEXEC", "mpiexec")
 BATCH = os.path.join(BUILDDIR, "drivers", "tfenc-batch")
 IMPORT = os.path.join(BUILDDIR, "drivers", "tfenc-import")
+EXPORT = os.path.join(BUILDDIR, "drivers", "tfenc-export")
 # Top-level directories of the repository: a backquoted path starting with one
 # of these must exist (build/ and build-sanitizers/ are made by the build).
 REPOSITORY_DIRECTORIES = ("jobs/", "tests/", "docs/", "plugins/", "core/", "drivers/", "man/",
                           ".ci/")
 # The programs a command may start with (and ./FILE, ../configure).
-PROGRAMS = {"tfenc-batch", "tfenc-import", "mpirun", "mpiexec", "sbatch", "sh", "bash", "make",
+PROGRAMS = {"tfenc-batch", "tfenc-import", "tfenc-export", "mpirun", "mpiexec", "sbatch", "sh", "bash", "make",
             "sudo", "cd", "mkdir", "autoreconf", "python3", "cc", "ldconfig", "pkg-config",
             "h5dump", "h5repack", "man", "export"}
 # Options of other programs that the documents mention in prose, which this
@@ -165,7 +166,8 @@ def options_in(text):
 def help_options():
     """Options each program accepts, from its own --help."""
     accepted = {}
-    for name, program in (("tfenc-batch", BATCH), ("tfenc-import", IMPORT)):
+    for name, program in (("tfenc-batch", BATCH), ("tfenc-import", IMPORT),
+                          ("tfenc-export", EXPORT)):
         status, text = output_of([program, "--help"])
         check(status == 0, f"{name} --help runs")
         accepted[name] = options_in(text) | {"--help", "--version"}
@@ -370,6 +372,7 @@ def make_template(root):
     os.mkdir(bin_dir)
     write_executable(os.path.join(bin_dir, "tfenc-batch"), f'#!/bin/sh\nexec "{BATCH}" "$@"\n')
     write_executable(os.path.join(bin_dir, "tfenc-import"), f'#!/bin/sh\nexec "{IMPORT}" "$@"\n')
+    write_executable(os.path.join(bin_dir, "tfenc-export"), f'#!/bin/sh\nexec "{EXPORT}" "$@"\n')
     write_executable(os.path.join(bin_dir, "python3"), f'#!/bin/sh\nexec "{VENV_PYTHON}" "$@"\n')
     # Two local ranks stand in for the documents' -n N or a Slurm allocation.
     write_executable(os.path.join(bin_dir, "mpirun"), f"""#!/bin/sh
@@ -526,7 +529,7 @@ def check_prose(document, text, accepted):
     every_option = set().union(*accepted.values())
     for option in sorted(options_in(prose)):
         check(option in every_option or option in FOREIGN_OPTIONS,
-              f"{document}: {option} is an option of tfenc-batch, tfenc-import, configure, "
+              f"{document}: {option} is an option of tfenc-batch, tfenc-import, tfenc-export, configure, "
               "tests/run-all.sh or tests/bench/bench.py"
               + (f" (or {FOREIGN_OPTIONS[option]}'s)" if option in FOREIGN_OPTIONS else ""))
     reference = open(os.path.join(SRCDIR, "docs", "job-file.md")).read()

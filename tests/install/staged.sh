@@ -38,18 +38,18 @@ fi
 bindir=$stage$TFENC_BINDIR
 libdir=$stage$TFENC_LIBDIR
 pkglibdir=$stage$TFENC_PKGLIBDIR
-for file in "$bindir/tfenc-batch" "$bindir/tfenc-import" "$libdir/libtfenc.so" \
+for file in "$bindir/tfenc-batch" "$bindir/tfenc-import" "$bindir/tfenc-export" "$libdir/libtfenc.so" \
     "$stage$TFENC_INCLUDEDIR/tfenc/plugin.h" "$stage$TFENC_INCLUDEDIR/tfenc/plugin_math.h" \
     "$stage$TFENC_INCLUDEDIR/tfenc/plugin_parallel.h" "$libdir/pkgconfig/tfenc.pc" \
     "$pkglibdir/layers.so" "$pkglibdir/attention.so" \
     "$stage$TFENC_MANDIR/man1/tfenc-batch.1" "$stage$TFENC_MANDIR/man1/tfenc-import.1" \
-    "$stage$TFENC_MANDIR/man7/tfenc-plugin.7"; do
+    "$stage$TFENC_MANDIR/man1/tfenc-export.1" "$stage$TFENC_MANDIR/man7/tfenc-plugin.7"; do
   if [ -f "$file" ]; then ok "installed ${file#"$stage"}"; else fail "not installed: ${file#"$stage"}"; fi
 done
 
 # The pages must render without a single groff warning.
 for page in "$stage$TFENC_MANDIR/man1/tfenc-batch.1" "$stage$TFENC_MANDIR/man1/tfenc-import.1" \
-    "$stage$TFENC_MANDIR/man7/tfenc-plugin.7"; do
+    "$stage$TFENC_MANDIR/man1/tfenc-export.1" "$stage$TFENC_MANDIR/man7/tfenc-plugin.7"; do
   warnings=$(LC_ALL=C.UTF-8 groff -mandoc -ww -z -Tutf8 "$page" 2>&1)
   if [ -z "$warnings" ]; then ok "groff renders ${page##*/} cleanly"; else fail "${page##*/}: $warnings"; fi
 done
@@ -58,22 +58,23 @@ done
 # or on one installed earlier into the real prefix.
 LD_LIBRARY_PATH=$libdir${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 export LD_LIBRARY_PATH
-for program in tfenc-batch tfenc-import; do
+for program in tfenc-batch tfenc-import tfenc-export; do
   resolved=$(ldd "$bindir/$program" | sed -n 's/.*libtfenc\.so[^ ]* => \([^ ]*\).*/\1/p')
   case $resolved in
     "$libdir"/*) ok "$program loads $resolved" ;;
     *) fail "$program loads libtfenc from '$resolved', not from $libdir" ;;
   esac
 done
-if "$bindir/tfenc-batch" --version >"$tmp/version.txt" 2>&1 && "$bindir/tfenc-import" --help >/dev/null 2>&1; then
-  ok "installed tfenc-batch --version: $(cat "$tmp/version.txt")"
+if "$bindir/tfenc-batch" --version >"$tmp/version.txt" 2>&1 && "$bindir/tfenc-import" --help >/dev/null 2>&1 \
+    && "$bindir/tfenc-export" --version >>"$tmp/version.txt" 2>&1; then
+  ok "installed tfenc-batch --version, tfenc-export --version: $(paste -s -d ';' "$tmp/version.txt")"
 else
   fail "the installed programs do not run: $(cat "$tmp/version.txt")"
 fi
 
 # The manual pages document every option --help lists, and list no option
 # the program does not know.
-for program in tfenc-batch tfenc-import; do
+for program in tfenc-batch tfenc-import tfenc-export; do
   page=$stage$TFENC_MANDIR/man1/$program.1
   "$bindir/$program" --help 2>&1 | grep -o -- '--[a-z][a-z-]*' | sort -u >"$tmp/help-options"
   grep -o 'Fl -[a-z][a-z-]*' "$page" | sed 's/^Fl -/--/' | sort -u >"$tmp/man-options"
@@ -130,6 +131,13 @@ if [ -n "${TFENC_PARQUET_BUNDLED:-}" ]; then
       "$pkglibdir/arrow/$library") ok "libtfenc loads $library from ${resolved#"$stage"}" ;;
       *) fail "libtfenc loads $library from '$resolved', not from the install's $TFENC_PKGLIBDIR/arrow" ;;
     esac
+    # tfenc-export calls Arrow itself: its own RUNPATH leads there too.
+    resolved=$(ldd "$bindir/tfenc-export" | sed -n "s/^[[:space:]]*$library => \([^ ]*\).*/\1/p")
+    resolved=$(realpath -m -s "$resolved") # (its RUNPATH climbs out of bin/: bin/../lib)
+    case $resolved in
+      "$pkglibdir/arrow/$library") ok "tfenc-export loads $library from ${resolved#"$stage"}" ;;
+      *) fail "tfenc-export loads $library from '$resolved', not from the install's $TFENC_PKGLIBDIR/arrow" ;;
+    esac
   done
   . "$abs_top_srcdir/tests/pipeline/common.sh"
   venv=$(cd "$(dirname "$TFENC_VENV_PYTHON")/.." && pwd -P)
@@ -172,6 +180,18 @@ pyarrow.parquet.write_table(pyarrow.table({'text': lines}), sys.argv[2], row_gro
         ok "installed tfenc-batch reads Parquet $how, the same rows as from text: $result"
       else
         fail "the Parquet job $how differs from the text job: $result"
+      fi
+      # ... and tfenc-export writes it back as Parquet, every row.
+      if (cd "$tmp/parquet" && hidden "$bindir/tfenc-export" parquet.h5 --parquet exported) \
+            >"$tmp/export.log" 2>&1 \
+          && "$TFENC_VENV_PYTHON" -c "
+import sys, h5py, pyarrow.dataset
+rows = len(h5py.File(sys.argv[1], 'r')['lengths'])
+sys.exit(pyarrow.dataset.dataset(sys.argv[2]).count_rows() != rows)
+" "$tmp/parquet/parquet.h5" "$tmp/parquet/exported"; then
+        ok "installed tfenc-export writes every row as Parquet with $venv hidden"
+      else
+        fail "installed tfenc-export with $venv hidden: $(head -n 3 "$tmp/export.log")"
       fi
     else
       fail "installed tfenc-batch cannot read Parquet $how: $(head -n 3 "$tmp/parquet.log")"
