@@ -14,14 +14,8 @@
 #include <stdint.h>
 
 #include "base/precision.h"
+#include "matrix/block_rows.h"
 #include "tfenc/plugin.h"
-
-/* Rows of every product of a linear map: a batch runs as blocks of this
- * many rows, the last one padded, each block on one thread. A product's
- * bits depend on its shape (the libraries pick kernels by it), so one
- * fixed shape makes every row a function of its own input alone, whatever
- * the batch, its other rows and the thread count (matrix.c). */
-#define TFENC_MATRIX_BLOCK_ROWS 64
 
 /* Scratch memory shared by the maps and products of one weight store: the
  * layers of a model run one after another, so one region serves them all.
