@@ -912,7 +912,9 @@ static int run_blocks(tfenc_context *ctx, const tfenc_linear *linear, const tfen
         tfenc_context own;
         tfenc_context_init(&own);
         if (run_block(&own, linear, args, block) != TFENC_OK) {
-#pragma omp critical(tfenc_matrix_block_failure)
+            /* _Pragma: a #pragma line inside a macro's argument is not C
+             * (gcc takes it; clang, which builds the fuzzers, refuses it). */
+            _Pragma("omp critical(tfenc_matrix_block_failure)")
             if (block < failed_block) {
                 failed_block = block;
                 block_context = own;
