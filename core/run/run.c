@@ -1411,7 +1411,7 @@ static int list_inputs(run *r, input_list *list)
  * files, or with records left out. A token-id corpus is one file. */
 static int needs_document_source(const run *r)
 {
-    return r->settings.corpus.format != TFENC_CORPUS_HDF5
+    return !tfenc_corpus_format_token_ids(r->settings.corpus.format)
            && (r->settings.sources.n > 1 || r->settings.corpus.null_text == TFENC_NULL_TEXT_SKIP);
 }
 
