@@ -8,6 +8,7 @@
 
 #include "base/context.h"
 #include "base/plugin_guard.h"
+#include "input/formats.h"
 #include "job/params.h"
 #include "plugin/plugin_loader.h"
 #include "model/model.h"
@@ -72,6 +73,8 @@ static void usage(FILE *stream)
             "                           wall time (each layer timed on a sample of the\n"
             "                           corpus); write nothing\n"
             "  --list-plugins           list the layer types found and the plugins refused\n"
+            "  --list-formats           list the corpus formats, the file names that choose\n"
+            "                           each, and whether this build reads it\n"
             "  --status OUT.h5|JOB.ini  say what an output file (or a job's) is: complete or not,\n"
             "                           documents finished, model, settings, layout, and the\n"
             "                           command that resumes it (read-only; exit status 0\n"
@@ -83,6 +86,34 @@ static void usage(FILE *stream)
             "replicas x [job] pipeline_stages. A job stopped by SIGTERM or SIGINT exits with\n"
             "status %d and resumes when run again.\n",
             program, program, EXIT_INTERRUPTED);
+}
+
+/* --list-formats: the formats' table as this build has it, one line a
+ * format ("NAME TITLE: a document is ...; FILE NAMES[; not in this build:
+ * WHY]"); docs/job-file.md's table of formats is checked against it
+ * (tests/formats_doc.py). */
+static void list_formats(void)
+{
+    char compressions[64] = "";
+    for (int i = 0; tfenc_corpus_compression_extensions[i] != NULL; i++)
+        snprintf(compressions + strlen(compressions), sizeof compressions - strlen(compressions),
+                 "%s%s", i > 0 ? " " : "", tfenc_corpus_compression_extensions[i]);
+    printf("corpus formats ([job] input_format; when it is not set, the file names choose):\n");
+    for (int format = 0; format < TFENC_CORPUS_AUTO; format++) {
+        const tfenc_corpus_format_info *info = tfenc_corpus_format_info_of(format);
+        printf("  %-8s %s: a document is %s; ", tfenc_corpus_format_name(format), info->title,
+               info->document);
+        for (int i = 0; info->extensions != NULL && info->extensions[i] != NULL; i++)
+            printf("%s%s", i > 0 ? " " : "", info->extensions[i]);
+        if (info->extensions == NULL)
+            printf("any file name the others do not claim");
+        for (int i = 0; info->inner_extensions != NULL && info->inner_extensions[i] != NULL; i++)
+            printf(", and %s before %s", info->inner_extensions[i], compressions);
+        if (info->reader == NULL)
+            printf("; not in this build: %s", info->missing);
+        printf("\n");
+    }
+    printf("a compressed file's name (%s) chooses by the extension before\n", compressions);
 }
 
 static int parse_arguments(int argc, char **argv, options *opts)
@@ -102,6 +133,10 @@ static int parse_arguments(int argc, char **argv, options *opts)
             if (speak)
                 printf("tfenc-batch %s (plugin ABI %d.%d)\n", PACKAGE_VERSION, TFENC_ABI_MAJOR,
                        TFENC_ABI_MINOR);
+            return 1;
+        } else if (strcmp(arg, "--list-formats") == 0) {
+            if (speak)
+                list_formats();
             return 1;
         } else if (strcmp(arg, "--dry-run") == 0) {
             opts->dry_run = 1;
@@ -402,6 +437,7 @@ static void print_plan(void *user, const tfenc_run_plan *p)
         printf("corpus: %s, %lld documents, %lld tokens to encode after truncation (mean "
                "%.1f)\n", p->input_path, (long long)p->n_documents, (long long)p->n_tokens,
                mean_length);
+    printf("  read as %s (%s)\n", p->input_format, p->input_description);
     if (p->text_pair_field != NULL)
         printf("pairs: each document is the texts of '%s' and '%s', tokenized as the "
                "tokenizer encodes a pair\n", p->text_field, p->text_pair_field);

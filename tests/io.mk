@@ -50,6 +50,13 @@ TESTS += tests/io/null_text.sh
 dist_check_SCRIPTS += tests/io/null_text.sh
 EXTRA_DIST += tests/io/make_null_texts.py tests/io/make_null_parquet.py tests/io/check_sources.py
 
+# The corpus formats' table: --list-formats, docs/job-file.md's table of
+# formats checked against it, the file names choosing a format through it,
+# and --dry-run saying which reader reads the corpus.
+TESTS += tests/io/formats.sh
+dist_check_SCRIPTS += tests/io/formats.sh
+EXTRA_DIST += tests/formats_doc.py
+
 # The decompression layer: every codec round-trips by line and by seek, and
 # a compressed stream cut at any length is an error.
 check_PROGRAMS += tests/test_stream

@@ -45,7 +45,8 @@ endif
 # stage) names the slowest. Tests of other fragments need nothing for this.
 LOG_COMPILER = $(SHELL) $(top_srcdir)/tests/harness/timed
 EXTRA_DIST += tests/harness/timed tests/harness/slowest tests/harness/slow_first tests/harness/generate \
-	tests/harness/local_imports.py tests/harness/makefile_lists.py tests/README.md
+	tests/harness/local_imports.py tests/harness/makefile_lists.py \
+	tests/harness/generated_tables.py tests/README.md
 
 # C unit tests: tests/test_MODULE.c tests core/SUBSYSTEM/MODULE.c
 # (tests/README.md maps them). A test program defines its suites in a table

@@ -1,30 +1,31 @@
-/* Corpus readers: plain text (one document per line), JSON Lines, and HDF5
- * token ids. Each reader streams one share of the corpus, so a rank never
- * holds more than the share's current line (or block of token ids).
+/* The corpus: plain text (one document per line), JSON Lines, Parquet and
+ * HDF5 token ids, each format read by its reader (reader.h), named by the
+ * formats' table (formats.h); this interface is the same for all. A
+ * corpus streams one share, so a rank never holds more than the share's
+ * current line (or row group, or block of token ids).
  *
- * Sources. A text or JSON Lines corpus is a list of files (input/sources.h),
- * each plain or compressed (input/stream.h: gzip, zstd, xz, found by magic
- * bytes) or Parquet (rows of a text column, read by row group through
- * Arrow, parquet_reader.h); documents are numbered over the files in their
- * order, then line by line (row by row), as if the decompressed files were
- * one. Messages name the file and the line (or row and row group) within
- * it. HDF5 token ids are one file.
+ * Sources. A text, JSON Lines or Parquet corpus is a list of files
+ * (input/sources.h), each plain or compressed (input/stream.h: gzip, zstd,
+ * xz, found by magic bytes; Parquet files are read by row group through
+ * Arrow); documents are numbered over the files in their order, then line
+ * by line (row by row), as if the decompressed files were one. Messages
+ * name the file and the line (or row and row group) within it. HDF5 token
+ * ids are one file.
  *
- * Shares. Text and JSON Lines: share k of n covers the bytes
+ * Shares. Text, JSON Lines and Parquet: share k of n covers the bytes
  * [k*S/n, (k+1)*S/n) of the S bytes of the files as stored, laid end to
- * end, and owns every line that STARTS in that range (a share that starts
- * mid-line skips to the next line start; its last line is read to its end,
- * past the range). A compressed file cannot be entered in the middle, so it
- * belongs whole to the share its first byte falls in. The shares therefore
- * partition the lines exactly, whatever the line lengths. A share does not
- * know its documents' global indices: tfenc_corpus_count() scans it, the
- * driver adds counts up over the earlier shares (MPI_Exscan) and may hand
- * the result back with tfenc_corpus_set_first_index(). HDF5: shares are
- * contiguous document ranges of about equal counts
- * (share k starts at document k*N/n), and the first global index is known
- * at open. Shares are for reading the whole corpus once, in parallel (to
- * check it and cut it into windows); the work itself reads any range of
- * documents with tfenc_corpus_select().
+ * end, and owns every line (row) that STARTS in that range
+ * (record_files.h); a compressed or Parquet file cannot be entered in the
+ * middle, so it belongs whole to the share its first byte falls in. The
+ * shares therefore partition the lines exactly, whatever the line
+ * lengths. A share does not know its documents' global indices:
+ * tfenc_corpus_count() scans it, the driver adds counts up over the
+ * earlier shares (MPI_Exscan) and may hand the result back with
+ * tfenc_corpus_set_first_index(). HDF5: shares are contiguous document
+ * ranges of about equal counts (share k starts at document k*N/n), and the
+ * first global index is known at open. Shares are for reading the whole
+ * corpus once, in parallel (to check it and cut it into windows); the work
+ * itself reads any range of documents with tfenc_corpus_select().
  *
  * Lines. A trailing "\n" and then "\r" are stripped; the last line needs no
  * final newline; an empty line of a text corpus is an empty document (it
@@ -44,7 +45,7 @@
  *   named in the message), and, when an id field is configured, a missing id or
  *   one that is neither a string nor an integer, or one longer than
  *   max_id_bytes;
- * - HDF5 (input/hdf5_corpus.h): a missing dataset, a wrong rank, a
+ * - HDF5 (input/hdf5_corpus.c): a missing dataset, a wrong rank, a
  *   non-integer type, offsets that do not start at 0, decrease, or do not
  *   end at the token count, a length outside [0, L], a negative token id:
  *   each names the file and dataset. */
@@ -53,94 +54,15 @@
 
 #include <stddef.h>
 #include <stdint.h>
-#include "tfenc/plugin.h"
+
+#include "input/corpus_types.h"
+#include "input/formats.h"
 #include "input/stream.h"
 
-/* AUTO is a job's choice (decided by the file name), never a corpus's. */
-typedef enum tfenc_corpus_format {
-    TFENC_CORPUS_TEXT,
-    TFENC_CORPUS_JSONL,
-    TFENC_CORPUS_HDF5,
-    TFENC_CORPUS_PARQUET, /* when built with Apache Arrow (parquet_reader.h) */
-    TFENC_CORPUS_AUTO
-} tfenc_corpus_format;
-
-/* The formats' names, indexed by value, NULL-terminated ("auto" last). */
-extern const char *const tfenc_corpus_format_names[];
-
-/* What a null text is ([job] null_text): JSON Lines `"text": null`, or a
- * null in a Parquet text column. ERROR stops the job naming the file and
- * the line (row); EMPTY reads it as an empty document; SKIP leaves the
- * record out: it is no document and gets no output row, documents are
- * numbered without it, and its line still counts in the next documents'
- * line numbers (tfenc_document.line), so rows trace back to their lines. */
-typedef enum tfenc_null_text {
-    TFENC_NULL_TEXT_ERROR,
-    TFENC_NULL_TEXT_EMPTY,
-    TFENC_NULL_TEXT_SKIP
-} tfenc_null_text;
-
-/* Their names, indexed by value, NULL-terminated. */
+/* The null_text values' names, indexed by value, NULL-terminated. */
 extern const char *const tfenc_null_text_names[];
 
-typedef struct tfenc_corpus_options {
-    const char *path;            /* [job] input as resolved: names the corpus in messages */
-    const char *const *sources;  /* the files, in order (input/sources.h); NULL: `path` alone */
-    int n_sources;
-    tfenc_corpus_format format;
-    const char *text_field;      /* JSON Lines, Parquet: field (column) with the document;
-                                  * NULL means "text" */
-    const char *text_pair_field; /* JSON Lines, Parquet: field (column) with the second
-                                  * text of a pair (cross-encoders); NULL: single texts */
-    const char *id_field;        /* JSON Lines, Parquet: field with the id; NULL: no ids */
-    tfenc_null_text null_text;   /* JSON Lines, Parquet: what a null text is */
-    size_t max_id_bytes;         /* JSON Lines: longer ids are refused (0: no limit) */
-    const char *tokens_dataset;  /* HDF5 ragged: int ids [T]; NULL means "tokens" */
-    const char *offsets_dataset; /* HDF5 ragged: [N+1] from 0 to T; NULL means "offsets" */
-    const char *ids_dataset;     /* HDF5 padded: int ids [N, L]; set with lengths_dataset */
-    const char *lengths_dataset; /* HDF5 padded: tokens per row [N]; when both are set the
-                                  * input is padded, else ragged */
-} tfenc_corpus_options;
-
-/* One document. Everything it points to is owned by the corpus and valid
- * until the next tfenc_corpus_next(), _rewind(), _count() or _close(). */
-typedef struct tfenc_document {
-    int64_t local_index;      /* 0, 1, ... within the share */
-    const char *text;         /* text / JSON Lines: UTF-8 bytes, NUL-terminated; else NULL */
-    size_t text_length;       /* bytes, without the terminating NUL */
-    const char *text_pair;    /* with a text_pair_field: the pair's second text, as text;
-                               * else NULL */
-    size_t text_pair_length;
-    const char *id;           /* JSON Lines with an id field: NUL-terminated; else NULL */
-    size_t id_length;
-    const int32_t *token_ids; /* HDF5: the document's ids (non-negative); else NULL */
-    int n_tokens;             /* HDF5: number of ids; else 0 */
-    int source;               /* the file it was read from (0 for HDF5) */
-    int64_t line;             /* text, JSON Lines: its 1-based line in that file; Parquet:
-                               * its 0-based row; -1 when not known (HDF5, or a plain
-                               * file entered in the middle without being told where:
-                               * tfenc_corpus_set_start_line, tfenc_corpus_range) */
-} tfenc_document;
-
-typedef struct tfenc_corpus_counts {
-    int64_t n_documents;  /* documents in the share */
-    int64_t n_tokens;     /* HDF5: token ids in the share; -1 for text and JSON Lines */
-    int64_t n_skipped;    /* records left out (null_text = skip) */
-    size_t max_id_length; /* JSON Lines with an id field: longest id in bytes; else 0 */
-} tfenc_corpus_counts;
-
 typedef struct tfenc_corpus tfenc_corpus;
-
-/* "text", "jsonl", "hdf5" or "parquet" -> the format; TFENC_ERR_NOT_FOUND for any other
- * name (the caller reports it with the key it came from). */
-int tfenc_corpus_format_from_name(const char *name, tfenc_corpus_format *format);
-/* The format a path's extension implies: .jsonl/.ndjson -> JSON Lines,
- * .h5/.hdf5 -> HDF5, .parquet/.pq -> Parquet, anything else -> text; behind a compression extension
- * (.gz, .zst, .zstd, .xz) the one before counts, and .json there means
- * JSON Lines ("c4-train.00000-of-01024.json.gz"). */
-tfenc_corpus_format tfenc_corpus_format_from_path(const char *path);
-/* "text", "jsonl", "hdf5". */
-const char *tfenc_corpus_format_name(tfenc_corpus_format format);
 
 /* Opens share `share` (0 <= share < n_shares) of the corpus. Only reads
  * what the share needs: for HDF5 the offsets or lengths (to cut the shares)
@@ -167,18 +89,6 @@ int tfenc_corpus_next(tfenc_context *ctx, tfenc_corpus *corpus, tfenc_document *
 
 /* Back to the share's first document. */
 int tfenc_corpus_rewind(tfenc_context *ctx, tfenc_corpus *corpus);
-
-/* A run of consecutive documents: the unit a window of work reads. */
-typedef struct tfenc_corpus_range {
-    int64_t first_index; /* global index of the first document */
-    int64_t n_documents;
-    int64_t byte_start;  /* text and JSON Lines: where the first line starts (a byte offset
-                          * of a single plain file; else the source's index above bit 40
-                          * and the decompressed offset in it) */
-    int64_t byte_end;    /* text and JSON Lines: the next range's byte_start, or the end */
-    int64_t first_line_number; /* text and JSON Lines, Parquet: the 1-based line (row + 1)
-                                * of the first document in its file; 0: not known */
-} tfenc_corpus_range;
 
 /* Makes the corpus read exactly the range's documents from now on (any
  * part of the corpus, not only the share it was opened with), from its
@@ -234,6 +144,11 @@ const int64_t *tfenc_corpus_source_lines(const tfenc_corpus *corpus);
  * lines of source s in the shares before this one (the driver's
  * MPI_Exscan of tfenc_corpus_source_lines()). */
 void tfenc_corpus_set_start_line(tfenc_corpus *corpus, const int64_t *earlier_lines);
+
+/* 1 when the windows of this corpus start at positions its shares report
+ * (tfenc_corpus_line_starts_at: text, JSON Lines, Parquet), 0 when they are
+ * ranges of document indices alone (HDF5). */
+int tfenc_corpus_windows_by_position(const tfenc_corpus *corpus);
 
 /* Frees everything; NULL is allowed. */
 void tfenc_corpus_close(tfenc_corpus *corpus);

@@ -1,6 +1,21 @@
-/* HDF5 token-id corpora: the offsets (or lengths) checked and read for a
- * range of documents, token ids read a block at a time. */
-#include "input/hdf5_corpus.h"
+/* HDF5 token-id corpora: ragged, flat ids `tokens [T]` with `offsets
+ * [N+1]` from 0 to T, or padded, `ids [N, L]` with `lengths [N]` (dataset
+ * names from the corpus options). One file, whose documents are known by
+ * index: an indexed reader (reader.h), its shares contiguous ranges of
+ * about equal document counts (share k starts at document k*N/n).
+ *
+ * A range of documents is selected at a time: its part of the offsets (or
+ * lengths) is read and checked, and its token ids are read a block of
+ * about a million at a time as the documents are asked for, so a reader
+ * never holds much of its share; counting reads no token ids. Every error
+ * names the file and the dataset: a missing dataset, a wrong rank, a
+ * non-integer type, a dataset that stores less than it declares, offsets
+ * that do not start at 0, decrease, or do not end at the token count, a
+ * length outside [0, L], a negative token id or one past int32 (with the
+ * value as stored). */
+#include "input/reader.h"
+
+#include <hdf5.h>
 
 #include "base/context.h"
 #include "base/files.h"
@@ -17,7 +32,7 @@
  * share. */
 #define BLOCK_TOKENS ((int64_t)1 << 20)
 
-struct tfenc_hdf5_corpus {
+typedef struct hdf5_corpus {
     char *path;
     hid_t h5_file;
     hid_t tokens;        /* ragged: [T]; padded: [N, L] */
@@ -38,26 +53,13 @@ struct tfenc_hdf5_corpus {
     size_t block_capacity;
     int64_t block_first;
     int64_t block_end;
-};
+    int64_t next;         /* the selection's document next() gives */
+    tfenc_corpus_files *files; /* the corpus's (one file), for the counts */
+} hdf5_corpus;
 
 static const char *h5_detail(char buffer[256])
 {
     return tfenc_hdf5_error_detail(buffer, 256);
-}
-
-static char *copy_string(const char *text)
-{
-    size_t size = strlen(text) + 1;
-    char *copy = malloc(size);
-    if (copy != NULL)
-        memcpy(copy, text, size);
-    return copy;
-}
-
-/* Document k*n/n_shares without overflowing 64 bits. */
-static int64_t share_boundary(int64_t size, int share, int n_shares)
-{
-    return (size / n_shares) * share + (size % n_shares) * share / n_shares;
 }
 
 /* Compressed chunks hold at most this many times fewer bytes than their
@@ -72,7 +74,7 @@ static int64_t share_boundary(int64_t size, int share, int n_shares)
  * buffer is sized by the declared shape, the stored bytes must account for
  * it: all of them for contiguous or compact storage, 1/MAX_COMPRESSION_RATIO
  * for chunked storage, which may be compressed. */
-static int check_storage(tfenc_context *ctx, tfenc_hdf5_corpus *corpus, const char *name,
+static int check_storage(tfenc_context *ctx, hdf5_corpus *corpus, const char *name,
                          hid_t dataset, int rank, const hsize_t *dims)
 {
     hid_t type = H5Dget_type(dataset);
@@ -107,7 +109,7 @@ static int check_storage(tfenc_context *ctx, tfenc_hdf5_corpus *corpus, const ch
 }
 
 /* Opens an integer dataset of the expected rank and returns its dims. */
-static int open_integer_dataset(tfenc_context *ctx, tfenc_hdf5_corpus *corpus, const char *name,
+static int open_integer_dataset(tfenc_context *ctx, hdf5_corpus *corpus, const char *name,
                                 int rank, hsize_t *dims, hid_t *dataset)
 {
     char detail[256];
@@ -165,7 +167,7 @@ static int64_t rows_per_read(hid_t dataset, int rank, int64_t width)
 
 /* Reads elements [start, start + count) of a rank-1 dataset (or rows of a
  * rank-2 one, `width` columns from column 0) as `memory_type`. */
-static int read_slab(tfenc_context *ctx, tfenc_hdf5_corpus *corpus, hid_t dataset, const char *name,
+static int read_slab(tfenc_context *ctx, hdf5_corpus *corpus, hid_t dataset, const char *name,
                      int rank, int64_t start, int64_t count, int64_t width, hid_t memory_type,
                      void *buffer)
 {
@@ -209,8 +211,8 @@ static int read_slab(tfenc_context *ctx, tfenc_hdf5_corpus *corpus, hid_t datase
  * (ragged) or lengths (padded), so that the next documents read are these.
  * Only this range is read, never the whole index: at scale the index of
  * 10^8 documents would be 800 MB on every rank. */
-int tfenc_hdf5_corpus_select(tfenc_context *ctx, tfenc_hdf5_corpus *corpus, int64_t first,
-                             int64_t end)
+static int select_documents(tfenc_context *ctx, hdf5_corpus *corpus, int64_t first,
+                            int64_t end)
 {
     const int64_t n = end - first;
     const char *name = corpus->index_name;
@@ -274,7 +276,7 @@ int tfenc_hdf5_corpus_select(tfenc_context *ctx, tfenc_hdf5_corpus *corpus, int6
     return TFENC_OK;
 }
 
-static int open_hdf5(tfenc_context *ctx, tfenc_hdf5_corpus *corpus,
+static int open_hdf5(tfenc_context *ctx, hdf5_corpus *corpus,
                      const tfenc_corpus_options *options, int share, int n_shares)
 {
     char detail[256];
@@ -298,8 +300,8 @@ static int open_hdf5(tfenc_context *ctx, tfenc_hdf5_corpus *corpus,
     const char *index_name = corpus->padded ? options->lengths_dataset
                              : options->offsets_dataset != NULL ? options->offsets_dataset
                                                                 : "offsets";
-    corpus->tokens_name = copy_string(tokens_name);
-    corpus->index_name = copy_string(index_name);
+    corpus->tokens_name = strdup(tokens_name);
+    corpus->index_name = strdup(index_name);
     if (corpus->tokens_name == NULL || corpus->index_name == NULL)
         return tfenc_error(ctx, TFENC_ERR_NO_MEMORY, "%s: out of memory", corpus->path);
 
@@ -323,14 +325,15 @@ static int open_hdf5(tfenc_context *ctx, tfenc_hdf5_corpus *corpus,
     corpus->total_tokens = corpus->padded ? -1 : (int64_t)token_dims[0];
     /* Shares of equal document counts: they only validate and count; the
      * work itself is cut into windows (tfenc_corpus_select). */
-    return tfenc_hdf5_corpus_select(ctx, corpus, share_boundary(corpus->total_documents, share, n_shares),
-                           share_boundary(corpus->total_documents, share + 1, n_shares));
+    return select_documents(ctx, corpus,
+                            tfenc_share_boundary(corpus->total_documents, share, n_shares),
+                            tfenc_share_boundary(corpus->total_documents, share + 1, n_shares));
 }
 
 /* Refuses token `position` of `document`, a negative or too large id, with
  * the value as stored: it is read again alone, as a 64-bit integer of the
  * dataset's signedness, since the int32 block holds it clipped. */
-static int refuse_token(tfenc_context *ctx, tfenc_hdf5_corpus *corpus, int64_t document,
+static int refuse_token(tfenc_context *ctx, hdf5_corpus *corpus, int64_t document,
                         int64_t position)
 {
     hsize_t coordinates[2] = {0, 0};
@@ -379,7 +382,7 @@ static int refuse_token(tfenc_context *ctx, tfenc_hdf5_corpus *corpus, int64_t d
 
 /* Loads the block of documents that starts at `first`: as many as fit in
  * BLOCK_TOKENS, at least one. */
-static int load_block(tfenc_context *ctx, tfenc_hdf5_corpus *corpus, int64_t first)
+static int load_block(tfenc_context *ctx, hdf5_corpus *corpus, int64_t first)
 {
     int64_t local = first - corpus->first;
     int64_t end = first + 1;
@@ -447,10 +450,10 @@ static int load_block(tfenc_context *ctx, tfenc_hdf5_corpus *corpus, int64_t fir
     return TFENC_OK;
 }
 
-int tfenc_hdf5_corpus_next(tfenc_context *ctx, tfenc_hdf5_corpus *corpus, int64_t local,
-                           tfenc_document *document)
+static int hdf5_next(tfenc_context *ctx, void *state, tfenc_document *document)
 {
-    int64_t index = corpus->first + local;
+    hdf5_corpus *corpus = state;
+    int64_t index = corpus->first + corpus->next;
     if (index >= corpus->end)
         return TFENC_ERR_NOT_FOUND;
     if (index < corpus->block_first || index >= corpus->block_end) {
@@ -468,51 +471,50 @@ int tfenc_hdf5_corpus_next(tfenc_context *ctx, tfenc_hdf5_corpus *corpus, int64_
                  - corpus->offsets[corpus->block_first - corpus->first];
     document->token_ids = corpus->block + skip;
     document->n_tokens = (int)length;
+    document->source = 0;
+    document->line = -1;
+    corpus->next++;
     return TFENC_OK;
 }
 
-int tfenc_hdf5_corpus_open(tfenc_context *ctx, const char *path,
-                           const tfenc_corpus_options *options, int share, int n_shares,
-                           tfenc_hdf5_corpus **corpus_out)
+static int hdf5_rewind(tfenc_context *ctx, void *state)
 {
-    *corpus_out = NULL;
-    tfenc_hdf5_corpus *corpus = calloc(1, sizeof *corpus);
-    if (corpus == NULL || (corpus->path = copy_string(path)) == NULL) {
-        free(corpus);
-        return tfenc_error(ctx, TFENC_ERR_NO_MEMORY, "%s: out of memory", path);
-    }
-    corpus->h5_file = corpus->tokens = corpus->index = -1;
-    int status = open_hdf5(ctx, corpus, options, share, n_shares);
-    if (status != TFENC_OK) {
-        tfenc_hdf5_corpus_close(corpus);
-        return status;
-    }
-    *corpus_out = corpus;
+    (void)ctx; /* the block stays: it is reloaded only if it is not the first */
+    ((hdf5_corpus *)state)->next = 0;
     return TFENC_OK;
 }
 
-int64_t tfenc_hdf5_corpus_total_documents(const tfenc_hdf5_corpus *corpus)
+static int hdf5_select(tfenc_context *ctx, void *state, const tfenc_corpus_range *range)
 {
-    return corpus->total_documents;
+    hdf5_corpus *corpus = state;
+    if (range->first_index < 0 || range->n_documents < 0 ||
+        range->first_index + range->n_documents > corpus->total_documents)
+        return tfenc_error(ctx, TFENC_ERR_INTERNAL, "%s: documents [%lld, %lld) are not "
+                           "in the corpus of %lld", corpus->path, (long long)range->first_index,
+                           (long long)(range->first_index + range->n_documents),
+                           (long long)corpus->total_documents);
+    corpus->next = 0;
+    return select_documents(ctx, corpus, range->first_index,
+                            range->first_index + range->n_documents);
 }
 
-int64_t tfenc_hdf5_corpus_first(const tfenc_hdf5_corpus *corpus)
+/* From the index alone: no token id is read. */
+static int hdf5_count(tfenc_context *ctx, void *state, tfenc_corpus_counts *counts)
 {
-    return corpus->first;
+    (void)ctx;
+    hdf5_corpus *corpus = state;
+    int64_t n = corpus->end - corpus->first;
+    counts->n_documents = n;
+    counts->n_tokens = corpus->offsets[n] - corpus->offsets[0];
+    corpus->files->documents[0] = n;
+    corpus->files->lines[0] = n;
+    corpus->files->counted = 1;
+    return TFENC_OK;
 }
 
-int64_t tfenc_hdf5_corpus_selected(const tfenc_hdf5_corpus *corpus)
+static void hdf5_close(void *state)
 {
-    return corpus->end - corpus->first;
-}
-
-int64_t tfenc_hdf5_corpus_selected_tokens(const tfenc_hdf5_corpus *corpus)
-{
-    return corpus->offsets[corpus->end - corpus->first] - corpus->offsets[0];
-}
-
-void tfenc_hdf5_corpus_close(tfenc_hdf5_corpus *corpus)
-{
+    hdf5_corpus *corpus = state;
     if (corpus == NULL)
         return;
     if (corpus->tokens >= 0)
@@ -529,3 +531,49 @@ void tfenc_hdf5_corpus_close(tfenc_hdf5_corpus *corpus)
     free(corpus->path);
     free(corpus);
 }
+
+static int hdf5_open(tfenc_context *ctx, const tfenc_corpus_options *options,
+                     tfenc_corpus_files *files, int share, int n_shares, void **state,
+                     tfenc_reader_opened *opened)
+{
+    *state = NULL;
+    if (files->n > 1)
+        return tfenc_error(ctx, TFENC_ERR_CONFIG, "[job] input %s: names %d files, but HDF5 "
+                           "token ids are read from one file", options->path, files->n);
+    hdf5_corpus *corpus = calloc(1, sizeof *corpus);
+    if (corpus == NULL || (corpus->path = strdup(options->path)) == NULL) {
+        free(corpus);
+        return tfenc_error(ctx, TFENC_ERR_NO_MEMORY, "%s: out of memory", options->path);
+    }
+    *state = corpus;
+    corpus->files = files;
+    corpus->h5_file = corpus->tokens = corpus->index = -1;
+    int status = open_hdf5(ctx, corpus, options, share, n_shares);
+    if (status != TFENC_OK)
+        return status;
+    opened->first_index = corpus->first;
+    opened->total_documents = corpus->total_documents;
+    return TFENC_OK;
+}
+
+static void hdf5_describe(const tfenc_corpus_options *options, char *line, size_t size)
+{
+    if (options->ids_dataset != NULL)
+        snprintf(line, size, "padded: ids in dataset '%s', lengths in '%s'",
+                 options->ids_dataset,
+                 options->lengths_dataset != NULL ? options->lengths_dataset : "(none)");
+    else
+        snprintf(line, size, "ragged: ids in dataset '%s', offsets in '%s'",
+                 options->tokens_dataset != NULL ? options->tokens_dataset : "tokens",
+                 options->offsets_dataset != NULL ? options->offsets_dataset : "offsets");
+}
+
+const tfenc_corpus_reader tfenc_hdf5_reader = {
+    .open = hdf5_open,
+    .next = hdf5_next,
+    .rewind = hdf5_rewind,
+    .select = hdf5_select,
+    .count = hdf5_count,
+    .close = hdf5_close,
+    .describe = hdf5_describe,
+};

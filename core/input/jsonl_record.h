@@ -1,7 +1,7 @@
 /* One line of a JSON Lines corpus as a document: the object's text field
- * (and a pair's second text field) and, when configured, its id field (a string, or an integer printed as
- * text). The line reader (corpus.h) finds the lines; this module only
- * reads one.
+ * (and a pair's second text field) and, when configured, its id field (a
+ * string, or an integer printed as text). The JSON Lines reader
+ * (jsonl_corpus.c) finds the lines; this module only reads one.
  *
  * A refused line is TFENC_ERR_INPUT with the reason in `why`, written to
  * follow "FILE: line N" (it starts with ": " or ", column C: "), so that the
@@ -12,7 +12,7 @@
 #include <stddef.h>
 #include <jansson.h>
 
-#include "input/corpus.h"
+#include "input/corpus_types.h"
 
 /* What to read from each object. */
 typedef struct tfenc_jsonl_fields {

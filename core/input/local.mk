@@ -1,18 +1,28 @@
-# input: the corpus readers (lines of text and JSON Lines, a JSON Lines
-# record, HDF5 token ids, Parquet rows), the files
-# `[job] input` names (sources), their decompression (stream), and the
-# windows the corpus is cut into.
+# input: the corpus (corpus.h) and its formats as components: one reader
+# per format (reader.h; text lines, JSON Lines with its record parser,
+# HDF5 token ids, Parquet rows), the formats' table that names them
+# (formats.c), the files and lines the positioned readers share
+# (record_files), the files `[job] input` names (sources), their
+# decompression beneath every reader (stream), and the windows the corpus
+# is cut into.
 # may use: base
 core_libtfenc_la_SOURCES += \
 	core/input/corpus.c core/input/corpus.h \
-	core/input/hdf5_corpus.c core/input/hdf5_corpus.h \
+	core/input/corpus_types.h \
+	core/input/formats.c core/input/formats.h \
+	core/input/hdf5_corpus.c \
+	core/input/jsonl_corpus.c \
 	core/input/jsonl_record.c core/input/jsonl_record.h \
+	core/input/reader.h \
+	core/input/record_files.c core/input/record_files.h \
 	core/input/sources.c core/input/sources.h \
 	core/input/stream.c core/input/stream.h \
+	core/input/text_corpus.c \
 	core/input/windows.c core/input/windows.h
-# Parquet corpora, when configure found Apache Arrow (--with-parquet).
+# Parquet corpora, when configure found Apache Arrow (--with-parquet): the
+# reader (parquet_corpus.c) and its C++ side.
 if HAVE_PARQUET
-core_libtfenc_la_SOURCES += core/input/parquet_reader.cc
+core_libtfenc_la_SOURCES += core/input/parquet_corpus.c core/input/parquet_reader.cc
 core_libtfenc_la_LIBADD += $(PARQUET_LIBS)
 endif
 # Arrow from a pyarrow wheel (configure.ac says why): libtfenc finds it in

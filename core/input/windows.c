@@ -132,7 +132,7 @@ int tfenc_windows_scan(tfenc_context *ctx, MPI_Comm comm, const tfenc_corpus_opt
         status = sources_status;
     share_info->n_documents = mine;
     share_info->max_id_length = counts.max_id_length;
-    if (status == TFENC_OK && options->format != TFENC_CORPUS_HDF5) {
+    if (status == TFENC_OK && tfenc_corpus_windows_by_position(corpus)) {
         /* The whole corpus's size gives the cut; the share reports where the
          * windows that start in it start. */
         int64_t n_windows = cut(total, window_documents, NULL);

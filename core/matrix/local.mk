@@ -6,7 +6,8 @@
 # may use: base
 noinst_LTLIBRARIES += core/libtfenc_matrix.la
 core_libtfenc_matrix_la_SOURCES = core/matrix/matrix.c core/matrix/matrix.h \
-	core/matrix/matrix_onednn.h core/matrix/openblas.c core/matrix/openblas.h
+	core/matrix/block_rows.h core/matrix/matrix_onednn.h core/matrix/openblas.c \
+	core/matrix/openblas.h
 if HAVE_ONEDNN
 core_libtfenc_matrix_la_SOURCES += core/matrix/matrix_onednn.c
 endif

@@ -14,14 +14,9 @@
 #include <stdint.h>
 
 #include "base/precision.h"
+#include "matrix/block_rows.h"
 #include "tfenc/plugin.h"
 
-/* Rows of every product of a linear map: a batch runs as blocks of this
- * many rows, the last one padded, each block on one thread. A product's
- * bits depend on its shape (the libraries pick kernels by it), so one
- * fixed shape makes every row a function of its own input alone, whatever
- * the batch, its other rows and the thread count (matrix.c). */
-#define TFENC_MATRIX_BLOCK_ROWS 64
 /* The same for fp32 maps on OpenBLAS, which packs the weights again in
  * every product: 256 rows make that ~4% of a product (at 64, ~15% more
  * CPU time on MiniLM). */

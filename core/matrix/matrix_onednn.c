@@ -17,7 +17,6 @@
 #include "matrix/matrix_onednn.h"
 #include "base/aligned.h"
 #include "tfenc/plugin_math.h"
-#include "matrix/matrix.h"
 #include "tfenc/plugin_parallel.h"
 
 #include <dnnl.h>

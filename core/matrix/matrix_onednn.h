@@ -10,6 +10,7 @@
 #include <stdint.h>
 
 #include "base/precision.h"
+#include "matrix/block_rows.h"
 #include "tfenc/plugin.h"
 
 /* 1 when oneDNN makes a primitive for `precision` on this CPU (bf16: AVX-512

@@ -365,7 +365,7 @@ static int check_job_settings(reader *r, tfenc_job_section *section, const job_k
                                        ? "chunk_overlap"
                                        : "chunk_pooling",
                                 "applies to chunked documents: set long_documents = chunk too");
-    if (s->chunks != TFENC_CHUNKS_OFF && s->corpus.format == TFENC_CORPUS_HDF5)
+    if (s->chunks != TFENC_CHUNKS_OFF && tfenc_corpus_format_token_ids(s->corpus.format))
         return job_origin_error(r, "long_documents", "chunk cuts text documents; a token-id "
                                                      "corpus is used as given");
     if (s->chunk_overlap < 0 || s->chunk_overlap >= s->max_seq_len)
@@ -388,11 +388,11 @@ static int check_job_settings(reader *r, tfenc_job_section *section, const job_k
         (k->document_marker != NULL &&
          (s->document_marker = strdup(k->document_marker)) == NULL))
         return tfenc_error(r->ctx, TFENC_ERR_NO_MEMORY, "out of memory");
-    if (s->prompt != NULL && s->corpus.format == TFENC_CORPUS_HDF5)
+    if (s->prompt != NULL && tfenc_corpus_format_token_ids(s->corpus.format))
         return job_origin_error(r, "prompt", "a prompt is text: it needs a text or JSON Lines "
                                              "corpus, not token ids");
     if (s->corpus.text_pair_field != NULL) {
-        if (s->corpus.format != TFENC_CORPUS_JSONL && s->corpus.format != TFENC_CORPUS_PARQUET)
+        if (!tfenc_corpus_format_pairs(s->corpus.format))
             return job_origin_error(r, "text_pair_field", "pairs of texts are two fields of a "
                                                           "JSON Lines or Parquet corpus");
         if (s->chunks != TFENC_CHUNKS_OFF)
@@ -458,7 +458,7 @@ static int setup_tokenizer(reader *r)
 {
     static const char *const accents[] = {"auto", "true", "false", NULL};
     tfenc_job_section *section = tfenc_jobfile_find(r->job, "tokenizer");
-    if (r->settings->corpus.format == TFENC_CORPUS_HDF5) {
+    if (tfenc_corpus_format_token_ids(r->settings->corpus.format)) {
         if (section != NULL && section->n_entries > 0 && section->line > 0)
             return tfenc_error(r->ctx, TFENC_ERR_CONFIG,
                                "%s:%d: [tokenizer] is not used: the input holds token ids",

@@ -1304,11 +1304,14 @@ static double shared_mib(const run *r)
                : 0.0;
 }
 
-/* The corpus's files for the plan: paths, documents and compressions (the
- * returned array, which the caller frees). */
+/* The corpus for the plan: its format as the formats' table describes it,
+ * and its files' paths, documents and compressions (the returned array,
+ * which the caller frees). */
 static const char **describe_sources(const run *r, tfenc_run_plan *plan)
 {
     plan->input_format = tfenc_corpus_format_name(r->settings.corpus.format);
+    tfenc_corpus_format_describe(&r->settings.corpus, plan->input_description,
+                                 sizeof plan->input_description);
     plan->n_sources = r->settings.sources.n;
     plan->source_paths = (const char *const *)r->settings.sources.paths;
     plan->source_documents = r->windows.source_documents;
@@ -1603,7 +1606,7 @@ static int list_inputs(run *r, input_list *list)
  * files, or with records left out. A token-id corpus is one file. */
 static int needs_document_source(const run *r)
 {
-    return r->settings.corpus.format != TFENC_CORPUS_HDF5
+    return !tfenc_corpus_format_token_ids(r->settings.corpus.format)
            && (r->settings.sources.n > 1 || r->settings.corpus.null_text == TFENC_NULL_TEXT_SKIP);
 }
 

@@ -65,7 +65,9 @@ typedef struct tfenc_run_plan {
                                     * (its overlap and special tokens included) */
     int64_t n_sequences;           /* the sequences they make: documents, or chunks */
     int chunked;                   /* long_documents = chunk */
-    const char *input_format;      /* "text", "jsonl", "hdf5" */
+    const char *input_format;      /* "text", "jsonl", "hdf5", "parquet" */
+    char input_description[256];   /* what the format's reader reads, from the formats'
+                                    * table ("JSON Lines: the text in field 'text'") */
     const char *text_field;        /* pairs: the fields (Parquet: columns) of their */
     const char *text_pair_field;   /* two texts; NULL for single texts */
     int n_sources;                 /* the corpus's files (input/sources.h) */
