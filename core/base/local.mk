@@ -1,5 +1,6 @@
 # base: the leaves every subsystem may use (the error context, files,
-# aligned memory, clocks, 16-bit floats, SHA-256, HDF5 error text, the
+# aligned memory, clocks, 16-bit floats, SHA-256, HDF5 error text and
+# attributes, the
 # file-size check after HDF5 reads, the precision names, the guards around
 # what plugins write with the marker of the running plugin call). The
 # element-wise kernels and parallel loops the matrix backend shares with the
@@ -12,6 +13,7 @@ core_libtfenc_la_SOURCES += \
 	core/base/float16.c core/base/float16.h \
 	core/base/sha256.c core/base/sha256.h \
 	core/base/hdf5_error.c core/base/hdf5_error.h \
+	core/base/hdf5_attributes.c core/base/hdf5_attributes.h \
 	core/base/hdf5_intact.c core/base/hdf5_intact.h \
 	core/base/precision.c core/base/precision.h \
 	core/base/plugin_guard.c core/base/plugin_guard.h \

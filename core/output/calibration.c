@@ -11,13 +11,13 @@
 
 #include <hdf5.h>
 
+#include "base/hdf5_attributes.h"
 #include "base/context.h"
 #include "base/files.h"
 #include "base/hdf5_error.h"
 #include "base/hdf5_intact.h"
 #include "base/precision.h"
 #include "base/sha256.h"
-#include "output/output_checks.h"
 
 /* The widest map a calibration may hold: [model] d_model's bound times the
  * widest stack of parts (weights.c takes up to 8). */
@@ -166,9 +166,9 @@ static int well_formed_steps(const char *steps)
 static void read_attributes(reader *r)
 {
     tfenc_int8_calibration *c = r->calibration;
-    c->precision_steps = tfenc_output_attribute_string(r->group, "precision_steps");
-    c->source = tfenc_output_attribute_string(r->group, "source");
-    char *weights = tfenc_output_attribute_string(r->group, "weights_sha256");
+    c->precision_steps = tfenc_hdf5_attribute_string(r->group, "precision_steps");
+    c->source = tfenc_hdf5_attribute_string(r->group, "source");
+    char *weights = tfenc_hdf5_attribute_string(r->group, "weights_sha256");
     if (!well_formed_steps(c->precision_steps))
         damaged(r, "attribute '" TFENC_CALIBRATION_GROUP "/precision_steps' is missing or not "
                    "lines 'STEP PRECISION'");
@@ -184,12 +184,12 @@ static void read_attributes(reader *r)
         {"min_cosine", &c->min_cosine, -1.0, 1.0},
         {"sample_min_cosine", &c->sample_min_cosine, -1.0, 1.0}};
     for (size_t i = 0; i < sizeof numbers / sizeof numbers[0]; i++)
-        if (!tfenc_output_attribute_number(r->group, numbers[i].name, H5T_FLOAT,
+        if (!tfenc_hdf5_attribute_number(r->group, numbers[i].name, H5T_FLOAT,
                                            H5T_NATIVE_DOUBLE, numbers[i].value) ||
             !(*numbers[i].value >= numbers[i].low && *numbers[i].value <= numbers[i].high))
             damaged(r, "attribute '" TFENC_CALIBRATION_GROUP "/%s' is missing or not a number "
                        "in -1..1", numbers[i].name);
-    if (!tfenc_output_attribute_number(r->group, "sample_documents", H5T_INTEGER,
+    if (!tfenc_hdf5_attribute_number(r->group, "sample_documents", H5T_INTEGER,
                                        H5T_NATIVE_INT64, &c->sample_documents) ||
         c->sample_documents < 0)
         damaged(r, "attribute '" TFENC_CALIBRATION_GROUP "/sample_documents' is missing or not "
@@ -263,7 +263,7 @@ static herr_t visit_map(hid_t group, const char *name, const H5O_info_t *info, v
 /* A file without the group: say what it is instead. */
 static int no_calibration(reader *r)
 {
-    char *precision = tfenc_output_attribute_string(r->file, "precision");
+    char *precision = tfenc_hdf5_attribute_string(r->file, "precision");
     int status;
     if (precision != NULL && strcmp(precision, "int8") != 0)
         status = tfenc_error(r->ctx, TFENC_ERR_CONFIG,
@@ -307,7 +307,7 @@ int tfenc_int8_calibration_read(tfenc_context *ctx, const char *what, const char
         damaged(&r, "its datasets cannot be listed");
     if (r.status == TFENC_OK && calibration->n_maps == 0)
         damaged(&r, "it holds no map");
-    char *stored = r.status == TFENC_OK ? tfenc_output_attribute_string(r.group, "sha256") : NULL;
+    char *stored = r.status == TFENC_OK ? tfenc_hdf5_attribute_string(r.group, "sha256") : NULL;
     if (r.status == TFENC_OK)
         r.status = tfenc_int8_calibration_digest(ctx, calibration);
     if (r.status == TFENC_OK && (stored == NULL || strcmp(stored, calibration->sha256) != 0))

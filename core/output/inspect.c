@@ -1,6 +1,7 @@
 /* Reads an output file's attributes and lengths, read-only and without
  * HDF5's file lock, into a tfenc_inspection. */
 #include "output/inspect.h"
+#include "base/hdf5_attributes.h"
 #include "base/files.h"
 #include "output/ownership.h"
 #include "base/hdf5_error.h"
@@ -34,7 +35,7 @@ static void note_unknown(tfenc_inspection *inspection, const char *name)
 static int64_t read_integer(hid_t file, const char *name, int *found)
 {
     int64_t value = 0;
-    *found = tfenc_output_attribute_number(file, name, H5T_INTEGER, H5T_NATIVE_INT64, &value);
+    *found = tfenc_hdf5_attribute_number(file, name, H5T_INTEGER, H5T_NATIVE_INT64, &value);
     return *found ? value : 0;
 }
 
@@ -42,7 +43,7 @@ static int64_t read_integer(hid_t file, const char *name, int *found)
 static double read_double(hid_t file, const char *name)
 {
     double value = NAN;
-    return tfenc_output_attribute_number(file, name, H5T_FLOAT, H5T_NATIVE_DOUBLE, &value)
+    return tfenc_hdf5_attribute_number(file, name, H5T_FLOAT, H5T_NATIVE_DOUBLE, &value)
                ? value
                : NAN;
 }
@@ -206,7 +207,7 @@ static int read_corpus_shards(tfenc_context *ctx, const char *path, hid_t file,
     int status = tfenc_corpus_shards_read(ctx, path, file, table);
     if (status != TFENC_ERR_NOT_FOUND)
         return status;
-    char *legacy = tfenc_output_attribute_string(file, "corpus_shards");
+    char *legacy = tfenc_hdf5_attribute_string(file, "corpus_shards");
     status = legacy != NULL ? tfenc_corpus_shards_parse(ctx, path, legacy, table) : TFENC_OK;
     free(legacy);
     return status;
@@ -258,9 +259,9 @@ int tfenc_inspect_output(tfenc_context *ctx, const char *path, tfenc_inspection 
      * the lengths. */
     int has_complete = 0, found = 0;
     int64_t complete = read_integer(file, "complete", &has_complete);
-    inspection->tfenc_version = tfenc_output_attribute_string(file, "tfenc_version");
+    inspection->tfenc_version = tfenc_hdf5_attribute_string(file, "tfenc_version");
     /* Sparse rows reach the file only when the job completes. */
-    char *kind = tfenc_output_attribute_string(file, "output_kind");
+    char *kind = tfenc_hdf5_attribute_string(file, "output_kind");
     const int sparse = kind != NULL && strcmp(kind, "sparse") == 0;
     free(kind);
     int has_rows = H5Lexists(file, "embeddings", H5P_DEFAULT) > 0
@@ -320,20 +321,20 @@ int tfenc_inspect_output(tfenc_context *ctx, const char *path, tfenc_inspection 
         {"job_overrides", &inspection->job_overrides},
         {"precision", &inspection->precision}};
     for (size_t i = 0; i < sizeof strings / sizeof strings[0]; i++) {
-        *strings[i].value = tfenc_output_attribute_string(file, strings[i].name);
+        *strings[i].value = tfenc_hdf5_attribute_string(file, strings[i].name);
         if (*strings[i].value == NULL)
             note_unknown(inspection, strings[i].name);
     }
     inspection->precision_recorded = inspection->precision != NULL;
     /* Optional detail (recorded since the int8 gate): not listed as unknown. */
-    inspection->precision_steps = tfenc_output_attribute_string(file, "precision_steps");
-    inspection->kernels = tfenc_output_attribute_string(file, "kernels");
-    inspection->quantization_source = tfenc_output_attribute_string(file, "quantization_ranges_source");
-    inspection->id2label = tfenc_output_attribute_string(file, "id2label");
-    inspection->multivector_mode = tfenc_output_attribute_string(file, "multivector_mode");
-    inspection->multivector_marker = tfenc_output_attribute_string(file, "multivector_marker");
-    inspection->multivector_skiplist = tfenc_output_attribute_string(file, "multivector_skiplist");
-    inspection->multivector_query_padding = tfenc_output_attribute_string(file, "multivector_query_padding");
+    inspection->precision_steps = tfenc_hdf5_attribute_string(file, "precision_steps");
+    inspection->kernels = tfenc_hdf5_attribute_string(file, "kernels");
+    inspection->quantization_source = tfenc_hdf5_attribute_string(file, "quantization_ranges_source");
+    inspection->id2label = tfenc_hdf5_attribute_string(file, "id2label");
+    inspection->multivector_mode = tfenc_hdf5_attribute_string(file, "multivector_mode");
+    inspection->multivector_marker = tfenc_hdf5_attribute_string(file, "multivector_marker");
+    inspection->multivector_skiplist = tfenc_hdf5_attribute_string(file, "multivector_skiplist");
+    inspection->multivector_query_padding = tfenc_hdf5_attribute_string(file, "multivector_query_padding");
     inspection->precision_sample_min_cosine = read_double(file, "precision_sample_min_cosine");
     if (inspection->precision == NULL && inspection->job_settings != NULL)
         inspection->precision = precision_from_settings(inspection->job_settings);

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "base/context.h"
+#include "base/hdf5_attributes.h"
 #include "base/hdf5_error.h"
 #include "base/precision.h"
 #include "job/id2label.h"
@@ -338,85 +339,11 @@ static const char *quoted(const char *value, char *text, size_t size)
     return text;
 }
 
-/* ------------------------------------------------------ reading attributes */
-
-/* An attribute's handles: all -1 when it is absent. */
-typedef struct attribute_handles {
-    hid_t attribute, type, space;
-} attribute_handles;
-
-/* Opens attribute `name`: 1 when it holds one value (H5Aread of an array
- * would write past the one value a reader gives it), else 0. Close the
- * handles with close_attribute whatever this returns. */
-static int open_one_value(hid_t file, const char *name, attribute_handles *handles)
-{
-    *handles = (attribute_handles){-1, -1, -1};
-    if (H5Aexists(file, name) <= 0)
-        return 0;
-    handles->attribute = H5Aopen(file, name, H5P_DEFAULT);
-    handles->type = handles->attribute >= 0 ? H5Aget_type(handles->attribute) : -1;
-    handles->space = handles->attribute >= 0 ? H5Aget_space(handles->attribute) : -1;
-    return handles->type >= 0 && handles->space >= 0 &&
-           H5Sget_simple_extent_npoints(handles->space) == 1;
-}
-
-static void close_attribute(attribute_handles *handles)
-{
-    if (handles->space >= 0)
-        H5Sclose(handles->space);
-    if (handles->type >= 0)
-        H5Tclose(handles->type);
-    if (handles->attribute >= 0)
-        H5Aclose(handles->attribute);
-    H5Eclear2(H5E_DEFAULT);
-}
-
-char *tfenc_output_attribute_string(hid_t file, const char *name)
-{
-    char *copy = NULL;
-    attribute_handles stored;
-    hid_t type = -1;
-    if (open_one_value(file, name, &stored) && H5Tget_class(stored.type) == H5T_STRING &&
-        (type = H5Tcopy(H5T_C_S1)) >= 0 && H5Tset_cset(type, H5Tget_cset(stored.type)) >= 0) {
-        if (H5Tis_variable_str(stored.type) > 0) {
-            char *value = NULL;
-            if (H5Tset_size(type, H5T_VARIABLE) >= 0 &&
-                H5Aread(stored.attribute, type, &value) >= 0) {
-                copy = strdup(value != NULL ? value : "");
-                H5Dvlen_reclaim(type, stored.space, H5P_DEFAULT, &value);
-            }
-        } else {
-            /* Fixed-length: what h5py writes for numpy byte strings. */
-            size_t size = H5Tget_size(stored.type);
-            copy = calloc(size + 1, 1);
-            if (copy != NULL &&
-                (H5Tset_size(type, size) < 0 || H5Aread(stored.attribute, type, copy) < 0)) {
-                free(copy);
-                copy = NULL;
-            }
-        }
-    }
-    if (type >= 0)
-        H5Tclose(type);
-    close_attribute(&stored);
-    return copy;
-}
-
-int tfenc_output_attribute_number(hid_t file, const char *name, H5T_class_t kind,
-                                  hid_t memory_type, void *value)
-{
-    attribute_handles stored;
-    int found = open_one_value(file, name, &stored) && H5Tget_class(stored.type) == kind &&
-                H5Aread(stored.attribute, memory_type, value) >= 0;
-    close_attribute(&stored);
-    return found;
-}
-
 /* An integer attribute, or `absent`. */
 static int64_t integer_attribute(hid_t file, const char *name, int64_t absent)
 {
     int64_t value = absent;
-    return tfenc_output_attribute_number(file, name, H5T_INTEGER, H5T_NATIVE_INT64, &value)
+    return tfenc_hdf5_attribute_number(file, name, H5T_INTEGER, H5T_NATIVE_INT64, &value)
                ? value
                : absent;
 }
@@ -481,7 +408,7 @@ static int read_corpus_shards(check *c, shard_table *table)
     tfenc_corpus_shards shards = {0};
     int status = tfenc_corpus_shards_read(c->ctx, c->path, c->file, &shards);
     if (status == TFENC_ERR_NOT_FOUND) {
-        char *text = tfenc_output_attribute_string(c->file, "corpus_shards");
+        char *text = tfenc_hdf5_attribute_string(c->file, "corpus_shards");
         status = text != NULL ? tfenc_corpus_shards_parse(c->ctx, c->path, text, &shards)
                               : TFENC_ERR_NOT_FOUND;
         free(text);
@@ -575,7 +502,7 @@ static void check_integer_value(check *c, const attribute_spec *spec)
 static void check_float_value(check *c, const attribute_spec *spec)
 {
     double value = NAN;
-    tfenc_output_attribute_number(c->file, spec->name, H5T_FLOAT, H5T_NATIVE_DOUBLE, &value);
+    tfenc_hdf5_attribute_number(c->file, spec->name, H5T_FLOAT, H5T_NATIVE_DOUBLE, &value);
     if (isfinite(value) && value >= spec->low && value <= spec->high)
         return;
     if (isinf(spec->high))
@@ -660,7 +587,7 @@ static int layout_valid(const char *text)
 
 static void check_string_value(check *c, const attribute_spec *spec)
 {
-    char *value = tfenc_output_attribute_string(c->file, spec->name);
+    char *value = tfenc_hdf5_attribute_string(c->file, spec->name);
     if (value == NULL) {
         fail(c, TFENC_ERR_IO, "cannot read attribute '%s'", spec->name);
         return;
@@ -737,7 +664,7 @@ static void check_attribute(check *c, const attribute_spec *spec)
 static int named_attribute(hid_t file, const char *name, int (*from_name)(const char *, int *),
                            int absent)
 {
-    char *text = tfenc_output_attribute_string(file, name);
+    char *text = tfenc_hdf5_attribute_string(file, name);
     int value = absent;
     if (text != NULL && from_name(text, &value) != TFENC_OK)
         value = absent;
@@ -789,7 +716,7 @@ static void read_facts(check *c)
     c->n_chunks = integer_attribute(f, "n_chunks", -1);
     c->top_k = integer_attribute(f, "sparse_top_k", 0);
     c->threshold = 0.0;
-    tfenc_output_attribute_number(f, "sparse_threshold", H5T_FLOAT, H5T_NATIVE_DOUBLE,
+    tfenc_hdf5_attribute_number(f, "sparse_threshold", H5T_FLOAT, H5T_NATIVE_DOUBLE,
                                   &c->threshold);
     int kind = named_attribute(f, "output_kind", kind_from_name, -1);
     if (kind < 0)

@@ -57,13 +57,4 @@ typedef struct tfenc_output_census {
 int tfenc_output_check_datasets(tfenc_context *ctx, const char *path, hid_t file,
                                 tfenc_output_census *census);
 
-/* Reading root attributes in the form tfenc writes them, for the checks
- * and for output/inspect.c: a string attribute (variable- or fixed-length)
- * as a new string, NULL when absent or not a string; a one-value attribute
- * of HDF5 class `kind` read as `memory_type` into *value: 1 when read, 0
- * when absent or of another form. */
-char *tfenc_output_attribute_string(hid_t file, const char *name);
-int tfenc_output_attribute_number(hid_t file, const char *name, H5T_class_t kind,
-                                  hid_t memory_type, void *value);
-
 #endif

@@ -1,5 +1,6 @@
 /* Reading the [job] section and the tokenizer of a job file. */
 #include "run/job_settings.h"
+#include "input/formats.h"
 
 #include "base/context.h"
 #include "job/params.h"
@@ -303,7 +304,10 @@ static int check_format_keys(reader *r, tfenc_job_section *section)
                                                "lengths_dataset", NULL};
     const tfenc_job_settings *s = r->settings;
     const tfenc_corpus_format format = s->corpus.format;
-    const int records = format == TFENC_CORPUS_JSONL || format == TFENC_CORPUS_PARQUET;
+    /* Formats of records with fields (the table's pairs: two fields of a
+     * record), and of token ids. */
+    const int records = tfenc_corpus_format_pairs(format);
+    const int token_ids = tfenc_corpus_format_token_ids(format);
     const char *format_name = tfenc_corpus_format_name(format);
     char message[256];
     for (int i = 0; !records && record_keys[i] != NULL; i++)
@@ -317,13 +321,13 @@ static int check_format_keys(reader *r, tfenc_job_section *section)
                  "Parquet columns, but the corpus is %s", format_name);
         return job_origin_error(r, "null_text", message);
     }
-    for (int i = 0; format != TFENC_CORPUS_HDF5 && dataset_keys[i] != NULL; i++)
+    for (int i = 0; !token_ids && dataset_keys[i] != NULL; i++)
         if (tfenc_job_section_get(section, dataset_keys[i]) != NULL) {
             snprintf(message, sizeof message, "names a dataset of an HDF5 token-id corpus, but "
                      "the corpus is %s", format_name);
             return job_origin_error(r, dataset_keys[i], message);
         }
-    if (format == TFENC_CORPUS_HDF5 && tfenc_job_section_get(section, "invalid_utf8") != NULL)
+    if (token_ids && tfenc_job_section_get(section, "invalid_utf8") != NULL)
         return job_origin_error(r, "invalid_utf8", "applies to text, but the corpus is hdf5 "
                                                    "(token ids)");
     if (s->corpus.id_field == NULL && tfenc_job_section_get(section, "max_id_bytes") != NULL)

@@ -36,6 +36,12 @@ cflags="-std=c11 -g -O1 $(makefile_values WARN_CFLAGS) -D_GNU_SOURCE -DHAVE_CONF
   -I$top/core/include -I$top/core
   -I$configured -I$configured/core $(makefile_values '[A-Z0-9]*_CFLAGS') $sanitize"
 libs="$(makefile_values '[A-Z0-9]*_LIBS') -lm"
+# Arrow from a pyarrow wheel is linked from the build tree's arrow-lib/
+# (configure.ac), which installed programs find relative to themselves;
+# the fuzzers are never installed: they find it there.
+if [ -d "$configured/arrow-lib" ] && [ -n "$(makefile_values PARQUET_BUNDLED_LIBRARIES | tr -d ' ')" ]; then
+  libs="$libs -Wl,-rpath,$configured/arrow-lib"
+fi
 
 # Through ccache when tests/run-all.sh found it (CCACHE_BASEDIR set).
 launcher=""
