@@ -28,7 +28,10 @@ def same(baseline_path, others):
     complete = 1: compact files at other layouts or after a resume."""
     def load(path):
         with h5py.File(path, "r") as f:
-            return ({name: f[name][...] for name in f.keys()}, int(f.attrs["complete"]),
+            data = {}
+            f.visititems(lambda name, item: data.__setitem__(name, item[...])
+                         if isinstance(item, h5py.Dataset) else None)
+            return (data, int(f.attrs["complete"]),
                     {k: f.attrs[k] for k in ("quantization_min", "quantization_max") if k in f.attrs})
     baseline, _, base_attrs = load(baseline_path)
     failed = 0
