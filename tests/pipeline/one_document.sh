@@ -91,25 +91,19 @@ for precision in fp32 bf16; do
   done
   all=$(seq 0 $(( $(wc -l < "$work/big.txt") - 1 )) | tr '\n' ' ')
   # Other microbatches and windows, at 2 ranks with a thread each, and 1
-  # rank with 2 threads: every row of the corpus.
-  # shellcheck disable=SC2086
-  if encode 2 small-batches-$precision.h5 big.txt $p --set job.batch_tokens=64 \
-       --set job.window_documents=37 --set job.threads=1; then
-    same_rows "$precision: batch_tokens 64, window_documents 37, 2 ranks x 1 thread" \
-      whole-$precision.h5 "$all" small-batches-$precision.h5 "$all"
-  else
-    echo "one_document: FAIL $precision small batches: $(head -n 1 "$work/run.err")"
-    failed=$((failed + 1))
-  fi
-  # shellcheck disable=SC2086
-  if encode 1 large-batches-$precision.h5 big.txt $p --set job.batch_tokens=4096 \
-       --set job.window_documents=1000 --set job.threads=2; then
-    same_rows "$precision: batch_tokens 4096, window_documents 1000, 1 rank x 2 threads" \
-      whole-$precision.h5 "$all" large-batches-$precision.h5 "$all"
-  else
-    echo "one_document: FAIL $precision large batches: $(head -n 1 "$work/run.err")"
-    failed=$((failed + 1))
-  fi
+  # rank with 2 threads (RANKS THREADS BATCH_TOKENS WINDOW): every row.
+  for run in "2 1 64 37" "1 2 4096 1000"; do
+    set -- $run
+    what="batch_tokens $3, window_documents $4, $1 ranks x $2 threads"
+    # shellcheck disable=SC2086
+    if encode "$1" batches-$3-$precision.h5 big.txt $p --set job.batch_tokens="$3" \
+         --set job.window_documents="$4" --set job.threads="$2"; then
+      same_rows "$precision: $what" whole-$precision.h5 "$all" batches-$3-$precision.h5 "$all"
+    else
+      echo "one_document: FAIL $precision, $what: $(head -n 1 "$work/run.err")"
+      failed=$((failed + 1))
+    fi
+  done
 done
 
 if [ "$failed" -eq 0 ]; then
