@@ -3,7 +3,10 @@ tfenc-export streams: the documents of SOURCE repeated COPIES times, every
 per-document dataset tiled, the rows (embeddings, or hidden with its
 offsets and token ids) repeated after each other, the attributes copied
 (n_documents and n_tokens grown), `lengths` with tfenc's -1 fill, written a
-copy at a time so that this helper holds one copy in memory.
+copy at a time so that this helper holds one copy in memory. The corpus is
+the source's repeated: corpus_shards lists its files once per copy (each
+copy's rows after the last's), and document_source points each copy's
+rows at that copy's files, as a file of the repeated corpus would.
 
 usage: enlarge.py SOURCE.h5 OUT.h5 COPIES
 """
@@ -25,9 +28,13 @@ def main(source_path, out_path, copies):
         if runs:
             out.attrs["n_tokens"] = t * copies
         per_row = [rows_name] + (["token_ids"] if "token_ids" in source else [])
+        shards = source["corpus_shards"][:] if "corpus_shards" in source else None
         for name, dataset in source.items():
             if name == "corpus_shards":
-                source.copy(dataset, out)
+                tiled = np.concatenate([shards] * copies)
+                for copy in range(copies):
+                    tiled["first_document"][copy * len(shards):(copy + 1) * len(shards)] += copy * n
+                out.create_dataset(name, data=tiled)
                 continue
             if name == "offsets":
                 continue
@@ -42,7 +49,12 @@ def main(source_path, out_path, copies):
             target = out.create_dataset(name, shape=shape, dtype=dataset.dtype, chunks=chunk, **extra)
             values = dataset[:]
             for copy in range(copies):
-                target[copy * length:(copy + 1) * length] = values
+                if name == "document_source" and shards is not None:
+                    moved = values.copy()
+                    moved["shard"] += copy * len(shards)
+                    target[copy * length:(copy + 1) * length] = moved
+                else:
+                    target[copy * length:(copy + 1) * length] = values
         if runs:
             offsets = source["offsets"][:]
             target = out.create_dataset("offsets", shape=(n * copies + 1,), dtype=np.int64)

@@ -236,7 +236,7 @@ with h5py.File(sys.argv[1], 'a') as f:
 " "$2" "$3"
 }
 another_kind "$models/pooled.h5" "$bad/unknown-kind.h5" late_chunks
-refused "unknown output kind" "unknown-kind.h5: output_kind 'late_chunks' is not one tfenc-export knows" \
+refused "unknown output kind" "unknown-kind.h5: inconsistent: attribute 'output_kind' is 'late_chunks', expected one of" \
   "$bad/unknown-kind.h5" --parquet "$bad/out"
 nothing_left "unknown output kind" "$bad/out"
 "$python" -c "

@@ -182,16 +182,16 @@ pyarrow.parquet.write_table(pyarrow.table({'text': lines}), sys.argv[2], row_gro
         fail "the Parquet job $how differs from the text job: $result"
       fi
       # ... and tfenc-export writes it back as Parquet, every row.
-      if (cd "$tmp/parquet" && hidden "$bindir/tfenc-export" parquet.h5 --parquet exported) \
+      if (cd "$tmp/parquet" && run_parquet "$bindir/tfenc-export" parquet.h5 --parquet exported) \
             >"$tmp/export.log" 2>&1 \
           && "$TFENC_VENV_PYTHON" -c "
 import sys, h5py, pyarrow.dataset
 rows = len(h5py.File(sys.argv[1], 'r')['lengths'])
 sys.exit(pyarrow.dataset.dataset(sys.argv[2]).count_rows() != rows)
 " "$tmp/parquet/parquet.h5" "$tmp/parquet/exported"; then
-        ok "installed tfenc-export writes every row as Parquet with $venv hidden"
+        ok "installed tfenc-export writes every row as Parquet $how"
       else
-        fail "installed tfenc-export with $venv hidden: $(head -n 3 "$tmp/export.log")"
+        fail "installed tfenc-export $how: $(head -n 3 "$tmp/export.log")"
       fi
     else
       fail "installed tfenc-batch cannot read Parquet $how: $(head -n 3 "$tmp/parquet.log")"
