@@ -149,9 +149,17 @@ print(sum(m.num_row_groups for m in files), max(m.row_group(g).num_rows for m in
       [ "${groups%% *}" -ge 16 ] && [ "${groups##* }" -eq 65536 ] \
         && ok "large pooled: row groups of 65,536 documents, several a file" \
         || fail "large pooled: row groups (count, largest) $groups"
-      [ "$rss" -lt $((bytes / 1024 * 3 / 4)) ] \
-        && ok "large pooled: the export's peak resident set ($((rss >> 10)) MiB) is well below the file's $((bytes >> 20)) MiB" \
-        || fail "large pooled: peak resident set $((rss >> 10)) MiB for a file of $((bytes >> 20)) MiB"
+      # The memory bound in the normal build: AddressSanitizer's shadow
+      # memory and quarantine of freed blocks inflate the resident set
+      # (417 MiB here), so the sanitizer build streams the file and checks
+      # its columns, and leaves the bound to the normal build's run.
+      if [ -n "${TFENC_SANITIZER_BUILD:-}" ]; then
+        :
+      elif [ "$rss" -lt $((bytes / 1024 * 3 / 4)) ]; then
+        ok "large pooled: the export's peak resident set ($((rss >> 10)) MiB) is well below the file's $((bytes >> 20)) MiB"
+      else
+        fail "large pooled: peak resident set $((rss >> 10)) MiB for a file of $((bytes >> 20)) MiB"
+      fi
     else
       # About 32 MiB of rows a group: far fewer than 65,536 documents.
       [ "${groups%% *}" -ge 5 ] && [ "${groups##* }" -lt 20000 ] \
