@@ -6,4 +6,6 @@
 # its one line).
 dist_check_SCRIPTS += tests/export/export.sh
 TESTS += tests/export/export.sh
+# (its memory bound is the normal build's: see the script)
+FEWER_CASES_UNDER_SANITIZERS += tests/export/export.sh
 EXTRA_DIST += tests/export/make_outputs.py tests/export/check_parquet.py tests/export/enlarge.py
