@@ -7,7 +7,8 @@
 # with tok_ (tokenizer_internal.h).
 # may use: base
 core_libtfenc_la_SOURCES += \
-	core/tokenizer/tokenizer.c core/tokenizer/tokenizer.h core/tokenizer/tokenizer_internal.h \
+	core/tokenizer/tokenizer.c core/tokenizer/tokenizer.h core/tokenizer/tokenizer_types.h \
+	core/tokenizer/tokenizer_internal.h \
 	core/tokenizer/tokenizer_text.c core/tokenizer/tokenizer_pattern.c \
 	core/tokenizer/tokenizer_normalize.c core/tokenizer/tokenizer_split.c \
 	core/tokenizer/tokenizer_model.c core/tokenizer/tokenizer_json.c \

@@ -1,6 +1,7 @@
 /* The tokenizer pipeline: constructors (vocab.txt, token list; tokenizer.json
  * in tokenizer_json.c), invalid UTF-8, added tokens, and encode(), which runs
  * normalizers, pre-tokenizers, the model and the post-processor's specials. */
+#include "tokenizer/tokenizer.h"
 #include "tokenizer/tokenizer_internal.h"
 #include "base/files.h"
 

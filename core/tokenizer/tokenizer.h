@@ -57,27 +57,7 @@
 #include <stdint.h>
 
 #include "tfenc/plugin.h"
-
-typedef struct tfenc_tokenizer tfenc_tokenizer;
-
-typedef enum {
-    TFENC_INVALID_UTF8_REPLACE = 0,
-    TFENC_INVALID_UTF8_ERROR = 1
-} tfenc_invalid_utf8_policy;
-
-/* Which of the BERT options a job set explicitly (job_set bits): those win
- * over the settings stored in a weights file; a tokenizer.json refuses them. */
-#define TFENC_TOKENIZER_SET_LOWERCASE 1u
-#define TFENC_TOKENIZER_SET_STRIP_ACCENTS 2u
-#define TFENC_TOKENIZER_SET_CHINESE_CHARS 4u
-
-typedef struct tfenc_tokenizer_options {
-    int lowercase;          /* vocab.txt only: 1 = lower-case */
-    int strip_accents;      /* vocab.txt only: 1, 0, or -1 = follow lowercase */
-    int chinese_chars;      /* vocab.txt only: 1 = split CJK ideographs */
-    tfenc_invalid_utf8_policy invalid_utf8;  /* every tokenizer */
-    unsigned job_set;       /* TFENC_TOKENIZER_SET_* bits */
-} tfenc_tokenizer_options;
+#include "tokenizer/tokenizer_types.h"
 
 /* bert-base-uncased's settings: lowercase 1, strip_accents -1 (so on),
  * chinese_chars 1, invalid_utf8 REPLACE, job_set 0. */

@@ -17,7 +17,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "tokenizer/tokenizer.h"
+#include "tfenc/plugin.h"
+#include "tokenizer/tokenizer_types.h"
 
 /* ------------------------------------- token table (tokenizer_model.c) */
 

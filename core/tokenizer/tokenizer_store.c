@@ -3,6 +3,7 @@
  * its text (/tokenizer/json); a vocab.txt keeps the layout of tfenc 0.1
  * (/tokenizer/vocab and option attributes), so files imported before
  * tokenizer.json support still load. */
+#include "tokenizer/tokenizer.h"
 #include "tokenizer/tokenizer_internal.h"
 #include "base/files.h"
 #include "base/hdf5_error.h"
