@@ -82,6 +82,7 @@ static void test_empty_text(void)
     tfenc_tokenizer *t = make(1, -1, 1, TFENC_INVALID_UTF8_REPLACE);
     CHECK(t, "", 128, 0, CLS, SEP);
     CHECK(t, " \t\r\n ", 128, 0, CLS, SEP);
+    CU_ASSERT_EQUAL(tfenc_tokenizer_special_id(t, TFENC_SPECIAL_MASK), MASK);
     int32_t ids[2];
     int n_ids = 0, n_truncated = 0;
     CU_ASSERT_EQUAL(tfenc_tokenizer_encode(&ctx, t, NULL, 0, ids, 2, &n_ids, &n_truncated), TFENC_OK);
@@ -378,6 +379,7 @@ static void test_json_bpe(void)
     CHECK(t, "a b c d a", 4, 2, 1, 2, 3, 9);
     CU_ASSERT_EQUAL(tfenc_tokenizer_special_id(t, TFENC_SPECIAL_EOS), 9);
     CU_ASSERT_EQUAL(tfenc_tokenizer_special_id(t, TFENC_SPECIAL_BOS), -1);
+    CU_ASSERT_EQUAL(tfenc_tokenizer_special_id(t, TFENC_SPECIAL_MASK), -1);
     CU_ASSERT_EQUAL(tfenc_tokenizer_special_count(t), 1);
     CU_ASSERT_EQUAL(tfenc_tokenizer_vocab_size(t), 10);
     tfenc_tokenizer_destroy(t);
@@ -580,6 +582,19 @@ static void test_json_added_tokens(void)
     tfenc_tokenizer_destroy(t);
 }
 
+/* RoBERTa and XLM-R spell the mask token <mask> (ColBERT pads queries with
+ * it); a BPE whose vocabulary has it finds it as the mask. */
+static void test_json_mask_spelling(void)
+{
+    tfenc_tokenizer *t = from_json(
+        "{\"model\": {\"type\": \"BPE\", \"unk_token\": \"<unk>\","
+        " \"vocab\": {\"<unk>\": 0, \"a\": 1, \"<mask>\": 2}, \"merges\": []},"
+        " \"pre_tokenizer\": {\"type\": \"WhitespaceSplit\"},"
+        " \"added_tokens\": [{\"id\": 2, \"content\": \"<mask>\", \"special\": true}]}");
+    CU_ASSERT_EQUAL(tfenc_tokenizer_special_id(t, TFENC_SPECIAL_MASK), 2);
+    tfenc_tokenizer_destroy(t);
+}
+
 /* Byte-level BPE: bytes map to GPT-2's characters (space -> U+0120), an
  * invalid byte becomes U+FFFD's three bytes, as Python's decoding gives. */
 static void test_json_byte_level(void)
@@ -745,6 +760,7 @@ static const test_case tokenizer_cases[] = {
     {"special tokens written in the text", test_special_tokens_in_text},
     {"10 MB documents", test_long_document},
     {"tokenizer.json BPE: merges by rank, unknowns, template", test_json_bpe},
+    {"tokenizer.json: the mask token spelled <mask>", test_json_mask_spelling},
     {"pairs: layouts, types, longest_first truncation", test_pairs},
     {"tokenizer.json Unigram: best path, NFKC, Metaspace", test_json_unigram},
     {"tokenizer.json added tokens", test_json_added_tokens},

@@ -1,4 +1,4 @@
-/* A multi-vector job's marker, [MASK] and skiplist ids. */
+/* A multi-vector job's marker, mask ([MASK] or <mask>) and skiplist ids. */
 #include "run/multivector_tokens.h"
 
 #include "base/context.h"
@@ -71,9 +71,15 @@ int tfenc_multivector_tokens_find(tfenc_context *ctx, const tfenc_job_settings *
     if (marker != NULL)
         status = token_id(ctx, tokenizer, query ? "query_marker" : "document_marker", marker,
                           &tokens->marker_id);
-    if (status == TFENC_OK && query)
-        status = token_id(ctx, tokenizer, "multivector_mode = query pads with", "[MASK]",
-                          &tokens->pad_id);
+    if (status == TFENC_OK && query) {
+        /* ColBERT pads queries with the tokenizer's mask token, whichever the
+         * model family spells it. */
+        tokens->pad_id = tfenc_tokenizer_special_id(tokenizer, TFENC_SPECIAL_MASK);
+        if (tokens->pad_id < 0)
+            status = tfenc_error(ctx, TFENC_ERR_CONFIG, "[job] multivector_mode = query pads "
+                                 "queries with the mask token, and the tokenizer has neither "
+                                 "[MASK] nor <mask>");
+    }
     if (status == TFENC_OK && skips)
         status = find_skiplist(ctx, tokenizer, tokens);
     return status;

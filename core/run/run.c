@@ -75,7 +75,7 @@ typedef struct run {
     int model_unit_rows;     /* the model's last rows have unit length (its probe) */
     int scores_width;        /* scores: values per document */
     int vectors_width;       /* vectors: values per kept token */
-    tfenc_multivector_tokens multivector; /* marker, [MASK] and skiplist ids */
+    tfenc_multivector_tokens multivector; /* marker, mask and skiplist ids */
     char *labels;            /* scores: the head's id2label (JSON), or NULL */
     int sparse_width;        /* sparse: columns of a row (the vocabulary size) */
     tfenc_sparse_rows *sparse_rows; /* sparse, last stage: the microbatch's rows */

@@ -848,6 +848,12 @@ int32_t tfenc_tokenizer_special_id(const tfenc_tokenizer *tokenizer, tfenc_speci
         return tokenizer->pad_id;
     case TFENC_SPECIAL_UNK:
         return tokenizer->model.unk_id;
+    case TFENC_SPECIAL_MASK: {
+        /* tokenizer.json does not say which token is the mask (that is in
+         * tokenizer_config.json); the two spellings the model families use. */
+        int32_t id = tfenc_tokenizer_token_id(tokenizer, "[MASK]");
+        return id >= 0 ? id : tfenc_tokenizer_token_id(tokenizer, "<mask>");
+    }
     }
     return -1;
 }

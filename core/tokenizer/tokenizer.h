@@ -152,7 +152,8 @@ typedef enum {
     TFENC_SPECIAL_CLS = 0,  /* the first token put before the text: [CLS], <s> (BOS) */
     TFENC_SPECIAL_SEP = 1,  /* the last token put after it: [SEP], </s>, an EOS */
     TFENC_SPECIAL_PAD = 2,  /* tokenizer.json's padding pad_id, else [PAD] or <pad> */
-    TFENC_SPECIAL_UNK = 3   /* the model's unknown token */
+    TFENC_SPECIAL_UNK = 3,  /* the model's unknown token */
+    TFENC_SPECIAL_MASK = 4  /* the masked-language-model token: [MASK] (BERT) or <mask> (RoBERTa, XLM-R) */
 } tfenc_special_token;
 #define TFENC_SPECIAL_BOS TFENC_SPECIAL_CLS
 #define TFENC_SPECIAL_EOS TFENC_SPECIAL_SEP
