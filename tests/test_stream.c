@@ -272,6 +272,17 @@ static void test_gzip_members_and_flips(void)
     snprintf(path, sizeof path, "%s/members.gz", work);
     write_bytes(path, data, first + second);
     expect_payload(path, TFENC_STREAM_GZIP);
+    /* Zeros padding the file to a block (tape and block writers; gzip and
+     * Python's gzip read past them) end the stream; a byte after them is an
+     * error, not data silently dropped. */
+    unsigned char *padded = calloc(first + second + 70000, 1);
+    memcpy(padded, data, first + second);
+    write_bytes(path, padded, first + second + 70000);
+    expect_payload(path, TFENC_STREAM_GZIP);
+    padded[first + second + 69000] = 0x1f;
+    write_bytes(path, padded, first + second + 70000);
+    expect_read_error(path, "data after the zero bytes");
+    free(padded);
     /* A flipped bit in the first member's data (past its 10-byte header). */
     data[first / 2] ^= 0x04;
     write_bytes(path, data, first + second);

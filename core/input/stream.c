@@ -36,6 +36,7 @@ struct tfenc_stream {
     size_t in_pos, in_length, out_pos, out_length;
     int in_ended;   /* the file has no more bytes */
     int frame_open; /* a gzip member or zstd frame is started and not ended */
+    int gzip_padding; /* zero bytes after the last gzip member (tape and block writers) */
     int finished;   /* xz: the decoder saw the end of the last stream */
     z_stream gzip;
     int gzip_ready;
@@ -115,7 +116,7 @@ static int restart(tfenc_stream *s)
     s->offset = 0;
     s->line = 0;
     s->in_pos = s->in_length = s->out_pos = s->out_length = 0;
-    s->in_ended = s->frame_open = s->finished = 0;
+    s->in_ended = s->frame_open = s->finished = s->gzip_padding = 0;
     switch (s->compression) {
     case TFENC_STREAM_GZIP:
         if (!s->gzip_ready) {
@@ -208,6 +209,18 @@ static int decode_step(tfenc_stream *s, size_t *produced)
     *produced = 0;
     switch (s->compression) {
     case TFENC_STREAM_GZIP: {
+        if (!s->frame_open && (s->gzip_padding || s->in[s->in_pos] == 0)) {
+            /* gzip, zcat and Python's gzip read a file padded with zeros to a
+             * block as the members before the zeros; anything after them is
+             * no gzip member and would otherwise be lost unread. */
+            s->gzip_padding = 1;
+            while (s->in_pos < s->in_length && s->in[s->in_pos] == 0)
+                s->in_pos++;
+            if (s->in_pos < s->in_length)
+                return fail(s, TFENC_ERR_INPUT, "%s", "data after the zero bytes that pad the "
+                            "end of the gzip stream");
+            return TFENC_OK;
+        }
         if (!s->frame_open) {
             inflateReset(&s->gzip);
             s->frame_open = 1;
