@@ -1,8 +1,10 @@
 # ranks: the MPI layout (replicas x stages), the pipeline between stages,
 # the node's shared weights window, the window counter, running totals sent
-# to rank 0, and waiting for other ranks without spinning a core.
+# to rank 0, waiting for other ranks without spinning a core, and whether
+# ranks computed alike what each computes alone.
 # may use: base
 core_libtfenc_la_SOURCES += \
+	core/ranks/agreement.c core/ranks/agreement.h \
 	core/ranks/layout.c core/ranks/layout.h \
 	core/ranks/pipeline.c core/ranks/pipeline.h \
 	core/ranks/node_arena.c core/ranks/node_arena.h \

@@ -13,6 +13,7 @@
 #include "run/feeder.h"
 #include "run/multivector_tokens.h"
 #include "output/fingerprint.h"
+#include "ranks/agreement.h"
 #include "run/job_settings.h"
 #include "job/jobfile.h"
 #include "matrix/matrix.h"
@@ -194,6 +195,7 @@ static int broken(run *r)
  * that returns 1 has failed on some rank, and every rank knows it
  * (agree_on_failure). */
 static int read_job(run *r);
+static int same_sources(run *r);
 static int check_keys_against_head(run *r);
 static void join_communicators(run *r);
 static int open_tokenizer(run *r);
@@ -217,7 +219,7 @@ static void release_run(run *r);
 static int run_steps(run *r)
 {
     double start = tfenc_clock_seconds();
-    if (agree_on_failure(r, read_job(r)))
+    if (agree_on_failure(r, read_job(r)) || same_sources(r))
         return 1;
     join_communicators(r);
     /* The windows come first: the int8 gate samples them. */
@@ -462,6 +464,39 @@ static int read_job(run *r)
     if (status == TFENC_OK && r->rank == 0 && !r->request->dry_run)
         status = hash_weights(r);
     return status;
+}
+
+/* Every rank expands [job] input (a glob, a directory, a list file) on its
+ * own node; the windows are numbered over rank 0's list, so a node that
+ * sees other files (a file system not yet in sync, shards still being
+ * written) would encode another corpus under the same numbers. */
+static int same_sources(run *r)
+{
+    const tfenc_sources *sources = &r->settings.sources;
+    size_t length = 0;
+    for (int i = 0; i < sources->n; i++)
+        length += strlen(sources->paths[i]) + 1;
+    char *joined = malloc(length + 1);
+    if (joined == NULL)
+        return agree_on_failure(r, tfenc_error(r->ctx, TFENC_ERR_NO_MEMORY, "out of memory"));
+    size_t used = 0;
+    for (int i = 0; i < sources->n; i++) {
+        size_t n = strlen(sources->paths[i]);
+        memcpy(joined + used, sources->paths[i], n);
+        joined[used + n] = '\n';
+        used += n + 1;
+    }
+    int other = -1;
+    long fewest = 0, most = 0;
+    tfenc_ranks_compare(MPI_COMM_WORLD, joined, used, (long)sources->n, &other, &fewest, &most);
+    free(joined);
+    if (other < 0)
+        return 0;
+    int status = tfenc_error(r->ctx, TFENC_ERR_CONFIG, "%s: [job] input = %s: rank %d sees "
+                             "other files than rank 0 (%ld to %ld files over the ranks): every "
+                             "node must see the same corpus", r->job->path, r->settings.input,
+                             other, fewest, most);
+    return agree_on_failure(r, r->rank == 0 ? status : TFENC_ERR_MPI);
 }
 
 /* The communicators of the rank's role: its replica's chain of stages, and

@@ -12,6 +12,8 @@
 #     finished rows (another output), not resume = false alone;
 #   - one file reached twice (a symbolic link, a hard link, ./a and a in a
 #     list file) is refused in one line naming both spellings;
+#   - ranks that see other files for the same input (a node's lagging file
+#     system) are refused in one line before any row is written;
 #   - shard names holding a tab or a newline: corpus_shards keeps them
 #     exactly (a dataset, one row per file), document_source leads to the
 #     right line of the right file, and --status lists them on one line each.
@@ -279,6 +281,30 @@ PY
   fi
 else
   fail "names with a tab and a newline: $(head -n 1 "$work/run.err")"
+fi
+
+# Ranks that see other files (a node whose file system lags): each rank
+# expands `input = shards` in its own directory, one of which holds a shard
+# more; the job is refused in one line naming the rank, before any row.
+rm -rf "$work/node_a" "$work/node_b"
+mkdir -p "$work/node_a" "$work/node_b"
+for node in node_a node_b; do
+  cp -r "$job/shards" "$job/model.h5" "$job/vocab.txt" "$job/job.ini" "$work/$node/"
+done
+printf '{"id": "late", "text": "a shard the other node does not see yet"}\n' \
+  > "$work/node_b/shards/z-late.jsonl"
+seen=$(find "$work/node_a/shards" -type f | wc -l)
+# shellcheck disable=SC2086
+(cd "$work" && "$mpiexec" -n 1 --wdir node_a "$driver" --quiet $common --set job.output=out.h5 \
+   job.ini : -n 1 --wdir node_b "$driver" --quiet $common --set job.output=out.h5 job.ini) \
+  > "$work/run.out" 2> "$work/run.err"
+code=$?
+if [ "$code" -ne 0 ] && [ "$(grep -c "^tfenc-batch:" "$work/run.err")" -eq 1 ] \
+   && grep -q "rank 1 sees other files than rank 0 ($seen to $((seen + 1)) files" "$work/run.err" \
+   && [ ! -e "$work/node_a/out.h5" ] && [ ! -e "$work/node_b/out.h5" ]; then
+  ok "ranks that see other files are refused in one line: $(grep "^tfenc-batch:" "$work/run.err")"
+else
+  fail "ranks that see other files (exit $code): $(head -n 3 "$work/run.err")"
 fi
 
 [ "$failed" -eq 0 ] || { echo "shard_paths: FAIL ($failed)"; exit 1; }
