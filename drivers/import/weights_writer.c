@@ -14,6 +14,8 @@
 #include "base/float16.h"
 #include "base/hdf5_error.h"
 
+#include "adapters.h"
+
 const char *const import_storage_names[3] = {"float32", "float16", "bfloat16"};
 
 /* One line naming the file, what could not be written, and HDF5's cause. */
@@ -180,6 +182,9 @@ int import_write_weights(importer *self, const char *path)
         }
         if (!item->zeros
             && (status = tfenc_checkpoint_read_float32(ctx, item->file, item->tensor, data)))
+            goto done;
+        /* The chosen task's adapter, before any block of rows is taken. */
+        if ((status = import_merge_adapter(self, item, data)) != TFENC_OK)
             goto done;
         /* tfenc refuses non-finite weights at load time: say so now, by name. */
         for (size_t k = 0; k < count; k++) {
