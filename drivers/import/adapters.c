@@ -18,6 +18,7 @@
 #include <jansson.h>
 
 #include "files.h"
+#include "tensor_map.h"
 
 static const char original_suffix[] = ".parametrizations.weight.original";
 
@@ -171,16 +172,6 @@ int import_rename_adapted_weights(importer *self)
     return status;
 }
 
-static void format_dims(char *text, size_t size, int rank, const int64_t *dims)
-{
-    size_t used = (size_t)snprintf(text, size, "[");
-    for (int i = 0; i < rank && used < size; i++)
-        used += (size_t)snprintf(text + used, size - used, "%s%lld", i ? ", " : "",
-                                 (long long)dims[i]);
-    if (used < size)
-        snprintf(text + used, size - used, "]");
-}
-
 /* The adapter tensor `base` + `part` (lora_A or lora_B) of shape
  * `expected`, into *tensor. */
 static int find_adapter_tensor(importer *self, const char *weights_path, const char *base,
@@ -200,8 +191,8 @@ static int find_adapter_tensor(importer *self, const char *weights_path, const c
         same = found->dims[k] == expected[k];
     if (!same) {
         char wanted[64], shape[64];
-        format_dims(wanted, sizeof wanted, 3, expected);
-        format_dims(shape, sizeof shape, found->rank, found->dims);
+        import_format_shape(wanted, sizeof wanted, 3, expected);
+        import_format_shape(shape, sizeof shape, found->rank, found->dims);
         return tfenc_error(self->ctx, TFENC_ERR_WEIGHTS, "%s: tensor '%s' has shape %s, "
                            "config.json's %d lora_adaptations and lora_rank %d imply %s",
                            found->file, found->stored_name, shape, self->adapters.count,

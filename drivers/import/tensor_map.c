@@ -263,18 +263,11 @@ static const tensor_rule nomic_layer[] = {
 
 /* XLM-R with rotary positions (jinaai/xlm-roberta-flash-implementation's
  * XLMRobertaModel names, flash-attention's BERT): no position table, emb_ln,
- * a fused Wqkv, norm1 and norm2 after each sublayer. A LoRA-parametrized
+ * a fused Wqkv, norm1 and norm2 after each sublayer; the embeddings under
+ * NomicBERT's names (both come from flash-attention's BERT). A LoRA-parametrized
  * weight is stored as parametrizations.weight.original, which adapters.c
  * gives these names. */
 static const char *const xlmr_rotary_prefixes[] = {"", "roberta.", NULL};
-static const tensor_rule xlmr_rotary_model[] = {
-    {"embeddings.word_embeddings.weight", "/embeddings/token_embeddings", "vd", "", 0},
-    {"embeddings.token_type_embeddings.weight", "/embeddings/token_type_embeddings", "td", "t",
-     0},
-    {"emb_ln.weight", "/embeddings_norm/weight", "d", "", 0},
-    {"emb_ln.bias", "/embeddings_norm/bias", "d", "", 0},
-    {NULL, NULL, NULL, NULL, 0},
-};
 static const tensor_rule xlmr_rotary_layer[] = {
     {"encoder.layers.%d.mixer.Wqkv.weight", "/encoder/%d/attention/qkv_weight", "qd", "", 0},
     {"encoder.layers.%d.mixer.Wqkv.bias", "/encoder/%d/attention/qkv_bias", "q", "", 0},
@@ -598,7 +591,7 @@ static const tensor_map *map_of(architecture kind)
                                     bert_pretraining};
     static const tensor_map nomic = {nomic_prefixes, nomic_model, nomic_layers, bert_unused,
                                      bert_pretraining};
-    static const tensor_map xlmr_rotary = {xlmr_rotary_prefixes, xlmr_rotary_model,
+    static const tensor_map xlmr_rotary = {xlmr_rotary_prefixes, nomic_model,
                                            xlmr_rotary_layers, bert_unused, bert_pretraining};
     static const tensor_map modernbert = {modernbert_prefixes, modernbert_model,
                                           modernbert_layers, modernbert_unused,
@@ -626,7 +619,7 @@ static const tensor_map *map_of(architecture kind)
     }
 }
 
-static void format_shape(char *text, size_t size, int rank, const int64_t *dims)
+void import_format_shape(char *text, size_t size, int rank, const int64_t *dims)
 {
     size_t used = (size_t)snprintf(text, size, "[");
     for (int i = 0; i < rank && used < size; i++)
@@ -714,8 +707,8 @@ static int check_tensor(importer *self, const char *weights_path, tensor_plan *i
         same = item->tensor->dims[k] == expected[k];
     if (!same) {
         char wanted[64], found[64];
-        format_shape(wanted, sizeof wanted, item->rank, expected);
-        format_shape(found, sizeof found, item->tensor->rank, item->tensor->dims);
+        import_format_shape(wanted, sizeof wanted, item->rank, expected);
+        import_format_shape(found, sizeof found, item->tensor->rank, item->tensor->dims);
         return tfenc_error(ctx, TFENC_ERR_WEIGHTS, "%s: tensor '%s' has shape %s, config.json "
                            "implies %s", weights_path, item->source, found, wanted);
     }
