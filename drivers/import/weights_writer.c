@@ -219,6 +219,9 @@ int import_write_weights(importer *self, const char *path)
         status = write_string_attribute(ctx, path, file, "importer_version", IMPORTER_VERSION);
     if (status == TFENC_OK)
         status = write_string_attribute(ctx, path, file, "model_type", self->config.model_type);
+    /* Which task's adapter the weights hold: config_json lists them all. */
+    if (status == TFENC_OK && self->adapters.count > 0)
+        status = write_string_attribute(ctx, path, file, "task", self->adapters.task);
 done:
     free(data);
     if (create_groups >= 0)

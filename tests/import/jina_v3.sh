@@ -33,6 +33,10 @@ for task in retrieval.query text-matching; do
     fail "$task: tfenc-import: $(cat "$work/$task.log")"
     continue
   fi
+  # The weights file says which task's adapter it holds.
+  "$python" -c "import h5py, sys
+sys.exit(h5py.File(sys.argv[1], 'r').attrs['task'] != sys.argv[2])" "$work/$task.h5" "$task" \
+    || fail "$task: the weights file's task attribute is not '$task'"
   "$batch" --quiet --set "job.input=$sentences" --set "job.output=$work/$task-out.h5" \
     "$work/$task.ini"
   "$python" "$here/compare_embeddings.py" "$work/generated/reference-$task.h5" \
