@@ -23,6 +23,7 @@
 
 #include "output/ownership.h"
 
+#include "import/adapters.h"
 #include "import/files.h"
 #include "import/colbert.h"
 #include "import/hf_config.h"
@@ -63,16 +64,20 @@ static void usage(FILE *stream)
 {
     fprintf(stream,
             "usage: tfenc-import HF_MODEL_DIR -o MODEL.h5 [--job JOB.ini] "
-            "[--dtype float32|float16|bfloat16] [--sparse] [--verbose]\n"
+            "[--dtype float32|float16|bfloat16] [--task NAME] [--sparse] [--verbose]\n"
             "Converts a Hugging Face checkpoint (config.json; model.safetensors, its shards\n"
             "or pytorch_model.bin; vocab.txt or tokenizer.json; sentence-transformers\n"
             "modules) of BERT, RoBERTa, XLM-R, ELECTRA, DistilBERT,\n"
             "MPNet, Qwen2, Qwen3, Gemma3 (EmbeddingGemma), DeBERTa-v2/v3, NomicBERT,\n"
-            "ModernBERT or JinaBERT v2 into a tfenc weights file\n"
+            "ModernBERT, JinaBERT v2 or XLM-R with rotary positions (jina-embeddings-v3)\n"
+            "into a tfenc weights file\n"
             "and, with --job, a job file that computes the same embeddings (ColBERT and\n"
             "PyLate folders: the same multi-vector encodings).\n"
             "--sparse: a *ForMaskedLM checkpoint's masked-LM head becomes a splade head,\n"
             "whose job writes SPLADE sparse vectors (a SparseEncoder folder implies it).\n"
+            "--task NAME: a model with LoRA task adapters (lora_adaptations) gets the\n"
+            "adapter of task NAME merged into its weights and the task's instruction as\n"
+            "the job's prompt; such a model needs it.\n"
             "--verbose: say which files were read and which tensor names were changed as\n"
             "transformers changes them on load (legacy LayerNorm gamma/beta).\n");
 }
@@ -170,6 +175,7 @@ static char *temporary_name(const char *path)
 /* The command line: what to import and where to write it. */
 typedef struct import_arguments {
     const char *model_dir, *output, *job;
+    const char *task; /* --task */
     storage_dtype dtype;
     int sparse;  /* --sparse */
     int verbose; /* --verbose */
@@ -193,7 +199,8 @@ static int parse_arguments(int argc, char **argv, import_arguments *args)
             printf("%s\n", IMPORTER_VERSION);
             return 0;
         } else if ((strcmp(arg, "-o") == 0 || strcmp(arg, "--output") == 0
-                    || strcmp(arg, "--job") == 0 || strcmp(arg, "--dtype") == 0)) {
+                    || strcmp(arg, "--job") == 0 || strcmp(arg, "--dtype") == 0
+                    || strcmp(arg, "--task") == 0)) {
             if (i + 1 >= argc) {
                 fprintf(stderr, "tfenc-import: %s needs a value\n", arg);
                 return 2;
@@ -201,6 +208,8 @@ static int parse_arguments(int argc, char **argv, import_arguments *args)
             const char *value = argv[++i];
             if (strcmp(arg, "--job") == 0) {
                 args->job = value;
+            } else if (strcmp(arg, "--task") == 0) {
+                args->task = value;
             } else if (strcmp(arg, "--dtype") == 0) {
                 int found = 0;
                 for (int k = 0; k < 3 && !found; k++)
@@ -252,6 +261,8 @@ static int read_model(importer *self)
         status = import_read_dense(self);
     if (status == TFENC_OK)
         status = import_read_prompts(self);
+    if (status == TFENC_OK)
+        status = import_read_adapters(self);
     free(pooling_dir);
     if (status == TFENC_OK)
         status = import_read_tokenizer(self);
@@ -319,7 +330,8 @@ int main(int argc, char **argv)
     tfenc_context ctx;
     tfenc_context_init(&ctx);
     importer self = {.ctx = &ctx, .dtype = args.dtype, .sparse = args.sparse,
-                     .verbose = args.verbose ? stdout : NULL};
+                     .verbose = args.verbose ? stdout : NULL,
+                     .adapters = {.task = args.task}};
     int status = TFENC_OK;
     self.model_dir = strdup(args.model_dir);
     self.transformer_dir = strdup(args.model_dir);

@@ -69,6 +69,60 @@ static int read_dimensions(tfenc_context *ctx, const char *path, json_t *json,
     return TFENC_OK;
 }
 
+/* XLMRobertaFlashConfig (jinaai/xlm-roberta-flash-implementation,
+ * configuration_xlm_roberta.py, whose defaults are jina-embeddings-v3's):
+ * XLM-R's post-norm layers with rotary positions instead of a position
+ * table (rotary_emb_base; rotary_emb_dim, default the whole head), a fused
+ * Wqkv, and LoRA task adapters beside the weights (adapters.c). */
+static int read_xlm_roberta_rotary(tfenc_context *ctx, const char *path, json_t *json,
+                                   model_config *config)
+{
+    set_bert_defaults(config);
+    config->architecture = ARCH_XLMR_ROTARY;
+    config->learned_positions = 0;
+    config->position = "rope";
+    int interleaved, status;
+    double rotary_dims;
+    if ((status = read_dimensions(ctx, path, json, config))
+        || (status = read_activation(ctx, path, json, "hidden_act", "gelu", &config->activation))
+        || (status = import_json_int(ctx, path, json, "max_position_embeddings", 1,
+                                     IMPORT_MAX_POSITIONS, 8194,
+                                     &config->max_position_embeddings))
+        || (status = import_json_int(ctx, path, json, "type_vocab_size", 0, IMPORT_MAX_VOCAB, 1,
+                                     &config->type_vocab_size))
+        || (status = import_json_int(ctx, path, json, "pad_token_id", 0, IMPORT_MAX_VOCAB, 1,
+                                     &config->pad_token_id))
+        || (status = import_json_positive(ctx, path, json, "layer_norm_eps", 1e-5,
+                                          &config->layer_norm_eps))
+        || (status = import_json_positive(ctx, path, json, "rotary_emb_base", 10000.0,
+                                          &config->rope_theta))
+        || (status = import_json_bool(ctx, path, json, "rotary_emb_interleaved", 0,
+                                      &interleaved)))
+        return status;
+    if (config->d_model % config->n_heads != 0)
+        return TFENC_OK; /* the caller names the mismatch */
+    int head_dim = config->d_model / config->n_heads;
+    if ((status = import_json_positive(ctx, path, json, "rotary_emb_dim", head_dim,
+                                       &rotary_dims)))
+        return status;
+    /* rotary.py turns the halves of the rotated dims (GPT-NeoX's layout,
+     * the mha's rope_style = half) unless interleaved; XPos's scale_base
+     * changes the magnitudes, which tfenc does not compute. */
+    if (interleaved)
+        return tfenc_error(ctx, TFENC_ERR_CONFIG, "%s: rotary_emb_interleaved = true is not "
+                           "supported for xlm-roberta with rotary positions", path);
+    json_t *scale_base = json_object_get(json, "rotary_emb_scale_base");
+    if (scale_base != NULL && !json_is_null(scale_base))
+        return tfenc_error(ctx, TFENC_ERR_CONFIG, "%s: rotary_emb_scale_base (XPos) is not "
+                           "supported", path);
+    config->rope_dims = (int)rotary_dims;
+    if (config->rope_dims != rotary_dims || config->rope_dims % 2 != 0
+        || config->rope_dims > head_dim)
+        return tfenc_error(ctx, TFENC_ERR_CONFIG, "%s: rotary_emb_dim %g must be an even "
+                           "number of dims of a %d-wide head", path, rotary_dims, head_dim);
+    return TFENC_OK;
+}
+
 /* BERT, RoBERTa, XLM-R, ELECTRA, MPNet and JinaBERT v2 share BertConfig's keys. */
 static int read_bert_family(tfenc_context *ctx, const char *path, json_t *json,
                             const char *model_type, model_config *config)
@@ -98,9 +152,12 @@ static int read_bert_family(tfenc_context *ctx, const char *path, json_t *json,
         config->position = "alibi";
         config->activation = "geglu";
         config->ffn_in_bias = 0;
+    } else if (strcmp(model_type, "xlm-roberta") == 0 && strcmp(position_type, "rotary") == 0) {
+        return read_xlm_roberta_rotary(ctx, path, json, config);
     } else if (!is_mpnet && strcmp(position_type, "absolute") != 0) {
         return tfenc_error(ctx, TFENC_ERR_CONFIG, "%s: position_embedding_type '%s' is not "
-                           "supported (only 'absolute', and 'alibi' for JinaBERT)", path,
+                           "supported (only 'absolute', 'alibi' for JinaBERT and 'rotary' for "
+                           "xlm-roberta)", path,
                            position_type);
     } else if ((status = read_activation(ctx, path, json, "hidden_act", "gelu",
                                          &config->activation))) {

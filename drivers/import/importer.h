@@ -23,6 +23,9 @@ extern const char *const import_storage_names[3]; /* "float32", "float16", "bflo
 typedef enum architecture {
     ARCH_BERT,       /* bert, and electra with embedding_size = hidden_size */
     ARCH_ROBERTA,    /* roberta, xlm-roberta: BERT with positions from pad_token_id + 1 */
+    ARCH_XLMR_ROTARY, /* xlm-roberta with position_embedding_type rotary
+                       * (jinaai/xlm-roberta-flash-implementation, jina-embeddings-v3):
+                       * post-norm, RoPE, fused QKV, GELU, LoRA task adapters */
     ARCH_MPNET,      /* BERT-like, relative position buckets shared by all layers */
     ARCH_DISTILBERT, /* BERT without token types, its own tensor names */
     ARCH_JINA_BERT,  /* bert with position_embedding_type alibi: ALiBi, GEGLU */
@@ -205,7 +208,22 @@ typedef struct tensor_plan {
     int zeros;           /* no source: a dataset of zeros */
     const tfenc_checkpoint_tensor *tensor; /* NULL for zeros */
     const tfenc_checkpoint *file; /* holding the tensor: the model's, or a Dense module's */
+    /* The chosen task adapter of a LoRA-parametrized weight (adapters.c),
+     * merged as it is written; NULL when the weight has none. */
+    const tfenc_checkpoint_tensor *lora_a, *lora_b;
+    int lora_embedding; /* an embedding's: A [tasks, rows, rank], B [tasks, rank, columns] */
 } tensor_plan;
+
+/* Task adapters (config.json's lora_adaptations): one is chosen by --task
+ * and merged into the weights it parametrizes (drivers/import/adapters.c). */
+typedef struct adapter_settings {
+    const char *task;  /* --task NAME, or NULL */
+    int count;         /* tasks in lora_adaptations; 0: the model has no adapters */
+    int index;         /* the chosen task's row of the stacked lora_A and lora_B */
+    int rank;          /* lora_rank */
+    double scale;      /* lora_alpha / lora_rank, as LoRAParametrization computes it */
+    int trained;       /* load_trained_adapters: the checkpoint holds them */
+} adapter_settings;
 
 typedef struct importer {
     tfenc_context *ctx;
@@ -216,6 +234,7 @@ typedef struct importer {
     model_config config;
     tokenizer_settings tokenizer;
     pooling_settings pooling;
+    adapter_settings adapters;
     int max_length;        /* longest input in tokens, special tokens included */
     int sparse;            /* sparse output asked for: --sparse, or SpladePooling */
     storage_dtype dtype;

@@ -366,7 +366,14 @@ int import_write_job(importer *self, const char *job_tmp, const char *job_path,
             max_length);
     if (multivector->present)
         write_multivector_keys(out, multivector);
-    if (self->pooling.default_prompt != NULL)
+    if (self->adapters.task != NULL)
+        fprintf(out, "; --task %s: the task's adapter is merged into the weights%s\n",
+                self->adapters.task, self->pooling.default_prompt != NULL
+                ? ", and its\n; instruction (task_instructions) goes before every document."
+                : " (its\n; instruction is empty).");
+    if (self->adapters.task != NULL && self->pooling.default_prompt != NULL)
+        fprintf(out, "prompt = %s\n", self->pooling.default_prompt);
+    else if (self->pooling.default_prompt != NULL)
         fprintf(out, "; sentence-transformers' default_prompt_name: the prompt every document\n"
                      "; gets (see [prompts]).\nprompt = %s\n", self->pooling.default_prompt);
     fprintf(out, "\n");

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "adapters.h"
 #include "files.h"
 
 /* One tensor of the map. Names are printf patterns: %d is the layer index
@@ -255,6 +256,29 @@ static const tensor_rule nomic_layer[] = {
     {"", "/encoder/%d/ffn/in_bias", "f", "I", 0},
     {"", "/encoder/%d/ffn/gate_bias", "f", "I", 0},
     {"", "/encoder/%d/ffn/out_bias", "d", "U", 0},
+    {"encoder.layers.%d.norm2.weight", "/encoder/%d/ffn/norm/weight", "d", "", 0},
+    {"encoder.layers.%d.norm2.bias", "/encoder/%d/ffn/norm/bias", "d", "", 0},
+    {NULL, NULL, NULL, NULL, 0},
+};
+
+/* XLM-R with rotary positions (jinaai/xlm-roberta-flash-implementation's
+ * XLMRobertaModel names, flash-attention's BERT): no position table, emb_ln,
+ * a fused Wqkv, norm1 and norm2 after each sublayer; the embeddings under
+ * NomicBERT's names (both come from flash-attention's BERT). A LoRA-parametrized
+ * weight is stored as parametrizations.weight.original, which adapters.c
+ * gives these names. */
+static const char *const xlmr_rotary_prefixes[] = {"", "roberta.", NULL};
+static const tensor_rule xlmr_rotary_layer[] = {
+    {"encoder.layers.%d.mixer.Wqkv.weight", "/encoder/%d/attention/qkv_weight", "qd", "", 0},
+    {"encoder.layers.%d.mixer.Wqkv.bias", "/encoder/%d/attention/qkv_bias", "q", "", 0},
+    {"encoder.layers.%d.mixer.out_proj.weight", "/encoder/%d/attention/out_weight", "dd", "", 0},
+    {"encoder.layers.%d.mixer.out_proj.bias", "/encoder/%d/attention/out_bias", "d", "", 0},
+    {"encoder.layers.%d.norm1.weight", "/encoder/%d/attention/norm/weight", "d", "", 0},
+    {"encoder.layers.%d.norm1.bias", "/encoder/%d/attention/norm/bias", "d", "", 0},
+    {"encoder.layers.%d.mlp.fc1.weight", "/encoder/%d/ffn/in_weight", "fd", "", 0},
+    {"encoder.layers.%d.mlp.fc1.bias", "/encoder/%d/ffn/in_bias", "f", "", 0},
+    {"encoder.layers.%d.mlp.fc2.weight", "/encoder/%d/ffn/out_weight", "df", "", 0},
+    {"encoder.layers.%d.mlp.fc2.bias", "/encoder/%d/ffn/out_bias", "d", "", 0},
     {"encoder.layers.%d.norm2.weight", "/encoder/%d/ffn/norm/weight", "d", "", 0},
     {"encoder.layers.%d.norm2.bias", "/encoder/%d/ffn/norm/bias", "d", "", 0},
     {NULL, NULL, NULL, NULL, 0},
@@ -551,6 +575,7 @@ static const tensor_map *map_of(architecture kind)
     static const tensor_rule *const jina_layer[] = {bert_attention, jina_ffn, NULL};
     static const tensor_rule *const distilbert_layers[] = {distilbert_layer, NULL};
     static const tensor_rule *const nomic_layers[] = {nomic_layer, NULL};
+    static const tensor_rule *const xlmr_rotary_layers[] = {xlmr_rotary_layer, NULL};
     static const tensor_rule *const modernbert_layers[] = {modernbert_layer, NULL};
     static const tensor_rule *const qwen2_layers[] = {qwen2_layer, NULL};
     static const tensor_rule *const deberta_layer[] = {deberta_attention, bert_ffn, NULL};
@@ -566,6 +591,8 @@ static const tensor_map *map_of(architecture kind)
                                     bert_pretraining};
     static const tensor_map nomic = {nomic_prefixes, nomic_model, nomic_layers, bert_unused,
                                      bert_pretraining};
+    static const tensor_map xlmr_rotary = {xlmr_rotary_prefixes, nomic_model,
+                                           xlmr_rotary_layers, bert_unused, bert_pretraining};
     static const tensor_map modernbert = {modernbert_prefixes, modernbert_model,
                                           modernbert_layers, modernbert_unused,
                                           modernbert_pretraining};
@@ -583,6 +610,7 @@ static const tensor_map *map_of(architecture kind)
     case ARCH_DISTILBERT: return &distilbert;
     case ARCH_JINA_BERT: return &jina;
     case ARCH_NOMIC_BERT: return &nomic;
+    case ARCH_XLMR_ROTARY: return &xlmr_rotary;
     case ARCH_MODERNBERT: return &modernbert;
     case ARCH_QWEN2: return &qwen2;
     case ARCH_QWEN3: return &qwen3;
@@ -591,7 +619,7 @@ static const tensor_map *map_of(architecture kind)
     }
 }
 
-static void format_shape(char *text, size_t size, int rank, const int64_t *dims)
+void import_format_shape(char *text, size_t size, int rank, const int64_t *dims)
 {
     size_t used = (size_t)snprintf(text, size, "[");
     for (int i = 0; i < rank && used < size; i++)
@@ -679,8 +707,8 @@ static int check_tensor(importer *self, const char *weights_path, tensor_plan *i
         same = item->tensor->dims[k] == expected[k];
     if (!same) {
         char wanted[64], found[64];
-        format_shape(wanted, sizeof wanted, item->rank, expected);
-        format_shape(found, sizeof found, item->tensor->rank, item->tensor->dims);
+        import_format_shape(wanted, sizeof wanted, item->rank, expected);
+        import_format_shape(found, sizeof found, item->tensor->rank, item->tensor->dims);
         return tfenc_error(ctx, TFENC_ERR_WEIGHTS, "%s: tensor '%s' has shape %s, config.json "
                            "implies %s", weights_path, item->source, found, wanted);
     }
@@ -715,7 +743,8 @@ static int check_all_used(importer *self, const char *weights_path, const char *
             continue;
         int used = 0;
         for (int k = 0; k < self->plan_count && !used; k++)
-            used = self->plan[k].tensor == tensor;
+            used = self->plan[k].tensor == tensor || self->plan[k].lora_a == tensor
+                   || self->plan[k].lora_b == tensor;
         if (used)
             continue;
         int in_encoder = strncmp(tensor->name, prefix, prefix_length) == 0;
@@ -846,6 +875,8 @@ static int plan_tensors(importer *self, const char *weights_path)
         if (!counted)
             self->n_parameters += item->tensor->n_elements;
     }
+    if ((status = import_plan_adapters(self, weights_path)) != TFENC_OK)
+        return status;
     return check_all_used(self, weights_path, prefix, map);
 }
 
@@ -934,7 +965,8 @@ int import_open_weights(importer *self)
         fprintf(self->verbose, "tfenc-import: %s: %d tensors in %d file%s\n", path,
                 tfenc_checkpoint_count(self->weights), tfenc_checkpoint_file_count(self->weights),
                 tfenc_checkpoint_file_count(self->weights) == 1 ? "" : "s");
-    if ((status = rename_legacy_tensors(self)) == TFENC_OK)
+    if ((status = rename_legacy_tensors(self)) == TFENC_OK
+        && (status = import_rename_adapted_weights(self)) == TFENC_OK)
         status = plan_tensors(self, path);
     return status;
 }

@@ -11,4 +11,7 @@
  * self->n_parameters. */
 int import_open_weights(importer *self);
 
+/* "[2, 3]": a tensor's shape as the importer's messages write it. */
+void import_format_shape(char *text, size_t size, int rank, const int64_t *dims);
+
 #endif

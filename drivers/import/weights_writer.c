@@ -14,6 +14,8 @@
 #include "base/float16.h"
 #include "base/hdf5_error.h"
 
+#include "adapters.h"
+
 const char *const import_storage_names[3] = {"float32", "float16", "bfloat16"};
 
 /* One line naming the file, what could not be written, and HDF5's cause. */
@@ -181,6 +183,9 @@ int import_write_weights(importer *self, const char *path)
         if (!item->zeros
             && (status = tfenc_checkpoint_read_float32(ctx, item->file, item->tensor, data)))
             goto done;
+        /* The chosen task's adapter, before any block of rows is taken. */
+        if ((status = import_merge_adapter(self, item, data)) != TFENC_OK)
+            goto done;
         /* tfenc refuses non-finite weights at load time: say so now, by name. */
         for (size_t k = 0; k < count; k++) {
             if (!isfinite(data[k])) {
@@ -214,6 +219,9 @@ int import_write_weights(importer *self, const char *path)
         status = write_string_attribute(ctx, path, file, "importer_version", IMPORTER_VERSION);
     if (status == TFENC_OK)
         status = write_string_attribute(ctx, path, file, "model_type", self->config.model_type);
+    /* Which task's adapter the weights hold: config_json lists them all. */
+    if (status == TFENC_OK && self->adapters.count > 0)
+        status = write_string_attribute(ctx, path, file, "task", self->adapters.task);
 done:
     free(data);
     if (create_groups >= 0)

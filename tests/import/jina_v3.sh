@@ -1,0 +1,125 @@
+#!/bin/sh
+# jina-embeddings-v3 (xlm-roberta with rotary positions and LoRA task
+# adapters) on random weights of its structure (tests/import/jina_v3.py):
+# imported with --task for two tasks (one with an instruction, one
+# without), run by tfenc-batch on real text through the model's XLM-R
+# tokenizer, and compared with the reference that applies the adapters
+# unmerged: pooled min cosine >= 0.99999 at fp32, the Matryoshka width cut
+# and renormalised, 2 ranks bitwise equal to 1, and [model] precision bf16
+# and int8 within the bars of parity.sh. A folder without --task, with an
+# unknown task, with an adapter of the wrong rank or without a lora tensor
+# is refused in one line naming the file and the tensor, with no output.
+set -eu
+
+. "$(cd "$(dirname "$0")/../.." && pwd)/tests/environment.sh"
+: "${TFENC_VENV_PYTHON:=${TFENC_VENV:-${XDG_CACHE_HOME:-$HOME/.cache}/tfenc/venv}/bin/python}"
+import="$builddir/drivers/tfenc-import"
+batch=$driver
+sentences="$here/sentences.txt"
+work=$(mktemp -d "${TMPDIR:-/tmp}/tfenc-jina-v3.XXXXXX")
+trap 'rm -rf "$work"' EXIT
+failures=0
+checks=0
+fail() { failures=$((failures + 1)); echo "FAIL: $*"; }
+
+HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 "$generate" "$work/generated" "$TFENC_VENV_PYTHON" \
+  "$here/jina_v3.py" make "$sentences" "$work/generated"
+model="$work/generated/model"
+
+for task in retrieval.query text-matching; do
+  checks=$((checks + 1))
+  if ! "$import" "$model" -o "$work/$task.h5" --job "$work/$task.ini" --task "$task" \
+      >"$work/$task.log" 2>&1; then
+    fail "$task: tfenc-import: $(cat "$work/$task.log")"
+    continue
+  fi
+  # The weights file says which task's adapter it holds.
+  "$python" -c "import h5py, sys
+sys.exit(h5py.File(sys.argv[1], 'r').attrs['task'] != sys.argv[2])" "$work/$task.h5" "$task" \
+    || fail "$task: the weights file's task attribute is not '$task'"
+  "$batch" --quiet --set "job.input=$sentences" --set "job.output=$work/$task-out.h5" \
+    "$work/$task.ini"
+  "$python" "$here/compare_embeddings.py" "$work/generated/reference-$task.h5" \
+    "$work/$task-out.h5" "jina-v3 $task fp32" 0.99999 1e-4 || failures=$((failures + 1))
+done
+
+# The rest compares numbers and layouts (normal build); the sanitizer
+# build's memory paths are the import, the merge and the jobs above.
+if [ -z "${TFENC_SANITIZER_BUILD:-}" ] && [ -f "$work/retrieval.query.ini" ]; then
+  job="$work/retrieval.query.ini"
+  reference="$work/generated/reference-retrieval.query.h5"
+  checks=$((checks + 1))
+  "$batch" --quiet --set "job.input=$sentences" --set "job.output=$work/cut.h5" \
+    --set job.output_dim=16 "$job"
+  "$python" "$here/architectures.py" compare "$reference" embeddings:16 "$work/cut.h5" \
+    "jina-v3 output_dim 16" || failures=$((failures + 1))
+
+  # Two ranks in windows of 8 documents: the 1x1 file bit for bit.
+  for ranks in 1 2; do
+    "$mpiexec" -n "$ranks" "$batch" --quiet --set "job.input=$sentences" \
+      --set "job.output=$work/ranks-$ranks.h5" --set job.window_documents=8 \
+      --set job.threads=1 "$job"
+  done
+  checks=$((checks + 1))
+  "$python" -c "import h5py, sys
+a, b = (h5py.File(p, 'r') for p in sys.argv[1:3])
+sys.exit(not (a.attrs['complete'] == b.attrs['complete'] == 1
+              and a['embeddings'][()].tobytes() == b['embeddings'][()].tobytes()))" \
+    "$work/ranks-1.h5" "$work/ranks-2.h5" && echo "jina-v3 at 2 x 1: bitwise equal to 1x1" \
+    || fail "jina-v3 at 2 x 1 differs from 1x1"
+
+  # The matrix precisions on the float32 weights, with parity.sh's bars.
+  for case in "bf16 0.9999" "int8 0.999"; do
+    set -- $case
+    checks=$((checks + 1))
+    if "$batch" --quiet --set "job.input=$sentences" --set "job.output=$work/out-$1.h5" \
+         --set job.threads=2 --set "model.precision=$1" "$job" 2>"$work/notice-$1.txt"; then
+      "$python" "$here/compare_embeddings.py" "$reference" "$work/out-$1.h5" \
+        "jina-v3 precision $1" "$2" 1 || failures=$((failures + 1))
+      runs=$1
+      ! grep -q "fp32 runs instead" "$work/notice-$1.txt" || runs=fp32
+      "$python" "$here/check_precision_attributes.py" "$work/out-$1.h5" "$1" "$2" "$runs" \
+        || failures=$((failures + 1))
+    else
+      fail "the precision = $1 job failed: $(cat "$work/notice-$1.txt")"
+    fi
+  done
+fi
+
+refused() { # LABEL FOLDER EXPECTED-TEXT [ARGUMENT...]: one line, non-zero, no output
+  label=$1 folder=$2 expected=$3
+  shift 3
+  checks=$((checks + 1))
+  rm -f "$work/refused.h5" "$work/refused.ini"
+  if "$import" "$folder" -o "$work/refused.h5" --job "$work/refused.ini" "$@" \
+      >"$work/refused.log" 2>&1; then
+    fail "$label: tfenc-import accepted it"
+  elif [ "$(wc -l <"$work/refused.log")" -ne 1 ] || ! grep -qF "$expected" "$work/refused.log" \
+      || [ -e "$work/refused.h5" ] || [ -e "$work/refused.ini" ]; then
+    fail "$label: expected one line with '$expected' and no output, got: $(cat "$work/refused.log")"
+  else
+    echo "$label: refused: $(cat "$work/refused.log")"
+  fi
+}
+refused "no --task" "$model" \
+  "config.json: the model has task adapters: choose one with --task NAME (retrieval.query, retrieval.passage, separation, classification, text-matching)"
+refused "unknown --task" "$model" "config.json: --task 'retrieval' is not one of the model's lora_adaptations" \
+  --task retrieval
+refused "adapter of rank 3" "$work/generated/bad-rank" \
+  "bad-rank/model.safetensors: tensor 'roberta.encoder.layers.1.mlp.fc2.parametrizations.weight.0.lora_A' has shape [5, 3, 128], config.json's 5 lora_adaptations and lora_rank 4 imply [5, 4, 128]" \
+  --task separation
+refused "missing lora_B" "$work/generated/missing-lora" \
+  "missing-lora/model.safetensors: tensor 'roberta.encoder.layers.0.mixer.out_proj.parametrizations.weight.0.lora_B' not found" \
+  --task classification
+no_adapters="$work/no-adapters"
+cp -r "$model" "$no_adapters"
+"$python" -c "import json, sys
+path = sys.argv[1] + '/config.json'
+d = json.load(open(path)); del d['lora_adaptations']
+json.dump(d, open(path, 'w'))" "$no_adapters"
+refused "--task without adapters" "$no_adapters" \
+  "config.json: --task text-matching: the model has no task adapters (no lora_adaptations)" \
+  --task text-matching
+
+echo "jina_v3.sh: $((checks - failures)) passed, $failures failed"
+[ "$failures" -eq 0 ]
