@@ -96,3 +96,17 @@ int tfenc_error(tfenc_context *ctx, int status, const char *format, ...)
     va_end(args);
     return status;
 }
+
+int tfenc_error_prefix(tfenc_context *ctx, int status, const char *format, ...)
+{
+    if (ctx == NULL)
+        return status;
+    char prefix[TFENC_MESSAGE_MAX], message[TFENC_MESSAGE_MAX];
+    va_list args;
+    va_start(args, format);
+    vsnprintf(prefix, sizeof prefix, format, args);
+    va_end(args);
+    snprintf(message, sizeof message, "%s", ctx->message);
+    tfenc_context_clear(ctx);
+    return tfenc_error(ctx, status, "%s: %s", prefix, message);
+}

@@ -33,5 +33,11 @@ void tfenc_context_set_scope(tfenc_context *ctx, const char *scope);
  * drops them). */
 void tfenc_context_set_sparse_sink(tfenc_context *ctx, tfenc_sparse_sink sink, void *user);
 int tfenc_verror(tfenc_context *ctx, int status, const char *format, va_list args);
+/* Puts FORMAT's text and ": " before the recorded message and records it
+ * again with `status`: where a caller knows what the callee did not (the
+ * document, the rank, the layer), it says so in the same one line. Returns
+ * status. */
+int tfenc_error_prefix(tfenc_context *ctx, int status, const char *format, ...)
+    TFENC_PRINTF(3, 4);
 
 #endif

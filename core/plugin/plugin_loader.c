@@ -777,10 +777,7 @@ int tfenc_plugin_registry_require(tfenc_context *ctx, tfenc_plugin_registry *reg
     status = load(ctx, registry, found, 0);
     if (status != TFENC_OK) {
         /* Say where the type was needed, then why its file is refused. */
-        char reason[TFENC_MESSAGE_MAX];
-        snprintf(reason, sizeof reason, "%s", tfenc_context_message(ctx));
-        tfenc_context_clear(ctx);
-        return tfenc_error(ctx, status, "%s: layer type '%s': %s", where, type, reason);
+        return tfenc_error_prefix(ctx, status, "%s: layer type '%s'", where, type);
     }
     return TFENC_OK;
 }

@@ -81,11 +81,8 @@ int tfenc_feeder_tokenize(tfenc_context *ctx, const tfenc_feeder_options *option
     }
     if (status != TFENC_OK) {
         /* The tokenizer knows the text, not where it came from. */
-        char message[TFENC_MESSAGE_MAX];
-        snprintf(message, sizeof message, "%s", tfenc_context_message(ctx));
-        tfenc_context_clear(ctx);
-        return tfenc_error(ctx, status, "%s: document %lld (0-based): %s", options->input,
-                           (long long)global_index, message);
+        return tfenc_error_prefix(ctx, status, "%s: document %lld (0-based)", options->input,
+                                  (long long)global_index);
     }
     /* A single text is all type 0; a pair's types come from its template. */
     if (document->text_pair == NULL || tokenizer == NULL)

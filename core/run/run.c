@@ -163,10 +163,7 @@ static int agree_on_failure(run *r, int status)
     r->result->outcome = TFENC_RUN_REFUSED;
     r->result->report = r->rank == first_failed;
     if (r->result->report && r->n_ranks > 1 && status != TFENC_ERR_CONFIG) {
-        char message[TFENC_MESSAGE_MAX];
-        snprintf(message, sizeof message, "%s", tfenc_context_message(r->ctx));
-        tfenc_context_clear(r->ctx);
-        tfenc_error(r->ctx, status, "rank %d: %s", r->rank, message);
+        tfenc_error_prefix(r->ctx, status, "rank %d", r->rank);
     }
     if (r->ctx->status == TFENC_OK)
         r->ctx->status = TFENC_ERR_MPI; /* another rank failed: not ours to print */
@@ -179,13 +176,8 @@ static int broken(run *r)
 {
     r->result->outcome = TFENC_RUN_BROKEN;
     r->result->report = 1;
-    if (r->n_ranks > 1) {
-        char message[TFENC_MESSAGE_MAX];
-        snprintf(message, sizeof message, "%s", tfenc_context_message(r->ctx));
-        int status = r->ctx->status;
-        tfenc_context_clear(r->ctx);
-        tfenc_error(r->ctx, status, "rank %d: %s", r->rank, message);
-    }
+    if (r->n_ranks > 1)
+        tfenc_error_prefix(r->ctx, r->ctx->status, "rank %d", r->rank);
     return 1;
 }
 
@@ -690,13 +682,9 @@ static int run_gate(run *r, tfenc_precision_report *report, calibration_origin *
     if (status == TFENC_OK)
         status = tfenc_precision_gate(r->ctx, &o, sample.batches, sample.n_batches,
                                       r->config.min_cosine, *scores_width, report);
-    if (status != TFENC_OK && status != TFENC_ERR_CONFIG) {
-        char reason[TFENC_MESSAGE_MAX];
-        snprintf(reason, sizeof reason, "%s", tfenc_context_message(r->ctx));
-        tfenc_context_clear(r->ctx);
-        status = tfenc_error(r->ctx, status, "precision = %s: the accuracy gate failed: %s",
-                             tfenc_precision_names[r->config.precision], reason);
-    }
+    if (status != TFENC_OK && status != TFENC_ERR_CONFIG)
+        status = tfenc_error_prefix(r->ctx, status, "precision = %s: the accuracy gate failed",
+                                    tfenc_precision_names[r->config.precision]);
     origin->min_cosine = r->config.min_cosine;
     origin->sample_cosine = report->sample_cosine;
     origin->sample_documents = sample.n_documents;
