@@ -102,6 +102,21 @@ int tfenc_file_read_at(int fd, void *buffer, size_t size, uint64_t offset)
     return 0;
 }
 
+int tfenc_file_write_all(int fd, const void *buffer, size_t size)
+{
+    const unsigned char *bytes = buffer;
+    while (size > 0) {
+        ssize_t n = write(fd, bytes, size);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            return n == 0 ? EIO : errno;
+        bytes += n;
+        size -= (size_t)n;
+    }
+    return 0;
+}
+
 int tfenc_file_read_all(tfenc_context *ctx, const char *what, const char *path, size_t max_bytes,
                         char **data, size_t *size)
 {

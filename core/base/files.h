@@ -55,6 +55,9 @@ int tfenc_file_read_all(tfenc_context *ctx, const char *what, const char *path, 
  * ends first. For readers of large files by offset (safetensors, torch.save
  * files). */
 int tfenc_file_read_at(int fd, void *buffer, size_t size, uint64_t offset);
+/* write() until all `size` bytes are written (short writes and EINTR
+ * retried): 0, or the errno (ENOSPC, EIO...). */
+int tfenc_file_write_all(int fd, const void *buffer, size_t size);
 
 /* 1 when something is at `path` (a file of any kind, or a symbolic link,
  * even a dangling one); 0 only when nothing is. Optional inputs are absent

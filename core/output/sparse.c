@@ -281,21 +281,6 @@ void tfenc_sparse_remove_logs(const char *output_path)
     tfenc_sparse_each_log(output_path, remove_log, NULL);
 }
 
-static int write_all(int fd, const void *data, size_t bytes)
-{
-    const char *at = data;
-    while (bytes > 0) {
-        ssize_t n = write(fd, at, bytes);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n <= 0)
-            return -1;
-        at += n;
-        bytes -= (size_t)n;
-    }
-    return 0;
-}
-
 int tfenc_sparse_log_open(tfenc_context *ctx, const tfenc_sparse_settings *settings,
                           MPI_Comm writers, int resumed, tfenc_sparse_log **log_out)
 {
@@ -330,8 +315,8 @@ int tfenc_sparse_log_open(tfenc_context *ctx, const tfenc_sparse_settings *setti
     unsigned char header[LOG_HEADER_SIZE];
     make_log_header(header, settings);
     log->fd = open(log->path, O_WRONLY | O_CREAT | O_EXCL | O_APPEND | O_CLOEXEC, 0644);
-    if (log->fd < 0 || write_all(log->fd, header, sizeof header) != 0) {
-        int error = errno;
+    int error = log->fd < 0 ? errno : tfenc_file_write_all(log->fd, header, sizeof header);
+    if (error != 0) {
         int status = tfenc_error(ctx, TFENC_ERR_IO, "%s: cannot create the sparse rows' log: %s",
                                  log->path, strerror(error));
         tfenc_sparse_log_close(log);
@@ -360,9 +345,12 @@ int tfenc_sparse_log_append(tfenc_context *ctx, tfenc_sparse_log *log,
         memcpy(head + 12, &payload, 4);
         const uint32_t crc = checksum(0, head, 16);
         memcpy(head + 16, &crc, 4);
-        if (write_all(log->fd, head, sizeof head) != 0 ||
-            write_all(log->fd, indices, bytes) != 0 || write_all(log->fd, values, bytes) != 0) {
-            int error = errno;
+        int error = tfenc_file_write_all(log->fd, head, sizeof head);
+        if (error == 0)
+            error = tfenc_file_write_all(log->fd, indices, bytes);
+        if (error == 0)
+            error = tfenc_file_write_all(log->fd, values, bytes);
+        if (error != 0) {
             return tfenc_error(ctx, TFENC_ERR_IO, "%s: cannot write sparse rows: %s", log->path,
                                strerror(error));
         }
@@ -620,22 +608,6 @@ int tfenc_sparse_logged(tfenc_context *ctx, tfenc_output *output,
     return TFENC_OK;
 }
 
-static int read_at(int fd, void *data, size_t bytes, off_t offset)
-{
-    char *at = data;
-    while (bytes > 0) {
-        ssize_t n = pread(fd, at, bytes, offset);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n <= 0)
-            return -1;
-        at += n;
-        bytes -= (size_t)n;
-        offset += n;
-    }
-    return 0;
-}
-
 static hid_t create_1d(hid_t file, const char *name, hid_t type, int64_t size)
 {
     if (H5Lexists(file, name, H5P_DEFAULT) > 0)
@@ -703,9 +675,10 @@ static int copy_rows(tfenc_context *ctx, const log_scan *scan, hid_t indices, hi
             held = 0;
         }
         if (p->count > 0 &&
-            (read_at(fds[p->log], block_indices + held, (size_t)p->count * 4, p->offset) ||
-             read_at(fds[p->log], block_values + held, (size_t)p->count * 4,
-                     p->offset + (off_t)p->count * 4)))
+            (tfenc_file_read_at(fds[p->log], block_indices + held, (size_t)p->count * 4,
+                                p->offset) ||
+             tfenc_file_read_at(fds[p->log], block_values + held, (size_t)p->count * 4,
+                                p->offset + (uint64_t)p->count * 4)))
             status = tfenc_error(ctx, TFENC_ERR_IO, "%s: cannot read document %lld's row",
                                  scan->paths[p->log], (long long)i);
         held += p->count;

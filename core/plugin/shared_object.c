@@ -1,6 +1,7 @@
 /* Shared objects examined without loading them: ELF headers bounds-checked
  * against the file size with pread(), and the .tfenc_types section read. */
 #include "plugin/shared_object.h"
+#include "base/files.h"
 
 #include <errno.h>
 #include <link.h>
@@ -25,17 +26,7 @@ static int read_at(int descriptor, off_t size, uint64_t offset, void *buffer, si
 {
     if (offset > (uint64_t)size || length > (uint64_t)size - offset)
         return -1;
-    size_t done = 0;
-    while (done < length) {
-        ssize_t got = pread(descriptor, (char *)buffer + done, length - done,
-                            (off_t)(offset + done));
-        if (got < 0 && errno == EINTR)
-            continue;
-        if (got <= 0)
-            return -1;
-        done += (size_t)got;
-    }
-    return 0;
+    return tfenc_file_read_at(descriptor, buffer, length, offset) == 0 ? 0 : -1;
 }
 
 /* Whether [offset, offset + length) lies inside a file of `size` bytes. */
