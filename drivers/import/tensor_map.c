@@ -412,7 +412,8 @@ static const tensor_rule gemma3_layer[] = {
 };
 
 /* GTE v1.5 and mGTE (Alibaba-NLP new-impl's NewModel names; NewForMaskedLM
- * and the task models wrap it as new.). qkv_proj holds Q, K, V rows in that
+ * and the task models wrap it as new.): JinaBERT's embeddings, no position
+ * table, token types only with type_vocab_size > 0. qkv_proj holds Q, K, V rows in that
  * order; NewGatedMLP's up_gate_proj holds the up rows first, then the gate
  * rows, and has no bias (down_proj has one). */
 static const char *const gte_prefixes[] = {"", "new.", NULL};
@@ -422,14 +423,6 @@ static const char *const gte_prefixes[] = {"", "new.", NULL};
  * sentence-transformers' AutoModel leaves out as well; a classifier of more
  * labels is a task head (check_gte_classifier). */
 static const char *const gte_pretraining[] = {"lm_head.", "classifier.", NULL};
-static const tensor_rule gte_model[] = {
-    {"embeddings.word_embeddings.weight", "/embeddings/token_embeddings", "vd", "", 0},
-    {"embeddings.token_type_embeddings.weight", "/embeddings/token_type_embeddings", "td", "t",
-     0},
-    {"embeddings.LayerNorm.weight", "/embeddings_norm/weight", "d", "", 0},
-    {"embeddings.LayerNorm.bias", "/embeddings_norm/bias", "d", "", 0},
-    {NULL, NULL, NULL, NULL, 0},
-};
 static const tensor_rule gte_layer[] = {
     {"encoder.layer.%d.attention.qkv_proj.weight", "/encoder/%d/attention/qkv_weight", "qd", "",
      0},
@@ -616,7 +609,7 @@ static const tensor_map *map_of(architecture kind)
                                      mpnet_pretraining};
     static const tensor_map gemma3 = {qwen2_prefixes, qwen2_model, gemma3_layers, no_unused,
                                       mpnet_pretraining};
-    static const tensor_map gte = {gte_prefixes, gte_model, gte_layers, bert_unused,
+    static const tensor_map gte = {gte_prefixes, jina_model, gte_layers, bert_unused,
                                    gte_pretraining};
     switch (kind) {
     case ARCH_GTE: return &gte;

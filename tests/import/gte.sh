@@ -12,7 +12,8 @@
 # both left out; from the 532 real sentences through the model's own
 # tokenizer.json (bert-base-uncased's WordPiece; an XLM-R SentencePiece
 # Unigram), every row's token count and per-token states equal to those of
-# transformers' tokenizer (the same ids); bf16 and int8 within their bars;
+# transformers' tokenizer (the same ids); bf16 and int8 within their bars,
+# the int8 job through the accuracy gate;
 # 2x1 and 1x2 (replicas x stages) bitwise equal to one rank. A bad or partial
 # folder (a missing tensor, a qkv_proj of the wrong shape, a rope_scaling
 # type or factor tfenc does not compute, a token classifier of two labels)
@@ -91,11 +92,19 @@ for kind in en multilingual; do
   compare "$dir/reference.h5" text_embeddings "$dir/text.h5" 0.99999 "$kind from text pooled"
 done
 
+# bf16 and int8 as parity.sh holds them: the precisions' cosine bars, and
+# the file records the precision that ran and, for int8, what the accuracy
+# gate measured on its sample (at least the job's min_cosine, 0.999).
 dir="$work/en"
 for precision in "bf16 0.9999" "int8 0.999"; do
   set -- $precision
-  text "$dir" "$dir/job.ini" "$dir/text-$1.h5" --set "model.precision=$1" 2>/dev/null
+  text "$dir" "$dir/job.ini" "$dir/text-$1.h5" --set "model.precision=$1" 2>"$dir/notice-$1.txt"
   compare "$dir/reference.h5" text_embeddings "$dir/text-$1.h5" "$2" "en from text pooled, $1"
+  checks=$((checks + 1))
+  runs=$1
+  ! grep -q "fp32 runs instead" "$dir/notice-$1.txt" || runs=fp32
+  "$python" "$here/check_precision_attributes.py" "$dir/text-$1.h5" "$1" "$2" "$runs" \
+    || fail "en $1: the precision attributes"
 done
 
 # Layouts (replicas x stages): the same bytes whatever the ranks and stages.

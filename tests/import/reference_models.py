@@ -67,6 +67,18 @@ class Holder(nn.Module):
     """A named container, so that state_dict() keys read like the checkpoint's."""
 
 
+def bert_embeddings(c):
+    """BERT's embeddings without a position table (JinaBERT's, GTE's):
+    word_embeddings, token_type_embeddings when type_vocab_size > 0, LayerNorm."""
+    d = c["hidden_size"]
+    embeddings = Holder()
+    embeddings.word_embeddings = nn.Embedding(c["vocab_size"], d)
+    if c["type_vocab_size"] > 0:
+        embeddings.token_type_embeddings = nn.Embedding(c["type_vocab_size"], d)
+    embeddings.LayerNorm = nn.LayerNorm(d, eps=c["layer_norm_eps"])
+    return embeddings
+
+
 # ---------------------------------------------------------------- NomicBERT
 
 class NomicBert(nn.Module):
@@ -291,10 +303,7 @@ class JinaBert(nn.Module):
         super().__init__()
         self.c = c
         d, f, eps = c["hidden_size"], c["intermediate_size"], c["layer_norm_eps"]
-        self.embeddings = Holder()
-        self.embeddings.word_embeddings = nn.Embedding(c["vocab_size"], d)
-        self.embeddings.token_type_embeddings = nn.Embedding(c["type_vocab_size"], d)
-        self.embeddings.LayerNorm = nn.LayerNorm(d, eps=eps)
+        self.embeddings = bert_embeddings(c)
         self.encoder = Holder()
         self.encoder.layer = nn.ModuleList()
         for _ in range(c["num_hidden_layers"]):
@@ -520,11 +529,7 @@ class Gte(nn.Module):
         self.c = c
         d, f = c["hidden_size"], c["intermediate_size"]
         eps = c["layer_norm_eps"]
-        self.embeddings = Holder()
-        self.embeddings.word_embeddings = nn.Embedding(c["vocab_size"], d)
-        if c["type_vocab_size"] > 0:
-            self.embeddings.token_type_embeddings = nn.Embedding(c["type_vocab_size"], d)
-        self.embeddings.LayerNorm = nn.LayerNorm(d, eps=eps)
+        self.embeddings = bert_embeddings(c)
         self.encoder = Holder()
         self.encoder.layer = nn.ModuleList()
         for _ in range(c["num_hidden_layers"]):
