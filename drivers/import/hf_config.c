@@ -881,7 +881,10 @@ static int read_head(tfenc_context *ctx, const char *path, json_t *json, model_c
     if (length < strlen(suffix) || strcmp(name + length - strlen(suffix), suffix) != 0)
         return TFENC_OK;
     const char *type = config->model_type;
-    if (strcmp(type, "bert") == 0 && config->architecture == ARCH_BERT) {
+    if ((strcmp(type, "bert") == 0 && config->architecture == ARCH_BERT)
+        || config->architecture == ARCH_GTE) {
+        /* GTE's NewForSequenceClassification: NewPooler, a copy of BertPooler,
+         * and classifier */
         head->kind = HEAD_BERT;
         head->activation = "tanh";
     } else if (strcmp(type, "roberta") == 0 || strcmp(type, "xlm-roberta") == 0) {
@@ -907,7 +910,7 @@ static int read_head(tfenc_context *ctx, const char *path, json_t *json, model_c
     } else {
         return tfenc_error(ctx, TFENC_ERR_CONFIG, "%s: architectures '%s': tfenc-import maps "
                            "the sequence-classification heads of bert, roberta, xlm-roberta, "
-                           "electra, distilbert, deberta-v2 and modernbert, not of %s", path,
+                           "electra, distilbert, deberta-v2, modernbert and new, not of %s", path,
                            name, type);
     }
     /* save_pretrained leaves id2label (and num_labels) out when they are

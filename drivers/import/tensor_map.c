@@ -801,14 +801,16 @@ static int plan_colbert(importer *self, const char *weights_path)
     return TFENC_OK;
 }
 
-/* GTE's classifier beside the encoder is left out only when it has one
+/* GTE's classifier beside the encoder, when no head of the job reads it
+ * (NewForSequenceClassification's does), is left out only when it has one
  * label (gte-multilingual-base's sparse weights): a token classifier of more
  * labels computes what such a model outputs. */
 static int check_gte_classifier(importer *self, const char *weights_path)
 {
     const tfenc_checkpoint_tensor *classifier = tfenc_checkpoint_find(self->weights,
                                                                       "classifier.weight");
-    if (self->config.architecture != ARCH_GTE || classifier == NULL)
+    if (self->config.architecture != ARCH_GTE || self->config.head.kind != HEAD_NONE
+        || classifier == NULL)
         return TFENC_OK;
     if (classifier->rank == 2 && classifier->dims[0] == 1)
         return TFENC_OK;

@@ -32,6 +32,10 @@ usage: gte.py make OUT_DIR SENTENCES
          converted by transformers' XLMRobertaTokenizerFast).
          OUT_DIR/mixed/: NewForMaskedLM (its lm_head dropped), one layer,
          the mixed NTK form (mixed_b), gelu_new.
+         OUT_DIR/reranker/: NewForSequenceClassification of one label
+         (gte-multilingual-reranker-base's kind: NewPooler, classifier) with
+         the multilingual tokenizer; reference.h5 `text_logits` of each line
+         of SENTENCES alone, and `text_lengths`.
          Each holds ids.h5 (random token ids, lengths 1 to 600) and
          reference.h5: `hidden [T, d]` per token of each sequence alone,
          `embeddings [N, d]` pooled by sentence-transformers (CLS,
@@ -199,6 +203,36 @@ def make_mixed(directory, generator):
     reference(model, directory, token_rows(200, generator), 0)
 
 
+def make_reranker(directory, tokenizer_dir, lines, generator):
+    """NewForSequenceClassification as gte-multilingual-reranker-base has it
+    (one label): NewPooler (dense + tanh on the first token) and classifier
+    on the encoder; `logits` of each line of the sentences alone."""
+    from architectures import sharpen
+    from transformers import AutoTokenizer
+    tokenizer = AutoTokenizer.from_pretrained(tokenizer_dir)
+    config = gte_config(architectures=["NewForSequenceClassification"],
+                        vocab_size=len(tokenizer), type_vocab_size=1, rope_theta=160000,
+                        rope_scaling={"type": "ntk", "factor": 8.0}, pad_token_id=1,
+                        num_labels=1, id2label={"0": "LABEL_0"}, label2id={"LABEL_0": 0})
+    model = Gte(config)
+    sharpen(model, generator)
+    pooler = torch.nn.Linear(D, D)
+    classifier = torch.nn.Linear(D, 1)
+    sharpen(pooler, generator)
+    sharpen(classifier, generator)
+    head = {"new.pooler.dense.weight": pooler.weight, "new.pooler.dense.bias": pooler.bias,
+            "classifier.weight": classifier.weight, "classifier.bias": classifier.bias}
+    save(model.eval(), directory, "new.", {k: v.detach().contiguous() for k, v in head.items()})
+    tokenizer.save_pretrained(directory)
+    with torch.no_grad():
+        ids = [torch.tensor(tokenizer(line)["input_ids"]) for line in lines]
+        logits = torch.cat([classifier(torch.tanh(pooler(model(r[None])[:, 0]))) for r in ids])
+    with h5py.File(os.path.join(directory, "reference.h5"), "w") as f:
+        f["text_logits"] = logits.numpy()
+        f["text_lengths"] = np.array([len(r) for r in ids], dtype=np.int64)
+        f["lengths"] = f["text_lengths"][()]
+
+
 def make(out_dir, sentences):
     torch.manual_seed(0)
     lines = open(sentences, encoding="utf-8").read().splitlines()
@@ -206,14 +240,17 @@ def make(out_dir, sentences):
     make_multilingual(os.path.join(out_dir, "multilingual"), lines,
                       torch.Generator().manual_seed(901))
     make_mixed(os.path.join(out_dir, "mixed"), torch.Generator().manual_seed(902))
-    print("gte: en, multilingual and mixed checkpoints written")
+    make_reranker(os.path.join(out_dir, "reranker"), os.path.join(out_dir, "multilingual"), lines,
+                  torch.Generator().manual_seed(903))
+    print("gte: en, multilingual, mixed and reranker checkpoints written")
 
 
 def compare(reference_path, dataset, tfenc_path, label, min_cosine):
     with h5py.File(reference_path, "r") as f:
         want = f[dataset][()].astype(np.float64)
         want_lengths = f["text_lengths" if dataset.startswith("text_") else "lengths"][()]
-    output = "hidden" if dataset.endswith("hidden") else "embeddings"
+    output = ("hidden" if dataset.endswith("hidden") else "scores" if dataset.endswith("logits")
+              else "embeddings")
     with h5py.File(tfenc_path, "r") as f:
         got = f[output][()].astype(np.float64)
         lengths = f["lengths"][()] if "lengths" in f else None

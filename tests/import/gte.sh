@@ -9,7 +9,8 @@
 # to 600, NTK-scaled RoPE (fixed, and the mixed form), packed QKV, the GLU,
 # no token types (en) or one (multilingual), the encoder under new. beside a
 # one-label token classifier (gte-multilingual-base) or a masked-LM head,
-# both left out; from the 532 real sentences through the model's own
+# both left out; NewForSequenceClassification's pooler and classifier (a
+# reranker's one label) as the job's head; from the 532 real sentences through the model's own
 # tokenizer.json (bert-base-uncased's WordPiece; an XLM-R SentencePiece
 # Unigram), every row's token count and per-token states equal to those of
 # transformers' tokenizer (the same ids); bf16 and int8 within their bars,
@@ -95,6 +96,14 @@ done
 # bf16 and int8 as parity.sh holds them: the precisions' cosine bars, and
 # the file records the precision that ran and, for int8, what the accuracy
 # gate measured on its sample (at least the job's min_cosine, 0.999).
+# NewForSequenceClassification (a reranker's one label): its logits from text.
+dir="$work/reranker"
+"$import" "$dir" -o "$dir/model.h5" --job "$dir/job.ini" >"$dir/import.log" 2>&1 \
+  || fail "reranker: tfenc-import: $(cat "$dir/import.log")"
+text "$dir" "$dir/job.ini" "$dir/logits.h5" --set head.scores=logits
+compare "$dir/reference.h5" text_logits "$dir/logits.h5" 0.99999 \
+  "NewForSequenceClassification logits from text"
+
 dir="$work/en"
 for precision in "bf16 0.9999" "int8 0.999"; do
   set -- $precision
