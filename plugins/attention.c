@@ -34,7 +34,8 @@
  *
  * RoPE turns Q and K by each token's batch position (its place in its
  * document): pair i of the first rope_dims features of a head turns by
- * pos * rope_theta^(-2i/rope_dims). window > 0 is ModernBERT's
+ * pos * rope_theta^(-2i/rope_dims), or, with rope_scaling = ntk, by the
+ * frequencies of rope_frequency(). window > 0 is ModernBERT's
  * local_attention / 2. ALiBi adds -slope_h * |i - j| to the scores of head h, i and j
  * being rows of the same sequence (the bidirectional form), with the slopes of
  * the ALiBi paper's reference code, including its rule for a number of heads
@@ -121,6 +122,8 @@ static const char *const position_names[] = {"none", "rope", "alibi", "relative_
 enum relative_terms { TERMS_BOTH, TERMS_CONTENT_TO_POSITION, TERMS_POSITION_TO_CONTENT };
 static const char *const relative_terms_names[] = {"both", "c2p", "p2c", NULL};
 static const char *const rope_style_names[] = {"half", "interleaved", NULL};
+enum rope_scaling { ROPE_SCALING_NONE, ROPE_SCALING_NTK };
+static const char *const rope_scaling_names[] = {"none", "ntk", NULL};
 
 typedef struct attention {
     int d_model;
@@ -1113,6 +1116,27 @@ static int read_disentangled_params(tfenc_context *ctx, tfenc_params *params, at
     return TFENC_OK;
 }
 
+/* The turning rate of RoPE pair `pair` of `dims` rotated features.
+ * rope_scaling = ntk is the NTK-aware scaling of the GTE v1.5 and mGTE code
+ * (Alibaba-NLP new-impl, NTKScalingRotaryEmbedding, after
+ * https://kexue.fm/archives/9706), which builds its table for
+ * max_position_embeddings x factor positions at creation, so that the
+ * scaled rates apply to every length: without mixed_b the base is theta x
+ * factor and every rate is divided by factor^(2/dims) (the lowest rate ends
+ * divided by factor exactly, the highest by hardly anything); with mixed_b
+ * the base stays and rate i (from 0) is divided by
+ * factor^(((i + 1) / (dims / 2))^mixed_b). mixed_b NAN: absent. */
+static double rope_frequency(int pair, int dims, double theta, int scaling, double factor,
+                             double mixed_b)
+{
+    double exponent = -2.0 * pair / (double)dims;
+    if (scaling != ROPE_SCALING_NTK)
+        return pow(theta, exponent);
+    if (isnan(mixed_b))
+        return pow(theta * factor, exponent) / pow(factor, 2.0 / dims);
+    return pow(theta, exponent) / pow(factor, pow((pair + 1) / (dims / 2.0), mixed_b));
+}
+
 /* Reads every key of the section, so that the host's unknown-key check sees
  * them all as known even when the layer does not use them. */
 static int read_params(tfenc_context *ctx, const tfenc_layer_init *init, attention *layer,
@@ -1121,8 +1145,8 @@ static int read_params(tfenc_context *ctx, const tfenc_layer_init *init, attenti
 {
     tfenc_params *params = init->params;
     long n_heads, n_kv_heads, head_dim, rope_dims, num_buckets, max_distance, window;
-    double rope_theta, scale;
-    int position, rope_style, status;
+    double rope_theta, rope_factor, rope_mixed_b, scale;
+    int position, rope_style, rope_scaling, status;
 
     /* Each key's own range is declared in mha_params and checked by the
      * host before create(), on the whole value (no long-to-int wrap); what
@@ -1150,6 +1174,10 @@ static int read_params(tfenc_context *ctx, const tfenc_layer_init *init, attenti
         (status = tfenc_param_int(params, "rope_dims", -1, &rope_dims)) != TFENC_OK ||
         (status = tfenc_param_choice(params, "rope_style", rope_style_names, ROPE_HALF,
                                      &rope_style)) != TFENC_OK ||
+        (status = tfenc_param_choice(params, "rope_scaling", rope_scaling_names,
+                                     ROPE_SCALING_NONE, &rope_scaling)) != TFENC_OK ||
+        (status = tfenc_param_float(params, "rope_factor", 1.0, &rope_factor)) != TFENC_OK ||
+        (status = tfenc_param_float(params, "rope_mixed_b", NAN, &rope_mixed_b)) != TFENC_OK ||
         (status = tfenc_param_float(params, "scale", NAN, &scale)) != TFENC_OK)
         return status;
 
@@ -1214,9 +1242,10 @@ static int read_params(tfenc_context *ctx, const tfenc_layer_init *init, attenti
         layer->rope_inverse_frequency = malloc((size_t)pairs * sizeof(float));
         if (layer->rope_inverse_frequency == NULL)
             return tfenc_error(ctx, TFENC_ERR_NO_MEMORY, "mha: out of memory for RoPE table");
+        /* float, as the references' tables are */
         for (int i = 0; i < pairs; i++)
-            layer->rope_inverse_frequency[i] =
-                (float)pow(rope_theta, -2.0 * i / (double)layer->rope_dims);
+            layer->rope_inverse_frequency[i] = (float)rope_frequency(
+                i, layer->rope_dims, rope_theta, rope_scaling, rope_factor, rope_mixed_b);
     }
     if (layer->position == POSITION_ALIBI) {
         layer->alibi_slopes = malloc((size_t)layer->n_heads * sizeof(float));
@@ -1476,6 +1505,16 @@ static const tfenc_param_info mha_params[] = {
      TFENC_PARAM_RANGE(2, 65536)},
     {"rope_style", TFENC_PARAM_CHOICE, "half",
      "half (GPT-NeoX/LLaMA pairs i, i + rope_dims/2) or interleaved (GPT-J pairs 2i, 2i+1)", TFENC_PARAM_NO_RANGE},
+    {"rope_scaling", TFENC_PARAM_CHOICE, "none",
+     "none, or ntk: the fixed NTK-aware scaling of GTE v1.5 and mGTE (Alibaba-NLP new-impl) at "
+     "every length: base rope_theta x rope_factor, rates divided by rope_factor^(2/rope_dims); "
+     "with rope_mixed_b, base rope_theta and rate i divided by "
+     "rope_factor^(((i+1)/(rope_dims/2))^rope_mixed_b)", TFENC_PARAM_NO_RANGE},
+    {"rope_factor", TFENC_PARAM_FLOAT, "1", "rope_scaling = ntk: the factor",
+     TFENC_PARAM_AT_LEAST(1)},
+    {"rope_mixed_b", TFENC_PARAM_FLOAT, NULL,
+     "rope_scaling = ntk: the mixed form's exponent b (default: the fixed form)",
+     TFENC_PARAM_ABOVE(0)},
     {"scale", TFENC_PARAM_FLOAT, NULL,
      "multiplies Q K^T (default: 1/sqrt(head size); disentangled: 1/sqrt(head size x (1 + "
      "terms)))", TFENC_PARAM_NO_RANGE},

@@ -23,6 +23,7 @@ tests_import_test_torch_checkpoint_LDADD = tests/harness/libunit.la core/libtfen
 # heads.sh: task heads (*ForSequenceClassification) from transformers;
 # pairs.sh: cross-encoders on pairs of texts against CrossEncoder.predict;
 # deberta.sh: DeBERTa-v2/v3's disentangled attention, base and classifier;
+# gte.sh: GTE v1.5 and mGTE (model_type new), NTK-scaled RoPE, from text;
 # checkpoints.sh: legacy tensor names, sharded safetensors, pytorch_model.bin,
 # and bad or hostile folders (a pickle that would run code);
 # jina_v3.sh: jina-embeddings-v3's rotary XLM-R with a task's LoRA adapter
@@ -31,10 +32,10 @@ dist_check_SCRIPTS += tests/import/import.sh tests/import/parity.sh tests/import
 	tests/import/fetch_mpnet.sh tests/import/architectures.sh \
 	tests/import/st_features.sh tests/import/st_chunks.sh tests/import/heads.sh \
 	tests/import/pairs.sh tests/import/deberta.sh tests/import/checkpoints.sh \
-	tests/import/jina_v3.sh
+	tests/import/jina_v3.sh tests/import/gte.sh
 TESTS += tests/import/import.sh tests/import/architectures.sh tests/import/st_features.sh \
 	tests/import/st_chunks.sh tests/import/heads.sh tests/import/pairs.sh tests/import/deberta.sh \
-	tests/import/checkpoints.sh tests/import/jina_v3.sh
+	tests/import/checkpoints.sh tests/import/jina_v3.sh tests/import/gte.sh
 FEWER_CASES_UNDER_SANITIZERS += tests/import/st_features.sh tests/import/st_chunks.sh \
 	tests/import/heads.sh tests/import/architectures.sh tests/import/jina_v3.sh
 # Reference comparisons of real models, normal build only (tests/local.mk):
@@ -48,4 +49,5 @@ EXTRA_DIST += tests/import/make_checkpoint.py tests/import/check_import.py \
 	tests/import/st_reference.py tests/import/compare_embeddings.py tests/import/check_precision_attributes.py tests/import/sentences.txt \
 	tests/import/architectures.py tests/import/reference_models.py tests/import/st_features.py \
 	tests/import/st_chunks.py tests/import/unit_means.py tests/import/heads.py tests/import/pairs.py \
-	tests/import/deberta.py tests/import/checkpoints.py tests/import/jina_v3.py
+	tests/import/deberta.py tests/import/checkpoints.py tests/import/jina_v3.py \
+	tests/import/gte.py

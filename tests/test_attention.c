@@ -64,6 +64,8 @@ typedef struct attention_case {
     int rope_interleaved;
     int rope_dims;           /* 0: key left out (head_dim) */
     double rope_theta;       /* 0: key left out (10000) */
+    double rope_ntk_factor;  /* > 0: rope_scaling = ntk with this rope_factor */
+    double rope_mixed_b;     /* > 0: and this rope_mixed_b */
     double scale;            /* 0: key left out (1/sqrt(head_dim)) */
     const char *extra;       /* more job lines, or NULL */
     const char *omit_weight; /* a dataset left out of the store, or NULL */
@@ -209,6 +211,11 @@ static void job_text(const attention_case *c, char *text, size_t size)
         used += snprintf(text + used, size - used, "rope_dims = %d\n", c->rope_dims);
     if (c->rope_theta != 0)
         used += snprintf(text + used, size - used, "rope_theta = %.17g\n", c->rope_theta);
+    if (c->rope_ntk_factor > 0)
+        used += snprintf(text + used, size - used, "rope_scaling = ntk\nrope_factor = %.17g\n",
+                         c->rope_ntk_factor);
+    if (c->rope_mixed_b > 0)
+        used += snprintf(text + used, size - used, "rope_mixed_b = %.17g\n", c->rope_mixed_b);
     if (c->scale != 0)
         used += snprintf(text + used, size - used, "scale = %.17g\n", c->scale);
     if (c->extra != NULL)
@@ -370,17 +377,33 @@ static void reference_slopes(int n, double *slopes)
     free(doubled);
 }
 
+/* Rate i of `dims` rotated features, step by step as the GTE v1.5 / mGTE
+ * code (Alibaba-NLP new-impl, NTKScalingRotaryEmbedding) computes it under
+ * NTK scaling: the fixed form's base times the factor, then (6) of its
+ * source divides by factor^(2/dims); the mixed form's (13), (12) and (10). */
+static double reference_rope_rate(const attention_case *c, int i, int dims)
+{
+    double theta = c->rope_theta != 0 ? c->rope_theta : 10000.0;
+    double factor = c->rope_ntk_factor;
+    if (factor <= 0)
+        return 1.0 / pow(theta, 2.0 * i / dims);
+    if (c->rope_mixed_b <= 0)
+        return 1.0 / pow(theta * factor, 2.0 * i / dims) / pow(factor, 2.0 / dims);
+    double a = log(factor) / pow(dims / 2.0, c->rope_mixed_b);
+    double lambda = exp(a * pow(i + 1, c->rope_mixed_b));
+    return 1.0 / pow(theta, 2.0 * i / dims) / lambda;
+}
+
 /* Hugging Face's formulation: x * cos + rotate(x) * sin, with cos and sin
  * broadcast over the rotated dims, written independently of the plugin. */
 static void reference_rope(const attention_case *c, double *head, int head_dim, int position)
 {
     int dims = c->rope_dims != 0 ? c->rope_dims : head_dim;
-    double theta = c->rope_theta != 0 ? c->rope_theta : 10000.0;
     double rotated[64], cosine[64], sine[64];
     for (int j = 0; j < dims; j++) {
         /* frequency index: j mod dims/2 (half: cat(freqs, freqs)); j/2 (interleaved) */
         int i = c->rope_interleaved ? j / 2 : j % (dims / 2);
-        double angle = position * pow(theta, -2.0 * i / dims);
+        double angle = position * reference_rope_rate(c, i, dims);
         cosine[j] = cos(angle);
         sine[j] = sin(angle);
         if (c->rope_interleaved)
@@ -735,6 +758,24 @@ static void test_rope(void)
     attention_case partial_gptj = {.d = 16, .heads = 2, .bias = 1, .position = POSITION_ROPE,
                                    .rope_interleaved = 1, .rope_dims = 4, .fused = 1};
     CU_ASSERT(check_case("rope interleaved rope_dims=4/8 fused", &partial_gptj, NULL) <= TOLERANCE);
+}
+
+/* GTE v1.5's and mGTE's NTK scaling (rope_scaling = ntk), fixed and mixed,
+ * on gte-base-en-v1.5's base with a factor that turns the first pair of a
+ * 16-wide head 8% slower: a wrong rate moves the scores of the later tokens
+ * by whole radians. */
+static void test_rope_ntk(void)
+{
+    attention_case fixed = {.d = 32, .heads = 2, .bias = 1, .position = POSITION_ROPE,
+                            .rope_theta = 500000.0, .rope_ntk_factor = 2.0, .fused = 1};
+    CU_ASSERT(check_case("rope ntk factor 2 theta 500000", &fixed, NULL) <= TOLERANCE);
+    attention_case mixed = {.d = 32, .heads = 2, .bias = 1, .position = POSITION_ROPE,
+                            .rope_theta = 1000.0, .rope_ntk_factor = 8.0, .rope_mixed_b = 0.75};
+    CU_ASSERT(check_case("rope ntk mixed b 0.75 factor 8", &mixed, NULL) <= TOLERANCE);
+    /* factor 1 is plain RoPE in both forms */
+    attention_case unit = {.d = 32, .heads = 4, .bias = 1, .position = POSITION_ROPE,
+                           .rope_ntk_factor = 1.0, .rope_interleaved = 1, .rope_dims = 6};
+    CU_ASSERT(check_case("rope ntk factor 1 interleaved rope_dims=6/8", &unit, NULL) <= TOLERANCE);
 }
 
 static void test_alibi(void)
@@ -1646,6 +1687,7 @@ static const test_case attention_cases[] = {
     {"plain attention, mixed lengths", test_plain},
     {"fused weights equal separate", test_fused_equals_separate},
     {"rope half and interleaved", test_rope},
+    {"rope ntk scaling (gte)", test_rope_ntk},
     {"alibi 3, 4, 6 heads", test_alibi},
     {"disentangled (DeBERTa) c2p and p2c", test_disentangled},
     {"packing invariance", test_packing_invariance},

@@ -16,7 +16,8 @@
 #include "files.h"
 
 #define SUPPORTED_TYPES "bert, roberta, xlm-roberta, electra, mpnet, distilbert, nomic_bert, " \
-                        "modernbert, qwen2, qwen3, gemma3_text, deberta-v2, and bert with " \
+                        "modernbert, qwen2, qwen3, gemma3_text, deberta-v2, new (GTE v1.5, " \
+                        "mGTE), and bert with " \
                         "position_embedding_type alibi (JinaBERT v2)"
 
 /* What every reader starts from: a post-norm BERT-style encoder. */
@@ -310,6 +311,107 @@ static int read_nomic_bert(tfenc_context *ctx, const char *path, json_t *json,
     /* Beyond max_trained_positions a rotary_scaling_factor would change the
      * frequencies (dynamic NTK): the job's inputs stop before, where they
      * are exactly the plain rotary ones. */
+    return TFENC_OK;
+}
+
+/* GTE's rope_scaling (Alibaba-NLP new-impl, NewEmbeddings._init_rope):
+ * null, or {"type": "ntk", "factor": F} with an optional "mixed_b", which
+ * NTKScalingRotaryEmbedding applies at every length when F >= 1 (below 1
+ * it would apply only past max_position_embeddings: refused). */
+static int read_gte_rope_scaling(tfenc_context *ctx, const char *path, json_t *json,
+                                 model_config *config)
+{
+    json_t *scaling = json_object_get(json, "rope_scaling");
+    if (scaling == NULL || json_is_null(scaling))
+        return TFENC_OK;
+    if (!json_is_object(scaling))
+        return tfenc_error(ctx, TFENC_ERR_CONFIG, "%s: rope_scaling must be null or an object",
+                           path);
+    const char *type = json_string_value(json_object_get(scaling, "type"));
+    if (type == NULL || strcmp(type, "ntk") != 0)
+        return tfenc_error(ctx, TFENC_ERR_CONFIG, "%s: rope_scaling type '%s' is not supported "
+                           "(the GTE code's ntk only)", path,
+                           type != NULL ? type : "(not a string)");
+    json_t *factor = json_object_get(scaling, "factor");
+    if (!json_is_number(factor) || !(json_number_value(factor) >= 1.0)
+        || !isfinite(json_number_value(factor)))
+        return tfenc_error(ctx, TFENC_ERR_CONFIG, "%s: rope_scaling factor must be a number of at "
+                           "least 1 (below 1 the GTE code scales only past "
+                           "max_position_embeddings)", path);
+    config->rope_scaling = "ntk";
+    config->rope_factor = json_number_value(factor);
+    json_t *mixed_b = json_object_get(scaling, "mixed_b");
+    if (mixed_b != NULL && !json_is_null(mixed_b)) {
+        if (!json_is_number(mixed_b) || !(json_number_value(mixed_b) > 0)
+            || !isfinite(json_number_value(mixed_b)))
+            return tfenc_error(ctx, TFENC_ERR_CONFIG, "%s: rope_scaling mixed_b must be a "
+                               "positive number or null", path);
+        config->rope_mixed_b = json_number_value(mixed_b);
+    }
+    return TFENC_OK;
+}
+
+/* NewConfig (Alibaba-NLP new-impl configuration.py and modeling.py: GTE
+ * v1.5, gte-multilingual-base): BERT's post-norm layout with rotary
+ * positions (NTK-scaled), a packed qkv_proj, and a GLU whose up_gate_proj
+ * holds the up rows, then the gate rows, without a bias; token types only
+ * when type_vocab_size > 0. */
+static int read_gte(tfenc_context *ctx, const char *path, json_t *json, model_config *config)
+{
+    set_bert_defaults(config);
+    config->architecture = ARCH_GTE;
+    config->learned_positions = 0;
+    config->position = "rope";
+    config->ffn_in_bias = 0;
+    const char *activation, *position_type, *norm_type;
+    int pack_qkv, logn_scale, status;
+    if ((status = read_dimensions(ctx, path, json, config))
+        || (status = import_json_int(ctx, path, json, "max_position_embeddings", 1,
+                                     IMPORT_MAX_POSITIONS, 2048,
+                                     &config->max_position_embeddings))
+        || (status = import_json_int(ctx, path, json, "type_vocab_size", 0, IMPORT_MAX_VOCAB, 1,
+                                     &config->type_vocab_size))
+        || (status = import_json_int(ctx, path, json, "pad_token_id", 0, IMPORT_MAX_VOCAB, 0,
+                                     &config->pad_token_id))
+        || (status = import_json_positive(ctx, path, json, "layer_norm_eps", 1e-12,
+                                          &config->layer_norm_eps))
+        || (status = import_json_positive(ctx, path, json, "rope_theta", 10000.0,
+                                          &config->rope_theta))
+        || (status = import_json_string(ctx, path, json, "hidden_act", "gelu", &activation))
+        || (status = import_json_string(ctx, path, json, "position_embedding_type", "rope",
+                                        &position_type))
+        || (status = import_json_string(ctx, path, json, "layer_norm_type", "layer_norm",
+                                        &norm_type))
+        || (status = import_json_bool(ctx, path, json, "pack_qkv", 1, &pack_qkv))
+        || (status = import_json_bool(ctx, path, json, "logn_attention_scale", 0, &logn_scale))
+        || (status = read_gte_rope_scaling(ctx, path, json, config)))
+        return status;
+    /* Variants the published checkpoints do not use, refused rather than
+     * guessed at. */
+    if (strcmp(position_type, "rope") != 0)
+        return tfenc_error(ctx, TFENC_ERR_CONFIG, "%s: position_embedding_type '%s' is not "
+                           "supported for new (only 'rope')", path, position_type);
+    if (strcmp(norm_type, "layer_norm") != 0)
+        return tfenc_error(ctx, TFENC_ERR_CONFIG, "%s: layer_norm_type '%s' is not supported "
+                           "for new (only 'layer_norm')", path, norm_type);
+    if (!pack_qkv)
+        return tfenc_error(ctx, TFENC_ERR_CONFIG, "%s: pack_qkv = false is not supported for "
+                           "new (tfenc maps the packed qkv_proj)", path);
+    if (logn_scale)
+        return tfenc_error(ctx, TFENC_ERR_CONFIG, "%s: logn_attention_scale = true is not "
+                           "supported for new", path);
+    /* NewGatedMLP: act(gate) * up */
+    if (strcmp(activation, "gelu") == 0)
+        config->activation = "geglu";
+    else if (strcmp(activation, "gelu_new") == 0 || strcmp(activation, "gelu_pytorch_tanh") == 0)
+        config->activation = "geglu_tanh";
+    else if (strcmp(activation, "silu") == 0)
+        config->activation = "swiglu";
+    else
+        return tfenc_error(ctx, TFENC_ERR_CONFIG, "%s: hidden_act '%s' is not supported for new "
+                           "(gelu, gelu_new, gelu_pytorch_tanh or silu, gating the GLU)", path,
+                           activation);
+    config->rope_dims = config->d_model / config->n_heads;
     return TFENC_OK;
 }
 
@@ -836,7 +938,10 @@ static int read_head(tfenc_context *ctx, const char *path, json_t *json, model_c
     if (length < strlen(suffix) || strcmp(name + length - strlen(suffix), suffix) != 0)
         return TFENC_OK;
     const char *type = config->model_type;
-    if (strcmp(type, "bert") == 0 && config->architecture == ARCH_BERT) {
+    if ((strcmp(type, "bert") == 0 && config->architecture == ARCH_BERT)
+        || config->architecture == ARCH_GTE) {
+        /* GTE's NewForSequenceClassification: NewPooler, a copy of BertPooler,
+         * and classifier */
         head->kind = HEAD_BERT;
         head->activation = "tanh";
     } else if (strcmp(type, "roberta") == 0 || strcmp(type, "xlm-roberta") == 0) {
@@ -862,7 +967,7 @@ static int read_head(tfenc_context *ctx, const char *path, json_t *json, model_c
     } else {
         return tfenc_error(ctx, TFENC_ERR_CONFIG, "%s: architectures '%s': tfenc-import maps "
                            "the sequence-classification heads of bert, roberta, xlm-roberta, "
-                           "electra, distilbert, deberta-v2 and modernbert, not of %s", path,
+                           "electra, distilbert, deberta-v2, modernbert and new, not of %s", path,
                            name, type);
     }
     /* save_pretrained leaves id2label (and num_labels) out when they are
@@ -971,6 +1076,8 @@ int import_read_config(importer *self)
         status = read_qwen3(ctx, path, json, config);
     else if (strcmp(model_type, "gemma3_text") == 0)
         status = read_gemma3(ctx, path, json, config);
+    else if (strcmp(model_type, "new") == 0)
+        status = read_gte(ctx, path, json, config);
     else
         status = tfenc_error(ctx, TFENC_ERR_CONFIG, "%s: model_type '%s' is not supported "
                              "(tfenc-import reads " SUPPORTED_TYPES ")", path, model_type);

@@ -34,8 +34,10 @@ typedef enum architecture {
     ARCH_QWEN2,      /* decoder: RMSNorm, RoPE, grouped-query causal attention, SwiGLU */
     ARCH_DEBERTA_V2, /* BERT's layout, disentangled relative attention (DeBERTa-v2/v3) */
     ARCH_QWEN3,      /* Qwen2 with per-head RMSNorm on Q and K, its own head_dim, no biases */
-    ARCH_GEMMA3      /* Gemma3 text layers run bidirectionally (EmbeddingGemma): four
+    ARCH_GEMMA3,     /* Gemma3 text layers run bidirectionally (EmbeddingGemma): four
                       * (1 + weight) RMSNorms per layer, sliding and global layers */
+    ARCH_GTE         /* model_type new (GTE v1.5, mGTE): post-norm, RoPE with NTK scaling,
+                      * packed QKV, GLU with up and gate in one map */
 } architecture;
 
 /* A sequence-classification head (config.json's architectures names a
@@ -140,6 +142,9 @@ typedef struct model_config {
     double rope_theta;           /* rope: base (global layers of ModernBERT) */
     int rope_dims;               /* rope: rotated dims of each head */
     double local_rope_theta;     /* ModernBERT's local layers */
+    const char *rope_scaling;    /* mha rope_scaling: NULL (none) or ntk (GTE) */
+    double rope_factor;          /* rope_scaling: its factor */
+    double rope_mixed_b;         /* rope_scaling ntk: the mixed form's b, 0 for the fixed form */
     int local_window;            /* ModernBERT: local layers see |i - j| <= local_window / 2 */
     int global_every;            /* ModernBERT: layer i is global when i % global_every == 0 */
     int num_buckets;             /* relative_buckets: rows of the bias table */

@@ -77,7 +77,8 @@ static void format_double(char *text, size_t size, double value)
  * position_biased_input. NomicBERT's rotary angles change past
  * max_trained_positions (dynamic NTK scaling, which tfenc does not
  * compute). Relative buckets alone (DeBERTa-v3), RoPE without scaling
- * (ModernBERT, Qwen2, Qwen3, Gemma3) and ALiBi (JinaBERT) encode any
+ * (ModernBERT, Qwen2, Qwen3, Gemma3) or with GTE's fixed NTK scaling, and
+ * ALiBi (JinaBERT) encode any
  * length, so their max_position_embeddings is no limit: the job format's
  * own maximum is. */
 static int position_limit(const model_config *c, const char **why)
@@ -90,7 +91,11 @@ static int position_limit(const model_config *c, const char **why)
         *why = "max_trained_positions: NomicBERT scales its rotary angles beyond";
         return c->max_position_embeddings;
     }
-    *why = strcmp(c->position, "rope") == 0    ? "rotary positions encode any length"
+    /* GTE's NTK scaling applies at every length (its rates are fixed when
+     * the model is built), so its max_position_embeddings is no limit either. */
+    *why = c->rope_scaling != NULL             ? "rotary positions, NTK-scaled at every length, "
+                                                 "encode any length"
+           : strcmp(c->position, "rope") == 0  ? "rotary positions encode any length"
            : strcmp(c->position, "alibi") == 0 ? "ALiBi encodes any length"
                                                : "relative positions encode any length";
     return IMPORT_MAX_POSITIONS;
@@ -176,6 +181,16 @@ static void write_attention(FILE *out, const char *block, const model_config *c,
         fprintf(out, "rope_theta = %s\n", theta);
         if (c->rope_dims != head_dim)
             fprintf(out, "rope_dims = %d\n", c->rope_dims);
+        if (c->rope_scaling != NULL) {
+            char factor[32];
+            format_double(factor, sizeof factor, c->rope_factor);
+            fprintf(out, "rope_scaling = %s\nrope_factor = %s\n", c->rope_scaling, factor);
+            if (c->rope_mixed_b > 0) {
+                char mixed_b[32];
+                format_double(mixed_b, sizeof mixed_b, c->rope_mixed_b);
+                fprintf(out, "rope_mixed_b = %s\n", mixed_b);
+            }
+        }
         if (local)
             fprintf(out, "window = %d\n", c->local_layers != NULL ? c->local_reach
                                                                    : c->local_window / 2);

@@ -435,6 +435,37 @@ static const tensor_rule gemma3_layer[] = {
     {NULL, NULL, NULL, NULL, 0},
 };
 
+/* GTE v1.5 and mGTE (Alibaba-NLP new-impl's NewModel names; NewForMaskedLM
+ * and the task models wrap it as new.): JinaBERT's embeddings, no position
+ * table, token types only with type_vocab_size > 0. qkv_proj holds Q, K, V rows in that
+ * order; NewGatedMLP's up_gate_proj holds the up rows first, then the gate
+ * rows, and has no bias (down_proj has one). */
+static const char *const gte_prefixes[] = {"", "new.", NULL};
+/* NewForMaskedLM's lm_head, and the one-label token classifier beside the
+ * encoder of gte-multilingual-base (a NewForTokenClassification: its
+ * per-token weights are the model's sparse output), which
+ * sentence-transformers' AutoModel leaves out as well; a classifier of more
+ * labels is a task head (check_gte_classifier). */
+static const char *const gte_pretraining[] = {"lm_head.", "classifier.", NULL};
+static const tensor_rule gte_layer[] = {
+    {"encoder.layer.%d.attention.qkv_proj.weight", "/encoder/%d/attention/qkv_weight", "qd", "",
+     0},
+    {"encoder.layer.%d.attention.qkv_proj.bias", "/encoder/%d/attention/qkv_bias", "q", "", 0},
+    {"encoder.layer.%d.attention.o_proj.weight", "/encoder/%d/attention/out_weight", "dd", "", 0},
+    {"encoder.layer.%d.attention.o_proj.bias", "/encoder/%d/attention/out_bias", "d", "", 0},
+    {"encoder.layer.%d.attn_ln.weight", "/encoder/%d/attention/norm/weight", "d", "", 0},
+    {"encoder.layer.%d.attn_ln.bias", "/encoder/%d/attention/norm/bias", "d", "", 0},
+    {"encoder.layer.%d.mlp.up_gate_proj.weight", "/encoder/%d/ffn/in_weight", "gd", "", '1'},
+    {"encoder.layer.%d.mlp.up_gate_proj.weight", "/encoder/%d/ffn/gate_weight", "gd", "", '2'},
+    {"", "/encoder/%d/ffn/in_bias", "f", "I", 0},
+    {"", "/encoder/%d/ffn/gate_bias", "f", "I", 0},
+    {"encoder.layer.%d.mlp.down_proj.weight", "/encoder/%d/ffn/out_weight", "df", "", 0},
+    {"encoder.layer.%d.mlp.down_proj.bias", "/encoder/%d/ffn/out_bias", "d", "", 0},
+    {"encoder.layer.%d.mlp_ln.weight", "/encoder/%d/ffn/norm/weight", "d", "", 0},
+    {"encoder.layer.%d.mlp_ln.bias", "/encoder/%d/ffn/norm/bias", "d", "", 0},
+    {NULL, NULL, NULL, NULL, 0},
+};
+
 /* Sequence-classification heads (transformers' *ForSequenceClassification)
  * into the job's [head] section (plugins/classifier.c). BERT's pooler sits
  * under the encoder's prefix (bert.pooler), the rest beside the encoder. */
@@ -581,6 +612,7 @@ static const tensor_map *map_of(architecture kind)
     static const tensor_rule *const deberta_layer[] = {deberta_attention, bert_ffn, NULL};
     static const tensor_rule *const qwen3_layers[] = {qwen3_layer, NULL};
     static const tensor_rule *const gemma3_layers[] = {gemma3_layer, NULL};
+    static const tensor_rule *const gte_layers[] = {gte_layer, NULL};
     static const tensor_map bert = {bert_prefixes, bert_model, bert_layer, bert_unused,
                                     bert_pretraining};
     static const tensor_map mpnet = {mpnet_prefixes, mpnet_model, mpnet_layer, bert_unused,
@@ -604,7 +636,10 @@ static const tensor_map *map_of(architecture kind)
                                      mpnet_pretraining};
     static const tensor_map gemma3 = {qwen2_prefixes, qwen2_model, gemma3_layers, no_unused,
                                       mpnet_pretraining};
+    static const tensor_map gte = {gte_prefixes, jina_model, gte_layers, bert_unused,
+                                   gte_pretraining};
     switch (kind) {
+    case ARCH_GTE: return &gte;
     case ARCH_DEBERTA_V2: return &deberta;
     case ARCH_MPNET: return &mpnet;
     case ARCH_DISTILBERT: return &distilbert;
@@ -795,6 +830,25 @@ static int plan_colbert(importer *self, const char *weights_path)
     return TFENC_OK;
 }
 
+/* GTE's classifier beside the encoder, when no head of the job reads it
+ * (NewForSequenceClassification's does), is left out only when it has one
+ * label (gte-multilingual-base's sparse weights): a token classifier of more
+ * labels computes what such a model outputs. */
+static int check_gte_classifier(importer *self, const char *weights_path)
+{
+    const tfenc_checkpoint_tensor *classifier = tfenc_checkpoint_find(self->weights,
+                                                                      "classifier.weight");
+    if (self->config.architecture != ARCH_GTE || self->config.head.kind != HEAD_NONE
+        || classifier == NULL)
+        return TFENC_OK;
+    if (classifier->rank == 2 && classifier->dims[0] == 1)
+        return TFENC_OK;
+    return tfenc_error(self->ctx, TFENC_ERR_WEIGHTS, "%s: tensor 'classifier.weight' is a task "
+                       "head of more than one label (tfenc-import leaves out only the one-label "
+                       "token classifier of gte-multilingual-base, as sentence-transformers "
+                       "does)", weights_path);
+}
+
 /* Finds every tensor the model needs and checks its shape and dtype before
  * anything is written, so a bad checkpoint leaves no output behind. */
 static int plan_tensors(importer *self, const char *weights_path)
@@ -876,6 +930,8 @@ static int plan_tensors(importer *self, const char *weights_path)
             self->n_parameters += item->tensor->n_elements;
     }
     if ((status = import_plan_adapters(self, weights_path)) != TFENC_OK)
+        return status;
+    if ((status = check_gte_classifier(self, weights_path)) != TFENC_OK)
         return status;
     return check_all_used(self, weights_path, prefix, map);
 }

@@ -12,7 +12,9 @@ tfenc-import's maps of them can be checked on random weights:
 - Qwen3: transformers 4.51 modeling_qwen3.py (Qwen3Model, eager attention):
   Qwen2 with RMSNorm over head_dim on each head of Q and K before RoPE;
 - Gemma3 text as EmbeddingGemma runs it: transformers 4.56
-  modeling_gemma3.py (Gemma3TextModel, use_bidirectional_attention = true).
+  modeling_gemma3.py (Gemma3TextModel, use_bidirectional_attention = true);
+- GTE v1.5 and mGTE (model_type new): Alibaba-NLP/new-impl modeling.py
+  (NewModel, eager attention; tests/import/gte.py describes it).
 
 Module names follow each checkpoint's tensor names, so that state_dict()
 is what the published code saves. Each forward takes one unpadded
@@ -63,6 +65,18 @@ def attend(q, k, v, bias=None, scale=None):
 
 class Holder(nn.Module):
     """A named container, so that state_dict() keys read like the checkpoint's."""
+
+
+def bert_embeddings(c):
+    """BERT's embeddings without a position table (JinaBERT's, GTE's):
+    word_embeddings, token_type_embeddings when type_vocab_size > 0, LayerNorm."""
+    d = c["hidden_size"]
+    embeddings = Holder()
+    embeddings.word_embeddings = nn.Embedding(c["vocab_size"], d)
+    if c["type_vocab_size"] > 0:
+        embeddings.token_type_embeddings = nn.Embedding(c["type_vocab_size"], d)
+    embeddings.LayerNorm = nn.LayerNorm(d, eps=c["layer_norm_eps"])
+    return embeddings
 
 
 # ---------------------------------------------------------------- NomicBERT
@@ -289,10 +303,7 @@ class JinaBert(nn.Module):
         super().__init__()
         self.c = c
         d, f, eps = c["hidden_size"], c["intermediate_size"], c["layer_norm_eps"]
-        self.embeddings = Holder()
-        self.embeddings.word_embeddings = nn.Embedding(c["vocab_size"], d)
-        self.embeddings.token_type_embeddings = nn.Embedding(c["type_vocab_size"], d)
-        self.embeddings.LayerNorm = nn.LayerNorm(d, eps=eps)
+        self.embeddings = bert_embeddings(c)
         self.encoder = Holder()
         self.encoder.layer = nn.ModuleList()
         for _ in range(c["num_hidden_layers"]):
@@ -477,3 +488,90 @@ class Gemma3Text(nn.Module):
                                       * layer.mlp.up_proj(h))
             x = x + layer.post_feedforward_layernorm(mlp)
         return self.norm(x)
+
+
+# ---------------------------------------------------------------------- GTE
+
+def gte_rope_rates(config):
+    """The rates NTKScalingRotaryEmbedding (or RotaryEmbedding without
+    rope_scaling) ends with, computed step by step as it does, in float32."""
+    dim = config["hidden_size"] // config["num_attention_heads"]
+    base = config["rope_theta"]
+    pairs = torch.arange(0, dim, 2).float() / dim
+    scaling = config.get("rope_scaling")
+    if scaling is None:
+        return 1.0 / (base ** pairs)
+    factor, mixed_b = scaling["factor"], scaling.get("mixed_b")
+    # The table built at creation covers max_position_embeddings x factor
+    # positions, beyond max_position_embeddings when factor > 1: the
+    # scaled branch, whose rates every later length reuses.
+    assert config["max_position_embeddings"] * factor > config["max_position_embeddings"]
+    rates = 1.0 / ((base * (factor if mixed_b is None else 1)) ** pairs)
+    if mixed_b is None:
+        rates = rates / factor ** (2 / dim)
+    else:
+        a = torch.tensor(factor).log() / (dim / 2) ** mixed_b
+        rates = rates / (a * torch.arange(1, dim // 2 + 1).float() ** mixed_b).exp()
+    # The NTK property both forms are built for: the slowest pair ends
+    # exactly `factor` times slower (interpolated), the fastest only
+    # factor^((2/dim)^b) (b = 1 for the fixed form; extrapolated).
+    plain = 1.0 / (base ** pairs)
+    assert abs(float(plain[-1] / rates[-1]) / factor - 1) < 1e-5, "slowest rate"
+    fastest = factor ** ((2 / dim) ** (1 if mixed_b is None else mixed_b))
+    assert abs(float(plain[0] / rates[0]) / fastest - 1) < 1e-5, "fastest rate"
+    return rates
+
+
+class Gte(nn.Module):
+    """NewModel (eager attention, inputs not unpadded)."""
+    def __init__(self, c):
+        super().__init__()
+        self.c = c
+        d, f = c["hidden_size"], c["intermediate_size"]
+        eps = c["layer_norm_eps"]
+        self.embeddings = bert_embeddings(c)
+        self.encoder = Holder()
+        self.encoder.layer = nn.ModuleList()
+        for _ in range(c["num_hidden_layers"]):
+            layer = Holder()
+            layer.attention = Holder()
+            layer.attention.qkv_proj = nn.Linear(d, 3 * d)
+            layer.attention.o_proj = nn.Linear(d, d)
+            layer.mlp = Holder()
+            layer.mlp.up_gate_proj = nn.Linear(d, 2 * f, bias=False)
+            layer.mlp.down_proj = nn.Linear(f, d)
+            layer.attn_ln = nn.LayerNorm(d, eps=eps)
+            layer.mlp_ln = nn.LayerNorm(d, eps=eps)
+            self.encoder.layer.append(layer)
+
+    def forward(self, ids, mask=None):
+        """ids [B, L] (mask [B, L], 1 for tokens) -> hidden states [B, L, d]."""
+        c = self.c
+        batch, length = ids.shape
+        heads, d, f = c["num_attention_heads"], c["hidden_size"], c["intermediate_size"]
+        head_dim = d // heads
+        if mask is None:
+            mask = torch.ones_like(ids)
+        x = self.embeddings.word_embeddings(ids)
+        if c["type_vocab_size"] > 0:
+            x = x + self.embeddings.token_type_embeddings(torch.zeros_like(ids))
+        x = self.embeddings.LayerNorm(x)
+        angles = torch.einsum("i,j->ij", torch.arange(length, dtype=torch.float32),
+                              gte_rope_rates(c))
+        table = torch.cat((angles, angles), dim=-1)
+        cos, sin = table.cos()[None, :, None, :], table.sin()[None, :, None, :]
+        # get_extended_attention_mask: (1 - mask) x the dtype's minimum
+        bias = (1.0 - mask[:, None, None, :].float()) * torch.finfo(torch.float32).min
+        act = {"gelu": F.gelu, "gelu_new": lambda t: F.gelu(t, approximate="tanh"),
+               "silu": F.silu}[c["hidden_act"]]
+        for layer in self.encoder.layer:
+            q, k, v = (t.view(batch, length, heads, head_dim)
+                       for t in layer.attention.qkv_proj(x).split(d, dim=-1))
+            q, k = q * cos + rotate_half(q) * sin, k * cos + rotate_half(k) * sin
+            scores = q.transpose(1, 2) @ k.transpose(1, 2).transpose(-1, -2)
+            scores = scores / math.sqrt(head_dim) + bias
+            context = (scores.softmax(dim=-1) @ v.transpose(1, 2)).permute(0, 2, 1, 3)
+            x = layer.attn_ln(x + layer.attention.o_proj(context.reshape(batch, length, d)))
+            up, gate = layer.mlp.up_gate_proj(x).split(f, dim=-1)
+            x = layer.mlp_ln(x + layer.mlp.down_proj(act(gate) * up))
+        return x
