@@ -67,15 +67,23 @@ static void write_half_dataset(hid_t file, const char *name, const float *values
     H5Tclose(half);
 }
 
-static void test_weights_hdf5_file(void)
+/* A new HDF5 file at the temporary path made from the mkstemp template
+ * `path`, holding the groups `groups` (NULL-terminated), open for writing. */
+static hid_t create_weights_file(char *path, const char *const *groups)
 {
-    char path[] = "/tmp/tfenc-test-weights-XXXXXX";
     int fd = mkstemp(path);
     CU_ASSERT_FATAL(fd >= 0);
     close(fd);
     hid_t file = H5Fcreate(path, H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
-    hid_t group = H5Gcreate2(file, "/layer", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
-    H5Gclose(group);
+    for (int i = 0; groups[i] != NULL; i++)
+        H5Gclose(H5Gcreate2(file, groups[i], H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT));
+    return file;
+}
+
+static void test_weights_hdf5_file(void)
+{
+    char path[] = "/tmp/tfenc-test-weights-XXXXXX";
+    hid_t file = create_weights_file(path, (const char *const[]){"/layer", NULL});
     const float halves[3] = {0.5f, -1.25f, 65504.0f}; /* exactly representable in float16 */
     write_half_dataset(file, "/layer/scale", halves, 3);
     H5Fclose(file);
@@ -113,14 +121,7 @@ static void test_weights_hdf5_file(void)
 static void test_weights_attached_file(void)
 {
     char path[] = "/tmp/tfenc-test-head-XXXXXX";
-    int fd = mkstemp(path);
-    CU_ASSERT_FATAL(fd >= 0);
-    close(fd);
-    hid_t file = H5Fcreate(path, H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
-    hid_t group = H5Gcreate2(file, "/head", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
-    H5Gclose(group);
-    group = H5Gcreate2(file, "/head/dense", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
-    H5Gclose(group);
+    hid_t file = create_weights_file(path, (const char *const[]){"/head", "/head/dense", NULL});
     const float from_file[2] = {7.0f, 8.0f};
     write_half_dataset(file, "/head/w", from_file, 2);
     write_half_dataset(file, "/head/dense/w", from_file, 2);
