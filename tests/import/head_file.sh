@@ -8,7 +8,7 @@
 # `readme-test: covered by` this test, which head_file.py runs), gives
 # PyTorch's softmax of that head over the encoder's [CLS] vector within
 # 1e-4, the same bytes at 1x1 and 2x1 and from another directory (relative
-# to the job file), and after a SIGKILL and a resume; a head file whose content changed between the kill and the
+# to the job file, which --dry-run names), and after a SIGKILL and a resume; a head file whose content changed between the kill and the
 # resume is refused. Bad input, one line naming the file, layer or tensor,
 # nothing written: a weights_file that is missing, a head of a model of
 # another hidden size, a head without its out map, weights_file in a block.
@@ -79,6 +79,11 @@ if run 1 "$work/b.h5" "$work/job.ini"; then
   else
     fail "head b at 2x1: tfenc-batch failed"
   fi
+  checks=$((checks + 1))
+  (cd / && run 1 "$work/dry.h5" "$work/job.ini" --dry-run) >"$work/dry-run.txt"
+  grep -qxF "  layer head: weights $work/head_b.h5 (its weights_file)" "$work/dry-run.txt" \
+    && echo "ok: --dry-run names the head's file" \
+    || fail "--dry-run does not name the head's file: $(grep weights "$work/dry-run.txt")"
   checks=$((checks + 1))
   if (cd / && run 1 "$work/b-elsewhere.h5" "$work/job.ini"); then
     checks=$((checks - 1))
