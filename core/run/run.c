@@ -413,6 +413,28 @@ static int hash_weights(run *r)
     return status;
 }
 
+/* Rank 0, once hash_weights() has run: the digest an int8 calibration
+ * records as the weights it is of, [model] weights' SHA-256; with layers'
+ * weights_files, the SHA-256 of that and of each file's "NAME SHA256" line,
+ * so that a calibration made with one head is not taken for another (its
+ * maps' input ranges follow the head's own earlier maps). */
+static void calibration_weights_digest(const run *r, char digest[65])
+{
+    char lines[4096];
+    size_t used = (size_t)snprintf(lines, sizeof lines, "%s\n", r->weights_sha256);
+    int heads = 0;
+    for (int i = 0; i < r->plan.n_steps && used < sizeof lines; i++)
+        if (r->plan.steps[i].weights_file != NULL) {
+            used += (size_t)snprintf(lines + used, sizeof lines - used, "%.256s %s\n",
+                                     r->plan.steps[i].name, r->weights_file_sha256[i]);
+            heads++;
+        }
+    if (heads == 0)
+        memcpy(digest, r->weights_sha256, 65);
+    else
+        tfenc_sha256_hex(lines, used < sizeof lines ? used : sizeof lines - 1, digest);
+}
+
 /* The job, the model's plan and the layout check: identical on every rank,
  * so errors here are reported once. */
 static int read_job(run *r)
@@ -628,8 +650,11 @@ static int take_calibration(run *r, calibration_origin *origin)
     /* A dry run does not hash the weights otherwise. */
     if (status == TFENC_OK && r->weights_sha256[0] == '\0')
         status = hash_weights(r);
+    char weights_digest[65];
     if (status == TFENC_OK)
-        status = tfenc_calibration_to_model(r->ctx, &given, path, r->weights_sha256, &r->plan,
+        calibration_weights_digest(r, weights_digest);
+    if (status == TFENC_OK)
+        status = tfenc_calibration_to_model(r->ctx, &given, path, weights_digest, &r->plan,
                                             r->weights, r->step_precision, &origin->changed);
     if (status != TFENC_OK && origin->from_file == 2) {
         tfenc_context_clear(r->ctx);
@@ -802,7 +827,7 @@ static int gate_precision(run *r)
     if (status == TFENC_OK && r->rank == 0 && !origin.from_file)
         status = run_gate(r, &report, &origin, &scores_width);
     if (r->rank == 0)
-        memcpy(origin.weights_sha256, r->weights_sha256, sizeof origin.weights_sha256);
+        calibration_weights_digest(r, origin.weights_sha256);
     if (agree_on_failure(r, status))
         return 1;
     MPI_Bcast(r->step_precision, n_steps, MPI_INT, 0, MPI_COMM_WORLD);
