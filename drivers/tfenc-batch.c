@@ -366,6 +366,11 @@ static void print_plan(void *user, const tfenc_run_plan *p)
     }
     printf("model: d_model = %d, %d steps, weights %s\n", p->d_model, p->model->n_steps,
            p->weights_path);
+    /* A head beside its encoder: which file the layer reads, said beside the encoder's. */
+    for (int i = 0; i < p->model->n_steps; i++)
+        if (p->model->steps[i].weights_file != NULL)
+            printf("  layer %s: weights %s (its weights_file)\n", p->model->steps[i].name,
+                   p->model->steps[i].weights_file);
     printf("kernels: %s\n", p->kernels);
     printf("memory: weights %.1f MiB as float32, %s", p->weights_float32_mib,
            p->weights_per_rank ? "a copy per rank" : "one copy per node");

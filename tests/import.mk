@@ -21,6 +21,7 @@ tests_import_test_torch_checkpoint_LDADD = tests/harness/libunit.la core/libtfen
 # st_features.sh: prompts and Matryoshka widths against sentence-transformers;
 # st_chunks.sh: long documents cut into chunks, against the model's windows;
 # heads.sh: task heads (*ForSequenceClassification) from transformers;
+# head_file.sh: a head in a weights file of its own beside the encoder's;
 # pairs.sh: cross-encoders on pairs of texts against CrossEncoder.predict;
 # deberta.sh: DeBERTa-v2/v3's disentangled attention, base and classifier;
 # gte.sh: GTE v1.5 and mGTE (model_type new), NTK-scaled RoPE, from text;
@@ -31,10 +32,12 @@ tests_import_test_torch_checkpoint_LDADD = tests/harness/libunit.la core/libtfen
 dist_check_SCRIPTS += tests/import/import.sh tests/import/parity.sh tests/import/parity_mpnet.sh \
 	tests/import/fetch_mpnet.sh tests/import/architectures.sh \
 	tests/import/st_features.sh tests/import/st_chunks.sh tests/import/heads.sh \
+	tests/import/head_file.sh \
 	tests/import/pairs.sh tests/import/deberta.sh tests/import/checkpoints.sh \
 	tests/import/jina_v3.sh tests/import/gte.sh
 TESTS += tests/import/import.sh tests/import/architectures.sh tests/import/st_features.sh \
-	tests/import/st_chunks.sh tests/import/heads.sh tests/import/pairs.sh tests/import/deberta.sh \
+	tests/import/st_chunks.sh tests/import/heads.sh tests/import/head_file.sh \
+	tests/import/pairs.sh tests/import/deberta.sh \
 	tests/import/checkpoints.sh tests/import/jina_v3.sh tests/import/gte.sh
 FEWER_CASES_UNDER_SANITIZERS += tests/import/st_features.sh tests/import/st_chunks.sh \
 	tests/import/heads.sh tests/import/architectures.sh tests/import/jina_v3.sh
@@ -48,6 +51,7 @@ NORMAL_BUILD_ONLY_TESTS += tests/import/parity.sh tests/import/parity_mpnet.sh
 EXTRA_DIST += tests/import/make_checkpoint.py tests/import/check_import.py \
 	tests/import/st_reference.py tests/import/compare_embeddings.py tests/import/check_precision_attributes.py tests/import/sentences.txt \
 	tests/import/architectures.py tests/import/reference_models.py tests/import/st_features.py \
-	tests/import/st_chunks.py tests/import/unit_means.py tests/import/heads.py tests/import/pairs.py \
+	tests/import/st_chunks.py tests/import/unit_means.py tests/import/heads.py tests/import/head_file.py \
+	tests/import/pairs.py \
 	tests/import/deberta.py tests/import/checkpoints.py tests/import/jina_v3.py \
 	tests/import/gte.py

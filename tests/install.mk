@@ -50,7 +50,14 @@ EXTRA_DIST += plugins/examples/attention-pooling/Makefile \
 	plugins/examples/scale-norm/job.ini \
 	plugins/examples/scale-norm/one-layer.ini \
 	plugins/examples/scale-norm/make-model \
-	plugins/examples/scale-norm/make_model.py
+	plugins/examples/scale-norm/make_model.py \
+	plugins/examples/scores-head/Makefile \
+	plugins/examples/scores-head/README \
+	plugins/examples/scores-head/scores_head.c \
+	plugins/examples/scores-head/compare.py \
+	plugins/examples/scores-head/job.ini \
+	plugins/examples/scores-head/make-model \
+	plugins/examples/scores-head/make_model.py
 
 # The commands of the documentation: the same in both builds, so normal
 # build only (tests/local.mk).

@@ -29,7 +29,8 @@ How each block is exercised:
                            vocab.txt), MODEL_DIR and all-MiniLM-L6-v2 (the
                            packaged MiniLM), my_layer.c
                            (the example plugin's source) and
-                           plugins/examples/attention-pooling and scale-norm;
+                           plugins/examples/attention-pooling, scale-norm and
+                           scores-head;
                            tfenc-batch, tfenc-import and tfenc-export are this build's;
                            python3 is the tests' venv; mpirun runs 2 local ranks whatever -n says;
                            pkg-config finds tfenc in a staged `make install`.
@@ -353,7 +354,7 @@ def make_template(root):
     check(status == 0, "the venv has the packaged all-MiniLM-L6-v2 (MODEL_DIR)")
     for name in ("MODEL_DIR", "all-MiniLM-L6-v2"):
         os.symlink(model_dir.strip(), os.path.join(template, name))
-    for name in ("attention-pooling", "scale-norm"):
+    for name in ("attention-pooling", "scale-norm", "scores-head"):
         shutil.copytree(os.path.join(SRCDIR, "plugins", "examples", name),
                         os.path.join(template, "plugins", "examples", name))
     example = os.path.join(SRCDIR, "plugins", "examples", "attention-pooling")

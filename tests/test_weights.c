@@ -1,7 +1,8 @@
 /* Weight stores and linear maps (core/model/weights): shapes checked with
  * messages naming the dataset, non-finite values refused, float16 datasets
- * read from HDF5, files that are not HDF5 or are missing, and a linear map
- * of stacked parts against a naive product. */
+ * read from HDF5, files that are not HDF5 or are missing, a file attached
+ * for one group (a head's weights_file), and a linear map of stacked parts
+ * against a naive product. */
 #include "base/context.h"
 #include "harness/checks.h"
 #include "harness/cunit_main.h"
@@ -66,15 +67,23 @@ static void write_half_dataset(hid_t file, const char *name, const float *values
     H5Tclose(half);
 }
 
-static void test_weights_hdf5_file(void)
+/* A new HDF5 file at the temporary path made from the mkstemp template
+ * `path`, holding the groups `groups` (NULL-terminated), open for writing. */
+static hid_t create_weights_file(char *path, const char *const *groups)
 {
-    char path[] = "/tmp/tfenc-test-weights-XXXXXX";
     int fd = mkstemp(path);
     CU_ASSERT_FATAL(fd >= 0);
     close(fd);
     hid_t file = H5Fcreate(path, H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
-    hid_t group = H5Gcreate2(file, "/layer", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
-    H5Gclose(group);
+    for (int i = 0; groups[i] != NULL; i++)
+        H5Gclose(H5Gcreate2(file, groups[i], H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT));
+    return file;
+}
+
+static void test_weights_hdf5_file(void)
+{
+    char path[] = "/tmp/tfenc-test-weights-XXXXXX";
+    hid_t file = create_weights_file(path, (const char *const[]){"/layer", NULL});
     const float halves[3] = {0.5f, -1.25f, 65504.0f}; /* exactly representable in float16 */
     write_half_dataset(file, "/layer/scale", halves, 3);
     H5Fclose(file);
@@ -104,6 +113,74 @@ static void test_weights_hdf5_file(void)
     unlink(path);
     tfenc_context_init(&ctx);
     CU_ASSERT_EQUAL(tfenc_weight_store_open(&ctx, path, &store), TFENC_ERR_IO);
+}
+
+/* A head's file attached beside the store's own ([LAYER] weights_file):
+ * the attached group and the groups inside it read from it, every other
+ * group from the store; errors name the attached file. */
+static void test_weights_attached_file(void)
+{
+    char path[] = "/tmp/tfenc-test-head-XXXXXX";
+    hid_t file = create_weights_file(path, (const char *const[]){"/head", "/head/dense", NULL});
+    const float from_file[2] = {7.0f, 8.0f};
+    write_half_dataset(file, "/head/w", from_file, 2);
+    write_half_dataset(file, "/head/dense/w", from_file, 2);
+    H5Fclose(file);
+
+    tfenc_context_init(&ctx);
+    tfenc_weight_store *store = NULL;
+    CU_ASSERT_EQUAL_FATAL(tfenc_weight_store_create_memory(&ctx, &store), TFENC_OK);
+    const float from_store[2] = {1.0f, 2.0f};
+    int64_t shape[1] = {2};
+    CU_ASSERT_EQUAL(tfenc_weight_store_add(&ctx, store, "/head/w", 1, shape, from_store), TFENC_OK);
+    CU_ASSERT_EQUAL(tfenc_weight_store_add(&ctx, store, "/headless/w", 1, shape, from_store),
+                    TFENC_OK);
+    const size_t own_bytes = tfenc_weight_store_float32_bytes(store);
+    CU_ASSERT_EQUAL_FATAL(tfenc_weight_store_attach(&ctx, store, "head/", path, "[head] weights_file"),
+                          TFENC_OK);
+    CU_ASSERT(tfenc_weight_store_float32_bytes(store) >= own_bytes + 4 * sizeof(float));
+    /* One file per group, and never the whole model's. */
+    CU_ASSERT_EQUAL(tfenc_weight_store_attach(&ctx, store, "/head", path, "[again] weights_file"),
+                    TFENC_ERR_CONFIG);
+    CU_ASSERT(contains(tfenc_context_message(&ctx), "[again] weights_file"));
+    tfenc_context_init(&ctx);
+    CU_ASSERT_EQUAL(tfenc_weight_store_attach(&ctx, store, "/", path, "[all] weights_file"),
+                    TFENC_ERR_CONFIG);
+    tfenc_context_init(&ctx);
+
+    const char *const groups[] = {"/head", "/head/dense", "/headless"};
+    const float expected[] = {7.0f, 7.0f, 1.0f};
+    for (int i = 0; i < 3; i++) {
+        tfenc_weights *weights = NULL;
+        CU_ASSERT_EQUAL_FATAL(tfenc_weight_store_group(&ctx, store, groups[i], NULL, &weights),
+                              TFENC_OK);
+        int64_t dims[1] = {2};
+        const float *data = NULL;
+        CU_ASSERT_EQUAL(tfenc_weight_load(weights, "w", 1, dims, &data), TFENC_OK);
+        CU_ASSERT(data != NULL && data[0] == expected[i]);
+        tfenc_weights_release(weights);
+    }
+    CU_ASSERT(tfenc_weight_store_has_group(store, "/head/dense"));
+    tfenc_weights *weights = NULL;
+    CU_ASSERT_EQUAL_FATAL(tfenc_weight_store_group(&ctx, store, "/head", NULL, &weights), TFENC_OK);
+    int64_t dims[1] = {3};
+    const float *data = NULL;
+    CU_ASSERT_EQUAL(tfenc_weight_load(weights, "w", 1, dims, &data), TFENC_ERR_WEIGHTS);
+    char wanted[256];
+    snprintf(wanted, sizeof wanted, "weights %s: dataset /head/w: expected shape [3], found [2]",
+             path);
+    CU_ASSERT(contains(tfenc_context_message(&ctx), wanted));
+    tfenc_weight_store_close(store);
+
+    /* A missing file: the setting and the path. */
+    unlink(path);
+    tfenc_context_init(&ctx);
+    CU_ASSERT_EQUAL_FATAL(tfenc_weight_store_create_memory(&ctx, &store), TFENC_OK);
+    CU_ASSERT_EQUAL(tfenc_weight_store_attach(&ctx, store, "/head", path, "[head] weights_file"),
+                    TFENC_ERR_IO);
+    snprintf(wanted, sizeof wanted, "[head] weights_file %s: cannot open", path);
+    CU_ASSERT(contains(tfenc_context_message(&ctx), wanted));
+    tfenc_weight_store_close(store);
 }
 
 static void test_linear_matches_naive_and_stacks_parts(void)
@@ -159,6 +236,7 @@ static void test_linear_matches_naive_and_stacks_parts(void)
 static const test_case weights_cases[] = {
     {"memory store shapes and NaN", test_weights_memory_shapes_and_nan},
     {"HDF5 file and float16", test_weights_hdf5_file},
+    {"a file attached for one group", test_weights_attached_file},
     {"linear maps", test_linear_matches_naive_and_stacks_parts},
     {NULL, NULL}};
 

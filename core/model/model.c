@@ -164,10 +164,12 @@ static tfenc_step_plan *add_step(tfenc_model_plan *plan, int *capacity)
 
 /* Reads the keys every layer section has: its type (which names the
  * plugin), an optional weights group, and in a block whether the sublayer
- * has a residual connection. */
+ * has a residual connection. A layer outside blocks (weights_file not
+ * NULL) may take its weights from a file of its own, resolved against the
+ * job file's directory (*weights_file, NULL without the key). */
 static int read_layer_keys(tfenc_context *ctx, const tfenc_jobfile *job,
                            tfenc_job_section *section, int in_block, const char **type,
-                           const char **weights, int *residual)
+                           const char **weights, int *residual, char **weights_file)
 {
     tfenc_params params;
     tfenc_params_bind(&params, ctx, job, section);
@@ -177,6 +179,16 @@ static int read_layer_keys(tfenc_context *ctx, const tfenc_jobfile *job,
     if (status == TFENC_OK && in_block)
         status = tfenc_param_bool(&params, "residual", 1, residual);
     char origin[512];
+    if (status == TFENC_OK && weights_file != NULL)
+        status = tfenc_param_input_path(&params, "weights_file", "a layer's weights",
+                                        weights_file);
+    /* A block's sublayers repeat, each repeat with weights of its own: one
+     * file for all of them would be a model of its own. */
+    else if (status == TFENC_OK && tfenc_job_section_get(section, "weights_file") != NULL)
+        status = tfenc_error(ctx, TFENC_ERR_CONFIG,
+                             "%s: [%s] weights_file: only a layer outside blocks (a head) "
+                             "takes its weights from a file of its own",
+                             section_origin(job, section, origin, sizeof origin), section->name);
     if (status == TFENC_OK && *type == NULL)
         status = tfenc_error(ctx, TFENC_ERR_CONFIG,
                              "%s: section [%s] has no 'type' key (a layer needs a type, a block "
@@ -290,7 +302,7 @@ static int read_sublayers(tfenc_context *ctx, const tfenc_jobfile *job, const ch
         info->name = sublayer;
         info->residual = 1;
         status = read_layer_keys(ctx, job, section, 1, &info->type, &info->weights_override,
-                                 &info->residual);
+                                 &info->residual, NULL);
         if (status != TFENC_OK)
             break;
         char *norm_name = format_string("%s.norm", section->name, NULL);
@@ -299,7 +311,7 @@ static int read_sublayers(tfenc_context *ctx, const tfenc_jobfile *job, const ch
         if (info->norm_section != NULL) {
             int unused;
             status = read_layer_keys(ctx, job, info->norm_section, 0, &info->norm_type,
-                                     &info->norm_weights_override, &unused);
+                                     &info->norm_weights_override, &unused, NULL);
         }
         char *output_norm_name = format_string("%s.output_norm", section->name, NULL);
         info->output_norm_section =
@@ -309,7 +321,7 @@ static int read_sublayers(tfenc_context *ctx, const tfenc_jobfile *job, const ch
             int unused;
             status = read_layer_keys(ctx, job, info->output_norm_section, 0,
                                      &info->output_norm_type,
-                                     &info->output_norm_weights_override, &unused);
+                                     &info->output_norm_weights_override, &unused, NULL);
         }
     }
     return status;
@@ -460,14 +472,17 @@ int tfenc_model_plan_read(tfenc_context *ctx, const tfenc_jobfile *job, tfenc_mo
             break;
         }
         const char *weights_override = NULL, *type = NULL;
-        status = read_layer_keys(ctx, job, section, 0, &type, &weights_override, NULL);
-        if (status != TFENC_OK)
-            break;
-        tfenc_step_plan *step = add_step(plan, &capacity);
+        char *weights_file = NULL;
+        status = read_layer_keys(ctx, job, section, 0, &type, &weights_override, NULL,
+                                 &weights_file);
+        tfenc_step_plan *step = status == TFENC_OK ? add_step(plan, &capacity) : NULL;
         if (step == NULL) {
-            status = tfenc_error(ctx, TFENC_ERR_NO_MEMORY, "out of memory");
+            free(weights_file);
+            if (status == TFENC_OK)
+                status = tfenc_error(ctx, TFENC_ERR_NO_MEMORY, "out of memory");
             break;
         }
+        step->weights_file = weights_file;
         step->name = strdup(section->name);
         step->section = section;
         step->type = type;
@@ -493,9 +508,27 @@ void tfenc_model_plan_free(tfenc_model_plan *plan)
         free(plan->steps[i].output_norm_group);
         free(plan->steps[i].extra_group);
         free(plan->steps[i].block_origin);
+        free(plan->steps[i].weights_file);
     }
     free(plan->steps);
     memset(plan, 0, sizeof *plan);
+}
+
+int tfenc_model_attach_weights_files(tfenc_context *ctx, const tfenc_jobfile *job,
+                                     const tfenc_model_plan *plan, tfenc_weight_store *store)
+{
+    int status = TFENC_OK;
+    for (int i = 0; status == TFENC_OK && i < plan->n_steps; i++) {
+        const tfenc_step_plan *step = &plan->steps[i];
+        if (step->weights_file == NULL)
+            continue;
+        char origin[512], setting[700];
+        snprintf(setting, sizeof setting, "%s: [%s] weights_file",
+                 section_origin(job, step->section, origin, sizeof origin),
+                 step->section->name);
+        status = tfenc_weight_store_attach(ctx, store, step->group, step->weights_file, setting);
+    }
+    return status;
 }
 
 /* ---------------------------------------------------------------- model */

@@ -55,6 +55,10 @@ typedef struct tfenc_step_plan {
      * block says extra_layers = ignore; NULL when there is nothing to check. */
     char *extra_group;
     char *block_origin;               /* "job.ini:30: [encoder] repeat = 6", for that check */
+    /* [LAYER] weights_file (outside blocks): the HDF5 file, resolved against
+     * the job file's directory, that holds the layer's group instead of
+     * [model] weights (a head beside its encoder); NULL without the key. */
+    char *weights_file;
 } tfenc_step_plan;
 
 typedef struct tfenc_model_plan {
@@ -67,6 +71,10 @@ typedef struct tfenc_model_plan {
  * sections and block keys with file:line. */
 int tfenc_model_plan_read(tfenc_context *ctx, const tfenc_jobfile *job, tfenc_model_plan *plan);
 void tfenc_model_plan_free(tfenc_model_plan *plan);
+/* Attaches each step's weights_file to the store (weights.h), for its
+ * group: errors name the job file, line and layer. */
+int tfenc_model_attach_weights_files(tfenc_context *ctx, const tfenc_jobfile *job,
+                                     const tfenc_model_plan *plan, tfenc_weight_store *store);
 
 typedef struct tfenc_model tfenc_model;
 

@@ -40,9 +40,19 @@ typedef struct owned {
     void (*release)(void *pointer);
 } owned;
 
+/* A file whose datasets under `group` replace the store's own: a head's
+ * weights beside its encoder's ([LAYER] weights_file). */
+typedef struct attached_file {
+    char *group; /* "/classifier", without a trailing slash */
+    char *name;  /* the file's path, for messages */
+    hid_t file;
+} attached_file;
+
 struct tfenc_weight_store {
     char *name;
     hid_t file; /* H5I_INVALID_HID for an in-memory store */
+    attached_file *attached;
+    int n_attached;
     memory_tensor *tensors;
     int n_tensors;
     int capacity;
@@ -58,6 +68,8 @@ struct tfenc_weights {
     tfenc_weight_store *store;
     tfenc_context *ctx;
     char *group;
+    hid_t file;            /* where its datasets are: the store's file or an attached one */
+    const char *file_name; /* that file's path, or "(memory)" */
     owned *owned;                 /* tensors and linear maps loaded through this handle */
     tfenc_weights *previous, *next; /* the store's list of live handles */
     tfenc_weight_options options; /* the precision of its linear maps and products */
@@ -103,27 +115,38 @@ void tfenc_weights_release(tfenc_weights *weights)
     free(weights);
 }
 
-int tfenc_weight_store_open(tfenc_context *ctx, const char *path, tfenc_weight_store **store_out)
+/* Opens the HDF5 weights file that job key `setting` names, read-only. */
+static int open_weights_file(tfenc_context *ctx, const char *setting, const char *path,
+                             hid_t *file)
 {
-    *store_out = NULL;
     /* HDF5 prints its error stack by default; ours is one line from the caller. */
     H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
     /* HDF5's open() would wait forever on a FIFO: check the kind first. */
-    int checked = tfenc_file_check_regular(ctx, "[model] weights", path);
+    int checked = tfenc_file_check_regular(ctx, setting, path);
     if (checked != TFENC_OK)
         return checked;
     if (H5Fis_hdf5(path) <= 0) {
         FILE *probe = fopen(path, "rb");
         if (probe == NULL)
-            return tfenc_error(ctx, TFENC_ERR_IO, "weights %s: cannot open: no such readable file",
-                               path);
+            return tfenc_error(ctx, TFENC_ERR_IO, "%s %s: cannot open: no such readable file",
+                               setting, path);
         fclose(probe);
-        return tfenc_error(ctx, TFENC_ERR_WEIGHTS, "weights %s: not an HDF5 file (or truncated)",
-                           path);
+        return tfenc_error(ctx, TFENC_ERR_WEIGHTS, "%s %s: not an HDF5 file (or truncated)",
+                           setting, path);
     }
-    hid_t file = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
-    if (file < 0)
-        return tfenc_error(ctx, TFENC_ERR_WEIGHTS, "weights %s: HDF5 cannot open it", path);
+    *file = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
+    if (*file < 0)
+        return tfenc_error(ctx, TFENC_ERR_WEIGHTS, "%s %s: HDF5 cannot open it", setting, path);
+    return TFENC_OK;
+}
+
+int tfenc_weight_store_open(tfenc_context *ctx, const char *path, tfenc_weight_store **store_out)
+{
+    *store_out = NULL;
+    hid_t file = H5I_INVALID_HID;
+    int opened = open_weights_file(ctx, "[model] weights", path, &file);
+    if (opened != TFENC_OK)
+        return opened;
     tfenc_weight_store *store = calloc(1, sizeof *store);
     if (store == NULL || (store->name = strdup(path)) == NULL ||
         tfenc_matrix_scratch_create(ctx, &store->scratch) != TFENC_OK) {
@@ -203,6 +226,12 @@ void tfenc_weight_store_close(tfenc_weight_store *store)
         free(store->tensors[i].data);
     }
     free(store->tensors);
+    for (int i = 0; i < store->n_attached; i++) {
+        H5Fclose(store->attached[i].file);
+        free(store->attached[i].group);
+        free(store->attached[i].name);
+    }
+    free(store->attached);
     if (store->file != H5I_INVALID_HID)
         H5Fclose(store->file);
     free(store->name);
@@ -214,27 +243,86 @@ const char *tfenc_weight_store_name(const tfenc_weight_store *store)
     return store->name;
 }
 
+/* Group paths are absolute and without a trailing slash, however the job
+ * wrote them ("head/" is "/head"). NULL when out of memory; free() it. */
+static char *absolute_group(const char *group)
+{
+    size_t length = strlen(group);
+    while (length > 0 && group[length - 1] == '/')
+        length--;
+    char *path = malloc(length + 2);
+    if (path == NULL)
+        return NULL;
+    size_t skip = group[0] == '/' ? 1 : 0;
+    path[0] = '/';
+    memcpy(path + 1, group + skip, length - (length > 0 ? skip : 0));
+    path[1 + length - (length > 0 ? skip : 0)] = '\0';
+    return path;
+}
+
+/* The attached file that holds `group` ("/head" or "/head/dense": the
+ * attached group or one inside it), or NULL: the store's own. */
+static const attached_file *attached_for(const tfenc_weight_store *store, const char *group)
+{
+    for (int i = 0; i < store->n_attached; i++) {
+        const attached_file *attached = &store->attached[i];
+        size_t length = strlen(attached->group);
+        if (strncmp(group, attached->group, length) == 0 &&
+            (group[length] == '\0' || group[length] == '/'))
+            return attached;
+    }
+    return NULL;
+}
+
+int tfenc_weight_store_attach(tfenc_context *ctx, tfenc_weight_store *store, const char *group,
+                              const char *path, const char *setting)
+{
+    char *absolute = absolute_group(group);
+    attached_file *grown =
+        absolute != NULL
+            ? realloc(store->attached, (size_t)(store->n_attached + 1) * sizeof *grown)
+            : NULL;
+    if (grown == NULL) {
+        free(absolute);
+        return tfenc_error(ctx, TFENC_ERR_NO_MEMORY, "weights: out of memory");
+    }
+    store->attached = grown;
+    attached_file *attached = &grown[store->n_attached];
+    /* The whole file cannot be one layer's, and a group takes one file. */
+    int status = TFENC_OK;
+    if (strcmp(absolute, "/") == 0 || attached_for(store, absolute) != NULL)
+        status = tfenc_error(ctx, TFENC_ERR_CONFIG,
+                             "%s %s: weights group %s cannot take its weights from a file of "
+                             "its own (the whole model's group, or one given a file already)",
+                             setting, path, absolute);
+    if (status == TFENC_OK)
+        status = open_weights_file(ctx, setting, path, &attached->file);
+    if (status == TFENC_OK && (attached->name = strdup(path)) == NULL) {
+        H5Fclose(attached->file);
+        status = tfenc_error(ctx, TFENC_ERR_NO_MEMORY, "weights: out of memory");
+    }
+    if (status != TFENC_OK) {
+        free(absolute);
+        return status;
+    }
+    attached->group = absolute;
+    store->n_attached++;
+    return TFENC_OK;
+}
+
 int tfenc_weight_store_group(tfenc_context *ctx, tfenc_weight_store *store, const char *group,
                              const tfenc_weight_options *options, tfenc_weights **weights_out)
 {
     tfenc_weights *weights = calloc(1, sizeof *weights);
-    if (weights == NULL)
-        return tfenc_error(ctx, TFENC_ERR_NO_MEMORY, "weights: out of memory");
-    /* Paths are absolute and without a trailing slash, however the job wrote them. */
-    size_t length = strlen(group);
-    while (length > 0 && group[length - 1] == '/')
-        length--;
-    weights->group = malloc(length + 2);
-    if (weights->group == NULL) {
+    if (weights == NULL || (weights->group = absolute_group(group)) == NULL) {
         free(weights);
         return tfenc_error(ctx, TFENC_ERR_NO_MEMORY, "weights: out of memory");
     }
-    size_t skip = group[0] == '/' ? 1 : 0;
-    weights->group[0] = '/';
-    memcpy(weights->group + 1, group + skip, length - (length > 0 ? skip : 0));
-    weights->group[1 + length - (length > 0 ? skip : 0)] = '\0';
     weights->store = store;
     weights->ctx = ctx;
+    const attached_file *attached = attached_for(store, weights->group);
+    weights->file = attached != NULL ? attached->file : store->file;
+    weights->file_name = attached != NULL ? attached->name : store->name;
     if (options != NULL)
         weights->options = *options;
     weights->next = store->handles;
@@ -278,8 +366,9 @@ static const memory_tensor *find_memory(const tfenc_weight_store *store, const c
 
 int tfenc_weight_store_has_group(const tfenc_weight_store *store, const char *group)
 {
-    if (store->file != H5I_INVALID_HID) {
-        int exists = hdf5_path_exists(store->file, group);
+    const attached_file *attached = attached_for(store, group);
+    if (attached != NULL || store->file != H5I_INVALID_HID) {
+        int exists = hdf5_path_exists(attached != NULL ? attached->file : store->file, group);
         H5Eclear2(H5E_DEFAULT);
         return exists;
     }
@@ -295,9 +384,9 @@ int tfenc_weight_exists(tfenc_weights *weights, const char *name)
 {
     char path[1024];
     dataset_path(weights, name, path, sizeof path);
-    if (weights->store->file == H5I_INVALID_HID)
+    if (weights->file == H5I_INVALID_HID)
         return find_memory(weights->store, path) != NULL;
-    return hdf5_path_exists(weights->store->file, path);
+    return hdf5_path_exists(weights->file, path);
 }
 
 static void format_shape(char *text, size_t size, int rank, const int64_t *dims)
@@ -323,21 +412,21 @@ static int inspect(tfenc_weights *weights, const char *name, int rank, const int
     char path[1024];
     dataset_path(weights, name, path, sizeof path);
     memset(found, 0, sizeof *found);
-    if (store->file == H5I_INVALID_HID) {
+    if (weights->file == H5I_INVALID_HID) {
         const memory_tensor *tensor = find_memory(store, path);
         if (tensor == NULL)
             return tfenc_error(weights->ctx, TFENC_ERR_WEIGHTS,
-                               "weights %s: dataset %s not found", store->name, path);
+                               "weights %s: dataset %s not found", weights->file_name, path);
         found->rank = tensor->rank;
         memcpy(found->dims, tensor->dims, sizeof found->dims);
     } else {
-        if (!hdf5_path_exists(store->file, path))
+        if (!hdf5_path_exists(weights->file, path))
             return tfenc_error(weights->ctx, TFENC_ERR_WEIGHTS,
-                               "weights %s: dataset %s not found", store->name, path);
-        hid_t dataset = H5Dopen2(store->file, path, H5P_DEFAULT);
+                               "weights %s: dataset %s not found", weights->file_name, path);
+        hid_t dataset = H5Dopen2(weights->file, path, H5P_DEFAULT);
         if (dataset < 0)
             return tfenc_error(weights->ctx, TFENC_ERR_WEIGHTS,
-                               "weights %s: %s is not a dataset", store->name, path);
+                               "weights %s: %s is not a dataset", weights->file_name, path);
         hid_t type = H5Dget_type(dataset);
         hid_t space = H5Dget_space(dataset);
         int is_float = type >= 0 && H5Tget_class(type) == H5T_FLOAT;
@@ -352,10 +441,10 @@ static int inspect(tfenc_weights *weights, const char *name, int rank, const int
         H5Dclose(dataset);
         if (!is_float)
             return tfenc_error(weights->ctx, TFENC_ERR_WEIGHTS,
-                               "weights %s: dataset %s is not floating point", store->name, path);
+                               "weights %s: dataset %s is not floating point", weights->file_name, path);
         if (found_rank < 0 || found_rank > TFENC_MAX_RANK)
             return tfenc_error(weights->ctx, TFENC_ERR_WEIGHTS,
-                               "weights %s: dataset %s has an unsupported rank %d", store->name,
+                               "weights %s: dataset %s has an unsupported rank %d", weights->file_name,
                                path, found_rank);
         found->rank = found_rank;
         for (int i = 0; i < found_rank; i++)
@@ -369,7 +458,7 @@ static int inspect(tfenc_weights *weights, const char *name, int rank, const int
         format_shape(expected, sizeof expected, rank, dims);
         format_shape(actual, sizeof actual, found->rank, found->dims);
         return tfenc_error(weights->ctx, TFENC_ERR_WEIGHTS,
-                           "weights %s: dataset %s: expected shape %s, found %s", store->name,
+                           "weights %s: dataset %s: expected shape %s, found %s", weights->file_name,
                            path, expected, actual);
     }
     return TFENC_OK;
@@ -392,10 +481,10 @@ static int read_into(tfenc_weights *weights, const char *name, const tensor_shap
     char path[1024];
     dataset_path(weights, name, path, sizeof path);
     size_t count = element_count(shape);
-    if (store->file == H5I_INVALID_HID) {
+    if (weights->file == H5I_INVALID_HID) {
         memcpy(destination, find_memory(store, path)->data, count * sizeof(float));
     } else {
-        hid_t dataset = H5Dopen2(store->file, path, H5P_DEFAULT);
+        hid_t dataset = H5Dopen2(weights->file, path, H5P_DEFAULT);
         herr_t read = dataset < 0 ? -1
                                   : H5Dread(dataset, H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL,
                                             H5P_DEFAULT, destination);
@@ -404,8 +493,8 @@ static int read_into(tfenc_weights *weights, const char *name, const tensor_shap
         if (read < 0)
             return tfenc_error(weights->ctx, TFENC_ERR_WEIGHTS,
                                "weights %s: dataset %s cannot be read (corrupt file?)",
-                               store->name, path);        /* A weights file cut short while the job reads it gives zeros. */
-        int status = tfenc_hdf5_check_intact(weights->ctx, store->file, store->name, path);
+                               weights->file_name, path);        /* A weights file cut short while the job reads it gives zeros. */
+        int status = tfenc_hdf5_check_intact(weights->ctx, weights->file, weights->file_name, path);
         if (status != TFENC_OK)
             return status;
     }
@@ -413,7 +502,7 @@ static int read_into(tfenc_weights *weights, const char *name, const tensor_shap
         if (!isfinite(destination[i]))
             return tfenc_error(weights->ctx, TFENC_ERR_WEIGHTS,
                                "weights %s: dataset %s holds a non-finite value (%g at flat index %zu)",
-                               store->name, path, (double)destination[i], i);
+                               weights->file_name, path, (double)destination[i], i);
     return TFENC_OK;
 }
 
@@ -474,6 +563,17 @@ static herr_t add_dataset_bytes(hid_t object, const char *name, const H5O_info_t
 size_t tfenc_weight_store_float32_bytes(const tfenc_weight_store *store)
 {
     size_t total = 0;
+    /* An attached file counts with its group only: it may be another
+     * model's whole file, of which the job reads the head. (The store's own
+     * group of that name is counted too, though unread: an overestimate.) */
+    for (int i = 0; i < store->n_attached; i++) {
+        hid_t group = H5Oopen(store->attached[i].file, store->attached[i].group, H5P_DEFAULT);
+        if (group < 0 || H5Ovisit2(group, H5_INDEX_NAME, H5_ITER_NATIVE, add_dataset_bytes,
+                                   &total, H5O_INFO_BASIC) < 0)
+            H5Eclear2(H5E_DEFAULT);
+        if (group >= 0)
+            H5Oclose(group);
+    }
     if (store->file == H5I_INVALID_HID) {
         for (int i = 0; i < store->n_tensors; i++) {
             size_t count = 1;

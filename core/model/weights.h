@@ -32,6 +32,16 @@ int tfenc_weight_store_add(tfenc_context *ctx, tfenc_weight_store *store, const 
 /* Closes the file and frees the in-memory tensors; releases any group handle
  * still open (with what was loaded through it). */
 void tfenc_weight_store_close(tfenc_weight_store *store);
+/* From now on the datasets of group `group` ("/head") and of the groups
+ * inside it are read from the HDF5 file at `path`, where they lie under the
+ * same group, and no longer from the store's own: a head beside its
+ * encoder ([LAYER] weights_file), swapped without copying the encoder's
+ * file. `setting` names the job key in errors ("[head] weights_file"):
+ * a file that is missing or not HDF5 fails here; a dataset missing from it,
+ * or of another shape than the layer's, when the layer loads it, naming the
+ * file and the dataset. Before any group handle of `group` is taken. */
+int tfenc_weight_store_attach(tfenc_context *ctx, tfenc_weight_store *store, const char *group,
+                              const char *path, const char *setting);
 /* The file path, or "(memory)". */
 const char *tfenc_weight_store_name(const tfenc_weight_store *store);
 

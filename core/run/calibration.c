@@ -90,12 +90,16 @@ int tfenc_calibration_to_model(tfenc_context *ctx, const tfenc_int8_calibration 
                                tfenc_precision *step_precision, int *changed)
 {
     *changed = 0;
+    /* With layers' weights_files the digest covers them too (run.c). */
+    int heads = 0;
+    for (int i = 0; i < plan->n_steps; i++)
+        heads |= plan->steps[i].weights_file != NULL;
     if (strcmp(calibration->weights_sha256, weights_sha256) != 0)
         return tfenc_error(ctx, TFENC_ERR_CONFIG,
                            "[model] calibration %s: is of other weights (its weights_sha256 is "
-                           "%.12s..., this job's %s is %.12s...)", path,
+                           "%.12s..., this job's %s%s is %.12s...)", path,
                            calibration->weights_sha256, tfenc_weight_store_name(store),
-                           weights_sha256);
+                           heads ? " with its layers' weights_files" : "", weights_sha256);
     int status = same_plan(ctx, calibration, path, plan);
     const tfenc_precision fallback = tfenc_matrix_int8_fallback();
     for (int i = 0; status == TFENC_OK && i < plan->n_steps; i++) {

@@ -22,7 +22,8 @@ int tfenc_calibration_from_model(tfenc_context *ctx, const tfenc_weight_store *s
 
 /* Puts `calibration`, read from `path`, into this job's model: refused in
  * one line naming the path and what differs when it is of other weights
- * (weights_sha256 against the job's) or of another plan (its steps, by
+ * (weights_sha256 against the job's: [model] weights' SHA-256, or with
+ * layers' weights_files a digest of theirs too) or of another plan (its steps, by
  * name and order). Fills step_precision[plan->n_steps] with its steps'
  * precisions, a step it keeps in bf16 in this CPU's fallback
  * (tfenc_matrix_int8_fallback: fp32 where bf16 does not run; *changed

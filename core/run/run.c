@@ -113,6 +113,9 @@ typedef struct run {
     int64_t *sample_indices;         /* calibrated ranges: the sample's documents */
     int n_sample;
     char weights_sha256[65];         /* rank 0: of the weights file as the job opened it */
+    /* Every rank once open_output() has broadcast them: [n_steps] the
+     * SHA-256 of each step's weights_file, "" for a step without one. */
+    char (*weights_file_sha256)[65];
     struct watched_file *watched;    /* rank 0: every file a path key names, as it was */
     int n_watched;
 } run;
@@ -374,23 +377,56 @@ static void free_watched(run *r)
     free(r->watched);
 }
 
-/* Rank 0: the weights' SHA-256, taken as the job opens them and before any
- * layer reads them; open_output() records it only if the file is still the
- * same then (check_watched), so that the checksum is of the bytes the
+/* Rank 0: a weights file's SHA-256, taken as the job opens it and before
+ * any layer reads it; open_output() records it only if the file is still
+ * the same then (check_watched), so that the checksum is of the bytes the
  * layers used. */
-static int hash_weights(run *r)
+static int hash_weights_file(run *r, const char *path, char sha256[65])
 {
     struct stat before, after;
-    if (stat(r->config.weights_path, &before) != 0)
-        return tfenc_error(r->ctx, TFENC_ERR_IO, "weights %s: cannot examine it",
-                           r->config.weights_path);
-    int status = tfenc_sha256_file(r->ctx, r->config.weights_path, r->weights_sha256);
-    if (status == TFENC_OK &&
-        (stat(r->config.weights_path, &after) != 0 || !same_state(&after, &before)))
+    if (stat(path, &before) != 0)
+        return tfenc_error(r->ctx, TFENC_ERR_IO, "weights %s: cannot examine it", path);
+    int status = tfenc_sha256_file(r->ctx, path, sha256);
+    if (status == TFENC_OK && (stat(path, &after) != 0 || !same_state(&after, &before)))
         status = tfenc_error(r->ctx, TFENC_ERR_IO, "weights %s: the file changed while this "
                              "job computed its SHA-256; run the job again once it is whole",
-                             r->config.weights_path);
+                             path);
     return status;
+}
+
+/* Rank 0: [model] weights', then each layer's weights_file's: a head
+ * swapped for another in the same file name changes the rows as much as
+ * other encoder weights do. */
+static int hash_weights(run *r)
+{
+    int status = hash_weights_file(r, r->config.weights_path, r->weights_sha256);
+    for (int i = 0; status == TFENC_OK && i < r->plan.n_steps; i++)
+        if (r->plan.steps[i].weights_file != NULL)
+            status = hash_weights_file(r, r->plan.steps[i].weights_file,
+                                       r->weights_file_sha256[i]);
+    return status;
+}
+
+/* Rank 0, once hash_weights() has run: the digest an int8 calibration
+ * records as the weights it is of, [model] weights' SHA-256; with layers'
+ * weights_files, the SHA-256 of that and of each file's "NAME SHA256" line,
+ * so that a calibration made with one head is not taken for another (its
+ * maps' input ranges follow the head's own earlier maps). */
+static void calibration_weights_digest(const run *r, char digest[65])
+{
+    char lines[4096];
+    size_t used = (size_t)snprintf(lines, sizeof lines, "%s\n", r->weights_sha256);
+    int heads = 0;
+    for (int i = 0; i < r->plan.n_steps && used < sizeof lines; i++)
+        if (r->plan.steps[i].weights_file != NULL) {
+            used += (size_t)snprintf(lines + used, sizeof lines - used, "%.256s %s\n",
+                                     r->plan.steps[i].name, r->weights_file_sha256[i]);
+            heads++;
+        }
+    if (heads == 0)
+        memcpy(digest, r->weights_sha256, 65);
+    else
+        tfenc_sha256_hex(lines, used < sizeof lines ? used : sizeof lines - 1, digest);
 }
 
 /* The job, the model's plan and the layout check: identical on every rank,
@@ -447,6 +483,12 @@ static int read_job(run *r)
         status = tfenc_plugin_registry_load_job(r->ctx, r->registry, r->job);
     if (status == TFENC_OK)
         status = tfenc_weight_store_open(r->ctx, r->config.weights_path, &r->weights);
+    if (status == TFENC_OK)
+        status = tfenc_model_attach_weights_files(r->ctx, r->job, &r->plan, r->weights);
+    if (status == TFENC_OK &&
+        (r->weights_file_sha256 = calloc((size_t)r->plan.n_steps,
+                                         sizeof *r->weights_file_sha256)) == NULL)
+        status = tfenc_error(r->ctx, TFENC_ERR_NO_MEMORY, "out of memory");
     if (status == TFENC_OK && r->rank == 0 && !r->request->dry_run)
         status = tfenc_jobfile_each_input(r->job, watch_input, r);
     /* The corpus's files ([job] input: a file, a directory, a glob, @list). */
@@ -635,8 +677,11 @@ static int take_calibration(run *r, calibration_origin *origin)
     /* A dry run does not hash the weights otherwise. */
     if (status == TFENC_OK && r->weights_sha256[0] == '\0')
         status = hash_weights(r);
+    char weights_digest[65];
     if (status == TFENC_OK)
-        status = tfenc_calibration_to_model(r->ctx, &given, path, r->weights_sha256, &r->plan,
+        calibration_weights_digest(r, weights_digest);
+    if (status == TFENC_OK)
+        status = tfenc_calibration_to_model(r->ctx, &given, path, weights_digest, &r->plan,
                                             r->weights, r->step_precision, &origin->changed);
     if (status != TFENC_OK && origin->from_file == 2) {
         tfenc_context_clear(r->ctx);
@@ -805,7 +850,7 @@ static int gate_precision(run *r)
     if (status == TFENC_OK && r->rank == 0 && !origin.from_file)
         status = run_gate(r, &report, &origin, &scores_width);
     if (r->rank == 0)
-        memcpy(origin.weights_sha256, r->weights_sha256, sizeof origin.weights_sha256);
+        calibration_weights_digest(r, origin.weights_sha256);
     if (agree_on_failure(r, status))
         return 1;
     MPI_Bcast(r->step_precision, n_steps, MPI_INT, 0, MPI_COMM_WORLD);
@@ -1748,6 +1793,30 @@ static int list_plugin_files(run *r, plugin_files *files)
  * the same job left it, else created. */
 static int open_sparse_rows(run *r, MPI_Comm writers, int resumed, int was_complete);
 
+/* The job's identity (tfenc_job_settings_identity), then the content of
+ * each layer's weights_file: "head.weights_file sha256 = ..." lines, so that
+ * a resumed run with another head in the same file name is refused. NULL
+ * when out of memory. */
+static char *weights_files_identity(run *r)
+{
+    char *identity = tfenc_job_settings_identity(r->job, &r->settings);
+    for (int i = 0; identity != NULL && i < r->plan.n_steps; i++) {
+        if (r->plan.steps[i].weights_file == NULL)
+            continue;
+        const char *name = r->plan.steps[i].name;
+        size_t length = strlen(identity), size = length + strlen(name) + 100;
+        char *grown = realloc(identity, size);
+        if (grown == NULL) {
+            free(identity);
+            return NULL;
+        }
+        identity = grown;
+        snprintf(identity + length, size - length, "%s.weights_file sha256 = %s\n", name,
+                 r->weights_file_sha256[i]);
+    }
+    return identity;
+}
+
 static int open_output(run *r)
 {
     char weights_sha256[65] = "", corpus_fingerprint[65] = "", vocabulary_fingerprint[65] = "";
@@ -1768,6 +1837,8 @@ static int open_output(run *r)
     if (agree_on_failure(r, status))
         return 1;
     MPI_Bcast(weights_sha256, sizeof weights_sha256, MPI_CHAR, 0, MPI_COMM_WORLD);
+    MPI_Bcast(r->weights_file_sha256, r->plan.n_steps * (int)sizeof *r->weights_file_sha256,
+              MPI_CHAR, 0, MPI_COMM_WORLD);
     tfenc_corpus_shards corpus_shards;
     if (agree_on_failure(r, fingerprint_corpus(r, corpus_fingerprint, &corpus_shards)))
         return 1;
@@ -1782,7 +1853,7 @@ static int open_output(run *r)
     snprintf(layout, sizeof layout, "ranks=%d data_parallel=%d pipeline_stages=%d", r->n_ranks,
              l->data_parallel, l->pipeline_stages);
     int was_complete = 0, resumed = 0;
-    char *identity = tfenc_job_settings_identity(r->job, &r->settings);
+    char *identity = weights_files_identity(r);
     char *provenance = tfenc_job_settings_provenance(r->job, r->request->overrides,
                                                      r->request->n_overrides);
     if (identity == NULL || provenance == NULL)
@@ -2316,6 +2387,7 @@ static void release_run(run *r)
     tfenc_job_settings_free(&r->settings);
     tfenc_jobfile_destroy(r->job);
     free_watched(r);
+    free(r->weights_file_sha256);
     if (r->replica_comm != MPI_COMM_NULL)
         MPI_Comm_free(&r->replica_comm);
     if (r->writers_comm != MPI_COMM_NULL)
