@@ -367,6 +367,8 @@ static void print_plan(void *user, const tfenc_run_plan *p)
     printf("model: d_model = %d, %d steps, weights %s\n", p->d_model, p->model->n_steps,
            p->weights_path);
     printf("kernels: %s\n", p->kernels);
+    if (p->paths != NULL)
+        printf("%s\n", p->paths);
     printf("memory: weights %.1f MiB as float32, %s", p->weights_float32_mib,
            p->weights_per_rank ? "a copy per rank" : "one copy per node");
     if (p->shared_weights_mib > 0)
