@@ -62,6 +62,27 @@ static void test_pinned_choice_wins(void)
     CU_ASSERT_EQUAL(tfenc_path_pick(unmeasured, 2, 0, 1, 0.10), 1);
 }
 
+/* CPU-seconds choose; the wall time can only keep the default (a path
+ * that saves CPU time by leaving threads idle is not faster). */
+static void test_wall_time_vetoes(void)
+{
+    const double cpu[2] = {1.0, 0.5};
+    const double wall_agrees[2] = {0.6, 0.4};
+    CU_ASSERT_EQUAL(tfenc_path_pick_measured(cpu, wall_agrees, 2, 0, -1, 0.10), 1);
+    const double wall_slower[2] = {0.6, 0.7};
+    CU_ASSERT_EQUAL(tfenc_path_pick_measured(cpu, wall_slower, 2, 0, -1, 0.10), 0);
+    const double wall_level[2] = {0.6, 0.6};
+    CU_ASSERT_EQUAL(tfenc_path_pick_measured(cpu, wall_level, 2, 0, -1, 0.10), 0);
+    const double wall_missing[2] = {0.6, NAN};
+    CU_ASSERT_EQUAL(tfenc_path_pick_measured(cpu, wall_missing, 2, 0, -1, 0.10), 0);
+    /* Wall time alone never moves off the default... */
+    const double cpu_level[2] = {1.0, 0.97};
+    const double wall_much_faster[2] = {1.0, 0.2};
+    CU_ASSERT_EQUAL(tfenc_path_pick_measured(cpu_level, wall_much_faster, 2, 0, -1, 0.10), 0);
+    /* ...and a pinned choice stands whatever the times. */
+    CU_ASSERT_EQUAL(tfenc_path_pick_measured(cpu, wall_slower, 2, 0, 1, 0.10), 1);
+}
+
 static void test_recorded_values(void)
 {
     const char *record = "encoder.attention.kernel=products\nglobal.attn.kernel=fused\n";
@@ -227,6 +248,7 @@ static const test_case path_choice_cases[] = {
     {"ties and noise keep the default", test_ties_and_noise_keep_the_default},
     {"unmeasured candidates", test_unmeasured_candidates},
     {"pinned choice wins", test_pinned_choice_wins},
+    {"wall time vetoes", test_wall_time_vetoes},
     {"recorded values", test_recorded_values},
     {"record is taken without measuring", test_record_is_taken_without_measuring},
     {"key pins and contradiction is refused", test_key_pins_and_contradiction_is_refused},

@@ -30,6 +30,17 @@ int tfenc_path_pick(const double *seconds, int n, int default_index, int pinned,
     return seconds[fastest] <= (1.0 - margin) * seconds[default_index] ? fastest : default_index;
 }
 
+int tfenc_path_pick_measured(const double *cpu_seconds, const double *wall_seconds, int n,
+                             int default_index, int pinned, double margin)
+{
+    const int chosen = tfenc_path_pick(cpu_seconds, n, default_index, pinned, margin);
+    if (chosen == default_index || chosen == pinned || default_index < 0 || default_index >= n)
+        return chosen;
+    return wall_seconds[chosen] > 0 && wall_seconds[chosen] < wall_seconds[default_index]
+               ? chosen
+               : default_index;
+}
+
 int tfenc_path_recorded(const char *recorded, const char *section, const char *key, char *value,
                         size_t size)
 {
@@ -135,40 +146,46 @@ static int attention_default(const tfenc_job_section *section, const tfenc_model
 }
 
 /* Step `step` with section.kernel set to each candidate in turn, ROUNDS
- * times; seconds[c] the fastest of candidate c's rounds, per sample token. */
+ * times; seconds[c] and cpu[c] the least of candidate c's rounds, per
+ * sample token. */
 static int time_attention(tfenc_context *ctx, tfenc_jobfile *job, const char *section, int step,
                           const tfenc_model_options *options, const tfenc_gate_sample *sample,
-                          double seconds[N_KERNELS])
+                          double seconds[N_KERNELS], double cpu[N_KERNELS])
 {
     tfenc_model_options one = *options;
     one.first_step = step;
     one.end_step = step + 1;
     int status = TFENC_OK;
     for (int c = 0; c < N_KERNELS; c++)
-        seconds[c] = INFINITY;
+        seconds[c] = cpu[c] = INFINITY;
     for (int round = 0; status == TFENC_OK && round < ROUNDS; round++)
         for (int c = 0; status == TFENC_OK && c < N_KERNELS; c++) {
-            double measured = 0;
+            double measured = 0, measured_cpu = 0;
             status = set_choice(ctx, job, section, "kernel", attention_kernels[c]);
             if (status == TFENC_OK)
-                status = tfenc_step_timing_measure(ctx, &one, sample, &measured);
+                status = tfenc_step_timing_measure_cpu(ctx, &one, sample, &measured,
+                                                       &measured_cpu);
             if (status == TFENC_OK && measured < seconds[c])
                 seconds[c] = measured;
+            if (status == TFENC_OK && measured_cpu < cpu[c])
+                cpu[c] = measured_cpu;
         }
     return status;
 }
 
-/* TFENC_PATH_FAVOUR names "section.key=value": that candidate's time is
+/* TFENC_PATH_FAVOUR names "section.key=value": that candidate's times are
  * divided by 1000 (path_choice.h). */
-static void favour(const char *section, double seconds[N_KERNELS])
+static void favour(const char *section, double seconds[N_KERNELS], double cpu[N_KERNELS])
 {
     const char *favoured = getenv("TFENC_PATH_FAVOUR");
     char value[64];
     if (favoured == NULL || !tfenc_path_recorded(favoured, section, "kernel", value, sizeof value))
         return;
     for (int c = 0; c < N_KERNELS; c++)
-        if (strcmp(value, attention_kernels[c]) == 0)
+        if (strcmp(value, attention_kernels[c]) == 0) {
             seconds[c] /= 1000;
+            cpu[c] /= 1000;
+        }
 }
 
 static int kernel_index(const char *name)
@@ -235,18 +252,22 @@ static int choose_attention(tfenc_context *ctx, tfenc_jobfile *job, const tfenc_
                  : !tfenc_path_measuring() ? "TFENC_PATHS=default"
                                            : "no sample to time");
     } else {
-        double seconds[N_KERNELS];
-        int status = time_attention(ctx, job, section, step_index, options, sample, seconds);
+        double seconds[N_KERNELS], cpu[N_KERNELS];
+        int status =
+            time_attention(ctx, job, section, step_index, options, sample, seconds, cpu);
         if (status != TFENC_OK)
             return status;
-        favour(section, seconds);
+        favour(section, seconds, cpu);
         const int default_index = attention_default(step->section, options);
-        chosen = tfenc_path_pick(seconds, N_KERNELS, default_index, -1, TFENC_PATH_MARGIN);
+        chosen = tfenc_path_pick_measured(cpu, seconds, N_KERNELS, default_index, -1,
+                                          TFENC_PATH_MARGIN);
         snprintf(why, sizeof why,
-                 "measured on %ld sample tokens: fused %.3g us, products %.3g us per token; "
-                 "default %s, another path only when %.0f%% faster",
-                 (long)sample->n_tokens, seconds[FUSED] * 1e6, seconds[PRODUCTS] * 1e6,
-                 attention_kernels[default_index], TFENC_PATH_MARGIN * 100);
+                 "measured on %ld sample tokens: fused %.3g us CPU (%.3g wall), products "
+                 "%.3g us CPU (%.3g wall) per token; default %s, another path only when %.0f%% "
+                 "less CPU and less wall time",
+                 (long)sample->n_tokens, cpu[FUSED] * 1e6, seconds[FUSED] * 1e6,
+                 cpu[PRODUCTS] * 1e6, seconds[PRODUCTS] * 1e6, attention_kernels[default_index],
+                 TFENC_PATH_MARGIN * 100);
     }
     int status = set_choice(ctx, job, section, "kernel", attention_kernels[chosen]);
     if (status == TFENC_OK)

@@ -31,6 +31,14 @@
  * it, and so does a default that could not be measured). */
 int tfenc_path_pick(const double *seconds, int n, int default_index, int pinned, double margin);
 
+/* The choice from CPU-seconds and wall seconds both: tfenc_path_pick on
+ * the CPU-seconds (a shared machine's other work inflates them far less
+ * than wall time), kept only when the candidate's wall time is also below
+ * the default's (a path that saves CPU time by leaving threads idle is not
+ * faster); else the default. */
+int tfenc_path_pick_measured(const double *cpu_seconds, const double *wall_seconds, int n,
+                             int default_index, int pinned, double margin);
+
 /* The value recorded for "section.key" in `recorded` (lines of
  * "section.key=value", as the file's path_choices holds them) copied into
  * value (NUL-terminated, truncated to size); 1 when found, else 0. */

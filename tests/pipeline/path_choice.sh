@@ -65,7 +65,7 @@ compare() { # compare BASELINE OTHER WHAT
 # The dry run measures and prints; the measurement's outcome is forced
 # either way (the other path is not assumed slower or faster here).
 batch dry --dry-run || fail "the dry run failed"
-expect dry "paths: $attention=(fused|products) \(measured on [0-9]+ sample tokens: fused .* us, products .* us per token"
+expect dry "paths: $attention=(fused|products) \(measured on [0-9]+ sample tokens: fused .* us CPU \(.* wall\), products .* us CPU \(.* wall\) per token"
 for path in fused products; do
   TFENC_PATH_FAVOUR=$attention=$path batch "dry-$path" --dry-run || fail "the dry run ($path) failed"
   expect "dry-$path" "paths: $attention=$path \(measured"
