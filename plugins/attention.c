@@ -60,7 +60,8 @@
  * (tfenc_matmul, bf16), all heads of a query tile in one call, over the
  * keys the tile sees (window, causal); a batch's sequences are spread over
  * the rank's threads, each thread with its own tile of scores, and a lone
- * sequence uses the threads inside its loops instead. Both paths add the
+ * sequence's query tiles are (the products are made for one thread, so
+ * that a row's bits do not follow the batch). Both paths add the
  * position terms through one interface (attention_position_terms). The
  * `kernel` key chooses the path against the default (the fused kernel,
  * float32 where bf16 cannot run; the host's products, fp32 on OpenBLAS in
