@@ -628,6 +628,21 @@ static void layout_keys_values(const attention *layer, const float *qkv, int len
     memset(value_out + (size_t)length * dims_padded, 0, tail * sizeof *value_out);
 }
 
+/* context_tile = P V (pv, writing [rows, q] at pv->c) and each head's rows
+ * normalised by its row sums: the last part of a tile on either layout. */
+static int context_product(tfenc_context *ctx, const attention *layer,
+                           const tfenc_matmul_args *pv, int rows, const float *inverse_sums)
+{
+    int status = tfenc_matmul(ctx, layer->context_plan, pv);
+    if (status != TFENC_OK)
+        return status;
+    const int d = layer->q_width;
+    float *out = pv->c;
+    TFENC_PARALLEL_FOR(r, rows, (double)rows * d,
+                       normalise_row(layer, out + (size_t)r * d, inverse_sums, r, rows));
+    return TFENC_OK;
+}
+
 /* One query tile of attend_sequence in the products' layout (in_place):
  * Q K^T left where the product wrote it, the softmax writing bf16
  * probabilities where P V reads them. */
@@ -683,11 +698,7 @@ static int attend_tile_in_place(tfenc_context *ctx, const attention *layer, floa
                             .b_batch_stride = head_dim, .b_shared_by = group,
                             .b_bf16 = values_bf16,
                             .c = out, .c_row_stride = d, .c_batch_stride = head_dim};
-    if ((status = tfenc_matmul(ctx, layer->context_plan, &pv)) != TFENC_OK)
-        return status;
-    TFENC_PARALLEL_FOR(r, rows, (double)rows * d,
-                       normalise_row(layer, out + (size_t)r * d, inverse_sums, r, rows));
-    return TFENC_OK;
+    return context_product(ctx, layer, &pv, rows, inverse_sums);
 }
 
 /* Query tile `first` (its rows: QUERY_TILE, fewer in the last) of
@@ -750,11 +761,7 @@ static int attend_tile(tfenc_context *ctx, const attention *layer,
                             .b = tile_keys + layer->kv_width, .b_row_stride = stride,
                             .b_batch_stride = head_dim, .b_shared_by = group,
                             .c = out, .c_row_stride = d, .c_batch_stride = head_dim};
-    if ((status = tfenc_matmul(ctx, layer->context_plan, &pv)) != TFENC_OK)
-        return status;
-    TFENC_PARALLEL_FOR(r, rows, (double)rows * d,
-                       normalise_row(layer, out + (size_t)r * d, inverse_sums, r, rows));
-    return TFENC_OK;
+    return context_product(ctx, layer, &pv, rows, inverse_sums);
 }
 
 /* Attention of one sequence of `length` tokens, of which the first
