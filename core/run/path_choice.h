@@ -48,7 +48,7 @@ int tfenc_path_recorded(const char *recorded, const char *section, const char *k
 /* 0 when the environment says TFENC_PATHS=default: every auto takes its
  * default path without measuring (jobs whose bits must match without
  * sharing a file, and the test suite, whose jobs compare bits across
- * runs); 1 otherwise. */
+ * runs), and a run does not print its paths line; 1 otherwise. */
 int tfenc_path_measuring(void);
 
 /* The choices of one job. */

@@ -693,7 +693,11 @@ static int choose_paths(run *r)
         status = tfenc_path_choices_apply(r->ctx, r->job, r->paths.assignments);
     if (agree_on_failure(r, status))
         return 1;
-    notice(r, "%s", r->paths.line);
+    /* Said when there was something to choose and measuring is on: with
+     * TFENC_PATHS=default nothing was measured (--dry-run and --status
+     * still show the choices). */
+    if (r->paths.assignments[0] != '\0' && tfenc_path_measuring())
+        notice(r, "%s", r->paths.line);
     return 0;
 }
 
