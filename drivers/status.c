@@ -40,6 +40,22 @@ static void print_indented(const char *text)
 }
 
 /* int8: the accuracy gate's measurement and the steps it kept out of int8. */
+/* The file's path choices (one "section.key=value" a line) on one line. */
+static void print_path_choices(const char *choices)
+{
+    printf("paths:");
+    const char *separator = " ";
+    for (const char *line = choices; *line != '\0';) {
+        const char *end = strchr(line, '\n');
+        const int length = end != NULL ? (int)(end - line) : (int)strlen(line);
+        printf("%s%.*s", separator, length, line);
+        separator = "; ";
+        line = end != NULL ? end + 1 : line + length;
+    }
+    printf("%s\n", choices[0] == '\0' ? " one way to compute each step"
+                                        : " (a file's bits follow them; a resume keeps them)");
+}
+
 static void print_gate(const tfenc_inspection *i)
 {
     if (i->precision_steps == NULL || i->precision_steps[0] == '\0')
@@ -220,6 +236,8 @@ static void print_report(const tfenc_inspection *i)
     print_gate(i);
     if (i->kernels != NULL)
         printf("kernels: %s (of the last run; a file's bits follow them)\n", i->kernels);
+    if (i->path_choices != NULL)
+        print_path_choices(i->path_choices);
     printf("layout: %s%s\n", or_unknown(i->layout),
            i->layout != NULL ? " (of the last run)" : "");
     printf("written by: tfenc %s, created %s\n", or_unknown(i->tfenc_version),

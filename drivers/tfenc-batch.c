@@ -372,6 +372,8 @@ static void print_plan(void *user, const tfenc_run_plan *p)
             printf("  layer %s: weights %s (its weights_file)\n", p->model->steps[i].name,
                    p->model->steps[i].weights_file);
     printf("kernels: %s\n", p->kernels);
+    if (p->paths != NULL)
+        printf("%s\n", p->paths);
     printf("memory: weights %.1f MiB as float32, %s", p->weights_float32_mib,
            p->weights_per_rank ? "a copy per rank" : "one copy per node");
     if (p->shared_weights_mib > 0)

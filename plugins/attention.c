@@ -61,7 +61,8 @@
  * (tfenc_matmul, bf16), all heads of a query tile in one call, over the
  * keys the tile sees (window, causal); a batch's sequences are spread over
  * the rank's threads, each thread with its own tile of scores, and a lone
- * sequence uses the threads inside its loops instead. Both paths add the
+ * sequence's query tiles are (the products are made for one thread, so
+ * that a row's bits do not follow the batch). Both paths add the
  * position terms through one interface (attention_position_terms). The
  * `kernel` key chooses the path against the default (the fused kernel,
  * float32 where bf16 cannot run; the host's products, fp32 on OpenBLAS in
@@ -630,6 +631,21 @@ static void layout_keys_values(const attention *layer, const float *qkv, int len
     memset(value_out + (size_t)length * dims_padded, 0, tail * sizeof *value_out);
 }
 
+/* context_tile = P V (pv, writing [rows, q] at pv->c) and each head's rows
+ * normalised by its row sums: the last part of a tile on either layout. */
+static int context_product(tfenc_context *ctx, const attention *layer,
+                           const tfenc_matmul_args *pv, int rows, const float *inverse_sums)
+{
+    int status = tfenc_matmul(ctx, layer->context_plan, pv);
+    if (status != TFENC_OK)
+        return status;
+    const int d = layer->q_width;
+    float *out = pv->c;
+    TFENC_PARALLEL_FOR(r, rows, (double)rows * d,
+                       normalise_row(layer, out + (size_t)r * d, inverse_sums, r, rows));
+    return TFENC_OK;
+}
+
 /* One query tile of attend_sequence in the products' layout (in_place):
  * Q K^T left where the product wrote it, the softmax writing bf16
  * probabilities where P V reads them. */
@@ -685,11 +701,70 @@ static int attend_tile_in_place(tfenc_context *ctx, const attention *layer, floa
                             .b_batch_stride = head_dim, .b_shared_by = group,
                             .b_bf16 = values_bf16,
                             .c = out, .c_row_stride = d, .c_batch_stride = head_dim};
-    if ((status = tfenc_matmul(ctx, layer->context_plan, &pv)) != TFENC_OK)
+    return context_product(ctx, layer, &pv, rows, inverse_sums);
+}
+
+/* Query tile `first` (its rows: QUERY_TILE, fewer in the last) of
+ * attend_sequence, with one thread's tile of scores, row sums,
+ * probabilities and prepare() scratch; keys_bf16 and values_bf16 are the
+ * sequence's, laid out once for every tile (or NULL). */
+static int attend_tile(tfenc_context *ctx, const attention *layer,
+                       const attention_position_terms *terms, float *qkv, int length,
+                       int keys_seen, int first, float *context, float *scores,
+                       float *inverse_sums, uint16_t *probabilities, float *prepared,
+                       const uint16_t *keys_bf16, const uint16_t *values_bf16)
+{
+    const int d = layer->q_width, head_dim = layer->head_dim;
+    const int stride = d + 2 * layer->kv_width, heads = layer->n_heads;
+    const int group = layer->n_heads / layer->n_kv_heads; /* query heads per key/value head */
+    const int rows = length - first < QUERY_TILE ? length - first : QUERY_TILE;
+    /* The keys the tile sees: none after its last query (causal), none
+     * farther than the window from its first and last queries, so that
+     * a local window costs O(L x window), not O(L^2). */
+    int first_key = 0, end_key = length;
+    if (layer->window > 0) {
+        first_key = first - layer->window > 0 ? first - layer->window : 0;
+        end_key = first + rows + layer->window < length ? first + rows + layer->window : length;
+    }
+    if (layer->causal && first + rows < end_key)
+        end_key = first + rows;
+    if (keys_seen < end_key)
+        end_key = keys_seen;
+    if (end_key <= first_key) { /* the window lies past the keys: zero contexts */
+        for (int r = 0; r < rows; r++)
+            memset(context + (size_t)(first + r) * d, 0, (size_t)d * sizeof *context);
+        return TFENC_OK;
+    }
+    const int keys = end_key - first_key;
+    const float *tile_keys = qkv + d + (size_t)first_key * stride;
+    if (layer->in_place)
+        return attend_tile_in_place(ctx, layer, qkv, first, rows, first_key, keys, context,
+                                    scores, inverse_sums, probabilities, keys_bf16, values_bf16);
+    /* scores[h][rows][keys] = scale * Q_tile,h K_(h / group)^T, every head in one call */
+    tfenc_matmul_args qk = {.struct_size = sizeof qk, .m = rows, .n = keys, .k = head_dim,
+                            .alpha = layer->scale,
+                            .a = qkv + (size_t)first * stride, .a_row_stride = stride,
+                            .a_batch_stride = head_dim,
+                            .b = tile_keys, .b_row_stride = stride, .b_batch_stride = head_dim,
+                            .b_shared_by = group,
+                            .c = scores, .c_row_stride = keys,
+                            .c_batch_stride = (long)rows * keys};
+    int status = tfenc_matmul(ctx, layer->scores_plan, &qk);
+    if (status != TFENC_OK)
         return status;
-    TFENC_PARALLEL_FOR(r, rows, (double)rows * d,
-                       normalise_row(layer, out + (size_t)r * d, inverse_sums, r, rows));
-    return TFENC_OK;
+    TFENC_PARALLEL_FOR(h, heads, (double)heads * rows * keys,
+                       score_head(layer, terms, h, scores, qkv, first, rows, first_key, keys,
+                                  inverse_sums, prepared));
+    /* context_tile,h = softmax(scores_h) V_(h / group), normalised after the product */
+    float *out = context + (size_t)first * d;
+    tfenc_matmul_args pv = {.struct_size = sizeof pv, .m = rows, .n = head_dim, .k = keys,
+                            .alpha = 1.0f,
+                            .a = scores, .a_row_stride = keys,
+                            .a_batch_stride = (long)rows * keys,
+                            .b = tile_keys + layer->kv_width, .b_row_stride = stride,
+                            .b_batch_stride = head_dim, .b_shared_by = group,
+                            .c = out, .c_row_stride = d, .c_batch_stride = head_dim};
+    return context_product(ctx, layer, &pv, rows, inverse_sums);
 }
 
 /* Attention of one sequence of `length` tokens, of which the first
@@ -700,15 +775,18 @@ static int attend_tile_in_place(tfenc_context *ctx, const attention *layer, floa
  * products lay them out), inverse_sums [n_heads][QUERY_TILE], probabilities
  * (in_place) the bf16 [n_heads][QUERY_TILE][length], padded alike, prepared
  * [n_heads][terms->prepared_floats]; in_place scales the sequence's Q rows
- * where they are. */
+ * where they are. thread_part > 0 (a lone sequence, called outside a
+ * parallel region): the pool's threads take its query tiles, thread t with
+ * the same regions thread_part floats * t further on. Each tile is the
+ * same block of rows whichever thread runs it, and the products are made
+ * for one thread (batch invariance), so the rows' bits do not depend on
+ * the threads; before, a lone long sequence ran its tiles on one thread. */
 static int attend_sequence(tfenc_context *ctx, const attention *layer,
                            const attention_position_terms *terms, float *qkv, int length,
                            int keys_seen, float *context, float *scores, float *inverse_sums,
-                           uint16_t *probabilities, float *prepared)
+                           uint16_t *probabilities, float *prepared, size_t thread_part)
 {
-    const int d = layer->q_width, head_dim = layer->head_dim;
-    const int stride = d + 2 * layer->kv_width, heads = layer->n_heads;
-    const int group = layer->n_heads / layer->n_kv_heads; /* query heads per key/value head */
+    const int head_dim = layer->head_dim, heads = layer->n_heads;
     /* Every tile sees every key: K and V laid out once for all of them. */
     uint16_t *keys_bf16 = NULL, *values_bf16 = NULL;
     if (keys_shared_by_tiles(layer)) {
@@ -726,74 +804,41 @@ static int attend_sequence(tfenc_context *ctx, const attention *layer,
                            layout_keys_values(layer, qkv, keys_seen, h, layout.n_padded,
                                               layout.k_padded, keys_bf16, values_bf16));
     }
+    const int tiles = (length + QUERY_TILE - 1) / QUERY_TILE;
+    if (thread_part > 0 && tiles > 1 && layer->threads > 1 && !omp_in_parallel()) {
+        int failed = TFENC_OK;
+#pragma omp parallel for schedule(dynamic, 1) num_threads(layer->threads)
+        for (int tile = 0; tile < tiles; tile++) {
+            const size_t offset = (size_t)omp_get_thread_num() * thread_part;
+            int status = attend_tile(ctx, layer, terms, qkv, length, keys_seen, tile * QUERY_TILE,
+                                     context, scores + offset, inverse_sums + offset,
+                                     (uint16_t *)((float *)probabilities + offset),
+                                     prepared + offset, keys_bf16, values_bf16);
+            if (status != TFENC_OK) {
+#pragma omp atomic write
+                failed = status;
+            }
+        }
+        return failed;
+    }
     for (int first = 0; first < length; first += QUERY_TILE) {
-        const int rows = length - first < QUERY_TILE ? length - first : QUERY_TILE;
-        /* The keys the tile sees: none after its last query (causal), none
-         * farther than the window from its first and last queries, so that
-         * a local window costs O(L x window), not O(L^2). */
-        int first_key = 0, end_key = length;
-        if (layer->window > 0) {
-            first_key = first - layer->window > 0 ? first - layer->window : 0;
-            end_key = first + rows + layer->window < length ? first + rows + layer->window
-                                                            : length;
-        }
-        if (layer->causal && first + rows < end_key)
-            end_key = first + rows;
-        if (keys_seen < end_key)
-            end_key = keys_seen;
-        if (end_key <= first_key) { /* the window lies past the keys: zero contexts */
-            for (int r = 0; r < rows; r++)
-                memset(context + (size_t)(first + r) * d, 0, (size_t)d * sizeof *context);
-            continue;
-        }
-        const int keys = end_key - first_key;
-        const float *tile_keys = qkv + d + (size_t)first_key * stride;
-        if (layer->in_place) {
-            int status = attend_tile_in_place(ctx, layer, qkv, first, rows, first_key, keys,
-                                              context, scores, inverse_sums, probabilities,
-                                              keys_bf16, values_bf16);
-            if (status != TFENC_OK)
-                return status;
-            continue;
-        }
-        /* scores[h][rows][keys] = scale * Q_tile,h K_(h / group)^T, every head in one call */
-        tfenc_matmul_args qk = {.struct_size = sizeof qk, .m = rows, .n = keys, .k = head_dim,
-                                .alpha = layer->scale,
-                                .a = qkv + (size_t)first * stride, .a_row_stride = stride,
-                                .a_batch_stride = head_dim,
-                                .b = tile_keys, .b_row_stride = stride, .b_batch_stride = head_dim,
-                                .b_shared_by = group,
-                                .c = scores, .c_row_stride = keys,
-                                .c_batch_stride = (long)rows * keys};
-        int status = tfenc_matmul(ctx, layer->scores_plan, &qk);
+        int status = attend_tile(ctx, layer, terms, qkv, length, keys_seen, first, context,
+                                 scores, inverse_sums, probabilities, prepared, keys_bf16,
+                                 values_bf16);
         if (status != TFENC_OK)
             return status;
-        TFENC_PARALLEL_FOR(h, heads, (double)heads * rows * keys,
-                           score_head(layer, terms, h, scores, qkv, first, rows, first_key,
-                                      keys, inverse_sums, prepared));
-        /* context_tile,h = softmax(scores_h) V_(h / group), normalised after the product */
-        float *out = context + (size_t)first * d;
-        tfenc_matmul_args pv = {.struct_size = sizeof pv, .m = rows, .n = head_dim, .k = keys,
-                                .alpha = 1.0f,
-                                .a = scores, .a_row_stride = keys,
-                                .a_batch_stride = (long)rows * keys,
-                                .b = tile_keys + layer->kv_width, .b_row_stride = stride,
-                                .b_batch_stride = head_dim, .b_shared_by = group,
-                                .c = out, .c_row_stride = d, .c_batch_stride = head_dim};
-        if ((status = tfenc_matmul(ctx, layer->context_plan, &pv)) != TFENC_OK)
-            return status;
-        TFENC_PARALLEL_FOR(r, rows, (double)rows * d,
-                           normalise_row(layer, out + (size_t)r * d, inverse_sums, r, rows));
     }
     return TFENC_OK;
 }
 
 /* Sequence s with the calling thread's tile of scores; the first failure
  * is kept in *failed and stops the sequences not yet started.
- * position_to_content: the group's p2c rows (disentangled), or NULL. */
+ * position_to_content: the group's p2c rows (disentangled), or NULL.
+ * thread_part > 0: the threads share the sequence's tiles (attend_sequence). */
 static void attend_in_thread(tfenc_context *ctx, const attention *layer, const tfenc_batch *batch,
                              int s, int group_start, float *qkv, float *context,
-                             const float *position_to_content, float *scores, int *failed)
+                             const float *position_to_content, float *scores, size_t thread_part,
+                             int *failed)
 {
     const int d = layer->q_width, stride = d + 2 * layer->kv_width;
     /* qkv and context start at the group's first token */
@@ -815,7 +860,7 @@ static void attend_in_thread(tfenc_context *ctx, const attention *layer, const t
                       key_value_floats(layer, &layer->limits);
     int status = attend_sequence(ctx, layer, &terms, qkv + (size_t)start * stride, length,
                                  keys_seen, context + (size_t)start * d, scores, inverse_sums,
-                                 probabilities, prepared);
+                                 probabilities, prepared, thread_part);
     if (status != TFENC_OK) {
 #pragma omp atomic write
         *failed = status;
@@ -1004,19 +1049,23 @@ static int attention_forward(void *instance, tfenc_context *ctx, tfenc_batch *ba
             }
         /* Sequences are independent: with several, the pool's threads take
          * them one at a time (one parallel region per group, each thread
-         * with its own tile of scores); a lone sequence uses the threads
-         * inside its products and loops instead. */
+         * with its own tile of scores); a lone sequence's query tiles are
+         * shared by the threads instead (not DeBERTa's: its terms keep
+         * per-sequence state that its tiles would share). */
         } else if (end - first > 1 && layer->threads > 1 && !omp_in_parallel()) {
 #pragma omp parallel for schedule(dynamic, 1) num_threads(layer->threads)
             for (int s = first; s < end; s++)
                 attend_in_thread(ctx, layer, batch, s, group_start, qkv, context,
                                  position_to_content,
-                                 scores + (size_t)omp_get_thread_num() * thread_part, &failed);
+                                 scores + (size_t)omp_get_thread_num() * thread_part, 0,
+                                 &failed);
         } else {
             /* (no parallel region at all: libgomp allocates a team even for one thread) */
+            const size_t tiles_shared =
+                layer->position != POSITION_DISENTANGLED ? thread_part : 0;
             for (int s = first; s < end; s++)
                 attend_in_thread(ctx, layer, batch, s, group_start, qkv, context,
-                                 position_to_content, scores, &failed);
+                                 position_to_content, scores, tiles_shared, &failed);
         }
         if (failed != TFENC_OK)
             return failed;

@@ -12,6 +12,11 @@ driver=$builddir/drivers/tfenc-batch
 : "${TFENC_PLUGIN_PATH:=$builddir/plugins/.libs}"
 : "${OMPI_MCA_rmaps_base_oversubscribe:=1}" "${OPENBLAS_NUM_THREADS:=1}"
 export TFENC_PLUGIN_PATH OMPI_MCA_rmaps_base_oversubscribe OPENBLAS_NUM_THREADS
+# Every auto path takes its default, unmeasured: tests compare bits across
+# runs, which a measurement on a busy machine could send down other paths
+# (tests/path_choice.sh measures).
+: "${TFENC_PATHS:=default}"
+export TFENC_PATHS
 # Faster MPI start-up, as tests/local.mk explains (a script run by hand).
 : "${OMPI_MCA_pml:=ob1}" "${HWLOC_COMPONENTS:=-pci,-linuxio}" "${OMPI_MCA_odls_base_sigkill_timeout:=0}"
 export OMPI_MCA_pml HWLOC_COMPONENTS OMPI_MCA_odls_base_sigkill_timeout

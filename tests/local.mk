@@ -11,8 +11,10 @@
 # SIGTERM and SIGKILL (odls_base_sigkill_timeout): tfenc's ranks agree on
 # an error and leave together, so those waits only ever find processes
 # already gone, and hundreds of tests' jobs fail on purpose. Most script
-# tests run many short jobs one after another.
+# tests run many short jobs one after another. TFENC_PATHS=default: every
+# auto path takes its default unmeasured (tests/environment.sh says why).
 AM_TESTS_ENVIRONMENT = \
+	TFENC_PATHS=default; export TFENC_PATHS; \
 	TFENC_PLUGIN_PATH='$(abs_top_builddir)/plugins/.libs'; export TFENC_PLUGIN_PATH; \
 	REFERENCE_PYTHON='$(REFERENCE_PYTHON)'; export REFERENCE_PYTHON; \
 	PYARROW_PYTHON='$(PYARROW_PYTHON)'; export PYARROW_PYTHON; \
@@ -123,6 +125,15 @@ tests_test_accuracy_gate_SOURCES = tests/test_accuracy_gate.c tests/encoder_fixt
 	tests/encoder_fixture.h
 tests_test_accuracy_gate_CFLAGS = $(TEST_CFLAGS)
 tests_test_accuracy_gate_LDADD = $(UNIT_TEST_LIBS)
+
+# Paths chosen by measurement (run/path_choice): the rule from injected
+# times, records and keys, no timing; end to end with real timing (the
+# dry run, the file, resume, [model] paths, 2 ranks) in pipeline/path_choice.sh.
+check_PROGRAMS += tests/test_path_choice
+TESTS += tests/test_path_choice
+tests_test_path_choice_SOURCES = tests/test_path_choice.c
+tests_test_path_choice_CFLAGS = $(TEST_CFLAGS)
+tests_test_path_choice_LDADD = $(UNIT_TEST_LIBS)
 
 # What a run reports about itself (run/run_report), on MPI_COMM_SELF.
 check_PROGRAMS += tests/test_run_report

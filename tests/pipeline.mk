@@ -11,6 +11,10 @@ TESTS += tests/pipeline/progress.sh
 dist_check_SCRIPTS += tests/pipeline/one_document.sh
 TESTS += tests/pipeline/one_document.sh
 FEWER_CASES_UNDER_SANITIZERS += tests/pipeline/layouts.sh
+# auto's paths measured, printed, recorded, pinned on resume and by
+# [model] paths, the same on 2 ranks (core/run/path_choice.h).
+dist_check_SCRIPTS += tests/pipeline/path_choice.sh
+TESTS += tests/pipeline/path_choice.sh
 # One-rank runs started without a launcher, many at once (drivers/singleton.h):
 # Open MPI's start, not memory, so the normal build only.
 dist_check_SCRIPTS += tests/pipeline/singletons.sh

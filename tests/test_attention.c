@@ -1683,6 +1683,56 @@ static int suite_clean(void)
     return 0;
 }
 
+/* A lone sequence on the host's products path has its query tiles shared
+ * by the threads (plugins/attention.c, attend_sequence): at 1, 2 and 3
+ * threads it gives the bits of the same sequence packed with others (whose
+ * tiles one thread runs in order), at fp32 and, where it runs, bf16, with
+ * a window, causal and ALiBi, 513 tokens (five tiles, the last of one row). */
+static void test_lone_sequence_tiles(void)
+{
+    static const int lengths[] = {513, 7, 300};
+    const int tokens = 820, threads = omp_get_max_threads();
+    attention_case cases[] = {
+        {.d = 64, .heads = 2, .bias = 1, .extra = "kernel = products"},
+        {.d = 64, .heads = 4, .bias = 1, .position = POSITION_ALIBI, .window = 70,
+         .extra = "kernel = products"},
+        {.d = 64, .heads = 2, .bias = 1, .position = POSITION_ROPE, .causal = 1,
+         .extra = "kernel = products"},
+    };
+    for (int bf16 = 0; bf16 < 2; bf16++) {
+        if (bf16 && !precision_runs_here(TFENC_PRECISION_BF16))
+            continue;
+        for (size_t k = 0; k < sizeof cases / sizeof *cases; k++) {
+            attention_case c = cases[k];
+            c.precision = bf16 ? TFENC_PRECISION_BF16 : TFENC_PRECISION_FP32;
+            attention_weights w;
+            weights_make(&w, c.d, 1700 + k);
+            unsigned long long state = 57 + k;
+            const size_t floats = (size_t)tokens * c.d, lone = (size_t)lengths[0] * c.d;
+            float *x = malloc(sizeof(float) * floats);
+            float *packed = malloc(sizeof(float) * floats);
+            float *alone = malloc(sizeof(float) * lone);
+            fill_uniform(x, floats, 1.0, &state);
+            omp_set_num_threads(2);
+            CU_ASSERT_EQUAL(plugin_run(&c, &w, lengths, 3, x, packed), TFENC_OK);
+            for (int t = 1; t <= 3; t++) {
+                omp_set_num_threads(t);
+                memset(alone, 0, sizeof(float) * lone);
+                CU_ASSERT_EQUAL(plugin_run(&c, &w, lengths, 1, x, alone), TFENC_OK);
+                const int equal = memcmp(alone, packed, sizeof(float) * lone) == 0;
+                printf("\n    %s case %zu, %d threads: lone vs packed %s", bf16 ? "bf16" : "fp32",
+                       k, t, equal ? "bitwise equal" : "NOT bitwise equal");
+                CU_ASSERT(equal);
+            }
+            omp_set_num_threads(threads);
+            free(x);
+            free(packed);
+            free(alone);
+            weights_free(&w);
+        }
+    }
+}
+
 static const test_case attention_cases[] = {
     {"plain attention, mixed lengths", test_plain},
     {"fused weights equal separate", test_fused_equals_separate},
@@ -1702,6 +1752,7 @@ static const test_case attention_cases[] = {
     {"fused kernel on bf16 operands alone", test_bf16_kernel_alone},
     {"keys masked by the batch (seq_keys)", test_masked_keys},
     {"host products in their own layout", test_products_in_place},
+    {"lone sequence's tiles on the threads", test_lone_sequence_tiles},
     {NULL, NULL}};
 
 const test_suite test_suites[] = {

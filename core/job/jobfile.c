@@ -181,6 +181,7 @@ static tfenc_job_entry *add_entry(tfenc_job_section *section, const char *key, c
     entry->line = line;
     entry->used = 0;
     entry->input = NULL;
+    entry->chosen = 0;
     if (entry->key == NULL || entry->value == NULL) {
         free(entry->key);
         free(entry->value);

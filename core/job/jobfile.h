@@ -15,7 +15,15 @@ typedef struct tfenc_job_entry {
      * exactly these entries, so that no input key can be left out of the
      * checks that an output never overwrites an input. */
     const char *input;
+    /* Set when tfenc chose the value where the job left it to `auto`
+     * (run/path_choice.h): ADDED where the job had no such key, FOR_AUTO
+     * where it said auto. The job's identity keeps the user's text (the
+     * choice is recorded beside it), so that a resume compares what the
+     * user wrote. */
+    int chosen;
 } tfenc_job_entry;
+
+enum { TFENC_JOB_ENTRY_CHOSEN_ADDED = 1, TFENC_JOB_ENTRY_CHOSEN_FOR_AUTO = 2 };
 
 typedef struct tfenc_job_section {
     char *name;

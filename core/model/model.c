@@ -70,6 +70,9 @@ int tfenc_model_config_read(tfenc_context *ctx, const tfenc_jobfile *job,
         status = tfenc_param_input_path(&params, "calibration", "the int8 calibration",
                                         &config->calibration_path);
     if (status == TFENC_OK)
+        status = tfenc_param_input_path(&params, "paths", "the path choices",
+                                        &config->paths_path);
+    if (status == TFENC_OK)
         status = tfenc_params_check_all_used(&params, "not a [model] key");
     if (status != TFENC_OK) {
         tfenc_model_config_free(config);
@@ -108,7 +111,8 @@ void tfenc_model_config_free(tfenc_model_config *config)
 {
     free(config->weights_path);
     free(config->calibration_path);
-    config->weights_path = config->calibration_path = NULL;
+    free(config->paths_path);
+    config->weights_path = config->calibration_path = config->paths_path = NULL;
 }
 
 /* ----------------------------------------------------------------- plan */

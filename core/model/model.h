@@ -24,6 +24,10 @@ typedef struct tfenc_model_config {
      * (output/calibration.h) instead of calibrating on its own corpus,
      * resolved against the job file's directory; NULL calibrates. */
     char *calibration_path;
+    /* An earlier output whose path choices (run/path_choice.h: attention
+     * kernel...) the job takes instead of measuring, resolved against the
+     * job file's directory; NULL measures where the job says auto. */
+    char *paths_path;
 } tfenc_model_config;
 
 int tfenc_model_config_read(tfenc_context *ctx, const tfenc_jobfile *job,

@@ -329,6 +329,7 @@ int tfenc_inspect_output(tfenc_context *ctx, const char *path, tfenc_inspection 
     /* Optional detail (recorded since the int8 gate): not listed as unknown. */
     inspection->precision_steps = tfenc_hdf5_attribute_string(file, "precision_steps");
     inspection->kernels = tfenc_hdf5_attribute_string(file, "kernels");
+    inspection->path_choices = tfenc_hdf5_attribute_string(file, "path_choices");
     inspection->quantization_source = tfenc_hdf5_attribute_string(file, "quantization_ranges_source");
     inspection->id2label = tfenc_hdf5_attribute_string(file, "id2label");
     inspection->multivector_mode = tfenc_hdf5_attribute_string(file, "multivector_mode");
@@ -377,6 +378,7 @@ void tfenc_inspection_free(tfenc_inspection *inspection)
                         &inspection->job_settings, &inspection->job_text, &inspection->job_path,
                         &inspection->working_directory, &inspection->job_overrides,
                         &inspection->precision, &inspection->precision_steps, &inspection->kernels,
+                        &inspection->path_choices,
                         &inspection->quantization_source, &inspection->id2label,
                         &inspection->multivector_mode, &inspection->multivector_marker,
                         &inspection->multivector_skiplist,

@@ -82,6 +82,8 @@ typedef struct tfenc_inspection {
     char *precision_steps;
     /* What ran the last run's products (attribute kernels), or NULL. */
     char *kernels;
+    /* The path choices of the file (attribute path_choices), or NULL. */
+    char *path_choices;
     /* The corpus's files (output/corpus_shards.h: the dataset, or an older
      * file's attribute); none (n = 0) for files written before it was
      * recorded. */

@@ -247,6 +247,8 @@ static int write_run_attributes(tfenc_context *ctx, tfenc_output *out,
         status = write_string_attribute(ctx, out, "precision", options->precision);
     if (status == TFENC_OK && options->kernels != NULL)
         status = write_string_attribute(ctx, out, "kernels", options->kernels);
+    if (status == TFENC_OK && options->path_choices != NULL)
+        status = write_string_attribute(ctx, out, "path_choices", options->path_choices);
     /* Rewritten by every run, like precision, which a resume must find the
      * same (check_model); a resumed int8 run takes the file's calibration,
      * so the cosine and steps stay the file's. */

@@ -51,7 +51,8 @@
  * tfenc_version, layout, created (ISO-8601 UTC), output_kind, dtype,
  * compression, d_model, n_documents, n_tokens (tokens kind), job_path,
  * working_directory, job_overrides, precision, kernels (what ran the products:
- * libraries, versions, kernel families), precision_sample_min_cosine
+ * libraries, versions, kernel families), path_choices (the ways of computing
+ * auto chose: "section.key=value" lines, run/path_choice.h), precision_sample_min_cosine
  * (float64), precision_steps, and complete:
  * 0 while the job runs, 1 once tfenc_output_finish() has flushed everything.
  *
@@ -183,6 +184,9 @@ typedef struct tfenc_output_options {
     /* What ran the products (tfenc_matrix_describe_kernels): libraries,
      * versions, kernel families; a file's bits follow them. */
     const char *kernels;
+    /* The path choices ("section.key=value" lines), or NULL; a file's bits
+     * follow them as they follow the kernels. */
+    const char *path_choices;
     /* int8: what the accuracy gate measured and chose (a calibration taken
      * from a file: what that file's gate did): the min cosine to fp32 on
      * its sample, and each step's precision ("encoder.0.attention

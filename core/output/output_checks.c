@@ -103,6 +103,7 @@ static const attribute_spec attributes[] = {
     {.name = "job_overrides", .domain = DOMAIN_TEXT},
     {.name = "precision_steps", .domain = DOMAIN_TEXT},
     {.name = "kernels", .domain = DOMAIN_TEXT},
+    {.name = "path_choices", .domain = DOMAIN_TEXT},
     {.name = "unit_norm", .domain = DOMAIN_INTEGER, .minimum = 0, .maximum = 1},
 };
 

@@ -640,13 +640,13 @@ char *tfenc_job_settings_identity(const tfenc_jobfile *job, const tfenc_job_sett
             int skip = 0;
             for (int k = 0; strcmp(section->name, "job") == 0 && run_only[k] != NULL; k++)
                 skip |= strcmp(entry->key, run_only[k]) == 0;
-            if (skip)
+            if (skip || entry->chosen == TFENC_JOB_ENTRY_CHOSEN_ADDED)
                 continue;
             append(&t, section->name);
             append(&t, ".");
             append(&t, entry->key);
             append(&t, " = ");
-            append(&t, entry->value);
+            append(&t, entry->chosen == TFENC_JOB_ENTRY_CHOSEN_FOR_AUTO ? "auto" : entry->value);
             append(&t, "\n");
         }
     }

@@ -8,6 +8,7 @@ core_libtfenc_la_SOURCES += \
 	core/run/feeder.c core/run/feeder.h \
 	core/run/gate_checkpoints.c core/run/gate_checkpoints.h \
 	core/run/step_timing.c core/run/step_timing.h \
+	core/run/path_choice.c core/run/path_choice.h \
 	core/run/accuracy_gate.c core/run/accuracy_gate.h \
 	core/run/calibration.c core/run/calibration.h \
 	core/run/run.c core/run/run.h \

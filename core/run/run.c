@@ -27,6 +27,7 @@
 #include "run/accuracy_gate.h"
 #include "run/calibration.h"
 #include "run/step_timing.h"
+#include "run/path_choice.h"
 #include "plugin/plugin_loader.h"
 #include "base/sha256.h"
 #include "tokenizer/tokenizer.h"
@@ -108,6 +109,7 @@ typedef struct run {
     tfenc_precision *step_precision; /* int8: the calibration's precision per step */
     double sample_cosine;            /* int8: the gate's min cosine to fp32 on its sample */
     tfenc_int8_calibration calibration; /* int8: what the int8 model is made with, for the file */
+    tfenc_path_choices paths;        /* the ways of computing auto chose, for the file */
     float *ranges;                   /* output_dtype int8 / uint8: [2, d] min, max */
     char ranges_source[512];         /* where the ranges came from, for the file */
     int64_t *sample_indices;         /* calibrated ranges: the sample's documents */
@@ -197,6 +199,7 @@ static int open_tokenizer(run *r);
 static int find_multivector_tokens(run *r);
 static int open_input(run *r);
 static int cut_windows(run *r);
+static int choose_paths(run *r);
 static int gate_precision(run *r);
 static int quantization_ranges(run *r);
 static void share_weights(run *r);
@@ -220,7 +223,8 @@ static int run_steps(run *r)
     /* The windows come first: the int8 gate samples them. */
     if (check_keys_against_head(r) ||
         agree_on_failure(r, open_tokenizer(r)) || find_multivector_tokens(r) ||
-        agree_on_failure(r, open_input(r)) || cut_windows(r) || gate_precision(r) ||
+        agree_on_failure(r, open_input(r)) || cut_windows(r) || choose_paths(r) ||
+        gate_precision(r) ||
         quantization_ranges(r))
         return 1;
     share_weights(r);
@@ -702,6 +706,71 @@ static int take_calibration(run *r, calibration_origin *origin)
     }
     tfenc_int8_calibration_free(&given);
     return status;
+}
+
+/* Where the job leaves a way of computing to auto, rank 0 takes the
+ * choices an earlier file records ([model] paths, or the file this run
+ * resumes) or times the candidates on a sample of the corpus, and every
+ * rank builds its model with them (run/path_choice.h). Before the gate,
+ * whose models then run the job's paths. */
+static int choose_paths(run *r)
+{
+    char *recorded = NULL, origin[600] = "";
+    tfenc_gate_sample sample = {0};
+    const char *from = r->config.paths_path;
+    int status = TFENC_OK;
+    if (r->rank == 0 && from != NULL) {
+        status = tfenc_path_choices_read(r->ctx, "[model] paths", from, &recorded);
+        snprintf(origin, sizeof origin, "[model] paths %s", from);
+        if (status == TFENC_OK && recorded == NULL)
+            status = tfenc_error(r->ctx, TFENC_ERR_CONFIG,
+                                 "[model] paths %s: the file records no path choices (written "
+                                 "by an older tfenc?)", from);
+    } else if (r->rank == 0 && r->settings.resume && tfenc_file_present(r->settings.output)) {
+        /* A file that cannot be read is the resume's to refuse, later. */
+        if (tfenc_path_choices_read(r->ctx, "[job] output", r->settings.output, &recorded) ==
+            TFENC_OK)
+            snprintf(origin, sizeof origin, "the file this run resumes (%s)", r->settings.output);
+        else
+            tfenc_context_clear(r->ctx);
+    }
+    if (r->rank == 0 && status == TFENC_OK && origin[0] == '\0' && tfenc_path_measuring()) {
+        const tfenc_gate_corpus source = {
+            .corpus = r->corpus, .windows = &r->windows, .tokenizer = r->tokenizer,
+            .feeding = &r->feeding, .max_seq_len = r->settings.max_seq_len,
+            .batch_tokens = r->settings.batch_tokens, .d_model = r->config.d_model};
+        status = tfenc_gate_sample_read_limited(
+            r->ctx, &source, (size_t)tfenc_step_timing_tokens(0, r->settings.max_seq_len), 0,
+            &sample);
+    }
+    tfenc_model_options o = model_options(r, 0, r->plan.n_steps);
+    o.limits.max_tokens = o.limits.max_seqs = sample.batch_tokens > 0 ? sample.batch_tokens : 1;
+    const tfenc_path_record record = {.assignments = recorded,
+                                      .origin = origin[0] != '\0' ? origin : NULL};
+    if (r->rank == 0 && status == TFENC_OK)
+        status = tfenc_path_choices_decide(r->ctx, r->job, &r->plan, &o, &sample, &record,
+                                           &r->paths);
+    free(recorded);
+    tfenc_gate_sample_free(&sample);
+    if (agree_on_failure(r, status))
+        return 1;
+    int length = r->rank == 0 ? (int)strlen(r->paths.assignments) + 1 : 0;
+    MPI_Bcast(&length, 1, MPI_INT, 0, MPI_COMM_WORLD);
+    if (r->rank != 0 && (r->paths.assignments = malloc((size_t)length)) == NULL)
+        status = tfenc_error(r->ctx, TFENC_ERR_NO_MEMORY, "out of memory");
+    if (agree_on_failure(r, status))
+        return 1;
+    MPI_Bcast(r->paths.assignments, length, MPI_CHAR, 0, MPI_COMM_WORLD);
+    if (r->rank != 0)
+        status = tfenc_path_choices_apply(r->ctx, r->job, r->paths.assignments);
+    if (agree_on_failure(r, status))
+        return 1;
+    /* Said when there was something to choose and measuring is on: with
+     * TFENC_PATHS=default nothing was measured (--dry-run and --status
+     * still show the choices). */
+    if (r->paths.assignments[0] != '\0' && tfenc_path_measuring())
+        notice(r, "%s", r->paths.line);
+    return 0;
 }
 
 /* Rank 0: the accuracy gate (run/accuracy_gate.h) on a sample of the
@@ -1474,7 +1543,7 @@ static void describe_plan(run *r)
     char kernels[256];
     tfenc_matrix_describe_kernels(kernels, sizeof kernels);
     tfenc_run_plan plan = {.job_path = r->job->path, .layout = &r->layout, .model = &r->plan,
-                           .kernels = kernels,
+                           .kernels = kernels, .paths = r->paths.line,
                            .step_flops = r->step_flops, .step_seconds = r->step_seconds,
                            .timed_tokens = r->timed_tokens, .d_model = r->config.d_model,
                            .weights_path = r->config.weights_path,
@@ -1885,7 +1954,7 @@ static int open_output(run *r)
             .layout = layout, .job_path = r->request->job_path,
             .overrides = r->request->overrides, .n_overrides = r->request->n_overrides,
             .precision = tfenc_precision_names[r->config.precision],
-            .kernels = kernels,
+            .kernels = kernels, .path_choices = r->paths.assignments,
             .sample_min_cosine = r->sample_cosine,
             .precision_steps = r->step_precision != NULL ? r->calibration.precision_steps : NULL,
             .calibration = r->step_precision != NULL ? &r->calibration : NULL,
@@ -2368,6 +2437,7 @@ static void release_run(run *r)
     tfenc_model_destroy(r->model);
     free(r->step_precision);
     tfenc_int8_calibration_free(&r->calibration);
+    tfenc_path_choices_free(&r->paths);
     free(r->ranges);
     free(r->sample_indices);
     tfenc_layout_free(&r->layout);

@@ -46,6 +46,7 @@ typedef struct tfenc_run_plan {
     int64_t timed_tokens;
     int d_model;
     const char *kernels;          /* what runs the products (tfenc_matrix_describe_kernels) */
+    const char *paths;            /* the path choices, one line (run/path_choice.h) */
     const char *weights_path;
     const char *input_path;
     const char *output_path;

@@ -82,19 +82,20 @@ static tfenc_batch *copy_to_scratch(activations *a, int b)
     return &a->scratch;
 }
 
-/* Step `model` over every batch, timed around its forward passes only:
- * on copies (the batches keep their input) or in place (they get its
- * output, the next step's input). */
+/* Step `model` over every batch, timed around its forward passes only
+ * (wall and the process's CPU time): on copies (the batches keep their
+ * input) or in place (they get its output, the next step's input). */
 static int timed_pass(tfenc_context *ctx, tfenc_model *model, activations *a, int in_place,
-                      double *seconds)
+                      double *seconds, double *cpu_seconds)
 {
-    *seconds = 0.0;
+    *seconds = *cpu_seconds = 0.0;
     int status = TFENC_OK;
     for (int b = 0; status == TFENC_OK && b < a->n; b++) {
         tfenc_batch *batch = in_place ? &a->batches[b] : copy_to_scratch(a, b);
-        const double started = tfenc_clock_seconds();
+        const double started = tfenc_clock_seconds(), cpu_started = tfenc_clock_cpu_seconds();
         status = tfenc_model_forward(ctx, model, batch);
         *seconds += tfenc_clock_seconds() - started;
+        *cpu_seconds += tfenc_clock_cpu_seconds() - cpu_started;
     }
     return status;
 }
@@ -105,7 +106,8 @@ static int timed_pass(tfenc_context *ctx, tfenc_model *model, activations *a, in
  * runs of all-MiniLM-L6-v2 in fp32 timed 24% slow when each step was
  * timed once); returns its seconds per sample token. */
 static int time_step(tfenc_context *ctx, const tfenc_model_options *options, int step,
-                     activations *a, int64_t tokens, double *seconds_per_token)
+                     activations *a, int64_t tokens, double *seconds_per_token,
+                     double *cpu_seconds_per_token)
 {
     tfenc_model_options one = *options;
     one.first_step = step;
@@ -115,13 +117,15 @@ static int time_step(tfenc_context *ctx, const tfenc_model_options *options, int
     int status = tfenc_model_create(ctx, &one, &model);
     if (status == TFENC_OK)
         status = tfenc_model_forward(ctx, model, copy_to_scratch(a, 0));
-    double on_copies = 0.0, in_place = 0.0;
+    double on_copies = 0.0, in_place = 0.0, cpu_on_copies = 0.0, cpu_in_place = 0.0;
     if (status == TFENC_OK)
-        status = timed_pass(ctx, model, a, 0, &on_copies);
+        status = timed_pass(ctx, model, a, 0, &on_copies, &cpu_on_copies);
     if (status == TFENC_OK)
-        status = timed_pass(ctx, model, a, 1, &in_place);
+        status = timed_pass(ctx, model, a, 1, &in_place, &cpu_in_place);
     const double fastest = on_copies < in_place ? on_copies : in_place;
+    const double least_cpu = cpu_on_copies < cpu_in_place ? cpu_on_copies : cpu_in_place;
     *seconds_per_token = fastest / (double)(tokens > 0 ? tokens : 1);
+    *cpu_seconds_per_token = least_cpu / (double)(tokens > 0 ? tokens : 1);
     tfenc_model_destroy(model);
     return status;
 }
@@ -129,14 +133,25 @@ static int time_step(tfenc_context *ctx, const tfenc_model_options *options, int
 int tfenc_step_timing_measure(tfenc_context *ctx, const tfenc_model_options *options,
                               const tfenc_gate_sample *sample, double *seconds_per_token)
 {
+    return tfenc_step_timing_measure_cpu(ctx, options, sample, seconds_per_token, NULL);
+}
+
+int tfenc_step_timing_measure_cpu(tfenc_context *ctx, const tfenc_model_options *options,
+                                  const tfenc_gate_sample *sample, double *seconds_per_token,
+                                  double *cpu_seconds_per_token)
+{
     if (sample->n_batches < 1)
         return tfenc_error(ctx, TFENC_ERR_INTERNAL, "step timing: no sample batches");
     activations a = {0};
     int status = activations_create(ctx, sample, options->config->d_model,
                                     options->limits.max_tokens, &a);
-    for (int i = options->first_step; status == TFENC_OK && i < options->end_step; i++)
+    for (int i = options->first_step; status == TFENC_OK && i < options->end_step; i++) {
+        double cpu = 0.0;
         status = time_step(ctx, options, i, &a, sample->n_tokens,
-                           &seconds_per_token[i - options->first_step]);
+                           &seconds_per_token[i - options->first_step], &cpu);
+        if (cpu_seconds_per_token != NULL)
+            cpu_seconds_per_token[i - options->first_step] = cpu;
+    }
     activations_free(&a);
     return status;
 }

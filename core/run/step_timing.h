@@ -25,5 +25,11 @@ long tfenc_step_timing_tokens(double flops_per_token, long max_seq_len);
  * tokens. */
 int tfenc_step_timing_measure(tfenc_context *ctx, const tfenc_model_options *options,
                               const tfenc_gate_sample *sample, double *seconds_per_token);
+/* The same, with each step's CPU-seconds per sample token (the process's,
+ * the pass that took the least) in cpu_seconds_per_token, or NULL: a
+ * shared machine's other work inflates wall time far more than CPU time. */
+int tfenc_step_timing_measure_cpu(tfenc_context *ctx, const tfenc_model_options *options,
+                                  const tfenc_gate_sample *sample, double *seconds_per_token,
+                                  double *cpu_seconds_per_token);
 
 #endif
