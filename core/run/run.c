@@ -1013,6 +1013,8 @@ static int open_input(run *r)
                                          * never refused for its length. */
                                         .truncation = r->settings.truncation ||
                                                       r->settings.chunks != TFENC_CHUNKS_OFF,
+                                        .empty_documents = r->settings.empty_zeros,
+                                        .document_order = r->settings.document_order,
                                         .vocab_size = r->config.vocab_size,
                                         .has_ids = r->settings.corpus.id_field != NULL,
                                         .prompt = r->settings.prompt,
