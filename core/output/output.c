@@ -684,7 +684,10 @@ static int write_ranges(tfenc_context *ctx, tfenc_output *out,
 static int write_calibration(tfenc_context *ctx, tfenc_output *out,
                              const tfenc_int8_calibration *calibration)
 {
-    if (calibration == NULL)
+    /* A model without a product to run in int8 (a static-embedding model's
+     * lookup and mean) has no map: nothing to record, and no group made
+     * by a map's dataset to put the attributes on. */
+    if (calibration == NULL || calibration->n_maps == 0)
         return TFENC_OK;
     int status = TFENC_OK;
     for (int i = 0; status == TFENC_OK && i < calibration->n_maps; i++) {
