@@ -72,16 +72,17 @@ fail:
 
 /* Tokens ahead whose rows are fetched early (a few DRAM latencies' worth
  * of summing rows). */
-#define PREFETCH_AHEAD 4
+#define PREFETCH_AHEAD 8
 
-/* sum[0..d) += weight * row, for each token of the sequence in order.
+/* sum[0..d) += weight * row, for each token of the sequence in order
+ * (`following` tokens of the batch come after them: prefetched, not read).
  * Returns -1, or the index of the first id outside [0, vocab), after which
  * nothing was added. The products are exact in double (a float times a
  * float), so a fused multiply-add in the AVX2 and AVX-512 clones gives the
  * bits of the baseline's multiply and add. */
 TFENC_VECTOR_CLONES
 static int sum_sequence(double *restrict sum, const static_embedding *layer,
-                        const int32_t *restrict ids, int n)
+                        const int32_t *restrict ids, int n, int following)
 {
     const int d = layer->d_model;
     for (int t = 0; t < n; t++)
@@ -92,7 +93,8 @@ static int sum_sequence(double *restrict sum, const static_embedding *layer,
     for (int t = 0; t < n; t++) {
         /* The rows are scattered over a table larger than the caches: ask
          * for a later token's row while this one is summed. */
-        if (t + PREFETCH_AHEAD < n) {
+        if (t + PREFETCH_AHEAD < n + following &&
+            ids[t + PREFETCH_AHEAD] >= 0 && ids[t + PREFETCH_AHEAD] < layer->vocab) {
             const char *later = (const char *)(layer->tokens + (size_t)ids[t + PREFETCH_AHEAD] * d);
             for (size_t byte = 0; byte < (size_t)d * sizeof(float); byte += 64)
                 __builtin_prefetch(later + byte);
@@ -137,7 +139,9 @@ static int static_embedding_forward(void *instance, tfenc_context *ctx, tfenc_ba
         const int32_t start = batch->seq_start[s];
         const int n = layers_keys_end(batch, s) - start;
         float *restrict out = batch->x + (size_t)s * d;
-        const int bad = sum_sequence(sum, layer, batch->token_ids + start, n);
+        /* the next sequences' tokens follow: their rows are fetched early too */
+        const int bad = sum_sequence(sum, layer, batch->token_ids + start, n,
+                                     batch->n_tokens - start - n);
         if (bad >= 0)
             return tfenc_error(ctx, TFENC_ERR_INPUT,
                                "static_embedding: token id %d (sequence %d, token %d) is "
