@@ -16,7 +16,8 @@ drivers_tfenc_import_SOURCES = drivers/tfenc-import.c \
 	drivers/import/tensor_map.c drivers/import/tensor_map.h \
 	drivers/import/adapters.c drivers/import/adapters.h \
 	drivers/import/weights_writer.c drivers/import/weights_writer.h \
-	drivers/import/job_writer.c drivers/import/job_writer.h
+	drivers/import/job_writer.c drivers/import/job_writer.h \
+	drivers/import/static_model.c drivers/import/static_model.h
 drivers_tfenc_import_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/drivers
 drivers_tfenc_import_LDADD = core/libtfenc.la $(HDF5_LIBS) $(JANSSON_LIBS) $(UTF8PROC_LIBS) -lm
 # What it reads and how each architecture is verified.

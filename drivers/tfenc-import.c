@@ -30,6 +30,7 @@
 #include "import/importer.h"
 #include "import/job_writer.h"
 #include "import/sentence_transformers.h"
+#include "import/static_model.h"
 #include "import/tensor_map.h"
 #include "import/tokenizer_files.h"
 #include "import/weights_writer.h"
@@ -48,6 +49,8 @@ static void importer_free(importer *self)
     free(self->config.multivector.query_marker);
     free(self->config.multivector.document_marker);
     free(self->config.multivector.markers_file);
+    free(self->static_model.table);
+    free(self->static_model.weights);
     for (int i = 0; i < 4; i++)
         free(self->tokenizer.special[i]);
     free(self->tokenizer.vocab);
@@ -69,8 +72,8 @@ static void usage(FILE *stream)
             "or pytorch_model.bin; vocab.txt or tokenizer.json; sentence-transformers\n"
             "modules) of BERT, RoBERTa, XLM-R, ELECTRA, DistilBERT,\n"
             "MPNet, Qwen2, Qwen3, Gemma3 (EmbeddingGemma), DeBERTa-v2/v3, NomicBERT,\n"
-            "ModernBERT, JinaBERT v2 or XLM-R with rotary positions (jina-embeddings-v3)\n"
-            "into a tfenc weights file\n"
+            "ModernBERT, JinaBERT v2 or XLM-R with rotary positions (jina-embeddings-v3),\n"
+            "or a model2vec static-embedding folder, into a tfenc weights file\n"
             "and, with --job, a job file that computes the same embeddings (ColBERT and\n"
             "PyLate folders: the same multi-vector encodings).\n"
             "--sparse: a *ForMaskedLM checkpoint's masked-LM head becomes a splade head,\n"
@@ -247,8 +250,15 @@ static int parse_arguments(int argc, char **argv, import_arguments *args)
  * the weights' tensors, into `self`. */
 static int read_model(importer *self)
 {
+    /* A model2vec folder has no encoder: its own reader, before the
+     * sentence-transformers modules (its modules.json names a
+     * StaticEmbedding) are looked at. */
+    int is_static = 0;
+    int status = import_detect_static_model(self, &is_static);
+    if (status != TFENC_OK || is_static)
+        return status == TFENC_OK ? import_read_static_model(self) : status;
     char *pooling_dir = NULL;
-    int status = import_read_modules(self, &pooling_dir);
+    status = import_read_modules(self, &pooling_dir);
     if (status == TFENC_OK)
         status = import_read_config(self);
     if (status == TFENC_OK && self->sparse)

@@ -23,6 +23,15 @@ bench: all tests/bench/gemm_rate$(EXEEXT)
 	  sh $(top_srcdir)/tests/bench/run.sh --builddir '$(abs_top_builddir)' $(BENCH_ARGS)
 .PHONY: bench
 
+# A static-embedding (model2vec) job against tokenizing the same corpus
+# alone, in tokens per CPU-second (tests/bench/static.sh; prints, asserts
+# nothing). BENCH_STATIC_COPIES: how many times the text is repeated.
+BENCH_STATIC_COPIES = 200
+bench-static: all tests/tokenizer/tokenize_corpus$(EXEEXT)
+	sh $(top_srcdir)/tests/bench/static.sh '$(abs_top_builddir)' $(BENCH_STATIC_COPIES)
+.PHONY: bench-static
+EXTRA_DIST += tests/bench/static.sh
+
 # The harness itself on a tiny workload (well under a minute; no timing
 # asserted; works offline without the peers).
 # Normal build only (tests/local.mk): a Python harness, and the tfenc jobs it

@@ -55,3 +55,11 @@ EXTRA_DIST += tests/import/make_checkpoint.py tests/import/check_import.py \
 	tests/import/pairs.py \
 	tests/import/deberta.py tests/import/checkpoints.py tests/import/jina_v3.py \
 	tests/import/gte.py
+
+# static.sh: model2vec (static-embedding) folders saved by model2vec itself,
+# against StaticModel.encode in a venv of its own (tests/setup-model2vec-venv),
+# at 1x1 and 2x1, and broken folders.
+dist_check_SCRIPTS += tests/import/static.sh
+TESTS += tests/import/static.sh
+EXTRA_DIST += tests/import/static_models.py tests/setup-model2vec-venv \
+	tests/requirements-model2vec.txt

@@ -158,6 +158,34 @@ static void test_truncation(void)
     tfenc_tokenizer_destroy(t);
 }
 
+/* A static-embedding model's rules (model2vec): no special tokens, the
+ * unknown token left out after truncation, the text cut by code points. */
+static void test_text_rules(void)
+{
+    tfenc_tokenizer *t = make(1, -1, 1, TFENC_INVALID_UTF8_REPLACE);
+    tfenc_tokenizer_text_rules rules = {.special_tokens = 0, .drop_unknown = 1, .max_chars = 0};
+    tfenc_tokenizer_set_text_rules(t, &rules);
+    CU_ASSERT_EQUAL(tfenc_tokenizer_special_count(t), 0);
+    /* [UNK] leaves, also the one written in the text. */
+    CHECK(t, "xyz the [UNK] world", 128, 0, THE, WORLD);
+    /* Truncation keeps 3 pieces (the xyz the), then xyz leaves: 2 ids, 2 cut. */
+    CHECK(t, "the xyz the world hello", 3, 2, THE, THE);
+    /* A text of unknown words keeps none. */
+    check_encode(t, "xyz", 3, 128, NULL, 0, 0);
+    tfenc_context_clear(&ctx);
+    CU_ASSERT_EQUAL(tfenc_tokenizer_check_pairs(&ctx, t), TFENC_ERR_CONFIG);
+    /* Two code points of six bytes; a cut that lost text counts as 1. */
+    rules.max_chars = 2;
+    tfenc_tokenizer_set_text_rules(t, &rules);
+    CHECK(t, "\xe4\xb8\xad\xe6\x96\x87 the", 128, 1, ZHONG, WEN);
+    CHECK(t, "\xe4\xb8\xad\xe6\x96\x87", 128, 0, ZHONG, WEN);
+    /* Unknown tokens kept without drop_unknown. */
+    rules = (tfenc_tokenizer_text_rules){.special_tokens = 0, .drop_unknown = 0};
+    tfenc_tokenizer_set_text_rules(t, &rules);
+    CHECK(t, "xyz the", 128, 0, UNK, THE);
+    tfenc_tokenizer_destroy(t);
+}
+
 static void test_invalid_utf8(void)
 {
     tfenc_tokenizer *t = make(1, -1, 1, TFENC_INVALID_UTF8_REPLACE);
@@ -753,6 +781,7 @@ static const test_case tokenizer_cases[] = {
     {"unknown words", test_unknown_words},
     {"100-character word limit", test_word_length_limit},
     {"truncation and its count", test_truncation},
+    {"text rules: no specials, unknown dropped, characters cut", test_text_rules},
     {"invalid UTF-8 under both policies", test_invalid_utf8},
     {"missing special tokens", test_missing_special_tokens},
     {"vocab.txt parsing", test_vocab_file},

@@ -599,6 +599,7 @@ struct tfenc_model {
     tfenc_model_scratch own;      /* unless options->shared_scratch gave one */
     tfenc_model_scratch *scratch; /* &own, or the shared one */
     int nonfinite_sequence; /* after a non-finite failure: which sequence, else -1 */
+    int input_unset;        /* options->input_unset: batch->x is not read */
 };
 
 /* Replaces *buffer (of *held bytes) by one of `bytes` when it is smaller
@@ -780,6 +781,10 @@ int tfenc_model_create(tfenc_context *ctx, const tfenc_model_options *options,
     model->steps = calloc((size_t)(end - first), sizeof *model->steps);
     model->first_step = first;
     model->ends_plan = end == plan->n_steps;
+    /* Only the plan's first step makes rows from ids: a range of later
+     * steps (the accuracy gate and the dry run's timing run each step
+     * alone, from the same options) reads its input rows. */
+    model->input_unset = options->input_unset && first == 0;
     model->d_model = options->config->d_model;
     model->limits = options->limits;
     int status = model->steps == NULL ? tfenc_error(ctx, TFENC_ERR_NO_MEMORY, "out of memory")
@@ -1061,7 +1066,8 @@ int tfenc_model_forward(tfenc_context *ctx, tfenc_model *model, tfenc_batch *bat
      * input meanwhile. */
     tfenc_batch running = *batch;
     running.x = tfenc_guarded_place(&model->scratch->activations, bytes);
-    memcpy(running.x, batch->x, bytes);
+    if (!model->input_unset)
+        memcpy(running.x, batch->x, bytes);
     if (model->scratch->tokens.mapped > 0 &&
         copy_token_arrays(&model->scratch->tokens, &running) != 0)
         return tfenc_error(ctx, TFENC_ERR_INTERNAL, "model: cannot protect the token arrays "
@@ -1071,7 +1077,8 @@ int tfenc_model_forward(tfenc_context *ctx, tfenc_model *model, tfenc_batch *bat
      * input, to say which layer made it (only on this rare path). */
     if (status == TFENC_OK &&
         first_nonfinite_row(running.x, running.rows, running.d_model) >= 0) {
-        memcpy(running.x, batch->x, bytes);
+        if (!model->input_unset)
+            memcpy(running.x, batch->x, bytes);
         running.rows = rows;
         status = run_steps(ctx, model, &running, 1);
         if (status == TFENC_OK)

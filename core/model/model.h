@@ -120,6 +120,14 @@ typedef struct tfenc_model_options {
      * padding is not attended to): a layer that does not declare what it
      * does with them (tfenc_layer_descriptor.key_masking) is refused. */
     int masked_keys;
+    /* The batches' x holds no input when the range starts at the plan's
+     * first step (a job's first stage: the feeder gives token ids, and the
+     * first layer makes the rows): then the rows are not copied into the
+     * layers' scratch before the steps run, a copy as large as the tokens
+     * times d_model that a static-embedding model's microbatch would
+     * otherwise spend more on than on its lookup. A range of later steps
+     * reads its input whatever this says. */
+    int input_unset;
     /* NULL: the model allocates its own scratch. Else it uses this one,
      * which models that run at the same time MUST NOT share. */
     tfenc_model_scratch *shared_scratch;

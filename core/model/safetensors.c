@@ -409,6 +409,68 @@ int tfenc_safetensors_read_float32(tfenc_context *ctx, const tfenc_safetensors *
     return TFENC_OK;
 }
 
+/* One little-endian value of `size` bytes at b as unsigned bits. */
+static uint64_t little_endian(const unsigned char *b, int size)
+{
+    uint64_t bits = 0;
+    for (int k = size - 1; k >= 0; k--)
+        bits = bits << 8 | b[k];
+    return bits;
+}
+
+int tfenc_safetensors_read_double(tfenc_context *ctx, const tfenc_safetensors *file,
+                                  const tfenc_safetensors_tensor *tensor, double *out)
+{
+    static const char *const kinds[] = {"F64", "F32", "F16", "BF16", "I64", "I32", "I16",
+                                        "I8", "U8", NULL};
+    int kind = 0;
+    while (kinds[kind] != NULL && strcmp(kinds[kind], tensor->dtype) != 0)
+        kind++;
+    if (kinds[kind] == NULL)
+        return tfenc_error(ctx, TFENC_ERR_WEIGHTS, "%s: tensor '%s' has dtype %s; only F64, "
+                           "F32, F16, BF16, I64, I32, I16, I8 and U8 can be read as numbers",
+                           file->name, tensor->name, tensor->dtype);
+    if (file->fd < 0)
+        return tfenc_error(ctx, TFENC_ERR_INTERNAL,
+                           "%s: header parsed from memory has no data to read", file->name);
+    const size_t n = (size_t)tensor->n_elements;
+    const int size = tensor->element_size;
+    /* The raw bytes go to the end of out (8 bytes a value, size <= 8) and
+     * are widened front to back: value i is read before a write reaches it. */
+    unsigned char *raw = (unsigned char *)out + (8 - size) * n;
+    int read_errno = tfenc_file_read_at(file->fd, raw, (size_t)(tensor->end - tensor->begin),
+                                        file->data_start + tensor->begin);
+    if (read_errno != 0)
+        return tfenc_error(ctx, TFENC_ERR_IO, "%s: cannot read tensor '%s': %s", file->name,
+                           tensor->name, read_errno == EIO ? "file shorter than its header "
+                           "says" : strerror(read_errno));
+    for (size_t i = 0; i < n; i++) {
+        const uint64_t bits = little_endian(raw + (size_t)size * i, size);
+        double value;
+        if (kind == 0) {
+            memcpy(&value, &bits, sizeof value);
+        } else if (kind <= 3) {
+            float single;
+            uint32_t word = kind == 1   ? (uint32_t)bits
+                            : kind == 3 ? (uint32_t)bits << 16 /* bfloat16: a float's top */
+                                        : 0;
+            if (kind == 2)
+                single = float16_to_float32((uint16_t)bits);
+            else
+                memcpy(&single, &word, sizeof single);
+            value = single;
+        } else if (kind == 8) {
+            value = (double)bits;
+        } else {
+            /* sign-extend the two's complement value of `size` bytes */
+            const int shift = 64 - 8 * size;
+            value = (double)((int64_t)(bits << shift) >> shift);
+        }
+        out[i] = value;
+    }
+    return TFENC_OK;
+}
+
 void tfenc_safetensors_close(tfenc_safetensors *file)
 {
     if (file == NULL)

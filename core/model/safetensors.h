@@ -63,6 +63,15 @@ const char *tfenc_safetensors_name(const tfenc_safetensors *file);
 int tfenc_safetensors_read_float32(tfenc_context *ctx, const tfenc_safetensors *file,
                                    const tfenc_safetensors_tensor *tensor, float *out);
 
+/* Reads `tensor` of any numeric dtype (F64, F32, F16, BF16, I64, I32, I16,
+ * I8, U8) into `out` as doubles: n_elements values, row-major. What a
+ * static-embedding model ships besides floats: model2vec's token mapping
+ * (integers) and weights (often F64), int8 tables. Other dtypes (BOOL, the
+ * F8 kinds, unsigned above 8 bits) fail with TFENC_ERR_WEIGHTS naming the
+ * file and tensor. */
+int tfenc_safetensors_read_double(tfenc_context *ctx, const tfenc_safetensors *file,
+                                  const tfenc_safetensors_tensor *tensor, double *out);
+
 void tfenc_safetensors_close(tfenc_safetensors *file);
 
 /* The float dtypes tensors are read as float32 from, in the spelling of

@@ -686,7 +686,10 @@ static int write_ranges(tfenc_context *ctx, tfenc_output *out,
 static int write_calibration(tfenc_context *ctx, tfenc_output *out,
                              const tfenc_int8_calibration *calibration)
 {
-    if (calibration == NULL)
+    /* A model without a product to run in int8 (a static-embedding model's
+     * lookup and mean) has no map: nothing to record, and no group made
+     * by a map's dataset to put the attributes on. */
+    if (calibration == NULL || calibration->n_maps == 0)
         return TFENC_OK;
     int status = TFENC_OK;
     for (int i = 0; status == TFENC_OK && i < calibration->n_maps; i++) {
@@ -1583,7 +1586,14 @@ static int write_elements(tfenc_context *ctx, tfenc_output *out, hid_t dataset, 
         ok = H5Sselect_hyperslab(file_space, H5S_SELECT_OR, start, NULL, count, block) >= 0;
         total += block[0] * columns;
     }
-    hid_t memory_space = ok ? H5Screate_simple(1, &total, NULL) : -1;
+    /* One run in a memory space of its own shape: HDF5 then copies whole
+     * blocks, where a flat memory space against a 2-D selection makes it
+     * walk the selection element by element (a static model's rows in
+     * document order are one run a microbatch; width 0 is a 1-D dataset). */
+    hsize_t shape[2] = {total / columns, columns};
+    hid_t memory_space = !ok               ? -1
+                         : n_runs == 1 && width > 0 ? H5Screate_simple(2, shape, NULL)
+                                                    : H5Screate_simple(1, &total, NULL);
     if (memory_space >= 0)
         ok = H5Dwrite(dataset, memory_type, memory_space, file_space, out->transfer, data) >= 0;
     else

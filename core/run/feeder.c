@@ -89,7 +89,7 @@ int tfenc_feeder_tokenize(tfenc_context *ctx, const tfenc_feeder_options *option
         memset(types, 0, (size_t)n_ids * sizeof *types);
     /* Token ids or text alike (a tokenizer without special tokens gives an
      * empty line none): a layer cannot make a row of nothing. */
-    if (n_ids == 0)
+    if (n_ids == 0 && (!options->empty_documents || marked))
         return tfenc_error(ctx, TFENC_ERR_INPUT,
                            "%s: document %lld has no tokens (an encoder needs at least one)",
                            options->input, (long long)global_index);
@@ -253,7 +253,9 @@ static void plan_batches(tfenc_feeder *f, const uint8_t *finished, int64_t first
     for (int at = 0; at < f->n_sequences;) {
         planned_batch *b = &f->batches[f->n_batches++];
         int tokens = 0, end = at;
-        while (end < f->n_sequences &&
+        /* batch_tokens bounds the sequences too: empty ones (empty_documents
+         * = zeros) take no tokens. */
+        while (end < f->n_sequences && end - at < f->options.batch_tokens &&
                tokens + f->sequences[f->order[end]].length <= f->options.batch_tokens)
             tokens += f->sequences[f->order[end++]].length;
         b->first = at;
@@ -412,8 +414,12 @@ int tfenc_feeder_load_window(tfenc_context *ctx, tfenc_feeder *f, const tfenc_co
     }
     for (int i = 0; i < f->n_sequences; i++)
         f->order[i] = i;
+    /* A model whose cost per token does not depend on the length (a static
+     * one) gains nothing from sorting, and its rows in order are written
+     * as one block. */
     sort_sequences = f->sequences;
-    qsort(f->order, (size_t)f->n_sequences, sizeof *f->order, by_length);
+    if (!f->options.document_order)
+        qsort(f->order, (size_t)f->n_sequences, sizeof *f->order, by_length);
     plan_batches(f, finished, window->first_index);
     return TFENC_OK;
 }

@@ -3,8 +3,8 @@
  * cuts them into microbatches of at most batch_tokens real tokens.
  *
  * The cut is a function of the window's documents alone: longest first,
- * ties by document index, each microbatch taking the next documents while
- * they fit. So the same window always gives the same microbatches, whatever
+ * ties by document index (or, with document_order, in the window's order),
+ * each microbatch taking the next documents while they fit. So the same window always gives the same microbatches, whatever
  * rank reads it and whether a run is resumed; a resumed window skips the
  * microbatches whose documents are all finished, and encodes the others
  * exactly as before. Sorting keeps microbatches of similar lengths
@@ -25,6 +25,8 @@ typedef struct tfenc_feeder_options {
     int max_seq_len;
     int batch_tokens;
     int truncation;     /* cut long documents (else refuse them) */
+    int empty_documents; /* a document without tokens is a sequence of none (else refused) */
+    int document_order;  /* microbatches take the window's sequences in order, unsorted */
     int vocab_size;     /* > 0: token ids must be below it */
     int has_ids;        /* carry document ids to the writer */
     const char *prompt; /* put before every text document, or NULL */

@@ -184,6 +184,8 @@ static int read_job_keys(reader *r, tfenc_job_section *section, job_keys *k)
 {
     static const char *const policies[] = {"replace", "error", NULL};
     static const char *const long_document_policies[] = {"truncate", "chunk", NULL};
+    static const char *const empty_document_policies[] = {"error", "zeros", NULL};
+    static const char *const batch_orders[] = {"length", "document", NULL};
     static const char *const chunk_poolings[] = {"mean", "none", NULL};
     tfenc_job_settings *s = r->settings;
     tfenc_params p;
@@ -228,6 +230,8 @@ static int read_job_keys(reader *r, tfenc_job_section *section, job_keys *k)
     READ(tfenc_param_int_range(&p, "batch_tokens", s->max_seq_len > 2048 ? s->max_seq_len : 2048,
                                1, 1L << 24, &s->batch_tokens));
     READ(tfenc_param_bool(&p, "truncation", 1, &s->truncation));
+    READ(tfenc_param_choice(&p, "empty_documents", empty_document_policies, 0, &s->empty_zeros));
+    READ(tfenc_param_choice(&p, "batch_order", batch_orders, 0, &s->document_order));
     READ(tfenc_param_choice(&p, "long_documents", long_document_policies, 0, &k->long_documents));
     READ(tfenc_param_int_range(&p, "chunk_overlap", 0, 0, 1L << 24, &s->chunk_overlap));
     READ(tfenc_param_choice(&p, "chunk_pooling", chunk_poolings, 0, &k->chunk_pooling));
@@ -480,7 +484,14 @@ static int setup_tokenizer(reader *r)
     tfenc_tokenizer_options_default(&opts);
     char *vocab = NULL, *json = NULL;
     int accent = 0;
+    tfenc_tokenizer_text_rules rules;
     int status = tfenc_param_input_path(&p, "vocab", "the vocabulary", &vocab);
+    if (status == TFENC_OK)
+        status = tfenc_param_bool(&p, "special_tokens", 1, &rules.special_tokens);
+    if (status == TFENC_OK)
+        status = tfenc_param_bool(&p, "drop_unknown", 0, &rules.drop_unknown);
+    if (status == TFENC_OK)
+        status = tfenc_param_int_range(&p, "max_chars", 0, 0, INT_MAX, &rules.max_chars);
     if (status == TFENC_OK)
         status = tfenc_param_input_path(&p, "json", "the tokenizer", &json);
     if (status == TFENC_OK)
@@ -514,6 +525,8 @@ static int setup_tokenizer(reader *r)
             opts.job_set |= set_keys[i].bit;
     if (vocab == NULL && json == NULL) {
         status = tfenc_tokenizer_load(r->ctx, r->config->weights_path, &opts, r->tokenizer);
+        if (status == TFENC_OK)
+            tfenc_tokenizer_set_text_rules(*r->tokenizer, &rules);
         if (status == TFENC_ERR_NOT_FOUND) {
             tfenc_context_clear(r->ctx);
             return tfenc_error(r->ctx, TFENC_ERR_CONFIG,
@@ -530,6 +543,8 @@ static int setup_tokenizer(reader *r)
         status = tfenc_tokenizer_create_from_file(r->ctx, vocab, &opts, r->tokenizer);
     free(json);
     free(vocab);
+    if (status == TFENC_OK)
+        tfenc_tokenizer_set_text_rules(*r->tokenizer, &rules);
     if (status == TFENC_OK && r->config->vocab_size > 0 &&
         tfenc_tokenizer_vocab_size(*r->tokenizer) > r->config->vocab_size)
         status = tfenc_error(r->ctx, TFENC_ERR_CONFIG,

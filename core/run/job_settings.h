@@ -32,6 +32,10 @@ typedef struct tfenc_job_settings {
     tfenc_output_chunks chunks; /* long_documents = chunk: with chunk_pooling mean or none */
     long chunk_overlap;    /* tokens shared by consecutive chunks */
     int truncation;
+    int empty_zeros;       /* empty_documents = zeros: a document without tokens
+                            * is a sequence of none (static models pool it to zeros) */
+    int document_order;    /* batch_order = document: microbatches in the window's order,
+                            * not sorted by length */
     int invalid_utf8_error;
     long pipeline_stages;
     long threads;

@@ -557,7 +557,9 @@ static tfenc_model_options model_options(run *r, int first_step, int end_step)
                    .max_seq_len = (int)r->settings.max_seq_len,
                    .max_seqs = (int)r->settings.batch_tokens},
         .first_step = first_step, .end_step = end_step, .step_precision = r->step_precision,
-        .masked_keys = r->settings.multivector_query && !r->settings.attend_to_mask_tokens};
+        .masked_keys = r->settings.multivector_query && !r->settings.attend_to_mask_tokens,
+        /* the first stage's microbatches carry ids, not rows */
+        .input_unset = first_step == 0};
     return o;
 }
 
@@ -1150,6 +1152,8 @@ static int open_input(run *r)
                                          * never refused for its length. */
                                         .truncation = r->settings.truncation ||
                                                       r->settings.chunks != TFENC_CHUNKS_OFF,
+                                        .empty_documents = r->settings.empty_zeros,
+                                        .document_order = r->settings.document_order,
                                         .vocab_size = r->config.vocab_size,
                                         .has_ids = r->settings.corpus.id_field != NULL,
                                         .prompt = r->settings.prompt,

@@ -364,6 +364,17 @@ static int tokenize_pieces(tfenc_context *ctx, tfenc_tokenizer *t, const char *t
     return TFENC_OK;
 }
 
+/* The bytes of text[0..length) that hold its first max_chars code points:
+ * each byte that is not a UTF-8 continuation byte starts one. */
+static size_t first_chars_length(const char *text, size_t length, long max_chars)
+{
+    long chars = 0;
+    for (size_t i = 0; i < length; i++)
+        if (((unsigned char)text[i] & 0xC0) != 0x80 && chars++ == max_chars)
+            return i;
+    return length;
+}
+
 int tfenc_tokenizer_encode(tfenc_context *ctx, tfenc_tokenizer *tokenizer, const char *text,
                            size_t length, int32_t *ids, int max_length, int *n_ids,
                            int *n_truncated)
@@ -377,6 +388,9 @@ int tfenc_tokenizer_encode(tfenc_context *ctx, tfenc_tokenizer *tokenizer, const
         return tfenc_error(ctx, TFENC_ERR_CONFIG,
                            "tokenizer: max_length is %d; it must hold the %d special tokens the "
                            "post-processor adds and at least one token", max_length, n_special);
+    const size_t whole = length;
+    if (t->max_chars > 0)
+        length = first_chars_length(text, length, t->max_chars);
     int status = tokenize_pieces(ctx, t, text, length);
     if (status != TFENC_OK)
         return status;
@@ -389,12 +403,25 @@ int tfenc_tokenizer_encode(tfenc_context *ctx, tfenc_tokenizer *tokenizer, const
         ids[n++] = t->prefix_ids[i];
     if (kept > 0)
         memcpy(ids + n, t->ids.ids, kept * sizeof *ids);
-    n += (int)kept;
+    /* The text rules' unknown token leaves the ids kept, wherever it came
+     * from (a piece the model does not know, or the token written in the
+     * text): model2vec truncates in the tokenizer, then drops it. */
+    size_t kept_ids = kept;
+    if (t->drop_unknown && t->model.unk_id >= 0) {
+        kept_ids = 0;
+        for (size_t i = 0; i < kept; i++)
+            if (ids[n + i] != t->model.unk_id)
+                ids[n + kept_ids++] = ids[n + i];
+    }
+    n += (int)kept_ids;
     for (int i = 0; i < t->n_suffix; i++)
         ids[n++] = t->suffix_ids[i];
     *n_ids = n;
     if (n_truncated != NULL) {
         size_t cut = t->ids.count - kept;
+        /* Text cut by max_chars lost pieces that were never counted. */
+        if (cut == 0 && length < whole)
+            cut = 1;
         *n_truncated = cut > INT_MAX ? INT_MAX : (int)cut;
     }
     return TFENC_OK;
@@ -403,6 +430,10 @@ int tfenc_tokenizer_encode(tfenc_context *ctx, tfenc_tokenizer *tokenizer, const
 int tfenc_tokenizer_check_pairs(tfenc_context *ctx, const tfenc_tokenizer *tokenizer)
 {
     const tok_pair_template *pair = &tokenizer->pair;
+    if (tokenizer->no_pairs)
+        return tfenc_error(ctx, TFENC_ERR_CONFIG, "%s: the job encodes texts without special "
+                           "tokens ([tokenizer] special_tokens = false), so it cannot lay out "
+                           "a pair of texts", tokenizer->source);
     if (pair->processors > 1 || (pair->processors == 1 && !pair->defined))
         return tfenc_error(ctx, TFENC_ERR_CONFIG, "%s: the post_processor %s, so it cannot encode "
                            "a pair of texts", tokenizer->source, pair->processors > 1
@@ -871,6 +902,19 @@ void tfenc_tokenizer_specials(const tfenc_tokenizer *tokenizer, const int32_t **
     *n_prefix = tokenizer->n_prefix;
     *suffix = tokenizer->suffix_ids;
     *n_suffix = tokenizer->n_suffix;
+}
+
+void tfenc_tokenizer_set_text_rules(tfenc_tokenizer *tokenizer,
+                                    const tfenc_tokenizer_text_rules *rules)
+{
+    /* Without the post-processor's tokens every count of specials
+     * (truncation, chunks, the feeder's room) is zero as well. */
+    if (!rules->special_tokens) {
+        tokenizer->n_prefix = tokenizer->n_suffix = 0;
+        tokenizer->no_pairs = 1;
+    }
+    tokenizer->drop_unknown = rules->drop_unknown;
+    tokenizer->max_chars = rules->max_chars > 0 ? rules->max_chars : 0;
 }
 
 int tfenc_tokenizer_special_count(const tfenc_tokenizer *tokenizer)

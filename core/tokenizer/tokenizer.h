@@ -181,6 +181,28 @@ int tfenc_tokenizer_store(tfenc_context *ctx, const tfenc_tokenizer *tokenizer, 
 int tfenc_tokenizer_load(tfenc_context *ctx, const char *path,
                          const tfenc_tokenizer_options *options, tfenc_tokenizer **tokenizer);
 
+/* How a static-embedding model (model2vec) tokenizes, which differs from
+ * what an encoder needs: its text alone, without the post-processor's
+ * special tokens (HF's add_special_tokens=False), the unknown token left
+ * out of the ids truncation keeps (model2vec 0.10 truncates in the
+ * tokenizer, then drops it: a word-level vocabulary maps every unseen word
+ * to it), and only the first max_chars code points of a text read
+ * (model2vec cuts the string at max_length times its vocabulary's median
+ * token length before tokenizing). */
+typedef struct tfenc_tokenizer_text_rules {
+    int special_tokens; /* 1: the post-processor's tokens around the text (the default) */
+    int drop_unknown;   /* 1: no id of the unknown token in the output */
+    long max_chars;     /* > 0: tokenize the text's first max_chars code points only */
+} tfenc_tokenizer_text_rules;
+
+/* Applies the rules to every later encode (the defaults are 1, 0, 0).
+ * Without special tokens a pair cannot be laid out: encode_pair and
+ * check_pairs then refuse it. A code point is counted as UTF-8 lead bytes
+ * count them: a text with invalid UTF-8 may be cut a little differently
+ * from Python's decoded string. */
+void tfenc_tokenizer_set_text_rules(tfenc_tokenizer *tokenizer,
+                                    const tfenc_tokenizer_text_rules *rules);
+
 /* Accepts NULL. */
 void tfenc_tokenizer_destroy(tfenc_tokenizer *tokenizer);
 

@@ -361,6 +361,9 @@ struct tfenc_tokenizer {
     char **vocab_tokens;
     int n_vocab_tokens;
     tfenc_tokenizer_options options;
+    int drop_unknown;                    /* text rules (tokenizer.h) */
+    long max_chars;
+    int no_pairs;                        /* special tokens turned off */
 
     /* Scratch of one encode() call. */
     tok_text_buffer text, segment, normalized, spare, pre_text[2];

@@ -36,8 +36,9 @@ typedef enum architecture {
     ARCH_QWEN3,      /* Qwen2 with per-head RMSNorm on Q and K, its own head_dim, no biases */
     ARCH_GEMMA3,     /* Gemma3 text layers run bidirectionally (EmbeddingGemma): four
                       * (1 + weight) RMSNorms per layer, sliding and global layers */
-    ARCH_GTE         /* model_type new (GTE v1.5, mGTE): post-norm, RoPE with NTK scaling,
+    ARCH_GTE,        /* model_type new (GTE v1.5, mGTE): post-norm, RoPE with NTK scaling,
                       * packed QKV, GLU with up and gate in one map */
+    ARCH_STATIC      /* model2vec: no encoder, a table's rows averaged (static_model.c) */
 } architecture;
 
 /* A sequence-classification head (config.json's architectures names a
@@ -201,6 +202,18 @@ typedef struct pooling_settings {
     const char *default_prompt; /* default_prompt_name, or NULL (in prompts) */
 } pooling_settings;
 
+/* A static-embedding (model2vec) folder, read by static_model.c: its table
+ * with the token mapping already applied (row i is token i's), its weights,
+ * and how it tokenizes. */
+typedef struct static_settings {
+    int present;
+    int normalize;    /* config.json's normalize */
+    int drop_unknown; /* the tokenizer model has an unk_token, which model2vec drops */
+    long max_chars;   /* model2vec cuts a text at max_length x median token length */
+    float *table;     /* [vocab_size, d_model] (owned) */
+    float *weights;   /* [vocab_size], or NULL (owned) */
+} static_settings;
+
 /* One source tensor (or a block of its rows) and where it goes in the
  * weights file. */
 typedef struct tensor_plan {
@@ -217,6 +230,7 @@ typedef struct tensor_plan {
      * merged as it is written; NULL when the weight has none. */
     const tfenc_checkpoint_tensor *lora_a, *lora_b;
     int lora_embedding; /* an embedding's: A [tasks, rows, rank], B [tasks, rank, columns] */
+    const float *values; /* or the values themselves, computed by the importer (NULL) */
 } tensor_plan;
 
 /* Task adapters (config.json's lora_adaptations): one is chosen by --task
@@ -240,6 +254,7 @@ typedef struct importer {
     tokenizer_settings tokenizer;
     pooling_settings pooling;
     adapter_settings adapters;
+    static_settings static_model;
     int max_length;        /* longest input in tokens, special tokens included */
     int sparse;            /* sparse output asked for: --sparse, or SpladePooling */
     storage_dtype dtype;

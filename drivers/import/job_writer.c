@@ -12,6 +12,7 @@
 #include <jansson.h>
 
 #include "files.h"
+#include "static_model.h"
 
 /* `target` relative to directory `from` (both absolute and normalised by
  * realpath), so that the job keeps working when both move together. */
@@ -359,6 +360,10 @@ int import_write_job(importer *self, const char *job_tmp, const char *job_path,
     fprintf(out, "; `input` is a placeholder: point it at a corpus (one document per line)\n"
                  "; here or on the command line, e.g.\n"
                  ";   tfenc-batch --set job.input=corpus.txt --set job.output=out.h5 JOB\n\n");
+    if (c->architecture == ARCH_STATIC) {
+        import_write_static_job(self, out, weights_relative);
+        goto close;
+    }
     fprintf(out, "[job]\n");
     if (!self->tokenizer.present)
         fprintf(out, "; This model has no WordPiece vocabulary: give it HDF5 token ids.\n"
@@ -450,6 +455,7 @@ int import_write_job(importer *self, const char *job_tmp, const char *job_path,
                      "; per-token hidden states. Add a [pooling] section for one vector each.\n");
     if ((status = write_prompts(self, out, job_path)) != TFENC_OK)
         goto done;
+close:
     if (fclose(out) != 0) {
         out = NULL;
         status = tfenc_error(ctx, TFENC_ERR_IO, "%s: write error: %s", job_tmp, strerror(errno));

@@ -172,22 +172,26 @@ int import_write_weights(importer *self, const char *path)
         const tensor_plan *item = &self->plan[i];
         /* Zeros when the plan has no source. +1: a zero-size tensor still gets a
          * pointer to pass around. */
-        size_t count = item->zeros ? (size_t)item->dims[0] * (item->rank > 1 ? item->dims[1] : 1)
-                                   : (size_t)item->tensor->n_elements;
+        size_t count = item->zeros || item->values != NULL
+                           ? (size_t)item->dims[0] * (item->rank > 1 ? item->dims[1] : 1)
+                           : (size_t)item->tensor->n_elements;
         data = calloc(count + 1, sizeof *data);
         if (data == NULL) {
             status = tfenc_error(ctx, TFENC_ERR_NO_MEMORY, "out of memory for tensor '%s'",
                                  item->source);
             goto done;
         }
-        if (!item->zeros
-            && (status = tfenc_checkpoint_read_float32(ctx, item->file, item->tensor, data)))
+        if (item->values != NULL)
+            memcpy(data, item->values, count * sizeof *data);
+        else if (!item->zeros
+                 && (status = tfenc_checkpoint_read_float32(ctx, item->file, item->tensor, data)))
             goto done;
         /* The chosen task's adapter, before any block of rows is taken. */
         if ((status = import_merge_adapter(self, item, data)) != TFENC_OK)
             goto done;
-        /* tfenc refuses non-finite weights at load time: say so now, by name. */
-        for (size_t k = 0; k < count; k++) {
+        /* tfenc refuses non-finite weights at load time: say so now, by name
+         * (computed values were checked by the importer that made them). */
+        for (size_t k = 0; item->tensor != NULL && k < count; k++) {
             if (!isfinite(data[k])) {
                 status = tfenc_error(ctx, TFENC_ERR_WEIGHTS, "%s: tensor '%s' holds a "
                                      "non-finite value at element %zu",

@@ -1,6 +1,10 @@
 /* Test driver: tokenizes each line of a raw-bytes corpus with tfenc and prints
  * "n_truncated: id id ..." per line, for compare.py to set beside HF's ids.
- * With --bench it prints only the time and the rate instead. With --pairs
+ * With --bench it prints only the time and the rate instead (wall and CPU
+ * seconds), and with --static MAX_CHARS after it tokenizes as a
+ * static-embedding job does (tokenizer.h's text rules: no special tokens,
+ * the unknown token dropped, texts cut at MAX_CHARS; tests/bench/static.sh).
+ * With --pairs
  * each line is two texts separated by a tab, encoded as a pair, and the
  * line printed is "n_truncated: id id ... | type type ...". */
 #include <stdio.h>
@@ -14,24 +18,34 @@
 static int usage(void)
 {
     fprintf(stderr, "usage: tokenize_corpus VOCAB_TXT CORPUS MAX_LENGTH LOWERCASE(0|1) STRIP_ACCENTS(-1|0|1)\n"
-                    "       tokenize_corpus --json TOKENIZER_JSON CORPUS MAX_LENGTH [--bench ROUNDS]\n"
+                    "       tokenize_corpus --json TOKENIZER_JSON CORPUS MAX_LENGTH [--bench ROUNDS "
+                    "[--static MAX_CHARS]]\n"
                     "       tokenize_corpus --json TOKENIZER_JSON CORPUS MAX_LENGTH --pairs\n"
                     "  CORPUS lines are split on \\n only; every byte else is text.\n");
     return 2;
 }
 
-static double now(void)
+static double seconds_of(clockid_t clock)
 {
     struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
+    clock_gettime(clock, &t);
     return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+static double now(void)
+{
+    return seconds_of(CLOCK_MONOTONIC);
 }
 
 int main(int argc, char **argv)
 {
     int json = argc >= 5 && strcmp(argv[1], "--json") == 0;
     int rounds = 0, pairs = 0;
-    if (json && argc == 7 && strcmp(argv[5], "--bench") == 0)
+    long static_chars = -1;
+    if (json && argc == 9 && strcmp(argv[5], "--bench") == 0 && strcmp(argv[7], "--static") == 0) {
+        rounds = atoi(argv[6]);
+        static_chars = atol(argv[8]);
+    } else if (json && argc == 7 && strcmp(argv[5], "--bench") == 0)
         rounds = atoi(argv[6]);
     else if (json && argc == 6 && strcmp(argv[5], "--pairs") == 0)
         pairs = 1;
@@ -55,6 +69,11 @@ int main(int argc, char **argv)
     if (status != TFENC_OK) {
         fprintf(stderr, "tokenize_corpus: %s\n", tfenc_context_message(&ctx));
         return 1;
+    }
+    if (static_chars >= 0) {
+        tfenc_tokenizer_text_rules rules = {.special_tokens = 0, .drop_unknown = 1,
+                                            .max_chars = static_chars};
+        tfenc_tokenizer_set_text_rules(tokenizer, &rules);
     }
     FILE *corpus = fopen(corpus_path, "rb");
     if (corpus == NULL) {
@@ -89,7 +108,7 @@ int main(int argc, char **argv)
     int32_t *ids = malloc((size_t)max_length * sizeof *ids);
     int32_t *types = malloc((size_t)max_length * sizeof *types);
     int failed = 0;
-    double started = now();
+    double started = now(), cpu_started = seconds_of(CLOCK_PROCESS_CPUTIME_ID);
     long long tokens = 0;
     for (int round = 0; round < (rounds > 0 ? rounds : 1) && !failed; round++) {
         for (size_t i = 0; i < n_lines; i++) {
@@ -127,9 +146,11 @@ int main(int argc, char **argv)
     }
     if (rounds > 0 && !failed) {
         double seconds = now() - started;
+        double cpu = seconds_of(CLOCK_PROCESS_CPUTIME_ID) - cpu_started;
         printf("tfenc: %d rounds of %zu lines (%zu bytes): %lld tokens in %.3f s: %.0f tokens/s, "
-               "%.1f MB/s\n", rounds, n_lines, total_bytes, tokens, seconds, tokens / seconds,
-               rounds * total_bytes / seconds / 1e6);
+               "%.1f MB/s; %.3f CPU-seconds: %.0f tokens per CPU-second\n", rounds, n_lines,
+               total_bytes, tokens, seconds, tokens / seconds, rounds * total_bytes / seconds / 1e6,
+               cpu, tokens / cpu);
     }
     for (size_t i = 0; i < n_lines; i++)
         free(lines[i]);

