@@ -275,9 +275,6 @@ def check_objects(builddir, declared):
 # Knots inside subsystems that other work unties (issue 43): reported, not
 # failed on. Each entry: (subsystem, the modules of the loop, why it waits).
 KNOWN_KNOTS = [
-    ('output', {'output', 'quantize'},
-     'output/quantize.h includes output.h for tfenc_output_dtype, while output.c includes '
-     'quantize.h: left to the output kinds\' table, which reshapes both'),
     ('tokenizer', {'tokenizer', 'tokenizer_internal'},
      'tokenizer/tokenizer_internal.h includes tokenizer.h for its public types, while '
      'tokenizer.c includes tokenizer_internal.h: not named by issue 43, left to the '
