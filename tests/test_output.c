@@ -19,6 +19,7 @@
 #include "base/context.h"
 #include "base/float16.h"
 #include "output/multivector.h"
+#include "output/kinds.h"
 #include "output/output.h"
 #include "base/sha256.h"
 
@@ -323,8 +324,8 @@ static void check_pooled(tfenc_output_dtype dtype, tfenc_output_compression comp
     static const char *id_names[N] = {"a", "bb", "", "dddd", "e", "f", "gg", "h", "i",
                                       "jjjjjjj", "k"};
     tfenc_output_options options = {
-        .path = path, .kind = TFENC_OUTPUT_POOLED, .dtype = dtype, .compression = compression,
-        .d_model = D, .n_documents = N, .has_ids = 1, .max_id_length = 7,
+        .path = path, .kind = &tfenc_output_kinds[TFENC_OUTPUT_POOLED], .dtype = dtype, .compression = compression,
+        .width = D, .n_documents = N, .has_ids = 1, .max_id_length = 7,
         .job_text = "[job]\ninput = x.txt\n", .weights_sha256 = "ab12",
         .layout = "ranks=1 data_parallel=1 pipeline_stages=1"};
     tfenc_context ctx;
@@ -455,8 +456,8 @@ static void test_tokens(void)
     const int64_t total = offsets[N];
     char path[300];
     snprintf(path, sizeof path, "%s/tokens.h5", directory);
-    tfenc_output_options options = {.path = path, .kind = TFENC_OUTPUT_TOKENS,
-                                     .dtype = TFENC_DTYPE_FLOAT16, .d_model = D,
+    tfenc_output_options options = {.path = path, .kind = &tfenc_output_kinds[TFENC_OUTPUT_TOKENS],
+                                     .dtype = TFENC_DTYPE_FLOAT16, .width = D,
                                      .n_documents = N, .n_tokens = total};
     tfenc_context ctx;
     tfenc_context_init(&ctx);
@@ -532,8 +533,8 @@ static void test_scattered_rows(void)
     }
     char path[300];
     snprintf(path, sizeof path, "%s/scattered.h5", directory);
-    tfenc_output_options options = {.path = path, .kind = TFENC_OUTPUT_POOLED,
-                                    .dtype = TFENC_DTYPE_FLOAT32, .d_model = D, .n_documents = N};
+    tfenc_output_options options = {.path = path, .kind = &tfenc_output_kinds[TFENC_OUTPUT_POOLED],
+                                    .dtype = TFENC_DTYPE_FLOAT32, .width = D, .n_documents = N};
     tfenc_context ctx;
     tfenc_context_init(&ctx);
     tfenc_output *out = NULL;
@@ -577,7 +578,8 @@ static void test_errors(void)
     tfenc_context ctx;
     tfenc_context_init(&ctx);
     tfenc_output *out = NULL;
-    tfenc_output_options options = {.path = "/nonexistent/dir/out.h5", .d_model = 4,
+    tfenc_output_options options = {.path = "/nonexistent/dir/out.h5",
+                                    .kind = &tfenc_output_kinds[TFENC_OUTPUT_POOLED], .width = 4,
                                     .n_documents = 3};
     CU_ASSERT(tfenc_output_create(&ctx, MPI_COMM_NULL, &options, &out) == TFENC_ERR_IO);
     CU_ASSERT(strstr(ctx.message, "/nonexistent/dir/out.h5") != NULL);
@@ -662,8 +664,8 @@ static void test_resume(void)
     enum { N = 9, D = 4 };
     char path[300];
     snprintf(path, sizeof path, "%s/resume.h5", directory);
-    tfenc_output_options options = {.path = path, .kind = TFENC_OUTPUT_POOLED,
-                                    .dtype = TFENC_DTYPE_FLOAT32, .d_model = D, .n_documents = N,
+    tfenc_output_options options = {.path = path, .kind = &tfenc_output_kinds[TFENC_OUTPUT_POOLED],
+                                    .dtype = TFENC_DTYPE_FLOAT32, .width = D, .n_documents = N,
                                     .job_text = "job A", .job_settings = "job A",
                                     .weights_sha256 = "w1",
                                     .layout = "ranks=1"};
@@ -788,8 +790,8 @@ static void test_corpus_shards(void)
     for (int i = 0; i < 3; i++)
         memset(rows[i].fingerprint, "abc"[i], 64);
     tfenc_corpus_shards table = {.shards = rows, .n = 3};
-    tfenc_output_options options = {.path = path, .kind = TFENC_OUTPUT_POOLED,
-                                    .dtype = TFENC_DTYPE_FLOAT32, .d_model = D, .n_documents = N,
+    tfenc_output_options options = {.path = path, .kind = &tfenc_output_kinds[TFENC_OUTPUT_POOLED],
+                                    .dtype = TFENC_DTYPE_FLOAT32, .width = D, .n_documents = N,
                                     .job_settings = "job", .weights_sha256 = "w",
                                     .corpus_fingerprint = "f", .corpus_shards = &table};
     tfenc_context ctx;
@@ -943,8 +945,8 @@ static void test_multivector_pack(void)
     /* The vectors kind: `vectors` under `offsets`, with its attributes. */
     char path[300];
     snprintf(path, sizeof path, "%s/vectors.h5", directory);
-    tfenc_output_options options = {.path = path, .kind = TFENC_OUTPUT_VECTORS,
-                                     .dtype = TFENC_DTYPE_FLOAT32, .d_model = WIDTH,
+    tfenc_output_options options = {.path = path, .kind = &tfenc_output_kinds[TFENC_OUTPUT_VECTORS],
+                                     .dtype = TFENC_DTYPE_FLOAT32, .width = WIDTH,
                                      .n_documents = 2, .n_tokens = 4,
                                      .multivector_mode = "document",
                                      .multivector_marker = "[unused1]",

@@ -74,11 +74,12 @@
 #include "tfenc/plugin.h"
 #include "output/calibration.h"
 #include "output/corpus_shards.h"
+#include "output/output_kind.h"
 #include "output/output_types.h"
 
 typedef struct tfenc_output_options {
     const char *path;
-    tfenc_output_kind kind;
+    const tfenc_output_kind_entry *kind; /* output/kinds.h's entry */
     tfenc_output_chunks chunks;  /* pooled only */
     int64_t n_chunks;            /* TFENC_CHUNKS_EACH: C, the rows of embeddings */
     tfenc_output_dtype dtype;
@@ -92,7 +93,11 @@ typedef struct tfenc_output_options {
      * before `unit_norm` was recorded did not do: a file without the
      * attribute is then not resumed (its means are shorter). */
     int unit_chunk_means;
-    int d_model;
+    /* The values of a row, stored as the attribute d_model: the model's
+     * width (or output_dim) for pooled rows and hidden states, the head's
+     * labels for scores, the vocabulary for sparse rows, the projection's
+     * width for vectors. */
+    int width;
     int64_t n_documents;
     int64_t n_tokens;        /* tokens kind: rows of `hidden`; ignored for pooled */
     int has_ids;             /* write an `ids` dataset */
@@ -181,18 +186,16 @@ typedef struct tfenc_output_options {
 typedef struct tfenc_output tfenc_output;
 
 /* The names of each enum's values, indexed by value, NULL-terminated: the
- * job file's output_kind / output_dtype / compression choices. */
-extern const char *const tfenc_output_kind_names[];
+ * job file's output_dtype / compression choices (output_kind's are the
+ * kinds' table's, output/kinds.h). */
 extern const char *const tfenc_output_dtype_names[];
 extern const char *const tfenc_output_compression_names[];
 extern const char *const tfenc_output_chunks_names[];
 
 /* Name -> value through those tables: TFENC_ERR_NOT_FOUND for an unknown
- * name (and for "auto", which no file has). */
-int tfenc_output_kind_from_name(const char *name, tfenc_output_kind *kind);
+ * name. */
 int tfenc_output_dtype_from_name(const char *name, tfenc_output_dtype *dtype);
 int tfenc_output_compression_from_name(const char *name, tfenc_output_compression *compression);
-const char *tfenc_output_kind_name(tfenc_output_kind kind);
 const char *tfenc_output_dtype_name(tfenc_output_dtype dtype);
 
 /* Creates (truncating any existing file) the file and every dataset, writes

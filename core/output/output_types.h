@@ -1,8 +1,8 @@
 /* The values that name what an output file holds (its kind, dtype,
- * compression, chunking), in a header of their own: output.h and
- * quantize.h both need them, and neither should include the other only
- * for a type (output.c includes quantize.h, so quantize.h including
- * output.h made the two a loop). */
+ * compression, chunking), in a header of their own: output.h, quantize.h
+ * and the kinds' table (kinds.h) all need them, and none of those should
+ * include another only for a type (output.c includes quantize.h, so
+ * quantize.h including output.h made the two a loop). */
 #ifndef TFENC_OUTPUT_TYPES_H
 #define TFENC_OUTPUT_TYPES_H
 
