@@ -382,8 +382,8 @@ void tfenc_writer_set_sparse(tfenc_writer *w, const tfenc_sparse_rows *rows,
     w->sparse_log = log;
 }
 
-int tfenc_writer_set_vectors(tfenc_context *ctx, tfenc_writer *w, const uint8_t *skip_flags,
-                             int n_ids)
+int tfenc_writer_set_skiplist(tfenc_context *ctx, tfenc_writer *w, const uint8_t *skip_flags,
+                              int n_ids)
 {
     w->skiplist.n_ids = 0;
     w->skiplist.flags = NULL;

@@ -54,13 +54,14 @@ struct tfenc_sparse_log;
 void tfenc_writer_set_sparse(tfenc_writer *w, const struct tfenc_sparse_rows *rows,
                              struct tfenc_sparse_log *log);
 
-/* A per-token writer whose model ends in a multi-vector head (output kind
- * vectors): each token's first `width` values (the writer's width) are
- * written, except for the tokens whose skip_flags[id] is 1 (ids 0 .. n_ids - 1; NULL skips none),
- * under offsets the feeder counted with the same skiplist
- * (output/multivector.h). The flags are copied. */
-int tfenc_writer_set_vectors(tfenc_context *ctx, tfenc_writer *w, const uint8_t *skip_flags,
-                             int n_ids);
+/* The tokens whose vectors a multi-vector writer (output kind vectors)
+ * leaves out: skip_flags[id] is 1 for each (ids 0 .. n_ids - 1; NULL
+ * skips none), the skiplist the feeder counted the offsets with
+ * (output/multivector.h). The kind's writer hook writes each kept token's
+ * first `width` values; other kinds ignore the skiplist. The flags are
+ * copied. */
+int tfenc_writer_set_skiplist(tfenc_context *ctx, tfenc_writer *w, const uint8_t *skip_flags,
+                              int n_ids);
 
 /* Writes the microbatch's rows; its metadata waits for the next group. */
 int tfenc_writer_write(tfenc_context *ctx, tfenc_writer *w, const tfenc_microbatch *microbatch);

@@ -1738,8 +1738,8 @@ static int open_output(run *r)
         if (status == TFENC_OK && r->kind->rows == TFENC_ROWS_SPARSE)
             status = open_sparse_rows(r, writers, resumed, was_complete);
         if (status == TFENC_OK)
-            status = tfenc_writer_set_vectors(r->ctx, r->writer, r->multivector.skip_flags,
-                                              r->multivector.skiplist.n_ids);
+            status = tfenc_writer_set_skiplist(r->ctx, r->writer, r->multivector.skip_flags,
+                                               r->multivector.skiplist.n_ids);
     }
     free(identity);
     free(provenance);
