@@ -459,7 +459,7 @@ static void test_tokens(void)
     snprintf(path, sizeof path, "%s/tokens.h5", directory);
     tfenc_output_options options = {.path = path, .kind = &tfenc_output_kinds[TFENC_OUTPUT_TOKENS],
                                      .dtype = TFENC_DTYPE_FLOAT16, .width = D,
-                                     .n_documents = N, .n_tokens = total};
+                                     .n_documents = N, .n_rows = total};
     tfenc_context ctx;
     tfenc_context_init(&ctx);
     tfenc_output *out = NULL;
@@ -794,7 +794,7 @@ static void test_every_kind_described(void)
         snprintf(path, sizeof path, "%s/kind-%s.h5", directory, kind->name);
         tfenc_output_options options = {
             .path = path, .kind = kind, .dtype = TFENC_DTYPE_FLOAT32, .width = WIDTH,
-            .n_documents = N, .n_tokens = TOKENS, .job_text = "job", .job_settings = "job",
+            .n_documents = N, .n_rows = TOKENS, .job_text = "job", .job_settings = "job",
             .weights_sha256 = "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef",
             .layout = "ranks=1 data_parallel=1 pipeline_stages=1",
             .precision = "fp32", .labels = labels,
@@ -998,7 +998,7 @@ static void test_multivector_pack(void)
     snprintf(path, sizeof path, "%s/vectors.h5", directory);
     tfenc_output_options options = {.path = path, .kind = &tfenc_output_kinds[TFENC_OUTPUT_VECTORS],
                                      .dtype = TFENC_DTYPE_FLOAT32, .width = WIDTH,
-                                     .n_documents = 2, .n_tokens = 4,
+                                     .n_documents = 2, .n_rows = 4,
                                      .multivector_mode = "document",
                                      .multivector_marker = "[unused1]",
                                      .multivector_skiplist = "5 7"};

@@ -770,12 +770,12 @@ static int prepare(tfenc_context *ctx, MPI_Comm writers, const tfenc_output_opti
         return tfenc_error(ctx, TFENC_ERR_CONFIG, "output: no path given");
     const char *path = options->path;
     if (options->kind == NULL || options->width < 1 || options->n_documents < 0
-        || (per_token(options->kind) && options->n_tokens < 0)
+        || (per_token(options->kind) && options->n_rows < 0)
         || (options->kind->chunks && options->chunks == TFENC_CHUNKS_EACH
-            && options->n_chunks < options->n_documents))
+            && options->n_rows < options->n_documents))
         return tfenc_error(ctx, TFENC_ERR_INTERNAL, "%s: bad output shape (d_model %d, %lld "
-                           "documents, %lld tokens)", path, options->width,
-                           (long long)options->n_documents, (long long)options->n_tokens);
+                           "documents, %lld rows)", path, options->width,
+                           (long long)options->n_documents, (long long)options->n_rows);
     int n_writers = 1;
     unsigned long long longest_id = options->max_id_length;
     if (writers != MPI_COMM_NULL) {
@@ -810,9 +810,9 @@ static int prepare(tfenc_context *ctx, MPI_Comm writers, const tfenc_output_opti
     out->d_model = options->width;
     out->n_documents = options->n_documents;
     /* Rows of the float dataset beyond one per document: tokens, or chunks. */
-    out->n_tokens = per_token(options->kind)  ? options->n_tokens
-                    : out->chunks == TFENC_CHUNKS_EACH ? options->n_chunks
-                                                       : 0;
+    out->n_tokens = per_token(options->kind) || out->chunks == TFENC_CHUNKS_EACH
+                        ? options->n_rows
+                        : 0;
     out->compress = options->compression == TFENC_COMPRESSION_GZIP;
     out->n_writers = n_writers;
     out->path = malloc(strlen(path) + 1);

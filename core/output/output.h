@@ -81,7 +81,6 @@ typedef struct tfenc_output_options {
     const char *path;
     const tfenc_output_kind_entry *kind; /* output/kinds.h's entry */
     tfenc_output_chunks chunks;  /* pooled only */
-    int64_t n_chunks;            /* TFENC_CHUNKS_EACH: C, the rows of embeddings */
     tfenc_output_dtype dtype;
     tfenc_output_compression compression;
     /* 1 when every row the file holds has unit L2 norm, to the dtype's
@@ -99,7 +98,10 @@ typedef struct tfenc_output_options {
      * width for vectors. */
     int width;
     int64_t n_documents;
-    int64_t n_tokens;        /* tokens kind: rows of `hidden`; ignored for pooled */
+    /* Where documents own runs of rows, the rows of the rows dataset: T,
+     * every (kept) token's, for the per-token kinds; C, every chunk's,
+     * with TFENC_CHUNKS_EACH. Ignored otherwise (a row per document). */
+    int64_t n_rows;
     int has_ids;             /* write an `ids` dataset */
     int has_token_ids;       /* tokens kind: write `token_ids` beside `hidden` */
     int has_document_source; /* write `document_source` */

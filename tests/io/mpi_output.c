@@ -68,7 +68,7 @@ int main(int argc, char **argv)
     int64_t offsets[N_DOCUMENTS + 1] = {0};
     for (int64_t g = 0; g < N_DOCUMENTS; g++)
         offsets[g + 1] = offsets[g] + document_length(g);
-    options.n_tokens = offsets[N_DOCUMENTS];
+    options.n_rows = offsets[N_DOCUMENTS];
     /* This rank's documents and its longest id. */
     int64_t mine[N_DOCUMENTS];
     int n_mine = 0;
