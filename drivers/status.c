@@ -8,6 +8,7 @@
 #include "base/context.h"
 #include "base/files.h"
 #include "output/inspect.h"
+#include "output/kinds.h"
 #include "run/job_settings.h"
 
 #include <hdf5.h>
@@ -119,10 +120,9 @@ static void print_name(const char *name)
  * or compact codes (print_compact says what those are). */
 static void print_unit_norm(const tfenc_inspection *i)
 {
-    const char *kind = i->output_kind != NULL ? i->output_kind : "";
+    const tfenc_output_kind_entry *kind = tfenc_output_kind_named(i->output_kind);
     const char *dtype = i->dtype != NULL ? i->dtype : "";
-    if (strcmp(kind, "scores") == 0 || strcmp(kind, "sparse") == 0 ||
-        strcmp(dtype, "int8") == 0 || strcmp(dtype, "uint8") == 0 ||
+    if ((kind != NULL && !kind->unit_rows) || strcmp(dtype, "int8") == 0 || strcmp(dtype, "uint8") == 0 ||
         strcmp(dtype, "binary") == 0 || strcmp(dtype, "ubinary") == 0)
         return;
     if (i->unit_norm == 1)
@@ -165,6 +165,31 @@ static void print_shards(const tfenc_inspection *i)
     }
 }
 
+/* The rows: what the file's kind says of them (output/kinds.h), or its
+ * attributes as they are for a kind this tfenc does not know. */
+static void print_output(const tfenc_inspection *i)
+{
+    const tfenc_output_kind_entry *kind = tfenc_output_kind_named(i->output_kind);
+    const tfenc_output_summary summary = {
+        .path = i->path, .dtype = i->dtype, .n_documents = i->n_documents,
+        .n_rows = i->n_tokens, .width = i->d_model, .labels = i->id2label,
+        .sparse_top_k = (long)i->sparse_top_k, .sparse_threshold = i->sparse_threshold,
+        .sparse_values = i->sparse_values, .has_vocabulary = i->has_vocabulary,
+        .multivector_mode = i->multivector_mode, .multivector_marker = i->multivector_marker,
+        .multivector_skiplist = i->multivector_skiplist,
+        .multivector_query_padding = i->multivector_query_padding};
+    char *described = kind != NULL ? kind->describe_status(&summary) : NULL;
+    if (described != NULL)
+        printf("output: %s", described);
+    else {
+        printf("output: %s, %s, d_model %lld", or_unknown(i->output_kind), or_unknown(i->dtype),
+               (long long)i->d_model);
+        if (i->n_tokens >= 0)
+            printf(", %lld token rows", (long long)i->n_tokens);
+    }
+    free(described);
+}
+
 static void print_report(const tfenc_inspection *i)
 {
     printf("file: %s\n", i->path);
@@ -180,48 +205,7 @@ static void print_report(const tfenc_inspection *i)
     else
         printf("documents: %lld; how many are finished cannot be told (an older tfenc wrote "
                "lengths without the 'not written' mark)\n", (long long)i->n_documents);
-    if (i->output_kind != NULL && strcmp(i->output_kind, "scores") == 0)
-        printf("output: scores [%lld documents, %lld labels], %s, id2label %s",
-               (long long)i->n_documents, (long long)i->d_model, or_unknown(i->dtype),
-               i->id2label != NULL && i->id2label[0] != '\0' ? i->id2label : "(none)");
-    else if (i->output_kind != NULL && strcmp(i->output_kind, "sparse") == 0) {
-        printf("output: sparse [%lld documents, %lld columns%s], CSR sparse_indptr, "
-               "sparse_indices, sparse_values: ", (long long)i->n_documents,
-               (long long)i->d_model, i->has_vocabulary ? ", named by vocabulary" : "");
-        if (i->sparse_values >= 0)
-        {
-            printf("%lld values (%.1f a document), ", (long long)i->sparse_values,
-                   i->n_documents > 0 ? (double)i->sparse_values / (double)i->n_documents : 0.0);
-            if (i->sparse_top_k > 0)
-                printf("the %lld largest", (long long)i->sparse_top_k);
-            else
-                printf("every value");
-            printf(" above %g of each row", i->sparse_threshold);
-        }
-        else
-            printf("written when the job completes (the rows wait in %s.sparse-*)", i->path);
-    } else if (i->output_kind != NULL && strcmp(i->output_kind, "vectors") == 0) {
-        printf("output: vectors (multi-vector, unit length; document i is rows "
-               "offsets[i]:offsets[i+1]) [%lld rows, width %lld], %s, %s mode, marker %s, "
-               "skiplist %s", (long long)i->n_tokens, (long long)i->d_model,
-               or_unknown(i->dtype), or_unknown(i->multivector_mode),
-               i->multivector_marker != NULL && i->multivector_marker[0] != '\0'
-                   ? i->multivector_marker : "(none)",
-               i->multivector_skiplist != NULL && i->multivector_skiplist[0] != '\0'
-                   ? "string.punctuation's tokens left out" : "(none: every token kept)");
-        /* Which ColBERT query encoding the rows are: the same model gives
-         * other vectors either way (attend_to_mask_tokens). */
-        if (i->multivector_query_padding != NULL &&
-            strcmp(i->multivector_query_padding, "masked") == 0)
-            printf(", [MASK] padding not attended to");
-        else if (i->multivector_query_padding != NULL &&
-                 strcmp(i->multivector_query_padding, "attended") == 0)
-            printf(", [MASK] padding attended to");
-    } else
-        printf("output: %s, %s, d_model %lld", or_unknown(i->output_kind), or_unknown(i->dtype),
-               (long long)i->d_model);
-    if (i->n_tokens >= 0 && (i->output_kind == NULL || strcmp(i->output_kind, "vectors") != 0))
-        printf(", %lld token rows", (long long)i->n_tokens);
+    print_output(i);
     printf(", compression %s\n", or_unknown(i->compression));
     print_compact(i);
     print_unit_norm(i);

@@ -12,6 +12,7 @@
 #include "job/params.h"
 #include "plugin/plugin_loader.h"
 #include "model/model.h"
+#include "output/kinds.h"
 #include "output/quantize.h"
 #include "run/run.h"
 #include "launcher.h"
@@ -401,40 +402,26 @@ static void print_plan(void *user, const tfenc_run_plan *p)
         for (int i = tfenc_layout_first_step(l, s); i < tfenc_layout_end_step(l, s); i++)
             print_step(p, i, l->pipeline_stages > 1 ? "  " : "");
     }
-    if (p->output_kind == TFENC_OUTPUT_SCORES)
-        printf("output: %s (scores [%lld, %d] of the model's head, %s; id2label %s)\n",
-               p->output_path, (long long)p->n_documents, p->scores_width,
-               tfenc_output_dtype_name(p->dtype), p->labels != NULL ? p->labels : "(none)");
-    else if (p->output_kind == TFENC_OUTPUT_SPARSE) {
-        printf("output: %s (sparse [%lld, %d] over the vocabulary, CSR: sparse_indptr, "
-               "sparse_indices, sparse_values; ", p->output_path, (long long)p->n_documents,
-               p->sparse_width);
-        if (p->sparse_top_k > 0)
-            printf("the %ld largest values", p->sparse_top_k);
-        else
-            printf("every value");
-        printf(" above %g of each row)\n", p->sparse_threshold);
+    const tfenc_output_summary summary = {
+        .path = p->output_path, .dtype = tfenc_output_dtype_name(p->dtype),
+        .n_documents = p->n_documents, .n_rows = p->n_rows, .width = p->width,
+        .compact = tfenc_dtype_is_compact(p->dtype), .unit_norm = p->unit_norm,
+        .labels = p->labels, .sparse_top_k = p->sparse_top_k,
+        .sparse_threshold = p->sparse_threshold, .sparse_values = -1};
+    char *described = p->kind->describe_plan(&summary);
+    printf("output: %s\n", described != NULL ? described : p->output_path);
+    free(described);
+    if (p->kind->projects_vocabulary) {
         /* The head's map onto the vocabulary, the cost a SPLADE job adds:
          * the last step, whose measured share says what it costs here. */
         printf("vocabulary projection: %.3f TFLOP (2 x %d x d_model %d per token)",
-               2.0 * p->sparse_width * p->d_model * (double)p->n_tokens / 1e12, p->sparse_width,
-               p->d_model);
+               2.0 * p->width * p->d_model * (double)p->n_tokens / 1e12, p->width, p->d_model);
         const int last = p->model->n_steps - 1;
         if (measured > 0)
             printf(", measured %.1f%% of the encoding (its head step %s)",
                    100.0 * p->step_seconds[last] / measured, p->model->steps[last].name);
         printf("\n");
-    } else if (p->output_kind == TFENC_OUTPUT_VECTORS)
-        printf("output: %s (vectors [%lld, %d] of the model's multi-vector head, %s, and "
-               "offsets [%lld])\n", p->output_path, (long long)p->n_vectors, p->vectors_width,
-               tfenc_output_dtype_name(p->dtype), (long long)p->n_documents + 1);
-    else
-        printf("output: %s (%s, %s%s)\n", p->output_path, tfenc_output_kind_name(p->output_kind),
-               tfenc_output_dtype_name(p->dtype),
-               tfenc_dtype_is_compact(p->dtype) ? ""
-               : p->unit_norm                   ? ", rows of unit length"
-                                                : ", rows not of unit length: the model does "
-                                                  "not normalise them");
+    }
     if (p->chunked)
         printf("corpus: %s, %lld documents, %lld tokens to encode in %lld sequences (every "
                "chunk of a long document with its special tokens and overlap; mean %.1f a "

@@ -35,7 +35,12 @@ with one line per offence naming the file, when:
     anywhere but the formats' table (core/input/formats.c) and the readers
     (the files that define a tfenc_corpus_reader): a format is one reader
     file and one table entry, and what differs between formats is asked of
-    the table.
+    the table;
+  - a file decides by the output kind (compares with, switches on or picks
+    by TFENC_OUTPUT_POOLED, _TOKENS, _SCORES, _SPARSE, _VECTORS, or compares
+    a kind's name with strcmp) anywhere but the kinds' table
+    (core/output/kinds.c): a kind is one entry there, and what differs
+    between kinds is a field of its entry.
 
 It also checks the suite's split between the normal and the sanitizer
 build (tests/local.mk): a test that runs fewer cases when
@@ -275,9 +280,6 @@ def check_objects(builddir, declared):
 # Knots inside subsystems that other work unties (issue 43): reported, not
 # failed on. Each entry: (subsystem, the modules of the loop, why it waits).
 KNOWN_KNOTS = [
-    ('output', {'output', 'quantize'},
-     'output/quantize.h includes output.h for tfenc_output_dtype, while output.c includes '
-     'quantize.h: left to the output kinds\' table, which reshapes both'),
 ]
 
 
@@ -349,6 +351,34 @@ def check_format_decisions(srcdir):
     return problems
 
 
+KINDS_TABLE = 'core/output/kinds.c'
+KIND_CONSTANT = r'TFENC_OUTPUT_(?:POOLED|TOKENS|SCORES|SPARSE|VECTORS)\b'
+KIND_NAME = r'"(?:pooled|tokens|scores|sparse|vectors)"'
+DECIDES_BY_KIND = re.compile(
+    r'(?:[!=]=\s*%s|%s\s*[!=]=|\bcase\s+%s|\?\s*%s|:\s*%s\s*;'
+    r'|\bstrcmp\s*\(\s*[^,;()]*kind\w*\s*,\s*%s\s*\))'
+    % (KIND_CONSTANT, KIND_CONSTANT, KIND_CONSTANT, KIND_CONSTANT, KIND_CONSTANT, KIND_NAME),
+    re.M)
+
+
+def check_kind_decisions(srcdir):
+    """Only the kinds' table decides by the output kind."""
+    problems = []
+    for top in ('core', 'drivers', 'plugins'):
+        for path in source_files(os.path.join(srcdir, top)):
+            relative = os.path.relpath(path, srcdir)
+            if relative == KINDS_TABLE:
+                continue
+            with open(path, encoding='utf-8', errors='replace') as f:
+                text = f.read()
+            for match in DECIDES_BY_KIND.finditer(text):
+                line = text.count('\n', 0, match.start()) + 1
+                problems.append('%s:%d: decides by the output kind ("%s"): ask the kinds\' '
+                                'table (%s) instead'
+                                % (relative, line, ' '.join(match.group(0).split()), KINDS_TABLE))
+    return problems
+
+
 def check_test_split(srcdir, builddir):
     lists = makefile_lists(builddir, ['TESTS', 'NORMAL_BUILD_ONLY_TESTS',
                                       'FEWER_CASES_UNDER_SANITIZERS'])
@@ -401,6 +431,7 @@ def main(argv):
         knots, notes = check_subsystem_knots(srcdir, declared)
         problems += knots
     problems += check_format_decisions(srcdir)
+    problems += check_kind_decisions(srcdir)
     problems += check_test_split(srcdir, builddir)
     for note in notes:
         print('structure: note: ' + note)
@@ -409,7 +440,7 @@ def main(argv):
     if not problems:
         print('structure: %d subsystems, includes and objects depend only downward, inside '
               'each subsystem too; only the formats\' table and the readers decide by the '
-              'corpus format; the tests that run fewer cases under the sanitizers are listed'
+              'corpus format, only the kinds\' table by the output kind; the tests that run fewer cases under the sanitizers are listed'
               % len(declared))
     return 1 if problems else 0
 

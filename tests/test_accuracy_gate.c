@@ -9,6 +9,7 @@
 #include "harness/checks.h"
 #include "harness/cunit_main.h"
 #include "matrix/matrix.h"
+#include "output/kinds.h"
 #include "output/calibration.h"
 #include "output/output.h"
 #include "run/accuracy_gate.h"
@@ -245,7 +246,8 @@ static void test_calibration_recorded_and_taken(void)
     CU_ASSERT_PTR_NOT_NULL_FATAL(mkdtemp(directory));
     snprintf(path, sizeof path, "%s/out.h5", directory);
     tfenc_output_options output = {
-        .path = path, .kind = TFENC_OUTPUT_POOLED, .d_model = ENCODER_D, .n_documents = 1,
+        .path = path, .kind = &tfenc_output_kinds[TFENC_OUTPUT_POOLED], .width = ENCODER_D,
+        .n_documents = 1,
         .weights_sha256 = weights, .precision = "int8", .calibration = &made,
         .precision_steps = made.precision_steps,
         .layout = "ranks=1 data_parallel=1 pipeline_stages=1"};

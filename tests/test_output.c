@@ -19,7 +19,9 @@
 #include "base/context.h"
 #include "base/float16.h"
 #include "output/multivector.h"
+#include "output/kinds.h"
 #include "output/output.h"
+#include "output/output_checks.h"
 #include "base/sha256.h"
 
 static char directory[256];
@@ -323,8 +325,8 @@ static void check_pooled(tfenc_output_dtype dtype, tfenc_output_compression comp
     static const char *id_names[N] = {"a", "bb", "", "dddd", "e", "f", "gg", "h", "i",
                                       "jjjjjjj", "k"};
     tfenc_output_options options = {
-        .path = path, .kind = TFENC_OUTPUT_POOLED, .dtype = dtype, .compression = compression,
-        .d_model = D, .n_documents = N, .has_ids = 1, .max_id_length = 7,
+        .path = path, .kind = &tfenc_output_kinds[TFENC_OUTPUT_POOLED], .dtype = dtype, .compression = compression,
+        .width = D, .n_documents = N, .has_ids = 1, .max_id_length = 7,
         .job_text = "[job]\ninput = x.txt\n", .weights_sha256 = "ab12",
         .layout = "ranks=1 data_parallel=1 pipeline_stages=1"};
     tfenc_context ctx;
@@ -455,9 +457,9 @@ static void test_tokens(void)
     const int64_t total = offsets[N];
     char path[300];
     snprintf(path, sizeof path, "%s/tokens.h5", directory);
-    tfenc_output_options options = {.path = path, .kind = TFENC_OUTPUT_TOKENS,
-                                     .dtype = TFENC_DTYPE_FLOAT16, .d_model = D,
-                                     .n_documents = N, .n_tokens = total};
+    tfenc_output_options options = {.path = path, .kind = &tfenc_output_kinds[TFENC_OUTPUT_TOKENS],
+                                     .dtype = TFENC_DTYPE_FLOAT16, .width = D,
+                                     .n_documents = N, .n_rows = total};
     tfenc_context ctx;
     tfenc_context_init(&ctx);
     tfenc_output *out = NULL;
@@ -532,8 +534,8 @@ static void test_scattered_rows(void)
     }
     char path[300];
     snprintf(path, sizeof path, "%s/scattered.h5", directory);
-    tfenc_output_options options = {.path = path, .kind = TFENC_OUTPUT_POOLED,
-                                    .dtype = TFENC_DTYPE_FLOAT32, .d_model = D, .n_documents = N};
+    tfenc_output_options options = {.path = path, .kind = &tfenc_output_kinds[TFENC_OUTPUT_POOLED],
+                                    .dtype = TFENC_DTYPE_FLOAT32, .width = D, .n_documents = N};
     tfenc_context ctx;
     tfenc_context_init(&ctx);
     tfenc_output *out = NULL;
@@ -577,7 +579,8 @@ static void test_errors(void)
     tfenc_context ctx;
     tfenc_context_init(&ctx);
     tfenc_output *out = NULL;
-    tfenc_output_options options = {.path = "/nonexistent/dir/out.h5", .d_model = 4,
+    tfenc_output_options options = {.path = "/nonexistent/dir/out.h5",
+                                    .kind = &tfenc_output_kinds[TFENC_OUTPUT_POOLED], .width = 4,
                                     .n_documents = 3};
     CU_ASSERT(tfenc_output_create(&ctx, MPI_COMM_NULL, &options, &out) == TFENC_ERR_IO);
     CU_ASSERT(strstr(ctx.message, "/nonexistent/dir/out.h5") != NULL);
@@ -662,8 +665,8 @@ static void test_resume(void)
     enum { N = 9, D = 4 };
     char path[300];
     snprintf(path, sizeof path, "%s/resume.h5", directory);
-    tfenc_output_options options = {.path = path, .kind = TFENC_OUTPUT_POOLED,
-                                    .dtype = TFENC_DTYPE_FLOAT32, .d_model = D, .n_documents = N,
+    tfenc_output_options options = {.path = path, .kind = &tfenc_output_kinds[TFENC_OUTPUT_POOLED],
+                                    .dtype = TFENC_DTYPE_FLOAT32, .width = D, .n_documents = N,
                                     .job_text = "job A", .job_settings = "job A",
                                     .weights_sha256 = "w1",
                                     .layout = "ranks=1"};
@@ -776,6 +779,56 @@ static void test_resume(void)
  * newline), read back as written; a resume knows a shard by its name, size
  * and fingerprint wherever its directory is; a damaged row, and older
  * files' tab-separated text, are read with the same checks. */
+/* Every kind of the kinds' table: the file create writes is one the
+ * description (output_checks.c, what --status holds a file to) accepts,
+ * and one resume reopens, so that the three cannot drift apart for any
+ * kind, a new one included. */
+static void test_every_kind_described(void)
+{
+    enum { N = 3, WIDTH = 8, TOKENS = 7 };
+    static const char labels[] = "{\"0\": \"a\", \"1\": \"b\", \"2\": \"c\", \"3\": \"d\", "
+                                 "\"4\": \"e\", \"5\": \"f\", \"6\": \"g\", \"7\": \"h\"}";
+    for (int k = 0; k < TFENC_OUTPUT_AUTO; k++) {
+        const tfenc_output_kind_entry *kind = &tfenc_output_kinds[k];
+        char path[300];
+        snprintf(path, sizeof path, "%s/kind-%s.h5", directory, kind->name);
+        tfenc_output_options options = {
+            .path = path, .kind = kind, .dtype = TFENC_DTYPE_FLOAT32, .width = WIDTH,
+            .n_documents = N, .n_rows = TOKENS, .job_text = "job", .job_settings = "job",
+            .weights_sha256 = "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef",
+            .layout = "ranks=1 data_parallel=1 pipeline_stages=1",
+            .precision = "fp32", .labels = labels,
+            .multivector_mode = "document", .multivector_marker = "[unused1]",
+            .multivector_skiplist = "", .multivector_query_padding = ""};
+        tfenc_context ctx;
+        tfenc_context_init(&ctx);
+        tfenc_output *out = NULL;
+        CU_ASSERT_FATAL(tfenc_output_create(&ctx, MPI_COMM_NULL, &options, &out) == TFENC_OK);
+        CU_ASSERT(tfenc_output_close(out) == 0);
+
+        hid_t file = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
+        CU_ASSERT_FATAL(file >= 0);
+        tfenc_output_census census;
+        int status = tfenc_output_check_attributes(&ctx, path, file);
+        if (status == TFENC_OK)
+            status = tfenc_output_check_datasets(&ctx, path, file, &census);
+        if (status != TFENC_OK)
+            fprintf(stderr, "\n%s: %s\n", kind->name, ctx.message);
+        CU_ASSERT(status == TFENC_OK);
+        CU_ASSERT(status != TFENC_OK || census.n_documents == N);
+        H5Fclose(file);
+
+        int was_complete = -1;
+        tfenc_context_init(&ctx);
+        status = tfenc_output_reopen(&ctx, MPI_COMM_NULL, &options, &out, &was_complete);
+        if (status != TFENC_OK)
+            fprintf(stderr, "\n%s: %s\n", kind->name, ctx.message);
+        CU_ASSERT_FATAL(status == TFENC_OK);
+        CU_ASSERT(was_complete == 0);
+        CU_ASSERT(tfenc_output_close(out) == 0);
+    }
+}
+
 static void test_corpus_shards(void)
 {
     enum { N = 9, D = 4 };
@@ -788,8 +841,8 @@ static void test_corpus_shards(void)
     for (int i = 0; i < 3; i++)
         memset(rows[i].fingerprint, "abc"[i], 64);
     tfenc_corpus_shards table = {.shards = rows, .n = 3};
-    tfenc_output_options options = {.path = path, .kind = TFENC_OUTPUT_POOLED,
-                                    .dtype = TFENC_DTYPE_FLOAT32, .d_model = D, .n_documents = N,
+    tfenc_output_options options = {.path = path, .kind = &tfenc_output_kinds[TFENC_OUTPUT_POOLED],
+                                    .dtype = TFENC_DTYPE_FLOAT32, .width = D, .n_documents = N,
                                     .job_settings = "job", .weights_sha256 = "w",
                                     .corpus_fingerprint = "f", .corpus_shards = &table};
     tfenc_context ctx;
@@ -943,9 +996,9 @@ static void test_multivector_pack(void)
     /* The vectors kind: `vectors` under `offsets`, with its attributes. */
     char path[300];
     snprintf(path, sizeof path, "%s/vectors.h5", directory);
-    tfenc_output_options options = {.path = path, .kind = TFENC_OUTPUT_VECTORS,
-                                     .dtype = TFENC_DTYPE_FLOAT32, .d_model = WIDTH,
-                                     .n_documents = 2, .n_tokens = 4,
+    tfenc_output_options options = {.path = path, .kind = &tfenc_output_kinds[TFENC_OUTPUT_VECTORS],
+                                     .dtype = TFENC_DTYPE_FLOAT32, .width = WIDTH,
+                                     .n_documents = 2, .n_rows = 4,
                                      .multivector_mode = "document",
                                      .multivector_marker = "[unused1]",
                                      .multivector_skiplist = "5 7"};
@@ -998,6 +1051,7 @@ static const test_case output_cases[] = {
     {"scattered rows", test_scattered_rows},
     {"errors and abandoned files", test_errors},
     {"resume after a kill", test_resume},
+    {"every kind: created, described, reopened", test_every_kind_described},
     {"corpus_shards: any name, known by name, size and fingerprint", test_corpus_shards},
     {"multi-vector rows", test_multivector_pack},
     {NULL, NULL}};

@@ -5,6 +5,7 @@
 #include "base/files.h"
 #include "output/ownership.h"
 #include "base/hdf5_error.h"
+#include "output/kinds.h"
 #include "output/output_checks.h"
 
 #include <errno.h>
@@ -260,14 +261,15 @@ int tfenc_inspect_output(tfenc_context *ctx, const char *path, tfenc_inspection 
     int has_complete = 0, found = 0;
     int64_t complete = read_integer(file, "complete", &has_complete);
     inspection->tfenc_version = tfenc_hdf5_attribute_string(file, "tfenc_version");
-    /* Sparse rows reach the file only when the job completes. */
-    char *kind = tfenc_hdf5_attribute_string(file, "output_kind");
-    const int sparse = kind != NULL && strcmp(kind, "sparse") == 0;
-    free(kind);
-    int has_rows = H5Lexists(file, "embeddings", H5P_DEFAULT) > 0
-                   || H5Lexists(file, "hidden", H5P_DEFAULT) > 0
-                   || H5Lexists(file, "vectors", H5P_DEFAULT) > 0
-                   || H5Lexists(file, "scores", H5P_DEFAULT) > 0 || sparse;
+    /* The rows dataset of some kind; a kind whose rows have none (sparse
+     * rows reach the file only when the job completes) has them all along. */
+    char *kind_name = tfenc_hdf5_attribute_string(file, "output_kind");
+    const tfenc_output_kind_entry *kind = tfenc_output_kind_named(kind_name);
+    free(kind_name);
+    int has_rows = kind != NULL && kind->rows_dataset == NULL;
+    for (int k = 0; !has_rows && k < TFENC_OUTPUT_AUTO; k++)
+        has_rows = tfenc_output_kinds[k].rows_dataset != NULL &&
+                   H5Lexists(file, tfenc_output_kinds[k].rows_dataset, H5P_DEFAULT) > 0;
     int has_lengths = H5Lexists(file, "lengths", H5P_DEFAULT) > 0;
     H5Eclear2(H5E_DEFAULT);
     /* Attributes first: one in another form than tfenc's would read as

@@ -5,7 +5,8 @@
 # as a file records it.
 # may use: base job ranks
 core_libtfenc_la_SOURCES += \
-	core/output/output.c core/output/output.h \
+	core/output/output.c core/output/output.h core/output/output_types.h \
+	core/output/kinds.c core/output/kinds.h core/output/output_kind.h \
 	core/output/quantize.c core/output/quantize.h \
 	core/output/multivector.c core/output/multivector.h \
 	core/output/writer.c core/output/writer.h \

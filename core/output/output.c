@@ -33,7 +33,7 @@
 
 struct tfenc_output {
     char *path;
-    tfenc_output_kind kind;
+    const tfenc_output_kind_entry *kind; /* output/kinds.h's entry: what the rows are */
     tfenc_output_dtype dtype;
     int d_model;
     int64_t n_documents;
@@ -89,13 +89,11 @@ static int h5_fail(tfenc_context *ctx, int status, const char *path, const char 
 
 /* Kinds whose documents own runs of rows, one per (kept) token, found
  * through `offsets`. */
-static int per_token(tfenc_output_kind kind)
+static int per_token(const tfenc_output_kind_entry *kind)
 {
-    return kind == TFENC_OUTPUT_TOKENS || kind == TFENC_OUTPUT_VECTORS;
+    return kind->rows == TFENC_ROWS_PER_TOKEN;
 }
 
-const char *const tfenc_output_kind_names[] = {"pooled", "tokens", "scores", "sparse",
-                                                "vectors", "auto", NULL};
 const char *const tfenc_output_dtype_names[] = {"float32", "float16", "bfloat16", "int8",
                                                 "uint8", "binary", "ubinary", NULL};
 const char *const tfenc_output_compression_names[] = {"none", "gzip", NULL};
@@ -112,13 +110,6 @@ static int from_name(const char *const *names, int count, const char *name, int 
     return TFENC_OK;
 }
 
-int tfenc_output_kind_from_name(const char *name, tfenc_output_kind *kind)
-{
-    int value = 0, status = from_name(tfenc_output_kind_names, TFENC_OUTPUT_AUTO, name, &value);
-    *kind = status == TFENC_OK ? (tfenc_output_kind)value : *kind;
-    return status;
-}
-
 int tfenc_output_dtype_from_name(const char *name, tfenc_output_dtype *dtype)
 {
     int value = 0, status = from_name(tfenc_output_dtype_names, TFENC_DTYPE_COUNT, name, &value);
@@ -131,11 +122,6 @@ int tfenc_output_compression_from_name(const char *name, tfenc_output_compressio
     int value = 0, status = from_name(tfenc_output_compression_names, 2, name, &value);
     *compression = status == TFENC_OK ? (tfenc_output_compression)value : *compression;
     return status;
-}
-
-const char *tfenc_output_kind_name(tfenc_output_kind kind)
-{
-    return tfenc_name_of(tfenc_output_kind_names, TFENC_OUTPUT_AUTO + 1, kind);
 }
 
 const char *tfenc_output_dtype_name(tfenc_output_dtype dtype)
@@ -372,7 +358,7 @@ static int open_file(tfenc_context *ctx, tfenc_output *out, MPI_Comm writers, in
 static int check_agreement(tfenc_context *ctx, const tfenc_output_options *options,
                            MPI_Comm writers, unsigned long long *longest_id)
 {
-    long long mine[7] = {options->kind, options->dtype, options->compression, options->d_model,
+    long long mine[7] = {options->kind->id, options->dtype, options->compression, options->width,
                          options->n_documents, options->has_ids, options->has_token_ids};
     long long low[7], high[7];
     if (MPI_Allreduce(mine, low, 7, MPI_LONG_LONG, MPI_MIN, writers) != MPI_SUCCESS
@@ -431,18 +417,17 @@ static char *plugins_text(const tfenc_output_options *options)
 
 /* What a multi-vector file's rows are: which side of late interaction they
  * encode, with which marker, and which tokens were left out. */
-static int write_multivector_attributes(tfenc_context *ctx, tfenc_output *out,
-                                        const tfenc_output_options *options)
+/* The kind's own string attributes (id2label, multivector_mode, ...),
+ * from the options its entry names. */
+static int write_kind_attributes(tfenc_context *ctx, tfenc_output *out,
+                                 const tfenc_output_options *options)
 {
-    const char *values[][2] = {
-        {"multivector_mode", options->multivector_mode},
-        {"multivector_marker", options->multivector_marker},
-        {"multivector_skiplist", options->multivector_skiplist},
-        {"multivector_query_padding", options->multivector_query_padding}};
     int status = TFENC_OK;
-    for (size_t i = 0; status == TFENC_OK && i < sizeof values / sizeof values[0]; i++)
-        status = write_string_attribute(ctx, out, values[i][0],
-                                        values[i][1] != NULL ? values[i][1] : "");
+    for (const tfenc_output_kind_attribute *a = out->kind->attributes;
+         status == TFENC_OK && a->name != NULL; a++) {
+        const char *value = *(const char *const *)((const char *)options + a->option);
+        status = write_string_attribute(ctx, out, a->name, value != NULL ? value : "");
+    }
     return status;
 }
 
@@ -500,7 +485,7 @@ static int write_attributes(tfenc_context *ctx, tfenc_output *out,
     if (status == TFENC_OK)
         status = write_string_attribute(ctx, out, "created", created);
     if (status == TFENC_OK)
-        status = write_string_attribute(ctx, out, "output_kind", tfenc_output_kind_name(out->kind));
+        status = write_string_attribute(ctx, out, "output_kind", out->kind->name);
     if (status == TFENC_OK)
         status = write_string_attribute(ctx, out, "chunks",
                                         tfenc_name_of(tfenc_output_chunks_names, 3, out->chunks));
@@ -518,13 +503,10 @@ static int write_attributes(tfenc_context *ctx, tfenc_output *out,
         status = write_int64_attribute(ctx, out, "n_documents", out->n_documents);
     if (status == TFENC_OK && per_token(out->kind))
         status = write_int64_attribute(ctx, out, "n_tokens", out->n_tokens);
-    if (status == TFENC_OK && out->kind == TFENC_OUTPUT_SCORES)
-        status = write_string_attribute(ctx, out, "id2label",
-                                        options->labels != NULL ? options->labels : "");
+    if (status == TFENC_OK)
+        status = write_kind_attributes(ctx, out, options);
     if (status == TFENC_OK && out->chunks == TFENC_CHUNKS_EACH)
         status = write_int64_attribute(ctx, out, "n_chunks", out->n_tokens);
-    if (status == TFENC_OK && out->kind == TFENC_OUTPUT_VECTORS)
-        status = write_multivector_attributes(ctx, out, options);
     int32_t complete = 0;
     if (status == TFENC_OK)
         status = write_attribute(ctx, out, "complete", H5T_NATIVE_INT32, &complete);
@@ -544,15 +526,12 @@ static int has_row_runs(const tfenc_output *out)
 
 static const char *rows_name(const tfenc_output *out)
 {
-    return out->kind == TFENC_OUTPUT_TOKENS    ? "hidden"
-           : out->kind == TFENC_OUTPUT_VECTORS ? "vectors"
-           : out->kind == TFENC_OUTPUT_SCORES  ? "scores"
-                                              : "embeddings";
+    return out->kind->rows_dataset;
 }
 
 static const char *offsets_name(const tfenc_output *out)
 {
-    return per_token(out->kind) ? "offsets" : "chunk_offsets";
+    return per_token(out->kind) ? out->kind->offsets_dataset : "chunk_offsets";
 }
 
 /* ------------------------------------------------------- compact vectors */
@@ -571,10 +550,10 @@ static int prepare_compact(tfenc_context *ctx, tfenc_output *out,
     if (!tfenc_dtype_is_compact(out->dtype))
         return TFENC_OK;
     const char *name = tfenc_output_dtype_name(out->dtype);
-    if (out->kind != TFENC_OUTPUT_POOLED)
+    if (!out->kind->compact_dtypes)
         return tfenc_error(ctx, TFENC_ERR_CONFIG, "%s: output_dtype = %s applies to pooled "
                            "vectors, not to output of kind %s", out->path, name,
-                           tfenc_output_kind_name(out->kind));
+                           out->kind->name);
     if (!tfenc_dtype_needs_ranges(out->dtype)) {
         if (out->d_model % 8 != 0)
             return tfenc_error(ctx, TFENC_ERR_CONFIG, "%s: output_dtype = %s packs 8 dimensions "
@@ -795,13 +774,13 @@ static int prepare(tfenc_context *ctx, MPI_Comm writers, const tfenc_output_opti
     if (options == NULL || options->path == NULL)
         return tfenc_error(ctx, TFENC_ERR_CONFIG, "output: no path given");
     const char *path = options->path;
-    if (options->d_model < 1 || options->n_documents < 0
-        || (per_token(options->kind) && options->n_tokens < 0)
-        || (options->kind == TFENC_OUTPUT_POOLED && options->chunks == TFENC_CHUNKS_EACH
-            && options->n_chunks < options->n_documents))
+    if (options->kind == NULL || options->width < 1 || options->n_documents < 0
+        || (per_token(options->kind) && options->n_rows < 0)
+        || (options->kind->chunks && options->chunks == TFENC_CHUNKS_EACH
+            && options->n_rows < options->n_documents))
         return tfenc_error(ctx, TFENC_ERR_INTERNAL, "%s: bad output shape (d_model %d, %lld "
-                           "documents, %lld tokens)", path, options->d_model,
-                           (long long)options->n_documents, (long long)options->n_tokens);
+                           "documents, %lld rows)", path, options->width,
+                           (long long)options->n_documents, (long long)options->n_rows);
     int n_writers = 1;
     unsigned long long longest_id = options->max_id_length;
     if (writers != MPI_COMM_NULL) {
@@ -828,17 +807,17 @@ static int prepare(tfenc_context *ctx, MPI_Comm writers, const tfenc_output_opti
     out->file = out->transfer = out->float_type = out->rows = out->offsets = -1;
     out->lengths = out->truncated = out->ids = out->id_type = out->document_source = -1;
     out->chunk_counts = out->chunk_starts = out->token_ids = -1;
-    out->chunks = options->kind == TFENC_OUTPUT_POOLED ? options->chunks : TFENC_CHUNKS_OFF;
+    out->chunks = options->kind->chunks ? options->chunks : TFENC_CHUNKS_OFF;
     out->writers = writers;
     out->parallel = n_writers > 1;
     out->kind = options->kind;
     out->dtype = options->dtype;
-    out->d_model = options->d_model;
+    out->d_model = options->width;
     out->n_documents = options->n_documents;
     /* Rows of the float dataset beyond one per document: tokens, or chunks. */
-    out->n_tokens = per_token(options->kind)  ? options->n_tokens
-                    : out->chunks == TFENC_CHUNKS_EACH ? options->n_chunks
-                                                       : 0;
+    out->n_tokens = per_token(options->kind) || out->chunks == TFENC_CHUNKS_EACH
+                        ? options->n_rows
+                        : 0;
     out->compress = options->compression == TFENC_COMPRESSION_GZIP;
     out->n_writers = n_writers;
     out->path = malloc(strlen(path) + 1);
@@ -879,7 +858,7 @@ static int check_free_space(tfenc_context *ctx, const tfenc_output *out,
 {
     const double rows = has_row_runs(out) ? (double)out->n_tokens : (double)out->n_documents;
     /* sparse rows: their size is known only once they are written */
-    const double row_bytes = out->kind == TFENC_OUTPUT_SPARSE
+    const double row_bytes = out->kind->rows_dataset == NULL
                                  ? 0.0
                                  : (double)out->row_width * (double)out->float_size;
     const double per_document = 4 + 4 + (has_row_runs(out) ? 8 : 0) +
@@ -938,7 +917,7 @@ int tfenc_output_create(tfenc_context *ctx, MPI_Comm writers, const tfenc_output
         status = open_file(ctx, out, writers, out->n_writers, 1);
     int compress = out->compress;
     /* Sparse rows are written at the end, in document order (sparse.h). */
-    if (status == TFENC_OK && out->kind != TFENC_OUTPUT_SPARSE)
+    if (status == TFENC_OK && out->kind->rows_dataset != NULL)
         status = create_dataset(ctx, out, rows_name(out), out->float_type,
                                 has_row_runs(out) ? out->n_tokens : out->n_documents,
                                 out->row_width, compress, NULL, &out->rows);
@@ -1361,7 +1340,7 @@ static int check_identity(tfenc_context *ctx, tfenc_output *out,
     const struct { const char *name; const char *expected; } strings[] = {
         {"job_settings", options->job_settings},
         {"weights_sha256", options->weights_sha256},
-        {"output_kind", tfenc_output_kind_name(out->kind)},
+        {"output_kind", out->kind->name},
         {"chunks", tfenc_name_of(tfenc_output_chunks_names, 3, out->chunks)},
         {"dtype", tfenc_output_dtype_name(out->dtype)},
         {"compression", out->compress ? "gzip" : "none"}};
@@ -1419,7 +1398,7 @@ static int check_identity(tfenc_context *ctx, tfenc_output *out,
 static int open_existing_datasets(tfenc_context *ctx, tfenc_output *out,
                                   const tfenc_output_options *options)
 {
-    int status = out->kind == TFENC_OUTPUT_SPARSE
+    int status = out->kind->rows_dataset == NULL
                      ? TFENC_OK
                      : open_existing_dataset(ctx, out, rows_name(out),
                                              has_row_runs(out) ? out->n_tokens
@@ -1716,7 +1695,7 @@ int tfenc_output_write_pooled(tfenc_context *ctx, tfenc_output *out, int64_t n_r
     if (per_token(out->kind) || out->chunks == TFENC_CHUNKS_EACH)
         return tfenc_error(ctx, TFENC_ERR_INTERNAL, "%s: one row per document written to an "
                            "output of %s", out->path,
-                           out->kind == TFENC_OUTPUT_POOLED ? "chunks" : "tokens");
+                           per_token(out->kind) ? "tokens" : "chunks");
     if (n_rows <= 0)
         return TFENC_OK;
     sort_entry *sorted = NULL;

@@ -75,53 +75,13 @@
 #include "tfenc/plugin.h"
 #include "output/calibration.h"
 #include "output/corpus_shards.h"
-
-/* AUTO is a job's choice (whatever the model gives), never a file's kind. */
-typedef enum tfenc_output_kind {
-    TFENC_OUTPUT_POOLED,
-    TFENC_OUTPUT_TOKENS,
-    TFENC_OUTPUT_SCORES, /* a head's scores: `scores [N, d_model]`, d_model its label count */
-    TFENC_OUTPUT_SPARSE, /* a sparse head's rows over the vocabulary, as CSR (sparse.h);
-                          * d_model holds the vocabulary size */
-    TFENC_OUTPUT_VECTORS, /* multi-vector (ColBERT): `vectors [T, d_model]` + `offsets`, as
-                           * hidden and offsets are for tokens, d_model the projection's
-                           * width and T the rows kept (output/multivector.h) */
-    TFENC_OUTPUT_AUTO
-} tfenc_output_kind;
-typedef enum tfenc_output_dtype {
-    TFENC_DTYPE_FLOAT32,
-    TFENC_DTYPE_FLOAT16,
-    TFENC_DTYPE_BFLOAT16,
-    /* Compact pooled vectors (output/quantize.h), as sentence-transformers'
-     * quantize_embeddings makes them: */
-    TFENC_DTYPE_INT8,    /* [N, d] int8 buckets of the ranges */
-    TFENC_DTYPE_UINT8,   /* [N, d] uint8 buckets of the ranges */
-    TFENC_DTYPE_BINARY,  /* [N, d/8] int8: packed signs, minus 128 */
-    TFENC_DTYPE_UBINARY, /* [N, d/8] uint8: packed signs */
-    TFENC_DTYPE_COUNT
-} tfenc_output_dtype;
-typedef enum tfenc_output_compression {
-    TFENC_COMPRESSION_NONE,
-    TFENC_COMPRESSION_GZIP
-} tfenc_output_compression;
-
-/* Long documents cut into chunks ([job] long_documents = chunk), for a
- * pooled output: */
-typedef enum tfenc_output_chunks {
-    TFENC_CHUNKS_OFF,  /* documents are truncated, not chunked */
-    TFENC_CHUNKS_MEAN, /* embeddings [N, d] holds the mean of each document's chunk
-                        * vectors; chunks [N] how many it had */
-    TFENC_CHUNKS_EACH  /* embeddings [C, d] holds every chunk's vector: document i's
-                        * are rows chunk_offsets[i] .. chunk_offsets[i+1]-1, chunk_starts [C]
-                        * the first token of each chunk within its document (special
-                        * tokens not counted), chunks [N] how many each document had */
-} tfenc_output_chunks;
+#include "output/output_kind.h"
+#include "output/output_types.h"
 
 typedef struct tfenc_output_options {
     const char *path;
-    tfenc_output_kind kind;
+    const tfenc_output_kind_entry *kind; /* output/kinds.h's entry */
     tfenc_output_chunks chunks;  /* pooled only */
-    int64_t n_chunks;            /* TFENC_CHUNKS_EACH: C, the rows of embeddings */
     tfenc_output_dtype dtype;
     tfenc_output_compression compression;
     /* 1 when every row the file holds has unit L2 norm, to the dtype's
@@ -133,9 +93,16 @@ typedef struct tfenc_output_options {
      * before `unit_norm` was recorded did not do: a file without the
      * attribute is then not resumed (its means are shorter). */
     int unit_chunk_means;
-    int d_model;
+    /* The values of a row, stored as the attribute d_model: the model's
+     * width (or output_dim) for pooled rows and hidden states, the head's
+     * labels for scores, the vocabulary for sparse rows, the projection's
+     * width for vectors. */
+    int width;
     int64_t n_documents;
-    int64_t n_tokens;        /* tokens kind: rows of `hidden`; ignored for pooled */
+    /* Where documents own runs of rows, the rows of the rows dataset: T,
+     * every (kept) token's, for the per-token kinds; C, every chunk's,
+     * with TFENC_CHUNKS_EACH. Ignored otherwise (a row per document). */
+    int64_t n_rows;
     int has_ids;             /* write an `ids` dataset */
     int has_token_ids;       /* tokens kind: write `token_ids` beside `hidden` */
     int has_document_source; /* write `document_source` */
@@ -225,18 +192,16 @@ typedef struct tfenc_output_options {
 typedef struct tfenc_output tfenc_output;
 
 /* The names of each enum's values, indexed by value, NULL-terminated: the
- * job file's output_kind / output_dtype / compression choices. */
-extern const char *const tfenc_output_kind_names[];
+ * job file's output_dtype / compression choices (output_kind's are the
+ * kinds' table's, output/kinds.h). */
 extern const char *const tfenc_output_dtype_names[];
 extern const char *const tfenc_output_compression_names[];
 extern const char *const tfenc_output_chunks_names[];
 
 /* Name -> value through those tables: TFENC_ERR_NOT_FOUND for an unknown
- * name (and for "auto", which no file has). */
-int tfenc_output_kind_from_name(const char *name, tfenc_output_kind *kind);
+ * name. */
 int tfenc_output_dtype_from_name(const char *name, tfenc_output_dtype *dtype);
 int tfenc_output_compression_from_name(const char *name, tfenc_output_compression *compression);
-const char *tfenc_output_kind_name(tfenc_output_kind kind);
 const char *tfenc_output_dtype_name(tfenc_output_dtype dtype);
 
 /* Creates (truncating any existing file) the file and every dataset, writes

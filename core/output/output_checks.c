@@ -15,6 +15,7 @@
 #include "base/hdf5_error.h"
 #include "base/precision.h"
 #include "job/id2label.h"
+#include "output/kinds.h"
 #include "output/output.h"
 
 /* Index datasets are read this many elements at a time: bounded memory
@@ -293,6 +294,7 @@ typedef struct check {
     int status; /* the first failure; every step stops once it is set */
     int complete;
     tfenc_output_kind kind;
+    const tfenc_output_kind_entry *entry; /* the kinds' table's entry of `kind` */
     tfenc_output_dtype dtype;
     tfenc_output_chunks chunks;
     int64_t n_documents, d_model, n_tokens, n_chunks, entries, top_k;
@@ -705,6 +707,11 @@ static int compact(tfenc_output_dtype dtype)
            dtype == TFENC_DTYPE_BINARY || dtype == TFENC_DTYPE_UBINARY;
 }
 
+static int has_dataset(void *file, const char *name)
+{
+    return H5Lexists(*(hid_t *)file, name, H5P_DEFAULT) > 0;
+}
+
 /* What the attributes say the file is. Files of older versions lack
  * output_kind (their datasets tell) and chunks (off). */
 static void read_facts(check *c)
@@ -720,13 +727,9 @@ static void read_facts(check *c)
     tfenc_hdf5_attribute_number(f, "sparse_threshold", H5T_FLOAT, H5T_NATIVE_DOUBLE,
                                   &c->threshold);
     int kind = named_attribute(f, "output_kind", kind_from_name, -1);
-    if (kind < 0)
-        kind = H5Lexists(f, "vectors", H5P_DEFAULT) > 0        ? TFENC_OUTPUT_VECTORS
-               : H5Lexists(f, "hidden", H5P_DEFAULT) > 0       ? TFENC_OUTPUT_TOKENS
-               : H5Lexists(f, "scores", H5P_DEFAULT) > 0       ? TFENC_OUTPUT_SCORES
-               : H5Lexists(f, "sparse_indptr", H5P_DEFAULT) > 0 ? TFENC_OUTPUT_SPARSE
-                                                                : TFENC_OUTPUT_POOLED;
-    c->kind = (tfenc_output_kind)kind;
+    c->entry = kind >= 0 ? tfenc_output_kind_entry_of((tfenc_output_kind)kind)
+                         : tfenc_output_kind_from_datasets(has_dataset, &f);
+    c->kind = c->entry->id;
     c->dtype = (tfenc_output_dtype)named_attribute(f, "dtype", dtype_from_name,
                                                    TFENC_DTYPE_FLOAT32);
     c->chunks = (tfenc_output_chunks)named_attribute(f, "chunks", chunks_from_name,
@@ -738,13 +741,13 @@ static void read_facts(check *c)
 static void check_attributes_agree(check *c)
 {
     const char *kind = tfenc_output_kind_name(c->kind);
-    if (compact(c->dtype) && c->kind != TFENC_OUTPUT_POOLED)
+    if (compact(c->dtype) && !c->entry->compact_dtypes)
         fail(c, TFENC_ERR_CONFIG, "attribute 'dtype' is '%s', but only pooled outputs are "
              "compact (output_kind '%s')", tfenc_output_dtype_name(c->dtype), kind);
-    else if (c->chunks != TFENC_CHUNKS_OFF && c->kind != TFENC_OUTPUT_POOLED)
+    else if (c->chunks != TFENC_CHUNKS_OFF && !c->entry->chunks)
         fail(c, TFENC_ERR_CONFIG, "attribute 'chunks' is '%s', but only pooled outputs are "
              "chunked (output_kind '%s')", tfenc_output_chunks_names[c->chunks], kind);
-    else if (c->kind != TFENC_OUTPUT_SPARSE && c->d_model > WIDEST_DENSE_ROW)
+    else if (c->entry->dense && c->d_model > WIDEST_DENSE_ROW)
         fail(c, TFENC_ERR_CONFIG, "attribute 'd_model' is %lld, expected 1 to %d for output_kind "
              "'%s'", (long long)c->d_model, WIDEST_DENSE_ROW, kind);
     else if ((c->dtype == TFENC_DTYPE_BINARY || c->dtype == TFENC_DTYPE_UBINARY) &&
@@ -781,7 +784,7 @@ static int64_t dimension_value(const check *c, dimension d)
     case DIM_BOUNDARIES:
         return c->n_documents >= 0 ? c->n_documents + 1 : -1;
     case DIM_ROWS:
-        return (KIND(c->kind) & PER_TOKEN)           ? c->n_tokens
+        return c->entry->rows == TFENC_ROWS_PER_TOKEN ? c->n_tokens
                : c->chunks == TFENC_CHUNKS_EACH ? c->n_chunks
                                                 : c->n_documents;
     case DIM_WIDTH:
@@ -812,7 +815,7 @@ static const char *dimension_text(const check *c, dimension d, char *text, size_
         break;
     case DIM_ROWS:
         snprintf(text, size, "%s %lld",
-                 (KIND(c->kind) & PER_TOKEN)      ? "n_tokens"
+                 c->entry->rows == TFENC_ROWS_PER_TOKEN ? "n_tokens"
                  : c->chunks == TFENC_CHUNKS_EACH ? "n_chunks"
                                                   : "n_documents",
                  value);

@@ -20,7 +20,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "output/output.h"
+#include "output/output_types.h"
 #include "tfenc/plugin.h"
 
 /* Nonzero for int8, uint8, binary and ubinary. */

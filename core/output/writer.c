@@ -1,6 +1,7 @@
 /* Rows now, metadata after fdatasync: the last stage's writes. */
 #include "output/writer.h"
 
+#include "output/kinds.h"
 #include "output/multivector.h"
 
 #include "base/clock.h"
@@ -40,14 +41,13 @@ typedef struct open_document {
 
 struct tfenc_writer {
     tfenc_output *output;
-    int pooled;
+    const tfenc_output_kind_entry *kind; /* what the rows are; its hook writes them */
+    int width; /* the values of each row the kind keeps (scores, vectors) */
     tfenc_output_chunks chunks;
     int output_dim; /* > 0: rows cut to this width and renormalised */
     int unit_means; /* chunk means scaled back to unit length (the model's rows are) */
-    int scores_width; /* > 0: a head's scores, the first values of each row, as they are */
     const tfenc_sparse_rows *sparse_rows; /* sparse kind: the microbatch's rows, else NULL */
     tfenc_sparse_log *sparse_log;
-    int vectors_width; /* > 0: multi-vector rows, the first values of each kept token's row */
     tfenc_skiplist skiplist;   /* vectors: the tokens left out */
     int32_t *kept_ids;         /* vectors: [tokens] the kept rows' ids, packed */
     int32_t *kept_counts;      /* vectors: [sequences] rows each one kept */
@@ -79,8 +79,8 @@ struct tfenc_writer {
     size_t finished_capacity;
 };
 
-int tfenc_writer_create(tfenc_context *ctx, tfenc_output *output, int pooled,
-                        tfenc_output_chunks chunks, int output_dim, int d_model, int n_writers,
+int tfenc_writer_create(tfenc_context *ctx, tfenc_output *output,
+                        const tfenc_output_kind_entry *kind, int width, tfenc_output_chunks chunks, int output_dim, int d_model, int n_writers,
                         const char *path, tfenc_writer **writer_out)
 {
     *writer_out = NULL;
@@ -88,8 +88,9 @@ int tfenc_writer_create(tfenc_context *ctx, tfenc_output *output, int pooled,
     if (w == NULL)
         return tfenc_error(ctx, TFENC_ERR_NO_MEMORY, "out of memory");
     w->output = output;
-    w->pooled = pooled;
-    w->chunks = pooled ? chunks : TFENC_CHUNKS_OFF;
+    w->kind = kind;
+    w->width = width;
+    w->chunks = kind->chunks ? chunks : TFENC_CHUNKS_OFF;
     w->output_dim = output_dim;
     w->d_model = d_model;
     w->path = path;
@@ -205,15 +206,6 @@ void tfenc_writer_chunk_mean(float *row, int n_chunks, int d, int output_dim, in
         truncate_rows(row, 1, d, output_dim);
     else if (n_chunks > 1 && unit_means)
         truncate_rows(row, 1, d, d);
-}
-
-/* A head's scores: the first `width` values of each d-wide row, packed
- * without changing them (unlike truncate_rows, no renormalisation). */
-static void pack_rows(float *x, int64_t n, int d, int width)
-{
-    for (int64_t j = 1; j < n; j++)
-        memmove(x + (size_t)j * (size_t)width, x + (size_t)j * (size_t)d,
-                (size_t)width * sizeof *x);
 }
 
 /* The ids of a microbatch, one NUL-terminated string after another. */
@@ -383,11 +375,6 @@ void tfenc_writer_set_unit_means(tfenc_writer *w)
     w->unit_means = 1;
 }
 
-void tfenc_writer_set_scores(tfenc_writer *w, int width)
-{
-    w->scores_width = width;
-}
-
 void tfenc_writer_set_sparse(tfenc_writer *w, const tfenc_sparse_rows *rows,
                              tfenc_sparse_log *log)
 {
@@ -395,10 +382,9 @@ void tfenc_writer_set_sparse(tfenc_writer *w, const tfenc_sparse_rows *rows,
     w->sparse_log = log;
 }
 
-int tfenc_writer_set_vectors(tfenc_context *ctx, tfenc_writer *w, int width,
-                             const uint8_t *skip_flags, int n_ids)
+int tfenc_writer_set_skiplist(tfenc_context *ctx, tfenc_writer *w, const uint8_t *skip_flags,
+                              int n_ids)
 {
-    w->vectors_width = width;
     w->skiplist.n_ids = 0;
     w->skiplist.flags = NULL;
     if (skip_flags == NULL)
@@ -412,48 +398,17 @@ int tfenc_writer_set_vectors(tfenc_context *ctx, tfenc_writer *w, int width,
     return TFENC_OK;
 }
 
-/* Room in a writer-owned buffer of int32 (the packed ids and counts). */
-static int reserve_int32(tfenc_context *ctx, int32_t **buffer, size_t *capacity, size_t n)
-{
-    if (n <= *capacity)
-        return TFENC_OK;
-    int32_t *grown = realloc(*buffer, n * sizeof *grown);
-    if (grown == NULL)
-        return tfenc_error(ctx, TFENC_ERR_NO_MEMORY, "out of memory");
-    *buffer = grown;
-    *capacity = n;
-    return TFENC_OK;
-}
-
-/* Multi-vector rows: the kept tokens' vectors packed, then written under
- * their documents' offsets (counted by the feeder with the same rule). */
-static int write_vectors(tfenc_context *ctx, tfenc_writer *w, const tfenc_microbatch *m)
-{
-    const tfenc_batch *b = &m->batch;
-    int status = reserve_int32(ctx, &w->kept_ids, &w->kept_ids_capacity, (size_t)b->n_tokens);
-    if (status == TFENC_OK)
-        status = reserve_int32(ctx, &w->kept_counts, &w->kept_counts_capacity, (size_t)b->n_seq);
-    if (status != TFENC_OK)
-        return status;
-    memcpy(w->kept_ids, b->token_ids, (size_t)b->n_tokens * sizeof *w->kept_ids);
-    tfenc_multivector_pack(&w->skiplist, b->x, w->kept_ids, b->d_model, w->vectors_width,
-                           b->n_seq, b->seq_start, w->kept_counts);
-    return tfenc_output_write_tokens_with_ids(ctx, w->output, b->n_seq, m->indices,
-                                              m->token_offsets, w->kept_counts, w->kept_ids,
-                                              b->x);
-}
-
 /* ------------------------------------------------------------- writing */
 
 int tfenc_writer_write(tfenc_context *ctx, tfenc_writer *w, const tfenc_microbatch *m)
 {
     const tfenc_batch *b = &m->batch;
-    if (w->pooled && b->rows != b->n_seq)
+    if (w->kind->pools && b->rows != b->n_seq)
         return tfenc_error(ctx, TFENC_ERR_PLUGIN,
                            "the model's output has %d rows for %d documents; with "
                            "output_kind = pooled the model must end in pooling",
                            b->rows, b->n_seq);
-    if (!w->pooled && b->rows != b->n_tokens)
+    if (!w->kind->pools && b->rows != b->n_tokens)
         return tfenc_error(ctx, TFENC_ERR_CONFIG,
                            "the model pools its output (%d rows for %d tokens): set [job] "
                            "output_kind = pooled or auto",
@@ -462,19 +417,16 @@ int tfenc_writer_write(tfenc_context *ctx, tfenc_writer *w, const tfenc_microbat
     if (w->chunks != TFENC_CHUNKS_OFF) {
         status = write_chunked(ctx, w, m);
     } else {
-        if (w->pooled && w->scores_width > 0)
-            pack_rows(b->x, b->n_seq, b->d_model, w->scores_width);
-        else if (w->pooled && w->output_dim > 0)
+        /* output_dim, which only pooled rows take: cut and scaled back. */
+        if (w->output_dim > 0)
             truncate_rows(b->x, b->n_seq, b->d_model, w->output_dim);
-        status = w->sparse_log != NULL
-                     ? tfenc_sparse_log_append(ctx, w->sparse_log, w->sparse_rows, m->indices)
-                 : w->pooled
-                     ? tfenc_output_write_pooled(ctx, w->output, b->n_seq, m->indices, b->x)
-                 : w->vectors_width > 0
-                     ? write_vectors(ctx, w, m)
-                     : tfenc_output_write_tokens_with_ids(ctx, w->output, b->n_seq, m->indices,
-                                                          m->token_offsets, m->lengths,
-                                                          b->token_ids, b->x);
+        const tfenc_output_kind_write call = {
+            .output = w->output, .microbatch = m, .width = w->width,
+            .sparse_rows = w->sparse_rows, .sparse_log = w->sparse_log,
+            .skiplist = &w->skiplist, .kept_ids = &w->kept_ids, .kept_counts = &w->kept_counts,
+            .kept_ids_capacity = &w->kept_ids_capacity,
+            .kept_counts_capacity = &w->kept_counts_capacity};
+        status = w->kind->write(ctx, &call);
         const char *id_cursor = m->ids;
         for (int j = 0; status == TFENC_OK && j < b->n_seq; j++)
             status = queue(ctx, w, m->indices[j], m->lengths[j], m->truncated[j], 1,

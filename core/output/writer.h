@@ -12,11 +12,15 @@
 #define TFENC_WRITER_H
 
 #include "output/output.h"
+#include "output/output_kind.h"
 #include "ranks/pipeline.h"
 
 typedef struct tfenc_writer tfenc_writer;
 
-/* output_dim > 0 (pooled only): each row is cut to its first output_dim
+/* kind: what the rows are, whose writer hook writes each microbatch
+ * (output/kinds.h); width: the values of each row it keeps (a head's
+ * scores or vectors: its width; else the row width). output_dim > 0
+ * (pooled only): each row is cut to its first output_dim
  * values and scaled back to unit length, as a Matryoshka model's vectors
  * are used at a smaller width. chunks (pooled only): a long document's
  * chunks are sequences of their own (pipeline.h); with MEAN the writer
@@ -25,8 +29,8 @@ typedef struct tfenc_writer tfenc_writer;
  * n_writers (the job's writing ranks) stretches the group interval past a
  * second when the job has more than 1,000, so that a job never asks the file
  * system for more than about 1,000 syncs a second. */
-int tfenc_writer_create(tfenc_context *ctx, tfenc_output *output, int pooled,
-                        tfenc_output_chunks chunks, int output_dim, int d_model, int n_writers,
+int tfenc_writer_create(tfenc_context *ctx, tfenc_output *output,
+                        const tfenc_output_kind_entry *kind, int width, tfenc_output_chunks chunks, int output_dim, int d_model, int n_writers,
                         const char *path, tfenc_writer **writer_out);
 
 /* A document's row of a chunk-mean output, in place, from the sum of its
@@ -41,10 +45,6 @@ void tfenc_writer_chunk_mean(float *row, int n_chunks, int d, int output_dim, in
  * length, as the rows of documents of one chunk are. */
 void tfenc_writer_set_unit_means(tfenc_writer *w);
 
-/* A pooled writer whose model ends in a head (output kind scores): each
- * row's first `width` values are written as they are. */
-void tfenc_writer_set_scores(tfenc_writer *w, int width);
-
 /* A pooled writer whose model ends in a sparse head (output kind sparse):
  * each microbatch's rows are the ones `rows` holds when it is written
  * (the run fills them during the forward pass), and go to `log`, which
@@ -54,13 +54,14 @@ struct tfenc_sparse_log;
 void tfenc_writer_set_sparse(tfenc_writer *w, const struct tfenc_sparse_rows *rows,
                              struct tfenc_sparse_log *log);
 
-/* A per-token writer whose model ends in a multi-vector head (output kind
- * vectors): each token's first `width` values are written, except for the
- * tokens whose skip_flags[id] is 1 (ids 0 .. n_ids - 1; NULL skips none),
- * under offsets the feeder counted with the same skiplist
- * (output/multivector.h). The flags are copied. */
-int tfenc_writer_set_vectors(tfenc_context *ctx, tfenc_writer *w, int width,
-                             const uint8_t *skip_flags, int n_ids);
+/* The tokens whose vectors a multi-vector writer (output kind vectors)
+ * leaves out: skip_flags[id] is 1 for each (ids 0 .. n_ids - 1; NULL
+ * skips none), the skiplist the feeder counted the offsets with
+ * (output/multivector.h). The kind's writer hook writes each kept token's
+ * first `width` values; other kinds ignore the skiplist. The flags are
+ * copied. */
+int tfenc_writer_set_skiplist(tfenc_context *ctx, tfenc_writer *w, const uint8_t *skip_flags,
+                              int n_ids);
 
 /* Writes the microbatch's rows; its metadata waits for the next group. */
 int tfenc_writer_write(tfenc_context *ctx, tfenc_writer *w, const tfenc_microbatch *microbatch);

@@ -4,6 +4,7 @@
 
 #include "base/context.h"
 #include "job/params.h"
+#include "output/kinds.h"
 #include "output/quantize.h"
 
 #include <jansson.h>

@@ -19,6 +19,7 @@
 #include "matrix/matrix.h"
 #include "ranks/node_arena.h"
 #include "ranks/patient_wait.h"
+#include "output/kinds.h"
 #include "output/output.h"
 #include "output/quantize.h"
 #include "output/ownership.h"
@@ -73,13 +74,11 @@ typedef struct run {
     int64_t timed_tokens;    /* the sample they were measured on */
     int busiest_node[3];     /* --dry-run: ranks, threads, cores of the most oversubscribed node */
     tfenc_model *model;
-    tfenc_output_kind output_kind; /* pooled, tokens, scores, sparse or vectors, once known */
+    const tfenc_output_kind_entry *kind; /* what the job writes (output/kinds.h), once known */
+    int kind_width;          /* a head's width (scores, sparse columns, vectors), else 0 */
     int model_unit_rows;     /* the model's last rows have unit length (its probe) */
-    int scores_width;        /* scores: values per document */
-    int vectors_width;       /* vectors: values per kept token */
     tfenc_multivector_tokens multivector; /* marker, mask and skiplist ids */
     char *labels;            /* scores: the head's id2label (JSON), or NULL */
-    int sparse_width;        /* sparse: columns of a row (the vocabulary size) */
     tfenc_sparse_rows *sparse_rows; /* sparse, last stage: the microbatch's rows */
     tfenc_sparse_log *sparse_log;   /* sparse, last stage: this writer's log */
     uint8_t *sparse_logged;  /* sparse, resumed: the documents with a sound logged row */
@@ -233,8 +232,7 @@ static int run_steps(run *r)
      * pass 1 (which then tokenizes only when token offsets are needed). */
     if (n_stages == 1 && agree_on_failure(r, whole_model(r)))
         return 1;
-    if ((n_stages > 1 || r->output_kind == TFENC_OUTPUT_TOKENS ||
-         r->output_kind == TFENC_OUTPUT_VECTORS ||
+    if ((n_stages > 1 || r->kind->rows == TFENC_ROWS_PER_TOKEN ||
          r->settings.chunks == TFENC_CHUNKS_EACH || r->request->dry_run) &&
         count_rows(r))
         return 1;
@@ -271,7 +269,7 @@ int tfenc_run_job(tfenc_context *ctx, const tfenc_run_request *request, tfenc_ru
     r.request = request;
     r.result = result;
     r.replica_comm = r.writers_comm = MPI_COMM_NULL;
-    r.output_kind = TFENC_OUTPUT_POOLED;
+    r.kind = tfenc_output_kind_entry_of(TFENC_OUTPUT_POOLED);
     r.multivector.marker_id = r.multivector.pad_id = -1;
     MPI_Comm_rank(MPI_COMM_WORLD, &r.rank);
     MPI_Comm_size(MPI_COMM_WORLD, &r.n_ranks);
@@ -592,36 +590,32 @@ static int declared_scores_width(run *r, int *width)
 {
     tfenc_layer_output_kind kind;
     int status = declared_output(r, &kind, width);
-    if (kind != TFENC_LAYER_OUTPUT_SCORES)
+    const tfenc_output_kind_entry *entry = tfenc_output_kind_of_layer(kind, 1);
+    if (entry == NULL || !entry->gated_by_scores)
         *width = 0;
     return status;
 }
 
-/* The [job] keys that apply to some heads only, against the head the
- * model ends in: the multi-vector keys need a multivector head; scores and
- * sparse rows are float32, and compact dtypes need pooled vectors. */
-static int refuse_keys_for_head(run *r, tfenc_layer_output_kind kind)
+/* What the kinds' table decides from: the model's declared output and
+ * whether it pools, and the [job] keys. */
+static tfenc_output_kind_request kind_request(const run *r, const tfenc_layer_output *declared,
+                                              int pools)
 {
     const tfenc_job_settings *s = &r->settings;
-    const char *dtype = tfenc_output_dtype_name(s->dtype);
-    char message[320];
-    if (kind != TFENC_LAYER_OUTPUT_VECTORS && s->multivector_key != NULL)
-        return tfenc_job_settings_key_error(r->ctx, r->job, s->multivector_key,
-                                            "applies to a model that ends in a multivector "
-                                            "head (docs/output.md), and this one does not");
-    if (s->dtype != TFENC_DTYPE_FLOAT32 &&
-        (kind == TFENC_LAYER_OUTPUT_SCORES || kind == TFENC_LAYER_OUTPUT_SPARSE)) {
-        snprintf(message, sizeof message, "%s cannot apply: the model ends in a head that "
-                 "writes %s, which are written as float32 (leave output_dtype out)", dtype,
-                 kind == TFENC_LAYER_OUTPUT_SCORES ? "scores" : "sparse rows");
-        return tfenc_job_settings_key_error(r->ctx, r->job, "output_dtype", message);
-    }
-    if (tfenc_dtype_is_compact(s->dtype) && kind == TFENC_LAYER_OUTPUT_VECTORS) {
-        snprintf(message, sizeof message, "%s cannot apply: it compacts pooled vectors, and the "
-                 "model ends in a multivector head that writes a vector per token", dtype);
-        return tfenc_job_settings_key_error(r->ctx, r->job, "output_dtype", message);
-    }
-    return TFENC_OK;
+    return (tfenc_output_kind_request){
+        .wanted = s->output_kind, .declared = declared->kind, .width = declared->width,
+        .pools = pools, .dtype = s->dtype, .chunks = s->chunks, .output_dim = s->output_dim,
+        .output_ids = s->output_ids, .multivector_key = s->multivector_key,
+        .sparse_top_k = s->sparse_top_k, .sparse_threshold = s->sparse_threshold};
+}
+
+/* A refusal of the kinds' table, at its [job] key's line or after the
+ * job file's path. */
+static int raise_refusal(run *r, const tfenc_output_kind_refusal *refusal)
+{
+    if (refusal->key != NULL)
+        return tfenc_job_settings_key_error(r->ctx, r->job, refusal->key, refusal->message);
+    return tfenc_error(r->ctx, refusal->status, "%s: %s", r->job->path, refusal->message);
 }
 
 /* Before the corpus is read and before ranges are asked for or
@@ -634,11 +628,12 @@ static int check_keys_against_head(run *r)
         return 0;
     int status = TFENC_OK;
     if (r->rank == 0) {
-        tfenc_layer_output_kind kind;
-        int width;
-        status = declared_output(r, &kind, &width);
-        if (status == TFENC_OK)
-            status = refuse_keys_for_head(r, kind);
+        tfenc_layer_output declared = {.struct_size = sizeof declared};
+        status = declared_output(r, &declared.kind, &declared.width);
+        tfenc_output_kind_request request = kind_request(r, &declared, 1);
+        tfenc_output_kind_refusal refusal;
+        if (status == TFENC_OK && tfenc_output_kind_refuse_for_head(&request, &refusal) != TFENC_OK)
+            status = raise_refusal(r, &refusal);
     }
     return agree_on_failure(r, status);
 }
@@ -959,17 +954,22 @@ static int output_width(const run *r)
     return r->settings.output_dim > 0 ? (int)r->settings.output_dim : r->config.d_model;
 }
 
+/* The values of each row the file holds (its d_model): a head's width, or
+ * the model's rows at output_dim. */
+static int row_width(const run *r)
+{
+    return r->kind_width > 0 ? r->kind_width : output_width(r);
+}
+
 /* The rows the file holds have unit length: the model's rows have, and
  * the writer keeps them so (chunk means scaled back), or output_dim scales
  * each pooled row back after cutting it. Compact codes, scores and sparse
  * rows are not vectors of unit length. */
 static int rows_unit_length(const run *r)
 {
-    if (r->output_kind == TFENC_OUTPUT_SCORES || r->output_kind == TFENC_OUTPUT_SPARSE ||
-        tfenc_dtype_is_compact(r->settings.dtype))
+    if (!r->kind->unit_rows || tfenc_dtype_is_compact(r->settings.dtype))
         return 0;
-    return r->model_unit_rows ||
-           (r->output_kind == TFENC_OUTPUT_POOLED && r->settings.output_dim > 0);
+    return r->model_unit_rows || (r->kind->output_dim && r->settings.output_dim > 0);
 }
 
 /* Chunk means the writer scales back to unit length (output_dim does it
@@ -977,7 +977,7 @@ static int rows_unit_length(const run *r)
 static int unit_chunk_means(const run *r)
 {
     return r->settings.chunks == TFENC_CHUNKS_MEAN && r->model_unit_rows &&
-           r->settings.output_dim == 0 && r->output_kind == TFENC_OUTPUT_POOLED;
+           r->settings.output_dim == 0 && r->kind->chunks;
 }
 
 /* Rank 0: the sample through the whole model, its rows folded into r->ranges
@@ -1174,102 +1174,22 @@ static int open_input(run *r)
     return status;
 }
 
-/* The sparse keys against the model: they need a sparse head, and its
- * rows cannot be chunked, cut, compacted or k-limited past their width. */
-static int check_sparse_settings(run *r, int sparse)
-{
-    const tfenc_job_settings *s = &r->settings;
-    const char *path = r->job->path;
-    if (!sparse && (s->sparse_top_k > 0 || s->sparse_threshold > 0))
-        return tfenc_error(r->ctx, TFENC_ERR_CONFIG,
-                           "%s: [job] %s applies to sparse rows, but the model does not end in "
-                           "a sparse head (such as splade)", path,
-                           s->sparse_top_k > 0 ? "sparse_top_k" : "sparse_threshold");
-    if (!sparse)
-        return TFENC_OK;
-    if (s->sparse_top_k > r->sparse_width)
-        return tfenc_error(r->ctx, TFENC_ERR_CONFIG,
-                           "%s: [job] sparse_top_k = %ld is larger than the vocabulary the "
-                           "model's sparse head writes (%d columns)", path, s->sparse_top_k,
-                           r->sparse_width);
-    if (s->chunks != TFENC_CHUNKS_OFF)
-        return tfenc_error(r->ctx, TFENC_ERR_CONFIG,
-                           "%s: [job] long_documents = chunk pools each chunk's vectors, but the "
-                           "model ends in a head that writes sparse rows", path);
-    if (s->output_dim > 0)
-        return tfenc_error(r->ctx, TFENC_ERR_CONFIG,
-                           "%s: [job] output_dim cuts pooled vectors, but the model ends in a "
-                           "head that writes sparse rows", path);
-    if (s->output_ids)
-        return tfenc_error(r->ctx, TFENC_ERR_CONFIG,
-                           "%s: [job] output_ids writes a token id beside each per-token row, "
-                           "but the model ends in a head that writes sparse rows", path);
-    return TFENC_OK;
-}
-
+/* The kind the job writes, asked of the kinds' table, and what it keeps of
+ * the model's declared output (a head's width, its labels). */
 static int decide_output_kind(run *r, int pools, const tfenc_layer_output *declared)
 {
-    tfenc_output_kind wanted = r->settings.output_kind;
-    int scores = declared->kind == TFENC_LAYER_OUTPUT_SCORES;
-    int sparse = declared->kind == TFENC_LAYER_OUTPUT_SPARSE;
-    int vectors = declared->kind == TFENC_LAYER_OUTPUT_VECTORS;
-    r->output_kind = scores    ? TFENC_OUTPUT_SCORES
-                     : sparse  ? TFENC_OUTPUT_SPARSE
-                     : vectors ? TFENC_OUTPUT_VECTORS
-                     : pools   ? TFENC_OUTPUT_POOLED
-                               : TFENC_OUTPUT_TOKENS;
-    r->scores_width = scores ? declared->width : 0;
-    r->sparse_width = sparse ? declared->width : 0;
-    r->vectors_width = vectors ? declared->width : 0;
-    int status = check_sparse_settings(r, sparse);
-    if (status == TFENC_OK)
-        status = refuse_keys_for_head(r, declared->kind);
-    if (status != TFENC_OK)
-        return status;
+    const tfenc_output_kind_request request = kind_request(r, declared, pools);
+    const tfenc_output_kind_entry *kind = NULL;
+    tfenc_output_kind_refusal refusal;
+    if (tfenc_output_kind_decide(&request, &kind, &refusal) != TFENC_OK)
+        return raise_refusal(r, &refusal);
+    r->kind = kind;
+    r->kind_width = kind->head_width ? declared->width : 0;
     free(r->labels);
     r->labels = NULL;
-    if (scores && declared->labels != NULL && (r->labels = strdup(declared->labels)) == NULL)
+    if (kind->has_labels && declared->labels != NULL &&
+        (r->labels = strdup(declared->labels)) == NULL)
         return tfenc_error(r->ctx, TFENC_ERR_NO_MEMORY, "out of memory");
-    if (scores && !pools)
-        return tfenc_error(r->ctx, TFENC_ERR_PLUGIN, "%s: the model's last layer declares "
-                           "scores but leaves one row per token", r->job->path);
-    if (vectors && pools)
-        return tfenc_error(r->ctx, TFENC_ERR_PLUGIN, "%s: the model's last layer declares "
-                           "vectors but leaves one row per sequence", r->job->path);
-    if (wanted != TFENC_OUTPUT_AUTO && wanted != r->output_kind)
-        return tfenc_error(r->ctx, TFENC_ERR_CONFIG,
-                           "%s: output_kind = %s but the model %s", r->job->path,
-                           tfenc_output_kind_name(wanted),
-                           scores    ? "ends in a head that writes scores"
-                           : sparse  ? "ends in a head that writes sparse rows"
-                           : vectors ? "ends in a multi-vector head that writes vectors"
-                           : pools   ? "pools its output" : "does not pool its output");
-    if (scores && r->settings.chunks != TFENC_CHUNKS_OFF)
-        return tfenc_error(r->ctx, TFENC_ERR_CONFIG,
-                           "%s: [job] long_documents = chunk pools each chunk's vectors, but the "
-                           "model ends in a head that writes scores", r->job->path);
-    if (scores && r->settings.output_dim > 0)
-        return tfenc_error(r->ctx, TFENC_ERR_CONFIG,
-                           "%s: [job] output_dim cuts pooled vectors, but the model ends in a "
-                           "head that writes scores", r->job->path);
-    if (!pools && r->settings.chunks != TFENC_CHUNKS_OFF)
-        return tfenc_error(r->ctx, TFENC_ERR_CONFIG,
-                           "%s: [job] long_documents = chunk pools each chunk, but the model "
-                           "does not pool its output", r->job->path);
-    if (!pools && tfenc_dtype_is_compact(r->settings.dtype))
-        return tfenc_error(r->ctx, TFENC_ERR_CONFIG,
-                           "%s: [job] output_dtype = %s applies to pooled vectors, but the model "
-                           "does not pool its output", r->job->path,
-                           tfenc_output_dtype_name(r->settings.dtype));
-    if (pools && r->settings.output_ids)
-        return tfenc_error(r->ctx, TFENC_ERR_CONFIG,
-                           "%s: [job] output_ids writes a token id beside each per-token row, "
-                           "but the model pools its output (end it with pooling mode = none, "
-                           "or no pooling)", r->job->path);
-    if (!pools && r->settings.output_dim > 0)
-        return tfenc_error(r->ctx, TFENC_ERR_CONFIG,
-                           "%s: [job] output_dim cuts pooled vectors, but the model does not "
-                           "pool its output", r->job->path);
     return TFENC_OK;
 }
 
@@ -1556,13 +1476,12 @@ static void describe_plan(run *r)
                            .text_field = r->settings.corpus.text_pair_field != NULL
                                              ? r->settings.corpus.text_field
                                              : NULL,
-                           .output_kind = r->output_kind, .scores_width = r->scores_width,
+                           .kind = r->kind, .width = row_width(r),
                            .unit_norm = rows_unit_length(r),
                            .labels = r->labels, .dtype = r->settings.dtype,
-                           .sparse_width = r->sparse_width,
                            .sparse_top_k = r->settings.sparse_top_k,
                            .sparse_threshold = r->settings.sparse_threshold,
-                           .vectors_width = r->vectors_width, .n_vectors = r->n_rows,
+                           .n_rows = r->n_rows,
                            .n_documents = r->n_documents, .n_tokens = r->n_tokens,
                            .n_sequences = r->n_sequences,
                            .chunked = r->settings.chunks != TFENC_CHUNKS_OFF,
@@ -1933,16 +1852,11 @@ static int open_output(run *r)
         status = tfenc_error(r->ctx, TFENC_ERR_NO_MEMORY, "out of memory");
     if (status == TFENC_OK && tfenc_layout_is_last_stage(l)) {
         tfenc_output_options o = {
-            .path = r->settings.output, .kind = r->output_kind, .dtype = r->settings.dtype,
+            .path = r->settings.output, .kind = r->kind, .dtype = r->settings.dtype,
             .compression = r->settings.compression, .unit_norm = rows_unit_length(r),
             .unit_chunk_means = unit_chunk_means(r),
-            .d_model = r->scores_width > 0         ? r->scores_width
-                       : r->sparse_width > 0        ? r->sparse_width
-                       : r->vectors_width > 0       ? r->vectors_width
-                       : r->settings.output_dim > 0 ? (int)r->settings.output_dim
-                                                    : r->config.d_model,
-            .n_documents = r->n_documents, .n_tokens = r->n_rows,
-            .chunks = r->settings.chunks, .n_chunks = r->n_rows,
+            .width = row_width(r),
+            .n_documents = r->n_documents, .n_rows = r->n_rows, .chunks = r->settings.chunks,
             .has_ids = r->settings.corpus.id_field != NULL,
             .has_token_ids = r->settings.output_ids,
             .has_document_source = needs_document_source(r),
@@ -1981,21 +1895,17 @@ static int open_output(run *r)
             status = tfenc_output_create(r->ctx, writers, &o, &r->output);
         if (status == TFENC_OK)
             status = tfenc_writer_create(r->ctx, r->output,
-                                         r->output_kind != TFENC_OUTPUT_TOKENS &&
-                                             r->output_kind != TFENC_OUTPUT_VECTORS,
+                                         r->kind, row_width(r),
                                          r->settings.chunks, (int)r->settings.output_dim,
                                          r->config.d_model, l->data_parallel, r->settings.output,
                                          &r->writer);
         if (status == TFENC_OK && unit_chunk_means(r))
             tfenc_writer_set_unit_means(r->writer);
-        if (status == TFENC_OK && r->output_kind == TFENC_OUTPUT_SCORES)
-            tfenc_writer_set_scores(r->writer, r->scores_width);
-        if (status == TFENC_OK && r->output_kind == TFENC_OUTPUT_SPARSE)
+        if (status == TFENC_OK && r->kind->rows == TFENC_ROWS_SPARSE)
             status = open_sparse_rows(r, writers, resumed, was_complete);
-        if (status == TFENC_OK && r->output_kind == TFENC_OUTPUT_VECTORS)
-            status = tfenc_writer_set_vectors(r->ctx, r->writer, r->vectors_width,
-                                              r->multivector.skip_flags,
-                                              r->multivector.skiplist.n_ids);
+        if (status == TFENC_OK)
+            status = tfenc_writer_set_skiplist(r->ctx, r->writer, r->multivector.skip_flags,
+                                               r->multivector.skiplist.n_ids);
     }
     free(identity);
     free(provenance);
@@ -2013,7 +1923,7 @@ static int open_output(run *r)
 static tfenc_sparse_settings sparse_settings(const run *r)
 {
     return (tfenc_sparse_settings){.path = r->settings.output, .n_documents = r->n_documents,
-                                   .width = r->sparse_width, .top_k = r->settings.sparse_top_k,
+                                   .width = r->kind_width, .top_k = r->settings.sparse_top_k,
                                    .threshold = r->settings.sparse_threshold};
 }
 
@@ -2041,7 +1951,7 @@ static int open_sparse_rows(run *r, MPI_Comm writers, int resumed, int was_compl
         o->notice(o->user, line);
     }
     if (status == TFENC_OK)
-        status = tfenc_sparse_rows_create(r->ctx, r->sparse_width, r->settings.sparse_top_k,
+        status = tfenc_sparse_rows_create(r->ctx, r->kind_width, r->settings.sparse_top_k,
                                           r->settings.sparse_threshold, &r->sparse_rows);
     if (status == TFENC_OK)
         status = tfenc_sparse_log_open(r->ctx, &settings, writers, resumed, &r->sparse_log);
@@ -2067,13 +1977,13 @@ static int finish_sparse_rows(run *r)
         tokenizer = own;
     if (status == TFENC_OK && tokenizer != NULL) {
         status = tfenc_tokenizer_tokens(r->ctx, tokenizer, &tokens);
-        vocabulary = status == TFENC_OK ? calloc((size_t)r->sparse_width, sizeof *vocabulary)
+        vocabulary = status == TFENC_OK ? calloc((size_t)r->kind_width, sizeof *vocabulary)
                                         : NULL;
         if (status == TFENC_OK && vocabulary == NULL)
             status = tfenc_error(r->ctx, TFENC_ERR_NO_MEMORY, "out of memory");
         /* A model's vocabulary may be padded past the tokenizer's ids. */
         const int known = tfenc_tokenizer_vocab_size(tokenizer);
-        for (int i = 0; vocabulary != NULL && i < r->sparse_width; i++)
+        for (int i = 0; vocabulary != NULL && i < r->kind_width; i++)
             vocabulary[i] = i < known ? tokens[i] : "";
     }
     const tfenc_sparse_settings settings = sparse_settings(r);
@@ -2388,7 +2298,7 @@ static int encode_and_finish(run *r, double start)
     /* The steps before the mark (the sparse CSR): one that failed on any
      * rank leaves the file as it was, incomplete, for a run that resumes. */
     status = TFENC_OK;
-    if (r->output != NULL && r->output_kind == TFENC_OUTPUT_SPARSE)
+    if (r->output != NULL && r->kind->rows == TFENC_ROWS_SPARSE)
         status = finish_sparse_rows(r);
     if (agree_on_failure(r, status)) {
         close_unfinished(r);

@@ -50,15 +50,13 @@ typedef struct tfenc_run_plan {
     const char *weights_path;
     const char *input_path;
     const char *output_path;
-    tfenc_output_kind output_kind; /* pooled, tokens, scores, sparse or vectors */
+    const tfenc_output_kind_entry *kind; /* what the job writes (output/kinds.h) */
+    int width;                     /* the values of a row (the file's d_model) */
     int unit_norm;                 /* the rows will have unit L2 norm (attribute unit_norm) */
-    int scores_width;              /* scores: the head's labels */
     const char *labels;            /* scores: its id2label (JSON), or NULL */
-    int sparse_width;              /* sparse: columns of a row (the vocabulary) */
     long sparse_top_k;             /* sparse: [job] sparse_top_k (0: every value) */
     double sparse_threshold;       /* sparse: [job] sparse_threshold */
-    int vectors_width;             /* vectors: values per kept token */
-    int64_t n_vectors;             /* vectors: the rows kept (skiplist left out) */
+    int64_t n_rows;                /* per-token kinds: the rows (a skiplist's tokens left out) */
     tfenc_output_dtype dtype;
     int64_t n_documents;
     int64_t n_tokens;              /* what the job encodes: each document after truncation,

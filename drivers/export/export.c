@@ -223,7 +223,7 @@ static int describe_file(tfenc_context *ctx, const char *path, const export_layo
     const tfenc_inspection *i = layout->inspection;
     char absolute[PATH_MAX];
     add_text(m, "tfenc.source", realpath(path, absolute) != NULL ? absolute : path);
-    add_text(m, "tfenc.output_kind", tfenc_output_kind_name(layout->kind));
+    add_text(m, "tfenc.output_kind", layout->kind->name);
     add_text(m, "tfenc.dtype", i->dtype);
     add_integer(m, "tfenc.complete", i->complete);
     add_integer(m, "tfenc.n_documents", i->n_documents);
@@ -236,13 +236,23 @@ static int describe_file(tfenc_context *ctx, const char *path, const export_layo
     if (status != TFENC_OK)
         return status;
     add_json(m, "tfenc.corpus_shards", shards);
-    if (layout->kind == TFENC_OUTPUT_SCORES)
-        add_text(m, "tfenc.id2label", i->id2label != NULL ? i->id2label : "");
+    /* The kind's own attributes (output/kinds.h), as the inspection read them. */
+    const struct { const char *attribute, *key, *value; } own[] = {
+        {"id2label", "tfenc.id2label", i->id2label != NULL ? i->id2label : ""},
+        {"multivector_mode", "tfenc.multivector_mode", i->multivector_mode},
+        {"multivector_marker", "tfenc.multivector_marker", i->multivector_marker},
+        {"multivector_skiplist", "tfenc.multivector_skiplist", i->multivector_skiplist},
+        {"multivector_query_padding", "tfenc.multivector_query_padding",
+         i->multivector_query_padding}};
+    for (const tfenc_output_kind_attribute *a = layout->kind->attributes; a->name != NULL; a++)
+        for (size_t k = 0; k < sizeof own / sizeof own[0]; k++)
+            if (strcmp(a->name, own[k].attribute) == 0)
+                add_text(m, own[k].key, own[k].value);
     if (layout->ranges != NULL) {
         add_json(m, "tfenc.quantization_ranges", ranges_json(layout->ranges, layout->width));
         add_text(m, "tfenc.quantization_ranges_source", i->quantization_source);
     }
-    if (layout->kind == TFENC_OUTPUT_SPARSE) {
+    if (layout->rows == EXPORT_ROWS_SPARSE) {
         add_integer(m, "tfenc.sparse_top_k", i->sparse_top_k);
         char threshold[32];
         snprintf(threshold, sizeof threshold, "%.17g", i->sparse_threshold);
@@ -254,12 +264,6 @@ static int describe_file(tfenc_context *ctx, const char *path, const export_layo
                 return status;
             add_json(m, "tfenc.vocabulary", vocabulary);
         }
-    }
-    if (layout->kind == TFENC_OUTPUT_VECTORS) {
-        add_text(m, "tfenc.multivector_mode", i->multivector_mode);
-        add_text(m, "tfenc.multivector_marker", i->multivector_marker);
-        add_text(m, "tfenc.multivector_skiplist", i->multivector_skiplist);
-        add_text(m, "tfenc.multivector_query_padding", i->multivector_query_padding);
     }
     return m->failed ? tfenc_error(ctx, TFENC_ERR_NO_MEMORY, "%s: out of memory", path)
                      : TFENC_OK;
@@ -426,7 +430,7 @@ int export_to_parquet(tfenc_context *ctx, const export_options *options,
     const export_layout *layout = export_reader_layout(reader);
     summary->n_documents = layout->inspection->n_documents;
     summary->complete = layout->inspection->complete;
-    snprintf(summary->kind, sizeof summary->kind, "%s", tfenc_output_kind_name(layout->kind));
+    snprintf(summary->kind, sizeof summary->kind, "%s", layout->kind->name);
     describe_columns(layout, &table);
     if ((status = describe_file(ctx, options->input, layout, &m)) != TFENC_OK)
         goto done;

@@ -13,6 +13,7 @@
 #include <hdf5.h>
 
 #include "base/context.h"
+#include "output/kinds.h"
 #include "base/files.h"
 #include "base/float16.h"
 #include "base/hdf5_error.h"
@@ -90,7 +91,7 @@ static int open_required(tfenc_context *ctx, export_reader *reader, const char *
     *dataset = open_optional(reader->file, name);
     if (*dataset < 0)
         return tfenc_error(ctx, TFENC_ERR_CONFIG, "%s: an output of kind %s has no dataset "
-                           "'%s'", reader->path, tfenc_output_kind_name(reader->layout.kind),
+                           "'%s'", reader->path, reader->layout.kind->name,
                            name);
     return TFENC_OK;
 }
@@ -124,27 +125,30 @@ static int check_shape(tfenc_context *ctx, const export_reader *reader, hid_t da
                        reader->path, name, rank == 1 ? "a list" : "a table", rows);
 }
 
+static int has_dataset(void *file, const char *name)
+{
+    int found = H5Lexists(*(hid_t *)file, name, H5P_DEFAULT) > 0;
+    H5Eclear2(H5E_DEFAULT);
+    return found;
+}
+
 /* The output kind: the attribute, or for files older than it the rows'
  * dataset. */
 static int find_kind(tfenc_context *ctx, export_reader *reader)
 {
     const char *name = reader->inspection.output_kind;
     if (name == NULL) {
-        static const struct { const char *dataset; tfenc_output_kind kind; } by_dataset[] = {
-            {"vectors", TFENC_OUTPUT_VECTORS}, {"hidden", TFENC_OUTPUT_TOKENS},
-            {"scores", TFENC_OUTPUT_SCORES},   {"sparse_indptr", TFENC_OUTPUT_SPARSE},
-            {"embeddings", TFENC_OUTPUT_POOLED}};
-        for (size_t i = 0; i < sizeof by_dataset / sizeof *by_dataset; i++)
-            if (H5Lexists(reader->file, by_dataset[i].dataset, H5P_DEFAULT) > 0) {
-                reader->layout.kind = by_dataset[i].kind;
-                H5Eclear2(H5E_DEFAULT);
-                return TFENC_OK;
-            }
-        H5Eclear2(H5E_DEFAULT);
-        return tfenc_error(ctx, TFENC_ERR_CONFIG, "%s: no attribute 'output_kind' and no rows "
-                           "dataset tfenc-export knows", reader->path);
+        const tfenc_output_kind_entry *kind =
+            tfenc_output_kind_from_datasets(has_dataset, &reader->file);
+        /* The kind a file without telling datasets defaults to must have its own. */
+        const int found = has_dataset(&reader->file, kind->telling_dataset);
+        if (!found)
+            return tfenc_error(ctx, TFENC_ERR_CONFIG, "%s: no attribute 'output_kind' and no "
+                               "rows dataset tfenc-export knows", reader->path);
+        reader->layout.kind = kind;
+        return TFENC_OK;
     }
-    if (tfenc_output_kind_from_name(name, &reader->layout.kind) != TFENC_OK)
+    if ((reader->layout.kind = tfenc_output_kind_named(name)) == NULL)
         return tfenc_error(ctx, TFENC_ERR_CONFIG, "%s: output_kind '%s' is not one tfenc-export "
                            "knows (pooled, tokens, scores, sparse, vectors)", reader->path, name);
     return TFENC_OK;
@@ -310,6 +314,14 @@ static int open_metadata(tfenc_context *ctx, export_reader *reader)
     return status;
 }
 
+/* The dataset that says where each document's rows begin. */
+static const char *offsets_name(const export_layout *layout)
+{
+    return layout->rows == EXPORT_ROWS_SPARSE ? "sparse_indptr"
+           : layout->kind->offsets_dataset != NULL ? layout->kind->offsets_dataset
+                                                   : "chunk_offsets";
+}
+
 /* The datasets of the file's kind, checked against each other. */
 static int open_rows(tfenc_context *ctx, export_reader *reader)
 {
@@ -317,23 +329,18 @@ static int open_rows(tfenc_context *ctx, export_reader *reader)
     const int64_t n = reader->n_documents;
     int64_t dims[2] = {0, 0};
     int status = TFENC_OK;
-    switch (layout->kind) {
-    case TFENC_OUTPUT_POOLED:
-        layout->rows_name = "embeddings";
-        reader->offsets = open_optional(reader->file, "chunk_offsets");
+    layout->rows_name = layout->kind->rows_dataset;
+    switch (layout->kind->rows) {
+    case TFENC_ROWS_PER_DOCUMENT:
+        /* Every chunk's vector, with long_documents = chunk, each. */
+        reader->offsets = layout->kind->chunks ? open_optional(reader->file, "chunk_offsets") : -1;
         layout->rows = reader->offsets >= 0 ? EXPORT_ROWS_RUNS : EXPORT_ROWS_ONE;
         break;
-    case TFENC_OUTPUT_SCORES:
-        layout->rows_name = "scores";
-        layout->rows = EXPORT_ROWS_ONE;
-        break;
-    case TFENC_OUTPUT_TOKENS:
-    case TFENC_OUTPUT_VECTORS:
-        layout->rows_name = layout->kind == TFENC_OUTPUT_TOKENS ? "hidden" : "vectors";
+    case TFENC_ROWS_PER_TOKEN:
         layout->rows = EXPORT_ROWS_RUNS;
-        status = open_required(ctx, reader, "offsets", &reader->offsets);
+        status = open_required(ctx, reader, layout->kind->offsets_dataset, &reader->offsets);
         break;
-    case TFENC_OUTPUT_SPARSE:
+    case TFENC_ROWS_SPARSE:
         layout->rows_name = "sparse_values";
         layout->rows = EXPORT_ROWS_SPARSE;
         /* Its rows are written when the job completes (core/output/sparse.h). */
@@ -346,8 +353,6 @@ static int open_rows(tfenc_context *ctx, export_reader *reader)
         if (status == TFENC_OK)
             status = open_required(ctx, reader, "sparse_indices", &reader->indices);
         break;
-    case TFENC_OUTPUT_AUTO:
-        break;
     }
     if (status == TFENC_OK)
         status = open_required(ctx, reader, layout->rows_name, &reader->rows);
@@ -359,20 +364,18 @@ static int open_rows(tfenc_context *ctx, export_reader *reader)
     layout->width = dims[1];
     if (status == TFENC_OK && reader->offsets >= 0)
         status = check_shape(ctx, reader, reader->offsets,
-                             layout->rows == EXPORT_ROWS_SPARSE ? "sparse_indptr"
-                             : layout->kind == TFENC_OUTPUT_POOLED ? "chunk_offsets" : "offsets",
-                             1, n + 1, dims);
+                             offsets_name(layout), 1, n + 1, dims);
     if (status == TFENC_OK && reader->indices >= 0)
         status = check_shape(ctx, reader, reader->indices, "sparse_indices", 1, reader->n_rows,
                              dims);
     if (status == TFENC_OK)
         status = find_element(ctx, reader);
     /* What goes with the rows: a token's id, a chunk's count and start. */
-    reader->token_ids = layout->rows == EXPORT_ROWS_RUNS && layout->kind != TFENC_OUTPUT_POOLED
+    reader->token_ids = layout->rows == EXPORT_ROWS_RUNS && layout->kind->token_ids
                             ? open_optional(reader->file, "token_ids")
                             : -1;
     reader->chunks = open_optional(reader->file, "chunks");
-    reader->chunk_starts = layout->rows == EXPORT_ROWS_RUNS && layout->kind == TFENC_OUTPUT_POOLED
+    reader->chunk_starts = layout->rows == EXPORT_ROWS_RUNS && layout->kind->chunks
                                ? open_optional(reader->file, "chunk_starts")
                                : -1;
     if (status == TFENC_OK && reader->token_ids >= 0)
@@ -387,7 +390,7 @@ static int open_rows(tfenc_context *ctx, export_reader *reader)
     layout->has_chunk_starts = reader->chunk_starts >= 0;
     if (status == TFENC_OK && layout->element != EXPORT_FLOAT32)
         status = read_ranges(ctx, reader);
-    if (status == TFENC_OK && layout->kind == TFENC_OUTPUT_SPARSE)
+    if (status == TFENC_OK && layout->rows == EXPORT_ROWS_SPARSE)
         status = read_strings(ctx, reader, "vocabulary", &reader->vocabulary,
                               &layout->vocabulary_size);
     layout->vocabulary = reader->vocabulary;
@@ -503,11 +506,7 @@ static int load_window(tfenc_context *ctx, export_reader *reader, int64_t first)
     int status = read_rows(ctx, reader, reader->lengths, "lengths", first, lengths, 0,
                            H5T_NATIVE_INT32, reader->window_lengths);
     if (status == TFENC_OK && reader->offsets >= 0)
-        status = read_rows(ctx, reader, reader->offsets,
-                           reader->layout.rows == EXPORT_ROWS_SPARSE ? "sparse_indptr"
-                           : reader->layout.kind == TFENC_OUTPUT_POOLED ? "chunk_offsets"
-                                                                        : "offsets",
-                           first, count + 1, 0, H5T_NATIVE_INT64, reader->window_offsets);
+        status = read_rows(ctx, reader, reader->offsets, offsets_name(&reader->layout), first, count + 1, 0, H5T_NATIVE_INT64, reader->window_offsets);
     if (status == TFENC_OK && reader->chunks >= 0)
         status = read_rows(ctx, reader, reader->chunks, "chunks", first, count, 0,
                            H5T_NATIVE_INT32, reader->window_chunks);
@@ -533,9 +532,9 @@ static int find_rows(tfenc_context *ctx, export_reader *reader, int64_t document
     if (document + 1 == reader->n_documents || reader->window_lengths[i + 1] >= 0
         || layout->rows == EXPORT_ROWS_SPARSE)
         end = reader->window_offsets[i + 1];
-    else if (layout->kind == TFENC_OUTPUT_TOKENS)
+    else if (layout->kind->token_rows)
         end = start + reader->window_lengths[i];
-    else if (layout->kind == TFENC_OUTPUT_POOLED && reader->chunks >= 0)
+    else if (layout->kind->chunks && reader->chunks >= 0)
         end = start + reader->window_chunks[i];
     if (end < 0) {
         *rows = -1;

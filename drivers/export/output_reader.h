@@ -30,6 +30,7 @@
 #include "export/parquet.h"
 #include "output/inspect.h"
 #include "output/output.h"
+#include "output/output_kind.h"
 
 /* How a file's documents own their rows. */
 typedef enum export_rows {
@@ -44,7 +45,7 @@ typedef struct export_reader export_reader;
 /* What the file holds, for naming the columns. */
 typedef struct export_layout {
     const tfenc_inspection *inspection; /* its attributes, corpus_shards, counts */
-    tfenc_output_kind kind;
+    const tfenc_output_kind_entry *kind; /* output/kinds.h */
     export_rows rows;
     const char *rows_name;   /* embeddings, scores, hidden, vectors; sparse_values */
     export_element element;  /* of a row's values as read (16-bit floats widened to float32) */

@@ -12,6 +12,7 @@
 #include <mpi.h>
 
 #include "base/context.h"
+#include "output/kinds.h"
 #include "output/output.h"
 
 enum { N_DOCUMENTS = 1000, D_MODEL = 12, CALL_DOCUMENTS = 7 };
@@ -50,11 +51,11 @@ int main(int argc, char **argv)
     }
     tfenc_context ctx;
     tfenc_context_init(&ctx);
-    tfenc_output_options options = {.path = argv[1], .d_model = D_MODEL,
+    tfenc_output_options options = {.path = argv[1], .width = D_MODEL,
                                     .n_documents = N_DOCUMENTS, .has_ids = 1,
                                     .job_text = "[job]\ninput = corpus.txt\n",
                                     .weights_sha256 = "0123abcd"};
-    if (tfenc_output_kind_from_name(argv[2], &options.kind) != TFENC_OK
+    if ((options.kind = tfenc_output_kind_named(argv[2])) == NULL
         || tfenc_output_dtype_from_name(argv[3], &options.dtype) != TFENC_OK
         || tfenc_output_compression_from_name(argv[4], &options.compression) != TFENC_OK) {
         fprintf(stderr, "mpi_output: bad arguments\n");
@@ -67,7 +68,7 @@ int main(int argc, char **argv)
     int64_t offsets[N_DOCUMENTS + 1] = {0};
     for (int64_t g = 0; g < N_DOCUMENTS; g++)
         offsets[g + 1] = offsets[g] + document_length(g);
-    options.n_tokens = offsets[N_DOCUMENTS];
+    options.n_rows = offsets[N_DOCUMENTS];
     /* This rank's documents and its longest id. */
     int64_t mine[N_DOCUMENTS];
     int n_mine = 0;
@@ -142,7 +143,7 @@ int main(int argc, char **argv)
             lengths[j] = document_length(g);
             truncated[j] = (int32_t)(g % 4);
             call_ids[j] = ids[g];
-            if (options.kind == TFENC_OUTPUT_POOLED) {
+            if (options.kind->id == TFENC_OUTPUT_POOLED) {
                 for (int c = 0; c < D_MODEL; c++)
                     rows[j * D_MODEL + c] = value(g, 0, c);
             } else {
@@ -152,7 +153,7 @@ int main(int argc, char **argv)
                 packed += lengths[j];
             }
         }
-        status = options.kind == TFENC_OUTPUT_POOLED
+        status = options.kind->id == TFENC_OUTPUT_POOLED
             ? tfenc_output_write_pooled(&ctx, out, n, indices, rows)
             : tfenc_output_write_tokens(&ctx, out, n, indices, token_offsets, lengths, rows);
         if (status == TFENC_OK)

@@ -20,6 +20,7 @@
 #include "base/clock.h"
 #include "base/context.h"
 #include "output/fingerprint.h"
+#include "output/kinds.h"
 #include "output/output.h"
 #include "input/windows.h"
 #include "ranks/work_queue.h"
@@ -87,8 +88,8 @@ int main(int argc, char **argv)
     const int64_t n_documents = n_windows * window;
     char path[4096];
     snprintf(path, sizeof path, "%s/calibrate-%d.h5", argv[1], n_ranks);
-    tfenc_output_options options = {.path = path, .kind = TFENC_OUTPUT_POOLED,
-                                    .dtype = TFENC_DTYPE_FLOAT32, .d_model = d_model,
+    tfenc_output_options options = {.path = path, .kind = &tfenc_output_kinds[TFENC_OUTPUT_POOLED],
+                                    .dtype = TFENC_DTYPE_FLOAT32, .width = d_model,
                                     .n_documents = n_documents, .layout = "calibrate"};
     tfenc_output *out = NULL;
     MPI_Comm writers = n_ranks > 1 ? MPI_COMM_WORLD : MPI_COMM_NULL;
