@@ -195,10 +195,30 @@ int import_write_weights(importer *self, const char *path)
                 goto done;
             }
         }
-        /* A block of rows starts first_row rows into the tensor. */
+        /* A block of rows starts first_row rows into the tensor; a
+         * transposed one (dims[1] rows of dims[0] values in the source)
+         * is turned in place at the start of data, which it no longer
+         * needs. */
         size_t row_size = item->rank > 1 ? (size_t)item->dims[1] : 1;
+        const float *block = data + (size_t)item->first_row * row_size;
+        if (item->transposed) {
+            const size_t rows = (size_t)item->dims[1], columns = (size_t)item->dims[0];
+            float *turned = malloc(rows * columns * sizeof *turned);
+            if (turned == NULL) {
+                status = tfenc_error(ctx, TFENC_ERR_NO_MEMORY, "out of memory for tensor '%s'",
+                                     item->source);
+                goto done;
+            }
+            const float *source = data + (size_t)item->first_row * columns;
+            for (size_t r = 0; r < rows; r++)
+                for (size_t k = 0; k < columns; k++)
+                    turned[k * rows + r] = source[r * columns + k];
+            memcpy(data, turned, rows * columns * sizeof *turned);
+            free(turned);
+            block = data;
+        }
         status = write_dataset(self, path, file, create_groups, item->target, item->rank,
-                               item->dims, data + (size_t)item->first_row * row_size);
+                               item->dims, block);
         if (status != TFENC_OK)
             goto done;
         free(data);
