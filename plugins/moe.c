@@ -67,13 +67,17 @@ typedef struct moe {
     const float *router; /* [E, d], owned by the host */
     const float *bias;   /* [d] or NULL, owned by the host */
     expert *expert;      /* [E]; the linear maps belong to the host */
+    long long *routed;   /* [E]: tokens each expert got since create() (the counters
+                          * --dry-run prints) */
 } moe;
 
 static void moe_destroy(void *instance)
 {
     moe *layer = instance;
-    if (layer != NULL)
+    if (layer != NULL) {
         free(layer->expert);
+        free(layer->routed);
+    }
     free(layer);
 }
 
@@ -139,7 +143,8 @@ static int moe_create(tfenc_context *ctx, const tfenc_layer_init *init, void **i
                            "token cannot go to the same expert twice)", top_k, experts);
 
     moe *layer = calloc(1, sizeof *layer);
-    if (layer == NULL || (layer->expert = calloc((size_t)experts, sizeof *layer->expert)) == NULL) {
+    if (layer == NULL || (layer->expert = calloc((size_t)experts, sizeof *layer->expert)) == NULL ||
+        (layer->routed = calloc((size_t)experts, sizeof *layer->routed)) == NULL) {
         moe_destroy(layer);
         return tfenc_error(ctx, TFENC_ERR_NO_MEMORY, "moe: out of memory");
     }
@@ -273,7 +278,7 @@ static void route(const moe *layer, const float *row, int32_t *choice, float *we
 
 static int moe_forward(void *instance, tfenc_context *ctx, tfenc_batch *batch, void *workspace)
 {
-    const moe *layer = instance;
+    moe *layer = instance;
     int status = layers_check_width(ctx, "moe", batch, layer->d_model);
     if (status)
         return status;
@@ -293,6 +298,7 @@ static int moe_forward(void *instance, tfenc_context *ctx, tfenc_batch *batch, v
     for (size_t i = 0; i < (size_t)rows * k; i++)
         w.offset[w.choice[i] + 1]++;
     for (int e = 0; e < experts; e++) {
+        layer->routed[e] += w.offset[e + 1];
         w.offset[e + 1] += w.offset[e];
         w.cursor[e] = w.offset[e];
     }
@@ -353,6 +359,27 @@ static double moe_flops(const void *instance, double mean_seq_len)
            2.0 * layer->top_k * 2.0 * layer->d_model * layer->hidden;
 }
 
+/* The tokens each expert got: --dry-run prints them for its timing sample
+ * (tfenc/plugin.h's counters), so that a user sees how the corpus spreads
+ * over the experts, which the per-token FLOPs cannot tell. */
+static int moe_counters(const void *instance, const char **label, int *n,
+                        const long long **values)
+{
+    const moe *layer = instance;
+    *label = "tokens per expert";
+    *n = layer->experts;
+    *values = layer->routed;
+    return TFENC_OK;
+}
+
+static const tfenc_counters_extension moe_counters_extension = {
+    .struct_size = sizeof moe_counters_extension, .counters = moe_counters};
+
+static const void *moe_extension(const char *uri)
+{
+    return strcmp(uri, TFENC_COUNTERS_URI) == 0 ? &moe_counters_extension : NULL;
+}
+
 /* The keys moe_create() reads (shown by --list-plugins). */
 static const tfenc_param_info moe_params[] = {
     {"experts", TFENC_PARAM_INT, NULL, "number of experts (rows of router_weight)",
@@ -384,4 +411,5 @@ const tfenc_layer_descriptor tfenc_layers_moe = {
     .destroy = moe_destroy,
     .workspace_size = moe_workspace_size,
     .flops_per_token = moe_flops,
+    .extension = moe_extension,
 };

@@ -42,6 +42,26 @@ else
   fail "tfenc-import: $(cat "$work/import.log")"
 fi
 
+# --dry-run's cost: under each moe step, its tokens per expert over the
+# timing sample, k = 2 per token (the other steps have none).
+if [ -f "$job" ]; then
+  checks=$((checks + 1))
+  "$batch" --dry-run --set "job.input=$sentences" --set "job.output=$work/dry.h5" "$job" \
+    >"$work/dry.txt" 2>&1 || true
+  "$python" - "$work/dry.txt" <<'PYTHON' || fail "--dry-run's tokens per expert: $(cat "$work/dry.txt")"
+import re, sys
+text = open(sys.argv[1]).read()
+timed = int(re.search(r"each step timed on (\d+) tokens", text).group(1))
+rows = [line for line in text.splitlines() if "tokens per expert:" in line]
+counts = [[int(v) for v in line.split(":")[1].split()] for line in rows]
+moe_steps = re.findall(r"step +\d+ +layer_(\d+)\.0\.ffn +moe ", text)
+ok = (moe_steps == ["1", "3"] and len(counts) == 2
+      and all(len(c) == 8 and sum(c) == 2 * timed for c in counts))
+print(f"--dry-run: tokens per expert of moe steps {moe_steps} over {timed} tokens: {counts}")
+sys.exit(not ok)
+PYTHON
+fi
+
 # The rest compares numbers and layouts (normal build); the sanitizer
 # build's memory paths are the import and the job above.
 if [ -z "${TFENC_SANITIZER_BUILD:-}" ] && [ -f "$job" ]; then
