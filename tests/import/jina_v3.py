@@ -154,6 +154,22 @@ class Reference:
         return h[0]
 
 
+def write_mean_pooling(directory, transformer_type, width):
+    """sentence-transformers' modules: the transformer, mean Pooling and
+    Normalize."""
+    modules = [{"idx": 0, "name": "transformer", "path": "", "type": transformer_type},
+               {"idx": 1, "name": "pooler", "path": "1_Pooling",
+                "type": "sentence_transformers.models.Pooling"},
+               {"idx": 2, "name": "normalizer", "path": "2_Normalize",
+                "type": "sentence_transformers.models.Normalize"}]
+    with open(os.path.join(directory, "modules.json"), "w") as f:
+        json.dump(modules, f)
+    os.makedirs(os.path.join(directory, "1_Pooling"), exist_ok=True)
+    with open(os.path.join(directory, "1_Pooling", "config.json"), "w") as f:
+        json.dump({"word_embedding_dimension": width, "pooling_mode_mean_tokens": True,
+                   "pooling_mode_cls_token": False, "pooling_mode_max_tokens": False}, f)
+
+
 def write_folder(directory, tokenizer, weights):
     from safetensors.torch import save_file
     config = {"model_type": "xlm-roberta", "architectures": ["XLMRobertaLoRA"],
@@ -170,17 +186,7 @@ def write_folder(directory, tokenizer, weights):
         json.dump(config, f, indent=2)
     save_file({name: tensor.contiguous() for name, tensor in weights.items()},
               os.path.join(directory, "model.safetensors"))
-    modules = [{"idx": 0, "name": "transformer", "path": "", "type": "custom_st.Transformer"},
-               {"idx": 1, "name": "pooler", "path": "1_Pooling",
-                "type": "sentence_transformers.models.Pooling"},
-               {"idx": 2, "name": "normalizer", "path": "2_Normalize",
-                "type": "sentence_transformers.models.Normalize"}]
-    with open(os.path.join(directory, "modules.json"), "w") as f:
-        json.dump(modules, f)
-    os.makedirs(os.path.join(directory, "1_Pooling"), exist_ok=True)
-    with open(os.path.join(directory, "1_Pooling", "config.json"), "w") as f:
-        json.dump({"word_embedding_dimension": D, "pooling_mode_mean_tokens": True,
-                   "pooling_mode_cls_token": False, "pooling_mode_max_tokens": False}, f)
+    write_mean_pooling(directory, "custom_st.Transformer", D)
     with open(os.path.join(directory, "config_sentence_transformers.json"), "w") as f:
         json.dump({"prompts": INSTRUCTIONS, "default_prompt_name": None}, f)
 

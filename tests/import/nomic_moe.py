@@ -40,7 +40,7 @@ import torch
 import torch.nn.functional as F
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from jina_v3 import make_tokenizer  # noqa: E402
+from jina_v3 import make_tokenizer, write_mean_pooling  # noqa: E402
 from reference_models import attend, rotary, split_heads  # noqa: E402
 
 D, HEADS, LAYERS, FFN, EXPERTS, TOP_K, EVERY = 64, 4, 4, 128, 8, 2, 2
@@ -187,17 +187,7 @@ def write_folder(directory, tokenizer, weights):
         json.dump(config_json(len(tokenizer)), f, indent=2)
     save_file({name: tensor.contiguous() for name, tensor in weights.items()},
               os.path.join(directory, "model.safetensors"))
-    modules = [{"idx": 0, "name": "0", "path": "", "type": "sentence_transformers.models.Transformer"},
-               {"idx": 1, "name": "1", "path": "1_Pooling",
-                "type": "sentence_transformers.models.Pooling"},
-               {"idx": 2, "name": "2", "path": "2_Normalize",
-                "type": "sentence_transformers.models.Normalize"}]
-    with open(os.path.join(directory, "modules.json"), "w") as f:
-        json.dump(modules, f)
-    os.makedirs(os.path.join(directory, "1_Pooling"), exist_ok=True)
-    with open(os.path.join(directory, "1_Pooling", "config.json"), "w") as f:
-        json.dump({"word_embedding_dimension": D, "pooling_mode_mean_tokens": True,
-                   "pooling_mode_cls_token": False, "pooling_mode_max_tokens": False}, f)
+    write_mean_pooling(directory, "sentence_transformers.models.Transformer", D)
 
 
 def bad_folder(model_dir, directory, weights):

@@ -21,6 +21,7 @@ trap 'rm -rf "$work"' EXIT
 failures=0
 checks=0
 fail() { failures=$((failures + 1)); echo "FAIL: $*"; }
+. "$here/folder_checks.sh"
 
 HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 "$generate" "$work/generated" "$TFENC_VENV_PYTHON" \
   "$here/nomic_moe.py" make "$sentences" "$work/generated"
@@ -65,57 +66,18 @@ fi
 # The rest compares numbers and layouts (normal build); the sanitizer
 # build's memory paths are the import and the job above.
 if [ -z "${TFENC_SANITIZER_BUILD:-}" ] && [ -f "$job" ]; then
-  # Two ranks in windows of 8 documents: the 1x1 file bit for bit.
-  for ranks in 1 2; do
-    "$mpiexec" -n "$ranks" "$batch" --quiet --set "job.input=$sentences" \
-      --set "job.output=$work/ranks-$ranks.h5" --set job.window_documents=8 \
-      --set job.threads=1 "$job"
-  done
-  checks=$((checks + 1))
-  "$python" -c "import h5py, sys
-a, b = (h5py.File(p, 'r') for p in sys.argv[1:3])
-sys.exit(not (a.attrs['complete'] == b.attrs['complete'] == 1
-              and a['embeddings'][()].tobytes() == b['embeddings'][()].tobytes()))" \
-    "$work/ranks-1.h5" "$work/ranks-2.h5" && echo "nomic-moe at 2 x 1: bitwise equal to 1x1" \
-    || fail "nomic-moe at 2 x 1 differs from 1x1"
+  ranks_bitwise nomic-moe "$job" "$sentences"
 
   # The matrix precisions on the float32 weights. int8 has parity.sh's bar;
   # bf16 has the same one, not parity.sh's 0.9999: its rounding moves about
   # 1.6% of the routers' choices (tokens whose k-th and (k+1)-th expert are
   # within it), and a token that changes expert changes by a whole expert's
   # output. PyTorch's products in bf16 do the same to the reference (min
-  # cosine 0.99961 on the first 200 lines, 0.99999 with the routes held to
+  # cosine 0.99961 on the first 200 lines, 0.999986 with the routes held to
   # fp32's): a property of routing, not of tfenc's bf16 (docs/models.md).
-  for case in "bf16 0.999" "int8 0.999"; do
-    set -- $case
-    checks=$((checks + 1))
-    if "$batch" --quiet --set "job.input=$sentences" --set "job.output=$work/out-$1.h5" \
-         --set job.threads=2 --set "model.precision=$1" "$job" 2>"$work/notice-$1.txt"; then
-      "$python" "$here/compare_embeddings.py" "$reference" "$work/out-$1.h5" \
-        "nomic-moe precision $1" "$2" 1 || failures=$((failures + 1))
-      runs=$1
-      ! grep -q "fp32 runs instead" "$work/notice-$1.txt" || runs=fp32
-      "$python" "$here/check_precision_attributes.py" "$work/out-$1.h5" "$1" "$2" "$runs" \
-        || failures=$((failures + 1))
-    else
-      fail "the precision = $1 job failed: $(cat "$work/notice-$1.txt")"
-    fi
-  done
+  precisions nomic-moe "$job" "$sentences" "$reference" 0.999 0.999
 fi
 
-refused() { # LABEL FOLDER EXPECTED-TEXT: one line, non-zero, no output
-  checks=$((checks + 1))
-  rm -f "$work/refused.h5" "$work/refused.ini"
-  if "$import" "$2" -o "$work/refused.h5" --job "$work/refused.ini" >"$work/refused.log" 2>&1
-  then
-    fail "$1: tfenc-import accepted it"
-  elif [ "$(wc -l <"$work/refused.log")" -ne 1 ] || ! grep -qF "$3" "$work/refused.log" \
-      || [ -e "$work/refused.h5" ] || [ -e "$work/refused.ini" ]; then
-    fail "$1: expected one line with '$3' and no output, got: $(cat "$work/refused.log")"
-  else
-    echo "$1: refused: $(cat "$work/refused.log")"
-  fi
-}
 refused "7 experts under num_experts 8" "$work/generated/bad-experts" \
   "bad-experts/model.safetensors: tensor 'encoder.layers.1.mlp.router.layer.weight' has 7 rows (experts), config.json's num_experts is 8"
 refused "an expert tensor missing" "$work/generated/missing-expert" \
