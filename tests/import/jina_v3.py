@@ -37,7 +37,7 @@ import torch
 import torch.nn.functional as F
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from reference_models import attend, rotary, split_heads  # noqa: E402
+from reference_models import rotary_self_attention  # noqa: E402
 
 D, HEADS, LAYERS, FFN = 64, 4, 2, 128
 TASKS = ["retrieval.query", "retrieval.passage", "separation", "classification",
@@ -141,13 +141,9 @@ class Reference:
              + self.embedding("roberta.embeddings.token_type_embeddings",
                               torch.zeros_like(ids)))
         h = self.norm("roberta.emb_ln", h)[None]
-        head_dim = D // HEADS
         for layer in range(LAYERS):
             prefix = f"roberta.encoder.layers.{layer}"
-            q, k, v = self.linear(f"{prefix}.mixer.Wqkv", h).split(D, dim=-1)
-            q = rotary(split_heads(q, HEADS), BASE, head_dim)
-            k = rotary(split_heads(k, HEADS), BASE, head_dim)
-            context = attend(q, k, split_heads(v, HEADS))
+            context = rotary_self_attention(self.linear(f"{prefix}.mixer.Wqkv", h), HEADS, BASE)
             h = self.norm(f"{prefix}.norm1", h + self.linear(f"{prefix}.mixer.out_proj", context))
             inner = F.gelu(self.linear(f"{prefix}.mlp.fc1", h))
             h = self.norm(f"{prefix}.norm2", h + self.linear(f"{prefix}.mlp.fc2", inner))

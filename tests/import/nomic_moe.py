@@ -41,7 +41,7 @@ import torch.nn.functional as F
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from jina_v3 import make_tokenizer, write_mean_pooling  # noqa: E402
-from reference_models import attend, rotary, split_heads  # noqa: E402
+from reference_models import rotary_self_attention  # noqa: E402
 
 D, HEADS, LAYERS, FFN, EXPERTS, TOP_K, EVERY = 64, 4, 4, 128, 8, 2, 2
 PAD_MULTIPLE, BASE, EPS = 64, 10000.0, 1e-5
@@ -130,13 +130,9 @@ class Reference:
         h = (w["embeddings.word_embeddings.weight"][ids]
              + w["embeddings.token_type_embeddings.weight"][torch.zeros_like(ids)])
         h = self.norm("emb_ln", h)[None]
-        head_dim = D // HEADS
         for layer in range(LAYERS):
             prefix = f"encoder.layers.{layer}"
-            q, k, v = self.linear(f"{prefix}.attn.Wqkv", h).split(D, dim=-1)
-            q = rotary(split_heads(q, HEADS), BASE, head_dim)
-            k = rotary(split_heads(k, HEADS), BASE, head_dim)
-            context = attend(q, k, split_heads(v, HEADS))
+            context = rotary_self_attention(self.linear(f"{prefix}.attn.Wqkv", h), HEADS, BASE)
             h = self.norm(f"{prefix}.norm1", h + self.linear(f"{prefix}.attn.out_proj", context))
             if is_moe(layer):
                 mlp = self.moe(prefix, h[0], layer // EVERY)[None]
