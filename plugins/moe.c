@@ -200,7 +200,7 @@ typedef struct moe_workspace {
     int32_t *slot;     /* [rows, k]: the token's row among the gathered ones */
     int32_t *offset;   /* [E + 1]: first gathered row of each expert */
     int32_t *cursor;   /* [E] */
-    double *probability; /* [E]: the router's, of one token at a time */
+    double *probability; /* [rows, E]: the router's */
     float *gathered;   /* [rows k, d]: inputs by expert, then their outputs */
     void *hidden;      /* [MOE_CHUNK_ROWS, f] in the maps' element type */
 } moe_workspace;
@@ -211,7 +211,7 @@ static size_t moe_layout(const moe *layer, size_t rows, moe_workspace *w, char *
     const size_t chunk = rows < MOE_CHUNK_ROWS ? rows : MOE_CHUNK_ROWS;
     const size_t sizes[] = {rows * k * sizeof(int32_t), rows * k * sizeof(float),
                             rows * k * sizeof(int32_t), (experts + 1) * sizeof(int32_t),
-                            experts * sizeof(int32_t), experts * sizeof(double),
+                            experts * sizeof(int32_t), rows * experts * sizeof(double),
                             rows * k * (size_t)layer->d_model * sizeof(float),
                             chunk * (size_t)layer->hidden * sizeof(float)};
     void **pieces[] = {(void **)&w->choice, (void **)&w->weight, (void **)&w->slot,
@@ -287,10 +287,10 @@ static int moe_forward(void *instance, tfenc_context *ctx, tfenc_batch *batch, v
     moe_workspace w;
     moe_layout(layer, (size_t)rows, &w, workspace);
 
-    /* Routing: each token on its own. */
-    for (int t = 0; t < rows; t++)
-        route(layer, batch->x + (size_t)t * d, w.choice + (size_t)t * k,
-              w.weight + (size_t)t * k, w.probability);
+    /* Routing: each token on its own, over the rank's threads. */
+    TFENC_PARALLEL_FOR(t, rows, (double)rows * experts * d,
+                       route(layer, batch->x + (size_t)t * d, w.choice + (size_t)t * k,
+                             w.weight + (size_t)t * k, w.probability + (size_t)t * experts));
 
     /* Group the tokens by expert, in token order within each. */
     for (int e = 0; e <= experts; e++)

@@ -82,13 +82,22 @@ refused "7 experts under num_experts 8" "$work/generated/bad-experts" \
   "bad-experts/model.safetensors: tensor 'encoder.layers.1.mlp.router.layer.weight' has 7 rows (experts), config.json's num_experts is 8"
 refused "an expert tensor missing" "$work/generated/missing-expert" \
   "missing-expert/model.safetensors: tensor 'encoder.layers.3.mlp.experts.mlp.w2' not found"
-top_k="$work/top-k"
-cp -r "$model" "$top_k"
-"$python" -c "import json, sys
+edited() { # NAME PYTHON-DICT: a copy of the model at $work/NAME, config.json updated
+  cp -r "$model" "$work/$1"
+  "$python" -c "import json, sys
 path = sys.argv[1] + '/config.json'
-d = json.load(open(path)); d['moe_top_k'] = 9
-json.dump(d, open(path, 'w'))" "$top_k"
-refused "moe_top_k 9 of 8 experts" "$top_k" "top-k/config.json: moe_top_k 9 exceeds num_experts 8"
+d = json.load(open(path)); d.update($2)
+json.dump(d, open(path, 'w'))" "$work/$1"
+}
+edited top-k "{'moe_top_k': 9}"
+refused "moe_top_k 9 of 8 experts" "$work/top-k" "top-k/config.json: moe_top_k 9 exceeds num_experts 8"
+# What tfenc does not compute: a token's experts chosen by the whole batch,
+# shared experts, and another MoE implementation's tensors.
+edited expert-choice "{'expert_choice_router': True}"
+refused "expert choice" "$work/expert-choice" \
+  "expert-choice/config.json: expert_choice_router = true is not supported"
+edited shared "{'num_shared_experts': 1}"
+refused "a shared expert" "$work/shared" "shared/config.json: num_shared_experts 1 is not supported"
 
 echo "nomic_moe.sh: $((checks - failures)) passed, $failures failed"
 [ "$failures" -eq 0 ]
