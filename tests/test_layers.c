@@ -1282,6 +1282,15 @@ static void test_moe_errors(void)
     CU_ASSERT(message_has(&h, "router_weight has 4 rows"));
     harness_close(&h);
 
+    /* a router of 3 experts beside the maps of a fourth */
+    harness_open(&h, MOE_D, 0, 512);
+    moe_add(&h, &m, 3, -1);
+    harness_add(&h, "experts/3/in_weight", 2, (int64_t[]){MOE_F, MOE_D}, m.in_w[3]);
+    harness_add(&h, "experts/3/out_weight", 2, (int64_t[]){MOE_D, MOE_F}, m.out_w[3]);
+    CU_ASSERT_EQUAL(harness_create(&h, "moe", "experts = 3\n"), TFENC_ERR_WEIGHTS);
+    CU_ASSERT(message_has(&h, "experts/3/in_weight, more experts than experts = 3"));
+    harness_close(&h);
+
     /* an expert without its second map */
     harness_open(&h, MOE_D, 0, 512);
     moe_add(&h, &m, MOE_E, 2);
