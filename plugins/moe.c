@@ -257,10 +257,12 @@ static void route(const moe *layer, const float *row, int32_t *choice, float *we
         probability[e] /= sum;
     for (int r = 0; r < layer->top_k; r++) {
         /* Strictly greater: an equal probability keeps the lower index. A
-         * chosen expert is marked below zero, so none is chosen twice. */
+         * chosen expert is marked -1, so none is chosen twice; a NaN (a
+         * non-finite input, which the host then reports) still leaves a
+         * valid expert chosen. */
         int best = -1;
         for (int e = 0; e < experts; e++)
-            if (probability[e] >= 0.0 && (best < 0 || probability[e] > probability[best]))
+            if (probability[e] != -1.0 && (best < 0 || probability[e] > probability[best]))
                 best = e;
         choice[r] = best;
         weight[r] = (float)probability[best];

@@ -1256,6 +1256,51 @@ static void test_moe_batch_invariance(void)
     batch_free(&crowd);
 }
 
+/* A NaN row (a non-finite input the host reports after the layer) still
+ * routes to valid experts: its output is NaN and the other rows are the
+ * bits they are without it. */
+static void test_moe_nan_row(void)
+{
+    moe_weights m;
+    moe_fill(&m);
+    test_batch clean, poisoned;
+    batch_make(&clean, lengths, N_SEQ, MOE_D);
+    batch_make(&poisoned, lengths, N_SEQ, MOE_D);
+    fill(clean.x, N_TOKENS * MOE_D, -2, 2);
+    memcpy(poisoned.x, clean.x, sizeof(float) * N_TOKENS * MOE_D);
+    for (int j = 0; j < MOE_D; j++)
+        poisoned.x[5 * MOE_D + j] = NAN;
+    test_batch *batches[2] = {&clean, &poisoned};
+    for (int i = 0; i < 2; i++) {
+        harness h;
+        harness_open(&h, MOE_D, 0, 512);
+        moe_add(&h, &m, MOE_E, -1);
+        CU_ASSERT_EQUAL_FATAL(harness_create(&h, "moe", "experts = 4\n"), TFENC_OK);
+        CU_ASSERT_EQUAL(harness_forward(&h, &batches[i]->batch), TFENC_OK);
+        /* Its counters (what --dry-run prints): every token went to 2
+         * experts, the NaN one too. */
+        const tfenc_counters_extension *counters = h.descriptor->extension(TFENC_COUNTERS_URI);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(counters);
+        const char *label;
+        const long long *values;
+        int n = 0;
+        CU_ASSERT_EQUAL(counters->counters(h.instance, &label, &n, &values), TFENC_OK);
+        CU_ASSERT_STRING_EQUAL(label, "tokens per expert");
+        CU_ASSERT_EQUAL_FATAL(n, MOE_E);
+        long long routed = 0;
+        for (int e = 0; e < n; e++)
+            routed += values[e];
+        CU_ASSERT_EQUAL(routed, 2 * N_TOKENS);
+        harness_close(&h);
+    }
+    CU_ASSERT(isnan(poisoned.x[5 * MOE_D]));
+    CU_ASSERT(memcmp(clean.x, poisoned.x, sizeof(float) * 5 * MOE_D) == 0);
+    CU_ASSERT(memcmp(clean.x + 6 * MOE_D, poisoned.x + 6 * MOE_D,
+                     sizeof(float) * (N_TOKENS - 6) * MOE_D) == 0);
+    batch_free(&clean);
+    batch_free(&poisoned);
+}
+
 static void test_moe_errors(void)
 {
     moe_weights m;
@@ -1337,6 +1382,7 @@ static const test_case layers_cases[] = {
     {"moe against the reference, top_k 1..E, normalized or not", test_moe_against_reference},
     {"moe ties in expert order, idle experts", test_moe_ties_and_idle_experts},
     {"moe rows independent of their batch", test_moe_batch_invariance},
+    {"moe a NaN row harms no other", test_moe_nan_row},
     {"moe key and weight errors", test_moe_errors},
     {NULL, NULL}};
 
