@@ -67,6 +67,15 @@ fi
 # build's memory paths are the import and the job above.
 if [ -z "${TFENC_SANITIZER_BUILD:-}" ] && [ -f "$job" ]; then
   ranks_bitwise nomic-moe "$job" "$sentences"
+  # Two threads route the tokens and run the experts' row blocks in
+  # parallel: the one-thread file bit for bit.
+  checks=$((checks + 1))
+  "$batch" --quiet --set "job.input=$sentences" --set "job.output=$work/threads-2.h5" \
+    --set job.window_documents=8 --set job.threads=2 "$job"
+  "$python" -c "import h5py, sys
+a, b = (h5py.File(p, 'r')['embeddings'][()] for p in sys.argv[1:3])
+sys.exit(a.tobytes() != b.tobytes())" "$work/ranks-1.h5" "$work/threads-2.h5" \
+    && echo "nomic-moe with 2 threads: bitwise equal to 1" || fail "nomic-moe with 2 threads differs"
 
   # The matrix precisions on the float32 weights. int8 has parity.sh's bar;
   # bf16 has the same one, not parity.sh's 0.9999: its rounding moves about
