@@ -751,8 +751,10 @@ static int plan_moe(importer *self, int capacity, const char *prefix, const char
         snprintf(item->target, sizeof item->target, "/encoder/%d/ffn/out_bias", layer);
         item->rank = 1;
         item->dims[0] = item->source_rows = d;
-        for (int e = 0; e < experts; e++)
-            for (int part = 0; part < 2; part++) {
+        /* Every expert's block of w1, then of w2: the writer reads each
+         * tensor once for its consecutive blocks. */
+        for (int part = 0; part < 2; part++)
+            for (int e = 0; e < experts; e++) {
                 item = &self->plan[self->plan_count++];
                 snprintf(item->source, sizeof item->source, "%sencoder.layers.%d.mlp.experts.mlp.w%d",
                          prefix, layer, part + 1);
