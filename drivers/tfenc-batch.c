@@ -15,6 +15,7 @@
 #include "output/kinds.h"
 #include "output/quantize.h"
 #include "run/run.h"
+#include "run/step_timing.h"
 #include "launcher.h"
 #include "singleton.h"
 #include "status.h"
@@ -298,6 +299,10 @@ static void print_step(const tfenc_run_plan *p, int i, const char *indent)
                                  ? ", plus the step's input (before its norm)"
                                  : ", plus the step's input")
                           : "");
+    /* What the step's layer counted over the timed sample (a mixture of
+     * experts' tokens per expert). */
+    if (p->step_notes != NULL && p->step_notes[(size_t)i * TFENC_STEP_NOTE_BYTES] != '\0')
+        printf("  %s            %s\n", indent, p->step_notes + (size_t)i * TFENC_STEP_NOTE_BYTES);
     if (step->output_norm_section != NULL) {
         char output_norm_name[300];
         snprintf(output_norm_name, sizeof output_norm_name, "%s.output_norm", step->name);

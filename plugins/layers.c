@@ -1,8 +1,8 @@
 /* Entry point of the layers plugin: enumerates the per-token and pooling
  * layer types (embedding, sinusoidal, ffn, layernorm, rmsnorm, pooling), the
- * classification head (classifier), the sparse masked-LM head (splade) and
- * the multi-vector head (multivector) and the static-embedding model
- * (static_embedding). */
+ * classification head (classifier), the sparse masked-LM head (splade),
+ * the multi-vector head (multivector), the static-embedding model
+ * (static_embedding) and the mixture-of-experts block (moe). */
 #include "layers.h"
 
 /* Each type's source file declares it next to its descriptor
@@ -18,6 +18,7 @@ static const tfenc_layer_descriptor *const layer_types[] = {
     &tfenc_layers_splade,
     &tfenc_layers_multivector,
     &tfenc_layers_static_embedding,
+    &tfenc_layers_moe,
 };
 
 TFENC_EXPORT const tfenc_layer_descriptor *tfenc_plugin_descriptor(unsigned index);

@@ -24,6 +24,7 @@ extern const tfenc_layer_descriptor tfenc_layers_classifier; /* plugins/classifi
 extern const tfenc_layer_descriptor tfenc_layers_splade;     /* plugins/splade.c */
 extern const tfenc_layer_descriptor tfenc_layers_multivector; /* plugins/multivector.c */
 extern const tfenc_layer_descriptor tfenc_layers_static_embedding; /* plugins/static_embedding.c */
+extern const tfenc_layer_descriptor tfenc_layers_moe;        /* plugins/moe.c */
 
 /* Workspace pieces start on 64-byte boundaries, like the workspace itself,
  * so that every piece is as well aligned as the GEMM backend expects. */

@@ -28,19 +28,22 @@ tests_import_test_torch_checkpoint_LDADD = tests/harness/libunit.la core/libtfen
 # checkpoints.sh: legacy tensor names, sharded safetensors, pytorch_model.bin,
 # and bad or hostile folders (a pickle that would run code);
 # jina_v3.sh: jina-embeddings-v3's rotary XLM-R with a task's LoRA adapter
-# merged (--task), against the published code's math, and bad adapters.
+# merged (--task), against the published code's math, and bad adapters;
+# nomic_moe.sh: nomic-embed-text-v2-moe's mixture-of-experts layers against
+# contrastors' and megablocks' math, and folders of the wrong experts.
 dist_check_SCRIPTS += tests/import/import.sh tests/import/parity.sh tests/import/parity_mpnet.sh \
 	tests/import/fetch_mpnet.sh tests/import/architectures.sh \
 	tests/import/st_features.sh tests/import/st_chunks.sh tests/import/heads.sh \
 	tests/import/head_file.sh \
 	tests/import/pairs.sh tests/import/deberta.sh tests/import/checkpoints.sh \
-	tests/import/jina_v3.sh tests/import/gte.sh
+	tests/import/jina_v3.sh tests/import/gte.sh tests/import/nomic_moe.sh
 TESTS += tests/import/import.sh tests/import/architectures.sh tests/import/st_features.sh \
 	tests/import/st_chunks.sh tests/import/heads.sh tests/import/head_file.sh \
 	tests/import/pairs.sh tests/import/deberta.sh \
-	tests/import/checkpoints.sh tests/import/jina_v3.sh tests/import/gte.sh
+	tests/import/checkpoints.sh tests/import/jina_v3.sh tests/import/gte.sh tests/import/nomic_moe.sh
 FEWER_CASES_UNDER_SANITIZERS += tests/import/st_features.sh tests/import/st_chunks.sh \
-	tests/import/heads.sh tests/import/architectures.sh tests/import/jina_v3.sh
+	tests/import/heads.sh tests/import/architectures.sh tests/import/jina_v3.sh \
+	tests/import/nomic_moe.sh
 # Reference comparisons of real models, normal build only (tests/local.mk):
 # under the sanitizers every architecture's layers and tfenc-import mapping
 # run in architectures.sh (small random models: MPNet's relative positions

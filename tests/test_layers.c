@@ -1068,6 +1068,289 @@ static void test_ffn_bf16_int8_against_fp32(void)
     }
 }
 
+/* ------------------------------------------------------------------ moe */
+
+enum { MOE_D = 8, MOE_F = 12, MOE_E = 4 };
+
+typedef struct moe_weights {
+    float router[MOE_E * MOE_D];
+    float in_w[MOE_E][MOE_F * MOE_D], out_w[MOE_E][MOE_D * MOE_F];
+    float bias[MOE_D];
+} moe_weights;
+
+static void moe_fill(moe_weights *m)
+{
+    fill(m->router, MOE_E * MOE_D, -1, 1);
+    for (int e = 0; e < MOE_E; e++) {
+        fill(m->in_w[e], MOE_F * MOE_D, -0.9, 0.9);
+        fill(m->out_w[e], MOE_D * MOE_F, -0.3, 0.3);
+    }
+    fill(m->bias, MOE_D, -0.5, 0.5);
+}
+
+/* The weights of `experts` experts (at most MOE_E), expert `skip` without
+ * its out_weight (-1: none skipped). */
+static void moe_add(harness *h, const moe_weights *m, int experts, int skip)
+{
+    harness_add(h, "router_weight", 2, (int64_t[]){experts, MOE_D}, m->router);
+    for (int e = 0; e < experts; e++) {
+        char name[48];
+        snprintf(name, sizeof name, "experts/%d/in_weight", e);
+        harness_add(h, name, 2, (int64_t[]){MOE_F, MOE_D}, m->in_w[e]);
+        snprintf(name, sizeof name, "experts/%d/out_weight", e);
+        if (e != skip)
+            harness_add(h, name, 2, (int64_t[]){MOE_D, MOE_F}, m->out_w[e]);
+    }
+    harness_add(h, "out_bias", 1, (int64_t[]){MOE_D}, m->bias);
+}
+
+/* Expert e of `m` on row x, in double, plus weight times it into y. */
+static void moe_reference_expert(const moe_weights *m, int e, const double *x, double weight,
+                                 double *y)
+{
+    double hidden[MOE_F], out[MOE_D];
+    reference_linear(hidden, x, m->in_w[e], NULL, MOE_D, MOE_F);
+    for (int k = 0; k < MOE_F; k++)
+        hidden[k] = reference_activation("gelu", hidden[k]);
+    reference_linear(out, hidden, m->out_w[e], NULL, MOE_F, MOE_D);
+    for (int j = 0; j < MOE_D; j++)
+        y[j] += weight * out[j];
+}
+
+/* megablocks' LearnedRouter in double on one row: softmax, the top k
+ * (highest first, equal ones by ascending expert), normalized by the
+ * q-norm when q > 0, into chosen[] and weights[]. */
+static void moe_reference_route(const moe_weights *m, const double *x, int k, double q,
+                                int *chosen, double *weights)
+{
+    double p[MOE_E], largest = -INFINITY, sum = 0.0;
+    for (int e = 0; e < MOE_E; e++) {
+        reference_linear(&p[e], x, m->router + e * MOE_D, NULL, MOE_D, 1);
+        largest = fmax(largest, p[e]);
+    }
+    for (int e = 0; e < MOE_E; e++)
+        sum += p[e] = exp(p[e] - largest);
+    int taken[MOE_E] = {0};
+    for (int r = 0; r < k; r++) {
+        int best = -1;
+        for (int e = 0; e < MOE_E; e++)
+            if (!taken[e] && (best < 0 || p[e] > p[best]))
+                best = e;
+        taken[best] = 1;
+        chosen[r] = best;
+        weights[r] = p[best] / sum;
+    }
+    if (q > 0) {
+        double norm = 0.0;
+        for (int r = 0; r < k; r++)
+            norm += pow(weights[r], q);
+        for (int r = 0; r < k; r++)
+            weights[r] /= pow(norm, 1.0 / q);
+    }
+}
+
+/* The moe layer against the reference on a mixed batch, for top_k 1..E
+ * with and without normalization; every expert's rows are compared. */
+static void test_moe_against_reference(void)
+{
+    moe_weights m;
+    moe_fill(&m);
+    const double norms[] = {0.0, 1.0, 2.0};
+    for (int k = 1; k <= MOE_E; k++)
+        for (int n = 0; n < 3; n++) {
+            harness h;
+            harness_open(&h, MOE_D, 0, 512);
+            moe_add(&h, &m, MOE_E, -1);
+            char keys[128];
+            snprintf(keys, sizeof keys, "experts = %d\ntop_k = %d\nnormalize = %g\n", MOE_E, k,
+                     norms[n]);
+            CU_ASSERT_EQUAL_FATAL(harness_create(&h, "moe", keys), TFENC_OK);
+            CU_ASSERT_DOUBLE_EQUAL(h.descriptor->flops_per_token(h.instance, 10.0),
+                                   2.0 * MOE_D * MOE_E + 4.0 * k * MOE_D * MOE_F, 0.5);
+            test_batch b;
+            batch_make(&b, lengths, N_SEQ, MOE_D);
+            fill(b.x, N_TOKENS * MOE_D, -2, 2);
+            double want[N_TOKENS * MOE_D] = {0};
+            int used[MOE_E] = {0};
+            for (int t = 0; t < N_TOKENS; t++) {
+                double x[MOE_D], weights[MOE_E];
+                int chosen[MOE_E];
+                for (int j = 0; j < MOE_D; j++)
+                    x[j] = b.x[t * MOE_D + j];
+                moe_reference_route(&m, x, k, norms[n], chosen, weights);
+                for (int r = 0; r < k; r++) {
+                    moe_reference_expert(&m, chosen[r], x, weights[r], want + t * MOE_D);
+                    used[chosen[r]] = 1;
+                }
+                for (int j = 0; j < MOE_D; j++)
+                    want[t * MOE_D + j] += m.bias[j];
+            }
+            /* The random router spreads the 13 tokens over several experts. */
+            CU_ASSERT(used[0] + used[1] + used[2] + used[3] >= (k < 2 ? 2 : 3));
+            CU_ASSERT_EQUAL(harness_forward(&h, &b.batch), TFENC_OK);
+            assert_close(b.x, want, N_TOKENS * MOE_D, keys);
+            batch_free(&b);
+            harness_close(&h);
+        }
+}
+
+/* A router whose rows are all zero gives every expert probability 1/E:
+ * the top k are experts 0 .. k-1, in that order, each once (with k = E,
+ * all of them: none twice), and experts k .. E-1 get no tokens at all. */
+static void test_moe_ties_and_idle_experts(void)
+{
+    moe_weights m;
+    moe_fill(&m);
+    memset(m.router, 0, sizeof m.router);
+    for (int k = 1; k <= MOE_E; k++) {
+        harness h;
+        harness_open(&h, MOE_D, 0, 512);
+        moe_add(&h, &m, MOE_E, -1);
+        char keys[64];
+        snprintf(keys, sizeof keys, "experts = %d\ntop_k = %d\n", MOE_E, k);
+        CU_ASSERT_EQUAL_FATAL(harness_create(&h, "moe", keys), TFENC_OK);
+        test_batch b;
+        batch_make(&b, lengths, N_SEQ, MOE_D);
+        fill(b.x, N_TOKENS * MOE_D, -2, 2);
+        double want[N_TOKENS * MOE_D] = {0};
+        for (int t = 0; t < N_TOKENS; t++) {
+            double x[MOE_D];
+            for (int j = 0; j < MOE_D; j++)
+                x[j] = b.x[t * MOE_D + j];
+            for (int e = 0; e < k; e++)
+                moe_reference_expert(&m, e, x, 1.0 / MOE_E, want + t * MOE_D);
+            for (int j = 0; j < MOE_D; j++)
+                want[t * MOE_D + j] += m.bias[j];
+        }
+        CU_ASSERT_EQUAL(harness_forward(&h, &b.batch), TFENC_OK);
+        assert_close(b.x, want, N_TOKENS * MOE_D, keys);
+        batch_free(&b);
+        harness_close(&h);
+    }
+}
+
+/* A token's output is the same bits alone as among 300 others, whichever
+ * of them share its experts (several of the host's row blocks each). */
+static void test_moe_batch_invariance(void)
+{
+    moe_weights m;
+    moe_fill(&m);
+    const int many[] = {1, 150, 149};
+    test_batch alone, crowd;
+    batch_make(&alone, many, 1, MOE_D);
+    batch_make(&crowd, many, 3, MOE_D);
+    fill(crowd.x, 300 * MOE_D, -2, 2);
+    memcpy(alone.x, crowd.x, sizeof(float) * MOE_D);
+    test_batch *batches[2] = {&alone, &crowd};
+    for (int i = 0; i < 2; i++) {
+        harness h;
+        harness_open(&h, MOE_D, 0, 512);
+        h.init.limits = (tfenc_limits){.max_tokens = 300, .max_seq_len = 150, .max_seqs = 3};
+        moe_add(&h, &m, MOE_E, -1);
+        CU_ASSERT_EQUAL_FATAL(harness_create(&h, "moe", "experts = 4\n"), TFENC_OK);
+        CU_ASSERT_EQUAL(harness_forward(&h, &batches[i]->batch), TFENC_OK);
+        harness_close(&h);
+    }
+    CU_ASSERT(memcmp(alone.x, crowd.x, sizeof(float) * MOE_D) == 0);
+    batch_free(&alone);
+    batch_free(&crowd);
+}
+
+/* A NaN row (a non-finite input the host reports after the layer) still
+ * routes to valid experts: its output is NaN and the other rows are the
+ * bits they are without it. */
+static void test_moe_nan_row(void)
+{
+    moe_weights m;
+    moe_fill(&m);
+    test_batch clean, poisoned;
+    batch_make(&clean, lengths, N_SEQ, MOE_D);
+    batch_make(&poisoned, lengths, N_SEQ, MOE_D);
+    fill(clean.x, N_TOKENS * MOE_D, -2, 2);
+    memcpy(poisoned.x, clean.x, sizeof(float) * N_TOKENS * MOE_D);
+    for (int j = 0; j < MOE_D; j++)
+        poisoned.x[5 * MOE_D + j] = NAN;
+    test_batch *batches[2] = {&clean, &poisoned};
+    for (int i = 0; i < 2; i++) {
+        harness h;
+        harness_open(&h, MOE_D, 0, 512);
+        moe_add(&h, &m, MOE_E, -1);
+        CU_ASSERT_EQUAL_FATAL(harness_create(&h, "moe", "experts = 4\n"), TFENC_OK);
+        CU_ASSERT_EQUAL(harness_forward(&h, &batches[i]->batch), TFENC_OK);
+        /* Its counters (what --dry-run prints): every token went to 2
+         * experts, the NaN one too. */
+        const tfenc_counters_extension *counters = h.descriptor->extension(TFENC_COUNTERS_URI);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(counters);
+        const char *label;
+        const long long *values;
+        int n = 0;
+        CU_ASSERT_EQUAL(counters->counters(h.instance, &label, &n, &values), TFENC_OK);
+        CU_ASSERT_STRING_EQUAL(label, "tokens per expert");
+        CU_ASSERT_EQUAL_FATAL(n, MOE_E);
+        long long routed = 0;
+        for (int e = 0; e < n; e++)
+            routed += values[e];
+        CU_ASSERT_EQUAL(routed, 2 * N_TOKENS);
+        harness_close(&h);
+    }
+    CU_ASSERT(isnan(poisoned.x[5 * MOE_D]));
+    CU_ASSERT(memcmp(clean.x, poisoned.x, sizeof(float) * 5 * MOE_D) == 0);
+    CU_ASSERT(memcmp(clean.x + 6 * MOE_D, poisoned.x + 6 * MOE_D,
+                     sizeof(float) * (N_TOKENS - 6) * MOE_D) == 0);
+    batch_free(&clean);
+    batch_free(&poisoned);
+}
+
+static void test_moe_errors(void)
+{
+    moe_weights m;
+    moe_fill(&m);
+    harness h;
+
+    harness_open(&h, MOE_D, 0, 512);
+    moe_add(&h, &m, MOE_E, -1);
+    CU_ASSERT_EQUAL(harness_create(&h, "moe", "experts = 4\ntop_k = 5\n"), TFENC_ERR_CONFIG);
+    CU_ASSERT(message_has(&h, "top_k = 5 exceeds experts = 4"));
+    harness_close(&h);
+
+    /* the weights of 3 experts under experts = 4 */
+    harness_open(&h, MOE_D, 0, 512);
+    moe_add(&h, &m, 3, -1);
+    CU_ASSERT_EQUAL(harness_create(&h, "moe", "experts = 4\n"), TFENC_ERR_WEIGHTS);
+    CU_ASSERT(message_has(&h, "router_weight has 3 rows (experts) but the job says experts = 4"));
+    harness_close(&h);
+
+    /* 4 experts' weights under experts = 3: the router's rows say so */
+    harness_open(&h, MOE_D, 0, 512);
+    moe_add(&h, &m, MOE_E, -1);
+    CU_ASSERT_EQUAL(harness_create(&h, "moe", "experts = 3\n"), TFENC_ERR_WEIGHTS);
+    CU_ASSERT(message_has(&h, "router_weight has 4 rows"));
+    harness_close(&h);
+
+    /* a router of 3 experts beside the maps of a fourth */
+    harness_open(&h, MOE_D, 0, 512);
+    moe_add(&h, &m, 3, -1);
+    harness_add(&h, "experts/3/in_weight", 2, (int64_t[]){MOE_F, MOE_D}, m.in_w[3]);
+    harness_add(&h, "experts/3/out_weight", 2, (int64_t[]){MOE_D, MOE_F}, m.out_w[3]);
+    CU_ASSERT_EQUAL(harness_create(&h, "moe", "experts = 3\n"), TFENC_ERR_WEIGHTS);
+    CU_ASSERT(message_has(&h, "experts/3/in_weight, more experts than experts = 3"));
+    harness_close(&h);
+
+    /* an expert without its second map */
+    harness_open(&h, MOE_D, 0, 512);
+    moe_add(&h, &m, MOE_E, 2);
+    CU_ASSERT_EQUAL(harness_create(&h, "moe", "experts = 4\n"), TFENC_ERR_WEIGHTS);
+    CU_ASSERT(message_has(&h, "experts/2/out_weight"));
+    harness_close(&h);
+
+    /* experts is required */
+    harness_open(&h, MOE_D, 0, 512);
+    moe_add(&h, &m, MOE_E, -1);
+    CU_ASSERT_EQUAL(harness_create(&h, "moe", "top_k = 2\n"), TFENC_ERR_CONFIG);
+    CU_ASSERT(message_has(&h, "experts"));
+    harness_close(&h);
+}
+
 static const test_case layers_cases[] = {
     {"descriptors", test_descriptors},
     {"embedding plain", test_embedding_plain},
@@ -1096,6 +1379,11 @@ static const test_case layers_cases[] = {
     {"pooling keys only when the batch masks keys", test_pooling_masked_keys},
     {"bf16 rounding", test_round_bf16},
     {"ffn bf16 and int8 against fp32", test_ffn_bf16_int8_against_fp32},
+    {"moe against the reference, top_k 1..E, normalized or not", test_moe_against_reference},
+    {"moe ties in expert order, idle experts", test_moe_ties_and_idle_experts},
+    {"moe rows independent of their batch", test_moe_batch_invariance},
+    {"moe a NaN row harms no other", test_moe_nan_row},
+    {"moe key and weight errors", test_moe_errors},
     {NULL, NULL}};
 
 const test_suite test_suites[] = {

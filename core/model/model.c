@@ -1285,6 +1285,23 @@ static void destroy_instance(layer_instance *layer)
     free(layer->scope);
 }
 
+int tfenc_model_step_counters(const tfenc_model *model, int step, const char **label, int *n,
+                              const long long **values)
+{
+    if (step < model->first_step || step >= model->first_step + model->n_steps)
+        return TFENC_ERR_NOT_FOUND;
+    const layer_instance *layer = &model->steps[step - model->first_step].layer;
+    const tfenc_counters_extension *counters =
+        layer->descriptor->extension != NULL
+            ? layer->descriptor->extension(TFENC_COUNTERS_URI)
+            : NULL;
+    if (counters == NULL || counters->struct_size < sizeof *counters ||
+        counters->counters == NULL ||
+        counters->counters(layer->instance, label, n, values) != TFENC_OK || *n < 1)
+        return TFENC_ERR_NOT_FOUND;
+    return TFENC_OK;
+}
+
 void tfenc_model_destroy(tfenc_model *model)
 {
     if (model == NULL)

@@ -154,6 +154,10 @@ int tfenc_model_nonfinite_sequence(const tfenc_model *model);
  * answers with a negative or non-finite count is an error naming it. */
 int tfenc_model_step_flops(tfenc_context *ctx, const tfenc_model *model, int step,
                            double mean_seq_len, double *flops);
+/* Step i's (in range) layer counters (tfenc/plugin.h's
+ * TFENC_COUNTERS_URI): TFENC_ERR_NOT_FOUND when its layer keeps none. */
+int tfenc_model_step_counters(const tfenc_model *model, int step, const char **label, int *n,
+                              const long long **values);
 /* Runs one 2-token sequence through the model to learn whether it pools
  * (its rows drop to one per sequence) and, when unit_rows is not NULL,
  * whether the rows it ends with have unit L2 norm (it normalises them):

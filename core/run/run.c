@@ -71,6 +71,7 @@ typedef struct run {
     MPI_Comm writers_comm;   /* every last stage; MPI_COMM_NULL on the others */
     double *step_flops;      /* [n_steps] FLOPs per token at the corpus's mean length */
     double *step_seconds;    /* --dry-run, rank 0: [n_steps] measured seconds per token */
+    char *step_notes;        /* --dry-run, rank 0: [n_steps] notes (run/step_timing.h) */
     int64_t timed_tokens;    /* the sample they were measured on */
     int busiest_node[3];     /* --dry-run: ranks, threads, cores of the most oversubscribed node */
     tfenc_model *model;
@@ -1411,16 +1412,20 @@ static int time_steps(run *r)
     int status = tfenc_gate_sample_read_limited(r->ctx, &source, (size_t)tokens, 0, &sample);
     if (status == TFENC_OK && sample.n_batches > 0) {
         r->step_seconds = calloc((size_t)n_steps, sizeof *r->step_seconds);
-        if (r->step_seconds == NULL)
+        r->step_notes = calloc((size_t)n_steps, TFENC_STEP_NOTE_BYTES);
+        if (r->step_seconds == NULL || r->step_notes == NULL)
             status = tfenc_error(r->ctx, TFENC_ERR_NO_MEMORY, "out of memory");
         tfenc_model_options o = model_options(r, 0, n_steps);
         o.limits.max_tokens = o.limits.max_seqs = sample.batch_tokens;
         if (status == TFENC_OK)
-            status = tfenc_step_timing_measure(r->ctx, &o, &sample, r->step_seconds);
+            status = tfenc_step_timing_measure_noting(r->ctx, &o, &sample, r->step_seconds,
+                                                      r->step_notes);
         r->timed_tokens = sample.n_tokens;
         if (status != TFENC_OK) {
             free(r->step_seconds);
             r->step_seconds = NULL;
+            free(r->step_notes);
+            r->step_notes = NULL;
         }
     }
     tfenc_gate_sample_free(&sample);
@@ -1469,6 +1474,7 @@ static void describe_plan(run *r)
     tfenc_run_plan plan = {.job_path = r->job->path, .layout = &r->layout, .model = &r->plan,
                            .kernels = kernels, .paths = r->paths.line,
                            .step_flops = r->step_flops, .step_seconds = r->step_seconds,
+                           .step_notes = r->step_notes,
                            .timed_tokens = r->timed_tokens, .d_model = r->config.d_model,
                            .weights_path = r->config.weights_path,
                            .input_path = r->settings.input, .output_path = r->settings.output,
@@ -2362,6 +2368,7 @@ static void release_run(run *r)
     free(r->runs);
     free(r->step_flops);
     free(r->step_seconds);
+    free(r->step_notes);
     free(r->labels);
     tfenc_weight_store_close(r->weights);
     tfenc_node_arena_destroy(r->arena);

@@ -44,6 +44,9 @@ typedef struct tfenc_run_plan {
                                    * on timed_tokens sampled from the corpus; NULL when no
                                    * document was there to time */
     int64_t timed_tokens;
+    const char *step_notes;       /* [model->n_steps] notes of TFENC_STEP_NOTE_BYTES each: what a
+                                   * step's layer counted over the timed sample (tokens per
+                                   * expert), "" for none; NULL with step_seconds */
     int d_model;
     const char *kernels;          /* what runs the products (tfenc_matrix_describe_kernels) */
     const char *paths;            /* the path choices, one line (run/path_choice.h) */

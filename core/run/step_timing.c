@@ -6,6 +6,7 @@
 #include "base/aligned.h"
 #include "base/clock.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -105,9 +106,44 @@ static int timed_pass(tfenc_context *ctx, tfenc_model *model, activations *a, in
  * shared machine's other work only ever slows a pass (one of four dry
  * runs of all-MiniLM-L6-v2 in fp32 timed 24% slow when each step was
  * timed once); returns its seconds per sample token. */
+/* The counts of step `step` now into *before (allocated), or NULL when its
+ * layer keeps none. */
+static int counters_before(tfenc_context *ctx, const tfenc_model *model, int step,
+                           long long **before)
+{
+    const char *label;
+    const long long *values;
+    int n;
+    *before = NULL;
+    if (tfenc_model_step_counters(model, step, &label, &n, &values) != TFENC_OK)
+        return TFENC_OK;
+    *before = malloc((size_t)n * sizeof **before);
+    if (*before == NULL)
+        return tfenc_error(ctx, TFENC_ERR_NO_MEMORY, "step timing: out of memory");
+    memcpy(*before, values, (size_t)n * sizeof **before);
+    return TFENC_OK;
+}
+
+/* "label: the counts since `before`" into note. */
+static void write_note(const tfenc_model *model, int step, const long long *before, char *note)
+{
+    const char *label;
+    const long long *values;
+    int n;
+    note[0] = '\0';
+    if (before == NULL || tfenc_model_step_counters(model, step, &label, &n, &values) != TFENC_OK)
+        return;
+    size_t used = (size_t)snprintf(note, TFENC_STEP_NOTE_BYTES, "%s:", label);
+    for (int i = 0; i < n && used < TFENC_STEP_NOTE_BYTES; i++)
+        used += (size_t)snprintf(note + used, TFENC_STEP_NOTE_BYTES - used, " %lld",
+                                 values[i] - before[i]);
+    if (used >= TFENC_STEP_NOTE_BYTES)
+        strcpy(note + TFENC_STEP_NOTE_BYTES - 4, "...");
+}
+
 static int time_step(tfenc_context *ctx, const tfenc_model_options *options, int step,
                      activations *a, int64_t tokens, double *seconds_per_token,
-                     double *cpu_seconds_per_token)
+                     double *cpu_seconds_per_token, char *note)
 {
     tfenc_model_options one = *options;
     one.first_step = step;
@@ -120,8 +156,16 @@ static int time_step(tfenc_context *ctx, const tfenc_model_options *options, int
     double on_copies = 0.0, in_place = 0.0, cpu_on_copies = 0.0, cpu_in_place = 0.0;
     if (status == TFENC_OK)
         status = timed_pass(ctx, model, a, 0, &on_copies, &cpu_on_copies);
+    /* The pass in place runs every sample batch once: its counts are the
+     * sample's. */
+    long long *before = NULL;
+    if (status == TFENC_OK && note != NULL)
+        status = counters_before(ctx, model, step, &before);
     if (status == TFENC_OK)
         status = timed_pass(ctx, model, a, 1, &in_place, &cpu_in_place);
+    if (status == TFENC_OK && note != NULL)
+        write_note(model, step, before, note);
+    free(before);
     const double fastest = on_copies < in_place ? on_copies : in_place;
     const double least_cpu = cpu_on_copies < cpu_in_place ? cpu_on_copies : cpu_in_place;
     *seconds_per_token = fastest / (double)(tokens > 0 ? tokens : 1);
@@ -136,9 +180,29 @@ int tfenc_step_timing_measure(tfenc_context *ctx, const tfenc_model_options *opt
     return tfenc_step_timing_measure_cpu(ctx, options, sample, seconds_per_token, NULL);
 }
 
+/* Wall and CPU time per step, and each step's note, each optional but the
+ * first. */
+static int measure(tfenc_context *ctx, const tfenc_model_options *options,
+                   const tfenc_gate_sample *sample, double *seconds_per_token,
+                   double *cpu_seconds_per_token, char *notes);
+
 int tfenc_step_timing_measure_cpu(tfenc_context *ctx, const tfenc_model_options *options,
                                   const tfenc_gate_sample *sample, double *seconds_per_token,
                                   double *cpu_seconds_per_token)
+{
+    return measure(ctx, options, sample, seconds_per_token, cpu_seconds_per_token, NULL);
+}
+
+int tfenc_step_timing_measure_noting(tfenc_context *ctx, const tfenc_model_options *options,
+                                     const tfenc_gate_sample *sample, double *seconds_per_token,
+                                     char *notes)
+{
+    return measure(ctx, options, sample, seconds_per_token, NULL, notes);
+}
+
+static int measure(tfenc_context *ctx, const tfenc_model_options *options,
+                   const tfenc_gate_sample *sample, double *seconds_per_token,
+                   double *cpu_seconds_per_token, char *notes)
 {
     if (sample->n_batches < 1)
         return tfenc_error(ctx, TFENC_ERR_INTERNAL, "step timing: no sample batches");
@@ -148,7 +212,10 @@ int tfenc_step_timing_measure_cpu(tfenc_context *ctx, const tfenc_model_options 
     for (int i = options->first_step; status == TFENC_OK && i < options->end_step; i++) {
         double cpu = 0.0;
         status = time_step(ctx, options, i, &a, sample->n_tokens,
-                           &seconds_per_token[i - options->first_step], &cpu);
+                           &seconds_per_token[i - options->first_step], &cpu,
+                           notes != NULL ? notes + (size_t)(i - options->first_step) *
+                                                       TFENC_STEP_NOTE_BYTES
+                                         : NULL);
         if (cpu_seconds_per_token != NULL)
             cpu_seconds_per_token[i - options->first_step] = cpu;
     }

@@ -32,4 +32,16 @@ int tfenc_step_timing_measure_cpu(tfenc_context *ctx, const tfenc_model_options 
                                   const tfenc_gate_sample *sample, double *seconds_per_token,
                                   double *cpu_seconds_per_token);
 
+/* Bytes of one step's note (tfenc_step_timing_measure_noting). */
+#define TFENC_STEP_NOTE_BYTES 512
+
+/* The same, and each step's note into notes + (i - options->first_step) *
+ * TFENC_STEP_NOTE_BYTES: what its layer counted over one pass of the
+ * sample (tfenc/plugin.h's counters, "tokens per expert: 812 790 ..."),
+ * or "" when it counts nothing; a note too long for its bytes ends in
+ * "...". */
+int tfenc_step_timing_measure_noting(tfenc_context *ctx, const tfenc_model_options *options,
+                                     const tfenc_gate_sample *sample, double *seconds_per_token,
+                                     char *notes);
+
 #endif

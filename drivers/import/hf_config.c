@@ -237,8 +237,73 @@ static int read_distilbert(tfenc_context *ctx, const char *path, json_t *json,
     return TFENC_OK;
 }
 
+/* nomic-embed-text-v2-moe's mixture of experts (contrastors' NomicBertEncoder
+ * with megablocks' dMoE, which read these keys with getattr and these
+ * defaults): layer i is a moe layer when num_experts > 0, moe_every_n_layers
+ * > 0 and i % moe_every_n_layers == 1; each routes to moe_top_k of
+ * num_experts experts of width n_inner / ffn_div, an MLP of the model's
+ * activation (plain: megablocks' GLU experts, for swiglu, are refused). */
+static int read_nomic_moe(tfenc_context *ctx, const char *path, json_t *json,
+                          model_config *config)
+{
+    int shared, expert_choice, status;
+    double ffn_div;
+    const char *implementation;
+    if ((status = import_json_int(ctx, path, json, "num_experts", 0, IMPORT_MAX_WIDTH, 0,
+                                  &config->moe_experts)))
+        return status;
+    if (config->moe_experts == 0)
+        return TFENC_OK;
+    if ((status = import_json_int(ctx, path, json, "moe_top_k", 1, IMPORT_MAX_WIDTH, -1,
+                                  &config->moe_top_k))
+        || (status = import_json_int(ctx, path, json, "moe_every_n_layers", 0, IMPORT_MAX_LAYERS,
+                                     0, &config->moe_every))
+        || (status = import_json_int(ctx, path, json, "num_shared_experts", 0, IMPORT_MAX_WIDTH,
+                                     0, &shared))
+        || (status = import_json_bool(ctx, path, json, "expert_choice_router", 0,
+                                      &expert_choice))
+        || (status = import_json_positive(ctx, path, json, "ffn_div", 1.0, &ffn_div))
+        || (status = import_json_string(ctx, path, json, "moe_impl", "megablocks",
+                                        &implementation)))
+        return status;
+    if (config->moe_top_k > config->moe_experts)
+        return tfenc_error(ctx, TFENC_ERR_CONFIG, "%s: moe_top_k %d exceeds num_experts %d",
+                           path, config->moe_top_k, config->moe_experts);
+    if (strcmp(implementation, "megablocks") != 0)
+        return tfenc_error(ctx, TFENC_ERR_CONFIG, "%s: moe_impl '%s' is not supported (tfenc "
+                           "maps megablocks' dMoE)", path, implementation);
+    /* Expert choice routes by expert over the whole batch: a token's
+     * experts would depend on the other documents. */
+    if (expert_choice)
+        return tfenc_error(ctx, TFENC_ERR_CONFIG, "%s: expert_choice_router = true is not "
+                           "supported (a token's experts would depend on its batch)", path);
+    if (shared > 0)
+        return tfenc_error(ctx, TFENC_ERR_CONFIG, "%s: num_shared_experts %d is not supported "
+                           "(tfenc maps routed experts only)", path, shared);
+    if (strcmp(config->activation, "gelu") != 0)
+        return tfenc_error(ctx, TFENC_ERR_CONFIG, "%s: activation_function '%s' with experts "
+                           "is not supported (megablocks' GLU experts; tfenc maps gelu ones)",
+                           path, config->activation);
+    config->moe_width = (int)(config->ffn_width / ffn_div);
+    if (config->moe_width < 1 || config->moe_width * ffn_div != config->ffn_width)
+        return tfenc_error(ctx, TFENC_ERR_CONFIG, "%s: ffn_div %g does not divide n_inner %d",
+                           path, ffn_div, config->ffn_width);
+    /* moe_normalize_expert_weights: false or null (none), or the q of a
+     * q-norm (megablocks' torch.norm(p=q); true counts as 1, as Python's). */
+    json_t *normalize = json_object_get(json, "moe_normalize_expert_weights");
+    if (json_is_number(normalize) && json_number_value(normalize) >= 0)
+        config->moe_normalize = json_number_value(normalize);
+    else if (json_is_boolean(normalize))
+        config->moe_normalize = json_is_true(normalize) ? 1.0 : 0.0;
+    else if (normalize != NULL && !json_is_null(normalize))
+        return tfenc_error(ctx, TFENC_ERR_CONFIG, "%s: moe_normalize_expert_weights must be "
+                           "false, null or a number >= 0", path);
+    return TFENC_OK;
+}
+
 /* NomicBertConfig (nomic-ai/contrastors, GPT2Config keys): the post-norm
- * encoder of nomic-embed-text with rotary positions and SwiGLU. */
+ * encoder of nomic-embed-text with rotary positions and SwiGLU, or (v2)
+ * GELU and a mixture of experts in every second layer. */
 static int read_nomic_bert(tfenc_context *ctx, const char *path, json_t *json,
                            model_config *config)
 {
@@ -297,9 +362,13 @@ static int read_nomic_bert(tfenc_context *ctx, const char *path, json_t *json,
         config->activation = "swiglu";
     else if (strcmp(activation, "geglu") == 0)
         config->activation = "geglu";
+    else if (strcmp(activation, "gelu") == 0) /* v2: fc1, exact GELU, fc2 */
+        config->activation = "gelu";
     else
         return tfenc_error(ctx, TFENC_ERR_CONFIG, "%s: activation_function '%s' is not "
-                           "supported for nomic_bert (swiglu or geglu)", path, activation);
+                           "supported for nomic_bert (swiglu, geglu or gelu)", path, activation);
+    if ((status = read_nomic_moe(ctx, path, json, config)))
+        return status;
     if (config->d_model % config->n_heads != 0)
         return TFENC_OK; /* the caller names the mismatch */
     int head_dim = config->d_model / config->n_heads;

@@ -156,10 +156,23 @@ typedef struct model_config {
     int share_att_key;           /* disentangled: relative embeddings through the K, Q maps */
     int relative_norm;           /* disentangled: LayerNorm of the relative embeddings */
     int causal;                  /* decoder: token i sees tokens j <= i */
+    int moe_experts;             /* NomicBERT's num_experts; 0: no mixture of experts */
+    int moe_top_k;               /* experts per token (moe_top_k) */
+    int moe_every;               /* layer i is a moe layer when i % moe_every == 1 */
+    int moe_width;               /* each expert's hidden width: n_inner / ffn_div */
+    double moe_normalize;        /* moe_normalize_expert_weights' q-norm; 0: none */
     char *config_text;           /* config.json as read, stored in the weights file */
     head_settings head;
     multivector_settings multivector;
 } model_config;
+
+/* Whether layer `layer`'s feed-forward block is a mixture of experts:
+ * contrastors' NomicBertEncoder makes layer i one when i % moe_every_n_layers
+ * == 1 (the second, fourth, ... layer at 2). */
+static inline int import_is_moe_layer(const model_config *c, int layer)
+{
+    return c->moe_experts > 0 && c->moe_every > 0 && layer % c->moe_every == 1;
+}
 
 /* The tokenizer stored under /tokenizer: the model's tokenizer.json when
  * it has one (it carries the model's own special tokens and template),
@@ -223,6 +236,8 @@ typedef struct tensor_plan {
     int64_t dims[2];  /* the shape written */
     int64_t source_rows; /* rows of the source tensor (dims[0] unless a block is taken) */
     int64_t first_row;   /* the block starts at this row of the source */
+    int transposed;      /* the block is written transposed: dims are its columns, rows
+                          * (megablocks' w2 stores each expert's [f, d], tfenc [d, f]) */
     int zeros;           /* no source: a dataset of zeros */
     const tfenc_checkpoint_tensor *tensor; /* NULL for zeros */
     const tfenc_checkpoint *file; /* holding the tensor: the model's, or a Dense module's */

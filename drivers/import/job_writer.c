@@ -221,9 +221,21 @@ static void write_block(FILE *out, const char *name, int repeat, const char *wei
         snprintf(section, sizeof section, "%s.attention.output_norm", name);
         write_norm(out, section, c);
     }
-    fprintf(out, "[%s.ffn]\ntype = ffn\nactivation = %s\n", name, c->activation);
-    if (!c->ffn_in_bias && !c->ffn_out_bias)
-        fprintf(out, "bias = false\n");
+    if (import_is_moe_layer(c, first)) {
+        /* megablocks' dMoE: routed experts without biases, one bias after
+         * their sum. */
+        fprintf(out, "[%s.ffn]\ntype = moe\nexperts = %d\ntop_k = %d\nactivation = %s\n", name,
+                c->moe_experts, c->moe_top_k, c->activation);
+        if (c->moe_normalize != 0.0) {
+            char q[32];
+            format_double(q, sizeof q, c->moe_normalize);
+            fprintf(out, "normalize = %s\n", q);
+        }
+    } else {
+        fprintf(out, "[%s.ffn]\ntype = ffn\nactivation = %s\n", name, c->activation);
+        if (!c->ffn_in_bias && !c->ffn_out_bias)
+            fprintf(out, "bias = false\n");
+    }
     fprintf(out, "\n");
     snprintf(section, sizeof section, "%s.ffn.norm", name);
     write_norm(out, section, c);
@@ -246,10 +258,11 @@ static void write_layers(FILE *out, const model_config *c)
     fprintf(out, "\n");
     if (c->embeddings_norm)
         write_norm(out, "embeddings_norm", c);
-    if (c->architecture == ARCH_MODERNBERT || c->local_layers != NULL) {
+    if (c->architecture == ARCH_MODERNBERT || c->local_layers != NULL || c->moe_experts > 0) {
         /* Layers differ (global or local attention, ModernBERT's first
-         * without an attention norm): one block per layer, each reading its
-         * own group. */
+         * without an attention norm, NomicBERT v2's mixture-of-experts
+         * layers between dense ones): one block per layer, each reading
+         * its own group. */
         for (int layer = 0; layer < c->n_layers; layer++) {
             char name[32], weights[48];
             snprintf(name, sizeof name, "layer_%d", layer);

@@ -83,7 +83,9 @@ static int64_t dimension(const model_config *c, char letter)
  * masked-LM decoder has one (ModernBERT's decoder_bias);
  * I and U: only the second (I) or only the first (U) FFN linear has a bias,
  * so that the ffn layer, whose `bias` key covers both, needs zeros for the
- * other. */
+ * other; F the layer's feed-forward block is dense (not a mixture of
+ * experts: NomicBERT v2's odd layers), g it is gated (swiglu, geglu), p it
+ * is not. */
 static int applies(const model_config *c, const char *when, int layer)
 {
     for (; *when != '\0'; when++) {
@@ -99,6 +101,11 @@ static int applies(const model_config *c, const char *when, int layer)
                     : *when == 'y' ? !c->share_att_key && strcmp(c->relative_terms, "c2p") != 0
                     : *when == 'c' ? c->head.dense_bias
                     : *when == 'b' ? c->head.decoder_bias
+                    : *when == 'F' ? !import_is_moe_layer(c, layer)
+                    : *when == 'g' ? strcmp(c->activation, "swiglu") == 0
+                                     || strcmp(c->activation, "geglu") == 0
+                    : *when == 'p' ? strcmp(c->activation, "swiglu") != 0
+                                     && strcmp(c->activation, "geglu") != 0
                     : layer > 0; /* 'l' */
         if (!holds)
             return 0;
@@ -230,7 +237,8 @@ static const tensor_rule jina_ffn[] = {
 };
 
 /* NomicBERT (nomic-ai/contrastors' NomicBertModel names). Its SwiGLU is
- * fc11(x) * act(fc12(x)): fc12 is the gate. */
+ * fc11(x) * act(fc12(x)): fc12 is the gate; v2's GELU MLP is fc1, fc2, and
+ * its mixture-of-experts layers are planned by plan_moe(). */
 static const char *const nomic_prefixes[] = {"", "bert.", NULL};
 static const tensor_rule nomic_model[] = {
     {"embeddings.word_embeddings.weight", "/embeddings/token_embeddings", "vd", "", 0},
@@ -247,15 +255,17 @@ static const tensor_rule nomic_layer[] = {
     {"encoder.layers.%d.attn.out_proj.bias", "/encoder/%d/attention/out_bias", "d", "o", 0},
     {"encoder.layers.%d.norm1.weight", "/encoder/%d/attention/norm/weight", "d", "", 0},
     {"encoder.layers.%d.norm1.bias", "/encoder/%d/attention/norm/bias", "d", "", 0},
-    {"encoder.layers.%d.mlp.fc11.weight", "/encoder/%d/ffn/in_weight", "fd", "", 0},
-    {"encoder.layers.%d.mlp.fc11.bias", "/encoder/%d/ffn/in_bias", "f", "i", 0},
-    {"encoder.layers.%d.mlp.fc12.weight", "/encoder/%d/ffn/gate_weight", "fd", "", 0},
-    {"encoder.layers.%d.mlp.fc12.bias", "/encoder/%d/ffn/gate_bias", "f", "i", 0},
-    {"encoder.layers.%d.mlp.fc2.weight", "/encoder/%d/ffn/out_weight", "df", "", 0},
-    {"encoder.layers.%d.mlp.fc2.bias", "/encoder/%d/ffn/out_bias", "d", "u", 0},
-    {"", "/encoder/%d/ffn/in_bias", "f", "I", 0},
-    {"", "/encoder/%d/ffn/gate_bias", "f", "I", 0},
-    {"", "/encoder/%d/ffn/out_bias", "d", "U", 0},
+    {"encoder.layers.%d.mlp.fc11.weight", "/encoder/%d/ffn/in_weight", "fd", "Fg", 0},
+    {"encoder.layers.%d.mlp.fc11.bias", "/encoder/%d/ffn/in_bias", "f", "Fgi", 0},
+    {"encoder.layers.%d.mlp.fc12.weight", "/encoder/%d/ffn/gate_weight", "fd", "Fg", 0},
+    {"encoder.layers.%d.mlp.fc12.bias", "/encoder/%d/ffn/gate_bias", "f", "Fgi", 0},
+    {"encoder.layers.%d.mlp.fc1.weight", "/encoder/%d/ffn/in_weight", "fd", "Fp", 0},
+    {"encoder.layers.%d.mlp.fc1.bias", "/encoder/%d/ffn/in_bias", "f", "Fpi", 0},
+    {"encoder.layers.%d.mlp.fc2.weight", "/encoder/%d/ffn/out_weight", "df", "F", 0},
+    {"encoder.layers.%d.mlp.fc2.bias", "/encoder/%d/ffn/out_bias", "d", "Fu", 0},
+    {"", "/encoder/%d/ffn/in_bias", "f", "FI", 0},
+    {"", "/encoder/%d/ffn/gate_bias", "f", "FgI", 0},
+    {"", "/encoder/%d/ffn/out_bias", "d", "FU", 0},
     {"encoder.layers.%d.norm2.weight", "/encoder/%d/ffn/norm/weight", "d", "", 0},
     {"encoder.layers.%d.norm2.bias", "/encoder/%d/ffn/norm/bias", "d", "", 0},
     {NULL, NULL, NULL, NULL, 0},
@@ -722,6 +732,80 @@ static int plan_dense(importer *self, int capacity)
     return TFENC_OK;
 }
 
+/* The moe layers of NomicBERT v2 (megablocks' dMoE names): the router
+ * [E, d]; w1 and w2, each [E f, d] with expert e's rows at e f, as each
+ * expert's in_weight [f, d] and its out_weight [d, f] (w2's block
+ * transposed: megablocks multiplies by it untransposed); the bias shared
+ * by the experts. A checkpoint of another expert count is refused by its
+ * router's or w1's rows against config.json's num_experts. */
+static int moe_plan_count(const model_config *c)
+{
+    int layers = 0;
+    for (int layer = 0; layer < c->n_layers; layer++)
+        layers += import_is_moe_layer(c, layer);
+    return layers * (2 + 2 * c->moe_experts);
+}
+
+static int plan_moe(importer *self, int capacity, const char *prefix, const char *weights_path)
+{
+    const model_config *c = &self->config;
+    const int64_t experts = c->moe_experts, f = c->moe_width, d = c->d_model;
+    for (int layer = 0; layer < c->n_layers; layer++) {
+        if (!import_is_moe_layer(c, layer))
+            continue;
+        char source[160];
+        snprintf(source, sizeof source, "%sencoder.layers.%d.mlp.router.layer.weight", prefix,
+                 layer);
+        const tfenc_checkpoint_tensor *router = tfenc_checkpoint_find(self->weights, source);
+        if (router != NULL && router->rank == 2 && router->dims[0] != experts)
+            return tfenc_error(self->ctx, TFENC_ERR_WEIGHTS, "%s: tensor '%s' has %lld rows "
+                               "(experts), config.json's num_experts is %lld", weights_path,
+                               source, (long long)router->dims[0], (long long)experts);
+        for (int part = 0; part < 2; part++) {
+            snprintf(source, sizeof source, "%sencoder.layers.%d.mlp.experts.mlp.w%d", prefix,
+                     layer, part + 1);
+            const tfenc_checkpoint_tensor *w = tfenc_checkpoint_find(self->weights, source);
+            if (w != NULL && w->rank == 2 && w->dims[0] != experts * f)
+                return tfenc_error(self->ctx, TFENC_ERR_WEIGHTS, "%s: tensor '%s' has %lld rows, "
+                                   "config.json's num_experts %lld x expert width %lld implies "
+                                   "%lld", weights_path, source, (long long)w->dims[0],
+                                   (long long)experts, (long long)f, (long long)(experts * f));
+        }
+        if (self->plan_count + 2 + 2 * experts > capacity)
+            return tfenc_error(self->ctx, TFENC_ERR_INTERNAL, "tensor plan overflow");
+        tensor_plan *item = &self->plan[self->plan_count++];
+        snprintf(item->source, sizeof item->source, "%sencoder.layers.%d.mlp.router.layer.weight",
+                 prefix, layer);
+        snprintf(item->target, sizeof item->target, "/encoder/%d/ffn/router_weight", layer);
+        item->rank = 2;
+        item->dims[0] = item->source_rows = experts;
+        item->dims[1] = d;
+        item = &self->plan[self->plan_count++];
+        snprintf(item->source, sizeof item->source, "%sencoder.layers.%d.mlp.experts.bias", prefix,
+                 layer);
+        snprintf(item->target, sizeof item->target, "/encoder/%d/ffn/out_bias", layer);
+        item->rank = 1;
+        item->dims[0] = item->source_rows = d;
+        /* Every expert's block of w1, then of w2: the writer reads each
+         * tensor once for its consecutive blocks. */
+        for (int part = 0; part < 2; part++)
+            for (int e = 0; e < experts; e++) {
+                item = &self->plan[self->plan_count++];
+                snprintf(item->source, sizeof item->source, "%sencoder.layers.%d.mlp.experts.mlp.w%d",
+                         prefix, layer, part + 1);
+                snprintf(item->target, sizeof item->target, "/encoder/%d/ffn/experts/%d/%s", layer,
+                         e, part == 0 ? "in_weight" : "out_weight");
+                item->rank = 2;
+                item->source_rows = experts * f;
+                item->first_row = e * f;
+                item->transposed = part == 1;
+                item->dims[0] = part == 0 ? f : d;
+                item->dims[1] = part == 0 ? d : f;
+            }
+    }
+    return TFENC_OK;
+}
+
 /* Checks the tensor of a plan entry: present, of the planned shape, a float. */
 static int check_tensor(importer *self, const char *weights_path, tensor_plan *item)
 {
@@ -736,7 +820,7 @@ static int check_tensor(importer *self, const char *weights_path, tensor_plan *i
     if (item->tensor == NULL)
         return tfenc_error(ctx, TFENC_ERR_WEIGHTS, "%s: tensor '%s' not found (needed for %s)",
                            weights_path, item->source, item->target);
-    int64_t expected[2] = {item->source_rows, item->dims[1]};
+    int64_t expected[2] = {item->source_rows, item->transposed ? item->dims[0] : item->dims[1]};
     int same = item->tensor->rank == item->rank;
     for (int k = 0; same && k < item->rank; k++)
         same = item->tensor->dims[k] == expected[k];
@@ -889,7 +973,8 @@ static int plan_tensors(importer *self, const char *weights_path)
             return status;
     }
     int capacity = n_model + n_layer * c->n_layers + count_rules(head_in_encoder)
-                   + count_rules(head_beside) + n_dense + 4 /* plan_dense() */;
+                   + count_rules(head_beside) + n_dense + 4 /* plan_dense() */
+                   + moe_plan_count(c);
     self->plan = calloc((size_t)capacity, sizeof *self->plan);
     if (self->plan == NULL)
         return tfenc_error(ctx, TFENC_ERR_NO_MEMORY, "out of memory");
@@ -903,6 +988,8 @@ static int plan_tensors(importer *self, const char *weights_path)
                 if (applies(c, rule->when, layer)
                     && (status = add_plan(self, capacity, prefix, rule, layer)))
                     return status;
+    if ((status = plan_moe(self, capacity, prefix, weights_path)))
+        return status;
     for (const tensor_rule *rule = head_in_encoder; rule->source != NULL; rule++)
         if (applies(c, rule->when, 0) && (status = add_plan(self, capacity, prefix, rule, -1)))
             return status;

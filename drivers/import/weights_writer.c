@@ -155,6 +155,38 @@ static int write_tokenizer(importer *self, const char *path, hid_t file)
     return status;
 }
 
+/* Entry item's tensor as float32 into a new *data (zeros when it has no
+ * source), the chosen task's adapter merged, checked finite. */
+static int read_entry(importer *self, const tensor_plan *item, float **data)
+{
+    tfenc_context *ctx = self->ctx;
+    /* +1: a zero-size tensor still gets a pointer to pass around. */
+    size_t count = item->zeros || item->values != NULL
+                       ? (size_t)item->dims[0] * (item->rank > 1 ? item->dims[1] : 1)
+                       : (size_t)item->tensor->n_elements;
+    float *values = *data = calloc(count + 1, sizeof *values);
+    if (values == NULL)
+        return tfenc_error(ctx, TFENC_ERR_NO_MEMORY, "out of memory for tensor '%s'",
+                           item->source);
+    int status;
+    if (item->values != NULL)
+        memcpy(values, item->values, count * sizeof *values);
+    else if (!item->zeros
+             && (status = tfenc_checkpoint_read_float32(ctx, item->file, item->tensor, values)))
+        return status;
+    /* The chosen task's adapter, before any block of rows is taken. */
+    if ((status = import_merge_adapter(self, item, values)) != TFENC_OK)
+        return status;
+    /* tfenc refuses non-finite weights at load time: say so now, by name
+     * (computed values were checked by the importer that made them). */
+    for (size_t k = 0; item->tensor != NULL && k < count; k++)
+        if (!isfinite(values[k]))
+            return tfenc_error(ctx, TFENC_ERR_WEIGHTS, "%s: tensor '%s' holds a non-finite "
+                               "value at element %zu", item->tensor->file,
+                               item->tensor->stored_name, k);
+    return TFENC_OK;
+}
+
 int import_write_weights(importer *self, const char *path)
 {
     tfenc_context *ctx = self->ctx;
@@ -168,45 +200,45 @@ int import_write_weights(importer *self, const char *path)
         status = hdf5_error(ctx, path, "the file");
         goto done;
     }
+    /* The tensor `data` holds as read (no adapter merged into it): the
+     * next entry of the same tensor, another block of its rows (each
+     * expert's of megablocks' w1 and w2), takes it from there rather than
+     * reading it again. */
+    const tfenc_checkpoint_tensor *held = NULL;
     for (int i = 0; i < self->plan_count; i++) {
         const tensor_plan *item = &self->plan[i];
-        /* Zeros when the plan has no source. +1: a zero-size tensor still gets a
-         * pointer to pass around. */
-        size_t count = item->zeros || item->values != NULL
-                           ? (size_t)item->dims[0] * (item->rank > 1 ? item->dims[1] : 1)
-                           : (size_t)item->tensor->n_elements;
-        data = calloc(count + 1, sizeof *data);
-        if (data == NULL) {
-            status = tfenc_error(ctx, TFENC_ERR_NO_MEMORY, "out of memory for tensor '%s'",
-                                 item->source);
-            goto done;
+        if (held == NULL || item->tensor != held || item->lora_a != NULL) {
+            free(data);
+            data = NULL;
+            if ((status = read_entry(self, item, &data)) != TFENC_OK)
+                goto done;
+            held = item->zeros || item->values != NULL || item->lora_a != NULL ? NULL
+                                                                             : item->tensor;
         }
-        if (item->values != NULL)
-            memcpy(data, item->values, count * sizeof *data);
-        else if (!item->zeros
-                 && (status = tfenc_checkpoint_read_float32(ctx, item->file, item->tensor, data)))
-            goto done;
-        /* The chosen task's adapter, before any block of rows is taken. */
-        if ((status = import_merge_adapter(self, item, data)) != TFENC_OK)
-            goto done;
-        /* tfenc refuses non-finite weights at load time: say so now, by name
-         * (computed values were checked by the importer that made them). */
-        for (size_t k = 0; item->tensor != NULL && k < count; k++) {
-            if (!isfinite(data[k])) {
-                status = tfenc_error(ctx, TFENC_ERR_WEIGHTS, "%s: tensor '%s' holds a "
-                                     "non-finite value at element %zu",
-                                     item->tensor->file, item->tensor->stored_name, k);
+        /* A block of rows starts first_row rows into the tensor; a
+         * transposed one (dims[1] rows of dims[0] values in the source) is
+         * written from a turned copy. */
+        size_t row_size = item->rank > 1 ? (size_t)item->dims[1] : 1;
+        float *turned = NULL;
+        if (item->transposed) {
+            const size_t rows = (size_t)item->dims[1], columns = (size_t)item->dims[0];
+            turned = malloc(rows * columns * sizeof *turned);
+            if (turned == NULL) {
+                status = tfenc_error(ctx, TFENC_ERR_NO_MEMORY, "out of memory for tensor '%s'",
+                                     item->source);
                 goto done;
             }
+            const float *source = data + (size_t)item->first_row * columns;
+            for (size_t r = 0; r < rows; r++)
+                for (size_t k = 0; k < columns; k++)
+                    turned[k * rows + r] = source[r * columns + k];
         }
-        /* A block of rows starts first_row rows into the tensor. */
-        size_t row_size = item->rank > 1 ? (size_t)item->dims[1] : 1;
         status = write_dataset(self, path, file, create_groups, item->target, item->rank,
-                               item->dims, data + (size_t)item->first_row * row_size);
+                               item->dims,
+                               turned != NULL ? turned : data + (size_t)item->first_row * row_size);
+        free(turned);
         if (status != TFENC_OK)
             goto done;
-        free(data);
-        data = NULL;
     }
     if (self->tokenizer.present
         && (status = write_tokenizer(self, path, file)) != TFENC_OK)

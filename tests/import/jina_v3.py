@@ -37,7 +37,7 @@ import torch
 import torch.nn.functional as F
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from reference_models import attend, rotary, split_heads  # noqa: E402
+from reference_models import rotary_self_attention  # noqa: E402
 
 D, HEADS, LAYERS, FFN = 64, 4, 2, 128
 TASKS = ["retrieval.query", "retrieval.passage", "separation", "classification",
@@ -141,17 +141,29 @@ class Reference:
              + self.embedding("roberta.embeddings.token_type_embeddings",
                               torch.zeros_like(ids)))
         h = self.norm("roberta.emb_ln", h)[None]
-        head_dim = D // HEADS
         for layer in range(LAYERS):
             prefix = f"roberta.encoder.layers.{layer}"
-            q, k, v = self.linear(f"{prefix}.mixer.Wqkv", h).split(D, dim=-1)
-            q = rotary(split_heads(q, HEADS), BASE, head_dim)
-            k = rotary(split_heads(k, HEADS), BASE, head_dim)
-            context = attend(q, k, split_heads(v, HEADS))
+            context = rotary_self_attention(self.linear(f"{prefix}.mixer.Wqkv", h), HEADS, BASE)
             h = self.norm(f"{prefix}.norm1", h + self.linear(f"{prefix}.mixer.out_proj", context))
             inner = F.gelu(self.linear(f"{prefix}.mlp.fc1", h))
             h = self.norm(f"{prefix}.norm2", h + self.linear(f"{prefix}.mlp.fc2", inner))
         return h[0]
+
+
+def write_mean_pooling(directory, transformer_type, width):
+    """sentence-transformers' modules: the transformer, mean Pooling and
+    Normalize."""
+    modules = [{"idx": 0, "name": "transformer", "path": "", "type": transformer_type},
+               {"idx": 1, "name": "pooler", "path": "1_Pooling",
+                "type": "sentence_transformers.models.Pooling"},
+               {"idx": 2, "name": "normalizer", "path": "2_Normalize",
+                "type": "sentence_transformers.models.Normalize"}]
+    with open(os.path.join(directory, "modules.json"), "w") as f:
+        json.dump(modules, f)
+    os.makedirs(os.path.join(directory, "1_Pooling"), exist_ok=True)
+    with open(os.path.join(directory, "1_Pooling", "config.json"), "w") as f:
+        json.dump({"word_embedding_dimension": width, "pooling_mode_mean_tokens": True,
+                   "pooling_mode_cls_token": False, "pooling_mode_max_tokens": False}, f)
 
 
 def write_folder(directory, tokenizer, weights):
@@ -170,17 +182,7 @@ def write_folder(directory, tokenizer, weights):
         json.dump(config, f, indent=2)
     save_file({name: tensor.contiguous() for name, tensor in weights.items()},
               os.path.join(directory, "model.safetensors"))
-    modules = [{"idx": 0, "name": "transformer", "path": "", "type": "custom_st.Transformer"},
-               {"idx": 1, "name": "pooler", "path": "1_Pooling",
-                "type": "sentence_transformers.models.Pooling"},
-               {"idx": 2, "name": "normalizer", "path": "2_Normalize",
-                "type": "sentence_transformers.models.Normalize"}]
-    with open(os.path.join(directory, "modules.json"), "w") as f:
-        json.dump(modules, f)
-    os.makedirs(os.path.join(directory, "1_Pooling"), exist_ok=True)
-    with open(os.path.join(directory, "1_Pooling", "config.json"), "w") as f:
-        json.dump({"word_embedding_dimension": D, "pooling_mode_mean_tokens": True,
-                   "pooling_mode_cls_token": False, "pooling_mode_max_tokens": False}, f)
+    write_mean_pooling(directory, "custom_st.Transformer", D)
     with open(os.path.join(directory, "config_sentence_transformers.json"), "w") as f:
         json.dump({"prompts": INSTRUCTIONS, "default_prompt_name": None}, f)
 

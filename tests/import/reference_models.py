@@ -63,6 +63,16 @@ def attend(q, k, v, bias=None, scale=None):
     return context.transpose(1, 2).reshape(q.shape[0], q.shape[2], -1)
 
 
+def rotary_self_attention(qkv, heads, base):
+    """qkv [1, L, 3 d], a fused projection's Q, K, V of every head in turn
+    -> the context [1, L, d], Q and K turned by RoPE over whole heads."""
+    q, k, v = qkv.chunk(3, dim=-1)
+    head_dim = q.shape[-1] // heads
+    q = rotary(split_heads(q, heads), base, head_dim)
+    k = rotary(split_heads(k, heads), base, head_dim)
+    return attend(q, k, split_heads(v, heads))
+
+
 class Holder(nn.Module):
     """A named container, so that state_dict() keys read like the checkpoint's."""
 

@@ -472,6 +472,23 @@ typedef struct tfenc_layer_descriptor {
     void *reserved[5];
 } tfenc_layer_descriptor;
 
+/* Counters (an extension: descriptor->extension(TFENC_COUNTERS_URI)
+ * returns a tfenc_counters_extension, or NULL when the layer keeps none).
+ * A layer MAY count what its forward passes saw, such as a mixture of
+ * experts' tokens per expert; `tfenc-batch --dry-run` prints the counts of
+ * one pass over its timing sample beside the layer's step. counters()
+ * gives the counts since create() (values owned by the instance, valid
+ * until its next forward() or destroy()), *label what they count and *n
+ * how many there are; it MUST NOT allocate. Read between forward passes
+ * only. */
+#define TFENC_COUNTERS_URI "tfenc:counters/1"
+
+typedef struct tfenc_counters_extension {
+    size_t struct_size; /* sizeof(tfenc_counters_extension) as the plugin saw it */
+    int (*counters)(const void *instance, const char **label, int *n,
+                    const long long **values);
+} tfenc_counters_extension;
+
 /* The entry symbol every plugin exports. Returns descriptor `index`, or NULL
  * past the last one. */
 typedef const tfenc_layer_descriptor *(*tfenc_plugin_entry_fn)(unsigned index);
