@@ -26,17 +26,20 @@ tests_import_test_torch_checkpoint_LDADD = tests/harness/libunit.la core/libtfen
 # checkpoints.sh: legacy tensor names, sharded safetensors, pytorch_model.bin,
 # and bad or hostile folders (a pickle that would run code);
 # jina_v3.sh: jina-embeddings-v3's rotary XLM-R with a task's LoRA adapter
-# merged (--task), against the published code's math, and bad adapters.
+# merged (--task), against the published code's math, and bad adapters;
+# modernbert_2025.sh: mmBERT, Ettin and granite-embedding-english-r2 from
+# text through their own tokenizers, against the reference, and bad folders.
 dist_check_SCRIPTS += tests/import/import.sh tests/import/parity.sh tests/import/parity_mpnet.sh \
 	tests/import/fetch_mpnet.sh tests/import/architectures.sh \
 	tests/import/st_features.sh tests/import/st_chunks.sh tests/import/heads.sh \
 	tests/import/pairs.sh tests/import/deberta.sh tests/import/checkpoints.sh \
-	tests/import/jina_v3.sh
+	tests/import/jina_v3.sh tests/import/modernbert_2025.sh
 TESTS += tests/import/import.sh tests/import/architectures.sh tests/import/st_features.sh \
 	tests/import/st_chunks.sh tests/import/heads.sh tests/import/pairs.sh tests/import/deberta.sh \
-	tests/import/checkpoints.sh tests/import/jina_v3.sh
+	tests/import/checkpoints.sh tests/import/jina_v3.sh tests/import/modernbert_2025.sh
 FEWER_CASES_UNDER_SANITIZERS += tests/import/st_features.sh tests/import/st_chunks.sh \
-	tests/import/heads.sh tests/import/architectures.sh tests/import/jina_v3.sh
+	tests/import/heads.sh tests/import/architectures.sh tests/import/jina_v3.sh \
+	tests/import/modernbert_2025.sh
 # Reference comparisons of real models, normal build only (tests/local.mk):
 # under the sanitizers every architecture's layers and tfenc-import mapping
 # run in architectures.sh (small random models: MPNet's relative positions
@@ -48,4 +51,5 @@ EXTRA_DIST += tests/import/make_checkpoint.py tests/import/check_import.py \
 	tests/import/st_reference.py tests/import/compare_embeddings.py tests/import/check_precision_attributes.py tests/import/sentences.txt \
 	tests/import/architectures.py tests/import/reference_models.py tests/import/st_features.py \
 	tests/import/st_chunks.py tests/import/unit_means.py tests/import/heads.py tests/import/pairs.py \
-	tests/import/deberta.py tests/import/checkpoints.py tests/import/jina_v3.py
+	tests/import/deberta.py tests/import/checkpoints.py tests/import/jina_v3.py \
+	tests/import/modernbert_2025.py
