@@ -52,4 +52,4 @@ EXTRA_DIST += tests/import/make_checkpoint.py tests/import/check_import.py \
 	tests/import/architectures.py tests/import/reference_models.py tests/import/st_features.py \
 	tests/import/st_chunks.py tests/import/unit_means.py tests/import/heads.py tests/import/pairs.py \
 	tests/import/deberta.py tests/import/checkpoints.py tests/import/jina_v3.py \
-	tests/import/modernbert_2025.py
+	tests/import/modernbert_2025.py tests/import/encoder_checks.sh

@@ -12,15 +12,9 @@
 set -eu
 
 . "$(cd "$(dirname "$0")/../.." && pwd)/tests/environment.sh"
-: "${TFENC_VENV_PYTHON:=${TFENC_VENV:-${XDG_CACHE_HOME:-$HOME/.cache}/tfenc/venv}/bin/python}"
-import="$builddir/drivers/tfenc-import"
-batch=$driver
-sentences="$here/sentences.txt"
 work=$(mktemp -d "${TMPDIR:-/tmp}/tfenc-jina-v3.XXXXXX")
 trap 'rm -rf "$work"' EXIT
-failures=0
-checks=0
-fail() { failures=$((failures + 1)); echo "FAIL: $*"; }
+. "$here/encoder_checks.sh"
 
 HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 "$generate" "$work/generated" "$TFENC_VENV_PYTHON" \
   "$here/jina_v3.py" make "$sentences" "$work/generated"
@@ -54,53 +48,10 @@ if [ -z "${TFENC_SANITIZER_BUILD:-}" ] && [ -f "$work/retrieval.query.ini" ]; th
   "$python" "$here/architectures.py" compare "$reference" embeddings:16 "$work/cut.h5" \
     "jina-v3 output_dim 16" || failures=$((failures + 1))
 
-  # Two ranks in windows of 8 documents: the 1x1 file bit for bit.
-  for ranks in 1 2; do
-    "$mpiexec" -n "$ranks" "$batch" --quiet --set "job.input=$sentences" \
-      --set "job.output=$work/ranks-$ranks.h5" --set job.window_documents=8 \
-      --set job.threads=1 "$job"
-  done
-  checks=$((checks + 1))
-  "$python" -c "import h5py, sys
-a, b = (h5py.File(p, 'r') for p in sys.argv[1:3])
-sys.exit(not (a.attrs['complete'] == b.attrs['complete'] == 1
-              and a['embeddings'][()].tobytes() == b['embeddings'][()].tobytes()))" \
-    "$work/ranks-1.h5" "$work/ranks-2.h5" && echo "jina-v3 at 2 x 1: bitwise equal to 1x1" \
-    || fail "jina-v3 at 2 x 1 differs from 1x1"
-
-  # The matrix precisions on the float32 weights, with parity.sh's bars.
-  for case in "bf16 0.9999" "int8 0.999"; do
-    set -- $case
-    checks=$((checks + 1))
-    if "$batch" --quiet --set "job.input=$sentences" --set "job.output=$work/out-$1.h5" \
-         --set job.threads=2 --set "model.precision=$1" "$job" 2>"$work/notice-$1.txt"; then
-      "$python" "$here/compare_embeddings.py" "$reference" "$work/out-$1.h5" \
-        "jina-v3 precision $1" "$2" 1 || failures=$((failures + 1))
-      runs=$1
-      ! grep -q "fp32 runs instead" "$work/notice-$1.txt" || runs=fp32
-      "$python" "$here/check_precision_attributes.py" "$work/out-$1.h5" "$1" "$2" "$runs" \
-        || failures=$((failures + 1))
-    else
-      fail "the precision = $1 job failed: $(cat "$work/notice-$1.txt")"
-    fi
-  done
+  ranks_bitwise jina-v3 "$job" "$sentences"
+  precisions jina-v3 "$job" "$sentences" "$reference"
 fi
 
-refused() { # LABEL FOLDER EXPECTED-TEXT [ARGUMENT...]: one line, non-zero, no output
-  label=$1 folder=$2 expected=$3
-  shift 3
-  checks=$((checks + 1))
-  rm -f "$work/refused.h5" "$work/refused.ini"
-  if "$import" "$folder" -o "$work/refused.h5" --job "$work/refused.ini" "$@" \
-      >"$work/refused.log" 2>&1; then
-    fail "$label: tfenc-import accepted it"
-  elif [ "$(wc -l <"$work/refused.log")" -ne 1 ] || ! grep -qF "$expected" "$work/refused.log" \
-      || [ -e "$work/refused.h5" ] || [ -e "$work/refused.ini" ]; then
-    fail "$label: expected one line with '$expected' and no output, got: $(cat "$work/refused.log")"
-  else
-    echo "$label: refused: $(cat "$work/refused.log")"
-  fi
-}
 refused "no --task" "$model" \
   "config.json: the model has task adapters: choose one with --task NAME (retrieval.query, retrieval.passage, separation, classification, text-matching)"
 refused "unknown --task" "$model" "config.json: --task 'retrieval' is not one of the model's lora_adaptations" \

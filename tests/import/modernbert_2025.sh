@@ -15,15 +15,9 @@
 set -eu
 
 . "$(cd "$(dirname "$0")/../.." && pwd)/tests/environment.sh"
-: "${TFENC_VENV_PYTHON:=${TFENC_VENV:-${XDG_CACHE_HOME:-$HOME/.cache}/tfenc/venv}/bin/python}"
-import="$builddir/drivers/tfenc-import"
-batch=$driver
-sentences="$here/sentences.txt"
 work=$(mktemp -d "${TMPDIR:-/tmp}/tfenc-modernbert-2025.XXXXXX")
 trap 'rm -rf "$work"' EXIT
-failures=0
-checks=0
-fail() { failures=$((failures + 1)); echo "FAIL: $*"; }
+. "$here/encoder_checks.sh"
 
 HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 "$generate" "$work/generated" "$TFENC_VENV_PYTHON" \
   "$here/modernbert_2025.py" make "$sentences" "$work/generated"
@@ -51,52 +45,11 @@ if [ -z "${TFENC_SANITIZER_BUILD:-}" ]; then
     job="$work/$family.ini"
     [ -f "$job" ] || continue
     reference="$work/generated/reference-$family.h5"
-    # Two ranks in windows of 8 documents: the 1x1 file bit for bit.
-    for ranks in 1 2; do
-      "$mpiexec" -n "$ranks" "$batch" --quiet --set "job.input=$sentences" \
-        --set "job.output=$work/$family-ranks-$ranks.h5" --set job.window_documents=8 \
-        --set job.threads=1 "$job"
-    done
-    checks=$((checks + 1))
-    "$python" -c "import h5py, sys
-a, b = (h5py.File(p, 'r') for p in sys.argv[1:3])
-sys.exit(not (a.attrs['complete'] == b.attrs['complete'] == 1
-              and a['embeddings'][()].tobytes() == b['embeddings'][()].tobytes()))" \
-      "$work/$family-ranks-1.h5" "$work/$family-ranks-2.h5" \
-      && echo "$family at 2 x 1: bitwise equal to 1x1" || fail "$family at 2 x 1 differs from 1x1"
-
-    # The matrix precisions on the float32 weights, with parity.sh's bars.
-    for case in "bf16 0.9999" "int8 0.999"; do
-      set -- $case
-      checks=$((checks + 1))
-      if "$batch" --quiet --set "job.input=$sentences" --set "job.output=$work/$family-$1.h5" \
-           --set job.threads=2 --set "model.precision=$1" "$job" 2>"$work/notice-$1.txt"; then
-        "$python" "$here/compare_embeddings.py" "$reference" "$work/$family-$1.h5" \
-          "$family precision $1" "$2" 1 || failures=$((failures + 1))
-        runs=$1
-        ! grep -q "fp32 runs instead" "$work/notice-$1.txt" || runs=fp32
-        "$python" "$here/check_precision_attributes.py" "$work/$family-$1.h5" "$1" "$2" "$runs" \
-          || failures=$((failures + 1))
-      else
-        fail "$family: the precision = $1 job failed: $(cat "$work/notice-$1.txt")"
-      fi
-    done
+    ranks_bitwise "$family" "$job" "$sentences"
+    precisions "$family" "$job" "$sentences" "$reference"
   done
 fi
 
-refused() { # LABEL FOLDER EXPECTED-TEXT: one line, non-zero, no output
-  checks=$((checks + 1))
-  rm -f "$work/refused.h5" "$work/refused.ini"
-  if "$import" "$2" -o "$work/refused.h5" --job "$work/refused.ini" >"$work/refused.log" 2>&1
-  then
-    fail "$1: tfenc-import accepted it"
-  elif [ "$(wc -l <"$work/refused.log")" -ne 1 ] || ! grep -qF "$3" "$work/refused.log" \
-      || [ -e "$work/refused.h5" ] || [ -e "$work/refused.ini" ]; then
-    fail "$1: expected one line with '$3' and no output, got: $(cat "$work/refused.log")"
-  else
-    echo "$1: refused: $(cat "$work/refused.log")"
-  fi
-}
 bad="$work/generated"
 refused "mmBERT with ModernBERT's tokenizer" "$bad/bad-vocab" \
   "bad-vocab/tokenizer.json: 2005 tokens, but config.json vocab_size is 256000"
