@@ -514,7 +514,10 @@ static int read_qwen2(tfenc_context *ctx, const char *path, json_t *json, model_
         || (status = import_json_positive(ctx, path, json, "rope_theta", 10000.0,
                                           &config->rope_theta))
         || (status = import_json_bool(ctx, path, json, "use_sliding_window", 0, &sliding))
-        || (status = import_json_string(ctx, path, json, "hidden_act", "silu", &activation)))
+        || (status = import_json_string(ctx, path, json, "hidden_act", "silu", &activation))
+        /* transformers 5 moves rope_theta into rope_parameters. */
+        || (status = refuse_rope_scaling(ctx, path, json))
+        || (status = read_rope_parameters(ctx, path, json, NULL, &config->rope_theta)))
         return status;
     if (strcmp(activation, "silu") != 0)
         return tfenc_error(ctx, TFENC_ERR_CONFIG, "%s: hidden_act '%s' is not supported for "
@@ -523,9 +526,6 @@ static int read_qwen2(tfenc_context *ctx, const char *path, json_t *json, model_
     if (sliding)
         return tfenc_error(ctx, TFENC_ERR_CONFIG, "%s: use_sliding_window = true is not "
                            "supported", path);
-    json_t *scaling = json_object_get(json, "rope_scaling");
-    if (scaling != NULL && !json_is_null(scaling))
-        return tfenc_error(ctx, TFENC_ERR_CONFIG, "%s: rope_scaling is not supported", path);
     if (config->n_heads % config->n_kv_heads != 0)
         return tfenc_error(ctx, TFENC_ERR_CONFIG, "%s: num_key_value_heads %d does not divide "
                            "num_attention_heads %d", path, config->n_kv_heads, config->n_heads);
