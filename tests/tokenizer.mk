@@ -21,4 +21,5 @@ EXTRA_DIST += tests/tokenizer/make_corpus.py tests/tokenizer/reference_ids.py \
 	tests/tokenizer/reference_json.py tests/tokenizer/bench.py tests/tokenizer/bench.sh \
 	tests/setup-python-venv tests/python-requirements.txt
 CLEANFILES += tests/data/generated/tokenizer/* tests/data/generated/tokenizer-json/*
-EXTRA_DIST += docs/tokenizers.md tests/tokenizer/codepoints.py tests/tokenizer/small_tokenizer.py
+EXTRA_DIST += docs/tokenizers.md tests/tokenizer/codepoints.py tests/tokenizer/small_tokenizer.py \
+	tests/tokenizer/gemma_style.py

@@ -484,8 +484,17 @@ static int read_gte(tfenc_context *ctx, const char *path, json_t *json, model_co
     return TFENC_OK;
 }
 
-/* ModernBertConfig (transformers 4.48): pre-norm, GEGLU, RoPE with a global
- * and a local base, sliding-window attention on all but every n-th layer. */
+/* (Defined with the decoders' readers below, which share them.) */
+static int refuse_rope_scaling(tfenc_context *ctx, const char *path, json_t *json);
+static int read_rope_parameters(tfenc_context *ctx, const char *path, json_t *json,
+                                const char *layer_type, double *theta);
+static int read_layer_types(tfenc_context *ctx, const char *path, json_t *json,
+                            const char *pattern_key, int pattern_default, int count_from,
+                            model_config *config);
+
+/* ModernBertConfig (transformers 4.48, and 5's keys): pre-norm, GEGLU, RoPE
+ * with a global and a local base, sliding-window attention on all but every
+ * n-th layer. */
 static int read_modernbert(tfenc_context *ctx, const char *path, json_t *json,
                            model_config *config)
 {
@@ -496,7 +505,7 @@ static int read_modernbert(tfenc_context *ctx, const char *path, json_t *json,
     config->type_vocab_size = 0;
     config->position = "rope";
     const char *activation;
-    int attention_bias, mlp_bias, status;
+    int attention_bias, mlp_bias, local_attention, status;
     if ((status = read_dimensions(ctx, path, json, config))
         || (status = import_json_int(ctx, path, json, "max_position_embeddings", 1, IMPORT_MAX_POSITIONS, 8192,
                                      &config->max_position_embeddings))
@@ -512,12 +521,23 @@ static int read_modernbert(tfenc_context *ctx, const char *path, json_t *json,
         || (status = import_json_positive(ctx, path, json, "local_rope_theta", 10000.0,
                                           &config->local_rope_theta))
         || (status = import_json_int(ctx, path, json, "local_attention", 2, IMPORT_MAX_POSITIONS, 128,
-                                     &config->local_window))
-        || (status = import_json_int(ctx, path, json, "global_attn_every_n_layers", 1, IMPORT_MAX_LAYERS, 3,
-                                     &config->global_every))
+                                     &local_attention))
         || (status = import_json_string(ctx, path, json, "hidden_activation", "gelu",
-                                        &activation)))
+                                        &activation))
+        /* transformers 5 writes the bases per layer type and the layers'
+         * types, which then win over the older keys read above (2025's
+         * checkpoints re-saved by it, mmBERT's and Ettin's among them); a
+         * YaRN-scaled one (mmBERT's 32k) has rope_scaling. */
+        || (status = refuse_rope_scaling(ctx, path, json))
+        || (status = read_rope_parameters(ctx, path, json, "full_attention",
+                                          &config->rope_theta))
+        || (status = read_rope_parameters(ctx, path, json, "sliding_attention",
+                                          &config->local_rope_theta))
+        || (status = read_layer_types(ctx, path, json, "global_attn_every_n_layers", 3, 0,
+                                      config)))
         return status;
+    /* A local layer sees |i - j| <= local_attention / 2 (sliding_window). */
+    config->local_reach = local_attention / 2;
     config->qkv_bias = config->out_bias = attention_bias;
     config->ffn_in_bias = config->ffn_out_bias = mlp_bias;
     if (strcmp(activation, "gelu") != 0)
@@ -665,7 +685,10 @@ static int read_qwen2(tfenc_context *ctx, const char *path, json_t *json, model_
         || (status = import_json_positive(ctx, path, json, "rope_theta", 10000.0,
                                           &config->rope_theta))
         || (status = import_json_bool(ctx, path, json, "use_sliding_window", 0, &sliding))
-        || (status = import_json_string(ctx, path, json, "hidden_act", "silu", &activation)))
+        || (status = import_json_string(ctx, path, json, "hidden_act", "silu", &activation))
+        /* transformers 5 moves rope_theta into rope_parameters. */
+        || (status = refuse_rope_scaling(ctx, path, json))
+        || (status = read_rope_parameters(ctx, path, json, NULL, &config->rope_theta)))
         return status;
     if (strcmp(activation, "silu") != 0)
         return tfenc_error(ctx, TFENC_ERR_CONFIG, "%s: hidden_act '%s' is not supported for "
@@ -674,9 +697,6 @@ static int read_qwen2(tfenc_context *ctx, const char *path, json_t *json, model_
     if (sliding)
         return tfenc_error(ctx, TFENC_ERR_CONFIG, "%s: use_sliding_window = true is not "
                            "supported", path);
-    json_t *scaling = json_object_get(json, "rope_scaling");
-    if (scaling != NULL && !json_is_null(scaling))
-        return tfenc_error(ctx, TFENC_ERR_CONFIG, "%s: rope_scaling is not supported", path);
     if (config->n_heads % config->n_kv_heads != 0)
         return tfenc_error(ctx, TFENC_ERR_CONFIG, "%s: num_key_value_heads %d does not divide "
                            "num_attention_heads %d", path, config->n_kv_heads, config->n_heads);
@@ -778,12 +798,15 @@ static int read_qwen3(tfenc_context *ctx, const char *path, json_t *json, model_
     return TFENC_OK;
 }
 
-/* Which Gemma3 layers slide: layer_types ("sliding_attention" or
- * "full_attention" per layer) when given, else sliding_window_pattern
- * (every n-th layer, counted from 1, is global), as Gemma3TextConfig
- * derives layer_types. */
-static int read_gemma3_layer_types(tfenc_context *ctx, const char *path, json_t *json,
-                                   model_config *config)
+/* Which layers slide: layer_types ("sliding_attention" or "full_attention"
+ * per layer) when given, as transformers 5 writes it for both, else every
+ * `pattern_key`-th layer is global, counted from `count_from`: Gemma3's
+ * sliding_window_pattern counts from 1 (layer pattern - 1 is the first
+ * global one), ModernBERT's global_attn_every_n_layers from 0 (layer 0),
+ * as their configuration classes derive layer_types. */
+static int read_layer_types(tfenc_context *ctx, const char *path, json_t *json,
+                            const char *pattern_key, int pattern_default, int count_from,
+                            model_config *config)
 {
     config->local_layers = calloc((size_t)config->n_layers, 1);
     if (config->local_layers == NULL)
@@ -791,11 +814,11 @@ static int read_gemma3_layer_types(tfenc_context *ctx, const char *path, json_t 
     json_t *types = json_object_get(json, "layer_types");
     if (types == NULL || json_is_null(types)) {
         int pattern, status;
-        if ((status = import_json_int(ctx, path, json, "sliding_window_pattern", 1,
-                                      IMPORT_MAX_LAYERS, 6, &pattern)))
+        if ((status = import_json_int(ctx, path, json, pattern_key, 1, IMPORT_MAX_LAYERS,
+                                      pattern_default, &pattern)))
             return status;
         for (int i = 0; i < config->n_layers; i++)
-            config->local_layers[i] = (i + 1) % pattern != 0;
+            config->local_layers[i] = (i + count_from) % pattern != 0;
         return TFENC_OK;
     }
     if (!json_is_array(types) || (int)json_array_size(types) != config->n_layers)
@@ -859,7 +882,8 @@ static int read_gemma3(tfenc_context *ctx, const char *path, json_t *json, model
                                           &config->rope_theta))
         || (status = read_rope_parameters(ctx, path, json, "sliding_attention",
                                           &config->local_rope_theta))
-        || (status = read_gemma3_layer_types(ctx, path, json, config)))
+        || (status = read_layer_types(ctx, path, json, "sliding_window_pattern", 6, 1,
+                                     config)))
         return status;
     if (!bidirectional)
         return tfenc_error(ctx, TFENC_ERR_CONFIG, "%s: use_bidirectional_attention must be true "

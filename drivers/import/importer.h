@@ -118,8 +118,8 @@ typedef struct model_config {
     int embedding_scale;         /* token embeddings times sqrt(d_model) (Gemma) */
     double attention_scale;      /* multiplies Q K^T; 0: 1/sqrt(head_dim) */
     unsigned char *local_layers; /* [n_layers]: 1 where a layer is a sliding-window one
-                                  * (Gemma3's layer_types), or NULL (owned) */
-    int local_reach;             /* Gemma3: local layers see |i - j| <= local_reach */
+                                  * (Gemma3's and ModernBERT's layer types), or NULL (owned) */
+    int local_reach;             /* local layers see |i - j| <= local_reach */
     int n_layers;                /* num_hidden_layers */
     int ffn_width;               /* intermediate_size */
     int vocab_size;
@@ -142,12 +142,10 @@ typedef struct model_config {
     const char *position;        /* mha position: none, rope, alibi, relative_buckets */
     double rope_theta;           /* rope: base (global layers of ModernBERT) */
     int rope_dims;               /* rope: rotated dims of each head */
-    double local_rope_theta;     /* ModernBERT's local layers */
+    double local_rope_theta;     /* local layers' base (ModernBERT, Gemma3) */
     const char *rope_scaling;    /* mha rope_scaling: NULL (none) or ntk (GTE) */
     double rope_factor;          /* rope_scaling: its factor */
     double rope_mixed_b;         /* rope_scaling ntk: the mixed form's b, 0 for the fixed form */
-    int local_window;            /* ModernBERT: local layers see |i - j| <= local_window / 2 */
-    int global_every;            /* ModernBERT: layer i is global when i % global_every == 0 */
     int num_buckets;             /* relative_buckets: rows of the bias table */
     int position_buckets;        /* disentangled: log buckets (0: exact distances) */
     int max_relative_positions;  /* disentangled: where the last bucket applies */

@@ -119,13 +119,11 @@ static void write_norm(FILE *out, const char *section, const model_config *c)
     fprintf(out, "\n");
 }
 
-/* Whether layer `layer` is a local (sliding-window) one: Gemma3's
- * layer_types, or ModernBERT's every-n-th-is-global rule. */
+/* Whether layer `layer` is a local (sliding-window) one (Gemma3's and
+ * ModernBERT's layer types). */
 static int is_local_layer(const model_config *c, int layer)
 {
-    if (c->local_layers != NULL)
-        return c->local_layers[layer];
-    return c->global_every > 0 && layer % c->global_every != 0;
+    return c->local_layers != NULL && c->local_layers[layer];
 }
 
 /* The attention sublayer [BLOCK.attention] of layer `layer` (ModernBERT's
@@ -193,8 +191,7 @@ static void write_attention(FILE *out, const char *block, const model_config *c,
             }
         }
         if (local)
-            fprintf(out, "window = %d\n", c->local_layers != NULL ? c->local_reach
-                                                                   : c->local_window / 2);
+            fprintf(out, "window = %d\n", c->local_reach);
     }
     fprintf(out, "\n");
 }

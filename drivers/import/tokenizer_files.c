@@ -17,6 +17,29 @@
 const char *const import_special_names[4] = {"cls_token", "sep_token", "unk_token", "pad_token"};
 static const char *const special_defaults[4] = {"[CLS]", "[SEP]", "[UNK]", "[PAD]"};
 
+/* The most rows a model's embedding has beyond its tokenizer's ids: the
+ * padding to a multiple (64 for ModernBERT and NomicBERT, Qwen's 267 above
+ * its last token). More is another model's tokenizer (ModernBERT's 50,368
+ * beside mmBERT's 256,000 rows), whose ids would index the wrong rows. */
+#define MAX_PADDING_ROWS 1024
+
+/* Refuses a tokenizer of `tokens` ids, `path`, that does not fit config.json's
+ * vocab_size: more ids than the model has rows, or fewer by more than the
+ * padding. */
+static int check_vocab_size(importer *self, const char *path, int tokens)
+{
+    int rows = self->config.vocab_size;
+    if (tokens > rows)
+        return tfenc_error(self->ctx, TFENC_ERR_CONFIG, "%s: ids up to %d, more than config.json "
+                           "vocab_size %d", path, tokens - 1, rows);
+    if (rows - tokens > MAX_PADDING_ROWS)
+        return tfenc_error(self->ctx, TFENC_ERR_CONFIG, "%s: %d tokens, but config.json "
+                           "vocab_size is %d: more than the %d rows of padding a model has "
+                           "beyond its tokenizer (the tokenizer of another model?)", path, tokens,
+                           rows, MAX_PADDING_ROWS);
+    return TFENC_OK;
+}
+
 /* A special token in tokenizer_config.json is a string or, in newer files,
  * an object {"content": "[CLS]", ...}. */
 static const char *token_string(json_t *item)
@@ -45,6 +68,8 @@ static int read_vocab(importer *self, const char *path)
     if (lines > (size_t)self->config.vocab_size)
         return tfenc_error(self->ctx, TFENC_ERR_CONFIG, "%s: %zu tokens, more than config.json "
                            "vocab_size %d", path, lines, self->config.vocab_size);
+    if ((status = check_vocab_size(self, path, (int)lines)))
+        return status;
     tokenizer->vocab = malloc(lines * sizeof *tokenizer->vocab);
     if (tokenizer->vocab == NULL)
         return tfenc_error(self->ctx, TFENC_ERR_NO_MEMORY, "%s: out of memory", path);
@@ -119,12 +144,9 @@ int import_read_tokenizer(importer *self)
      * SentencePiece have only it. */
     if (import_file_exists(json_path)) {
         status = tfenc_tokenizer_create_from_json_file(ctx, json_path, NULL, &tokenizer->json);
-        if (status == TFENC_OK &&
-            tfenc_tokenizer_vocab_size(tokenizer->json) > self->config.vocab_size)
-            status = tfenc_error(ctx, TFENC_ERR_CONFIG, "%s: ids up to %d, more than config.json "
-                                 "vocab_size %d", json_path,
-                                 tfenc_tokenizer_vocab_size(tokenizer->json) - 1,
-                                 self->config.vocab_size);
+        if (status == TFENC_OK)
+            status = check_vocab_size(self, json_path,
+                                      tfenc_tokenizer_vocab_size(tokenizer->json));
         tokenizer->present = status == TFENC_OK;
         goto done;
     }

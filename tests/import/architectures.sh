@@ -6,7 +6,8 @@
 # run by tfenc-batch on token ids, and compared per token with the model's
 # forward pass and pooled with sentence-transformers' Pooling (Dense, for
 # EmbeddingGemma's pair) and Normalize modules. The bert kind is also pooled
-# in every sentence-transformers pooling mode; Qwen3 and Gemma3 are also cut
+# in every sentence-transformers pooling mode; Gemma3, Qwen2 and ModernBERT
+# also with the RoPE keys transformers 5 writes; Qwen3 and Gemma3 are also cut
 # to a Matryoshka width, their jobs carry the models' prompts, and their
 # files are the same bit for bit at layouts 2x1, 1x2, 2x2 and after a
 # SIGKILL and a resume.
@@ -166,26 +167,39 @@ json.dump(m, open('modules.json', 'w'))"
     "import torch, safetensors.torch as s
 w = s.load_file('3_Dense/model.safetensors'); w['extra'] = torch.zeros(2)
 s.save_file(w, '3_Dense/model.safetensors')"
-  # transformers 5 writes the RoPE bases as rope_parameters per layer type:
-  # the same job.
+fi
+# transformers 5 writes the RoPE bases as rope_parameters (per layer type
+# where layers differ): the same job as the older keys give.
+same_job_as_v5() { # KIND PYTHON-EDIT: the edit applied to d, the kind's config.json
+  [ -f "$work/$1/job.ini" ] || return 0
   checks=$((checks + 1))
-  v5="$work/gemma3-v5"
+  v5="$work/$1-v5"
   rm -rf "$v5"
-  cp -r "$work/gemma3_text" "$v5"
+  cp -r "$work/$1" "$v5"
   rm -f "$v5/model.h5" "$v5/job.ini"
   (cd "$v5" && "$python" -c "import json
 d = json.load(open('config.json'))
-d['rope_parameters'] = {'full_attention': {'rope_type': 'default', 'rope_theta': d.pop('rope_theta')},
-                        'sliding_attention': {'rope_type': 'default',
-                                              'rope_theta': d.pop('rope_local_base_freq')}}
+$2
 json.dump(d, open('config.json', 'w'))")
-  grep -v '^;' "$work/gemma3_text/job.ini" >"$v5/expected.ini"
+  grep -v '^;' "$work/$1/job.ini" >"$v5/expected.ini"
   if ! "$import" "$v5" -o "$v5/model.h5" --job "$v5/job.ini" >"$v5/log" 2>&1 ||
       ! grep -v '^;' "$v5/job.ini" | cmp -s - "$v5/expected.ini"; then
     failures=$((failures + 1))
-    echo "FAIL: gemma3_text with rope_parameters: $(cat "$v5/log"), or a different job"
+    echo "FAIL: $1 with rope_parameters: $(cat "$v5/log"), or a different job"
+  else
+    echo "$1 with rope_parameters: the same job"
   fi
-fi
+}
+same_job_as_v5 gemma3_text "d['rope_parameters'] = {
+    'full_attention': {'rope_type': 'default', 'rope_theta': d.pop('rope_theta')},
+    'sliding_attention': {'rope_type': 'default', 'rope_theta': d.pop('rope_local_base_freq')}}"
+same_job_as_v5 qwen2 "d['rope_parameters'] = {'rope_type': 'default', 'rope_theta': d.pop('rope_theta')}"
+same_job_as_v5 modernbert "d['rope_parameters'] = {
+    'full_attention': {'rope_type': 'default', 'rope_theta': d.pop('global_rope_theta')},
+    'sliding_attention': {'rope_type': 'default', 'rope_theta': d.pop('local_rope_theta')}}
+every = d.pop('global_attn_every_n_layers')
+d['layer_types'] = ['sliding_attention' if i % every else 'full_attention'
+                    for i in range(d['num_hidden_layers'])]"
 
 dir="$work/bert"
 for mode in cls mean max mean_sqrt_len weightedmean lasttoken; do

@@ -1,5 +1,5 @@
 # Checks shared by the tests of one imported model folder (jina_v3.sh,
-# nomic_moe.sh), sourced after tests/environment.sh. They count into the
+# nomic_moe.sh, modernbert_2025.sh), sourced after tests/environment.sh. They count into the
 # caller's `checks` and `failures` through its fail(), and use its $batch,
 # $import, $python, $here, $mpiexec and $work.
 
@@ -15,7 +15,7 @@ ranks_bitwise() { # LABEL JOB INPUT
 a, b = (h5py.File(p, 'r') for p in sys.argv[1:3])
 sys.exit(not (a.attrs['complete'] == b.attrs['complete'] == 1
               and a['embeddings'][()].tobytes() == b['embeddings'][()].tobytes()))" \
-    "$work/ranks-1.h5" "$work/ranks-2.h5" && echo "$1 at 2 x 1: bitwise equal to 1x1" \
+    "$work/$1-ranks-1.h5" "$work/$1-ranks-2.h5" && echo "$1 at 2 x 1: bitwise equal to 1x1" \
     || fail "$1 at 2 x 1 differs from 1x1"
 }
 
@@ -31,14 +31,14 @@ precisions() { # LABEL JOB INPUT REFERENCE BF16-BAR INT8-BAR
     if "$batch" --quiet --set "job.input=$input" --set "job.output=$work/out-$precision.h5" \
          --set job.threads=2 --set "model.precision=$precision" "$job_file" \
          2>"$work/notice-$precision.txt"; then
-      "$python" "$here/compare_embeddings.py" "$reference_file" "$work/out-$precision.h5" \
+      "$python" "$here/compare_embeddings.py" "$reference_file" "$work/$label-$precision.h5" \
         "$label precision $precision" "$bar" 1 || failures=$((failures + 1))
       runs=$precision
       ! grep -q "fp32 runs instead" "$work/notice-$precision.txt" || runs=fp32
-      "$python" "$here/check_precision_attributes.py" "$work/out-$precision.h5" "$precision" \
+      "$python" "$here/check_precision_attributes.py" "$work/$label-$precision.h5" "$precision" \
         "$bar" "$runs" || failures=$((failures + 1))
     else
-      fail "the precision = $precision job failed: $(cat "$work/notice-$precision.txt")"
+      fail "$label: the precision = $precision job failed: $(cat "$work/notice-$precision.txt")"
     fi
   done
 }

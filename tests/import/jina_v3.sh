@@ -12,10 +12,6 @@
 set -eu
 
 . "$(cd "$(dirname "$0")/../.." && pwd)/tests/environment.sh"
-: "${TFENC_VENV_PYTHON:=${TFENC_VENV:-${XDG_CACHE_HOME:-$HOME/.cache}/tfenc/venv}/bin/python}"
-import="$builddir/drivers/tfenc-import"
-batch=$driver
-sentences="$here/sentences.txt"
 work=$(mktemp -d "${TMPDIR:-/tmp}/tfenc-jina-v3.XXXXXX")
 trap 'rm -rf "$work"' EXIT
 failures=0

@@ -156,6 +156,22 @@ def modernbert_norm(c):
     return BiasFreeLayerNorm(c["hidden_size"], c["norm_eps"])
 
 
+def modernbert_layer(c, i):
+    """(global, RoPE base) of layer i, as transformers 5's ModernBertConfig
+    derives them: layer_types when given, else every
+    global_attn_every_n_layers-th layer from 0 is global; each type's base
+    from rope_parameters when given, else global_rope_theta (160000) and
+    local_rope_theta (10000), as 4.48 read them."""
+    types = c.get("layer_types") or [
+        "full_attention" if i % c.get("global_attn_every_n_layers", 3) == 0
+        else "sliding_attention" for i in range(c["num_hidden_layers"])]
+    kind = types[i]
+    defaults = {"full_attention": c.get("global_rope_theta", 160000.0),
+                "sliding_attention": c.get("local_rope_theta", 10000.0)}
+    parameters = (c.get("rope_parameters") or {}).get(kind, {})
+    return kind == "full_attention", parameters.get("rope_theta", defaults[kind])
+
+
 class ModernBert(nn.Module):
     def __init__(self, c):
         super().__init__()
@@ -203,8 +219,7 @@ class ModernBert(nn.Module):
             global_bias = torch.zeros(batch, 1, length, length).masked_fill(padded, smallest)
             window = global_bias.masked_fill(outside, smallest)
         for i, layer in enumerate(self.layers):
-            is_global = i % c["global_attn_every_n_layers"] == 0
-            base = c["global_rope_theta"] if is_global else c["local_rope_theta"]
+            is_global, base = modernbert_layer(c, i)
             h = layer.attn_norm(x)
             # Wqkv viewed as (3, heads, head_dim)
             q, k, v = (split_heads(part, heads) for part in layer.attn.Wqkv(h).chunk(3, dim=-1))

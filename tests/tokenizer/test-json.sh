@@ -9,7 +9,8 @@
 #              (tests/tokenizer/make_corpus.py)
 # with every tokenizer tests/tokenizer/train_tokenizers.py trains on half of
 # the real lines (WordPiece, byte-level and char BPE, Unigram, SentencePiece
-# Unigram/BPE converted as transformers converts XLM-R, DeBERTa-v3 and Llama) and the
+# Unigram/BPE converted as transformers converts XLM-R, DeBERTa-v3 and Llama, and
+# a Gemma-style BPE of 256,000 pieces as mmBERT ships: gemma_style.py) and the
 # real tokenizer.json files of packages (all-MiniLM-L6-v2's BERT WordPiece,
 # Qwen2's byte-level BPE, all-mpnet-base-v2's WordPiece with RoBERTa's
 # template). Truncation at 256 tokens, the
@@ -58,7 +59,7 @@ fi
 
 failed=0
 for tokenizer in wordpiece wordpiece-nfd bpe-bytelevel bpe-split bpe-char unigram spm-unigram \
-                 spm-deberta spm-bpe \
+                 spm-deberta spm-bpe gemma-bpe \
                  "minilm=$minilm" "qwen2=$qwen" $mpnet; do
   case $tokenizer in
     *=*) name=${tokenizer%%=*}; path=${tokenizer#*=} ;;

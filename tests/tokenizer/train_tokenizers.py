@@ -21,6 +21,9 @@ tfenc, each a tokenizer.json in OUTPUT_DIR, on the lines of TRAINING_TEXT:
                    Sequence[Metaspace], TemplateProcessing [CLS] $A [SEP]
   spm-bpe          SentencePiece BPE with byte_fallback, converted as Llama:
                    Prepend + Replace, BPE byte_fallback, fuse_unk
+  gemma-bpe        Gemma's (mmBERT's) kind at its 256,000 pieces: Replace
+                   alone, no pre-tokenizer, BPE byte_fallback, <bos> $A <eos>
+                   (tests/tokenizer/gemma_style.py)
 
 The trainers (tokenizers' own, and sentencepiece) are the ones users train
 with; the comparison is against HF `tokenizers` on the resulting files.
@@ -158,6 +161,11 @@ def spm_bpe(lines, out):
     convert_slow_tokenizer(LlamaTokenizer(vocab_file=path, legacy=True)).save(out)
 
 
+def gemma_bpe(lines, out):
+    import gemma_style
+    gemma_style.build(lines).save(out)
+
+
 def main():
     text, output = sys.argv[1:3]
     lines = [line.rstrip("\n") for line in open(text, encoding="utf-8")]
@@ -166,7 +174,7 @@ def main():
                        ("bpe-bytelevel", bpe_bytelevel), ("bpe-split", bpe_split),
                        ("bpe-char", bpe_char), ("unigram", unigram),
                        ("spm-unigram", spm_unigram), ("spm-deberta", spm_deberta),
-                       ("spm-bpe", spm_bpe)]:
+                       ("spm-bpe", spm_bpe), ("gemma-bpe", gemma_bpe)]:
         make(lines, os.path.join(output, name + ".json"))
 
 
