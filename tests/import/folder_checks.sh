@@ -7,7 +7,7 @@
 ranks_bitwise() { # LABEL JOB INPUT
   for ranks in 1 2; do
     "$mpiexec" -n "$ranks" "$batch" --quiet --set "job.input=$3" \
-      --set "job.output=$work/ranks-$ranks.h5" --set job.window_documents=8 \
+      --set "job.output=$work/$1-ranks-$ranks.h5" --set job.window_documents=8 \
       --set job.threads=1 "$2"
   done
   checks=$((checks + 1))
@@ -28,7 +28,7 @@ precisions() { # LABEL JOB INPUT REFERENCE BF16-BAR INT8-BAR
     bar=$1
     shift
     checks=$((checks + 1))
-    if "$batch" --quiet --set "job.input=$input" --set "job.output=$work/out-$precision.h5" \
+    if "$batch" --quiet --set "job.input=$input" --set "job.output=$work/$label-$precision.h5" \
          --set job.threads=2 --set "model.precision=$precision" "$job_file" \
          2>"$work/notice-$precision.txt"; then
       "$python" "$here/compare_embeddings.py" "$reference_file" "$work/$label-$precision.h5" \

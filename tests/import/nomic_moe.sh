@@ -74,7 +74,7 @@ if [ -z "${TFENC_SANITIZER_BUILD:-}" ] && [ -f "$job" ]; then
     --set job.window_documents=8 --set job.threads=2 "$job"
   "$python" -c "import h5py, sys
 a, b = (h5py.File(p, 'r')['embeddings'][()] for p in sys.argv[1:3])
-sys.exit(a.tobytes() != b.tobytes())" "$work/ranks-1.h5" "$work/threads-2.h5" \
+sys.exit(a.tobytes() != b.tobytes())" "$work/nomic-moe-ranks-1.h5" "$work/threads-2.h5" \
     && echo "nomic-moe with 2 threads: bitwise equal to 1" || fail "nomic-moe with 2 threads differs"
 
   # The matrix precisions on the float32 weights. int8 has parity.sh's bar;
