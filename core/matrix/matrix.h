@@ -78,6 +78,9 @@ int tfenc_matrix_threads(void);
 /* How a linear map is made, besides its weights. */
 typedef struct tfenc_matrix_linear_options {
     tfenc_precision precision;
+    /* fp32: the library of the products (base/precision.h); OpenBLAS when
+     * zero. oneDNN packs the weights once, into its own layout. */
+    tfenc_fp32_products fp32_products;
     /* fp32: when set, every product raises input_range[j] to the largest
      * |x[., j]| it sees (calibration on a corpus sample for int8). */
     float *record_input_range;
@@ -111,8 +114,9 @@ int tfenc_matrix_linear_block_bytes(tfenc_context *ctx, const tfenc_matrix_linea
                                     int out, int in, int has_bias, size_t *bytes);
 
 /* A linear map y = x W^T + b. Takes over `weight` [out, in] (64-byte
- * aligned, from tfenc_aligned_alloc): fp32 keeps it, bf16 and int8 convert
- * it once into oneDNN's preferred layout and free it, also on failure.
+ * aligned, from tfenc_aligned_alloc): fp32 on OpenBLAS keeps it; bf16,
+ * int8 and fp32 on oneDNN convert it once into oneDNN's preferred layout
+ * and free it, also on failure.
  * bias [out] or NULL is copied. With options->block, the map lives in
  * that block (see tfenc_matrix_block). Any number of rows runs, in blocks of
  * TFENC_MATRIX_BLOCK_ROWS. */

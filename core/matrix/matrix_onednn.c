@@ -91,6 +91,11 @@ int onednn_isa_has_amx(void)
             ~dnnl_cpu_isa_avx512_core_bf16) != 0;
 }
 
+void *onednn_engine(void)
+{
+    return engine_ready() ? engine : NULL;
+}
+
 int onednn_stream_create(void **stream)
 {
     if (!engine_ready())

@@ -28,6 +28,11 @@ void onednn_describe(char *line, size_t size);
 int onednn_isa_has_vnni(void);
 int onednn_isa_has_amx(void);
 
+/* The CPU engine (a dnnl_engine_t) of every product and stream, which
+ * onednn_f32.c's products share (a primitive runs only on streams of its
+ * engine); NULL when oneDNN has none. */
+void *onednn_engine(void);
+
 /* A oneDNN stream, one per scratch (products sharing one run in turn). */
 int onednn_stream_create(void **stream);
 void onednn_stream_destroy(void *stream);
