@@ -106,42 +106,6 @@ size_t onednn_f32_packed_bytes(const onednn_f32_linear *linear)
     return linear->weights_bytes;
 }
 
-/* weight [out, in] row-major (W^T [in, out] in tag ba) reordered into the
- * packed layout. */
-static dnnl_status_t pack(onednn_f32_linear *linear, const float *weight)
-{
-    dnnl_dims_t dims = {linear->in, linear->out};
-    dnnl_memory_desc_t plain_desc;
-    dnnl_memory_t plain = NULL;
-    dnnl_primitive_desc_t reorder_desc = NULL;
-    dnnl_primitive_t reorder = NULL;
-    dnnl_stream_t stream = NULL;
-    const dnnl_memory_desc_t *packed_desc =
-        dnnl_primitive_desc_query_md(linear->chooser, dnnl_query_weights_md, 0);
-    dnnl_status_t status;
-    if ((status = dnnl_memory_desc_init_by_tag(&plain_desc, 2, dims, dnnl_f32, dnnl_ba)) ||
-        (status = dnnl_memory_create(&plain, &plain_desc, onednn_engine(), (void *)weight)) ||
-        (status = dnnl_reorder_primitive_desc_create(&reorder_desc, &plain_desc, onednn_engine(),
-                                                     packed_desc, onednn_engine(), NULL)) ||
-        (status = dnnl_primitive_create(&reorder, reorder_desc)) ||
-        (status = dnnl_stream_create(&stream, onednn_engine(), dnnl_stream_default_flags)))
-        goto done;
-    dnnl_exec_arg_t args[2] = {{DNNL_ARG_FROM, plain}, {DNNL_ARG_TO, linear->weights_memory}};
-    status = dnnl_primitive_execute(reorder, stream, 2, args);
-    if (status == dnnl_success)
-        status = dnnl_stream_wait(stream);
-done:
-    if (stream != NULL)
-        dnnl_stream_destroy(stream);
-    if (reorder != NULL)
-        dnnl_primitive_destroy(reorder);
-    if (reorder_desc != NULL)
-        dnnl_primitive_desc_destroy(reorder_desc);
-    if (plain != NULL)
-        dnnl_memory_destroy(plain);
-    return status;
-}
-
 /* Thread `thread`'s product on the map's primitive descriptor: every
  * thread's is the same kernel, with memory objects and a scratchpad of its
  * own (they run at once). */
@@ -182,7 +146,10 @@ int onednn_f32_place(tfenc_context *ctx, onednn_f32_linear *linear, int threads,
                                                                  dnnl_query_weights_md, 0),
                                     onednn_engine(), linear->weights);
     if (status == dnnl_success && weight != NULL)
-        status = pack(linear, weight);
+        status = onednn_reorder_weights(
+            weight, 0, linear->in, linear->out,
+            dnnl_primitive_desc_query_md(linear->chooser, dnnl_query_weights_md, 0),
+            linear->weights_memory);
     dnnl_dims_t bias_dims = {1, linear->out};
     dnnl_memory_desc_t bias_desc;
     if (status == dnnl_success && linear->has_bias)
