@@ -289,6 +289,39 @@ static void test_fp32_products(void)
     fixture_close(&f);
 }
 
+/* [model] fp32_products is read into the config (auto: OpenBLAS until a
+ * choice sets the key); a value that is no library is one error line. */
+static void test_fp32_products_key(void)
+{
+    static const char *const values[] = {"", "fp32_products = auto\n",
+                                         "fp32_products = openblas\n",
+                                         "fp32_products = onednn\n"};
+    static const tfenc_fp32_products expected[] = {
+        TFENC_FP32_PRODUCTS_OPENBLAS, TFENC_FP32_PRODUCTS_OPENBLAS,
+        TFENC_FP32_PRODUCTS_OPENBLAS, TFENC_FP32_PRODUCTS_ONEDNN};
+    for (int i = 0; i < 5; i++) {
+        tfenc_context ctx;
+        tfenc_context_init(&ctx);
+        char text[256];
+        snprintf(text, sizeof text, "[model]\nweights = w.h5\nd_model = 64\n%s",
+                 i < 4 ? values[i] : "fp32_products = mkl\n");
+        tfenc_jobfile *job = NULL;
+        CU_ASSERT_EQUAL_FATAL(tfenc_jobfile_parse_string(&ctx, "j.ini", text, &job), TFENC_OK);
+        tfenc_model_config config;
+        const int status = tfenc_model_config_read(&ctx, job, &config);
+        if (i < 4) {
+            CU_ASSERT_EQUAL(status, TFENC_OK);
+            CU_ASSERT_EQUAL(config.fp32_products, expected[i]);
+            tfenc_model_config_free(&config);
+        } else {
+            CU_ASSERT_EQUAL(status, TFENC_ERR_CONFIG);
+            CU_ASSERT_PTR_NOT_NULL(strstr(ctx.message, "fp32_products"));
+            CU_ASSERT_PTR_NULL(strchr(ctx.message, '\n'));
+        }
+        tfenc_jobfile_destroy(job);
+    }
+}
+
 /* Another rank applies rank 0's assignments to its own job. */
 static void test_apply_sets_every_entry(void)
 {
@@ -313,6 +346,7 @@ static const test_case path_choice_cases[] = {
     {"bad and empty records", test_bad_and_empty_records},
     {"apply sets every entry", test_apply_sets_every_entry},
     {"fp32 products", test_fp32_products},
+    {"fp32 products key", test_fp32_products_key},
     {NULL, NULL}};
 
 const test_suite test_suites[] = {
