@@ -1,6 +1,7 @@
 /* The matrix backend: every matrix product of tfenc, at the precision of
- * the layer it serves. fp32 runs on OpenBLAS (the reference); bf16 and int8
- * run on oneDNN (bf16 inputs and weights with fp32 sums; u8 x s8 VNNI with
+ * the layer it serves. fp32 runs on OpenBLAS (the reference) or, with
+ * fp32_products = onednn, on oneDNN's f32 matmul on weights packed once
+ * (matrix/onednn_f32.h); bf16 and int8 run on oneDNN (bf16 inputs and weights with fp32 sums; u8 x s8 VNNI with
  * per-channel weight scales and per-token input scales). OpenBLAS, oneDNN
  * and the plugins' element-wise loops share the rank's one OpenMP thread
  * pool. Linear maps (activations x weights, tfenc_linear in plugin.h) and
