@@ -176,6 +176,19 @@ static void test_record_is_taken_without_measuring(void)
     fixture_close(&f);
 }
 
+/* The job's choices against a record from [model] paths docs.h5 that
+ * contradicts its key: one error line holding `message`. */
+static void refused_in_one_line(fixture *f, const char *recorded, const char *message)
+{
+    const tfenc_path_record record = {.assignments = recorded, .origin = "[model] paths docs.h5"};
+    tfenc_path_choices choices;
+    CU_ASSERT_EQUAL(tfenc_path_choices_decide(&f->ctx, f->job, &f->plan, &f->options, NULL,
+                                              &record, &choices),
+                    TFENC_ERR_CONFIG);
+    CU_ASSERT_PTR_NULL(strchr(f->ctx.message, '\n'));
+    CU_ASSERT_PTR_NOT_NULL(strstr(f->ctx.message, message));
+}
+
 /* The key pins its place; a record that contradicts it is one error line
  * naming the section, the key's value, the file and what it records. */
 static void test_key_pins_and_contradiction_is_refused(void)
@@ -191,15 +204,9 @@ static void test_key_pins_and_contradiction_is_refused(void)
                            "encoder.attention.kernel=fused\nmodel.fp32_products=openblas\n");
     CU_ASSERT_PTR_NOT_NULL(strstr(choices.line, "the job's key"));
     tfenc_path_choices_free(&choices);
-    const tfenc_path_record record = {.assignments = "encoder.attention.kernel=products\n",
-                                      .origin = "[model] paths docs.h5"};
-    CU_ASSERT_EQUAL(tfenc_path_choices_decide(&f.ctx, f.job, &f.plan, &f.options, NULL, &record,
-                                              &choices),
-                    TFENC_ERR_CONFIG);
-    CU_ASSERT_PTR_NULL(strchr(f.ctx.message, '\n'));
-    CU_ASSERT_PTR_NOT_NULL(strstr(f.ctx.message, "[encoder.attention] kernel = fused contradicts "
-                                                 "[model] paths docs.h5, which records "
-                                                 "encoder.attention.kernel=products"));
+    refused_in_one_line(&f, "encoder.attention.kernel=products\n",
+                        "[encoder.attention] kernel = fused contradicts [model] paths docs.h5, "
+                        "which records encoder.attention.kernel=products");
     fixture_close(&f);
 }
 
@@ -258,13 +265,9 @@ static void test_fp32_products(void)
     fixture_open(&f, "");
     CU_ASSERT_EQUAL_FATAL(tfenc_jobfile_override(&f.ctx, f.job, "model.fp32_products=openblas"),
                           TFENC_OK);
-    CU_ASSERT_EQUAL(tfenc_path_choices_decide(&f.ctx, f.job, &f.plan, &f.options, NULL, &record,
-                                              &choices),
-                    TFENC_ERR_CONFIG);
-    CU_ASSERT_PTR_NULL(strchr(f.ctx.message, '\n'));
-    CU_ASSERT_PTR_NOT_NULL(strstr(f.ctx.message, "[model] fp32_products = openblas contradicts "
-                                                 "[model] paths docs.h5, which records "
-                                                 "model.fp32_products=onednn"));
+    refused_in_one_line(&f, record.assignments,
+                        "[model] fp32_products = openblas contradicts [model] paths docs.h5, "
+                        "which records model.fp32_products=onednn");
     fixture_close(&f);
 
     fixture_open(&f, "");
