@@ -6,7 +6,8 @@
 # VNNI; under plain AVX-512 bf16 runs emulated. A CPU with AMX needs no
 # code change: oneDNN picks its AMX kernels itself, which ONEDNN_VERBOSE=1
 # shows (implementation names such as brg:avx512_core_amx). Under every cap
-# a linear map's rows stay independent of their batch.
+# a linear map's rows stay independent of their batch, fp32 on oneDNN's
+# included.
 set -u
 : "${top_builddir:=.}" "${top_srcdir:=.}" "${REFERENCE_PYTHON:=/usr/bin/python3}"
 builddir=$(cd "$top_builddir" && pwd)
@@ -83,6 +84,31 @@ if grep -q "oneDNN runs avx2)" "$work/bf16-avx512.err"; then
 else
   check bf16-avx512 "precision = bf16: this CPU lacks AVX512_BF16 and AMX \(oneDNN runs avx512_core\); bf16 runs \(emulated, slower\)"
 fi
+
+# fp32 on oneDNN ([model] fp32_products = onednn) under each cap: its own
+# kernels for the instruction set, within the fp32 bar of OpenBLAS's rows
+# (tests/import/parity.sh: cosine 1 - 1e-5, 1e-4 absolute), and nothing
+# to say about instruction sets.
+for isa in AVX2 AVX512_CORE; do
+  name=fp32-onednn-$isa
+  if ONEDNN_MAX_CPU_ISA=$isa "$batch" --set "job.output=$work/$name.h5" --set job.resume=false \
+       --set model.fp32_products=onednn "$work/job.ini" 2>"$work/$name.err" &&
+     ! grep -q "this CPU lacks" "$work/$name.err" &&
+     "$REFERENCE_PYTHON" - "$work/fp32.h5" "$work/$name.h5" <<'PY'
+import sys, h5py, numpy
+a, b = (h5py.File(p, "r")["embeddings"][...].astype(numpy.float64) for p in sys.argv[1:3])
+cosine = (a * b).sum(1) / numpy.linalg.norm(a, axis=1) / numpy.linalg.norm(b, axis=1)
+sys.exit(0 if cosine.min() >= 0.99999 and numpy.abs(a - b).max() <= 1e-4 else 1)
+PY
+  then
+    echo "ok   $name: within the fp32 bar of OpenBLAS's rows"
+    passed=$((passed + 1))
+  else
+    echo "FAIL $name: failed, or outside the fp32 bar of OpenBLAS's rows:"
+    cat "$work/$name.err"
+    failed=$((failed + 1))
+  fi
+done
 
 # Each instruction set's kernels keep a linear map's rows independent of
 # their batch and threads (tests/test_batch_invariance under each cap; the

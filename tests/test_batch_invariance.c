@@ -1,7 +1,7 @@
 /* One row, one result: a linear map's output row is bitwise a function of
  * its input row alone (core/matrix/matrix.c, "rows in fixed blocks"),
  * whatever the batch around it, its place in that batch and the thread
- * count, at fp32, bf16 and int8, for every input and output element type
+ * count, at fp32 (on OpenBLAS and on oneDNN), bf16 and int8, for every input and output element type
  * and fused activation. And, looking inside: every product the libraries
  * are asked for has its precision's block of rows
  * (tfenc_matrix_block_rows), whatever the batch (the
@@ -33,6 +33,7 @@ enum { IN = 96, OUT = 80, ROWS = 300 };
 /* ------------------------------------------ the rows of every product */
 
 static int products_seen, products_of_other_sizes, other_size, block_rows;
+static int onednn_products; /* of products_seen, those oneDNN ran */
 
 static void count_rows(int rows)
 {
@@ -77,8 +78,10 @@ dnnl_status_t dnnl_primitive_execute(const_dnnl_primitive_t primitive, dnnl_stre
         const dnnl_memory_desc_t *desc = NULL;
         if (args[i].arg == DNNL_ARG_SRC &&
             dnnl_memory_get_memory_desc(args[i].memory, &desc) == dnnl_success &&
-            desc->ndims == 2)
+            desc->ndims == 2) {
             count_rows((int)desc->dims[0]);
+            onednn_products++;
+        }
     }
     return real(primitive, stream, nargs, args);
 }
@@ -108,6 +111,7 @@ static float *random_floats(size_t n)
 
 typedef struct setting {
     tfenc_precision precision;
+    tfenc_fp32_products fp32_products; /* fp32's library */
     tfenc_element_type x_dtype, y_dtype;
     tfenc_activation activation;
 } setting;
@@ -151,7 +155,8 @@ static int rows_that_differ(const setting *s)
 
     tfenc_matrix_scratch *scratch = NULL;
     tfenc_linear *linear = NULL;
-    tfenc_matrix_linear_options options = {.precision = s->precision};
+    tfenc_matrix_linear_options options = {.precision = s->precision,
+                                           .fp32_products = s->fp32_products};
     CU_ASSERT_EQUAL_FATAL(tfenc_matrix_scratch_create(&ctx, &scratch), TFENC_OK);
     int status = tfenc_matrix_linear_create(&ctx, &options, weight, bias, OUT, IN, scratch, &linear);
     CU_ASSERT_EQUAL_FATAL(status, TFENC_OK);
@@ -188,7 +193,7 @@ static int precision_runs(tfenc_precision precision)
     return tfenc_matrix_check_precision(&ctx, precision) == TFENC_OK;
 }
 
-static void check_precision(tfenc_precision precision)
+static void check_precision(tfenc_precision precision, tfenc_fp32_products fp32_products)
 {
     if (!precision_runs(precision)) {
         printf("\n  %s does not run on this CPU (as oneDNN sees it): the fp32 cases stand\n",
@@ -196,47 +201,65 @@ static void check_precision(tfenc_precision precision)
         return;
     }
     static const setting settings[] = {
-        {0, TFENC_FLOAT32, TFENC_FLOAT32, TFENC_ACTIVATION_NONE},
-        {0, TFENC_BFLOAT16, TFENC_FLOAT32, TFENC_ACTIVATION_GELU},
-        {0, TFENC_FLOAT32, TFENC_BFLOAT16, TFENC_ACTIVATION_NONE},
-        {0, TFENC_BFLOAT16, TFENC_BFLOAT16, TFENC_ACTIVATION_RELU},
-        {0, TFENC_FLOAT32, TFENC_FLOAT32, TFENC_ACTIVATION_SWIGLU},
+        {0, 0, TFENC_FLOAT32, TFENC_FLOAT32, TFENC_ACTIVATION_NONE},
+        {0, 0, TFENC_BFLOAT16, TFENC_FLOAT32, TFENC_ACTIVATION_GELU},
+        {0, 0, TFENC_FLOAT32, TFENC_BFLOAT16, TFENC_ACTIVATION_NONE},
+        {0, 0, TFENC_BFLOAT16, TFENC_BFLOAT16, TFENC_ACTIVATION_RELU},
+        {0, 0, TFENC_FLOAT32, TFENC_FLOAT32, TFENC_ACTIVATION_SWIGLU},
     };
     for (size_t i = 0; i < sizeof settings / sizeof settings[0]; i++) {
         setting s = settings[i];
         s.precision = precision;
-        products_seen = products_of_other_sizes = 0;
+        s.fp32_products = fp32_products;
+        products_seen = products_of_other_sizes = onednn_products = 0;
         block_rows = tfenc_matrix_block_rows(precision);
         const int differ = rows_that_differ(&s);
         if (differ != 0 || products_of_other_sizes != 0)
-            printf("\n  %s, x %s, y %s, activation %d: %d rows differ from alone; %d of %d "
+            printf("\n  %s on %s, x %s, y %s, activation %d: %d rows differ from alone; %d of %d "
                    "products not of %d rows (one of %d)\n",
-                   tfenc_precision_names[precision], s.x_dtype == TFENC_BFLOAT16 ? "bf16" : "f32",
+                   tfenc_precision_names[precision], tfenc_fp32_products_names[fp32_products],
+                   s.x_dtype == TFENC_BFLOAT16 ? "bf16" : "f32",
                    s.y_dtype == TFENC_BFLOAT16 ? "bf16" : "f32", (int)s.activation, differ,
                    products_of_other_sizes, products_seen, block_rows, other_size);
         CU_ASSERT_EQUAL(differ, 0);
         CU_ASSERT(products_seen > 0);
         CU_ASSERT_EQUAL(products_of_other_sizes, 0);
+        /* The library the map was made for ran every product. */
+        if (precision == TFENC_PRECISION_FP32)
+            CU_ASSERT_EQUAL(onednn_products,
+                            fp32_products == TFENC_FP32_PRODUCTS_ONEDNN ? products_seen : 0);
     }
 }
 
 static void test_fp32(void)
 {
-    check_precision(TFENC_PRECISION_FP32);
+    check_precision(TFENC_PRECISION_FP32, TFENC_FP32_PRODUCTS_OPENBLAS);
+}
+
+/* fp32 on oneDNN's f32 matmul, weights packed once ([model] fp32_products
+ * = onednn): its products counted through dnnl_primitive_execute. */
+static void test_fp32_onednn(void)
+{
+#ifdef HAVE_ONEDNN
+    check_precision(TFENC_PRECISION_FP32, TFENC_FP32_PRODUCTS_ONEDNN);
+#else
+    printf("\n  built without oneDNN: fp32 runs on OpenBLAS only\n");
+#endif
 }
 
 static void test_bf16(void)
 {
-    check_precision(TFENC_PRECISION_BF16);
+    check_precision(TFENC_PRECISION_BF16, 0);
 }
 
 static void test_int8(void)
 {
-    check_precision(TFENC_PRECISION_INT8);
+    check_precision(TFENC_PRECISION_INT8, 0);
 }
 
 static const test_case row_cases[] = {
     {"fp32 rows alone and in batches", test_fp32},
+    {"fp32 on oneDNN: rows alone and in batches", test_fp32_onednn},
     {"bf16 rows alone and in batches", test_bf16},
     {"int8 rows alone and in batches", test_int8},
     {NULL, NULL}};

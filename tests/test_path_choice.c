@@ -164,7 +164,8 @@ static void test_record_is_taken_without_measuring(void)
     CU_ASSERT_EQUAL_FATAL(tfenc_path_choices_decide(&f.ctx, f.job, &f.plan, &f.options, NULL,
                                                     &record, &choices),
                           TFENC_OK);
-    CU_ASSERT_STRING_EQUAL(choices.assignments, "encoder.attention.kernel=products\n");
+    CU_ASSERT_STRING_EQUAL(choices.assignments,
+                           "encoder.attention.kernel=products\nmodel.fp32_products=openblas\n");
     CU_ASSERT_PTR_NOT_NULL(strstr(choices.line, "as recorded in the file this run resumes"));
     CU_ASSERT_STRING_EQUAL(kernel_value(&f), "products");
     char *after = tfenc_job_settings_identity(f.job, &settings);
@@ -173,6 +174,19 @@ static void test_record_is_taken_without_measuring(void)
     free(after);
     tfenc_path_choices_free(&choices);
     fixture_close(&f);
+}
+
+/* The job's choices against a record from [model] paths docs.h5 that
+ * contradicts its key: one error line holding `message`. */
+static void refused_in_one_line(fixture *f, const char *recorded, const char *message)
+{
+    const tfenc_path_record record = {.assignments = recorded, .origin = "[model] paths docs.h5"};
+    tfenc_path_choices choices;
+    CU_ASSERT_EQUAL(tfenc_path_choices_decide(&f->ctx, f->job, &f->plan, &f->options, NULL,
+                                              &record, &choices),
+                    TFENC_ERR_CONFIG);
+    CU_ASSERT_PTR_NULL(strchr(f->ctx.message, '\n'));
+    CU_ASSERT_PTR_NOT_NULL(strstr(f->ctx.message, message));
 }
 
 /* The key pins its place; a record that contradicts it is one error line
@@ -186,18 +200,13 @@ static void test_key_pins_and_contradiction_is_refused(void)
     CU_ASSERT_EQUAL_FATAL(tfenc_path_choices_decide(&f.ctx, f.job, &f.plan, &f.options, NULL,
                                                     &none, &choices),
                           TFENC_OK);
-    CU_ASSERT_STRING_EQUAL(choices.assignments, "encoder.attention.kernel=fused\n");
+    CU_ASSERT_STRING_EQUAL(choices.assignments,
+                           "encoder.attention.kernel=fused\nmodel.fp32_products=openblas\n");
     CU_ASSERT_PTR_NOT_NULL(strstr(choices.line, "the job's key"));
     tfenc_path_choices_free(&choices);
-    const tfenc_path_record record = {.assignments = "encoder.attention.kernel=products\n",
-                                      .origin = "[model] paths docs.h5"};
-    CU_ASSERT_EQUAL(tfenc_path_choices_decide(&f.ctx, f.job, &f.plan, &f.options, NULL, &record,
-                                              &choices),
-                    TFENC_ERR_CONFIG);
-    CU_ASSERT_PTR_NULL(strchr(f.ctx.message, '\n'));
-    CU_ASSERT_PTR_NOT_NULL(strstr(f.ctx.message, "[encoder.attention] kernel = fused contradicts "
-                                                 "[model] paths docs.h5, which records "
-                                                 "encoder.attention.kernel=products"));
+    refused_in_one_line(&f, "encoder.attention.kernel=products\n",
+                        "[encoder.attention] kernel = fused contradicts [model] paths docs.h5, "
+                        "which records encoder.attention.kernel=products");
     fixture_close(&f);
 }
 
@@ -220,7 +229,8 @@ static void test_bad_and_empty_records(void)
     CU_ASSERT_EQUAL_FATAL(tfenc_path_choices_decide(&f.ctx, f.job, &f.plan, &f.options, NULL,
                                                     &older, &choices),
                           TFENC_OK);
-    CU_ASSERT_STRING_EQUAL(choices.assignments, "encoder.attention.kernel=fused\n");
+    CU_ASSERT_STRING_EQUAL(choices.assignments,
+                           "encoder.attention.kernel=fused\nmodel.fp32_products=openblas\n");
     CU_ASSERT_PTR_NOT_NULL(strstr(choices.line, "the default"));
     /* The user's "auto" stays in the identity. */
     tfenc_job_settings settings = {0};
@@ -229,6 +239,90 @@ static void test_bad_and_empty_records(void)
     free(identity);
     tfenc_path_choices_free(&choices);
     fixture_close(&f);
+}
+
+/* [model] fp32_products, a place of fp32 jobs only: a record is taken and
+ * reaches what the model reads (tfenc_model_fp32_products), the key pins
+ * it and a record against it is one line, a record of another library is
+ * refused; a bf16 job has no such place (its maps are not fp32 ones). */
+static void test_fp32_products(void)
+{
+    fixture f;
+    fixture_open(&f, "");
+    tfenc_path_choices choices;
+    const tfenc_path_record record = {.assignments = "model.fp32_products=onednn\n",
+                                      .origin = "[model] paths docs.h5"};
+    CU_ASSERT_EQUAL_FATAL(tfenc_path_choices_decide(&f.ctx, f.job, &f.plan, &f.options, NULL,
+                                                    &record, &choices),
+                          TFENC_OK);
+    CU_ASSERT_PTR_NOT_NULL(strstr(choices.assignments, "model.fp32_products=onednn\n"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(choices.line, "model.fp32_products=onednn (as recorded in "
+                                                "[model] paths docs.h5)"));
+    CU_ASSERT_EQUAL(tfenc_model_fp32_products(f.job), TFENC_FP32_PRODUCTS_ONEDNN);
+    tfenc_path_choices_free(&choices);
+    fixture_close(&f);
+
+    fixture_open(&f, "");
+    CU_ASSERT_EQUAL_FATAL(tfenc_jobfile_override(&f.ctx, f.job, "model.fp32_products=openblas"),
+                          TFENC_OK);
+    refused_in_one_line(&f, record.assignments,
+                        "[model] fp32_products = openblas contradicts [model] paths docs.h5, "
+                        "which records model.fp32_products=onednn");
+    fixture_close(&f);
+
+    fixture_open(&f, "");
+    const tfenc_path_record bad = {.assignments = "model.fp32_products=mkl\n",
+                                   .origin = "[model] paths x.h5"};
+    CU_ASSERT_EQUAL(tfenc_path_choices_decide(&f.ctx, f.job, &f.plan, &f.options, NULL, &bad,
+                                              &choices),
+                    TFENC_ERR_CONFIG);
+    CU_ASSERT_PTR_NOT_NULL(strstr(f.ctx.message, "x.h5: records model.fp32_products=mkl, which "
+                                                 "is not a path of this tfenc (openblas or "
+                                                 "onednn)"));
+    fixture_close(&f);
+
+    fixture_open(&f, "kernel = products\n");
+    f.config.precision = TFENC_PRECISION_BF16;
+    const tfenc_path_record none = {0};
+    CU_ASSERT_EQUAL_FATAL(tfenc_path_choices_decide(&f.ctx, f.job, &f.plan, &f.options, NULL,
+                                                    &none, &choices),
+                          TFENC_OK);
+    CU_ASSERT_STRING_EQUAL(choices.assignments, "encoder.attention.kernel=products\n");
+    tfenc_path_choices_free(&choices);
+    fixture_close(&f);
+}
+
+/* [model] fp32_products is read into the config (auto: OpenBLAS until a
+ * choice sets the key); a value that is no library is one error line. */
+static void test_fp32_products_key(void)
+{
+    static const char *const values[] = {"", "fp32_products = auto\n",
+                                         "fp32_products = openblas\n",
+                                         "fp32_products = onednn\n"};
+    static const tfenc_fp32_products expected[] = {
+        TFENC_FP32_PRODUCTS_OPENBLAS, TFENC_FP32_PRODUCTS_OPENBLAS,
+        TFENC_FP32_PRODUCTS_OPENBLAS, TFENC_FP32_PRODUCTS_ONEDNN};
+    for (int i = 0; i < 5; i++) {
+        tfenc_context ctx;
+        tfenc_context_init(&ctx);
+        char text[256];
+        snprintf(text, sizeof text, "[model]\nweights = w.h5\nd_model = 64\n%s",
+                 i < 4 ? values[i] : "fp32_products = mkl\n");
+        tfenc_jobfile *job = NULL;
+        CU_ASSERT_EQUAL_FATAL(tfenc_jobfile_parse_string(&ctx, "j.ini", text, &job), TFENC_OK);
+        tfenc_model_config config;
+        const int status = tfenc_model_config_read(&ctx, job, &config);
+        if (i < 4) {
+            CU_ASSERT_EQUAL(status, TFENC_OK);
+            CU_ASSERT_EQUAL(config.fp32_products, expected[i]);
+            tfenc_model_config_free(&config);
+        } else {
+            CU_ASSERT_EQUAL(status, TFENC_ERR_CONFIG);
+            CU_ASSERT_PTR_NOT_NULL(strstr(ctx.message, "fp32_products"));
+            CU_ASSERT_PTR_NULL(strchr(ctx.message, '\n'));
+        }
+        tfenc_jobfile_destroy(job);
+    }
 }
 
 /* Another rank applies rank 0's assignments to its own job. */
@@ -254,6 +348,8 @@ static const test_case path_choice_cases[] = {
     {"key pins and contradiction is refused", test_key_pins_and_contradiction_is_refused},
     {"bad and empty records", test_bad_and_empty_records},
     {"apply sets every entry", test_apply_sets_every_entry},
+    {"fp32 products", test_fp32_products},
+    {"fp32 products key", test_fp32_products_key},
     {NULL, NULL}};
 
 const test_suite test_suites[] = {

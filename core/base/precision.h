@@ -19,4 +19,19 @@ typedef enum tfenc_precision {
 /* "fp32", "bf16", "int8", NULL: the values of [model] precision, in enum order. */
 extern const char *const tfenc_precision_names[TFENC_PRECISION_COUNT + 1];
 
+/* The library of fp32 linear maps: OpenBLAS's sgemm (which packs the
+ * weights again in every product), or oneDNN's f32 matmul on weights packed
+ * once, when the map is made, in the layout its kernels read. Both run in
+ * fixed row blocks; their bits differ (another order of sums), so a job's
+ * choice ([model] fp32_products) is recorded with its rows. */
+typedef enum tfenc_fp32_products {
+    TFENC_FP32_PRODUCTS_OPENBLAS = 0, /* the default */
+    TFENC_FP32_PRODUCTS_ONEDNN = 1
+} tfenc_fp32_products;
+
+#define TFENC_FP32_PRODUCTS_COUNT 2
+
+/* "openblas", "onednn", NULL: in enum order. */
+extern const char *const tfenc_fp32_products_names[TFENC_FP32_PRODUCTS_COUNT + 1];
+
 #endif

@@ -9,7 +9,8 @@ core_libtfenc_matrix_la_SOURCES = core/matrix/matrix.c core/matrix/matrix.h \
 	core/matrix/block_rows.h core/matrix/matrix_onednn.h core/matrix/openblas.c \
 	core/matrix/openblas.h
 if HAVE_ONEDNN
-core_libtfenc_matrix_la_SOURCES += core/matrix/matrix_onednn.c
+core_libtfenc_matrix_la_SOURCES += core/matrix/matrix_onednn.c core/matrix/onednn_f32.c \
+	core/matrix/onednn_f32.h
 endif
 core_libtfenc_matrix_la_CFLAGS = $(AM_CFLAGS) $(OPENMP_CFLAGS) -fno-trapping-math -ffp-contract=fast
 core_libtfenc_la_LIBADD += core/libtfenc_matrix.la $(ONEDNN_LIBS)

@@ -17,6 +17,9 @@
 #include "base/aligned.h"
 #include "tfenc/plugin_math.h"
 #include "matrix/matrix_onednn.h"
+#ifdef HAVE_ONEDNN
+#include "matrix/onednn_f32.h"
+#endif
 #include "matrix/openblas.h"
 #include "tfenc/plugin_parallel.h"
 
@@ -47,6 +50,9 @@ struct tfenc_linear {
     float *weight;          /* fp32: [out, in]; NULL in bf16 and int8 */
     float *bias;            /* [out] or NULL */
     onednn_linear *onednn;  /* bf16 and int8 */
+#ifdef HAVE_ONEDNN
+    onednn_f32_linear *onednn_f32; /* fp32 with fp32_products = onednn (weight NULL) */
+#endif
     tfenc_matrix_scratch *scratch;
     float *record_input_range;  /* fp32 calibration: max |x[., j]| seen, or NULL */
     float *input_smoothing;     /* int8: [in] 1 / s_j applied to x before quantizing, or NULL */
@@ -537,7 +543,8 @@ static block_layout layout_block(tfenc_precision precision, size_t packed_bytes,
                                  int has_bias, int smoothing)
 {
     block_layout b = {0};
-    size_t at = round_up_64(precision == TFENC_PRECISION_FP32
+    /* fp32 maps on oneDNN have packed weights too (packed_bytes > 0). */
+    size_t at = round_up_64(precision == TFENC_PRECISION_FP32 && packed_bytes == 0
                                 ? (size_t)out * (size_t)in * sizeof(float)
                                 : packed_bytes);
     b.bias = at;
@@ -552,6 +559,19 @@ static block_layout layout_block(tfenc_precision precision, size_t packed_bytes,
     }
     b.total = at;
     return b;
+}
+
+/* fp32_products = onednn needs oneDNN in the build. */
+static int check_fp32_products(tfenc_context *ctx)
+{
+#ifdef HAVE_ONEDNN
+    (void)ctx;
+    return TFENC_OK;
+#else
+    return tfenc_error(ctx, TFENC_ERR_CONFIG,
+                       "fp32_products = onednn: tfenc was built without oneDNN (install "
+                       "libdnnl-dev and run configure again, or use fp32_products = openblas)");
+#endif
 }
 
 int tfenc_matrix_linear_block_bytes(tfenc_context *ctx, const tfenc_matrix_linear_options *options,
@@ -571,6 +591,19 @@ int tfenc_matrix_linear_block_bytes(tfenc_context *ctx, const tfenc_matrix_linea
         packed = onednn_linear_packed_bytes(probe);
         onednn_linear_destroy(probe);
 #endif
+    } else if (options->fp32_products == TFENC_FP32_PRODUCTS_ONEDNN) {
+        int status = check_fp32_products(ctx);
+#ifdef HAVE_ONEDNN
+        onednn_f32_linear *probe = NULL;
+        if (status == TFENC_OK)
+            status = onednn_f32_prepare(ctx, TFENC_MATRIX_FP32_BLOCK_ROWS, out, in, has_bias,
+                                        &probe);
+        if (status == TFENC_OK)
+            packed = onednn_f32_packed_bytes(probe);
+        onednn_f32_destroy(probe);
+#endif
+        if (status != TFENC_OK)
+            return status;
     }
     *bytes = layout_block(options->precision, packed, out, in, has_bias,
                           options->input_range != NULL)
@@ -601,6 +634,14 @@ int tfenc_matrix_linear_create(tfenc_context *ctx, const tfenc_matrix_linear_opt
         if (status == TFENC_OK)
             status = onednn_linear_prepare(ctx, precision, out, in, &linear->onednn);
     }
+    if (status == TFENC_OK && precision == TFENC_PRECISION_FP32 &&
+        options->fp32_products == TFENC_FP32_PRODUCTS_ONEDNN)
+        status = onednn_f32_prepare(ctx, TFENC_MATRIX_FP32_BLOCK_ROWS, out, in, has_bias,
+                                    &linear->onednn_f32);
+#else
+    if (status == TFENC_OK && precision == TFENC_PRECISION_FP32 &&
+        options->fp32_products == TFENC_FP32_PRODUCTS_ONEDNN)
+        status = check_fp32_products(ctx);
 #endif
     block_layout layout = {0};
     if (status == TFENC_OK) {
@@ -615,6 +656,8 @@ int tfenc_matrix_linear_create(tfenc_context *ctx, const tfenc_matrix_linear_opt
 #ifdef HAVE_ONEDNN
         if (linear->onednn != NULL)
             packed = onednn_linear_packed_bytes(linear->onednn);
+        if (linear->onednn_f32 != NULL)
+            packed = onednn_f32_packed_bytes(linear->onednn_f32);
 #endif
         layout = layout_block(precision, packed, out, in, has_bias, options->input_range != NULL);
         if (block != NULL && block->bytes < layout.total)
@@ -659,6 +702,15 @@ int tfenc_matrix_linear_create(tfenc_context *ctx, const tfenc_matrix_linear_opt
          * threshold grows with the first one freed): give them back, or
          * the float32 copies of every map stay resident. */
         malloc_trim(0);
+#ifdef HAVE_ONEDNN
+    } else if (status == TFENC_OK && linear->onednn_f32 != NULL) {
+        /* Packed once into oneDNN's layout: the float32 copy is not kept. */
+        status = onednn_f32_place(ctx, linear->onednn_f32, scratch->threads,
+                                  fill ? weight : NULL, linear->bias, memory);
+        tfenc_aligned_free(weight);
+        weight = NULL;
+        malloc_trim(0);
+#endif
     } else if (status == TFENC_OK && block != NULL) {
         linear->weight = (float *)memory;
         if (fill)
@@ -685,6 +737,7 @@ void tfenc_matrix_linear_destroy(tfenc_linear *linear)
         return;
 #ifdef HAVE_ONEDNN
     onednn_linear_destroy(linear->onednn);
+    onednn_f32_destroy(linear->onednn_f32);
 #endif
     if (!linear->borrowed) {
         tfenc_aligned_free(linear->weight);
@@ -702,6 +755,8 @@ size_t tfenc_matrix_linear_bytes(const tfenc_linear *linear)
 #ifdef HAVE_ONEDNN
     if (linear->onednn != NULL)
         bytes += onednn_linear_bytes(linear->onednn);
+    if (linear->onednn_f32 != NULL)
+        bytes += onednn_f32_bytes(linear->onednn_f32);
 #endif
     return bytes;
 }
@@ -768,13 +823,29 @@ static void block_input(const void *x, tfenc_element_type x_dtype, int first, in
            (size_t)(block_rows - count) * n * dtype_size(element));
 }
 
-/* One fp32 block on OpenBLAS: z = x W^T + b (the bias loaded first and
- * accumulated onto), then the epilogue into y. A full block of float32
- * rows is read in place, and written in place when nothing follows the
- * product but an element-wise activation; the tail goes through scratch
- * with the same product, so its rows get the same bits. */
-static void fp32_block(const tfenc_linear *linear, const tfenc_linear_args *args, int first,
-                       int count, const block_scratch *b)
+/* One block's product on OpenBLAS, the bias loaded into z first. */
+static void fp32_openblas(const tfenc_linear *linear, const float *source, float *z)
+{
+    const int in = linear->in, out = linear->out;
+    float beta = 0.0f;
+    if (linear->bias != NULL) {
+        for (int r = 0; r < TFENC_MATRIX_FP32_BLOCK_ROWS; r++)
+            memcpy(z + (size_t)r * out, linear->bias, (size_t)out * sizeof(float));
+        beta = 1.0f;
+    }
+    tfenc_openblas_sgemm(1, TFENC_MATRIX_FP32_BLOCK_ROWS, out, in, 1.0f, source, in,
+                         linear->weight, in, beta, z, out);
+}
+
+/* One fp32 block: z = x W^T + b, on OpenBLAS (the bias loaded first and
+ * accumulated onto) or on oneDNN's packed weights (the bias added inside
+ * the product), then the epilogue into y, the same for both. A full block
+ * of float32 rows is read in place, and written in place when nothing
+ * follows the product but an element-wise activation; the tail goes
+ * through scratch with the same product, so its rows get the same bits. */
+static int fp32_block(tfenc_context *ctx, const tfenc_linear *linear,
+                      const tfenc_linear_args *args, int first, int count, int thread,
+                      const block_scratch *b)
 {
     const int in = linear->in, out = linear->out;
     const int full = count == TFENC_MATRIX_FP32_BLOCK_ROWS;
@@ -786,19 +857,26 @@ static void fp32_block(const tfenc_linear *linear, const tfenc_linear_args *args
     }
     const int in_place = full && args->y_dtype == TFENC_FLOAT32 && !is_gated(args->activation);
     float *z = in_place ? (float *)args->y + (size_t)first * out : b->product;
-    float beta = 0.0f;
-    if (linear->bias != NULL) {
-        for (int r = 0; r < TFENC_MATRIX_FP32_BLOCK_ROWS; r++)
-            memcpy(z + (size_t)r * out, linear->bias, (size_t)out * sizeof(float));
-        beta = 1.0f;
-    }
-    tfenc_openblas_sgemm(1, TFENC_MATRIX_FP32_BLOCK_ROWS, out, in, 1.0f, source, in,
-                         linear->weight, in, beta, z, out);
+#ifdef HAVE_ONEDNN
+    if (linear->onednn_f32 != NULL) {
+        int status = onednn_f32_execute(ctx, linear->onednn_f32, thread,
+                                        linear->scratch->streams[thread], source, z);
+        if (status != TFENC_OK)
+            return status;
+    } else
+        fp32_openblas(linear, source, z);
+#else
+    (void)ctx;
+    (void)thread;
+    fp32_openblas(linear, source, z);
+#endif
     const size_t y_width = (size_t)(is_gated(args->activation) ? out / 2 : out);
     epilogue(z, count, out, (size_t)out, NULL, NULL, NULL, NULL, args->activation,
              (char *)args->y + (size_t)first * y_width * dtype_size(args->y_dtype),
              args->y_dtype);
+    return TFENC_OK;
 }
+
 
 #ifdef HAVE_ONEDNN
 /* Activations oneDNN applies inside the product (post-ops); gated ones need
@@ -881,10 +959,8 @@ static int run_block(tfenc_context *ctx, const tfenc_linear *linear, const tfenc
                            "matrix backend: thread %d of a pool planned for %d", thread,
                            linear->scratch->threads);
     const block_scratch b = thread_block_scratch(linear, thread);
-    if (linear->precision == TFENC_PRECISION_FP32) {
-        fp32_block(linear, args, first, count, &b);
-        return TFENC_OK;
-    }
+    if (linear->precision == TFENC_PRECISION_FP32)
+        return fp32_block(ctx, linear, args, first, count, thread, &b);
 #ifdef HAVE_ONEDNN
     return onednn_block(ctx, linear, args, first, count, thread, &b);
 #else

@@ -1,6 +1,7 @@
 /* The matrix backend: every matrix product of tfenc, at the precision of
- * the layer it serves. fp32 runs on OpenBLAS (the reference); bf16 and int8
- * run on oneDNN (bf16 inputs and weights with fp32 sums; u8 x s8 VNNI with
+ * the layer it serves. fp32 runs on OpenBLAS (the reference) or, with
+ * fp32_products = onednn, on oneDNN's f32 matmul on weights packed once
+ * (matrix/onednn_f32.h); bf16 and int8 run on oneDNN (bf16 inputs and weights with fp32 sums; u8 x s8 VNNI with
  * per-channel weight scales and per-token input scales). OpenBLAS, oneDNN
  * and the plugins' element-wise loops share the rank's one OpenMP thread
  * pool. Linear maps (activations x weights, tfenc_linear in plugin.h) and
@@ -78,6 +79,9 @@ int tfenc_matrix_threads(void);
 /* How a linear map is made, besides its weights. */
 typedef struct tfenc_matrix_linear_options {
     tfenc_precision precision;
+    /* fp32: the library of the products (base/precision.h); OpenBLAS when
+     * zero. oneDNN packs the weights once, into its own layout. */
+    tfenc_fp32_products fp32_products;
     /* fp32: when set, every product raises input_range[j] to the largest
      * |x[., j]| it sees (calibration on a corpus sample for int8). */
     float *record_input_range;
@@ -111,8 +115,9 @@ int tfenc_matrix_linear_block_bytes(tfenc_context *ctx, const tfenc_matrix_linea
                                     int out, int in, int has_bias, size_t *bytes);
 
 /* A linear map y = x W^T + b. Takes over `weight` [out, in] (64-byte
- * aligned, from tfenc_aligned_alloc): fp32 keeps it, bf16 and int8 convert
- * it once into oneDNN's preferred layout and free it, also on failure.
+ * aligned, from tfenc_aligned_alloc): fp32 on OpenBLAS keeps it; bf16,
+ * int8 and fp32 on oneDNN convert it once into oneDNN's preferred layout
+ * and free it, also on failure.
  * bias [out] or NULL is copied. With options->block, the map lives in
  * that block (see tfenc_matrix_block). Any number of rows runs, in blocks of
  * TFENC_MATRIX_BLOCK_ROWS. */

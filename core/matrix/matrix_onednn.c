@@ -91,6 +91,11 @@ int onednn_isa_has_amx(void)
             ~dnnl_cpu_isa_avx512_core_bf16) != 0;
 }
 
+void *onednn_engine(void)
+{
+    return engine_ready() ? engine : NULL;
+}
+
 int onednn_stream_create(void **stream)
 {
     if (!engine_ready())
@@ -406,6 +411,44 @@ static void quantize_weights(const float *weight, int out, int in, int8_t *quant
     }
 }
 
+int onednn_reorder_weights(const void *plain, int s8, int in, int out, const void *packed_desc,
+                           void *packed)
+{
+    /* W [out, in] row-major is W^T [in, out] in tag ba. */
+    dnnl_dims_t dims = {in, out};
+    dnnl_memory_desc_t plain_desc;
+    dnnl_memory_t plain_memory = NULL;
+    dnnl_primitive_desc_t reorder_desc = NULL;
+    dnnl_primitive_t reorder = NULL;
+    dnnl_stream_t stream = NULL;
+    dnnl_status_t status =
+        dnnl_memory_desc_init_by_tag(&plain_desc, 2, dims, s8 ? dnnl_s8 : dnnl_f32, dnnl_ba);
+    if (status == dnnl_success)
+        status = dnnl_memory_create(&plain_memory, &plain_desc, engine, (void *)plain);
+    if (status == dnnl_success)
+        status = dnnl_reorder_primitive_desc_create(&reorder_desc, &plain_desc, engine,
+                                                    packed_desc, engine, NULL);
+    if (status == dnnl_success)
+        status = dnnl_primitive_create(&reorder, reorder_desc);
+    if (status == dnnl_success)
+        status = dnnl_stream_create(&stream, engine, dnnl_stream_default_flags);
+    if (status == dnnl_success) {
+        dnnl_exec_arg_t args[2] = {{DNNL_ARG_FROM, plain_memory}, {DNNL_ARG_TO, packed}};
+        status = dnnl_primitive_execute(reorder, stream, 2, args);
+        if (status == dnnl_success)
+            status = dnnl_stream_wait(stream);
+    }
+    if (stream != NULL)
+        dnnl_stream_destroy(stream);
+    if (reorder != NULL)
+        dnnl_primitive_destroy(reorder);
+    if (reorder_desc != NULL)
+        dnnl_primitive_desc_destroy(reorder_desc);
+    if (plain_memory != NULL)
+        dnnl_memory_destroy(plain_memory);
+    return status;
+}
+
 /* Converts weight [out, in] into the layout oneDNN chose (a reorder, which
  * also rounds to bf16, or for int8 adds the zero-point compensation). */
 static dnnl_status_t pack_weights(onednn_linear *linear, const float *weight)
@@ -421,39 +464,9 @@ static dnnl_status_t pack_weights(onednn_linear *linear, const float *weight)
                          linear->zero_correction);
         plain = quantized;
     }
-    /* W [out, in] row-major is W^T [in, out] in tag ba. */
-    dnnl_dims_t dims = {linear->in, linear->out};
-    dnnl_memory_desc_t plain_desc;
-    dnnl_memory_t plain_memory = NULL;
-    dnnl_primitive_desc_t reorder_desc = NULL;
-    dnnl_primitive_t reorder = NULL;
-    dnnl_stream_t stream = NULL;
-    dnnl_status_t status =
-        dnnl_memory_desc_init_by_tag(&plain_desc, 2, dims, int8 ? dnnl_s8 : dnnl_f32, dnnl_ba);
-    if (status == dnnl_success)
-        status = dnnl_memory_create(&plain_memory, &plain_desc, engine, (void *)plain);
-    if (status == dnnl_success)
-        status = dnnl_reorder_primitive_desc_create(&reorder_desc, &plain_desc, engine,
-                                                    &linear->weights_desc, engine, NULL);
-    if (status == dnnl_success)
-        status = dnnl_primitive_create(&reorder, reorder_desc);
-    if (status == dnnl_success)
-        status = dnnl_stream_create(&stream, engine, dnnl_stream_default_flags);
-    if (status == dnnl_success) {
-        dnnl_exec_arg_t args[2] = {{DNNL_ARG_FROM, plain_memory},
-                                   {DNNL_ARG_TO, linear->weights_memory}};
-        status = dnnl_primitive_execute(reorder, stream, 2, args);
-        if (status == dnnl_success)
-            status = dnnl_stream_wait(stream);
-    }
-    if (stream != NULL)
-        dnnl_stream_destroy(stream);
-    if (reorder != NULL)
-        dnnl_primitive_destroy(reorder);
-    if (reorder_desc != NULL)
-        dnnl_primitive_desc_destroy(reorder_desc);
-    if (plain_memory != NULL)
-        dnnl_memory_destroy(plain_memory);
+    dnnl_status_t status = onednn_reorder_weights(plain, int8, linear->in, linear->out,
+                                                  &linear->weights_desc,
+                                                  linear->weights_memory);
     free(quantized);
     return status;
 }

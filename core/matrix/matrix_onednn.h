@@ -28,6 +28,17 @@ void onednn_describe(char *line, size_t size);
 int onednn_isa_has_vnni(void);
 int onednn_isa_has_amx(void);
 
+/* The CPU engine (a dnnl_engine_t) of every product and stream, which
+ * onednn_f32.c's products share (a primitive runs only on streams of its
+ * engine); NULL when oneDNN has none. */
+void *onednn_engine(void);
+
+/* weight [out, in] (float32, or s8 when `s8`) reordered into `packed` (a
+ * dnnl_memory_t of the layout `packed_desc`, a dnnl_memory_desc_t), the
+ * weights' one conversion into a layout oneDNN chose; a dnnl_status_t. */
+int onednn_reorder_weights(const void *plain, int s8, int in, int out, const void *packed_desc,
+                           void *packed);
+
 /* A oneDNN stream, one per scratch (products sharing one run in turn). */
 int onednn_stream_create(void **stream);
 void onednn_stream_destroy(void *stream);

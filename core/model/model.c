@@ -39,6 +39,9 @@ static const char *section_origin(const tfenc_jobfile *job, const tfenc_job_sect
     return buffer;
 }
 
+/* [model] fp32_products: auto, then tfenc_fp32_products_names. */
+static const char *const fp32_products_keys[] = {"auto", "openblas", "onednn", NULL};
+
 int tfenc_model_config_read(tfenc_context *ctx, const tfenc_jobfile *job,
                             tfenc_model_config *config)
 {
@@ -72,6 +75,12 @@ int tfenc_model_config_read(tfenc_context *ctx, const tfenc_jobfile *job,
     if (status == TFENC_OK)
         status = tfenc_param_input_path(&params, "paths", "the path choices",
                                         &config->paths_path);
+    /* Checked here; the value is read by tfenc_model_fp32_products (auto
+     * is a path choice, run/path_choice.h). */
+    int fp32_products = 0;
+    if (status == TFENC_OK)
+        status = tfenc_param_choice(&params, "fp32_products", fp32_products_keys, 0,
+                                    &fp32_products);
     if (status == TFENC_OK)
         status = tfenc_params_check_all_used(&params, "not a [model] key");
     if (status != TFENC_OK) {
@@ -104,7 +113,19 @@ int tfenc_model_config_read(tfenc_context *ctx, const tfenc_jobfile *job,
     config->max_positions = (int)max_positions;
     config->precision = (tfenc_precision)precision;
     config->min_cosine = min_cosine;
+    config->fp32_products = tfenc_model_fp32_products(job);
     return TFENC_OK;
+}
+
+tfenc_fp32_products tfenc_model_fp32_products(const tfenc_jobfile *job)
+{
+    const tfenc_job_section *section = tfenc_jobfile_find(job, "model");
+    const tfenc_job_entry *entry =
+        section != NULL ? tfenc_job_section_get(section, "fp32_products") : NULL;
+    for (int i = 0; entry != NULL && i < TFENC_FP32_PRODUCTS_COUNT; i++)
+        if (strcmp(entry->value, tfenc_fp32_products_names[i]) == 0)
+            return (tfenc_fp32_products)i;
+    return TFENC_FP32_PRODUCTS_OPENBLAS;
 }
 
 void tfenc_model_config_free(tfenc_model_config *config)
@@ -709,7 +730,8 @@ static int create_instance(tfenc_context *ctx, const tfenc_model_options *option
         .precision = options->step_precision != NULL
                          ? options->step_precision[plan - options->plan->steps]
                          : options->config->precision,
-        .calibrate = options->calibrate};
+        .calibrate = options->calibrate,
+        .fp32_products = options->config->fp32_products};
     status =
         tfenc_weight_store_group(ctx, options->weights, group, &weight_options, &layer->weights);
     if (status != TFENC_OK)

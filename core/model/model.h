@@ -28,10 +28,16 @@ typedef struct tfenc_model_config {
      * kernel...) the job takes instead of measuring, resolved against the
      * job file's directory; NULL measures where the job says auto. */
     char *paths_path;
+    /* The library of fp32 linear maps: [model] fp32_products, OpenBLAS for
+     * auto until the path choice (run/path_choice.h) sets the key. */
+    tfenc_fp32_products fp32_products;
 } tfenc_model_config;
 
 int tfenc_model_config_read(tfenc_context *ctx, const tfenc_jobfile *job,
                             tfenc_model_config *config);
+/* The job's [model] fp32_products as it stands (auto: OpenBLAS, the
+ * default), for the config once the path choices are applied. */
+tfenc_fp32_products tfenc_model_fp32_products(const tfenc_jobfile *job);
 void tfenc_model_config_free(tfenc_model_config *config);
 
 /* One step of the forward pass: a plain layer, or a block sublayer with its

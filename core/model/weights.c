@@ -800,8 +800,13 @@ static void describe_linear(const tfenc_weights *weights, int n_parts,
             ranges = (ranges ^ bytes[i]) * 1099511628211ull;
     }
     if (used < size)
-        snprintf(text + used, size - used, " in %d %s smoothing %016llx", in_features,
-                 tfenc_precision_names[options->precision], (unsigned long long)ranges);
+        snprintf(text + used, size - used, " in %d %s%s%s smoothing %016llx", in_features,
+                 tfenc_precision_names[options->precision],
+                 options->precision == TFENC_PRECISION_FP32 ? " on " : "",
+                 options->precision == TFENC_PRECISION_FP32
+                     ? tfenc_fp32_products_names[options->fp32_products]
+                     : "",
+                 (unsigned long long)ranges);
 }
 
 static void release_linear(void *pointer)
@@ -841,7 +846,9 @@ int tfenc_linear_load(tfenc_weights *weights, int n_parts, const char *const *we
     }
     /* How the map is made: precision, and for int8 the inputs' ranges the
      * fp32 calibration pass recorded (the same table on every rank). */
-    tfenc_matrix_linear_options linear_options = {.precision = weights->options.precision};
+    tfenc_matrix_linear_options linear_options = {
+        .precision = weights->options.precision,
+        .fp32_products = weights->options.fp32_products};
     char key[1100];
     snprintf(key, sizeof key, "%s/%s:%d", strcmp(weights->group, "/") == 0 ? "" : weights->group,
              weight_names[0], n_parts);

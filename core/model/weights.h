@@ -19,6 +19,8 @@ typedef struct tfenc_weight_options {
      * store's calibration table (the int8 accuracy gate's reference pass);
      * int8 maps read it back to smooth their inputs (core/matrix/matrix.h). */
     int calibrate;
+    /* The library of the fp32 linear maps ([model] fp32_products). */
+    tfenc_fp32_products fp32_products;
 } tfenc_weight_options;
 
 /* Opens an HDF5 weights file read-only (each rank opens it independently). */

@@ -117,9 +117,23 @@ int tfenc_path_choices_apply(tfenc_context *ctx, tfenc_jobfile *job, const char 
 
 /* ------------------------------------------------------------- the places */
 
+/* A place with more than one way of computing: the key that pins it (in
+ * `section`), its candidates, the one taken without measuring, and how to
+ * time them. */
+typedef struct place {
+    const char *section, *key;
+    const char *const *candidates; /* N_CANDIDATES names */
+    int default_index;
+    const char *default_why;        /* why the default is what it is, or NULL */
+    /* The steps timed: a model of options with the candidate set. */
+    int first_step, end_step;
+} place;
+
+enum { N_CANDIDATES = 2 };
+
 /* The attention's paths, as plugins/attention.c names them. */
-static const char *const attention_kernels[] = {"fused", "products"};
-enum { FUSED, PRODUCTS, N_KERNELS };
+static const char *const attention_kernels[N_CANDIDATES] = {"fused", "products"};
+enum { FUSED, PRODUCTS };
 
 /* The path `kernel = auto` takes without measuring, by plugins/attention.c's
  * rule: the fused kernel where it runs at the job's precision (fp32, or
@@ -145,134 +159,198 @@ static int attention_default(const tfenc_job_section *section, const tfenc_model
     return bf16_kernel && head_dim > 0 && head_dim % 32 == 0 ? FUSED : PRODUCTS;
 }
 
-/* Step `step` with section.kernel set to each candidate in turn, ROUNDS
- * times; seconds[c] and cpu[c] the least of candidate c's rounds, per
- * sample token. */
-static int time_attention(tfenc_context *ctx, tfenc_jobfile *job, const char *section, int step,
-                          const tfenc_model_options *options, const tfenc_gate_sample *sample,
-                          double seconds[N_KERNELS], double cpu[N_KERNELS])
+/* The place's steps with each candidate in turn, ROUNDS times; seconds[c]
+ * and cpu[c] the least of candidate c's rounds, summed over the steps, per
+ * sample token. The candidate is set in the job (a layer's key, which its
+ * plugin reads) and, for [model] fp32_products, in a copy of the config. */
+static int time_place(tfenc_context *ctx, tfenc_jobfile *job, const place *where,
+                      const tfenc_model_options *options, const tfenc_gate_sample *sample,
+                      double seconds[N_CANDIDATES], double cpu[N_CANDIDATES])
 {
+    const int n_steps = where->end_step - where->first_step;
+    double *step_seconds = calloc((size_t)n_steps * 2, sizeof *step_seconds);
+    if (step_seconds == NULL)
+        return tfenc_error(ctx, TFENC_ERR_NO_MEMORY, "path choices: out of memory");
+    tfenc_model_config config = *options->config;
     tfenc_model_options one = *options;
-    one.first_step = step;
-    one.end_step = step + 1;
+    one.first_step = where->first_step;
+    one.end_step = where->end_step;
+    one.config = &config;
     int status = TFENC_OK;
-    for (int c = 0; c < N_KERNELS; c++)
+    for (int c = 0; c < N_CANDIDATES; c++)
         seconds[c] = cpu[c] = INFINITY;
     for (int round = 0; status == TFENC_OK && round < ROUNDS; round++)
-        for (int c = 0; status == TFENC_OK && c < N_KERNELS; c++) {
-            double measured = 0, measured_cpu = 0;
-            status = set_choice(ctx, job, section, "kernel", attention_kernels[c]);
+        for (int c = 0; status == TFENC_OK && c < N_CANDIDATES; c++) {
+            status = set_choice(ctx, job, where->section, where->key, where->candidates[c]);
+            config.fp32_products = tfenc_model_fp32_products(job);
             if (status == TFENC_OK)
-                status = tfenc_step_timing_measure_cpu(ctx, &one, sample, &measured,
-                                                       &measured_cpu);
+                status = tfenc_step_timing_measure_cpu(ctx, &one, sample, step_seconds,
+                                                       step_seconds + n_steps);
+            double measured = 0, measured_cpu = 0;
+            for (int i = 0; i < n_steps; i++) {
+                measured += step_seconds[i];
+                measured_cpu += step_seconds[n_steps + i];
+            }
             if (status == TFENC_OK && measured < seconds[c])
                 seconds[c] = measured;
             if (status == TFENC_OK && measured_cpu < cpu[c])
                 cpu[c] = measured_cpu;
         }
+    free(step_seconds);
     return status;
 }
 
 /* TFENC_PATH_FAVOUR names "section.key=value": that candidate's times are
  * divided by 1000 (path_choice.h). */
-static void favour(const char *section, double seconds[N_KERNELS], double cpu[N_KERNELS])
+static void favour(const place *where, double seconds[N_CANDIDATES], double cpu[N_CANDIDATES])
 {
     const char *favoured = getenv("TFENC_PATH_FAVOUR");
     char value[64];
-    if (favoured == NULL || !tfenc_path_recorded(favoured, section, "kernel", value, sizeof value))
+    if (favoured == NULL ||
+        !tfenc_path_recorded(favoured, where->section, where->key, value, sizeof value))
         return;
-    for (int c = 0; c < N_KERNELS; c++)
-        if (strcmp(value, attention_kernels[c]) == 0) {
+    for (int c = 0; c < N_CANDIDATES; c++)
+        if (strcmp(value, where->candidates[c]) == 0) {
             seconds[c] /= 1000;
             cpu[c] /= 1000;
         }
 }
 
-static int kernel_index(const char *name)
+static int candidate_index(const place *where, const char *name)
 {
-    for (int c = 0; c < N_KERNELS; c++)
-        if (strcmp(name, attention_kernels[c]) == 0)
+    for (int c = 0; c < N_CANDIDATES; c++)
+        if (strcmp(name, where->candidates[c]) == 0)
             return c;
     return -1;
 }
 
 /* Appends to the choices' assignments and line. */
-static int note_choice(tfenc_context *ctx, tfenc_path_choices *choices, const char *section,
+static int note_choice(tfenc_context *ctx, tfenc_path_choices *choices, const place *where,
                        const char *value, const char *why)
 {
     const size_t old = choices->assignments != NULL ? strlen(choices->assignments) : 0;
-    const size_t more = strlen(section) + strlen(value) + 16;
+    const size_t more = strlen(where->section) + strlen(where->key) + strlen(value) + 4;
     char *grown = realloc(choices->assignments, old + more);
     if (grown == NULL)
         return tfenc_error(ctx, TFENC_ERR_NO_MEMORY, "path choices: out of memory");
     choices->assignments = grown;
-    snprintf(grown + old, more, "%s.kernel=%s\n", section, value);
+    snprintf(grown + old, more, "%s.%s=%s\n", where->section, where->key, value);
     const size_t used = strlen(choices->line);
-    snprintf(choices->line + used, sizeof choices->line - used, "%s%s.kernel=%s (%s)",
-             used > strlen("paths: ") ? "; " : "", section, value, why);
+    snprintf(choices->line + used, sizeof choices->line - used, "%s%s.%s=%s (%s)",
+             used > strlen("paths: ") ? "; " : "", where->section, where->key, value, why);
     return TFENC_OK;
 }
 
-/* One attention section: its key, else the record, else a measurement. */
-static int choose_attention(tfenc_context *ctx, tfenc_jobfile *job, const tfenc_step_plan *step,
-                            int step_index, const tfenc_model_options *options,
-                            const tfenc_gate_sample *sample, const tfenc_path_record *record,
-                            tfenc_path_choices *choices)
+/* One place: its key, else the record, else a measurement. */
+static int choose(tfenc_context *ctx, tfenc_jobfile *job, const place *where,
+                  const tfenc_model_options *options, const tfenc_gate_sample *sample,
+                  const tfenc_path_record *record, tfenc_path_choices *choices)
 {
-    const char *section = step->section->name;
-    const tfenc_job_entry *entry = tfenc_job_section_get(step->section, "kernel");
+    const char *section = where->section, *name = where->key;
+    const tfenc_job_entry *entry =
+        tfenc_job_section_get(tfenc_jobfile_find(job, section), name);
     const char *key = entry != NULL && entry->chosen == 0 ? entry->value : "auto";
     char recorded[64] = "";
     const int has_record = record->assignments != NULL &&
-                           tfenc_path_recorded(record->assignments, section, "kernel", recorded,
+                           tfenc_path_recorded(record->assignments, section, name, recorded,
                                                sizeof recorded);
-    if (has_record && kernel_index(recorded) < 0)
+    if (has_record && candidate_index(where, recorded) < 0)
         return tfenc_error(ctx, TFENC_ERR_CONFIG,
-                           "%s: records %s.kernel=%s, which is not a path of this tfenc "
-                           "(fused or products)", record->origin, section, recorded);
+                           "%s: records %s.%s=%s, which is not a path of this tfenc "
+                           "(%s or %s)", record->origin, section, name, recorded,
+                           where->candidates[0], where->candidates[1]);
     if (strcmp(key, "auto") != 0) {
         if (has_record && strcmp(recorded, key) != 0)
             return tfenc_error(ctx, TFENC_ERR_CONFIG,
-                               "[%s] kernel = %s contradicts %s, which records %s.kernel=%s "
+                               "[%s] %s = %s contradicts %s, which records %s.%s=%s "
                                "(its rows were computed that way): drop the key, or set it "
-                               "to %s", section, key, record->origin, section, recorded,
-                               recorded);
-        return note_choice(ctx, choices, section, key, "the job's key");
+                               "to %s", section, name, key, record->origin, section, name,
+                               recorded, recorded);
+        return note_choice(ctx, choices, where, key, "the job's key");
     }
     char why[256];
     int chosen;
     if (has_record) {
-        chosen = kernel_index(recorded);
+        chosen = candidate_index(where, recorded);
         snprintf(why, sizeof why, "as recorded in %s", record->origin);
     } else if (record->origin != NULL || !tfenc_path_measuring() || sample == NULL ||
                sample->n_batches < 1) {
-        chosen = attention_default(step->section, options);
+        chosen = where->default_index;
         snprintf(why, sizeof why, "the default: %s",
                  record->origin != NULL    ? "the file records no choice"
                  : !tfenc_path_measuring() ? "TFENC_PATHS=default"
                                            : "no sample to time");
     } else {
-        double seconds[N_KERNELS], cpu[N_KERNELS];
-        int status =
-            time_attention(ctx, job, section, step_index, options, sample, seconds, cpu);
+        double seconds[N_CANDIDATES], cpu[N_CANDIDATES];
+        int status = time_place(ctx, job, where, options, sample, seconds, cpu);
         if (status != TFENC_OK)
             return status;
-        favour(section, seconds, cpu);
-        const int default_index = attention_default(step->section, options);
-        chosen = tfenc_path_pick_measured(cpu, seconds, N_KERNELS, default_index, -1,
+        favour(where, seconds, cpu);
+        chosen = tfenc_path_pick_measured(cpu, seconds, N_CANDIDATES, where->default_index, -1,
                                           TFENC_PATH_MARGIN);
         snprintf(why, sizeof why,
-                 "measured on %ld sample tokens: fused %.3g us CPU (%.3g wall), products "
-                 "%.3g us CPU (%.3g wall) per token; default %s, another path only when %.0f%% "
-                 "less CPU and less wall time",
-                 (long)sample->n_tokens, cpu[FUSED] * 1e6, seconds[FUSED] * 1e6,
-                 cpu[PRODUCTS] * 1e6, seconds[PRODUCTS] * 1e6, attention_kernels[default_index],
+                 "measured on %ld sample tokens: %s %.3g us CPU (%.3g wall), %s "
+                 "%.3g us CPU (%.3g wall) per token; default %s%s, another path only when "
+                 "%.0f%% less CPU and less wall time",
+                 (long)sample->n_tokens, where->candidates[0], cpu[0] * 1e6, seconds[0] * 1e6,
+                 where->candidates[1], cpu[1] * 1e6, seconds[1] * 1e6,
+                 where->candidates[where->default_index],
+                 where->default_why != NULL ? where->default_why : "",
                  TFENC_PATH_MARGIN * 100);
     }
-    int status = set_choice(ctx, job, section, "kernel", attention_kernels[chosen]);
+    int status = set_choice(ctx, job, section, name, where->candidates[chosen]);
     if (status == TFENC_OK)
-        status = note_choice(ctx, choices, section, attention_kernels[chosen], why);
+        status = note_choice(ctx, choices, where, where->candidates[chosen], why);
     return status;
+}
+
+/* One attention section, timed on its own step. */
+static int choose_attention(tfenc_context *ctx, tfenc_jobfile *job, const tfenc_step_plan *step,
+                            int step_index, const tfenc_model_options *options,
+                            const tfenc_gate_sample *sample, const tfenc_path_record *record,
+                            tfenc_path_choices *choices)
+{
+    const place where = {.section = step->section->name,
+                         .key = "kernel",
+                         .candidates = attention_kernels,
+                         .default_index = attention_default(step->section, options),
+                         .first_step = step_index,
+                         .end_step = step_index + 1};
+    return choose(ctx, job, &where, options, sample, record, choices);
+}
+
+/* [model] fp32_products, in an fp32 job: OpenBLAS or oneDNN, timed on the
+ * first repeat of the first block (its steps hold the maps that most of
+ * the job's products run through), or on every step of a model without
+ * blocks. At other precisions the job's maps are not fp32 ones: auto keeps
+ * OpenBLAS (for the int8 gate's fp32 reference pass), unmeasured and
+ * unrecorded, as before there was a choice. */
+static int choose_fp32_products(tfenc_context *ctx, tfenc_jobfile *job,
+                                const tfenc_model_plan *plan,
+                                const tfenc_model_options *options,
+                                const tfenc_gate_sample *sample, const tfenc_path_record *record,
+                                tfenc_path_choices *choices)
+{
+    if (options->config->precision != TFENC_PRECISION_FP32)
+        return TFENC_OK;
+    int first = 0, end = plan->n_steps;
+    for (int i = 0; i < plan->n_steps; i++)
+        if (plan->steps[i].in_block) {
+            first = i;
+            end = i + 1;
+            while (end < plan->n_steps && plan->steps[end].in_block &&
+                   plan->steps[end].repeat_index == plan->steps[i].repeat_index)
+                end++;
+            break;
+        }
+    const place where = {.section = "model",
+                         .key = "fp32_products",
+                         .candidates = tfenc_fp32_products_names,
+                         .default_index = TFENC_FP32_PRODUCTS_OPENBLAS,
+                         .default_why = " (the reference)",
+                         .first_step = first,
+                         .end_step = end};
+    return choose(ctx, job, &where, options, sample, record, choices);
 }
 
 int tfenc_path_choices_decide(tfenc_context *ctx, tfenc_jobfile *job, const tfenc_model_plan *plan,
@@ -294,6 +372,9 @@ int tfenc_path_choices_decide(tfenc_context *ctx, tfenc_jobfile *job, const tfen
         if (!seen)
             status = choose_attention(ctx, job, step, i, options, sample, record, choices);
     }
+    /* After the attention's choices, so that its steps time with them. */
+    if (status == TFENC_OK)
+        status = choose_fp32_products(ctx, job, plan, options, sample, record, choices);
     if (status == TFENC_OK && choices->assignments == NULL) {
         choices->assignments = calloc(1, 1);
         if (choices->assignments == NULL)

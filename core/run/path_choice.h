@@ -9,7 +9,9 @@
  * choices with [model] paths = FILE.
  *
  * The places today: each attention section (type = mha) whose `kernel` is
- * auto, between the fused kernel and the host's products. */
+ * auto, between the fused kernel and the host's products; in an fp32 job,
+ * [model] fp32_products, between OpenBLAS (the default) and oneDNN's f32
+ * matmul on weights packed once (core/matrix/onednn_f32.h). */
 #ifndef TFENC_PATH_CHOICE_H
 #define TFENC_PATH_CHOICE_H
 

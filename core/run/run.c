@@ -763,6 +763,9 @@ static int choose_paths(run *r)
         status = tfenc_path_choices_apply(r->ctx, r->job, r->paths.assignments);
     if (agree_on_failure(r, status))
         return 1;
+    /* The layers read their keys when built; the model's fp32 maps read
+     * the config. */
+    r->config.fp32_products = tfenc_model_fp32_products(r->job);
     /* Said when there was something to choose and measuring is on: with
      * TFENC_PATHS=default nothing was measured (--dry-run and --status
      * still show the choices). */

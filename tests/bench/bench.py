@@ -23,7 +23,10 @@ the peers' venv, the text and the MPNet model. What one run does:
   precision and int8 (tests/bench/peers.py says how each is made and run),
   and tfenc at every precision (fp32, bf16, int8) in two layouts: 1 rank x
   2 threads and 2 ranks x 1 thread. A precision tfenc refuses is a row
-  "refused: <its one-line reason>", not a failure.
+  "refused: <its one-line reason>", not a failure. tfenc's fp32 rows name
+  the library that ran the products ("products on openblas" or "onednn":
+  [model] fp32_products = auto, chosen by measurement as the file's
+  path_choices records).
 - Each engine runs in its own process: it loads, encodes a warm-up sample
   (1% of the texts, at least 4), then the whole corpus, timed on a
   monotonic clock: the peers' loop from texts to vectors, tfenc's own
@@ -554,7 +557,13 @@ def run_tfenc(builddir, job, precision, layout, corpus, warmup, work):
         return result
     with h5py.File(output, "r") as f:
         vectors = f["embeddings"][:]
+        choices = f.attrs.get("path_choices", "")
     os.remove(output)
+    if isinstance(choices, bytes):
+        choices = choices.decode()
+    # Which library ran the fp32 products ([model] fp32_products, chosen by
+    # measurement unless the job pins it): the figure is that library's.
+    library = re.search(r"^model\.fp32_products=(\S+)$", choices, re.M)
     if result["encoding"] >= MIN_SUMMARY_SECONDS:
         seconds, timed = result["encoding"], "encoding"
         cpu = result["encoding_cpu"]
@@ -563,7 +572,8 @@ def run_tfenc(builddir, job, precision, layout, corpus, warmup, work):
         cpu = result["cpu_seconds"]
     return {"status": "ok", "seconds": seconds, "timed": timed,
             "cpu_seconds": cpu if cpu > 0 else None, "rss_mib": result["rss_mib"],
-            "vectors": vectors, "own_tokens": result["tokens"], "ran_at": precision}
+            "vectors": vectors, "own_tokens": result["tokens"], "ran_at": precision,
+            "fp32_products": library.group(1) if library else None}
 
 
 # ------------------------------------------------------------------- report
@@ -825,6 +835,8 @@ def measure_text(run, model, text, text_dir, rooflines):
                        engine_tokens=r.get("own_tokens", tokens))
             if kind == "openvino-default":
                 row["label"] = f"{label} ({r['ran_at']})"
+            if kind == "tfenc" and r.get("fp32_products"):
+                row["label"] = f"{label}, products on {r['fp32_products']}"
             row["min_cos"], row["mean_cos"] = cosines(r["vectors"], reference)
             if precision == "fp32" and not row["min_cos"] >= FP32_MIN_COSINE:
                 if kind == "tfenc":

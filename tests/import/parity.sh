@@ -63,6 +63,30 @@ for dtype in float32 float16 bfloat16; do
   fi
 done
 
+# fp32 on oneDNN's f32 matmul ([model] fp32_products = onednn), at 1 and 2
+# threads: the fp32 bar (its sums run in another order than OpenBLAS's, as
+# PyTorch's do), and the two thread counts bitwise equal (fixed row blocks).
+for threads in 1 2; do
+  if "$batch" --quiet --set "job.input=$sentences" --set "job.output=$work/out-onednn-$threads.h5" \
+       --set job.threads=$threads --set model.fp32_products=onednn "$work/minilm-float32.ini"; then
+    "$REFERENCE_PYTHON" "$here/compare_embeddings.py" "$work/reference.h5" \
+      "$work/out-onednn-$threads.h5" "parity fp32 on oneDNN, $threads threads" 0.99999 1e-4 \
+      || failures=$((failures + 1))
+  else
+    echo "FAIL: the fp32_products = onednn job at $threads threads failed"
+    failures=$((failures + 1))
+  fi
+done
+if ! "$REFERENCE_PYTHON" - "$work/out-onednn-1.h5" "$work/out-onednn-2.h5" <<'PY'
+import sys, h5py, numpy
+a, b = (h5py.File(p, "r")["embeddings"][...] for p in sys.argv[1:3])
+sys.exit(0 if numpy.array_equal(a, b) else 1)
+PY
+then
+  echo "FAIL: fp32 on oneDNN: 1 and 2 threads give other bits"
+  failures=$((failures + 1))
+fi
+
 # The matrix precisions on the float32 weights:
 #   bf16 >= 0.9999, the bf16 bar: 8-bit mantissas on inputs, weights and
 #        attention's operands, fp32 sums (measured: 0.99994);
@@ -138,5 +162,5 @@ else
   failures=$((failures + 1))
 fi
 
-echo "parity.sh: $((6 - failures)) passed, $failures failed"
+echo "parity.sh: $((9 - failures)) passed, $failures failed"
 [ "$failures" -eq 0 ]

@@ -1,8 +1,9 @@
 #!/bin/sh
 # One document, one vector: a document's row is bitwise the same whether it
 # is encoded alone, among a few others, or inside the whole corpus, at any
-# batch_tokens, window_documents, thread count and rank count, at fp32 and
-# bf16 (core/matrix/matrix.c: every product of a linear map runs over
+# batch_tokens, window_documents, thread count and rank count, at fp32 (on
+# OpenBLAS and, [model] fp32_products = onednn, on oneDNN) and bf16
+# (core/matrix/matrix.c: every product of a linear map runs over
 # blocks of one size, each on one thread; attention and the per-row steps
 # see only their own sequence). The corpus is the bert-text example's
 # sentences six times over, shuffled (make_inputs.py), so that documents
@@ -58,7 +59,7 @@ PY
 
 zero_based=""
 for line in $picked; do zero_based="$zero_based $((line - 1))"; done
-for precision in fp32 bf16; do
+for precision in fp32 fp32-onednn bf16; do
   if [ "$precision" = bf16 ] && ! encode 1 probe.h5 few.txt --set model.precision=bf16; then
     echo "one_document: FAIL bf16 job: $(head -n 1 "$work/run.err")"
     failed=$((failed + 1))
@@ -69,7 +70,8 @@ for precision in fp32 bf16; do
     continue
   fi
   p="--set model.precision=$precision"
-  # shellcheck disable=SC2086 # $p is two words
+  [ "$precision" = fp32-onednn ] && p="--set model.precision=fp32 --set model.fp32_products=onednn"
+  # shellcheck disable=SC2086 # $p is two or four words
   encode 1 whole-$precision.h5 big.txt $p || { echo "one_document: FAIL $precision whole corpus: $(head -n 1 "$work/run.err")"; failed=$((failed + 1)); continue; }
   # shellcheck disable=SC2086
   if encode 1 few-$precision.h5 few.txt $p --set job.threads=1; then
