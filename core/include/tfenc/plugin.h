@@ -24,7 +24,7 @@ extern "C" {
  * a declared parameter table, which have no size of their own, by the
  * descriptor's abi_minor) and functions. */
 #define TFENC_ABI_MAJOR 1
-#define TFENC_ABI_MINOR 4
+#define TFENC_ABI_MINOR 5
 
 #define TFENC_PLUGIN_ENTRY "tfenc_plugin_descriptor"
 
@@ -222,10 +222,18 @@ typedef struct tfenc_linear_args {
     tfenc_element_type y_dtype;
     int rows;
     tfenc_activation activation;
+    /* ABI 1.5 (absent from a smaller struct_size: NULL). Non-NULL: float32
+     * rows [rows, y's width] added to the result, y = residual + result
+     * (y_dtype float32 only); it may be y itself, which then accumulates.
+     * A residual connection's add inside the product's epilogue: bitwise
+     * the sum a pass of its own would give. (A pointer, not a flag: an int
+     * would sit in the 1.4 struct's tail padding, which a 1.4 plugin may
+     * leave as garbage.) */
+    const float *residual;
 } tfenc_linear_args;
 
-/* y = activation(x W^T + b) in the map's precision. x and y MUST NOT
- * overlap. Like every matrix service it uses the rank's threads itself, so
+/* y = activation(x W^T + b) (+ residual) in the map's precision. x and y
+ * MUST NOT overlap. Like every matrix service it uses the rank's threads itself, so
  * it MUST NOT be called from inside a parallel region. A call with rows = 0
  * computes nothing and prepares the map for its types and activation: a
  * plugin SHOULD make one from create() for each kind of call its forward()
