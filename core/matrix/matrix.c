@@ -323,7 +323,29 @@ static void epilogue_row(float *z, int width, float scale, float offset,
                          tfenc_activation activation, const float *residual, void *y,
                          tfenc_element_type y_dtype)
 {
-    if (correction != NULL && offset != 0.0f) {
+    /* An int8 row with a zero point and a bias in one pass instead of two
+     * (and without activation straight into float32 y): the operations
+     * of the passes below, in their order, so the same bits. */
+    if (correction != NULL && offset != 0.0f && bias != NULL) {
+        if (activation == TFENC_ACTIVATION_NONE && y_dtype == TFENC_FLOAT32) {
+            float *out = y;
+            if (residual != NULL) {
+#pragma omp simd
+                for (int j = 0; j < width; j++)
+                    out[j] = residual[j] + ((z[j] - offset * correction[j]) * scale + bias[j]);
+            } else {
+#pragma omp simd
+                for (int j = 0; j < width; j++)
+                    out[j] = (z[j] - offset * correction[j]) * scale + bias[j];
+            }
+            return;
+        }
+#pragma omp simd
+        for (int j = 0; j < width; j++)
+            z[j] = (z[j] - offset * correction[j]) * scale + bias[j];
+        scale = 1.0f;
+        bias = NULL;
+    } else if (correction != NULL && offset != 0.0f) {
 #pragma omp simd
         for (int j = 0; j < width; j++)
             z[j] -= offset * correction[j];
