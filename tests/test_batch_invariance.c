@@ -14,6 +14,8 @@
 
 #include <dlfcn.h>
 #include <math.h>
+#include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -208,11 +210,11 @@ static void check_precision(tfenc_precision precision)
         return;
     }
     static const setting settings[] = {
-        {0, TFENC_FLOAT32, TFENC_FLOAT32, TFENC_ACTIVATION_NONE},
-        {0, TFENC_BFLOAT16, TFENC_FLOAT32, TFENC_ACTIVATION_GELU},
-        {0, TFENC_FLOAT32, TFENC_BFLOAT16, TFENC_ACTIVATION_NONE},
-        {0, TFENC_BFLOAT16, TFENC_BFLOAT16, TFENC_ACTIVATION_RELU},
-        {0, TFENC_FLOAT32, TFENC_FLOAT32, TFENC_ACTIVATION_SWIGLU},
+        {0, TFENC_FLOAT32, TFENC_FLOAT32, TFENC_ACTIVATION_NONE, 0},
+        {0, TFENC_BFLOAT16, TFENC_FLOAT32, TFENC_ACTIVATION_GELU, 0},
+        {0, TFENC_FLOAT32, TFENC_BFLOAT16, TFENC_ACTIVATION_NONE, 0},
+        {0, TFENC_BFLOAT16, TFENC_BFLOAT16, TFENC_ACTIVATION_RELU, 0},
+        {0, TFENC_FLOAT32, TFENC_FLOAT32, TFENC_ACTIVATION_SWIGLU, 0},
         {0, TFENC_BFLOAT16, TFENC_FLOAT32, TFENC_ACTIVATION_NONE, 1},
         {0, TFENC_FLOAT32, TFENC_FLOAT32, TFENC_ACTIVATION_GELU, 1},
     };
@@ -281,6 +283,14 @@ static int accumulated_values_that_differ(tfenc_precision precision, tfenc_eleme
         const float expected = plain[i] + skip[i];
         differ += memcmp(&expected, &accumulated[i], sizeof expected) != 0;
     }
+    /* A plugin built before ABI 1.5 passes the struct without residual:
+     * what lies where the field would be is not read. */
+    memset(accumulated, 0xff, (size_t)ROWS * OUT * sizeof(float));
+    tfenc_linear_args older = apart;
+    older.struct_size = offsetof(tfenc_linear_args, residual);
+    older.residual = (const float *)(uintptr_t)1;
+    CU_ASSERT_EQUAL_FATAL(tfenc_linear_run(&ctx, linear, &older), TFENC_OK);
+    differ += memcmp(plain, accumulated, (size_t)ROWS * OUT * sizeof(float)) != 0;
     tfenc_matrix_linear_destroy(linear);
     tfenc_matrix_scratch_destroy(scratch);
     tfenc_aligned_free(bias);
