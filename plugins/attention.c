@@ -949,10 +949,11 @@ static void attend_fused(const attention *layer, const tfenc_batch *batch, int f
     }
 }
 
-static int attention_forward(void *instance, tfenc_context *ctx, tfenc_batch *batch,
-                             void *workspace)
+/* x = attention(x), or with add_input x = x + attention(x), the add in the
+ * output projection's epilogue (TFENC_EXTENSION_ADDS_INPUT). */
+static int attention_run(const attention *layer, tfenc_context *ctx, tfenc_batch *batch,
+                         void *workspace, int add_input)
 {
-    const attention *layer = instance;
     int d = layer->d_model;
     if (batch->d_model != d)
         return tfenc_error(ctx, TFENC_ERR_INTERNAL, "mha: batch has d_model %d, layer expects %d",
@@ -1070,11 +1071,36 @@ static int attention_forward(void *instance, tfenc_context *ctx, tfenc_batch *ba
         if (failed != TFENC_OK)
             return failed;
 
-        /* Output projection back into the group's activations. */
-        status = tfenc_linear_forward(ctx, layer->out, context, tokens, x);
+        /* Output projection back into the group's activations (which
+         * hold the group's input until then). */
+        tfenc_linear_args projection = {.struct_size = sizeof projection, .x = context,
+                                        .x_dtype = TFENC_FLOAT32, .y = x,
+                                        .y_dtype = TFENC_FLOAT32, .rows = tokens,
+                                        .activation = TFENC_ACTIVATION_NONE,
+                                        .residual = add_input ? x : NULL};
+        status = tfenc_linear_run(ctx, layer->out, &projection);
         first = end;
     }
     return status;
+}
+
+static int attention_forward(void *instance, tfenc_context *ctx, tfenc_batch *batch,
+                             void *workspace)
+{
+    return attention_run(instance, ctx, batch, workspace, 0);
+}
+
+static int attention_forward_adding_input(void *instance, tfenc_context *ctx,
+                                          tfenc_batch *batch, void *workspace)
+{
+    return attention_run(instance, ctx, batch, workspace, 1);
+}
+
+static const void *attention_extension(const char *uri)
+{
+    static const tfenc_forward_adding_input adds_input = {sizeof adds_input,
+                                                          attention_forward_adding_input};
+    return strcmp(uri, TFENC_EXTENSION_ADDS_INPUT) == 0 ? &adds_input : NULL;
 }
 
 static size_t attention_workspace_size(const void *instance, const tfenc_limits *limits)
@@ -1391,6 +1417,14 @@ static int load_weights(tfenc_context *ctx, const tfenc_layer_init *init, attent
     if (width != d)
         return tfenc_error(ctx, TFENC_ERR_WEIGHTS,
                            "mha: out_weight has %d output rows, expected d_model = %d", width, d);
+    /* The output projection's kind that adds the block's input where it
+     * writes (attention_forward_adding_input; any residual prepares it). */
+    const float any_residual = 0.0f;
+    tfenc_linear_args adding = {.struct_size = sizeof adding, .x_dtype = TFENC_FLOAT32,
+                                .y_dtype = TFENC_FLOAT32, .rows = 0,
+                                .activation = TFENC_ACTIVATION_NONE, .residual = &any_residual};
+    if ((status = tfenc_linear_run(ctx, layer->out, &adding)) != TFENC_OK)
+        return status;
 
     /* fp32 runs the fused kernel, and so do bf16 and int8 jobs where the
      * CPU has AVX512_BF16 dot products (the kernel on bf16 operands: level
@@ -1584,7 +1618,7 @@ static const tfenc_layer_descriptor mha_descriptor = {
     .destroy = attention_destroy,
     .workspace_size = attention_workspace_size,
     .flops_per_token = attention_flops_per_token,
-    .extension = NULL,
+    .extension = attention_extension,
 };
 
 TFENC_EXPORT const tfenc_layer_descriptor *tfenc_plugin_descriptor(unsigned index);

@@ -26,6 +26,7 @@
  * Stegun's erf, error <= 1.5e-7). */
 #include <math.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "layers.h"
 
@@ -112,8 +113,14 @@ static int ffn_create(tfenc_context *ctx, const tfenc_layer_init *init, void **i
     tfenc_linear_args second = {.struct_size = sizeof second, .x_dtype = hidden_dtype,
                                 .y_dtype = TFENC_FLOAT32, .rows = 0,
                                 .activation = TFENC_ACTIVATION_NONE};
+    /* and the second map's kind that adds the block's input (any residual
+     * pointer prepares it) */
+    const float any_residual = 0.0f;
+    tfenc_linear_args second_adding = second;
+    second_adding.residual = &any_residual;
     if ((status = tfenc_linear_run(ctx, layer->in, &first)) ||
-        (status = tfenc_linear_run(ctx, layer->out, &second)))
+        (status = tfenc_linear_run(ctx, layer->out, &second)) ||
+        (status = tfenc_linear_run(ctx, layer->out, &second_adding)))
         goto fail;
     *instance = layer;
     return TFENC_OK;
@@ -130,9 +137,11 @@ fail:
  * counts as before. */
 #define FFN_CHUNK_ROWS 512
 
-static int ffn_forward(void *instance, tfenc_context *ctx, tfenc_batch *batch, void *workspace)
+/* x = ffn(x), or with add_input x = x + ffn(x), the add in the second
+ * map's epilogue (TFENC_EXTENSION_ADDS_INPUT). */
+static int ffn_run(const ffn *layer, tfenc_context *ctx, tfenc_batch *batch, void *workspace,
+                   int add_input)
 {
-    const ffn *layer = instance;
     int status = layers_check_width(ctx, "ffn", batch, layer->d_model);
     if (status)
         return status;
@@ -151,15 +160,35 @@ static int ffn_forward(void *instance, tfenc_context *ctx, tfenc_batch *batch, v
         tfenc_linear_args up = {.struct_size = sizeof up, .x = x, .x_dtype = TFENC_FLOAT32,
                                 .y = workspace, .y_dtype = hidden_dtype, .rows = rows,
                                 .activation = activation_kinds[layer->activation]};
-        /* second linear: hidden -> x (the chunk's x is no longer needed) */
+        /* second linear: hidden -> x (the chunk's x is no longer needed,
+         * but as what the result is added to) */
         tfenc_linear_args down = {.struct_size = sizeof down, .x = workspace,
                                   .x_dtype = hidden_dtype, .y = x, .y_dtype = TFENC_FLOAT32,
-                                  .rows = rows, .activation = TFENC_ACTIVATION_NONE};
+                                  .rows = rows, .activation = TFENC_ACTIVATION_NONE,
+                                  .residual = add_input ? x : NULL};
         if ((status = tfenc_linear_run(ctx, layer->in, &up)) ||
             (status = tfenc_linear_run(ctx, layer->out, &down)))
             return status;
     }
     return TFENC_OK;
+}
+
+static int ffn_forward(void *instance, tfenc_context *ctx, tfenc_batch *batch, void *workspace)
+{
+    return ffn_run(instance, ctx, batch, workspace, 0);
+}
+
+static int ffn_forward_adding_input(void *instance, tfenc_context *ctx, tfenc_batch *batch,
+                                    void *workspace)
+{
+    return ffn_run(instance, ctx, batch, workspace, 1);
+}
+
+static const void *ffn_extension(const char *uri)
+{
+    static const tfenc_forward_adding_input adds_input = {sizeof adds_input,
+                                                          ffn_forward_adding_input};
+    return strcmp(uri, TFENC_EXTENSION_ADDS_INPUT) == 0 ? &adds_input : NULL;
 }
 
 static void ffn_destroy(void *instance)
@@ -210,4 +239,5 @@ const tfenc_layer_descriptor tfenc_layers_ffn = {
     .destroy = ffn_destroy,
     .workspace_size = ffn_workspace_size,
     .flops_per_token = ffn_flops,
+    .extension = ffn_extension,
 };

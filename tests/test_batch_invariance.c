@@ -1,8 +1,9 @@
 /* One row, one result: a linear map's output row is bitwise a function of
  * its input row alone (core/matrix/matrix.c, "rows in fixed blocks"),
  * whatever the batch around it, its place in that batch and the thread
- * count, at fp32 (on OpenBLAS and on oneDNN), bf16 and int8, for every input and output element type
- * and fused activation. And, looking inside: every product the libraries
+ * count, at fp32 (on OpenBLAS and on oneDNN), bf16 and int8, for every input and output
+ * element type, fused activation and residual (whose add is bitwise a pass of its own). And,
+ * looking inside: every product the libraries
  * are asked for has its precision's block of rows
  * (tfenc_matrix_block_rows), whatever the batch (the
  * test takes the place of cblas's and oneDNN's entry points, counts the
@@ -14,6 +15,8 @@
 
 #include <dlfcn.h>
 #include <math.h>
+#include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -114,6 +117,7 @@ typedef struct setting {
     tfenc_fp32_products fp32_products; /* fp32's library */
     tfenc_element_type x_dtype, y_dtype;
     tfenc_activation activation;
+    int accumulate; /* y += the result (y its own residual): y starts as `skip`'s rows */
 } setting;
 
 static size_t element_bytes(tfenc_element_type type)
@@ -126,13 +130,15 @@ static int run(tfenc_context *ctx, const tfenc_linear *linear, const setting *s,
                int first, int rows, void *y)
 {
     const int out_width = s->activation == TFENC_ACTIVATION_SWIGLU ? OUT / 2 : OUT;
+    char *y_rows = (char *)y + (size_t)first * out_width * element_bytes(s->y_dtype);
     tfenc_linear_args args = {.struct_size = sizeof args,
                               .x = (const char *)x + (size_t)first * IN * element_bytes(s->x_dtype),
                               .x_dtype = s->x_dtype,
-                              .y = (char *)y + (size_t)first * out_width * element_bytes(s->y_dtype),
+                              .y = y_rows,
                               .y_dtype = s->y_dtype,
                               .rows = rows,
-                              .activation = s->activation};
+                              .activation = s->activation,
+                              .residual = s->accumulate ? (const float *)y_rows : NULL};
     return tfenc_linear_run(ctx, linear, &args);
 }
 
@@ -152,6 +158,11 @@ static int rows_that_differ(const setting *s)
     CU_ASSERT_FATAL(weight && bias && x32 && alone && batch && x16);
     tfenc_matrix_to_bf16(x32, x16, (size_t)ROWS * IN);
     const void *x = s->x_dtype == TFENC_BFLOAT16 ? (const void *)x16 : (const void *)x32;
+    /* What an accumulating run adds its result to (float32 y only). */
+    float *skip = random_floats((size_t)ROWS * out_width);
+    CU_ASSERT_FATAL(skip != NULL);
+    if (s->accumulate)
+        memcpy(alone, skip, (size_t)ROWS * y_row);
 
     tfenc_matrix_scratch *scratch = NULL;
     tfenc_linear *linear = NULL;
@@ -169,7 +180,10 @@ static int rows_that_differ(const setting *s)
     int differ = 0;
     for (size_t i = 0; i < sizeof batches / sizeof batches[0]; i++) {
         tfenc_matrix_set_threads(batches[i].threads);
-        memset(batch, 0, (size_t)ROWS * y_row);
+        if (s->accumulate)
+            memcpy(batch, skip, (size_t)ROWS * y_row);
+        else
+            memset(batch, 0, (size_t)ROWS * y_row);
         CU_ASSERT_EQUAL_FATAL(run(&ctx, linear, s, x, batches[i].first, batches[i].rows, batch),
                               TFENC_OK);
         for (int r = batches[i].first; r < batches[i].first + batches[i].rows; r++)
@@ -180,6 +194,7 @@ static int rows_that_differ(const setting *s)
     tfenc_matrix_scratch_destroy(scratch);
     tfenc_aligned_free(bias);
     tfenc_aligned_free(x32);
+    tfenc_aligned_free(skip);
     free(x16);
     free(alone);
     free(batch);
@@ -201,11 +216,13 @@ static void check_precision(tfenc_precision precision, tfenc_fp32_products fp32_
         return;
     }
     static const setting settings[] = {
-        {0, 0, TFENC_FLOAT32, TFENC_FLOAT32, TFENC_ACTIVATION_NONE},
-        {0, 0, TFENC_BFLOAT16, TFENC_FLOAT32, TFENC_ACTIVATION_GELU},
-        {0, 0, TFENC_FLOAT32, TFENC_BFLOAT16, TFENC_ACTIVATION_NONE},
-        {0, 0, TFENC_BFLOAT16, TFENC_BFLOAT16, TFENC_ACTIVATION_RELU},
-        {0, 0, TFENC_FLOAT32, TFENC_FLOAT32, TFENC_ACTIVATION_SWIGLU},
+        {0, 0, TFENC_FLOAT32, TFENC_FLOAT32, TFENC_ACTIVATION_NONE, 0},
+        {0, 0, TFENC_BFLOAT16, TFENC_FLOAT32, TFENC_ACTIVATION_GELU, 0},
+        {0, 0, TFENC_FLOAT32, TFENC_BFLOAT16, TFENC_ACTIVATION_NONE, 0},
+        {0, 0, TFENC_BFLOAT16, TFENC_BFLOAT16, TFENC_ACTIVATION_RELU, 0},
+        {0, 0, TFENC_FLOAT32, TFENC_FLOAT32, TFENC_ACTIVATION_SWIGLU, 0},
+        {0, 0, TFENC_BFLOAT16, TFENC_FLOAT32, TFENC_ACTIVATION_NONE, 1},
+        {0, 0, TFENC_FLOAT32, TFENC_FLOAT32, TFENC_ACTIVATION_GELU, 1},
     };
     for (size_t i = 0; i < sizeof settings / sizeof settings[0]; i++) {
         setting s = settings[i];
@@ -215,11 +232,12 @@ static void check_precision(tfenc_precision precision, tfenc_fp32_products fp32_
         block_rows = tfenc_matrix_block_rows(precision);
         const int differ = rows_that_differ(&s);
         if (differ != 0 || products_of_other_sizes != 0)
-            printf("\n  %s on %s, x %s, y %s, activation %d: %d rows differ from alone; %d of %d "
-                   "products not of %d rows (one of %d)\n",
+            printf("\n  %s on %s, x %s, y %s, activation %d%s: %d rows differ from alone; %d of "
+                   "%d products not of %d rows (one of %d)\n",
                    tfenc_precision_names[precision], tfenc_fp32_products_names[fp32_products],
                    s.x_dtype == TFENC_BFLOAT16 ? "bf16" : "f32",
-                   s.y_dtype == TFENC_BFLOAT16 ? "bf16" : "f32", (int)s.activation, differ,
+                   s.y_dtype == TFENC_BFLOAT16 ? "bf16" : "f32", (int)s.activation,
+                   s.accumulate ? ", accumulated" : "", differ,
                    products_of_other_sizes, products_seen, block_rows, other_size);
         CU_ASSERT_EQUAL(differ, 0);
         CU_ASSERT(products_seen > 0);
@@ -228,6 +246,94 @@ static void check_precision(tfenc_precision precision, tfenc_fp32_products fp32_
         if (precision == TFENC_PRECISION_FP32)
             CU_ASSERT_EQUAL(onednn_products,
                             fp32_products == TFENC_FP32_PRODUCTS_ONEDNN ? products_seen : 0);
+    }
+}
+
+/* A run with a residual leaves y = residual + result, bitwise what the
+ * result plus the residual in a pass of its own gives (the add the
+ * model's host made before the products took it over), over full blocks
+ * and a tail, with y its own residual and with a residual elsewhere.
+ * Returns the values that differ. */
+static int accumulated_values_that_differ(tfenc_precision precision, tfenc_element_type x_dtype,
+                                          tfenc_activation activation)
+{
+    tfenc_context ctx;
+    tfenc_context_init(&ctx);
+    tfenc_matrix_set_threads(2);
+    float *weight = random_floats((size_t)OUT * IN), *bias = random_floats(OUT);
+    float *x32 = random_floats((size_t)ROWS * IN), *skip = random_floats((size_t)ROWS * OUT);
+    float *plain = calloc((size_t)ROWS * OUT, sizeof(float));
+    float *accumulated = calloc((size_t)ROWS * OUT, sizeof(float));
+    uint16_t *x16 = calloc((size_t)ROWS * IN, sizeof *x16);
+    CU_ASSERT_FATAL(weight && bias && x32 && skip && plain && accumulated && x16);
+    tfenc_matrix_to_bf16(x32, x16, (size_t)ROWS * IN);
+    tfenc_matrix_scratch *scratch = NULL;
+    tfenc_linear *linear = NULL;
+    tfenc_matrix_linear_options options = {.precision = precision};
+    CU_ASSERT_EQUAL_FATAL(tfenc_matrix_scratch_create(&ctx, &scratch), TFENC_OK);
+    CU_ASSERT_EQUAL_FATAL(
+        tfenc_matrix_linear_create(&ctx, &options, weight, bias, OUT, IN, scratch, &linear),
+        TFENC_OK);
+    setting s = {precision, x_dtype, TFENC_FLOAT32, activation, 0};
+    const void *x = x_dtype == TFENC_BFLOAT16 ? (const void *)x16 : (const void *)x32;
+    CU_ASSERT_EQUAL_FATAL(run(&ctx, linear, &s, x, 0, ROWS, plain), TFENC_OK);
+    memcpy(accumulated, skip, (size_t)ROWS * OUT * sizeof(float));
+    s.accumulate = 1;
+    CU_ASSERT_EQUAL_FATAL(run(&ctx, linear, &s, x, 0, ROWS, accumulated), TFENC_OK);
+    int differ = 0;
+    for (size_t i = 0; i < (size_t)ROWS * OUT; i++) {
+        const float expected = plain[i] + skip[i];
+        differ += memcmp(&expected, &accumulated[i], sizeof expected) != 0;
+    }
+    /* The residual apart from y, which holds anything before. */
+    memset(accumulated, 0xff, (size_t)ROWS * OUT * sizeof(float));
+    tfenc_linear_args apart = {.struct_size = sizeof apart, .x = x, .x_dtype = x_dtype,
+                               .y = accumulated, .y_dtype = TFENC_FLOAT32, .rows = ROWS,
+                               .activation = activation, .residual = skip};
+    CU_ASSERT_EQUAL_FATAL(tfenc_linear_run(&ctx, linear, &apart), TFENC_OK);
+    for (size_t i = 0; i < (size_t)ROWS * OUT; i++) {
+        const float expected = plain[i] + skip[i];
+        differ += memcmp(&expected, &accumulated[i], sizeof expected) != 0;
+    }
+    /* A plugin built before ABI 1.5 passes the struct without residual:
+     * what lies where the field would be is not read. */
+    memset(accumulated, 0xff, (size_t)ROWS * OUT * sizeof(float));
+    tfenc_linear_args older = apart;
+    older.struct_size = offsetof(tfenc_linear_args, residual);
+    older.residual = (const float *)(uintptr_t)1;
+    CU_ASSERT_EQUAL_FATAL(tfenc_linear_run(&ctx, linear, &older), TFENC_OK);
+    differ += memcmp(plain, accumulated, (size_t)ROWS * OUT * sizeof(float)) != 0;
+    tfenc_matrix_linear_destroy(linear);
+    tfenc_matrix_scratch_destroy(scratch);
+    tfenc_aligned_free(bias);
+    tfenc_aligned_free(x32);
+    tfenc_aligned_free(skip);
+    free(plain);
+    free(accumulated);
+    free(x16);
+    return differ;
+}
+
+static void test_accumulate(void)
+{
+    for (int p = TFENC_PRECISION_FP32; p <= TFENC_PRECISION_INT8; p++) {
+        if (!precision_runs((tfenc_precision)p))
+            continue;
+        static const struct { tfenc_element_type x_dtype; tfenc_activation activation; } kinds[] = {
+            {TFENC_FLOAT32, TFENC_ACTIVATION_NONE},
+            {TFENC_BFLOAT16, TFENC_ACTIVATION_NONE},
+            {TFENC_FLOAT32, TFENC_ACTIVATION_GELU}};
+        for (size_t k = 0; k < sizeof kinds / sizeof kinds[0]; k++) {
+            const int differ = accumulated_values_that_differ((tfenc_precision)p,
+                                                              kinds[k].x_dtype,
+                                                              kinds[k].activation);
+            if (differ != 0)
+                printf("\n  %s, x %s, activation %d: %d of %d values with a residual are "
+                       "not the result plus the residual\n", tfenc_precision_names[p],
+                       kinds[k].x_dtype == TFENC_BFLOAT16 ? "bf16" : "f32",
+                       (int)kinds[k].activation, differ, 2 * ROWS * OUT);
+            CU_ASSERT_EQUAL(differ, 0);
+        }
     }
 }
 
@@ -262,6 +368,7 @@ static const test_case row_cases[] = {
     {"fp32 on oneDNN: rows alone and in batches", test_fp32_onednn},
     {"bf16 rows alone and in batches", test_bf16},
     {"int8 rows alone and in batches", test_int8},
+    {"rows with a residual are the result plus the residual", test_accumulate},
     {NULL, NULL}};
 
 const test_suite test_suites[] = {{"one row, one result", NULL, NULL, row_cases},

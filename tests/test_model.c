@@ -119,6 +119,52 @@ static void test_model_output_norm(void)
                          "is a norm for a sublayer that is not defined before it");
 }
 
+/* Where a residual connection's skip is the sublayer's own input (post-norm,
+ * or no norm) and its plugin can add that input itself
+ * (TFENC_EXTENSION_ADDS_INPUT: the add in its last product's epilogue), the
+ * host lets it and makes neither its copy nor its add; pre-norm, an output
+ * norm and residual = false keep the host's way. The test layer's adding
+ * forward() adds adding_marker too, which shows the path that ran. */
+static void test_model_layer_adds_its_input(void)
+{
+    static const struct {
+        const char *block, *norm;
+        float expected;
+    } cases[] = {
+        /* 0.5 (x + 3x + 1000) with x = 2 */
+        {"[blk]\nrepeat = 1\nextra_layers = ignore\n[blk.f]\ntype = scale\nfactor = 3\n"
+         "adding_marker = 1000\n",
+         "[blk.f.norm]\ntype = scale\nfactor = 0.5\n", 504.0f},
+        /* x + 3x + 1000 */
+        {"[blk]\nrepeat = 1\nextra_layers = ignore\n[blk.f]\ntype = scale\nfactor = 3\n"
+         "adding_marker = 1000\n", "", 1008.0f},
+        /* pre-norm: x + 3 (0.5 x), the skip is not f's input */
+        {"[blk]\nrepeat = 1\nnorm_position = pre\nextra_layers = ignore\n[blk.f]\n"
+         "type = scale\nfactor = 3\nadding_marker = 1000\n",
+         "[blk.f.norm]\ntype = scale\nfactor = 0.5\n", 5.0f},
+        /* an output norm comes between f and the add: 0.5 (x + 0.25 (3x)) */
+        {"[blk]\nrepeat = 1\nextra_layers = ignore\n[blk.f]\ntype = scale\nfactor = 3\n"
+         "adding_marker = 1000\n[blk.f.output_norm]\ntype = scale\nfactor = 0.25\n",
+         "[blk.f.norm]\ntype = scale\nfactor = 0.5\n", 1.75f},
+        /* residual = false: 3x */
+        {"[blk]\nrepeat = 1\nextra_layers = ignore\n[blk.f]\ntype = scale\nfactor = 3\n"
+         "adding_marker = 1000\nresidual = false\n", "", 6.0f},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char text[512];
+        snprintf(text, sizeof text, "[model]\nweights = w.h5\nd_model = 2\n%s%s",
+                 cases[i].block, cases[i].norm);
+        composed c;
+        CU_ASSERT_EQUAL_FATAL(compose(&c, text), TFENC_OK);
+        float y[2];
+        run_one_token(&c, 2.0f, y);
+        if (y[0] != cases[i].expected)
+            printf("\n  case %zu: %g, expected %g\n", i, y[0], cases[i].expected);
+        CU_ASSERT_DOUBLE_EQUAL(y[0], cases[i].expected, 1e-5);
+        release(&c);
+    }
+}
+
 static void expect_compose_error(const char *text, const char *message)
 {
     composed c;
@@ -282,6 +328,7 @@ static void test_bf16_encoder_against_fp32(void)
 static const test_case model_cases[] = {
     {"post and pre norm blocks", test_model_post_and_pre_norm},
     {"output norm before the residual", test_model_output_norm},
+    {"a sublayer adds its own input where it can", test_model_layer_adds_its_input},
     {"composition errors", test_model_composition_errors},
     {NULL, NULL}};
 

@@ -320,14 +320,38 @@ static int is_gated(tfenc_activation activation)
 /* One row of the epilogue: z = scale * (product - offset * correction) +
  * bias (int8 tokens' scale and zero point; 1 and 0 otherwise), then the
  * activation (gated ones read z[j] and z[f + j]), stored as float32 or
- * bfloat16. `z` is the row's float32 product, `width` its length (2f when
- * gated); y may be z itself. */
+ * bfloat16, or (float32) added to the row's residual when there is one.
+ * `z` is the row's float32 product, `width` its length (2f when gated); y
+ * may be z itself without a residual. */
 TFENC_VECTOR_CLONES
 static void epilogue_row(float *z, int width, float scale, float offset,
                          const float *restrict correction, const float *restrict bias,
-                         tfenc_activation activation, void *y, tfenc_element_type y_dtype)
+                         tfenc_activation activation, const float *residual, void *y,
+                         tfenc_element_type y_dtype)
 {
-    if (correction != NULL && offset != 0.0f) {
+    /* An int8 row with a zero point and a bias in one pass instead of two
+     * (and without activation straight into float32 y): the operations
+     * of the passes below, in their order, so the same bits. */
+    if (correction != NULL && offset != 0.0f && bias != NULL) {
+        if (activation == TFENC_ACTIVATION_NONE && y_dtype == TFENC_FLOAT32) {
+            float *out = y;
+            if (residual != NULL) {
+#pragma omp simd
+                for (int j = 0; j < width; j++)
+                    out[j] = residual[j] + ((z[j] - offset * correction[j]) * scale + bias[j]);
+            } else {
+#pragma omp simd
+                for (int j = 0; j < width; j++)
+                    out[j] = (z[j] - offset * correction[j]) * scale + bias[j];
+            }
+            return;
+        }
+#pragma omp simd
+        for (int j = 0; j < width; j++)
+            z[j] = (z[j] - offset * correction[j]) * scale + bias[j];
+        scale = 1.0f;
+        bias = NULL;
+    } else if (correction != NULL && offset != 0.0f) {
 #pragma omp simd
         for (int j = 0; j < width; j++)
             z[j] -= offset * correction[j];
@@ -383,7 +407,14 @@ static void epilogue_row(float *z, int width, float scale, float offset,
     default:
         break;
     }
-    if (y_dtype == TFENC_BFLOAT16)
+    if (residual != NULL) {
+        /* the residual's add as the host made it in a pass of its own
+         * (residual may be y) */
+        float *sum = y;
+#pragma omp simd
+        for (int j = 0; j < n; j++)
+            sum[j] = residual[j] + z[j];
+    } else if (y_dtype == TFENC_BFLOAT16)
         tfenc_matrix_to_bf16(z, y, (size_t)n);
     else if ((float *)y != z)
         memcpy(y, z, (size_t)n * sizeof(float));
@@ -394,7 +425,8 @@ static void epilogue_row(float *z, int width, float scale, float offset,
  * no zero points). */
 static void epilogue(float *z, int rows, int width, size_t z_stride, const float *row_scales,
                      const float *row_offsets, const float *correction, const float *bias,
-                     tfenc_activation activation, void *y, tfenc_element_type y_dtype)
+                     tfenc_activation activation, const float *residual, void *y,
+                     tfenc_element_type y_dtype)
 {
     const int n = is_gated(activation) ? width / 2 : width;
     const size_t y_row_bytes = (size_t)n * (y_dtype == TFENC_BFLOAT16 ? 2 : 4);
@@ -402,7 +434,9 @@ static void epilogue(float *z, int rows, int width, size_t z_stride, const float
                        epilogue_row(z + (size_t)r * z_stride, width,
                                     row_scales != NULL ? row_scales[r] : 1.0f,
                                     row_offsets != NULL ? row_offsets[r] : 0.0f, correction, bias,
-                                    activation, (char *)y + (size_t)r * y_row_bytes, y_dtype));
+                                    activation,
+                                    residual != NULL ? residual + (size_t)r * n : NULL,
+                                    (char *)y + (size_t)r * y_row_bytes, y_dtype));
 }
 
 /* Rows of x (x_dtype, row length n) as float32 into `out`. */
@@ -855,7 +889,8 @@ static int fp32_block(tfenc_context *ctx, const tfenc_linear *linear,
                     TFENC_FLOAT32, b->input);
         source = b->input;
     }
-    const int in_place = full && args->y_dtype == TFENC_FLOAT32 && !is_gated(args->activation);
+    const int in_place = full && args->y_dtype == TFENC_FLOAT32 && !is_gated(args->activation) &&
+                         args->residual == NULL;
     float *z = in_place ? (float *)args->y + (size_t)first * out : b->product;
 #ifdef HAVE_ONEDNN
     if (linear->onednn_f32 != NULL) {
@@ -872,6 +907,7 @@ static int fp32_block(tfenc_context *ctx, const tfenc_linear *linear,
 #endif
     const size_t y_width = (size_t)(is_gated(args->activation) ? out / 2 : out);
     epilogue(z, count, out, (size_t)out, NULL, NULL, NULL, NULL, args->activation,
+             args->residual != NULL ? args->residual + (size_t)first * y_width : NULL,
              (char *)args->y + (size_t)first * y_width * dtype_size(args->y_dtype),
              args->y_dtype);
     return TFENC_OK;
@@ -889,8 +925,10 @@ static int onednn_fuses(tfenc_activation activation)
 }
 
 /* bf16 maps finish inside oneDNN (bias and element-wise activation fused,
- * y's element type written) unless a gated activation follows; int8 maps
- * always end in the epilogue (per-token scales, zero points, bias). */
+ * y's element type written, a residual added by oneDNN's sum post-op
+ * where no activation comes before it) unless a gated activation follows;
+ * int8 maps always end in the epilogue (per-token scales, zero points,
+ * bias). */
 static int onednn_direct(const tfenc_linear *linear, tfenc_activation activation)
 {
     return linear->precision != TFENC_PRECISION_INT8 && onednn_fuses(activation);
@@ -924,24 +962,45 @@ static int onednn_block(tfenc_context *ctx, const tfenc_linear *linear,
         source = b->input;
     }
     void *stream = linear->scratch->streams[thread];
-    if (direct && full)
+    const size_t y_bytes = (size_t)count * y_width * dtype_size(args->y_dtype);
+    const float *residual =
+        args->residual != NULL ? args->residual + (size_t)first * y_width : NULL;
+    /* oneDNN's sum post-op adds the residual where the product writes: y
+     * for a full block, scratch for a tail (by the same product, so that
+     * its rows get the same bits; the padding rows' sums are not read).
+     * Not after an activation: the kernels disagree on its place in the
+     * chain (capped at AVX512_CORE, oneDNN's is not the activation's result
+     * plus the residual), so the epilogue adds it to the activated rows. */
+    const int sum = direct && residual != NULL && args->activation == TFENC_ACTIVATION_NONE;
+    const int add_after = direct && residual != NULL && !sum;
+    if (sum && full && residual != (const float *)y)
+        memcpy(y, residual, y_bytes);
+    if (direct && full && !add_after)
         return onednn_linear_execute(ctx, linear->onednn, thread, stream, source, y,
-                                     args->y_dtype, args->activation);
+                                     args->y_dtype, args->activation, sum);
+    if (sum) {
+        memcpy(b->product, residual, y_bytes);
+        memset((char *)b->product + y_bytes, 0,
+               (size_t)(TFENC_MATRIX_BLOCK_ROWS - count) * y_width * sizeof(float));
+    }
     tfenc_element_type product_dtype = direct ? args->y_dtype : TFENC_FLOAT32;
     int status = onednn_linear_execute(ctx, linear->onednn, thread, stream, source, b->product,
-                                       product_dtype, direct ? args->activation
-                                                             : TFENC_ACTIVATION_NONE);
+                                       product_dtype,
+                                       direct ? args->activation : TFENC_ACTIVATION_NONE, sum);
     if (status != TFENC_OK)
         return status;
-    if (direct)
-        memcpy(y, b->product, (size_t)count * y_width * dtype_size(args->y_dtype));
+    if (add_after)
+        epilogue(b->product, count, out, (size_t)out, NULL, NULL, NULL, NULL,
+                 TFENC_ACTIVATION_NONE, residual, y, TFENC_FLOAT32);
+    else if (direct)
+        memcpy(y, b->product, y_bytes);
     else
         /* bf16 products got their bias inside oneDNN; int8 ones get it
          * here, after the per-token scale. */
         epilogue(b->product, count, out, (size_t)out, int8 ? b->row_scales : NULL,
                  int8 ? b->row_offsets : NULL,
                  int8 ? onednn_linear_zero_correction(linear->onednn) : NULL,
-                 int8 ? linear->bias : NULL, args->activation, y, args->y_dtype);
+                 int8 ? linear->bias : NULL, args->activation, residual, y, args->y_dtype);
     return TFENC_OK;
 }
 #endif
@@ -1023,12 +1082,21 @@ static int run_blocks(tfenc_context *ctx, const tfenc_linear *linear, const tfen
     return tfenc_error(ctx, failure.ctx.status, "%s", tfenc_context_message(&failure.ctx));
 }
 
-int tfenc_linear_run(tfenc_context *ctx, const tfenc_linear *linear, const tfenc_linear_args *args)
+int tfenc_linear_run(tfenc_context *ctx, const tfenc_linear *linear,
+                     const tfenc_linear_args *given)
 {
-    if (args == NULL || args->struct_size < sizeof(tfenc_linear_args) || args->rows < 0 ||
+    /* A plugin built before ABI 1.5 passes the struct without residual. */
+    tfenc_linear_args full = {0};
+    if (given != NULL && given->struct_size >= offsetof(tfenc_linear_args, residual))
+        memcpy(&full, given,
+               given->struct_size < sizeof full ? given->struct_size : sizeof full);
+    const tfenc_linear_args *args = given != NULL ? &full : NULL;
+    if (args == NULL || args->struct_size < offsetof(tfenc_linear_args, residual) ||
+        args->rows < 0 ||
         (unsigned)args->activation > TFENC_ACTIVATION_GEGLU_TANH ||
         (unsigned)args->x_dtype > TFENC_BFLOAT16 ||
-        (unsigned)args->y_dtype > TFENC_BFLOAT16)
+        (unsigned)args->y_dtype > TFENC_BFLOAT16 ||
+        (args->residual != NULL && args->y_dtype != TFENC_FLOAT32))
         return tfenc_error(ctx, TFENC_ERR_INTERNAL, "tfenc_linear_run: bad arguments");
     if (is_gated(args->activation) && linear->out % 2 != 0)
         return tfenc_error(ctx, TFENC_ERR_INTERNAL,
@@ -1040,9 +1108,11 @@ int tfenc_linear_run(tfenc_context *ctx, const tfenc_linear *linear, const tfenc
      * a plugin prepares them before its forward passes. */
     if (linear->precision != TFENC_PRECISION_FP32) {
         const int direct = onednn_direct(linear, args->activation);
+        const int sum = direct && args->residual != NULL &&
+                        args->activation == TFENC_ACTIVATION_NONE; /* as onednn_block */
         int status = onednn_linear_prepare_variant(
             ctx, linear->onednn, linear->scratch->threads, direct ? args->y_dtype : TFENC_FLOAT32,
-            direct ? args->activation : TFENC_ACTIVATION_NONE);
+            direct ? args->activation : TFENC_ACTIVATION_NONE, sum);
         if (status != TFENC_OK)
             return status;
     }

@@ -230,6 +230,7 @@ typedef struct variant {
     int made;
     tfenc_element_type destination;
     tfenc_activation activation;
+    int sum; /* adds the product to what the destination holds */
     /* [threads]: [TFENC_MATRIX_BLOCK_ROWS, in] x [in, out], one per thread
      * of the pool (memory objects and scratchpad of its own; the kernel is
      * the same, from oneDNN's primitive cache) */
@@ -278,9 +279,11 @@ int onednn_precision_runs(tfenc_precision precision)
 /* The attributes of a linear map's primitives: int8 scales each output
  * channel by its weight scale and takes u8 inputs with zero point 128 (the
  * quantized token plus 128, so that oneDNN's u8 x s8 kernels apply); bf16
- * fuses the element-wise activation. */
+ * fuses the element-wise activation, or (`sum`, without one) the add of
+ * what the float32 destination holds: a residual connection, one add of
+ * two floats per value after the bias, as a pass of its own makes. */
 static dnnl_status_t linear_attributes(const onednn_linear *linear, tfenc_activation activation,
-                                       dnnl_primitive_attr_t *attr)
+                                       int sum, dnnl_primitive_attr_t *attr)
 {
     dnnl_status_t status = dnnl_primitive_attr_create(attr);
     if (status != dnnl_success)
@@ -292,7 +295,7 @@ static dnnl_status_t linear_attributes(const onednn_linear *linear, tfenc_activa
             status = dnnl_primitive_attr_set_zero_points(*attr, DNNL_ARG_SRC, 1, 0, &zero_point);
         return status;
     }
-    if (activation == TFENC_ACTIVATION_NONE)
+    if (activation == TFENC_ACTIVATION_NONE && !sum)
         return dnnl_success;
     dnnl_alg_kind_t kind = activation == TFENC_ACTIVATION_RELU        ? dnnl_eltwise_relu
                            : activation == TFENC_ACTIVATION_GELU      ? dnnl_eltwise_gelu_erf
@@ -303,7 +306,10 @@ static dnnl_status_t linear_attributes(const onednn_linear *linear, tfenc_activa
     status = dnnl_post_ops_create(&post_ops);
     if (status != dnnl_success)
         return status;
-    status = dnnl_post_ops_append_eltwise(post_ops, 1.0f, kind, alpha, 0.0f);
+    if (activation != TFENC_ACTIVATION_NONE)
+        status = dnnl_post_ops_append_eltwise(post_ops, 1.0f, kind, alpha, 0.0f);
+    else
+        status = dnnl_post_ops_append_sum(post_ops, 1.0f);
     if (status == dnnl_success)
         status = dnnl_primitive_attr_set_post_ops(*attr, post_ops);
     dnnl_post_ops_destroy(post_ops);
@@ -341,13 +347,13 @@ static void variant_destroy(variant *v)
     memset(v, 0, sizeof *v);
 }
 
-/* Makes the products of one (destination, activation) pair in the packed
- * weight layout, one per thread of a pool of `threads`. */
+/* Makes the products of one (destination, activation, sum) kind in the
+ * packed weight layout, one per thread of a pool of `threads`. */
 static int variant_make(tfenc_context *ctx, onednn_linear *linear, variant *v, int threads,
-                        tfenc_element_type destination, tfenc_activation activation)
+                        tfenc_element_type destination, tfenc_activation activation, int sum)
 {
     dnnl_primitive_attr_t attr;
-    dnnl_status_t status = linear_attributes(linear, activation, &attr);
+    dnnl_status_t status = linear_attributes(linear, activation, sum, &attr);
     if (status == dnnl_success)
         status = dnnl_primitive_attr_set_scratchpad_mode(attr, dnnl_scratchpad_mode_user);
     v->blocks = status == dnnl_success ? calloc((size_t)threads, sizeof *v->blocks) : NULL;
@@ -379,6 +385,7 @@ static int variant_make(tfenc_context *ctx, onednn_linear *linear, variant *v, i
     }
     v->destination = destination;
     v->activation = activation;
+    v->sum = sum;
     v->made = 1;
     return TFENC_OK;
 }
@@ -496,7 +503,7 @@ int onednn_linear_prepare(tfenc_context *ctx, tfenc_precision precision, int out
      * every primitive of the map then reads. */
     dnnl_primitive_attr_t attr = NULL;
     if (status == dnnl_success)
-        status = linear_attributes(linear, TFENC_ACTIVATION_NONE, &attr);
+        status = linear_attributes(linear, TFENC_ACTIVATION_NONE, 0, &attr);
     dnnl_dims_t weights_dims = {in, out};
     dnnl_memory_desc_t any_weights, source, destination;
     dnnl_matmul_desc_t desc;
@@ -579,7 +586,7 @@ int onednn_linear_place(tfenc_context *ctx, onednn_linear *linear, int threads,
     /* tfenc_linear_forward's products (float32 out, no activation) are made
      * now; other pairs when a plugin prepares them (a run of 0 rows). */
     return variant_make(ctx, linear, &linear->variants[0], threads, TFENC_FLOAT32,
-                        TFENC_ACTIVATION_NONE);
+                        TFENC_ACTIVATION_NONE, 0);
 }
 
 void onednn_linear_destroy(onednn_linear *linear)
@@ -611,13 +618,15 @@ size_t onednn_linear_bytes(const onednn_linear *linear)
 }
 
 int onednn_linear_prepare_variant(tfenc_context *ctx, onednn_linear *linear, int threads,
-                                  tfenc_element_type dst_dtype, tfenc_activation activation)
+                                  tfenc_element_type dst_dtype, tfenc_activation activation,
+                                  int sum)
 {
     for (int i = 0; i < MAX_VARIANTS; i++) {
         variant *candidate = &linear->variants[i];
         if (!candidate->made)
-            return variant_make(ctx, linear, candidate, threads, dst_dtype, activation);
-        if (candidate->destination == dst_dtype && candidate->activation == activation)
+            return variant_make(ctx, linear, candidate, threads, dst_dtype, activation, sum);
+        if (candidate->destination == dst_dtype && candidate->activation == activation &&
+            candidate->sum == sum)
             return TFENC_OK;
     }
     return tfenc_error(ctx, TFENC_ERR_INTERNAL,
@@ -627,12 +636,12 @@ int onednn_linear_prepare_variant(tfenc_context *ctx, onednn_linear *linear, int
 
 int onednn_linear_execute(tfenc_context *ctx, const onednn_linear *linear, int thread,
                           void *stream, const void *src, void *dst, tfenc_element_type dst_dtype,
-                          tfenc_activation activation)
+                          tfenc_activation activation, int sum)
 {
     const variant *v = NULL;
     for (int i = 0; v == NULL && i < MAX_VARIANTS && linear->variants[i].made; i++)
         if (linear->variants[i].destination == dst_dtype &&
-            linear->variants[i].activation == activation)
+            linear->variants[i].activation == activation && linear->variants[i].sum == sum)
             v = &linear->variants[i];
     if (v == NULL || thread >= v->threads)
         return tfenc_error(ctx, TFENC_ERR_INTERNAL,

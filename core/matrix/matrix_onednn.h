@@ -73,20 +73,23 @@ size_t onednn_linear_bytes(const onednn_linear *linear);
  * product off by (z - 128) times this, which the epilogue takes back. */
 const float *onednn_linear_zero_correction(const onednn_linear *linear);
 
-/* Makes (once) the products of a (dst type, activation) pair for a pool of
- * `threads`; not from a parallel region. The model's build runs a probe
- * batch through every layer, so a forward pass finds them made. */
+/* Makes (once) the products of a (dst type, activation, sum) kind for a
+ * pool of `threads`; not from a parallel region. The model's build runs a
+ * probe batch through every layer, so a forward pass finds them made.
+ * sum (bf16, float32 dst, activation NONE): dst += the product. */
 int onednn_linear_prepare_variant(tfenc_context *ctx, onednn_linear *linear, int threads,
-                                  tfenc_element_type dst_dtype, tfenc_activation activation);
+                                  tfenc_element_type dst_dtype, tfenc_activation activation,
+                                  int sum);
 /* One block of TFENC_MATRIX_BLOCK_ROWS rows of src (bf16 [rows, in] for
  * bf16 maps; u8 [rows, in], zero point 128, for int8) times W^T into dst
- * [rows, out], on thread `thread`'s product of a prepared pair:
+ * [rows, out], on thread `thread`'s product of a prepared kind:
  * bf16: dst (float32 or bfloat16) = act(src W^T + b), `activation` one of
- * NONE, RELU, GELU, GELU_TANH, SILU; int8: dst (float32) = (src - 128) W^T
- * times each output channel's weight scale, activation NONE. */
+ * NONE, RELU, GELU, GELU_TANH, SILU, or with sum dst (float32) += src W^T
+ * + b; int8: dst (float32) = (src - 128) W^T times each output channel's
+ * weight scale, activation NONE. */
 int onednn_linear_execute(tfenc_context *ctx, const onednn_linear *linear, int thread,
                           void *stream, const void *src, void *dst, tfenc_element_type dst_dtype,
-                          tfenc_activation activation);
+                          tfenc_activation activation, int sum);
 
 typedef struct onednn_matmul onednn_matmul;
 

@@ -565,6 +565,8 @@ typedef struct layer_instance {
     const char *file;       /* the plugin file of its type (the registry's) */
     size_t workspace_bytes; /* what its workspace_size() asked for */
     tfenc_weights *weights; /* owns what the layer loaded; released after destroy() */
+    /* its forward() that adds its input to its result (ABI 1.5), or NULL */
+    const tfenc_forward_adding_input *adds_input;
 } layer_instance;
 
 /* The largest workspace the layers ask for, and which layer asks. */
@@ -765,6 +767,15 @@ static int create_instance(tfenc_context *ctx, const tfenc_model_options *option
         return status;
     if (instance == NULL)
         return tfenc_error(ctx, TFENC_ERR_PLUGIN, "%s: create returned no instance", layer->scope);
+    if (layer->descriptor->abi_minor >= 5 && layer->descriptor->extension != NULL) {
+        enter_plugin(&call, layer, "extension");
+        const tfenc_forward_adding_input *adds_input =
+            layer->descriptor->extension(TFENC_EXTENSION_ADDS_INPUT);
+        tfenc_plugin_call_end();
+        if (adds_input != NULL && adds_input->struct_size >= sizeof *adds_input &&
+            adds_input->forward != NULL)
+            layer->adds_input = adds_input;
+    }
     char what[128];
     snprintf(what, sizeof what, "not a parameter of layer type %s", type);
     status = tfenc_params_check_all_used(&params, what);
@@ -898,8 +909,10 @@ static int check_canary(tfenc_context *ctx, const layer_instance *layer,
                                                            : "");
 }
 
-static int run_layer(tfenc_context *ctx, tfenc_model *model, layer_instance *layer,
-                     tfenc_batch *batch)
+/* Runs the layer's forward(), or with `adding_input` the one that adds its
+ * input to its result (the layer has one). */
+static int run_layer_adding(tfenc_context *ctx, tfenc_model *model, layer_instance *layer,
+                            tfenc_batch *batch, int adding_input)
 {
     tfenc_model_scratch *scratch = model->scratch;
     void *workspace = tfenc_guarded_place(&scratch->workspace, layer->workspace_bytes);
@@ -910,8 +923,10 @@ static int run_layer(tfenc_context *ctx, tfenc_model *model, layer_instance *lay
     tfenc_plugin_call call;
     const int error_before = ctx->status;
     tfenc_context_set_scope(ctx, layer->scope);
-    enter_plugin(&call, layer, "forward");
-    int status = layer->descriptor->forward(layer->instance, ctx, batch, workspace);
+    enter_plugin(&call, layer, adding_input ? "forward (adding its input)" : "forward");
+    int status = adding_input
+                     ? layer->adds_input->forward(layer->instance, ctx, batch, workspace)
+                     : layer->descriptor->forward(layer->instance, ctx, batch, workspace);
     tfenc_plugin_call_end();
     tfenc_context_set_scope(ctx, NULL);
     /* Memory errors first: they may be why the rest went wrong. */
@@ -937,10 +952,18 @@ static int run_layer(tfenc_context *ctx, tfenc_model *model, layer_instance *lay
     if (checked != TFENC_OK)
         return checked;
     status = callback_status(ctx, layer, "forward", error_before, status);
-    if (status == TFENC_OK && (batch->rows > before.rows || batch->rows < 1))
-        return tfenc_error(ctx, TFENC_ERR_PLUGIN, "%s: forward set rows from %d to %d",
-                           layer->scope, before.rows, batch->rows);
+    if (status == TFENC_OK && (batch->rows > before.rows || batch->rows < 1 ||
+                               (adding_input && batch->rows != before.rows)))
+        return tfenc_error(ctx, TFENC_ERR_PLUGIN, "%s: forward set rows from %d to %d%s",
+                           layer->scope, before.rows, batch->rows,
+                           adding_input ? " (inside the residual connection it adds)" : "");
     return status;
+}
+
+static int run_layer(tfenc_context *ctx, tfenc_model *model, layer_instance *layer,
+                     tfenc_batch *batch)
+{
+    return run_layer_adding(ctx, model, layer, batch, 0);
 }
 
 /* The residual's copy and add run on the rank's threads (when the batch
@@ -978,22 +1001,29 @@ static int add_residual(tfenc_context *ctx, const model_step *step, const float 
  *   post-norm: x = norm(x + f(x))
  * (without a norm: x = x + f(x); with residual = false the "x +" goes).
  * An output norm applies to f's result before the residual:
- *   x = x + output_norm(f(norm(x)))  (Gemma's "sandwich" norms). */
+ *   x = x + output_norm(f(norm(x)))  (Gemma's "sandwich" norms).
+ * Where the skip is f's own input (post-norm, or no norm) and f can add it
+ * in its last product (TFENC_EXTENSION_ADDS_INPUT), f does, with the same
+ * bits, and the copy and the add here go. */
 static int run_block_step(tfenc_context *ctx, tfenc_model *model, model_step *step,
                           tfenc_batch *batch)
 {
     const int rows = batch->rows;
     const int has_norm = step->norm.descriptor != NULL;
+    const int layer_adds = step->plan->residual && !(has_norm && step->plan->norm_first) &&
+                           step->output_norm.descriptor == NULL &&
+                           step->layer.adds_input != NULL;
+    const int host_adds = step->plan->residual && !layer_adds;
     int status = TFENC_OK;
-    if (step->plan->residual)
+    if (host_adds)
         copy_rows(model->scratch->residual, batch->x, rows, batch->d_model);
     if (has_norm && step->plan->norm_first)
         status = run_layer(ctx, model, &step->norm, batch);
     if (status == TFENC_OK)
-        status = run_layer(ctx, model, &step->layer, batch);
+        status = run_layer_adding(ctx, model, &step->layer, batch, layer_adds);
     if (status == TFENC_OK && step->output_norm.descriptor != NULL)
         status = run_layer(ctx, model, &step->output_norm, batch);
-    if (status == TFENC_OK && step->plan->residual)
+    if (status == TFENC_OK && host_adds)
         status = add_residual(ctx, step, model->scratch->residual, rows, batch);
     if (status == TFENC_OK && has_norm && !step->plan->norm_first)
         status = run_layer(ctx, model, &step->norm, batch);

@@ -1,6 +1,9 @@
 /* Test layers with exactly predictable outputs, so composition (order,
  * residuals, pre/post norm, weight groups) can be checked by hand:
- *   scale:  x *= factor           (key factor, default 2)
+ *   scale:  x *= factor           (key factor, default 2); inside a residual
+ *           connection whose skip is its input it adds that input itself
+ *           (TFENC_EXTENSION_ADDS_INPUT), plus `adding_marker` (default 0),
+ *           so that a test sees which of the host's paths ran
  *   add:    x += offset + bias[j] (key offset; optional dataset "bias" [d])
  *   fail:   forward fails when the batch holds token id `on_token`
  *           (to test error propagation across ranks and layers)
@@ -31,6 +34,7 @@
 typedef struct arithmetic {
     int kind; /* 0 scale, 1 add, 2 fail, 3 pause, 4 overflow, 5 sparse_overflow */
     double factor;
+    double adding_marker; /* scale: added by forward_adding_input only */
     double offset;
     long on_token;
     long milliseconds;
@@ -53,6 +57,8 @@ static int create_kind(tfenc_context *ctx, const tfenc_layer_init *init, void **
     int status = TFENC_OK;
     if (kind == 0)
         status = tfenc_param_float(init->params, "factor", 2.0, &layer->factor);
+    if (kind == 0 && status == TFENC_OK)
+        status = tfenc_param_float(init->params, "adding_marker", 0.0, &layer->adding_marker);
     if (kind == 1) {
         status = tfenc_param_float(init->params, "offset", 0.0, &layer->offset);
         if (status == TFENC_OK && tfenc_weight_exists(init->weights, "bias")) {
@@ -227,6 +233,28 @@ static int forward(void *instance, tfenc_context *ctx, tfenc_batch *batch, void 
     return TFENC_OK;
 }
 
+/* scale's x = x + x * factor (+ adding_marker), the add as the host makes it. */
+static int forward_adding_input(void *instance, tfenc_context *ctx, tfenc_batch *batch,
+                                void *workspace)
+{
+    const arithmetic *layer = instance;
+    const size_t values = (size_t)batch->rows * (size_t)batch->d_model;
+    for (size_t i = 0; i < values; i++) {
+        const float scaled = (float)(batch->x[i] * layer->factor);
+        batch->x[i] = scaled + batch->x[i];
+        if (layer->adding_marker != 0.0)
+            batch->x[i] += (float)layer->adding_marker;
+    }
+    return TFENC_OK;
+}
+
+static const void *scale_extension(const char *uri)
+{
+    static const tfenc_forward_adding_input adds_input = {sizeof adds_input,
+                                                          forward_adding_input};
+    return strcmp(uri, TFENC_EXTENSION_ADDS_INPUT) == 0 ? &adds_input : NULL;
+}
+
 static void destroy(void *instance)
 {
     arithmetic *layer = instance;
@@ -240,7 +268,8 @@ TFENC_PLUGIN_TYPES("scale add fail pause overflow sparse_overflow");
 
 static const tfenc_layer_descriptor layers[] = {
     {TFENC_DESCRIPTOR_INIT, .type = "scale", .description = "x *= factor (test)",
-     .create = create_scale, .forward = forward, .destroy = destroy},
+     .create = create_scale, .forward = forward, .destroy = destroy,
+     .extension = scale_extension},
     {TFENC_DESCRIPTOR_INIT, .type = "add", .description = "x += offset + bias (test)",
      .create = create_add, .forward = forward, .destroy = destroy},
     {TFENC_DESCRIPTOR_INIT, .type = "fail", .description = "fails on a chosen token (test)",

@@ -24,7 +24,7 @@ extern "C" {
  * a declared parameter table, which have no size of their own, by the
  * descriptor's abi_minor) and functions. */
 #define TFENC_ABI_MAJOR 1
-#define TFENC_ABI_MINOR 4
+#define TFENC_ABI_MINOR 5
 
 #define TFENC_PLUGIN_ENTRY "tfenc_plugin_descriptor"
 
@@ -222,15 +222,24 @@ typedef struct tfenc_linear_args {
     tfenc_element_type y_dtype;
     int rows;
     tfenc_activation activation;
+    /* ABI 1.5 (absent from a smaller struct_size: NULL). Non-NULL: float32
+     * rows [rows, y's width] added to the result, y = residual + result
+     * (y_dtype float32 only); it may be y itself, which then accumulates.
+     * A residual connection's add inside the product's epilogue: bitwise
+     * the sum a pass of its own would give. (A pointer, not a flag: an int
+     * would sit in the 1.4 struct's tail padding, which a 1.4 plugin may
+     * leave as garbage.) */
+    const float *residual;
 } tfenc_linear_args;
 
-/* y = activation(x W^T + b) in the map's precision. x and y MUST NOT
- * overlap. Like every matrix service it uses the rank's threads itself, so
+/* y = activation(x W^T + b) (+ residual) in the map's precision. x and y
+ * MUST NOT overlap. Like every matrix service it uses the rank's threads itself, so
  * it MUST NOT be called from inside a parallel region. A call with rows = 0
- * computes nothing and prepares the map for its types and activation: a
+ * computes nothing and prepares the map for its types, activation and
+ * whether it has a residual (any non-NULL one prepares that kind): a
  * plugin SHOULD make one from create() for each kind of call its forward()
  * makes, so that forward() does not allocate (tfenc_linear_forward's kind,
- * float32 without activation, is always prepared). */
+ * float32 without activation or residual, is always prepared). */
 int tfenc_linear_run(tfenc_context *ctx, const tfenc_linear *linear, const tfenc_linear_args *args);
 
 /* Products of two activations, such as attention's scores Q K^T and its
@@ -488,6 +497,22 @@ typedef struct tfenc_counters_extension {
     int (*counters)(const void *instance, const char **label, int *n,
                     const long long **values);
 } tfenc_counters_extension;
+
+/* ABI 1.5: what extension(TFENC_EXTENSION_ADDS_INPUT) returns for a layer
+ * that can end with its own input added to its result, batch->x = x +
+ * f(x), the add made in its last product (tfenc_linear_args.residual). The
+ * host calls it instead of forward() where a residual connection's skip
+ * is the layer's input (a block sublayer without a norm before it: the
+ * post-norm blocks of BERT and MPNet), and so drops its own copy of the
+ * input and its add, two passes over the activations per sublayer. Its
+ * result MUST be bitwise forward()'s plus the input, and it MUST NOT change
+ * batch->rows. */
+#define TFENC_EXTENSION_ADDS_INPUT "tfenc:forward_adding_input"
+
+typedef struct tfenc_forward_adding_input {
+    size_t struct_size; /* sizeof(tfenc_forward_adding_input) as the plugin saw it */
+    int (*forward)(void *instance, tfenc_context *ctx, tfenc_batch *batch, void *workspace);
+} tfenc_forward_adding_input;
 
 /* The entry symbol every plugin exports. Returns descriptor `index`, or NULL
  * past the last one. */
