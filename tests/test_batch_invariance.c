@@ -254,8 +254,9 @@ static void check_precision(tfenc_precision precision, tfenc_fp32_products fp32_
  * model's host made before the products took it over), over full blocks
  * and a tail, with y its own residual and with a residual elsewhere.
  * Returns the values that differ. */
-static int accumulated_values_that_differ(tfenc_precision precision, tfenc_element_type x_dtype,
-                                          tfenc_activation activation)
+static int accumulated_values_that_differ(tfenc_precision precision,
+                                          tfenc_fp32_products fp32_products,
+                                          tfenc_element_type x_dtype, tfenc_activation activation)
 {
     tfenc_context ctx;
     tfenc_context_init(&ctx);
@@ -269,12 +270,14 @@ static int accumulated_values_that_differ(tfenc_precision precision, tfenc_eleme
     tfenc_matrix_to_bf16(x32, x16, (size_t)ROWS * IN);
     tfenc_matrix_scratch *scratch = NULL;
     tfenc_linear *linear = NULL;
-    tfenc_matrix_linear_options options = {.precision = precision};
+    tfenc_matrix_linear_options options = {.precision = precision,
+                                           .fp32_products = fp32_products};
     CU_ASSERT_EQUAL_FATAL(tfenc_matrix_scratch_create(&ctx, &scratch), TFENC_OK);
     CU_ASSERT_EQUAL_FATAL(
         tfenc_matrix_linear_create(&ctx, &options, weight, bias, OUT, IN, scratch, &linear),
         TFENC_OK);
-    setting s = {precision, x_dtype, TFENC_FLOAT32, activation, 0};
+    setting s = {.precision = precision, .fp32_products = fp32_products, .x_dtype = x_dtype,
+                 .y_dtype = TFENC_FLOAT32, .activation = activation};
     const void *x = x_dtype == TFENC_BFLOAT16 ? (const void *)x16 : (const void *)x32;
     CU_ASSERT_EQUAL_FATAL(run(&ctx, linear, &s, x, 0, ROWS, plain), TFENC_OK);
     memcpy(accumulated, skip, (size_t)ROWS * OUT * sizeof(float));
@@ -323,17 +326,22 @@ static void test_accumulate(void)
             {TFENC_FLOAT32, TFENC_ACTIVATION_NONE},
             {TFENC_BFLOAT16, TFENC_ACTIVATION_NONE},
             {TFENC_FLOAT32, TFENC_ACTIVATION_GELU}};
-        for (size_t k = 0; k < sizeof kinds / sizeof kinds[0]; k++) {
-            const int differ = accumulated_values_that_differ((tfenc_precision)p,
-                                                              kinds[k].x_dtype,
-                                                              kinds[k].activation);
-            if (differ != 0)
-                printf("\n  %s, x %s, activation %d: %d of %d values with a residual are "
-                       "not the result plus the residual\n", tfenc_precision_names[p],
-                       kinds[k].x_dtype == TFENC_BFLOAT16 ? "bf16" : "f32",
-                       (int)kinds[k].activation, differ, 2 * ROWS * OUT);
-            CU_ASSERT_EQUAL(differ, 0);
-        }
+        /* fp32 on both of its libraries; the others' library is oneDNN. */
+        const int libraries = p == TFENC_PRECISION_FP32 ? 2 : 1;
+        for (int library = 0; library < libraries; library++)
+            for (size_t k = 0; k < sizeof kinds / sizeof kinds[0]; k++) {
+                const tfenc_fp32_products fp32_products =
+                    library == 0 ? TFENC_FP32_PRODUCTS_OPENBLAS : TFENC_FP32_PRODUCTS_ONEDNN;
+                const int differ = accumulated_values_that_differ(
+                    (tfenc_precision)p, fp32_products, kinds[k].x_dtype, kinds[k].activation);
+                if (differ != 0)
+                    printf("\n  %s on %s, x %s, activation %d: %d of %d values with a residual "
+                           "are not the result plus the residual\n", tfenc_precision_names[p],
+                           tfenc_fp32_products_names[fp32_products],
+                           kinds[k].x_dtype == TFENC_BFLOAT16 ? "bf16" : "f32",
+                           (int)kinds[k].activation, differ, 2 * ROWS * OUT);
+                CU_ASSERT_EQUAL(differ, 0);
+            }
     }
 }
 
