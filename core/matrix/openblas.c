@@ -196,8 +196,9 @@ int tfenc_openblas_fallback(char *line, size_t size)
         return 0;
     snprintf(line, size,
              "fp32 products: OpenBLAS (%s) runs its %s kernels, not the %s ones this CPU's "
-             "instruction sets run (it does not know them): fp32 runs slower; an OpenBLAS "
-             "built for this CPU, or precision = bf16, runs at the CPU's speed",
+             "instruction sets run (it does not know them): fp32 runs slower; [model] "
+             "fp32_products = onednn (or auto, which measures both), an OpenBLAS built for "
+             "this CPU, or precision = bf16, runs at the CPU's speed",
              TFENC_OPENBLAS_SONAME, running != NULL ? running : "unknown", wanted_core);
     return 1;
 }
