@@ -158,3 +158,19 @@ int import_json_string(tfenc_context *ctx, const char *path, json_t *object, con
     *value = json_string_value(item);
     return TFENC_OK;
 }
+
+char *import_ini_json(const json_t *value, size_t flags)
+{
+    char *dumped = json_dumps(value, flags | JSON_ENSURE_ASCII);
+    if (dumped == NULL)
+        return NULL;
+    char *result = malloc(strlen(dumped) * 6 + 1);
+    if (result != NULL) {
+        char *end = result;
+        for (const char *p = dumped; *p != '\0'; p++)
+            end += *p == ';' ? sprintf(end, "\\u003b") : *p == '#' ? sprintf(end, "\\u0023")
+                                                                     : sprintf(end, "%c", *p);
+    }
+    free(dumped);
+    return result;
+}

@@ -72,4 +72,11 @@ int import_json_positive(tfenc_context *ctx, const char *path, json_t *object, c
 int import_json_string(tfenc_context *ctx, const char *path, json_t *object, const char *key,
                        const char *default_value, const char **value);
 
+/* `value` as JSON that an INI value carries unchanged (a job file's labels,
+ * prompts): ASCII, with ';' and '#', which inih may take for a comment,
+ * escaped as JSON allows; a string is quoted, so the spaces inih strips
+ * around a value are kept. `flags` are json_dumps'. A new string (free
+ * it), NULL when out of memory. */
+char *import_ini_json(const json_t *value, size_t flags);
+
 #endif

@@ -907,24 +907,6 @@ static int read_gemma3(tfenc_context *ctx, const char *path, json_t *json, model
     return TFENC_OK;
 }
 
-/* id2label as the job's `labels` value: compact JSON, ASCII, with ';' and
- * '#' (an INI comment) escaped as JSON allows. */
-static char *labels_text(json_t *id2label)
-{
-    char *dumped = json_dumps(id2label, JSON_COMPACT | JSON_ENSURE_ASCII | JSON_SORT_KEYS);
-    if (dumped == NULL)
-        return NULL;
-    char *result = malloc(strlen(dumped) * 6 + 1);
-    if (result != NULL) {
-        char *end = result;
-        for (const char *p = dumped; *p != '\0'; p++)
-            end += *p == ';' ? sprintf(end, "\\u003b") : *p == '#' ? sprintf(end, "\\u0023")
-                                                                     : sprintf(end, "%c", *p);
-    }
-    free(dumped);
-    return result;
-}
-
 /* A head activation named by transformers' ACT2FN key `key` (default gelu)
  * as the classifier layer's name; what it does not compute is refused. */
 static int read_head_activation(tfenc_context *ctx, const char *path, json_t *json,
@@ -1082,7 +1064,7 @@ static int read_head(tfenc_context *ctx, const char *path, json_t *json, model_c
             return tfenc_error(ctx, TFENC_ERR_NO_MEMORY, "out of memory");
         }
         head->n_labels = num_labels;
-        head->labels = labels_text(made);
+        head->labels = import_ini_json(made, JSON_COMPACT | JSON_SORT_KEYS);
         json_decref(made);
         if (head->labels == NULL)
             return tfenc_error(ctx, TFENC_ERR_NO_MEMORY, "out of memory");
@@ -1104,7 +1086,7 @@ static int read_head(tfenc_context *ctx, const char *path, json_t *json, model_c
         if (num_labels != head->n_labels)
             return tfenc_error(ctx, TFENC_ERR_CONFIG, "%s: num_labels %d disagrees with "
                                "id2label's %d labels", path, num_labels, head->n_labels);
-        if ((head->labels = labels_text(id2label)) == NULL)
+        if ((head->labels = import_ini_json(id2label, JSON_COMPACT | JSON_SORT_KEYS)) == NULL)
             return tfenc_error(ctx, TFENC_ERR_NO_MEMORY, "out of memory");
     }
     static const char *const problems[] = {"single_label_classification",

@@ -273,28 +273,6 @@ static void write_layers(FILE *out, const model_config *c)
         write_norm(out, "final_norm", c);
 }
 
-/* A JSON string that INI carries unchanged: inih strips the spaces around a
- * value (prompts often end in one) and may take ';' or '#' for a comment,
- * so the value is quoted and those characters escaped. NULL when out of
- * memory. */
-static char *ini_json_string(const char *text)
-{
-    json_t *string = json_string(text);
-    char *dumped = string != NULL ? json_dumps(string, JSON_ENCODE_ANY | JSON_ENSURE_ASCII) : NULL;
-    json_decref(string);
-    if (dumped == NULL)
-        return NULL;
-    char *result = malloc(strlen(dumped) * 6 + 1);
-    if (result != NULL) {
-        char *end = result;
-        for (const char *p = dumped; *p != '\0'; p++)
-            end += *p == ';' ? sprintf(end, "\\u003b") : *p == '#' ? sprintf(end, "\\u0023")
-                                                                     : sprintf(end, "%c", *p);
-    }
-    free(dumped);
-    return result;
-}
-
 /* [prompts]: sentence-transformers' named prompts, NAME = "text" (a JSON
  * string), which `[job] prompt = NAME` selects. */
 static int write_prompts(importer *self, FILE *out, const char *job_path)
@@ -308,7 +286,7 @@ static int write_prompts(importer *self, FILE *out, const char *job_path)
     const char *name;
     json_t *value;
     json_object_foreach(prompts, name, value) {
-        char *text = ini_json_string(json_string_value(value));
+        char *text = import_ini_json(value, JSON_ENCODE_ANY);
         if (text == NULL)
             return tfenc_error(self->ctx, TFENC_ERR_NO_MEMORY, "%s: out of memory", job_path);
         fprintf(out, "%s = %s\n", name, text);
