@@ -267,14 +267,7 @@ static void qk_normalise(const attention *layer, float *vectors, int rows, int s
  * farther than `window`. */
 static inline void visible_keys(const attention *layer, int query, int length, int *lo, int *hi)
 {
-    *lo = 0;
-    *hi = length;
-    if (layer->causal && query + 1 < *hi)
-        *hi = query + 1;
-    if (layer->window > 0) {
-        *lo = query - layer->window > 0 ? query - layer->window : 0;
-        *hi = query + layer->window + 1 < *hi ? query + layer->window + 1 : *hi;
-    }
+    attention_visible_keys(layer->causal, layer->window, query, length, lo, hi);
 }
 
 /* Replaces each row of a score tile by exp(score - row maximum) and returns

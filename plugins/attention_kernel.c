@@ -59,19 +59,11 @@ size_t attention_kernel_scratch_floats(const attention_kernel_shape *shape,
     return call > packing ? call : packing;
 }
 
-/* Keys [*lo, *hi) that query i sees among the sequence's keys [0, keys):
- * empty (*lo >= *hi) only for a query whose window lies wholly past them. */
+/* Keys [*lo, *hi) that query i sees among the sequence's keys [0, keys). */
 static inline void visible_keys(const attention_kernel_shape *shape, int i, int keys, int *lo,
                                 int *hi)
 {
-    *lo = 0;
-    *hi = keys;
-    if (shape->window > 0) {
-        *lo = i - shape->window > 0 ? i - shape->window : 0;
-        *hi = i + shape->window + 1 < keys ? i + shape->window + 1 : keys;
-    }
-    if (shape->causal && i + 1 < *hi)
-        *hi = i + 1;
+    attention_visible_keys(shape->causal, shape->window, i, keys, lo, hi);
 }
 
 /* Vectors of 16 and of 8 floats: GCC's vector extension, which each clone

@@ -58,6 +58,24 @@ typedef struct attention_position_terms {
 } attention_position_terms;
 
 /* Where one sequence's Q, K and V rows are and how the heads map onto them. */
+/* Keys [*lo, *hi) of `keys` that query i (counted from the same first
+ * token) sees: causal, none after itself; window > 0, none farther than
+ * `window`. Empty (*lo >= *hi) only for a query whose window lies wholly
+ * past the keys. The one rule of the fused kernel and the host's products
+ * (plugins/attention.c), whose bits must agree. */
+static inline void attention_visible_keys(int causal, int window, int i, int keys, int *lo,
+                                          int *hi)
+{
+    *lo = 0;
+    *hi = keys;
+    if (window > 0) {
+        *lo = i - window > 0 ? i - window : 0;
+        *hi = i + window + 1 < keys ? i + window + 1 : keys;
+    }
+    if (causal && i + 1 < *hi)
+        *hi = i + 1;
+}
+
 typedef struct attention_kernel_shape {
     int head_dim;
     int heads_per_kv;  /* query heads sharing one key/value head (grouped-query) */
