@@ -12,6 +12,7 @@
 #include "run/job_settings.h"
 
 #include <hdf5.h>
+#include <jansson.h>
 #include <stdlib.h>
 
 static const char *or_unknown(const char *value)
@@ -190,6 +191,35 @@ static void print_output(const tfenc_inspection *i)
     free(described);
 }
 
+/* Each run's figures (attribute run_summaries), one line a run. */
+static void print_runs(const tfenc_inspection *i)
+{
+    json_t *runs = i->run_summaries != NULL ? json_loads(i->run_summaries, 0, NULL) : NULL;
+    if (!json_is_array(runs)) {
+        printf("runs: %s\n", i->run_summaries != NULL ? "(attribute run_summaries is not a JSON array)"
+                                                      : "(not recorded)");
+        json_decref(runs);
+        return;
+    }
+    printf("runs: %zu (attribute run_summaries)\n", json_array_size(runs));
+    size_t index;
+    json_t *run;
+    json_array_foreach(runs, index, run) {
+        printf("  %zu: %s, %lld documents, %lld tokens in %.1f s;", index + 1,
+               json_is_true(json_object_get(run, "finished")) ? "finished" : "stopped",
+               (long long)json_integer_value(json_object_get(run, "documents")),
+               (long long)json_integer_value(json_object_get(run, "tokens")),
+               json_number_value(json_object_get(run, "elapsed_seconds")));
+        size_t k;
+        json_t *rank;
+        json_array_foreach(json_object_get(run, "ranks"), k, rank)
+            printf("%s rank %zu %.0f tokens/s", k == 0 ? "" : ",", k,
+                   json_number_value(json_object_get(rank, "tokens_per_second")));
+        printf("\n");
+    }
+    json_decref(runs);
+}
+
 static void print_report(const tfenc_inspection *i)
 {
     printf("file: %s\n", i->path);
@@ -222,6 +252,7 @@ static void print_report(const tfenc_inspection *i)
         printf("kernels: %s (of the last run; a file's bits follow them)\n", i->kernels);
     if (i->path_choices != NULL)
         print_path_choices(i->path_choices);
+    print_runs(i);
     printf("layout: %s%s\n", or_unknown(i->layout),
            i->layout != NULL ? " (of the last run)" : "");
     printf("written by: tfenc %s, created %s\n", or_unknown(i->tfenc_version),
@@ -259,6 +290,83 @@ static void print_report(const tfenc_inspection *i)
         printf("not recorded (written by an older tfenc): %s\n", i->unknown);
 }
 
+/* ---------------------------------------------------------------- JSON */
+
+static json_t *string_or_null(const char *value)
+{
+    return value != NULL ? json_string(value) : json_null();
+}
+
+static json_t *integer_or_null(int64_t value)
+{
+    return value >= 0 ? json_integer((json_int_t)value) : json_null();
+}
+
+/* Text of one item a line as an array of its lines; null for NULL. */
+static json_t *lines_array(const char *text)
+{
+    if (text == NULL)
+        return json_null();
+    json_t *array = json_array();
+    const char *line;
+    size_t length;
+    while (array != NULL && next_line(&text, &line, &length))
+        if (length > 0)
+            json_array_append_new(array, json_stringn(line, length));
+    return array;
+}
+
+/* The same facts as print_report, as one JSON object (docs/output.md). */
+static json_t *report_json(const tfenc_inspection *i)
+{
+    json_t *datasets = json_object();
+    for (int k = 0; datasets != NULL && k < i->n_datasets; k++) {
+        json_t *shape = json_array();
+        for (int d = 0; shape != NULL && d < i->datasets[k].rank; d++)
+            json_array_append_new(shape, json_integer((json_int_t)i->datasets[k].shape[d]));
+        json_object_set_new(datasets, i->datasets[k].name, shape);
+    }
+    json_t *corpus = json_array();
+    for (int k = 0; corpus != NULL && k < i->corpus_shards.n; k++) {
+        const tfenc_corpus_shard *shard = &i->corpus_shards.shards[k];
+        json_array_append_new(corpus, json_pack("{s:s, s:I, s:I, s:I}", "path", shard->path,
+                                                "documents", (json_int_t)shard->documents,
+                                                "first_document",
+                                                (json_int_t)shard->first_document, "skipped",
+                                                (json_int_t)shard->skipped));
+    }
+    json_t *runs = i->run_summaries != NULL ? json_loads(i->run_summaries, 0, NULL) : NULL;
+    json_t *not_recorded = json_array();
+    for (const char *name = i->unknown; not_recorded != NULL && *name != '\0';) {
+        size_t length = strcspn(name, ",");
+        json_array_append_new(not_recorded, json_stringn(name, length));
+        name += length;
+        name += strspn(name, ", ");
+    }
+    /* "o" takes each value, also when packing fails. */
+    return json_pack(
+        "{s:s, s:b, s:b, s:{s:o, s:o, s:o},"
+        " s:{s:o, s:o, s:o, s:o, s:o, s:o},"
+        " s:o, s:b, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o}",
+        "file", i->path, "complete", i->complete, "in_use", i->in_use,
+        "documents", "finished", integer_or_null(i->n_finished),
+        "total", integer_or_null(i->n_documents), "truncated", integer_or_null(i->n_truncated),
+        "output", "kind", string_or_null(i->output_kind), "dtype", string_or_null(i->dtype),
+        "d_model", integer_or_null(i->d_model), "compression", string_or_null(i->compression),
+        "unit_norm", i->unit_norm >= 0 ? json_boolean(i->unit_norm) : json_null(),
+        "datasets", datasets,
+        "precision", string_or_null(i->precision), "precision_recorded", i->precision_recorded,
+        "kernels", string_or_null(i->kernels), "path_choices", lines_array(i->path_choices),
+        "weights_sha256", string_or_null(i->weights_sha256),
+        "corpus_files", corpus, "runs", runs != NULL ? runs : json_null(),
+        "layout", string_or_null(i->layout), "tfenc_version", string_or_null(i->tfenc_version),
+        "created", string_or_null(i->created), "job_file", string_or_null(i->job_path),
+        "working_directory", string_or_null(i->working_directory),
+        "overrides", lines_array(i->job_overrides),
+        "resume_command", string_or_null(i->complete ? NULL : i->resume_command),
+        "not_recorded", not_recorded);
+}
+
 /* The output a job file names, or NULL (with the reason in ctx) when
  * `path` is not a job file either. */
 static char *output_of_job(tfenc_context *ctx, const char *path, const char *const *overrides,
@@ -275,7 +383,7 @@ static char *output_of_job(tfenc_context *ctx, const char *path, const char *con
     return output;
 }
 
-int status_print(const char *path, const char *const *overrides, int n_overrides)
+int status_print(const char *path, const char *const *overrides, int n_overrides, int as_json)
 {
     tfenc_context ctx;
     tfenc_context_init(&ctx);
@@ -298,10 +406,20 @@ int status_print(const char *path, const char *const *overrides, int n_overrides
     int exit_code = status != TFENC_OK       ? 1
                     : inspection.complete ? 0
                                           : STATUS_UNFINISHED;
+    json_t *report = status == TFENC_OK && as_json ? report_json(&inspection) : NULL;
+    if (status == TFENC_OK && as_json && report == NULL) {
+        status = TFENC_ERR_NO_MEMORY;
+        tfenc_error(&ctx, status, "%s: cannot make the JSON report (out of memory)", path);
+        exit_code = 1;
+    }
     if (status != TFENC_OK)
         fprintf(stderr, "tfenc-batch: %s\n", tfenc_context_message(&ctx));
-    else
+    else if (report != NULL) {
+        json_dumpf(report, stdout, JSON_COMPACT | JSON_PRESERVE_ORDER);
+        putchar('\n');
+    } else
         print_report(&inspection);
+    json_decref(report);
     tfenc_inspection_free(&inspection);
     return exit_code;
 }

@@ -12,7 +12,8 @@
  * (errors on standard error). `path` is an output file, or a job file
  * whose [job] output (after the --set overrides) is inspected: a batch
  * script knows its job, not always where it writes. Returns the exit
- * status. Needs no MPI. */
-int status_print(const char *path, const char *const *overrides, int n_overrides);
+ * status. Needs no MPI. With `as_json`, the report is one JSON object on
+ * one line (docs/output.md), errors and exit status as without. */
+int status_print(const char *path, const char *const *overrides, int n_overrides, int as_json);
 
 #endif

@@ -42,6 +42,7 @@ typedef struct options {
     int quiet;
     int list_plugins;
     const char *status_path; /* --status FILE */
+    int status_json;         /* --json: the status as one JSON object */
 } options;
 
 /* Set by SIGTERM/SIGINT (what Slurm sends before it kills a job); the run
@@ -82,6 +83,7 @@ static void usage(FILE *stream)
             "                           command that resumes it (read-only; exit status 0\n"
             "                           complete, 3 unfinished, 1 not a readable output or\n"
             "                           damaged)\n"
+            "  --json                   with --status: the report as one JSON object\n"
             "  --quiet                  no progress and no summary\n"
             "  --version, --help\n"
             "Run under MPI (mpirun -n N %s JOB.ini) to split the work: N = data-parallel\n"
@@ -147,7 +149,14 @@ static int parse_arguments(int argc, char **argv, options *opts)
         } else if (strcmp(arg, "--list-plugins") == 0) {
             opts->list_plugins = 1;
         } else if (strcmp(arg, "--status") == 0 && i + 1 < argc) {
+            /* --status --json FILE as well as --status FILE --json */
+            if (strcmp(argv[i + 1], "--json") == 0 && i + 2 < argc) {
+                opts->status_json = 1;
+                i++;
+            }
             opts->status_path = argv[++i];
+        } else if (strcmp(arg, "--json") == 0) {
+            opts->status_json = 1;
         } else if (strcmp(arg, "--set") == 0 && i + 1 < argc) {
             opts->overrides[opts->n_overrides++] = argv[++i];
         } else if (strncmp(arg, "--set=", 6) == 0) {
@@ -164,6 +173,11 @@ static int parse_arguments(int argc, char **argv, options *opts)
                         opts->job_path, arg);
             return 2;
         }
+    }
+    if (opts->status_json && opts->status_path == NULL) {
+        if (speak)
+            fprintf(stderr, "%s: --json goes with --status FILE (try --help)\n", program);
+        return 2;
     }
     if (opts->job_path == NULL && !opts->list_plugins && opts->status_path == NULL) {
         if (speak)
@@ -675,7 +689,8 @@ int main(int argc, char **argv)
      * first before its report was out. */
     if (opts.status_path != NULL) {
         int code = launcher_first_rank()
-                       ? status_print(opts.status_path, opts.overrides, opts.n_overrides)
+                       ? status_print(opts.status_path, opts.overrides, opts.n_overrides,
+                                      opts.status_json)
                        : 0;
         free(opts.overrides);
         return code;

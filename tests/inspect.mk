@@ -12,3 +12,4 @@ TESTS += tests/inspect/status.sh
 dist_check_SCRIPTS += tests/inspect/damaged.sh
 TESTS += tests/inspect/damaged.sh
 EXTRA_DIST += tests/inspect/damage.py
+EXTRA_DIST += tests/inspect/status_json.py

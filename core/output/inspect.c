@@ -214,6 +214,49 @@ static int read_corpus_shards(tfenc_context *ctx, const char *path, hid_t file,
     return status;
 }
 
+/* The root's datasets with their shapes, by name (links by index: the
+ * iteration callbacks' types differ between HDF5 1.10 and 1.12). */
+static int list_datasets(hid_t file, tfenc_inspection *inspection)
+{
+    H5G_info_t group;
+    if (H5Gget_info(file, &group) < 0)
+        return -1;
+    inspection->datasets = calloc(group.nlinks > 0 ? group.nlinks : 1, sizeof *inspection->datasets);
+    if (inspection->datasets == NULL)
+        return -1;
+    for (hsize_t k = 0; k < group.nlinks; k++) {
+        char name[256];
+        if (H5Lget_name_by_idx(file, ".", H5_INDEX_NAME, H5_ITER_INC, k, name, sizeof name,
+                               H5P_DEFAULT) < 0)
+            return -1;
+        hid_t object = H5Oopen(file, name, H5P_DEFAULT);
+        if (object < 0 || H5Iget_type(object) != H5I_DATASET) {
+            if (object >= 0)
+                H5Oclose(object);
+            continue;
+        }
+        tfenc_inspected_dataset *entry = &inspection->datasets[inspection->n_datasets];
+        hid_t space = H5Dget_space(object);
+        hsize_t dims[TFENC_INSPECT_MAX_RANK] = {0};
+        int rank = space >= 0 ? H5Sget_simple_extent_ndims(space) : -1;
+        if (rank > TFENC_INSPECT_MAX_RANK)
+            rank = TFENC_INSPECT_MAX_RANK;
+        if (rank > 0 && H5Sget_simple_extent_dims(space, dims, NULL) >= 0) {
+            entry->rank = rank;
+            for (int d = 0; d < rank; d++)
+                entry->shape[d] = (int64_t)dims[d];
+        }
+        if (space >= 0)
+            H5Sclose(space);
+        H5Oclose(object);
+        entry->name = strdup(name);
+        if (entry->name == NULL)
+            return -1;
+        inspection->n_datasets++;
+    }
+    return 0;
+}
+
 /* ----------------------------------------------------------------- public */
 
 int tfenc_inspect_output(tfenc_context *ctx, const char *path, tfenc_inspection *inspection)
@@ -332,6 +375,7 @@ int tfenc_inspect_output(tfenc_context *ctx, const char *path, tfenc_inspection 
     inspection->precision_steps = tfenc_hdf5_attribute_string(file, "precision_steps");
     inspection->kernels = tfenc_hdf5_attribute_string(file, "kernels");
     inspection->path_choices = tfenc_hdf5_attribute_string(file, "path_choices");
+    inspection->run_summaries = tfenc_hdf5_attribute_string(file, "run_summaries");
     inspection->quantization_source = tfenc_hdf5_attribute_string(file, "quantization_ranges_source");
     inspection->id2label = tfenc_hdf5_attribute_string(file, "id2label");
     inspection->multivector_mode = tfenc_hdf5_attribute_string(file, "multivector_mode");
@@ -346,6 +390,9 @@ int tfenc_inspect_output(tfenc_context *ctx, const char *path, tfenc_inspection 
     status = tfenc_output_check_datasets(ctx, path, file, &census);
     inspection->has_document_source = H5Lexists(file, "document_source", H5P_DEFAULT) > 0;
     inspection->has_vocabulary = H5Lexists(file, "vocabulary", H5P_DEFAULT) > 0;
+    if (status == TFENC_OK &&
+        list_datasets(file, inspection) < 0)
+        status = tfenc_error(ctx, TFENC_ERR_IO, "%s: cannot list its datasets", path);
     H5Eclear2(H5E_DEFAULT);
     if (status == TFENC_OK)
         status = read_corpus_shards(ctx, path, file, &inspection->corpus_shards);
@@ -380,7 +427,7 @@ void tfenc_inspection_free(tfenc_inspection *inspection)
                         &inspection->job_settings, &inspection->job_text, &inspection->job_path,
                         &inspection->working_directory, &inspection->job_overrides,
                         &inspection->precision, &inspection->precision_steps, &inspection->kernels,
-                        &inspection->path_choices,
+                        &inspection->path_choices, &inspection->run_summaries,
                         &inspection->quantization_source, &inspection->id2label,
                         &inspection->multivector_mode, &inspection->multivector_marker,
                         &inspection->multivector_skiplist,
@@ -391,4 +438,9 @@ void tfenc_inspection_free(tfenc_inspection *inspection)
         *strings[i] = NULL;
     }
     tfenc_corpus_shards_free(&inspection->corpus_shards);
+    for (int k = 0; k < inspection->n_datasets; k++)
+        free(inspection->datasets[k].name);
+    free(inspection->datasets);
+    inspection->datasets = NULL;
+    inspection->n_datasets = 0;
 }

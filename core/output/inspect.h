@@ -28,6 +28,14 @@
 #include "tfenc/plugin.h"
 #include "output/corpus_shards.h"
 
+/* A dataset of the file and its shape. */
+#define TFENC_INSPECT_MAX_RANK 4
+typedef struct tfenc_inspected_dataset {
+    char *name;
+    int rank;                             /* dimensions; 0 for a scalar */
+    int64_t shape[TFENC_INSPECT_MAX_RANK]; /* the first `rank` (larger ranks are cut) */
+} tfenc_inspected_dataset;
+
 typedef struct tfenc_inspection {
     char *path;              /* as given */
     int complete;            /* the `complete` attribute is 1 */
@@ -84,6 +92,14 @@ typedef struct tfenc_inspection {
     char *kernels;
     /* The path choices of the file (attribute path_choices), or NULL. */
     char *path_choices;
+    /* Each run's summary (attribute run_summaries: a JSON array, one
+     * object per run that reached its end, output/output.h), or NULL for
+     * files written before it was recorded. */
+    char *run_summaries;
+    /* The root's datasets, in the order HDF5 lists them (by name), each
+     * with its shape; for the --status --json report. */
+    tfenc_inspected_dataset *datasets;
+    int n_datasets;
     /* The corpus's files (output/corpus_shards.h: the dataset, or an older
      * file's attribute); none (n = 0) for files written before it was
      * recorded. */

@@ -2,6 +2,7 @@
  * independently by each rank at their documents' global indices. */
 #include "output/output.h"
 #include "base/files.h"
+#include "base/hdf5_attributes.h"
 #include "base/hdf5_error.h"
 #include "base/names.h"
 
@@ -15,6 +16,7 @@
 #include <unistd.h>
 
 #include <hdf5.h>
+#include <jansson.h>
 
 #include "config.h"
 #include "base/context.h"
@@ -2028,6 +2030,36 @@ static void free_output(tfenc_output *out)
     free(out->staging);
     free(out->path);
     free(out);
+}
+
+int tfenc_output_add_run_summary(tfenc_context *ctx, tfenc_output *out, const char *entry)
+{
+    json_t *runs = NULL, *run = json_loads(entry, 0, NULL);
+    char *before = tfenc_hdf5_attribute_string(out->file, "run_summaries"), *text = NULL;
+    H5Eclear2(H5E_DEFAULT);
+    int status = TFENC_OK;
+    if (before != NULL)
+        runs = json_loads(before, 0, NULL);
+    if (!json_is_array(runs)) {
+        json_decref(runs);
+        runs = json_array();
+    }
+    if (run == NULL || runs == NULL || json_array_append_new(runs, run) != 0) {
+        run = NULL;
+        status = tfenc_error(ctx, TFENC_ERR_NO_MEMORY, "%s: cannot add the run summary", out->path);
+        goto done;
+    }
+    run = NULL;
+    /* Compact and in the order built: every writer writes the same bytes. */
+    text = json_dumps(runs, JSON_COMPACT | JSON_PRESERVE_ORDER);
+    status = text != NULL ? write_string_attribute(ctx, out, "run_summaries", text)
+                          : tfenc_error(ctx, TFENC_ERR_NO_MEMORY, "out of memory");
+done:
+    json_decref(run);
+    json_decref(runs);
+    free(before);
+    free(text);
+    return status;
 }
 
 int tfenc_output_finish(tfenc_context *ctx, tfenc_output *out)

@@ -279,6 +279,15 @@ int tfenc_output_write_metadata(tfenc_context *ctx, tfenc_output *out, int64_t n
                                 const int32_t *truncated, const char *const *ids,
                                 const int32_t *sources, const int64_t *source_lines);
 
+/* Appends one run's summary (`entry`, a JSON object as text) to the
+ * attribute run_summaries, a JSON array with one object per run that
+ * reached its end (finished, or stopped on request), oldest first
+ * (docs/output.md). A JSON text rather than a dataset: h5py reads it with
+ * json.loads and pandas with DataFrame(...), and a run adds to it without
+ * resizing anything. Collective: every writer passes the same `entry`. An
+ * attribute that is not a JSON array (a file damaged by hand) is replaced. */
+int tfenc_output_add_run_summary(tfenc_context *ctx, tfenc_output *out, const char *entry);
+
 /* Flushes everything, sets complete = 1 and closes; frees `out` whatever
  * happens. Collective. */
 int tfenc_output_finish(tfenc_context *ctx, tfenc_output *out);

@@ -105,6 +105,7 @@ static const attribute_spec attributes[] = {
     {.name = "precision_steps", .domain = DOMAIN_TEXT},
     {.name = "kernels", .domain = DOMAIN_TEXT},
     {.name = "path_choices", .domain = DOMAIN_TEXT},
+    {.name = "run_summaries", .domain = DOMAIN_TEXT},
     {.name = "unit_norm", .domain = DOMAIN_INTEGER, .minimum = 0, .maximum = 1},
 };
 

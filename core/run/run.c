@@ -2268,6 +2268,35 @@ static void close_unfinished(run *r)
     agree_to_skip_finalize(r, failed);
 }
 
+/* Every rank: this run's summary appended to the file's run_summaries
+ * (output/output.h) by its writers, as rank 0 made it (attribute values
+ * must be the same on every writer). */
+static int record_summary(run *r, const tfenc_run_summary *summary, int finished)
+{
+    char *text = r->rank == 0 ? tfenc_run_summary_json(summary, finished) : NULL;
+    int length = text != NULL ? (int)strlen(text) + 1 : 0;
+    MPI_Bcast(&length, 1, MPI_INT, 0, MPI_COMM_WORLD);
+    int status = TFENC_OK;
+    if (length == 0) {
+        status = tfenc_error(r->ctx, TFENC_ERR_NO_MEMORY, "rank 0: out of memory for the run summary");
+        goto done;
+    }
+    if (text == NULL)
+        text = malloc((size_t)length);
+    int have = text != NULL, everyone = 0;
+    MPI_Allreduce(&have, &everyone, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+    if (!everyone) {
+        status = have ? TFENC_ERR_MPI : tfenc_error(r->ctx, TFENC_ERR_NO_MEMORY, "out of memory");
+        goto done;
+    }
+    MPI_Bcast(text, length, MPI_CHAR, 0, MPI_COMM_WORLD);
+    if (r->output != NULL)
+        status = tfenc_output_add_run_summary(r->ctx, r->output, text);
+done:
+    free(text);
+    return status;
+}
+
 /* Encodes, then marks the file complete, or (stopped on request) leaves it
  * resumable. */
 static int encode_and_finish(run *r, double start)
@@ -2290,7 +2319,19 @@ static int encode_and_finish(run *r, double start)
         truncated = tfenc_writer_truncated_documents(r->writer);
         tokens = tfenc_writer_tokens(r->writer);
     }
+    /* The figures now, before the end changes the file: each run that
+     * reaches its end, stopped or finished, leaves them in it. */
+    tfenc_run_summary summary;
+    tfenc_run_summary_gather(MPI_COMM_WORLD, &work, documents, truncated, tokens,
+                             tfenc_clock_seconds() - start, &summary);
+    summary.output_path = r->settings.output;
+    if (agree_on_failure(r, record_summary(r, &summary, !any_interrupted))) {
+        tfenc_run_summary_free(&summary);
+        close_unfinished(r);
+        return 1;
+    }
     if (any_interrupted) {
+        tfenc_run_summary_free(&summary);
         int64_t written = 0;
         MPI_Allreduce(&documents, &written, 1, MPI_INT64_T, MPI_SUM, MPI_COMM_WORLD);
         close_unfinished(r);
@@ -2302,8 +2343,10 @@ static int encode_and_finish(run *r, double start)
     /* Complete only if every window was read from the corpus the job
      * began with (a file cut short fails its read; one edited or replaced
      * is found here). */
-    if (agree_on_failure(r, r->rank == 0 ? check_watched(r, "the corpus") : TFENC_OK))
+    if (agree_on_failure(r, r->rank == 0 ? check_watched(r, "the corpus") : TFENC_OK)) {
+        tfenc_run_summary_free(&summary);
         return 1;
+    }
     /* The steps before the mark (the sparse CSR): one that failed on any
      * rank leaves the file as it was, incomplete, for a run that resumes. */
     status = TFENC_OK;
@@ -2313,6 +2356,7 @@ static int encode_and_finish(run *r, double start)
         close_unfinished(r);
         if (r->sparse_log != NULL && r->layout.replica == 0)
             tfenc_sparse_release_space(r->settings.output);
+        tfenc_run_summary_free(&summary);
         return 1;
     }
     if (r->output != NULL) {
@@ -2321,17 +2365,15 @@ static int encode_and_finish(run *r, double start)
     }
     /* A close that failed (a full disk) can leave HDF5 unable to shut down. */
     agree_to_skip_finalize(r, status == TFENC_ERR_IO);
-    if (agree_on_failure(r, status))
+    if (agree_on_failure(r, status)) {
+        tfenc_run_summary_free(&summary);
         return 1;
+    }
     /* The rows are in the file, which says complete: the logs can go. */
     if (r->sparse_log != NULL && r->layout.replica == 0) {
         tfenc_sparse_remove_logs(r->settings.output);
         tfenc_sparse_release_space(r->settings.output);
     }
-    tfenc_run_summary summary;
-    tfenc_run_summary_gather(MPI_COMM_WORLD, &work, documents, truncated, tokens,
-                             tfenc_clock_seconds() - start, &summary);
-    summary.output_path = r->settings.output;
     const tfenc_run_observer *o = &r->request->observer;
     if (r->rank == 0 && o->summary != NULL && summary.ranks != NULL)
         o->summary(o->user, &summary);

@@ -14,6 +14,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <jansson.h>
+
 static double fraction(double part, double whole)
 {
     return whole > 0 ? part / whole : 0.0;
@@ -138,6 +140,26 @@ void tfenc_run_summary_gather(MPI_Comm world, const tfenc_rank_work *mine, int64
     summary->mean_idle_fraction = idle_sum / n_ranks;
     if (summary->flops_per_rank > 0)
         remember_flop_rate(summary->flops_per_rank);
+}
+
+char *tfenc_run_summary_json(const tfenc_run_summary *summary, int finished)
+{
+    json_t *ranks = json_array();
+    for (int i = 0; ranks != NULL && i < summary->n_ranks; i++) {
+        const tfenc_rank_work *w = &summary->ranks[i];
+        json_array_append_new(ranks, json_pack("{s:i, s:I, s:f, s:f}", "rank", i,
+                                               "tokens", (json_int_t)w->tokens,
+                                               "encode_seconds", w->encode_seconds,
+                                               "tokens_per_second",
+                                               fraction((double)w->tokens, w->encode_seconds)));
+    }
+    /* "o": the object takes the array, also when packing fails. */
+    json_t *run = json_pack("{s:b, s:f, s:I, s:I, s:o}", "finished", finished, "elapsed_seconds",
+                            summary->wall_seconds, "documents", (json_int_t)summary->documents,
+                            "tokens", (json_int_t)summary->tokens, "ranks", ranks);
+    char *text = run != NULL ? json_dumps(run, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;
+    json_decref(run);
+    return text;
 }
 
 void tfenc_run_summary_free(tfenc_run_summary *summary)

@@ -55,6 +55,12 @@ void tfenc_run_summary_gather(MPI_Comm world, const tfenc_rank_work *mine, int64
                               int64_t truncated_documents, int64_t tokens, double wall_seconds,
                               tfenc_run_summary *summary);
 void tfenc_run_summary_free(tfenc_run_summary *summary);
+/* Rank 0: the summary as the JSON object the output file keeps for this run
+ * (attribute run_summaries, docs/output.md): elapsed_seconds, documents,
+ * tokens, finished (0: stopped on request, resumable) and per rank its
+ * tokens, encoding seconds and tokens/s. NULL when out of memory; free()
+ * it. */
+char *tfenc_run_summary_json(const tfenc_run_summary *summary, int finished);
 
 /* This process's peak resident memory in MiB. */
 double tfenc_peak_rss_mib(void);

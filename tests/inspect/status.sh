@@ -15,7 +15,12 @@
 #   - the same files as older tfenc versions wrote them (without this
 #     version's attributes, and before job_settings existed): each says
 #     what it cannot tell, and precision falls back to the job settings;
-#   - a foreign HDF5 file, a text file and a missing file: exit 1, one line.
+#   - a job stopped by SIGTERM and resumed: one run summary per run (stopped,
+#     then finished), their tokens adding up to the file's lengths;
+#   - --status --json on the complete, killed and resumed files: one JSON
+#     object whose every field is what h5py reads (status_json.py);
+#   - a foreign HDF5 file, a text file and a missing file: exit 1, one line
+#     (with --json too); --json without --status refused.
 # The status runs themselves run alone and under mpiexec -n 2 (one report).
 set -u
 . "$(cd "$(dirname "$0")/../pipeline" && pwd)/common.sh"
@@ -69,6 +74,22 @@ expect_code() { # expect_code STATUS WHAT: --status exited with STATUS
 }
 refuse() { # refuse WHAT PATTERN: no line of the report matches PATTERN
   if printf '%s\n' "$report" | grep -Eq -- "$2"; then fail "$1: a line matches '$2' in:"; printf '%s\n' "$report"; else ok "$1"; fi
+}
+# json_status FILE RUNS CODE WHAT [killed]: --status --json FILE exits with
+# CODE, prints one JSON object and nothing on stderr, and each of its
+# fields equals what h5py reads (tests/inspect/status_json.py), with RUNS
+# entries in run_summaries ("none": no summary); "killed": an earlier run
+# was killed and left none, so the runs do not add up to the file.
+json_status() {
+  "$driver" --status --json "$1" > "$1.json" 2> "$1.json.err"
+  json_code=$?
+  if [ "$json_code" -ne "$3" ] || [ -s "$1.json.err" ]; then
+    fail "$4: --status --json: exit status $json_code (expected $3), stderr: $(cat "$1.json.err")"
+  elif "$python" "$srcdir/tests/inspect/status_json.py" "$1.json" "$1" "$2" ${5:-}; then
+    ok "$4: --status --json: one object, every field as h5py reads it, $2 run summaries"
+  else
+    fail "$4: --status --json differs from the file: $(cat "$1.json")"
+  fi
 }
 count() { "$python" "$srcdir/tests/resume/progress.py" count "$1"; }
 # start_job OUTPUT: the job at $ranks ranks in the background; sets $pid.
@@ -140,6 +161,9 @@ EOF
   expect "$what: the pause layer in the settings" '^  pause.milliseconds = 40$'
   refuse "$what: no resume command" '^resume'
   refuse "$what: nothing unrecorded" '^not recorded'
+  expect "$what: its one run's summary" '^runs: 1 \(attribute run_summaries\)$'
+  expect "$what: the run finished, with each rank's rate" "^  1: finished, $total documents, [0-9]+ tokens in [0-9.]+ s; rank 0 [0-9]+ tokens/s"
+  json_status "running-$ranks.h5" 1 0 "$what"
   one_report "running-$ranks.h5" "$what"
   [ "$code" -eq 0 ] || fail "$what: mpiexec -n 2 tfenc-batch --status: exit status $code"
 
@@ -158,6 +182,8 @@ EOF
   expect_code 3 "$what"
   expect "$what: unfinished" '^state: unfinished \(complete = 0\)$'
   expect "$what: its finished count" "^documents: $done of $total finished "
+  expect "$what: a killed run leaves no summary" '^runs: \(not recorded\)$'
+  json_status "killed-$ranks.h5" none 3 "$what"
   resume=$(printf '%s\n' "$report" | sed -n '/^resume with:$/{n;s/^  //;p;}')
   launcher="tfenc-batch"
   [ "$ranks" -eq 2 ] && launcher="mpirun -n 2 tfenc-batch"
@@ -187,6 +213,30 @@ EOF
   esac
   status "killed-$ranks.h5"
   [ "$code" -eq 0 ] && ok "$what: complete once resumed" || fail "$what: resumed file: exit status $code"
+  json_status "killed-$ranks.h5" 1 0 "$what, resumed" killed
+
+  # --- A job stopped by SIGTERM (to its ranks, as Slurm sends it), then
+  # resumed: one summary per run, their tokens the file's lengths.
+  start_job "stopped-$ranks.h5"
+  "$python" "$srcdir/tests/resume/progress.py" wait "stopped-$ranks.h5" 0.3 "$pid"
+  pkill -TERM -P "$pid" 2>/dev/null
+  wait "$pid"
+  job_status=$?
+  what="$ranks-rank job stopped by SIGTERM"
+  [ "$job_status" -eq 75 ] || fail "$what: exit status $job_status, expected 75: $(tail -n 3 "stopped-$ranks.h5.out")"
+  json_status "stopped-$ranks.h5" 1 3 "$what"
+  status "stopped-$ranks.h5"
+  expect "$what: the stopped run's summary" '^  1: stopped, [0-9]+ documents'
+  # shellcheck disable=SC2086
+  if "$mpiexec" -n "$ranks" "$driver" --quiet $settings --set job.resume=true \
+       --set job.output="stopped-$ranks.h5" job.ini > "stopped-$ranks.h5.out" 2>&1; then
+    json_status "stopped-$ranks.h5" 2 0 "$what, resumed"
+    status "stopped-$ranks.h5"
+    expect "$what, resumed: two runs" '^runs: 2 \(attribute run_summaries\)$'
+    expect "$what, resumed: the second finished" '^  2: finished, [0-9]+ documents'
+  else
+    fail "$what: the resumed run failed: $(tail -n 3 "stopped-$ranks.h5.out")"
+  fi
 
   # --- As older tfenc versions wrote them.
   "$python" - "running-$ranks.h5" "old-complete-$ranks.h5" "old-killed-$ranks.h5" <<'PY' || fail "making older files"
@@ -226,6 +276,25 @@ with h5py.File('$work/foreign.h5', 'w') as f:
 " || fail "making a foreign HDF5 file"
 printf 'not HDF5\n' > "$work/text.h5"
 rm -f "$work/missing.h5"
+# --status --json of a bad file: the same one line on stderr, nothing on stdout.
+for case in "foreign.h5:not a tfenc output: it has no attribute 'tfenc_version'" \
+            "text.h5:not an HDF5 file" "missing.h5:No such file or directory"; do
+  file=${case%%:*} message=${case#*:}
+  out=$("$driver" --status --json "$work/$file" 2> "$work/json.err")
+  code=$?
+  if [ "$code" -eq 1 ] && [ -z "$out" ] && [ "$(cat "$work/json.err")" = "tfenc-batch: $work/$file: $message" ]; then
+    ok "$file: --status --json: exit status 1, one line on stderr"
+  else
+    fail "$file: --status --json: exit status $code, stdout '$out', stderr: $(cat "$work/json.err")"
+  fi
+done
+report=$("$driver" --json "$work/foreign.h5" 2>&1)
+code=$?
+if [ "$code" -eq 2 ] && [ "$report" = "tfenc-batch: --json goes with --status FILE (try --help)" ]; then
+  ok "--json without --status: refused in one line"
+else
+  fail "--json without --status: exit status $code: $report"
+fi
 for ranks in "" 2; do
   for case in "foreign.h5:not a tfenc output: it has no attribute 'tfenc_version'" \
               "text.h5:not an HDF5 file" "missing.h5:No such file or directory"; do
