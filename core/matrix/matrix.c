@@ -197,7 +197,7 @@ int tfenc_matrix_load(tfenc_context *ctx)
     return tfenc_openblas_load(ctx);
 }
 
-void tfenc_matrix_describe_kernels(char *line, size_t size)
+void tfenc_matrix_describe_kernels(tfenc_fp32_products fp32_products, char *line, size_t size)
 {
 #ifdef HAVE_ONEDNN
     char onednn[96];
@@ -205,7 +205,12 @@ void tfenc_matrix_describe_kernels(char *line, size_t size)
 #else
     const char *onednn = "none (built without oneDNN)";
 #endif
-    snprintf(line, size, "fp32: %s; bf16 and int8: %s", tfenc_openblas_config(), onednn);
+    /* The file records what ran its fp32 linear maps: the bits follow it. */
+    if (fp32_products == TFENC_FP32_PRODUCTS_ONEDNN)
+        snprintf(line, size, "fp32: linear maps on %s, other products on %s; bf16 and int8: %s",
+                 onednn, tfenc_openblas_config(), onednn);
+    else
+        snprintf(line, size, "fp32: %s; bf16 and int8: %s", tfenc_openblas_config(), onednn);
 }
 
 int tfenc_matrix_describe_fallback(char *line, size_t size)

@@ -60,11 +60,12 @@ int tfenc_matrix_describe(tfenc_precision requested, tfenc_precision *runs, char
  * kernels run before its first map is made (which loads it otherwise).
  * Not from a parallel region. */
 int tfenc_matrix_load(tfenc_context *ctx);
-/* What runs the products here, one line: the fp32 library with its
- * version and kernel family, oneDNN's version and instruction set ("not
- * loaded" for OpenBLAS before the first map is made). A file's bits follow
- * these (docs/performance.md), so a run records them in its output. */
-void tfenc_matrix_describe_kernels(char *line, size_t size);
+/* What runs the products here, one line: the fp32 linear maps' library
+ * (`fp32_products`, as the job chose it) with its version and kernel
+ * family, oneDNN's version and instruction set ("not loaded" for OpenBLAS
+ * before the first map is made). A file's bits follow these
+ * (docs/performance.md), so a run records them in its output. */
+void tfenc_matrix_describe_kernels(tfenc_fp32_products fp32_products, char *line, size_t size);
 /* 1, with one line, when the fp32 library runs kernels below the CPU's
  * (an OpenBLAS older than the CPU); 0 otherwise. */
 int tfenc_matrix_describe_fallback(char *line, size_t size);

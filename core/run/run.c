@@ -1473,7 +1473,7 @@ static void describe_plan(run *r)
     if (r->rank != 0 || o->plan == NULL)
         return;
     char kernels[256];
-    tfenc_matrix_describe_kernels(kernels, sizeof kernels);
+    tfenc_matrix_describe_kernels(r->config.fp32_products, kernels, sizeof kernels);
     tfenc_run_plan plan = {.job_path = r->job->path, .layout = &r->layout, .model = &r->plan,
                            .kernels = kernels, .paths = r->paths.line,
                            .step_flops = r->step_flops, .step_seconds = r->step_seconds,
@@ -1822,7 +1822,7 @@ static int open_output(run *r)
 {
     char weights_sha256[65] = "", corpus_fingerprint[65] = "", vocabulary_fingerprint[65] = "";
     char kernels[256];
-    tfenc_matrix_describe_kernels(kernels, sizeof kernels);
+    tfenc_matrix_describe_kernels(r->config.fp32_products, kernels, sizeof kernels);
     if (claim_output(r))
         return 1;
     plugin_files plugins = {0};

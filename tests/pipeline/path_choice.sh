@@ -88,6 +88,13 @@ for run in "fused onednn" "products onednn" "products openblas"; do
   expect "$name" "paths: $attention=$1 \(the job's key\); $products=$2 \(the job's key\)"
   [ "$(recorded "$work/$name.h5")" = "$attention=$1 $products=$2 " ] \
     || fail "$name.h5 records '$(recorded "$work/$name.h5")', not $attention=$1 $products=$2"
+  # The kernels attribute names the library the fp32 maps ran on.
+  kernels=$("$python" -c 'import sys, h5py; print(h5py.File(sys.argv[1], "r").attrs["kernels"])' \
+    "$work/$name.h5")
+  case "$2:$kernels" in
+    onednn:"fp32: linear maps on oneDNN "*|openblas:"fp32: OpenBLAS"*) ;;
+    *) fail "$name.h5's kernels do not name $2 for the fp32 maps: $kernels" ;;
+  esac
 done
 # The paths differ in their bits here (else the pinning below proves nothing).
 if "$python" "$srcdir/tests/pipeline/compare_layouts.py" "$work/whole-fused.h5" \
