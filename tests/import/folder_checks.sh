@@ -1,7 +1,14 @@
 # Checks shared by the tests of one imported model folder (jina_v3.sh,
-# nomic_moe.sh, modernbert_2025.sh), sourced after tests/environment.sh. They count into the
-# caller's `checks` and `failures` through its fail(), and use its $batch,
-# $import, $python, $here, $mpiexec and $work.
+# nomic_moe.sh, modernbert_2025.sh), sourced after tests/environment.sh and
+# once the caller has made $work. They count into `checks` and `failures`
+# (set here, with fail()) and use $python, $here and $mpiexec.
+: "${TFENC_VENV_PYTHON:=${TFENC_VENV:-${XDG_CACHE_HOME:-$HOME/.cache}/tfenc/venv}/bin/python}"
+import="$builddir/drivers/tfenc-import"
+batch=$driver
+sentences="$here/sentences.txt"
+failures=0
+checks=0
+fail() { failures=$((failures + 1)); echo "FAIL: $*"; }
 
 # Two ranks in windows of 8 documents: the 1x1 file bit for bit.
 ranks_bitwise() { # LABEL JOB INPUT

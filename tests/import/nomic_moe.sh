@@ -12,15 +12,8 @@
 set -eu
 
 . "$(cd "$(dirname "$0")/../.." && pwd)/tests/environment.sh"
-: "${TFENC_VENV_PYTHON:=${TFENC_VENV:-${XDG_CACHE_HOME:-$HOME/.cache}/tfenc/venv}/bin/python}"
-import="$builddir/drivers/tfenc-import"
-batch=$driver
-sentences="$here/sentences.txt"
 work=$(mktemp -d "${TMPDIR:-/tmp}/tfenc-nomic-moe.XXXXXX")
 trap 'rm -rf "$work"' EXIT
-failures=0
-checks=0
-fail() { failures=$((failures + 1)); echo "FAIL: $*"; }
 . "$here/folder_checks.sh"
 
 HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 "$generate" "$work/generated" "$TFENC_VENV_PYTHON" \
