@@ -123,16 +123,21 @@ typedef struct product {
     void *own_scratchpad;     /* a linear map's product: its scratchpad's memory, or NULL */
 } product;
 
+void onednn_product_release(void *primitive, void *source, void *destination, void *scratchpad)
+{
+    if (primitive != NULL)
+        dnnl_primitive_destroy(primitive);
+    if (source != NULL)
+        dnnl_memory_destroy(source);
+    if (destination != NULL)
+        dnnl_memory_destroy(destination);
+    if (scratchpad != NULL)
+        dnnl_memory_destroy(scratchpad);
+}
+
 static void product_destroy(product *p)
 {
-    if (p->primitive != NULL)
-        dnnl_primitive_destroy(p->primitive);
-    if (p->source != NULL)
-        dnnl_memory_destroy(p->source);
-    if (p->destination != NULL)
-        dnnl_memory_destroy(p->destination);
-    if (p->scratchpad != NULL)
-        dnnl_memory_destroy(p->scratchpad);
+    onednn_product_release(p->primitive, p->source, p->destination, p->scratchpad);
     tfenc_aligned_free(p->own_scratchpad);
     memset(p, 0, sizeof *p);
 }

@@ -39,6 +39,11 @@ void *onednn_engine(void);
 int onednn_reorder_weights(const void *plain, int s8, int in, int out, const void *packed_desc,
                            void *packed);
 
+/* Destroys a product's primitive (a dnnl_primitive_t) and its source,
+ * destination and scratchpad memories (dnnl_memory_t), any of them NULL:
+ * the products of both oneDNN files hold these four. */
+void onednn_product_release(void *primitive, void *source, void *destination, void *scratchpad);
+
 /* A oneDNN stream, one per scratch (products sharing one run in turn). */
 int onednn_stream_create(void **stream);
 void onednn_stream_destroy(void *stream);

@@ -204,14 +204,7 @@ void onednn_f32_destroy(onednn_f32_linear *linear)
         return;
     for (int t = 0; linear->products != NULL && t < linear->threads; t++) {
         f32_product *p = &linear->products[t];
-        if (p->primitive != NULL)
-            dnnl_primitive_destroy(p->primitive);
-        if (p->source != NULL)
-            dnnl_memory_destroy(p->source);
-        if (p->destination != NULL)
-            dnnl_memory_destroy(p->destination);
-        if (p->scratchpad != NULL)
-            dnnl_memory_destroy(p->scratchpad);
+        onednn_product_release(p->primitive, p->source, p->destination, p->scratchpad);
         tfenc_aligned_free(p->scratchpad_data);
     }
     free(linear->products);
