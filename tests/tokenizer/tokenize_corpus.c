@@ -66,6 +66,11 @@ static int stream_corpus(tfenc_context *ctx, tfenc_tokenizer *tokenizer, FILE *c
         total_bytes += (size_t)length;
         n_lines++;
     }
+    /* getdelim gives -1 at the end and on a read error alike */
+    if (!failed && ferror(corpus)) {
+        fprintf(stderr, "tokenize_corpus: %s: read error after line %zu\n", corpus_path, n_lines);
+        failed = 1;
+    }
     if (!failed) {
         double seconds = now() - started;
         double cpu = seconds_of(CLOCK_PROCESS_CPUTIME_ID) - cpu_started;
