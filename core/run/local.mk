@@ -4,6 +4,7 @@
 # may use: base job plugin tokenizer input matrix ranks model output
 core_libtfenc_la_SOURCES += \
 	core/run/job_settings.c core/run/job_settings.h \
+	core/run/run_request.h \
 	core/run/multivector_tokens.c core/run/multivector_tokens.h \
 	core/run/feeder.c core/run/feeder.h \
 	core/run/gate_checkpoints.c core/run/gate_checkpoints.h \
