@@ -13,5 +13,6 @@ core_libtfenc_la_SOURCES += \
 	core/run/accuracy_gate.c core/run/accuracy_gate.h \
 	core/run/calibration.c core/run/calibration.h \
 	core/run/run_parts.c core/run/run_parts.h \
+	core/run/job_reading.c core/run/job_reading.h \
 	core/run/run.c core/run/run.h \
 	core/run/run_report.c core/run/run_report.h
