@@ -14,5 +14,6 @@ core_libtfenc_la_SOURCES += \
 	core/run/calibration.c core/run/calibration.h \
 	core/run/run_parts.c core/run/run_parts.h \
 	core/run/job_reading.c core/run/job_reading.h \
+	core/run/kind_survey.c core/run/kind_survey.h \
 	core/run/run.c core/run/run.h \
 	core/run/run_report.c core/run/run_report.h

@@ -6,6 +6,7 @@
 #include "run/run.h"
 #include "run/run_parts.h"
 #include "run/job_reading.h"
+#include "run/kind_survey.h"
 
 #include "base/clock.h"
 #include "base/aligned.h"
@@ -60,7 +61,6 @@
 /* The steps of a job, each below in the order run_steps takes them. A step
  * that returns 1 has failed on some rank, and every rank knows it
  * (agree_on_failure). */
-static int check_keys_against_head(tfenc_run *r);
 static void join_communicators(tfenc_run *r);
 static int open_tokenizer(tfenc_run *r);
 static int find_multivector_tokens(tfenc_run *r);
@@ -88,7 +88,7 @@ static int run_steps(tfenc_run *r)
         return 1;
     join_communicators(r);
     /* The windows come first: the int8 gate samples them. */
-    if (check_keys_against_head(r) ||
+    if (tfenc_run_check_keys_against_head(r) ||
         tfenc_run_agree_on_failure(r, open_tokenizer(r)) || find_multivector_tokens(r) ||
         tfenc_run_agree_on_failure(r, open_input(r)) || cut_windows(r) || choose_paths(r) ||
         gate_precision(r) ||
@@ -168,84 +168,6 @@ static void join_communicators(tfenc_run *r)
 }
 
 _Static_assert(sizeof(tfenc_precision) == sizeof(int), "step precisions travel as MPI_INT");
-
-/* What the model's last layer declares it writes (its kind, and the width
- * of scores and vectors), from that step built alone (rank 0, before the
- * output kind is agreed on). */
-static int declared_output(tfenc_run *r, tfenc_layer_output_kind *kind, int *width)
-{
-    *kind = TFENC_LAYER_OUTPUT_HIDDEN;
-    *width = 0;
-    tfenc_model_options o =
-        tfenc_run_model_options(r, r->settings.steps.n_steps - 1, r->settings.steps.n_steps);
-    tfenc_model *last = NULL;
-    tfenc_layer_output declared = {.struct_size = sizeof declared};
-    int status = tfenc_model_create(r->ctx, &o, &last);
-    if (status == TFENC_OK)
-        status = tfenc_model_output(r->ctx, last, &declared);
-    if (status == TFENC_OK) {
-        *kind = declared.kind;
-        *width = declared.width;
-    }
-    tfenc_model_destroy(last);
-    return status;
-}
-
-/* The number of scores a document gets when the model ends in a head that
- * declares them, else 0: what the accuracy gate measures. */
-static int declared_scores_width(tfenc_run *r, int *width)
-{
-    tfenc_layer_output_kind kind;
-    int status = declared_output(r, &kind, width);
-    const tfenc_output_kind_entry *entry = tfenc_output_kind_of_layer(kind, 1);
-    if (entry == NULL || !entry->gated_by_scores)
-        *width = 0;
-    return status;
-}
-
-/* What the kinds' table decides from: the model's declared output and
- * whether it pools, and the [job] keys. */
-static tfenc_output_kind_request kind_request(const tfenc_run *r,
-                                              const tfenc_layer_output *declared, int pools)
-{
-    const tfenc_job_settings *s = &r->settings.job;
-    return (tfenc_output_kind_request){
-        .wanted = s->output_kind, .declared = declared->kind, .width = declared->width,
-        .pools = pools, .dtype = s->dtype, .chunks = s->chunks, .output_dim = s->output_dim,
-        .output_ids = s->output_ids, .multivector_key = s->multivector_key,
-        .sparse_top_k = s->sparse_top_k, .sparse_threshold = s->sparse_threshold};
-}
-
-/* A refusal of the kinds' table, at its [job] key's line or after the
- * job file's path. */
-static int raise_refusal(tfenc_run *r, const tfenc_output_kind_refusal *refusal)
-{
-    if (refusal->key != NULL)
-        return tfenc_job_settings_key_error(r->ctx, r->settings.job_file, refusal->key,
-                                            refusal->message);
-    return tfenc_error(r->ctx, refusal->status, "%s: %s", r->settings.job_file->path,
-                       refusal->message);
-}
-
-/* Before the corpus is read and before ranges are asked for or
- * calibrated: the keys that cannot apply to the model's head are refused
- * with the real reason (rank 0 builds the last step alone). */
-static int check_keys_against_head(tfenc_run *r)
-{
-    const tfenc_job_settings *s = &r->settings.job;
-    if (s->dtype == TFENC_DTYPE_FLOAT32 && s->multivector_key == NULL)
-        return 0;
-    int status = TFENC_OK;
-    if (r->rank == 0) {
-        tfenc_layer_output declared = {.struct_size = sizeof declared};
-        status = declared_output(r, &declared.kind, &declared.width);
-        tfenc_output_kind_request request = kind_request(r, &declared, 1);
-        tfenc_output_kind_refusal refusal;
-        if (status == TFENC_OK && tfenc_output_kind_refuse_for_head(&request, &refusal) != TFENC_OK)
-            status = raise_refusal(r, &refusal);
-    }
-    return tfenc_run_agree_on_failure(r, status);
-}
 
 /* Where an int8 job's calibration came from, told by rank 0 to every rank. */
 typedef struct calibration_origin {
@@ -404,7 +326,7 @@ static int run_gate(tfenc_run *r, tfenc_precision_report *report, calibration_or
     tfenc_model_options o = tfenc_run_model_options(r, 0, n_steps);
     o.limits.max_tokens = o.limits.max_seqs = sample.batch_tokens;
     if (status == TFENC_OK)
-        status = declared_scores_width(r, scores_width);
+        status = tfenc_run_declared_scores_width(r, scores_width);
     if (status == TFENC_OK)
         status = tfenc_precision_gate(r->ctx, &o, sample.batches, sample.n_batches,
                                       r->settings.model.min_cosine, *scores_width, report);
@@ -570,38 +492,6 @@ static int gate_precision(tfenc_run *r)
 #define CALIBRATION_MIN_DOCUMENTS 100
 #define CALIBRATION_CHUNKS 4
 
-static int output_width(const tfenc_run *r)
-{
-    return r->settings.job.output_dim > 0 ? (int)r->settings.job.output_dim
-                                          : r->settings.model.d_model;
-}
-
-/* The values of each row the file holds (its d_model): a head's width, or
- * the model's rows at output_dim. */
-static int row_width(const tfenc_run *r)
-{
-    return r->plan.kind_width > 0 ? r->plan.kind_width : output_width(r);
-}
-
-/* The rows the file holds have unit length: the model's rows have, and
- * the writer keeps them so (chunk means scaled back), or output_dim scales
- * each pooled row back after cutting it. Compact codes, scores and sparse
- * rows are not vectors of unit length. */
-static int rows_unit_length(const tfenc_run *r)
-{
-    if (!r->plan.kind->unit_rows || tfenc_dtype_is_compact(r->settings.job.dtype))
-        return 0;
-    return r->plan.model_unit_rows || (r->plan.kind->output_dim && r->settings.job.output_dim > 0);
-}
-
-/* Chunk means the writer scales back to unit length (output_dim does it
- * for every row anyway). */
-static int unit_chunk_means(const tfenc_run *r)
-{
-    return r->settings.job.chunks == TFENC_CHUNKS_MEAN && r->plan.model_unit_rows &&
-           r->settings.job.output_dim == 0 && r->plan.kind->chunks;
-}
-
 /* Rank 0: the sample through the whole model, its rows folded into r->plan.ranges
  * as the job writes them. */
 static int calibrate_ranges(tfenc_run *r)
@@ -633,7 +523,7 @@ static int calibrate_ranges(tfenc_run *r)
     int pools = 0, unit_rows = 0;
     if (status == TFENC_OK && means)
         status = tfenc_model_probe_pools(r->ctx, model, &pools, &unit_rows);
-    const int d = r->settings.model.d_model, width = output_width(r);
+    const int d = r->settings.model.d_model, width = tfenc_run_output_width(r);
     float *x = NULL, *sums = NULL;
     int *chunks = NULL;
     if (status == TFENC_OK &&
@@ -681,7 +571,7 @@ static int calibrate_ranges(tfenc_run *r)
                              chunked ? ", each encoded whole, every chunk, within "
                                        "the sample's tokens"
                                      : "",
-                             output_width(r));
+                             tfenc_run_output_width(r));
     if (status == TFENC_OK) {
         snprintf(r->plan.ranges_source, sizeof r->plan.ranges_source,
                  "calibrated: the minimum and maximum of each dimension over %d documents of "
@@ -706,7 +596,7 @@ static int quantization_ranges(tfenc_run *r)
 {
     if (!tfenc_dtype_needs_ranges(r->settings.job.dtype) || r->settings.request->dry_run)
         return 0;
-    const int width = output_width(r);
+    const int width = tfenc_run_output_width(r);
     r->plan.ranges = calloc(2 * (size_t)width, sizeof *r->plan.ranges);
     if (r->plan.ranges == NULL)
         return tfenc_run_agree_on_failure(
@@ -799,71 +689,6 @@ static int open_input(tfenc_run *r)
         status = tfenc_feeder_create(r->ctx, &r->plan.feeding, r->plan.tokenizer, r->state.corpus,
                                      &r->state.feeder);
     return status;
-}
-
-/* The kind the job writes, asked of the kinds' table, and what it keeps of
- * the model's declared output (a head's width, its labels). */
-static int decide_output_kind(tfenc_run *r, int pools, const tfenc_layer_output *declared)
-{
-    const tfenc_output_kind_request request = kind_request(r, declared, pools);
-    const tfenc_output_kind_entry *kind = NULL;
-    tfenc_output_kind_refusal refusal;
-    if (tfenc_output_kind_decide(&request, &kind, &refusal) != TFENC_OK)
-        return raise_refusal(r, &refusal);
-    r->plan.kind = kind;
-    r->plan.kind_width = kind->head_width ? declared->width : 0;
-    free(r->plan.labels);
-    r->plan.labels = NULL;
-    if (kind->has_labels && declared->labels != NULL &&
-        (r->plan.labels = strdup(declared->labels)) == NULL)
-        return tfenc_error(r->ctx, TFENC_ERR_NO_MEMORY, "out of memory");
-    return TFENC_OK;
-}
-
-/* Pipelines: what the model writes, from the plan's last step built alone
- * on rank 0 (a head or a pooling layer: small) and sent to every rank. */
-static int survey_output(tfenc_run *r, tfenc_layer_output *declared, char **labels_out)
-{
-    *labels_out = NULL;
-    *declared = (tfenc_layer_output){.struct_size = sizeof *declared};
-    int status = TFENC_OK;
-    long sizes[3] = {0, 0, 0}; /* kind, width, labels bytes (with NUL) */
-    tfenc_model *last = NULL;
-    if (r->rank == 0) {
-        tfenc_model_options o =
-            tfenc_run_model_options(r, r->settings.steps.n_steps - 1, r->settings.steps.n_steps);
-        status = tfenc_model_create(r->ctx, &o, &last);
-        if (status == TFENC_OK)
-            status = tfenc_model_output(r->ctx, last, declared);
-        if (status == TFENC_OK) {
-            sizes[0] = declared->kind;
-            sizes[1] = declared->width;
-            sizes[2] = declared->labels != NULL ? (long)strlen(declared->labels) + 1 : 0;
-        }
-    }
-    if (tfenc_run_agree_on_failure(r, status)) {
-        tfenc_model_destroy(last);
-        return 1;
-    }
-    MPI_Bcast(sizes, 3, MPI_LONG, 0, MPI_COMM_WORLD);
-    char *labels = sizes[2] > 0 ? malloc((size_t)sizes[2]) : NULL;
-    if (r->rank == 0 && labels != NULL)
-        memcpy(labels, declared->labels, (size_t)sizes[2]);
-    tfenc_model_destroy(last);
-    int have = sizes[2] == 0 || labels != NULL;
-    MPI_Allreduce(MPI_IN_PLACE, &have, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
-    if (!have) {
-        free(labels);
-        return tfenc_run_agree_on_failure(
-            r, tfenc_error(r->ctx, TFENC_ERR_NO_MEMORY, "out of memory"));
-    }
-    if (labels != NULL)
-        MPI_Bcast(labels, (int)sizes[2], MPI_CHAR, 0, MPI_COMM_WORLD);
-    declared->kind = (tfenc_layer_output_kind)sizes[0];
-    declared->width = (int)sizes[1];
-    declared->labels = labels; /* the model's own copy went with it */
-    *labels_out = labels;
-    return 0;
 }
 
 /* Pass 0: every rank reads and checks one share of the corpus, and the
@@ -959,9 +784,9 @@ static int cost_steps(tfenc_run *r)
     r->plan.model_unit_rows = probed[1];
     tfenc_layer_output declared;
     char *labels = NULL;
-    if (survey_output(r, &declared, &labels))
+    if (tfenc_run_survey_output(r, &declared, &labels))
         return 1;
-    status = decide_output_kind(r, pools, &declared);
+    status = tfenc_run_decide_output_kind(r, pools, &declared);
     free(labels);
     return tfenc_run_agree_on_failure(r, status);
 }
@@ -1117,8 +942,8 @@ static void describe_plan(tfenc_run *r)
                           ? r->settings.job.corpus.text_field
                           : NULL,
         .kind = r->plan.kind,
-        .width = row_width(r),
-        .unit_norm = rows_unit_length(r),
+        .width = tfenc_run_row_width(r),
+        .unit_norm = tfenc_run_rows_unit_length(r),
         .labels = r->plan.labels,
         .dtype = r->settings.job.dtype,
         .sparse_top_k = r->settings.job.sparse_top_k,
@@ -1506,9 +1331,9 @@ static int open_output(tfenc_run *r)
             .kind = r->plan.kind,
             .dtype = r->settings.job.dtype,
             .compression = r->settings.job.compression,
-            .unit_norm = rows_unit_length(r),
-            .unit_chunk_means = unit_chunk_means(r),
-            .width = row_width(r),
+            .unit_norm = tfenc_run_rows_unit_length(r),
+            .unit_chunk_means = tfenc_run_unit_chunk_means(r),
+            .width = tfenc_run_row_width(r),
             .n_documents = r->plan.n_documents,
             .n_rows = r->plan.n_rows,
             .chunks = r->settings.job.chunks,
@@ -1560,11 +1385,11 @@ static int open_output(tfenc_run *r)
         if (status == TFENC_ERR_NOT_FOUND)
             status = tfenc_output_create(r->ctx, writers, &o, &r->state.output);
         if (status == TFENC_OK)
-            status = tfenc_writer_create(r->ctx, r->state.output, r->plan.kind, row_width(r),
-                                         r->settings.job.chunks, (int)r->settings.job.output_dim,
-                                         r->settings.model.d_model, l->data_parallel,
-                                         r->settings.job.output, &r->state.writer);
-        if (status == TFENC_OK && unit_chunk_means(r))
+            status = tfenc_writer_create(
+                r->ctx, r->state.output, r->plan.kind, tfenc_run_row_width(r),
+                r->settings.job.chunks, (int)r->settings.job.output_dim, r->settings.model.d_model,
+                l->data_parallel, r->settings.job.output, &r->state.writer);
+        if (status == TFENC_OK && tfenc_run_unit_chunk_means(r))
             tfenc_writer_set_unit_means(r->state.writer);
         if (status == TFENC_OK && r->plan.kind->rows == TFENC_ROWS_SPARSE)
             status = open_sparse_rows(r, writers, resumed, was_complete);
@@ -2115,6 +1940,6 @@ static int whole_model(tfenc_run *r)
     if (status == TFENC_OK)
         status = tfenc_model_output(r->ctx, r->plan.model, &declared);
     if (status == TFENC_OK)
-        status = decide_output_kind(r, pools, &declared);
+        status = tfenc_run_decide_output_kind(r, pools, &declared);
     return status;
 }
