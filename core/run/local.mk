@@ -15,5 +15,7 @@ core_libtfenc_la_SOURCES += \
 	core/run/run_parts.c core/run/run_parts.h \
 	core/run/job_reading.c core/run/job_reading.h \
 	core/run/kind_survey.c core/run/kind_survey.h \
+	core/run/precision_choice.c core/run/precision_choice.h \
+	core/run/quantization_ranges.c core/run/quantization_ranges.h \
 	core/run/run.c core/run/run.h \
 	core/run/run_report.c core/run/run_report.h
