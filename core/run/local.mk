@@ -17,5 +17,7 @@ core_libtfenc_la_SOURCES += \
 	core/run/kind_survey.c core/run/kind_survey.h \
 	core/run/precision_choice.c core/run/precision_choice.h \
 	core/run/quantization_ranges.c core/run/quantization_ranges.h \
+	core/run/work_left.c core/run/work_left.h \
+	core/run/output_opening.c core/run/output_opening.h \
 	core/run/run.c core/run/run.h \
 	core/run/run_report.c core/run/run_report.h
