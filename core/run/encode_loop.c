@@ -10,7 +10,6 @@
 #include "run/output_opening.h"
 #include "run/run_report.h"
 
-#include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

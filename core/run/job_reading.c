@@ -5,12 +5,10 @@
 
 #include "run/job_reading.h"
 
-#include "base/files.h"
 #include "base/sha256.h"
 #include "matrix/matrix.h"
 #include "ranks/agreement.h"
 
-#include <mpi.h>
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>

@@ -7,7 +7,6 @@
 
 #include "output/quantize.h"
 
-#include <mpi.h>
 #include <stdlib.h>
 #include <string.h>
 

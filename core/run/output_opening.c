@@ -13,7 +13,6 @@
 #include "run/kind_survey.h"
 #include "run/work_left.h"
 
-#include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

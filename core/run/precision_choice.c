@@ -13,8 +13,6 @@
 
 #include <limits.h>
 #include <math.h>
-#include <mpi.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 

@@ -9,7 +9,6 @@
 #include "run/accuracy_gate.h"
 #include "run/kind_survey.h"
 
-#include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>
 

@@ -13,48 +13,15 @@
 #include "run/encode_loop.h"
 
 #include "base/clock.h"
-#include "base/aligned.h"
-#include "base/context.h"
 #include "base/files.h"
-#include "input/corpus.h"
-#include "run/feeder.h"
-#include "run/multivector_tokens.h"
-#include "output/fingerprint.h"
-#include "ranks/agreement.h"
-#include "run/job_settings.h"
-#include "job/jobfile.h"
 #include "matrix/matrix.h"
-#include "ranks/node_arena.h"
-#include "ranks/patient_wait.h"
-#include "output/kinds.h"
-#include "output/output.h"
-#include "output/quantize.h"
-#include "output/ownership.h"
-#include "output/sparse.h"
-#include "ranks/pipeline.h"
-#include "run/accuracy_gate.h"
-#include "run/calibration.h"
+#include "run/run_report.h"
 #include "run/step_timing.h"
-#include "run/path_choice.h"
-#include "plugin/plugin_loader.h"
-#include "base/sha256.h"
-#include "tokenizer/tokenizer.h"
-#include "model/weights.h"
-#include "input/windows.h"
-#include "ranks/tally.h"
-#include "ranks/work_queue.h"
-#include "output/writer.h"
 
-#include <limits.h>
 #include <mpi.h>
 #include <sched.h>
-#include <stdarg.h>
-#include <math.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 /* ------------------------------------------------------ the job, in order */
 

@@ -4,7 +4,6 @@
 
 #include "run/work_left.h"
 
-#include <mpi.h>
 #include <stdlib.h>
 
 static int read_window_progress(tfenc_context *ctx, void *user, int64_t first_document,
