@@ -28,11 +28,12 @@ static void warn_about_binding(tfenc_run *r)
         return;
     int usable = CPU_COUNT(&cores);
     if (usable < threads && usable < sysconf(_SC_NPROCESSORS_ONLN))
-        tfenc_run_notice(r,
-               "warning: %d threads per rank but this rank may run on %d core%s "
-               "(MPI binds ranks to cores): start with mpiexec --bind-to none (or set "
-               "OMPI_MCA_hwloc_base_binding_policy=none), or use 1 thread and more ranks",
-               threads, usable, usable == 1 ? "" : "s");
+        tfenc_run_notice(
+            r,
+            "warning: %d threads per rank but this rank may run on %d core%s "
+            "(MPI binds ranks to cores): start with mpiexec --bind-to none (or set "
+            "OMPI_MCA_hwloc_base_binding_policy=none), or use 1 thread and more ranks",
+            threads, usable, usable == 1 ? "" : "s");
     else if (usable < threads)
         tfenc_run_notice(
             r,
@@ -226,7 +227,7 @@ int tfenc_run_read_job(tfenc_run *r)
                                                   r->plan.weights);
     if (status == TFENC_OK &&
         (r->settings.weights_file_sha256 = calloc((size_t)r->settings.steps.n_steps,
-                                         sizeof *r->settings.weights_file_sha256)) == NULL)
+                                                  sizeof *r->settings.weights_file_sha256)) == NULL)
         status = tfenc_error(r->ctx, TFENC_ERR_NO_MEMORY, "out of memory");
     if (status == TFENC_OK && r->rank == 0 && !r->settings.request->dry_run)
         status = tfenc_jobfile_each_input(r->settings.job_file, watch_input, r);

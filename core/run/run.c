@@ -25,9 +25,9 @@
 
 /* ------------------------------------------------------ the job, in order */
 
-/* The steps of a job, each below in the order run_steps takes them. A step
- * that returns 1 has failed on some rank, and every rank knows it
- * (agree_on_failure). */
+/* The steps of a job, each below (or in the file its header names) in the
+ * order run_job_steps takes them. A step that returns 1 has failed on some
+ * rank, and every rank knows it (tfenc_run_agree_on_failure). */
 static void join_communicators(tfenc_run *r);
 static int open_tokenizer(tfenc_run *r);
 static int find_multivector_tokens(tfenc_run *r);
@@ -44,7 +44,7 @@ static void describe_plan(tfenc_run *r);
 static int stage_model(tfenc_run *r);
 static void release_run(tfenc_run *r);
 
-static int run_steps(tfenc_run *r)
+static int run_job_steps(tfenc_run *r)
 {
     double start = tfenc_clock_seconds();
     if (tfenc_run_agree_on_failure(r, tfenc_run_read_job(r)) || tfenc_run_same_sources(r))
@@ -83,8 +83,8 @@ static int run_steps(tfenc_run *r)
     /* Every rank knows it, as it knows the job: reported once, by rank 0. */
     if (r->plan.n_documents == 0)
         return tfenc_run_agree_on_failure(r, tfenc_error(r->ctx, TFENC_ERR_CONFIG,
-                                               "%s: the corpus holds no documents",
-                                               r->settings.job.input));
+                                                         "%s: the corpus holds no documents",
+                                                         r->settings.job.input));
     if (n_stages > 1 && tfenc_run_agree_on_failure(r, stage_model(r)))
         return 1;
     if (tfenc_run_open_output(r))
@@ -105,7 +105,7 @@ int tfenc_run_job(tfenc_context *ctx, const tfenc_run_request *request, tfenc_ru
     r.plan.multivector.marker_id = r.plan.multivector.pad_id = -1;
     MPI_Comm_rank(MPI_COMM_WORLD, &r.rank);
     MPI_Comm_size(MPI_COMM_WORLD, &r.n_ranks);
-    run_steps(&r);
+    run_job_steps(&r);
     if (r.settings.job.output != NULL)
         snprintf(result->output_path, sizeof result->output_path, "%s", r.settings.job.output);
     /* A broken run is ended by the driver; releasing could block on a rank
@@ -220,8 +220,8 @@ static int find_multivector_tokens(tfenc_run *r)
                                                &r->plan.multivector);
     if (tfenc_run_agree_on_failure(r, status))
         return 1;
-    return tfenc_run_agree_on_failure(r, tfenc_multivector_tokens_share(r->ctx, MPI_COMM_WORLD,
-                                                              &r->plan.multivector));
+    return tfenc_run_agree_on_failure(
+        r, tfenc_multivector_tokens_share(r->ctx, MPI_COMM_WORLD, &r->plan.multivector));
 }
 
 /* The first stage reads the corpus (opened on a small share; each window
@@ -538,7 +538,12 @@ static void describe_plan(tfenc_run *r)
 
 /* ---------------------------------------------------- the models, the end */
 
-static void release_run(tfenc_run *r)
+/* The state first (what the encoding left open: the file, the feeder, the
+ * queue), then the plan (the model before its weights), then the settings
+ * (the plugins' code last, once no layer of theirs is left). Every rank
+ * takes the collective closes in the same order: the output, the queue,
+ * the tally, the node's arena, the communicators. */
+static void release_state(tfenc_run *r)
 {
     tfenc_feeder_destroy(r->state.feeder);
     tfenc_writer_destroy(r->state.writer);
@@ -551,44 +556,59 @@ static void release_run(tfenc_run *r)
         tfenc_output_close(r->state.output);
     tfenc_output_lock_release(r->state.lock);
     tfenc_corpus_close(r->state.corpus);
-    tfenc_tokenizer_destroy(r->plan.tokenizer);
-    tfenc_multivector_tokens_free(&r->plan.multivector);
-    tfenc_model_destroy(r->plan.model);
-    free(r->plan.step_precision);
-    tfenc_int8_calibration_free(&r->plan.calibration);
-    tfenc_path_choices_free(&r->plan.paths);
-    free(r->plan.ranges);
-    free(r->plan.sample_indices);
-    tfenc_layout_free(&r->plan.layout);
     tfenc_work_queue_destroy(r->state.queue);
     tfenc_tally_destroy(r->state.tally);
-    tfenc_windows_free(&r->plan.windows);
-    free(r->plan.todo);
-    free(r->plan.runs);
-    free(r->plan.step_flops);
-    free(r->plan.step_seconds);
-    free(r->plan.step_notes);
-    free(r->plan.labels);
-    tfenc_weight_store_close(r->plan.weights);
-    tfenc_node_arena_destroy(r->plan.arena);
-    tfenc_plugin_registry_destroy(r->settings.registry);
-    tfenc_model_plan_free(&r->settings.steps);
-    tfenc_model_config_free(&r->settings.model);
-    tfenc_job_settings_free(&r->settings.job);
-    tfenc_jobfile_destroy(r->settings.job_file);
     tfenc_run_free_watched(r);
-    free(r->settings.weights_file_sha256);
-    if (r->plan.replica_comm != MPI_COMM_NULL)
-        MPI_Comm_free(&r->plan.replica_comm);
-    if (r->plan.writers_comm != MPI_COMM_NULL)
-        MPI_Comm_free(&r->plan.writers_comm);
+}
+
+static void release_plan(tfenc_run_computed_plan *plan)
+{
+    tfenc_tokenizer_destroy(plan->tokenizer);
+    tfenc_multivector_tokens_free(&plan->multivector);
+    tfenc_model_destroy(plan->model);
+    free(plan->step_precision);
+    tfenc_int8_calibration_free(&plan->calibration);
+    tfenc_path_choices_free(&plan->paths);
+    free(plan->ranges);
+    free(plan->sample_indices);
+    tfenc_layout_free(&plan->layout);
+    tfenc_windows_free(&plan->windows);
+    free(plan->todo);
+    free(plan->runs);
+    free(plan->step_flops);
+    free(plan->step_seconds);
+    free(plan->step_notes);
+    free(plan->labels);
+    tfenc_weight_store_close(plan->weights);
+    tfenc_node_arena_destroy(plan->arena);
+    if (plan->replica_comm != MPI_COMM_NULL)
+        MPI_Comm_free(&plan->replica_comm);
+    if (plan->writers_comm != MPI_COMM_NULL)
+        MPI_Comm_free(&plan->writers_comm);
+}
+
+static void release_settings(tfenc_run_settings *settings)
+{
+    tfenc_plugin_registry_destroy(settings->registry);
+    tfenc_model_plan_free(&settings->steps);
+    tfenc_model_config_free(&settings->model);
+    tfenc_job_settings_free(&settings->job);
+    tfenc_jobfile_destroy(settings->job_file);
+    free(settings->weights_file_sha256);
+}
+
+static void release_run(tfenc_run *r)
+{
+    release_state(r);
+    release_plan(&r->plan);
+    release_settings(&r->settings);
 }
 
 static int stage_model(tfenc_run *r)
 {
     const tfenc_layout *l = &r->plan.layout;
     tfenc_model_options o = tfenc_run_model_options(r, tfenc_layout_first_step(l, l->stage),
-                                          tfenc_layout_end_step(l, l->stage));
+                                                    tfenc_layout_end_step(l, l->stage));
     return tfenc_model_create(r->ctx, &o, &r->plan.model);
 }
 

@@ -56,8 +56,8 @@ int tfenc_run_learn_progress(tfenc_run *r, int resumed, int was_complete)
         int status = tfenc_windows_progress_local(r->ctx, &r->plan.windows, reader,
                                                   l->data_parallel, read_window_progress, r);
         if (tfenc_run_agree_on_failure(r, status) ||
-            tfenc_run_agree_on_failure(r, tfenc_windows_combine_progress(r->ctx, MPI_COMM_WORLD,
-                                                                &r->plan.windows)))
+            tfenc_run_agree_on_failure(
+                r, tfenc_windows_combine_progress(r->ctx, MPI_COMM_WORLD, &r->plan.windows)))
             return 1;
     }
     r->plan.todo = malloc(((size_t)r->plan.windows.n_windows + 1) * sizeof *r->plan.todo);
