@@ -3,9 +3,10 @@
  * request and the job file; the plan, computed once from them by the setup
  * steps that every rank takes together; and the state, which the encoding
  * changes window by window. Each member's comment names the step of the run
- * (run.c and the files of core/run it calls) that writes it. Also what every
- * step uses: notices, agreement on a failure, the model's options. Internal
- * to core/run: the driver sees run.h alone. */
+ * that writes it: a function of run.c, or of the file of core/run that
+ * holds that step (read_job: tfenc_run_read_job in job_reading.c). Also
+ * what every step uses: notices, agreement on a failure, the model's
+ * options. Internal to core/run: the driver sees run.h alone. */
 #ifndef TFENC_RUN_PARTS_H
 #define TFENC_RUN_PARTS_H
 
@@ -47,8 +48,8 @@ typedef struct tfenc_watched_file {
 } tfenc_watched_file;
 
 /* Read once: what the driver asked and what the job file says. Written by
- * tfenc_run_job (request) and tfenc_run_read_job (the rest); read-only after
- * but for the two [model] fields noted. */
+ * tfenc_run_job (request) and read_job (the rest, job_reading.c); read-only
+ * after but for the [model] fields and the checksums noted. */
 typedef struct tfenc_run_settings {
     const tfenc_run_request *request; /* tfenc_run_job: the driver's request */
     tfenc_jobfile *job_file;          /* read_job: the job file, overrides applied */
@@ -59,7 +60,8 @@ typedef struct tfenc_run_settings {
                                        * their weights_files attached */
     tfenc_plugin_registry *registry;  /* read_job: the plugin files the job names */
     char weights_sha256[65];          /* read_job, rank 0: of the weights file as the job
-                                       * opened it */
+                                       * opened it (a dry run: gate_precision, when it
+                                       * takes a file's calibration) */
     /* read_job allocates, rank 0 fills it; every rank once open_output has
      * broadcast it: [n_steps] the SHA-256 of each step's weights_file, ""
      * for a step without one. */
@@ -69,7 +71,8 @@ typedef struct tfenc_run_settings {
 /* Computed once, before the first window, by the setup steps (every rank
  * agrees on each); read-only while encoding. */
 typedef struct tfenc_run_computed_plan {
-    tfenc_layout layout;     /* read_job places the rank; cost_steps' split cuts the stages */
+    tfenc_layout layout;     /* read_job places the rank; run_job_steps splits the steps
+                              * into stages by cost_steps' costs */
     MPI_Comm replica_comm;   /* join_communicators: the replica's stages; MPI_COMM_NULL
                               * with one stage */
     MPI_Comm writers_comm;   /* join_communicators: every last stage; MPI_COMM_NULL on
@@ -83,7 +86,7 @@ typedef struct tfenc_run_computed_plan {
                                            * skiplist ids */
     tfenc_feeder_options feeding; /* open_input: how the first stage feeds */
     tfenc_windows windows;   /* cut_windows: the corpus cut into windows; count_rows their
-                              * rows; open_output what is finished */
+                              * rows; learn_progress what is finished */
     int64_t n_documents;     /* cut_windows: the whole corpus */
     int64_t n_tokens;        /* count_rows: what the job encodes, every chunk of a long
                               * document included */
@@ -118,11 +121,11 @@ typedef struct tfenc_run_computed_plan {
     int64_t timed_tokens;    /* time_steps: the sample they were measured on */
     int busiest_node[3];     /* find_busiest_node, --dry-run: ranks, threads, cores of the
                               * most oversubscribed node */
-    int64_t already_done;    /* open_output: documents an earlier run finished */
-    int64_t *todo;           /* open_output: the windows this run encodes, in order */
+    int64_t already_done;    /* learn_progress: documents an earlier run finished */
+    int64_t *todo;           /* learn_progress: the windows this run encodes, in order */
     int64_t n_todo, todo_documents;
-    int64_t *runs;           /* open_output: [n_runs + 1] first todo index of each run of
-                              * windows, then n_todo */
+    int64_t *runs;           /* learn_progress: [n_runs + 1] first todo index of each run
+                              * of windows, then n_todo */
     int64_t n_runs;
 } tfenc_run_computed_plan;
 
@@ -136,8 +139,8 @@ typedef struct tfenc_run_state {
     tfenc_output *output;    /* open_output, last stages: created or reopened; the end
                               * closes it */
     tfenc_writer *writer;    /* open_output, last stages: writes each microbatch's rows */
-    tfenc_work_queue *queue; /* open_output: hands out runs of windows */
-    int64_t run_next, run_end; /* encode: the todo indices left of the run in hand */
+    tfenc_work_queue *queue; /* learn_progress: hands out runs of windows */
+    int64_t run_next, run_end; /* next_microbatch: the todo indices left of the run in hand */
     tfenc_tally *tally;      /* encode: the writers' finished documents and tokens, for
                               * rank 0 */
     tfenc_pipeline *pipeline; /* encode: the microbatches in flight between stages */
