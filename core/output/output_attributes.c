@@ -29,50 +29,34 @@
 
 /* ------------------------------------------------------------- attributes */
 
-/* A one-value attribute of `object` (the file, or a group of it). */
+/* A one-value attribute of `object` (the file, or a group of it), with
+ * the file named on failure. */
 static int write_attribute_of(tfenc_context *ctx, tfenc_output *out, hid_t object,
                               const char *name, hid_t type, const void *value)
 {
-    hid_t space = H5Screate(H5S_SCALAR);
-    hid_t attribute = -1;
-    herr_t result = -1;
-    if (space >= 0) {
-        if (H5Aexists(object, name) > 0)
-            attribute = H5Aopen(object, name, H5P_DEFAULT);
-        else
-            attribute = H5Acreate2(object, name, type, space, H5P_DEFAULT, H5P_DEFAULT);
-    }
-    if (attribute >= 0)
-        result = H5Awrite(attribute, type, value);
-    int status = result < 0 ? tfenc_output_hdf5_fail(ctx, TFENC_ERR_IO, out->path,
-                                                     "cannot write attribute '%s'", name)
-                            : TFENC_OK;
-    if (attribute >= 0)
-        H5Aclose(attribute);
-    if (space >= 0)
-        H5Sclose(space);
-    return status;
+    return tfenc_hdf5_write_attribute(object, name, type, type, value) != 0
+               ? tfenc_output_hdf5_fail(ctx, TFENC_ERR_IO, out->path,
+                                        "cannot write attribute '%s'", name)
+               : TFENC_OK;
 }
 
 int tfenc_output_write_attribute(tfenc_context *ctx, tfenc_output *out, const char *name,
-                                 hid_t type, const void *value) {
+                                 hid_t type, const void *value)
+{
     return write_attribute_of(ctx, out, out->file, name, type, value);
 }
 
 static int write_string_attribute_of(tfenc_context *ctx, tfenc_output *out, hid_t object,
                                      const char *name, const char *value)
 {
-    hid_t type = H5Tcopy(H5T_C_S1);
-    if (type < 0 || H5Tset_size(type, H5T_VARIABLE) < 0 || H5Tset_cset(type, H5T_CSET_UTF8) < 0)
-        return tfenc_output_hdf5_fail(ctx, TFENC_ERR_IO, out->path, "cannot make a string type");
-    const char *text = value != NULL ? value : "";
-    int status = write_attribute_of(ctx, out, object, name, type, &text);
-    H5Tclose(type);
-    return status;
+    return tfenc_hdf5_write_string_attribute(object, name, value) != 0
+               ? tfenc_output_hdf5_fail(ctx, TFENC_ERR_IO, out->path,
+                                        "cannot write attribute '%s'", name)
+               : TFENC_OK;
 }
 
 int tfenc_output_write_string(tfenc_context *ctx, tfenc_output *out, const char *name,
-                                  const char *value)
+                              const char *value)
 {
     return write_string_attribute_of(ctx, out, out->file, name, value);
 }
