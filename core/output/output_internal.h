@@ -1,5 +1,6 @@
-/* What the files of the output writer share (output.c, output_layout.c,
- * output_attributes.c, output_resume.c, output_rows.c): the handle's
+/* What the files of the output writer share (output_handle.c at the
+ * bottom; output_layout.c, output_attributes.c, output_rows.c above it;
+ * output.c and output_resume.c on top): the handle's
  * members and the helpers each of them calls in another. Not for callers
  * outside core/output/output*.c, which use output/output.h. */
 #ifndef TFENC_OUTPUT_INTERNAL_H
@@ -12,7 +13,11 @@
 #include <mpi.h>
 
 #include "base/context.h"
-#include "output/output.h"
+#include "output/output_options.h"
+
+/* output/output.h's handle, declared again (C11 allows the same typedef
+ * twice) so that this header sits below output.h. */
+typedef struct tfenc_output tfenc_output;
 
 /* About 1 MiB per chunk: large enough for efficient I/O and compression,
  * small enough that reading one document's row stays cheap. */
@@ -66,7 +71,7 @@ typedef struct tfenc_output_source {
     int64_t line;
 } tfenc_output_source;
 
-/* ------------------------------------------------------------ output.c */
+/* ----------------------------------------------------- output_handle.c */
 
 /* document_source's HDF5 type: packed little-endian in the file (12
  * bytes), tfenc_output_source's layout in memory (in_memory = 1). */
@@ -92,6 +97,10 @@ int tfenc_output_prepare(tfenc_context *ctx, MPI_Comm writers, const tfenc_outpu
 /* Creates (create = 1) or opens read-write the handle's file. */
 int tfenc_output_open_file(tfenc_context *ctx, tfenc_output *out, MPI_Comm writers, int n_writers,
                            int create);
+/* Closes every handle of `out`: nonzero if HDF5 reported a failure. */
+int tfenc_output_close_handles(tfenc_output *out);
+/* Frees `out` (its handles closed). */
+void tfenc_output_free(tfenc_output *out);
 
 /* ------------------------------------------------- output_attributes.c */
 

@@ -23,7 +23,9 @@
 #include "base/names.h"
 #include "output/calibration.h"
 #include "output/corpus_shards.h"
+#include "output/output_checks.h"
 #include "output/output_internal.h"
+#include "output/output_layout.h"
 #include "output/quantize.h"
 
 /* A resumed file keeps the ranges it was begun with: the rows written
@@ -57,8 +59,11 @@ static int read_ranges(tfenc_context *ctx, tfenc_output *out)
 
 /* ------------------------------------------------------------------ reopen */
 
-/* Compares a string attribute with what this job would write; returns 0 and
- * fills `found` when it differs or is missing. */
+/* What a refusal quotes of a stored attribute: the whole value, however
+ * long (a digest cut short cannot be compared by eye), within the one
+ * line a message holds. */
+#define FOUND_SIZE TFENC_MESSAGE_MAX
+
 /* For multi-line attributes (job_settings): the first line that differs,
  * which says what changed better than the start of the text. */
 static void describe_first_difference(const char *stored, const char *wanted, char *found,
@@ -67,8 +72,8 @@ static void describe_first_difference(const char *stored, const char *wanted, ch
     for (;;) {
         size_t a = strcspn(stored, "\n"), b = strcspn(wanted, "\n");
         if (a != b || memcmp(stored, wanted, a) != 0 || (*stored == '\0') != (*wanted == '\0')) {
-            snprintf(found, found_size, "'%.*s' where this job has '%.*s'", (int)(a < 80 ? a : 80),
-                     stored, (int)(b < 80 ? b : 80), wanted);
+            snprintf(found, found_size, "'%.*s' where this job has '%.*s'", (int)a, stored,
+                     (int)b, wanted);
             return;
         }
         if (*stored == '\0')
@@ -78,72 +83,36 @@ static void describe_first_difference(const char *stored, const char *wanted, ch
     }
 }
 
-/* 1 when `attribute` holds one value: H5Aread of an array (a hostile or
- * damaged file) would write past the single value these readers give it. */
-static int one_value(hid_t attribute, char *found, size_t found_size)
+/* What `found` says of an attribute that holds no value to compare. */
+static void describe_absent(tfenc_output *out, const char *name, char *found, size_t found_size)
 {
-    hid_t space = attribute >= 0 ? H5Aget_space(attribute) : -1;
-    hssize_t count = space >= 0 ? H5Sget_simple_extent_npoints(space) : -1;
-    if (space >= 0)
-        H5Sclose(space);
-    if (count != 1 && attribute >= 0)
-        snprintf(found, found_size, "an array of %lld values, not one", (long long)count);
-    return count == 1;
+    snprintf(found, found_size, "%s",
+             H5Aexists(out->file, name) > 0 ? "(not one value of its type)" : "(missing)");
+    H5Eclear2(H5E_DEFAULT);
 }
 
+/* Compares a string attribute with what this job would write; returns 0 and
+ * fills `found` when it differs or is missing. */
 static int same_string_attribute(tfenc_output *out, const char *name, const char *expected,
                                  char *found, size_t found_size)
 {
-    snprintf(found, found_size, "(missing)");
-    hid_t attribute = H5Aexists(out->file, name) > 0 ? H5Aopen(out->file, name, H5P_DEFAULT) : -1;
-    hid_t type = H5Tcopy(H5T_C_S1);
-    int same = 0;
-    char *value = NULL;
-    if (attribute >= 0 && type >= 0 && one_value(attribute, found, found_size)
-        && H5Tset_size(type, H5T_VARIABLE) >= 0
-        && H5Tset_cset(type, H5T_CSET_UTF8) >= 0 && H5Aread(attribute, type, &value) >= 0) {
-        const char *wanted = expected != NULL ? expected : "";
-        same = value != NULL && strcmp(value, wanted) == 0;
-        snprintf(found, found_size, "'%.60s%s'", value != NULL ? value : "",
-                 value != NULL && strlen(value) > 60 ? "..." : "");
-        if (!same && value != NULL && strchr(value, '\n') != NULL)
-            describe_first_difference(value, wanted, found, found_size);
-        hid_t space = H5Screate(H5S_SCALAR);
-        H5Dvlen_reclaim(type, space, H5P_DEFAULT, &value);
-        H5Sclose(space);
+    char *value = tfenc_hdf5_attribute_string(out->file, name);
+    if (value == NULL) {
+        describe_absent(out, name, found, found_size);
+        return 0;
     }
-    if (type >= 0)
-        H5Tclose(type);
-    if (attribute >= 0)
-        H5Aclose(attribute);
-    H5Eclear2(H5E_DEFAULT);
+    const char *wanted = expected != NULL ? expected : "";
+    int same = strcmp(value, wanted) == 0;
+    snprintf(found, found_size, "'%s'", value);
+    if (!same && strchr(value, '\n') != NULL)
+        describe_first_difference(value, wanted, found, found_size);
+    free(value);
     return same;
-}
-
-/* The text of string attribute `name` (free() it), or NULL. */
-static char *stored_string_of(hid_t object, const char *name)
-{
-    hid_t attribute = H5Aexists(object, name) > 0 ? H5Aopen(object, name, H5P_DEFAULT) : -1;
-    hid_t type = H5Tcopy(H5T_C_S1);
-    char *value = NULL, *copy = NULL;
-    if (attribute >= 0 && type >= 0 && H5Tset_size(type, H5T_VARIABLE) >= 0
-        && H5Tset_cset(type, H5T_CSET_UTF8) >= 0 && H5Aread(attribute, type, &value) >= 0) {
-        copy = value != NULL ? strdup(value) : NULL;
-        hid_t space = H5Screate(H5S_SCALAR);
-        H5Dvlen_reclaim(type, space, H5P_DEFAULT, &value);
-        H5Sclose(space);
-    }
-    if (type >= 0)
-        H5Tclose(type);
-    if (attribute >= 0)
-        H5Aclose(attribute);
-    H5Eclear2(H5E_DEFAULT);
-    return copy;
 }
 
 static char *stored_string(tfenc_output *out, const char *name)
 {
-    return stored_string_of(out->file, name);
+    return tfenc_hdf5_attribute_string(out->file, name);
 }
 
 /* The digest the file's int8 calibration says it holds: NULL when the
@@ -155,7 +124,7 @@ static char *stored_calibration_digest(tfenc_output *out)
         return NULL;
     }
     hid_t group = H5Gopen2(out->file, TFENC_CALIBRATION_GROUP, H5P_DEFAULT);
-    char *digest = group >= 0 ? stored_string_of(group, "sha256") : NULL;
+    char *digest = group >= 0 ? tfenc_hdf5_attribute_string(group, "sha256") : NULL;
     if (group >= 0)
         H5Gclose(group);
     H5Eclear2(H5E_DEFAULT);
@@ -172,7 +141,7 @@ static char *stored_calibration_digest(tfenc_output *out)
  * would mix two builds' rows in one file marked complete. */
 static int check_plugins(tfenc_context *ctx, tfenc_output *out, const tfenc_output_options *options)
 {
-    char *expected = tfenc_output_plugins_text(options), found[256];
+    char *expected = tfenc_output_plugins_text(options), found[FOUND_SIZE];
     if (expected == NULL)
         return tfenc_error(ctx, TFENC_ERR_NO_MEMORY, "%s: out of memory", out->path);
     int status = TFENC_OK;
@@ -292,47 +261,13 @@ static int check_corpus_shards(tfenc_context *ctx, tfenc_output *out,
 static int same_int_attribute(tfenc_output *out, const char *name, int64_t expected,
                               char *found, size_t found_size)
 {
-    snprintf(found, found_size, "(missing)");
-    hid_t attribute = H5Aexists(out->file, name) > 0 ? H5Aopen(out->file, name, H5P_DEFAULT) : -1;
     int64_t value = 0;
-    int same = 0;
-    if (attribute >= 0 && one_value(attribute, found, found_size)
-        && H5Aread(attribute, H5T_NATIVE_INT64, &value) >= 0) {
-        same = value == expected;
-        snprintf(found, found_size, "%lld", (long long)value);
+    if (!tfenc_hdf5_attribute_number(out->file, name, H5T_INTEGER, H5T_NATIVE_INT64, &value)) {
+        describe_absent(out, name, found, found_size);
+        return 0;
     }
-    if (attribute >= 0)
-        H5Aclose(attribute);
-    H5Eclear2(H5E_DEFAULT);
-    return same;
-}
-
-/* Opens dataset `name`, checking its type class and first dimension. */
-static int open_existing_dataset(tfenc_context *ctx, tfenc_output *out, const char *name,
-                                 int64_t length, hid_t *dataset)
-{
-    hid_t access = H5Pcreate(H5P_DATASET_ACCESS);
-    if (access >= 0 && tfenc_output_set_chunk_cache(access, out->compress)
-        && H5Lexists(out->file, name, H5P_DEFAULT) > 0)
-        *dataset = H5Dopen2(out->file, name, access);
-    if (access >= 0)
-        H5Pclose(access);
-    H5Eclear2(H5E_DEFAULT);
-    if (*dataset < 0)
-        return tfenc_error(ctx, TFENC_ERR_CONFIG, "%s: has no dataset '%s': not a tfenc output of "
-                           "this job; refusing to append to it", out->path, name);
-    hid_t space = H5Dget_space(*dataset);
-    hsize_t dims[2] = {0, 0};
-    int rank = space >= 0 ? H5Sget_simple_extent_ndims(space) : -1;
-    if (rank >= 1 && rank <= 2)
-        H5Sget_simple_extent_dims(space, dims, NULL);
-    if (space >= 0)
-        H5Sclose(space);
-    if (rank < 1 || rank > 2 || dims[0] != (hsize_t)length)
-        return tfenc_error(ctx, TFENC_ERR_CONFIG, "%s: dataset '%s' has %llu rows, this job "
-                           "needs %lld; refusing to append to it", out->path, name,
-                           (unsigned long long)dims[0], (long long)length);
-    return TFENC_OK;
+    snprintf(found, found_size, "%lld", (long long)value);
+    return value == expected;
 }
 
 /* Rows of unit length or not, as this job makes them. A file begun before
@@ -341,7 +276,7 @@ static int open_existing_dataset(tfenc_context *ctx, tfenc_output *out, const ch
 static int check_unit_norm(tfenc_context *ctx, tfenc_output *out,
                            const tfenc_output_options *options)
 {
-    char found[256];
+    char found[FOUND_SIZE];
     if (same_int_attribute(out, "unit_norm", options->unit_norm != 0, found, sizeof found))
         return TFENC_OK;
     if (strcmp(found, "(missing)") != 0)
@@ -364,7 +299,7 @@ static int check_unit_norm(tfenc_context *ctx, tfenc_output *out,
  * A file of a tfenc that recorded neither is let be. */
 static int check_model(tfenc_context *ctx, tfenc_output *out, const tfenc_output_options *options)
 {
-    char found[256];
+    char found[FOUND_SIZE];
     if (options->precision != NULL &&
         !same_string_attribute(out, "precision", options->precision, found, sizeof found) &&
         strcmp(found, "(missing)") != 0)
@@ -383,8 +318,8 @@ static int check_model(tfenc_context *ctx, tfenc_output *out, const tfenc_output
                              options->precision != NULL ? options->precision : "(none)");
     else if (stored != NULL && strcmp(stored, wanted->sha256) != 0)
         status = tfenc_error(ctx, TFENC_ERR_CONFIG, "%s: was begun with another int8 calibration "
-                             "(attribute '" TFENC_CALIBRATION_GROUP "/sha256' is '%.12s...', "
-                             "this run's is '%.12s...', %s); refusing to continue it with "
+                             "(attribute '" TFENC_CALIBRATION_GROUP "/sha256' is '%s', "
+                             "this run's is '%s', %s); refusing to continue it with "
                              "another (give [model] calibration the file it was begun with, or "
                              "set [job] resume = false to start over)", out->path,
                              stored[0] != '\0' ? stored : "(missing)", wanted->sha256,
@@ -399,7 +334,7 @@ static int check_model(tfenc_context *ctx, tfenc_output *out, const tfenc_output
 static int check_identity(tfenc_context *ctx, tfenc_output *out,
                           const tfenc_output_options *options)
 {
-    char found[256];
+    char found[FOUND_SIZE];
     int status = TFENC_OK;
     const struct { const char *name; const char *expected; } strings[] = {
         {"job_settings", options->job_settings},
@@ -458,50 +393,28 @@ static int check_identity(tfenc_context *ctx, tfenc_output *out,
     return status;
 }
 
-/* The datasets this job writes into, each of the size the job expects. */
+/* The datasets this job writes into, as output_layout.c describes them,
+ * then what output_checks.c holds every tfenc output to: the attributes'
+ * domains, and the index datasets' rules over the documents the file marks
+ * finished (offsets from 0 and never decreasing, runs agreeing with the
+ * lengths, CSR columns in the vocabulary, document_source inside
+ * corpus_shards, ...), read in bounded blocks. A damaged file is refused
+ * before a row is appended to it, in one line naming the file and the
+ * dataset or attribute. */
 static int open_existing_datasets(tfenc_context *ctx, tfenc_output *out,
                                   const tfenc_output_options *options)
 {
-    int status = out->kind->rows_dataset == NULL
-                     ? TFENC_OK
-                     : open_existing_dataset(ctx, out, tfenc_output_rows_name(out),
-                                             tfenc_output_has_row_runs(out) ? out->n_tokens
-                                                               : out->n_documents,
-                                             &out->rows);
-    if (status == TFENC_OK && tfenc_output_has_row_runs(out))
-        status = open_existing_dataset(ctx, out, tfenc_output_offsets_name(out),
-                                       out->n_documents + 1, &out->offsets);
-    if (status == TFENC_OK && out->chunks == TFENC_CHUNKS_EACH)
-        status = open_existing_dataset(ctx, out, "chunk_starts", out->n_tokens,
-                                       &out->chunk_starts);
-    if (status == TFENC_OK && tfenc_output_per_token(out->kind) && options->has_token_ids)
-        status = open_existing_dataset(ctx, out, "token_ids", out->n_tokens, &out->token_ids);
-    if (status == TFENC_OK && out->chunks != TFENC_CHUNKS_OFF)
-        status = open_existing_dataset(ctx, out, "chunks", out->n_documents, &out->chunk_counts);
+    int status = tfenc_output_layout_reopen(ctx, out, options);
     if (status == TFENC_OK)
         status = read_ranges(ctx, out);
+    if (status != TFENC_OK)
+        return status;
+    tfenc_output_census census;
+    status = tfenc_output_check_attributes(ctx, out->path, out->file);
     if (status == TFENC_OK)
-        status = open_existing_dataset(ctx, out, "lengths", out->n_documents, &out->lengths);
-    if (status == TFENC_OK)
-        status = open_existing_dataset(ctx, out, "truncated", out->n_documents, &out->truncated);
-    if (status == TFENC_OK && options->has_ids) {
-        status = open_existing_dataset(ctx, out, "ids", out->n_documents, &out->ids);
-        if (status == TFENC_OK) {
-            out->id_type = H5Dget_type(out->ids);
-            size_t stored = out->id_type >= 0 ? H5Tget_size(out->id_type) : 0;
-            if (stored < out->id_length)
-                status = tfenc_error(ctx, TFENC_ERR_CONFIG, "%s: stores ids of up to %zu bytes, "
-                                     "this corpus has one of %zu (has it changed?); refusing to "
-                                     "append to it", out->path, stored, out->id_length);
-            out->id_length = stored;
-        }
-    }
-    if (status == TFENC_OK && options->has_document_source)
-        status = open_existing_dataset(ctx, out, "document_source", out->n_documents,
-                                       &out->document_source);
-    if (status == TFENC_OK && !options->has_ids && H5Lexists(out->file, "ids", H5P_DEFAULT) > 0)
-        status = tfenc_error(ctx, TFENC_ERR_CONFIG, "%s: has ids but this job has none; refusing "
-                             "to append to it", out->path);
+        status = tfenc_output_check_datasets(ctx, out->path, out->file, &census);
+    if (status != TFENC_OK && status != TFENC_ERR_NO_MEMORY)
+        status = tfenc_error_prefix(ctx, status, "refusing to resume");
     H5Eclear2(H5E_DEFAULT);
     return status;
 }
@@ -511,7 +424,7 @@ static int open_existing_datasets(tfenc_context *ctx, tfenc_output *out,
 static int mark_reopened(tfenc_context *ctx, tfenc_output *out,
                          const tfenc_output_options *options, int *was_complete)
 {
-    char found[256];
+    char found[FOUND_SIZE];
     same_int_attribute(out, "complete", 1, found, sizeof found);
     *was_complete = strcmp(found, "1") == 0;
     int32_t zero = 0;
