@@ -17,8 +17,8 @@
 #define COLBERT_QUERY_MAXLEN 32
 #define COLBERT_DOC_MAXLEN 220
 
-static int copy_string(importer *self, const char *path, json_t *metadata, const char *key,
-                       const char *default_value, char **value)
+static int read_string_copy(importer *self, const char *path, json_t *metadata,
+                            const char *key, const char *default_value, char **value)
 {
     const char *text = NULL;
     int status = import_json_string(self->ctx, path, metadata, key, default_value, &text);
@@ -64,10 +64,10 @@ int import_read_colbert(importer *self)
         status = tfenc_error(ctx, TFENC_ERR_CONFIG, "%s: similarity '%s': tfenc writes the unit "
                              "vectors of similarity cosine", path, similarity);
     if (status == TFENC_OK)
-        status = copy_string(self, path, metadata, "query_token_id", "[unused0]",
+        status = read_string_copy(self, path, metadata, "query_token_id", "[unused0]",
                              &m->query_marker);
     if (status == TFENC_OK)
-        status = copy_string(self, path, metadata, "doc_token_id", "[unused1]",
+        status = read_string_copy(self, path, metadata, "doc_token_id", "[unused1]",
                              &m->document_marker);
     if (status == TFENC_OK)
         status = import_json_int(ctx, path, metadata, "query_maxlen", 2, IMPORT_MAX_POSITIONS,
@@ -112,7 +112,7 @@ static const char punctuation[] = "!\"#$%&'()*+,-./:;<=>?@[\\]^_`{|}~";
 static int copy_marker(importer *self, const char *path, json_t *config, const char *key,
                        const char *default_value, char **marker)
 {
-    int status = copy_string(self, path, config, key, default_value, marker);
+    int status = read_string_copy(self, path, config, key, default_value, marker);
     if (status != TFENC_OK)
         return status;
     char *start = *marker, *end = start + strlen(start);

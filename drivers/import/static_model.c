@@ -179,9 +179,9 @@ static int by_row(const void *a, const void *b)
 /* Copies the embeddings' rows into the table in blocks: row i of the
  * table is embeddings[mapping[i]], or embeddings[i] without a mapping;
  * every value is checked, those of unused rows too. */
-static int copy_rows(tfenc_context *ctx, const tfenc_safetensors *file,
-                     const tfenc_safetensors_tensor *embeddings, const double *map, int vocab,
-                     float *table)
+static int fill_table(tfenc_context *ctx, const tfenc_safetensors *file,
+                      const tfenc_safetensors_tensor *embeddings, const double *map, int vocab,
+                      float *table)
 {
     const int64_t rows = embeddings->dims[0], d = embeddings->dims[1];
     const int64_t block_rows = STATIC_BLOCK_VALUES / d > 0 ? STATIC_BLOCK_VALUES / d : 1;
@@ -282,7 +282,7 @@ static int build_table(importer *self, const tfenc_safetensors *file)
                              vocab, (long long)d);
         goto done;
     }
-    if ((status = copy_rows(ctx, file, embeddings, map, vocab, s->table)))
+    if ((status = fill_table(ctx, file, embeddings, map, vocab, s->table)))
         goto done;
     for (int i = 0; scale != NULL && i < vocab; i++)
         s->weights[i] = (float)scale[i];
@@ -295,7 +295,7 @@ done:
 }
 
 /* The weights file's two datasets, from the table and weights in memory. */
-static int plan_tensors(importer *self)
+static int plan_static_datasets(importer *self)
 {
     const static_settings *s = &self->static_model;
     const int vocab = self->config.vocab_size;
@@ -370,7 +370,7 @@ int import_read_static_model(importer *self)
     if ((status = tfenc_safetensors_open(ctx, weights_path, &file)) ||
         (status = build_table(self, file)))
         goto done;
-    status = plan_tensors(self);
+    status = plan_static_datasets(self);
     if (status == TFENC_OK && self->verbose != NULL)
         fprintf(self->verbose, "tfenc-import: %s: a model2vec model: %d tokens of %d, %s, %s, "
                 "text cut at %ld characters%s\n", self->model_dir, c->vocab_size, c->d_model,
