@@ -1060,8 +1060,7 @@ static int row_sequence(const tfenc_batch *batch, int row)
     return sequence;
 }
 
-static int forward_steps(tfenc_context *ctx, tfenc_model *model, tfenc_batch *batch,
-                         int check_each)
+static int run_steps(tfenc_context *ctx, tfenc_model *model, tfenc_batch *batch, int check_each)
 {
     for (int i = 0; i < model->n_steps; i++) {
         model_step *step = &model->steps[i];
@@ -1125,7 +1124,7 @@ int tfenc_model_forward(tfenc_context *ctx, tfenc_model *model, tfenc_batch *bat
         copy_token_arrays(&model->scratch->tokens, &running) != 0)
         return tfenc_error(ctx, TFENC_ERR_INTERNAL, "model: cannot protect the token arrays "
                            "(TFENC_CHECK_PLUGINS)");
-    int status = forward_steps(ctx, model, &running, 0);
+    int status = run_steps(ctx, model, &running, 0);
     /* Never hand on a non-finite row: run again step by step from the
      * input, to say which layer made it (only on this rare path). */
     if (status == TFENC_OK &&
@@ -1133,7 +1132,7 @@ int tfenc_model_forward(tfenc_context *ctx, tfenc_model *model, tfenc_batch *bat
         if (!model->input_unset)
             memcpy(running.x, batch->x, bytes);
         running.rows = rows;
-        status = forward_steps(ctx, model, &running, 1);
+        status = run_steps(ctx, model, &running, 1);
         if (status == TFENC_OK)
             status = tfenc_error(ctx, TFENC_ERR_INTERNAL,
                                  "model: a non-finite value appeared, but not when the batch "
