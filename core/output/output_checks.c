@@ -1330,7 +1330,8 @@ static void check_documents(check *c, int marked, tfenc_output_census *census)
                  (long long)i);
         else if (length < -1)
             fail(c, TFENC_ERR_CONFIG, "dataset 'lengths' holds %lld at index %lld, expected -1 "
-                 "(not written yet) or a token count >= 0", (long long)length, (long long)i);
+                 "(not written yet) or a token count >= %d", (long long)length, (long long)i,
+                 c->empty_zeros ? 0 : 1);
         census->finished += length >= 0;
         /* Which entries a killed run wrote: only a marked file tells. */
         const int finished = marked ? length >= 0 : c->complete;
