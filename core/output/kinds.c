@@ -35,14 +35,20 @@
     {TFENC_REFUSE_OUTPUT_IDS, TFENC_ERR_CONFIG, NULL,                                           \
      "[job] output_ids writes a token id beside each per-token row, but the model pools its "   \
      "output (end it with pooling mode = none, or no pooling)", 0}
+#define CHUNK_SCORES_REFUSED(model)                                                              \
+    {TFENC_REFUSE_CHUNK_KEY, TFENC_ERR_CONFIG, "chunk_scores",                                  \
+     "aggregates the chunks' scores of a model that ends in a scores head, but the model "      \
+     model " (leave chunk_scores out)", 0}
 #define END_OF_REFUSALS {TFENC_REFUSE_END, 0, NULL, NULL, 0}
 
 static const tfenc_output_kind_rule pooled_refusals[] = {
     SPARSE_KEYS_REFUSED, MULTIVECTOR_KEYS_REFUSED, OTHER_KIND_REFUSED, POOLED_OUTPUT_IDS_REFUSED,
+    CHUNK_SCORES_REFUSED("pools its output; chunk_pooling aggregates its chunks"),
     END_OF_REFUSALS};
 
 static const tfenc_output_kind_rule tokens_refusals[] = {
-    SPARSE_KEYS_REFUSED, MULTIVECTOR_KEYS_REFUSED, OTHER_KIND_REFUSED, UNPOOLED_CHUNKS_REFUSED,
+    SPARSE_KEYS_REFUSED, MULTIVECTOR_KEYS_REFUSED, OTHER_KIND_REFUSED,
+    CHUNK_SCORES_REFUSED("does not pool its output"), UNPOOLED_CHUNKS_REFUSED,
     {TFENC_REFUSE_DTYPE_COMPACT, TFENC_ERR_CONFIG, NULL,
      "[job] output_dtype = %s applies to pooled vectors, but the model does not pool its "
      "output", 0},
@@ -56,9 +62,9 @@ static const tfenc_output_kind_rule scores_refusals[] = {
     {TFENC_REFUSE_TOKEN_ROWS, TFENC_ERR_PLUGIN, NULL,
      "the model's last layer declares scores but leaves one row per token", 0},
     OTHER_KIND_REFUSED,
-    {TFENC_REFUSE_CHUNKS, TFENC_ERR_CONFIG, NULL,
-     "[job] long_documents = chunk pools each chunk's vectors, but the model ends in a head "
-     "that writes scores", 0},
+    {TFENC_REFUSE_CHUNK_KEY, TFENC_ERR_CONFIG, "chunk_pooling",
+     "pools chunk vectors, but the model ends in a head that writes scores: chunk_scores = "
+     "mean | max | first | all aggregates its chunks' scores", 0},
     {TFENC_REFUSE_OUTPUT_DIM, TFENC_ERR_CONFIG, NULL,
      "[job] output_dim cuts pooled vectors, but the model ends in a head that writes scores", 0},
     POOLED_OUTPUT_IDS_REFUSED, END_OF_REFUSALS};
@@ -67,6 +73,7 @@ static const tfenc_output_kind_rule sparse_refusals[] = {
     {TFENC_REFUSE_TOP_K_PAST_WIDTH, TFENC_ERR_CONFIG, NULL,
      "[job] sparse_top_k = %ld is larger than the vocabulary the model's sparse head writes "
      "(%d columns)", 0},
+    CHUNK_SCORES_REFUSED("ends in a head that writes sparse rows"),
     {TFENC_REFUSE_CHUNKS, TFENC_ERR_CONFIG, NULL,
      "[job] long_documents = chunk pools each chunk's vectors, but the model ends in a head "
      "that writes sparse rows", 0},
@@ -89,7 +96,8 @@ static const tfenc_output_kind_rule vectors_refusals[] = {
      "that writes a vector per token", 1},
     {TFENC_REFUSE_POOLED_ROWS, TFENC_ERR_PLUGIN, NULL,
      "the model's last layer declares vectors but leaves one row per sequence", 0},
-    OTHER_KIND_REFUSED, UNPOOLED_CHUNKS_REFUSED, UNPOOLED_OUTPUT_DIM_REFUSED, END_OF_REFUSALS};
+    OTHER_KIND_REFUSED, CHUNK_SCORES_REFUSED("ends in a multivector head"),
+    UNPOOLED_CHUNKS_REFUSED, UNPOOLED_OUTPUT_DIM_REFUSED, END_OF_REFUSALS};
 
 /* ---------------------------------------------------------- attributes */
 
@@ -368,7 +376,7 @@ const tfenc_output_kind_entry tfenc_output_kinds[TFENC_OUTPUT_AUTO] = {
         .layer = TFENC_LAYER_OUTPUT_SCORES, .pools = 1,
         .model_says = "ends in a head that writes scores",
         .rows = TFENC_ROWS_PER_DOCUMENT, .rows_dataset = "scores", .telling_dataset = "scores",
-        .dense = 1, .head_width = 1, .has_labels = 1, .gated_by_scores = 1,
+        .chunks = 1, .dense = 1, .head_width = 1, .has_labels = 1, .gated_by_scores = 1,
         .refusals = scores_refusals, .attributes = scores_attributes, .write = write_scores,
         .describe_plan = scores_plan, .describe_status = scores_status},
     [TFENC_OUTPUT_SPARSE] = {
@@ -502,6 +510,11 @@ static int refused(const tfenc_output_kind_entry *e, const tfenc_output_kind_rul
         return 1;
     case TFENC_REFUSE_CHUNKS:
         if (q->chunks == TFENC_CHUNKS_OFF)
+            return 0;
+        snprintf(m, size, "%s", rule->message);
+        return 1;
+    case TFENC_REFUSE_CHUNK_KEY:
+        if (q->chunk_key == NULL || strcmp(q->chunk_key, rule->key) != 0)
             return 0;
         snprintf(m, size, "%s", rule->message);
         return 1;

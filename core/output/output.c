@@ -99,7 +99,7 @@ static int per_token(const tfenc_output_kind_entry *kind)
 const char *const tfenc_output_dtype_names[] = {"float32", "float16", "bfloat16", "int8",
                                                 "uint8", "binary", "ubinary", NULL};
 const char *const tfenc_output_compression_names[] = {"none", "gzip", NULL};
-const char *const tfenc_output_chunks_names[] = {"off", "mean", "each", NULL};
+const char *const tfenc_output_chunks_names[] = {"off", "mean", "each", "max", "first", NULL};
 
 /* Looks `name` up among the first `count` names of a table (those after
  * them, such as "auto", are no value a file can have). */
@@ -490,7 +490,7 @@ static int write_attributes(tfenc_context *ctx, tfenc_output *out,
         status = write_string_attribute(ctx, out, "output_kind", out->kind->name);
     if (status == TFENC_OK)
         status = write_string_attribute(ctx, out, "chunks",
-                                        tfenc_name_of(tfenc_output_chunks_names, 3, out->chunks));
+                                        tfenc_name_of(tfenc_output_chunks_names, TFENC_CHUNKS_COUNT, out->chunks));
     if (status == TFENC_OK)
         status = write_string_attribute(ctx, out, "dtype", tfenc_output_dtype_name(out->dtype));
     if (status == TFENC_OK)
@@ -1343,7 +1343,7 @@ static int check_identity(tfenc_context *ctx, tfenc_output *out,
         {"job_settings", options->job_settings},
         {"weights_sha256", options->weights_sha256},
         {"output_kind", out->kind->name},
-        {"chunks", tfenc_name_of(tfenc_output_chunks_names, 3, out->chunks)},
+        {"chunks", tfenc_name_of(tfenc_output_chunks_names, TFENC_CHUNKS_COUNT, out->chunks)},
         {"dtype", tfenc_output_dtype_name(out->dtype)},
         {"compression", out->compress ? "gzip" : "none"}};
     for (size_t i = 0; status == TFENC_OK && i < sizeof strings / sizeof strings[0]; i++)

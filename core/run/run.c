@@ -605,7 +605,8 @@ static tfenc_output_kind_request kind_request(const run *r, const tfenc_layer_ou
     const tfenc_job_settings *s = &r->settings;
     return (tfenc_output_kind_request){
         .wanted = s->output_kind, .declared = declared->kind, .width = declared->width,
-        .pools = pools, .dtype = s->dtype, .chunks = s->chunks, .output_dim = s->output_dim,
+        .pools = pools, .dtype = s->dtype, .chunks = s->chunks, .chunk_key = s->chunk_key,
+        .output_dim = s->output_dim,
         .output_ids = s->output_ids, .multivector_key = s->multivector_key,
         .sparse_top_k = s->sparse_top_k, .sparse_threshold = s->sparse_threshold};
 }
