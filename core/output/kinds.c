@@ -39,6 +39,11 @@
     {TFENC_REFUSE_CHUNK_KEY, TFENC_ERR_CONFIG, "chunk_scores",                                  \
      "aggregates the chunks' scores of a model that ends in a scores head, but the model "      \
      model " (leave chunk_scores out)", 0}
+/* Late chunking pools token vectors over spans with the model's pooling
+ * (run/late_chunks.h): a model that ends otherwise has none to pool. */
+#define LATE_CHUNK_REFUSED                                                                       \
+    {TFENC_REFUSE_LATE_CHUNK, TFENC_ERR_CONFIG, "long_documents",                               \
+     "late_chunk pools each span's token vectors with the model's pooling, but the model %s", 0}
 #define END_OF_REFUSALS {TFENC_REFUSE_END, 0, NULL, NULL, 0}
 
 static const tfenc_output_kind_rule pooled_refusals[] = {
@@ -47,7 +52,7 @@ static const tfenc_output_kind_rule pooled_refusals[] = {
     END_OF_REFUSALS};
 
 static const tfenc_output_kind_rule tokens_refusals[] = {
-    SPARSE_KEYS_REFUSED, MULTIVECTOR_KEYS_REFUSED, OTHER_KIND_REFUSED,
+    SPARSE_KEYS_REFUSED, MULTIVECTOR_KEYS_REFUSED, OTHER_KIND_REFUSED, LATE_CHUNK_REFUSED,
     CHUNK_SCORES_REFUSED("does not pool its output"), UNPOOLED_CHUNKS_REFUSED,
     {TFENC_REFUSE_DTYPE_COMPACT, TFENC_ERR_CONFIG, NULL,
      "[job] output_dtype = %s applies to pooled vectors, but the model does not pool its "
@@ -61,7 +66,7 @@ static const tfenc_output_kind_rule scores_refusals[] = {
      "float32 (leave output_dtype out)", 1},
     {TFENC_REFUSE_TOKEN_ROWS, TFENC_ERR_PLUGIN, NULL,
      "the model's last layer declares scores but leaves one row per token", 0},
-    OTHER_KIND_REFUSED,
+    OTHER_KIND_REFUSED, LATE_CHUNK_REFUSED,
     {TFENC_REFUSE_CHUNK_KEY, TFENC_ERR_CONFIG, "chunk_pooling",
      "pools chunk vectors, but the model ends in a head that writes scores: chunk_scores = "
      "mean | max | first | all aggregates its chunks' scores", 0},
@@ -73,7 +78,7 @@ static const tfenc_output_kind_rule sparse_refusals[] = {
     {TFENC_REFUSE_TOP_K_PAST_WIDTH, TFENC_ERR_CONFIG, NULL,
      "[job] sparse_top_k = %ld is larger than the vocabulary the model's sparse head writes "
      "(%d columns)", 0},
-    CHUNK_SCORES_REFUSED("ends in a head that writes sparse rows"),
+    LATE_CHUNK_REFUSED, CHUNK_SCORES_REFUSED("ends in a head that writes sparse rows"),
     {TFENC_REFUSE_CHUNKS, TFENC_ERR_CONFIG, NULL,
      "[job] long_documents = chunk pools each chunk's vectors, but the model ends in a head "
      "that writes sparse rows", 0},
@@ -96,7 +101,7 @@ static const tfenc_output_kind_rule vectors_refusals[] = {
      "that writes a vector per token", 1},
     {TFENC_REFUSE_POOLED_ROWS, TFENC_ERR_PLUGIN, NULL,
      "the model's last layer declares vectors but leaves one row per sequence", 0},
-    OTHER_KIND_REFUSED, CHUNK_SCORES_REFUSED("ends in a multivector head"),
+    OTHER_KIND_REFUSED, LATE_CHUNK_REFUSED, CHUNK_SCORES_REFUSED("ends in a multivector head"),
     UNPOOLED_CHUNKS_REFUSED, UNPOOLED_OUTPUT_DIM_REFUSED, END_OF_REFUSALS};
 
 /* ---------------------------------------------------------- attributes */
@@ -517,6 +522,11 @@ static int refused(const tfenc_output_kind_entry *e, const tfenc_output_kind_rul
         if (q->chunk_key == NULL || strcmp(q->chunk_key, rule->key) != 0)
             return 0;
         snprintf(m, size, "%s", rule->message);
+        return 1;
+    case TFENC_REFUSE_LATE_CHUNK:
+        if (!q->late_chunk)
+            return 0;
+        snprintf(m, size, rule->message, e->model_says);
         return 1;
     case TFENC_REFUSE_OUTPUT_DIM:
         if (q->output_dim <= 0)

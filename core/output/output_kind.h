@@ -35,6 +35,7 @@ typedef enum tfenc_output_kind_condition {
     TFENC_REFUSE_OTHER_KIND,        /* output_kind names another kind */
     TFENC_REFUSE_CHUNKS,            /* long_documents = chunk */
     TFENC_REFUSE_CHUNK_KEY,         /* the rule's key (chunk_pooling, chunk_scores) set */
+    TFENC_REFUSE_LATE_CHUNK,        /* long_documents = late_chunk */
     TFENC_REFUSE_OUTPUT_DIM,        /* output_dim set */
     TFENC_REFUSE_OUTPUT_IDS,        /* output_ids set */
     TFENC_REFUSE_END

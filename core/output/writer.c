@@ -47,6 +47,7 @@ struct tfenc_writer {
     tfenc_output_chunks chunks;
     int output_dim; /* > 0: rows cut to this width and renormalised */
     int unit_means; /* chunk means scaled back to unit length (the model's rows are) */
+    int late_step;  /* late chunking: a document's span k starts at piece k x late_step */
     const tfenc_sparse_rows *sparse_rows; /* sparse kind: the microbatch's rows, else NULL */
     tfenc_sparse_log *sparse_log;
     tfenc_skiplist skiplist;   /* vectors: the tokens left out */
@@ -361,9 +362,11 @@ static int write_chunked(tfenc_context *ctx, tfenc_writer *w, const tfenc_microb
                                zeros == NULL))
         status = tfenc_error(ctx, TFENC_ERR_NO_MEMORY, "out of memory");
     const char *id_cursor = m->ids;
-    for (int j = 0; status == TFENC_OK && j < b->n_seq; j++) {
+    /* With late chunking a sequence has a row per span (its spans[j]). */
+    int64_t first_row = 0;
+    for (int j = 0; status == TFENC_OK && j < b->n_seq; first_row += m->spans[j++]) {
         const char *id = next_id(&id_cursor);
-        const float *row = b->x + (size_t)j * (size_t)b->d_model;
+        const float *row = b->x + (size_t)first_row * (size_t)b->d_model;
         if (m->n_chunks[j] == 1) {
             memcpy(w->finished_rows + (size_t)n_whole * (size_t)d, row, (size_t)d * sizeof *row);
             whole_index[n_whole] = m->indices[j];
@@ -381,10 +384,15 @@ static int write_chunked(tfenc_context *ctx, tfenc_writer *w, const tfenc_microb
             status = ctx->status;
             break;
         }
-        gather_chunk(w, o, m->chunk[j], m->chunk_start[j], row);
         o->tokens += m->lengths[j];
-        if (++o->seen == o->n_chunks)
-            status = finish_open(ctx, w, o);
+        for (int s = 0; status == TFENC_OK && s < m->spans[j]; s++) {
+            const int chunk = m->chunk[j] + s;
+            /* A span starts at its piece of the document (late_chunks.h). */
+            gather_chunk(w, o, chunk, w->late_step > 0 ? chunk * w->late_step : m->chunk_start[j],
+                         row + (size_t)s * (size_t)b->d_model);
+            if (++o->seen == o->n_chunks)
+                status = finish_open(ctx, w, o);
+        }
     }
     if (status == TFENC_OK && n_whole > 0) {
         if (w->output_dim > 0)
@@ -405,6 +413,11 @@ static int write_chunked(tfenc_context *ctx, tfenc_writer *w, const tfenc_microb
 void tfenc_writer_set_unit_means(tfenc_writer *w)
 {
     w->unit_means = 1;
+}
+
+void tfenc_writer_set_late_chunks(tfenc_writer *w, int step)
+{
+    w->late_step = step;
 }
 
 void tfenc_writer_set_sparse(tfenc_writer *w, const tfenc_sparse_rows *rows,
@@ -435,11 +448,14 @@ int tfenc_writer_set_skiplist(tfenc_context *ctx, tfenc_writer *w, const uint8_t
 int tfenc_writer_write(tfenc_context *ctx, tfenc_writer *w, const tfenc_microbatch *m)
 {
     const tfenc_batch *b = &m->batch;
-    if (w->kind->pools && b->rows != b->n_seq)
+    int64_t spans = 0;
+    for (int j = 0; j < b->n_seq; j++)
+        spans += m->spans[j];
+    if (w->kind->pools && b->rows != spans)
         return tfenc_error(ctx, TFENC_ERR_PLUGIN,
                            "the model's output has %d rows for %d documents; with "
                            "output_kind = pooled the model must end in pooling",
-                           b->rows, b->n_seq);
+                           b->rows, (int)spans);
     if (!w->kind->pools && b->rows != b->n_tokens)
         return tfenc_error(ctx, TFENC_ERR_CONFIG,
                            "the model pools its output (%d rows for %d tokens): set [job] "

@@ -184,7 +184,8 @@ typedef struct job_keys {
 static int read_job_keys(reader *r, tfenc_job_section *section, job_keys *k)
 {
     static const char *const policies[] = {"replace", "error", NULL};
-    static const char *const long_document_policies[] = {"truncate", "chunk", NULL};
+    static const char *const long_document_policies[] = {"truncate", "chunk", "late_chunk",
+                                                         NULL};
     static const char *const empty_document_policies[] = {"error", "zeros", NULL};
     static const char *const batch_orders[] = {"length", "document", NULL};
     static const char *const chunk_poolings[] = {"mean", "none", NULL};
@@ -236,6 +237,10 @@ static int read_job_keys(reader *r, tfenc_job_section *section, job_keys *k)
     READ(tfenc_param_choice(&p, "batch_order", batch_orders, 0, &s->document_order));
     READ(tfenc_param_choice(&p, "long_documents", long_document_policies, 0, &k->long_documents));
     READ(tfenc_param_int_range(&p, "chunk_overlap", 0, 0, 1L << 24, &s->chunk_overlap));
+    /* Late chunking's spans: 256 pieces, the paper's fixed-size chunks,
+     * unless max_seq_len leaves fewer (checked against the tokenizer's
+     * special tokens by the feeder). */
+    READ(tfenc_param_int_range(&p, "chunk_tokens", 0, 1, 1L << 24, &s->chunk_tokens));
     READ(tfenc_param_choice(&p, "chunk_pooling", chunk_poolings, 0, &k->chunk_pooling));
     READ(tfenc_param_choice(&p, "chunk_scores", chunk_scores, 0, &k->chunk_scores));
     READ(tfenc_param_choice(&p, "invalid_utf8", policies, 0, &k->invalid_utf8));
@@ -306,6 +311,7 @@ static int apply_job_keys(reader *r, const job_keys *k)
     s->chunk_key = by_scores                                                 ? "chunk_scores"
                    : tfenc_job_section_get(section, "chunk_pooling") != NULL ? "chunk_pooling"
                                                                              : NULL;
+    s->late_chunk = k->long_documents == 2;
     s->chunks = k->long_documents == 0 ? TFENC_CHUNKS_OFF
                 : by_scores            ? by_chunk_scores[k->chunk_scores]
                                        : by_chunk_pooling[k->chunk_pooling];
@@ -365,7 +371,8 @@ static const char *const multivector_keys[] = {"multivector_mode", "query_marker
                                                "skip_punctuation", "attend_to_mask_tokens", NULL};
 
 /* The keys that only chunked documents read. */
-static const char *const chunk_keys[] = {"chunk_overlap", "chunk_pooling", "chunk_scores", NULL};
+static const char *const chunk_keys[] = {"chunk_overlap", "chunk_pooling", "chunk_scores",
+                                         "chunk_tokens", NULL};
 
 /* The rules between keys and against the model, each refused with the key
  * it names; the prompt is read here because it needs the corpus format. */
@@ -387,6 +394,23 @@ static int check_job_settings(reader *r, tfenc_job_section *section, const job_k
         if (tfenc_job_section_get(section, chunk_keys[i]) != NULL)
             return job_origin_error(r, chunk_keys[i], "applies to chunked documents: set "
                                                       "long_documents = chunk too");
+    if (!s->late_chunk && tfenc_job_section_get(section, "chunk_tokens") != NULL)
+        return job_origin_error(r, "chunk_tokens", "gives late chunking's spans: set "
+                                                   "long_documents = late_chunk too");
+    if (s->late_chunk && tfenc_job_section_get(section, "chunk_scores") != NULL)
+        return job_origin_error(r, "chunk_scores", "aggregates the scores of long_documents = "
+                                "chunk's chunks; late_chunk pools token vectors (chunk_pooling)");
+    if (s->late_chunk && s->pipeline_stages > 1)
+        return job_origin_error(r, "pipeline_stages", "long_documents = late_chunk pools spans "
+                                "in the stage that runs the whole model: set pipeline_stages = 1");
+    if (s->late_chunk && tfenc_dtype_is_compact(s->dtype))
+        return job_origin_error(r, "output_dtype", "long_documents = late_chunk writes float "
+                                "vectors (compact codes are calibrated on whole sequences)");
+    if (s->late_chunk && s->chunk_tokens == 0)
+        s->chunk_tokens = s->max_seq_len - 2 < 256 ? (s->max_seq_len > 2 ? s->max_seq_len - 2 : 1)
+                                                   : 256;
+    if (s->late_chunk && s->chunk_overlap >= s->chunk_tokens)
+        return job_origin_error(r, "chunk_overlap", "must be in 0..chunk_tokens - 1");
     if (tfenc_job_section_get(section, "chunk_scores") != NULL &&
         tfenc_job_section_get(section, "chunk_pooling") != NULL)
         return job_origin_error(r, "chunk_scores", "aggregates a scores head's chunks and "
@@ -695,6 +719,13 @@ char *tfenc_job_settings_identity(const tfenc_jobfile *job, const tfenc_job_sett
              settings->max_seq_len, settings->batch_tokens, settings->window_documents,
              tfenc_output_chunks_names[settings->chunks], settings->chunk_overlap);
     append(&t, effective);
+    /* Only late chunking's jobs have this line: other files keep their
+     * identity (and resume). */
+    if (settings->late_chunk) {
+        snprintf(effective, sizeof effective, "(in effect) late_chunk chunk_tokens = %ld\n",
+                 settings->chunk_tokens);
+        append(&t, effective);
+    }
     return t.data;
 }
 

@@ -34,6 +34,8 @@ typedef struct tfenc_job_settings {
     const char *chunk_key; /* "chunk_scores" or "chunk_pooling" when the job sets it, else
                             * NULL: the kind refuses the one that is not its own */
     long chunk_overlap;    /* tokens shared by consecutive chunks */
+    int late_chunk;        /* long_documents = late_chunk (run/late_chunks.h) */
+    long chunk_tokens;     /* late chunking: pieces of a span */
     int truncation;
     int empty_zeros;       /* empty_documents = zeros: a document without tokens
                             * is a sequence of none (static models pool it to zeros) */

@@ -606,6 +606,7 @@ static tfenc_output_kind_request kind_request(const run *r, const tfenc_layer_ou
     return (tfenc_output_kind_request){
         .wanted = s->output_kind, .declared = declared->kind, .width = declared->width,
         .pools = pools, .dtype = s->dtype, .chunks = s->chunks, .chunk_key = s->chunk_key,
+        .late_chunk = s->late_chunk,
         .output_dim = s->output_dim,
         .output_ids = s->output_ids, .multivector_key = s->multivector_key,
         .sparse_top_k = s->sparse_top_k, .sparse_threshold = s->sparse_threshold};
@@ -978,11 +979,12 @@ static int rows_unit_length(const run *r)
 }
 
 /* Chunk means the writer scales back to unit length (output_dim does it
- * for every row anyway). */
+ * for every row anyway): vectors only, never a head's scores (one label's
+ * sigmoid near 1 passes the probe's test of unit rows). */
 static int unit_chunk_means(const run *r)
 {
     return r->settings.chunks == TFENC_CHUNKS_MEAN && r->model_unit_rows &&
-           r->settings.output_dim == 0 && r->kind->chunks;
+           r->settings.output_dim == 0 && r->kind->chunks && r->kind->unit_rows;
 }
 
 /* Rank 0: the sample through the whole model, its rows folded into r->ranges
@@ -1164,6 +1166,9 @@ static int open_input(run *r)
                                         .prompt = r->settings.prompt,
                                         .chunks = r->settings.chunks,
                                         .chunk_overlap = (int)r->settings.chunk_overlap,
+                                        .late_chunk_tokens = r->settings.late_chunk
+                                                                 ? (int)r->settings.chunk_tokens
+                                                                 : 0,
                                         .marker_id = r->multivector.marker_id,
                                         .pad_id = r->multivector.pad_id,
                                         .pad_attended = r->settings.attend_to_mask_tokens,
@@ -1268,9 +1273,10 @@ static int count_one_window(tfenc_context *ctx, void *user, int64_t window, int6
     run *r = user;
     tfenc_corpus_range range;
     tfenc_windows_range(&r->windows, window, &range);
-    int64_t tokens = 0, sequences = 0, kept = 0;
-    int status = tfenc_feeder_count_window(ctx, r->feeder, &range, &tokens, &sequences, &kept);
-    *rows = r->settings.chunks == TFENC_CHUNKS_EACH ? sequences : kept;
+    int64_t tokens = 0, sequences = 0, chunk_rows = 0, kept = 0;
+    int status = tfenc_feeder_count_window(ctx, r->feeder, &range, &tokens, &sequences,
+                                           &chunk_rows, &kept);
+    *rows = r->settings.chunks == TFENC_CHUNKS_EACH ? chunk_rows : kept;
     r->n_tokens += tokens;
     r->n_sequences += sequences;
     return status;
@@ -1495,6 +1501,7 @@ static void describe_plan(run *r)
                            .n_documents = r->n_documents, .n_tokens = r->n_tokens,
                            .n_sequences = r->n_sequences,
                            .chunked = r->settings.chunks != TFENC_CHUNKS_OFF,
+                           .late_chunked = r->settings.late_chunk,
                            .last_flop_rate = tfenc_run_last_flop_rate(),
                            .weights_float32_mib =
                                (double)tfenc_weight_store_float32_bytes(r->weights) / (1024.0 * 1024.0),
@@ -1911,6 +1918,9 @@ static int open_output(run *r)
                                          &r->writer);
         if (status == TFENC_OK && unit_chunk_means(r))
             tfenc_writer_set_unit_means(r->writer);
+        if (status == TFENC_OK && r->settings.late_chunk)
+            tfenc_writer_set_late_chunks(r->writer, (int)(r->settings.chunk_tokens -
+                                                          r->settings.chunk_overlap));
         if (status == TFENC_OK && r->kind->rows == TFENC_ROWS_SPARSE)
             status = open_sparse_rows(r, writers, resumed, was_complete);
         if (status == TFENC_OK)
@@ -2214,7 +2224,11 @@ static int encode(run *r, tfenc_rank_work *work)
         if (status != TFENC_OK)
             return status;
         double step_start = tfenc_clock_seconds();
-        status = tfenc_model_forward(r->ctx, r->model, &m->batch);
+        if (r->settings.late_chunk) {
+            const tfenc_late_chunks spans = tfenc_feeder_late_chunks(&r->feeding, r->tokenizer);
+            status = tfenc_late_chunks_forward(r->ctx, r->model, &spans, m);
+        } else
+            status = tfenc_model_forward(r->ctx, r->model, &m->batch);
         work->busy_seconds += tfenc_clock_seconds() - step_start;
         if (status != TFENC_OK)
             return name_document(r, m, status);
@@ -2451,5 +2465,7 @@ static int whole_model(run *r)
         status = tfenc_model_output(r->ctx, r->model, &declared);
     if (status == TFENC_OK)
         status = decide_output_kind(r, pools, &declared);
+    if (status == TFENC_OK && r->settings.late_chunk)
+        status = tfenc_model_prepare_spans(r->ctx, r->model);
     return status;
 }
