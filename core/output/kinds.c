@@ -468,6 +468,15 @@ const tfenc_output_kind_entry *tfenc_output_kind_of_layer(tfenc_layer_output_kin
     return first;
 }
 
+/* A condition whose refusal is the rule's message as it stands. */
+static int plain_refusal(int holds, const tfenc_output_kind_rule *rule, char *message,
+                         size_t size)
+{
+    if (holds)
+        snprintf(message, size, "%s", rule->message);
+    return holds;
+}
+
 /* Whether the condition holds for the job, and the refusal if so. */
 static int refused(const tfenc_output_kind_entry *e, const tfenc_output_kind_rule *rule,
                    const tfenc_output_kind_request *q, tfenc_output_kind_refusal *refusal)
@@ -514,30 +523,19 @@ static int refused(const tfenc_output_kind_entry *e, const tfenc_output_kind_rul
                  e->model_says);
         return 1;
     case TFENC_REFUSE_CHUNKS:
-        if (q->chunks == TFENC_CHUNKS_OFF)
-            return 0;
-        snprintf(m, size, "%s", rule->message);
-        return 1;
+        return plain_refusal(q->chunks != TFENC_CHUNKS_OFF, rule, m, size);
     case TFENC_REFUSE_CHUNK_KEY:
-        if (q->chunk_key == NULL || strcmp(q->chunk_key, rule->key) != 0)
-            return 0;
-        snprintf(m, size, "%s", rule->message);
-        return 1;
+        return plain_refusal(q->chunk_key != NULL && strcmp(q->chunk_key, rule->key) == 0, rule,
+                             m, size);
     case TFENC_REFUSE_LATE_CHUNK:
         if (!q->late_chunk)
             return 0;
         snprintf(m, size, rule->message, e->model_says);
         return 1;
     case TFENC_REFUSE_OUTPUT_DIM:
-        if (q->output_dim <= 0)
-            return 0;
-        snprintf(m, size, "%s", rule->message);
-        return 1;
+        return plain_refusal(q->output_dim > 0, rule, m, size);
     case TFENC_REFUSE_OUTPUT_IDS:
-        if (!q->output_ids)
-            return 0;
-        snprintf(m, size, "%s", rule->message);
-        return 1;
+        return plain_refusal(q->output_ids, rule, m, size);
     case TFENC_REFUSE_END:
         break;
     }
