@@ -442,10 +442,14 @@ static void print_plan(void *user, const tfenc_run_plan *p)
         printf("\n");
     }
     if (p->chunked)
-        printf("corpus: %s, %lld documents, %lld tokens to encode in %lld sequences (every "
-               "chunk of a long document with its special tokens and overlap; mean %.1f a "
-               "sequence)\n", p->input_path, (long long)p->n_documents,
-               (long long)p->n_tokens, (long long)p->n_sequences, mean_length);
+        printf("corpus: %s, %lld documents, %lld tokens to encode in %lld sequences (%s; "
+               "mean %.1f a sequence)\n", p->input_path, (long long)p->n_documents,
+               (long long)p->n_tokens, (long long)p->n_sequences,
+               p->late_chunked ? "each document whole, or in windows of whole spans when "
+                                 "longer than max_seq_len, its spans pooled from it"
+                               : "every chunk of a long document with its special tokens and "
+                                 "overlap",
+               mean_length);
     else
         printf("corpus: %s, %lld documents, %lld tokens to encode after truncation (mean "
                "%.1f)\n", p->input_path, (long long)p->n_documents, (long long)p->n_tokens,

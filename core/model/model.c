@@ -623,6 +623,14 @@ struct tfenc_model {
     tfenc_model_scratch *scratch; /* &own, or the shared one */
     int nonfinite_sequence; /* after a non-finite failure: which sequence, else -1 */
     int input_unset;        /* options->input_unset: batch->x is not read */
+    /* Late chunking (tfenc_model_prepare_spans): the step that pools (the
+     * first after which a sequence is one row), and room for the spans it
+     * then pools. */
+    int pooling_step;
+    float *span_tokens;     /* [max_tokens, d]: the token rows the spans are cut from */
+    float *span_rows;       /* [max_tokens, d]: the pooled spans, as they come */
+    int32_t *span_arrays;   /* seq_start [max_tokens + 1], then token_ids, token_types and
+                             * positions [max_tokens] each, of a batch of spans */
 };
 
 /* Replaces *buffer (of *held bytes) by one of `bytes` when it is smaller
@@ -1060,9 +1068,11 @@ static int row_sequence(const tfenc_batch *batch, int row)
     return sequence;
 }
 
-static int run_steps(tfenc_context *ctx, tfenc_model *model, tfenc_batch *batch, int check_each)
+/* Steps [first, end) of the range. */
+static int run_step_range(tfenc_context *ctx, tfenc_model *model, tfenc_batch *batch,
+                          int check_each, int first, int end)
 {
-    for (int i = 0; i < model->n_steps; i++) {
+    for (int i = first; i < end; i++) {
         model_step *step = &model->steps[i];
         int status = step->plan->in_block ? run_block_step(ctx, model, step, batch)
                                           : run_layer(ctx, model, &step->layer, batch);
@@ -1078,6 +1088,11 @@ static int run_steps(tfenc_context *ctx, tfenc_model *model, tfenc_batch *batch,
         }
     }
     return TFENC_OK;
+}
+
+static int run_steps(tfenc_context *ctx, tfenc_model *model, tfenc_batch *batch, int check_each)
+{
+    return run_step_range(ctx, model, batch, check_each, 0, model->n_steps);
 }
 
 /* TFENC_CHECK_PLUGINS: the batch's token arrays, copied into read-only
@@ -1146,6 +1161,114 @@ int tfenc_model_forward(tfenc_context *ctx, tfenc_model *model, tfenc_batch *bat
     return status;
 }
 
+/* Pools the spans [first, end) of the token rows in model->span_tokens,
+ * as sequences of their own, through the steps from the pooling step on:
+ * their rows go to model->span_rows from row `first`. As many spans a
+ * batch as the limits allow (tokens and sequences), in order, so that
+ * the batches are a function of the microbatch alone. */
+static int pool_span_batch(tfenc_context *ctx, tfenc_model *model, const tfenc_batch *batch,
+                           const tfenc_model_spans *spans, int first, int end)
+{
+    const int d = model->d_model;
+    const int max_tokens = model->limits.max_tokens;
+    int32_t *seq_start = model->span_arrays, *ids = seq_start + max_tokens + 1;
+    int32_t *types = ids + max_tokens, *positions = types + max_tokens;
+    int rows = 0;
+    seq_start[0] = 0;
+    for (int s = first; s < end; s++) {
+        const int length = spans->end[s] - spans->begin[s];
+        for (int t = 0; t < length; t++) {
+            const int from = spans->begin[s] + t;
+            ids[rows + t] = batch->token_ids[from];
+            types[rows + t] = batch->token_types[from];
+            positions[rows + t] = batch->positions[from];
+        }
+        rows += length;
+        seq_start[s - first + 1] = rows;
+    }
+    const size_t bytes = (size_t)rows * (size_t)d * sizeof(float);
+    tfenc_batch pooled = {.n_seq = end - first, .n_tokens = rows, .seq_start = seq_start,
+                          .token_ids = ids, .token_types = types, .positions = positions,
+                          .x = tfenc_guarded_place(&model->scratch->activations, bytes),
+                          .rows = rows, .d_model = d};
+    for (int s = first; s < end; s++)
+        memcpy(pooled.x + (size_t)seq_start[s - first] * (size_t)d,
+               model->span_tokens + (size_t)spans->begin[s] * (size_t)d,
+               (size_t)(spans->end[s] - spans->begin[s]) * (size_t)d * sizeof(float));
+    int status = run_step_range(ctx, model, &pooled, 0, model->pooling_step, model->n_steps);
+    if (status == TFENC_OK && pooled.rows != pooled.n_seq)
+        return tfenc_error(ctx, TFENC_ERR_PLUGIN, "model: the steps from %s on left %d rows for "
+                           "%d spans (late chunking pools each span to one row)",
+                           model->steps[model->pooling_step].layer.scope, pooled.rows,
+                           pooled.n_seq);
+    if (status == TFENC_OK)
+        memcpy(model->span_rows + (size_t)first * (size_t)d, pooled.x,
+               (size_t)pooled.rows * (size_t)d * sizeof(float));
+    return status;
+}
+
+int tfenc_model_forward_spans(tfenc_context *ctx, tfenc_model *model, tfenc_batch *batch,
+                              const tfenc_model_spans *spans)
+{
+    if (model->span_tokens == NULL || batch->n_tokens > model->limits.max_tokens ||
+        batch->d_model != model->d_model || spans->n_spans > batch->n_tokens)
+        return tfenc_error(ctx, TFENC_ERR_INTERNAL, "model: late chunking of a batch of %d "
+                           "tokens and %d spans, beyond the model's limits", batch->n_tokens,
+                           spans->n_spans);
+    model->nonfinite_sequence = -1;
+    const int d = model->d_model;
+    const size_t bytes = (size_t)batch->rows * (size_t)d * sizeof(float);
+    tfenc_batch running = *batch;
+    running.x = tfenc_guarded_place(&model->scratch->activations, bytes);
+    if (!model->input_unset)
+        memcpy(running.x, batch->x, bytes);
+    /* The token rows, checked as the whole forward checks its output: a
+     * non-finite value is traced to its layer step by step. */
+    int status = run_step_range(ctx, model, &running, 0, 0, model->pooling_step);
+    if (status == TFENC_OK && first_nonfinite_row(running.x, running.rows, d) >= 0) {
+        if (!model->input_unset)
+            memcpy(running.x, batch->x, bytes);
+        running.rows = batch->rows;
+        status = run_step_range(ctx, model, &running, 1, 0, model->pooling_step);
+        if (status == TFENC_OK)
+            status = tfenc_error(ctx, TFENC_ERR_INTERNAL,
+                                 "model: a non-finite value appeared, but not when the batch "
+                                 "was run again step by step");
+    }
+    if (status == TFENC_OK && running.rows != running.n_tokens)
+        status = tfenc_error(ctx, TFENC_ERR_INTERNAL, "model: rows pooled before the pooling "
+                             "step");
+    if (status != TFENC_OK)
+        return status;
+    memcpy(model->span_tokens, running.x, (size_t)running.rows * (size_t)d * sizeof(float));
+    for (int first = 0; status == TFENC_OK && first < spans->n_spans;) {
+        int end = first, rows = 0;
+        while (end < spans->n_spans && end - first < model->limits.max_seqs &&
+               rows + spans->end[end] - spans->begin[end] <= model->limits.max_tokens) {
+            rows += spans->end[end] - spans->begin[end];
+            end++;
+        }
+        status = pool_span_batch(ctx, model, batch, spans, first, end);
+        first = end;
+    }
+    /* Never hand on a non-finite row: the token rows were finite, so the
+     * steps from the pooling step on made it. */
+    const int row = status == TFENC_OK ? first_nonfinite_row(model->span_rows, spans->n_spans, d)
+                                       : -1;
+    if (row >= 0) {
+        running.rows = running.n_tokens;
+        model->nonfinite_sequence = row_sequence(&running, spans->begin[row]);
+        status = tfenc_error(ctx, TFENC_ERR_WEIGHTS, "%s or a layer after it made a non-finite "
+                             "value (NaN or infinity) of a span: the weights or the input "
+                             "overflow float32", model->steps[model->pooling_step].layer.scope);
+    }
+    if (status == TFENC_OK) {
+        memcpy(batch->x, model->span_rows, (size_t)spans->n_spans * (size_t)d * sizeof(float));
+        batch->rows = spans->n_spans;
+    }
+    return status;
+}
+
 int tfenc_model_nonfinite_sequence(const tfenc_model *model)
 {
     return model->nonfinite_sequence;
@@ -1191,6 +1314,34 @@ static int probe_rows_unit(const probe *p)
             return 0;
     }
     return b->rows > 0;
+}
+
+int tfenc_model_prepare_spans(tfenc_context *ctx, tfenc_model *model)
+{
+    const size_t rows = (size_t)model->limits.max_tokens * (size_t)model->d_model;
+    model->span_tokens = tfenc_aligned_alloc(rows * sizeof(float));
+    model->span_rows = tfenc_aligned_alloc(rows * sizeof(float));
+    model->span_arrays = malloc((4 * (size_t)model->limits.max_tokens + 1) * sizeof(int32_t));
+    if (model->span_tokens == NULL || model->span_rows == NULL || model->span_arrays == NULL)
+        return tfenc_error(ctx, TFENC_ERR_NO_MEMORY, "out of memory for late chunking's spans");
+    probe p;
+    int status = probe_start(ctx, &p, model->d_model);
+    tfenc_batch running = p.batch;
+    running.x = tfenc_guarded_place(&model->scratch->activations,
+                                    2 * (size_t)model->d_model * sizeof(float));
+    if (status == TFENC_OK)
+        memset(running.x, 0, 2 * (size_t)model->d_model * sizeof(float));
+    model->pooling_step = -1;
+    for (int i = 0; status == TFENC_OK && model->pooling_step < 0 && i < model->n_steps; i++) {
+        status = run_step_range(ctx, model, &running, 0, i, i + 1);
+        if (running.rows == 1)
+            model->pooling_step = i;
+    }
+    tfenc_aligned_free(p.x);
+    if (status == TFENC_OK && model->pooling_step < 0)
+        status = tfenc_error(ctx, TFENC_ERR_CONFIG, "late chunking pools spans with the model's "
+                             "pooling, but no layer of the model pools its sequences");
+    return status;
 }
 
 int tfenc_model_probe_pools(tfenc_context *ctx, tfenc_model *model, int *pools, int *unit_rows)
@@ -1365,5 +1516,8 @@ void tfenc_model_destroy(tfenc_model *model)
     }
     free(model->steps);
     scratch_release(&model->own);
+    tfenc_aligned_free(model->span_tokens);
+    tfenc_aligned_free(model->span_rows);
+    free(model->span_arrays);
     free(model);
 }

@@ -153,6 +153,24 @@ int tfenc_model_create(tfenc_context *ctx, const tfenc_model_options *options,
  * TFENC_ERR_WEIGHTS naming the layer that made it, and
  * tfenc_model_nonfinite_sequence() tells which sequence of the batch. */
 int tfenc_model_forward(tfenc_context *ctx, tfenc_model *model, tfenc_batch *batch);
+/* Late chunking: spans of the batch's token rows, rows [begin[s], end[s])
+ * each (inside one sequence; empty ones pool as an empty sequence does). */
+typedef struct tfenc_model_spans {
+    int n_spans; /* at most the batch's tokens */
+    const int32_t *begin, *end;
+} tfenc_model_spans;
+/* Late chunking (run/late_chunks.h), on a model of the whole plan: room
+ * for the spans, and the step that pools (the first after which the
+ * probe's sequence is one row); no such step is an error. Once, before
+ * tfenc_model_forward_spans. */
+int tfenc_model_prepare_spans(tfenc_context *ctx, tfenc_model *model);
+/* tfenc_model_forward, once tfenc_model_prepare_spans has run: the steps
+ * before the pooling step run on the batch, then the pooling step and the
+ * steps after it (normalisation, Dense) on the spans as sequences of their
+ * own, so that each span's row is the model's pooling of its token
+ * vectors, which saw the whole sequence. batch->rows becomes n_spans. */
+int tfenc_model_forward_spans(tfenc_context *ctx, tfenc_model *model, tfenc_batch *batch,
+                              const tfenc_model_spans *spans);
 /* After such a failure: the index of the sequence in the batch; else -1. */
 int tfenc_model_nonfinite_sequence(const tfenc_model *model);
 /* Estimated floating-point operations per token of step i (in range) for

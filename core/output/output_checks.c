@@ -32,6 +32,8 @@
     (KIND(TFENC_OUTPUT_POOLED) | KIND(TFENC_OUTPUT_TOKENS) | KIND(TFENC_OUTPUT_SCORES) |   \
      KIND(TFENC_OUTPUT_SPARSE) | KIND(TFENC_OUTPUT_VECTORS))
 #define PER_TOKEN (KIND(TFENC_OUTPUT_TOKENS) | KIND(TFENC_OUTPUT_VECTORS))
+/* The kinds whose documents may be chunked (pooled vectors, a head's scores). */
+#define CHUNKED (KIND(TFENC_OUTPUT_POOLED) | KIND(TFENC_OUTPUT_SCORES))
 
 /* ============================================================ the description */
 
@@ -214,7 +216,7 @@ static const dataset_spec datasets[] = {
      .indexing = BY_DOCUMENT, .rule = RULE_NOT_NEGATIVE},
     {.name = "ids", .kinds = EVERY_KIND, .presence = OPTIONAL,
      .type = CLASS_STRING, .rank = 1, .dims = {DIM_DOCUMENTS}},
-    {.name = "chunks", .kinds = KIND(TFENC_OUTPUT_POOLED), .presence = WITH_CHUNKS,
+    {.name = "chunks", .kinds = CHUNKED, .presence = WITH_CHUNKS,
      .type = CLASS_INTEGER, .rank = 1, .dims = {DIM_DOCUMENTS},
      .indexing = BY_DOCUMENT, .rule = RULE_POSITIVE},
     /* Where each document's rows are, and what they hold per row. */
@@ -226,14 +228,14 @@ static const dataset_spec datasets[] = {
      .type = CLASS_INTEGER, .rank = 1, .dims = {DIM_BOUNDARIES},
      .indexing = BY_BOUNDARY, .rule = RULE_BOUNDARIES, .ends_at = DIM_ROWS,
      .run = RUN_AT_MOST_LENGTH},
-    {.name = "chunk_offsets", .kinds = KIND(TFENC_OUTPUT_POOLED), .presence = WITH_CHUNK_EACH,
+    {.name = "chunk_offsets", .kinds = CHUNKED, .presence = WITH_CHUNK_EACH,
      .type = CLASS_INTEGER, .rank = 1, .dims = {DIM_BOUNDARIES},
      .indexing = BY_BOUNDARY, .rule = RULE_BOUNDARIES, .ends_at = DIM_ROWS,
      .run = RUN_IS_CHUNKS},
     {.name = "token_ids", .kinds = PER_TOKEN, .presence = OPTIONAL,
      .type = CLASS_INTEGER, .rank = 1, .dims = {DIM_ROWS},
      .indexing = BY_RUN, .rule = RULE_NOT_NEGATIVE, .bounds = "offsets"},
-    {.name = "chunk_starts", .kinds = KIND(TFENC_OUTPUT_POOLED), .presence = WITH_CHUNK_EACH,
+    {.name = "chunk_starts", .kinds = CHUNKED, .presence = WITH_CHUNK_EACH,
      .type = CLASS_INTEGER, .rank = 1, .dims = {DIM_ROWS},
      .indexing = BY_RUN, .rule = RULE_NOT_NEGATIVE, .bounds = "chunk_offsets"},
     /* The sparse rows, as CSR. */
@@ -768,8 +770,9 @@ static void check_attributes_agree(check *c)
         fail(c, TFENC_ERR_CONFIG, "attribute 'dtype' is '%s', but only pooled outputs are "
              "compact (output_kind '%s')", tfenc_output_dtype_name(c->dtype), kind);
     else if (c->chunks != TFENC_CHUNKS_OFF && !c->entry->chunks)
-        fail(c, TFENC_ERR_CONFIG, "attribute 'chunks' is '%s', but only pooled outputs are "
-             "chunked (output_kind '%s')", tfenc_output_chunks_names[c->chunks], kind);
+        fail(c, TFENC_ERR_CONFIG, "attribute 'chunks' is '%s', but only pooled outputs "
+             "and scores are chunked (output_kind '%s')", tfenc_output_chunks_names[c->chunks],
+             kind);
     else if (c->entry->dense && c->d_model > WIDEST_DENSE_ROW)
         fail(c, TFENC_ERR_CONFIG, "attribute 'd_model' is %lld, expected 1 to %d for output_kind "
              "'%s'", (long long)c->d_model, WIDEST_DENSE_ROW, kind);

@@ -60,7 +60,7 @@ int tfenc_output_per_token(const tfenc_output_kind_entry *kind)
 const char *const tfenc_output_dtype_names[] = {"float32", "float16", "bfloat16", "int8",
                                                 "uint8", "binary", "ubinary", NULL};
 const char *const tfenc_output_compression_names[] = {"none", "gzip", NULL};
-const char *const tfenc_output_chunks_names[] = {"off", "mean", "each", NULL};
+const char *const tfenc_output_chunks_names[] = {"off", "mean", "each", "max", "first", NULL};
 
 /* Looks `name` up among the first `count` names of a table (those after
  * them, such as "auto", are no value a file can have). */

@@ -45,6 +45,11 @@ void tfenc_writer_chunk_mean(float *row, int n_chunks, int d, int output_dim, in
  * length, as the rows of documents of one chunk are. */
 void tfenc_writer_set_unit_means(tfenc_writer *w);
 
+/* A writer of late chunking's rows (run/late_chunks.h): each sequence
+ * has a row per span (tfenc_microbatch.spans), and span k of a document
+ * starts at its piece k x step (chunk_starts). */
+void tfenc_writer_set_late_chunks(tfenc_writer *w, int step);
+
 /* A pooled writer whose model ends in a sparse head (output kind sparse):
  * each microbatch's rows are the ones `rows` holds when it is written
  * (the run fills them during the forward pass), and go to `log`, which

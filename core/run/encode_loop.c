@@ -7,6 +7,7 @@
 #include "base/clock.h"
 #include "ranks/patient_wait.h"
 #include "run/job_reading.h"
+#include "run/late_chunks.h"
 #include "run/output_opening.h"
 #include "run/run_report.h"
 
@@ -228,7 +229,12 @@ static int encode(tfenc_run *r, tfenc_rank_work *work)
         if (status != TFENC_OK)
             return status;
         double step_start = tfenc_clock_seconds();
-        status = tfenc_model_forward(r->ctx, r->plan.model, &m->batch);
+        if (r->settings.job.late_chunk) {
+            const tfenc_late_chunks spans =
+                tfenc_feeder_late_chunks(&r->plan.feeding, r->plan.tokenizer);
+            status = tfenc_late_chunks_forward(r->ctx, r->plan.model, &spans, m);
+        } else
+            status = tfenc_model_forward(r->ctx, r->plan.model, &m->batch);
         work->busy_seconds += tfenc_clock_seconds() - step_start;
         if (status != TFENC_OK)
             return name_document(r, m, status);

@@ -6,7 +6,7 @@ core_libtfenc_la_SOURCES += \
 	core/run/job_settings.c core/run/job_settings.h \
 	core/run/run_request.h \
 	core/run/multivector_tokens.c core/run/multivector_tokens.h \
-	core/run/feeder.c core/run/feeder.h \
+	core/run/feeder.c core/run/feeder.h core/run/late_chunks.c core/run/late_chunks.h \
 	core/run/gate_checkpoints.c core/run/gate_checkpoints.h \
 	core/run/step_timing.c core/run/step_timing.h \
 	core/run/path_choice.c core/run/path_choice.h \

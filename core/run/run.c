@@ -242,6 +242,10 @@ static int open_input(tfenc_run *r)
                                         .prompt = r->settings.job.prompt,
                                         .chunks = r->settings.job.chunks,
                                         .chunk_overlap = (int)r->settings.job.chunk_overlap,
+                                        .late_chunk_tokens =
+                                            r->settings.job.late_chunk
+                                                ? (int)r->settings.job.chunk_tokens
+                                                : 0,
                                         .marker_id = r->plan.multivector.marker_id,
                                         .pad_id = r->plan.multivector.pad_id,
                                         .pad_attended = r->settings.job.attend_to_mask_tokens,
@@ -285,10 +289,10 @@ static int count_one_window(tfenc_context *ctx, void *user, int64_t window, int6
     tfenc_run *r = user;
     tfenc_corpus_range range;
     tfenc_windows_range(&r->plan.windows, window, &range);
-    int64_t tokens = 0, sequences = 0, kept = 0;
-    int status =
-        tfenc_feeder_count_window(ctx, r->state.feeder, &range, &tokens, &sequences, &kept);
-    *rows = r->settings.job.chunks == TFENC_CHUNKS_EACH ? sequences : kept;
+    int64_t tokens = 0, sequences = 0, chunk_rows = 0, kept = 0;
+    int status = tfenc_feeder_count_window(ctx, r->state.feeder, &range, &tokens, &sequences,
+                                           &chunk_rows, &kept);
+    *rows = r->settings.job.chunks == TFENC_CHUNKS_EACH ? chunk_rows : kept;
     r->plan.n_tokens += tokens;
     r->plan.n_sequences += sequences;
     return status;
@@ -520,6 +524,7 @@ static void describe_plan(tfenc_run *r)
         .n_tokens = r->plan.n_tokens,
         .n_sequences = r->plan.n_sequences,
         .chunked = r->settings.job.chunks != TFENC_CHUNKS_OFF,
+        .late_chunked = r->settings.job.late_chunk,
         .last_flop_rate = tfenc_run_last_flop_rate(),
         .weights_float32_mib =
             (double)tfenc_weight_store_float32_bytes(r->plan.weights) / (1024.0 * 1024.0),
@@ -624,5 +629,7 @@ static int whole_model(tfenc_run *r)
         status = tfenc_model_output(r->ctx, r->plan.model, &declared);
     if (status == TFENC_OK)
         status = tfenc_run_decide_output_kind(r, pools, &declared);
+    if (status == TFENC_OK && r->settings.job.late_chunk)
+        status = tfenc_model_prepare_spans(r->ctx, r->plan.model);
     return status;
 }

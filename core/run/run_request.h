@@ -60,7 +60,9 @@ typedef struct tfenc_run_plan {
                                     * or with long_documents = chunk every chunk of a long one
                                     * (its overlap and special tokens included) */
     int64_t n_sequences;           /* the sequences they make: documents, or chunks */
-    int chunked;                   /* long_documents = chunk */
+    int chunked;                   /* long_documents = chunk or late_chunk */
+    int late_chunked;              /* long_documents = late_chunk: sequences are whole
+                                    * documents, or windows of spans past max_seq_len */
     const char *input_format;      /* "text", "jsonl", "hdf5", "parquet" */
     char input_description[256];   /* what the format's reader reads, from the formats'
                                     * table ("JSON Lines: the text in field 'text'") */
