@@ -952,7 +952,7 @@ static void test_lengths(void)
                    position_label[c->position], c->window, c->causal ? " causal" : "", error);
             CU_ASSERT(error <= TOLERANCE);
             /* The host's products path (kernel = products, float32 here) at
-             * the same lengths, up to 2048 (beyond, its tiles are the same
+             * the same lengths, up to 2048 (beyond, its blocks are the same
              * as at 2048, and the fused kernel's 8192 stay). */
             if (L <= 2048 && !(sanitizers && L > 513)) {
                 attention_case products = *c;
@@ -963,8 +963,8 @@ static void test_lengths(void)
                 printf(" (products: %.2e)", error);
                 CU_ASSERT(error <= TOLERANCE);
             }
-            /* bf16 on both paths: the host's products over the keys its
-             * query tiles see up to 2048, then the fused kernel (on bf16
+            /* bf16 on both paths: the host's products over the key blocks
+             * its query blocks see up to 2048, then the fused kernel (on bf16
              * operands where the CPU has AVX512_BF16 and head_dim is a
              * multiple of 32, else float32) at every length. Against the
              * float64 reference: every product of the layer rounds its
@@ -1166,7 +1166,7 @@ static void test_errors(void)
 
 /* bf16 (projections and both products) against fp32 on the same weights:
  * the smallest cosine over tokens. Sequences of 1 to 300 tokens exercise
- * the padded product sizes and a second query tile. bf16 rounds x, the
+ * the padded product sizes and a second key block. bf16 rounds x, the
  * weights, Q, K, V and the probabilities to 8 significant bits (2^-9
  * relative); about five such roundings on the way to each output give
  * 1 - cos near (5 * 2^-9 / sqrt 3)^2 / 2 ~ 1.6e-5 at worst: the bf16 bar
@@ -1186,7 +1186,7 @@ static void test_bf16_against_fp32(void)
         {.d = 32, .heads = 2, .bias = 0, .position = POSITION_ROPE, .fused = 1},
         {.d = 64, .heads = 4, .bias = 1, .extra = "causal = true"},
         {.d = 64, .heads = 4, .bias = 1, .extra = "window = 20"},
-        /* its prepare() step, per 64 rows of the 128-row tiles */
+        /* its prepare() step, once per head and block of 64 queries */
         {.d = 64, .heads = 4, .bias = 1, .position = POSITION_DISENTANGLED},
     };
     for (size_t k = 0; k < sizeof cases / sizeof *cases; k++) {
@@ -1335,8 +1335,10 @@ static void test_bf16_kernel_alone(void)
  * error the host's bf16 products make on the same case (measured beside
  * it) with a quarter to spare, and a cosine of 0.9999 to the fp32 layer
  * per row, as the other bf16 tests ask. Each sequence alone gives the
- * packed batch's bits, and the result differs from the float32 kernel's
- * (the bf16 operands are really used). */
+ * packed batch's bits, on the kernel and on the host's products (their
+ * blocks of queries and keys start at the sequence's first token, and
+ * their sizes follow its length alone), and the result differs from the
+ * float32 kernel's (the bf16 operands are really used). */
 static void test_bf16_kernel(void)
 {
     if (!precision_runs_here(TFENC_PRECISION_BF16) || !attention_kernel_bf16_available()) {
@@ -1375,23 +1377,31 @@ static void test_bf16_kernel(void)
         const double products_error = relative_error(&c, &w, lengths, n_seq, x, products);
         const double error = relative_error(&c, &w, lengths, n_seq, x, fused);
         const double lowest = lowest_cosine(fp32, fused, tokens, c.d);
-        int bitwise = 1;
+        int bitwise = 1, products_bitwise = 1;
         size_t offset = 0;
         for (int s = 0; s < n_seq; s++) {
             float *alone = malloc(sizeof(float) * (size_t)lengths[s] * c.d);
             CU_ASSERT_EQUAL(plugin_run(&c, &w, &lengths[s], 1, x + offset, alone), TFENC_OK);
             bitwise &= memcmp(alone, fused + offset, sizeof(float) * lengths[s] * c.d) == 0;
+            attention_case products_case = c;
+            products_case.extra = "kernel = products";
+            CU_ASSERT_EQUAL(plugin_run(&products_case, &w, &lengths[s], 1, x + offset, alone),
+                            TFENC_OK);
+            products_bitwise &=
+                memcmp(alone, products + offset, sizeof(float) * lengths[s] * c.d) == 0;
             offset += (size_t)lengths[s] * c.d;
             free(alone);
         }
         printf("\n    head_dim %d position %d window %d%s%s: relative error %.2e (bf16 "
-               "products %.2e), min cosine to fp32 %.7f, alone vs packed %s",
+               "products %.2e), min cosine to fp32 %.7f, alone vs packed %s (products: %s)",
                c.d / c.heads, c.position, c.window, c.causal ? " causal" : "",
                c.masked_tail ? " masked" : "", error, products_error, lowest,
-               bitwise ? "bitwise equal" : "NOT bitwise equal");
+               bitwise ? "bitwise equal" : "NOT bitwise equal",
+               products_bitwise ? "bitwise equal" : "NOT bitwise equal");
         CU_ASSERT(error <= 1.25 * products_error);
         CU_ASSERT(lowest >= 0.9999);
         CU_ASSERT(bitwise);
+        CU_ASSERT(products_bitwise);
         CU_ASSERT(memcmp(fp32, fused, sizeof(float) * floats) != 0);
         free(x);
         free(fp32);
@@ -1446,7 +1456,7 @@ static void test_masked_keys(void)
         CU_ASSERT_EQUAL(plugin_run(&unmasked, &w, lengths, n_seq, x, z), TFENC_OK);
         CU_ASSERT(memcmp(y, z, sizeof(float) * tokens * c.d) != 0);
         /* The host's products path (kernel = products: float32 on OpenBLAS
-         * here, bf16 on oneDNN in bf16 jobs), its tiles' key ranges and
+         * here, bf16 on oneDNN in bf16 jobs), its blocks' key ranges and
          * softmax, masked and not, against the same reference. */
         for (int masked = 0; masked < 2; masked++) {
             attention_case products = masked ? c : unmasked;
@@ -1692,12 +1702,13 @@ static int suite_clean(void)
     return 0;
 }
 
-/* A lone sequence on the host's products path has its query tiles shared
+/* A lone sequence on the host's products path has its query blocks shared
  * by the threads (plugins/attention.c, attend_sequence): at 1, 2 and 3
  * threads it gives the bits of the same sequence packed with others (whose
- * tiles one thread runs in order), at fp32 and, where it runs, bf16, with
- * a window, causal and ALiBi, 513 tokens (five tiles, the last of one row). */
-static void test_lone_sequence_tiles(void)
+ * blocks one thread runs in order), at fp32 and, where it runs, bf16, with
+ * a window, causal and ALiBi, 513 tokens (nine query blocks, the last of
+ * one row, and five key blocks, the last of one key). */
+static void test_lone_sequence_blocks(void)
 {
     static const int lengths[] = {513, 7, 300};
     const int tokens = 820, threads = omp_get_max_threads();
@@ -1826,7 +1837,7 @@ static const test_case attention_cases[] = {
     {"fused kernel on bf16 operands alone", test_bf16_kernel_alone},
     {"keys masked by the batch (seq_keys)", test_masked_keys},
     {"host products in their own layout", test_products_in_place},
-    {"lone sequence's tiles on the threads", test_lone_sequence_tiles},
+    {"lone sequence's query blocks on the threads", test_lone_sequence_blocks},
     {"a local window visits only its key blocks", test_window_visits},
     {NULL, NULL}};
 
