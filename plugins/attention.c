@@ -548,7 +548,8 @@ static void layout_key_block(const attention *layer, const float *qkv, int keys_
     const int first = block * PRODUCT_KEY_BLOCK;
     const int keys = keys_seen - first < PRODUCT_KEY_BLOCK ? keys_seen - first : PRODUCT_KEY_BLOCK;
     tfenc_matmul_layout layout = {.struct_size = sizeof layout};
-    tfenc_matmul_padded_layout(layer->scores_plan, 1, keys, head_dim, &layout);
+    if (tfenc_matmul_padded_layout(layer->scores_plan, 1, keys, head_dim, &layout) != TFENC_OK)
+        return; /* block_shape_of() reports it before a product reads the block */
     const float *key = qkv + layer->q_width + (size_t)first * stride + (size_t)kv_head * head_dim;
     const float *value = key + layer->kv_width;
     const size_t at = (size_t)block * key_block_slot(layer, head_padded) +
@@ -773,8 +774,9 @@ static int attend_query_block(tfenc_context *ctx, const attention *layer,
     }
     if (terms->add != NULL && terms->prepare != NULL)
         for (int h = 0; h < heads; h++)
-            terms->prepare(terms->state, h, qkv + (size_t)first * stride + (size_t)h * layer->head_dim,
-                           stride, first, rows, scratch->prepared + (size_t)h * terms->prepared_floats);
+            terms->prepare(terms->state, h,
+                           qkv + (size_t)first * stride + (size_t)h * layer->head_dim, stride,
+                           first, rows, scratch->prepared + (size_t)h * terms->prepared_floats);
     const int first_block = lo / PRODUCT_KEY_BLOCK, end_block = (hi - 1) / PRODUCT_KEY_BLOCK + 1;
     for (int block = first_block; status == TFENC_OK && block < end_block; block++) {
         const int first_key = block * PRODUCT_KEY_BLOCK;
