@@ -1,5 +1,7 @@
 /* Checks the mha plugin against a naive double-precision attention written
  * here from the textbook formulas, one sequence at a time, full L x L. */
+#include "config.h"
+
 #include <CUnit/CUnit.h>
 #include <math.h>
 #include <stddef.h>
@@ -18,6 +20,47 @@
 #include "model/weights.h"
 #include "tfenc/plugin_math.h"
 #include "attention_kernel.h" /* plugins/: the fused kernel, linked in directly */
+
+#ifdef HAVE_ONEDNN
+#include <dlfcn.h>
+#include <dnnl.h>
+
+/* The largest sizes of the batched (3-D) products oneDNN has run since
+ * the last reset: attention's, which are made of [batch, rows, columns]
+ * operands (the linear maps' are 2-D). libtfenc calls oneDNN through its
+ * exported name; this definition comes first and hands the call on, as
+ * tests/test_batch_invariance.c does for the maps. This test is not linked
+ * with oneDNN itself (libtfenc is): its functions are looked up. */
+static int batched_largest[3]; /* rows of A, columns of A, columns of C */
+
+dnnl_status_t dnnl_primitive_execute(const_dnnl_primitive_t primitive, dnnl_stream_t stream,
+                                     int nargs, const dnnl_exec_arg_t *args)
+{
+    static dnnl_status_t (*real)(const_dnnl_primitive_t, dnnl_stream_t, int,
+                                 const dnnl_exec_arg_t *);
+    static dnnl_status_t (*describe)(const_dnnl_memory_t, const dnnl_memory_desc_t **);
+#pragma omp critical(batched_products)
+    {
+        if (real == NULL) {
+            *(void **)&real = dlsym(RTLD_NEXT, "dnnl_primitive_execute");
+            *(void **)&describe = dlsym(RTLD_DEFAULT, "dnnl_memory_get_memory_desc");
+        }
+        for (int i = 0; i < nargs; i++) {
+            const dnnl_memory_desc_t *desc = NULL;
+            if ((args[i].arg != DNNL_ARG_SRC && args[i].arg != DNNL_ARG_DST) ||
+                describe(args[i].memory, &desc) != dnnl_success ||
+                desc->ndims != 3)
+                continue;
+            const int columns = args[i].arg == DNNL_ARG_SRC ? 1 : 2;
+            if (args[i].arg == DNNL_ARG_SRC && desc->dims[1] > batched_largest[0])
+                batched_largest[0] = (int)desc->dims[1];
+            if (desc->dims[2] > batched_largest[columns])
+                batched_largest[columns] = (int)desc->dims[2];
+        }
+    }
+    return real(primitive, stream, nargs, args);
+}
+#endif
 
 /* Tolerance, relative to the largest output magnitude: each output is a float32
  * sum of at most ~100 products of O(1) values (projections over d <= 32, softmax
@@ -1818,6 +1861,53 @@ static void test_window_visits(void)
     weights_free(&w);
 }
 
+/* No product of the host's bf16 attention is larger than one block:
+ * 64 queries (A's rows) against 128 keys (the columns of Q K^T's C and of
+ * P V's A), whatever the sequence's length, so that no score matrix grows
+ * with L and each product's shape (by which the library picks its kernel
+ * and blocking) follows the block, not the batch. The [heads, 128, L]
+ * tiles before ran 128 x 513. Sequences of 513 and 300 tokens, alone and
+ * packed, with and without a window. */
+static void test_products_in_blocks(void)
+{
+#ifdef HAVE_ONEDNN
+    if (!precision_runs_here(TFENC_PRECISION_BF16)) {
+        printf("\n    not run: no bf16 products here");
+        return;
+    }
+    static const int lengths[] = {513, 300};
+    attention_case cases[] = {
+        {.d = 64, .heads = 2, .bias = 1, .extra = "kernel = products",
+         .precision = TFENC_PRECISION_BF16},
+        {.d = 64, .heads = 2, .bias = 1, .window = 70, .position = POSITION_ALIBI,
+         .extra = "kernel = products", .precision = TFENC_PRECISION_BF16},
+    };
+    attention_weights w;
+    weights_make(&w, 64, 2300);
+    float *x = malloc(sizeof(float) * 813 * 64), *y = malloc(sizeof(float) * 813 * 64);
+    unsigned long long state = 23;
+    fill_uniform(x, (size_t)813 * 64, 1.0, &state);
+    for (size_t k = 0; k < sizeof cases / sizeof *cases; k++)
+        for (int n_seq = 1; n_seq <= 2; n_seq++) {
+            memset(batched_largest, 0, sizeof batched_largest);
+            CU_ASSERT_EQUAL(plugin_run(&cases[k], &w, lengths, n_seq, x, y), TFENC_OK);
+            printf("\n    window %d, %d sequence(s): largest product rows %d, A columns %d, "
+                   "C columns %d",
+                   cases[k].window, n_seq, batched_largest[0], batched_largest[1],
+                   batched_largest[2]);
+            CU_ASSERT(batched_largest[0] > 0);
+            CU_ASSERT(batched_largest[0] <= 64);
+            CU_ASSERT(batched_largest[1] <= 128);
+            CU_ASSERT(batched_largest[2] <= 128);
+        }
+    free(x);
+    free(y);
+    weights_free(&w);
+#else
+    printf("\n    not run: built without oneDNN");
+#endif
+}
+
 static const test_case attention_cases[] = {
     {"plain attention, mixed lengths", test_plain},
     {"fused weights equal separate", test_fused_equals_separate},
@@ -1839,6 +1929,7 @@ static const test_case attention_cases[] = {
     {"host products in their own layout", test_products_in_place},
     {"lone sequence's query blocks on the threads", test_lone_sequence_blocks},
     {"a local window visits only its key blocks", test_window_visits},
+    {"the host's products are blocks, whatever the length", test_products_in_blocks},
     {NULL, NULL}};
 
 const test_suite test_suites[] = {
