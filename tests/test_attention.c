@@ -1748,7 +1748,8 @@ static int suite_clean(void)
 /* A lone sequence on the host's products path has its query blocks shared
  * by the threads (plugins/attention.c, attend_sequence): at 1, 2 and 3
  * threads it gives the bits of the same sequence packed with others (whose
- * blocks one thread runs in order), at fp32 and, where it runs, bf16, with
+ * blocks one thread runs in order), at fp32 and, where they run, bf16 and
+ * int8 (whose attention products are bf16, between int8 maps), with
  * a window, causal and ALiBi, 513 tokens (nine query blocks, the last of
  * one row, and five key blocks, the last of one key). */
 static void test_lone_sequence_blocks(void)
@@ -1762,12 +1763,15 @@ static void test_lone_sequence_blocks(void)
         {.d = 64, .heads = 2, .bias = 1, .position = POSITION_ROPE, .causal = 1,
          .extra = "kernel = products"},
     };
-    for (int bf16 = 0; bf16 < 2; bf16++) {
-        if (bf16 && !precision_runs_here(TFENC_PRECISION_BF16))
+    /* int8 jobs keep attention's products in bf16, between int8 maps */
+    static const tfenc_precision precisions[] = {TFENC_PRECISION_FP32, TFENC_PRECISION_BF16,
+                                                 TFENC_PRECISION_INT8};
+    for (size_t p = 0; p < sizeof precisions / sizeof *precisions; p++) {
+        if (!precision_runs_here(precisions[p]))
             continue;
         for (size_t k = 0; k < sizeof cases / sizeof *cases; k++) {
             attention_case c = cases[k];
-            c.precision = bf16 ? TFENC_PRECISION_BF16 : TFENC_PRECISION_FP32;
+            c.precision = precisions[p];
             attention_weights w;
             weights_make(&w, c.d, 1700 + k);
             unsigned long long state = 57 + k;
@@ -1783,8 +1787,9 @@ static void test_lone_sequence_blocks(void)
                 memset(alone, 0, sizeof(float) * lone);
                 CU_ASSERT_EQUAL(plugin_run(&c, &w, lengths, 1, x, alone), TFENC_OK);
                 const int equal = memcmp(alone, packed, sizeof(float) * lone) == 0;
-                printf("\n    %s case %zu, %d threads: lone vs packed %s", bf16 ? "bf16" : "fp32",
-                       k, t, equal ? "bitwise equal" : "NOT bitwise equal");
+                printf("\n    %s case %zu, %d threads: lone vs packed %s",
+                       tfenc_precision_names[precisions[p]], k, t,
+                       equal ? "bitwise equal" : "NOT bitwise equal");
                 CU_ASSERT(equal);
             }
             omp_set_num_threads(threads);
