@@ -67,6 +67,14 @@ struct tfenc_output {
     /* Staging for sorted, converted rows; grows, reused across writes. */
     void *staging;
     size_t staging_bytes;
+    int reopened;          /* opened by tfenc_output_reopen */
+    /* A further head's output (tfenc_output_open_head): its datasets live
+     * in `group` of the file it borrows (file and transfer are the
+     * owner's), which closes it. -1 and 0 for the file itself. */
+    hid_t group;
+    int borrowed;
+    struct tfenc_output **heads; /* the file's further heads' outputs */
+    int n_heads;
 };
 
 /* ---------------------------------------------------------- error helper */
@@ -302,7 +310,8 @@ static int create_dataset(tfenc_context *ctx, tfenc_output *out, const char *nam
          * write the whole dataset twice. */
         ok = H5Pset_fill_time(create, H5D_FILL_TIME_NEVER) >= 0;
     if (ok)
-        *dataset = H5Dcreate2(out->file, name, type, space, H5P_DEFAULT, create, access);
+        *dataset = H5Dcreate2(out->group >= 0 ? out->group : out->file, name, type, space,
+                              H5P_DEFAULT, create, access);
     int status = !ok || *dataset < 0
         ? h5_fail(ctx, TFENC_ERR_IO, out->path, "cannot create dataset '%s'", name)
         : TFENC_OK;
@@ -806,7 +815,7 @@ static int prepare(tfenc_context *ctx, MPI_Comm writers, const tfenc_output_opti
     tfenc_output *out = calloc(1, sizeof *out);
     if (out == NULL)
         return tfenc_error(ctx, TFENC_ERR_NO_MEMORY, "%s: out of memory", path);
-    out->file = out->transfer = out->float_type = out->rows = out->offsets = -1;
+    out->file = out->transfer = out->float_type = out->rows = out->offsets = out->group = -1;
     out->lengths = out->truncated = out->ids = out->id_type = out->document_source = -1;
     out->chunk_counts = out->chunk_starts = out->token_ids = -1;
     out->chunks = options->kind->chunks ? options->chunks : TFENC_CHUNKS_OFF;
@@ -1504,6 +1513,7 @@ int tfenc_output_reopen(tfenc_context *ctx, MPI_Comm writers, const tfenc_output
         status = open_existing_datasets(ctx, out, options);
     if (status == TFENC_OK)
         status = mark_reopened(ctx, out, options, &complete);
+    out->reopened = 1;
     if (status != TFENC_OK) {
         tfenc_output_close(out);
         return status;
@@ -1996,9 +2006,17 @@ int tfenc_output_write_metadata(tfenc_context *ctx, tfenc_output *out, int64_t n
 /* ------------------------------------------------------------------ close */
 
 /* Closes every handle; returns nonzero if HDF5 reported a failure. */
+static void free_output(tfenc_output *out);
+
 static int close_handles(tfenc_output *out)
 {
     int failed = 0;
+    /* The heads' objects first: a file of MPI-IO closes only without any. */
+    for (int h = 0; h < out->n_heads; h++) {
+        failed |= close_handles(out->heads[h]);
+        free_output(out->heads[h]);
+    }
+    out->n_heads = 0;
     hid_t *datasets[] = {&out->rows, &out->offsets, &out->lengths, &out->truncated, &out->ids,
                          &out->chunk_counts, &out->chunk_starts, &out->token_ids,
                          &out->document_source};
@@ -2013,6 +2031,11 @@ static int close_handles(tfenc_output *out)
             H5Tclose(*types[i]);
             *types[i] = -1;
         }
+    if (out->group >= 0)
+        failed |= H5Gclose(out->group) < 0;
+    out->group = -1;
+    if (out->borrowed)
+        out->transfer = out->file = -1;
     if (out->transfer >= 0)
         H5Pclose(out->transfer);
     out->transfer = -1;
@@ -2029,6 +2052,7 @@ static void free_output(tfenc_output *out)
     free(out->quantize_steps);
     free(out->staging);
     free(out->path);
+    free(out->heads);
     free(out);
 }
 
@@ -2101,4 +2125,139 @@ int64_t tfenc_output_hdf5_transfer(const tfenc_output *out)
 MPI_Comm tfenc_output_writers(const tfenc_output *out)
 {
     return out->parallel ? out->writers : MPI_COMM_NULL;
+}
+
+/* ------------------------------------------------------- further heads */
+
+/* A head's group, checked on resume: what it says it holds must be what
+ * this job's head writes, or the job's rows would join another's. */
+static int check_head_group(tfenc_context *ctx, tfenc_output *head, const char *group)
+{
+    char *kind = tfenc_hdf5_attribute_string(head->group, "output_kind");
+    int64_t width = -1;
+    hid_t attribute = H5Aexists(head->group, "d_model") > 0
+                          ? H5Aopen(head->group, "d_model", H5P_DEFAULT)
+                          : -1;
+    if (attribute >= 0 && H5Aread(attribute, H5T_NATIVE_INT64, &width) < 0)
+        width = -1;
+    if (attribute >= 0)
+        H5Aclose(attribute);
+    H5Eclear2(H5E_DEFAULT);
+    int same = kind != NULL && strcmp(kind, head->kind->name) == 0 && width == head->d_model;
+    int status = same ? TFENC_OK
+                      : tfenc_error(ctx, TFENC_ERR_CONFIG,
+                                    "%s: %s holds output_kind %s of width %lld, this job's head "
+                                    "writes %s of width %d; refusing to append to it",
+                                    head->path, group, kind != NULL ? kind : "(missing)",
+                                    (long long)width, head->kind->name, head->d_model);
+    free(kind);
+    return status;
+}
+
+/* The group of a head: /outputs/NAME, made with /outputs when new. */
+static int open_head_group(tfenc_context *ctx, tfenc_output *file, tfenc_output *head,
+                           const char *group)
+{
+    if (file->reopened) {
+        if (H5Lexists(file->file, "outputs", H5P_DEFAULT) > 0 &&
+            H5Lexists(file->file, group, H5P_DEFAULT) > 0)
+            head->group = H5Gopen2(file->file, group, H5P_DEFAULT);
+        H5Eclear2(H5E_DEFAULT);
+        if (head->group < 0)
+            return tfenc_error(ctx, TFENC_ERR_CONFIG, "%s: has no group %s for this job's "
+                               "head: not a tfenc output of this job; refusing to append to "
+                               "it", file->path, group);
+        return check_head_group(ctx, head, group);
+    }
+    if (H5Lexists(file->file, "outputs", H5P_DEFAULT) <= 0) {
+        hid_t outputs = H5Gcreate2(file->file, "outputs", H5P_DEFAULT, H5P_DEFAULT,
+                                   H5P_DEFAULT);
+        if (outputs < 0)
+            return h5_fail(ctx, TFENC_ERR_IO, file->path, "cannot create group /outputs");
+        H5Gclose(outputs);
+    }
+    head->group = H5Gcreate2(file->file, group, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+    if (head->group < 0)
+        return h5_fail(ctx, TFENC_ERR_IO, file->path, "cannot create group %s", group);
+    return TFENC_OK;
+}
+
+/* The attributes of a new head's group: what its rows are, as the root's
+ * say it of the first head's. */
+static int write_head_attributes(tfenc_context *ctx, tfenc_output *head,
+                                 const tfenc_output_options *options)
+{
+    int32_t unit = options->unit_norm != 0;
+    int64_t width = head->d_model;
+    int status = write_string_attribute_of(ctx, head, head->group, "output_kind",
+                                           head->kind->name);
+    if (status == TFENC_OK)
+        status = write_string_attribute_of(ctx, head, head->group, "dtype",
+                                           tfenc_output_dtype_name(head->dtype));
+    if (status == TFENC_OK)
+        status = write_attribute_of(ctx, head, head->group, "d_model", H5T_NATIVE_INT64, &width);
+    if (status == TFENC_OK)
+        status = write_attribute_of(ctx, head, head->group, "unit_norm", H5T_NATIVE_INT32,
+                                    &unit);
+    for (const tfenc_output_kind_attribute *a = head->kind->attributes;
+         status == TFENC_OK && a->name != NULL; a++) {
+        const char *value = *(const char *const *)((const char *)options + a->option);
+        status = write_string_attribute_of(ctx, head, head->group, a->name, value);
+    }
+    return status;
+}
+
+int tfenc_output_open_head(tfenc_context *ctx, tfenc_output *file, const char *name,
+                           const tfenc_output_options *options, tfenc_output **head_out)
+{
+    *head_out = NULL;
+    const tfenc_output_kind_entry *kind = options->kind;
+    if (kind == NULL || kind->rows != TFENC_ROWS_PER_DOCUMENT || kind->rows_dataset == NULL ||
+        options->width < 1)
+        return tfenc_error(ctx, TFENC_ERR_INTERNAL, "%s: head %s: a further head writes one "
+                           "row of floats per document", file->path, name);
+    char group[96];
+    snprintf(group, sizeof group, "/outputs/%s", name);
+    tfenc_output **heads = realloc(file->heads, ((size_t)file->n_heads + 1) * sizeof *heads);
+    tfenc_output *head = heads != NULL ? calloc(1, sizeof *head) : NULL;
+    if (heads != NULL)
+        file->heads = heads;
+    if (head == NULL || (head->path = strdup(file->path)) == NULL) {
+        free(head);
+        return tfenc_error(ctx, TFENC_ERR_NO_MEMORY, "%s: out of memory", file->path);
+    }
+    head->rows = head->offsets = head->lengths = head->truncated = head->ids = -1;
+    head->id_type = head->document_source = head->chunk_counts = head->chunk_starts = -1;
+    head->token_ids = head->group = -1;
+    head->borrowed = 1;
+    head->file = file->file;
+    head->transfer = file->transfer;
+    head->writers = file->writers;
+    head->parallel = file->parallel;
+    head->n_writers = file->n_writers;
+    head->kind = kind;
+    head->dtype = TFENC_DTYPE_FLOAT32;
+    head->d_model = options->width;
+    head->row_width = options->width;
+    head->n_documents = file->n_documents;
+    head->chunks = TFENC_CHUNKS_OFF;
+    head->float_size = sizeof(float);
+    head->float_type = H5Tcopy(H5T_IEEE_F32LE);
+    file->heads[file->n_heads++] = head;
+    int status = head->float_type < 0
+                     ? h5_fail(ctx, TFENC_ERR_IO, file->path, "cannot make the float32 type")
+                     : open_head_group(ctx, file, head, group);
+    char rows[160];
+    snprintf(rows, sizeof rows, "%s/%s", group, kind->rows_dataset);
+    if (status == TFENC_OK && file->reopened) {
+        status = open_existing_dataset(ctx, file, rows, file->n_documents, &head->rows);
+    } else if (status == TFENC_OK) {
+        status = create_dataset(ctx, head, kind->rows_dataset, head->float_type,
+                                head->n_documents, head->row_width, 0, NULL, &head->rows);
+        if (status == TFENC_OK)
+            status = write_head_attributes(ctx, head, options);
+    }
+    if (status == TFENC_OK)
+        *head_out = head;
+    return status;
 }

@@ -11,5 +11,6 @@ core_libtfenc_la_SOURCES += \
 	core/run/path_choice.c core/run/path_choice.h \
 	core/run/accuracy_gate.c core/run/accuracy_gate.h \
 	core/run/calibration.c core/run/calibration.h \
+	core/run/heads.c core/run/heads.h \
 	core/run/run.c core/run/run.h \
 	core/run/run_report.c core/run/run_report.h

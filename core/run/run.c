@@ -11,6 +11,7 @@
 #include "base/files.h"
 #include "input/corpus.h"
 #include "run/feeder.h"
+#include "run/heads.h"
 #include "run/multivector_tokens.h"
 #include "output/fingerprint.h"
 #include "ranks/agreement.h"
@@ -105,6 +106,7 @@ typedef struct run {
     tfenc_pipeline *pipeline;
     tfenc_feeder *feeder;
     tfenc_writer *writer;
+    tfenc_heads *heads;      /* last stage: the heads after the first (model.h), or NULL */
     tfenc_run_result *result;
     tfenc_precision *step_precision; /* int8: the calibration's precision per step */
     double sample_cosine;            /* int8: the gate's min cosine to fp32 on its sample */
@@ -1915,6 +1917,12 @@ static int open_output(run *r)
         if (status == TFENC_OK)
             status = tfenc_writer_set_skiplist(r->ctx, r->writer, r->multivector.skip_flags,
                                                r->multivector.skiplist.n_ids);
+        if (status == TFENC_OK && r->plan.n_extra_heads > 0) {
+            tfenc_model_options heads = model_options(r, 0, r->plan.n_steps);
+            status = tfenc_heads_create(r->ctx, &heads, r->model, &r->heads);
+        }
+        if (status == TFENC_OK && r->heads != NULL)
+            status = tfenc_heads_open_outputs(r->ctx, r->heads, r->output);
     }
     free(identity);
     free(provenance);
@@ -2222,7 +2230,12 @@ static int encode(run *r, tfenc_rank_work *work)
         work->flops += stage_flops * m->batch.n_tokens;
         if (last_stage) {
             step_start = tfenc_clock_seconds();
-            status = tfenc_writer_write(r->ctx, r->writer, m);
+            /* Every head's rows before the first head's writer queues the
+             * documents' lengths, which mark them finished. */
+            if (r->heads != NULL)
+                status = tfenc_heads_write(r->ctx, r->heads, m);
+            if (status == TFENC_OK)
+                status = tfenc_writer_write(r->ctx, r->writer, m);
             work->writing_seconds += tfenc_clock_seconds() - step_start;
             tfenc_pipeline_release(r->pipeline, m);
             if (status == TFENC_OK)
@@ -2388,6 +2401,7 @@ static void release_run(run *r)
 {
     tfenc_feeder_destroy(r->feeder);
     tfenc_writer_destroy(r->writer);
+    tfenc_heads_destroy(r->heads);
     tfenc_context_set_sparse_sink(r->ctx, NULL, NULL);
     tfenc_sparse_rows_destroy(r->sparse_rows);
     tfenc_sparse_log_close(r->sparse_log);

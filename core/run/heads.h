@@ -1,0 +1,37 @@
+/* The further heads of a job of several outputs (model/model.h's extra
+ * heads, `head = NAME` in the job file): built on the last pipeline stage,
+ * each reads the rows the stage's model leaves at the trunk's end, runs
+ * its own layers on a copy of them and writes its rows into its group of
+ * the output file (output.h's tfenc_output_open_head). The run writes them
+ * before the first head's writer queues the documents' metadata, so that a
+ * document counts as finished (its length in the file) only once every
+ * head's row is there: resuming needs nothing more. */
+#ifndef TFENC_RUN_HEADS_H
+#define TFENC_RUN_HEADS_H
+
+#include "model/model.h"
+#include "output/output.h"
+#include "ranks/pipeline.h"
+
+typedef struct tfenc_heads tfenc_heads;
+
+/* Builds the further heads of options->plan (each a plan of its own), with
+ * the options' job, weights and limits, decides what each writes (the
+ * kinds' table, from its last layer and whether it pools) and taps
+ * `stage` (the last stage's model, whose range must hold the trunk's end).
+ * A head whose output is not one row per document (pooled or scores) is
+ * refused naming it. */
+int tfenc_heads_create(tfenc_context *ctx, const tfenc_model_options *options,
+                       tfenc_model *stage, tfenc_heads **heads);
+
+/* Each head's group in `file`, created or, for a reopened file, checked.
+ * Collective over the file's writers. */
+int tfenc_heads_open_outputs(tfenc_context *ctx, tfenc_heads *heads, tfenc_output *file);
+
+/* The microbatch's rows of every further head, once the stage's model has
+ * run over it (its trunk rows are in the tap). */
+int tfenc_heads_write(tfenc_context *ctx, tfenc_heads *heads, const tfenc_microbatch *microbatch);
+
+void tfenc_heads_destroy(tfenc_heads *heads);
+
+#endif
