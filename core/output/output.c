@@ -2207,6 +2207,11 @@ static int write_head_attributes(tfenc_context *ctx, tfenc_output *head,
     return status;
 }
 
+int tfenc_output_name_first_head(tfenc_context *ctx, tfenc_output *file, const char *name)
+{
+    return file->reopened ? TFENC_OK : write_string_attribute(ctx, file, "head", name);
+}
+
 int tfenc_output_open_head(tfenc_context *ctx, tfenc_output *file, const char *name,
                            const tfenc_output_options *options, tfenc_output **head_out)
 {

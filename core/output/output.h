@@ -312,6 +312,10 @@ int tfenc_output_close(tfenc_output *out);
 int tfenc_output_open_head(tfenc_context *ctx, tfenc_output *file, const char *name,
                            const tfenc_output_options *options, tfenc_output **head);
 
+/* A job of several heads: the root attribute `head` names the first,
+ * whose rows are the root's (written once, when the file is created). */
+int tfenc_output_name_first_head(tfenc_context *ctx, tfenc_output *file, const char *name);
+
 /* For output/sparse.c, which adds its datasets at the end: the open file
  * and the dataset transfer properties (hid_t values, so that this header
  * needs no hdf5.h), and the writers' communicator when the file is

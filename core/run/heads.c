@@ -93,7 +93,7 @@ int tfenc_heads_create(tfenc_context *ctx, const tfenc_model_options *options,
         if (status == TFENC_OK)
             status = decide(ctx, h, pools, heads->d_model);
     }
-    if (status == TFENC_OK)
+    if (status == TFENC_OK && heads->n > 0)
         status = tfenc_model_set_trunk_tap(ctx, stage, heads->tap);
     if (status != TFENC_OK) {
         tfenc_heads_destroy(heads);
@@ -103,9 +103,10 @@ int tfenc_heads_create(tfenc_context *ctx, const tfenc_model_options *options,
     return TFENC_OK;
 }
 
-int tfenc_heads_open_outputs(tfenc_context *ctx, tfenc_heads *heads, tfenc_output *file)
+int tfenc_heads_open_outputs(tfenc_context *ctx, tfenc_heads *heads, tfenc_output *file,
+                             const char *first)
 {
-    int status = TFENC_OK;
+    int status = tfenc_output_name_first_head(ctx, file, first);
     for (int i = 0; status == TFENC_OK && i < heads->n; i++) {
         head *h = &heads->heads[i];
         const tfenc_output_options options = {.kind = h->kind, .width = h->width,

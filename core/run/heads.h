@@ -24,9 +24,11 @@ typedef struct tfenc_heads tfenc_heads;
 int tfenc_heads_create(tfenc_context *ctx, const tfenc_model_options *options,
                        tfenc_model *stage, tfenc_heads **heads);
 
-/* Each head's group in `file`, created or, for a reopened file, checked.
+/* Each head's group in `file`, created or, for a reopened file, checked,
+ * and the first head's name (`first`) as the file's attribute `head`.
  * Collective over the file's writers. */
-int tfenc_heads_open_outputs(tfenc_context *ctx, tfenc_heads *heads, tfenc_output *file);
+int tfenc_heads_open_outputs(tfenc_context *ctx, tfenc_heads *heads, tfenc_output *file,
+                             const char *first);
 
 /* The microbatch's rows of every further head, once the stage's model has
  * run over it (its trunk rows are in the tap). */

@@ -1917,12 +1917,12 @@ static int open_output(run *r)
         if (status == TFENC_OK)
             status = tfenc_writer_set_skiplist(r->ctx, r->writer, r->multivector.skip_flags,
                                                r->multivector.skiplist.n_ids);
-        if (status == TFENC_OK && r->plan.n_extra_heads > 0) {
+        if (status == TFENC_OK && r->plan.first_head != NULL) {
             tfenc_model_options heads = model_options(r, 0, r->plan.n_steps);
             status = tfenc_heads_create(r->ctx, &heads, r->model, &r->heads);
         }
         if (status == TFENC_OK && r->heads != NULL)
-            status = tfenc_heads_open_outputs(r->ctx, r->heads, r->output);
+            status = tfenc_heads_open_outputs(r->ctx, r->heads, r->output, r->plan.first_head);
     }
     free(identity);
     free(provenance);
@@ -2232,7 +2232,7 @@ static int encode(run *r, tfenc_rank_work *work)
             step_start = tfenc_clock_seconds();
             /* Every head's rows before the first head's writer queues the
              * documents' lengths, which mark them finished. */
-            if (r->heads != NULL)
+            if (r->plan.n_extra_heads > 0)
                 status = tfenc_heads_write(r->ctx, r->heads, m);
             if (status == TFENC_OK)
                 status = tfenc_writer_write(r->ctx, r->writer, m);
