@@ -2209,7 +2209,12 @@ static int write_head_attributes(tfenc_context *ctx, tfenc_output *head,
 
 int tfenc_output_name_first_head(tfenc_context *ctx, tfenc_output *file, const char *name)
 {
-    return file->reopened ? TFENC_OK : write_string_attribute(ctx, file, "head", name);
+    if (file->reopened)
+        return TFENC_OK;
+    int status = write_string_attribute(ctx, file, "head", name);
+    if (status == TFENC_OK && H5Fflush(file->file, H5F_SCOPE_GLOBAL) < 0)
+        status = h5_fail(ctx, TFENC_ERR_IO, file->path, "cannot flush attribute 'head'");
+    return status;
 }
 
 int tfenc_output_open_head(tfenc_context *ctx, tfenc_output *file, const char *name,
@@ -2261,6 +2266,10 @@ int tfenc_output_open_head(tfenc_context *ctx, tfenc_output *file, const char *n
                                 head->n_documents, head->row_width, 0, NULL, &head->rows);
         if (status == TFENC_OK)
             status = write_head_attributes(ctx, head, options);
+        /* As create's: the group's structure on disk before any row, so
+         * that a killed job leaves a file that opens with it. */
+        if (status == TFENC_OK && H5Fflush(file->file, H5F_SCOPE_GLOBAL) < 0)
+            status = h5_fail(ctx, TFENC_ERR_IO, file->path, "cannot flush group %s", group);
     }
     if (status == TFENC_OK)
         *head_out = head;
