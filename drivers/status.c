@@ -203,7 +203,7 @@ static void print_heads(const tfenc_inspection *i)
         const tfenc_output_kind_entry *kind = tfenc_output_kind_named(h->output_kind);
         const tfenc_output_summary summary = {
             .path = i->path, .dtype = h->dtype, .n_documents = i->n_documents, .n_rows = -1,
-            .width = h->d_model, .labels = h->id2label, .sparse_values = -1};
+            .width = h->d_model, .labels = h->id2label, .sparse_values = h->sparse_values};
         char *described = kind != NULL ? kind->describe_status(&summary) : NULL;
         printf("output %s (group /outputs/%s): %s%s\n", h->name, h->name,
                described != NULL ? described : or_unknown(h->output_kind),

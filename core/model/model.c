@@ -1010,6 +1010,7 @@ static const char *changed_field(const tfenc_batch *before, const tfenc_batch *a
            : after->token_types != before->token_types ? "token_types"
            : after->positions != before->positions   ? "positions"
            : after->seq_keys != before->seq_keys     ? "seq_keys"
+           : after->sparse_rows != before->sparse_rows ? "sparse_rows"
                                                      : NULL;
 }
 
@@ -1068,7 +1069,7 @@ static int run_layer_adding(tfenc_context *ctx, tfenc_model *model, layer_instan
                            .seq_start = before.seq_start, .token_ids = before.token_ids,
                            .token_types = before.token_types, .positions = before.positions,
                            .x = before.x, .rows = batch->rows, .d_model = before.d_model,
-                           .seq_keys = before.seq_keys};
+                           .seq_keys = before.seq_keys, .sparse_rows = before.sparse_rows};
     if (checked != TFENC_OK)
         return checked;
     status = callback_status(ctx, layer, "forward", error_before, status);
@@ -1255,6 +1256,12 @@ int tfenc_model_forward(tfenc_context *ctx, tfenc_model *model, tfenc_batch *bat
         copy_token_arrays(&model->scratch->tokens, &running) != 0)
         return tfenc_error(ctx, TFENC_ERR_INTERNAL, "model: cannot protect the token arrays "
                            "(TFENC_CHECK_PLUGINS)");
+    /* A plugin built before ABI 1.6 hands its sparse rows to the context:
+     * they go where the batch says while it runs. */
+    const tfenc_sparse_sink saved_sink = ctx->sparse_sink;
+    void *const saved_user = ctx->sparse_sink_user;
+    if (batch->sparse_rows != NULL)
+        tfenc_context_set_sparse_sink(ctx, batch->sparse_rows->receive, batch->sparse_rows->user);
     int status = run_steps(ctx, model, &running, 0);
     /* Never hand on a non-finite row: run again step by step from the
      * input, to say which layer made it (only on this rare path). */
@@ -1269,6 +1276,7 @@ int tfenc_model_forward(tfenc_context *ctx, tfenc_model *model, tfenc_batch *bat
                                  "model: a non-finite value appeared, but not when the batch "
                                  "was run again step by step");
     }
+    tfenc_context_set_sparse_sink(ctx, saved_sink, saved_user);
     if (status == TFENC_OK) {
         memcpy(batch->x, running.x,
                (size_t)running.rows * (size_t)running.d_model * sizeof(float));

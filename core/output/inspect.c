@@ -262,7 +262,7 @@ static int list_datasets(hid_t file, tfenc_inspection *inspection)
 static int read_head(tfenc_context *ctx, const char *path, hid_t outputs, const char *name,
                      int64_t n_documents, tfenc_inspected_head *head)
 {
-    head->d_model = head->unit_norm = head->rows = -1;
+    head->d_model = head->unit_norm = head->rows = head->sparse_values = -1;
     if ((head->name = strdup(name)) == NULL)
         return tfenc_error(ctx, TFENC_ERR_NO_MEMORY, "out of memory");
     hid_t group = H5Gopen2(outputs, name, H5P_DEFAULT);
@@ -282,26 +282,43 @@ static int read_head(tfenc_context *ctx, const char *path, hid_t outputs, const 
     if (!found)
         head->unit_norm = -1;
     const tfenc_output_kind_entry *kind = tfenc_output_kind_named(head->output_kind);
-    hid_t rows = kind != NULL && kind->rows_dataset != NULL &&
-                         H5Lexists(group, kind->rows_dataset, H5P_DEFAULT) > 0
-                     ? H5Dopen2(group, kind->rows_dataset, H5P_DEFAULT)
+    const int sparse = kind != NULL && kind->rows == TFENC_ROWS_SPARSE;
+    /* A sparse head's CSR is written when the job completes. */
+    const char *rows_name = sparse ? "sparse_indptr" : kind != NULL ? kind->rows_dataset : NULL;
+    hid_t rows = rows_name != NULL && H5Lexists(group, rows_name, H5P_DEFAULT) > 0
+                     ? H5Dopen2(group, rows_name, H5P_DEFAULT)
                      : -1;
     hid_t space = rows >= 0 ? H5Dget_space(rows) : -1;
     hsize_t dims[2] = {0, 0};
     int rank = space >= 0 ? H5Sget_simple_extent_ndims(space) : -1;
-    if (rank == 2 && H5Sget_simple_extent_dims(space, dims, NULL) >= 0)
-        head->rows = (int64_t)dims[0];
+    if (rank >= 1 && rank <= 2 && H5Sget_simple_extent_dims(space, dims, NULL) >= 0)
+        head->rows = (int64_t)dims[0] - sparse;
+    if (sparse && rank == 1 && dims[0] > 0) {
+        hsize_t last = dims[0] - 1, one = 1;
+        hid_t memory = H5Screate_simple(1, &one, NULL);
+        int64_t entries = -1;
+        if (H5Sselect_hyperslab(space, H5S_SELECT_SET, &last, NULL, &one, NULL) >= 0 &&
+            H5Dread(rows, H5T_NATIVE_INT64, memory, space, H5P_DEFAULT, &entries) >= 0)
+            head->sparse_values = entries;
+        H5Sclose(memory);
+    }
     if (space >= 0)
         H5Sclose(space);
     if (rows >= 0)
         H5Dclose(rows);
     H5Gclose(group);
     H5Eclear2(H5E_DEFAULT);
-    if (kind == NULL || kind->rows != TFENC_ROWS_PER_DOCUMENT || kind->rows_dataset == NULL)
+    if (kind == NULL || kind->rows == TFENC_ROWS_PER_TOKEN)
         return tfenc_error(ctx, TFENC_ERR_CONFIG, "%s: /outputs/%s: attribute output_kind = %s "
-                           "is no kind of a head's output (pooled or scores)", path, name,
-                           head->output_kind != NULL ? head->output_kind : "(missing)");
-    if (rank != 2 || head->rows != n_documents || (int64_t)dims[1] != head->d_model)
+                           "is no kind of a head's output (pooled, scores or sparse)", path,
+                           name, head->output_kind != NULL ? head->output_kind : "(missing)");
+    if (sparse && rows < 0)
+        return TFENC_OK;
+    if (sparse && (rank != 1 || head->rows != n_documents))
+        return tfenc_error(ctx, TFENC_ERR_CONFIG, "%s: /outputs/%s/sparse_indptr is not [%lld] "
+                           "(one more than the documents)", path, name,
+                           (long long)n_documents + 1);
+    if (!sparse && (rank != 2 || head->rows != n_documents || (int64_t)dims[1] != head->d_model))
         return tfenc_error(ctx, TFENC_ERR_CONFIG, "%s: /outputs/%s/%s is not [%lld, %lld] (one "
                            "row per document, d_model %lld values)", path, name,
                            kind->rows_dataset, (long long)n_documents, (long long)head->d_model,

@@ -45,7 +45,9 @@ typedef struct tfenc_inspected_head {
     char *id2label;
     int64_t d_model;   /* -1 unknown */
     int unit_norm;     /* -1 unknown */
-    int64_t rows;      /* rows of its rows dataset */
+    int64_t rows;      /* rows of its rows dataset (sparse: documents of its CSR, -1
+                        * until the job completes) */
+    int64_t sparse_values; /* sparse: the CSR's entries, -1 until the job completes */
 } tfenc_inspected_head;
 
 typedef struct tfenc_inspection {

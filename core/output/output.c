@@ -2114,7 +2114,12 @@ int tfenc_output_close(tfenc_output *out)
 
 int64_t tfenc_output_hdf5_file(const tfenc_output *out)
 {
-    return out->file;
+    return out->group >= 0 ? out->group : out->file;
+}
+
+int64_t tfenc_output_documents(const tfenc_output *out)
+{
+    return out->n_documents;
 }
 
 int64_t tfenc_output_hdf5_transfer(const tfenc_output *out)
@@ -2222,10 +2227,9 @@ int tfenc_output_open_head(tfenc_context *ctx, tfenc_output *file, const char *n
 {
     *head_out = NULL;
     const tfenc_output_kind_entry *kind = options->kind;
-    if (kind == NULL || kind->rows != TFENC_ROWS_PER_DOCUMENT || kind->rows_dataset == NULL ||
-        options->width < 1)
+    if (kind == NULL || kind->rows == TFENC_ROWS_PER_TOKEN || options->width < 1)
         return tfenc_error(ctx, TFENC_ERR_INTERNAL, "%s: head %s: a further head writes one "
-                           "row of floats per document", file->path, name);
+                           "row per document", file->path, name);
     char group[96];
     snprintf(group, sizeof group, "/outputs/%s", name);
     tfenc_output **heads = realloc(file->heads, ((size_t)file->n_heads + 1) * sizeof *heads);
@@ -2258,12 +2262,16 @@ int tfenc_output_open_head(tfenc_context *ctx, tfenc_output *file, const char *n
                      ? h5_fail(ctx, TFENC_ERR_IO, file->path, "cannot make the float32 type")
                      : open_head_group(ctx, file, head, group);
     char rows[160];
-    snprintf(rows, sizeof rows, "%s/%s", group, kind->rows_dataset);
+    snprintf(rows, sizeof rows, "%s/%s", group, kind->rows_dataset != NULL ? kind->rows_dataset
+                                                                            : "");
+    /* Sparse rows: the CSR comes when the job completes (sparse.h). */
     if (status == TFENC_OK && file->reopened) {
-        status = open_existing_dataset(ctx, file, rows, file->n_documents, &head->rows);
+        if (kind->rows_dataset != NULL)
+            status = open_existing_dataset(ctx, file, rows, file->n_documents, &head->rows);
     } else if (status == TFENC_OK) {
-        status = create_dataset(ctx, head, kind->rows_dataset, head->float_type,
-                                head->n_documents, head->row_width, 0, NULL, &head->rows);
+        if (kind->rows_dataset != NULL)
+            status = create_dataset(ctx, head, kind->rows_dataset, head->float_type,
+                                    head->n_documents, head->row_width, 0, NULL, &head->rows);
         if (status == TFENC_OK)
             status = write_head_attributes(ctx, head, options);
         /* As create's: the group's structure on disk before any row, so

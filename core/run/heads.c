@@ -1,12 +1,14 @@
 /* Further heads over the trunk's rows (heads.h). */
 #include "run/heads.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "base/aligned.h"
 #include "base/context.h"
 #include "output/kinds.h"
+#include "output/sparse.h"
 
 typedef struct head {
     const char *name;
@@ -16,6 +18,12 @@ typedef struct head {
     int unit_rows; /* the head's rows have unit length (its probe) */
     const char *labels;
     tfenc_output *output;
+    /* A sparse head: its microbatch's rows, its writer's log (named after
+     * PATH.NAME) and what its CSR holds. */
+    tfenc_sparse_rows *sparse_rows;
+    tfenc_sparse_log *sparse_log;
+    char *log_path;
+    int csr_whole; /* resumed: the file holds the head's whole CSR already */
 } head;
 
 struct tfenc_heads {
@@ -41,10 +49,10 @@ static int decide(tfenc_context *ctx, head *h, int pools, int d_model)
     tfenc_output_kind_refusal refusal;
     if (tfenc_output_kind_decide(&request, &h->kind, &refusal) != TFENC_OK)
         return tfenc_error(ctx, refusal.status, "head %s: %s", h->name, refusal.message);
-    if (h->kind->rows != TFENC_ROWS_PER_DOCUMENT || h->kind->rows_dataset == NULL)
+    if (h->kind->rows == TFENC_ROWS_PER_TOKEN)
         return tfenc_error(ctx, TFENC_ERR_CONFIG,
                            "head %s writes %s rows, but a head after the first writes one row "
-                           "per document (pooled or scores): make it the first head",
+                           "per document (pooled, scores or sparse): make it the first head",
                            h->name, h->kind->name);
     h->width = h->kind->head_width ? declared.width : d_model;
     h->labels = h->kind->has_labels ? declared.labels : NULL;
@@ -103,8 +111,45 @@ int tfenc_heads_create(tfenc_context *ctx, const tfenc_model_options *options,
     return TFENC_OK;
 }
 
+/* What a sparse head's logs and CSR hold: every value above 0 (the first
+ * head's [job] sparse keys are not its). */
+static tfenc_sparse_settings sparse_settings(const head *h, const tfenc_output *file,
+                                             int64_t n_documents)
+{
+    return (tfenc_sparse_settings){.path = tfenc_output_path(file), .log_path = h->log_path,
+                                   .n_documents = n_documents, .width = h->width};
+}
+
+/* A sparse head's rows and log, as the run opens the first head's. */
+static int open_sparse(tfenc_context *ctx, head *h, tfenc_output *file, int resumed,
+                       int was_complete)
+{
+    const char *path = tfenc_output_path(file);
+    size_t size = strlen(path) + strlen(h->name) + 2;
+    if ((h->log_path = malloc(size)) == NULL)
+        return tfenc_error(ctx, TFENC_ERR_NO_MEMORY, "out of memory");
+    snprintf(h->log_path, size, "%s.%s", path, h->name);
+    const tfenc_sparse_settings settings =
+        sparse_settings(h, file, tfenc_output_documents(file));
+    int status = TFENC_OK;
+    if (resumed) {
+        uint8_t *logged = NULL;
+        char damage[TFENC_MESSAGE_MAX / 2] = "";
+        status = tfenc_sparse_logged(ctx, h->output, &settings, was_complete, &logged, damage,
+                                     sizeof damage);
+        h->csr_whole = status == TFENC_OK && logged == NULL;
+        free(logged);
+    }
+    if (status == TFENC_OK)
+        status = tfenc_sparse_rows_create(ctx, h->width, 0, 0.0, &h->sparse_rows);
+    if (status == TFENC_OK)
+        status = tfenc_sparse_log_open(ctx, &settings, tfenc_output_writers(file), resumed,
+                                       &h->sparse_log);
+    return status;
+}
+
 int tfenc_heads_open_outputs(tfenc_context *ctx, tfenc_heads *heads, tfenc_output *file,
-                             const char *first)
+                             const char *first, int resumed, int was_complete)
 {
     int status = tfenc_output_name_first_head(ctx, file, first);
     for (int i = 0; status == TFENC_OK && i < heads->n; i++) {
@@ -113,6 +158,8 @@ int tfenc_heads_open_outputs(tfenc_context *ctx, tfenc_heads *heads, tfenc_outpu
                                               .unit_norm = h->kind->unit_rows && h->unit_rows,
                                               .labels = h->labels};
         status = tfenc_output_open_head(ctx, file, h->name, &options, &h->output);
+        if (status == TFENC_OK && h->kind->rows == TFENC_ROWS_SPARSE)
+            status = open_sparse(ctx, h, file, resumed, was_complete);
     }
     return status;
 }
@@ -127,25 +174,72 @@ int tfenc_heads_write(tfenc_context *ctx, tfenc_heads *heads, const tfenc_microb
         tfenc_microbatch own = *microbatch;
         own.batch.x = heads->rows;
         own.batch.rows = rows;
+        /* A sparse head's rows travel with its own batch. */
+        own.sparse_rows = h->sparse_rows;
+        own.batch.sparse_rows = h->sparse_rows != NULL ? &h->sparse_rows->destination : NULL;
+        if (h->sparse_rows != NULL)
+            status = tfenc_sparse_rows_begin(ctx, h->sparse_rows, own.batch.n_seq);
         memcpy(heads->rows, heads->tap, bytes);
-        status = tfenc_model_forward(ctx, h->model, &own.batch);
+        if (status == TFENC_OK)
+            status = tfenc_model_forward(ctx, h->model, &own.batch);
         if (status == TFENC_OK && own.batch.rows != own.batch.n_seq)
             status = tfenc_error(ctx, TFENC_ERR_PLUGIN, "head %s left %d rows for %d documents",
                                  h->name, own.batch.rows, own.batch.n_seq);
         const tfenc_output_kind_write call = {.output = h->output, .microbatch = &own,
-                                              .width = h->width};
+                                              .width = h->width, .sparse_rows = h->sparse_rows,
+                                              .sparse_log = h->sparse_log};
         if (status == TFENC_OK)
             status = h->kind->write(ctx, &call);
     }
     return status;
 }
 
+int tfenc_heads_sync(tfenc_context *ctx, void *user)
+{
+    const tfenc_heads *heads = user;
+    int status = TFENC_OK;
+    for (int i = 0; status == TFENC_OK && i < heads->n; i++)
+        if (heads->heads[i].sparse_log != NULL)
+            status = tfenc_sparse_log_sync(ctx, heads->heads[i].sparse_log);
+    return status;
+}
+
+int tfenc_heads_finish(tfenc_context *ctx, tfenc_heads *heads, tfenc_output *file)
+{
+    int status = TFENC_OK;
+    for (int i = 0; status == TFENC_OK && heads != NULL && i < heads->n; i++) {
+        const head *h = &heads->heads[i];
+        if (h->sparse_log == NULL)
+            continue;
+        const tfenc_sparse_settings settings =
+            sparse_settings(h, file, tfenc_output_documents(file));
+        status = tfenc_sparse_finish(ctx, h->output, &settings, NULL, h->csr_whole);
+    }
+    return status;
+}
+
+void tfenc_heads_remove_logs(const tfenc_heads *heads, const char *path)
+{
+    int sparse = 0;
+    for (int i = 0; heads != NULL && i < heads->n; i++)
+        if (heads->heads[i].log_path != NULL) {
+            tfenc_sparse_remove_logs(heads->heads[i].log_path);
+            sparse = 1;
+        }
+    if (sparse)
+        tfenc_sparse_release_space(path);
+}
+
 void tfenc_heads_destroy(tfenc_heads *heads)
 {
     if (heads == NULL)
         return;
-    for (int i = 0; i < heads->n; i++)
+    for (int i = 0; i < heads->n; i++) {
         tfenc_model_destroy(heads->heads[i].model);
+        tfenc_sparse_rows_destroy(heads->heads[i].sparse_rows);
+        tfenc_sparse_log_close(heads->heads[i].sparse_log);
+        free(heads->heads[i].log_path);
+    }
     tfenc_model_scratch_destroy(heads->scratch);
     tfenc_aligned_free(heads->tap);
     tfenc_aligned_free(heads->rows);

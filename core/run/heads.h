@@ -24,11 +24,25 @@ typedef struct tfenc_heads tfenc_heads;
 int tfenc_heads_create(tfenc_context *ctx, const tfenc_model_options *options,
                        tfenc_model *stage, tfenc_heads **heads);
 
-/* Each head's group in `file`, created or, for a reopened file, checked,
- * and the first head's name (`first`) as the file's attribute `head`.
- * Collective over the file's writers. */
+/* Each head's group in `file`, created or, for a reopened file
+ * (`resumed`), checked, and the first head's name (`first`) as the file's
+ * attribute `head`; a sparse head's log of rows (PATH.NAME.sparse-*,
+ * output/sparse.h), whose sound rows a resumed run keeps. Collective over
+ * the file's writers. */
 int tfenc_heads_open_outputs(tfenc_context *ctx, tfenc_heads *heads, tfenc_output *file,
-                             const char *first);
+                             const char *first, int resumed, int was_complete);
+
+/* The writer's before-metadata hook (output/writer.h, user = the heads):
+ * makes the sparse heads' logged rows durable. */
+int tfenc_heads_sync(tfenc_context *ctx, void *user);
+
+/* The job complete, before the file is marked so: each sparse head's CSR
+ * from its logs, in its group. Collective over the writers. */
+int tfenc_heads_finish(tfenc_context *ctx, tfenc_heads *heads, tfenc_output *file);
+
+/* Once the file at `path` is complete and closed: the sparse heads' logs
+ * go, and what their CSRs' finish allocated to it beyond its end. */
+void tfenc_heads_remove_logs(const tfenc_heads *heads, const char *path);
 
 /* The microbatch's rows of every further head, once the stage's model has
  * run over it (its trunk rows are in the tap). */

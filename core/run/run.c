@@ -1922,7 +1922,10 @@ static int open_output(run *r)
             status = tfenc_heads_create(r->ctx, &heads, r->model, &r->heads);
         }
         if (status == TFENC_OK && r->heads != NULL)
-            status = tfenc_heads_open_outputs(r->ctx, r->heads, r->output, r->plan.first_head);
+            status = tfenc_heads_open_outputs(r->ctx, r->heads, r->output, r->plan.first_head,
+                                              resumed, was_complete);
+        if (status == TFENC_OK && r->heads != NULL)
+            tfenc_writer_set_before_metadata(r->writer, tfenc_heads_sync, r->heads);
     }
     free(identity);
     free(provenance);
@@ -1974,8 +1977,7 @@ static int open_sparse_rows(run *r, MPI_Comm writers, int resumed, int was_compl
         status = tfenc_sparse_log_open(r->ctx, &settings, writers, resumed, &r->sparse_log);
     if (status != TFENC_OK)
         return status;
-    tfenc_context_set_sparse_sink(r->ctx, tfenc_sparse_rows_sink, r->sparse_rows);
-    tfenc_writer_set_sparse(r->writer, r->sparse_rows, r->sparse_log);
+    tfenc_writer_set_sparse(r->writer, r->sparse_log);
     return TFENC_OK;
 }
 
@@ -2216,7 +2218,10 @@ static int encode(run *r, tfenc_rank_work *work)
         }
         if (status != TFENC_OK)
             return status;
-        if (r->sparse_rows != NULL)
+        /* The rows of a sparse head travel with its microbatch. */
+        m->sparse_rows = last_stage ? r->sparse_rows : NULL;
+        m->batch.sparse_rows = m->sparse_rows != NULL ? &m->sparse_rows->destination : NULL;
+        if (m->sparse_rows != NULL)
             status = tfenc_sparse_rows_begin(r->ctx, r->sparse_rows, m->batch.n_seq);
         if (status != TFENC_OK)
             return status;
@@ -2365,6 +2370,8 @@ static int encode_and_finish(run *r, double start)
     status = TFENC_OK;
     if (r->output != NULL && r->kind->rows == TFENC_ROWS_SPARSE)
         status = finish_sparse_rows(r);
+    if (status == TFENC_OK && r->output != NULL)
+        status = tfenc_heads_finish(r->ctx, r->heads, r->output);
     if (agree_on_failure(r, status)) {
         close_unfinished(r);
         if (r->sparse_log != NULL && r->layout.replica == 0)
@@ -2383,6 +2390,8 @@ static int encode_and_finish(run *r, double start)
         return 1;
     }
     /* The rows are in the file, which says complete: the logs can go. */
+    if (r->layout.replica == 0)
+        tfenc_heads_remove_logs(r->heads, r->settings.output);
     if (r->sparse_log != NULL && r->layout.replica == 0) {
         tfenc_sparse_remove_logs(r->settings.output);
         tfenc_sparse_release_space(r->settings.output);
@@ -2402,7 +2411,6 @@ static void release_run(run *r)
     tfenc_feeder_destroy(r->feeder);
     tfenc_writer_destroy(r->writer);
     tfenc_heads_destroy(r->heads);
-    tfenc_context_set_sparse_sink(r->ctx, NULL, NULL);
     tfenc_sparse_rows_destroy(r->sparse_rows);
     tfenc_sparse_log_close(r->sparse_log);
     free(r->sparse_logged);
