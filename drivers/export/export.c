@@ -255,9 +255,11 @@ static int describe_file(tfenc_context *ctx, const char *path, const export_layo
         add_text(m, "tfenc.quantization_ranges_source", i->quantization_source);
     }
     if (layout->rows == EXPORT_ROWS_SPARSE) {
-        add_integer(m, "tfenc.sparse_top_k", i->sparse_top_k);
+        /* A further head keeps every value above 0 (docs/job-file.md). */
+        add_integer(m, "tfenc.sparse_top_k", layout->head != NULL ? 0 : i->sparse_top_k);
         char threshold[32];
-        snprintf(threshold, sizeof threshold, "%.17g", i->sparse_threshold);
+        snprintf(threshold, sizeof threshold, "%.17g",
+                 layout->head != NULL ? 0.0 : i->sparse_threshold);
         add_text(m, "tfenc.sparse_threshold", threshold);
         if (layout->vocabulary != NULL) {
             json_t *vocabulary = NULL;

@@ -58,7 +58,8 @@ struct export_reader {
     int64_t left_out;
     planned *plan;
     int64_t plan_capacity;
-    char head_rows[160];      /* a further head's rows: outputs/NAME/DATASET */
+    char head_group[96];      /* a further head's group: "outputs/NAME/"; "" for the first */
+    char located[256];        /* a dataset's path in the file (in_head) */
     uint16_t *bits;           /* 16-bit floats before widening */
     size_t bits_capacity;
 };
@@ -86,10 +87,18 @@ static hid_t open_optional(hid_t file, const char *name)
     return dataset;
 }
 
+/* The path of the output's dataset `name`: in its head's group when the
+ * reader reads a further head. Valid until the next call. */
+static const char *in_head(export_reader *reader, const char *name)
+{
+    snprintf(reader->located, sizeof reader->located, "%s%s", reader->head_group, name);
+    return reader->located;
+}
+
 static int open_required(tfenc_context *ctx, export_reader *reader, const char *name,
                          hid_t *dataset)
 {
-    *dataset = open_optional(reader->file, name);
+    *dataset = open_optional(reader->file, in_head(reader, name));
     if (*dataset < 0)
         return tfenc_error(ctx, TFENC_ERR_CONFIG, "%s: an output of kind %s has no dataset "
                            "'%s'", reader->path, reader->layout.kind->name,
@@ -358,9 +367,7 @@ static int open_rows(tfenc_context *ctx, export_reader *reader)
         break;
     }
     if (status == TFENC_OK)
-        status = open_required(ctx, reader, layout->head != NULL ? reader->head_rows
-                                                                 : layout->rows_name,
-                               &reader->rows);
+        status = open_required(ctx, reader, layout->rows_name, &reader->rows);
     if (status == TFENC_OK)
         status = check_shape(ctx, reader, reader->rows, layout->rows_name,
                              layout->rows == EXPORT_ROWS_SPARSE ? 1 : 2,
@@ -396,7 +403,7 @@ static int open_rows(tfenc_context *ctx, export_reader *reader)
     if (status == TFENC_OK && layout->element != EXPORT_FLOAT32)
         status = read_ranges(ctx, reader);
     if (status == TFENC_OK && layout->rows == EXPORT_ROWS_SPARSE)
-        status = read_strings(ctx, reader, "vocabulary", &reader->vocabulary,
+        status = read_strings(ctx, reader, in_head(reader, "vocabulary"), &reader->vocabulary,
                               &layout->vocabulary_size);
     layout->vocabulary = reader->vocabulary;
     return status;
@@ -419,8 +426,7 @@ static int find_head(tfenc_context *ctx, export_reader *reader, const char *name
         layout->kind = tfenc_output_kind_named(i->heads[k].output_kind);
         layout->dtype = i->heads[k].dtype;
         layout->labels = i->heads[k].id2label;
-        snprintf(reader->head_rows, sizeof reader->head_rows, "outputs/%s/%s", name,
-                 layout->kind->rows_dataset);
+        snprintf(reader->head_group, sizeof reader->head_group, "outputs/%s/", name);
         return TFENC_OK;
     }
     char names[512] = "";
@@ -473,9 +479,10 @@ int export_reader_open(tfenc_context *ctx, const char *path, const char *head,
     if (status == TFENC_OK)
         status = find_kind(ctx, reader);
     if (status == TFENC_OK)
-        status = find_head(ctx, reader, head);
-    if (status == TFENC_OK)
         status = open_metadata(ctx, reader);
+    /* After the documents' metadata, which is the root's for every head. */
+    if (status == TFENC_OK)
+        status = find_head(ctx, reader, head);
     if (status == TFENC_OK)
         status = open_rows(ctx, reader);
     if (status == TFENC_OK) {

@@ -1,11 +1,14 @@
 #!/bin/sh
 # Several outputs in one pass (docs/job-file.md, "Several outputs in one
-# pass"): the bert-text example's encoder ending in two heads, mean-pooled
-# unit vectors (head embeddings, the root's datasets) and a classifier's
-# scores (head scores, group /outputs/scores), written by one job into one
-# file. The reference is the same encoder run as two jobs of one head each:
-# the root's rows must be the embedding job's and /outputs/scores/scores
-# the scores job's, bitwise (the trunk's rows are copied, not recomputed);
+# pass"): the bert-text example's encoder ending in three heads, mean-pooled
+# unit vectors (head embeddings, the root's datasets), a classifier's
+# scores (head scores, group /outputs/scores) and a SPLADE head's sparse
+# rows (head sparse, its CSR in /outputs/sparse), written by one job into
+# one file. The reference is the same encoder run as three jobs of one head
+# each: the root's rows must be the embedding job's, /outputs/scores/scores
+# the scores job's and /outputs/sparse's CSR the sparse job's, bitwise (the
+# trunk's rows are copied, not recomputed; each sparse row goes to the
+# output of the head that made it, with its microbatch);
 # layouts 1x1, 2x1 and 1x2 give the same file; a job killed with SIGKILL
 # part-way and run again ends with the uninterrupted file; --status (text
 # and --json) and tfenc-export --output name each head. Bad job files and
@@ -37,13 +40,21 @@ with h5py.File("heads.h5", "a") as f:
     f["/scores/out_bias"] = rng.standard_normal(3, dtype=np.float32)
     f["/scores/dense_weight"] = rng.standard_normal((64, 64), dtype=np.float32) * 0.1
     f["/scores/dense_bias"] = np.zeros(64, np.float32)
+    f["/splade/transform_weight"] = rng.standard_normal((64, 64), dtype=np.float32) * 0.1
+    f["/splade/norm_weight"] = np.ones(64, np.float32)
+    f["/splade/norm_bias"] = np.zeros(64, np.float32)
+    f["/splade/decoder_weight"] = rng.standard_normal((512, 64), dtype=np.float32) * 0.2
+    f["/splade/decoder_bias"] = np.zeros(512, np.float32)
 PY
 encoder=$(sed 's/^weights = model.h5/weights = heads.h5/' job.ini | awk '/^\[pooling\]/ { exit } { print }')
 pooling='[pooling]\ntype = pooling\nmode = mean\nnormalize = true\n'
 classifier='[scores]\ntype = classifier\nlabels = {"0": "a", "1": "b", "2": "c"}\n'
 printf "%s\n$pooling" "$encoder" > embeddings.ini
+splade='[splade]\ntype = splade\n'
 printf "%s\n$classifier" "$encoder" > scores.ini
-printf "%s\n${pooling}head = embeddings\n\n${classifier}head = scores\n" "$encoder" > both.ini
+printf "%s\n$splade" "$encoder" > sparse.ini
+heads="${pooling}head = embeddings\n\n${classifier}head = scores\n\n${splade}head = sparse\n"
+printf "%s\n$heads" "$encoder" > both.ini
 
 # run RANKS OUTPUT JOB [--set ...]: sets $status and $message (the first error line).
 run() {
@@ -79,19 +90,27 @@ refused() { # WHAT PATTERN RANKS OUTPUT JOB [--set ...]
 
 written "the embedding job alone" 1 embeddings.h5 embeddings.ini
 written "the scores job alone" 1 scores.h5 scores.ini
-written "both heads in one pass, 1x1" 1 both-1x1.h5 both.ini
-written "both heads in one pass, 2x1" 2 both-2x1.h5 both.ini
-written "both heads in one pass, 1x2" 2 both-1x2.h5 both.ini --set job.pipeline_stages=2
+written "the sparse job alone" 1 sparse.h5 sparse.ini
+written "three heads in one pass, 1x1" 1 both-1x1.h5 both.ini
+written "three heads in one pass, 2x1" 2 both-2x1.h5 both.ini
+written "three heads in one pass, 1x2" 2 both-1x2.h5 both.ini --set job.pipeline_stages=2
+if ls ./*.sparse-* > /dev/null 2>&1; then fail "sparse logs left behind: $(ls ./*.sparse-*)"; fi
 
 if "$python" - <<'PY'; then ok "each head's rows are its one-head job's, bitwise"; else fail "rows of the heads"; fi
 import h5py, numpy as np, sys
-both, embeddings, scores = (h5py.File(p, "r") for p in ("both-1x1.h5", "embeddings.h5", "scores.h5"))
+both, embeddings, scores, sparse = (h5py.File(p, "r") for p in
+                                    ("both-1x1.h5", "embeddings.h5", "scores.h5", "sparse.h5"))
 bad = []
 for name in ("embeddings", "lengths", "truncated"):
     if not np.array_equal(both[name][()], embeddings[name][()]):
         bad.append(name)
 if not np.array_equal(both["outputs/scores/scores"][()], scores["scores"][()]):
     bad.append("outputs/scores/scores")
+for name in ("sparse_indptr", "sparse_indices", "sparse_values"):
+    if not np.array_equal(both["outputs/sparse/" + name][()], sparse[name][()]):
+        bad.append("outputs/sparse/" + name)
+if both["outputs/sparse"].attrs.get("output_kind") != "sparse":
+    bad.append("/outputs/sparse's output_kind")
 group = both["outputs/scores"].attrs
 expected = {"output_kind": "scores", "dtype": "float32", "d_model": 3,
             "id2label": '{"0": "a", "1": "b", "2": "c"}', "unit_norm": 0}
@@ -114,8 +133,9 @@ fi
 
 # --status names each head, as text and as JSON.
 "$driver" --status both-1x1.h5 > status.txt 2>&1
-if grep -q '^heads: 2; the output above is head embeddings' status.txt &&
-   grep -q '^output scores (group /outputs/scores): scores \[50 documents, 3 labels\], float32' status.txt; then
+if grep -q '^heads: 3; the output above is head embeddings' status.txt &&
+   grep -q '^output scores (group /outputs/scores): scores \[50 documents, 3 labels\], float32' status.txt &&
+   grep -q '^output sparse (group /outputs/sparse): sparse \[50 documents, 512 columns\]' status.txt; then
   ok "--status lists each head"
 else
   fail "--status: $(cat status.txt)"
@@ -125,9 +145,10 @@ if "$python" - <<'PY'; then ok "--status --json lists each head"; else fail "--s
 import json, sys
 output = json.load(open("status.json"))["output"]
 head = output["heads"][0]
-sys.exit(0 if output["head"] == "embeddings" and len(output["heads"]) == 1
+sys.exit(0 if output["head"] == "embeddings" and len(output["heads"]) == 2
          and (head["name"], head["group"], head["kind"], head["d_model"])
-         == ("scores", "/outputs/scores", "scores", 3) else 1)
+         == ("scores", "/outputs/scores", "scores", 3)
+         and output["heads"][1]["kind"] == "sparse" else 1)
 PY
 
 # tfenc-export --output NAME: the further head's scores; an unknown name in one line.
@@ -151,7 +172,7 @@ PY
   rm -rf unknown
   if "$export_tool" both-1x1.h5 --parquet unknown --output nope > export.out 2>&1; then
     fail "tfenc-export --output nope succeeded"
-  elif [ "$(wc -l < export.out)" -eq 1 ] && grep -q "no output of that name (its outputs: embeddings, scores)" export.out; then
+  elif [ "$(wc -l < export.out)" -eq 1 ] && grep -q "no output of that name (its outputs: embeddings, scores, sparse)" export.out; then
     ok "tfenc-export --output nope: $(cat export.out)"
   else
     fail "tfenc-export --output nope: $(cat export.out)"
@@ -160,8 +181,7 @@ fi
 
 # SIGKILL part-way, then the same command: the uninterrupted file. A pause
 # in the trunk makes the run last a few seconds.
-printf "%s\n[pause]\ntype = pause\nmilliseconds = 60\n\n${pooling}head = embeddings\n\n${classifier}head = scores\n" \
-  "$encoder" > slow.ini
+printf "%s\n[pause]\ntype = pause\nmilliseconds = 60\n\n$heads" "$encoder" > slow.ini
 written "the slow job, uninterrupted" 1 slow-whole.h5 slow.ini --set job.input=big.txt \
   --set job.window_documents=64 --set job.batch_tokens=256
 rm -f slow-killed.h5
@@ -178,8 +198,9 @@ if [ "$1" -gt 0 ] && [ "$1" -lt "$2" ]; then ok "killed part-way"; else fail "th
 "$driver" --quiet --set job.output=slow-killed.h5 --set job.input=big.txt \
   --set job.window_documents=64 --set job.batch_tokens=256 slow.ini > run.out 2> run.err ||
   fail "the resume: $(cat run.err)"
-if "$python" "$srcdir/tests/pipeline/compare_layouts.py" slow-whole.h5 slow-killed.h5; then
-  ok "resumed after SIGKILL: the uninterrupted file, every head bitwise"
+if "$python" "$srcdir/tests/pipeline/compare_layouts.py" slow-whole.h5 slow-killed.h5 &&
+   ! ls ./slow-killed.h5.sparse* > /dev/null 2>&1; then
+  ok "resumed after SIGKILL: the uninterrupted file, every head bitwise, no log left"
 else
   fail "the resumed file differs"
 fi
