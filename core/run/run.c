@@ -1483,6 +1483,9 @@ static void describe_plan(run *r)
                            .timed_tokens = r->timed_tokens, .d_model = r->config.d_model,
                            .weights_path = r->config.weights_path,
                            .input_path = r->settings.input, .output_path = r->settings.output,
+                           .first_head = r->plan.first_head,
+                           .extra_heads = (const char *const *)r->plan.extra_head_names,
+                           .n_extra_heads = r->plan.n_extra_heads,
                            .text_pair_field = r->settings.corpus.text_pair_field,
                            .text_field = r->settings.corpus.text_pair_field != NULL
                                              ? r->settings.corpus.text_field

@@ -131,7 +131,13 @@ else
   fail "the layouts' files differ"
 fi
 
-# --status names each head, as text and as JSON.
+# The plan names each head; --status names each head, as text and as JSON.
+"$driver" --dry-run both.ini > plan.txt 2>&1
+if grep -q '^heads: embeddings (the output above, the root.s datasets), scores (group /outputs/scores), sparse (group /outputs/sparse)' plan.txt; then
+  ok "--dry-run lists each head"
+else
+  fail "--dry-run: $(cat plan.txt)"
+fi
 "$driver" --status both-1x1.h5 > status.txt 2>&1
 if grep -q '^heads: 3; the output above is head embeddings' status.txt &&
    grep -q '^output scores (group /outputs/scores): scores \[50 documents, 3 labels\], float32' status.txt &&
