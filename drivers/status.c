@@ -201,8 +201,11 @@ static void print_heads(const tfenc_inspection *i)
     for (int k = 0; k < i->n_heads; k++) {
         const tfenc_inspected_head *h = &i->heads[k];
         const tfenc_output_kind_entry *kind = tfenc_output_kind_named(h->output_kind);
+        /* A sparse head's rows wait in logs named after PATH.head-NAME. */
+        char logs[4096];
+        snprintf(logs, sizeof logs, "%s.head-%s", i->path, h->name);
         const tfenc_output_summary summary = {
-            .path = i->path, .dtype = h->dtype, .n_documents = i->n_documents, .n_rows = -1,
+            .path = logs, .dtype = h->dtype, .n_documents = i->n_documents, .n_rows = -1,
             .width = h->d_model, .labels = h->id2label, .sparse_values = h->sparse_values};
         char *described = kind != NULL ? kind->describe_status(&summary) : NULL;
         printf("output %s (group /outputs/%s): %s%s\n", h->name, h->name,

@@ -86,7 +86,8 @@ void tfenc_sparse_rows_destroy(tfenc_sparse_rows *rows);
 typedef struct tfenc_sparse_settings {
     const char *path;    /* the output's path; its logs are PATH.sparse-* */
     /* A further head of a job of several (output.h's /outputs/NAME): its
-     * logs are LOG_PATH.sparse-* (PATH.NAME), NULL for the first head's. */
+     * logs are LOG_PATH.sparse-* (PATH.head-NAME), NULL for the first
+     * head's. */
     const char *log_path;
     int64_t n_documents; /* the corpus's */
     int width;           /* columns: the vocabulary size */

@@ -24,6 +24,7 @@ typedef struct head {
     tfenc_sparse_log *sparse_log;
     char *log_path;
     int csr_whole; /* resumed: the file holds the head's whole CSR already */
+    uint8_t *logged; /* resumed: the documents with a sound row in a log (sparse.h), or NULL */
 } head;
 
 struct tfenc_heads {
@@ -124,21 +125,21 @@ static tfenc_sparse_settings sparse_settings(const head *h, const tfenc_output *
 static int open_sparse(tfenc_context *ctx, head *h, tfenc_output *file, int resumed,
                        int was_complete)
 {
+    /* PATH.head-NAME.sparse-*: no name (no '.' in it) makes these begin as
+     * the first head's PATH.sparse-* or another head's. */
     const char *path = tfenc_output_path(file);
-    size_t size = strlen(path) + strlen(h->name) + 2;
+    size_t size = strlen(path) + strlen(h->name) + sizeof ".head-";
     if ((h->log_path = malloc(size)) == NULL)
         return tfenc_error(ctx, TFENC_ERR_NO_MEMORY, "out of memory");
-    snprintf(h->log_path, size, "%s.%s", path, h->name);
+    snprintf(h->log_path, size, "%s.head-%s", path, h->name);
     const tfenc_sparse_settings settings =
         sparse_settings(h, file, tfenc_output_documents(file));
     int status = TFENC_OK;
     if (resumed) {
-        uint8_t *logged = NULL;
         char damage[TFENC_MESSAGE_MAX / 2] = "";
-        status = tfenc_sparse_logged(ctx, h->output, &settings, was_complete, &logged, damage,
-                                     sizeof damage);
-        h->csr_whole = status == TFENC_OK && logged == NULL;
-        free(logged);
+        status = tfenc_sparse_logged(ctx, h->output, &settings, was_complete, &h->logged,
+                                     damage, sizeof damage);
+        h->csr_whole = status == TFENC_OK && h->logged == NULL;
     }
     if (status == TFENC_OK)
         status = tfenc_sparse_rows_create(ctx, h->width, 0, 0.0, &h->sparse_rows);
@@ -194,6 +195,15 @@ int tfenc_heads_write(tfenc_context *ctx, tfenc_heads *heads, const tfenc_microb
     return status;
 }
 
+int tfenc_heads_rows_logged(const tfenc_heads *heads, int64_t document)
+{
+    for (int i = 0; heads != NULL && i < heads->n; i++)
+        if (heads->heads[i].logged != NULL &&
+            !tfenc_sparse_has_row(heads->heads[i].logged, document))
+            return 0;
+    return 1;
+}
+
 int tfenc_heads_sync(tfenc_context *ctx, void *user)
 {
     const tfenc_heads *heads = user;
@@ -239,6 +249,7 @@ void tfenc_heads_destroy(tfenc_heads *heads)
         tfenc_sparse_rows_destroy(heads->heads[i].sparse_rows);
         tfenc_sparse_log_close(heads->heads[i].sparse_log);
         free(heads->heads[i].log_path);
+        free(heads->heads[i].logged);
     }
     tfenc_model_scratch_destroy(heads->scratch);
     tfenc_aligned_free(heads->tap);

@@ -26,11 +26,16 @@ int tfenc_heads_create(tfenc_context *ctx, const tfenc_model_options *options,
 
 /* Each head's group in `file`, created or, for a reopened file
  * (`resumed`), checked, and the first head's name (`first`) as the file's
- * attribute `head`; a sparse head's log of rows (PATH.NAME.sparse-*,
+ * attribute `head`; a sparse head's log of rows (PATH.head-NAME.sparse-*,
  * output/sparse.h), whose sound rows a resumed run keeps. Collective over
  * the file's writers. */
 int tfenc_heads_open_outputs(tfenc_context *ctx, tfenc_heads *heads, tfenc_output *file,
                              const char *first, int resumed, int was_complete);
+
+/* Resumed: whether every sparse head has a sound row of `document` in its
+ * logs. A document finished in the file whose row a head's log lost
+ * (damaged, removed) is encoded again, as the first head's are. */
+int tfenc_heads_rows_logged(const tfenc_heads *heads, int64_t document);
 
 /* The writer's before-metadata hook (output/writer.h, user = the heads):
  * makes the sparse heads' logged rows durable. */

@@ -1526,6 +1526,10 @@ static int read_window_progress(tfenc_context *ctx, void *user, int64_t first_do
     for (int64_t j = 0; status == TFENC_OK && r->sparse_logged != NULL && j < n_documents; j++)
         if (done[j] && !tfenc_sparse_has_row(r->sparse_logged, first_document + j))
             done[j] = 0;
+    /* So with each further head's (run/heads.h). */
+    for (int64_t j = 0; status == TFENC_OK && r->heads != NULL && j < n_documents; j++)
+        if (done[j] && !tfenc_heads_rows_logged(r->heads, first_document + j))
+            done[j] = 0;
     return status;
 }
 

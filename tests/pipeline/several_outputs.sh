@@ -81,6 +81,21 @@ written "three heads in one pass, 1x1" 1 both-1x1.h5 both.ini
 written "three heads in one pass, 2x1" 2 both-2x1.h5 both.ini
 written "three heads in one pass, 1x2" 2 both-1x2.h5 both.ini --set job.pipeline_stages=2
 if ls ./*.sparse-* > /dev/null 2>&1; then fail "sparse logs left behind: $(ls ./*.sparse-*)"; fi
+# Two sparse heads, the first and one named sparse-x (whose logs the
+# first's would take for its own, were they PATH.sparse-x.sparse-*): the
+# same weights, so the same CSR in both, at 2 writers.
+printf "%s\n${splade}head = first\n\n[again]\ntype = splade\nweights = /splade\nhead = sparse-x\n" \
+  "$encoder" > two_sparse.ini
+written "two sparse heads, 2x1" 2 two_sparse.h5 two_sparse.ini
+if "$python" -c "
+import h5py, numpy as np, sys
+f = h5py.File('two_sparse.h5', 'r')
+sys.exit(0 if all(np.array_equal(f[n][()], f['outputs/sparse-x/' + n][()])
+                  for n in ('sparse_indptr', 'sparse_indices', 'sparse_values')) else 1)"; then
+  ok "two sparse heads: each CSR from its own logs"
+else
+  fail "two sparse heads: the CSRs differ"
+fi
 
 if "$python" - <<'PY'; then ok "each head's rows are its one-head job's, bitwise"; else fail "rows of the heads"; fi
 import h5py, numpy as np, sys
@@ -176,26 +191,41 @@ fi
 printf "%s\n[pause]\ntype = pause\nmilliseconds = 60\n\n$heads" "$encoder" > slow.ini
 written "the slow job, uninterrupted" 1 slow-whole.h5 slow.ini --set job.input=big.txt \
   --set job.window_documents=64 --set job.batch_tokens=256
-rm -f slow-killed.h5
-"$driver" --quiet --set job.output=slow-killed.h5 --set job.input=big.txt \
-  --set job.window_documents=64 --set job.batch_tokens=256 slow.ini > run.out 2> run.err &
-pid=$!
-"$python" "$srcdir/tests/resume/progress.py" wait slow-killed.h5 0.3 "$pid"
-kill -KILL "$pid" 2>/dev/null
-wait "$pid" 2>/dev/null
-left=$("$python" "$srcdir/tests/resume/progress.py" count slow-killed.h5)
-echo "several_outputs:   killed with $left (finished, documents, complete)"
-set -- $left
-if [ "$1" -gt 0 ] && [ "$1" -lt "$2" ]; then ok "killed part-way"; else fail "the kill left $left"; fi
-"$driver" --quiet --set job.output=slow-killed.h5 --set job.input=big.txt \
-  --set job.window_documents=64 --set job.batch_tokens=256 slow.ini > run.out 2> run.err ||
-  fail "the resume: $(cat run.err)"
-if "$python" "$srcdir/tests/pipeline/compare_layouts.py" slow-whole.h5 slow-killed.h5 &&
-   ! ls ./slow-killed.h5.sparse* > /dev/null 2>&1; then
-  ok "resumed after SIGKILL: the uninterrupted file, every head bitwise, no log left"
-else
-  fail "the resumed file differs"
-fi
+# kill_part_way OUTPUT: the slow job started, SIGKILLed once 30% of the
+# documents are finished, checked to have stopped part-way.
+kill_part_way() {
+  rm -f "$1"
+  "$driver" --quiet --set "job.output=$1" --set job.input=big.txt \
+    --set job.window_documents=64 --set job.batch_tokens=256 slow.ini > run.out 2> run.err &
+  pid=$!
+  "$python" "$srcdir/tests/resume/progress.py" wait "$1" 0.3 "$pid"
+  kill -KILL "$pid" 2>/dev/null
+  wait "$pid" 2>/dev/null
+  left=$("$python" "$srcdir/tests/resume/progress.py" count "$1")
+  echo "several_outputs:   $1 killed with $left (finished, documents, complete)"
+  set -- $left
+  if [ "$1" -gt 0 ] && [ "$1" -lt "$2" ]; then ok "killed part-way"; else fail "the kill left $left"; fi
+}
+# resumed WHAT OUTPUT: the same command again must end with the uninterrupted file.
+resumed() {
+  "$driver" --quiet --set "job.output=$2" --set job.input=big.txt \
+    --set job.window_documents=64 --set job.batch_tokens=256 slow.ini > run.out 2> run.err ||
+    fail "$1: the resume: $(cat run.err)"
+  if "$python" "$srcdir/tests/pipeline/compare_layouts.py" slow-whole.h5 "$2" &&
+     ! ls "./$2".sparse-* "./$2".head-* > /dev/null 2>&1; then
+    ok "$1: the uninterrupted file, every head bitwise, no log left"
+  else
+    fail "$1: the resumed file differs"
+  fi
+}
+kill_part_way slow-killed.h5
+resumed "resumed after SIGKILL" slow-killed.h5
+# The sparse head's logs lost after the kill: the documents whose rows
+# they held are encoded again, not left out of the head's CSR.
+kill_part_way slow-lost.h5
+ls slow-lost.h5.head-sparse.sparse-* > /dev/null 2>&1 || fail "no log of the sparse head"
+rm -f slow-lost.h5.head-sparse.sparse-*
+resumed "resumed after SIGKILL with the sparse head's logs lost" slow-lost.h5
 
 # Bad job files: one line each, naming the section and the head.
 printf "%s\n${pooling}head = embeddings\n\n${classifier}head = scores\n\n[again]\ntype = pooling\nmode = cls\nhead = embeddings\n" \
