@@ -60,6 +60,24 @@ static int decide(tfenc_context *ctx, head *h, int pools, int d_model)
     return TFENC_OK;
 }
 
+int tfenc_heads_check_job(tfenc_context *ctx, const char *job_path,
+                          const tfenc_model_plan *plan, tfenc_precision precision, int chunked)
+{
+    if (plan->n_extra_heads == 0)
+        return TFENC_OK;
+    if (precision == TFENC_PRECISION_INT8)
+        return tfenc_error(ctx, TFENC_ERR_CONFIG,
+                           "%s: [model] precision = int8 calibrates one head, and this job has "
+                           "%d: run it at fp32 or bf16",
+                           job_path, plan->n_extra_heads + 1);
+    if (chunked)
+        return tfenc_error(ctx, TFENC_ERR_CONFIG,
+                           "%s: [job] long_documents = chunk pools the first head's chunks, but "
+                           "head %s would get a row per chunk: not with several heads",
+                           job_path, plan->extra_head_names[0]);
+    return TFENC_OK;
+}
+
 int tfenc_heads_create(tfenc_context *ctx, const tfenc_model_options *options,
                        tfenc_model *stage, tfenc_heads **heads_out)
 {
@@ -78,12 +96,6 @@ int tfenc_heads_create(tfenc_context *ctx, const tfenc_model_options *options,
     int status = heads->heads == NULL || heads->tap == NULL || heads->rows == NULL
                      ? tfenc_error(ctx, TFENC_ERR_NO_MEMORY, "out of memory for the heads")
                      : tfenc_model_scratch_create(ctx, &heads->scratch);
-    /* The int8 gate calibrates the first head's steps only. */
-    if (status == TFENC_OK && options->config->precision == TFENC_PRECISION_INT8)
-        status = tfenc_error(ctx, TFENC_ERR_CONFIG,
-                             "%s: [model] precision = int8 calibrates one head, and this job "
-                             "has %d: run it at fp32 or bf16",
-                             options->job->path, plan->n_extra_heads + 1);
     for (int i = 0; status == TFENC_OK && i < plan->n_extra_heads; i++) {
         head *h = &heads->heads[heads->n++];
         h->name = plan->extra_head_names[i];

@@ -19,10 +19,17 @@ typedef struct tfenc_heads tfenc_heads;
  * the options' job, weights and limits, decides what each writes (the
  * kinds' table, from its last layer and whether it pools) and taps
  * `stage` (the last stage's model, whose range must hold the trunk's end).
- * A head whose output is not one row per document (pooled or scores) is
- * refused naming it. */
+ * A head whose output is not one row per document (pooled, scores or
+ * sparse) is refused naming it. */
 int tfenc_heads_create(tfenc_context *ctx, const tfenc_model_options *options,
                        tfenc_model *stage, tfenc_heads **heads);
+
+/* Before anything is read, what a job of further heads cannot have: int8
+ * (the accuracy gate calibrates the first head's steps only) and
+ * long_documents = chunk (`chunked`; a further head would get a row per
+ * chunk). TFENC_ERR_CONFIG in one line after the job file's path. */
+int tfenc_heads_check_job(tfenc_context *ctx, const char *job_path,
+                          const tfenc_model_plan *plan, tfenc_precision precision, int chunked);
 
 /* Each head's group in `file`, created or, for a reopened file
  * (`resumed`), checked, and the first head's name (`first`) as the file's

@@ -62,12 +62,14 @@ written() { # WHAT RANKS OUTPUT JOB [--set ...]
   run "$@"
   if [ "$status" -eq 0 ]; then ok "$what"; else fail "$what: status $status: $(cat run.err)"; fi
 }
-refused() { # WHAT PATTERN RANKS OUTPUT JOB [--set ...]
+refused() { # WHAT PATTERN RANKS OUTPUT JOB [--set ...]: one line of error
   what=$1 pattern=$2
   shift 2
   run "$@"
+  # (besides the notice an int8 job prints on a CPU without AMX)
+  message=$(grep -v '^tfenc-batch: precision = int8: this CPU' run.err)
   if [ "$status" -eq 0 ] || [ "$status" -ge 124 ] ||
-     ! printf '%s\n' "$message" | grep -q -- "$pattern" || [ "$(grep -c . run.err)" -ne 1 ]; then
+     ! printf '%s\n' "$message" | grep -q -- "$pattern" || [ "$(printf '%s\n' "$message" | grep -c .)" -ne 1 ]; then
     fail "$what: status $status, stderr: $(cat run.err)"
   else
     ok "$what: $message"
@@ -239,6 +241,10 @@ printf "%s\n${pooling}head = embeddings\n\n[tokens]\ntype = pause\nmilliseconds 
   "$encoder" > tokens.ini
 refused "a further head of per-token rows" "head tokens writes tokens rows, but a head after the first writes one row per document" \
   1 bad.h5 tokens.ini
+refused "several heads with long_documents = chunk" "both.ini: \[job\] long_documents = chunk pools the first head's chunks, but head scores would get a row per chunk" \
+  1 bad.h5 both.ini --set job.long_documents=chunk --set job.max_seq_len=16
+refused "several heads at int8" "both.ini: \[model\] precision = int8 calibrates one head, and this job has 3" \
+  1 bad.h5 both.ini --set model.precision=int8
 printf "%s\n${pooling}head = embeddings\n\n${classifier}head = scores/x\n" "$encoder" > name.ini
 refused "a head name that is no group name" "\[scores\] head = scores/x: a head's name" 1 bad.h5 name.ini
 
