@@ -430,6 +430,12 @@ static void print_plan(void *user, const tfenc_run_plan *p)
     char *described = p->kind->describe_plan(&summary);
     printf("output: %s\n", described != NULL ? described : p->output_path);
     free(described);
+    if (p->first_head != NULL) {
+        printf("heads: %s (the output above, the root's datasets)", p->first_head);
+        for (int i = 0; i < p->n_extra_heads; i++)
+            printf(", %s (group /outputs/%s)", p->extra_heads[i], p->extra_heads[i]);
+        printf("; one pass over the trunk writes them all\n");
+    }
     if (p->kind->projects_vocabulary) {
         /* The head's map onto the vocabulary, the cost a SPLADE job adds:
          * the last step, whose measured share says what it costs here. */

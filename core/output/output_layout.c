@@ -170,9 +170,9 @@ static hid_t entry_type(const tfenc_output *out, const layout_entry *entry)
 
 /* Creates a dataset [dims[0], width] (rank 2 when width > 0, else rank 1),
  * chunked about CHUNK_BYTES per chunk. */
-static int create_dataset(tfenc_context *ctx, tfenc_output *out, const char *name, hid_t type,
-                          int64_t length, int64_t width, int compress, const void *fill,
-                          hid_t *dataset)
+int tfenc_output_create_dataset(tfenc_context *ctx, tfenc_output *out, const char *name,
+                                hid_t type, int64_t length, int64_t width, int compress,
+                                const void *fill, hid_t *dataset)
 {
     int rank = width > 0 ? 2 : 1;
     hsize_t dims[2] = {(hsize_t)length, (hsize_t)(width > 0 ? width : 1)};
@@ -240,7 +240,7 @@ int tfenc_output_layout_create(tfenc_context *ctx, tfenc_output *out,
         hid_t type = entry_type(out, entry);
         status = type < 0 ? tfenc_output_hdf5_fail(ctx, TFENC_ERR_IO, out->path,
                                                    "cannot make the type of '%s'", name)
-                          : create_dataset(ctx, out, name, type, entry_length(out, entry),
+                          : tfenc_output_create_dataset(ctx, out, name, type, entry_length(out, entry),
                                            entry->row_wide ? out->row_width : 0, out->compress,
                                            entry->fill_unwritten ? &not_written : NULL,
                                            entry_handle(out, entry));

@@ -495,6 +495,7 @@ int tfenc_output_reopen(tfenc_context *ctx, MPI_Comm writers, const tfenc_output
         status = open_existing_datasets(ctx, out, options);
     if (status == TFENC_OK)
         status = mark_reopened(ctx, out, options, &complete);
+    out->reopened = 1;
     if (status != TFENC_OK) {
         tfenc_output_close(out);
         return status;

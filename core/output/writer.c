@@ -48,8 +48,9 @@ struct tfenc_writer {
     int output_dim; /* > 0: rows cut to this width and renormalised */
     int unit_means; /* chunk means scaled back to unit length (the model's rows are) */
     int late_step;  /* late chunking: a document's span k starts at piece k x late_step */
-    const tfenc_sparse_rows *sparse_rows; /* sparse kind: the microbatch's rows, else NULL */
-    tfenc_sparse_log *sparse_log;
+    tfenc_sparse_log *sparse_log;         /* sparse kind: where the microbatches' rows go */
+    int (*before_metadata)(tfenc_context *ctx, void *user);
+    void *before_metadata_user;
     tfenc_skiplist skiplist;   /* vectors: the tokens left out */
     int32_t *kept_ids;         /* vectors: [tokens] the kept rows' ids, packed */
     int32_t *kept_counts;      /* vectors: [sequences] rows each one kept */
@@ -420,11 +421,16 @@ void tfenc_writer_set_late_chunks(tfenc_writer *w, int step)
     w->late_step = step;
 }
 
-void tfenc_writer_set_sparse(tfenc_writer *w, const tfenc_sparse_rows *rows,
-                             tfenc_sparse_log *log)
+void tfenc_writer_set_sparse(tfenc_writer *w, tfenc_sparse_log *log)
 {
-    w->sparse_rows = rows;
     w->sparse_log = log;
+}
+
+void tfenc_writer_set_before_metadata(tfenc_writer *w, int (*sync)(tfenc_context *ctx, void *user),
+                                      void *user)
+{
+    w->before_metadata = sync;
+    w->before_metadata_user = user;
 }
 
 int tfenc_writer_set_skiplist(tfenc_context *ctx, tfenc_writer *w, const uint8_t *skip_flags,
@@ -470,7 +476,7 @@ int tfenc_writer_write(tfenc_context *ctx, tfenc_writer *w, const tfenc_microbat
             truncate_rows(b->x, b->n_seq, b->d_model, w->output_dim);
         const tfenc_output_kind_write call = {
             .output = w->output, .microbatch = m, .width = w->width,
-            .sparse_rows = w->sparse_rows, .sparse_log = w->sparse_log,
+            .sparse_rows = m->sparse_rows, .sparse_log = w->sparse_log,
             .skiplist = &w->skiplist, .kept_ids = &w->kept_ids, .kept_counts = &w->kept_counts,
             .kept_ids_capacity = &w->kept_ids_capacity,
             .kept_counts_capacity = &w->kept_counts_capacity};
@@ -505,6 +511,8 @@ int tfenc_writer_flush(tfenc_context *ctx, tfenc_writer *w)
     int status = TFENC_OK;
     if (w->sparse_log != NULL)
         status = tfenc_sparse_log_sync(ctx, w->sparse_log);
+    if (status == TFENC_OK && w->before_metadata != NULL)
+        status = w->before_metadata(ctx, w->before_metadata_user);
     if (status == TFENC_OK && w->chunks != TFENC_CHUNKS_OFF)
         status = tfenc_output_write_chunk_counts(ctx, w->output, w->n_queued, w->indices,
                                                  w->chunk_counts);

@@ -56,6 +56,10 @@ typedef struct tfenc_microbatch {
     char *ids;                /* n_seq NUL-terminated ids one after another, or
                                * NULL when the corpus has none */
     size_t ids_bytes;
+    /* The last stage's, set before its steps run: where the model's sparse
+     * head puts its rows (output/sparse.h; batch.sparse_rows is its
+     * destination), or NULL. Never sent. */
+    struct tfenc_sparse_rows *sparse_rows;
     int end_of_stream;        /* no microbatch follows: the previous stage is done */
 } tfenc_microbatch;
 

@@ -20,5 +20,6 @@ core_libtfenc_la_SOURCES += \
 	core/run/work_left.c core/run/work_left.h \
 	core/run/output_opening.c core/run/output_opening.h \
 	core/run/encode_loop.c core/run/encode_loop.h \
+	core/run/heads.c core/run/heads.h \
 	core/run/run.c core/run/run.h \
 	core/run/run_report.c core/run/run_report.h

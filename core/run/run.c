@@ -11,6 +11,7 @@
 #include "run/quantization_ranges.h"
 #include "run/output_opening.h"
 #include "run/encode_loop.h"
+#include "run/heads.h"
 
 #include "base/clock.h"
 #include "base/files.h"
@@ -508,6 +509,9 @@ static void describe_plan(tfenc_run *r)
         .weights_path = r->settings.model.weights_path,
         .input_path = r->settings.job.input,
         .output_path = r->settings.job.output,
+        .first_head = r->settings.steps.first_head,
+        .extra_heads = (const char *const *)r->settings.steps.extra_head_names,
+        .n_extra_heads = r->settings.steps.n_extra_heads,
         .text_pair_field = r->settings.job.corpus.text_pair_field,
         .text_field = r->settings.job.corpus.text_pair_field != NULL
                           ? r->settings.job.corpus.text_field
@@ -552,7 +556,7 @@ static void release_state(tfenc_run *r)
 {
     tfenc_feeder_destroy(r->state.feeder);
     tfenc_writer_destroy(r->state.writer);
-    tfenc_context_set_sparse_sink(r->ctx, NULL, NULL);
+    tfenc_heads_destroy(r->state.heads);
     tfenc_sparse_rows_destroy(r->state.sparse_rows);
     tfenc_sparse_log_close(r->state.sparse_log);
     free(r->state.sparse_logged);

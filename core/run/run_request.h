@@ -47,6 +47,12 @@ typedef struct tfenc_run_plan {
     const char *weights_path;
     const char *input_path;
     const char *output_path;
+    /* A job of several heads: the first head's name (its output is the one
+     * described), and the further heads' (groups /outputs/NAME); NULL and 0
+     * otherwise. */
+    const char *first_head;
+    const char *const *extra_heads;
+    int n_extra_heads;
     const tfenc_output_kind_entry *kind; /* what the job writes (output/kinds.h) */
     int width;                     /* the values of a row (the file's d_model) */
     int unit_norm;                 /* the rows will have unit L2 norm (attribute unit_norm) */
