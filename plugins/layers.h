@@ -22,6 +22,7 @@ extern const tfenc_layer_descriptor tfenc_layers_rmsnorm;    /* plugins/norm.c *
 extern const tfenc_layer_descriptor tfenc_layers_pooling;    /* plugins/pooling.c */
 extern const tfenc_layer_descriptor tfenc_layers_classifier; /* plugins/classifier.c */
 extern const tfenc_layer_descriptor tfenc_layers_splade;     /* plugins/splade.c */
+extern const tfenc_layer_descriptor tfenc_layers_lexical_weights; /* plugins/lexical_weights.c */
 extern const tfenc_layer_descriptor tfenc_layers_multivector; /* plugins/multivector.c */
 extern const tfenc_layer_descriptor tfenc_layers_static_embedding; /* plugins/static_embedding.c */
 extern const tfenc_layer_descriptor tfenc_layers_moe;        /* plugins/moe.c */
