@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "adapters.h"
+#include "bge_m3.h"
 #include "files.h"
 #include "tensor_names.h"
 
@@ -444,7 +445,7 @@ static int plan_tensors(importer *self, const char *weights_path)
         return status;
     int capacity = count_tensors(map->tensors, 0) + count_tensors(map->tensors, 1) * c->n_layers
                    + count_tensors(head_tensors, 0) + count_tensors(import_projection_tensors, 0)
-                   + 4 /* plan_dense() */ + moe_plan_count(c);
+                   + 4 /* plan_dense() */ + IMPORT_BGE_M3_TENSORS + moe_plan_count(c);
     self->plan = calloc((size_t)capacity, sizeof *self->plan);
     if (self->plan == NULL)
         return tfenc_error(ctx, TFENC_ERR_NO_MEMORY, "out of memory");
@@ -465,7 +466,7 @@ static int plan_tensors(importer *self, const char *weights_path)
         return status;
     for (int i = before; i < self->plan_count; i++)
         self->plan[i].file = self->dense_weights;
-    if ((status = plan_dense(self, capacity)))
+    if ((status = plan_dense(self, capacity)) || (status = import_plan_bge_m3(self, capacity)))
         return status;
 
     for (int i = 0; i < self->plan_count; i++) {
