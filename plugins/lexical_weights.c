@@ -65,13 +65,9 @@ static int lexical_create(tfenc_context *ctx, const tfenc_layer_init *init, void
     }
     if ((status = read_drop_ids(ctx, drop_ids, vocab, dropped)))
         goto fail;
-    const char *const weight_names[] = {"weight"};
-    const char *const bias_names[] = {"bias"};
-    tfenc_linear *projection = NULL;
+    const tfenc_linear *projection = NULL;
     int width = 0;
-    status = tfenc_linear_load(init->weights, 1, weight_names,
-                               tfenc_weight_exists(init->weights, "bias") ? bias_names : NULL, d,
-                               &width, &projection);
+    status = layers_load_map(init->weights, "weight", "bias", d, &width, &projection);
     if (status == TFENC_OK && width != 1)
         status = tfenc_error(ctx, TFENC_ERR_WEIGHTS, "lexical_weights: weight has %d rows, "
                              "expected 1 (one weight per token)", width);

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "files.h"
+#include "tensor_map.h"
 
 static const char *const head_files[2] = {"colbert_linear.pt", "sparse_linear.pt"};
 
@@ -90,18 +91,11 @@ int import_plan_bge_m3(importer *self, int capacity)
                                       {m->colbert, "bias", "/colbert/bias", 1, d, 0},
                                       {m->sparse, "weight", "/sparse/weight", 2, 1, d},
                                       {m->sparse, "bias", "/sparse/bias", 1, 1, 0}};
-    for (int i = 0; i < IMPORT_BGE_M3_TENSORS; i++) {
-        if (self->plan_count >= capacity)
-            return tfenc_error(self->ctx, TFENC_ERR_INTERNAL, "tensor plan overflow");
-        tensor_plan *item = &self->plan[self->plan_count++];
-        snprintf(item->source, sizeof item->source, "%s", parts[i].source);
-        snprintf(item->target, sizeof item->target, "%s", parts[i].target);
-        item->rank = parts[i].rank;
-        item->dims[0] = item->source_rows = parts[i].rows;
-        item->dims[1] = parts[i].columns;
-        item->file = parts[i].file;
-    }
-    return TFENC_OK;
+    int status = TFENC_OK;
+    for (int i = 0; i < IMPORT_BGE_M3_TENSORS && status == TFENC_OK; i++)
+        status = import_plan_add(self, capacity, parts[i].file, parts[i].source, parts[i].target,
+                                 parts[i].rank, parts[i].rows, parts[i].columns, NULL);
+    return status;
 }
 
 void import_write_bge_m3_heads(const importer *self, FILE *out)

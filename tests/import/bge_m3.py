@@ -130,40 +130,30 @@ def compare(reference_path, output_path):
               f"({'ok' if ok else 'FAIL'}, bar {DENSE_MIN_COSINE})")
 
         same_offsets = np.array_equal(out["offsets"][()], ref["colbert_offsets"][()])
-        if same_offsets:
-            diff = np.abs(out["vectors"][()] - ref["colbert"][()]).max()
-            ok = diff <= COLBERT_BAR
-        else:
-            diff, ok = float("nan"), False
-        failed += not ok
-        print(f"bge-m3 colbert: {len(ref['colbert'])} token vectors, offsets "
-              f"{'equal' if same_offsets else 'DIFFER'}, max |diff| {diff:.3g} "
-              f"({'ok' if ok else 'FAIL'}, bar {COLBERT_BAR})")
-
+        failed += within(f"colbert: {len(ref['colbert'])} token vectors, offsets",
+                         same_offsets, out["vectors"], ref["colbert"], COLBERT_BAR)
         group = out["outputs/sparse"]
         same_ids = (np.array_equal(group["sparse_indptr"][()], ref["sparse_indptr"][()]) and
                     np.array_equal(group["sparse_indices"][()], ref["sparse_indices"][()]))
-        if same_ids:
-            diff = np.abs(group["sparse_values"][()] - ref["sparse_values"][()]).max()
-            ok = diff <= SPARSE_BAR
-        else:
-            diff, ok = float("nan"), False
-        failed += not ok
-        print(f"bge-m3 sparse: {len(ref['sparse_values'])} weights, token ids "
-              f"{'equal' if same_ids else 'DIFFER'}, max |diff| {diff:.3g} "
-              f"({'ok' if ok else 'FAIL'}, bar {SPARSE_BAR})")
+        failed += within(f"sparse: {len(ref['sparse_values'])} weights, token ids", same_ids,
+                         group["sparse_values"], ref["sparse_values"], SPARSE_BAR)
     return failed
 
 
+def within(what, same_layout, values, reference_values, bar):
+    """1 (and FAIL) unless the layout agrees and every value is within bar."""
+    diff = np.abs(values[()] - reference_values[()]).max() if same_layout else float("nan")
+    ok = bool(diff <= bar)
+    print(f"bge-m3 {what} {'equal' if same_layout else 'DIFFER'}, max |diff| {diff:.3g} "
+          f"({'ok' if ok else 'FAIL'}, bar {bar})")
+    return 0 if ok else 1
+
+
 def same(baseline_path, other_path):
-    def datasets(path):
-        found = {}
-        with h5py.File(path, "r") as f:
-            f.visititems(lambda name, item: found.__setitem__(name, item[()])
-                         if isinstance(item, h5py.Dataset) else None)
-            found["complete"] = int(f.attrs["complete"])
-        return found
-    baseline, other = datasets(baseline_path), datasets(other_path)
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..",
+                                    "pipeline"))
+    from compare_layouts import load  # every dataset of the file, groups' too
+    baseline, other = load(baseline_path), load(other_path)
     differ = sorted(name for name in set(baseline) | set(other)
                     if name not in baseline or name not in other
                     or np.asarray(baseline[name]).tobytes() != np.asarray(other[name]).tobytes())
