@@ -1,8 +1,8 @@
 # output: the HDF5 output file, multi-vector rows, the last stage's writer, which window a
 # file holds (ownership), a job's fingerprint, the corpus's table of files, the
-# description of a file's datasets and attributes with the checks that hold a
-# file to it, reading a file back (--status), and an int8 job's calibration
-# as a file records it.
+# datasets of the fields a job keeps, the description of a file's datasets and
+# attributes with the checks that hold a file to it, reading a file back
+# (--status), and an int8 job's calibration as a file records it.
 # may use: base job ranks
 core_libtfenc_la_SOURCES += \
 	core/output/output.c core/output/output.h core/output/output_types.h \
@@ -14,6 +14,7 @@ core_libtfenc_la_SOURCES += \
 	core/output/ownership.c core/output/ownership.h \
 	core/output/fingerprint.c core/output/fingerprint.h \
 	core/output/corpus_shards.c core/output/corpus_shards.h \
+	core/output/kept_datasets.c core/output/kept_datasets.h \
 	core/output/output_checks.c core/output/output_checks.h \
 	core/output/inspect.c core/output/inspect.h \
 	core/output/calibration.c core/output/calibration.h

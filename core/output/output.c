@@ -23,6 +23,7 @@
 #include "base/float16.h"
 #include "output/calibration.h"
 #include "output/corpus_shards.h"
+#include "output/kept_datasets.h"
 #include "output/quantize.h"
 
 /* About 1 MiB per chunk: large enough for efficient I/O and compression,
@@ -60,6 +61,7 @@ struct tfenc_output {
     hid_t truncated;
     hid_t ids;             /* -1 without ids */
     hid_t document_source; /* document_source [N] {shard, line}, else -1 */
+    tfenc_kept_datasets *kept; /* keep_fields' datasets, else NULL */
     hid_t id_type;
     size_t id_length;      /* bytes per id in the file */
     int compress;          /* gzip + shuffle */
@@ -964,6 +966,9 @@ int tfenc_output_create(tfenc_context *ctx, MPI_Comm writers, const tfenc_output
         if (type >= 0)
             H5Tclose(type);
     }
+    if (status == TFENC_OK && options->n_kept_fields > 0)
+        status = tfenc_kept_datasets_create(ctx, out->file, out->path, options->kept_fields,
+                                            options->n_kept_fields, out->n_documents, &out->kept);
     if (status == TFENC_OK)
         status = write_attributes(ctx, out, options);
     if (status == TFENC_OK)
@@ -1437,6 +1442,9 @@ static int open_existing_datasets(tfenc_context *ctx, tfenc_output *out,
     if (status == TFENC_OK && options->has_document_source)
         status = open_existing_dataset(ctx, out, "document_source", out->n_documents,
                                        &out->document_source);
+    if (status == TFENC_OK && options->n_kept_fields > 0)
+        status = tfenc_kept_datasets_open(ctx, out->file, out->path, options->kept_fields,
+                                          options->n_kept_fields, out->n_documents, &out->kept);
     if (status == TFENC_OK && !options->has_ids && H5Lexists(out->file, "ids", H5P_DEFAULT) > 0)
         status = tfenc_error(ctx, TFENC_ERR_CONFIG, "%s: has ids but this job has none; refusing "
                              "to append to it", out->path);
@@ -1916,7 +1924,7 @@ int tfenc_output_write_metadata(tfenc_context *ctx, tfenc_output *out, int64_t n
 {
     if (n_documents <= 0)
         return TFENC_OK;
-    if (out->ids >= 0 && ids == NULL)
+    if ((out->ids >= 0 || out->kept != NULL) && ids == NULL)
         return tfenc_error(ctx, TFENC_ERR_INTERNAL, "%s: the file has ids but none were given",
                            out->path);
     if (out->document_source >= 0 && (sources == NULL || source_lines == NULL))
@@ -1929,6 +1937,17 @@ int tfenc_output_write_metadata(tfenc_context *ctx, tfenc_output *out, int64_t n
     int64_t *start = NULL, *length = NULL;
     int32_t *values = NULL;
     char *id_text = NULL;
+    /* With kept fields each document carries its id and their values: the
+     * values are written here, before the lengths, and the ids found. */
+    const char **carried_ids = NULL;
+    if (status == TFENC_OK && out->kept != NULL) {
+        carried_ids = calloc(n, sizeof *carried_ids);
+        status = carried_ids == NULL
+                     ? tfenc_error(ctx, TFENC_ERR_NO_MEMORY, "%s: out of memory", out->path)
+                     : tfenc_kept_datasets_write(ctx, out->kept, out->transfer, n_documents,
+                                                 global_indices, ids, carried_ids);
+        ids = carried_ids;
+    }
     document_source *where = NULL;
     if (status == TFENC_OK) {
         start = malloc(n * sizeof *start);
@@ -1985,6 +2004,7 @@ int tfenc_output_write_metadata(tfenc_context *ctx, tfenc_output *out, int64_t n
         status = write_elements(ctx, out, out->lengths, "lengths", runs, start, length, 0,
                                 H5T_NATIVE_INT32, values);
     free(id_text);
+    free(carried_ids);
     free(where);
     free(values);
     free(start);
@@ -2007,6 +2027,8 @@ static int close_handles(tfenc_output *out)
             failed |= H5Dclose(*datasets[i]) < 0;
             *datasets[i] = -1;
         }
+    failed |= tfenc_kept_datasets_close(out->kept);
+    out->kept = NULL;
     hid_t *types[] = {&out->float_type, &out->id_type};
     for (size_t i = 0; i < 2; i++)
         if (*types[i] >= 0) {

@@ -73,6 +73,7 @@
 #include <stdint.h>
 #include <mpi.h>
 #include "tfenc/plugin.h"
+#include "base/kept_values.h"
 #include "output/calibration.h"
 #include "output/corpus_shards.h"
 #include "output/output_kind.h"
@@ -106,6 +107,11 @@ typedef struct tfenc_output_options {
     int has_ids;             /* write an `ids` dataset */
     int has_token_ids;       /* tokens kind: write `token_ids` beside `hidden` */
     int has_document_source; /* write `document_source` */
+    /* [job] keep_fields as stored (output/kept_datasets.h), or NULL and 0.
+     * With them, the ids given to tfenc_output_write_metadata are the texts
+     * each document carries (base/kept_values.h): its id and the values. */
+    const tfenc_kept_field *kept_fields;
+    int n_kept_fields;
     size_t max_id_length;    /* this rank's longest id in bytes; the file uses the
                               * maximum over all writers */
     /* Provenance, stored as attributes; NULL stores "". In parallel every

@@ -256,6 +256,17 @@ static const dataset_spec datasets[] = {
      .indexing = WHOLE, .rule = RULE_DOCUMENT_INDEX},
 };
 
+int tfenc_output_names_dataset(const char *name)
+{
+    /* The groups besides the table's datasets. */
+    if (strcmp(name, "int8_calibration") == 0)
+        return 1;
+    for (size_t i = 0; i < sizeof datasets / sizeof datasets[0]; i++)
+        if (strcmp(datasets[i].name, name) == 0)
+            return 1;
+    return 0;
+}
+
 #define N_DATASETS (sizeof datasets / sizeof datasets[0])
 
 /* ============================================================== the checks */

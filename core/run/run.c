@@ -88,6 +88,7 @@ typedef struct run {
     tfenc_corpus *corpus;
     tfenc_feeder_options feeding;
     tfenc_windows windows;   /* the corpus cut into windows, and what is finished */
+    tfenc_kept_field kept_fields[TFENC_MAX_KEEP_FIELDS]; /* [job] keep_fields as stored */
     int64_t n_documents, n_tokens; /* the whole corpus (n_tokens once counted: what the
                                     * job encodes, every chunk of a long document included) */
     int64_t n_sequences;     /* once counted: the sequences encoded (documents, or chunks) */
@@ -1159,7 +1160,9 @@ static int open_input(run *r)
                                         .empty_documents = r->settings.empty_zeros,
                                         .document_order = r->settings.document_order,
                                         .vocab_size = r->config.vocab_size,
-                                        .has_ids = r->settings.corpus.id_field != NULL,
+                                        .has_ids = r->settings.corpus.id_field != NULL ||
+                                                   r->settings.corpus.n_keep_fields > 0,
+                                        .carries_kept = r->settings.corpus.n_keep_fields > 0,
                                         .prompt = r->settings.prompt,
                                         .chunks = r->settings.chunks,
                                         .chunk_overlap = (int)r->settings.chunk_overlap,
@@ -1255,6 +1258,14 @@ static int cut_windows(run *r)
     if (agree_on_failure(r, tfenc_windows_build(r->ctx, MPI_COMM_WORLD, &share,
                                                 r->settings.window_documents, &r->windows)))
         return 1;
+    tfenc_kept_type types[TFENC_MAX_KEEP_FIELDS];
+    size_t longest[TFENC_MAX_KEEP_FIELDS];
+    if (agree_on_failure(r, tfenc_windows_kept_types(r->ctx, &r->windows, &r->settings.corpus,
+                                                     types, longest)))
+        return 1;
+    for (int k = 0; k < r->settings.corpus.n_keep_fields; k++)
+        r->kept_fields[k] = (tfenc_kept_field){.name = r->settings.corpus.keep_fields[k],
+                                               .type = types[k], .longest = longest[k]};
     r->n_documents = r->windows.n_documents;
     return 0;
 }
@@ -1870,6 +1881,7 @@ static int open_output(run *r)
             .has_token_ids = r->settings.output_ids,
             .has_document_source = needs_document_source(r),
             .max_id_length = r->windows.max_id_length, .job_text = provenance,
+            .kept_fields = r->kept_fields, .n_kept_fields = r->settings.corpus.n_keep_fields,
             .job_settings = identity, .weights_sha256 = weights_sha256,
             .corpus_path = r->settings.input, .corpus_fingerprint = corpus_fingerprint,
             .corpus_shards = &corpus_shards,
@@ -2173,7 +2185,10 @@ static int encode(run *r, tfenc_rank_work *work)
     tfenc_microbatch_limits limits = {
         .max_tokens = (int)r->settings.batch_tokens, .max_seqs = (int)r->settings.batch_tokens,
         .max_ids_bytes = r->feeding.has_ids ? (size_t)r->settings.batch_tokens *
-                                                  (r->windows.max_id_length + 1)
+                                                  tfenc_kept_carried_bound(
+                                                      r->windows.max_id_length,
+                                                      r->windows.max_kept_length,
+                                                      r->feeding.carries_kept)
                                             : 0,
         .d_model = r->config.d_model};
     int status = start_tally(r);
