@@ -36,6 +36,15 @@ typedef struct tfenc_inspected_dataset {
     int64_t shape[TFENC_INSPECT_MAX_RANK]; /* the first `rank` (larger ranks are cut) */
 } tfenc_inspected_dataset;
 
+/* A kept field ([job] keep_fields, output/kept_datasets.h): its dataset's
+ * name (its mask is NAME_valid), "string", "integer" or "float" as the
+ * dataset holds, and a string's stored bytes (0 otherwise). */
+typedef struct tfenc_inspected_kept {
+    char *name;
+    const char *type;
+    int64_t bytes;
+} tfenc_inspected_kept;
+
 typedef struct tfenc_inspection {
     char *path;              /* as given */
     int complete;            /* the `complete` attribute is 1 */
@@ -100,6 +109,10 @@ typedef struct tfenc_inspection {
      * with its shape; for the --status --json report. */
     tfenc_inspected_dataset *datasets;
     int n_datasets;
+    /* The kept fields, in the job's order (attribute keep_fields); none
+     * without them. */
+    tfenc_inspected_kept *kept;
+    int n_kept;
     /* The corpus's files (output/corpus_shards.h: the dataset, or an older
      * file's attribute); none (n = 0) for files written before it was
      * recorded. */

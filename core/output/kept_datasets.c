@@ -116,12 +116,50 @@ static hid_t create_one(hid_t file, const char *name, hid_t type, int64_t n_docu
     return dataset;
 }
 
+/* The root attribute keep_fields: the kept fields' names, one a line, for
+ * the readers of the file (--status, tfenc-export) to find their datasets. */
+static int write_names(tfenc_context *ctx, hid_t file, const char *path,
+                       const tfenc_kept_field *fields, int n)
+{
+    size_t bytes = 1;
+    for (int k = 0; k < n; k++)
+        bytes += strlen(fields[k].name) + 1;
+    char *names = calloc(1, bytes);
+    if (names == NULL)
+        return tfenc_error(ctx, TFENC_ERR_NO_MEMORY, "%s: out of memory", path);
+    for (int k = 0; k < n; k++) {
+        strcat(names, fields[k].name);
+        strcat(names, k + 1 < n ? "\n" : "");
+    }
+    hid_t type = H5Tcopy(H5T_C_S1);
+    hid_t space = H5Screate(H5S_SCALAR);
+    hid_t attribute = -1;
+    const char *value = names;
+    int ok = type >= 0 && space >= 0 && H5Tset_size(type, H5T_VARIABLE) >= 0
+             && H5Tset_cset(type, H5T_CSET_UTF8) >= 0
+             && (attribute = H5Acreate2(file, TFENC_KEPT_FIELDS_ATTRIBUTE, type, space,
+                                        H5P_DEFAULT, H5P_DEFAULT)) >= 0
+             && H5Awrite(attribute, type, &value) >= 0;
+    if (attribute >= 0)
+        H5Aclose(attribute);
+    if (space >= 0)
+        H5Sclose(space);
+    if (type >= 0)
+        H5Tclose(type);
+    free(names);
+    return ok ? TFENC_OK
+              : h5_fail(ctx, TFENC_ERR_IO, path, "cannot write attribute '%s'",
+                        TFENC_KEPT_FIELDS_ATTRIBUTE);
+}
+
 int tfenc_kept_datasets_create(tfenc_context *ctx, hid_t file, const char *path,
                                const tfenc_kept_field *fields, int n, int64_t n_documents,
                                tfenc_kept_datasets **out)
 {
     tfenc_kept_datasets *kept = NULL;
     int status = start(ctx, path, fields, n, &kept);
+    if (status == TFENC_OK)
+        status = write_names(ctx, file, path, fields, n);
     for (int k = 0; status == TFENC_OK && k < n; k++) {
         kept_dataset *field = &kept->fields[k];
         char mask[512];

@@ -6,6 +6,8 @@
  *                    value was null or the record had no such field (and
  *                    for a document not written yet); NAME holds "", 0
  *                    or NaN there.
+ * and the root attribute keep_fields names them, one a line, in the
+ * job's order.
  * A mask rather than a sentinel value: strings have no null, and pandas
  * turns the pair into a nullable column with Series.where(valid).
  *
@@ -25,6 +27,8 @@
 
 #include "base/kept_values.h"
 #include "tfenc/plugin.h"
+
+#define TFENC_KEPT_FIELDS_ATTRIBUTE "keep_fields"
 
 typedef struct tfenc_kept_datasets tfenc_kept_datasets;
 
