@@ -2,9 +2,9 @@
 # [job] keep_fields: the named fields of JSON Lines records and Parquet
 # rows go into the output beside ids (strings, int64, float64; nulls and
 # absent fields in a NAME_valid mask), checked value by value against the
-# corpus read in Python; the same file bit for bit at 1 and 2 ranks, with
-# small windows over plain, gzip and Parquet shards, and after SIGKILL +
-# resume; --status and --status --json list them; tfenc-export writes them
+# corpus read in Python; the same file bit for bit at 1 and 2 ranks (as 2
+# replicas and as 2 pipeline stages), with small windows over plain, gzip
+# and Parquet shards, and after SIGKILL + resume; --status and --status --json list them; tfenc-export writes them
 # as nullable Parquet columns; and each bad input is refused in one line.
 set -u
 . "$(cd "$(dirname "$0")/../pipeline" && pwd)/common.sh"
@@ -49,7 +49,7 @@ check() { # check WHAT MODE ARGS...: one line of check_kept.py's
   fi
 }
 
-(cd "$work" && rm -rf one.h5 two.h5 pq-*.h5 killed.h5 export)
+(cd "$work" && rm -rf one.h5 two.h5 stages.h5 pq-*.h5 killed.h5 export)
 # shellcheck disable=SC2086
 for ranks in 1 2; do
   out=$([ "$ranks" = 1 ] && echo one.h5 || echo two.h5)
@@ -60,6 +60,13 @@ for ranks in 1 2; do
   fi
 done
 check "1 rank and 2 ranks" same "$work/one.h5" "$work/two.h5"
+# Two pipeline stages: the values cross from the first stage to the last
+# with the microbatches.
+if run 2 stages.h5 kept --set "$keep" --set job.pipeline_stages=2; then
+  check "2 ranks as 2 pipeline stages" same "$work/one.h5" "$work/stages.h5"
+else
+  fail "2 pipeline stages: $(head -n 1 "$work/run.err")"
+fi
 
 for ranks in 1 2; do
   if run "$ranks" pq-$ranks.h5 pq --set "$keep"; then
