@@ -100,6 +100,25 @@ else
   fail "--status --json: $(head -c 300 "$work/status.json")"
 fi
 
+# docs/output.md's h5py recipe (marked readme-test: covered by
+# tests/io/keep_fields.sh) reads each field with its nulls masked.
+awk '/readme-test: covered by tests\/io\/keep_fields.sh/ { marked = 1; next }
+     marked && /^```python/ { inside = 1; next }
+     inside && /^```/ { inside = 0; marked = 0; next }
+     inside { print }
+     !/^$/ && !/^```/ { if (!inside) marked = marked && /readme-test/ }' \
+  "$srcdir/docs/output.md" > "$work/recipe.py"
+mkdir -p "$work/recipe" && cp "$work/one.h5" "$work/recipe/embeddings.h5"
+if [ ! -s "$work/recipe.py" ]; then
+  fail "docs/output.md has no python block marked for this test"
+elif (cd "$work/recipe" && "$python" "$work/recipe.py") > "$work/recipe.out" 2>&1 \
+     && grep -q "^{'url': \['https://example.org/0/café', None, 'https://example.org/2/caféxx'\], 'lang': \['en', 'de', 'fr'\], 'n': \[-1000, -963, -926\], 'score': \[0.1, 1.0, 0.3857142857142857\], 'big': \[9007199254740993, 9007199254740995, 9007199254740997\]}$" \
+          "$work/recipe.out"; then
+  echo "keep_fields: ok   docs/output.md's recipe: $(cat "$work/recipe.out")"
+else
+  fail "docs/output.md's recipe: $(tail -n 2 "$work/recipe.out")"
+fi
+
 # tfenc-export: nullable Parquet columns, read back with pyarrow and pandas.
 if "$exporter" "$work/one.h5" --parquet "$work/export" --rows-per-file 70 \
      > "$work/export.out" 2>&1; then
