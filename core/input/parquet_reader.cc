@@ -86,30 +86,6 @@ struct Column {
     }
 };
 
-// A column of type null (pyarrow's type for an empty or all-null list) is
-// accepted: its values are nulls, which the caller refuses row by row.
-bool is_string(const std::shared_ptr<arrow::DataType> &type)
-{
-    switch (type->id()) {
-    case arrow::Type::NA:
-    case arrow::Type::STRING:
-    case arrow::Type::LARGE_STRING:
-    case arrow::Type::STRING_VIEW:
-        return true;
-    case arrow::Type::DICTIONARY:
-        return is_string(static_cast<const arrow::DictionaryType &>(*type).value_type());
-    default:
-        return false;
-    }
-}
-
-bool is_integer(const std::shared_ptr<arrow::DataType> &type)
-{
-    if (type->id() == arrow::Type::DICTIONARY)
-        return is_integer(static_cast<const arrow::DictionaryType &>(*type).value_type());
-    return type->id() == arrow::Type::NA || arrow::is_integer(type->id());
-}
-
 // What a kept column's values are: strings, integers or floats (a column
 // of type null: nulls); TFENC_KEPT_ABSENT for a type that is none of them.
 tfenc_kept_type kept_type(const std::shared_ptr<arrow::DataType> &type)
@@ -137,6 +113,21 @@ tfenc_kept_type kept_type(const std::shared_ptr<arrow::DataType> &type)
     default:
         return TFENC_KEPT_ABSENT;
     }
+}
+
+// A column of type null (pyarrow's type for an empty or all-null list) is
+// accepted: its values are nulls, which the caller refuses row by row.
+bool is_string(const std::shared_ptr<arrow::DataType> &type)
+{
+    tfenc_kept_type kept = kept_type(type);
+    return kept == TFENC_KEPT_STRING || kept == TFENC_KEPT_NULL;
+}
+
+bool is_integer(const std::shared_ptr<arrow::DataType> &type)
+{
+    if (type->id() == arrow::Type::DICTIONARY)
+        return is_integer(static_cast<const arrow::DictionaryType &>(*type).value_type());
+    return type->id() == arrow::Type::NA || arrow::is_integer(type->id());
 }
 
 int fail(char *why, size_t why_size, int status, const std::string &reason)
