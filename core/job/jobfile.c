@@ -96,15 +96,6 @@ typedef struct parse_state {
     int status;
 } parse_state;
 
-static char *copy_string(const char *text)
-{
-    size_t length = strlen(text);
-    char *copy = malloc(length + 1);
-    if (copy != NULL)
-        memcpy(copy, text, length + 1);
-    return copy;
-}
-
 /* An fgets over the in-memory text that counts lines, because Debian's inih
  * is built without INI_HANDLER_LINENO. */
 static char *read_line(char *buffer, int size, void *stream)
@@ -156,7 +147,7 @@ static tfenc_job_section *add_section(tfenc_jobfile *job, const char *name, int 
     }
     tfenc_job_section *section = &job->sections[job->n_sections];
     memset(section, 0, sizeof *section);
-    section->name = copy_string(name);
+    section->name = strdup(name);
     if (section->name == NULL)
         return NULL;
     section->line = line;
@@ -176,8 +167,8 @@ static tfenc_job_entry *add_entry(tfenc_job_section *section, const char *key, c
         section->capacity = capacity;
     }
     tfenc_job_entry *entry = &section->entries[section->n_entries];
-    entry->key = copy_string(key);
-    entry->value = copy_string(value);
+    entry->key = strdup(key);
+    entry->value = strdup(value);
     entry->line = line;
     entry->used = 0;
     entry->input = NULL;
@@ -250,7 +241,7 @@ static char *directory_of(const char *path)
 {
     const char *slash = strrchr(path, '/');
     if (slash == NULL)
-        return copy_string(".");
+        return strdup(".");
     size_t length = slash == path ? 1 : (size_t)(slash - path);
     char *directory = malloc(length + 1);
     if (directory != NULL) {
@@ -267,9 +258,9 @@ int tfenc_jobfile_parse_string(tfenc_context *ctx, const char *name, const char 
     tfenc_jobfile *job = calloc(1, sizeof *job);
     if (job == NULL)
         return tfenc_error(ctx, TFENC_ERR_NO_MEMORY, "%s: out of memory", name);
-    job->path = copy_string(name);
+    job->path = strdup(name);
     job->directory = directory_of(name);
-    job->text = copy_string(text);
+    job->text = strdup(text);
     if (job->path == NULL || job->directory == NULL || job->text == NULL) {
         tfenc_jobfile_destroy(job);
         return tfenc_error(ctx, TFENC_ERR_NO_MEMORY, "%s: out of memory", name);
@@ -364,7 +355,7 @@ int tfenc_jobfile_override(tfenc_context *ctx, tfenc_jobfile *job, const char *a
     }
     tfenc_job_entry *entry = tfenc_job_section_get(section, key);
     if (entry != NULL) {
-        char *copy = copy_string(value);
+        char *copy = strdup(value);
         if (copy == NULL) {
             status = tfenc_error(ctx, TFENC_ERR_NO_MEMORY, "--set: out of memory");
             goto done;
@@ -402,7 +393,7 @@ tfenc_job_entry *tfenc_job_section_get(const tfenc_job_section *section, const c
 char *tfenc_jobfile_resolve_path(const tfenc_jobfile *job, const char *path)
 {
     if (path[0] == '/' || strcmp(job->directory, ".") == 0)
-        return copy_string(path);
+        return strdup(path);
     size_t length = strlen(job->directory) + 1 + strlen(path) + 1;
     char *resolved = malloc(length);
     if (resolved != NULL)

@@ -518,9 +518,10 @@ static int run_step(tfenc_context *ctx, const tfenc_model_options *options, tfen
  * those; which[i] is their index in the sample): from the deepest
  * checkpoint an earlier run at the same precisions left. Only runs on the
  * whole sample leave checkpoints of their own. */
-static int run_model(tfenc_context *ctx, const tfenc_model_options *options,
-                     tfenc_precision *chosen, const tfenc_batch *samples, stream *s,
-                     tfenc_gate_checkpoints *checkpoints, const int *which, built_steps *built)
+static int run_at_precisions(tfenc_context *ctx, const tfenc_model_options *options,
+                             tfenc_precision *chosen, const tfenc_batch *samples, stream *s,
+                             tfenc_gate_checkpoints *checkpoints, const int *which,
+                             built_steps *built)
 {
     const int start =
         tfenc_gate_checkpoints_restore(checkpoints, chosen, s->batches, which, s->n);
@@ -653,10 +654,11 @@ typedef struct gate {
  * hard part): its smallest cosine to the fp32 output (0 after an error). */
 static int trial_cosine(gate *g, int hard_part, double *cosine)
 {
-    int status = hard_part ? run_model(g->ctx, g->options, g->chosen, g->hard_samples,
-                                       &g->hard_tested, g->checkpoints, g->hard, &g->built)
-                           : run_model(g->ctx, g->options, g->chosen, g->samples, &g->tested,
-                                       g->checkpoints, NULL, &g->built);
+    int status = hard_part
+                     ? run_at_precisions(g->ctx, g->options, g->chosen, g->hard_samples,
+                                         &g->hard_tested, g->checkpoints, g->hard, &g->built)
+                     : run_at_precisions(g->ctx, g->options, g->chosen, g->samples, &g->tested,
+                                         g->checkpoints, NULL, &g->built);
     *cosine = status != TFENC_OK ? 0.0
               : hard_part        ? stream_cosine(&g->hard_reference, &g->hard_tested)
                                  : stream_similarity(&g->reference, &g->tested, 1,

@@ -634,8 +634,9 @@ static int unigram(tfenc_context *ctx, const tok_model *m, tok_model_scratch *s,
     return TFENC_OK;
 }
 
-static int run_model(tfenc_context *ctx, const tok_model *m, tok_model_scratch *scratch,
-                     const char *piece, size_t length, tok_id_list *out)
+/* The piece through the tokenizer's model, without the cache. */
+static int tokenize_uncached(tfenc_context *ctx, const tok_model *m, tok_model_scratch *scratch,
+                             const char *piece, size_t length, tok_id_list *out)
 {
     switch (m->kind) {
     case TOK_MODEL_WORDPIECE:
@@ -656,11 +657,11 @@ int tok_model_tokenize(tfenc_context *ctx, const tok_model *m, tok_model_scratch
     if (length == 0)
         return TFENC_OK;
     if (length > CACHE_WORD_BYTES)
-        return run_model(ctx, m, scratch, piece, length, out);
+        return tokenize_uncached(ctx, m, scratch, piece, length, out);
     if (scratch->cache == NULL)
         scratch->cache = calloc(CACHE_SLOTS, sizeof *scratch->cache);
     if (scratch->cache == NULL)
-        return run_model(ctx, m, scratch, piece, length, out);
+        return tokenize_uncached(ctx, m, scratch, piece, length, out);
     uint64_t hash = tok_hash(piece, length);
     tok_cache_slot *slot = &scratch->cache[hash & (CACHE_SLOTS - 1)];
     if (slot->length == length && slot->hash == hash && memcmp(slot->word, piece, length) == 0) {
@@ -670,7 +671,7 @@ int tok_model_tokenize(tfenc_context *ctx, const tok_model *m, tok_model_scratch
         return TFENC_OK;
     }
     size_t first = out->count;
-    int status = run_model(ctx, m, scratch, piece, length, out);
+    int status = tokenize_uncached(ctx, m, scratch, piece, length, out);
     if (status == TFENC_OK && out->count - first <= CACHE_IDS) {
         slot->hash = hash;
         slot->length = (uint32_t)length;

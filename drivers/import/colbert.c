@@ -17,11 +17,12 @@
 #define COLBERT_QUERY_MAXLEN 32
 #define COLBERT_DOC_MAXLEN 220
 
-static int copy_string(importer *self, const char *path, json_t *metadata, const char *key,
-                       const char *default_value, char **value)
+/* A string key of a JSON object (or its default), copied into *value. */
+static int copy_json_string(importer *self, const char *path, json_t *object, const char *key,
+                            const char *default_value, char **value)
 {
     const char *text = NULL;
-    int status = import_json_string(self->ctx, path, metadata, key, default_value, &text);
+    int status = import_json_string(self->ctx, path, object, key, default_value, &text);
     if (status == TFENC_OK && (*value = strdup(text)) == NULL)
         status = tfenc_error(self->ctx, TFENC_ERR_NO_MEMORY, "out of memory");
     return status;
@@ -64,11 +65,11 @@ int import_read_colbert(importer *self)
         status = tfenc_error(ctx, TFENC_ERR_CONFIG, "%s: similarity '%s': tfenc writes the unit "
                              "vectors of similarity cosine", path, similarity);
     if (status == TFENC_OK)
-        status = copy_string(self, path, metadata, "query_token_id", "[unused0]",
-                             &m->query_marker);
+        status = copy_json_string(self, path, metadata, "query_token_id", "[unused0]",
+                                  &m->query_marker);
     if (status == TFENC_OK)
-        status = copy_string(self, path, metadata, "doc_token_id", "[unused1]",
-                             &m->document_marker);
+        status = copy_json_string(self, path, metadata, "doc_token_id", "[unused1]",
+                                  &m->document_marker);
     if (status == TFENC_OK)
         status = import_json_int(ctx, path, metadata, "query_maxlen", 2, IMPORT_MAX_POSITIONS,
                                  COLBERT_QUERY_MAXLEN, &m->query_length);
@@ -112,7 +113,7 @@ static const char punctuation[] = "!\"#$%&'()*+,-./:;<=>?@[\\]^_`{|}~";
 static int copy_marker(importer *self, const char *path, json_t *config, const char *key,
                        const char *default_value, char **marker)
 {
-    int status = copy_string(self, path, config, key, default_value, marker);
+    int status = copy_json_string(self, path, config, key, default_value, marker);
     if (status != TFENC_OK)
         return status;
     char *start = *marker, *end = start + strlen(start);
