@@ -660,6 +660,13 @@ static void write_pooled_documents(tfenc_output *out, int n, const int64_t *indi
                   == TFENC_OK);
 }
 
+/* Digests as a file stores them (64 hex digits), which a resume's checks
+ * hold its attributes to; refusals quote them whole. */
+#define DIGEST_1 "1111111111111111111111111111111111111111111111111111111111111111"
+#define DIGEST_2 "2222222222222222222222222222222222222222222222222222222222222222"
+/* job_settings of several lines, one of them longer than 80 characters. */
+#define JOB_A "job A\nmodel.head_sha256 = " DIGEST_1
+
 static void test_resume(void)
 {
     enum { N = 9, D = 4 };
@@ -667,8 +674,8 @@ static void test_resume(void)
     snprintf(path, sizeof path, "%s/resume.h5", directory);
     tfenc_output_options options = {.path = path, .kind = &tfenc_output_kinds[TFENC_OUTPUT_POOLED],
                                     .dtype = TFENC_DTYPE_FLOAT32, .width = D, .n_documents = N,
-                                    .job_text = "job A", .job_settings = "job A",
-                                    .weights_sha256 = "w1",
+                                    .job_text = "job A", .job_settings = JOB_A,
+                                    .weights_sha256 = DIGEST_1, .precision = "fp32",
                                     .layout = "ranks=1"};
     tfenc_context ctx;
     tfenc_context_init(&ctx);
@@ -737,10 +744,13 @@ static void test_resume(void)
     /* Another job, model, corpus size or dtype: refused, naming what differs. */
     static const struct { const char *job, *weights; int64_t n; tfenc_output_dtype dtype;
                           const char *expect; } others[] = {
-        {"job B", "w1", N, TFENC_DTYPE_FLOAT32, "attribute 'job_settings' is 'job A'"},
-        {"job A", "w2", N, TFENC_DTYPE_FLOAT32, "attribute 'weights_sha256' is 'w1'"},
-        {"job A", "w1", N + 1, TFENC_DTYPE_FLOAT32, "attribute 'n_documents' is 9"},
-        {"job A", "w1", N, TFENC_DTYPE_FLOAT16, "attribute 'dtype' is 'float32'"}};
+        {"job B", DIGEST_1, N, TFENC_DTYPE_FLOAT32, "attribute 'job_settings' is 'job A'"},
+        {"job A\nmodel.head_sha256 = " DIGEST_2, DIGEST_1, N, TFENC_DTYPE_FLOAT32,
+         "attribute 'job_settings' is 'model.head_sha256 = " DIGEST_1 "' where this job has "
+         "'model.head_sha256 = " DIGEST_2 "'"},
+        {JOB_A, DIGEST_2, N, TFENC_DTYPE_FLOAT32, "attribute 'weights_sha256' is '" DIGEST_1 "'"},
+        {JOB_A, DIGEST_1, N + 1, TFENC_DTYPE_FLOAT32, "attribute 'n_documents' is 9"},
+        {JOB_A, DIGEST_1, N, TFENC_DTYPE_FLOAT16, "attribute 'dtype' is 'float32'"}};
     for (size_t i = 0; i < sizeof others / sizeof others[0]; i++) {
         tfenc_output_options other = options;
         other.job_settings = others[i].job;
@@ -843,8 +853,9 @@ static void test_corpus_shards(void)
     tfenc_corpus_shards table = {.shards = rows, .n = 3};
     tfenc_output_options options = {.path = path, .kind = &tfenc_output_kinds[TFENC_OUTPUT_POOLED],
                                     .dtype = TFENC_DTYPE_FLOAT32, .width = D, .n_documents = N,
-                                    .job_settings = "job", .weights_sha256 = "w",
-                                    .corpus_fingerprint = "f", .corpus_shards = &table};
+                                    .job_settings = "job", .weights_sha256 = DIGEST_1,
+                                    .corpus_fingerprint = DIGEST_2, .precision = "fp32",
+                                    .corpus_shards = &table};
     tfenc_context ctx;
     tfenc_context_init(&ctx);
     tfenc_output *out = NULL;

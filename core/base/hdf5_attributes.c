@@ -1,4 +1,5 @@
-/* Attributes read in the form tfenc writes them (see hdf5_attributes.h). */
+/* One-value attributes written and read in the form tfenc writes them
+ * (see hdf5_attributes.h). */
 #include "config.h"
 
 #include "base/hdf5_attributes.h"
@@ -78,3 +79,31 @@ int tfenc_hdf5_attribute_number(hid_t file, const char *name, H5T_class_t kind,
     return found;
 }
 
+int tfenc_hdf5_write_attribute(hid_t object, const char *name, hid_t file_type,
+                               hid_t memory_type, const void *value)
+{
+    hid_t space = H5Screate(H5S_SCALAR);
+    hid_t attribute = -1;
+    if (space >= 0)
+        attribute = H5Aexists(object, name) > 0
+                        ? H5Aopen(object, name, H5P_DEFAULT)
+                        : H5Acreate2(object, name, file_type, space, H5P_DEFAULT, H5P_DEFAULT);
+    int failed = attribute < 0 || H5Awrite(attribute, memory_type, value) < 0;
+    if (attribute >= 0)
+        H5Aclose(attribute);
+    if (space >= 0)
+        H5Sclose(space);
+    return failed ? -1 : 0;
+}
+
+int tfenc_hdf5_write_string_attribute(hid_t object, const char *name, const char *value)
+{
+    hid_t type = H5Tcopy(H5T_C_S1);
+    const char *text = value != NULL ? value : "";
+    int failed = type < 0 || H5Tset_size(type, H5T_VARIABLE) < 0
+                 || H5Tset_cset(type, H5T_CSET_UTF8) < 0
+                 || tfenc_hdf5_write_attribute(object, name, type, type, &text) != 0;
+    if (type >= 0)
+        H5Tclose(type);
+    return failed ? -1 : 0;
+}

@@ -5,7 +5,7 @@
 #include "base/files.h"
 #include "output/ownership.h"
 #include "base/hdf5_error.h"
-#include "output/kept_datasets.h"
+#include "output/output_options.h"
 #include "output/kinds.h"
 #include "output/output_checks.h"
 

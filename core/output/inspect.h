@@ -36,7 +36,7 @@ typedef struct tfenc_inspected_dataset {
     int64_t shape[TFENC_INSPECT_MAX_RANK]; /* the first `rank` (larger ranks are cut) */
 } tfenc_inspected_dataset;
 
-/* A kept field ([job] keep_fields, output/kept_datasets.h): its dataset's
+/* A kept field ([job] keep_fields, output/output.h): its dataset's
  * name (its mask is NAME_valid), "string", "integer" or "float" as the
  * dataset holds, and a string's stored bytes (0 otherwise). */
 typedef struct tfenc_inspected_kept {

@@ -9,7 +9,9 @@
  *
  * Adding a kind is one entry here (with its layer plugin declaring the
  * layer output it takes), a value in tfenc_output_kind and its datasets in
- * output_checks.c's description (docs/architecture.md). */
+ * the description: output_layout.c's (what a job writes as it goes, beyond
+ * the entry's rows and offsets) and output_checks.c's (the rules every
+ * file keeps) (docs/architecture.md). */
 #ifndef TFENC_OUTPUT_KINDS_H
 #define TFENC_OUTPUT_KINDS_H
 

@@ -17,6 +17,7 @@
 #include "job/id2label.h"
 #include "output/kinds.h"
 #include "output/output.h"
+#include "output/output_internal.h"
 
 /* Index datasets are read this many elements at a time: bounded memory
  * for any corpus. */
@@ -1003,31 +1004,14 @@ static void check_shapes(check *c)
 
 /* ---------------------------------------------------------- block reading */
 
-typedef struct source_entry {
-    int32_t shard;
-    int64_t line;
-} source_entry;
-
-static hid_t source_memory_type(void)
-{
-    hid_t type = H5Tcreate(H5T_COMPOUND, sizeof(source_entry));
-    if (type >= 0 &&
-        (H5Tinsert(type, "shard", HOFFSET(source_entry, shard), H5T_NATIVE_INT32) < 0 ||
-         H5Tinsert(type, "line", HOFFSET(source_entry, line), H5T_NATIVE_INT64) < 0)) {
-        H5Tclose(type);
-        type = -1;
-    }
-    return type;
-}
-
 static void reader_open(check *c, block_reader *r, const dataset_spec *spec)
 {
     memset(r, 0, sizeof *r);
     r->open = 1;
     r->dataset = r->space = r->memory_type = -1;
     if (spec->type == CLASS_SOURCE) {
-        r->memory_type = source_memory_type();
-        r->element_size = sizeof(source_entry);
+        r->memory_type = tfenc_output_source_type(1);
+        r->element_size = sizeof(tfenc_output_source);
     } else if (spec->type == CLASS_FLOAT) {
         r->memory_type = H5Tcopy(H5T_NATIVE_DOUBLE);
         r->element_size = sizeof(double);
@@ -1112,7 +1096,8 @@ static int find_present(const check *c, const char *name)
 
 static void check_source(check *c, size_t spec, int64_t document)
 {
-    const source_entry *entry = element_at(c, &c->readers[spec], datasets[spec].name, document);
+    const tfenc_output_source *entry
+        = element_at(c, &c->readers[spec], datasets[spec].name, document);
     if (entry == NULL)
         return;
     const shard_table *shards = &c->shards;

@@ -9,9 +9,9 @@
  * a JSON object naming d_model labels, corpus_shards a well-formed table,
  * ...). The checks here hold a file to them: tfenc-batch --status
  * (output/inspect.c) runs them on every file it reports, and
- * tfenc_output_reopen can run the same before it appends to a file (the
- * structure issue, 43, asks for one description serving create, reopen
- * and inspect; output.c still spells out its own datasets).
+ * tfenc_output_reopen runs the same before it appends to a file, after
+ * holding its datasets to output/output_layout.h, the datasets a job
+ * writes, from which tfenc_output_create made them.
  *
  * Index datasets (lengths, offsets, the CSR, document_source, ...) are
  * read in blocks of bounded size, never whole, so a file of a billion

@@ -3,6 +3,7 @@
 #include "output/sparse.h"
 
 #include "base/files.h"
+#include "base/hdf5_attributes.h"
 #include "base/hdf5_error.h"
 
 #include <dirent.h>
@@ -739,21 +740,6 @@ static int write_vocabulary(tfenc_context *ctx, hid_t file, hid_t transfer, int 
     return status;
 }
 
-static int write_scalar_attribute(hid_t file, const char *name, hid_t type, const void *value)
-{
-    if (H5Aexists(file, name) > 0)
-        H5Adelete(file, name);
-    hid_t space = H5Screate(H5S_SCALAR);
-    hid_t attribute = space < 0 ? -1
-                                : H5Acreate2(file, name, type, space, H5P_DEFAULT, H5P_DEFAULT);
-    int failed = attribute < 0 || H5Awrite(attribute, type, value) < 0;
-    if (attribute >= 0)
-        H5Aclose(attribute);
-    if (space >= 0)
-        H5Sclose(space);
-    return failed ? -1 : 0;
-}
-
 /* Rank 0 of the writers: where every row is, and the CSR's row pointers.
  * TFENC_ERR_NOT_FOUND (no message) when the file's CSR is whole and no log
  * holds a row: a finished job run again. */
@@ -893,9 +879,10 @@ int tfenc_sparse_finish(tfenc_context *ctx, tfenc_output *output,
                                     : TFENC_OK;
         status = status != TFENC_OK ? status : vocabulary_status;
         const int64_t top_k = settings->top_k;
-        if ((write_scalar_attribute(file, "sparse_top_k", H5T_NATIVE_INT64, &top_k) != 0 ||
-             write_scalar_attribute(file, "sparse_threshold", H5T_NATIVE_DOUBLE,
-                                    &settings->threshold) != 0) &&
+        if ((tfenc_hdf5_write_attribute(file, "sparse_top_k", H5T_NATIVE_INT64, H5T_NATIVE_INT64,
+                                        &top_k) != 0 ||
+             tfenc_hdf5_write_attribute(file, "sparse_threshold", H5T_NATIVE_DOUBLE,
+                                        H5T_NATIVE_DOUBLE, &settings->threshold) != 0) &&
             status == TFENC_OK)
             status = tfenc_error(ctx, TFENC_ERR_IO, "%s: cannot write the sparse attributes",
                                  settings->path);

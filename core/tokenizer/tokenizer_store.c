@@ -6,6 +6,7 @@
 #include "tokenizer/tokenizer.h"
 #include "tokenizer/tokenizer_internal.h"
 #include "base/files.h"
+#include "base/hdf5_attributes.h"
 #include "base/hdf5_error.h"
 #include "base/hdf5_intact.h"
 
@@ -32,34 +33,17 @@ static hid_t utf8_string_type(void)
 
 static int write_int(tfenc_context *ctx, const char *path, hid_t group, const char *name, int value)
 {
-    hid_t space = H5Screate(H5S_SCALAR);
-    hid_t attribute = space >= 0 ? H5Acreate2(group, name, H5T_STD_I32LE, space, H5P_DEFAULT,
-                                              H5P_DEFAULT)
-                                 : -1;
-    int ok = attribute >= 0 && H5Awrite(attribute, H5T_NATIVE_INT, &value) >= 0;
-    if (attribute >= 0)
-        H5Aclose(attribute);
-    if (space >= 0)
-        H5Sclose(space);
-    return ok ? TFENC_OK : hdf5_failure(ctx, path, name);
+    return tfenc_hdf5_write_attribute(group, name, H5T_STD_I32LE, H5T_NATIVE_INT, &value) == 0
+               ? TFENC_OK
+               : hdf5_failure(ctx, path, name);
 }
 
 static int write_string(tfenc_context *ctx, const char *path, hid_t group, const char *name,
                         const char *value)
 {
-    hid_t type = utf8_string_type();
-    hid_t space = H5Screate(H5S_SCALAR);
-    hid_t attribute = type >= 0 && space >= 0
-                          ? H5Acreate2(group, name, type, space, H5P_DEFAULT, H5P_DEFAULT)
-                          : -1;
-    int ok = attribute >= 0 && H5Awrite(attribute, type, &value) >= 0;
-    if (attribute >= 0)
-        H5Aclose(attribute);
-    if (space >= 0)
-        H5Sclose(space);
-    if (type >= 0)
-        H5Tclose(type);
-    return ok ? TFENC_OK : hdf5_failure(ctx, path, name);
+    return tfenc_hdf5_write_string_attribute(group, name, value) == 0
+               ? TFENC_OK
+               : hdf5_failure(ctx, path, name);
 }
 
 /* A dataset of UTF-8 strings: one (scalar) or n of them. */

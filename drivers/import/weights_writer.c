@@ -12,6 +12,7 @@
 #include <hdf5.h>
 
 #include "base/float16.h"
+#include "base/hdf5_attributes.h"
 #include "base/hdf5_error.h"
 
 #include "adapters.h"
@@ -29,37 +30,17 @@ static int hdf5_error(tfenc_context *ctx, const char *path, const char *what)
 static int write_string_attribute(tfenc_context *ctx, const char *path, hid_t location,
                                   const char *name, const char *value)
 {
-    hid_t type = H5Tcopy(H5T_C_S1);
-    hid_t space = H5Screate(H5S_SCALAR);
-    hid_t attribute = -1;
-    int ok = type >= 0 && space >= 0 && H5Tset_size(type, H5T_VARIABLE) >= 0
-             && H5Tset_cset(type, H5T_CSET_UTF8) >= 0
-             && (attribute = H5Acreate2(location, name, type, space, H5P_DEFAULT,
-                                        H5P_DEFAULT)) >= 0
-             && H5Awrite(attribute, type, &value) >= 0;
-    if (attribute >= 0)
-        H5Aclose(attribute);
-    if (space >= 0)
-        H5Sclose(space);
-    if (type >= 0)
-        H5Tclose(type);
-    return ok ? TFENC_OK : hdf5_error(ctx, path, name);
+    return tfenc_hdf5_write_string_attribute(location, name, value) == 0
+               ? TFENC_OK
+               : hdf5_error(ctx, path, name);
 }
 
 static int write_int_attribute(tfenc_context *ctx, const char *path, hid_t location,
                                const char *name, int value)
 {
-    hid_t space = H5Screate(H5S_SCALAR);
-    hid_t attribute = -1;
-    int ok = space >= 0
-             && (attribute = H5Acreate2(location, name, H5T_STD_I32LE, space, H5P_DEFAULT,
-                                        H5P_DEFAULT)) >= 0
-             && H5Awrite(attribute, H5T_NATIVE_INT, &value) >= 0;
-    if (attribute >= 0)
-        H5Aclose(attribute);
-    if (space >= 0)
-        H5Sclose(space);
-    return ok ? TFENC_OK : hdf5_error(ctx, path, name);
+    return tfenc_hdf5_write_attribute(location, name, H5T_STD_I32LE, H5T_NATIVE_INT, &value) == 0
+               ? TFENC_OK
+               : hdf5_error(ctx, path, name);
 }
 
 /* Writes `data` (count values) as dataset `name` with `rank`/`dims`. The

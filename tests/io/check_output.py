@@ -14,7 +14,7 @@ N, D = 1000, 12
 
 
 def length(g):
-    return (g * 37) % 9
+    return (g * 37) % 9 + 1
 
 
 def values(g, token):
@@ -41,7 +41,7 @@ def check_expected(f, kind, dtype):
     assert f.attrs["output_kind"] == kind and f.attrs["dtype"] == dtype
     assert f.attrs["n_documents"] == N and f.attrs["d_model"] == D
     assert f.attrs["job"] == "[job]\ninput = corpus.txt\n"
-    assert f.attrs["weights_sha256"] == "0123abcd"
+    assert f.attrs["weights_sha256"] == "0123abcd" * 8
     lengths = np.array([length(g) for g in range(N)], dtype=np.int32)
     assert f["lengths"].dtype == np.int32
     assert np.array_equal(f["lengths"][:], lengths)

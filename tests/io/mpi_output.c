@@ -19,7 +19,9 @@ enum { N_DOCUMENTS = 1000, D_MODEL = 12, CALL_DOCUMENTS = 7 };
 
 static int document_length(int64_t g)
 {
-    return (int)((g * 37) % 9); /* 0..8 tokens, some empty */
+    /* 1..9 tokens: a document tfenc writes has at least one (the rule a
+     * resume holds the finished documents to, output/output_checks.h) */
+    return (int)((g * 37) % 9) + 1;
 }
 
 /* float32 values that are not exact in 16 bits, so rounding is exercised;
@@ -54,7 +56,12 @@ int main(int argc, char **argv)
     tfenc_output_options options = {.path = argv[1], .width = D_MODEL,
                                     .n_documents = N_DOCUMENTS, .has_ids = 1,
                                     .job_text = "[job]\ninput = corpus.txt\n",
-                                    .weights_sha256 = "0123abcd"};
+                                    /* a digest and a precision as tfenc-batch
+                                     * stores them: a resume holds the file's
+                                     * attributes to their domains */
+                                    .weights_sha256 = "0123abcd0123abcd0123abcd0123abcd"
+                                                      "0123abcd0123abcd0123abcd0123abcd",
+                                    .precision = "fp32"};
     if ((options.kind = tfenc_output_kind_named(argv[2])) == NULL
         || tfenc_output_dtype_from_name(argv[3], &options.dtype) != TFENC_OK
         || tfenc_output_compression_from_name(argv[4], &options.compression) != TFENC_OK) {

@@ -13,6 +13,10 @@
 #  7. an output that is a device (/dev/null), a directory or a FIFO:
 #     refused in one line, no crash;
 #  9. a JSON Lines id longer than max_id_bytes: refused with its line;
+# 10. an unfinished file damaged since it was begun (offsets decreasing in
+#     its finished part, `truncated` stored as floats, `hidden` one value
+#     narrower): the resume is refused in one line naming the file and the
+#     dataset, and nothing is appended (output/output_layout.h);
 #  and tfenc-import's outputs (-o, --job) that are files of the model
 #  folder it reads, under any name, are refused before anything is written.
 set -u
@@ -79,6 +83,38 @@ with h5py.File(sys.argv[1], "r") as f:
     assert not done[-1], "the overflowing document is marked finished"
     assert np.isfinite(f["embeddings"][:][done]).all()
 PY
+
+  # 10. Damaged unfinished files: a per-token output (the encoder without
+  # its pooling) whose last documents are unfinished, damaged one way each.
+  awk '/^\[pooling\]/ { exit } { print }' job.ini > tokens.ini
+  for damage in offsets dtype width; do
+    rm -f damaged.h5
+    run "$ranks" --set job.input=big.txt --set job.output=damaged.h5 tokens.ini
+    [ "$status" -eq 0 ] || fail "damaged $damage [$ranks]: the first run failed: $message"
+    "$python" - damaged.h5 "$damage" <<'PY' || fail "damaged $damage [$ranks]: cannot damage the file"
+import sys, h5py, numpy as np
+path, damage = sys.argv[1], sys.argv[2]
+with h5py.File(path, "r+") as f:
+    f.attrs["complete"] = np.int32(0)
+    f["lengths"][-5:] = -1  # the last five documents unfinished: a resume is due
+    if damage == "offsets":
+        offsets = f["offsets"]
+        offsets[3], offsets[4] = int(offsets[4]), int(offsets[3])
+    elif damage == "dtype":
+        truncated = f["truncated"][:]
+        del f["truncated"]
+        f["truncated"] = truncated.astype(np.float32)
+    else:
+        hidden = f["hidden"][:]
+        del f["hidden"]
+        f["hidden"] = hidden[:, 1:]
+PY
+    before=$(sha256sum damaged.h5)
+    refused "a resume over $damage damaged" "damaged.h5: .*dataset '\(offsets\|truncated\|hidden\)'" \
+      "$ranks" --set job.input=big.txt --set job.output=damaged.h5 tokens.ini
+    [ "$(grep -c '^tfenc-batch: ' run.err)" -eq 1 ] || fail "damaged $damage [$ranks]: not one line: $(cat run.err)"
+    [ "$(sha256sum damaged.h5)" = "$before" ] || fail "damaged $damage [$ranks]: the refused resume changed the file"
+  done
 
   # 3. A corpus edited in place (same line count), then swapped for
   # another of the same length, between a run and its resume.
