@@ -102,12 +102,7 @@ fi
 
 # docs/output.md's h5py recipe (marked readme-test: covered by
 # tests/io/keep_fields.sh) reads each field with its nulls masked.
-awk '/readme-test: covered by tests\/io\/keep_fields.sh/ { marked = 1; next }
-     marked && /^```python/ { inside = 1; next }
-     inside && /^```/ { inside = 0; marked = 0; next }
-     inside { print }
-     !/^$/ && !/^```/ { if (!inside) marked = marked && /readme-test/ }' \
-  "$srcdir/docs/output.md" > "$work/recipe.py"
+covered_python_block "$srcdir/docs/output.md" tests/io/keep_fields.sh > "$work/recipe.py"
 mkdir -p "$work/recipe" && cp "$work/one.h5" "$work/recipe/embeddings.h5"
 if [ ! -s "$work/recipe.py" ]; then
   fail "docs/output.md has no python block marked for this test"
