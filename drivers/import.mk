@@ -14,6 +14,7 @@ drivers_tfenc_import_SOURCES = drivers/tfenc-import.c \
 	drivers/import/colbert.c drivers/import/colbert.h \
 	drivers/import/tokenizer_files.c drivers/import/tokenizer_files.h \
 	drivers/import/tensor_map.c drivers/import/tensor_map.h \
+	drivers/import/tensor_names.c drivers/import/tensor_names.h \
 	drivers/import/adapters.c drivers/import/adapters.h \
 	drivers/import/weights_writer.c drivers/import/weights_writer.h \
 	drivers/import/job_writer.c drivers/import/job_writer.h \

@@ -13,6 +13,15 @@ TESTS += tests/import/test_torch_checkpoint
 tests_import_test_torch_checkpoint_SOURCES = tests/import/test_torch_checkpoint.c
 tests_import_test_torch_checkpoint_CPPFLAGS = $(AM_CPPFLAGS) $(CUNIT_CFLAGS) -I$(top_srcdir)/tests
 tests_import_test_torch_checkpoint_LDADD = tests/harness/libunit.la core/libtfenc.la $(CUNIT_LIBS)
+# tfenc-import's table of Hugging Face names: no name of an architecture or
+# head maps to two canonical tensors, no entry is unreachable.
+check_PROGRAMS += tests/import/test_tensor_names
+TESTS += tests/import/test_tensor_names
+tests_import_test_tensor_names_SOURCES = tests/import/test_tensor_names.c \
+	drivers/import/tensor_names.c
+tests_import_test_tensor_names_CPPFLAGS = $(AM_CPPFLAGS) $(CUNIT_CFLAGS) -I$(top_srcdir)/tests \
+	-I$(top_srcdir)/drivers
+tests_import_test_tensor_names_LDADD = tests/harness/libunit.la core/libtfenc.la $(CUNIT_LIBS)
 
 # architectures.sh: every mapped architecture on random weights against
 # transformers / the published code; parity_mpnet.sh: the real

@@ -421,6 +421,13 @@ static uint64_t little_endian(const unsigned char *b, int size)
 int tfenc_safetensors_read_double(tfenc_context *ctx, const tfenc_safetensors *file,
                                   const tfenc_safetensors_tensor *tensor, double *out)
 {
+    return tfenc_safetensors_read_double_range(ctx, file, tensor, 0, tensor->n_elements, out);
+}
+
+int tfenc_safetensors_read_double_range(tfenc_context *ctx, const tfenc_safetensors *file,
+                                        const tfenc_safetensors_tensor *tensor, int64_t first,
+                                        int64_t count, double *out)
+{
     static const char *const kinds[] = {"F64", "F32", "F16", "BF16", "I64", "I32", "I16",
                                         "I8", "U8", NULL};
     int kind = 0;
@@ -433,13 +440,19 @@ int tfenc_safetensors_read_double(tfenc_context *ctx, const tfenc_safetensors *f
     if (file->fd < 0)
         return tfenc_error(ctx, TFENC_ERR_INTERNAL,
                            "%s: header parsed from memory has no data to read", file->name);
-    const size_t n = (size_t)tensor->n_elements;
+    if (first < 0 || count < 0 || first > tensor->n_elements - count)
+        return tfenc_error(ctx, TFENC_ERR_INTERNAL, "%s: values %lld..%lld of tensor '%s', "
+                           "which has %lld", file->name, (long long)first,
+                           (long long)(first + count), tensor->name,
+                           (long long)tensor->n_elements);
+    const size_t n = (size_t)count;
     const int size = tensor->element_size;
     /* The raw bytes go to the end of out (8 bytes a value, size <= 8) and
      * are widened front to back: value i is read before a write reaches it. */
     unsigned char *raw = (unsigned char *)out + (8 - size) * n;
-    int read_errno = tfenc_file_read_at(file->fd, raw, (size_t)(tensor->end - tensor->begin),
-                                        file->data_start + tensor->begin);
+    int read_errno = tfenc_file_read_at(file->fd, raw, (size_t)size * n,
+                                        file->data_start + tensor->begin
+                                            + (uint64_t)size * (uint64_t)first);
     if (read_errno != 0)
         return tfenc_error(ctx, TFENC_ERR_IO, "%s: cannot read tensor '%s': %s", file->name,
                            tensor->name, read_errno == EIO ? "file shorter than its header "

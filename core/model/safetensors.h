@@ -71,6 +71,11 @@ int tfenc_safetensors_read_float32(tfenc_context *ctx, const tfenc_safetensors *
  * file and tensor. */
 int tfenc_safetensors_read_double(tfenc_context *ctx, const tfenc_safetensors *file,
                                   const tfenc_safetensors_tensor *tensor, double *out);
+/* The same for `count` values from value `first` (row-major), so that a
+ * table larger than memory is read in blocks of rows. */
+int tfenc_safetensors_read_double_range(tfenc_context *ctx, const tfenc_safetensors *file,
+                                        const tfenc_safetensors_tensor *tensor, int64_t first,
+                                        int64_t count, double *out);
 
 void tfenc_safetensors_close(tfenc_safetensors *file);
 

@@ -154,7 +154,8 @@ typedef enum indexing {
 
 typedef enum content_rule {
     RULE_NONE,
-    RULE_LENGTH,          /* -1 (not written yet) or a token count >= 1 */
+    RULE_LENGTH,          /* -1 (not written yet) or a token count >= 1; 0 too where the
+                           * job encodes documents without tokens (empty_zeros) */
     RULE_NOT_NEGATIVE,    /* >= 0 */
     RULE_POSITIVE,        /* >= 1 */
     RULE_BOUNDARIES,      /* from 0, never decreasing, ends at `ends_at`; runs agree (`run`) */
@@ -313,6 +314,8 @@ typedef struct check {
     int64_t n_documents, d_model, n_tokens, n_chunks, entries, top_k;
     double threshold;
     int csr_written; /* a sparse output holds a dataset written at completion */
+    int empty_zeros; /* the job's settings say `empty_documents = zeros`: length 0 is a
+                      * document without tokens, not damage */
     shard_table shards;
     int present[N_DATASETS];
     block_reader readers[N_DATASETS];
@@ -725,6 +728,23 @@ static int has_dataset(void *file, const char *name)
     return H5Lexists(*(hid_t *)file, name, H5P_DEFAULT) > 0;
 }
 
+/* Whether the job_settings attribute (one "section.key = value" line per
+ * setting) has `job.empty_documents = zeros`. */
+static int settings_say_empty_zeros(hid_t file)
+{
+    char *settings = tfenc_hdf5_attribute_string(file, "job_settings");
+    int found = 0;
+    for (const char *line = settings; line != NULL && *line != '\0' && !found;) {
+        const char *end = strchr(line, '\n');
+        const size_t length = end != NULL ? (size_t)(end - line) : strlen(line);
+        static const char wanted[] = "job.empty_documents = zeros";
+        found = length == sizeof wanted - 1 && memcmp(line, wanted, length) == 0;
+        line = end != NULL ? end + 1 : line + length;
+    }
+    free(settings);
+    return found;
+}
+
 /* What the attributes say the file is. Files of older versions lack
  * output_kind (their datasets tell) and chunks (off). */
 static void read_facts(check *c)
@@ -743,6 +763,7 @@ static void read_facts(check *c)
     c->entry = kind >= 0 ? tfenc_output_kind_entry_of((tfenc_output_kind)kind)
                          : tfenc_output_kind_from_datasets(has_dataset, &f);
     c->kind = c->entry->id;
+    c->empty_zeros = settings_say_empty_zeros(f);
     c->dtype = (tfenc_output_dtype)named_attribute(f, "dtype", dtype_from_name,
                                                    TFENC_DTYPE_FLOAT32);
     c->chunks = (tfenc_output_chunks)named_attribute(f, "chunks", chunks_from_name,
@@ -1314,12 +1335,13 @@ static void check_documents(check *c, int marked, tfenc_output_census *census)
     for (int64_t i = 0; c->status == TFENC_OK && i < n; i++) {
         const int64_t length = next_length;
         next_length = i + 1 < n ? integer_at(c, lengths, i + 1) : 0;
-        if (length == 0)
+        if (length == 0 && !c->empty_zeros)
             fail(c, TFENC_ERR_CONFIG, "document %lld has length 0 in 'lengths' (a document "
-                 "written by tfenc has at least one token)", (long long)i);
+                 "without tokens is written only by a job with [job] empty_documents = zeros)",
+                 (long long)i);
         else if (length < -1)
             fail(c, TFENC_ERR_CONFIG, "dataset 'lengths' holds %lld at index %lld, expected -1 "
-                 "(not written yet) or a token count >= 1", (long long)length, (long long)i);
+                 "(not written yet) or a token count >= 0", (long long)length, (long long)i);
         census->finished += length >= 0;
         /* Which entries a killed run wrote: only a marked file tells. */
         const int finished = marked ? length >= 0 : c->complete;

@@ -83,11 +83,26 @@ static void describe_first_difference(const char *stored, const char *wanted, ch
     }
 }
 
-/* What `found` says of an attribute that holds no value to compare. */
+/* What `found` says of an attribute that holds no value to compare: missing,
+ * an array (a hostile or damaged file), or one value of another type. */
 static void describe_absent(tfenc_output *out, const char *name, char *found, size_t found_size)
 {
-    snprintf(found, found_size, "%s",
-             H5Aexists(out->file, name) > 0 ? "(not one value of its type)" : "(missing)");
+    if (H5Aexists(out->file, name) <= 0) {
+        snprintf(found, found_size, "(missing)");
+        H5Eclear2(H5E_DEFAULT);
+        return;
+    }
+    hid_t attribute = H5Aopen(out->file, name, H5P_DEFAULT);
+    hid_t space = attribute >= 0 ? H5Aget_space(attribute) : -1;
+    hssize_t count = space >= 0 ? H5Sget_simple_extent_npoints(space) : -1;
+    if (count != 1)
+        snprintf(found, found_size, "an array of %lld values, not one", (long long)count);
+    else
+        snprintf(found, found_size, "(not one value of its type)");
+    if (space >= 0)
+        H5Sclose(space);
+    if (attribute >= 0)
+        H5Aclose(attribute);
     H5Eclear2(H5E_DEFAULT);
 }
 

@@ -82,7 +82,7 @@ static int read_xlm_roberta_rotary(tfenc_context *ctx, const char *path, json_t 
     config->architecture = ARCH_XLMR_ROTARY;
     config->learned_positions = 0;
     config->position = "rope";
-    int interleaved, status;
+    int status;
     double rotary_dims;
     if ((status = read_dimensions(ctx, path, json, config))
         || (status = read_activation(ctx, path, json, "hidden_act", "gelu", &config->activation))
@@ -98,7 +98,7 @@ static int read_xlm_roberta_rotary(tfenc_context *ctx, const char *path, json_t 
         || (status = import_json_positive(ctx, path, json, "rotary_emb_base", 10000.0,
                                           &config->rope_theta))
         || (status = import_json_bool(ctx, path, json, "rotary_emb_interleaved", 0,
-                                      &interleaved)))
+                                      &config->rope_interleaved)))
         return status;
     if (config->d_model % config->n_heads != 0)
         return TFENC_OK; /* the caller names the mismatch */
@@ -107,11 +107,9 @@ static int read_xlm_roberta_rotary(tfenc_context *ctx, const char *path, json_t 
                                        &rotary_dims)))
         return status;
     /* rotary.py turns the halves of the rotated dims (GPT-NeoX's layout,
-     * the mha's rope_style = half) unless interleaved; XPos's scale_base
-     * changes the magnitudes, which tfenc does not compute. */
-    if (interleaved)
-        return tfenc_error(ctx, TFENC_ERR_CONFIG, "%s: rotary_emb_interleaved = true is not "
-                           "supported for xlm-roberta with rotary positions", path);
+     * the mha's rope_style = half), or with rotary_emb_interleaved the
+     * pairs 2i, 2i + 1 (GPT-J's, rope_style = interleaved); XPos's
+     * scale_base changes the magnitudes, which tfenc does not compute. */
     json_t *scale_base = json_object_get(json, "rotary_emb_scale_base");
     if (scale_base != NULL && !json_is_null(scale_base))
         return tfenc_error(ctx, TFENC_ERR_CONFIG, "%s: rotary_emb_scale_base (XPos) is not "
@@ -313,7 +311,7 @@ static int read_nomic_bert(tfenc_context *ctx, const char *path, json_t *json,
     config->position = "rope";
     const char *activation;
     double fraction;
-    int prenorm, rms, parallel, causal, interleaved, multiple;
+    int prenorm, rms, parallel, causal, multiple;
     int status;
     if ((status = import_json_int(ctx, path, json, "n_embd", 1, IMPORT_MAX_WIDTH, 768, &config->d_model))
         || (status = import_json_int(ctx, path, json, "n_head", 1, IMPORT_MAX_WIDTH, 12, &config->n_heads))
@@ -335,7 +333,7 @@ static int read_nomic_bert(tfenc_context *ctx, const char *path, json_t *json,
         || (status = import_json_positive(ctx, path, json, "rotary_emb_base", 10000.0,
                                           &config->rope_theta))
         || (status = import_json_bool(ctx, path, json, "rotary_emb_interleaved", 0,
-                                      &interleaved))
+                                      &config->rope_interleaved))
         || (status = import_json_bool(ctx, path, json, "qkv_proj_bias", 1, &config->qkv_bias))
         || (status = import_json_bool(ctx, path, json, "mlp_fc1_bias", 1, &config->ffn_in_bias))
         || (status = import_json_bool(ctx, path, json, "mlp_fc2_bias", 1,
@@ -350,7 +348,7 @@ static int read_nomic_bert(tfenc_context *ctx, const char *path, json_t *json,
     /* NomicBertModel pads the vocabulary to a multiple of this. */
     config->vocab_size = (config->vocab_size + multiple - 1) / multiple * multiple;
     const char *refused = prenorm ? "prenorm" : rms ? "use_rms_norm" : parallel ? "parallel_block"
-                          : causal ? "causal" : interleaved ? "rotary_emb_interleaved" : NULL;
+                          : causal ? "causal" : NULL;
     if (refused != NULL)
         return tfenc_error(ctx, TFENC_ERR_CONFIG, "%s: %s = true is not supported for "
                            "nomic_bert", path, refused);

@@ -142,6 +142,9 @@ typedef struct model_config {
     const char *position;        /* mha position: none, rope, alibi, relative_buckets */
     double rope_theta;           /* rope: base (global layers of ModernBERT) */
     int rope_dims;               /* rope: rotated dims of each head */
+    int rope_interleaved;        /* rope: GPT-J pairs 2i, 2i + 1 (flash-attention's
+                                  * rotary_emb_interleaved), the mha's rope_style =
+                                  * interleaved; else GPT-NeoX halves */
     double local_rope_theta;     /* local layers' base (ModernBERT, Gemma3) */
     const char *rope_scaling;    /* mha rope_scaling: NULL (none) or ntk (GTE) */
     double rope_factor;          /* rope_scaling: its factor */

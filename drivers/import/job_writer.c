@@ -180,6 +180,8 @@ static void write_attention(FILE *out, const char *block, const model_config *c,
         fprintf(out, "rope_theta = %s\n", theta);
         if (c->rope_dims != head_dim)
             fprintf(out, "rope_dims = %d\n", c->rope_dims);
+        if (c->rope_interleaved)
+            fprintf(out, "rope_style = interleaved\n");
         if (c->rope_scaling != NULL) {
             char factor[32];
             format_double(factor, sizeof factor, c->rope_factor);

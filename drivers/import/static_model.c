@@ -128,27 +128,95 @@ static int reads_unknown_token(tfenc_context *ctx, const char *path, int *drop)
     return status;
 }
 
-/* A tensor of model.safetensors as doubles; NULL *values when it is
- * optional and absent. Its rank and length are checked by the caller. */
-static int read_tensor(tfenc_context *ctx, const tfenc_safetensors *file, const char *name,
-                       int required, const tfenc_safetensors_tensor **tensor, double **values)
+/* A value a float32 holds, or the error naming it (element `at` of the
+ * tensor). */
+static int check_value(tfenc_context *ctx, const tfenc_safetensors *file, const char *name,
+                       double value, int64_t at)
+{
+    if (isfinite(value) && fabs(value) <= 3.4e38)
+        return TFENC_OK;
+    return tfenc_error(ctx, TFENC_ERR_WEIGHTS, "%s: tensor '%s' holds a value a float32 cannot "
+                       "hold (%g) at element %lld", tfenc_safetensors_name(file), name, value,
+                       (long long)at);
+}
+
+/* A vector of model.safetensors (the mapping, the weights) as doubles;
+ * NULL *values when it is absent. Its rank and length are checked by the
+ * caller. */
+static int read_vector(tfenc_context *ctx, const tfenc_safetensors *file, const char *name,
+                       const tfenc_safetensors_tensor **tensor, double **values)
 {
     *values = NULL;
     *tensor = tfenc_safetensors_find(file, name);
     if (*tensor == NULL)
-        return required ? tfenc_error(ctx, TFENC_ERR_WEIGHTS, "%s: tensor '%s' not found (a "
-                                      "model2vec model.safetensors holds its embeddings)",
-                                      tfenc_safetensors_name(file), name)
-                        : TFENC_OK;
+        return TFENC_OK;
     *values = malloc((size_t)(*tensor)->n_elements * sizeof **values + 1);
     if (*values == NULL)
         return tfenc_error(ctx, TFENC_ERR_NO_MEMORY, "out of memory for tensor '%s'", name);
     int status = tfenc_safetensors_read_double(ctx, file, *tensor, *values);
     for (int64_t i = 0; status == TFENC_OK && i < (*tensor)->n_elements; i++)
-        if (!isfinite((*values)[i]) || fabs((*values)[i]) > 3.4e38)
-            status = tfenc_error(ctx, TFENC_ERR_WEIGHTS, "%s: tensor '%s' holds a value a "
-                                 "float32 cannot hold (%g) at element %lld",
-                                 tfenc_safetensors_name(file), name, (*values)[i], (long long)i);
+        status = check_value(ctx, file, name, (*values)[i], i);
+    return status;
+}
+
+/* Rows of the embeddings read at once: a vocabulary-quantized table may
+ * have far more rows than the vocabulary (and a plain one 500,000 of 256),
+ * so it is never in memory whole, as doubles or otherwise. */
+#define STATIC_BLOCK_VALUES (1 << 20)
+
+/* A token and the row of the embeddings it takes. */
+typedef struct token_row {
+    int64_t row;
+    int token;
+} token_row;
+
+static int by_row(const void *a, const void *b)
+{
+    const token_row *x = a, *y = b;
+    return x->row != y->row ? (x->row > y->row) - (x->row < y->row) : x->token - y->token;
+}
+
+/* Copies the embeddings' rows into the table in blocks: row i of the
+ * table is embeddings[mapping[i]], or embeddings[i] without a mapping;
+ * every value is checked, those of unused rows too. */
+static int fill_table(tfenc_context *ctx, const tfenc_safetensors *file,
+                      const tfenc_safetensors_tensor *embeddings, const double *map, int vocab,
+                      float *table)
+{
+    const int64_t rows = embeddings->dims[0], d = embeddings->dims[1];
+    const int64_t block_rows = STATIC_BLOCK_VALUES / d > 0 ? STATIC_BLOCK_VALUES / d : 1;
+    token_row *order = malloc((size_t)vocab * sizeof *order + 1);
+    double *block = malloc((size_t)(block_rows * d) * sizeof *block);
+    int status = TFENC_OK;
+    if (order == NULL || block == NULL) {
+        status = tfenc_error(ctx, TFENC_ERR_NO_MEMORY, "out of memory for tensor 'embeddings'");
+        goto done;
+    }
+    /* The tokens by the row they take, so that one pass over the rows
+     * serves them all. */
+    for (int i = 0; i < vocab; i++)
+        order[i] = (token_row){map != NULL ? (int64_t)map[i] : i, i};
+    if (map != NULL)
+        qsort(order, (size_t)vocab, sizeof *order, by_row);
+    int next = 0; /* of order */
+    for (int64_t first = 0; first < rows && status == TFENC_OK; first += block_rows) {
+        const int64_t count = rows - first < block_rows ? rows - first : block_rows;
+        status = tfenc_safetensors_read_double_range(ctx, file, embeddings, first * d, count * d,
+                                                     block);
+        for (int64_t k = 0; status == TFENC_OK && k < count * d; k++)
+            status = check_value(ctx, file, "embeddings", block[k], first * d + k);
+        for (; status == TFENC_OK && next < vocab; next++) {
+            const int64_t row = order[next].row;
+            const int token = order[next].token;
+            if (row >= first + count)
+                break;
+            for (int64_t j = 0; j < d; j++)
+                table[(size_t)token * (size_t)d + (size_t)j] = (float)block[(row - first) * d + j];
+        }
+    }
+done:
+    free(order);
+    free(block);
     return status;
 }
 
@@ -160,14 +228,17 @@ static int build_table(importer *self, const tfenc_safetensors *file)
     static_settings *s = &self->static_model;
     const char *name = tfenc_safetensors_name(file);
     const int vocab = tfenc_tokenizer_vocab_size(self->tokenizer.json);
-    const tfenc_safetensors_tensor *embeddings, *mapping, *weights;
-    double *table = NULL, *map = NULL, *scale = NULL;
-    int status = read_tensor(ctx, file, "embeddings", 1, &embeddings, &table);
-    if (status == TFENC_OK)
-        status = read_tensor(ctx, file, "mapping", 0, &mapping, &map);
-    if (status == TFENC_OK)
-        status = read_tensor(ctx, file, "weights", 0, &weights, &scale);
-    if (status != TFENC_OK)
+    const tfenc_safetensors_tensor *embeddings = tfenc_safetensors_find(file, "embeddings");
+    const tfenc_safetensors_tensor *mapping, *weights;
+    double *map = NULL, *scale = NULL;
+    int status = TFENC_OK;
+    if (embeddings == NULL) {
+        status = tfenc_error(ctx, TFENC_ERR_WEIGHTS, "%s: tensor 'embeddings' not found (a "
+                             "model2vec model.safetensors holds its embeddings)", name);
+        goto done;
+    }
+    if ((status = read_vector(ctx, file, "mapping", &mapping, &map))
+        || (status = read_vector(ctx, file, "weights", &weights, &scale)))
         goto done;
     if (embeddings->rank != 2 || embeddings->dims[1] < 1 ||
         embeddings->dims[1] > IMPORT_MAX_WIDTH || embeddings->dims[0] < 1) {
@@ -194,6 +265,15 @@ static int build_table(importer *self, const tfenc_safetensors *file)
                              "weight per token of tokenizer.json", name, vocab);
         goto done;
     }
+    for (int i = 0; map != NULL && i < vocab; i++) {
+        const double row = map[i];
+        if (row != floor(row) || row < 0 || row >= (double)rows) {
+            status = tfenc_error(ctx, TFENC_ERR_WEIGHTS, "%s: tensor 'mapping' sends token %d to "
+                                 "row %g, outside the %lld rows of 'embeddings'", name, i, row,
+                                 (long long)rows);
+            goto done;
+        }
+    }
     s->table = malloc((size_t)vocab * (size_t)d * sizeof *s->table + 1);
     if (scale != NULL)
         s->weights = malloc((size_t)vocab * sizeof *s->weights + 1);
@@ -202,31 +282,20 @@ static int build_table(importer *self, const tfenc_safetensors *file)
                              vocab, (long long)d);
         goto done;
     }
-    for (int i = 0; i < vocab; i++) {
-        const double row = map != NULL ? map[i] : i;
-        if (row != floor(row) || row < 0 || row >= (double)rows) {
-            status = tfenc_error(ctx, TFENC_ERR_WEIGHTS, "%s: tensor 'mapping' sends token %d to "
-                                 "row %g, outside the %lld rows of 'embeddings'", name, i, row,
-                                 (long long)rows);
-            goto done;
-        }
-        for (int64_t j = 0; j < d; j++)
-            s->table[(size_t)i * (size_t)d + (size_t)j] =
-                (float)table[(size_t)row * (size_t)d + (size_t)j];
-        if (scale != NULL)
-            s->weights[i] = (float)scale[i];
-    }
+    if ((status = fill_table(ctx, file, embeddings, map, vocab, s->table)))
+        goto done;
+    for (int i = 0; scale != NULL && i < vocab; i++)
+        s->weights[i] = (float)scale[i];
     self->config.d_model = (int)d;
     self->config.vocab_size = vocab;
 done:
-    free(table);
     free(map);
     free(scale);
     return status;
 }
 
 /* The weights file's two datasets, from the table and weights in memory. */
-static int plan_tensors(importer *self)
+static int plan_static_datasets(importer *self)
 {
     const static_settings *s = &self->static_model;
     const int vocab = self->config.vocab_size;
@@ -301,7 +370,7 @@ int import_read_static_model(importer *self)
     if ((status = tfenc_safetensors_open(ctx, weights_path, &file)) ||
         (status = build_table(self, file)))
         goto done;
-    status = plan_tensors(self);
+    status = plan_static_datasets(self);
     if (status == TFENC_OK && self->verbose != NULL)
         fprintf(self->verbose, "tfenc-import: %s: a model2vec model: %d tokens of %d, %s, %s, "
                 "text cut at %ld characters%s\n", self->model_dir, c->vocab_size, c->d_model,

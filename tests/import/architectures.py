@@ -43,9 +43,11 @@ TOLERANCE = 1e-4
 D, HEADS, LAYERS, FFN, VOCAB = 32, 4, 2, 48, 120
 
 KINDS = ["bert", "roberta", "xlm-roberta", "electra", "distilbert", "mpnet", "qwen2",
-         "nomic_bert", "modernbert", "jina_bert", "qwen3", "gemma3_text"]
+         "nomic_bert", "modernbert", "jina_bert", "qwen3", "gemma3_text",
+         "nomic_bert-interleaved"]
 # Written from published code (tests/import/reference_models.py).
-REFERENCE_KINDS = ("nomic_bert", "modernbert", "jina_bert", "qwen3", "gemma3_text")
+REFERENCE_KINDS = ("nomic_bert", "modernbert", "jina_bert", "qwen3", "gemma3_text",
+                   "nomic_bert-interleaved")
 # Ids that end in the tokenizer's EOS, which last-token pooling reads.
 DECODERS = ("qwen2", "qwen3")
 
@@ -63,6 +65,7 @@ PROMPTS = {
 # Pooling of each kind's sentence-transformers head: the modes its real
 # models use (lasttoken for the decoder).
 POOLING = {"bert": "cls", "mpnet": "mean", "qwen2": "lasttoken", "nomic_bert": "mean",
+           "nomic_bert-interleaved": "mean",
            "modernbert": "mean", "jina_bert": "mean", "qwen3": "lasttoken",
            "gemma3_text": "mean"}
 # EmbeddingGemma's Dense modules after the pooling: d -> DENSE -> d, no
@@ -131,13 +134,15 @@ def transformers_model(kind):
 def reference_model(kind):
     """(model, config dict) for the kinds written from published code."""
     import reference_models as r
-    if kind == "nomic_bert":
+    if kind in ("nomic_bert", "nomic_bert-interleaved"):
+        # The second turns the pairs 2i, 2i + 1 (rotary_emb_interleaved).
         config = {"model_type": "nomic_bert", "architectures": ["NomicBertModel"],
                   "n_embd": D, "n_head": HEADS, "n_layer": LAYERS, "n_inner": FFN,
                   "vocab_size": VOCAB, "type_vocab_size": 2, "max_trained_positions": 2048,
                   "n_positions": 2048, "layer_norm_epsilon": 1e-12,
                   "activation_function": "swiglu", "rotary_emb_fraction": 1.0,
-                  "rotary_emb_base": 1000, "rotary_emb_interleaved": False,
+                  "rotary_emb_base": 1000,
+                  "rotary_emb_interleaved": kind == "nomic_bert-interleaved",
                   "rotary_scaling_factor": None, "qkv_proj_bias": False,
                   "mlp_fc1_bias": False, "mlp_fc2_bias": False, "prenorm": False,
                   "use_rms_norm": False, "causal": False, "pad_vocab_size_multiple": 1}

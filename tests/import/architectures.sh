@@ -1,5 +1,6 @@
 #!/bin/sh
-# Every architecture tfenc-import maps, on random weights: a checkpoint saved
+# Every architecture tfenc-import maps (NomicBERT also with its RoPE on
+# interleaved pairs), on random weights: a checkpoint saved
 # by transformers' own classes (or, for NomicBERT, ModernBERT, JinaBERT v2,
 # Qwen3 and Gemma3, which transformers 4.40 lacks, by references written
 # from their published code: tests/import/reference_models.py), imported,
@@ -38,7 +39,7 @@ run() { # JOB OUTPUT [--set ...]: tfenc-batch on the kind's token ids
 }
 
 for kind in bert roberta xlm-roberta electra distilbert mpnet qwen2 nomic_bert modernbert \
-    jina_bert qwen3 gemma3_text; do
+    jina_bert qwen3 gemma3_text nomic_bert-interleaved; do
   dir="$work/$kind"
   if ! "$import" "$dir" -o "$dir/model.h5" --job "$dir/job.ini" >"$dir/import.log" 2>&1; then
     checks=$((checks + 1))

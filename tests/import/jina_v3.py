@@ -16,7 +16,16 @@ usage: jina_v3.py make SENTENCES.txt OUT_DIR
   `embeddings [N, d]` (each sentence alone, the task's instruction before
   it, mean-pooled and normalised) and `lengths [N]` (its tokens);
   OUT_DIR/bad-rank/, OUT_DIR/missing-lora/: the model with one layer's
-  adapters of rank 3, and with one lora_B left out.
+  adapters of rank 3, and with one lora_B left out;
+  OUT_DIR/interleaved/: a model of the same shape without adapters whose
+  rotary.py turns interleaved pairs (rotary_emb_interleaved), with mean
+  pooling and Normalize, and OUT_DIR/reference-interleaved.h5 (each
+  sentence alone);
+  OUT_DIR/classifier/: an XLMRobertaForSequenceClassification of the
+  implementation (its XLMRobertaClassificationHead: classifier.dense,
+  tanh, classifier.out_proj on the first token; roberta.'s pooler left
+  out, add_pooling_layer = False) without adapters, 3 labels, and
+  OUT_DIR/reference-classifier.h5 `logits [N, 3]`.
 
 The reference is written from the published modeling code
 (jinaai/xlm-roberta-flash-implementation: modeling_lora.py,
@@ -38,6 +47,8 @@ import torch.nn.functional as F
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from reference_models import rotary_self_attention  # noqa: E402
+
+LABELS = 3
 
 D, HEADS, LAYERS, FFN = 64, 4, 2, 128
 TASKS = ["retrieval.query", "retrieval.passage", "separation", "classification",
@@ -114,10 +125,11 @@ class Reference:
     """XLMRobertaLoRA's forward for one unpadded sequence with one task's
     adapters (adapter_mask of that task), the adapters kept apart."""
 
-    def __init__(self, weights, task):
+    def __init__(self, weights, task, interleaved=False):
         self.w = weights
         self.task = TASKS.index(task)
         self.scale = ALPHA / RANK
+        self.interleaved = interleaved
 
     def linear(self, name, x):
         w = self.w
@@ -143,11 +155,98 @@ class Reference:
         h = self.norm("roberta.emb_ln", h)[None]
         for layer in range(LAYERS):
             prefix = f"roberta.encoder.layers.{layer}"
-            context = rotary_self_attention(self.linear(f"{prefix}.mixer.Wqkv", h), HEADS, BASE)
+            context = rotary_self_attention(self.linear(f"{prefix}.mixer.Wqkv", h), HEADS, BASE,
+                                            self.interleaved)
             h = self.norm(f"{prefix}.norm1", h + self.linear(f"{prefix}.mixer.out_proj", context))
             inner = F.gelu(self.linear(f"{prefix}.mlp.fc1", h))
             h = self.norm(f"{prefix}.norm2", h + self.linear(f"{prefix}.mlp.fc2", inner))
         return h[0]
+
+
+class PlainReference(Reference):
+    """XLMRobertaModel's forward without adapters."""
+
+    def __init__(self, weights, interleaved=False):
+        self.w = weights
+        self.interleaved = interleaved
+
+    def linear(self, name, x):
+        return F.linear(x, self.w[f"{name}.weight"], self.w[f"{name}.bias"])
+
+    def embedding(self, name, ids):
+        return self.w[f"{name}.weight"][ids]
+
+
+def plain_weights(weights):
+    """The adapted weights as a model without adapters saves them: each
+    original weight under its own name, no lora tensors, no pooler."""
+    plain = {}
+    for name, tensor in weights.items():
+        if ".lora_" in name or name.startswith("roberta.pooler."):
+            continue
+        plain[name.replace(".parametrizations.weight.original", ".weight")] = tensor
+    return plain
+
+
+def write_plain_folder(model_dir, directory, weights, changes):
+    """The model's folder without adapters, config.json changed by `changes`."""
+    from safetensors.torch import save_file
+    shutil.copytree(model_dir, directory, dirs_exist_ok=True)
+    path = os.path.join(directory, "config.json")
+    with open(path) as f:
+        config = json.load(f)
+    for key in ("lora_adaptations", "task_instructions", "lora_rank", "lora_alpha",
+                "lora_dropout_p", "load_trained_adapters"):
+        config.pop(key)
+    config.update(changes)
+    with open(path, "w") as f:
+        json.dump(config, f, indent=2)
+    save_file({name: tensor.contiguous() for name, tensor in weights.items()},
+              os.path.join(directory, "model.safetensors"))
+    with open(os.path.join(directory, "config_sentence_transformers.json"), "w") as f:
+        json.dump({"prompts": {}, "default_prompt_name": None}, f)
+
+
+def make_plain_models(model_dir, out_dir, tokenizer, weights, lines, generator):
+    """The interleaved-rotary model and the classifier (OUT_DIR/interleaved,
+    OUT_DIR/classifier), and their references."""
+    plain = plain_weights(weights)
+    write_plain_folder(model_dir, os.path.join(out_dir, "interleaved"), plain,
+                       {"architectures": ["XLMRobertaModel"], "rotary_emb_interleaved": True})
+    head = dict(plain)
+    head["classifier.dense.weight"] = torch.randn(D, D, generator=generator) * D ** -0.5
+    head["classifier.dense.bias"] = torch.randn(D, generator=generator) * 0.1
+    head["classifier.out_proj.weight"] = torch.randn(LABELS, D, generator=generator) * D ** -0.5
+    head["classifier.out_proj.bias"] = torch.randn(LABELS, generator=generator) * 0.1
+    classifier_dir = os.path.join(out_dir, "classifier")
+    write_plain_folder(model_dir, classifier_dir, head,
+                       {"architectures": ["XLMRobertaForSequenceClassification"],
+                        "id2label": {str(i): f"LABEL_{i}" for i in range(LABELS)},
+                        "label2id": {f"LABEL_{i}": i for i in range(LABELS)}})
+    for name in ("modules.json", "config_sentence_transformers.json"):
+        os.remove(os.path.join(classifier_dir, name))
+    shutil.rmtree(os.path.join(classifier_dir, "1_Pooling"))
+    interleaved, halves, logits, lengths = [], [], [], []
+    for line in lines:
+        ids = tokenizer(line, return_tensors="pt")["input_ids"][0]
+        interleaved.append(F.normalize(PlainReference(plain, True).forward(ids).mean(0), dim=0))
+        hidden = PlainReference(plain).forward(ids)
+        halves.append(F.normalize(hidden.mean(0), dim=0))
+        first = torch.tanh(F.linear(hidden[0], head["classifier.dense.weight"],
+                                    head["classifier.dense.bias"]))
+        logits.append(F.linear(first, head["classifier.out_proj.weight"],
+                               head["classifier.out_proj.bias"]))
+        lengths.append(len(ids))
+    # Interleaved pairs must give other vectors than halves by far more
+    # than the comparison's bar (min cosine 0.99999), or the test could not
+    # tell the mha's two rope_styles apart.
+    cosine = (torch.stack(interleaved) * torch.stack(halves)).sum(1)
+    assert cosine.min() < 0.9999, f"interleaved and half RoPE too close ({cosine.min()})"
+    with h5py.File(os.path.join(out_dir, "reference-interleaved.h5"), "w") as f:
+        f["embeddings"] = torch.stack(interleaved).numpy().astype(np.float32)
+        f["lengths"] = np.array(lengths, dtype=np.int64)
+    with h5py.File(os.path.join(out_dir, "reference-classifier.h5"), "w") as f:
+        f["logits"] = torch.stack(logits).numpy().astype(np.float32)
 
 
 def write_mean_pooling(directory, transformer_type, width):
@@ -217,6 +316,8 @@ def make(sentences_path, out_dir):
     bad_folder(model_dir, os.path.join(out_dir, "bad-rank"), weights, rank_of_fc2=3)
     bad_folder(model_dir, os.path.join(out_dir, "missing-lora"), weights, drop=(
         "roberta.encoder.layers.0.mixer.out_proj.parametrizations.weight.0.lora_B"))
+    with torch.no_grad():
+        make_plain_models(model_dir, out_dir, tokenizer, weights, lines, generator)
     print(f"jina_v3: {len(lines)} sentences, tasks {', '.join(CHECKED)}, cosine between them "
           f"at most {cosine.max():.3f}")
 

@@ -9,6 +9,10 @@
 # and int8 within the bars of parity.sh. A folder without --task, with an
 # unknown task, with an adapter of the wrong rank or without a lora tensor
 # is refused in one line naming the file and the tensor, with no output.
+# Without adapters, a model whose RoPE turns interleaved pairs
+# (rotary_emb_interleaved: the mha's rope_style = interleaved) is compared
+# pooled, and an XLMRobertaForSequenceClassification of the implementation
+# (RoBERTa's head names, tanh) by its logits.
 set -eu
 
 . "$(cd "$(dirname "$0")/../.." && pwd)/tests/environment.sh"
@@ -51,6 +55,30 @@ if [ -z "${TFENC_SANITIZER_BUILD:-}" ] && [ -f "$work/retrieval.query.ini" ]; th
   ranks_bitwise jina-v3 "$job" "$sentences"
   # The matrix precisions on the float32 weights, with parity.sh's bars.
   precisions jina-v3 "$job" "$sentences" "$reference" 0.9999 0.999
+fi
+
+# Interleaved rotary pairs, and the classifier's logits.
+checks=$((checks + 1))
+if "$import" "$work/generated/interleaved" -o "$work/interleaved.h5" \
+    --job "$work/interleaved.ini" >"$work/interleaved.log" 2>&1; then
+  "$batch" --quiet --set "job.input=$sentences" --set "job.output=$work/interleaved-out.h5" \
+    "$work/interleaved.ini"
+  "$python" "$here/compare_embeddings.py" "$work/generated/reference-interleaved.h5" \
+    "$work/interleaved-out.h5" "jina-v3 interleaved rotary fp32" 0.99999 1e-4 \
+    || failures=$((failures + 1))
+else
+  fail "interleaved rotary: tfenc-import: $(cat "$work/interleaved.log")"
+fi
+checks=$((checks + 1))
+if "$import" "$work/generated/classifier" -o "$work/classifier.h5" \
+    --job "$work/classifier.ini" >"$work/classifier.log" 2>&1; then
+  "$batch" --quiet --set "job.input=$sentences" --set "job.output=$work/classifier-out.h5" \
+    --set head.scores=logits "$work/classifier.ini"
+  "$python" "$here/heads.py" compare "$work/generated/reference-classifier.h5" logits \
+    "$work/classifier-out.h5" "jina-v3 XLMRobertaForSequenceClassification logits" \
+    || failures=$((failures + 1))
+else
+  fail "classifier: tfenc-import: $(cat "$work/classifier.log")"
 fi
 
 refused "no --task" "$model" \

@@ -33,18 +33,28 @@ def rotate_half(x):
     return torch.cat((-x[..., half:], x[..., :half]), dim=-1)
 
 
-def rotary(x, base, rotary_dims):
+def rotate_pairs(x):
+    """rotate_half's interleaved form: dims 2i and 2i + 1 turn together."""
+    return torch.stack((-x[..., 1::2], x[..., ::2]), dim=-1).flatten(-2)
+
+
+def rotary(x, base, rotary_dims, interleaved=False):
     """x [1, heads, L, head_dim]: the first rotary_dims of each head turned
-    by position (GPT-NeoX pairs i, i + rotary_dims / 2), in float32 as both
-    published codes compute it."""
+    by position (GPT-NeoX pairs i, i + rotary_dims / 2; interleaved,
+    flash-attention's rotary.py with interleaved = True: GPT-J pairs 2i,
+    2i + 1), in float32 as both published codes compute it."""
     length = x.shape[2]
     inverse = 1.0 / (base ** (torch.arange(0, rotary_dims, 2, dtype=torch.int64).float()
                               / rotary_dims))
     angles = torch.outer(torch.arange(length, dtype=torch.float32), inverse)
-    cos = torch.cat((angles.cos(), angles.cos()), dim=-1)
-    sin = torch.cat((angles.sin(), angles.sin()), dim=-1)
+    if interleaved:
+        cos, sin = angles.cos().repeat_interleave(2, -1), angles.sin().repeat_interleave(2, -1)
+    else:
+        cos = torch.cat((angles.cos(), angles.cos()), dim=-1)
+        sin = torch.cat((angles.sin(), angles.sin()), dim=-1)
     turned, rest = x[..., :rotary_dims], x[..., rotary_dims:]
-    return torch.cat((turned * cos + rotate_half(turned) * sin, rest), dim=-1)
+    rotated = rotate_pairs(turned) if interleaved else rotate_half(turned)
+    return torch.cat((turned * cos + rotated * sin, rest), dim=-1)
 
 
 def split_heads(x, heads):
@@ -63,13 +73,13 @@ def attend(q, k, v, bias=None, scale=None):
     return context.transpose(1, 2).reshape(q.shape[0], q.shape[2], -1)
 
 
-def rotary_self_attention(qkv, heads, base):
+def rotary_self_attention(qkv, heads, base, interleaved=False):
     """qkv [1, L, 3 d], a fused projection's Q, K, V of every head in turn
     -> the context [1, L, d], Q and K turned by RoPE over whole heads."""
     q, k, v = qkv.chunk(3, dim=-1)
     head_dim = q.shape[-1] // heads
-    q = rotary(split_heads(q, heads), base, head_dim)
-    k = rotary(split_heads(k, heads), base, head_dim)
+    q = rotary(split_heads(q, heads), base, head_dim, interleaved)
+    k = rotary(split_heads(k, heads), base, head_dim, interleaved)
     return attend(q, k, split_heads(v, heads))
 
 
@@ -126,8 +136,9 @@ class NomicBert(nn.Module):
         for layer in self.encoder.layers:
             # Wqkv rows: Q of every head, then K, then V ("(three h d)").
             q, k, v = (split_heads(part, heads) for part in layer.attn.Wqkv(x).chunk(3, dim=-1))
-            q = rotary(q, c["rotary_emb_base"], rotary_dims)
-            k = rotary(k, c["rotary_emb_base"], rotary_dims)
+            interleaved = c["rotary_emb_interleaved"]
+            q = rotary(q, c["rotary_emb_base"], rotary_dims, interleaved)
+            k = rotary(k, c["rotary_emb_base"], rotary_dims, interleaved)
             x = layer.norm1(layer.attn.out_proj(attend(q, k, v)) + x)
             # NomciBertGatedMLP with SwiGLU: fc11(x) * silu(fc12(x))
             hidden = layer.mlp.fc11(x) * F.silu(layer.mlp.fc12(x))

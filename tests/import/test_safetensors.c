@@ -168,6 +168,18 @@ static void test_read_values(void)
                                                    tfenc_safetensors_find(file, "i64"), values),
                     TFENC_ERR_WEIGHTS);
     CU_ASSERT_PTR_NOT_NULL(strstr(tfenc_context_message(&ctx), "i64"));
+    /* A run of values, as a table too large for memory is read in blocks;
+     * a run beyond the tensor is refused, naming it. */
+    const tfenc_safetensors_tensor *f16 = tfenc_safetensors_find(file, "f16");
+    double run[3];
+    tfenc_context_clear(&ctx);
+    CU_ASSERT_EQUAL(tfenc_safetensors_read_double_range(&ctx, file, f16, 2, 3, run), TFENC_OK);
+    CU_ASSERT_EQUAL(run[0], 65504.0);
+    CU_ASSERT_EQUAL(run[1], 0x1p-24);
+    CU_ASSERT_EQUAL(run[2], 0x1p-14);
+    CU_ASSERT_EQUAL(tfenc_safetensors_read_double_range(&ctx, file, f16, 3, 3, run),
+                    TFENC_ERR_INTERNAL);
+    CU_ASSERT_PTR_NOT_NULL(strstr(tfenc_context_message(&ctx), "f16"));
     tfenc_safetensors_close(file);
     unlink(path);
     free(path);
