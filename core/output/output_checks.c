@@ -261,7 +261,7 @@ static const dataset_spec datasets[] = {
 int tfenc_output_names_dataset(const char *name)
 {
     /* The groups besides the table's datasets. */
-    if (strcmp(name, "int8_calibration") == 0)
+    if (strcmp(name, TFENC_CALIBRATION_GROUP) == 0)
         return 1;
     for (size_t i = 0; i < sizeof datasets / sizeof datasets[0]; i++)
         if (strcmp(datasets[i].name, name) == 0)
