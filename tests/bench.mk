@@ -25,10 +25,12 @@ bench: all tests/bench/gemm_rate$(EXEEXT)
 
 # A static-embedding (model2vec) job against tokenizing the same corpus
 # alone, in tokens per CPU-second (tests/bench/static.sh; prints, asserts
-# nothing). BENCH_STATIC_COPIES: how many times the text is repeated.
+# nothing). BENCH_STATIC_COPIES: how many times the text is repeated;
+# BENCH_STATIC_ROUNDS: runs of each measurement, their medians printed.
 BENCH_STATIC_COPIES = 200
+BENCH_STATIC_ROUNDS = 3
 bench-static: all tests/tokenizer/tokenize_corpus$(EXEEXT)
-	sh $(top_srcdir)/tests/bench/static.sh '$(abs_top_builddir)' $(BENCH_STATIC_COPIES)
+	sh $(top_srcdir)/tests/bench/static.sh '$(abs_top_builddir)' $(BENCH_STATIC_COPIES) $(BENCH_STATIC_ROUNDS)
 .PHONY: bench-static
 EXTRA_DIST += tests/bench/static.sh
 

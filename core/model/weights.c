@@ -62,6 +62,7 @@ struct tfenc_weight_store {
     int n_calibrations;
     char *calibration_origin;      /* once fixed: where the table came from; else NULL */
     tfenc_node_arena *arena;       /* the node's one copy of what is loaded, or NULL */
+    long products;                 /* linear maps and product plans made through its handles */
 };
 
 struct tfenc_weights {
@@ -236,6 +237,11 @@ void tfenc_weight_store_close(tfenc_weight_store *store)
         H5Fclose(store->file);
     free(store->name);
     free(store);
+}
+
+long tfenc_weight_store_products(const tfenc_weight_store *store)
+{
+    return store->products;
 }
 
 const char *tfenc_weight_store_name(const tfenc_weight_store *store)
@@ -916,6 +922,7 @@ int tfenc_linear_load(tfenc_weights *weights, int n_parts, const char *const *we
         return tfenc_error(weights->ctx, TFENC_ERR_NO_MEMORY, "weights: out of memory");
     if (out_features != NULL)
         *out_features = total_out;
+    weights->store->products++;
     *linear_out = linear;
     return TFENC_OK;
 }
@@ -931,6 +938,7 @@ int tfenc_matmul_plan_create(tfenc_weights *weights, const tfenc_matmul_shape *l
         return status;
     if (keep(weights, plan, release_plan) != TFENC_OK)
         return tfenc_error(weights->ctx, TFENC_ERR_NO_MEMORY, "weights: out of memory");
+    weights->store->products++;
     *plan_out = plan;
     return TFENC_OK;
 }

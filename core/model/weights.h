@@ -46,6 +46,10 @@ int tfenc_weight_store_attach(tfenc_context *ctx, tfenc_weight_store *store, con
                               const char *path, const char *setting);
 /* The file path, or "(memory)". */
 const char *tfenc_weight_store_name(const tfenc_weight_store *store);
+/* Linear maps and product plans made through the store's handles so far
+ * (a model with none, such as a static embedding's lookup, runs the same
+ * whichever library would run its fp32 products). */
+long tfenc_weight_store_products(const tfenc_weight_store *store);
 
 /* From now on, what is loaded through the store is kept once per node in
  * `arena` (core/ranks/node_arena.h), in the form the layers use it (float32

@@ -4,6 +4,7 @@
 #include "base/hdf5_attributes.h"
 #include "base/files.h"
 #include "matrix/matrix.h"
+#include "model/weights.h"
 #include "run/step_timing.h"
 
 #include <hdf5.h>
@@ -127,6 +128,9 @@ typedef struct place {
     const char *default_why;        /* why the default is what it is, or NULL */
     /* The steps timed: a model of options with the candidate set. */
     int first_step, end_step;
+    /* The candidates differ only in what runs fp32 linear maps and
+     * products: steps that make none are not timed. */
+    int products_only;
 } place;
 
 enum { N_CANDIDATES = 2 };
@@ -162,11 +166,15 @@ static int attention_default(const tfenc_job_section *section, const tfenc_model
 /* The place's steps with each candidate in turn, ROUNDS times; seconds[c]
  * and cpu[c] the least of candidate c's rounds, summed over the steps, per
  * sample token. The candidate is set in the job (a layer's key, which its
- * plugin reads) and, for [model] fp32_products, in a copy of the config. */
+ * plugin reads) and, for [model] fp32_products, in a copy of the config.
+ * *untimed: 1 when the place is products_only and its steps made no linear
+ * map or product (a static model's lookup): timing stops after the first
+ * run, which loaded the weights once rather than once a run. */
 static int time_place(tfenc_context *ctx, tfenc_jobfile *job, const place *where,
                       const tfenc_model_options *options, const tfenc_gate_sample *sample,
-                      double seconds[N_CANDIDATES], double cpu[N_CANDIDATES])
+                      double seconds[N_CANDIDATES], double cpu[N_CANDIDATES], int *untimed)
 {
+    *untimed = 0;
     const int n_steps = where->end_step - where->first_step;
     double *step_seconds = calloc((size_t)n_steps * 2, sizeof *step_seconds);
     if (step_seconds == NULL)
@@ -179,13 +187,16 @@ static int time_place(tfenc_context *ctx, tfenc_jobfile *job, const place *where
     int status = TFENC_OK;
     for (int c = 0; c < N_CANDIDATES; c++)
         seconds[c] = cpu[c] = INFINITY;
-    for (int round = 0; status == TFENC_OK && round < ROUNDS; round++)
-        for (int c = 0; status == TFENC_OK && c < N_CANDIDATES; c++) {
+    for (int round = 0; status == TFENC_OK && round < ROUNDS && !*untimed; round++)
+        for (int c = 0; status == TFENC_OK && c < N_CANDIDATES && !*untimed; c++) {
             status = set_choice(ctx, job, where->section, where->key, where->candidates[c]);
             config.fp32_products = tfenc_model_fp32_products(job);
+            const long products = tfenc_weight_store_products(options->weights);
             if (status == TFENC_OK)
                 status = tfenc_step_timing_measure_cpu(ctx, &one, sample, step_seconds,
                                                        step_seconds + n_steps);
+            *untimed = status == TFENC_OK && where->products_only &&
+                       tfenc_weight_store_products(options->weights) == products;
             double measured = 0, measured_cpu = 0;
             for (int i = 0; i < n_steps; i++) {
                 measured += step_seconds[i];
@@ -282,21 +293,27 @@ static int choose(tfenc_context *ctx, tfenc_jobfile *job, const place *where,
                                            : "no sample to time");
     } else {
         double seconds[N_CANDIDATES], cpu[N_CANDIDATES];
-        int status = time_place(ctx, job, where, options, sample, seconds, cpu);
+        int untimed = 0;
+        int status = time_place(ctx, job, where, options, sample, seconds, cpu, &untimed);
         if (status != TFENC_OK)
             return status;
         favour(where, seconds, cpu);
-        chosen = tfenc_path_pick_measured(cpu, seconds, N_CANDIDATES, where->default_index, -1,
-                                          TFENC_PATH_MARGIN);
-        snprintf(why, sizeof why,
-                 "measured on %ld sample tokens: %s %.3g us CPU (%.3g wall), %s "
-                 "%.3g us CPU (%.3g wall) per token; default %s%s, another path only when "
-                 "%.0f%% less CPU and less wall time",
-                 (long)sample->n_tokens, where->candidates[0], cpu[0] * 1e6, seconds[0] * 1e6,
-                 where->candidates[1], cpu[1] * 1e6, seconds[1] * 1e6,
-                 where->candidates[where->default_index],
-                 where->default_why != NULL ? where->default_why : "",
-                 TFENC_PATH_MARGIN * 100);
+        chosen = untimed ? where->default_index
+                         : tfenc_path_pick_measured(cpu, seconds, N_CANDIDATES,
+                                                    where->default_index, -1, TFENC_PATH_MARGIN);
+        if (untimed)
+            snprintf(why, sizeof why, "the default: its steps make no fp32 linear map or "
+                     "product to time");
+        else
+            snprintf(why, sizeof why,
+                     "measured on %ld sample tokens: %s %.3g us CPU (%.3g wall), %s "
+                     "%.3g us CPU (%.3g wall) per token; default %s%s, another path only when "
+                     "%.0f%% less CPU and less wall time",
+                     (long)sample->n_tokens, where->candidates[0], cpu[0] * 1e6, seconds[0] * 1e6,
+                     where->candidates[1], cpu[1] * 1e6, seconds[1] * 1e6,
+                     where->candidates[where->default_index],
+                     where->default_why != NULL ? where->default_why : "",
+                     TFENC_PATH_MARGIN * 100);
     }
     int status = set_choice(ctx, job, section, name, where->candidates[chosen]);
     if (status == TFENC_OK)
@@ -349,7 +366,8 @@ static int choose_fp32_products(tfenc_context *ctx, tfenc_jobfile *job,
                          .default_index = TFENC_FP32_PRODUCTS_OPENBLAS,
                          .default_why = " (the reference)",
                          .first_step = first,
-                         .end_step = end};
+                         .end_step = end,
+                         .products_only = 1};
     return choose(ctx, job, &where, options, sample, record, choices);
 }
 

@@ -4,6 +4,9 @@
  * seconds), and with --static MAX_CHARS after it tokenizes as a
  * static-embedding job does (tokenizer.h's text rules: no special tokens,
  * the unknown token dropped, texts cut at MAX_CHARS; tests/bench/static.sh).
+ * The timed texts are held in memory (read before the clock starts), or,
+ * with --stream last, read from CORPUS line by line while they are
+ * tokenized, the reading timed too (one round), as a job reads its corpus.
  * With --pairs
  * each line is two texts separated by a tab, encoded as a pair, and the
  * line printed is "n_truncated: id id ... | type type ...". */
@@ -19,7 +22,7 @@ static int usage(void)
 {
     fprintf(stderr, "usage: tokenize_corpus VOCAB_TXT CORPUS MAX_LENGTH LOWERCASE(0|1) STRIP_ACCENTS(-1|0|1)\n"
                     "       tokenize_corpus --json TOKENIZER_JSON CORPUS MAX_LENGTH [--bench ROUNDS "
-                    "[--static MAX_CHARS]]\n"
+                    "[--static MAX_CHARS] [--stream]]\n"
                     "       tokenize_corpus --json TOKENIZER_JSON CORPUS MAX_LENGTH --pairs\n"
                     "  CORPUS lines are split on \\n only; every byte else is text.\n");
     return 2;
@@ -37,11 +40,60 @@ static double now(void)
     return seconds_of(CLOCK_MONOTONIC);
 }
 
+/* --stream: each line read from the file (getdelim) and tokenized at once,
+ * both timed; prints the same line as --bench. */
+static int stream_corpus(tfenc_context *ctx, tfenc_tokenizer *tokenizer, FILE *corpus,
+                         const char *corpus_path, int max_length)
+{
+    int32_t *ids = malloc((size_t)max_length * sizeof *ids);
+    char *line = NULL;
+    size_t capacity = 0, n_lines = 0, total_bytes = 0;
+    ssize_t length;
+    long long tokens = 0;
+    int failed = ids == NULL;
+    double started = now(), cpu_started = seconds_of(CLOCK_PROCESS_CPUTIME_ID);
+    while (!failed && (length = getdelim(&line, &capacity, '\n', corpus)) >= 0) {
+        if (length > 0 && line[length - 1] == '\n')
+            length--;
+        int n_ids = 0, n_truncated = 0;
+        if (tfenc_tokenizer_encode(ctx, tokenizer, line, (size_t)length, ids, max_length, &n_ids,
+                                   &n_truncated) != TFENC_OK) {
+            fprintf(stderr, "tokenize_corpus: %s: line %zu: %s\n", corpus_path, n_lines + 1,
+                    tfenc_context_message(ctx));
+            failed = 1;
+        }
+        tokens += n_ids;
+        total_bytes += (size_t)length;
+        n_lines++;
+    }
+    /* getdelim gives -1 at the end and on a read error alike */
+    if (!failed && ferror(corpus)) {
+        fprintf(stderr, "tokenize_corpus: %s: read error after line %zu\n", corpus_path, n_lines);
+        failed = 1;
+    }
+    if (!failed) {
+        double seconds = now() - started;
+        double cpu = seconds_of(CLOCK_PROCESS_CPUTIME_ID) - cpu_started;
+        printf("tfenc: 1 rounds of %zu lines (%zu bytes) read from the file: %lld tokens in "
+               "%.3f s: %.0f tokens/s, %.1f MB/s; %.3f CPU-seconds: %.0f tokens per CPU-second\n",
+               n_lines, total_bytes, tokens, seconds, tokens / seconds,
+               total_bytes / seconds / 1e6, cpu, tokens / cpu);
+    }
+    free(line);
+    free(ids);
+    return failed;
+}
+
 int main(int argc, char **argv)
 {
     int json = argc >= 5 && strcmp(argv[1], "--json") == 0;
-    int rounds = 0, pairs = 0;
+    int rounds = 0, pairs = 0, stream = 0;
     long static_chars = -1;
+    if (json && argc >= 8 && strcmp(argv[5], "--bench") == 0 &&
+        strcmp(argv[argc - 1], "--stream") == 0) {
+        stream = 1;
+        argc--;
+    }
     if (json && argc == 9 && strcmp(argv[5], "--bench") == 0 && strcmp(argv[7], "--static") == 0) {
         rounds = atoi(argv[6]);
         static_chars = atol(argv[8]);
@@ -79,6 +131,12 @@ int main(int argc, char **argv)
     if (corpus == NULL) {
         fprintf(stderr, "tokenize_corpus: cannot open %s\n", corpus_path);
         return 1;
+    }
+    if (stream) {
+        int failed = stream_corpus(&ctx, tokenizer, corpus, corpus_path, max_length);
+        fclose(corpus);
+        tfenc_tokenizer_destroy(tokenizer);
+        return failed;
     }
     /* The whole corpus in memory, so that --bench times tokenization alone. */
     char **lines = NULL;
