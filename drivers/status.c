@@ -210,6 +210,30 @@ static void print_output(const tfenc_inspection *i)
     free(described);
 }
 
+/* A job of several heads: each further head's rows (group /outputs/NAME),
+ * as its kind says them. */
+static void print_heads(const tfenc_inspection *i)
+{
+    if (i->head != NULL)
+        printf("heads: %d; the output above is head %s (the root's datasets)\n",
+               i->n_heads + 1, i->head);
+    for (int k = 0; k < i->n_heads; k++) {
+        const tfenc_inspected_head *h = &i->heads[k];
+        const tfenc_output_kind_entry *kind = tfenc_output_kind_named(h->output_kind);
+        /* A sparse head's rows wait in logs named after PATH.head-NAME. */
+        char logs[4096];
+        snprintf(logs, sizeof logs, "%s.head-%s", i->path, h->name);
+        const tfenc_output_summary summary = {
+            .path = logs, .dtype = h->dtype, .n_documents = i->n_documents, .n_rows = -1,
+            .width = h->d_model, .labels = h->id2label, .sparse_values = h->sparse_values};
+        char *described = kind != NULL ? kind->describe_status(&summary) : NULL;
+        printf("output %s (group /outputs/%s): %s%s\n", h->name, h->name,
+               described != NULL ? described : or_unknown(h->output_kind),
+               h->unit_norm == 1 ? ", rows of unit length" : "");
+        free(described);
+    }
+}
+
 /* Each run's figures (attribute run_summaries), one line a run. */
 static void print_runs(const tfenc_inspection *i)
 {
@@ -256,6 +280,7 @@ static void print_report(const tfenc_inspection *i)
                "lengths without the 'not written' mark)\n", (long long)i->n_documents);
     print_output(i);
     printf(", compression %s\n", or_unknown(i->compression));
+    print_heads(i);
     print_compact(i);
     print_unit_norm(i);
     print_shards(i);
@@ -364,6 +389,19 @@ static json_t *report_json(const tfenc_inspection *i)
                                               integer_or_null(i->kept[k].bytes > 0
                                                                   ? i->kept[k].bytes : -1)));
     }
+    json_t *heads = json_array();
+    for (int k = 0; heads != NULL && k < i->n_heads; k++) {
+        const tfenc_inspected_head *h = &i->heads[k];
+        char group[300];
+        snprintf(group, sizeof group, "/outputs/%s", h->name);
+        json_array_append_new(
+            heads, json_pack("{s:s, s:s, s:o, s:o, s:o, s:o, s:o}", "name", h->name, "group",
+                             group, "kind", string_or_null(h->output_kind), "dtype",
+                             string_or_null(h->dtype), "d_model", integer_or_null(h->d_model),
+                             "unit_norm", h->unit_norm >= 0 ? json_boolean(h->unit_norm)
+                                                            : json_null(),
+                             "id2label", string_or_null(h->id2label)));
+    }
     json_t *runs = i->run_summaries != NULL ? json_loads(i->run_summaries, 0, NULL) : NULL;
     json_t *not_recorded = json_array();
     for (const char *name = i->unknown; not_recorded != NULL && *name != '\0';) {
@@ -375,7 +413,7 @@ static json_t *report_json(const tfenc_inspection *i)
     /* "o" takes each value, also when packing fails. */
     return json_pack(
         "{s:s, s:b, s:b, s:{s:o, s:o, s:o},"
-        " s:{s:o, s:o, s:o, s:o, s:o, s:o},"
+        " s:{s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o},"
         " s:o, s:o, s:b, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o}",
         "file", i->path, "complete", i->complete, "in_use", i->in_use,
         "documents", "finished", integer_or_null(i->n_finished),
@@ -383,7 +421,8 @@ static json_t *report_json(const tfenc_inspection *i)
         "output", "kind", string_or_null(i->output_kind), "dtype", string_or_null(i->dtype),
         "d_model", integer_or_null(i->d_model), "compression", string_or_null(i->compression),
         "unit_norm", i->unit_norm >= 0 ? json_boolean(i->unit_norm) : json_null(),
-        "datasets", datasets, "kept_fields", kept,
+        "datasets", datasets, "head", string_or_null(i->head), "heads", heads,
+        "kept_fields", kept,
         "precision", string_or_null(i->precision), "precision_recorded", i->precision_recorded,
         "kernels", string_or_null(i->kernels), "path_choices", lines_array(i->path_choices),
         "weights_sha256", string_or_null(i->weights_sha256),

@@ -430,6 +430,12 @@ static void print_plan(void *user, const tfenc_run_plan *p)
     char *described = p->kind->describe_plan(&summary);
     printf("output: %s\n", described != NULL ? described : p->output_path);
     free(described);
+    if (p->first_head != NULL) {
+        printf("heads: %s (the output above, the root's datasets)", p->first_head);
+        for (int i = 0; i < p->n_extra_heads; i++)
+            printf(", %s (group /outputs/%s)", p->extra_heads[i], p->extra_heads[i]);
+        printf("; one pass over the trunk writes them all\n");
+    }
     if (p->kind->projects_vocabulary) {
         /* The head's map onto the vocabulary, the cost a SPLADE job adds:
          * the last step, whose measured share says what it costs here. */
@@ -442,10 +448,14 @@ static void print_plan(void *user, const tfenc_run_plan *p)
         printf("\n");
     }
     if (p->chunked)
-        printf("corpus: %s, %lld documents, %lld tokens to encode in %lld sequences (every "
-               "chunk of a long document with its special tokens and overlap; mean %.1f a "
-               "sequence)\n", p->input_path, (long long)p->n_documents,
-               (long long)p->n_tokens, (long long)p->n_sequences, mean_length);
+        printf("corpus: %s, %lld documents, %lld tokens to encode in %lld sequences (%s; "
+               "mean %.1f a sequence)\n", p->input_path, (long long)p->n_documents,
+               (long long)p->n_tokens, (long long)p->n_sequences,
+               p->late_chunked ? "each document whole, or in windows of whole spans when "
+                                 "longer than max_seq_len, its spans pooled from it"
+                               : "every chunk of a long document with its special tokens and "
+                                 "overlap",
+               mean_length);
     else
         printf("corpus: %s, %lld documents, %lld tokens to encode after truncation (mean "
                "%.1f)\n", p->input_path, (long long)p->n_documents, (long long)p->n_tokens,

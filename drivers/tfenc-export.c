@@ -27,13 +27,15 @@
 static void usage(FILE *stream)
 {
     fprintf(stream,
-            "usage: tfenc-export OUTPUT.h5 --parquet DIR [--rows-per-file N]\n"
+            "usage: tfenc-export OUTPUT.h5 --parquet DIR [--rows-per-file N] [--output NAME]\n"
             "Writes the finished documents of a tfenc output file as Parquet files\n"
             "DIR/part-00000.parquet, ...: one row per document with its ids, source file\n"
             "and line, lengths and truncated, and its output (embeddings, scores, hidden,\n"
             "vectors or sparse). DIR must be new or empty.\n"
             "  --parquet DIR        the directory to write (made if missing)\n"
             "  --rows-per-file N    documents per file (default %" PRId64 ")\n"
+            "  --output NAME        a file of several heads: the head to write (default: the\n"
+            "                       first, the root's rows; --status lists them)\n"
             "  --version, --help\n",
             DEFAULT_ROWS_PER_FILE);
 }
@@ -53,7 +55,8 @@ static int parse_arguments(int argc, char **argv, export_options *options)
             printf("tfenc-export %s (%s)\n", PACKAGE_VERSION,
                    library != NULL ? library : "built without Apache Arrow: no Parquet");
             return 0;
-        } else if (strcmp(arg, "--parquet") == 0 || strcmp(arg, "--rows-per-file") == 0) {
+        } else if (strcmp(arg, "--parquet") == 0 || strcmp(arg, "--rows-per-file") == 0 ||
+                   strcmp(arg, "--output") == 0) {
             if (i + 1 >= argc) {
                 fprintf(stderr, "tfenc-export: %s needs a value\n", arg);
                 return 2;
@@ -61,6 +64,10 @@ static int parse_arguments(int argc, char **argv, export_options *options)
             const char *value = argv[++i];
             if (strcmp(arg, "--parquet") == 0) {
                 options->directory = value;
+                continue;
+            }
+            if (strcmp(arg, "--output") == 0) {
+                options->output = value;
                 continue;
             }
             char *end = NULL;

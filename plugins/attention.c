@@ -58,12 +58,15 @@
  * runs fp32 jobs on float32 operands, and bf16 and int8 jobs on bf16 ones
  * where the CPU has AVX512_BF16 (and head_dim is a multiple of 32). Other
  * bf16 and int8 jobs run the products Q K^T and P V on the host
- * (tfenc_matmul, bf16), all heads of a query tile in one call, over the
- * keys the tile sees (window, causal); a batch's sequences are spread over
- * the rank's threads, each thread with its own tile of scores, and a lone
- * sequence's query tiles are (the products are made for one thread, so
+ * (tfenc_matmul: oneDNN's bf16 matmul, on AMX tiles where the CPU has
+ * them), every head of a block of 64 queries against a block of 128 keys
+ * in one call each, with the same online softmax between them (see "the
+ * host's products, in blocks" below); a batch's sequences are spread over
+ * the rank's threads, each thread with its own blocks, and a lone
+ * sequence's query blocks are (the products are made for one thread, so
  * that a row's bits do not follow the batch). Both paths add the
- * position terms through one interface (attention_position_terms). The
+ * position terms through one interface (attention_position_terms) and
+ * take one softmax row (attention_softmax_row). The
  * `kernel` key chooses the path against the default (the fused kernel,
  * float32 where bf16 cannot run; the host's products, fp32 on OpenBLAS in
  * an fp32 job, which is also how a CPU without bf16 products runs that
@@ -75,9 +78,10 @@
  *
  * Workspace: qkv [group, q+2k] + context [group, q] (+ disentangled's p2c
  * [group, n_heads x 2 span, padded]) + per thread the fused
- * kernel's blocks (fp32; independent of L) or one tile of scores
- * [n_heads, 128, max_seq_len], its row sums and the terms' prepare() scratch
- * per head (bf16, int8); forward()
+ * kernel's blocks (independent of L) or the products' blocks (scores and
+ * probabilities [n_heads, 64, 128], queries and contexts [n_heads, 64,
+ * head_dim], the terms' prepare() scratch per head; independent of L) and
+ * a sequence's bf16 keys and values; forward()
  * refuses a batch beyond the limits it was created with.
  */
 #include <float.h>
@@ -90,13 +94,6 @@
 #include "disentangled_position.h"
 #include "layers.h"
 #include "tfenc/plugin.h"
-
-/* Query rows scored at once: the scores of one tile, tile x L floats, stay
- * small even for long sequences, where a full L x L matrix per head would not
- * (128 x 512 floats: 256 KiB, inside L2). 128 rather than 64 scores a whole
- * 128-token sequence in one GEMM per head, fewer and larger products
- * (docs/performance.md gives what that bought). */
-#define QUERY_TILE 128
 
 /* Tokens a group of sequences may hold (or more: see group_tokens()).
  * all-MiniLM-L6-v2 keeps d + 2k + d = 1536 floats per token of a group:
@@ -150,10 +147,10 @@ typedef struct attention {
                             * and query i at [h][j - i + max_seq_len - 1] */
     tfenc_linear *qkv;     /* x [rows, d] -> [rows, q+2k]: Q, K, V side by side (host-owned) */
     tfenc_linear *out;     /* context [rows, q] -> [rows, d] (host-owned) */
-    tfenc_matmul_plan *scores_plan;  /* Q_tile K^T, every head (host-owned) */
-    tfenc_matmul_plan *context_plan; /* P V, every head (host-owned) */
-    int in_place;          /* 1: the scores are read, and the probabilities written (bf16),
-                            * in the products' own layout (tfenc_matmul_padded_layout) */
+    tfenc_matmul_plan *scores_plan;  /* Q_block K_block^T, every head (host-owned) */
+    tfenc_matmul_plan *context_plan; /* P V_block, every head (host-owned) */
+    int in_place;          /* 1: every operand of the products (bf16) in their own layout
+                            * (tfenc_matmul_padded_layout); 0: float32 rows with strides */
     tfenc_limits limits;   /* the batches forward() was promised */
     int threads;           /* the rank's pool at create(): each thread scores its own sequences */
     int kernel;            /* the job's `kernel` key: KERNEL_AUTO, _FUSED or _PRODUCTS */
@@ -262,55 +259,6 @@ static void qk_normalise(const attention *layer, float *vectors, int rows, int s
                                              scale, layer->head_dim, layer->qk_norm_eps));
 }
 
-/* Keys [*lo, *hi) of a tile of `length` keys that its row `query` (counted
- * from the tile's first key) sees: causal, none after itself; window, none
- * farther than `window`. */
-static inline void visible_keys(const attention *layer, int query, int length, int *lo, int *hi)
-{
-    attention_visible_keys(layer->causal, layer->window, query, length, lo, hi);
-}
-
-/* Replaces each row of a score tile by exp(score - row maximum) and returns
- * 1 / (row sum) per row: the normalisation is applied later to the context
- * rows (head_dim values) rather than to the probabilities (L values).
- * Row r is query first + r and holds the scores of keys first_key ..
- * first_key + length - 1; of those it sees keys [lo, hi) only (causal: none
- * after itself; window: none farther than `window`). The scores of the
- * other keys become exactly 0. tfenc_exp_nonpositive (plugin_math.h) takes
- * exp(x <= 0) in two thirds of tfenc_fast_exp's operations, as torch does
- * at the ends: -inf gives 0, NaN stays NaN. */
-TFENC_VECTOR_CLONES
-static void exponentiate_rows(const attention *layer, float *scores, int first, int rows,
-                              int first_key, int length, float *inverse_sums)
-{
-    for (int r = 0; r < rows; r++) {
-        float *row = scores + (size_t)r * length;
-        int lo, hi;
-        visible_keys(layer, first + r - first_key, length, &lo, &hi);
-        if (lo >= hi) { /* a window wholly past the sequence's keys: a zero context */
-            memset(row, 0, (size_t)length * sizeof *row);
-            inverse_sums[r] = 0.0f;
-            continue;
-        }
-        /* Subtracting the row maximum keeps the exponentials <= 1: no overflow. */
-        float maximum = row[lo];
-#pragma omp simd reduction(max : maximum)
-        for (int j = lo + 1; j < hi; j++)
-            maximum = row[j] > maximum ? row[j] : maximum;
-        float sum = 0.0f;
-#pragma omp simd reduction(+ : sum)
-        for (int j = lo; j < hi; j++) {
-            row[j] = tfenc_exp_nonpositive(row[j] - maximum);
-            sum += row[j];
-        }
-        for (int j = 0; j < lo; j++)
-            row[j] = 0.0f;
-        for (int j = hi; j < length; j++)
-            row[j] = 0.0f;
-        inverse_sums[r] = 1.0f / sum;
-    }
-}
-
 /* The position terms (attention_kernel.h's interface): ALiBi subtracts
  * slope_h |i - j|. */
 TFENC_VECTOR_CLONES
@@ -388,80 +336,6 @@ static size_t transposed_key_floats(const attention *layer)
     return (size_t)layer->kv_width * (size_t)layer->shape.transposed_stride;
 }
 
-/* The rows and keys of the largest tile within `limits`, padded as the
- * products lay them out when the layer keeps its scores there (in_place),
- * else as they are. */
-static void tile_size(const attention *layer, const tfenc_limits *limits, size_t *rows,
-                      size_t *keys)
-{
-    int longest = limits->max_seq_len > 0 ? limits->max_seq_len : 0;
-    int tile = longest < QUERY_TILE ? longest : QUERY_TILE;
-    tfenc_matmul_layout layout = {.struct_size = sizeof layout};
-    if (layer->in_place && longest > 0 &&
-        tfenc_matmul_padded_layout(layer->scores_plan, tile, longest, layer->head_dim,
-                                   &layout) == TFENC_OK) {
-        tile = layout.m_padded;
-        longest = layout.n_padded;
-    }
-    *rows = (size_t)tile;
-    *keys = (size_t)longest;
-}
-
-/* Floats of one tile of scores, every head: [n_heads, tile, max_seq_len]. */
-static size_t score_tile_floats(const attention *layer, const tfenc_limits *limits)
-{
-    size_t rows, keys;
-    tile_size(layer, limits, &rows, &keys);
-    return (size_t)layer->n_heads * rows * keys;
-}
-
-/* Floats of one tile's row sums: [n_heads, QUERY_TILE]. */
-static size_t tile_sums(const attention *layer)
-{
-    return (size_t)layer->n_heads * QUERY_TILE;
-}
-
-/* Floats of one tile's bf16 probabilities (in_place): half the scores. */
-static size_t probability_tile_floats(const attention *layer, const tfenc_limits *limits)
-{
-    return layer->in_place ? (score_tile_floats(layer, limits) + 1) / 2 : 0;
-}
-
-/* Whether every tile of queries sees every key of its sequence (no window,
- * not causal): the keys and values are then laid out once per sequence. */
-static int keys_shared_by_tiles(const attention *layer)
-{
-    return layer->in_place && layer->window == 0 && !layer->causal;
-}
-
-/* Floats of a sequence's bf16 keys and values laid out for the products
- * (keys_shared_by_tiles): [n_heads][max_seq_len][head_dim] each, padded. */
-static size_t key_value_floats(const attention *layer, const tfenc_limits *limits)
-{
-    int longest = limits->max_seq_len > 0 ? limits->max_seq_len : 0;
-    tfenc_matmul_layout layout = {.struct_size = sizeof layout};
-    if (!keys_shared_by_tiles(layer) || longest == 0 ||
-        tfenc_matmul_padded_layout(layer->scores_plan, 1, longest, layer->head_dim, &layout) !=
-            TFENC_OK)
-        return 0;
-    return (size_t)layer->n_heads * layout.n_padded * layout.k_padded; /* 2 x bf16 */
-}
-
-/* Floats of the prepare() scratch of every head (the host-product path). */
-static size_t prepared_floats(const attention *layer)
-{
-    return (size_t)layer->n_heads * layer->terms.prepared_floats;
-}
-
-/* Floats of one thread's part of the workspace (bf16 and int8 jobs):
- * scores, row sums, probabilities, keys and values. */
-static size_t thread_floats(const attention *layer, const tfenc_limits *limits)
-{
-    return score_tile_floats(layer, limits) + tile_sums(layer) +
-           probability_tile_floats(layer, limits) + key_value_floats(layer, limits) +
-           prepared_floats(layer);
-}
-
 /* Tokens a group of sequences holds at most: GROUP_TOKENS, or two longest
  * sequences per thread (so that the threads, taking a group's sequences
  * one at a time, have work to balance), never more than a batch. */
@@ -484,131 +358,206 @@ static size_t position_to_content_floats(const attention *layer, const tfenc_lim
                : 0;
 }
 
-/* Terms with a prepare() step on head h's part of a tile (`head`, rows
- * first .. first + rows - 1 of the sequence whose Q/K/V rows start at
- * qkv): prepare() covers at most ATTENTION_QUERY_BLOCK rows, as in the
- * fused kernel, so the tile's rows go in blocks of that many, each
- * prepared into head h's own scratch. */
-static void add_prepared_terms(const attention *layer, const attention_position_terms *terms,
-                               int h, float *head, const float *qkv, int first, int rows,
-                               int first_key, int keys, float *prepared)
+/* ------------------------------------------- the host's products, in blocks
+ *
+ * A query block of PRODUCT_QUERY_BLOCK rows of one sequence meets its keys
+ * PRODUCT_KEY_BLOCK at a time: S = Q K_b^T for every head in one call of
+ * the host's products, the position terms and one step of the online
+ * softmax on S (float32, attention_softmax_row: the fused kernel's row)
+ * while it is in cache, P rounded to bf16 where the products read it, and
+ * P V_b for every head in a second call, added to the running context
+ * after the step's rescale. No score matrix is larger than [heads, query
+ * block, key block] (the old tiles held [heads, 128, L]: 12 MiB at 2048
+ * tokens and 12 heads), and a query block visits only the key blocks that
+ * hold a key one of its rows sees: a local window costs O(L x window).
+ *
+ * Key blocks start at multiples of PRODUCT_KEY_BLOCK from the sequence's
+ * first token and query blocks at multiples of PRODUCT_QUERY_BLOCK, and a
+ * block's padded sizes (the products' shape) follow from the sequence's
+ * length and the block's place alone: a row's bits are a function of its
+ * document, never of the batch, its other sequences or the threads (each
+ * product runs on one thread).
+ *
+ * In bf16 and int8 jobs (oneDNN, where the products have a layout of their
+ * own, tfenc_matmul_padded_layout) every operand stays in that layout:
+ * the sequence's K and V laid out once in bf16, block by block, the query
+ * block's Q times the scale in bf16, S read where the product wrote it and
+ * P written where the next product reads it. fp32 jobs (OpenBLAS) pass
+ * their float32 rows with strides, P in place of S. */
+
+/* Query rows of a block: the fused kernel's, so that the terms' prepare()
+ * covers a block in one call per head. */
+#define PRODUCT_QUERY_BLOCK ATTENTION_QUERY_BLOCK
+
+/* Keys of a block: [12 heads, 64, 128] scores are 384 KiB of float32 and
+ * 192 KiB of bf16 probabilities, within a core's L2; a sequence of up to
+ * 128 keys is one block, with no rescale at all. A multiple of 16 (the
+ * softmax row's vectors) and a size of the products' grid of shapes. */
+#define PRODUCT_KEY_BLOCK 128
+
+/* Where one thread's blocks live (the workspace's per-thread part). */
+typedef struct block_scratch {
+    float *scores;            /* S, then P in fp32 jobs: [heads][m_padded][n_padded] */
+    uint16_t *probabilities;  /* bf16: P, [heads][m_padded][n_padded] */
+    uint16_t *queries;        /* bf16: scale Q, [heads][m_padded][head_padded] */
+    float *block_context;     /* P V_b: [heads][m_padded][head_padded] */
+    float *running;           /* the running context, the same layout */
+    float *maximum, *sum, *rescale; /* per head and row: [heads][PRODUCT_QUERY_BLOCK] */
+    float *prepared;          /* the terms' prepare(): [heads][prepared_floats] */
+    uint16_t *keys, *values;  /* bf16: the sequence's, [key block][heads][block slot] */
+} block_scratch;
+
+/* The sizes of a block of `rows` queries and `keys` keys as the products
+ * read and write it. */
+typedef struct block_shape {
+    int rows, keys, first_key;
+    int score_stride;         /* floats between two rows of S (and P) */
+    size_t score_head;        /* between two heads' S */
+    int context_stride;       /* between two rows of P V */
+    size_t context_head;      /* between two heads' P V */
+    int head_padded;          /* head_dim as the products pad it */
+} block_shape;
+
+static int round_up16(int value)
 {
-    const int stride = layer->q_width + 2 * layer->kv_width;
-    for (int block = 0; block < rows; block += ATTENTION_QUERY_BLOCK) {
-        const int count =
-            rows - block < ATTENTION_QUERY_BLOCK ? rows - block : ATTENTION_QUERY_BLOCK;
-        terms->prepare(terms->state, h,
-                       qkv + (size_t)(first + block) * stride + (size_t)h * layer->head_dim,
-                       stride, first + block, count, prepared);
-        terms->add(terms->state, h, first + block, count, first_key, keys,
-                   head + (size_t)block * keys, keys, prepared);
+    return (value + 15) / 16 * 16;
+}
+
+/* The shape of a block; TFENC_ERR_INTERNAL when the two products' layouts
+ * do not agree (P is the A of P V: the rows and keys of S, padded alike). */
+static int block_shape_of(tfenc_context *ctx, const attention *layer, int rows, int keys,
+                          int first_key, block_shape *shape)
+{
+    *shape = (block_shape){.rows = rows, .keys = keys, .first_key = first_key};
+    if (!layer->in_place) {
+        /* float32 rows: S's rows rounded up to the softmax row's vectors */
+        shape->score_stride = round_up16(keys);
+        shape->score_head = (size_t)rows * shape->score_stride;
+        shape->context_stride = shape->head_padded = layer->head_dim;
+        shape->context_head = (size_t)PRODUCT_QUERY_BLOCK * layer->head_dim;
+        return TFENC_OK;
     }
+    tfenc_matmul_layout scores = {.struct_size = sizeof scores};
+    tfenc_matmul_layout context = {.struct_size = sizeof context};
+    if (tfenc_matmul_padded_layout(layer->scores_plan, rows, keys, layer->head_dim, &scores) !=
+            TFENC_OK ||
+        tfenc_matmul_padded_layout(layer->context_plan, rows, layer->head_dim, keys, &context) !=
+            TFENC_OK ||
+        context.m_padded != scores.m_padded || context.k_padded != scores.n_padded ||
+        context.n_padded != scores.k_padded || scores.n_padded % 16 != 0)
+        return tfenc_error(ctx, TFENC_ERR_INTERNAL,
+                           "mha: no common layout for a block of %d queries and %d keys", rows,
+                           keys);
+    shape->score_stride = scores.n_padded;
+    shape->score_head = (size_t)scores.m_padded * scores.n_padded;
+    shape->context_stride = shape->head_padded = scores.k_padded;
+    shape->context_head = (size_t)scores.m_padded * scores.k_padded;
+    return TFENC_OK;
 }
 
-/* The position terms and the softmax of head h's part of a tile of scores
- * (keys first_key .. first_key + keys - 1); prepared: per head the scratch
- * of the terms' prepare(). */
-static void score_head(const attention *layer, const attention_position_terms *terms, int h,
-                       float *scores, const float *qkv, int first, int rows, int first_key,
-                       int keys, float *inverse_sums, float *prepared)
+/* The largest block within `limits` (its padded rows, keys and head_dim). */
+static void largest_block(const attention *layer, const tfenc_limits *limits, size_t *rows,
+                          size_t *keys, size_t *head_padded)
 {
-    float *head = scores + (size_t)h * rows * keys;
-    if (terms->add != NULL && terms->prepare != NULL)
-        add_prepared_terms(layer, terms, h, head, qkv, first, rows, first_key, keys,
-                           prepared + (size_t)h * terms->prepared_floats);
-    else if (terms->add != NULL)
-        terms->add(terms->state, h, first, rows, first_key, keys, head, keys, NULL);
-    exponentiate_rows(layer, head, first, rows, first_key, keys, inverse_sums + (size_t)h * rows);
+    const int longest = limits->max_seq_len > 0 ? limits->max_seq_len : 1;
+    const int m = longest < PRODUCT_QUERY_BLOCK ? longest : PRODUCT_QUERY_BLOCK;
+    const int n = longest < PRODUCT_KEY_BLOCK ? longest : PRODUCT_KEY_BLOCK;
+    tfenc_matmul_layout layout = {.struct_size = sizeof layout};
+    if (layer->in_place &&
+        tfenc_matmul_padded_layout(layer->scores_plan, m, n, layer->head_dim, &layout) ==
+            TFENC_OK) {
+        *rows = (size_t)layout.m_padded;
+        *keys = (size_t)layout.n_padded;
+        *head_padded = (size_t)layout.k_padded;
+        return;
+    }
+    *rows = PRODUCT_QUERY_BLOCK;
+    *keys = (size_t)round_up16(n);
+    *head_padded = (size_t)layer->head_dim;
 }
 
-/* The softmax of head h's part of a tile kept in the products' layout
- * (in_place): adds the position terms to the scaled scores of `rows`
- * queries and `keys` keys in scores [rows_padded][keys_padded] and writes
- * the bf16 probabilities exp(s - row maximum) to the same place in
- * probabilities, where the P V product reads them: the copy of the scores
- * out of the product, with its pass that scaled them, and the copy of the
- * probabilities back in, gone. Keys a row does not see and the padding
- * become 0; 1 / (row sum) goes to inverse_sums[h * rows + r], as in
- * exponentiate_rows. */
+/* Key blocks of a sequence of up to max_seq_len keys. */
+static size_t key_blocks(const tfenc_limits *limits)
+{
+    const int longest = limits->max_seq_len > 0 ? limits->max_seq_len : 1;
+    return (size_t)(longest + PRODUCT_KEY_BLOCK - 1) / PRODUCT_KEY_BLOCK;
+}
+
+/* Places one thread's blocks from `base` (64-byte aligned, or NULL to
+ * size them) and returns their floats, a multiple of 16 (each part starts
+ * on a cache line). */
+static size_t block_scratch_place(const attention *layer, const tfenc_limits *limits, float *base,
+                                  block_scratch *scratch)
+{
+    size_t rows, keys, head_padded;
+    largest_block(layer, limits, &rows, &keys, &head_padded);
+    const size_t heads = (size_t)layer->n_heads, bf16 = layer->in_place != 0;
+    const size_t parts[] = {
+        heads * rows * keys,                                   /* scores */
+        bf16 * (heads * rows * keys + 1) / 2,                  /* probabilities */
+        bf16 * (heads * rows * head_padded + 1) / 2,           /* queries */
+        heads * rows * head_padded,                            /* block_context */
+        heads * rows * head_padded,                            /* running */
+        heads * PRODUCT_QUERY_BLOCK,                           /* maximum */
+        heads * PRODUCT_QUERY_BLOCK,                           /* sum */
+        heads * PRODUCT_QUERY_BLOCK,                           /* rescale */
+        heads * layer->terms.prepared_floats,                  /* prepared */
+        bf16 * key_blocks(limits) * heads * PRODUCT_KEY_BLOCK * head_padded / 2, /* keys */
+        bf16 * key_blocks(limits) * heads * PRODUCT_KEY_BLOCK * head_padded / 2, /* values */
+    };
+    enum { N_PARTS = sizeof parts / sizeof *parts };
+    float *at[N_PARTS];
+    size_t total = 0;
+    for (size_t i = 0; i < N_PARTS; i++) {
+        at[i] = base != NULL ? base + total : NULL;
+        total += (parts[i] + 15) / 16 * 16;
+    }
+    if (scratch != NULL)
+        *scratch = (block_scratch){.scores = at[0], .probabilities = (uint16_t *)at[1],
+                                   .queries = (uint16_t *)at[2], .block_context = at[3],
+                                   .running = at[4], .maximum = at[5], .sum = at[6],
+                                   .rescale = at[7], .prepared = at[8],
+                                   .keys = (uint16_t *)at[9], .values = (uint16_t *)at[10]};
+    return total;
+}
+
+/* Floats of one thread's part of the workspace (the products' path). */
+static size_t thread_floats(const attention *layer, const tfenc_limits *limits)
+{
+    return block_scratch_place(layer, limits, NULL, NULL);
+}
+
+/* bf16 words between two key blocks of a sequence's laid-out K (or V). */
+static size_t key_block_slot(const attention *layer, int head_padded)
+{
+    return (size_t)layer->n_heads * PRODUCT_KEY_BLOCK * (size_t)head_padded;
+}
+
+/* Head h's keys and values of key block `block` of one sequence (Q/K/V
+ * rows from qkv, keys_seen keys) in bf16 as the products read them: keys
+ * [n_padded][head_padded] (B of Q K^T, stored transposed) and values
+ * alike (B of P V), zero past the block's keys and head_dim, each query
+ * head with its key/value head's copy. Laid out once per sequence, not
+ * for each query block that visits them. */
 TFENC_VECTOR_CLONES
-static void softmax_in_place(const attention *layer, int h, float *scores,
-                             uint16_t *probabilities, int first, int rows, int first_key,
-                             int keys, int rows_padded, int keys_padded, float *inverse_sums)
-{
-    float *head = scores + (size_t)h * rows_padded * keys_padded;
-    uint16_t *out = probabilities + (size_t)h * rows_padded * keys_padded;
-    if (layer->terms.add != NULL)
-        layer->terms.add(layer->terms.state, h, first, rows, first_key, keys, head, keys_padded,
-                         NULL);
-    for (int r = 0; r < rows; r++) {
-        float *row = head + (size_t)r * keys_padded;
-        uint16_t *probability = out + (size_t)r * keys_padded;
-        int lo, hi;
-        visible_keys(layer, first + r - first_key, keys, &lo, &hi);
-        if (lo >= hi) { /* a window wholly past the sequence's keys: a zero context */
-            memset(probability, 0, (size_t)keys_padded * sizeof *probability);
-            inverse_sums[(size_t)h * rows + r] = 0.0f;
-            continue;
-        }
-        float maximum = row[lo];
-#pragma omp simd reduction(max : maximum)
-        for (int j = lo + 1; j < hi; j++)
-            maximum = row[j] > maximum ? row[j] : maximum;
-        float sum = 0.0f;
-        /* Two loops, each vectorising on its own: the rounding inside the
-         * exponentials' loop took longer than the exponentials. The row is
-         * in L1 by then. */
-#pragma omp simd reduction(+ : sum)
-        for (int j = lo; j < hi; j++) {
-            row[j] = tfenc_exp_nonpositive(row[j] - maximum);
-            sum += row[j];
-        }
-#pragma omp simd
-        for (int j = lo; j < hi; j++)
-            probability[j] = tfenc_round_to_bf16(row[j]);
-        for (int j = 0; j < lo; j++)
-            probability[j] = 0;
-        for (int j = hi; j < keys_padded; j++)
-            probability[j] = 0;
-        inverse_sums[(size_t)h * rows + r] = 1.0f / sum;
-    }
-    memset(out + (size_t)rows * keys_padded, 0,
-           (size_t)(rows_padded - rows) * keys_padded * sizeof *out);
-}
-
-/* Scales each head's part of context row r by its 1 / (row sum); head h's
- * sums sit `rows` apart. */
-static void normalise_row(const attention *layer, float *row, const float *inverse_sums, int r,
-                          int rows)
-{
-    for (int h = 0; h < layer->n_heads; h++) {
-        const float inverse = inverse_sums[(size_t)h * rows + r];
-        float *values = row + (size_t)h * layer->head_dim;
-        for (int e = 0; e < layer->head_dim; e++)
-            values[e] *= inverse;
-    }
-}
-
-/* Head h's keys and values of one sequence in bf16 as the products read
- * them (keys_shared_by_tiles): keys [length_padded][dims_padded] (B of
- * Q K^T, stored transposed) and values [length_padded][dims_padded] (B of
- * P V), zero past the sequence's tokens and head_dim, each query head with
- * its key/value head's copy. The tiles' products read them instead of
- * copying them again for each tile. */
-TFENC_VECTOR_CLONES
-static void layout_keys_values(const attention *layer, const float *qkv, int length, int h,
-                               int length_padded, int dims_padded, uint16_t *keys,
-                               uint16_t *values)
+static void layout_key_block(const attention *layer, const float *qkv, int keys_seen, int h,
+                             int block, int head_padded, const block_scratch *scratch)
 {
     const int stride = layer->q_width + 2 * layer->kv_width, head_dim = layer->head_dim;
     const int kv_head = h / (layer->n_heads / layer->n_kv_heads);
-    const float *key = qkv + layer->q_width + (size_t)kv_head * head_dim;
+    const int first = block * PRODUCT_KEY_BLOCK;
+    const int keys = keys_seen - first < PRODUCT_KEY_BLOCK ? keys_seen - first : PRODUCT_KEY_BLOCK;
+    tfenc_matmul_layout layout = {.struct_size = sizeof layout};
+    if (tfenc_matmul_padded_layout(layer->scores_plan, 1, keys, head_dim, &layout) != TFENC_OK)
+        return; /* block_shape_of() reports it before a product reads the block */
+    const float *key = qkv + layer->q_width + (size_t)first * stride + (size_t)kv_head * head_dim;
     const float *value = key + layer->kv_width;
-    const size_t block = (size_t)length_padded * dims_padded;
-    uint16_t *key_out = keys + (size_t)h * block, *value_out = values + (size_t)h * block;
-    for (int t = 0; t < length; t++) {
-        uint16_t *restrict key_row = key_out + (size_t)t * dims_padded;
-        uint16_t *restrict value_row = value_out + (size_t)t * dims_padded;
+    const size_t at = (size_t)block * key_block_slot(layer, head_padded) +
+                      (size_t)h * layout.n_padded * head_padded;
+    uint16_t *key_out = scratch->keys + at, *value_out = scratch->values + at;
+    for (int t = 0; t < keys; t++) {
+        uint16_t *restrict key_row = key_out + (size_t)t * head_padded;
+        uint16_t *restrict value_row = value_out + (size_t)t * head_padded;
         const float *restrict key_in = key + (size_t)t * stride;
         const float *restrict value_in = value + (size_t)t * stride;
 #pragma omp simd
@@ -616,197 +565,271 @@ static void layout_keys_values(const attention *layer, const float *qkv, int len
             key_row[e] = tfenc_round_to_bf16(key_in[e]);
             value_row[e] = tfenc_round_to_bf16(value_in[e]);
         }
-        for (int e = head_dim; e < dims_padded; e++)
+        for (int e = head_dim; e < head_padded; e++)
             key_row[e] = value_row[e] = 0;
     }
-    const size_t tail = (size_t)(length_padded - length) * dims_padded;
-    memset(key_out + (size_t)length * dims_padded, 0, tail * sizeof *key_out);
-    memset(value_out + (size_t)length * dims_padded, 0, tail * sizeof *value_out);
+    const size_t tail = (size_t)(layout.n_padded - keys) * head_padded;
+    memset(key_out + (size_t)keys * head_padded, 0, tail * sizeof *key_out);
+    memset(value_out + (size_t)keys * head_padded, 0, tail * sizeof *value_out);
 }
 
-/* context_tile = P V (pv, writing [rows, q] at pv->c) and each head's rows
- * normalised by its row sums: the last part of a tile on either layout. */
-static int context_product(tfenc_context *ctx, const attention *layer,
-                           const tfenc_matmul_args *pv, int rows, const float *inverse_sums)
+/* Head h's queries of a block (bf16): scale Q rounded once, as the fused
+ * bf16 kernel rounds them, zero past the rows and head_dim. */
+TFENC_VECTOR_CLONES
+static void layout_queries(const attention *layer, const float *qkv, int first, int h,
+                           const block_shape *shape, int rows_padded, uint16_t *queries)
 {
-    int status = tfenc_matmul(ctx, layer->context_plan, pv);
-    if (status != TFENC_OK)
-        return status;
-    const int d = layer->q_width;
-    float *out = pv->c;
-    TFENC_PARALLEL_FOR(r, rows, (double)rows * d,
-                       normalise_row(layer, out + (size_t)r * d, inverse_sums, r, rows));
-    return TFENC_OK;
-}
-
-/* One query tile of attend_sequence in the products' layout (in_place):
- * Q K^T left where the product wrote it, the softmax writing bf16
- * probabilities where P V reads them. */
-static int attend_tile_in_place(tfenc_context *ctx, const attention *layer, float *qkv,
-                                int first, int rows, int first_key, int keys, float *context,
-                                float *scores, float *inverse_sums, uint16_t *probabilities,
-                                const uint16_t *keys_bf16, const uint16_t *values_bf16)
-{
-    const int d = layer->q_width, head_dim = layer->head_dim;
-    const int stride = d + 2 * layer->kv_width, heads = layer->n_heads;
-    const int group = layer->n_heads / layer->n_kv_heads;
-    const float *tile_keys = qkv + d + (size_t)first_key * stride;
-    tfenc_matmul_layout scores_layout = {.struct_size = sizeof scores_layout};
-    tfenc_matmul_layout probability_layout = {.struct_size = sizeof probability_layout};
-    /* P is the A of P V: the same rows and keys, padded alike */
-    if (tfenc_matmul_padded_layout(layer->scores_plan, rows, keys, head_dim, &scores_layout) !=
-            TFENC_OK ||
-        tfenc_matmul_padded_layout(layer->context_plan, rows, head_dim, keys,
-                                   &probability_layout) != TFENC_OK ||
-        probability_layout.m_padded != scores_layout.m_padded ||
-        probability_layout.k_padded != scores_layout.n_padded ||
-        (keys_bf16 != NULL && probability_layout.n_padded != scores_layout.k_padded))
-        return tfenc_error(ctx, TFENC_ERR_INTERNAL,
-                           "mha: no common layout for a [%d, %d] tile of scores", rows, keys);
-    const int rows_padded = scores_layout.m_padded, keys_padded = scores_layout.n_padded;
-    /* The tile's queries (its own rows: no other tile reads them) scaled
-     * once, rows x d values, so that the product gives scaled scores and
-     * nothing passes over the rows x keys x heads of them to scale them. */
-    float *queries = qkv + (size_t)first * stride;
-    for (int r = 0; r < rows; r++) {
-        float *query = queries + (size_t)r * stride;
+    const int stride = layer->q_width + 2 * layer->kv_width, head_dim = layer->head_dim;
+    const int head_padded = shape->head_padded;
+    uint16_t *out = queries + (size_t)h * rows_padded * head_padded;
+    const float scale = layer->scale;
+    for (int r = 0; r < shape->rows; r++) {
+        uint16_t *restrict row = out + (size_t)r * head_padded;
+        const float *restrict in = qkv + (size_t)(first + r) * stride + (size_t)h * head_dim;
 #pragma omp simd
-        for (int e = 0; e < d; e++)
-            query[e] *= layer->scale;
+        for (int e = 0; e < head_dim; e++)
+            row[e] = tfenc_round_to_bf16(in[e] * scale);
+        for (int e = head_dim; e < head_padded; e++)
+            row[e] = 0;
     }
-    /* scores[h] = scale Q_tile,h K_(h / group)^T, every head in one call */
-    tfenc_matmul_args qk = {.struct_size = sizeof qk, .m = rows, .n = keys, .k = head_dim,
-                            .alpha = 1.0f,
-                            .a = queries, .a_row_stride = stride, .a_batch_stride = head_dim,
-                            .b = tile_keys, .b_row_stride = stride, .b_batch_stride = head_dim,
-                            .b_shared_by = group, .c_padded = scores, .b_bf16 = keys_bf16};
+    memset(out + (size_t)shape->rows * head_padded, 0,
+           (size_t)(rows_padded - shape->rows) * head_padded * sizeof *out);
+}
+
+/* Head h's part of a block of scores: the position terms, then per row
+ * one step of the online softmax over the keys it sees (the others, and
+ * the padding, get probability 0), P rounded to bf16 beside S in bf16
+ * jobs (its padded rows zero), the rescale kept for the running context. */
+TFENC_VECTOR_CLONES
+static void softmax_block_head(const attention *layer, const attention_position_terms *terms,
+                               int h, int first, int keys_seen, const block_shape *shape,
+                               int rows_padded, const block_scratch *scratch)
+{
+    float *head = scratch->scores + (size_t)h * shape->score_head;
+    const int width = shape->score_stride, first_key = shape->first_key;
+    if (terms->add != NULL)
+        terms->add(terms->state, h, first, shape->rows, first_key, shape->keys, head, width,
+                   terms->prepare != NULL ? scratch->prepared + (size_t)h * terms->prepared_floats
+                                          : NULL);
+    float *maximum = scratch->maximum + (size_t)h * PRODUCT_QUERY_BLOCK;
+    float *sum = scratch->sum + (size_t)h * PRODUCT_QUERY_BLOCK;
+    float *rescale = scratch->rescale + (size_t)h * PRODUCT_QUERY_BLOCK;
+    uint16_t *probabilities =
+        layer->in_place ? scratch->probabilities + (size_t)h * shape->score_head : NULL;
+    for (int r = 0; r < shape->rows; r++) {
+        float *row = head + (size_t)r * width;
+        int lo, hi;
+        attention_visible_keys(layer->causal, layer->window, first + r, keys_seen, &lo, &hi);
+        lo = lo > first_key ? lo - first_key : 0;
+        hi = hi < first_key + shape->keys ? hi - first_key : shape->keys;
+        rescale[r] = attention_softmax_row(row, width, lo, hi, &maximum[r], &sum[r]);
+        if (probabilities != NULL) {
+            uint16_t *probability = probabilities + (size_t)r * width;
+            /* a loop of its own: the rounding inside the exponentials'
+             * loop took longer than the exponentials */
+#pragma omp simd
+            for (int c = 0; c < width; c++)
+                probability[c] = tfenc_round_to_bf16(row[c]);
+        }
+    }
+    if (probabilities != NULL)
+        memset(probabilities + (size_t)shape->rows * width, 0,
+               (size_t)(rows_padded - shape->rows) * width * sizeof *probabilities);
+}
+
+/* Head h's running context += this block's P V, after the rescale of its
+ * softmax step. */
+TFENC_VECTOR_CLONES
+static void add_block_context(const attention *layer, int h, const block_shape *shape,
+                              const block_scratch *scratch)
+{
+    const int head_dim = layer->head_dim;
+    const float *rescale = scratch->rescale + (size_t)h * PRODUCT_QUERY_BLOCK;
+    for (int r = 0; r < shape->rows; r++) {
+        const size_t at = (size_t)h * shape->context_head + (size_t)r * shape->context_stride;
+        float *restrict running = scratch->running + at;
+        const float *restrict block = scratch->block_context + at;
+        const float factor = rescale[r];
+#pragma omp simd
+        for (int e = 0; e < head_dim; e++)
+            running[e] = running[e] * factor + block[e];
+    }
+}
+
+/* Context row r of a block: each head's running context divided by its
+ * row's sum (0 for a row that saw no key). */
+TFENC_VECTOR_CLONES
+static void normalise_row(const attention *layer, const block_shape *shape,
+                          const block_scratch *scratch, int r, float *out)
+{
+    const int head_dim = layer->head_dim;
+    for (int h = 0; h < layer->n_heads; h++) {
+        const float sum = scratch->sum[(size_t)h * PRODUCT_QUERY_BLOCK + r];
+        const float inverse = sum > 0.0f ? 1.0f / sum : 0.0f;
+        const float *restrict running =
+            scratch->running + (size_t)h * shape->context_head + (size_t)r * shape->context_stride;
+        float *restrict values = out + (size_t)h * head_dim;
+#pragma omp simd
+        for (int e = 0; e < head_dim; e++)
+            values[e] = running[e] * inverse;
+    }
+}
+
+/* Q K_b^T and, after the softmax step, P V_b of one key block, every head
+ * in one call each: P V into the running context itself for the block's
+ * first key block, else beside it and then added. */
+static int attend_key_block(tfenc_context *ctx, const attention *layer,
+                            const attention_position_terms *terms, const float *qkv, int first,
+                            int keys_seen, const block_shape *shape, int rows_padded,
+                            int first_of_block, const block_scratch *scratch)
+{
+    const int d = layer->q_width, head_dim = layer->head_dim, heads = layer->n_heads;
+    const int stride = d + 2 * layer->kv_width, group = heads / layer->n_kv_heads;
+    const float *keys = qkv + d + (size_t)shape->first_key * stride;
+    const size_t slot = key_block_slot(layer, shape->head_padded) *
+                        (size_t)(shape->first_key / PRODUCT_KEY_BLOCK);
+    float *out = first_of_block ? scratch->running : scratch->block_context;
+    tfenc_matmul_args qk = {.struct_size = sizeof qk, .m = shape->rows, .n = shape->keys,
+                            .k = head_dim, .b_shared_by = group};
+    tfenc_matmul_args pv = {.struct_size = sizeof pv, .m = shape->rows, .n = head_dim,
+                            .k = shape->keys, .alpha = 1.0f, .b_shared_by = group};
+    if (layer->in_place) {
+        qk.alpha = 1.0f; /* the queries hold the scale */
+        qk.a_bf16 = scratch->queries;
+        qk.b_bf16 = scratch->keys + slot;
+        qk.c_padded = scratch->scores;
+        pv.a_bf16 = scratch->probabilities;
+        pv.b_bf16 = scratch->values + slot;
+        pv.c_padded = out;
+    } else {
+        qk.alpha = layer->scale;
+        qk.a = qkv + (size_t)first * stride;
+        qk.a_row_stride = stride;
+        qk.a_batch_stride = head_dim;
+        qk.b = keys;
+        qk.b_row_stride = stride;
+        qk.b_batch_stride = head_dim;
+        qk.c = scratch->scores;
+        qk.c_row_stride = shape->score_stride;
+        qk.c_batch_stride = (long)shape->score_head;
+        pv.a = scratch->scores;
+        pv.a_row_stride = shape->score_stride;
+        pv.a_batch_stride = (long)shape->score_head;
+        pv.b = keys + layer->kv_width;
+        pv.b_row_stride = stride;
+        pv.b_batch_stride = head_dim;
+        pv.c = out;
+        pv.c_row_stride = shape->context_stride;
+        pv.c_batch_stride = (long)shape->context_head;
+    }
     int status = tfenc_matmul(ctx, layer->scores_plan, &qk);
     if (status != TFENC_OK)
         return status;
-    TFENC_PARALLEL_FOR(h, heads, (double)heads * rows * keys,
-                       softmax_in_place(layer, h, scores, probabilities, first, rows, first_key,
-                                        keys, rows_padded, keys_padded, inverse_sums));
-    /* context_tile,h = P_h V_(h / group), normalised after the product */
-    float *out = context + (size_t)first * d;
-    tfenc_matmul_args pv = {.struct_size = sizeof pv, .m = rows, .n = head_dim, .k = keys,
-                            .alpha = 1.0f, .a_bf16 = probabilities,
-                            .b = tile_keys + layer->kv_width, .b_row_stride = stride,
-                            .b_batch_stride = head_dim, .b_shared_by = group,
-                            .b_bf16 = values_bf16,
-                            .c = out, .c_row_stride = d, .c_batch_stride = head_dim};
-    return context_product(ctx, layer, &pv, rows, inverse_sums);
+    TFENC_PARALLEL_FOR(h, heads, (double)heads * shape->rows * shape->keys,
+                       softmax_block_head(layer, terms, h, first, keys_seen, shape, rows_padded,
+                                          scratch));
+    if ((status = tfenc_matmul(ctx, layer->context_plan, &pv)) != TFENC_OK)
+        return status;
+    if (!first_of_block)
+        TFENC_PARALLEL_FOR(h, heads, (double)heads * shape->rows * head_dim,
+                           add_block_context(layer, h, shape, scratch));
+    return TFENC_OK;
 }
 
-/* Query tile `first` (its rows: QUERY_TILE, fewer in the last) of
- * attend_sequence, with one thread's tile of scores, row sums,
- * probabilities and prepare() scratch; keys_bf16 and values_bf16 are the
- * sequence's, laid out once for every tile (or NULL). */
-static int attend_tile(tfenc_context *ctx, const attention *layer,
-                       const attention_position_terms *terms, float *qkv, int length,
-                       int keys_seen, int first, float *context, float *scores,
-                       float *inverse_sums, uint16_t *probabilities, float *prepared,
-                       const uint16_t *keys_bf16, const uint16_t *values_bf16)
+/* Query block `first` (PRODUCT_QUERY_BLOCK rows, fewer in the last) of a
+ * sequence of `length` tokens of which the first keys_seen are keys, over
+ * the key blocks that hold a key one of its rows sees. */
+static int attend_query_block(tfenc_context *ctx, const attention *layer,
+                              const attention_position_terms *terms, const float *qkv, int length,
+                              int keys_seen, int first, float *context,
+                              const block_scratch *scratch)
 {
-    const int d = layer->q_width, head_dim = layer->head_dim;
-    const int stride = d + 2 * layer->kv_width, heads = layer->n_heads;
-    const int group = layer->n_heads / layer->n_kv_heads; /* query heads per key/value head */
-    const int rows = length - first < QUERY_TILE ? length - first : QUERY_TILE;
-    /* The keys the tile sees: none after its last query (causal), none
-     * farther than the window from its first and last queries, so that
-     * a local window costs O(L x window), not O(L^2). */
-    int first_key = 0, end_key = length;
-    if (layer->window > 0) {
-        first_key = first - layer->window > 0 ? first - layer->window : 0;
-        end_key = first + rows + layer->window < length ? first + rows + layer->window : length;
-    }
-    if (layer->causal && first + rows < end_key)
-        end_key = first + rows;
-    if (keys_seen < end_key)
-        end_key = keys_seen;
-    if (end_key <= first_key) { /* the window lies past the keys: zero contexts */
+    const int d = layer->q_width, stride = d + 2 * layer->kv_width, heads = layer->n_heads;
+    const int rows = length - first < PRODUCT_QUERY_BLOCK ? length - first : PRODUCT_QUERY_BLOCK;
+    /* The keys any row sees: from the first row's first (a window's start
+     * only moves forward with the row) to the last row's last. */
+    int lo, hi, unused;
+    attention_visible_keys(layer->causal, layer->window, first, keys_seen, &lo, &unused);
+    attention_visible_keys(layer->causal, layer->window, first + rows - 1, keys_seen, &unused,
+                           &hi);
+    if (hi <= lo) { /* a window wholly past the keys: zero contexts */
         for (int r = 0; r < rows; r++)
             memset(context + (size_t)(first + r) * d, 0, (size_t)d * sizeof *context);
         return TFENC_OK;
     }
-    const int keys = end_key - first_key;
-    const float *tile_keys = qkv + d + (size_t)first_key * stride;
-    if (layer->in_place)
-        return attend_tile_in_place(ctx, layer, qkv, first, rows, first_key, keys, context,
-                                    scores, inverse_sums, probabilities, keys_bf16, values_bf16);
-    /* scores[h][rows][keys] = scale * Q_tile,h K_(h / group)^T, every head in one call */
-    tfenc_matmul_args qk = {.struct_size = sizeof qk, .m = rows, .n = keys, .k = head_dim,
-                            .alpha = layer->scale,
-                            .a = qkv + (size_t)first * stride, .a_row_stride = stride,
-                            .a_batch_stride = head_dim,
-                            .b = tile_keys, .b_row_stride = stride, .b_batch_stride = head_dim,
-                            .b_shared_by = group,
-                            .c = scores, .c_row_stride = keys,
-                            .c_batch_stride = (long)rows * keys};
-    int status = tfenc_matmul(ctx, layer->scores_plan, &qk);
+    block_shape shape;
+    int status = block_shape_of(ctx, layer, rows, keys_seen < PRODUCT_KEY_BLOCK ? keys_seen
+                                                                                : PRODUCT_KEY_BLOCK,
+                                0, &shape);
     if (status != TFENC_OK)
         return status;
-    TFENC_PARALLEL_FOR(h, heads, (double)heads * rows * keys,
-                       score_head(layer, terms, h, scores, qkv, first, rows, first_key, keys,
-                                  inverse_sums, prepared));
-    /* context_tile,h = softmax(scores_h) V_(h / group), normalised after the product */
-    float *out = context + (size_t)first * d;
-    tfenc_matmul_args pv = {.struct_size = sizeof pv, .m = rows, .n = head_dim, .k = keys,
-                            .alpha = 1.0f,
-                            .a = scores, .a_row_stride = keys,
-                            .a_batch_stride = (long)rows * keys,
-                            .b = tile_keys + layer->kv_width, .b_row_stride = stride,
-                            .b_batch_stride = head_dim, .b_shared_by = group,
-                            .c = out, .c_row_stride = d, .c_batch_stride = head_dim};
-    return context_product(ctx, layer, &pv, rows, inverse_sums);
+    const int rows_padded = layer->in_place ? (int)(shape.context_head / shape.head_padded) : rows;
+    if (layer->in_place)
+        TFENC_PARALLEL_FOR(h, heads, (double)heads * rows * layer->head_dim,
+                           layout_queries(layer, qkv, first, h, &shape, rows_padded,
+                                          scratch->queries));
+    for (size_t i = 0; i < (size_t)heads * PRODUCT_QUERY_BLOCK; i++) {
+        scratch->maximum[i] = -INFINITY;
+        scratch->sum[i] = 0.0f;
+    }
+    if (terms->add != NULL && terms->prepare != NULL)
+        for (int h = 0; h < heads; h++)
+            terms->prepare(terms->state, h,
+                           qkv + (size_t)first * stride + (size_t)h * layer->head_dim, stride,
+                           first, rows, scratch->prepared + (size_t)h * terms->prepared_floats);
+    const int first_block = lo / PRODUCT_KEY_BLOCK, end_block = (hi - 1) / PRODUCT_KEY_BLOCK + 1;
+    for (int block = first_block; status == TFENC_OK && block < end_block; block++) {
+        const int first_key = block * PRODUCT_KEY_BLOCK;
+        const int keys =
+            keys_seen - first_key < PRODUCT_KEY_BLOCK ? keys_seen - first_key : PRODUCT_KEY_BLOCK;
+        if ((status = block_shape_of(ctx, layer, rows, keys, first_key, &shape)) == TFENC_OK)
+            status = attend_key_block(ctx, layer, terms, qkv, first, keys_seen, &shape,
+                                      rows_padded, block == first_block, scratch);
+    }
+    if (status != TFENC_OK)
+        return status;
+    TFENC_PARALLEL_FOR(r, rows, (double)rows * d,
+                       normalise_row(layer, &shape, scratch, r, context + (size_t)(first + r) * d));
+    return TFENC_OK;
 }
 
 /* Attention of one sequence of `length` tokens, of which the first
  * `keys_seen` are keys (tfenc_batch.seq_keys): its Q/K/V rows start at
- * `qkv` (row stride q + 2k), its context rows at `context` (row stride q,
- * the width of Q).
- * scores holds [n_heads][QUERY_TILE][length] (in_place: padded as the
- * products lay them out), inverse_sums [n_heads][QUERY_TILE], probabilities
- * (in_place) the bf16 [n_heads][QUERY_TILE][length], padded alike, prepared
- * [n_heads][terms->prepared_floats]; in_place scales the sequence's Q rows
- * where they are. thread_part > 0 (a lone sequence, called outside a
- * parallel region): the pool's threads take its query tiles, thread t with
- * the same regions thread_part floats * t further on. Each tile is the
- * same block of rows whichever thread runs it, and the products are made
- * for one thread (batch invariance), so the rows' bits do not depend on
- * the threads; before, a lone long sequence ran its tiles on one thread. */
+ * `qkv` (row stride q + 2k), its context rows at `context` (row stride q).
+ * bf16 products: its K and V laid out once for every query block.
+ * thread_part > 0 (a lone sequence, called outside a parallel region):
+ * the pool's threads take its query blocks, thread t with the scratch
+ * placed thread_part floats * t further on (the laid-out K and V are the
+ * first thread's). Each block is the same rows whichever thread runs it,
+ * and the products are made for one thread, so the rows' bits do not
+ * depend on the threads. */
 static int attend_sequence(tfenc_context *ctx, const attention *layer,
-                           const attention_position_terms *terms, float *qkv, int length,
-                           int keys_seen, float *context, float *scores, float *inverse_sums,
-                           uint16_t *probabilities, float *prepared, size_t thread_part)
+                           const attention_position_terms *terms, const float *qkv, int length,
+                           int keys_seen, float *context, float *base, size_t thread_part)
 {
-    const int head_dim = layer->head_dim, heads = layer->n_heads;
-    /* Every tile sees every key: K and V laid out once for all of them. */
-    uint16_t *keys_bf16 = NULL, *values_bf16 = NULL;
-    if (keys_shared_by_tiles(layer)) {
-        tfenc_matmul_layout layout = {.struct_size = sizeof layout};
-        const int tile = length < QUERY_TILE ? length : QUERY_TILE;
-        if (tfenc_matmul_padded_layout(layer->scores_plan, tile, keys_seen, head_dim, &layout) !=
-            TFENC_OK)
-            return tfenc_error(ctx, TFENC_ERR_INTERNAL,
-                               "mha: no layout for the %d keys of a %d-token sequence",
-                               keys_seen, length);
-        const size_t block = (size_t)layout.n_padded * layout.k_padded;
-        keys_bf16 = probabilities + 2 * (size_t)probability_tile_floats(layer, &layer->limits);
-        values_bf16 = keys_bf16 + (size_t)heads * block;
-        TFENC_PARALLEL_FOR(h, heads, (double)heads * keys_seen * head_dim,
-                           layout_keys_values(layer, qkv, keys_seen, h, layout.n_padded,
-                                              layout.k_padded, keys_bf16, values_bf16));
+    const int heads = layer->n_heads;
+    block_scratch scratch;
+    block_scratch_place(layer, &layer->limits, base, &scratch);
+    if (layer->in_place) {
+        size_t rows, keys, head_padded;
+        largest_block(layer, &layer->limits, &rows, &keys, &head_padded);
+        const int blocks = (keys_seen + PRODUCT_KEY_BLOCK - 1) / PRODUCT_KEY_BLOCK;
+        TFENC_PARALLEL_FOR(i, heads * blocks, (double)heads * keys_seen * layer->head_dim,
+                           layout_key_block(layer, qkv, keys_seen, i % heads, i / heads,
+                                            (int)head_padded, &scratch));
     }
-    const int tiles = (length + QUERY_TILE - 1) / QUERY_TILE;
-    if (thread_part > 0 && tiles > 1 && layer->threads > 1 && !omp_in_parallel()) {
+    const int query_blocks = (length + PRODUCT_QUERY_BLOCK - 1) / PRODUCT_QUERY_BLOCK;
+    if (thread_part > 0 && query_blocks > 1 && layer->threads > 1 && !omp_in_parallel()) {
         int failed = TFENC_OK;
 #pragma omp parallel for schedule(dynamic, 1) num_threads(layer->threads)
-        for (int tile = 0; tile < tiles; tile++) {
-            const size_t offset = (size_t)omp_get_thread_num() * thread_part;
-            int status = attend_tile(ctx, layer, terms, qkv, length, keys_seen, tile * QUERY_TILE,
-                                     context, scores + offset, inverse_sums + offset,
-                                     (uint16_t *)((float *)probabilities + offset),
-                                     prepared + offset, keys_bf16, values_bf16);
+        for (int block = 0; block < query_blocks; block++) {
+            block_scratch own;
+            block_scratch_place(layer, &layer->limits,
+                                base + (size_t)omp_get_thread_num() * thread_part, &own);
+            own.keys = scratch.keys;
+            own.values = scratch.values;
+            int status = attend_query_block(ctx, layer, terms, qkv, length, keys_seen,
+                                            block * PRODUCT_QUERY_BLOCK, context, &own);
             if (status != TFENC_OK) {
 #pragma omp atomic write
                 failed = status;
@@ -814,23 +837,22 @@ static int attend_sequence(tfenc_context *ctx, const attention *layer,
         }
         return failed;
     }
-    for (int first = 0; first < length; first += QUERY_TILE) {
-        int status = attend_tile(ctx, layer, terms, qkv, length, keys_seen, first, context,
-                                 scores, inverse_sums, probabilities, prepared, keys_bf16,
-                                 values_bf16);
+    for (int first = 0; first < length; first += PRODUCT_QUERY_BLOCK) {
+        int status =
+            attend_query_block(ctx, layer, terms, qkv, length, keys_seen, first, context, &scratch);
         if (status != TFENC_OK)
             return status;
     }
     return TFENC_OK;
 }
 
-/* Sequence s with the calling thread's tile of scores; the first failure
- * is kept in *failed and stops the sequences not yet started.
+/* Sequence s with the calling thread's blocks (from `base`); the first
+ * failure is kept in *failed and stops the sequences not yet started.
  * position_to_content: the group's p2c rows (disentangled), or NULL.
- * thread_part > 0: the threads share the sequence's tiles (attend_sequence). */
+ * thread_part > 0: the threads share the sequence's query blocks. */
 static void attend_in_thread(tfenc_context *ctx, const attention *layer, const tfenc_batch *batch,
-                             int s, int group_start, float *qkv, float *context,
-                             const float *position_to_content, float *scores, size_t thread_part,
+                             int s, int group_start, const float *qkv, float *context,
+                             const float *position_to_content, float *base, size_t thread_part,
                              int *failed)
 {
     const int d = layer->q_width, stride = d + 2 * layer->kv_width;
@@ -846,14 +868,8 @@ static void attend_in_thread(tfenc_context *ctx, const attention *layer, const t
     disentangled_sequence sequence;
     const attention_position_terms terms =
         sequence_terms(layer, &sequence, position_to_content, start, length);
-    float *inverse_sums = scores + score_tile_floats(layer, &layer->limits);
-    uint16_t *probabilities = (uint16_t *)(inverse_sums + tile_sums(layer));
-    float *prepared = inverse_sums + tile_sums(layer) +
-                      probability_tile_floats(layer, &layer->limits) +
-                      key_value_floats(layer, &layer->limits);
     int status = attend_sequence(ctx, layer, &terms, qkv + (size_t)start * stride, length,
-                                 keys_seen, context + (size_t)start * d, scores, inverse_sums,
-                                 probabilities, prepared, thread_part);
+                                 keys_seen, context + (size_t)start * d, base, thread_part);
     if (status != TFENC_OK) {
 #pragma omp atomic write
         *failed = status;
@@ -976,16 +992,18 @@ static int attention_run(const attention *layer, tfenc_context *ctx, tfenc_batch
     /* Workspace layout: qkv [group, q+2k] | context [group, q] | disentangled:
      * p2c [group, key_stride] | fused:
      * transposed keys [k, group + 64] and per thread the kernel's blocks;
-     * otherwise per thread scores [heads, tile, L] and inverse sums
-     * [heads, tile]. Offsets are
-     * multiples of 16 floats only when d is; the products need no more than
-     * float alignment, so that is enough. */
+     * otherwise per thread the products' blocks (block_scratch_place), from
+     * the first cache line after the shared parts, where oneDNN reads its
+     * operands fastest. The shared parts' offsets are multiples of 16 floats
+     * only when d is; the fused kernel needs no more than float alignment. */
     const int q_width = layer->q_width, qkv_width = q_width + 2 * layer->kv_width;
     const int capacity = group_tokens(layer, &layer->limits);
     float *qkv = workspace;
     float *context = qkv + (size_t)capacity * qkv_width;
     float *position_to_content = context + (size_t)capacity * q_width;
     float *scores = position_to_content + position_to_content_floats(layer, &layer->limits);
+    if (!layer->fused)
+        scores = (float *)(((uintptr_t)scores + 63) / 64 * 64);
     if (layer->position != POSITION_DISENTANGLED)
         position_to_content = NULL;
     const size_t thread_part = thread_floats(layer, &layer->limits);
@@ -1101,11 +1119,11 @@ static size_t attention_workspace_size(const void *instance, const tfenc_limits 
     const attention *layer = instance;
     size_t tokens = (size_t)group_tokens(layer, limits);
     /* the group's keys transposed and per thread the fused kernel's blocks,
-     * or per thread one tile of scores and row sums */
+     * or per thread the products' blocks (from a cache line: 16 floats more) */
     size_t per_thread = layer->fused
                             ? attention_kernel_scratch_floats(&layer->shape, &layer->terms)
                             : thread_floats(layer, limits);
-    size_t shared = (layer->fused ? transposed_key_floats(layer) : 0) +
+    size_t shared = (layer->fused ? transposed_key_floats(layer) : 16) +
                     position_to_content_floats(layer, limits);
     return (tokens * (2 * (size_t)layer->q_width + 2 * (size_t)layer->kv_width) + shared +
             (size_t)layer->threads * per_thread) *
@@ -1444,28 +1462,26 @@ static int load_weights(tfenc_context *ctx, const tfenc_layer_init *init, attent
         return status;
     if (layer->fused)
         return TFENC_OK;
-    /* The products of forward(), planned for the longest sequences. */
-    int longest = init->limits.max_seq_len > 0 ? init->limits.max_seq_len : 1;
-    int tile = longest < QUERY_TILE ? longest : QUERY_TILE;
+    /* The products of forward(): one block of queries against one block of
+     * keys, every head at once, whatever the sequences' lengths. */
+    const int longest = init->limits.max_seq_len > 0 ? init->limits.max_seq_len : 1;
+    const int rows = longest < PRODUCT_QUERY_BLOCK ? longest : PRODUCT_QUERY_BLOCK;
+    const int keys = longest < PRODUCT_KEY_BLOCK ? longest : PRODUCT_KEY_BLOCK;
     tfenc_matmul_shape scores = {.struct_size = sizeof scores, .batch = layer->n_heads,
-                                 .m = tile, .n = longest, .k = layer->head_dim,
+                                 .m = rows, .n = keys, .k = layer->head_dim,
                                  .b_transposed = 1};
     tfenc_matmul_shape context = {.struct_size = sizeof context, .batch = layer->n_heads,
-                                  .m = tile, .n = layer->head_dim, .k = longest,
+                                  .m = rows, .n = layer->head_dim, .k = keys,
                                   .b_transposed = 0};
     if ((status = tfenc_matmul_plan_create(init->weights, &scores, &layer->scores_plan)) !=
             TFENC_OK ||
         (status = tfenc_matmul_plan_create(init->weights, &context, &layer->context_plan)) !=
             TFENC_OK)
         return status;
-    /* bf16 products copy their operands into a padded layout: keep the
-     * scores and probabilities in it (float32 products read ours). */
+    /* bf16 products copy their operands into a padded layout: keep every
+     * operand in it (float32 products read ours). */
     tfenc_matmul_layout layout = {.struct_size = sizeof layout};
-    /* Not with DeBERTa's disentangled terms: their state is per sequence
-     * and their prepare() reads the queries, which in_place scales. */
-    layer->in_place = tfenc_matmul_padded_layout(layer->scores_plan, 1, 1, 1, &layout) ==
-                          TFENC_OK &&
-                      layer->position != POSITION_DISENTANGLED;
+    layer->in_place = tfenc_matmul_padded_layout(layer->scores_plan, 1, 1, 1, &layout) == TFENC_OK;
     return TFENC_OK;
 }
 

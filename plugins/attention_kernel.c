@@ -291,42 +291,6 @@ LOOP_FUNCTION void accumulate_block_bf16(float *running, int head_dim,
     }
 }
 
-/* The maximum and the sum of a block's 64 scores of one row, in vectors
- * of 8 whatever the clone: `#pragma omp simd reduction` ended each call
- * with a serial pass over its per-lane array (16 dependent scalar
- * operations on AVX-512), which was ~20% of the kernel's time at 64
- * keys a call. The sum's order is fixed here (lanes over the 8 vectors,
- * then a tree over the lanes), so every clone gives the same bits. */
-_Static_assert(ATTENTION_KEY_BLOCK == 64, "the block reductions read 8 vectors of 8");
-typedef int int_vector8 __attribute__((vector_size(32)));
-
-/* the larger of two vectors lane by lane (a macro: a function returning
- * a vector draws GCC's ABI warning in the baseline clone) */
-#define LARGER8(a, b)                                                                     \
-    ((vector8)((((a) > (b)) & (int_vector8)(a)) | (~((a) > (b)) & (int_vector8)(b))))
-
-LOOP_FUNCTION float larger(float a, float b)
-{
-    return a > b ? a : b;
-}
-
-LOOP_FUNCTION float block_maximum_of(const float *scores)
-{
-    const vector8 *v = (const vector8 *)scores;
-    const vector8 m01 = LARGER8(v[0], v[1]), m23 = LARGER8(v[2], v[3]), m45 = LARGER8(v[4], v[5]),
-                  m67 = LARGER8(v[6], v[7]), m03 = LARGER8(m01, m23), m47 = LARGER8(m45, m67),
-                  m = LARGER8(m03, m47);
-    return larger(larger(larger(m[0], m[1]), larger(m[2], m[3])),
-                  larger(larger(m[4], m[5]), larger(m[6], m[7])));
-}
-
-LOOP_FUNCTION float block_sum_of(const float *p)
-{
-    const vector8 *v = (const vector8 *)p;
-    const vector8 s = (((v[0] + v[2]) + v[4]) + v[6]) + (((v[1] + v[3]) + v[5]) + v[7]);
-    return ((s[0] + s[4]) + (s[2] + s[6])) + ((s[1] + s[5]) + (s[3] + s[7]));
-}
-
 /* P V of one row for a head_dim the vector loops do not take (not a
  * multiple of 16 floats, or of 32 with 16-float vectors). */
 static inline void accumulate_values(float *context, const float *p, const float *values,
@@ -464,10 +428,11 @@ static void check_pairs(const attention_kernel_shape *shape, const uint32_t *key
  * transposed, the values read in place) or bf16 pairs (key_pairs and
  * value_pairs, attention_kernel_pack_*). Inlined into each entry point and
  * so into each of its clones. */
-LOOP_FUNCTION void run(const attention_kernel_shape *shape, const attention_position_terms *terms,
-                       const float *qkv, const float *transposed_keys, const uint32_t *key_pairs,
-                       const uint32_t *value_pairs, int keys_seen, int head, int first_query,
-                       int rows, float *context, float *scratch)
+LOOP_FUNCTION void attend_block(const attention_kernel_shape *shape,
+                                const attention_position_terms *terms, const float *qkv,
+                                const float *transposed_keys, const uint32_t *key_pairs,
+                                const uint32_t *value_pairs, int keys_seen, int head,
+                                int first_query, int rows, float *context, float *scratch)
 {
     const int head_dim = shape->head_dim, stride = shape->row_stride;
     const int narrow = narrow_vectors(shape);
@@ -578,27 +543,14 @@ LOOP_FUNCTION void run(const attention_kernel_shape *shape, const attention_posi
             /* Keys of the block the row does not see score -inf, whose
              * exponential is 0: the loops below then run over all 64. */
             float *scores = tile + (size_t)r * ATTENTION_KEY_BLOCK;
-            for (int c = 0; c < row_lo[r]; c++)
-                scores[c] = -INFINITY;
-            for (int c = row_hi[r]; c < ATTENTION_KEY_BLOCK; c++)
-                scores[c] = -INFINITY;
-            const float block_maximum = block_maximum_of(scores);
+            const float rescale = attention_softmax_row(scores, ATTENTION_KEY_BLOCK, row_lo[r],
+                                                        row_hi[r], &maximum[r], &sum[r]);
             float *context_row = running + (size_t)r * head_dim;
-            if (block_maximum > maximum[r]) {
-                if (maximum[r] != -INFINITY) {
-                    const float rescale = tfenc_exp_nonpositive(maximum[r] - block_maximum);
-                    sum[r] *= rescale;
+            if (rescale != 1.0f) {
 #pragma omp simd
-                    for (int e = 0; e < head_dim; e++)
-                        context_row[e] *= rescale;
-                }
-                maximum[r] = block_maximum;
+                for (int e = 0; e < head_dim; e++)
+                    context_row[e] *= rescale;
             }
-            const float row_maximum = maximum[r];
-#pragma omp simd
-            for (int c = 0; c < ATTENTION_KEY_BLOCK; c++)
-                scores[c] = tfenc_exp_nonpositive(scores[c] - row_maximum);
-            sum[r] += block_sum_of(scores);
         }
 
         /* running += P_block V_block */
@@ -654,8 +606,8 @@ void attention_kernel_run(const attention_kernel_shape *shape,
                           const float *transposed_keys, int keys_seen, int head,
                           int first_query, int rows, float *context, float *scratch)
 {
-    run(shape, terms, qkv, transposed_keys, NULL, NULL, keys_seen, head, first_query, rows,
-        context, scratch);
+    attend_block(shape, terms, qkv, transposed_keys, NULL, NULL, keys_seen, head, first_query,
+                 rows, context, scratch);
 }
 
 TFENC_VECTOR_CLONES
@@ -665,6 +617,6 @@ void attention_kernel_run_bf16(const attention_kernel_shape *shape,
                                int keys_seen, int head, int first_query, int rows,
                                float *context, float *scratch)
 {
-    run(shape, terms, qkv, NULL, key_pairs, value_pairs, keys_seen, head, first_query, rows,
-        context, scratch);
+    attend_block(shape, terms, qkv, NULL, key_pairs, value_pairs, keys_seen, head,
+                 first_query, rows, context, scratch);
 }

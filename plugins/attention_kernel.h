@@ -7,8 +7,11 @@
 #ifndef TFENC_PLUGINS_ATTENTION_KERNEL_H
 #define TFENC_PLUGINS_ATTENTION_KERNEL_H
 
+#include <math.h>
 #include <stddef.h>
 #include <stdint.h>
+
+#include "tfenc/plugin_math.h"
 
 /* Query rows per call and keys per step. A step's working set is the
  * transposed key block [head_dim, 64], the scores [64, 64] and the running
@@ -57,7 +60,6 @@ typedef struct attention_position_terms {
     size_t prepared_floats; /* per call of prepare(): ATTENTION_QUERY_BLOCK x 2 span for DeBERTa */
 } attention_position_terms;
 
-/* Where one sequence's Q, K and V rows are and how the heads map onto them. */
 /* Keys [*lo, *hi) of `keys` that query i (counted from the same first
  * token) sees: causal, none after itself; window > 0, none farther than
  * `window`. Empty (*lo >= *hi) only for a query whose window lies wholly
@@ -74,6 +76,92 @@ static inline void attention_visible_keys(int causal, int window, int i, int key
     }
     if (causal && i + 1 < *hi)
         *hi = i + 1;
+}
+
+/* One row of the online softmax over one block of `width` scores (a
+ * multiple of 16), of which the row sees [lo, hi): the one softmax row of
+ * the fused kernel and of the host's products (plugins/attention.c), whose
+ * bits must not depend on the path's vector width. The scores it does not
+ * see become -inf, the row keeps its running *maximum and its *sum of
+ * exp(score - maximum), the scores become exp(score - maximum) in place
+ * (0 where unseen; all 0 when lo >= hi), and the return value is what the
+ * row's running context must be multiplied by before this block's P V is
+ * added: exp(old maximum - new maximum) when the block raised the maximum,
+ * else 1. The maximum and the sum run in vectors of 8 in a fixed order
+ * (two chains over the vectors, then a tree over the lanes), so that every
+ * clone of a caller (TFENC_VECTOR_CLONES) gives the same bits; `#pragma
+ * omp simd reduction` ended each call with a serial pass over its
+ * per-lane array, ~20% of the fused kernel's time at 64 keys a call.
+ * Inlined into each caller and so into each of its clones. */
+typedef float attention_vector8 __attribute__((vector_size(32), aligned(4), may_alias));
+typedef int attention_int_vector8 __attribute__((vector_size(32)));
+
+/* the larger of two vectors lane by lane (a macro: a function returning a
+ * vector draws GCC's ABI warning in the baseline clone) */
+#define ATTENTION_LARGER8(a, b)                                                          \
+    ((attention_vector8)((((a) > (b)) & (attention_int_vector8)(a)) |                   \
+                         (~((a) > (b)) & (attention_int_vector8)(b))))
+
+static inline __attribute__((always_inline)) float attention_larger(float a, float b)
+{
+    return a > b ? a : b;
+}
+
+static inline __attribute__((always_inline)) float attention_row_maximum(const float *scores,
+                                                                         int width)
+{
+    const attention_vector8 *v = (const attention_vector8 *)scores;
+    attention_vector8 even = v[0], odd = v[1];
+    for (int i = 2; i < width / 8; i += 2) {
+        even = ATTENTION_LARGER8(even, v[i]);
+        odd = ATTENTION_LARGER8(odd, v[i + 1]);
+    }
+    const attention_vector8 m = ATTENTION_LARGER8(even, odd);
+    return attention_larger(
+        attention_larger(attention_larger(m[0], m[1]), attention_larger(m[2], m[3])),
+        attention_larger(attention_larger(m[4], m[5]), attention_larger(m[6], m[7])));
+}
+
+static inline __attribute__((always_inline)) float attention_row_sum(const float *p, int width)
+{
+    const attention_vector8 *v = (const attention_vector8 *)p;
+    attention_vector8 even = v[0], odd = v[1];
+    for (int i = 2; i < width / 8; i += 2) {
+        even += v[i];
+        odd += v[i + 1];
+    }
+    const attention_vector8 s = even + odd;
+    return ((s[0] + s[4]) + (s[2] + s[6])) + ((s[1] + s[5]) + (s[3] + s[7]));
+}
+
+static inline __attribute__((always_inline)) float
+attention_softmax_row(float *scores, int width, int lo, int hi, float *maximum, float *sum)
+{
+    if (lo >= hi) {
+        for (int c = 0; c < width; c++)
+            scores[c] = 0.0f;
+        return 1.0f;
+    }
+    for (int c = 0; c < lo; c++)
+        scores[c] = -INFINITY;
+    for (int c = hi; c < width; c++)
+        scores[c] = -INFINITY;
+    const float block_maximum = attention_row_maximum(scores, width);
+    float rescale = 1.0f;
+    /* Subtracting the row's maximum keeps the exponentials <= 1: no overflow. */
+    if (block_maximum > *maximum) {
+        if (*maximum != -INFINITY) {
+            rescale = tfenc_exp_nonpositive(*maximum - block_maximum);
+            *sum *= rescale;
+        }
+        *maximum = block_maximum;
+    }
+    const float row_maximum = *maximum;
+#pragma omp simd
+    for (int c = 0; c < width; c++)
+        scores[c] = tfenc_exp_nonpositive(scores[c] - row_maximum);
+    *sum += attention_row_sum(scores, width);
+    return rescale;
 }
 
 typedef struct attention_kernel_shape {

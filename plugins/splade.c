@@ -14,7 +14,7 @@
  *
  * The batch holds no padding, so every token of a sequence is one its
  * attention mask keeps, special tokens included, as in SpladePooling.
- * The row is handed to the host with tfenc_sparse_row (output kind SPARSE):
+ * The row is handed to the host with tfenc_batch_sparse_row (output kind SPARSE):
  * V values per sequence do not fit the batch's d_model-wide rows.
  *
  * Weights: transform_weight [d, d], transform_bias [d], norm_weight [d],
@@ -143,7 +143,8 @@ static splade_scratch scratch_of(const splade *layer, void *workspace)
  * max pooling the row holds the largest logit of each column (log(1 + z)
  * grows with z, so it is applied once, to the maximum); with sum pooling
  * it holds the sum of log(1 + relu(z)) already. */
-static int hand_over(tfenc_context *ctx, const splade *layer, splade_scratch *s, int sequence)
+static int hand_over(tfenc_context *ctx, const tfenc_batch *batch, const splade *layer,
+                     splade_scratch *s, int sequence)
 {
     const int sum = layer->pooling == POOL_SUM;
     int n = 0;
@@ -154,7 +155,7 @@ static int hand_over(tfenc_context *ctx, const splade *layer, splade_scratch *s,
             n++;
         }
     memset(s->pooled, 0, (size_t)layer->vocab * sizeof *s->pooled);
-    return tfenc_sparse_row(ctx, sequence, n, s->indices, s->values);
+    return tfenc_batch_sparse_row(ctx, batch, sequence, n, s->indices, s->values);
 }
 
 /* Columns per thread's block in pool_rows: the token rows are read along
@@ -227,7 +228,7 @@ static int splade_forward(void *instance, tfenc_context *ctx, tfenc_batch *batch
          * past the chunk stays open for the next. */
         for (int t = first; t < end;) {
             while (sequence < batch->n_seq && batch->seq_start[sequence + 1] <= t)
-                if ((status = hand_over(ctx, layer, &s, sequence++)))
+                if ((status = hand_over(ctx, batch, layer, &s, sequence++)))
                     return status;
             const int stop = batch->seq_start[sequence + 1] < end ? batch->seq_start[sequence + 1]
                                                                   : end;
@@ -240,7 +241,7 @@ static int splade_forward(void *instance, tfenc_context *ctx, tfenc_batch *batch
         }
     }
     while (sequence < batch->n_seq)
-        if ((status = hand_over(ctx, layer, &s, sequence++)))
+        if ((status = hand_over(ctx, batch, layer, &s, sequence++)))
             return status;
     /* One row per sequence, as after pooling; the values travel beside it. */
     memset(batch->x, 0, (size_t)batch->n_seq * d * sizeof *batch->x);

@@ -34,6 +34,18 @@ bench-static: all tests/tokenizer/tokenize_corpus$(EXEEXT)
 .PHONY: bench-static
 EXTRA_DIST += tests/bench/static.sh
 
+# Several outputs in one pass against one: all-MiniLM-L6-v2's embedding job
+# alone and the same trunk ending in embeddings + a classifier's scores, 1
+# rank x 1 thread, the median CPU-seconds of 3 runs of each taken in turns,
+# and their ratio (tests/bench/multi_output.sh; prints, asserts nothing;
+# issue 44's bar is 1.05). BENCH_MULTI_COPIES: how many times the text is
+# repeated.
+BENCH_MULTI_COPIES = 40
+bench-multi-output: all
+	sh $(top_srcdir)/tests/bench/multi_output.sh '$(abs_top_builddir)' $(BENCH_MULTI_COPIES)
+.PHONY: bench-multi-output
+EXTRA_DIST += tests/bench/multi_output.sh
+
 # The harness itself on a tiny workload (well under a minute; no timing
 # asserted; works offline without the peers).
 # Normal build only (tests/local.mk): a Python harness, and the tfenc jobs it

@@ -99,6 +99,13 @@ tests_test_step_timing_SOURCES = tests/test_step_timing.c tests/encoder_fixture.
 	tests/encoder_fixture.h
 tests_test_step_timing_CFLAGS = $(TEST_CFLAGS)
 tests_test_step_timing_LDADD = $(UNIT_TEST_LIBS)
+# Late chunking's spans and windows (run/late_chunks): where each span of
+# a document is pooled from (tests/pipeline/late_chunking.sh runs them).
+check_PROGRAMS += tests/test_late_chunks
+TESTS += tests/test_late_chunks
+tests_test_late_chunks_SOURCES = tests/test_late_chunks.c
+tests_test_late_chunks_CFLAGS = $(TEST_CFLAGS)
+tests_test_late_chunks_LDADD = $(UNIT_TEST_LIBS)
 tests_test_gate_checkpoints_SOURCES = tests/test_gate_checkpoints.c
 tests_test_gate_checkpoints_CFLAGS = $(TEST_CFLAGS)
 tests_test_gate_checkpoints_LDADD = $(UNIT_TEST_LIBS)

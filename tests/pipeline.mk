@@ -10,7 +10,18 @@ TESTS += tests/pipeline/progress.sh
 # at other batch sizes, windows, threads and ranks, bitwise the same.
 dist_check_SCRIPTS += tests/pipeline/one_document.sh
 TESTS += tests/pipeline/one_document.sh
+# Long documents with a scores head (chunk_scores) and late chunking
+# (long_documents = late_chunk) against transformers, at 1 and 2 ranks,
+# killed and resumed, and their bad keys.
+dist_check_SCRIPTS += tests/pipeline/late_chunking.sh
+TESTS += tests/pipeline/late_chunking.sh
+EXTRA_DIST += tests/pipeline/late_chunking.py
 FEWER_CASES_UNDER_SANITIZERS += tests/pipeline/layouts.sh
+# Several outputs in one pass: an embedding head and a classifier's scores
+# over one trunk, against the two one-head jobs, at 1x1, 2x1 and 1x2,
+# killed and resumed, with --status and tfenc-export per head.
+dist_check_SCRIPTS += tests/pipeline/several_outputs.sh
+TESTS += tests/pipeline/several_outputs.sh
 # auto's paths measured, printed, recorded, pinned on resume and by
 # [model] paths, the same on 2 ranks (core/run/path_choice.h).
 dist_check_SCRIPTS += tests/pipeline/path_choice.sh

@@ -116,7 +116,7 @@ PROGRAMS = {"tfenc-batch", "tfenc-import", "tfenc-export", "mpirun", "mpiexec", 
 # long help: each is named with its program so that a reader can look it up.
 FOREIGN_OPTIONS = {"--signal": "sbatch", "--sort": "perf report", "--bind-to": "mpiexec",
                    "--map-by": "mpiexec", "--variable": "pkg-config", "--no-deps": "pip", "--mpi": "srun",
-                   "--mca": "mpiexec"}
+                   "--mca": "mpiexec", "--call-graph": "perf record"}
 # make VAR=VALUE: the program whose options VALUE holds.
 MAKE_VARIABLE_PROGRAMS = {"BENCH_ARGS": "tests/bench/bench.py"}
 

@@ -1,5 +1,7 @@
 /* Checks the mha plugin against a naive double-precision attention written
  * here from the textbook formulas, one sequence at a time, full L x L. */
+#include "config.h"
+
 #include <CUnit/CUnit.h>
 #include <math.h>
 #include <stddef.h>
@@ -18,6 +20,47 @@
 #include "model/weights.h"
 #include "tfenc/plugin_math.h"
 #include "attention_kernel.h" /* plugins/: the fused kernel, linked in directly */
+
+#ifdef HAVE_ONEDNN
+#include <dlfcn.h>
+#include <dnnl.h>
+
+/* The largest sizes of the batched (3-D) products oneDNN has run since
+ * the last reset: attention's, which are made of [batch, rows, columns]
+ * operands (the linear maps' are 2-D). libtfenc calls oneDNN through its
+ * exported name; this definition comes first and hands the call on, as
+ * tests/test_batch_invariance.c does for the maps. This test is not linked
+ * with oneDNN itself (libtfenc is): its functions are looked up. */
+static int batched_largest[3]; /* rows of A, columns of A, columns of C */
+
+dnnl_status_t dnnl_primitive_execute(const_dnnl_primitive_t primitive, dnnl_stream_t stream,
+                                     int nargs, const dnnl_exec_arg_t *args)
+{
+    static dnnl_status_t (*real)(const_dnnl_primitive_t, dnnl_stream_t, int,
+                                 const dnnl_exec_arg_t *);
+    static dnnl_status_t (*describe)(const_dnnl_memory_t, const dnnl_memory_desc_t **);
+#pragma omp critical(batched_products)
+    {
+        if (real == NULL) {
+            *(void **)&real = dlsym(RTLD_NEXT, "dnnl_primitive_execute");
+            *(void **)&describe = dlsym(RTLD_DEFAULT, "dnnl_memory_get_memory_desc");
+        }
+        for (int i = 0; i < nargs; i++) {
+            const dnnl_memory_desc_t *desc = NULL;
+            if ((args[i].arg != DNNL_ARG_SRC && args[i].arg != DNNL_ARG_DST) ||
+                describe(args[i].memory, &desc) != dnnl_success ||
+                desc->ndims != 3)
+                continue;
+            const int columns = args[i].arg == DNNL_ARG_SRC ? 1 : 2;
+            if (args[i].arg == DNNL_ARG_SRC && desc->dims[1] > batched_largest[0])
+                batched_largest[0] = (int)desc->dims[1];
+            if (desc->dims[2] > batched_largest[columns])
+                batched_largest[columns] = (int)desc->dims[2];
+        }
+    }
+    return real(primitive, stream, nargs, args);
+}
+#endif
 
 /* Tolerance, relative to the largest output magnitude: each output is a float32
  * sum of at most ~100 products of O(1) values (projections over d <= 32, softmax
@@ -952,7 +995,7 @@ static void test_lengths(void)
                    position_label[c->position], c->window, c->causal ? " causal" : "", error);
             CU_ASSERT(error <= TOLERANCE);
             /* The host's products path (kernel = products, float32 here) at
-             * the same lengths, up to 2048 (beyond, its tiles are the same
+             * the same lengths, up to 2048 (beyond, its blocks are the same
              * as at 2048, and the fused kernel's 8192 stay). */
             if (L <= 2048 && !(sanitizers && L > 513)) {
                 attention_case products = *c;
@@ -963,8 +1006,8 @@ static void test_lengths(void)
                 printf(" (products: %.2e)", error);
                 CU_ASSERT(error <= TOLERANCE);
             }
-            /* bf16 on both paths: the host's products over the keys its
-             * query tiles see up to 2048, then the fused kernel (on bf16
+            /* bf16 on both paths: the host's products over the key blocks
+             * its query blocks see up to 2048, then the fused kernel (on bf16
              * operands where the CPU has AVX512_BF16 and head_dim is a
              * multiple of 32, else float32) at every length. Against the
              * float64 reference: every product of the layer rounds its
@@ -1166,7 +1209,7 @@ static void test_errors(void)
 
 /* bf16 (projections and both products) against fp32 on the same weights:
  * the smallest cosine over tokens. Sequences of 1 to 300 tokens exercise
- * the padded product sizes and a second query tile. bf16 rounds x, the
+ * the padded product sizes and a second key block. bf16 rounds x, the
  * weights, Q, K, V and the probabilities to 8 significant bits (2^-9
  * relative); about five such roundings on the way to each output give
  * 1 - cos near (5 * 2^-9 / sqrt 3)^2 / 2 ~ 1.6e-5 at worst: the bf16 bar
@@ -1186,7 +1229,7 @@ static void test_bf16_against_fp32(void)
         {.d = 32, .heads = 2, .bias = 0, .position = POSITION_ROPE, .fused = 1},
         {.d = 64, .heads = 4, .bias = 1, .extra = "causal = true"},
         {.d = 64, .heads = 4, .bias = 1, .extra = "window = 20"},
-        /* its prepare() step, per 64 rows of the 128-row tiles */
+        /* its prepare() step, once per head and block of 64 queries */
         {.d = 64, .heads = 4, .bias = 1, .position = POSITION_DISENTANGLED},
     };
     for (size_t k = 0; k < sizeof cases / sizeof *cases; k++) {
@@ -1335,8 +1378,10 @@ static void test_bf16_kernel_alone(void)
  * error the host's bf16 products make on the same case (measured beside
  * it) with a quarter to spare, and a cosine of 0.9999 to the fp32 layer
  * per row, as the other bf16 tests ask. Each sequence alone gives the
- * packed batch's bits, and the result differs from the float32 kernel's
- * (the bf16 operands are really used). */
+ * packed batch's bits, on the kernel and on the host's products (their
+ * blocks of queries and keys start at the sequence's first token, and
+ * their sizes follow its length alone), and the result differs from the
+ * float32 kernel's (the bf16 operands are really used). */
 static void test_bf16_kernel(void)
 {
     if (!precision_runs_here(TFENC_PRECISION_BF16) || !attention_kernel_bf16_available()) {
@@ -1375,23 +1420,31 @@ static void test_bf16_kernel(void)
         const double products_error = relative_error(&c, &w, lengths, n_seq, x, products);
         const double error = relative_error(&c, &w, lengths, n_seq, x, fused);
         const double lowest = lowest_cosine(fp32, fused, tokens, c.d);
-        int bitwise = 1;
+        int bitwise = 1, products_bitwise = 1;
         size_t offset = 0;
         for (int s = 0; s < n_seq; s++) {
             float *alone = malloc(sizeof(float) * (size_t)lengths[s] * c.d);
             CU_ASSERT_EQUAL(plugin_run(&c, &w, &lengths[s], 1, x + offset, alone), TFENC_OK);
             bitwise &= memcmp(alone, fused + offset, sizeof(float) * lengths[s] * c.d) == 0;
+            attention_case products_case = c;
+            products_case.extra = "kernel = products";
+            CU_ASSERT_EQUAL(plugin_run(&products_case, &w, &lengths[s], 1, x + offset, alone),
+                            TFENC_OK);
+            products_bitwise &=
+                memcmp(alone, products + offset, sizeof(float) * lengths[s] * c.d) == 0;
             offset += (size_t)lengths[s] * c.d;
             free(alone);
         }
         printf("\n    head_dim %d position %d window %d%s%s: relative error %.2e (bf16 "
-               "products %.2e), min cosine to fp32 %.7f, alone vs packed %s",
+               "products %.2e), min cosine to fp32 %.7f, alone vs packed %s (products: %s)",
                c.d / c.heads, c.position, c.window, c.causal ? " causal" : "",
                c.masked_tail ? " masked" : "", error, products_error, lowest,
-               bitwise ? "bitwise equal" : "NOT bitwise equal");
+               bitwise ? "bitwise equal" : "NOT bitwise equal",
+               products_bitwise ? "bitwise equal" : "NOT bitwise equal");
         CU_ASSERT(error <= 1.25 * products_error);
         CU_ASSERT(lowest >= 0.9999);
         CU_ASSERT(bitwise);
+        CU_ASSERT(products_bitwise);
         CU_ASSERT(memcmp(fp32, fused, sizeof(float) * floats) != 0);
         free(x);
         free(fp32);
@@ -1446,7 +1499,7 @@ static void test_masked_keys(void)
         CU_ASSERT_EQUAL(plugin_run(&unmasked, &w, lengths, n_seq, x, z), TFENC_OK);
         CU_ASSERT(memcmp(y, z, sizeof(float) * tokens * c.d) != 0);
         /* The host's products path (kernel = products: float32 on OpenBLAS
-         * here, bf16 on oneDNN in bf16 jobs), its tiles' key ranges and
+         * here, bf16 on oneDNN in bf16 jobs), its blocks' key ranges and
          * softmax, masked and not, against the same reference. */
         for (int masked = 0; masked < 2; masked++) {
             attention_case products = masked ? c : unmasked;
@@ -1509,25 +1562,34 @@ static void test_workspace_and_flops(void)
     CU_ASSERT_DOUBLE_EQUAL(descriptor->flops_per_token(in.layer, length),
                            2 * (3 * d * d + d * d) + 4 * length * d, 1e-9);
     instance_destroy(&in);
-    /* bf16 keeps the host's products: per thread one tile of 128 query
-     * rows of scores for each of the 4 heads (float32, then its bf16
-     * probabilities beside it, both padded as the products lay them out)
-     * with its row sums, and the sequence's bf16 keys and values, never
-     * full 500 x 500 matrices: less than half of them per thread. */
+    /* bf16 keeps the host's products: per thread one block of 64 queries
+     * against 128 keys for each of the 4 heads (float32 scores, their bf16
+     * probabilities beside them), the block's queries and contexts, and
+     * the sequence's bf16 keys and values; never a tile of scores that
+     * grows with L. Between max_seq_len 500 and 1000 (the same 1000-token
+     * group) a thread's part grows by the 500 keys' and values' bf16 rows
+     * alone (head_dim 8, padded to 32 by the products; one key block of
+     * slack): the [4 heads, 128, L] tiles of scores before grew by 1.5 MiB. */
     tfenc_context ctx;
     tfenc_context_init(&ctx);
     if (tfenc_matrix_check_precision(&ctx, TFENC_PRECISION_BF16) == TFENC_OK) {
         c.precision = TFENC_PRECISION_BF16;
-        limits = (tfenc_limits){.max_tokens = 1000, .max_seq_len = 500, .max_seqs = 10};
-        instance_create(&in, &c, &w, limits);
-        CU_ASSERT_EQUAL_FATAL(in.status, TFENC_OK);
+        size_t sizes[2];
+        for (int i = 0; i < 2; i++) {
+            limits = (tfenc_limits){.max_tokens = 1000, .max_seq_len = 500 * (i + 1),
+                                    .max_seqs = 10};
+            instance_create(&in, &c, &w, limits);
+            CU_ASSERT_EQUAL_FATAL(in.status, TFENC_OK);
+            sizes[i] = descriptor->workspace_size(in.layer, &limits);
+            instance_destroy(&in);
+        }
         const size_t group_floats = (size_t)1000 * 4 * 32;
-        needed = sizeof(float) *
-                 (group_floats + threads * (4 * 128 * 500 * 3 / 2 + 4 * 128 + 4 * 500 * 8));
-        bytes = descriptor->workspace_size(in.layer, &limits);
-        CU_ASSERT(bytes >= needed);
-        CU_ASSERT(bytes < sizeof(float) * (group_floats + threads * 4 * 500 * 500 / 2));
-        instance_destroy(&in);
+        CU_ASSERT(sizes[0] >= sizeof(float) * (group_floats + threads * 4 * 64 * 128 * 3 / 2));
+        const size_t key_value_bytes = 2 * sizeof(uint16_t) * 4 * (500 + 128) * 32;
+        printf("\n    bf16 workspace at max_seq_len 500: %zu bytes, 1000: %zu (bound on the "
+               "growth: %zu per thread)",
+               sizes[0], sizes[1], key_value_bytes);
+        CU_ASSERT(sizes[1] <= sizes[0] + threads * key_value_bytes);
     }
     weights_free(&w);
 }
@@ -1683,12 +1745,14 @@ static int suite_clean(void)
     return 0;
 }
 
-/* A lone sequence on the host's products path has its query tiles shared
+/* A lone sequence on the host's products path has its query blocks shared
  * by the threads (plugins/attention.c, attend_sequence): at 1, 2 and 3
  * threads it gives the bits of the same sequence packed with others (whose
- * tiles one thread runs in order), at fp32 and, where it runs, bf16, with
- * a window, causal and ALiBi, 513 tokens (five tiles, the last of one row). */
-static void test_lone_sequence_tiles(void)
+ * blocks one thread runs in order), at fp32 and, where they run, bf16 and
+ * int8 (whose attention products are bf16, between int8 maps), with
+ * a window, causal and ALiBi, 513 tokens (nine query blocks, the last of
+ * one row, and five key blocks, the last of one key). */
+static void test_lone_sequence_blocks(void)
 {
     static const int lengths[] = {513, 7, 300};
     const int tokens = 820, threads = omp_get_max_threads();
@@ -1699,12 +1763,15 @@ static void test_lone_sequence_tiles(void)
         {.d = 64, .heads = 2, .bias = 1, .position = POSITION_ROPE, .causal = 1,
          .extra = "kernel = products"},
     };
-    for (int bf16 = 0; bf16 < 2; bf16++) {
-        if (bf16 && !precision_runs_here(TFENC_PRECISION_BF16))
+    /* int8 jobs keep attention's products in bf16, between int8 maps */
+    static const tfenc_precision precisions[] = {TFENC_PRECISION_FP32, TFENC_PRECISION_BF16,
+                                                 TFENC_PRECISION_INT8};
+    for (size_t p = 0; p < sizeof precisions / sizeof *precisions; p++) {
+        if (!precision_runs_here(precisions[p]))
             continue;
         for (size_t k = 0; k < sizeof cases / sizeof *cases; k++) {
             attention_case c = cases[k];
-            c.precision = bf16 ? TFENC_PRECISION_BF16 : TFENC_PRECISION_FP32;
+            c.precision = precisions[p];
             attention_weights w;
             weights_make(&w, c.d, 1700 + k);
             unsigned long long state = 57 + k;
@@ -1720,8 +1787,9 @@ static void test_lone_sequence_tiles(void)
                 memset(alone, 0, sizeof(float) * lone);
                 CU_ASSERT_EQUAL(plugin_run(&c, &w, lengths, 1, x, alone), TFENC_OK);
                 const int equal = memcmp(alone, packed, sizeof(float) * lone) == 0;
-                printf("\n    %s case %zu, %d threads: lone vs packed %s", bf16 ? "bf16" : "fp32",
-                       k, t, equal ? "bitwise equal" : "NOT bitwise equal");
+                printf("\n    %s case %zu, %d threads: lone vs packed %s",
+                       tfenc_precision_names[precisions[p]], k, t,
+                       equal ? "bitwise equal" : "NOT bitwise equal");
                 CU_ASSERT(equal);
             }
             omp_set_num_threads(threads);
@@ -1731,6 +1799,118 @@ static void test_lone_sequence_tiles(void)
             weights_free(&w);
         }
     }
+}
+
+/* A local window's query block visits only the key blocks that hold a key
+ * one of its rows sees: 64 queries (a block of either path) against the
+ * keys of their windows, in key blocks of 128 at most (the products'; the
+ * fused kernel's are 64, inside them). A NaN token makes a visit
+ * visible: its key and value are NaN, and a key a row does not see but
+ * whose block the row's products visit reaches the row's context as 0 x
+ * NaN. Every row whose query block's windows, widened to multiples of 128
+ * keys, leave the NaN token out must keep the bits of the clean run, on
+ * both paths at fp32 and bf16. The products' tiles of 128 queries over
+ * their windows' keys before put NaN into rows 0..63 of the first case. */
+static void test_window_visits(void)
+{
+    enum { LENGTH = 300, D = 64 };
+    static const struct {
+        int window, poisoned;
+    } probes[] = {{16, 140}, {16, 200}, {64, 299}, {5, 131}};
+    static const char *const kernels[] = {"kernel = products", "kernel = fused"};
+    attention_weights w;
+    weights_make(&w, D, 2100);
+    float *x = malloc(sizeof(float) * LENGTH * D);
+    float *clean = malloc(sizeof(float) * LENGTH * D);
+    float *poisoned = malloc(sizeof(float) * LENGTH * D);
+    const int length = LENGTH;
+    for (int bf16 = 0; bf16 < 2; bf16++) {
+        if (bf16 && !precision_runs_here(TFENC_PRECISION_BF16))
+            continue;
+        for (size_t k = 0; k < 2; k++)
+            for (size_t p = 0; p < sizeof probes / sizeof *probes; p++) {
+                attention_case c = {.d = D, .heads = 2, .bias = 1,
+                                    .position = POSITION_ALIBI, .window = probes[p].window,
+                                    .extra = kernels[k],
+                                    .precision = bf16 ? TFENC_PRECISION_BF16
+                                                      : TFENC_PRECISION_FP32};
+                unsigned long long state = 91 + p;
+                fill_uniform(x, (size_t)LENGTH * D, 1.0, &state);
+                CU_ASSERT_EQUAL(plugin_run(&c, &w, &length, 1, x, clean), TFENC_OK);
+                const int t = probes[p].poisoned;
+                for (int e = 0; e < D; e++)
+                    x[(size_t)t * D + e] = NAN;
+                CU_ASSERT_EQUAL(plugin_run(&c, &w, &length, 1, x, poisoned), TFENC_OK);
+                int checked = 0, equal = 0;
+                for (int i = 0; i < LENGTH; i++) {
+                    const int first = i / 64 * 64;
+                    const int last = first + 63 < LENGTH - 1 ? first + 63 : LENGTH - 1;
+                    const int lo = first - c.window > 0 ? first - c.window : 0;
+                    const int hi = last + c.window + 1 < LENGTH ? last + c.window + 1 : LENGTH;
+                    if (t >= lo / 128 * 128 && t < (hi + 127) / 128 * 128)
+                        continue;
+                    checked++;
+                    equal += memcmp(clean + (size_t)i * D, poisoned + (size_t)i * D,
+                                    sizeof(float) * D) == 0;
+                }
+                printf("\n    %s %s, window %d, NaN token %d: %d of %d rows beyond its "
+                       "blocks keep their bits",
+                       bf16 ? "bf16" : "fp32", kernels[k], c.window, t, equal, checked);
+                CU_ASSERT(checked > 0);
+                CU_ASSERT_EQUAL(equal, checked);
+            }
+    }
+    free(x);
+    free(clean);
+    free(poisoned);
+    weights_free(&w);
+}
+
+/* No product of the host's bf16 attention is larger than one block:
+ * 64 queries (A's rows) against 128 keys (the columns of Q K^T's C and of
+ * P V's A), whatever the sequence's length, so that no score matrix grows
+ * with L and each product's shape (by which the library picks its kernel
+ * and blocking) follows the block, not the batch. The [heads, 128, L]
+ * tiles before ran 128 x 513. Sequences of 513 and 300 tokens, alone and
+ * packed, with and without a window. */
+static void test_products_in_blocks(void)
+{
+#ifdef HAVE_ONEDNN
+    if (!precision_runs_here(TFENC_PRECISION_BF16)) {
+        printf("\n    not run: no bf16 products here");
+        return;
+    }
+    static const int lengths[] = {513, 300};
+    attention_case cases[] = {
+        {.d = 64, .heads = 2, .bias = 1, .extra = "kernel = products",
+         .precision = TFENC_PRECISION_BF16},
+        {.d = 64, .heads = 2, .bias = 1, .window = 70, .position = POSITION_ALIBI,
+         .extra = "kernel = products", .precision = TFENC_PRECISION_BF16},
+    };
+    attention_weights w;
+    weights_make(&w, 64, 2300);
+    float *x = malloc(sizeof(float) * 813 * 64), *y = malloc(sizeof(float) * 813 * 64);
+    unsigned long long state = 23;
+    fill_uniform(x, (size_t)813 * 64, 1.0, &state);
+    for (size_t k = 0; k < sizeof cases / sizeof *cases; k++)
+        for (int n_seq = 1; n_seq <= 2; n_seq++) {
+            memset(batched_largest, 0, sizeof batched_largest);
+            CU_ASSERT_EQUAL(plugin_run(&cases[k], &w, lengths, n_seq, x, y), TFENC_OK);
+            printf("\n    window %d, %d sequence(s): largest product rows %d, A columns %d, "
+                   "C columns %d",
+                   cases[k].window, n_seq, batched_largest[0], batched_largest[1],
+                   batched_largest[2]);
+            CU_ASSERT(batched_largest[0] > 0);
+            CU_ASSERT(batched_largest[0] <= 64);
+            CU_ASSERT(batched_largest[1] <= 128);
+            CU_ASSERT(batched_largest[2] <= 128);
+        }
+    free(x);
+    free(y);
+    weights_free(&w);
+#else
+    printf("\n    not run: built without oneDNN");
+#endif
 }
 
 static const test_case attention_cases[] = {
@@ -1752,7 +1932,9 @@ static const test_case attention_cases[] = {
     {"fused kernel on bf16 operands alone", test_bf16_kernel_alone},
     {"keys masked by the batch (seq_keys)", test_masked_keys},
     {"host products in their own layout", test_products_in_place},
-    {"lone sequence's tiles on the threads", test_lone_sequence_tiles},
+    {"lone sequence's query blocks on the threads", test_lone_sequence_blocks},
+    {"a local window visits only its key blocks", test_window_visits},
+    {"the host's products are blocks, whatever the length", test_products_in_blocks},
     {NULL, NULL}};
 
 const test_suite test_suites[] = {

@@ -117,8 +117,32 @@ static void test_nonfinite_values_refused(void)
     tfenc_sparse_rows_destroy(rows);
 }
 
+/* ABI 1.6: a layer's rows go to the destination its batch carries (each
+ * head of a job of several has its own), whatever the context's sink; a
+ * batch without one drops them. */
+static void test_rows_travel_with_the_batch(void)
+{
+    tfenc_sparse_rows *mine = make_rows(10, 0, 0.0, 1);
+    tfenc_sparse_rows *other = NULL;
+    CU_ASSERT_EQUAL_FATAL(tfenc_sparse_rows_create(&ctx, 10, 0, 0.0, &other), TFENC_OK);
+    CU_ASSERT_EQUAL_FATAL(tfenc_sparse_rows_begin(&ctx, other, 1), TFENC_OK);
+    const int32_t columns[] = {2, 7};
+    const float values[] = {1.5f, 0.5f};
+    tfenc_batch batch = {.n_seq = 1, .sparse_rows = &other->destination};
+    CU_ASSERT_EQUAL(tfenc_batch_sparse_row(&ctx, &batch, 0, 2, columns, values), TFENC_OK);
+    CU_ASSERT_EQUAL(other->n_rows, 1);
+    CU_ASSERT_EQUAL(mine->n_rows, 0); /* not the context's sink */
+    CU_ASSERT_EQUAL(memcmp(other->indices, columns, sizeof columns), 0);
+    batch.sparse_rows = NULL;
+    CU_ASSERT_EQUAL(tfenc_batch_sparse_row(&ctx, &batch, 0, 2, columns, values), TFENC_OK);
+    CU_ASSERT_EQUAL(mine->n_rows, 0);
+    tfenc_sparse_rows_destroy(other);
+    tfenc_sparse_rows_destroy(mine);
+}
+
 static const test_case sparse_cases[] = {
     {"rows kept as handed over", test_rows_kept_as_given},
+    {"rows go where their batch says", test_rows_travel_with_the_batch},
     {"the top k above the threshold", test_top_k_and_threshold},
     {"rows out of turn or order refused", test_bad_rows_refused},
     {"NaN and infinities refused", test_nonfinite_values_refused},

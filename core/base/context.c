@@ -63,6 +63,15 @@ int tfenc_sparse_row(tfenc_context *ctx, int sequence, int n, const int32_t *ind
     return ctx->sparse_sink(ctx->sparse_sink_user, ctx, sequence, n, indices, values);
 }
 
+int tfenc_batch_sparse_row(tfenc_context *ctx, const tfenc_batch *batch, int sequence, int n,
+                           const int32_t *indices, const float *values)
+{
+    const tfenc_sparse_destination *to = batch != NULL ? batch->sparse_rows : NULL;
+    if (to == NULL || to->receive == NULL)
+        return TFENC_OK;
+    return to->receive(to->user, ctx, sequence, n, indices, values);
+}
+
 int tfenc_verror(tfenc_context *ctx, int status, const char *format, va_list args)
 {
     /* The first error is the cause; later ones are usually its consequences. */

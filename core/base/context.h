@@ -13,12 +13,20 @@
 typedef int (*tfenc_sparse_sink)(void *user, tfenc_context *ctx, int sequence, int n,
                                  const int32_t *indices, const float *values);
 
+/* What a batch's sparse_rows points at (plugin.h): the receiver of its
+ * rows, output/sparse.h's rows of the microbatch's head. */
+struct tfenc_sparse_destination {
+    tfenc_sparse_sink receive;
+    void *user;
+};
+
 struct tfenc_context {
     int status;                        /* TFENC_OK while no error is recorded */
     char message[TFENC_MESSAGE_MAX];   /* one line, no trailing newline */
     const char *scope;                 /* prefixed to plugin messages, e.g. "layer encoder.3.ffn" */
-    /* Where tfenc_sparse_row() sends a SPARSE layer's rows (the last
-     * stage's output side), or NULL: the rows are dropped. */
+    /* Where tfenc_sparse_row() sends a SPARSE layer's rows: the batch's
+     * destination while the model runs it (model.c sets it), or NULL: the
+     * rows are dropped. */
     tfenc_sparse_sink sparse_sink;
     void *sparse_sink_user;
 };

@@ -473,10 +473,89 @@ static int plan_block(tfenc_context *ctx, const tfenc_jobfile *job, int header_i
     return status;
 }
 
+/* A head's name: a group name of the output file (/outputs/NAME). */
+static int valid_head_name(const char *name)
+{
+    if (name[0] == '\0' || strlen(name) > 64)
+        return 0;
+    for (const char *c = name; *c != '\0'; c++)
+        if (!((*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') || (*c >= '0' && *c <= '9') ||
+              *c == '_' || *c == '-'))
+            return 0;
+    return 1;
+}
+
+/* Where the steps of a section go: the main plan (the trunk, then the
+ * first head), or the extra head it names, which it starts when it is
+ * new. Heads follow the trunk and each other, each one's layers together,
+ * so that the trunk is one range every head reads. */
+static int place_head_layer(tfenc_context *ctx, const tfenc_jobfile *job,
+                            tfenc_job_section *section, const char *head, tfenc_model_plan *plan,
+                            tfenc_model_plan **target, int **capacity, int *extra_capacity,
+                            int *main_capacity)
+{
+    char origin[512];
+    const char *current = plan->n_extra_heads > 0
+                              ? plan->extra_head_names[plan->n_extra_heads - 1]
+                              : plan->first_head;
+    if (head == NULL) {
+        if (plan->first_head != NULL)
+            return tfenc_error(ctx, TFENC_ERR_CONFIG,
+                               "%s: [%s] has no 'head' key but follows the layers of head %s: "
+                               "the layers every head reads (the trunk) come first, then each "
+                               "head's layers, each with head = NAME",
+                               section_origin(job, section, origin, sizeof origin),
+                               section->name, current);
+        return TFENC_OK;
+    }
+    if (!valid_head_name(head))
+        return tfenc_error(ctx, TFENC_ERR_CONFIG,
+                           "%s: [%s] head = %s: a head's name is 1 to 64 letters, digits, '_' "
+                           "or '-' (it names the output's group /outputs/NAME)",
+                           section_origin(job, section, origin, sizeof origin), section->name,
+                           head);
+    if (current != NULL && strcmp(current, head) == 0)
+        return TFENC_OK;
+    int seen = plan->first_head != NULL && strcmp(plan->first_head, head) == 0;
+    for (int h = 0; h < plan->n_extra_heads; h++)
+        seen |= strcmp(plan->extra_head_names[h], head) == 0;
+    if (seen)
+        return tfenc_error(ctx, TFENC_ERR_CONFIG,
+                           "%s: [%s] head = %s, but that head's layers ended before [%s]: a "
+                           "head's layers follow one another",
+                           section_origin(job, section, origin, sizeof origin), section->name,
+                           head, section->name);
+    if (plan->first_head == NULL) {
+        plan->trunk_steps = plan->n_steps;
+        if ((plan->first_head = strdup(head)) == NULL)
+            return tfenc_error(ctx, TFENC_ERR_NO_MEMORY, "out of memory");
+        return TFENC_OK;
+    }
+    tfenc_model_plan *grown = realloc(plan->extra_heads,
+                                      ((size_t)plan->n_extra_heads + 1) * sizeof *grown);
+    if (grown != NULL)
+        plan->extra_heads = grown;
+    char **names = realloc(plan->extra_head_names,
+                           ((size_t)plan->n_extra_heads + 1) * sizeof *names);
+    if (names != NULL)
+        plan->extra_head_names = names;
+    if (grown == NULL || names == NULL || (names[plan->n_extra_heads] = strdup(head)) == NULL)
+        return tfenc_error(ctx, TFENC_ERR_NO_MEMORY, "out of memory");
+    memset(&grown[plan->n_extra_heads], 0, sizeof *grown);
+    plan->n_extra_heads++;
+    *target = &plan->extra_heads[plan->n_extra_heads - 1];
+    *extra_capacity = 0;
+    *capacity = extra_capacity;
+    (void)main_capacity;
+    return TFENC_OK;
+}
+
 int tfenc_model_plan_read(tfenc_context *ctx, const tfenc_jobfile *job, tfenc_model_plan *plan)
 {
     memset(plan, 0, sizeof *plan);
-    int capacity = 0, status = TFENC_OK;
+    int main_capacity = 0, extra_capacity = 0, status = TFENC_OK;
+    int *capacity = &main_capacity;
+    tfenc_model_plan *target = plan;
     char origin[512];
     for (int s = 0; status == TFENC_OK && s < job->n_sections;) {
         tfenc_job_section *section = &job->sections[s];
@@ -485,7 +564,15 @@ int tfenc_model_plan_read(tfenc_context *ctx, const tfenc_jobfile *job, tfenc_mo
             continue;
         }
         if (tfenc_job_section_get(section, "repeat") != NULL) {
-            status = plan_block(ctx, job, s, plan, &capacity, &s);
+            if (plan->first_head != NULL) {
+                status = tfenc_error(ctx, TFENC_ERR_CONFIG,
+                                     "%s: block [%s] follows the layers of head %s: the blocks "
+                                     "belong to the trunk, before every head",
+                                     section_origin(job, section, origin, sizeof origin),
+                                     section->name, plan->first_head);
+                break;
+            }
+            status = plan_block(ctx, job, s, plan, &main_capacity, &s);
             continue;
         }
         if (strchr(section->name, '.') != NULL) {
@@ -496,11 +583,27 @@ int tfenc_model_plan_read(tfenc_context *ctx, const tfenc_jobfile *job, tfenc_mo
                                  section->name);
             break;
         }
-        const char *weights_override = NULL, *type = NULL;
+        const char *weights_override = NULL, *type = NULL, *head = NULL;
         char *weights_file = NULL;
         status = read_layer_keys(ctx, job, section, 0, &type, &weights_override, NULL,
                                  &weights_file);
-        tfenc_step_plan *step = status == TFENC_OK ? add_step(plan, &capacity) : NULL;
+        if (status == TFENC_OK) {
+            tfenc_params params;
+            tfenc_params_bind(&params, ctx, job, section);
+            status = tfenc_param_string(&params, "head", NULL, &head);
+        }
+        if (status == TFENC_OK)
+            status = place_head_layer(ctx, job, section, head, plan, &target, &capacity,
+                                      &extra_capacity, &main_capacity);
+        /* A further head's weights_file would need its own line in the
+         * job's identity and the int8 calibration's digest. */
+        if (status == TFENC_OK && target != plan && weights_file != NULL)
+            status = tfenc_error(ctx, TFENC_ERR_CONFIG,
+                                 "%s: [%s] weights_file: only the trunk's and the first "
+                                 "head's layers take their weights from a file of their own",
+                                 section_origin(job, section, origin, sizeof origin),
+                                 section->name);
+        tfenc_step_plan *step = status == TFENC_OK ? add_step(target, capacity) : NULL;
         if (step == NULL) {
             free(weights_file);
             if (status == TFENC_OK)
@@ -519,6 +622,12 @@ int tfenc_model_plan_read(tfenc_context *ctx, const tfenc_jobfile *job, tfenc_mo
     }
     if (status == TFENC_OK && plan->n_steps == 0)
         status = tfenc_error(ctx, TFENC_ERR_CONFIG, "%s: the job describes no layers", job->path);
+    if (status == TFENC_OK && plan->first_head == NULL)
+        plan->trunk_steps = plan->n_steps;
+    if (status == TFENC_OK && plan->first_head != NULL && plan->trunk_steps == 0)
+        status = tfenc_error(ctx, TFENC_ERR_CONFIG, "%s: every layer belongs to a head (head = "
+                             "NAME): the heads read a trunk of layers without the key",
+                             job->path);
     if (status != TFENC_OK)
         tfenc_model_plan_free(plan);
     return status;
@@ -536,6 +645,13 @@ void tfenc_model_plan_free(tfenc_model_plan *plan)
         free(plan->steps[i].weights_file);
     }
     free(plan->steps);
+    for (int h = 0; h < plan->n_extra_heads; h++) {
+        tfenc_model_plan_free(&plan->extra_heads[h]);
+        free(plan->extra_head_names[h]);
+    }
+    free(plan->extra_heads);
+    free(plan->extra_head_names);
+    free(plan->first_head);
     memset(plan, 0, sizeof *plan);
 }
 
@@ -623,6 +739,17 @@ struct tfenc_model {
     tfenc_model_scratch *scratch; /* &own, or the shared one */
     int nonfinite_sequence; /* after a non-finite failure: which sequence, else -1 */
     int input_unset;        /* options->input_unset: batch->x is not read */
+    /* Late chunking (tfenc_model_prepare_spans): the step that pools (the
+     * first after which a sequence is one row), and room for the spans it
+     * then pools. */
+    int pooling_step;
+    float *span_tokens;     /* [max_tokens, d]: the token rows the spans are cut from */
+    float *span_rows;       /* [max_tokens, d]: the pooled spans, as they come */
+    int32_t *span_arrays;   /* seq_start [max_tokens + 1], then token_ids, token_types and
+                             * positions [max_tokens] each, of a batch of spans */
+    int trunk_end;          /* the plan's trunk_steps when it has heads, else -1 */
+    float *trunk_tap;       /* the trunk's rows of each pass (set_trunk_tap), or NULL */
+    int trunk_rows;
 };
 
 /* Replaces *buffer (of *held bytes) by one of `bytes` when it is smaller
@@ -818,6 +945,7 @@ int tfenc_model_create(tfenc_context *ctx, const tfenc_model_options *options,
      * steps (the accuracy gate and the dry run's timing run each step
      * alone, from the same options) reads its input rows. */
     model->input_unset = options->input_unset && first == 0;
+    model->trunk_end = plan->first_head != NULL ? plan->trunk_steps : -1;
     model->d_model = options->config->d_model;
     model->limits = options->limits;
     int status = model->steps == NULL ? tfenc_error(ctx, TFENC_ERR_NO_MEMORY, "out of memory")
@@ -890,6 +1018,7 @@ static const char *changed_field(const tfenc_batch *before, const tfenc_batch *a
            : after->token_types != before->token_types ? "token_types"
            : after->positions != before->positions   ? "positions"
            : after->seq_keys != before->seq_keys     ? "seq_keys"
+           : after->sparse_rows != before->sparse_rows ? "sparse_rows"
                                                      : NULL;
 }
 
@@ -948,7 +1077,7 @@ static int run_layer_adding(tfenc_context *ctx, tfenc_model *model, layer_instan
                            .seq_start = before.seq_start, .token_ids = before.token_ids,
                            .token_types = before.token_types, .positions = before.positions,
                            .x = before.x, .rows = batch->rows, .d_model = before.d_model,
-                           .seq_keys = before.seq_keys};
+                           .seq_keys = before.seq_keys, .sparse_rows = before.sparse_rows};
     if (checked != TFENC_OK)
         return checked;
     status = callback_status(ctx, layer, "forward", error_before, status);
@@ -1060,10 +1189,23 @@ static int row_sequence(const tfenc_batch *batch, int row)
     return sequence;
 }
 
-static int run_steps(tfenc_context *ctx, tfenc_model *model, tfenc_batch *batch, int check_each)
+/* The trunk's rows, for the further heads, before the first head's steps. */
+static void tap_trunk(tfenc_model *model, int step, const tfenc_batch *batch)
 {
-    for (int i = 0; i < model->n_steps; i++) {
+    if (model->trunk_tap == NULL || model->first_step + step != model->trunk_end)
+        return;
+    memcpy(model->trunk_tap, batch->x,
+           (size_t)batch->rows * (size_t)batch->d_model * sizeof *batch->x);
+    model->trunk_rows = batch->rows;
+}
+
+/* Steps [first, end) of the range. */
+static int run_step_range(tfenc_context *ctx, tfenc_model *model, tfenc_batch *batch,
+                          int check_each, int first, int end)
+{
+    for (int i = first; i < end; i++) {
         model_step *step = &model->steps[i];
+        tap_trunk(model, i, batch);
         int status = step->plan->in_block ? run_block_step(ctx, model, step, batch)
                                           : run_layer(ctx, model, &step->layer, batch);
         if (status != TFENC_OK)
@@ -1078,6 +1220,11 @@ static int run_steps(tfenc_context *ctx, tfenc_model *model, tfenc_batch *batch,
         }
     }
     return TFENC_OK;
+}
+
+static int run_steps(tfenc_context *ctx, tfenc_model *model, tfenc_batch *batch, int check_each)
+{
+    return run_step_range(ctx, model, batch, check_each, 0, model->n_steps);
 }
 
 /* TFENC_CHECK_PLUGINS: the batch's token arrays, copied into read-only
@@ -1124,6 +1271,12 @@ int tfenc_model_forward(tfenc_context *ctx, tfenc_model *model, tfenc_batch *bat
         copy_token_arrays(&model->scratch->tokens, &running) != 0)
         return tfenc_error(ctx, TFENC_ERR_INTERNAL, "model: cannot protect the token arrays "
                            "(TFENC_CHECK_PLUGINS)");
+    /* A plugin built before ABI 1.6 hands its sparse rows to the context:
+     * they go where the batch says while it runs. */
+    const tfenc_sparse_sink saved_sink = ctx->sparse_sink;
+    void *const saved_user = ctx->sparse_sink_user;
+    if (batch->sparse_rows != NULL)
+        tfenc_context_set_sparse_sink(ctx, batch->sparse_rows->receive, batch->sparse_rows->user);
     int status = run_steps(ctx, model, &running, 0);
     /* Never hand on a non-finite row: run again step by step from the
      * input, to say which layer made it (only on this rare path). */
@@ -1138,12 +1291,142 @@ int tfenc_model_forward(tfenc_context *ctx, tfenc_model *model, tfenc_batch *bat
                                  "model: a non-finite value appeared, but not when the batch "
                                  "was run again step by step");
     }
+    tfenc_context_set_sparse_sink(ctx, saved_sink, saved_user);
     if (status == TFENC_OK) {
         memcpy(batch->x, running.x,
                (size_t)running.rows * (size_t)running.d_model * sizeof(float));
         batch->rows = running.rows;
     }
     return status;
+}
+
+/* Pools the spans [first, end) of the token rows in model->span_tokens,
+ * as sequences of their own, through the steps from the pooling step on:
+ * their rows go to model->span_rows from row `first`. As many spans a
+ * batch as the limits allow (tokens and sequences), in order, so that
+ * the batches are a function of the microbatch alone. */
+static int pool_span_batch(tfenc_context *ctx, tfenc_model *model, const tfenc_batch *batch,
+                           const tfenc_model_spans *spans, int first, int end)
+{
+    const int d = model->d_model;
+    const int max_tokens = model->limits.max_tokens;
+    int32_t *seq_start = model->span_arrays, *ids = seq_start + max_tokens + 1;
+    int32_t *types = ids + max_tokens, *positions = types + max_tokens;
+    int rows = 0;
+    seq_start[0] = 0;
+    for (int s = first; s < end; s++) {
+        const int length = spans->end[s] - spans->begin[s];
+        for (int t = 0; t < length; t++) {
+            const int from = spans->begin[s] + t;
+            ids[rows + t] = batch->token_ids[from];
+            types[rows + t] = batch->token_types[from];
+            positions[rows + t] = batch->positions[from];
+        }
+        rows += length;
+        seq_start[s - first + 1] = rows;
+    }
+    const size_t bytes = (size_t)rows * (size_t)d * sizeof(float);
+    tfenc_batch pooled = {.n_seq = end - first, .n_tokens = rows, .seq_start = seq_start,
+                          .token_ids = ids, .token_types = types, .positions = positions,
+                          .x = tfenc_guarded_place(&model->scratch->activations, bytes),
+                          .rows = rows, .d_model = d};
+    for (int s = first; s < end; s++)
+        memcpy(pooled.x + (size_t)seq_start[s - first] * (size_t)d,
+               model->span_tokens + (size_t)spans->begin[s] * (size_t)d,
+               (size_t)(spans->end[s] - spans->begin[s]) * (size_t)d * sizeof(float));
+    int status = run_step_range(ctx, model, &pooled, 0, model->pooling_step, model->n_steps);
+    if (status == TFENC_OK && pooled.rows != pooled.n_seq)
+        return tfenc_error(ctx, TFENC_ERR_PLUGIN, "model: the steps from %s on left %d rows for "
+                           "%d spans (late chunking pools each span to one row)",
+                           model->steps[model->pooling_step].layer.scope, pooled.rows,
+                           pooled.n_seq);
+    if (status == TFENC_OK)
+        memcpy(model->span_rows + (size_t)first * (size_t)d, pooled.x,
+               (size_t)pooled.rows * (size_t)d * sizeof(float));
+    return status;
+}
+
+int tfenc_model_forward_spans(tfenc_context *ctx, tfenc_model *model, tfenc_batch *batch,
+                              const tfenc_model_spans *spans)
+{
+    if (model->span_tokens == NULL || batch->n_tokens > model->limits.max_tokens ||
+        batch->d_model != model->d_model || spans->n_spans > batch->n_tokens)
+        return tfenc_error(ctx, TFENC_ERR_INTERNAL, "model: late chunking of a batch of %d "
+                           "tokens and %d spans, beyond the model's limits", batch->n_tokens,
+                           spans->n_spans);
+    model->nonfinite_sequence = -1;
+    const int d = model->d_model;
+    const size_t bytes = (size_t)batch->rows * (size_t)d * sizeof(float);
+    tfenc_batch running = *batch;
+    running.x = tfenc_guarded_place(&model->scratch->activations, bytes);
+    if (!model->input_unset)
+        memcpy(running.x, batch->x, bytes);
+    /* The token rows, checked as the whole forward checks its output: a
+     * non-finite value is traced to its layer step by step. */
+    int status = run_step_range(ctx, model, &running, 0, 0, model->pooling_step);
+    if (status == TFENC_OK && first_nonfinite_row(running.x, running.rows, d) >= 0) {
+        if (!model->input_unset)
+            memcpy(running.x, batch->x, bytes);
+        running.rows = batch->rows;
+        status = run_step_range(ctx, model, &running, 1, 0, model->pooling_step);
+        if (status == TFENC_OK)
+            status = tfenc_error(ctx, TFENC_ERR_INTERNAL,
+                                 "model: a non-finite value appeared, but not when the batch "
+                                 "was run again step by step");
+    }
+    if (status == TFENC_OK && running.rows != running.n_tokens)
+        status = tfenc_error(ctx, TFENC_ERR_INTERNAL, "model: rows pooled before the pooling "
+                             "step");
+    if (status != TFENC_OK)
+        return status;
+    memcpy(model->span_tokens, running.x, (size_t)running.rows * (size_t)d * sizeof(float));
+    for (int first = 0; status == TFENC_OK && first < spans->n_spans;) {
+        int end = first, rows = 0;
+        while (end < spans->n_spans && end - first < model->limits.max_seqs &&
+               rows + spans->end[end] - spans->begin[end] <= model->limits.max_tokens) {
+            rows += spans->end[end] - spans->begin[end];
+            end++;
+        }
+        status = pool_span_batch(ctx, model, batch, spans, first, end);
+        first = end;
+    }
+    /* Never hand on a non-finite row: the token rows were finite, so the
+     * steps from the pooling step on made it. */
+    const int row = status == TFENC_OK ? first_nonfinite_row(model->span_rows, spans->n_spans, d)
+                                       : -1;
+    if (row >= 0) {
+        running.rows = running.n_tokens;
+        model->nonfinite_sequence = row_sequence(&running, spans->begin[row]);
+        status = tfenc_error(ctx, TFENC_ERR_WEIGHTS, "%s or a layer after it made a non-finite "
+                             "value (NaN or infinity) of a span: the weights or the input "
+                             "overflow float32", model->steps[model->pooling_step].layer.scope);
+    }
+    if (status == TFENC_OK) {
+        memcpy(batch->x, model->span_rows, (size_t)spans->n_spans * (size_t)d * sizeof(float));
+        batch->rows = spans->n_spans;
+    }
+    return status;
+}
+
+int tfenc_model_set_trunk_tap(tfenc_context *ctx, tfenc_model *model, float *rows)
+{
+    /* The first head has a step at least, so the trunk's end is a step of
+     * the range that holds it. */
+    if (model->trunk_end < model->first_step ||
+        model->trunk_end >= model->first_step + model->n_steps)
+        return tfenc_error(ctx, TFENC_ERR_CONFIG,
+                           "the trunk's last layer (step %d) runs on another pipeline stage "
+                           "than the heads (steps %d to %d here): every head reads the "
+                           "trunk's rows on the last stage; use fewer pipeline_stages",
+                           model->trunk_end - 1, model->first_step,
+                           model->first_step + model->n_steps - 1);
+    model->trunk_tap = rows;
+    return TFENC_OK;
+}
+
+int tfenc_model_trunk_rows(const tfenc_model *model)
+{
+    return model->trunk_rows;
 }
 
 int tfenc_model_nonfinite_sequence(const tfenc_model *model)
@@ -1193,10 +1476,42 @@ static int probe_rows_unit(const probe *p)
     return b->rows > 0;
 }
 
+int tfenc_model_prepare_spans(tfenc_context *ctx, tfenc_model *model)
+{
+    const size_t rows = (size_t)model->limits.max_tokens * (size_t)model->d_model;
+    model->span_tokens = tfenc_aligned_alloc(rows * sizeof(float));
+    model->span_rows = tfenc_aligned_alloc(rows * sizeof(float));
+    model->span_arrays = malloc((4 * (size_t)model->limits.max_tokens + 1) * sizeof(int32_t));
+    if (model->span_tokens == NULL || model->span_rows == NULL || model->span_arrays == NULL)
+        return tfenc_error(ctx, TFENC_ERR_NO_MEMORY, "out of memory for late chunking's spans");
+    probe p;
+    int status = probe_start(ctx, &p, model->d_model);
+    tfenc_batch running = p.batch;
+    running.x = tfenc_guarded_place(&model->scratch->activations,
+                                    2 * (size_t)model->d_model * sizeof(float));
+    if (status == TFENC_OK)
+        memset(running.x, 0, 2 * (size_t)model->d_model * sizeof(float));
+    model->pooling_step = -1;
+    for (int i = 0; status == TFENC_OK && model->pooling_step < 0 && i < model->n_steps; i++) {
+        status = run_step_range(ctx, model, &running, 0, i, i + 1);
+        if (running.rows == 1)
+            model->pooling_step = i;
+    }
+    tfenc_aligned_free(p.x);
+    if (status == TFENC_OK && model->pooling_step < 0)
+        status = tfenc_error(ctx, TFENC_ERR_CONFIG, "late chunking pools spans with the model's "
+                             "pooling, but no layer of the model pools its sequences");
+    return status;
+}
+
 int tfenc_model_probe_pools(tfenc_context *ctx, tfenc_model *model, int *pools, int *unit_rows)
 {
     probe p;
     int status = probe_start(ctx, &p, model->d_model);
+    /* A model that reads rows (a head): rows that are not zero, so that a
+     * head that normalises them leaves rows of unit length. */
+    for (int i = 0; status == TFENC_OK && !model->input_unset && i < 2 * model->d_model; i++)
+        p.x[i] = 1.0f / (float)(1 + i % 7);
     if (status == TFENC_OK)
         status = tfenc_model_forward(ctx, model, &p.batch);
     *pools = p.batch.rows == 1;
@@ -1365,5 +1680,8 @@ void tfenc_model_destroy(tfenc_model *model)
     }
     free(model->steps);
     scratch_release(&model->own);
+    tfenc_aligned_free(model->span_tokens);
+    tfenc_aligned_free(model->span_rows);
+    free(model->span_arrays);
     free(model);
 }

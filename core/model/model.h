@@ -71,10 +71,23 @@ typedef struct tfenc_step_plan {
     char *weights_file;
 } tfenc_step_plan;
 
+/* Several outputs in one pass (docs/job-file.md, "Several outputs"): the
+ * layers outside blocks may carry `head = NAME`. The steps before the first
+ * head's are the trunk, which every head reads; `steps` holds the trunk and
+ * the first head (the primary output, written where a job of one output
+ * writes), so that everything that knows one output sees an ordinary model;
+ * each further head is a plan of its own (`extra_heads`), run on a copy of
+ * the trunk's rows by the last stage. Without heads: trunk_steps = n_steps,
+ * no extra heads. */
 typedef struct tfenc_model_plan {
     tfenc_step_plan *steps;
     int n_steps;
     int n_layers; /* encoder block repeats in total */
+    int trunk_steps;        /* the steps every head reads; n_steps without heads */
+    char *first_head;       /* the primary head's name, NULL without heads */
+    struct tfenc_model_plan *extra_heads; /* [n_extra_heads] further heads, in file order */
+    char **extra_head_names;
+    int n_extra_heads;
 } tfenc_model_plan;
 
 /* Reads the composition from the job (no plugin is loaded). Rejects unknown
@@ -153,6 +166,24 @@ int tfenc_model_create(tfenc_context *ctx, const tfenc_model_options *options,
  * TFENC_ERR_WEIGHTS naming the layer that made it, and
  * tfenc_model_nonfinite_sequence() tells which sequence of the batch. */
 int tfenc_model_forward(tfenc_context *ctx, tfenc_model *model, tfenc_batch *batch);
+/* Late chunking: spans of the batch's token rows, rows [begin[s], end[s])
+ * each (inside one sequence; empty ones pool as an empty sequence does). */
+typedef struct tfenc_model_spans {
+    int n_spans; /* at most the batch's tokens */
+    const int32_t *begin, *end;
+} tfenc_model_spans;
+/* Late chunking (run/late_chunks.h), on a model of the whole plan: room
+ * for the spans, and the step that pools (the first after which the
+ * probe's sequence is one row); no such step is an error. Once, before
+ * tfenc_model_forward_spans. */
+int tfenc_model_prepare_spans(tfenc_context *ctx, tfenc_model *model);
+/* tfenc_model_forward, once tfenc_model_prepare_spans has run: the steps
+ * before the pooling step run on the batch, then the pooling step and the
+ * steps after it (normalisation, Dense) on the spans as sequences of their
+ * own, so that each span's row is the model's pooling of its token
+ * vectors, which saw the whole sequence. batch->rows becomes n_spans. */
+int tfenc_model_forward_spans(tfenc_context *ctx, tfenc_model *model, tfenc_batch *batch,
+                              const tfenc_model_spans *spans);
 /* After such a failure: the index of the sequence in the batch; else -1. */
 int tfenc_model_nonfinite_sequence(const tfenc_model *model);
 /* Estimated floating-point operations per token of step i (in range) for
@@ -183,6 +214,14 @@ int tfenc_model_survey(tfenc_context *ctx, const tfenc_model_options *options,
  * or the layer declares nothing. A SCORES width outside 1..d_model, or a
  * norm after a SCORES layer, is an error naming the layer. */
 int tfenc_model_output(tfenc_context *ctx, const tfenc_model *model, tfenc_layer_output *output);
+/* A model whose range holds the plan's trunk end (plan->trunk_steps, of a
+ * plan with heads): each forward pass copies the rows the trunk leaves,
+ * before the first head's steps run, into `rows` ([limits.max_tokens,
+ * d_model]), which the further heads then read. TFENC_ERR_CONFIG when the
+ * range does not hold the trunk's end (a pipeline stage past it). */
+int tfenc_model_set_trunk_tap(tfenc_context *ctx, tfenc_model *model, float *rows);
+/* The rows the last pass left in the tap. */
+int tfenc_model_trunk_rows(const tfenc_model *model);
 void tfenc_model_destroy(tfenc_model *model);
 
 #endif

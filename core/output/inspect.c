@@ -308,6 +308,111 @@ static int read_kept(tfenc_context *ctx, const char *path, hid_t file,
     return status;
 }
 
+/* One head of /outputs: its attributes, and rows as the root's are for
+ * its kind (one per document, d_model values each). */
+static int read_head(tfenc_context *ctx, const char *path, hid_t outputs, const char *name,
+                     int64_t n_documents, tfenc_inspected_head *head)
+{
+    head->d_model = head->unit_norm = head->rows = head->sparse_values = -1;
+    if ((head->name = strdup(name)) == NULL)
+        return tfenc_error(ctx, TFENC_ERR_NO_MEMORY, "out of memory");
+    hid_t group = H5Gopen2(outputs, name, H5P_DEFAULT);
+    if (group < 0) {
+        H5Eclear2(H5E_DEFAULT);
+        return tfenc_error(ctx, TFENC_ERR_CONFIG, "%s: /outputs/%s is not a group (a head's "
+                           "output)", path, name);
+    }
+    int found = 0;
+    head->output_kind = tfenc_hdf5_attribute_string(group, "output_kind");
+    head->dtype = tfenc_hdf5_attribute_string(group, "dtype");
+    head->id2label = tfenc_hdf5_attribute_string(group, "id2label");
+    head->d_model = read_integer(group, "d_model", &found);
+    if (!found)
+        head->d_model = -1;
+    head->unit_norm = (int)read_integer(group, "unit_norm", &found);
+    if (!found)
+        head->unit_norm = -1;
+    const tfenc_output_kind_entry *kind = tfenc_output_kind_named(head->output_kind);
+    const int sparse = kind != NULL && kind->rows == TFENC_ROWS_SPARSE;
+    /* A sparse head's CSR is written when the job completes. */
+    const char *rows_name = sparse ? "sparse_indptr" : kind != NULL ? kind->rows_dataset : NULL;
+    hid_t rows = rows_name != NULL && H5Lexists(group, rows_name, H5P_DEFAULT) > 0
+                     ? H5Dopen2(group, rows_name, H5P_DEFAULT)
+                     : -1;
+    hid_t space = rows >= 0 ? H5Dget_space(rows) : -1;
+    hsize_t dims[2] = {0, 0};
+    int rank = space >= 0 ? H5Sget_simple_extent_ndims(space) : -1;
+    if (rank >= 1 && rank <= 2 && H5Sget_simple_extent_dims(space, dims, NULL) >= 0)
+        head->rows = (int64_t)dims[0] - sparse;
+    if (sparse && rank == 1 && dims[0] > 0) {
+        hsize_t last = dims[0] - 1, one = 1;
+        hid_t memory = H5Screate_simple(1, &one, NULL);
+        int64_t entries = -1;
+        if (H5Sselect_hyperslab(space, H5S_SELECT_SET, &last, NULL, &one, NULL) >= 0 &&
+            H5Dread(rows, H5T_NATIVE_INT64, memory, space, H5P_DEFAULT, &entries) >= 0)
+            head->sparse_values = entries;
+        H5Sclose(memory);
+    }
+    if (space >= 0)
+        H5Sclose(space);
+    if (rows >= 0)
+        H5Dclose(rows);
+    H5Gclose(group);
+    H5Eclear2(H5E_DEFAULT);
+    if (kind == NULL || kind->rows == TFENC_ROWS_PER_TOKEN)
+        return tfenc_error(ctx, TFENC_ERR_CONFIG, "%s: /outputs/%s: attribute output_kind = %s "
+                           "is no kind of a head's output (pooled, scores or sparse)", path,
+                           name, head->output_kind != NULL ? head->output_kind : "(missing)");
+    if (sparse && rows < 0)
+        return TFENC_OK;
+    if (sparse && (rank != 1 || head->rows != n_documents))
+        return tfenc_error(ctx, TFENC_ERR_CONFIG, "%s: /outputs/%s/sparse_indptr is not [%lld] "
+                           "(one more than the documents)", path, name,
+                           (long long)n_documents + 1);
+    if (!sparse && (rank != 2 || head->rows != n_documents || (int64_t)dims[1] != head->d_model))
+        return tfenc_error(ctx, TFENC_ERR_CONFIG, "%s: /outputs/%s/%s is not [%lld, %lld] (one "
+                           "row per document, d_model %lld values)", path, name,
+                           kind->rows_dataset, (long long)n_documents, (long long)head->d_model,
+                           (long long)head->d_model);
+    return TFENC_OK;
+}
+
+/* The further heads of a job of several (group /outputs). */
+static int read_heads(tfenc_context *ctx, const char *path, hid_t file,
+                      tfenc_inspection *inspection)
+{
+    inspection->head = tfenc_hdf5_attribute_string(file, "head");
+    if (H5Lexists(file, "outputs", H5P_DEFAULT) <= 0) {
+        H5Eclear2(H5E_DEFAULT);
+        return TFENC_OK;
+    }
+    hid_t outputs = H5Gopen2(file, "outputs", H5P_DEFAULT);
+    H5G_info_t info;
+    if (outputs < 0 || H5Gget_info(outputs, &info) < 0) {
+        if (outputs >= 0)
+            H5Gclose(outputs);
+        H5Eclear2(H5E_DEFAULT);
+        return tfenc_error(ctx, TFENC_ERR_CONFIG, "%s: /outputs is not a group of heads", path);
+    }
+    int status = TFENC_OK;
+    inspection->heads = calloc(info.nlinks > 0 ? info.nlinks : 1, sizeof *inspection->heads);
+    if (inspection->heads == NULL)
+        status = tfenc_error(ctx, TFENC_ERR_NO_MEMORY, "out of memory");
+    for (hsize_t k = 0; status == TFENC_OK && k < info.nlinks; k++) {
+        char name[256];
+        if (H5Lget_name_by_idx(outputs, ".", H5_INDEX_NAME, H5_ITER_INC, k, name, sizeof name,
+                               H5P_DEFAULT) < 0) {
+            status = tfenc_error(ctx, TFENC_ERR_IO, "%s: cannot list /outputs", path);
+            break;
+        }
+        status = read_head(ctx, path, outputs, name, inspection->n_documents,
+                           &inspection->heads[inspection->n_heads++]);
+    }
+    H5Gclose(outputs);
+    H5Eclear2(H5E_DEFAULT);
+    return status;
+}
+
 /* ----------------------------------------------------------------- public */
 
 int tfenc_inspect_output(tfenc_context *ctx, const char *path, tfenc_inspection *inspection)
@@ -449,6 +554,8 @@ int tfenc_inspect_output(tfenc_context *ctx, const char *path, tfenc_inspection 
         status = read_corpus_shards(ctx, path, file, &inspection->corpus_shards);
     if (status == TFENC_OK)
         status = read_kept(ctx, path, file, inspection);
+    if (status == TFENC_OK)
+        status = read_heads(ctx, path, file, inspection);
     H5Fclose(file);
     if (status != TFENC_OK)
         return status;
@@ -491,6 +598,18 @@ void tfenc_inspection_free(tfenc_inspection *inspection)
         *strings[i] = NULL;
     }
     tfenc_corpus_shards_free(&inspection->corpus_shards);
+    for (int k = 0; k < inspection->n_heads; k++) {
+        tfenc_inspected_head *head = &inspection->heads[k];
+        free(head->name);
+        free(head->output_kind);
+        free(head->dtype);
+        free(head->id2label);
+    }
+    free(inspection->heads);
+    free(inspection->head);
+    inspection->heads = NULL;
+    inspection->head = NULL;
+    inspection->n_heads = 0;
     for (int k = 0; k < inspection->n_datasets; k++)
         free(inspection->datasets[k].name);
     free(inspection->datasets);

@@ -45,6 +45,20 @@ typedef struct tfenc_inspected_kept {
     int64_t bytes;
 } tfenc_inspected_kept;
 
+/* A further head's output (group /outputs/NAME, output.h): its
+ * attributes and its rows dataset's shape. */
+typedef struct tfenc_inspected_head {
+    char *name;
+    char *output_kind;
+    char *dtype;
+    char *id2label;
+    int64_t d_model;   /* -1 unknown */
+    int unit_norm;     /* -1 unknown */
+    int64_t rows;      /* rows of its rows dataset (sparse: documents of its CSR, -1
+                        * until the job completes) */
+    int64_t sparse_values; /* sparse: the CSR's entries, -1 until the job completes */
+} tfenc_inspected_head;
+
 typedef struct tfenc_inspection {
     char *path;              /* as given */
     int complete;            /* the `complete` attribute is 1 */
@@ -113,6 +127,12 @@ typedef struct tfenc_inspection {
      * without them. */
     tfenc_inspected_kept *kept;
     int n_kept;
+    /* A job of several heads: the first head's name (attribute `head`: its
+     * rows are the root's), or NULL; and the further heads, in the order
+     * HDF5 lists /outputs (by name). */
+    char *head;
+    tfenc_inspected_head *heads;
+    int n_heads;
     /* The corpus's files (output/corpus_shards.h: the dataset, or an older
      * file's attribute); none (n = 0) for files written before it was
      * recorded. */
@@ -131,7 +151,9 @@ typedef struct tfenc_inspection {
     char unknown[256];
 } tfenc_inspection;
 
-/* Reads `path` into *inspection (zeroed first; release it with
+/* Reads `path` into *inspection (each head of /outputs checked: its
+ * attributes there, and its rows dataset of one row per document and
+ * d_model columns; TFENC_ERR_CONFIG naming the head otherwise) (zeroed first; release it with
  * tfenc_inspection_free whatever this returns). Errors, one line each:
  * TFENC_ERR_IO when the file is missing, unreadable or not HDF5;
  * TFENC_ERR_CONFIG when it is HDF5 but not a tfenc output (naming what it

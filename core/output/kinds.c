@@ -35,14 +35,25 @@
     {TFENC_REFUSE_OUTPUT_IDS, TFENC_ERR_CONFIG, NULL,                                           \
      "[job] output_ids writes a token id beside each per-token row, but the model pools its "   \
      "output (end it with pooling mode = none, or no pooling)", 0}
+#define CHUNK_SCORES_REFUSED(model)                                                              \
+    {TFENC_REFUSE_CHUNK_KEY, TFENC_ERR_CONFIG, "chunk_scores",                                  \
+     "aggregates the chunks' scores of a model that ends in a scores head, but the model "      \
+     model " (leave chunk_scores out)", 0}
+/* Late chunking pools token vectors over spans with the model's pooling
+ * (run/late_chunks.h): a model that ends otherwise has none to pool. */
+#define LATE_CHUNK_REFUSED                                                                       \
+    {TFENC_REFUSE_LATE_CHUNK, TFENC_ERR_CONFIG, "long_documents",                               \
+     "late_chunk pools each span's token vectors with the model's pooling, but the model %s", 0}
 #define END_OF_REFUSALS {TFENC_REFUSE_END, 0, NULL, NULL, 0}
 
 static const tfenc_output_kind_rule pooled_refusals[] = {
     SPARSE_KEYS_REFUSED, MULTIVECTOR_KEYS_REFUSED, OTHER_KIND_REFUSED, POOLED_OUTPUT_IDS_REFUSED,
+    CHUNK_SCORES_REFUSED("pools its output; chunk_pooling aggregates its chunks"),
     END_OF_REFUSALS};
 
 static const tfenc_output_kind_rule tokens_refusals[] = {
-    SPARSE_KEYS_REFUSED, MULTIVECTOR_KEYS_REFUSED, OTHER_KIND_REFUSED, UNPOOLED_CHUNKS_REFUSED,
+    SPARSE_KEYS_REFUSED, MULTIVECTOR_KEYS_REFUSED, OTHER_KIND_REFUSED, LATE_CHUNK_REFUSED,
+    CHUNK_SCORES_REFUSED("does not pool its output"), UNPOOLED_CHUNKS_REFUSED,
     {TFENC_REFUSE_DTYPE_COMPACT, TFENC_ERR_CONFIG, NULL,
      "[job] output_dtype = %s applies to pooled vectors, but the model does not pool its "
      "output", 0},
@@ -55,10 +66,10 @@ static const tfenc_output_kind_rule scores_refusals[] = {
      "float32 (leave output_dtype out)", 1},
     {TFENC_REFUSE_TOKEN_ROWS, TFENC_ERR_PLUGIN, NULL,
      "the model's last layer declares scores but leaves one row per token", 0},
-    OTHER_KIND_REFUSED,
-    {TFENC_REFUSE_CHUNKS, TFENC_ERR_CONFIG, NULL,
-     "[job] long_documents = chunk pools each chunk's vectors, but the model ends in a head "
-     "that writes scores", 0},
+    OTHER_KIND_REFUSED, LATE_CHUNK_REFUSED,
+    {TFENC_REFUSE_CHUNK_KEY, TFENC_ERR_CONFIG, "chunk_pooling",
+     "pools chunk vectors, but the model ends in a head that writes scores: chunk_scores = "
+     "mean | max | first | all aggregates its chunks' scores", 0},
     {TFENC_REFUSE_OUTPUT_DIM, TFENC_ERR_CONFIG, NULL,
      "[job] output_dim cuts pooled vectors, but the model ends in a head that writes scores", 0},
     POOLED_OUTPUT_IDS_REFUSED, END_OF_REFUSALS};
@@ -67,6 +78,7 @@ static const tfenc_output_kind_rule sparse_refusals[] = {
     {TFENC_REFUSE_TOP_K_PAST_WIDTH, TFENC_ERR_CONFIG, NULL,
      "[job] sparse_top_k = %ld is larger than the vocabulary the model's sparse head writes "
      "(%d columns)", 0},
+    LATE_CHUNK_REFUSED, CHUNK_SCORES_REFUSED("ends in a head that writes sparse rows"),
     {TFENC_REFUSE_CHUNKS, TFENC_ERR_CONFIG, NULL,
      "[job] long_documents = chunk pools each chunk's vectors, but the model ends in a head "
      "that writes sparse rows", 0},
@@ -89,7 +101,8 @@ static const tfenc_output_kind_rule vectors_refusals[] = {
      "that writes a vector per token", 1},
     {TFENC_REFUSE_POOLED_ROWS, TFENC_ERR_PLUGIN, NULL,
      "the model's last layer declares vectors but leaves one row per sequence", 0},
-    OTHER_KIND_REFUSED, UNPOOLED_CHUNKS_REFUSED, UNPOOLED_OUTPUT_DIM_REFUSED, END_OF_REFUSALS};
+    OTHER_KIND_REFUSED, LATE_CHUNK_REFUSED, CHUNK_SCORES_REFUSED("ends in a multivector head"),
+    UNPOOLED_CHUNKS_REFUSED, UNPOOLED_OUTPUT_DIM_REFUSED, END_OF_REFUSALS};
 
 /* ---------------------------------------------------------- attributes */
 
@@ -368,7 +381,7 @@ const tfenc_output_kind_entry tfenc_output_kinds[TFENC_OUTPUT_AUTO] = {
         .layer = TFENC_LAYER_OUTPUT_SCORES, .pools = 1,
         .model_says = "ends in a head that writes scores",
         .rows = TFENC_ROWS_PER_DOCUMENT, .rows_dataset = "scores", .telling_dataset = "scores",
-        .dense = 1, .head_width = 1, .has_labels = 1, .gated_by_scores = 1,
+        .chunks = 1, .dense = 1, .head_width = 1, .has_labels = 1, .gated_by_scores = 1,
         .refusals = scores_refusals, .attributes = scores_attributes, .write = write_scores,
         .describe_plan = scores_plan, .describe_status = scores_status},
     [TFENC_OUTPUT_SPARSE] = {
@@ -455,6 +468,15 @@ const tfenc_output_kind_entry *tfenc_output_kind_of_layer(tfenc_layer_output_kin
     return first;
 }
 
+/* A condition whose refusal is the rule's message as it stands. */
+static int plain_refusal(int holds, const tfenc_output_kind_rule *rule, char *message,
+                         size_t size)
+{
+    if (holds)
+        snprintf(message, size, "%s", rule->message);
+    return holds;
+}
+
 /* Whether the condition holds for the job, and the refusal if so. */
 static int refused(const tfenc_output_kind_entry *e, const tfenc_output_kind_rule *rule,
                    const tfenc_output_kind_request *q, tfenc_output_kind_refusal *refusal)
@@ -501,20 +523,19 @@ static int refused(const tfenc_output_kind_entry *e, const tfenc_output_kind_rul
                  e->model_says);
         return 1;
     case TFENC_REFUSE_CHUNKS:
-        if (q->chunks == TFENC_CHUNKS_OFF)
+        return plain_refusal(q->chunks != TFENC_CHUNKS_OFF, rule, m, size);
+    case TFENC_REFUSE_CHUNK_KEY:
+        return plain_refusal(q->chunk_key != NULL && strcmp(q->chunk_key, rule->key) == 0, rule,
+                             m, size);
+    case TFENC_REFUSE_LATE_CHUNK:
+        if (!q->late_chunk)
             return 0;
-        snprintf(m, size, "%s", rule->message);
+        snprintf(m, size, rule->message, e->model_says);
         return 1;
     case TFENC_REFUSE_OUTPUT_DIM:
-        if (q->output_dim <= 0)
-            return 0;
-        snprintf(m, size, "%s", rule->message);
-        return 1;
+        return plain_refusal(q->output_dim > 0, rule, m, size);
     case TFENC_REFUSE_OUTPUT_IDS:
-        if (!q->output_ids)
-            return 0;
-        snprintf(m, size, "%s", rule->message);
-        return 1;
+        return plain_refusal(q->output_ids, rule, m, size);
     case TFENC_REFUSE_END:
         break;
     }

@@ -59,6 +59,8 @@ typedef struct tfenc_output_kind_request {
     int pools;                        /* the model leaves one row per sequence */
     tfenc_output_dtype dtype;
     tfenc_output_chunks chunks;
+    const char *chunk_key;            /* chunk_pooling or chunk_scores when set, else NULL */
+    int late_chunk;                   /* long_documents = late_chunk */
     long output_dim;
     int output_ids;
     const char *multivector_key;      /* the first multi-vector key the job sets, or NULL */

@@ -8,7 +8,7 @@ core_libtfenc_la_SOURCES += \
 	core/output/output.c core/output/output.h core/output/output_types.h \
 	core/output/output_options.h \
 	core/output/output_internal.h core/output/output_handle.c core/output/output_attributes.c \
-	core/output/output_resume.c core/output/output_rows.c \
+	core/output/output_resume.c core/output/output_rows.c core/output/output_heads.c \
 	core/output/output_layout.c core/output/output_layout.h \
 	core/output/kinds.c core/output/kinds.h core/output/output_kind.h \
 	core/output/quantize.c core/output/quantize.h \

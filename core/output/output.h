@@ -195,15 +195,36 @@ int tfenc_output_finish(tfenc_context *ctx, tfenc_output *out);
  * (tfenc_run_result's skip_finalize). */
 int tfenc_output_close(tfenc_output *out);
 
+/* A further head's output in the same file (a job of several heads,
+ * docs/output.md): its rows in the group /outputs/NAME, with the
+ * attributes output_kind, dtype, d_model, unit_norm and its kind's own
+ * (id2label) on the group; the documents' metadata (lengths, ids, ...)
+ * stays the file's, which the first head's rows share. options gives the
+ * kind (one row per document: float32, or a sparse row), width, unit_norm
+ * and the kind's attribute values; the rest is the file's. A reopened file
+ * must hold the group as this head makes it (TFENC_ERR_CONFIG otherwise).
+ * The handle belongs to `file`, whose finish or close closes it; write its
+ * rows with tfenc_output_write_pooled, or a sparse head's CSR with
+ * output/sparse.h's finish (tfenc_output_hdf5_file gives its group).
+ * Collective, as create. */
+int tfenc_output_open_head(tfenc_context *ctx, tfenc_output *file, const char *name,
+                           const tfenc_output_options *options, tfenc_output **head);
+
+/* A job of several heads: the root attribute `head` names the first,
+ * whose rows are the root's (written once, when the file is created). */
+int tfenc_output_name_first_head(tfenc_context *ctx, tfenc_output *file, const char *name);
+
 /* For output/sparse.c, which adds its datasets at the end: the open file
- * and the dataset transfer properties (hid_t values, so that this header
- * needs no hdf5.h), and the writers' communicator when the file is
- * written in parallel, else MPI_COMM_NULL. */
+ * (a further head's: its group) and the dataset transfer properties (hid_t
+ * values, so that this header needs no hdf5.h), and the writers'
+ * communicator when the file is written in parallel, else MPI_COMM_NULL. */
 int64_t tfenc_output_hdf5_file(const tfenc_output *out);
 int64_t tfenc_output_hdf5_transfer(const tfenc_output *out);
 MPI_Comm tfenc_output_writers(const tfenc_output *out);
 
 /* The path the file was created at. */
 const char *tfenc_output_path(const tfenc_output *out);
+/* Its documents (n_documents). */
+int64_t tfenc_output_documents(const tfenc_output *out);
 
 #endif

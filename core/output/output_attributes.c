@@ -253,7 +253,8 @@ int tfenc_output_write_attributes(tfenc_context *ctx, tfenc_output *out,
         status = tfenc_output_write_string(ctx, out, "output_kind", out->kind->name);
     if (status == TFENC_OK)
         status = tfenc_output_write_string(
-            ctx, out, "chunks", tfenc_name_of(tfenc_output_chunks_names, 3, out->chunks));
+            ctx, out, "chunks",
+            tfenc_name_of(tfenc_output_chunks_names, TFENC_CHUNKS_COUNT, out->chunks));
     if (status == TFENC_OK)
         status = tfenc_output_write_string(ctx, out, "dtype", tfenc_output_dtype_name(out->dtype));
     if (status == TFENC_OK)

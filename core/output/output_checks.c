@@ -32,6 +32,8 @@
     (KIND(TFENC_OUTPUT_POOLED) | KIND(TFENC_OUTPUT_TOKENS) | KIND(TFENC_OUTPUT_SCORES) |   \
      KIND(TFENC_OUTPUT_SPARSE) | KIND(TFENC_OUTPUT_VECTORS))
 #define PER_TOKEN (KIND(TFENC_OUTPUT_TOKENS) | KIND(TFENC_OUTPUT_VECTORS))
+/* The kinds whose documents may be chunked (pooled vectors, a head's scores). */
+#define CHUNKED (KIND(TFENC_OUTPUT_POOLED) | KIND(TFENC_OUTPUT_SCORES))
 
 /* ============================================================ the description */
 
@@ -214,7 +216,7 @@ static const dataset_spec datasets[] = {
      .indexing = BY_DOCUMENT, .rule = RULE_NOT_NEGATIVE},
     {.name = "ids", .kinds = EVERY_KIND, .presence = OPTIONAL,
      .type = CLASS_STRING, .rank = 1, .dims = {DIM_DOCUMENTS}},
-    {.name = "chunks", .kinds = KIND(TFENC_OUTPUT_POOLED), .presence = WITH_CHUNKS,
+    {.name = "chunks", .kinds = CHUNKED, .presence = WITH_CHUNKS,
      .type = CLASS_INTEGER, .rank = 1, .dims = {DIM_DOCUMENTS},
      .indexing = BY_DOCUMENT, .rule = RULE_POSITIVE},
     /* Where each document's rows are, and what they hold per row. */
@@ -226,14 +228,14 @@ static const dataset_spec datasets[] = {
      .type = CLASS_INTEGER, .rank = 1, .dims = {DIM_BOUNDARIES},
      .indexing = BY_BOUNDARY, .rule = RULE_BOUNDARIES, .ends_at = DIM_ROWS,
      .run = RUN_AT_MOST_LENGTH},
-    {.name = "chunk_offsets", .kinds = KIND(TFENC_OUTPUT_POOLED), .presence = WITH_CHUNK_EACH,
+    {.name = "chunk_offsets", .kinds = CHUNKED, .presence = WITH_CHUNK_EACH,
      .type = CLASS_INTEGER, .rank = 1, .dims = {DIM_BOUNDARIES},
      .indexing = BY_BOUNDARY, .rule = RULE_BOUNDARIES, .ends_at = DIM_ROWS,
      .run = RUN_IS_CHUNKS},
     {.name = "token_ids", .kinds = PER_TOKEN, .presence = OPTIONAL,
      .type = CLASS_INTEGER, .rank = 1, .dims = {DIM_ROWS},
      .indexing = BY_RUN, .rule = RULE_NOT_NEGATIVE, .bounds = "offsets"},
-    {.name = "chunk_starts", .kinds = KIND(TFENC_OUTPUT_POOLED), .presence = WITH_CHUNK_EACH,
+    {.name = "chunk_starts", .kinds = CHUNKED, .presence = WITH_CHUNK_EACH,
      .type = CLASS_INTEGER, .rank = 1, .dims = {DIM_ROWS},
      .indexing = BY_RUN, .rule = RULE_NOT_NEGATIVE, .bounds = "chunk_offsets"},
     /* The sparse rows, as CSR. */
@@ -260,8 +262,9 @@ static const dataset_spec datasets[] = {
 
 int tfenc_output_names_dataset(const char *name)
 {
-    /* The groups besides the table's datasets. */
-    if (strcmp(name, TFENC_CALIBRATION_GROUP) == 0)
+    /* The groups besides the table's datasets: the calibration, and the
+     * further heads' /outputs. */
+    if (strcmp(name, TFENC_CALIBRATION_GROUP) == 0 || strcmp(name, "outputs") == 0)
         return 1;
     for (size_t i = 0; i < sizeof datasets / sizeof datasets[0]; i++)
         if (strcmp(datasets[i].name, name) == 0)
@@ -779,8 +782,9 @@ static void check_attributes_agree(check *c)
         fail(c, TFENC_ERR_CONFIG, "attribute 'dtype' is '%s', but only pooled outputs are "
              "compact (output_kind '%s')", tfenc_output_dtype_name(c->dtype), kind);
     else if (c->chunks != TFENC_CHUNKS_OFF && !c->entry->chunks)
-        fail(c, TFENC_ERR_CONFIG, "attribute 'chunks' is '%s', but only pooled outputs are "
-             "chunked (output_kind '%s')", tfenc_output_chunks_names[c->chunks], kind);
+        fail(c, TFENC_ERR_CONFIG, "attribute 'chunks' is '%s', but only pooled outputs "
+             "and scores are chunked (output_kind '%s')", tfenc_output_chunks_names[c->chunks],
+             kind);
     else if (c->entry->dense && c->d_model > WIDEST_DENSE_ROW)
         fail(c, TFENC_ERR_CONFIG, "attribute 'd_model' is %lld, expected 1 to %d for output_kind "
              "'%s'", (long long)c->d_model, WIDEST_DENSE_ROW, kind);
@@ -1341,7 +1345,8 @@ static void check_documents(check *c, int marked, tfenc_output_census *census)
                  (long long)i);
         else if (length < -1)
             fail(c, TFENC_ERR_CONFIG, "dataset 'lengths' holds %lld at index %lld, expected -1 "
-                 "(not written yet) or a token count >= 0", (long long)length, (long long)i);
+                 "(not written yet) or a token count >= %d", (long long)length, (long long)i,
+                 c->empty_zeros ? 0 : 1);
         census->finished += length >= 0;
         /* Which entries a killed run wrote: only a marked file tells. */
         const int finished = marked ? length >= 0 : c->complete;

@@ -60,7 +60,7 @@ int tfenc_output_per_token(const tfenc_output_kind_entry *kind)
 const char *const tfenc_output_dtype_names[] = {"float32", "float16", "bfloat16", "int8",
                                                 "uint8", "binary", "ubinary", NULL};
 const char *const tfenc_output_compression_names[] = {"none", "gzip", NULL};
-const char *const tfenc_output_chunks_names[] = {"off", "mean", "each", NULL};
+const char *const tfenc_output_chunks_names[] = {"off", "mean", "each", "max", "first", NULL};
 
 /* Looks `name` up among the first `count` names of a table (those after
  * them, such as "auto", are no value a file can have). */
@@ -383,6 +383,12 @@ hid_t tfenc_output_source_type(int in_memory)
 int tfenc_output_close_handles(tfenc_output *out)
 {
     int failed = 0;
+    /* The heads' objects first: a file of MPI-IO closes only without any. */
+    for (int h = 0; h < out->n_heads; h++) {
+        failed |= tfenc_output_close_handles(out->heads[h]);
+        tfenc_output_free(out->heads[h]);
+    }
+    out->n_heads = 0;
     hid_t *datasets[] = {&out->rows, &out->offsets, &out->lengths, &out->truncated, &out->ids,
                          &out->chunk_counts, &out->chunk_starts, &out->token_ids,
                          &out->document_source};
@@ -405,6 +411,11 @@ int tfenc_output_close_handles(tfenc_output *out)
             H5Tclose(*types[i]);
             *types[i] = -1;
         }
+    /* A head's `file` is its group; the transfer properties are its file's. */
+    if (out->borrowed && out->file >= 0)
+        failed |= H5Gclose(out->file) < 0;
+    if (out->borrowed)
+        out->transfer = out->file = -1;
     if (out->transfer >= 0)
         H5Pclose(out->transfer);
     out->transfer = -1;
@@ -427,6 +438,7 @@ void tfenc_output_free(tfenc_output *out)
     free(out->quantize_steps);
     free(out->staging);
     free(out->path);
+    free(out->heads);
     free(out);
 }
 

@@ -75,6 +75,13 @@ struct tfenc_output {
     /* Staging for sorted, converted rows; grows, reused across writes. */
     void *staging;
     size_t staging_bytes;
+    int reopened;          /* opened by tfenc_output_reopen */
+    /* A further head's output (output_heads.c): `file` is its group
+     * /outputs/NAME, where its datasets and attributes go; the transfer
+     * properties are its file's, which closes it. 0 for the file itself. */
+    int borrowed;
+    struct tfenc_output **heads; /* the file's further heads' outputs, closed first */
+    int n_heads;
 };
 
 /* A document_source element: where a document was read from (its file's
@@ -115,6 +122,11 @@ int tfenc_output_open_file(tfenc_context *ctx, tfenc_output *out, MPI_Comm write
                            int create);
 /* Closes every handle of `out`: nonzero if HDF5 reported a failure. */
 int tfenc_output_close_handles(tfenc_output *out);
+/* A dataset [length, width] (rank 1 for width 0) of out->file (a head's:
+ * its group), chunked as every dataset of the file is. */
+int tfenc_output_create_dataset(tfenc_context *ctx, tfenc_output *out, const char *name,
+                                hid_t type, int64_t length, int64_t width, int compress,
+                                const void *fill, hid_t *dataset);
 /* Frees `out` (its handles closed). */
 void tfenc_output_free(tfenc_output *out);
 

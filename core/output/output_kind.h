@@ -34,6 +34,8 @@ typedef enum tfenc_output_kind_condition {
     TFENC_REFUSE_TOKEN_ROWS,        /* the model leaves one row per token */
     TFENC_REFUSE_OTHER_KIND,        /* output_kind names another kind */
     TFENC_REFUSE_CHUNKS,            /* long_documents = chunk */
+    TFENC_REFUSE_CHUNK_KEY,         /* the rule's key (chunk_pooling, chunk_scores) set */
+    TFENC_REFUSE_LATE_CHUNK,        /* long_documents = late_chunk */
     TFENC_REFUSE_OUTPUT_DIM,        /* output_dim set */
     TFENC_REFUSE_OUTPUT_IDS,        /* output_ids set */
     TFENC_REFUSE_END
@@ -78,7 +80,8 @@ typedef struct tfenc_output_kind_entry {
     const char *telling_dataset;
     const char *model_says;            /* "pools its output", ...: the model, as errors say it */
     /* The [job] choices it takes: compact dtypes (int8 ... ubinary, as
-     * encodings of pooled rows), long_documents = chunk, output_dim,
+     * encodings of pooled rows), long_documents = chunk (pooled vectors'
+     * chunk_pooling, or a scores head's chunk_scores), output_dim,
      * output_ids (a token id beside each per-token row). */
     int compact_dtypes, chunks, output_dim, token_ids;
     int dense;                         /* rows of at most 65,536 values (not the vocabulary's) */

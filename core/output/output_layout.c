@@ -180,9 +180,9 @@ static hid_t entry_type(const tfenc_output *out, const layout_entry *entry)
 
 /* Creates a dataset [dims[0], width] (rank 2 when width > 0, else rank 1),
  * chunked about CHUNK_BYTES per chunk. */
-static int create_dataset(tfenc_context *ctx, tfenc_output *out, const char *name, hid_t type,
-                          int64_t length, int64_t width, int compress, const void *fill,
-                          hid_t *dataset)
+int tfenc_output_create_dataset(tfenc_context *ctx, tfenc_output *out, const char *name,
+                                hid_t type, int64_t length, int64_t width, int compress,
+                                const void *fill, hid_t *dataset)
 {
     int rank = width > 0 ? 2 : 1;
     hsize_t dims[2] = {(hsize_t)length, (hsize_t)(width > 0 ? width : 1)};
@@ -255,7 +255,8 @@ static int create_entry(tfenc_context *ctx, tfenc_output *out, const layout_entr
     int status = type < 0 || (entry->element == ELEMENT_KEPT && empty == NULL)
                      ? tfenc_output_hdf5_fail(ctx, TFENC_ERR_IO, out->path,
                                               "cannot make the type of '%s'", name)
-                     : create_dataset(ctx, out, name, type, entry_length(out, entry),
+                     : tfenc_output_create_dataset(ctx, out, name, type,
+                                                   entry_length(out, entry),
                                       entry->row_wide ? out->row_width : 0, out->compress, fill,
                                       entry_handle(out, entry));
     if (type >= 0)

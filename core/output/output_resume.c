@@ -355,7 +355,7 @@ static int check_identity(tfenc_context *ctx, tfenc_output *out,
         {"job_settings", options->job_settings},
         {"weights_sha256", options->weights_sha256},
         {"output_kind", out->kind->name},
-        {"chunks", tfenc_name_of(tfenc_output_chunks_names, 3, out->chunks)},
+        {"chunks", tfenc_name_of(tfenc_output_chunks_names, TFENC_CHUNKS_COUNT, out->chunks)},
         {"dtype", tfenc_output_dtype_name(out->dtype)},
         {"compression", out->compress ? "gzip" : "none"}};
     for (size_t i = 0; status == TFENC_OK && i < sizeof strings / sizeof strings[0]; i++)
@@ -495,6 +495,7 @@ int tfenc_output_reopen(tfenc_context *ctx, MPI_Comm writers, const tfenc_output
         status = open_existing_datasets(ctx, out, options);
     if (status == TFENC_OK)
         status = mark_reopened(ctx, out, options, &complete);
+    out->reopened = 1;
     if (status != TFENC_OK) {
         tfenc_output_close(out);
         return status;

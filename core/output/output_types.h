@@ -36,15 +36,20 @@ typedef enum tfenc_output_compression {
 } tfenc_output_compression;
 
 /* Long documents cut into chunks ([job] long_documents = chunk), for a
- * pooled output: */
+ * pooled output or a scores head's: */
 typedef enum tfenc_output_chunks {
     TFENC_CHUNKS_OFF,  /* documents are truncated, not chunked */
     TFENC_CHUNKS_MEAN, /* embeddings [N, d] holds the mean of each document's chunk
                         * vectors; chunks [N] how many it had */
-    TFENC_CHUNKS_EACH  /* embeddings [C, d] holds every chunk's vector: document i's
+    TFENC_CHUNKS_EACH, /* embeddings [C, d] holds every chunk's vector: document i's
                         * are rows chunk_offsets[i] .. chunk_offsets[i+1]-1, chunk_starts [C]
                         * the first token of each chunk within its document (special
                         * tokens not counted), chunks [N] how many each document had */
+    /* A scores head's chunks ([job] chunk_scores; mean and all are MEAN
+     * and EACH over scores [., labels]): */
+    TFENC_CHUNKS_MAX,   /* scores [N, labels]: each label's largest over the chunks */
+    TFENC_CHUNKS_FIRST, /* scores [N, labels]: the first chunk's */
+    TFENC_CHUNKS_COUNT
 } tfenc_output_chunks;
 
 #endif

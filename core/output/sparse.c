@@ -39,6 +39,8 @@ int tfenc_sparse_rows_create(tfenc_context *ctx, int width, long top_k, double t
         return tfenc_error(ctx, TFENC_ERR_NO_MEMORY, "out of memory");
     rows->width = width;
     rows->nonfinite_sequence = -1;
+    rows->destination = (tfenc_sparse_destination){.receive = tfenc_sparse_rows_sink,
+                                                   .user = rows};
     rows->top_k = top_k;
     rows->threshold = threshold;
     rows->scratch = malloc((size_t)width * sizeof *rows->scratch);
@@ -282,11 +284,17 @@ void tfenc_sparse_remove_logs(const char *output_path)
     tfenc_sparse_each_log(output_path, remove_log, NULL);
 }
 
+/* Where an output's logs are named from. */
+static const char *logs_of(const tfenc_sparse_settings *settings)
+{
+    return settings->log_path != NULL ? settings->log_path : settings->path;
+}
+
 int tfenc_sparse_log_open(tfenc_context *ctx, const tfenc_sparse_settings *settings,
                           MPI_Comm writers, int resumed, tfenc_sparse_log **log_out)
 {
     *log_out = NULL;
-    const char *output_path = settings->path;
+    const char *output_path = logs_of(settings);
     int rank = 0;
     /* The run's name for its logs: rank 0's clock, so that a resumed run
      * never appends to the logs of the run it resumes. */
@@ -535,7 +543,7 @@ static int scan_logs(tfenc_context *ctx, const tfenc_sparse_settings *settings, 
         return tfenc_error(ctx, TFENC_ERR_NO_MEMORY, "out of memory");
     for (int64_t i = 0; i < n; i++)
         scan->places[i].log = -1;
-    if (tfenc_sparse_each_log(settings->path, scan_log, scan) != 0)
+    if (tfenc_sparse_each_log(logs_of(settings), scan_log, scan) != 0)
         return scan->status != TFENC_OK
                    ? scan->status
                    : tfenc_error(ctx, TFENC_ERR_IO, "%s: cannot list the sparse rows' logs "

@@ -15,8 +15,9 @@
  * go in the file before every row before them exists. The rows therefore
  * travel, and are stored, in three steps:
  *   1. the layer hands each sequence's row to the host from forward()
- *      (tfenc_sparse_row, through the context's sink) into a
- *      tfenc_sparse_rows of the microbatch, which keeps the top-k above the
+ *      (tfenc_batch_sparse_row, to the batch's sparse_rows) into the
+ *      tfenc_sparse_rows the microbatch carries for its head (each head of
+ *      a job of several has its own), which keeps the top-k above the
  *      threshold: rows never travel between ranks, since the head is the
  *      model's last step and the last stage writes;
  *   2. each writer appends its microbatches' rows to a log file of its own
@@ -56,6 +57,9 @@ typedef struct tfenc_sparse_rows {
     int64_t row_capacity;
     struct sparse_entry *scratch; /* [width] for choosing the top k */
     int nonfinite_sequence; /* the row refused for a NaN or an infinity, or -1 */
+    /* What a batch's sparse_rows points at (plugin.h) to send its rows
+     * here: tfenc_sparse_rows_sink with these rows. */
+    tfenc_sparse_destination destination;
 } tfenc_sparse_rows;
 
 /* top_k 0 keeps every value above the threshold; a top_k larger than the
@@ -64,7 +68,8 @@ int tfenc_sparse_rows_create(tfenc_context *ctx, int width, long top_k, double t
                              tfenc_sparse_rows **rows);
 /* Empties it for a microbatch of n_seq sequences. */
 int tfenc_sparse_rows_begin(tfenc_context *ctx, tfenc_sparse_rows *rows, int n_seq);
-/* The context's sink (tfenc_context_set_sparse_sink, user = the rows):
+/* The receiver of the rows' destination (and of a context's sink, user =
+ * the rows):
  * checks the row (sequence in order, indices ascending inside the width,
  * values finite, as the host checks dense rows) and keeps what the top-k
  * and threshold keep. */
@@ -80,6 +85,10 @@ void tfenc_sparse_rows_destroy(tfenc_sparse_rows *rows);
 /* What the logs and the CSR of one output hold. */
 typedef struct tfenc_sparse_settings {
     const char *path;    /* the output's path; its logs are PATH.sparse-* */
+    /* A further head of a job of several (output.h's /outputs/NAME): its
+     * logs are LOG_PATH.sparse-* (PATH.head-NAME), NULL for the first
+     * head's. */
+    const char *log_path;
     int64_t n_documents; /* the corpus's */
     int width;           /* columns: the vocabulary size */
     long top_k;          /* [job] sparse_top_k: a row holds at most this many (0: any) */

@@ -35,7 +35,8 @@ typedef struct open_document {
     int32_t source;     /* where it was read from */
     int64_t source_line;
     char *id;
-    float *rows;        /* MEAN: [d] the sum so far; EACH: [n_chunks, d] by chunk */
+    float *rows;        /* MEAN: [d] the sum so far; MAX: the largest so far; FIRST: the
+                         * first chunk's; EACH: [n_chunks, d] by chunk */
     int32_t *starts;    /* EACH: [n_chunks] each chunk's first token */
 } open_document;
 
@@ -46,8 +47,10 @@ struct tfenc_writer {
     tfenc_output_chunks chunks;
     int output_dim; /* > 0: rows cut to this width and renormalised */
     int unit_means; /* chunk means scaled back to unit length (the model's rows are) */
-    const tfenc_sparse_rows *sparse_rows; /* sparse kind: the microbatch's rows, else NULL */
-    tfenc_sparse_log *sparse_log;
+    int late_step;  /* late chunking: a document's span k starts at piece k x late_step */
+    tfenc_sparse_log *sparse_log;         /* sparse kind: where the microbatches' rows go */
+    int (*before_metadata)(tfenc_context *ctx, void *user);
+    void *before_metadata_user;
     tfenc_skiplist skiplist;   /* vectors: the tokens left out */
     int32_t *kept_ids;         /* vectors: [tokens] the kept rows' ids, packed */
     int32_t *kept_counts;      /* vectors: [sequences] rows each one kept */
@@ -285,11 +288,48 @@ static int reserve_finished(tfenc_context *ctx, tfenc_writer *w, size_t rows)
     return TFENC_OK;
 }
 
-/* Writes a finished document's rows: its chunks' mean (MEAN) or every
- * chunk (EACH), then queues its metadata. */
+/* The values of a row the file keeps: a head's scores are the first
+ * `width` of the model's d_model. */
+static int row_values(const tfenc_writer *w)
+{
+    return w->kind->head_width ? w->width : w->d_model;
+}
+
+/* A chunk's row into its document's: summed (MEAN), kept if larger (MAX;
+ * the first to arrive is copied), kept if it is the first chunk (FIRST),
+ * or put at its place (EACH). Chunks arrive in their window's order, which
+ * the job alone decides, so a sum is the same bits on every layout. */
+static void gather_chunk(const tfenc_writer *w, open_document *o, int chunk, int32_t start,
+                         const float *row)
+{
+    const int d = row_values(w);
+    float *into = o->rows;
+    switch (w->chunks) {
+    case TFENC_CHUNKS_EACH:
+        memcpy(into + (size_t)chunk * (size_t)d, row, (size_t)d * sizeof *row);
+        o->starts[chunk] = start;
+        break;
+    case TFENC_CHUNKS_MAX:
+        for (int c = 0; c < d; c++)
+            into[c] = o->seen == 0 || row[c] > into[c] ? row[c] : into[c];
+        break;
+    case TFENC_CHUNKS_FIRST:
+        if (chunk == 0)
+            memcpy(into, row, (size_t)d * sizeof *row);
+        break;
+    default: /* MEAN */
+        for (int c = 0; c < d; c++)
+            into[c] += row[c];
+        break;
+    }
+}
+
+/* Writes a finished document's rows: its chunks' mean (MEAN), largest
+ * (MAX) or first (FIRST), or every chunk (EACH), then queues its
+ * metadata. */
 static int finish_open(tfenc_context *ctx, tfenc_writer *w, open_document *o)
 {
-    const int d = w->d_model;
+    const int d = row_values(w);
     const int64_t rows = w->chunks == TFENC_CHUNKS_EACH ? o->n_chunks : 1;
     if (w->chunks == TFENC_CHUNKS_MEAN)
         tfenc_writer_chunk_mean(o->rows, o->n_chunks, d, w->output_dim, w->unit_means);
@@ -311,7 +351,7 @@ static int finish_open(tfenc_context *ctx, tfenc_writer *w, open_document *o)
 static int write_chunked(tfenc_context *ctx, tfenc_writer *w, const tfenc_microbatch *m)
 {
     const tfenc_batch *b = &m->batch;
-    const int d = w->d_model;
+    const int d = row_values(w);
     int status = reserve_finished(ctx, w, (size_t)b->n_seq);
     int64_t n_whole = 0;
     int64_t *whole_index = status == TFENC_OK ? malloc((size_t)b->n_seq * sizeof *whole_index)
@@ -323,9 +363,11 @@ static int write_chunked(tfenc_context *ctx, tfenc_writer *w, const tfenc_microb
                                zeros == NULL))
         status = tfenc_error(ctx, TFENC_ERR_NO_MEMORY, "out of memory");
     const char *id_cursor = m->ids;
-    for (int j = 0; status == TFENC_OK && j < b->n_seq; j++) {
+    /* With late chunking a sequence has a row per span (its spans[j]). */
+    int64_t first_row = 0;
+    for (int j = 0; status == TFENC_OK && j < b->n_seq; first_row += m->spans[j++]) {
         const char *id = next_id(&id_cursor);
-        const float *row = b->x + (size_t)j * (size_t)d;
+        const float *row = b->x + (size_t)first_row * (size_t)b->d_model;
         if (m->n_chunks[j] == 1) {
             memcpy(w->finished_rows + (size_t)n_whole * (size_t)d, row, (size_t)d * sizeof *row);
             whole_index[n_whole] = m->indices[j];
@@ -343,16 +385,15 @@ static int write_chunked(tfenc_context *ctx, tfenc_writer *w, const tfenc_microb
             status = ctx->status;
             break;
         }
-        if (w->chunks == TFENC_CHUNKS_EACH) {
-            memcpy(o->rows + (size_t)m->chunk[j] * (size_t)d, row, (size_t)d * sizeof *row);
-            o->starts[m->chunk[j]] = m->chunk_start[j];
-        } else {
-            for (int c = 0; c < d; c++)
-                o->rows[c] += row[c];
-        }
         o->tokens += m->lengths[j];
-        if (++o->seen == o->n_chunks)
-            status = finish_open(ctx, w, o);
+        for (int s = 0; status == TFENC_OK && s < m->spans[j]; s++) {
+            const int chunk = m->chunk[j] + s;
+            /* A span starts at its piece of the document (late_chunks.h). */
+            gather_chunk(w, o, chunk, w->late_step > 0 ? chunk * w->late_step : m->chunk_start[j],
+                         row + (size_t)s * (size_t)b->d_model);
+            if (++o->seen == o->n_chunks)
+                status = finish_open(ctx, w, o);
+        }
     }
     if (status == TFENC_OK && n_whole > 0) {
         if (w->output_dim > 0)
@@ -375,11 +416,21 @@ void tfenc_writer_set_unit_means(tfenc_writer *w)
     w->unit_means = 1;
 }
 
-void tfenc_writer_set_sparse(tfenc_writer *w, const tfenc_sparse_rows *rows,
-                             tfenc_sparse_log *log)
+void tfenc_writer_set_late_chunks(tfenc_writer *w, int step)
 {
-    w->sparse_rows = rows;
+    w->late_step = step;
+}
+
+void tfenc_writer_set_sparse(tfenc_writer *w, tfenc_sparse_log *log)
+{
     w->sparse_log = log;
+}
+
+void tfenc_writer_set_before_metadata(tfenc_writer *w, int (*sync)(tfenc_context *ctx, void *user),
+                                      void *user)
+{
+    w->before_metadata = sync;
+    w->before_metadata_user = user;
 }
 
 int tfenc_writer_set_skiplist(tfenc_context *ctx, tfenc_writer *w, const uint8_t *skip_flags,
@@ -403,11 +454,14 @@ int tfenc_writer_set_skiplist(tfenc_context *ctx, tfenc_writer *w, const uint8_t
 int tfenc_writer_write(tfenc_context *ctx, tfenc_writer *w, const tfenc_microbatch *m)
 {
     const tfenc_batch *b = &m->batch;
-    if (w->kind->pools && b->rows != b->n_seq)
+    int64_t spans = 0;
+    for (int j = 0; j < b->n_seq; j++)
+        spans += m->spans[j];
+    if (w->kind->pools && b->rows != spans)
         return tfenc_error(ctx, TFENC_ERR_PLUGIN,
                            "the model's output has %d rows for %d documents; with "
                            "output_kind = pooled the model must end in pooling",
-                           b->rows, b->n_seq);
+                           b->rows, (int)spans);
     if (!w->kind->pools && b->rows != b->n_tokens)
         return tfenc_error(ctx, TFENC_ERR_CONFIG,
                            "the model pools its output (%d rows for %d tokens): set [job] "
@@ -422,7 +476,7 @@ int tfenc_writer_write(tfenc_context *ctx, tfenc_writer *w, const tfenc_microbat
             truncate_rows(b->x, b->n_seq, b->d_model, w->output_dim);
         const tfenc_output_kind_write call = {
             .output = w->output, .microbatch = m, .width = w->width,
-            .sparse_rows = w->sparse_rows, .sparse_log = w->sparse_log,
+            .sparse_rows = m->sparse_rows, .sparse_log = w->sparse_log,
             .skiplist = &w->skiplist, .kept_ids = &w->kept_ids, .kept_counts = &w->kept_counts,
             .kept_ids_capacity = &w->kept_ids_capacity,
             .kept_counts_capacity = &w->kept_counts_capacity};
@@ -457,6 +511,8 @@ int tfenc_writer_flush(tfenc_context *ctx, tfenc_writer *w)
     int status = TFENC_OK;
     if (w->sparse_log != NULL)
         status = tfenc_sparse_log_sync(ctx, w->sparse_log);
+    if (status == TFENC_OK && w->before_metadata != NULL)
+        status = w->before_metadata(ctx, w->before_metadata_user);
     if (status == TFENC_OK && w->chunks != TFENC_CHUNKS_OFF)
         status = tfenc_output_write_chunk_counts(ctx, w->output, w->n_queued, w->indices,
                                                  w->chunk_counts);

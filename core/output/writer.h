@@ -45,14 +45,24 @@ void tfenc_writer_chunk_mean(float *row, int n_chunks, int d, int output_dim, in
  * length, as the rows of documents of one chunk are. */
 void tfenc_writer_set_unit_means(tfenc_writer *w);
 
-/* A pooled writer whose model ends in a sparse head (output kind sparse):
- * each microbatch's rows are the ones `rows` holds when it is written
- * (the run fills them during the forward pass), and go to `log`, which
- * the writer syncs before the documents' metadata (sparse.h). */
-struct tfenc_sparse_rows;
+/* A writer of late chunking's rows (run/late_chunks.h): each sequence
+ * has a row per span (tfenc_microbatch.spans), and span k of a document
+ * starts at its piece k x step (chunk_starts). */
+void tfenc_writer_set_late_chunks(tfenc_writer *w, int step);
+
+/* A writer whose model ends in a sparse head (output kind sparse): each
+ * microbatch's rows, which it carries (its sparse_rows, filled during the
+ * forward pass), go to `log`, which the writer syncs before the
+ * documents' metadata (sparse.h). */
 struct tfenc_sparse_log;
-void tfenc_writer_set_sparse(tfenc_writer *w, const struct tfenc_sparse_rows *rows,
-                             struct tfenc_sparse_log *log);
+void tfenc_writer_set_sparse(tfenc_writer *w, struct tfenc_sparse_log *log);
+
+/* What else must be durable before each group's metadata: sync(ctx, user)
+ * runs after the file's rows are synced and before the documents'
+ * lengths are written (a job of several heads: the further heads' sparse
+ * logs, run/heads.h). */
+void tfenc_writer_set_before_metadata(tfenc_writer *w, int (*sync)(tfenc_context *ctx, void *user),
+                                      void *user);
 
 /* The tokens whose vectors a multi-vector writer (output kind vectors)
  * leaves out: skip_flags[id] is 1 for each (ids 0 .. n_ids - 1; NULL

@@ -46,7 +46,7 @@ struct tfenc_pipeline {
 
 static size_t meta_bytes(int n_seq, int n_tokens, size_t ids_bytes)
 {
-    return sizeof(meta_header) + (size_t)n_seq * (3 * sizeof(int64_t) + 8 * sizeof(int32_t)) +
+    return sizeof(meta_header) + (size_t)n_seq * (3 * sizeof(int64_t) + 9 * sizeof(int32_t)) +
            sizeof(int32_t) + (size_t)n_tokens * 3 * sizeof(int32_t) + ids_bytes;
 }
 
@@ -85,6 +85,8 @@ static void point_into_meta(slot *s, int n_seq, int n_tokens, size_t ids_bytes, 
     m->n_chunks = (int32_t *)p;
     p += (size_t)n_seq * sizeof(int32_t);
     m->chunk_start = (int32_t *)p;
+    p += (size_t)n_seq * sizeof(int32_t);
+    m->spans = (int32_t *)p;
     p += (size_t)n_seq * sizeof(int32_t);
     m->keys = (int32_t *)p;
     p += (size_t)n_seq * sizeof(int32_t);

@@ -43,12 +43,23 @@ typedef struct tfenc_microbatch {
      * several sequences: chunk[j] of n_chunks[j], whose first content token
      * is the document's chunk_start[j]-th. A whole document: 0 of 1 at 0. */
     int32_t *chunk, *n_chunks, *chunk_start;
+    /* Late chunking ([job] long_documents = late_chunk): a document is one
+     * sequence (or, longer than max_seq_len, a window of it per sequence)
+     * whose token vectors are pooled over spans: spans[j] of them, its
+     * document's chunks chunk[j] .. chunk[j] + spans[j] - 1 of n_chunks[j],
+     * the sequence's pieces starting at the document's chunk_start[j]-th.
+     * 1 for every other sequence. */
+    int32_t *spans;
     int32_t *keys;            /* [n_seq] each sequence's keys of attention (its first tokens);
                                * the batch's seq_keys points here when the job masks keys
                                * (a ColBERT query's [MASK] padding), else it is NULL */
     char *ids;                /* n_seq NUL-terminated ids one after another, or
                                * NULL when the corpus has none */
     size_t ids_bytes;
+    /* The last stage's, set before its steps run: where the model's sparse
+     * head puts its rows (output/sparse.h; batch.sparse_rows is its
+     * destination), or NULL. Never sent. */
+    struct tfenc_sparse_rows *sparse_rows;
     int end_of_stream;        /* no microbatch follows: the previous stage is done */
 } tfenc_microbatch;
 

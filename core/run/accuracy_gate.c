@@ -498,15 +498,13 @@ static int run_step(tfenc_context *ctx, const tfenc_model_options *options, tfen
         }
     }
     for (int b = 0; status == TFENC_OK && b < s->n; b++) {
-        /* A sparse head's rows come through the sink; other steps leave
+        /* A sparse head's rows go where the batch says; other steps leave
          * the batch's rows empty. */
-        if (s->sparse != NULL) {
+        s->batches[b].sparse_rows = s->sparse != NULL ? &s->sparse[b]->destination : NULL;
+        if (s->sparse != NULL)
             status = tfenc_sparse_rows_begin(ctx, s->sparse[b], s->batches[b].n_seq);
-            tfenc_context_set_sparse_sink(ctx, tfenc_sparse_rows_sink, s->sparse[b]);
-        }
         if (status == TFENC_OK)
             status = tfenc_model_forward(ctx, model, &s->batches[b]);
-        tfenc_context_set_sparse_sink(ctx, NULL, NULL);
     }
     if (kept_model == NULL || *kept_model != model)
         tfenc_model_destroy(model);

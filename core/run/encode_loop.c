@@ -3,10 +3,12 @@
 #include "config.h"
 
 #include "run/encode_loop.h"
+#include "run/heads.h"
 
 #include "base/clock.h"
 #include "ranks/patient_wait.h"
 #include "run/job_reading.h"
+#include "run/late_chunks.h"
 #include "run/output_opening.h"
 #include "run/run_report.h"
 
@@ -228,12 +230,20 @@ static int encode(tfenc_run *r, tfenc_rank_work *work)
         }
         if (status != TFENC_OK)
             return status;
-        if (r->state.sparse_rows != NULL)
-            status = tfenc_sparse_rows_begin(r->ctx, r->state.sparse_rows, m->batch.n_seq);
+        /* The rows of a sparse head travel with its microbatch. */
+        m->sparse_rows = last_stage ? r->state.sparse_rows : NULL;
+        m->batch.sparse_rows = m->sparse_rows != NULL ? &m->sparse_rows->destination : NULL;
+        if (m->sparse_rows != NULL)
+            status = tfenc_sparse_rows_begin(r->ctx, m->sparse_rows, m->batch.n_seq);
         if (status != TFENC_OK)
             return status;
         double step_start = tfenc_clock_seconds();
-        status = tfenc_model_forward(r->ctx, r->plan.model, &m->batch);
+        if (r->settings.job.late_chunk) {
+            const tfenc_late_chunks spans =
+                tfenc_feeder_late_chunks(&r->plan.feeding, r->plan.tokenizer);
+            status = tfenc_late_chunks_forward(r->ctx, r->plan.model, &spans, m);
+        } else
+            status = tfenc_model_forward(r->ctx, r->plan.model, &m->batch);
         work->busy_seconds += tfenc_clock_seconds() - step_start;
         if (status != TFENC_OK)
             return name_document(r, m, status);
@@ -242,7 +252,12 @@ static int encode(tfenc_run *r, tfenc_rank_work *work)
         work->flops += stage_flops * m->batch.n_tokens;
         if (last_stage) {
             step_start = tfenc_clock_seconds();
-            status = tfenc_writer_write(r->ctx, r->state.writer, m);
+            /* Every head's rows before the first head's writer queues the
+             * documents' lengths, which mark them finished. */
+            if (r->settings.steps.n_extra_heads > 0)
+                status = tfenc_heads_write(r->ctx, r->state.heads, m);
+            if (status == TFENC_OK)
+                status = tfenc_writer_write(r->ctx, r->state.writer, m);
             work->writing_seconds += tfenc_clock_seconds() - step_start;
             tfenc_pipeline_release(r->state.pipeline, m);
             if (status == TFENC_OK)
@@ -374,6 +389,8 @@ int tfenc_run_encode_and_finish(tfenc_run *r, double start)
     status = TFENC_OK;
     if (r->state.output != NULL && r->plan.kind->rows == TFENC_ROWS_SPARSE)
         status = tfenc_run_finish_sparse_rows(r);
+    if (status == TFENC_OK && r->state.output != NULL)
+        status = tfenc_heads_finish(r->ctx, r->state.heads, r->state.output);
     if (tfenc_run_agree_on_failure(r, status)) {
         close_unfinished(r);
         if (r->state.sparse_log != NULL && r->plan.layout.replica == 0)
@@ -392,6 +409,8 @@ int tfenc_run_encode_and_finish(tfenc_run *r, double start)
         return 1;
     }
     /* The rows are in the file, which says complete: the logs can go. */
+    if (r->plan.layout.replica == 0)
+        tfenc_heads_remove_logs(r->state.heads, r->settings.job.output);
     if (r->state.sparse_log != NULL && r->plan.layout.replica == 0) {
         tfenc_sparse_remove_logs(r->settings.job.output);
         tfenc_sparse_release_space(r->settings.job.output);

@@ -2,6 +2,7 @@
 #include "run/feeder.h"
 
 #include "base/context.h"
+#include "run/late_chunks.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -20,6 +21,7 @@ typedef struct pending {
     int32_t keys;         /* its first tokens that are keys of attention (tfenc_batch.seq_keys) */
     int32_t truncated;    /* pieces its document lost to max_seq_len */
     int32_t chunk, n_chunks, chunk_start;
+    int32_t spans;        /* late chunking: the spans it pools from chunk on; else 1 */
     char *id;             /* document id, or NULL */
 } pending;
 
@@ -158,6 +160,13 @@ int tfenc_feeder_create(tfenc_context *ctx, const tfenc_feeder_options *options,
             return tfenc_error(ctx, TFENC_ERR_CONFIG, "%s: long_documents = chunk cuts text "
                                "documents; a token-id corpus is used as given",
                                options->input);
+        if (options->late_chunk_tokens > room)
+            return tfenc_error(ctx, TFENC_ERR_CONFIG, "[job] chunk_tokens = %d: must be in "
+                               "1..%d (max_seq_len %d less the %d special tokens)",
+                               options->late_chunk_tokens, room, options->max_seq_len,
+                               options->max_seq_len - room);
+        if (options->late_chunk_tokens > 0)
+            room = options->late_chunk_tokens;
         if (options->chunk_overlap < 0 || options->chunk_overlap >= room)
             return tfenc_error(ctx, TFENC_ERR_CONFIG, "[job] chunk_overlap = %d: must be in "
                                "0..%d (max_seq_len %d less the %d special tokens, less one)",
@@ -284,7 +293,8 @@ typedef struct chunking {
 static int document_chunking(const tfenc_feeder_options *options,
                              const tfenc_tokenizer *tokenizer, int32_t truncated, chunking *c)
 {
-    if (options->chunks == TFENC_CHUNKS_OFF || truncated <= 0 || tokenizer == NULL)
+    if (options->chunks == TFENC_CHUNKS_OFF || options->late_chunk_tokens > 0 ||
+        truncated <= 0 || tokenizer == NULL)
         return 0;
     c->pieces = tfenc_tokenizer_last_pieces(tokenizer, &c->n_pieces);
     c->room = options->max_seq_len - tfenc_tokenizer_special_count(tokenizer);
@@ -307,6 +317,22 @@ int tfenc_feeder_chunks(const tfenc_feeder_options *options, const tfenc_tokeniz
     return document_chunking(options, tokenizer, truncated, &cut) ? chunk_count(&cut) : 1;
 }
 
+/* Pieces [first, end) between the tokenizer's special tokens, into ids
+ * (may be NULL): a chunk's sequence, or a window's. Returns its length. */
+static int32_t wrap_pieces(const tfenc_tokenizer *tokenizer, const int32_t *pieces, int first,
+                           int end, int32_t *ids)
+{
+    const int32_t *prefix = NULL, *suffix = NULL;
+    int n_prefix = 0, n_suffix = 0;
+    tfenc_tokenizer_specials(tokenizer, &prefix, &n_prefix, &suffix, &n_suffix);
+    if (ids != NULL) {
+        memcpy(ids, prefix, (size_t)n_prefix * sizeof *ids);
+        memcpy(ids + n_prefix, pieces + first, (size_t)(end - first) * sizeof *ids);
+        memcpy(ids + n_prefix + (end - first), suffix, (size_t)n_suffix * sizeof *ids);
+    }
+    return n_prefix + (end - first) + n_suffix;
+}
+
 int32_t tfenc_feeder_chunk(const tfenc_feeder_options *options, const tfenc_tokenizer *tokenizer,
                            int32_t truncated, int k, int32_t *ids, int32_t *types,
                            int32_t *start)
@@ -314,17 +340,9 @@ int32_t tfenc_feeder_chunk(const tfenc_feeder_options *options, const tfenc_toke
     chunking cut;
     if (!document_chunking(options, tokenizer, truncated, &cut))
         return 0;
-    const int32_t *prefix = NULL, *suffix = NULL;
-    int n_prefix = 0, n_suffix = 0;
-    tfenc_tokenizer_specials(tokenizer, &prefix, &n_prefix, &suffix, &n_suffix);
     const int first = k * (cut.room - cut.overlap);
     const int end = first + cut.room < cut.n_pieces ? first + cut.room : cut.n_pieces;
-    const int32_t length = n_prefix + (end - first) + n_suffix;
-    if (ids != NULL) {
-        memcpy(ids, prefix, (size_t)n_prefix * sizeof *ids);
-        memcpy(ids + n_prefix, cut.pieces + first, (size_t)(end - first) * sizeof *ids);
-        memcpy(ids + n_prefix + (end - first), suffix, (size_t)n_suffix * sizeof *ids);
-    }
+    const int32_t length = wrap_pieces(tokenizer, cut.pieces, first, end, ids);
     if (types != NULL)
         memset(types, 0, (size_t)length * sizeof *types);
     if (start != NULL)
@@ -332,13 +350,87 @@ int32_t tfenc_feeder_chunk(const tfenc_feeder_options *options, const tfenc_toke
     return length;
 }
 
+tfenc_late_chunks tfenc_feeder_late_chunks(const tfenc_feeder_options *options,
+                                           const tfenc_tokenizer *tokenizer)
+{
+    const int32_t *prefix = NULL, *suffix = NULL;
+    int n_prefix = 0, n_suffix = 0;
+    tfenc_tokenizer_specials(tokenizer, &prefix, &n_prefix, &suffix, &n_suffix);
+    return (tfenc_late_chunks){.span = options->late_chunk_tokens,
+                               .step = options->late_chunk_tokens - options->chunk_overlap,
+                               .room = options->max_seq_len - n_prefix - n_suffix,
+                               .n_prefix = n_prefix, .n_suffix = n_suffix};
+}
+
+/* The pieces of the document just tokenized: the tokenizer's (all of
+ * them) when it was cut, else those between the special tokens. */
+static const int32_t *document_pieces(const tfenc_tokenizer *tokenizer,
+                                      const tfenc_late_chunks *c, const int32_t *ids,
+                                      int32_t length, int32_t truncated, int *n_pieces)
+{
+    if (truncated > 0)
+        return tfenc_tokenizer_last_pieces(tokenizer, n_pieces);
+    *n_pieces = length - c->n_prefix - c->n_suffix > 0 ? length - c->n_prefix - c->n_suffix : 0;
+    return ids + c->n_prefix;
+}
+
+/* Late chunking: the document just tokenized as its windows (one when it
+ * fits max_seq_len), each a sequence with its spans. *spans gets the
+ * document's spans, its rows in the output. */
+static int add_late_chunked(tfenc_context *ctx, tfenc_feeder *f, const pending *document,
+                            int32_t length, int32_t truncated, int *added, int *spans)
+{
+    const tfenc_late_chunks c = tfenc_feeder_late_chunks(&f->options, f->tokenizer);
+    int n_pieces = 0;
+    const int32_t *pieces = document_pieces(f->tokenizer, &c, f->scratch, length, truncated,
+                                            &n_pieces);
+    const int n_windows = tfenc_late_chunks_windows(&c, n_pieces);
+    *spans = tfenc_late_chunks_count(&c, n_pieces);
+    *added = n_windows;
+    int status = reserve(ctx, f, (int64_t)f->n_sequences + n_windows,
+                         (size_t)n_windows * (size_t)f->options.max_seq_len);
+    for (int w = 0; status == TFENC_OK && w < n_windows; w++) {
+        pending *sequence = &f->sequences[f->n_sequences];
+        *sequence = *document;
+        sequence->ids_at = f->pool_used;
+        int first_span = 0, n_spans = 0, first_piece = 0, end_piece = 0;
+        tfenc_late_chunks_window(&c, n_pieces, w, &first_span, &n_spans, &first_piece,
+                                 &end_piece);
+        sequence->length = wrap_pieces(f->tokenizer, pieces, first_piece, end_piece,
+                                       f->id_pool + f->pool_used);
+        memset(f->type_pool + f->pool_used, 0, (size_t)sequence->length * sizeof(int32_t));
+        sequence->keys = sequence->length;
+        sequence->truncated = 0;
+        sequence->chunk = first_span;
+        sequence->n_chunks = *spans;
+        sequence->chunk_start = first_piece;
+        sequence->spans = n_spans;
+        sequence->id = NULL;
+        if (document->id != NULL && (sequence->id = strdup(document->id)) == NULL)
+            status = tfenc_error(ctx, TFENC_ERR_NO_MEMORY, "out of memory");
+        f->pool_used += (size_t)sequence->length;
+        f->n_sequences++;
+    }
+    return status;
+}
+
 /* Adds the document just tokenized (its truncated form in f->scratch, its
  * whole pieces in the tokenizer) as one sequence, or as chunks when it is
- * long and the job chunks long documents. Returns the sequences added. */
+ * long and the job chunks long documents (late chunking: as its windows).
+ * *added gets the sequences added, *rows the rows of an output of every
+ * chunk (its chunks, or its spans). */
 static int add_document(tfenc_context *ctx, tfenc_feeder *f, int64_t global_index,
                         const tfenc_document *document, const char *id, int32_t length,
-                        int32_t keys, int32_t truncated, int64_t first_row, int *added)
+                        int32_t keys, int32_t truncated, int64_t first_row, int *added,
+                        int *rows)
 {
+    if (f->options.late_chunk_tokens > 0) {
+        /* What every window of the document shares. */
+        const pending whole = {.global_index = global_index, .source = document->source,
+                               .source_line = document->line, .token_offset = first_row,
+                               .id = (char *)id};
+        return add_late_chunked(ctx, f, &whole, length, truncated, added, rows);
+    }
     const int n_chunks = tfenc_feeder_chunks(&f->options, f->tokenizer, truncated);
     const int chunked = n_chunks > 1;
     int status = reserve(ctx, f, (int64_t)f->n_sequences + n_chunks,
@@ -353,6 +445,7 @@ static int add_document(tfenc_context *ctx, tfenc_feeder *f, int64_t global_inde
         sequence->ids_at = f->pool_used;
         sequence->chunk = c;
         sequence->n_chunks = n_chunks;
+        sequence->spans = 1;
         sequence->id = NULL;
         if (!chunked) {
             memcpy(ids, f->scratch, (size_t)length * sizeof *ids);
@@ -372,7 +465,7 @@ static int add_document(tfenc_context *ctx, tfenc_feeder *f, int64_t global_inde
         f->pool_used += (size_t)sequence->length;
         f->n_sequences++;
     }
-    *added = n_chunks;
+    *added = *rows = n_chunks;
     return status;
 }
 
@@ -416,16 +509,16 @@ int tfenc_feeder_load_window(tfenc_context *ctx, tfenc_feeder *f, const tfenc_co
             status = tfenc_feeder_tokenize(ctx, &f->options, f->tokenizer, &document,
                                            global_index, f->scratch, f->scratch_types, &length,
                                            &keys, &truncated);
-        int added = 0;
+        int added = 0, chunk_rows = 0;
         const char *id = f->options.has_ids ? (document.id != NULL ? document.id : "") : NULL;
         if (status == TFENC_OK && f->options.carries_kept)
             status = carry_kept(ctx, f, &document, &id);
         if (status == TFENC_OK)
             status = add_document(ctx, f, global_index, &document, id, length, keys, truncated,
-                                  row, &added);
+                                  row, &added, &chunk_rows);
         /* The document's rows in the output: its tokens, or its chunks. */
         row += f->options.chunks == TFENC_CHUNKS_EACH
-                   ? added
+                   ? chunk_rows
                    : tfenc_skiplist_count(f->options.skiplist, f->scratch, length);
     }
     if (status != TFENC_OK) {
@@ -444,11 +537,29 @@ int tfenc_feeder_load_window(tfenc_context *ctx, tfenc_feeder *f, const tfenc_co
     return TFENC_OK;
 }
 
+/* Late chunking: the tokens of the document's windows, the windows and
+ * its spans. */
+static void count_late_chunked(tfenc_feeder *f, int32_t length, int32_t truncated,
+                               int64_t *tokens, int64_t *windows, int64_t *spans)
+{
+    const tfenc_late_chunks c = tfenc_feeder_late_chunks(&f->options, f->tokenizer);
+    int n_pieces = 0;
+    document_pieces(f->tokenizer, &c, f->scratch, length, truncated, &n_pieces);
+    *windows += tfenc_late_chunks_windows(&c, n_pieces);
+    for (int w = 0; w < tfenc_late_chunks_windows(&c, n_pieces); w++) {
+        int first_span, n_spans, first_piece, end_piece;
+        tfenc_late_chunks_window(&c, n_pieces, w, &first_span, &n_spans, &first_piece,
+                                 &end_piece);
+        *tokens += wrap_pieces(f->tokenizer, NULL, first_piece, end_piece, NULL);
+    }
+    *spans += tfenc_late_chunks_count(&c, n_pieces);
+}
+
 int tfenc_feeder_count_window(tfenc_context *ctx, tfenc_feeder *f,
                               const tfenc_corpus_range *window, int64_t *tokens, int64_t *chunks,
-                              int64_t *kept)
+                              int64_t *chunk_rows, int64_t *kept)
 {
-    *tokens = *chunks = *kept = 0;
+    *tokens = *chunks = *chunk_rows = *kept = 0;
     int status = tfenc_corpus_select(ctx, f->corpus, window);
     tfenc_document document;
     for (int64_t i = 0; status == TFENC_OK && i < window->n_documents; i++) {
@@ -468,6 +579,10 @@ int tfenc_feeder_count_window(tfenc_context *ctx, tfenc_feeder *f,
         /* What the job encodes: the truncated document, or every chunk
          * of a long one with its special tokens (overlaps counted in each
          * chunk that holds them). */
+        if (status == TFENC_OK && f->options.late_chunk_tokens > 0) {
+            count_late_chunked(f, length, truncated, tokens, chunks, chunk_rows);
+            continue;
+        }
         const int n_chunks = status == TFENC_OK
                                  ? tfenc_feeder_chunks(&f->options, f->tokenizer, truncated)
                                  : 1;
@@ -477,6 +592,7 @@ int tfenc_feeder_count_window(tfenc_context *ctx, tfenc_feeder *f,
             *tokens += tfenc_feeder_chunk(&f->options, f->tokenizer, truncated, c, NULL, NULL,
                                           NULL);
         *chunks += n_chunks;
+        *chunk_rows += n_chunks;
         if (status == TFENC_OK)
             *kept += tfenc_skiplist_count(f->options.skiplist, f->scratch, length);
     }
@@ -529,6 +645,7 @@ int tfenc_feeder_next(tfenc_context *ctx, tfenc_feeder *f, tfenc_pipeline *pipel
         m->chunk[j] = sequence->chunk;
         m->n_chunks[j] = sequence->n_chunks;
         m->chunk_start[j] = sequence->chunk_start;
+        m->spans[j] = sequence->spans;
         if (id_cursor != NULL) {
             size_t bytes = strlen(sequence->id) + 1;
             memcpy(id_cursor, sequence->id, bytes);
@@ -542,7 +659,7 @@ int tfenc_feeder_next(tfenc_context *ctx, tfenc_feeder *f, tfenc_pipeline *pipel
         m->batch.seq_keys = m->keys;
     f->next_batch++;
     for (int j = 0; j < n_seq; j++)
-        f->documents_fed += m->chunk[j] == m->n_chunks[j] - 1;
+        f->documents_fed += m->chunk[j] + m->spans[j] == m->n_chunks[j];
     *microbatch_out = m;
     return TFENC_OK;
 }

@@ -16,6 +16,7 @@
 #include "output/multivector.h"
 #include "output/output.h"
 #include "ranks/pipeline.h"
+#include "run/late_chunks.h"
 #include "tokenizer/tokenizer.h"
 
 #include <stdint.h>
@@ -40,6 +41,12 @@ typedef struct tfenc_feeder_options {
      * specials - chunk_overlap pieces, instead of being cut. */
     tfenc_output_chunks chunks;
     int chunk_overlap;
+    /* Late chunking (run/late_chunks.h; [job] long_documents = late_chunk):
+     * > 0, the pieces of a span (chunk_tokens). A document is then one
+     * sequence of up to max_seq_len tokens, or windows of whole spans when
+     * it is longer, each carrying its spans (tfenc_microbatch.spans);
+     * `chunks` says what the writer makes of them. */
+    int late_chunk_tokens;
     /* Multi-vector models (output/multivector.h): marker_id >= 0 goes after
      * each sequence's first token ([CLS]), as ColBERT's [unused0]/[unused1]
      * and PyLate's [Q]/[D] do, the text keeping max_seq_len - 1 tokens;
@@ -74,6 +81,11 @@ int tfenc_feeder_tokenize(tfenc_context *ctx, const tfenc_feeder_options *option
 int tfenc_feeder_chunks(const tfenc_feeder_options *options, const tfenc_tokenizer *tokenizer,
                         int32_t truncated);
 
+/* Late chunking's spans and windows (options->late_chunk_tokens > 0)
+ * for the tokenizer's special tokens: what the last stage pools by. */
+tfenc_late_chunks tfenc_feeder_late_chunks(const tfenc_feeder_options *options,
+                                           const tfenc_tokenizer *tokenizer);
+
 /* Chunk k (of tfenc_feeder_chunks() > 1) of that document: its tokens,
  * the special tokens around its pieces, into ids and zero token types into
  * types ([max_seq_len] each; either may be NULL), *start (may be NULL) its
@@ -106,12 +118,13 @@ int tfenc_feeder_next(tfenc_context *ctx, tfenc_feeder *f, tfenc_pipeline *pipel
 
 /* What a window makes, without keeping it: the tokens the job encodes
  * (each document after truncation, or every chunk of a long one with its
- * special tokens), the sequences (documents, or their chunks) and the
- * tokens the skiplist keeps. How outputs of several rows per document
+ * special tokens), the sequences (documents, or their chunks, or with
+ * late chunking their windows), the rows of an output of every chunk
+ * (chunks, or spans) and the tokens the skiplist keeps. How outputs of several rows per document
  * learn where each window's rows go, and what a dry run counts. */
 int tfenc_feeder_count_window(tfenc_context *ctx, tfenc_feeder *f,
                               const tfenc_corpus_range *window, int64_t *tokens, int64_t *chunks,
-                              int64_t *kept);
+                              int64_t *chunk_rows, int64_t *kept);
 
 /* Documents whose last sequence has been handed out (skipped ones excluded). */
 int64_t tfenc_feeder_documents_fed(const tfenc_feeder *f);

@@ -4,6 +4,7 @@
 #include "config.h"
 
 #include "run/job_reading.h"
+#include "run/heads.h"
 
 #include "base/sha256.h"
 #include "matrix/matrix.h"
@@ -189,6 +190,12 @@ int tfenc_run_read_job(tfenc_run *r)
                                          &r->settings.job);
     if (status == TFENC_OK)
         status = tfenc_model_plan_read(r->ctx, r->settings.job_file, &r->settings.steps);
+    if (status == TFENC_OK)
+        status = tfenc_heads_check_job(r->ctx, r->settings.job_file->path, &r->settings.steps,
+                                       r->settings.model.precision,
+                                       r->settings.job.late_chunk ? "late_chunk"
+                                       : r->settings.job.chunks != TFENC_CHUNKS_OFF ? "chunk"
+                                                                                    : NULL);
     if (status == TFENC_OK) {
         char where[512];
         snprintf(where, sizeof where, "%s: [job]", r->settings.job_file->path);

@@ -177,7 +177,7 @@ const char *const tfenc_multivector_mode_names[] = {"document", "query", NULL};
 typedef struct job_keys {
     const char *input, *output, *prompt, *output_ranges, *query_marker, *document_marker;
     int kind, dtype, compression, format, invalid_utf8;
-    int long_documents, chunk_pooling;
+    int long_documents, chunk_pooling, chunk_scores;
     long max_id_bytes, max_field_bytes;
     const char *keep_fields;
 } job_keys;
@@ -187,10 +187,12 @@ typedef struct job_keys {
 static int read_job_keys(reader *r, tfenc_job_section *section, job_keys *k)
 {
     static const char *const policies[] = {"replace", "error", NULL};
-    static const char *const long_document_policies[] = {"truncate", "chunk", NULL};
+    static const char *const long_document_policies[] = {"truncate", "chunk", "late_chunk",
+                                                         NULL};
     static const char *const empty_document_policies[] = {"error", "zeros", NULL};
     static const char *const batch_orders[] = {"length", "document", NULL};
     static const char *const chunk_poolings[] = {"mean", "none", NULL};
+    static const char *const chunk_scores[] = {"mean", "max", "first", "all", NULL};
     tfenc_job_settings *s = r->settings;
     tfenc_params p;
     tfenc_params_bind(&p, r->ctx, r->job, section);
@@ -241,7 +243,12 @@ static int read_job_keys(reader *r, tfenc_job_section *section, job_keys *k)
     READ(tfenc_param_choice(&p, "batch_order", batch_orders, 0, &s->document_order));
     READ(tfenc_param_choice(&p, "long_documents", long_document_policies, 0, &k->long_documents));
     READ(tfenc_param_int_range(&p, "chunk_overlap", 0, 0, 1L << 24, &s->chunk_overlap));
+    /* Late chunking's spans: 256 pieces, the paper's fixed-size chunks,
+     * unless max_seq_len leaves fewer (checked against the tokenizer's
+     * special tokens by the feeder). */
+    READ(tfenc_param_int_range(&p, "chunk_tokens", 0, 1, 1L << 24, &s->chunk_tokens));
     READ(tfenc_param_choice(&p, "chunk_pooling", chunk_poolings, 0, &k->chunk_pooling));
+    READ(tfenc_param_choice(&p, "chunk_scores", chunk_scores, 0, &k->chunk_scores));
     READ(tfenc_param_choice(&p, "invalid_utf8", policies, 0, &k->invalid_utf8));
     /* A window is the unit of work and of reproducibility (windows.h): 2048
      * short documents make about 20 full microbatches to sort by length,
@@ -369,9 +376,21 @@ static int apply_job_keys(reader *r, const job_keys *k)
     s->dtype = (tfenc_output_dtype)k->dtype;
     s->compression = (tfenc_output_compression)k->compression;
     s->invalid_utf8_error = k->invalid_utf8 == 1;
+    /* A scores head's chunks are aggregated by chunk_scores, pooled
+     * vectors' by chunk_pooling: the kind refuses the other one's key
+     * (output/kinds.c), once the model says what it ends in. */
+    static const tfenc_output_chunks by_chunk_pooling[] = {TFENC_CHUNKS_MEAN, TFENC_CHUNKS_EACH};
+    static const tfenc_output_chunks by_chunk_scores[] = {TFENC_CHUNKS_MEAN, TFENC_CHUNKS_MAX,
+                                                          TFENC_CHUNKS_FIRST, TFENC_CHUNKS_EACH};
+    tfenc_job_section *section = tfenc_jobfile_find(r->job, "job");
+    const int by_scores = tfenc_job_section_get(section, "chunk_scores") != NULL;
+    s->chunk_key = by_scores                                                 ? "chunk_scores"
+                   : tfenc_job_section_get(section, "chunk_pooling") != NULL ? "chunk_pooling"
+                                                                             : NULL;
+    s->late_chunk = k->long_documents == 2;
     s->chunks = k->long_documents == 0 ? TFENC_CHUNKS_OFF
-                : k->chunk_pooling == 0  ? TFENC_CHUNKS_MEAN
-                                         : TFENC_CHUNKS_EACH;
+                : by_scores            ? by_chunk_scores[k->chunk_scores]
+                                       : by_chunk_pooling[k->chunk_pooling];
     return TFENC_OK;
 }
 
@@ -430,6 +449,10 @@ static const char *const multivector_keys[] = {"multivector_mode", "query_marker
                                                "document_marker", "query_length",
                                                "skip_punctuation", "attend_to_mask_tokens", NULL};
 
+/* The keys that only chunked documents read. */
+static const char *const chunk_keys[] = {"chunk_overlap", "chunk_pooling", "chunk_scores",
+                                         "chunk_tokens", NULL};
+
 /* The rules between keys and against the model, each refused with the key
  * it names; the prompt is read here because it needs the corpus format. */
 static int check_job_settings(reader *r, tfenc_job_section *section, const job_keys *k)
@@ -446,13 +469,31 @@ static int check_job_settings(reader *r, tfenc_job_section *section, const job_k
         return job_origin_error(r, "batch_tokens",
                                 "must be at least max_seq_len (a document must fit a batch) "
                                 "and at most 16777216");
-    if (s->chunks == TFENC_CHUNKS_OFF &&
-        (tfenc_job_section_get(section, "chunk_overlap") != NULL ||
-         tfenc_job_section_get(section, "chunk_pooling") != NULL))
-        return job_origin_error(r, tfenc_job_section_get(section, "chunk_overlap") != NULL
-                                       ? "chunk_overlap"
-                                       : "chunk_pooling",
-                                "applies to chunked documents: set long_documents = chunk too");
+    for (int i = 0; s->chunks == TFENC_CHUNKS_OFF && chunk_keys[i] != NULL; i++)
+        if (tfenc_job_section_get(section, chunk_keys[i]) != NULL)
+            return job_origin_error(r, chunk_keys[i], "applies to chunked documents: set "
+                                                      "long_documents = chunk too");
+    if (!s->late_chunk && tfenc_job_section_get(section, "chunk_tokens") != NULL)
+        return job_origin_error(r, "chunk_tokens", "gives late chunking's spans: set "
+                                                   "long_documents = late_chunk too");
+    if (s->late_chunk && tfenc_job_section_get(section, "chunk_scores") != NULL)
+        return job_origin_error(r, "chunk_scores", "aggregates the scores of long_documents = "
+                                "chunk's chunks; late_chunk pools token vectors (chunk_pooling)");
+    if (s->late_chunk && s->pipeline_stages > 1)
+        return job_origin_error(r, "pipeline_stages", "long_documents = late_chunk pools spans "
+                                "in the stage that runs the whole model: set pipeline_stages = 1");
+    if (s->late_chunk && tfenc_dtype_is_compact(s->dtype))
+        return job_origin_error(r, "output_dtype", "long_documents = late_chunk writes float "
+                                "vectors (compact codes are calibrated on whole sequences)");
+    if (s->late_chunk && s->chunk_tokens == 0)
+        s->chunk_tokens = s->max_seq_len - 2 < 256 ? (s->max_seq_len > 2 ? s->max_seq_len - 2 : 1)
+                                                   : 256;
+    if (s->late_chunk && s->chunk_overlap >= s->chunk_tokens)
+        return job_origin_error(r, "chunk_overlap", "must be in 0..chunk_tokens - 1");
+    if (tfenc_job_section_get(section, "chunk_scores") != NULL &&
+        tfenc_job_section_get(section, "chunk_pooling") != NULL)
+        return job_origin_error(r, "chunk_scores", "aggregates a scores head's chunks and "
+                                "chunk_pooling a pooled model's: set the one for the model");
     if (s->chunks != TFENC_CHUNKS_OFF && tfenc_corpus_format_token_ids(s->corpus.format))
         return job_origin_error(r, "long_documents", "chunk cuts text documents; a token-id "
                                                      "corpus is used as given");
@@ -763,6 +804,13 @@ char *tfenc_job_settings_identity(const tfenc_jobfile *job, const tfenc_job_sett
              settings->max_seq_len, settings->batch_tokens, settings->window_documents,
              tfenc_output_chunks_names[settings->chunks], settings->chunk_overlap);
     append(&t, effective);
+    /* Only late chunking's jobs have this line: other files keep their
+     * identity (and resume). */
+    if (settings->late_chunk) {
+        snprintf(effective, sizeof effective, "(in effect) late_chunk chunk_tokens = %ld\n",
+                 settings->chunk_tokens);
+        append(&t, effective);
+    }
     return t.data;
 }
 

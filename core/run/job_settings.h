@@ -30,8 +30,13 @@ typedef struct tfenc_job_settings {
     long window_documents; /* documents per window of work (windows.h) */
     char *prompt;          /* text put before every document, or NULL ([job] prompt) */
     long output_dim;       /* pooled rows cut to this width and renormalised; 0 keeps d_model */
-    tfenc_output_chunks chunks; /* long_documents = chunk: with chunk_pooling mean or none */
+    tfenc_output_chunks chunks; /* long_documents = chunk: with chunk_pooling mean or none,
+                                 * or chunk_scores mean, max, first or all */
+    const char *chunk_key; /* "chunk_scores" or "chunk_pooling" when the job sets it, else
+                            * NULL: the kind refuses the one that is not its own */
     long chunk_overlap;    /* tokens shared by consecutive chunks */
+    int late_chunk;        /* long_documents = late_chunk (run/late_chunks.h) */
+    long chunk_tokens;     /* late chunking: pieces of a span */
     int truncation;
     int empty_zeros;       /* empty_documents = zeros: a document without tokens
                             * is a sequence of none (static models pool it to zeros) */

@@ -52,7 +52,8 @@ static tfenc_output_kind_request kind_request(const tfenc_run *r,
     const tfenc_job_settings *s = &r->settings.job;
     return (tfenc_output_kind_request){
         .wanted = s->output_kind, .declared = declared->kind, .width = declared->width,
-        .pools = pools, .dtype = s->dtype, .chunks = s->chunks, .output_dim = s->output_dim,
+        .pools = pools, .dtype = s->dtype, .chunks = s->chunks, .chunk_key = s->chunk_key,
+        .late_chunk = s->late_chunk, .output_dim = s->output_dim,
         .output_ids = s->output_ids, .multivector_key = s->multivector_key,
         .sparse_top_k = s->sparse_top_k, .sparse_threshold = s->sparse_threshold};
 }
@@ -113,11 +114,12 @@ int tfenc_run_rows_unit_length(const tfenc_run *r)
 }
 
 /* Chunk means the writer scales back to unit length (output_dim does it
- * for every row anyway). */
+ * for every row anyway): vectors only, never a head's scores (one label's
+ * sigmoid near 1 passes the probe's test of unit rows). */
 int tfenc_run_unit_chunk_means(const tfenc_run *r)
 {
     return r->settings.job.chunks == TFENC_CHUNKS_MEAN && r->plan.model_unit_rows &&
-           r->settings.job.output_dim == 0 && r->plan.kind->chunks;
+           r->settings.job.output_dim == 0 && r->plan.kind->chunks && r->plan.kind->unit_rows;
 }
 
 /* The kind the job writes, asked of the kinds' table, and what it keeps of

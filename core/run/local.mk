@@ -6,7 +6,7 @@ core_libtfenc_la_SOURCES += \
 	core/run/job_settings.c core/run/job_settings.h \
 	core/run/run_request.h \
 	core/run/multivector_tokens.c core/run/multivector_tokens.h \
-	core/run/feeder.c core/run/feeder.h \
+	core/run/feeder.c core/run/feeder.h core/run/late_chunks.c core/run/late_chunks.h \
 	core/run/gate_checkpoints.c core/run/gate_checkpoints.h \
 	core/run/step_timing.c core/run/step_timing.h \
 	core/run/path_choice.c core/run/path_choice.h \
@@ -20,5 +20,6 @@ core_libtfenc_la_SOURCES += \
 	core/run/work_left.c core/run/work_left.h \
 	core/run/output_opening.c core/run/output_opening.h \
 	core/run/encode_loop.c core/run/encode_loop.h \
+	core/run/heads.c core/run/heads.h \
 	core/run/run.c core/run/run.h \
 	core/run/run_report.c core/run/run_report.h

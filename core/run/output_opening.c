@@ -9,6 +9,7 @@
 #include "base/sha256.h"
 #include "matrix/matrix.h"
 #include "output/fingerprint.h"
+#include "run/heads.h"
 #include "run/job_reading.h"
 #include "run/kind_survey.h"
 #include "run/work_left.h"
@@ -276,8 +277,7 @@ static int open_sparse_rows(tfenc_run *r, MPI_Comm writers, int resumed, int was
         status = tfenc_sparse_log_open(r->ctx, &settings, writers, resumed, &r->state.sparse_log);
     if (status != TFENC_OK)
         return status;
-    tfenc_context_set_sparse_sink(r->ctx, tfenc_sparse_rows_sink, r->state.sparse_rows);
-    tfenc_writer_set_sparse(r->state.writer, r->state.sparse_rows, r->state.sparse_log);
+    tfenc_writer_set_sparse(r->state.writer, r->state.sparse_log);
     return TFENC_OK;
 }
 
@@ -394,12 +394,26 @@ int tfenc_run_open_output(tfenc_run *r)
                 l->data_parallel, r->settings.job.output, &r->state.writer);
         if (status == TFENC_OK && tfenc_run_unit_chunk_means(r))
             tfenc_writer_set_unit_means(r->state.writer);
+        if (status == TFENC_OK && r->settings.job.late_chunk)
+            tfenc_writer_set_late_chunks(r->state.writer,
+                                         (int)(r->settings.job.chunk_tokens -
+                                               r->settings.job.chunk_overlap));
         if (status == TFENC_OK && r->plan.kind->rows == TFENC_ROWS_SPARSE)
             status = open_sparse_rows(r, writers, resumed, was_complete);
         if (status == TFENC_OK)
             status =
                 tfenc_writer_set_skiplist(r->ctx, r->state.writer, r->plan.multivector.skip_flags,
                                           r->plan.multivector.skiplist.n_ids);
+        if (status == TFENC_OK && r->settings.steps.first_head != NULL) {
+            tfenc_model_options heads = tfenc_run_model_options(r, 0, r->settings.steps.n_steps);
+            status = tfenc_heads_create(r->ctx, &heads, r->plan.model, &r->state.heads);
+        }
+        if (status == TFENC_OK && r->state.heads != NULL)
+            status = tfenc_heads_open_outputs(r->ctx, r->state.heads, r->state.output,
+                                              r->settings.steps.first_head, resumed,
+                                              was_complete);
+        if (status == TFENC_OK && r->state.heads != NULL)
+            tfenc_writer_set_before_metadata(r->state.writer, tfenc_heads_sync, r->state.heads);
     }
     free(identity);
     free(provenance);

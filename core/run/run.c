@@ -11,6 +11,7 @@
 #include "run/quantization_ranges.h"
 #include "run/output_opening.h"
 #include "run/encode_loop.h"
+#include "run/heads.h"
 
 #include "base/clock.h"
 #include "base/files.h"
@@ -244,6 +245,10 @@ static int open_input(tfenc_run *r)
                                         .prompt = r->settings.job.prompt,
                                         .chunks = r->settings.job.chunks,
                                         .chunk_overlap = (int)r->settings.job.chunk_overlap,
+                                        .late_chunk_tokens =
+                                            r->settings.job.late_chunk
+                                                ? (int)r->settings.job.chunk_tokens
+                                                : 0,
                                         .marker_id = r->plan.multivector.marker_id,
                                         .pad_id = r->plan.multivector.pad_id,
                                         .pad_attended = r->settings.job.attend_to_mask_tokens,
@@ -296,10 +301,10 @@ static int count_one_window(tfenc_context *ctx, void *user, int64_t window, int6
     tfenc_run *r = user;
     tfenc_corpus_range range;
     tfenc_windows_range(&r->plan.windows, window, &range);
-    int64_t tokens = 0, sequences = 0, kept = 0;
-    int status =
-        tfenc_feeder_count_window(ctx, r->state.feeder, &range, &tokens, &sequences, &kept);
-    *rows = r->settings.job.chunks == TFENC_CHUNKS_EACH ? sequences : kept;
+    int64_t tokens = 0, sequences = 0, chunk_rows = 0, kept = 0;
+    int status = tfenc_feeder_count_window(ctx, r->state.feeder, &range, &tokens, &sequences,
+                                           &chunk_rows, &kept);
+    *rows = r->settings.job.chunks == TFENC_CHUNKS_EACH ? chunk_rows : kept;
     r->plan.n_tokens += tokens;
     r->plan.n_sequences += sequences;
     return status;
@@ -515,6 +520,9 @@ static void describe_plan(tfenc_run *r)
         .weights_path = r->settings.model.weights_path,
         .input_path = r->settings.job.input,
         .output_path = r->settings.job.output,
+        .first_head = r->settings.steps.first_head,
+        .extra_heads = (const char *const *)r->settings.steps.extra_head_names,
+        .n_extra_heads = r->settings.steps.n_extra_heads,
         .text_pair_field = r->settings.job.corpus.text_pair_field,
         .text_field = r->settings.job.corpus.text_pair_field != NULL
                           ? r->settings.job.corpus.text_field
@@ -531,6 +539,7 @@ static void describe_plan(tfenc_run *r)
         .n_tokens = r->plan.n_tokens,
         .n_sequences = r->plan.n_sequences,
         .chunked = r->settings.job.chunks != TFENC_CHUNKS_OFF,
+        .late_chunked = r->settings.job.late_chunk,
         .last_flop_rate = tfenc_run_last_flop_rate(),
         .weights_float32_mib =
             (double)tfenc_weight_store_float32_bytes(r->plan.weights) / (1024.0 * 1024.0),
@@ -558,7 +567,7 @@ static void release_state(tfenc_run *r)
 {
     tfenc_feeder_destroy(r->state.feeder);
     tfenc_writer_destroy(r->state.writer);
-    tfenc_context_set_sparse_sink(r->ctx, NULL, NULL);
+    tfenc_heads_destroy(r->state.heads);
     tfenc_sparse_rows_destroy(r->state.sparse_rows);
     tfenc_sparse_log_close(r->state.sparse_log);
     free(r->state.sparse_logged);
@@ -635,5 +644,7 @@ static int whole_model(tfenc_run *r)
         status = tfenc_model_output(r->ctx, r->plan.model, &declared);
     if (status == TFENC_OK)
         status = tfenc_run_decide_output_kind(r, pools, &declared);
+    if (status == TFENC_OK && r->settings.job.late_chunk)
+        status = tfenc_model_prepare_spans(r->ctx, r->plan.model);
     return status;
 }

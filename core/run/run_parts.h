@@ -148,6 +148,8 @@ typedef struct tfenc_run_state {
     tfenc_pipeline *pipeline; /* encode: the microbatches in flight between stages */
     tfenc_sparse_rows *sparse_rows; /* open_output, sparse, last stage: the microbatch's rows */
     tfenc_sparse_log *sparse_log;   /* open_output, sparse, last stage: this writer's log */
+    struct tfenc_heads *heads; /* open_output, last stage: the heads after the first
+                                * (model.h, run/heads.h), or NULL */
     uint8_t *sparse_logged;  /* open_output, sparse, resumed: the documents with a sound
                               * logged row */
     int sparse_csr_whole;    /* open_output, sparse, resumed: the file holds its whole CSR

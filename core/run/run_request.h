@@ -47,6 +47,12 @@ typedef struct tfenc_run_plan {
     const char *weights_path;
     const char *input_path;
     const char *output_path;
+    /* A job of several heads: the first head's name (its output is the one
+     * described), and the further heads' (groups /outputs/NAME); NULL and 0
+     * otherwise. */
+    const char *first_head;
+    const char *const *extra_heads;
+    int n_extra_heads;
     const tfenc_output_kind_entry *kind; /* what the job writes (output/kinds.h) */
     int width;                     /* the values of a row (the file's d_model) */
     int unit_norm;                 /* the rows will have unit L2 norm (attribute unit_norm) */
@@ -60,7 +66,9 @@ typedef struct tfenc_run_plan {
                                     * or with long_documents = chunk every chunk of a long one
                                     * (its overlap and special tokens included) */
     int64_t n_sequences;           /* the sequences they make: documents, or chunks */
-    int chunked;                   /* long_documents = chunk */
+    int chunked;                   /* long_documents = chunk or late_chunk */
+    int late_chunked;              /* long_documents = late_chunk: sequences are whole
+                                    * documents, or windows of spans past max_seq_len */
     const char *input_format;      /* "text", "jsonl", "hdf5", "parquet" */
     char input_description[256];   /* what the format's reader reads, from the formats'
                                     * table ("JSON Lines: the text in field 'text'") */

@@ -3,6 +3,7 @@
 #include "config.h"
 
 #include "run/work_left.h"
+#include "run/heads.h"
 
 #include <stdlib.h>
 
@@ -16,6 +17,10 @@ static int read_window_progress(tfenc_context *ctx, void *user, int64_t first_do
     for (int64_t j = 0; status == TFENC_OK && r->state.sparse_logged != NULL && j < n_documents;
          j++)
         if (done[j] && !tfenc_sparse_has_row(r->state.sparse_logged, first_document + j))
+            done[j] = 0;
+    /* So with each further head's (run/heads.h). */
+    for (int64_t j = 0; status == TFENC_OK && r->state.heads != NULL && j < n_documents; j++)
+        if (done[j] && !tfenc_heads_rows_logged(r->state.heads, first_document + j))
             done[j] = 0;
     return status;
 }

@@ -238,7 +238,9 @@ static int describe_file(tfenc_context *ctx, const char *path, const export_layo
     char absolute[PATH_MAX];
     add_text(m, "tfenc.source", realpath(path, absolute) != NULL ? absolute : path);
     add_text(m, "tfenc.output_kind", layout->kind->name);
-    add_text(m, "tfenc.dtype", i->dtype);
+    add_text(m, "tfenc.dtype", layout->dtype);
+    if (layout->head != NULL)
+        add_text(m, "tfenc.output", layout->head);
     add_integer(m, "tfenc.complete", i->complete);
     add_integer(m, "tfenc.n_documents", i->n_documents);
     add_text(m, "tfenc.tfenc_version", i->tfenc_version);
@@ -252,7 +254,7 @@ static int describe_file(tfenc_context *ctx, const char *path, const export_layo
     add_json(m, "tfenc.corpus_shards", shards);
     /* The kind's own attributes (output/kinds.h), as the inspection read them. */
     const struct { const char *attribute, *key, *value; } own[] = {
-        {"id2label", "tfenc.id2label", i->id2label != NULL ? i->id2label : ""},
+        {"id2label", "tfenc.id2label", layout->labels != NULL ? layout->labels : ""},
         {"multivector_mode", "tfenc.multivector_mode", i->multivector_mode},
         {"multivector_marker", "tfenc.multivector_marker", i->multivector_marker},
         {"multivector_skiplist", "tfenc.multivector_skiplist", i->multivector_skiplist},
@@ -267,9 +269,11 @@ static int describe_file(tfenc_context *ctx, const char *path, const export_layo
         add_text(m, "tfenc.quantization_ranges_source", i->quantization_source);
     }
     if (layout->rows == EXPORT_ROWS_SPARSE) {
-        add_integer(m, "tfenc.sparse_top_k", i->sparse_top_k);
+        /* A further head keeps every value above 0 (docs/job-file.md). */
+        add_integer(m, "tfenc.sparse_top_k", layout->head != NULL ? 0 : i->sparse_top_k);
         char threshold[32];
-        snprintf(threshold, sizeof threshold, "%.17g", i->sparse_threshold);
+        snprintf(threshold, sizeof threshold, "%.17g",
+                 layout->head != NULL ? 0.0 : i->sparse_threshold);
         add_text(m, "tfenc.sparse_threshold", threshold);
         if (layout->vocabulary != NULL) {
             json_t *vocabulary = NULL;
@@ -438,7 +442,7 @@ int export_to_parquet(tfenc_context *ctx, const export_options *options,
     int64_t rows_in_file = 0;
     /* The input is checked before the directory is touched: a bad file
      * leaves nothing behind. */
-    int status = export_reader_open(ctx, options->input, &reader);
+    int status = export_reader_open(ctx, options->input, options->output, &reader);
     if (status != TFENC_OK)
         goto done;
     const export_layout *layout = export_reader_layout(reader);

@@ -16,6 +16,7 @@ typedef struct export_options {
     const char *input;      /* the tfenc output file */
     const char *directory;  /* where the Parquet files go: new, or empty */
     int64_t rows_per_file;  /* > 0 */
+    const char *output;     /* a file of several heads: the one to write (NULL: the first) */
 } export_options;
 
 typedef struct export_summary {

@@ -62,6 +62,8 @@ struct export_reader {
     int64_t left_out;
     planned *plan;
     int64_t plan_capacity;
+    char head_group[96];      /* a further head's group: "outputs/NAME/"; "" for the first */
+    char located[256];        /* a dataset's path in the file (in_head) */
     uint16_t *bits;           /* 16-bit floats before widening */
     size_t bits_capacity;
 };
@@ -89,10 +91,18 @@ static hid_t open_optional(hid_t file, const char *name)
     return dataset;
 }
 
+/* The path of the output's dataset `name`: in its head's group when the
+ * reader reads a further head. Valid until the next call. */
+static const char *in_head(export_reader *reader, const char *name)
+{
+    snprintf(reader->located, sizeof reader->located, "%s%s", reader->head_group, name);
+    return reader->located;
+}
+
 static int open_required(tfenc_context *ctx, export_reader *reader, const char *name,
                          hid_t *dataset)
 {
-    *dataset = open_optional(reader->file, name);
+    *dataset = open_optional(reader->file, in_head(reader, name));
     if (*dataset < 0)
         return tfenc_error(ctx, TFENC_ERR_CONFIG, "%s: an output of kind %s has no dataset "
                            "'%s'", reader->path, reader->layout.kind->name,
@@ -373,7 +383,9 @@ static int open_rows(tfenc_context *ctx, export_reader *reader)
     switch (layout->kind->rows) {
     case TFENC_ROWS_PER_DOCUMENT:
         /* Every chunk's vector, with long_documents = chunk, each. */
-        reader->offsets = layout->kind->chunks ? open_optional(reader->file, "chunk_offsets") : -1;
+        reader->offsets = layout->kind->chunks && layout->head == NULL
+                              ? open_optional(reader->file, "chunk_offsets")
+                              : -1;
         layout->rows = reader->offsets >= 0 ? EXPORT_ROWS_RUNS : EXPORT_ROWS_ONE;
         break;
     case TFENC_ROWS_PER_TOKEN:
@@ -414,7 +426,7 @@ static int open_rows(tfenc_context *ctx, export_reader *reader)
     reader->token_ids = layout->rows == EXPORT_ROWS_RUNS && layout->kind->token_ids
                             ? open_optional(reader->file, "token_ids")
                             : -1;
-    reader->chunks = open_optional(reader->file, "chunks");
+    reader->chunks = layout->head == NULL ? open_optional(reader->file, "chunks") : -1;
     reader->chunk_starts = layout->rows == EXPORT_ROWS_RUNS && layout->kind->chunks
                                ? open_optional(reader->file, "chunk_starts")
                                : -1;
@@ -431,13 +443,43 @@ static int open_rows(tfenc_context *ctx, export_reader *reader)
     if (status == TFENC_OK && layout->element != EXPORT_FLOAT32)
         status = read_ranges(ctx, reader);
     if (status == TFENC_OK && layout->rows == EXPORT_ROWS_SPARSE)
-        status = read_strings(ctx, reader, "vocabulary", &reader->vocabulary,
+        status = read_strings(ctx, reader, in_head(reader, "vocabulary"), &reader->vocabulary,
                               &layout->vocabulary_size);
     layout->vocabulary = reader->vocabulary;
     return status;
 }
 
-int export_reader_open(tfenc_context *ctx, const char *path, export_reader **out)
+/* A further head's rows (group /outputs/NAME), when the caller names one
+ * other than the first: its kind and attributes are the group's. */
+static int find_head(tfenc_context *ctx, export_reader *reader, const char *name)
+{
+    const tfenc_inspection *i = &reader->inspection;
+    export_layout *layout = &reader->layout;
+    layout->dtype = i->dtype;
+    layout->labels = i->id2label;
+    if (name == NULL || (i->head != NULL && strcmp(name, i->head) == 0))
+        return TFENC_OK;
+    for (int k = 0; k < i->n_heads; k++) {
+        if (strcmp(i->heads[k].name, name) != 0)
+            continue;
+        layout->head = i->heads[k].name;
+        layout->kind = tfenc_output_kind_named(i->heads[k].output_kind);
+        layout->dtype = i->heads[k].dtype;
+        layout->labels = i->heads[k].id2label;
+        snprintf(reader->head_group, sizeof reader->head_group, "outputs/%s/", name);
+        return TFENC_OK;
+    }
+    char names[512] = "";
+    size_t used = (size_t)snprintf(names, sizeof names, "%s", i->head != NULL ? i->head : "");
+    for (int k = 0; k < i->n_heads && used < sizeof names; k++)
+        used += (size_t)snprintf(names + used, sizeof names - used, ", %s", i->heads[k].name);
+    return tfenc_error(ctx, TFENC_ERR_CONFIG, "%s: --output %s: the file has no output of that "
+                       "name (%s%s)", reader->path, name, i->head != NULL ? "its outputs: " : "",
+                       i->head != NULL ? names : "it has one output, of no name");
+}
+
+int export_reader_open(tfenc_context *ctx, const char *path, const char *head,
+                       export_reader **out)
 {
     *out = NULL;
     export_reader *reader = calloc(1, sizeof *reader);
@@ -480,6 +522,9 @@ int export_reader_open(tfenc_context *ctx, const char *path, export_reader **out
         status = find_kind(ctx, reader);
     if (status == TFENC_OK)
         status = open_metadata(ctx, reader);
+    /* After the documents' metadata, which is the root's for every head. */
+    if (status == TFENC_OK)
+        status = find_head(ctx, reader, head);
     if (status == TFENC_OK)
         status = open_rows(ctx, reader);
     if (status == TFENC_OK) {

@@ -70,6 +70,11 @@ typedef struct export_layout {
     /* sparse: the vocabulary's tokens (each NUL-terminated), else NULL */
     char *const *vocabulary;
     int64_t vocabulary_size;
+    /* A file of several heads: the head exported (NULL: the first, the
+     * root's rows) and its dtype and id2label (the head's or the root's). */
+    const char *head;
+    const char *dtype;
+    const char *labels;
 } export_layout;
 
 /* One block of finished documents, in document order. Arrays of the
@@ -101,12 +106,14 @@ typedef struct export_block {
     void *storage;        /* where the arrays live: the reader's, reused by the next block */
 } export_block;
 
-/* Opens and checks `path`. Errors in one line naming the file: missing,
+/* Opens and checks `path`; `head` (NULL: the first) names the output of a
+ * file of several heads (output.h's groups /outputs/NAME) to read. Errors in one line naming the file: missing,
  * unreadable or not HDF5 (TFENC_ERR_IO); not a tfenc output, an output kind
  * this reader does not know, a dataset that is not as tfenc writes it, an
  * unfinished sparse file, a file that cannot tell which documents are
  * finished (TFENC_ERR_CONFIG). */
-int export_reader_open(tfenc_context *ctx, const char *path, export_reader **reader);
+int export_reader_open(tfenc_context *ctx, const char *path, const char *head,
+                       export_reader **reader);
 
 const export_layout *export_reader_layout(const export_reader *reader);
 

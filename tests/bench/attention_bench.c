@@ -11,8 +11,9 @@
  *   ATTENTION_BENCH_B='kernel = products' tests/bench/attention_bench X.so X.so
  *
  * prints, per length (128, 512, 2048, 8192), window (0, 128) and precision
- * (fp32, bf16 where it runs), the best tokens per CPU second of each plugin
- * (with OMP_NUM_THREADS=1: tokens/s of one core) and B / A. */
+ * (fp32, bf16 where it runs; ATTENTION_BENCH_PRECISION=bf16 or fp32 runs
+ * one), the best tokens per CPU second of each plugin (with
+ * OMP_NUM_THREADS=1: tokens/s of one core) and B / A. */
 #include <dlfcn.h>
 #include <math.h>
 #include <omp.h>
@@ -153,7 +154,11 @@ int main(int argc, char **argv)
            "precision,length,window,A_tokens_s,B_tokens_s,B_over_A\n",
            d, heads, omp_get_max_threads(), reps, extra[0] != NULL ? extra[0] : "-",
            extra[1] != NULL ? extra[1] : "-");
-    for (int p = 0; p < 2 - !bf16; p++)
+    /* ATTENTION_BENCH_PRECISION=bf16 (or fp32): that precision alone */
+    const char *only = getenv("ATTENTION_BENCH_PRECISION");
+    for (int p = 0; p < 2 - !bf16; p++) {
+        if (only != NULL && strcmp(only, p == 0 ? "fp32" : "bf16") != 0)
+            continue;
         for (size_t l = 0; l < 4 && lengths[l] <= longest; l++)
             for (size_t w = 0; w < 2; w++) {
                 double best[2] = {INFINITY, INFINITY};
@@ -170,6 +175,7 @@ int main(int argc, char **argv)
                        windows[w], lengths[l] / best[0], lengths[l] / best[1], best[0] / best[1]);
                 fflush(stdout);
             }
+    }
     free(weights);
     free(x);
     return 0;

@@ -100,7 +100,7 @@ case("dtype-unknown", "pooled", set_attribute("dtype", "float64"),
 case("compression-unknown", "pooled", set_attribute("compression", "lz4"),
      "attribute 'compression' is 'lz4', expected one of 'none', 'gzip'$")
 case("chunks-unknown", "pooled", set_attribute("chunks", "sometimes"),
-     "attribute 'chunks' is 'sometimes', expected one of 'off', 'mean', 'each'$")
+     "attribute 'chunks' is 'sometimes', expected one of 'off', 'mean', 'each', 'max', 'first'$")
 case("precision-unknown", "pooled", set_attribute("precision", "fp64"),
      "attribute 'precision' is 'fp64', expected one of 'fp32', 'bf16', 'int8'$")
 case("cosine-nan", "pooled", set_attribute("precision_sample_min_cosine", np.nan),
@@ -120,8 +120,8 @@ case("output_kind-array", "pooled",
      r"attribute 'output_kind' is \[2\] of string, expected one string")
 case("compact-tokens", "tokens", set_attribute("dtype", "int8"),
      "attribute 'dtype' is 'int8', but only pooled outputs are compact \\(output_kind 'tokens'\\)")
-case("chunked-scores", "scores", set_attribute("chunks", "each"),
-     "attribute 'chunks' is 'each', but only pooled outputs are chunked")
+case("chunked-tokens", "tokens", set_attribute("chunks", "each"),
+     "attribute 'chunks' is 'each', but only pooled outputs and scores are chunked \\(output_kind 'tokens'\\)")
 case("binary-width", "pooled", both(set_attribute("dtype", "binary"),
                                   set_attribute("d_model", np.int64(60))),
      "attribute 'd_model' is 60, but dtype 'binary' packs 8 dimensions a byte")

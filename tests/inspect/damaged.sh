@@ -36,22 +36,7 @@ prepare_example bert-text "$work" || { echo "damaged: FAIL: cannot make a model"
 cd "$work" || exit 1
 # Random heads over the example's encoder: a classifier of 3 labels, a
 # SPLADE head over its 512-token vocabulary, a ColBERT projection to 16.
-"$python" - <<'PY' || exit 1
-import shutil, h5py, numpy as np
-rng = np.random.default_rng(0)
-shutil.copy("model.h5", "heads.h5")
-with h5py.File("heads.h5", "a") as f:
-    f["/scores/out_weight"] = rng.standard_normal((3, 64), dtype=np.float32)
-    f["/scores/out_bias"] = rng.standard_normal(3, dtype=np.float32)
-    f["/scores/dense_weight"] = rng.standard_normal((64, 64), dtype=np.float32) * 0.1
-    f["/scores/dense_bias"] = np.zeros(64, np.float32)
-    f["/splade/transform_weight"] = rng.standard_normal((64, 64), dtype=np.float32) * 0.1
-    f["/splade/norm_weight"] = np.ones(64, np.float32)
-    f["/splade/norm_bias"] = np.zeros(64, np.float32)
-    f["/splade/decoder_weight"] = rng.standard_normal((512, 64), dtype=np.float32) * 0.2
-    f["/splade/decoder_bias"] = np.zeros(512, np.float32)
-    f["/colbert/weight"] = rng.standard_normal((16, 64), dtype=np.float32)
-PY
+"$python" "$srcdir/tests/pipeline/make_inputs.py" heads model.h5 heads.h5 || exit 1
 encoder=$(sed 's/^weights = model.h5/weights = heads.h5/' job.ini | awk '/^\[pooling\]/ { exit } { print }')
 printf '%s\n' "$encoder" > tokens.ini
 printf '%s\n[scores]\ntype = classifier\nlabels = {"0": "a", "1": "b", "2": "c"}\n' "$encoder" > scores.ini

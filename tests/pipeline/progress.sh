@@ -3,9 +3,11 @@
 #  - --dry-run counts the tokens the job will encode: with
 #    long_documents = truncate each document after truncation, with
 #    long_documents = chunk every chunk of a long document (its overlap and
-#    special tokens included). The count must equal the tokens the real
+#    special tokens included), with late_chunk every window of a document
+#    longer than max_seq_len. The count must equal the tokens the real
 #    job encodes (its summary, and the sum of the output's `lengths`), at
-#    1 and 2 ranks, for truncate, chunk_pooling = mean and = none.
+#    1 and 2 ranks, for truncate, chunk_pooling = mean and = none, and
+#    late_chunk.
 #  - the progress line counts finished documents (rows whose metadata the
 #    writers have flushed, summed over every replica) with a percentage and
 #    an ETA from that finished work: read while the job runs, every line's
@@ -85,6 +87,8 @@ dry_run_case truncate
 dry_run_case chunk-mean --set job.long_documents=chunk --set job.chunk_overlap=8
 dry_run_case chunk-each --set job.long_documents=chunk --set job.chunk_overlap=8 \
   --set job.chunk_pooling=none
+dry_run_case late-chunk --set job.long_documents=late_chunk --set job.chunk_tokens=20 \
+  --set job.chunk_overlap=4 --set job.chunk_pooling=none
 
 # A resume re-encodes the finished documents that share a microbatch with
 # unfinished ones (chunks of long documents spread over several): they

@@ -24,7 +24,7 @@ extern "C" {
  * a declared parameter table, which have no size of their own, by the
  * descriptor's abi_minor) and functions. */
 #define TFENC_ABI_MAJOR 1
-#define TFENC_ABI_MINOR 5
+#define TFENC_ABI_MINOR 6
 
 #define TFENC_PLUGIN_ENTRY "tfenc_plugin_descriptor"
 
@@ -61,6 +61,10 @@ const char *tfenc_status_string(int status);
 
 /* Per-run host state handed to every callback: the error slot. Opaque. */
 typedef struct tfenc_context tfenc_context;
+
+/* ABI 1.6: where a batch's sparse rows go (tfenc_batch.sparse_rows). Opaque:
+ * the host's. */
+typedef struct tfenc_sparse_destination tfenc_sparse_destination;
 
 /* Records a one-line message (printf-style) and returns `status`, so that a
  * plugin writes `return tfenc_error(ctx, TFENC_ERR_CONFIG, "...")`. The host
@@ -338,6 +342,11 @@ typedef struct tfenc_batch {
      * key. The host sets it only when every layer of the model has declared
      * what it does with it (tfenc_layer_descriptor.key_masking). */
     const int32_t *seq_keys;
+    /* ABI 1.6: where this batch's sparse rows go (tfenc_batch_sparse_row),
+     * the host's; NULL when nobody keeps them (a trial run of the model):
+     * they are dropped. A job of several heads runs each head on a batch of
+     * its own, so a row goes to the output of the head that made it. */
+    tfenc_sparse_destination *sparse_rows;
 } tfenc_batch;
 
 /* --------------------------------------------------------- layer types */
@@ -377,6 +386,14 @@ typedef struct tfenc_layer_init {
  * and drops them. */
 int tfenc_sparse_row(tfenc_context *ctx, int sequence, int n, const int32_t *indices,
                      const float *values);
+
+/* ABI 1.6: the same, with the row going where the batch says
+ * (batch->sparse_rows): the call a SPARSE layer SHOULD make, so that its
+ * rows travel with the batch it computed them for. tfenc_sparse_row sends
+ * them to the batch the host is running, which is the same for a layer
+ * that calls it from forward(). */
+int tfenc_batch_sparse_row(tfenc_context *ctx, const tfenc_batch *batch, int sequence, int n,
+                           const int32_t *indices, const float *values);
 
 /* ABI 1.2: what a model's last layer produces, which decides what the job
  * writes (docs/scores.md). A layer without an `output` callback keeps the
