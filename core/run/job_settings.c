@@ -335,8 +335,8 @@ static int read_keep_fields(reader *r, const char *list)
             snprintf(message, sizeof message, "'%s' cannot name a dataset of the output file "
                      "(no '/', not '.')", name);
         else if (tfenc_output_names_dataset(name))
-            snprintf(message, sizeof message, "'%s' is the name of a dataset tfenc writes; a "
-                     "kept field is stored under its own name", name);
+            snprintf(message, sizeof message, "'%s' is the name of a dataset or group tfenc "
+                     "writes; a kept field is stored under its own name", name);
         else if (twice != NULL)
             snprintf(message, sizeof message, "names '%s' twice", name);
         else if (masked != NULL)

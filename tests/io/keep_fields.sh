@@ -173,8 +173,11 @@ for ranks in 1 2; do
     "\[job\] keep_fields 'url': document 0 (.*mixed/part-0.jsonl) holds a string but document 22 (.*mixed/part-1.jsonl) an integer" \
     "$ranks" bad/mixed --set job.keep_fields=url
 done
-refused "a field named like a dataset" "\[job\] keep_fields: 'ids' is the name of a dataset tfenc writes" \
+refused "a field named like a dataset" "\[job\] keep_fields: 'ids' is the name of a dataset or group tfenc writes" \
   1 kept --set "job.keep_fields=url, ids"
+refused "a field named like the further heads' group" \
+  "\[job\] keep_fields: 'outputs' is the name of a dataset or group tfenc writes" \
+  1 kept --set "job.keep_fields=url, outputs"
 refused "a field named like another's mask" "'url_valid' is the name of the null mask of 'url'" \
   1 kept --set "job.keep_fields=url, url_valid"
 common="--set job.window_documents=32" # no id_field: a text corpus has no fields
