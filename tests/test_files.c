@@ -3,12 +3,14 @@
  * examined without loading it, truncated at every size). */
 #include "base/context.h"
 #include "base/files.h"
+#include "base/growth.h"
 #include "harness/checks.h"
 #include "harness/cunit_main.h"
 #include "plugin/shared_object.h"
 
 #include <CUnit/CUnit.h>
 #include <errno.h>
+#include <stdint.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -292,6 +294,45 @@ static void test_plugin_files_examined_at_every_size(void)
     free(data);
 }
 
+
+/* Doubling from the first capacity, never past the index type's limit,
+ * and every failure leaving the old block (and `ok` at 0) so a group of
+ * arrays stays consistent with its unchanged capacity. */
+static void test_growth(void)
+{
+    CU_ASSERT_EQUAL(tfenc_grown_capacity(0, 1, 256, INT32_MAX), 256);
+    CU_ASSERT_EQUAL(tfenc_grown_capacity(0, 257, 256, INT32_MAX), 512);
+    CU_ASSERT_EQUAL(tfenc_grown_capacity(300, 301, 256, INT32_MAX), 600);
+    CU_ASSERT_EQUAL(tfenc_grown_capacity(300, 300, 256, INT32_MAX), 300);
+    /* Near the limit: the limit itself when it holds `needed`, else -1. */
+    CU_ASSERT_EQUAL(tfenc_grown_capacity((int64_t)1 << 30, ((int64_t)1 << 30) + 5, 256, INT32_MAX),
+                    INT32_MAX);
+    CU_ASSERT_EQUAL(tfenc_grown_capacity(256, (int64_t)INT32_MAX + 1, 256, INT32_MAX), -1);
+    CU_ASSERT_EQUAL(tfenc_grown_capacity((int64_t)1 << 62, INT64_MAX, 1, INT64_MAX), INT64_MAX);
+
+    int32_t *small = malloc(4 * sizeof *small);
+    double *other = malloc(4 * sizeof *other);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(small);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(other);
+    small[3] = 7;
+    int ok = 1;
+    TFENC_GROW_ARRAY(small, 1024, ok);
+    TFENC_GROW_ARRAY(other, 1024, ok);
+    CU_ASSERT_EQUAL(ok, 1);
+    CU_ASSERT_EQUAL(small[3], 7);
+    small[1023] = 9;
+    int32_t *before = small;
+    TFENC_GROW_ARRAY(small, -1, ok); /* tfenc_grown_capacity's "too many" */
+    CU_ASSERT_EQUAL(ok, 0);
+    CU_ASSERT_PTR_EQUAL(small, before);
+    ok = 1;
+    TFENC_GROW_ARRAY(other, INT64_MAX / 2, ok); /* its bytes overflow size_t */
+    CU_ASSERT_EQUAL(ok, 0);
+    CU_ASSERT_EQUAL(small[1023], 9);
+    free(small);
+    free(other);
+}
+
 static const test_case files_cases[] = {
     {"special files refused without blocking", test_special_files_are_refused_without_blocking},
     {"regular files and aliases read", test_regular_files_and_aliases_are_read},
@@ -299,6 +340,7 @@ static const test_case files_cases[] = {
     {"located paths: one string for every spelling", test_located_path},
     {"free space and file systems without blocks", test_free_space},
     {"plugin files examined at every size", test_plugin_files_examined_at_every_size},
+    {"arrays grown by doubling", test_growth},
     {NULL, NULL}};
 
 const test_suite test_suites[] = {

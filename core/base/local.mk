@@ -1,5 +1,5 @@
 # base: the leaves every subsystem may use (the error context, files,
-# aligned memory, clocks, 16-bit floats, SHA-256, HDF5 error text and
+# aligned memory, arrays that grow by doubling, clocks, 16-bit floats, SHA-256, HDF5 error text and
 # attributes, the
 # file-size check after HDF5 reads, the precision names, the guards around
 # what plugins write with the marker of the running plugin call, the text
@@ -15,6 +15,7 @@ core_libtfenc_la_SOURCES += \
 	core/base/sha256.c core/base/sha256.h \
 	core/base/hdf5_error.c core/base/hdf5_error.h \
 	core/base/hdf5_attributes.c core/base/hdf5_attributes.h \
+	core/base/growth.c core/base/growth.h \
 	core/base/hdf5_intact.c core/base/hdf5_intact.h \
 	core/base/precision.c core/base/precision.h \
 	core/base/plugin_guard.c core/base/plugin_guard.h \

@@ -3,6 +3,7 @@
 #include "model/checkpoint.h"
 #include "model/torch_checkpoint.h"
 #include "base/files.h"
+#include "base/growth.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -40,25 +41,15 @@ static int reserve_tensors(tfenc_context *ctx, tfenc_checkpoint *checkpoint, int
     int needed = checkpoint->n_tensors + more;
     if (needed <= checkpoint->capacity)
         return TFENC_OK;
-    int capacity = checkpoint->capacity > 0 ? checkpoint->capacity : 64;
-    while (capacity < needed)
-        capacity *= 2;
-    tfenc_checkpoint_tensor *tensors = realloc(checkpoint->tensors,
-                                               (size_t)capacity * sizeof *tensors);
-    if (tensors != NULL)
-        checkpoint->tensors = tensors;
-    int *source_of = realloc(checkpoint->source_of, (size_t)capacity * sizeof *source_of);
-    if (source_of != NULL)
-        checkpoint->source_of = source_of;
-    int *index = realloc(checkpoint->index_in_source, (size_t)capacity * sizeof *index);
-    if (index != NULL)
-        checkpoint->index_in_source = index;
-    char **names = realloc(checkpoint->new_names, (size_t)capacity * sizeof *names);
-    if (names != NULL)
-        checkpoint->new_names = names;
-    if (tensors == NULL || source_of == NULL || index == NULL || names == NULL)
+    const int64_t capacity = tfenc_grown_capacity(checkpoint->capacity, needed, 64, INT32_MAX);
+    int grew = 1; /* a capacity of -1 (too many) fails each growth */
+    TFENC_GROW_ARRAY(checkpoint->tensors, capacity, grew);
+    TFENC_GROW_ARRAY(checkpoint->source_of, capacity, grew);
+    TFENC_GROW_ARRAY(checkpoint->index_in_source, capacity, grew);
+    TFENC_GROW_ARRAY(checkpoint->new_names, capacity, grew);
+    if (!grew)
         return out_of_memory(ctx, checkpoint->name);
-    checkpoint->capacity = capacity;
+    checkpoint->capacity = (int)capacity;
     return TFENC_OK;
 }
 

@@ -3,6 +3,7 @@
 #include "output/sparse.h"
 
 #include "base/files.h"
+#include "base/growth.h"
 #include "base/hdf5_attributes.h"
 #include "base/hdf5_error.h"
 
@@ -72,16 +73,11 @@ static int reserve_entries(tfenc_context *ctx, tfenc_sparse_rows *rows, int64_t 
 {
     if (needed <= rows->capacity)
         return TFENC_OK;
-    int64_t capacity = rows->capacity > 0 ? rows->capacity : 65536;
-    while (capacity < needed)
-        capacity *= 2;
-    int32_t *indices = realloc(rows->indices, (size_t)capacity * sizeof *indices);
-    if (indices != NULL)
-        rows->indices = indices;
-    float *values = realloc(rows->values, (size_t)capacity * sizeof *values);
-    if (values != NULL)
-        rows->values = values;
-    if (indices == NULL || values == NULL)
+    const int64_t capacity = tfenc_grown_capacity(rows->capacity, needed, 65536, INT64_MAX);
+    int grew = 1; /* a capacity of -1 (too many) fails each growth */
+    TFENC_GROW_ARRAY(rows->indices, capacity, grew);
+    TFENC_GROW_ARRAY(rows->values, capacity, grew);
+    if (!grew)
         return tfenc_error(ctx, TFENC_ERR_NO_MEMORY, "out of memory");
     rows->capacity = capacity;
     return TFENC_OK;

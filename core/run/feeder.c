@@ -2,6 +2,7 @@
 #include "run/feeder.h"
 
 #include "base/context.h"
+#include "base/growth.h"
 #include "run/late_chunks.h"
 
 #include <stdio.h>
@@ -205,38 +206,28 @@ static void clear_window(tfenc_feeder *f)
 static int reserve(tfenc_context *ctx, tfenc_feeder *f, int64_t n, size_t ids)
 {
     if (n > f->capacity) {
-        int64_t capacity = f->capacity > 0 ? f->capacity : 256;
-        while (capacity < n)
-            capacity *= 2;
-        if (capacity > INT32_MAX)
+        const int64_t capacity = tfenc_grown_capacity(f->capacity, n, 256, INT32_MAX);
+        if (capacity < 0)
             return tfenc_error(ctx, TFENC_ERR_INPUT, "a window of more than 2^31 sequences");
-        pending *sequences = realloc(f->sequences, (size_t)capacity * sizeof *sequences);
-        if (sequences != NULL)
-            f->sequences = sequences;
-        int *order = realloc(f->order, (size_t)capacity * sizeof *order);
-        if (order != NULL)
-            f->order = order;
-        planned_batch *batches = realloc(f->batches, (size_t)capacity * sizeof *batches);
-        if (batches != NULL)
-            f->batches = batches;
-        if (sequences == NULL || order == NULL || batches == NULL)
+        int grew = 1;
+        TFENC_GROW_ARRAY(f->sequences, capacity, grew);
+        TFENC_GROW_ARRAY(f->order, capacity, grew);
+        TFENC_GROW_ARRAY(f->batches, capacity, grew);
+        if (!grew)
             return tfenc_error(ctx, TFENC_ERR_NO_MEMORY, "out of memory for a window of %lld "
                                "sequences", (long long)n);
         f->capacity = (int)capacity;
     }
     if (f->pool_used + ids > f->pool_capacity) {
-        size_t capacity = f->pool_capacity > 0 ? f->pool_capacity : 1 << 16;
-        while (capacity < f->pool_used + ids)
-            capacity *= 2;
-        int32_t *grown = realloc(f->id_pool, capacity * sizeof *grown);
-        if (grown != NULL)
-            f->id_pool = grown;
-        int32_t *grown_types = realloc(f->type_pool, capacity * sizeof *grown_types);
-        if (grown_types != NULL)
-            f->type_pool = grown_types;
-        if (grown == NULL || grown_types == NULL)
+        const int64_t capacity = tfenc_grown_capacity((int64_t)f->pool_capacity,
+                                                      (int64_t)(f->pool_used + ids), 1 << 16,
+                                                      INT64_MAX);
+        int grew = 1; /* a capacity of -1 (too many) fails each growth */
+        TFENC_GROW_ARRAY(f->id_pool, capacity, grew);
+        TFENC_GROW_ARRAY(f->type_pool, capacity, grew);
+        if (!grew)
             return tfenc_error(ctx, TFENC_ERR_NO_MEMORY, "out of memory for a window's tokens");
-        f->pool_capacity = capacity;
+        f->pool_capacity = (size_t)capacity;
     }
     return TFENC_OK;
 }
