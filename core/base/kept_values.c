@@ -1,5 +1,6 @@
 /* Kept values to and from their text (kept_values.h). */
 #include "base/kept_values.h"
+#include "base/growth.h"
 
 #include <inttypes.h>
 #include <stdio.h>
@@ -15,14 +16,13 @@ static int reserve(tfenc_kept_text *text, size_t more)
 {
     if (text->length + more + 1 <= text->capacity)
         return 0;
-    size_t capacity = text->capacity > 0 ? text->capacity : 64;
-    while (capacity < text->length + more + 1)
-        capacity *= 2;
-    char *grown = realloc(text->text, capacity);
-    if (grown == NULL)
+    int64_t capacity = tfenc_grown_capacity((int64_t)text->capacity,
+                                            (int64_t)(text->length + more + 1), 64, INT64_MAX);
+    int ok = 1;
+    TFENC_GROW_ARRAY(text->text, capacity, ok);
+    if (!ok)
         return -1;
-    text->text = grown;
-    text->capacity = capacity;
+    text->capacity = (size_t)capacity;
     return 0;
 }
 
