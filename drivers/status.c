@@ -7,6 +7,7 @@
 
 #include "base/context.h"
 #include "base/files.h"
+#include "base/kept_values.h"
 #include "output/inspect.h"
 #include "output/kinds.h"
 #include "run/job_settings.h"
@@ -166,6 +167,24 @@ static void print_shards(const tfenc_inspection *i)
     }
 }
 
+/* The kept fields ([job] keep_fields), one line: each dataset and what it
+ * holds, and where its nulls are. */
+static void print_kept(const tfenc_inspection *i)
+{
+    if (i->n_kept == 0)
+        return;
+    printf("kept fields:");
+    for (int k = 0; k < i->n_kept; k++) {
+        printf("%s ", k == 0 ? "" : ",");
+        print_name(i->kept[k].name);
+        if (i->kept[k].bytes > 0)
+            printf(" (%s, up to %lld bytes)", i->kept[k].type, (long long)i->kept[k].bytes);
+        else
+            printf(" (%s)", i->kept[k].type);
+    }
+    printf("; null where NAME_valid is 0\n");
+}
+
 /* The rows: what the file's kind says of them (output/kinds.h), or its
  * attributes as they are for a kind this tfenc does not know. */
 static void print_output(const tfenc_inspection *i)
@@ -266,6 +285,7 @@ static void print_report(const tfenc_inspection *i)
     print_compact(i);
     print_unit_norm(i);
     print_shards(i);
+    print_kept(i);
     printf("model: weights sha256 %s\n", or_unknown(i->weights_sha256));
     if (i->precision == NULL)
         printf("precision: (not recorded)\n");
@@ -361,6 +381,15 @@ static json_t *report_json(const tfenc_inspection *i)
                                                 (json_int_t)shard->first_document, "skipped",
                                                 (json_int_t)shard->skipped));
     }
+    json_t *kept = json_array();
+    for (int k = 0; kept != NULL && k < i->n_kept; k++) {
+        char mask[512];
+        snprintf(mask, sizeof mask, "%s" TFENC_KEPT_MASK_SUFFIX, i->kept[k].name);
+        json_array_append_new(kept, json_pack("{s:s, s:s, s:s, s:o}", "name", i->kept[k].name,
+                                              "type", i->kept[k].type, "valid", mask, "bytes",
+                                              integer_or_null(i->kept[k].bytes > 0
+                                                                  ? i->kept[k].bytes : -1)));
+    }
     json_t *heads = json_array();
     for (int k = 0; heads != NULL && k < i->n_heads; k++) {
         const tfenc_inspected_head *h = &i->heads[k];
@@ -386,7 +415,7 @@ static json_t *report_json(const tfenc_inspection *i)
     return json_pack(
         "{s:s, s:b, s:b, s:{s:o, s:o, s:o},"
         " s:{s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o},"
-        " s:o, s:b, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o}",
+        " s:o, s:o, s:b, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o}",
         "file", i->path, "complete", i->complete, "in_use", i->in_use,
         "documents", "finished", integer_or_null(i->n_finished),
         "total", integer_or_null(i->n_documents), "truncated", integer_or_null(i->n_truncated),
@@ -394,6 +423,7 @@ static json_t *report_json(const tfenc_inspection *i)
         "d_model", integer_or_null(i->d_model), "compression", string_or_null(i->compression),
         "unit_norm", i->unit_norm >= 0 ? json_boolean(i->unit_norm) : json_null(),
         "datasets", datasets, "head", string_or_null(i->head), "heads", heads,
+        "kept_fields", kept,
         "precision", string_or_null(i->precision), "precision_recorded", i->precision_recorded,
         "kernels", string_or_null(i->kernels), "path_choices", lines_array(i->path_choices),
         "weights_sha256", string_or_null(i->weights_sha256),

@@ -50,6 +50,16 @@ kill_part_way() { # PID FILE FRACTION
   kill -KILL "$1" 2>/dev/null || true
   wait "$1" 2>/dev/null || true
 }
+# The python block of DOCUMENT marked `<!-- readme-test: covered by TEST -->`
+# (tests/readme.py), printed: the test that covers a recipe runs it.
+covered_python_block() { # DOCUMENT TEST
+  awk -v mark="readme-test: covered by $2" '
+    index($0, mark) { marked = 1; next }
+    marked && /^```python/ { inside = 1; next }
+    inside && /^```/ { inside = 0; marked = 0; next }
+    inside { print }
+    !/^$/ && !/^```/ { if (!inside) marked = marked && /readme-test/ }' "$1"
+}
 # Generators of models and references run through it: it reuses what an
 # identical earlier run wrote (tests/harness/generate).
 generate=$srcdir/tests/harness/generate

@@ -27,6 +27,13 @@ tests_io_mpi_output_LDADD = core/libtfenc.la $(HDF5_LIBS) $(MPI_LIBS)
 tests_io_node_arena_SOURCES = tests/io/node_arena.c
 tests_io_node_arena_LDADD = core/libtfenc.la $(MPI_LIBS)
 
+# [job] keep_fields: the fields of JSON Lines and Parquet records beside ids, checked
+# value by value against the corpus read in Python, bitwise at 1 and 2 ranks and after
+# SIGKILL + resume, in --status and tfenc-export's Parquet; each bad input refused.
+TESTS += tests/io/keep_fields.sh
+dist_check_SCRIPTS += tests/io/keep_fields.sh
+EXTRA_DIST += tests/io/make_kept.py tests/io/check_kept.py
+
 # Corpora of many files, compressed (gzip, zstd, xz) or not, by
 # directory, glob and list file: outputs bitwise equal to one file's at 1-3
 # ranks and after SIGKILL + resume, and bad shards refused naming the line.

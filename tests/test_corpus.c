@@ -2,6 +2,7 @@
  * plain whole-file split), every malformed input must be reported with
  * its file and line or dataset, and a JSON Lines null text is what
  * [job] null_text says. */
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -372,20 +373,19 @@ static void test_jsonl_documents(void)
     }
 }
 
-/* Each bad line must fail naming the file, the line and (for fields) the
- * field; `expect` is a fragment the message must hold. */
-static void check_jsonl_error(const char *data, const char *id_field, const char *expect)
+/* `data` written to `path` must fail with TFENC_ERR_INPUT naming the file
+ * and `expect` (the line and the field), read whole or as 2 shares. */
+static void check_refused(const char *path, const char *data, const tfenc_corpus_options *given,
+                          const char *expect)
 {
-    char path[300];
-    snprintf(path, sizeof path, "%s/bad.jsonl", directory);
     write_file(path, data, strlen(data));
     for (int n_shares = 1; n_shares <= 2; n_shares++) {
         int errors = 0;
         for (int share = 0; share < n_shares; share++) {
             tfenc_context ctx;
             tfenc_context_init(&ctx);
-            tfenc_corpus_options options = {.path = path, .format = TFENC_CORPUS_JSONL,
-                                            .text_field = "body", .id_field = id_field};
+            tfenc_corpus_options options = *given;
+            options.path = path;
             if (read_all(&ctx, &options, share, n_shares, NULL) != TFENC_OK) {
                 errors++;
                 CU_ASSERT(ctx.status == TFENC_ERR_INPUT);
@@ -397,6 +397,17 @@ static void check_jsonl_error(const char *data, const char *id_field, const char
         }
         CU_ASSERT(errors == 1);
     }
+}
+
+/* Each bad line must fail naming the file, the line and (for fields) the
+ * field; `expect` is a fragment the message must hold. */
+static void check_jsonl_error(const char *data, const char *id_field, const char *expect)
+{
+    char path[300];
+    snprintf(path, sizeof path, "%s/bad.jsonl", directory);
+    const tfenc_corpus_options options = {.format = TFENC_CORPUS_JSONL, .text_field = "body",
+                                          .id_field = id_field};
+    check_refused(path, data, &options, expect);
 }
 
 static void test_jsonl_errors(void)
@@ -507,6 +518,169 @@ static void check_hdf5_shares(const tfenc_corpus_options *options, int n_shares)
         tfenc_corpus_close(corpus);
     }
     CU_ASSERT(next_index == RAGGED_DOCS);
+}
+
+/* Kept values to text and back, bit for bit: doubles through %.17g and
+ * strtod, int64's ends, strings holding the codec's own tags. */
+static void test_kept_values_codec(void)
+{
+    const tfenc_kept_value values[] = {
+        {.type = TFENC_KEPT_STRING, .string = "s3:i1;f", .length = 7},
+        {.type = TFENC_KEPT_STRING, .string = "", .length = 0},
+        {.type = TFENC_KEPT_INTEGER, .integer = INT64_MIN},
+        {.type = TFENC_KEPT_INTEGER, .integer = INT64_MAX},
+        {.type = TFENC_KEPT_FLOAT, .real = 0.1},
+        {.type = TFENC_KEPT_FLOAT, .real = -0.0},
+        {.type = TFENC_KEPT_FLOAT, .real = 4.9406564584124654e-324},
+        {.type = TFENC_KEPT_FLOAT, .real = 1.7976931348623157e308},
+        {.type = TFENC_KEPT_NULL},
+        {.type = TFENC_KEPT_ABSENT}};
+    const int n = (int)(sizeof values / sizeof values[0]);
+    tfenc_kept_text text = {0};
+    for (int i = 0; i < n; i++)
+        CU_ASSERT_FATAL(tfenc_kept_append(&text, &values[i]) == 0);
+    CU_ASSERT(strlen(text.text) == text.length);
+    const char *cursor = text.text;
+    for (int i = 0; i < n; i++) {
+        tfenc_kept_value value;
+        CU_ASSERT_FATAL(tfenc_kept_next(&cursor, &value) == 0);
+        CU_ASSERT(value.type == values[i].type);
+        if (value.type == TFENC_KEPT_STRING)
+            CU_ASSERT(value.length == values[i].length
+                      && memcmp(value.string, values[i].string, value.length) == 0);
+        CU_ASSERT(value.integer == values[i].integer);
+        CU_ASSERT(memcmp(&value.real, &values[i].real, sizeof value.real) == 0);
+    }
+    tfenc_kept_value value;
+    CU_ASSERT(*cursor == '\0' && tfenc_kept_next(&cursor, &value) != 0);
+    const char *bad[] = {"s9:short", "i12", "x", "s:abc", "f;"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        cursor = bad[i];
+        CU_ASSERT(tfenc_kept_next(&cursor, &value) != 0);
+    }
+    tfenc_kept_text_free(&text);
+}
+
+/* JSON Lines keep_fields: each document's values in order (strings,
+ * integers, floats, null, absent), whatever share reads it, and what the
+ * counting pass learns: each type's first document, the longest string. */
+static void test_jsonl_kept_fields(void)
+{
+    static const char data[] =
+        "{\"text\": \"a\", \"url\": \"https://x/1\", \"n\": 7, \"score\": 0.25}\n"
+        "{\"text\": \"b\", \"url\": null, \"n\": -3, \"score\": 2}\n"
+        "{\"text\": \"c\", \"n\": 9007199254740993, \"score\": 1e-7}\n"
+        "{\"text\": \"d\", \"url\": \"caf\\u00e9\", \"n\": null, \"score\": null}\n";
+    static const char *const keep[] = {"url", "n", "score"};
+    static const struct {
+        tfenc_kept_type type[3];
+        const char *url;
+        int64_t n;
+        double score;
+    } expected[] = {
+        {{TFENC_KEPT_STRING, TFENC_KEPT_INTEGER, TFENC_KEPT_FLOAT}, "https://x/1", 7, 0.25},
+        {{TFENC_KEPT_NULL, TFENC_KEPT_INTEGER, TFENC_KEPT_INTEGER}, NULL, -3, 2},
+        {{TFENC_KEPT_ABSENT, TFENC_KEPT_INTEGER, TFENC_KEPT_FLOAT}, NULL, 9007199254740993LL,
+         1e-7},
+        {{TFENC_KEPT_STRING, TFENC_KEPT_NULL, TFENC_KEPT_NULL}, "caf\xc3\xa9", 0, 0}};
+    char path[300];
+    snprintf(path, sizeof path, "%s/kept.jsonl", directory);
+    write_file(path, data, sizeof data - 1);
+    for (int n_shares = 1; n_shares <= 3; n_shares++) {
+        int seen = 0;
+        for (int share = 0; share < n_shares; share++) {
+            tfenc_context ctx;
+            tfenc_context_init(&ctx);
+            tfenc_corpus_options options = {.path = path, .format = TFENC_CORPUS_JSONL,
+                                            .keep_fields = keep, .n_keep_fields = 3};
+            tfenc_corpus *corpus = NULL;
+            CU_ASSERT_FATAL(tfenc_corpus_open(&ctx, &options, share, n_shares, &corpus)
+                            == TFENC_OK);
+            tfenc_corpus_counts counts;
+            CU_ASSERT_FATAL(tfenc_corpus_count(&ctx, corpus, &counts) == TFENC_OK);
+            int first = seen;
+            tfenc_document document;
+            while (tfenc_corpus_next(&ctx, corpus, &document) == TFENC_OK) {
+                CU_ASSERT_FATAL(seen < 4 && document.kept != NULL);
+                CU_ASSERT(strlen(document.kept) == document.kept_length);
+                CU_ASSERT(document.kept_length <= counts.max_kept_length);
+                const char *cursor = document.kept;
+                tfenc_kept_value value[3];
+                for (int k = 0; k < 3; k++) {
+                    CU_ASSERT_FATAL(tfenc_kept_next(&cursor, &value[k]) == 0);
+                    CU_ASSERT(value[k].type == expected[seen].type[k]);
+                }
+                if (value[0].type == TFENC_KEPT_STRING)
+                    CU_ASSERT(value[0].length == strlen(expected[seen].url)
+                              && memcmp(value[0].string, expected[seen].url,
+                                        value[0].length) == 0);
+                if (value[1].type == TFENC_KEPT_INTEGER)
+                    CU_ASSERT(value[1].integer == expected[seen].n);
+                if (value[2].type == TFENC_KEPT_FLOAT)
+                    CU_ASSERT(value[2].real == expected[seen].score);
+                if (value[2].type == TFENC_KEPT_INTEGER)
+                    CU_ASSERT((double)value[2].integer == expected[seen].score);
+                /* The counts name the share's first document of each type. */
+                for (int k = 0; k < 3; k++) {
+                    int64_t at = counts.kept[k].first[value[k].type];
+                    CU_ASSERT(at >= 0 && at <= seen - first);
+                }
+                seen++;
+            }
+            if (share == 0 && n_shares == 1) {
+                CU_ASSERT(counts.kept[0].first[TFENC_KEPT_STRING] == 0);
+                CU_ASSERT(counts.kept[0].first[TFENC_KEPT_NULL] == 1);
+                CU_ASSERT(counts.kept[0].first[TFENC_KEPT_ABSENT] == 2);
+                CU_ASSERT(counts.kept[0].first[TFENC_KEPT_FLOAT] == -1);
+                CU_ASSERT(counts.kept[0].longest == strlen("https://x/1"));
+                CU_ASSERT(counts.kept[2].first[TFENC_KEPT_INTEGER] == 1);
+                CU_ASSERT(counts.kept[2].first[TFENC_KEPT_FLOAT] == 0);
+            }
+            tfenc_corpus_close(corpus);
+        }
+        CU_ASSERT(seen == 4);
+    }
+}
+
+/* One refused line: the file, the line and the kept field. */
+static void check_kept_error(const char *data, size_t max_field_bytes, const char *expect)
+{
+    static const char *const keep[] = {"url"};
+    char path[300];
+    snprintf(path, sizeof path, "%s/bad-kept.jsonl", directory);
+    const tfenc_corpus_options options = {.format = TFENC_CORPUS_JSONL, .keep_fields = keep,
+                                          .n_keep_fields = 1,
+                                          .max_field_bytes = max_field_bytes};
+    check_refused(path, data, &options, expect);
+}
+
+static void test_jsonl_kept_errors(void)
+{
+    static const char good[] = "{\"text\": \"fine\", \"url\": \"u\"}\n";
+    char data[512];
+    snprintf(data, sizeof data, "%s%s{\"text\": \"x\", \"url\": {\"a\": 1}}\n", good, good);
+    check_kept_error(data, 0, "line 3: keep_fields 'url' is an object");
+    snprintf(data, sizeof data, "%s{\"text\": \"x\", \"url\": [1]}\n%s", good, good);
+    check_kept_error(data, 0, "line 2: keep_fields 'url' is an array");
+    snprintf(data, sizeof data, "%s{\"text\": \"x\", \"url\": false}\n%s", good, good);
+    check_kept_error(data, 0, "line 2: keep_fields 'url' is a boolean");
+    snprintf(data, sizeof data, "%s%s{\"text\": \"x\", \"url\": \"12345\"}\n", good, good);
+    check_kept_error(data, 4, "line 3: keep_fields 'url' is 5 bytes long, more than [job] "
+                              "max_field_bytes = 4");
+    /* Fields are kept from records, not from lines of text. */
+    tfenc_context ctx;
+    tfenc_context_init(&ctx);
+    static const char *const keep[] = {"url"};
+    char path[300];
+    snprintf(path, sizeof path, "%s/plain.txt", directory);
+    write_file(path, "one\ntwo\n", 8);
+    tfenc_corpus_options options = {.path = path, .format = TFENC_CORPUS_TEXT,
+                                    .keep_fields = keep, .n_keep_fields = 1};
+    tfenc_corpus *corpus = NULL;
+    CU_ASSERT(tfenc_corpus_open(&ctx, &options, 0, 1, &corpus) == TFENC_ERR_CONFIG);
+    CU_ASSERT(strstr(ctx.message, "keep_fields = url") != NULL
+              && strstr(ctx.message, "not from a text corpus") != NULL);
+    CU_ASSERT(corpus == NULL);
 }
 
 static void test_hdf5_ragged(void)
@@ -685,6 +859,9 @@ static const test_case corpus_cases[] = {
     {"jsonl documents and ids", test_jsonl_documents},
     {"jsonl errors", test_jsonl_errors},
     {"jsonl null text", test_jsonl_null_text},
+    {"kept values to text and back", test_kept_values_codec},
+    {"jsonl keep_fields", test_jsonl_kept_fields},
+    {"jsonl keep_fields errors", test_jsonl_kept_errors},
     {"hdf5 ragged shares", test_hdf5_ragged},
     {"hdf5 padded shares", test_hdf5_padded},
     {"hdf5 invalid inputs", test_hdf5_errors},

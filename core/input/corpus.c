@@ -19,6 +19,7 @@ struct tfenc_corpus {
     int64_t next_local;   /* local index the next document gets */
     int64_t total_documents;
     int64_t end_position;
+    int n_keep_fields;    /* the options' keep_fields */
 };
 
 const char *const tfenc_null_text_names[] = {"error", "empty", "skip", NULL};
@@ -152,6 +153,14 @@ static int check_format(tfenc_context *ctx, const tfenc_corpus_options *options,
                            options->text_pair_field, readers,
                            tfenc_corpus_format_name(options->format), options->path);
     }
+    if (options->n_keep_fields > 0 && !format->pairs)
+        return tfenc_error(ctx, TFENC_ERR_CONFIG, "[job] keep_fields = %s: fields are kept from "
+                           "JSON Lines records or Parquet columns, not from a %s corpus (%s)",
+                           options->keep_fields[0], tfenc_corpus_format_name(options->format),
+                           options->path);
+    if (options->n_keep_fields > TFENC_MAX_KEEP_FIELDS)
+        return tfenc_error(ctx, TFENC_ERR_CONFIG, "[job] keep_fields: %d fields, more than the "
+                           "%d a job keeps", options->n_keep_fields, TFENC_MAX_KEEP_FIELDS);
     if (format->reader != NULL)
         return TFENC_OK;
     /* A file that is not there is said so first, as the reader would. */
@@ -178,6 +187,7 @@ int tfenc_corpus_open(tfenc_context *ctx, const tfenc_corpus_options *options, i
     tfenc_reader_opened opened = {.first_index = -1, .total_documents = -1,
                                   .end_position = -1};
     int status = copy_files(ctx, &corpus->files, options);
+    corpus->n_keep_fields = options->n_keep_fields;
     if (status == TFENC_OK && (corpus->path = strdup(options->path)) == NULL)
         status = tfenc_error(ctx, TFENC_ERR_NO_MEMORY, "%s: out of memory", options->path);
     if (status == TFENC_OK)
@@ -214,6 +224,31 @@ int tfenc_corpus_rewind(tfenc_context *ctx, tfenc_corpus *corpus)
     return corpus->reader->rewind(ctx, corpus->state);
 }
 
+/* What the counting pass learns from a document's kept values: the first
+ * document of each type per field, the longest string. */
+static int count_kept(tfenc_context *ctx, const tfenc_corpus *corpus,
+                      const tfenc_document *document, tfenc_corpus_counts *counts)
+{
+    const char *cursor = document->kept != NULL ? document->kept : "";
+    if (document->kept_length > counts->max_kept_length)
+        counts->max_kept_length = document->kept_length;
+    for (int k = 0; k < corpus->n_keep_fields; k++) {
+        tfenc_kept_value value;
+        if (tfenc_kept_next(&cursor, &value) != 0)
+            return tfenc_error(ctx, TFENC_ERR_INTERNAL, "%s: the reader gave document %lld "
+                               "fewer kept values than keep_fields names", corpus->path,
+                               (long long)document->local_index);
+        tfenc_kept_field_count *field = &counts->kept[k];
+        if (field->first[value.type] < 0) {
+            field->first[value.type] = document->local_index;
+            field->first_source[value.type] = document->source;
+        }
+        if (value.type == TFENC_KEPT_STRING && value.length > field->longest)
+            field->longest = value.length;
+    }
+    return TFENC_OK;
+}
+
 /* Every document read once: the count, and per file the documents, the
  * records left out and the lines. */
 static int count_by_reading(tfenc_context *ctx, tfenc_corpus *corpus,
@@ -230,6 +265,8 @@ static int count_by_reading(tfenc_context *ctx, tfenc_corpus *corpus,
         files->documents[document.source]++;
         if (document.id_length > counts->max_id_length)
             counts->max_id_length = document.id_length;
+        if (corpus->n_keep_fields > 0)
+            status = count_kept(ctx, corpus, &document, counts);
     }
     if (status != TFENC_ERR_NOT_FOUND)
         return status;
@@ -245,6 +282,9 @@ int tfenc_corpus_count(tfenc_context *ctx, tfenc_corpus *corpus, tfenc_corpus_co
 {
     memset(counts, 0, sizeof *counts);
     counts->n_tokens = -1;
+    for (int k = 0; k < TFENC_MAX_KEEP_FIELDS; k++)
+        for (int t = 0; t < TFENC_KEPT_TYPES; t++)
+            counts->kept[k].first[t] = -1;
     int status = corpus->reader->count != NULL
                      ? corpus->reader->count(ctx, corpus->state, counts)
                      : count_by_reading(ctx, corpus, counts);

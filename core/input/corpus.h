@@ -44,7 +44,9 @@
  *   null_text says; the same for the text_pair_field of pairs,
  *   named in the message), and, when an id field is configured, a missing id or
  *   one that is neither a string nor an integer, or one longer than
- *   max_id_bytes;
+ *   max_id_bytes; with keep_fields, a kept value that is an object, an
+ *   array or a boolean, or a string longer than max_field_bytes (Parquet:
+ *   a kept column missing from a file's schema or of another type);
  * - HDF5 (input/hdf5_corpus.c): a missing dataset, a wrong rank, a
  *   non-integer type, offsets that do not start at 0, decrease, or do not
  *   end at the token count, a length outside [0, L], a negative token id:

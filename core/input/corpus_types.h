@@ -10,6 +10,7 @@
 #include <stdint.h>
 
 #include "tfenc/plugin.h"
+#include "base/kept_values.h"
 
 /* The formats, indexed as the formats' table (formats.c) lists them. AUTO
  * is a job's choice (decided by the file name), never a corpus's. */
@@ -45,6 +46,14 @@ typedef struct tfenc_corpus_options {
     const char *id_field;        /* JSON Lines, Parquet: field with the id; NULL: no ids */
     tfenc_null_text null_text;   /* JSON Lines, Parquet: what a null text is */
     size_t max_id_bytes;         /* JSON Lines: longer ids are refused (0: no limit) */
+    /* JSON Lines, Parquet ([job] keep_fields): fields (columns) whose values
+     * each document carries (tfenc_document.kept) into the output; at most
+     * TFENC_MAX_KEEP_FIELDS. A string longer than max_field_bytes is refused
+     * (0: no limit), and so is a value that is an object, an array or a
+     * boolean. */
+    const char *const *keep_fields;
+    int n_keep_fields;
+    size_t max_field_bytes;
     const char *tokens_dataset;  /* HDF5 ragged: int ids [T]; NULL means "tokens" */
     const char *offsets_dataset; /* HDF5 ragged: [N+1] from 0 to T; NULL means "offsets" */
     const char *ids_dataset;     /* HDF5 padded: int ids [N, L]; set with lengths_dataset */
@@ -63,6 +72,9 @@ typedef struct tfenc_document {
     size_t text_pair_length;
     const char *id;           /* JSON Lines with an id field: NUL-terminated; else NULL */
     size_t id_length;
+    const char *kept;         /* with keep_fields: their values, in order, as
+                               * base/kept_values.h writes them; else NULL */
+    size_t kept_length;
     const int32_t *token_ids; /* HDF5: the document's ids (non-negative); else NULL */
     int n_tokens;             /* HDF5: number of ids; else 0 */
     int source;               /* the file it was read from (0 for HDF5) */
@@ -72,11 +84,24 @@ typedef struct tfenc_document {
                                * tfenc_corpus_set_start_line, tfenc_corpus_range) */
 } tfenc_document;
 
+/* What the counting pass saw of one kept field: for each type (absent,
+ * null, string, ...) the first document holding a value of it, -1 for
+ * none, and the file it came from; the longest string. A share's counts
+ * number its documents from 0 (tfenc_document.local_index); the windows
+ * (windows.h) hold the whole corpus's, by global index. */
+typedef struct tfenc_kept_field_count {
+    int64_t first[TFENC_KEPT_TYPES];
+    int first_source[TFENC_KEPT_TYPES];
+    size_t longest;
+} tfenc_kept_field_count;
+
 typedef struct tfenc_corpus_counts {
     int64_t n_documents;  /* documents in the share */
     int64_t n_tokens;     /* HDF5: token ids in the share; -1 for text and JSON Lines */
     int64_t n_skipped;    /* records left out (null_text = skip) */
     size_t max_id_length; /* JSON Lines with an id field: longest id in bytes; else 0 */
+    size_t max_kept_length; /* with keep_fields: longest tfenc_document.kept */
+    tfenc_kept_field_count kept[TFENC_MAX_KEEP_FIELDS]; /* [n_keep_fields] */
 } tfenc_corpus_counts;
 
 /* A run of consecutive documents: the unit a window of work reads. */

@@ -63,7 +63,7 @@ static void jsonl_close(void *state)
     jsonl_corpus *corpus = state;
     if (corpus == NULL)
         return;
-    tfenc_jsonl_record_clear(&corpus->record);
+    tfenc_jsonl_record_free(&corpus->record);
     tfenc_record_files_release(&corpus->records);
     tfenc_record_fields_free(&corpus->names);
     free(corpus);
@@ -84,6 +84,9 @@ static int jsonl_open(tfenc_context *ctx, const tfenc_corpus_options *options,
                                           .pair_field = corpus->names.pair,
                                           .id_field = corpus->names.id,
                                           .max_id_bytes = options->max_id_bytes,
+                                          .keep_fields = options->keep_fields,
+                                          .n_keep_fields = options->n_keep_fields,
+                                          .max_field_bytes = options->max_field_bytes,
                                           .null_text = options->null_text};
     corpus->records.next = jsonl_next;
     corpus->records.leaves_records_out = options->null_text == TFENC_NULL_TEXT_SKIP;

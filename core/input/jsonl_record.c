@@ -86,6 +86,47 @@ static int read_id(const tfenc_jsonl_fields *fields, json_t *object, tfenc_jsonl
     return TFENC_OK;
 }
 
+/* The kept fields' values, in order, into record->kept. Only what a
+ * column of the output holds is kept: strings, integers, numbers, null. */
+static int read_kept(const tfenc_jsonl_fields *fields, json_t *object, tfenc_jsonl_record *record,
+                     tfenc_document *document, char *why, size_t why_size)
+{
+    tfenc_kept_text_clear(&record->kept);
+    for (int k = 0; k < fields->n_keep_fields; k++) {
+        const char *name = fields->keep_fields[k];
+        json_t *field = json_object_get(object, name);
+        tfenc_kept_value value = {.type = TFENC_KEPT_ABSENT};
+        if (field == NULL)
+            value.type = TFENC_KEPT_ABSENT;
+        else if (json_is_null(field))
+            value.type = TFENC_KEPT_NULL;
+        else if (json_is_string(field))
+            value = (tfenc_kept_value){.type = TFENC_KEPT_STRING,
+                                       .string = json_string_value(field),
+                                       .length = json_string_length(field)};
+        else if (json_is_integer(field))
+            value = (tfenc_kept_value){.type = TFENC_KEPT_INTEGER,
+                                       .integer = json_integer_value(field)};
+        else if (json_is_real(field))
+            value = (tfenc_kept_value){.type = TFENC_KEPT_FLOAT, .real = json_real_value(field)};
+        else
+            return refuse(why, why_size, ": keep_fields '%s' is %s; a kept field holds "
+                          "strings, integers, numbers or null", name, json_type_name(field));
+        /* Kept strings are stored at the longest one's length in every row,
+         * as ids are, and travel with each microbatch. */
+        if (value.type == TFENC_KEPT_STRING && fields->max_field_bytes > 0
+            && value.length > fields->max_field_bytes)
+            return refuse(why, why_size, ": keep_fields '%s' is %zu bytes long, more than "
+                          "[job] max_field_bytes = %zu", name, value.length,
+                          fields->max_field_bytes);
+        if (tfenc_kept_append(&record->kept, &value) != 0)
+            return refuse(why, why_size, ": out of memory for keep_fields '%s'", name);
+    }
+    document->kept = record->kept.text != NULL ? record->kept.text : "";
+    document->kept_length = record->kept.length;
+    return TFENC_OK;
+}
+
 int tfenc_jsonl_record_read(const tfenc_jsonl_fields *fields, const char *line, size_t length,
                             tfenc_jsonl_record *record, tfenc_document *document, char *why,
                             size_t why_size)
@@ -110,6 +151,8 @@ int tfenc_jsonl_record_read(const tfenc_jsonl_fields *fields, const char *line, 
                            &document->text_pair, &document->text_pair_length, why, why_size);
     if (status == TFENC_OK && fields->id_field != NULL)
         status = read_id(fields, record->object, record, document, why, why_size);
+    if (status == TFENC_OK && fields->n_keep_fields > 0)
+        status = read_kept(fields, record->object, record, document, why, why_size);
     return status;
 }
 
@@ -118,4 +161,10 @@ void tfenc_jsonl_record_clear(tfenc_jsonl_record *record)
     if (record->object != NULL)
         json_decref(record->object);
     record->object = NULL;
+}
+
+void tfenc_jsonl_record_free(tfenc_jsonl_record *record)
+{
+    tfenc_jsonl_record_clear(record);
+    tfenc_kept_text_free(&record->kept);
 }

@@ -20,6 +20,9 @@ typedef struct tfenc_jsonl_fields {
     const char *pair_field;   /* a cross-encoder's second text (text_pair_field); NULL: none */
     const char *id_field;     /* NULL: no ids */
     size_t max_id_bytes;      /* longer ids are refused (0: no limit) */
+    const char *const *keep_fields; /* [n_keep_fields] fields whose values are kept */
+    int n_keep_fields;
+    size_t max_field_bytes;   /* longer kept strings are refused (0: no limit) */
     tfenc_null_text null_text;
 } tfenc_jsonl_fields;
 
@@ -31,10 +34,12 @@ typedef struct tfenc_jsonl_fields {
 typedef struct tfenc_jsonl_record {
     json_t *object;
     char id_text[32]; /* an integer id printed as text */
+    tfenc_kept_text kept; /* the kept fields' values (document->kept) */
 } tfenc_jsonl_record;
 
 /* Parses `line` (`length` bytes, NUL-terminated) into record and fills
- * document's text and id. TFENC_OK, TFENC_JSONL_SKIPPED, or
+ * document's text, id and kept values (a field the object lacks is kept
+ * as absent). TFENC_OK, TFENC_JSONL_SKIPPED, or
  * TFENC_ERR_INPUT with `why` filled. */
 int tfenc_jsonl_record_read(const tfenc_jsonl_fields *fields, const char *line, size_t length,
                             tfenc_jsonl_record *record, tfenc_document *document, char *why,
@@ -42,5 +47,7 @@ int tfenc_jsonl_record_read(const tfenc_jsonl_fields *fields, const char *line, 
 
 /* Releases the parsed object (the record itself stays usable). */
 void tfenc_jsonl_record_clear(tfenc_jsonl_record *record);
+/* Releases everything, the kept values' memory too. */
+void tfenc_jsonl_record_free(tfenc_jsonl_record *record);
 
 #endif

@@ -22,6 +22,10 @@ typedef struct parquet_corpus {
     tfenc_record_fields columns; /* the columns' names */
     size_t max_id_bytes;
     tfenc_null_text null_text;
+    const char *const *keep_fields; /* [n_keep_fields] the options' */
+    int n_keep_fields;
+    size_t max_field_bytes;
+    tfenc_kept_text kept;       /* the current row's kept values */
     tfenc_parquet *parquet;     /* the file being read, or NULL */
     int parquet_source;         /* its index, or -1 */
     int parquet_group;          /* the row group loaded, or -1 */
@@ -57,7 +61,8 @@ static int open_source(tfenc_context *ctx, parquet_corpus *corpus, int source)
     const char *path = corpus->records.files->paths[source];
     char why[512];
     int status = tfenc_parquet_open(path, corpus->columns.text, corpus->columns.pair,
-                                    corpus->columns.id, &corpus->parquet, why, sizeof why);
+                                    corpus->columns.id, corpus->keep_fields,
+                                    corpus->n_keep_fields, &corpus->parquet, why, sizeof why);
     if (status != TFENC_OK)
         return tfenc_error(ctx, status, "%s: %s", path, why);
     corpus->parquet_source = source;
@@ -82,6 +87,36 @@ static int load_group_of(tfenc_context *ctx, parquet_corpus *corpus, int64_t row
     corpus->parquet_group = group;
     corpus->group_first = first;
     corpus->group_end = first + tfenc_parquet_row_group_rows(corpus->parquet, group);
+    return TFENC_OK;
+}
+
+/* Row `row`'s kept values into corpus->kept (document->kept), each string
+ * refused when it is too long or holds a NUL byte, naming the row. */
+static int read_kept(tfenc_context *ctx, parquet_corpus *corpus, const char *path, int64_t row,
+                     tfenc_document *document)
+{
+    tfenc_kept_text_clear(&corpus->kept);
+    for (int k = 0; k < corpus->n_keep_fields; k++) {
+        tfenc_kept_value value;
+        tfenc_parquet_kept(corpus->parquet, row - corpus->group_first, k, &value);
+        const char *name = corpus->keep_fields[k];
+        if (value.type == TFENC_KEPT_STRING && corpus->max_field_bytes > 0
+            && value.length > corpus->max_field_bytes)
+            return tfenc_error(ctx, TFENC_ERR_INPUT, "%s: row %lld (row group %d): keep_fields "
+                               "'%s' is %zu bytes long, more than [job] max_field_bytes = %zu",
+                               path, (long long)row, corpus->parquet_group, name, value.length,
+                               corpus->max_field_bytes);
+        const char *nul = value.type == TFENC_KEPT_STRING
+                              ? memchr(value.string, '\0', value.length) : NULL;
+        if (nul != NULL)
+            return tfenc_error(ctx, TFENC_ERR_INPUT, "%s: row %lld (row group %d): NUL byte at "
+                               "byte %lld of keep_fields '%s'", path, (long long)row,
+                               corpus->parquet_group, (long long)(nul - value.string), name);
+        if (tfenc_kept_append(&corpus->kept, &value) != 0)
+            return tfenc_error(ctx, TFENC_ERR_NO_MEMORY, "%s: out of memory", path);
+    }
+    document->kept = corpus->kept.text != NULL ? corpus->kept.text : "";
+    document->kept_length = corpus->kept.length;
     return TFENC_OK;
 }
 
@@ -165,6 +200,11 @@ static int parquet_next(tfenc_context *ctx, void *state, tfenc_document *documen
             document->text_pair = pair != NULL ? pair : "";
             document->text_pair_length = pair_length;
         }
+        if (corpus->n_keep_fields > 0) {
+            status = read_kept(ctx, corpus, path, row, document);
+            if (status != TFENC_OK)
+                return status;
+        }
         document->id = id;
         document->id_length = id_length;
         document->source = source;
@@ -180,6 +220,7 @@ static void parquet_close(void *state)
     if (corpus == NULL)
         return;
     tfenc_parquet_close(corpus->parquet);
+    tfenc_kept_text_free(&corpus->kept);
     tfenc_record_files_release(&corpus->records);
     tfenc_record_fields_free(&corpus->columns);
     free(corpus);
@@ -196,6 +237,9 @@ static int parquet_open(tfenc_context *ctx, const tfenc_corpus_options *options,
     corpus->parquet_source = corpus->parquet_group = -1;
     corpus->max_id_bytes = options->max_id_bytes;
     corpus->null_text = options->null_text;
+    corpus->keep_fields = options->keep_fields;
+    corpus->n_keep_fields = options->n_keep_fields;
+    corpus->max_field_bytes = options->max_field_bytes;
     int status = tfenc_record_fields_copy(ctx, options, &corpus->columns);
     if (status != TFENC_OK)
         return status;

@@ -15,6 +15,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "base/kept_values.h"
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -22,10 +24,13 @@ extern "C" {
 typedef struct tfenc_parquet tfenc_parquet;
 
 /* pair_column (the second text of a pair, strings like the text) and
- * id_column may be NULL. */
+ * id_column may be NULL. keep_columns ([job] keep_fields, n_keep of
+ * them) must each be in the schema and hold strings (or a dictionary of
+ * them), signed integers, unsigned ones up to 32 bits, or floating-point
+ * numbers: anything else (lists, structs, booleans, ...) is refused here. */
 int tfenc_parquet_open(const char *path, const char *text_column, const char *pair_column,
-                       const char *id_column, tfenc_parquet **reader, char *why,
-                       size_t why_size);
+                       const char *id_column, const char *const *keep_columns, int n_keep,
+                       tfenc_parquet **reader, char *why, size_t why_size);
 int64_t tfenc_parquet_rows(const tfenc_parquet *reader);
 int tfenc_parquet_row_groups(const tfenc_parquet *reader);
 int64_t tfenc_parquet_row_group_rows(const tfenc_parquet *reader, int group);
@@ -40,6 +45,9 @@ void tfenc_parquet_row(tfenc_parquet *reader, int64_t row, const char **text, si
  * (NULL for a null or without a pair column). */
 void tfenc_parquet_pair_text(tfenc_parquet *reader, int64_t row, const char **text,
                              size_t *length);
+/* Row `row`'s value of keep column k (a string's bytes valid until the
+ * next load); NULL for a null. */
+void tfenc_parquet_kept(tfenc_parquet *reader, int64_t row, int k, tfenc_kept_value *value);
 void tfenc_parquet_close(tfenc_parquet *reader);
 
 #ifdef __cplusplus

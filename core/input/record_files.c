@@ -440,6 +440,9 @@ void tfenc_record_files_describe_fields(const tfenc_corpus_options *options, con
                       options->text_pair_field);
     if (options->id_field != NULL && n >= 0 && (size_t)n < size)
         n += snprintf(line + n, size - (size_t)n, ", ids in %s '%s'", field, options->id_field);
+    for (int k = 0; k < options->n_keep_fields && n >= 0 && (size_t)n < size; k++)
+        n += snprintf(line + n, size - (size_t)n, "%s'%s'", k == 0 ? ", keeping " : ", ",
+                      options->keep_fields[k]);
     if (options->null_text != TFENC_NULL_TEXT_ERROR && n >= 0 && (size_t)n < size)
         snprintf(line + n, size - (size_t)n, ", null texts %s",
                  options->null_text == TFENC_NULL_TEXT_SKIP ? "left out" : "read as empty");

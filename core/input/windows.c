@@ -4,6 +4,7 @@
 
 #include "base/context.h"
 
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -46,6 +47,89 @@ static int64_t cut(int64_t n_documents, int64_t width, int64_t *first)
     if (first != NULL)
         first[k] = n_documents;
     return k;
+}
+
+/* Collective: the kept fields' counts of every share combined: each
+ * type's first document over the corpus (with its file), the longest
+ * string and kept text. */
+static void combine_kept(MPI_Comm comm, const tfenc_windows_share *share_info,
+                        tfenc_windows *windows)
+{
+    enum { N = TFENC_MAX_KEEP_FIELDS * TFENC_KEPT_TYPES };
+    struct {
+        long index; /* MPI_LONG_INT's pair: the document, then its file */
+        int source;
+    } mine[N], first[N];
+    unsigned long long longest[TFENC_MAX_KEEP_FIELDS + 1], all_longest[TFENC_MAX_KEEP_FIELDS + 1];
+    for (int k = 0; k < TFENC_MAX_KEEP_FIELDS; k++) {
+        for (int t = 0; t < TFENC_KEPT_TYPES; t++) {
+            int64_t index = share_info->kept[k].first[t];
+            mine[k * TFENC_KEPT_TYPES + t].index = index >= 0 ? (long)index : LONG_MAX;
+            mine[k * TFENC_KEPT_TYPES + t].source = share_info->kept[k].first_source[t];
+        }
+        longest[k] = share_info->kept[k].longest;
+    }
+    longest[TFENC_MAX_KEEP_FIELDS] = share_info->max_kept_length;
+    MPI_Allreduce(mine, first, N, MPI_LONG_INT, MPI_MINLOC, comm);
+    MPI_Allreduce(longest, all_longest, TFENC_MAX_KEEP_FIELDS + 1, MPI_UNSIGNED_LONG_LONG,
+                  MPI_MAX, comm);
+    windows->n_keep_fields = share_info->n_keep_fields;
+    windows->max_kept_length = (size_t)all_longest[TFENC_MAX_KEEP_FIELDS];
+    for (int k = 0; k < TFENC_MAX_KEEP_FIELDS; k++) {
+        for (int t = 0; t < TFENC_KEPT_TYPES; t++) {
+            long index = first[k * TFENC_KEPT_TYPES + t].index;
+            windows->kept[k].first[t] = index == LONG_MAX ? -1 : (int64_t)index;
+            windows->kept[k].first_source[t] = first[k * TFENC_KEPT_TYPES + t].source;
+        }
+        windows->kept[k].longest = (size_t)all_longest[k];
+    }
+}
+
+/* The file a document came from, for messages. */
+static const char *source_path(const tfenc_corpus_options *options, int source)
+{
+    return options->n_sources > 0 && source >= 0 && source < options->n_sources
+               ? options->sources[source] : options->path;
+}
+
+int tfenc_windows_kept_types(tfenc_context *ctx, const tfenc_windows *windows,
+                             const tfenc_corpus_options *options, tfenc_kept_type *types,
+                             size_t *longest)
+{
+    for (int k = 0; k < options->n_keep_fields; k++) {
+        const tfenc_kept_field_count *field = &windows->kept[k];
+        const int64_t *first = field->first;
+        const char *name = options->keep_fields[k];
+        if (first[TFENC_KEPT_NULL] < 0 && first[TFENC_KEPT_STRING] < 0
+            && first[TFENC_KEPT_INTEGER] < 0 && first[TFENC_KEPT_FLOAT] < 0)
+            return tfenc_error(ctx, TFENC_ERR_CONFIG, "[job] keep_fields: no record of %s has "
+                               "a field '%s' (a field is kept when some record has it; the "
+                               "records without it keep a null)", options->path, name);
+        /* The first number of either kind, against the first string. */
+        int number = first[TFENC_KEPT_INTEGER] < 0 ? TFENC_KEPT_FLOAT
+                     : first[TFENC_KEPT_FLOAT] < 0 ? TFENC_KEPT_INTEGER
+                     : first[TFENC_KEPT_INTEGER] < first[TFENC_KEPT_FLOAT] ? TFENC_KEPT_INTEGER
+                                                                            : TFENC_KEPT_FLOAT;
+        if (first[TFENC_KEPT_STRING] >= 0 && first[number] >= 0) {
+            int earlier = first[TFENC_KEPT_STRING] < first[number] ? TFENC_KEPT_STRING : number;
+            int later = earlier == TFENC_KEPT_STRING ? number : TFENC_KEPT_STRING;
+            return tfenc_error(ctx, TFENC_ERR_CONFIG, "[job] keep_fields '%s': document %lld "
+                               "(%s) holds %s %s but document %lld (%s) %s %s (a kept field "
+                               "holds one type; integers and floats mix as floats)", name,
+                               (long long)first[earlier], source_path(options,
+                                                                      field->first_source[earlier]),
+                               earlier == TFENC_KEPT_INTEGER ? "an" : "a",
+                               tfenc_kept_type_names[earlier], (long long)first[later],
+                               source_path(options, field->first_source[later]),
+                               later == TFENC_KEPT_INTEGER ? "an" : "a",
+                               tfenc_kept_type_names[later]);
+        }
+        types[k] = first[TFENC_KEPT_FLOAT] >= 0     ? TFENC_KEPT_FLOAT
+                   : first[TFENC_KEPT_INTEGER] >= 0 ? TFENC_KEPT_INTEGER
+                                                    : TFENC_KEPT_STRING;
+        longest[k] = field->longest > 0 ? field->longest : 1;
+    }
+    return TFENC_OK;
 }
 
 /* Collective: every rank learns how many documents each source holds (a
@@ -132,6 +216,17 @@ int tfenc_windows_scan(tfenc_context *ctx, MPI_Comm comm, const tfenc_corpus_opt
         status = sources_status;
     share_info->n_documents = mine;
     share_info->max_id_length = counts.max_id_length;
+    share_info->max_kept_length = counts.max_kept_length;
+    share_info->n_keep_fields = options->n_keep_fields;
+    /* The share numbered its documents from 0; the corpus from first_index. */
+    for (int k = 0; k < TFENC_MAX_KEEP_FIELDS; k++) {
+        share_info->kept[k] = counts.kept[k];
+        for (int t = 0; t < TFENC_KEPT_TYPES; t++)
+            if (status != TFENC_OK || k >= options->n_keep_fields)
+                share_info->kept[k].first[t] = -1;
+            else if (counts.kept[k].first[t] >= 0)
+                share_info->kept[k].first[t] += first_index;
+    }
     if (status == TFENC_OK && tfenc_corpus_windows_by_position(corpus)) {
         /* The whole corpus's size gives the cut; the share reports where the
          * windows that start in it start. */
@@ -174,6 +269,7 @@ int tfenc_windows_build(tfenc_context *ctx, MPI_Comm comm, tfenc_windows_share *
     MPI_Allreduce(&share_info->n_documents, &windows->n_documents, 1, MPI_INT64_T, MPI_SUM, comm);
     MPI_Allreduce(&longest_id, &longest, 1, MPI_UNSIGNED_LONG_LONG, MPI_MAX, comm);
     windows->max_id_length = (size_t)longest;
+    combine_kept(comm, share_info, windows);
     windows->n_sources = share_info->n_sources;
     windows->source_documents = share_info->source_documents;
     share_info->source_documents = NULL;

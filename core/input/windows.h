@@ -58,6 +58,10 @@ typedef struct tfenc_windows {
     int64_t n_windows;
     int64_t *first_document;  /* [n_windows + 1] each window's first document, then N */
     size_t max_id_length;     /* longest document id in bytes (JSON Lines ids), else 0 */
+    size_t max_kept_length;   /* longest kept values' text (tfenc_document.kept), else 0 */
+    int n_keep_fields;
+    tfenc_kept_field_count kept[TFENC_MAX_KEEP_FIELDS]; /* the whole corpus's, by global
+                                                         * document index */
     int64_t *byte_start;      /* text: [n_windows + 1] offset of each window's first line,
                                * then the file size; NULL for HDF5 */
     int64_t *first_line_number; /* text: [n_windows] each window's first document's 1-based
@@ -80,6 +84,9 @@ typedef struct tfenc_windows {
 typedef struct tfenc_windows_share {
     int64_t n_documents;
     size_t max_id_length;
+    size_t max_kept_length;
+    int n_keep_fields;
+    tfenc_kept_field_count kept[TFENC_MAX_KEEP_FIELDS]; /* by global document index */
     int64_t *line_starts;     /* text: byte offsets of the share's lines that start a
                                * window (malloc'ed; freed by build) */
     int64_t *line_numbers;    /* text: their 1-based lines in their files (freed by build) */
@@ -107,6 +114,18 @@ void tfenc_windows_share_free(tfenc_windows_share *share_info);
  * Call only when every rank's tfenc_windows_scan succeeded. */
 int tfenc_windows_build(tfenc_context *ctx, MPI_Comm comm, tfenc_windows_share *share_info,
                         int64_t window_documents, tfenc_windows *windows);
+
+/* With keep_fields: each field's type in the output (types[k]: STRING,
+ * INTEGER or FLOAT) and the longest string (longest[k], at least 1), from
+ * what the counting pass saw of the whole corpus. A field that no record
+ * of the corpus has (JSON Lines; a Parquet file without the column is
+ * refused when it is opened) is TFENC_ERR_CONFIG; so is a field holding
+ * strings in one record and numbers in another, naming both documents and
+ * their files. Integers and floats mix as floats; a field that is null in
+ * every record is a string. The same on every rank. */
+int tfenc_windows_kept_types(tfenc_context *ctx, const tfenc_windows *windows,
+                             const tfenc_corpus_options *options, tfenc_kept_type *types,
+                             size_t *longest);
 
 /* The documents of window k, as a corpus range. */
 void tfenc_windows_range(const tfenc_windows *windows, int64_t k, tfenc_corpus_range *range);

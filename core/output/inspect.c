@@ -5,6 +5,7 @@
 #include "base/files.h"
 #include "output/ownership.h"
 #include "base/hdf5_error.h"
+#include "output/output_options.h"
 #include "output/kinds.h"
 #include "output/output_checks.h"
 
@@ -257,6 +258,56 @@ static int list_datasets(hid_t file, tfenc_inspection *inspection)
     return 0;
 }
 
+/* The kept fields the attribute keep_fields names, each with what its
+ * dataset holds; a name without its dataset is an inconsistent file. */
+static int read_kept(tfenc_context *ctx, const char *path, hid_t file,
+                     tfenc_inspection *inspection)
+{
+    char *names = tfenc_hdf5_attribute_string(file, TFENC_KEPT_FIELDS_ATTRIBUTE);
+    int status = TFENC_OK;
+    if (names == NULL || names[0] == '\0') {
+        free(names);
+        return TFENC_OK;
+    }
+    int n = 1;
+    for (const char *p = names; *p != '\0'; p++)
+        n += *p == '\n';
+    inspection->kept = calloc((size_t)n, sizeof *inspection->kept);
+    if (inspection->kept == NULL)
+        status = tfenc_error(ctx, TFENC_ERR_NO_MEMORY, "out of memory");
+    for (char *name = names; status == TFENC_OK && name != NULL;) {
+        char *end = strchr(name, '\n');
+        if (end != NULL)
+            *end = '\0';
+        tfenc_inspected_kept *field = &inspection->kept[inspection->n_kept];
+        hid_t dataset = H5Lexists(file, name, H5P_DEFAULT) > 0 ? H5Dopen2(file, name, H5P_DEFAULT)
+                                                               : -1;
+        hid_t type = dataset >= 0 ? H5Dget_type(dataset) : -1;
+        H5T_class_t class = type >= 0 ? H5Tget_class(type) : H5T_NO_CLASS;
+        field->type = class == H5T_STRING    ? "string"
+                      : class == H5T_INTEGER ? "integer"
+                      : class == H5T_FLOAT   ? "float"
+                                             : NULL;
+        field->bytes = class == H5T_STRING ? (int64_t)H5Tget_size(type) : 0;
+        if (type >= 0)
+            H5Tclose(type);
+        if (dataset >= 0)
+            H5Dclose(dataset);
+        if (field->type == NULL)
+            status = tfenc_error(ctx, TFENC_ERR_CONFIG, "%s: inconsistent: attribute '%s' names "
+                                 "'%s', which is no dataset of strings or numbers", path,
+                                 TFENC_KEPT_FIELDS_ATTRIBUTE, name);
+        else if ((field->name = strdup(name)) == NULL)
+            status = tfenc_error(ctx, TFENC_ERR_NO_MEMORY, "out of memory");
+        else
+            inspection->n_kept++;
+        name = end != NULL ? end + 1 : NULL;
+    }
+    H5Eclear2(H5E_DEFAULT);
+    free(names);
+    return status;
+}
+
 /* One head of /outputs: its attributes, and rows as the root's are for
  * its kind (one per document, d_model values each). */
 static int read_head(tfenc_context *ctx, const char *path, hid_t outputs, const char *name,
@@ -503,6 +554,8 @@ int tfenc_inspect_output(tfenc_context *ctx, const char *path, tfenc_inspection 
     if (status == TFENC_OK)
         status = read_corpus_shards(ctx, path, file, &inspection->corpus_shards);
     if (status == TFENC_OK)
+        status = read_kept(ctx, path, file, inspection);
+    if (status == TFENC_OK)
         status = read_heads(ctx, path, file, inspection);
     H5Fclose(file);
     if (status != TFENC_OK)
@@ -564,4 +617,9 @@ void tfenc_inspection_free(tfenc_inspection *inspection)
     free(inspection->datasets);
     inspection->datasets = NULL;
     inspection->n_datasets = 0;
+    for (int k = 0; k < inspection->n_kept; k++)
+        free(inspection->kept[k].name);
+    free(inspection->kept);
+    inspection->kept = NULL;
+    inspection->n_kept = 0;
 }

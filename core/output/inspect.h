@@ -36,6 +36,15 @@ typedef struct tfenc_inspected_dataset {
     int64_t shape[TFENC_INSPECT_MAX_RANK]; /* the first `rank` (larger ranks are cut) */
 } tfenc_inspected_dataset;
 
+/* A kept field ([job] keep_fields, output/output.h): its dataset's
+ * name (its mask is NAME_valid), "string", "integer" or "float" as the
+ * dataset holds, and a string's stored bytes (0 otherwise). */
+typedef struct tfenc_inspected_kept {
+    char *name;
+    const char *type;
+    int64_t bytes;
+} tfenc_inspected_kept;
+
 /* A further head's output (group /outputs/NAME, output.h): its
  * attributes and its rows dataset's shape. */
 typedef struct tfenc_inspected_head {
@@ -116,6 +125,10 @@ typedef struct tfenc_inspection {
      * with its shape; for the --status --json report. */
     tfenc_inspected_dataset *datasets;
     int n_datasets;
+    /* The kept fields, in the job's order (attribute keep_fields); none
+     * without them. */
+    tfenc_inspected_kept *kept;
+    int n_kept;
     /* A job of several heads: the first head's name (attribute `head`: its
      * rows are the root's), or NULL; and the further heads, in the order
      * HDF5 lists /outputs (by name). */

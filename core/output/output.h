@@ -24,6 +24,12 @@
  *                                NUL-padded UTF-8, as long as the longest id
  *                                (variable-length strings cannot be written in
  *                                parallel HDF5; h5py returns them as bytes)
+ *   NAME       [N]   string, int64 or float64
+ *   NAME_valid [N]   uint8       with [job] keep_fields, for each field NAME:
+ *                                its values (strings as ids are) and 1 where the
+ *                                record had one, 0 where it was null or absent
+ *                                (NAME then holds "", 0 or NaN); the root
+ *                                attribute keep_fields names them, one a line
  *   document_source [N] {shard int32, line int64}
  *                                with has_document_source (a corpus of several
  *                                files, or one that leaves records out): the

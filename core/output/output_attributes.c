@@ -186,6 +186,25 @@ int tfenc_output_write_unit_norm(tfenc_context *ctx, tfenc_output *out,
     return tfenc_output_write_attribute(ctx, out, "unit_norm", H5T_NATIVE_INT32, &unit);
 }
 
+/* The kept fields' names, one a line, in the job's order: what --status
+ * and tfenc-export find their datasets by. */
+static int write_kept_names(tfenc_context *ctx, tfenc_output *out)
+{
+    size_t bytes = 1;
+    for (int k = 0; k < out->n_kept; k++)
+        bytes += strlen(out->kept[k].name) + 1;
+    char *names = malloc(bytes);
+    if (names == NULL)
+        return tfenc_error(ctx, TFENC_ERR_NO_MEMORY, "%s: out of memory", out->path);
+    size_t at = 0;
+    for (int k = 0; k < out->n_kept; k++)
+        at += (size_t)snprintf(names + at, bytes - at, "%s%s", k > 0 ? "\n" : "",
+                               out->kept[k].name);
+    int status = tfenc_output_write_string(ctx, out, TFENC_KEPT_FIELDS_ATTRIBUTE, names);
+    free(names);
+    return status;
+}
+
 int tfenc_output_write_attributes(tfenc_context *ctx, tfenc_output *out,
                             const tfenc_output_options *options)
 {
@@ -254,6 +273,8 @@ int tfenc_output_write_attributes(tfenc_context *ctx, tfenc_output *out,
         status = write_kind_attributes(ctx, out, options);
     if (status == TFENC_OK && out->chunks == TFENC_CHUNKS_EACH)
         status = write_int64_attribute(ctx, out, "n_chunks", out->n_tokens);
+    if (status == TFENC_OK && out->n_kept > 0)
+        status = write_kept_names(ctx, out);
     int32_t complete = 0;
     if (status == TFENC_OK)
         status = tfenc_output_write_attribute(ctx, out, "complete", H5T_NATIVE_INT32, &complete);

@@ -262,6 +262,18 @@ static const dataset_spec datasets[] = {
      .indexing = WHOLE, .rule = RULE_DOCUMENT_INDEX},
 };
 
+int tfenc_output_names_dataset(const char *name)
+{
+    /* The groups besides the table's datasets: the calibration, and the
+     * further heads' /outputs. */
+    if (strcmp(name, TFENC_CALIBRATION_GROUP) == 0 || strcmp(name, "outputs") == 0)
+        return 1;
+    for (size_t i = 0; i < sizeof datasets / sizeof datasets[0]; i++)
+        if (strcmp(datasets[i].name, name) == 0)
+            return 1;
+    return 0;
+}
+
 #define N_DATASETS (sizeof datasets / sizeof datasets[0])
 
 /* ============================================================== the checks */

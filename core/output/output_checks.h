@@ -37,6 +37,10 @@
  * attribute that older tfenc versions did not write may be absent. */
 int tfenc_output_check_attributes(tfenc_context *ctx, const char *path, hid_t file);
 
+/* 1 when a tfenc output file may hold a dataset (or group) of this name at
+ * its root, of any kind: [job] keep_fields may not take it. */
+int tfenc_output_names_dataset(const char *name);
+
 /* What the pass over the documents counted, for a report. */
 typedef struct tfenc_output_census {
     int64_t n_documents;    /* attribute n_documents, or (older files) the rows of lengths */

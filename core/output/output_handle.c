@@ -235,6 +235,47 @@ static int prepare_compact(tfenc_context *ctx, tfenc_output *out,
 
 /* What create and reopen share: checks that the writers agree, refuses
  * gzip with several writers, and fills a new handle (no file yet). */
+hid_t tfenc_output_string_type(size_t length)
+{
+    hid_t type = H5Tcopy(H5T_C_S1);
+    if (type >= 0
+        && (H5Tset_size(type, length) < 0 || H5Tset_strpad(type, H5T_STR_NULLPAD) < 0
+            || H5Tset_cset(type, H5T_CSET_UTF8) < 0)) {
+        H5Tclose(type);
+        type = -1;
+    }
+    return type;
+}
+
+/* The kept fields' names, masks and file types (the same on every writer:
+ * the counting pass reduced them over the ranks). */
+static int prepare_kept(tfenc_context *ctx, tfenc_output *out, const tfenc_output_options *options)
+{
+    if (options->n_kept_fields < 0 || options->n_kept_fields > TFENC_MAX_KEEP_FIELDS)
+        return tfenc_error(ctx, TFENC_ERR_INTERNAL, "%s: %d kept fields", out->path,
+                           options->n_kept_fields);
+    for (int k = 0; k < options->n_kept_fields; k++) {
+        const tfenc_kept_field *field = &options->kept_fields[k];
+        tfenc_output_kept *kept = &out->kept[k];
+        out->n_kept = k + 1;
+        kept->type = field->type;
+        kept->width = field->longest > 0 ? field->longest : 1;
+        size_t bytes = strlen(field->name) + sizeof TFENC_KEPT_MASK_SUFFIX;
+        kept->name = strdup(field->name);
+        kept->mask = malloc(bytes);
+        if (kept->name == NULL || kept->mask == NULL)
+            return tfenc_error(ctx, TFENC_ERR_NO_MEMORY, "%s: out of memory", out->path);
+        snprintf(kept->mask, bytes, "%s" TFENC_KEPT_MASK_SUFFIX, field->name);
+        kept->file_type = kept->type == TFENC_KEPT_STRING    ? tfenc_output_string_type(kept->width)
+                          : kept->type == TFENC_KEPT_INTEGER ? H5Tcopy(H5T_STD_I64LE)
+                                                             : H5Tcopy(H5T_IEEE_F64LE);
+        if (kept->file_type < 0)
+            return tfenc_output_hdf5_fail(ctx, TFENC_ERR_IO, out->path, "cannot make the type "
+                                          "of '%s'", kept->name);
+    }
+    return TFENC_OK;
+}
+
 int tfenc_output_prepare(tfenc_context *ctx, MPI_Comm writers, const tfenc_output_options *options,
                    tfenc_output **out_result)
 {
@@ -275,6 +316,8 @@ int tfenc_output_prepare(tfenc_context *ctx, MPI_Comm writers, const tfenc_outpu
     out->file = out->transfer = out->float_type = out->rows = out->offsets = -1;
     out->lengths = out->truncated = out->ids = out->id_type = out->document_source = -1;
     out->chunk_counts = out->chunk_starts = out->token_ids = -1;
+    for (int k = 0; k < TFENC_MAX_KEEP_FIELDS; k++)
+        out->kept[k].file_type = out->kept[k].values = out->kept[k].valid = -1;
     out->chunks = options->kind->chunks ? options->chunks : TFENC_CHUNKS_OFF;
     out->writers = writers;
     out->parallel = n_writers > 1;
@@ -303,6 +346,8 @@ int tfenc_output_prepare(tfenc_context *ctx, MPI_Comm writers, const tfenc_outpu
     out->float_size = tfenc_dtype_element_size(out->dtype);
     out->row_width = tfenc_dtype_row_width(out->dtype, out->d_model);
     int compact_status = prepare_compact(ctx, out, options);
+    if (compact_status == TFENC_OK)
+        compact_status = prepare_kept(ctx, out, options);
     if (compact_status != TFENC_OK) {
         tfenc_output_close(out);
         return compact_status;
@@ -352,6 +397,14 @@ int tfenc_output_close_handles(tfenc_output *out)
             failed |= H5Dclose(*datasets[i]) < 0;
             *datasets[i] = -1;
         }
+    for (int k = 0; k < out->n_kept; k++) {
+        hid_t *handles[] = {&out->kept[k].values, &out->kept[k].valid};
+        for (size_t i = 0; i < 2; i++)
+            if (*handles[i] >= 0) {
+                failed |= H5Dclose(*handles[i]) < 0;
+                *handles[i] = -1;
+            }
+    }
     hid_t *types[] = {&out->float_type, &out->id_type};
     for (size_t i = 0; i < 2; i++)
         if (*types[i] >= 0) {
@@ -374,6 +427,12 @@ int tfenc_output_close_handles(tfenc_output *out)
 
 void tfenc_output_free(tfenc_output *out)
 {
+    for (int k = 0; k < out->n_kept; k++) {
+        if (out->kept[k].file_type >= 0)
+            H5Tclose(out->kept[k].file_type);
+        free(out->kept[k].name);
+        free(out->kept[k].mask);
+    }
     free(out->ranges);
     free(out->quantize_starts);
     free(out->quantize_steps);

@@ -28,6 +28,17 @@ typedef struct tfenc_output tfenc_output;
 #define CHUNK_CACHE_SLOTS 12421 /* a prime about 100 times the chunks cached, as HDF5 advises */
 
 
+/* A kept field's two datasets (output.h): NAME, its values, and
+ * NAME_valid, its mask. */
+typedef struct tfenc_output_kept {
+    char *name;
+    char *mask;           /* NAME_valid */
+    tfenc_kept_type type; /* STRING, INTEGER or FLOAT */
+    size_t width;         /* strings: bytes per value in the file, at least 1 */
+    hid_t file_type;      /* the values' type in the file (strings: of `width` bytes) */
+    hid_t values, valid;
+} tfenc_output_kept;
+
 struct tfenc_output {
     char *path;
     const tfenc_output_kind_entry *kind; /* output/kinds.h's entry: what the rows are */
@@ -55,6 +66,8 @@ struct tfenc_output {
     hid_t truncated;
     hid_t ids;             /* -1 without ids */
     hid_t document_source; /* document_source [N] {shard, line}, else -1 */
+    tfenc_output_kept kept[TFENC_MAX_KEEP_FIELDS]; /* [n_kept] [job] keep_fields */
+    int n_kept;
     hid_t id_type;
     size_t id_length;      /* bytes per id in the file */
     int compress;          /* gzip + shuffle */
@@ -88,6 +101,9 @@ hid_t tfenc_output_source_type(int in_memory);
  * stack cleared. */
 int tfenc_output_hdf5_fail(tfenc_context *ctx, int status, const char *path, const char *format,
                            ...) TFENC_PRINTF(4, 5);
+/* A fixed-length, NUL-padded UTF-8 string type of `length` bytes (ids,
+ * kept strings); -1 on failure. */
+hid_t tfenc_output_string_type(size_t length);
 /* Kinds whose documents own runs of rows, one per (kept) token. */
 int tfenc_output_per_token(const tfenc_output_kind_entry *kind);
 /* Outputs whose documents own runs of rows, found through an offsets

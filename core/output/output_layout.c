@@ -3,8 +3,10 @@
  * holds an existing file to the same table before it appends to it. */
 #include "output/output_layout.h"
 
+#include <math.h>
 #include <stddef.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <hdf5.h>
@@ -31,7 +33,9 @@ typedef enum element {
     ELEMENT_INT32,
     ELEMENT_INT64,
     ELEMENT_ID,      /* a fixed-length string as long as the longest id */
-    ELEMENT_SOURCE   /* document_source's compound */
+    ELEMENT_SOURCE,  /* document_source's compound */
+    ELEMENT_KEPT,    /* a kept field's values: out->kept[].file_type */
+    ELEMENT_MASK     /* a kept field's NAME_valid: uint8 */
 } element;
 
 /* Its first dimension. */
@@ -51,6 +55,7 @@ typedef struct layout_entry {
     int row_wide;        /* rank 2: [length, the stored row's width] */
     int fill_unwritten;  /* filled with -1, "not written yet" (lengths) */
     size_t handle;       /* offsetof the struct tfenc_output member that keeps it open */
+    int kept;            /* ELEMENT_KEPT, ELEMENT_MASK: the field's index in out->kept */
 } layout_entry;
 
 /* Every dataset a job writes as it goes, in the order they are created
@@ -81,8 +86,20 @@ static const layout_entry layout[] = {
 
 #define N_LAYOUT (sizeof layout / sizeof layout[0])
 
+/* The two datasets of kept field k ([job] keep_fields), which follow the
+ * table's in the file: its values, and (mask) NAME_valid, whose 0 fill
+ * says null until the document is written. */
+static layout_entry kept_entry(int k, int mask)
+{
+    return (layout_entry){.presence = WHEN_ALWAYS, .element = mask ? ELEMENT_MASK : ELEMENT_KEPT,
+                          .length = LENGTH_DOCUMENTS, .kept = k};
+}
+
 static const char *entry_name(const tfenc_output *out, const layout_entry *entry)
 {
+    if (entry->element == ELEMENT_KEPT || entry->element == ELEMENT_MASK)
+        return entry->element == ELEMENT_KEPT ? out->kept[entry->kept].name
+                                              : out->kept[entry->kept].mask;
     return entry->name != NULL ? entry->name
            : entry->offsets    ? tfenc_output_offsets_name(out)
                                : tfenc_output_rows_name(out);
@@ -129,22 +146,10 @@ static int64_t entry_length(const tfenc_output *out, const layout_entry *entry)
 
 static hid_t *entry_handle(tfenc_output *out, const layout_entry *entry)
 {
+    if (entry->element == ELEMENT_KEPT || entry->element == ELEMENT_MASK)
+        return entry->element == ELEMENT_KEPT ? &out->kept[entry->kept].values
+                                              : &out->kept[entry->kept].valid;
     return (hid_t *)((char *)out + entry->handle);
-}
-
-/* The ids' type: fixed-length, NUL-padded UTF-8 of `length` bytes (at
- * least 1: a zero-size string type is invalid, and every id could be
- * empty); -1 on failure. */
-static hid_t id_type(size_t length)
-{
-    hid_t type = H5Tcopy(H5T_C_S1);
-    if (type >= 0
-        && (H5Tset_size(type, length) < 0 || H5Tset_strpad(type, H5T_STR_NULLPAD) < 0
-            || H5Tset_cset(type, H5T_CSET_UTF8) < 0)) {
-        H5Tclose(type);
-        type = -1;
-    }
-    return type;
 }
 
 /* The entry's file type, a new handle to close (the rows' and the ids'
@@ -157,7 +162,12 @@ static hid_t entry_type(const tfenc_output *out, const layout_entry *entry)
     case ELEMENT_INT64:
         return H5Tcopy(H5T_STD_I64LE);
     case ELEMENT_ID:
-        return out->id_type >= 0 ? H5Tcopy(out->id_type) : id_type(out->id_length);
+        return out->id_type >= 0 ? H5Tcopy(out->id_type)
+                                 : tfenc_output_string_type(out->id_length);
+    case ELEMENT_KEPT:
+        return H5Tcopy(out->kept[entry->kept].file_type);
+    case ELEMENT_MASK:
+        return H5Tcopy(H5T_STD_U8LE);
     case ELEMENT_SOURCE:
         return tfenc_output_source_type(0);
     case ELEMENT_INT32:
@@ -224,28 +234,50 @@ int tfenc_output_create_dataset(tfenc_context *ctx, tfenc_output *out, const cha
 }
 
 
+/* Creates one entry's dataset, filled with what an unwritten element
+ * means: -1 for lengths, 0 (null) for a kept field's mask, "", 0 or NaN
+ * for its values; the rest are left unfilled (the job writes them all). */
+static int create_entry(tfenc_context *ctx, tfenc_output *out, const layout_entry *entry)
+{
+    const char *name = entry_name(out, entry);
+    const int32_t not_written = -1;
+    const uint8_t null = 0;
+    const int64_t zero = 0;
+    const double not_a_number = NAN;
+    char *empty = entry->element == ELEMENT_KEPT ? calloc(1, out->kept[entry->kept].width) : NULL;
+    const void *fill = entry->fill_unwritten            ? (const void *)&not_written
+                       : entry->element == ELEMENT_MASK ? (const void *)&null
+                       : entry->element != ELEMENT_KEPT ? NULL
+                       : out->kept[entry->kept].type == TFENC_KEPT_STRING  ? (const void *)empty
+                       : out->kept[entry->kept].type == TFENC_KEPT_INTEGER ? (const void *)&zero
+                                                                            : &not_a_number;
+    hid_t type = entry_type(out, entry);
+    int status = type < 0 || (entry->element == ELEMENT_KEPT && empty == NULL)
+                     ? tfenc_output_hdf5_fail(ctx, TFENC_ERR_IO, out->path,
+                                              "cannot make the type of '%s'", name)
+                     : tfenc_output_create_dataset(ctx, out, name, type,
+                                                   entry_length(out, entry),
+                                      entry->row_wide ? out->row_width : 0, out->compress, fill,
+                                      entry_handle(out, entry));
+    if (type >= 0)
+        H5Tclose(type);
+    free(empty);
+    return status;
+}
+
 int tfenc_output_layout_create(tfenc_context *ctx, tfenc_output *out,
                                const tfenc_output_options *options)
 {
     int status = TFENC_OK;
-    if (options->has_ids && (out->id_type = id_type(out->id_length)) < 0)
+    if (options->has_ids && (out->id_type = tfenc_output_string_type(out->id_length)) < 0)
         return tfenc_output_hdf5_fail(ctx, TFENC_ERR_IO, out->path,
                                       "cannot make a %zu-byte string type", out->id_length);
-    const int32_t not_written = -1;
-    for (size_t i = 0; status == TFENC_OK && i < N_LAYOUT; i++) {
-        const layout_entry *entry = &layout[i];
-        if (!present(out, options, entry))
-            continue;
-        const char *name = entry_name(out, entry);
-        hid_t type = entry_type(out, entry);
-        status = type < 0 ? tfenc_output_hdf5_fail(ctx, TFENC_ERR_IO, out->path,
-                                                   "cannot make the type of '%s'", name)
-                          : tfenc_output_create_dataset(ctx, out, name, type, entry_length(out, entry),
-                                           entry->row_wide ? out->row_width : 0, out->compress,
-                                           entry->fill_unwritten ? &not_written : NULL,
-                                           entry_handle(out, entry));
-        if (type >= 0)
-            H5Tclose(type);
+    for (size_t i = 0; status == TFENC_OK && i < N_LAYOUT; i++)
+        if (present(out, options, &layout[i]))
+            status = create_entry(ctx, out, &layout[i]);
+    for (int k = 0; status == TFENC_OK && k < 2 * out->n_kept; k++) {
+        const layout_entry entry = kept_entry(k / 2, k % 2);
+        status = create_entry(ctx, out, &entry);
     }
     return status;
 }
@@ -286,7 +318,7 @@ static int same_type(const layout_entry *entry, hid_t stored, hid_t wanted)
     H5T_class_t class = H5Tget_class(stored);
     if (class != H5Tget_class(wanted))
         return 0;
-    if (entry->element == ELEMENT_ID)
+    if (class == H5T_STRING)
         return H5Tis_variable_str(stored) <= 0;
     if (H5Tget_size(stored) != H5Tget_size(wanted))
         return 0;
@@ -346,6 +378,20 @@ static int open_described(tfenc_context *ctx, tfenc_output *out, const layout_en
     }
     if (wanted >= 0)
         H5Tclose(wanted);
+    if (status == TFENC_OK && entry->element == ELEMENT_KEPT
+        && out->kept[entry->kept].type == TFENC_KEPT_STRING) {
+        /* A stored width at least the longest value's is kept, as the ids'. */
+        tfenc_output_kept *kept = &out->kept[entry->kept];
+        size_t size = H5Tget_size(stored);
+        if (size < kept->width)
+            status = tfenc_error(ctx, TFENC_ERR_CONFIG, "%s: stores '%s' strings of up to %zu "
+                                 "bytes, this corpus has one of %zu (has it changed?); refusing "
+                                 "to append to it", out->path, name, size, kept->width);
+        kept->width = size;
+        H5Tclose(kept->file_type);
+        kept->file_type = stored;
+        stored = -1;
+    }
     if (status == TFENC_OK && entry->element == ELEMENT_ID) {
         size_t size = H5Tget_size(stored);
         if (size < out->id_length)
@@ -375,6 +421,10 @@ int tfenc_output_layout_reopen(tfenc_context *ctx, tfenc_output *out,
             status = tfenc_error(ctx, TFENC_ERR_CONFIG, "%s: has a dataset '%s' but this job "
                                  "writes none; refusing to append to it", out->path, name);
         H5Eclear2(H5E_DEFAULT);
+    }
+    for (int k = 0; status == TFENC_OK && k < 2 * out->n_kept; k++) {
+        const layout_entry entry = kept_entry(k / 2, k % 2);
+        status = open_described(ctx, out, &entry);
     }
     return status;
 }

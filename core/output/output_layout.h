@@ -1,6 +1,7 @@
 /* The datasets of the file a job writes, described once: for each, when a
  * job has it (its kind, chunks, output_ids, ids, document_source), its
- * element type, its shape and its fill (output/output.h's layout).
+ * element type, its shape and its fill (output/output.h's layout), then
+ * two per kept field ([job] keep_fields: its values and NAME_valid).
  * tfenc_output_create makes the file's datasets by walking the
  * description, and tfenc_output_reopen holds an existing file to the same
  * description before it appends a row: so what a run writes and what a

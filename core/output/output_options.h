@@ -8,10 +8,14 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "base/kept_values.h"
 #include "output/calibration.h"
 #include "output/corpus_shards.h"
 #include "output/output_kind.h"
 #include "output/output_types.h"
+
+/* The root attribute that names a file's kept fields, one a line. */
+#define TFENC_KEPT_FIELDS_ATTRIBUTE "keep_fields"
 
 typedef struct tfenc_output_options {
     const char *path;
@@ -41,6 +45,12 @@ typedef struct tfenc_output_options {
     int has_ids;             /* write an `ids` dataset */
     int has_token_ids;       /* tokens kind: write `token_ids` beside `hidden` */
     int has_document_source; /* write `document_source` */
+    /* [job] keep_fields as stored, or NULL and 0: each a dataset NAME and
+     * its mask NAME_valid (output.h). With them, the ids given to
+     * tfenc_output_write_metadata are the texts each document carries
+     * (base/kept_values.h): its id, then the fields' values. */
+    const tfenc_kept_field *kept_fields;
+    int n_kept_fields;
     size_t max_id_length;    /* this rank's longest id in bytes; the file uses the
                               * maximum over all writers */
     /* Provenance, stored as attributes; NULL stores "". In parallel every

@@ -5,6 +5,7 @@
 #include "output/output.h"
 
 #include <limits.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -429,6 +430,60 @@ int tfenc_output_write_chunk_counts(tfenc_context *ctx, tfenc_output *out, int64
     return status;
 }
 
+/* Element sizes of a kept field's values in memory. */
+static size_t kept_size(const tfenc_output_kept *kept)
+{
+    return kept->type == TFENC_KEPT_STRING ? kept->width : 8;
+}
+
+/* Document `key`'s carried text (base/kept_values.h: its id, then each kept
+ * field's value) into element i of the fields' values and masks (n
+ * elements each); *id and *id_length get its id ("" without one). */
+static int unpack_kept(tfenc_context *ctx, tfenc_output *out, const char *carried, int64_t key,
+                       size_t i, char **values, uint8_t **valid, const char **id,
+                       size_t *id_length)
+{
+    const char *cursor = carried != NULL ? carried : "";
+    tfenc_kept_value value;
+    if (tfenc_kept_next(&cursor, &value) != 0)
+        return tfenc_error(ctx, TFENC_ERR_INTERNAL, "%s: document %lld carries no id or kept "
+                           "values", out->path, (long long)key);
+    *id = value.type == TFENC_KEPT_STRING ? value.string : "";
+    *id_length = value.type == TFENC_KEPT_STRING ? value.length : 0;
+    for (int k = 0; k < out->n_kept; k++) {
+        const tfenc_output_kept *kept = &out->kept[k];
+        char *element = values[k] + i * kept_size(kept);
+        if (tfenc_kept_next(&cursor, &value) != 0)
+            return tfenc_error(ctx, TFENC_ERR_INTERNAL, "%s: document %lld carries no value of "
+                               "'%s'", out->path, (long long)key, kept->name);
+        const int has = value.type != TFENC_KEPT_NULL && value.type != TFENC_KEPT_ABSENT;
+        /* The counting pass typed the field from every value: a value of
+         * another type (but an integer of a float field) is a bug. */
+        const int fits = !has || value.type == kept->type
+                         || (value.type == TFENC_KEPT_INTEGER && kept->type == TFENC_KEPT_FLOAT);
+        if (!fits || (value.type == TFENC_KEPT_STRING && value.length > kept->width))
+            return tfenc_error(ctx, TFENC_ERR_INTERNAL, "%s: document %lld's '%s' is %s, not "
+                               "the %s of at most %zu bytes counted", out->path, (long long)key,
+                               kept->name, tfenc_kept_type_names[value.type],
+                               tfenc_kept_type_names[kept->type], kept->width);
+        valid[k][i] = (uint8_t)has;
+        if (kept->type == TFENC_KEPT_STRING) {
+            memset(element, 0, kept->width);
+            if (has)
+                memcpy(element, value.string, value.length);
+        } else if (kept->type == TFENC_KEPT_INTEGER) {
+            int64_t integer = has ? value.integer : 0;
+            memcpy(element, &integer, sizeof integer);
+        } else {
+            /* Integers of a field that holds floats too are floats. */
+            double real = !has ? NAN
+                          : value.type == TFENC_KEPT_INTEGER ? (double)value.integer : value.real;
+            memcpy(element, &real, sizeof real);
+        }
+    }
+    return TFENC_OK;
+}
+
 int tfenc_output_write_metadata(tfenc_context *ctx, tfenc_output *out, int64_t n_documents,
                                 const int64_t *global_indices, const int32_t *lengths,
                                 const int32_t *truncated, const char *const *ids,
@@ -436,7 +491,7 @@ int tfenc_output_write_metadata(tfenc_context *ctx, tfenc_output *out, int64_t n
 {
     if (n_documents <= 0)
         return TFENC_OK;
-    if (out->ids >= 0 && ids == NULL)
+    if ((out->ids >= 0 || out->n_kept > 0) && ids == NULL)
         return tfenc_error(ctx, TFENC_ERR_INTERNAL, "%s: the file has ids but none were given",
                            out->path);
     if (out->document_source >= 0 && (sources == NULL || source_lines == NULL))
@@ -450,6 +505,14 @@ int tfenc_output_write_metadata(tfenc_context *ctx, tfenc_output *out, int64_t n
     int32_t *values = NULL;
     char *id_text = NULL;
     tfenc_output_source *where = NULL;
+    char *kept_values[TFENC_MAX_KEEP_FIELDS] = {NULL};
+    uint8_t *kept_valid[TFENC_MAX_KEEP_FIELDS] = {NULL};
+    for (int k = 0; status == TFENC_OK && k < out->n_kept; k++) {
+        kept_values[k] = malloc(n * kept_size(&out->kept[k]));
+        kept_valid[k] = malloc(n);
+        if (kept_values[k] == NULL || kept_valid[k] == NULL)
+            status = tfenc_error(ctx, TFENC_ERR_NO_MEMORY, "%s: out of memory", out->path);
+    }
     if (status == TFENC_OK) {
         start = malloc(n * sizeof *start);
         length = malloc(n * sizeof *length);
@@ -470,9 +533,13 @@ int tfenc_output_write_metadata(tfenc_context *ctx, tfenc_output *out, int64_t n
         values[n + i] = truncated[j];
         if (where != NULL)
             where[i] = (tfenc_output_source){.shard = sources[j], .line = source_lines[j]};
-        if (id_text != NULL) {
-            const char *id = ids[j] != NULL ? ids[j] : "";
-            size_t id_length = strlen(id);
+        const char *id = ids != NULL && ids[j] != NULL ? ids[j] : "";
+        size_t id_length = strlen(id);
+        /* With kept fields each document carries its id and their values. */
+        if (out->n_kept > 0)
+            status = unpack_kept(ctx, out, ids[j], sorted[i].key, i, kept_values, kept_valid, &id,
+                                 &id_length);
+        if (status == TFENC_OK && id_text != NULL) {
             if (id_length > out->id_length)
                 status = tfenc_error(ctx, TFENC_ERR_INTERNAL, "%s: id of document %lld is %zu "
                                      "bytes, longer than the %zu announced at creation",
@@ -492,6 +559,17 @@ int tfenc_output_write_metadata(tfenc_context *ctx, tfenc_output *out, int64_t n
     if (status == TFENC_OK && id_text != NULL)
         status = tfenc_output_write_elements(ctx, out, out->ids, "ids", runs, start, length, 0,
                                              out->id_type, id_text);
+    for (int k = 0; status == TFENC_OK && k < out->n_kept; k++) {
+        const tfenc_output_kept *kept = &out->kept[k];
+        hid_t memory_type = kept->type == TFENC_KEPT_STRING    ? kept->file_type
+                            : kept->type == TFENC_KEPT_INTEGER ? H5T_NATIVE_INT64
+                                                               : H5T_NATIVE_DOUBLE;
+        status = tfenc_output_write_elements(ctx, out, kept->values, kept->name, runs, start,
+                                             length, 0, memory_type, kept_values[k]);
+        if (status == TFENC_OK)
+            status = tfenc_output_write_elements(ctx, out, kept->valid, kept->mask, runs, start,
+                                                 length, 0, H5T_NATIVE_UINT8, kept_valid[k]);
+    }
     if (status == TFENC_OK && where != NULL) {
         hid_t type = tfenc_output_source_type(1);
         status = type < 0 ? tfenc_output_hdf5_fail(ctx, TFENC_ERR_IO, out->path,
@@ -507,6 +585,10 @@ int tfenc_output_write_metadata(tfenc_context *ctx, tfenc_output *out, int64_t n
         status = tfenc_output_write_elements(ctx, out, out->lengths, "lengths", runs, start, length,
                                              0, H5T_NATIVE_INT32, values);
     free(id_text);
+    for (int k = 0; k < out->n_kept; k++) {
+        free(kept_values[k]);
+        free(kept_valid[k]);
+    }
     free(where);
     free(values);
     free(start);

@@ -186,11 +186,16 @@ static int encode(tfenc_run *r, tfenc_rank_work *work)
     double stage_flops = 0;
     for (int i = tfenc_layout_first_step(l, l->stage); i < tfenc_layout_end_step(l, l->stage); i++)
         stage_flops += r->plan.step_flops[i];
+    /* The longest string a document carries to the writer: its id, and
+     * with keep_fields their values. */
+    const size_t carried = tfenc_kept_carried_bound(r->plan.windows.max_id_length,
+                                                    r->plan.windows.max_kept_length,
+                                                    r->plan.feeding.carries_kept);
     tfenc_microbatch_limits limits = {.max_tokens = (int)r->settings.job.batch_tokens,
                                       .max_seqs = (int)r->settings.job.batch_tokens,
                                       .max_ids_bytes = r->plan.feeding.has_ids
                                                            ? (size_t)r->settings.job.batch_tokens *
-                                                                 (r->plan.windows.max_id_length + 1)
+                                                                 carried
                                                            : 0,
                                       .d_model = r->settings.model.d_model};
     int status = start_tally(r);

@@ -50,6 +50,7 @@ struct tfenc_feeder {
     int32_t *scratch_types; /* [max_seq_len]: and their types */
     char *text;          /* the prompt, then the document being tokenized */
     size_t text_capacity;
+    tfenc_kept_text carried; /* carries_kept: the document's id and kept values */
 };
 
 int tfenc_feeder_tokenize(tfenc_context *ctx, const tfenc_feeder_options *options, tfenc_tokenizer *tokenizer,
@@ -459,6 +460,24 @@ static int add_document(tfenc_context *ctx, tfenc_feeder *f, int64_t global_inde
     return status;
 }
 
+/* The text a document carries to the writer with kept fields: its id as
+ * the first value, then the reader's kept values. */
+static int carry_kept(tfenc_context *ctx, tfenc_feeder *f, const tfenc_document *document,
+                      const char **carried)
+{
+    tfenc_kept_value id = {.type = TFENC_KEPT_ABSENT};
+    if (document->id != NULL)
+        id = (tfenc_kept_value){.type = TFENC_KEPT_STRING, .string = document->id,
+                                .length = document->id_length};
+    tfenc_kept_text_clear(&f->carried);
+    if (tfenc_kept_append(&f->carried, &id) != 0
+        || tfenc_kept_append_text(&f->carried, document->kept,
+                                  document->kept != NULL ? document->kept_length : 0) != 0)
+        return tfenc_error(ctx, TFENC_ERR_NO_MEMORY, "out of memory");
+    *carried = f->carried.text;
+    return TFENC_OK;
+}
+
 int tfenc_feeder_load_window(tfenc_context *ctx, tfenc_feeder *f, const tfenc_corpus_range *window,
                              int64_t first_row, const uint8_t *finished)
 {
@@ -482,11 +501,12 @@ int tfenc_feeder_load_window(tfenc_context *ctx, tfenc_feeder *f, const tfenc_co
                                            global_index, f->scratch, f->scratch_types, &length,
                                            &keys, &truncated);
         int added = 0, chunk_rows = 0;
+        const char *id = f->options.has_ids ? (document.id != NULL ? document.id : "") : NULL;
+        if (status == TFENC_OK && f->options.carries_kept)
+            status = carry_kept(ctx, f, &document, &id);
         if (status == TFENC_OK)
-            status = add_document(ctx, f, global_index, &document,
-                                  f->options.has_ids ? (document.id != NULL ? document.id : "")
-                                                     : NULL,
-                                  length, keys, truncated, row, &added, &chunk_rows);
+            status = add_document(ctx, f, global_index, &document, id, length, keys, truncated,
+                                  row, &added, &chunk_rows);
         /* The document's rows in the output: its tokens, or its chunks. */
         row += f->options.chunks == TFENC_CHUNKS_EACH
                    ? chunk_rows
@@ -653,5 +673,6 @@ void tfenc_feeder_destroy(tfenc_feeder *f)
     free(f->scratch_types);
     free(f->scratch);
     free(f->text);
+    tfenc_kept_text_free(&f->carried);
     free(f);
 }

@@ -30,6 +30,10 @@ typedef struct tfenc_feeder_options {
     int document_order;  /* microbatches take the window's sequences in order, unsorted */
     int vocab_size;     /* > 0: token ids must be below it */
     int has_ids;        /* carry document ids to the writer */
+    /* With [job] keep_fields: what goes to the writer as each document's
+     * "id" is the id (a string, or absent without id_field) and the kept
+     * values, written as base/kept_values.h says; has_ids is set too. */
+    int carries_kept;
     const char *prompt; /* put before every text document, or NULL */
     /* Long documents ([job] long_documents = chunk): a text document longer
      * than max_seq_len becomes several sequences, chunks of max_seq_len

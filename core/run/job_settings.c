@@ -5,8 +5,10 @@
 #include "base/context.h"
 #include "job/params.h"
 #include "output/kinds.h"
+#include "output/output_checks.h"
 #include "output/quantize.h"
 
+#include <ctype.h>
 #include <jansson.h>
 #include <limits.h>
 #include <math.h>
@@ -176,7 +178,8 @@ typedef struct job_keys {
     const char *input, *output, *prompt, *output_ranges, *query_marker, *document_marker;
     int kind, dtype, compression, format, invalid_utf8;
     int long_documents, chunk_pooling, chunk_scores;
-    long max_id_bytes;
+    long max_id_bytes, max_field_bytes;
+    const char *keep_fields;
 } job_keys;
 
 /* Reads every [job] key with its type, default and range; an unknown key
@@ -211,6 +214,9 @@ static int read_job_keys(reader *r, tfenc_job_section *section, job_keys *k)
     s->corpus.null_text = (tfenc_null_text)null_text;
     /* An id is a name (a URL, a key), not a document. */
     READ(tfenc_param_int_range(&p, "max_id_bytes", 1024, 1, 1L << 20, &k->max_id_bytes));
+    /* Metadata carried into the output beside the ids, bounded as they are. */
+    READ(tfenc_param_string(&p, "keep_fields", NULL, &k->keep_fields));
+    READ(tfenc_param_int_range(&p, "max_field_bytes", 1024, 1, 1L << 20, &k->max_field_bytes));
     READ(tfenc_param_string(&p, "tokens_dataset", "tokens", &s->corpus.tokens_dataset));
     READ(tfenc_param_string(&p, "offsets_dataset", "offsets", &s->corpus.offsets_dataset));
     READ(tfenc_param_string(&p, "ids_dataset", NULL, &s->corpus.ids_dataset));
@@ -277,6 +283,73 @@ static int read_job_keys(reader *r, tfenc_job_section *section, job_keys *k)
     return status;
 }
 
+/* [job] keep_fields: a comma-separated list of field names, each kept in a
+ * dataset of its name at the output's root (and a mask, NAME_valid), so
+ * each must be a name no other dataset of the file has. */
+static int read_keep_fields(reader *r, const char *list)
+{
+    tfenc_job_settings *s = r->settings;
+    if (list == NULL)
+        return TFENC_OK;
+    s->keep_fields = calloc(TFENC_MAX_KEEP_FIELDS, sizeof *s->keep_fields);
+    if (s->keep_fields == NULL)
+        return tfenc_error(r->ctx, TFENC_ERR_NO_MEMORY, "out of memory");
+    char message[256];
+    int n = 0;
+    for (const char *at = list;;) {
+        const char *comma = strchr(at, ',');
+        size_t length = comma != NULL ? (size_t)(comma - at) : strlen(at);
+        while (length > 0 && isspace((unsigned char)*at)) {
+            at++;
+            length--;
+        }
+        while (length > 0 && isspace((unsigned char)at[length - 1]))
+            length--;
+        if (length == 0)
+            return job_origin_error(r, "keep_fields", "names an empty field (a comma-separated "
+                                                      "list of field names, e.g. url, lang)");
+        if (n == TFENC_MAX_KEEP_FIELDS) {
+            snprintf(message, sizeof message, "names more than the %d fields a job keeps",
+                     TFENC_MAX_KEEP_FIELDS);
+            return job_origin_error(r, "keep_fields", message);
+        }
+        if ((s->keep_fields[n] = strndup(at, length)) == NULL)
+            return tfenc_error(r->ctx, TFENC_ERR_NO_MEMORY, "out of memory");
+        s->corpus.n_keep_fields = ++n;
+        if (comma == NULL)
+            break;
+        at = comma + 1;
+    }
+    s->corpus.keep_fields = (const char *const *)s->keep_fields;
+    for (int i = 0; i < n; i++) {
+        const char *name = s->keep_fields[i];
+        const char *twice = NULL, *masked = NULL;
+        for (int j = 0; j < n; j++) {
+            size_t other = strlen(s->keep_fields[j]);
+            if (j < i && strcmp(name, s->keep_fields[j]) == 0)
+                twice = name;
+            if (j != i && strncmp(name, s->keep_fields[j], other) == 0
+                && strcmp(name + other, TFENC_KEPT_MASK_SUFFIX) == 0)
+                masked = s->keep_fields[j];
+        }
+        if (strchr(name, '/') != NULL || strcmp(name, ".") == 0)
+            snprintf(message, sizeof message, "'%s' cannot name a dataset of the output file "
+                     "(no '/', not '.')", name);
+        else if (tfenc_output_names_dataset(name))
+            snprintf(message, sizeof message, "'%s' is the name of a dataset or group tfenc "
+                     "writes; a kept field is stored under its own name", name);
+        else if (twice != NULL)
+            snprintf(message, sizeof message, "names '%s' twice", name);
+        else if (masked != NULL)
+            snprintf(message, sizeof message, "'%s' is the name of the null mask of '%s' "
+                     "(stored as %s" TFENC_KEPT_MASK_SUFFIX ")", name, masked, masked);
+        else
+            continue;
+        return job_origin_error(r, "keep_fields", message);
+    }
+    return TFENC_OK;
+}
+
 /* Turns the keys into settings: the required paths resolved against the
  * job file, the choices into their enums. */
 static int apply_job_keys(reader *r, const job_keys *k)
@@ -294,9 +367,12 @@ static int apply_job_keys(reader *r, const job_keys *k)
     if (s->input == NULL || s->output == NULL)
         return tfenc_error(r->ctx, TFENC_ERR_NO_MEMORY, "out of memory");
     int status = read_sources(r, list_file, k->format);
+    if (status == TFENC_OK)
+        status = read_keep_fields(r, k->keep_fields);
     if (status != TFENC_OK)
         return status;
     s->corpus.max_id_bytes = (size_t)k->max_id_bytes;
+    s->corpus.max_field_bytes = (size_t)k->max_field_bytes;
     s->output_kind = (tfenc_output_kind)k->kind;
     s->dtype = (tfenc_output_dtype)k->dtype;
     s->compression = (tfenc_output_compression)k->compression;
@@ -324,7 +400,7 @@ static int apply_job_keys(reader *r, const job_keys *k)
  * strings), so they are refused naming the format. */
 static int check_format_keys(reader *r, tfenc_job_section *section)
 {
-    static const char *const record_keys[] = {"text_field", "id_field", NULL};
+    static const char *const record_keys[] = {"text_field", "id_field", "keep_fields", NULL};
     static const char *const dataset_keys[] = {"tokens_dataset", "offsets_dataset", "ids_dataset",
                                                "lengths_dataset", NULL};
     const tfenc_job_settings *s = r->settings;
@@ -358,6 +434,9 @@ static int check_format_keys(reader *r, tfenc_job_section *section)
     if (s->corpus.id_field == NULL && tfenc_job_section_get(section, "max_id_bytes") != NULL)
         return job_origin_error(r, "max_id_bytes", "applies to the ids of id_field, which is "
                                                    "not set");
+    if (s->corpus.n_keep_fields == 0 && tfenc_job_section_get(section, "max_field_bytes") != NULL)
+        return job_origin_error(r, "max_field_bytes", "applies to the strings of keep_fields, "
+                                                      "which is not set");
     if (s->chunks != TFENC_CHUNKS_OFF && !s->truncation)
         return job_origin_error(r, "truncation", "long_documents = chunk cuts every long "
                                                  "document into chunks, so none is refused for "
@@ -620,6 +699,12 @@ void tfenc_job_settings_free(tfenc_job_settings *settings)
     free(settings->query_marker);
     free(settings->document_marker);
     settings->query_marker = settings->document_marker = NULL;
+    for (int k = 0; settings->keep_fields != NULL && k < TFENC_MAX_KEEP_FIELDS; k++)
+        free(settings->keep_fields[k]);
+    free(settings->keep_fields);
+    settings->keep_fields = NULL;
+    settings->corpus.keep_fields = NULL;
+    settings->corpus.n_keep_fields = 0;
     settings->input = settings->output = settings->vocabulary = settings->prompt = NULL;
 }
 

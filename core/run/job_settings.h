@@ -18,6 +18,7 @@ typedef struct tfenc_job_settings {
     char *output;
     char *vocabulary; /* [tokenizer] vocab or json, resolved; NULL when the weights hold it */
     tfenc_corpus_options corpus;
+    char **keep_fields;    /* [corpus.n_keep_fields] [job] keep_fields, which corpus points to */
     tfenc_output_kind output_kind; /* TFENC_OUTPUT_AUTO: what the model gives */
     tfenc_output_dtype dtype;
     char *output_ranges;   /* int8 / uint8: given ranges, a file (.npy or .h5) resolved,

@@ -342,6 +342,8 @@ int tfenc_run_open_output(tfenc_run *r)
             .has_token_ids = r->settings.job.output_ids,
             .has_document_source = needs_document_source(r),
             .max_id_length = r->plan.windows.max_id_length,
+            .kept_fields = r->plan.kept_fields,
+            .n_kept_fields = r->settings.job.corpus.n_keep_fields,
             .job_text = provenance,
             .job_settings = identity,
             .weights_sha256 = weights_sha256,

@@ -239,7 +239,9 @@ static int open_input(tfenc_run *r)
                                         .empty_documents = r->settings.job.empty_zeros,
                                         .document_order = r->settings.job.document_order,
                                         .vocab_size = r->settings.model.vocab_size,
-                                        .has_ids = r->settings.job.corpus.id_field != NULL,
+                                        .has_ids = r->settings.job.corpus.id_field != NULL ||
+                                                   r->settings.job.corpus.n_keep_fields > 0,
+                                        .carries_kept = r->settings.job.corpus.n_keep_fields > 0,
                                         .prompt = r->settings.job.prompt,
                                         .chunks = r->settings.job.chunks,
                                         .chunk_overlap = (int)r->settings.job.chunk_overlap,
@@ -279,6 +281,15 @@ static int cut_windows(tfenc_run *r)
                                                           r->settings.job.window_documents,
                                                           &r->plan.windows)))
         return 1;
+    tfenc_kept_type types[TFENC_MAX_KEEP_FIELDS];
+    size_t longest[TFENC_MAX_KEEP_FIELDS];
+    if (tfenc_run_agree_on_failure(r, tfenc_windows_kept_types(r->ctx, &r->plan.windows,
+                                                               &r->settings.job.corpus, types,
+                                                               longest)))
+        return 1;
+    for (int k = 0; k < r->settings.job.corpus.n_keep_fields; k++)
+        r->plan.kept_fields[k] = (tfenc_kept_field){.name = r->settings.job.corpus.keep_fields[k],
+                                                    .type = types[k], .longest = longest[k]};
     r->plan.n_documents = r->plan.windows.n_documents;
     return 0;
 }

@@ -87,6 +87,8 @@ typedef struct tfenc_run_computed_plan {
     tfenc_feeder_options feeding; /* open_input: how the first stage feeds */
     tfenc_windows windows;   /* cut_windows: the corpus cut into windows; count_rows their
                               * rows; learn_progress what is finished */
+    tfenc_kept_field kept_fields[TFENC_MAX_KEEP_FIELDS]; /* cut_windows: [job] keep_fields
+                                                          * as the output stores them */
     int64_t n_documents;     /* cut_windows: the whole corpus */
     int64_t n_tokens;        /* count_rows: what the job encodes, every chunk of a long
                               * document included */

@@ -25,7 +25,7 @@
 #define BLOCK_DOCUMENTS ((int64_t)65536)
 #define BLOCK_BYTES ((size_t)32 << 20)
 
-#define MAX_COLUMNS 12
+#define MAX_COLUMNS (12 + TFENC_MAX_KEEP_FIELDS)
 #define MAX_METADATA 24
 
 /* ---------------------------------------------------------------- columns */
@@ -40,7 +40,8 @@ typedef struct export_table {
 static void add_column(export_table *table, const char *name, export_shape shape,
                        export_element element, int64_t width)
 {
-    table->columns[table->n_columns++] = (export_column){name, shape, element, width};
+    table->columns[table->n_columns++] = (export_column){.name = name, .shape = shape,
+                                                         .element = element, .width = width};
 }
 
 static void describe_columns(const export_layout *layout, export_table *table)
@@ -49,6 +50,11 @@ static void describe_columns(const export_layout *layout, export_table *table)
     add_column(table, "document", EXPORT_SCALAR, EXPORT_INT64, 0);
     if (layout->has_ids)
         add_column(table, "ids", EXPORT_SCALAR, EXPORT_STRING, 0);
+    /* Kept fields beside the ids, nullable: their nulls are Arrow's. */
+    for (int k = 0; k < layout->n_kept; k++) {
+        add_column(table, layout->kept[k].name, EXPORT_SCALAR, layout->kept[k].element, 0);
+        table->columns[table->n_columns - 1].nullable = 1;
+    }
     if (layout->has_source) {
         add_column(table, "source_file", EXPORT_SCALAR, EXPORT_STRING, 0);
         add_column(table, "source_line", EXPORT_SCALAR, EXPORT_INT64, 0);
@@ -81,22 +87,30 @@ static void block_columns(const export_layout *layout, const export_block *block
                           export_column_data *data)
 {
     int c = 0;
-    data[c++] = (export_column_data){block->documents, NULL, NULL};
+    data[c++] = (export_column_data){.values = block->documents};
     if (layout->has_ids)
-        data[c++] = (export_column_data){block->ids, block->id_offsets, NULL};
+        data[c++] = (export_column_data){.values = block->ids, .offsets = block->id_offsets};
+    for (int k = 0; k < layout->n_kept; k++)
+        data[c++] = (export_column_data){.values = block->kept_values[k],
+                                         .offsets = block->kept_offsets[k],
+                                         .valid = block->kept_valid[k]};
     if (layout->has_source) {
-        data[c++] = (export_column_data){block->sources, block->source_offsets, NULL};
-        data[c++] = (export_column_data){block->source_lines, NULL, NULL};
+        data[c++] = (export_column_data){.values = block->sources,
+                                         .offsets = block->source_offsets};
+        data[c++] = (export_column_data){.values = block->source_lines};
     }
-    data[c++] = (export_column_data){block->lengths, NULL, NULL};
-    data[c++] = (export_column_data){block->truncated, NULL, NULL};
+    data[c++] = (export_column_data){.values = block->lengths};
+    data[c++] = (export_column_data){.values = block->truncated};
     if (layout->has_chunks)
-        data[c++] = (export_column_data){block->chunks, NULL, NULL};
-    data[c++] = (export_column_data){block->values, block->row_offsets, block->indices};
+        data[c++] = (export_column_data){.values = block->chunks};
+    data[c++] = (export_column_data){.values = block->values, .offsets = block->row_offsets,
+                                     .indices = block->indices};
     if (layout->has_token_ids)
-        data[c++] = (export_column_data){block->token_ids, block->row_offsets, NULL};
+        data[c++] = (export_column_data){.values = block->token_ids,
+                                         .offsets = block->row_offsets};
     if (layout->has_chunk_starts)
-        data[c++] = (export_column_data){block->chunk_starts, block->row_offsets, NULL};
+        data[c++] = (export_column_data){.values = block->chunk_starts,
+                                         .offsets = block->row_offsets};
 }
 
 /* --------------------------------------------------------------- metadata */

@@ -46,6 +46,10 @@ struct export_reader {
     int64_t n_rows;          /* length of the rows dataset: N, T, C or entries */
     hid_t id_type;           /* the ids' fixed-length string type */
     size_t id_size;
+    hid_t kept[TFENC_MAX_KEEP_FIELDS];       /* the kept fields' datasets */
+    hid_t kept_valid[TFENC_MAX_KEEP_FIELDS]; /* and their masks */
+    hid_t kept_type[TFENC_MAX_KEEP_FIELDS];  /* strings' fixed-length type, else -1 */
+    size_t kept_size[TFENC_MAX_KEEP_FIELDS]; /* bytes of one value as read */
     hid_t source_type;       /* document_source in memory: {shard int32, line int64} */
     float *ranges;
     char **vocabulary;
@@ -287,6 +291,40 @@ static int read_ranges(tfenc_context *ctx, export_reader *reader)
     return status;
 }
 
+/* Kept field k: its values and its mask, [N] each; strings as ids are. */
+static int open_kept(tfenc_context *ctx, export_reader *reader, int k)
+{
+    const tfenc_inspected_kept *field = &reader->inspection.kept[k];
+    export_kept *column = &reader->layout.kept[k];
+    int64_t dims[2];
+    char mask[512];
+    snprintf(mask, sizeof mask, "%s" TFENC_KEPT_MASK_SUFFIX, field->name);
+    column->name = field->name;
+    int status = open_required(ctx, reader, field->name, &reader->kept[k]);
+    if (status == TFENC_OK)
+        status = check_shape(ctx, reader, reader->kept[k], field->name, 1, reader->n_documents,
+                             dims);
+    if (status == TFENC_OK)
+        status = open_required(ctx, reader, mask, &reader->kept_valid[k]);
+    if (status == TFENC_OK)
+        status = check_shape(ctx, reader, reader->kept_valid[k], mask, 1, reader->n_documents,
+                             dims);
+    if (status != TFENC_OK)
+        return status;
+    reader->layout.n_kept = k + 1;
+    if (strcmp(field->type, "string") == 0) {
+        column->element = EXPORT_STRING;
+        status = fixed_string_type(ctx, reader, reader->kept[k], field->name,
+                                   &reader->kept_type[k]);
+        if (status == TFENC_OK)
+            reader->kept_size[k] = H5Tget_size(reader->kept_type[k]);
+    } else {
+        column->element = strcmp(field->type, "integer") == 0 ? EXPORT_INT64 : EXPORT_FLOAT64;
+        reader->kept_size[k] = 8;
+    }
+    return status;
+}
+
 /* The ids' string type, and document_source's in memory. */
 static int open_metadata(tfenc_context *ctx, export_reader *reader)
 {
@@ -306,6 +344,8 @@ static int open_metadata(tfenc_context *ctx, export_reader *reader)
             reader->id_size = H5Tget_size(reader->id_type);
         reader->layout.has_ids = 1;
     }
+    for (int k = 0; status == TFENC_OK && k < reader->inspection.n_kept; k++)
+        status = open_kept(ctx, reader, k);
     reader->source = open_optional(reader->file, "document_source");
     if (status == TFENC_OK && reader->source >= 0) {
         reader->source_type = H5Tcreate(H5T_COMPOUND, sizeof(source_record));
@@ -451,6 +491,8 @@ int export_reader_open(tfenc_context *ctx, const char *path, const char *head,
     reader->ids = reader->source = reader->token_ids = reader->chunks = -1;
     reader->chunk_starts = reader->indices = reader->row_memory_type = -1;
     reader->id_type = reader->source_type = -1;
+    for (int k = 0; k < TFENC_MAX_KEEP_FIELDS; k++)
+        reader->kept[k] = reader->kept_valid[k] = reader->kept_type[k] = -1;
     reader->layout.inspection = &reader->inspection;
     /* A directory or a FIFO is refused for what it is (HDF5 would block on
      * a FIFO); the rest (missing, unreadable, not HDF5, not a tfenc output,
@@ -683,6 +725,12 @@ static void lay_out(const export_reader *reader, export_block *block, arena *a, 
     block->chunks = carve(a, documents * sizeof(int32_t), layout->has_chunks);
     block->ids = carve(a, documents * reader->id_size + 1, layout->has_ids);
     block->id_offsets = carve(a, (documents + 1) * sizeof(int64_t), layout->has_ids);
+    for (int k = 0; k < layout->n_kept; k++) {
+        const int strings = layout->kept[k].element == EXPORT_STRING;
+        block->kept_values[k] = carve(a, documents * reader->kept_size[k] + 1, 1);
+        block->kept_offsets[k] = carve(a, (documents + 1) * sizeof(int64_t), strings);
+        block->kept_valid[k] = carve(a, documents, 1);
+    }
     *records = carve(a, documents * sizeof(source_record), layout->has_source);
     block->source_lines = carve(a, documents * sizeof(int64_t), layout->has_source);
     block->source_offsets = carve(a, (documents + 1) * sizeof(int64_t), layout->has_source);
@@ -763,18 +811,19 @@ static int read_values(tfenc_context *ctx, export_reader *reader, int64_t n, int
     return status;
 }
 
-/* ids: the fixed-length strings packed into bytes and offsets, in place. */
-static void pack_ids(const export_reader *reader, export_block *block)
+/* ids, kept strings: the n fixed-length strings of `size` bytes packed
+ * into bytes and offsets, in place. */
+static void pack_strings(int64_t n, size_t size, char *strings, int64_t *offsets)
 {
     int64_t at = 0;
-    for (int64_t j = 0; j < block->n; j++) {
-        const char *id = block->ids + (size_t)j * reader->id_size;
-        size_t length = strnlen(id, reader->id_size);
-        block->id_offsets[j] = at;
-        memmove(block->ids + at, id, length); /* never ahead of what is still unread */
+    for (int64_t j = 0; j < n; j++) {
+        const char *string = strings + (size_t)j * size;
+        size_t length = strnlen(string, size);
+        offsets[j] = at;
+        memmove(strings + at, string, length); /* never ahead of what is still unread */
         at += (int64_t)length;
     }
-    block->id_offsets[block->n] = at;
+    offsets[n] = at;
 }
 
 /* document_source: each record's file (its corpus_shards path) and line. */
@@ -863,7 +912,20 @@ int export_reader_next(tfenc_context *ctx, export_reader *reader, int64_t max_do
         status = read_per_document(ctx, reader, n, reader->ids, "ids", reader->id_type,
                                    reader->id_size, block->ids);
         if (status == TFENC_OK)
-            pack_ids(reader, block);
+            pack_strings(n, reader->id_size, block->ids, block->id_offsets);
+    }
+    for (int k = 0; status == TFENC_OK && k < reader->layout.n_kept; k++) {
+        const export_kept *field = &reader->layout.kept[k];
+        hid_t memory_type = field->element == EXPORT_STRING  ? reader->kept_type[k]
+                            : field->element == EXPORT_INT64 ? H5T_NATIVE_INT64
+                                                             : H5T_NATIVE_DOUBLE;
+        status = read_per_document(ctx, reader, n, reader->kept[k], field->name, memory_type,
+                                   reader->kept_size[k], block->kept_values[k]);
+        if (status == TFENC_OK)
+            status = read_per_document(ctx, reader, n, reader->kept_valid[k], field->name,
+                                       H5T_NATIVE_UINT8, 1, block->kept_valid[k]);
+        if (status == TFENC_OK && field->element == EXPORT_STRING)
+            pack_strings(n, reader->kept_size[k], block->kept_values[k], block->kept_offsets[k]);
     }
     if (status == TFENC_OK && records != NULL) {
         status = read_per_document(ctx, reader, n, reader->source, "document_source",
@@ -914,6 +976,14 @@ void export_reader_close(export_reader *reader)
     for (size_t i = 0; i < sizeof types / sizeof *types; i++)
         if (types[i] >= 0)
             H5Tclose(types[i]);
+    for (int k = 0; k < TFENC_MAX_KEEP_FIELDS; k++) {
+        if (reader->kept[k] >= 0)
+            H5Dclose(reader->kept[k]);
+        if (reader->kept_valid[k] >= 0)
+            H5Dclose(reader->kept_valid[k]);
+        if (reader->kept_type[k] >= 0)
+            H5Tclose(reader->kept_type[k]);
+    }
     if (reader->file >= 0)
         H5Fclose(reader->file);
     H5Eclear2(H5E_DEFAULT);

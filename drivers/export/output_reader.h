@@ -27,6 +27,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "base/kept_values.h"
 #include "export/parquet.h"
 #include "output/inspect.h"
 #include "output/output.h"
@@ -42,6 +43,13 @@ typedef enum export_rows {
 
 typedef struct export_reader export_reader;
 
+/* A kept field ([job] keep_fields): its dataset (and NAME_valid), and
+ * what its column holds. */
+typedef struct export_kept {
+    const char *name;       /* the inspection's */
+    export_element element; /* EXPORT_STRING, EXPORT_INT64 or EXPORT_FLOAT64 */
+} export_kept;
+
 /* What the file holds, for naming the columns. */
 typedef struct export_layout {
     const tfenc_inspection *inspection; /* its attributes, corpus_shards, counts */
@@ -51,6 +59,8 @@ typedef struct export_layout {
     export_element element;  /* of a row's values as read (16-bit floats widened to float32) */
     int64_t width;           /* values per row; 0 for sparse */
     int has_ids;             /* ids */
+    export_kept kept[TFENC_MAX_KEEP_FIELDS]; /* [n_kept] the kept fields, in the job's order */
+    int n_kept;
     int has_source;          /* document_source (and corpus_shards to name the files) */
     int has_token_ids;       /* token_ids beside hidden or vectors */
     int has_chunks;          /* chunks [N]: long_documents = chunk */
@@ -77,6 +87,11 @@ typedef struct export_block {
     int32_t *chunks;      /* [n] */
     char *ids;            /* id i is bytes id_offsets[i] .. id_offsets[i+1]-1 */
     int64_t *id_offsets;  /* [n + 1] */
+    /* Kept field k: [n] int64 or double, or strings as ids are (with
+     * kept_offsets[k]; NULL for numbers), and [n] valid flags. */
+    void *kept_values[TFENC_MAX_KEEP_FIELDS];
+    int64_t *kept_offsets[TFENC_MAX_KEEP_FIELDS];
+    uint8_t *kept_valid[TFENC_MAX_KEEP_FIELDS];
     char *sources;        /* the file of each document's corpus_shards row, as ids */
     int64_t *source_offsets;
     int64_t *source_lines; /* [n] */

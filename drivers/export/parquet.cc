@@ -42,6 +42,8 @@ std::shared_ptr<arrow::DataType> element_type(export_element element)
         return arrow::int32();
     case EXPORT_INT64:
         return arrow::int64();
+    case EXPORT_FLOAT64:
+        return arrow::float64();
     case EXPORT_STRING:
         return arrow::utf8();
     }
@@ -58,6 +60,7 @@ size_t element_size(export_element element)
     case EXPORT_INT32:
         return 4;
     case EXPORT_INT64:
+    case EXPORT_FLOAT64:
         return 8;
     case EXPORT_STRING:
         return 1;
@@ -120,10 +123,26 @@ bool narrow_offsets(const int64_t *offsets, int64_t n_rows, std::vector<int32_t>
     return true;
 }
 
+// A nullable column's valid flags as Arrow's validity bitmap, kept in
+// `store` for the write; nullptr for a column without nulls.
+std::shared_ptr<arrow::Buffer> validity(const export_column &column, int64_t n_rows,
+                                        const export_column_data &data,
+                                        std::vector<uint8_t> &store)
+{
+    if (!column.nullable || data.valid == nullptr)
+        return nullptr;
+    store.assign((size_t)(n_rows + 7) / 8, 0);
+    for (int64_t i = 0; i < n_rows; i++)
+        if (data.valid[i])
+            store[(size_t)i / 8] |= (uint8_t)(1u << (i % 8));
+    return wrap(store.data(), store.size());
+}
+
 // Column `column`'s array of one block over the caller's buffers.
 arrow::Result<std::shared_ptr<arrow::Array>>
 make_array(const export_column &column, const std::shared_ptr<arrow::DataType> &type,
-           int64_t n_rows, const export_column_data &data, std::vector<int32_t> &offsets)
+           int64_t n_rows, const export_column_data &data, std::vector<int32_t> &offsets,
+           std::vector<uint8_t> &bitmap)
 {
     auto element = element_type(column.element);
     const size_t size = element_size(column.element);
@@ -133,20 +152,24 @@ make_array(const export_column &column, const std::shared_ptr<arrow::DataType> &
         return arrow::Status::CapacityError("column '", column.name, "': ",
                                             data.offsets[n_rows], " values in one row group");
     switch (column.shape) {
-    case EXPORT_SCALAR:
+    case EXPORT_SCALAR: {
+        auto valid = validity(column, n_rows, data, bitmap);
+        const int64_t nulls = valid != nullptr ? arrow::kUnknownNullCount : 0;
         if (column.element == EXPORT_STRING) {
             if (!narrow_offsets(data.offsets, n_rows, offsets))
                 return arrow::Status::CapacityError("column '", column.name, "': ",
                                                     data.offsets[n_rows], " bytes of strings");
             array = arrow::ArrayData::Make(
                 type, n_rows,
-                {nullptr, wrap(offsets.data(), offsets.size() * sizeof(int32_t)),
+                {valid, wrap(offsets.data(), offsets.size() * sizeof(int32_t)),
                  wrap(data.values, (size_t)data.offsets[n_rows])},
-                0);
+                nulls);
         } else {
-            array = primitive(type, n_rows, data.values, size);
+            array = arrow::ArrayData::Make(
+                type, n_rows, {valid, wrap(data.values, (size_t)n_rows * size)}, nulls);
         }
         break;
+    }
     case EXPORT_VECTOR:
         array = arrow::ArrayData::Make(
             type, n_rows, {nullptr},
@@ -221,7 +244,8 @@ extern "C" int export_parquet_create(tfenc_context *ctx, const char *path,
         properties.compression(best_codec())->disable_dictionary();
         for (int c = 0; c < n_columns; c++) {
             file->names.emplace_back(columns[c].name);
-            fields.push_back(arrow::field(columns[c].name, column_type(columns[c]), false));
+            fields.push_back(arrow::field(columns[c].name, column_type(columns[c]),
+                                          columns[c].nullable != 0));
             if (columns[c].shape == EXPORT_SCALAR && columns[c].element == EXPORT_STRING)
                 properties.enable_dictionary(columns[c].name);
         }
@@ -263,10 +287,11 @@ extern "C" int export_parquet_write(tfenc_context *ctx, export_parquet_file *fil
 {
     try {
         std::vector<std::vector<int32_t>> offsets(file->columns.size());
+        std::vector<std::vector<uint8_t>> bitmaps(file->columns.size());
         arrow::ArrayVector arrays;
         for (size_t c = 0; c < file->columns.size(); c++) {
             auto array = make_array(file->columns[c], file->schema->field((int)c)->type(), n_rows,
-                                    data[c], offsets[c]);
+                                    data[c], offsets[c], bitmaps[c]);
             if (!array.ok())
                 return fail(ctx, TFENC_ERR_INTERNAL, file->path, array.status().message());
             arrays.push_back(*array);

@@ -7,7 +7,9 @@
  * A file is made of columns described once (export_column) and written a
  * block of rows at a time, each block one row group, from the caller's
  * buffers (export_column_data), which Arrow reads during the call only.
- * Every column is non-nullable: an exported row has every value.
+ * Every column is non-nullable (an exported row has every value) but the
+ * scalar columns of kept fields ([job] keep_fields), whose nulls are
+ * Arrow's nulls.
  * Statuses are tfenc's, with one line naming the file in the context. */
 #ifndef TFENC_EXPORT_PARQUET_H
 #define TFENC_EXPORT_PARQUET_H
@@ -28,6 +30,7 @@ typedef enum export_element {
     EXPORT_UINT8,
     EXPORT_INT32,
     EXPORT_INT64,
+    EXPORT_FLOAT64,
     EXPORT_STRING /* UTF-8 */
 } export_element;
 
@@ -45,6 +48,7 @@ typedef struct export_column {
     export_shape shape;
     export_element element; /* EXPORT_SPARSE: ignored */
     int64_t width;          /* EXPORT_VECTOR, EXPORT_VECTOR_LIST: values per vector */
+    int nullable;           /* EXPORT_SCALAR only: rows may be null (valid[i] = 0) */
 } export_column;
 
 /* One block's values of a column, for n rows:
@@ -53,11 +57,14 @@ typedef struct export_column {
  *   LIST         values [offsets[n]], row i values offsets[i] .. offsets[i+1]-1
  *   VECTOR_LIST  values [offsets[n] * width], row i vectors offsets[i] .. offsets[i+1]-1
  *   SPARSE       indices and values (float) [offsets[n]], as LIST
- * offsets start at 0 and never decrease. */
+ * offsets start at 0 and never decrease. A nullable column's valid [n]
+ * says which rows have a value (1) and which are null (0, whatever the
+ * values hold there). */
 typedef struct export_column_data {
     const void *values;
     const int64_t *offsets;
     const int32_t *indices;
+    const uint8_t *valid;
 } export_column_data;
 
 typedef struct export_parquet_file export_parquet_file;

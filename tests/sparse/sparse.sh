@@ -144,12 +144,7 @@ encode bert 1 1 top.h5 --set job.sparse_top_k=64 --set job.sparse_threshold=0.5 
 # tests/sparse/sparse.sh) runs on this output and prints five documents and
 # five tokens (with random weights the ranking itself means nothing).
 cp "$work/bert/fp32.h5" "$work/bert/sparse.h5"
-awk '/readme-test: covered by tests\/sparse\/sparse.sh/ { marked = 1; next }
-     marked && /^```python/ { inside = 1; next }
-     inside && /^```/ { inside = 0; marked = 0; next }
-     inside { print }
-     !/^$/ && !/^```/ { if (!inside) marked = marked && /readme-test/ }' \
-  "$srcdir/docs/output.md" > "$work/recipe.py"
+covered_python_block "$srcdir/docs/output.md" tests/sparse/sparse.sh > "$work/recipe.py"
 if [ ! -s "$work/recipe.py" ]; then
   fail "docs/output.md has no python block marked for this test"
 elif (cd "$work/bert" && "$python" "$work/recipe.py") > "$work/recipe.out" 2>&1; then
