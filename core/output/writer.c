@@ -6,6 +6,7 @@
 
 #include "base/clock.h"
 #include "base/context.h"
+#include "base/growth.h"
 #include "output/sparse.h"
 
 #include <errno.h>
@@ -118,32 +119,16 @@ static int reserve_queue(tfenc_context *ctx, tfenc_writer *w, int64_t n)
 {
     if (w->n_queued + n <= w->capacity)
         return TFENC_OK;
-    int64_t capacity = w->capacity > 0 ? w->capacity : 1024;
-    while (capacity < w->n_queued + n)
-        capacity *= 2;
-    int64_t *indices = realloc(w->indices, (size_t)capacity * sizeof *indices);
-    if (indices != NULL)
-        w->indices = indices;
-    int32_t *lengths = realloc(w->lengths, (size_t)capacity * sizeof *lengths);
-    if (lengths != NULL)
-        w->lengths = lengths;
-    int32_t *truncated = realloc(w->truncated, (size_t)capacity * sizeof *truncated);
-    if (truncated != NULL)
-        w->truncated = truncated;
-    int32_t *chunk_counts = realloc(w->chunk_counts, (size_t)capacity * sizeof *chunk_counts);
-    if (chunk_counts != NULL)
-        w->chunk_counts = chunk_counts;
-    int32_t *sources = realloc(w->sources, (size_t)capacity * sizeof *sources);
-    if (sources != NULL)
-        w->sources = sources;
-    int64_t *source_lines = realloc(w->source_lines, (size_t)capacity * sizeof *source_lines);
-    if (source_lines != NULL)
-        w->source_lines = source_lines;
-    char **ids = realloc(w->ids, (size_t)capacity * sizeof *ids);
-    if (ids != NULL)
-        w->ids = ids;
-    if (indices == NULL || lengths == NULL || truncated == NULL || chunk_counts == NULL ||
-        sources == NULL || source_lines == NULL || ids == NULL)
+    const int64_t capacity = tfenc_grown_capacity(w->capacity, w->n_queued + n, 1024, INT64_MAX);
+    int grew = 1; /* a capacity of -1 (too many) fails each growth */
+    TFENC_GROW_ARRAY(w->indices, capacity, grew);
+    TFENC_GROW_ARRAY(w->lengths, capacity, grew);
+    TFENC_GROW_ARRAY(w->truncated, capacity, grew);
+    TFENC_GROW_ARRAY(w->chunk_counts, capacity, grew);
+    TFENC_GROW_ARRAY(w->sources, capacity, grew);
+    TFENC_GROW_ARRAY(w->source_lines, capacity, grew);
+    TFENC_GROW_ARRAY(w->ids, capacity, grew);
+    if (!grew)
         return tfenc_error(ctx, TFENC_ERR_NO_MEMORY, "out of memory");
     w->capacity = capacity;
     return TFENC_OK;
