@@ -61,10 +61,13 @@ int tfenc_multivector_tokens_find(tfenc_context *ctx, const tfenc_job_settings *
     const int query = settings->multivector_query;
     const char *marker = query ? settings->query_marker : settings->document_marker;
     const int skips = settings->skip_punctuation && !query; /* a query keeps every vector */
-    tokens->used = query || marker != NULL || skips || settings->skip_first_token;
+    /* Leaving out the first token reads no id: a token-id corpus may too. */
     tokens->skiplist.skip_first = settings->skip_first_token;
-    if (!tokens->used)
+    tokens->used = query || marker != NULL || skips;
+    if (!tokens->used) {
+        tokens->used = settings->skip_first_token;
         return TFENC_OK;
+    }
     if (tokenizer == NULL)
         return tfenc_error(ctx, TFENC_ERR_CONFIG, "%s: [job] multivector_mode, its markers and "
                            "skip_punctuation need a tokenizer; a token-id corpus is used as "

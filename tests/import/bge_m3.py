@@ -12,6 +12,8 @@ usage: bge_m3.py make SENTENCES.txt OUT_DIR
          OUT_DIR/reference.h5: dense [N, d], colbert [T, d] with
          colbert_offsets [N+1], and the sparse rows as CSR (sparse_indptr,
          sparse_indices ascending, sparse_values), each sentence alone;
+         OUT_DIR/ids.h5: the same sentences' token ids (tokens, offsets),
+         a token-id corpus that must give the same rows;
          OUT_DIR/bad-shape/: sparse_linear.pt's weight [2, d];
          OUT_DIR/no-bias/: colbert_linear.pt without its bias.
        bge_m3.py compare REFERENCE.h5 OUTPUT.h5
@@ -55,14 +57,16 @@ def reference(model, colbert, sparse, tokenizer, lines):
                tokenizer.unk_token_id}
     dense, vectors, offsets = [], [], [0]
     indptr, indices, values = [0], [], []
+    tokens = []
     with torch.no_grad():
         for line in lines:
             ids = tokenizer(line, return_tensors="pt")["input_ids"]
+            tokens.append(ids[0])
             hidden = model(input_ids=ids).last_hidden_state[0]
             dense.append(F.normalize(hidden[0], dim=-1))
-            tokens = F.normalize(colbert(hidden[1:]), dim=-1)
-            vectors.append(tokens)
-            offsets.append(offsets[-1] + tokens.shape[0])
+            kept = F.normalize(colbert(hidden[1:]), dim=-1)
+            vectors.append(kept)
+            offsets.append(offsets[-1] + kept.shape[0])
             weights = torch.relu(sparse(hidden)).squeeze(-1)
             best = {}
             for weight, token in zip(weights.tolist(), ids[0].tolist()):
@@ -77,7 +81,7 @@ def reference(model, colbert, sparse, tokenizer, lines):
             "colbert_offsets": np.array(offsets, dtype=np.int64),
             "sparse_indptr": np.array(indptr, dtype=np.int64),
             "sparse_indices": np.array(indices, dtype=np.int32),
-            "sparse_values": np.array(values, dtype=np.float32)}
+            "sparse_values": np.array(values, dtype=np.float32)}, tokens
 
 
 def make(sentences_path, out_dir):
@@ -106,9 +110,13 @@ def make(sentences_path, out_dir):
     torch.save(sparse.state_dict(), os.path.join(model_dir, "sparse_linear.pt"))
     with open(sentences_path, encoding="utf-8") as f:
         lines = [line.rstrip("\n") for line in f]
+    expected, tokens = reference(model, colbert, sparse, tokenizer, lines)
     with h5py.File(os.path.join(out_dir, "reference.h5"), "w") as f:
-        for name, data in reference(model, colbert, sparse, tokenizer, lines).items():
+        for name, data in expected.items():
             f[name] = data
+    with h5py.File(os.path.join(out_dir, "ids.h5"), "w") as f:
+        f["tokens"] = torch.cat(tokens).numpy().astype(np.int32)
+        f["offsets"] = np.cumsum([0] + [len(row) for row in tokens]).astype(np.int64)
     bad = os.path.join(out_dir, "bad-shape")
     shutil.copytree(model_dir, bad)
     torch.save({"weight": torch.zeros(2, D), "bias": torch.zeros(2)},

@@ -4,7 +4,8 @@
 # (tests/import/bge_m3.py): imported by `tfenc-import DIR -o M.h5 --job
 # M.ini` into one job of three heads over one trunk (colbert first, its
 # vectors at the root; dense and sparse in /outputs), run by tfenc-batch on
-# the 532 real sentences through the model's XLM-R tokenizer, and compared
+# the 532 real sentences through the model's XLM-R tokenizer (and on their
+# token ids, an HDF5 corpus without a tokenizer), and compared
 # with BGEM3FlagModel's formulas in PyTorch over transformers'
 # XLMRobertaModel: dense min cosine >= 0.99999, colbert per token and
 # sparse per token id within 1e-5 (bars argued in bge_m3.py), the same
@@ -49,6 +50,13 @@ checks=$((checks + 1))
 run "$work/out.h5"
 "$TFENC_VENV_PYTHON" "$here/bge_m3.py" compare "$work/generated/reference.h5" "$work/out.h5" \
   || fail "the three heads against BGEM3FlagModel's formulas"
+
+# The same sentences as token ids: the first token is left out by its
+# place, so a corpus without a tokenizer gives the same rows.
+checks=$((checks + 1))
+run "$work/ids-out.h5" --set "job.input=$work/generated/ids.h5" --set job.input_format=hdf5
+"$TFENC_VENV_PYTHON" "$here/bge_m3.py" compare "$work/generated/reference.h5" "$work/ids-out.h5" \
+  || fail "the three heads from token ids"
 
 # --status names the three heads, the first with its first token left out.
 checks=$((checks + 1))
