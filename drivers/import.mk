@@ -12,6 +12,7 @@ drivers_tfenc_import_SOURCES = drivers/tfenc-import.c \
 	drivers/import/hf_config.c drivers/import/hf_config.h \
 	drivers/import/sentence_transformers.c drivers/import/sentence_transformers.h \
 	drivers/import/colbert.c drivers/import/colbert.h \
+	drivers/import/bge_m3.c drivers/import/bge_m3.h \
 	drivers/import/tokenizer_files.c drivers/import/tokenizer_files.h \
 	drivers/import/tensor_map.c drivers/import/tensor_map.h \
 	drivers/import/tensor_names.c drivers/import/tensor_names.h \

@@ -197,7 +197,8 @@ static void print_output(const tfenc_inspection *i)
         .sparse_values = i->sparse_values, .has_vocabulary = i->has_vocabulary,
         .multivector_mode = i->multivector_mode, .multivector_marker = i->multivector_marker,
         .multivector_skiplist = i->multivector_skiplist,
-        .multivector_query_padding = i->multivector_query_padding};
+        .multivector_query_padding = i->multivector_query_padding,
+        .multivector_first_token = i->multivector_first_token};
     char *described = kind != NULL ? kind->describe_status(&summary) : NULL;
     if (described != NULL)
         printf("output: %s", described);

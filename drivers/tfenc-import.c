@@ -27,6 +27,7 @@
 #include "import/files.h"
 #include "import/colbert.h"
 #include "import/hf_config.h"
+#include "import/bge_m3.h"
 #include "import/importer.h"
 #include "import/job_writer.h"
 #include "import/sentence_transformers.h"
@@ -42,6 +43,8 @@ static void importer_free(importer *self)
     free(self->transformer_dir);
     free(self->dense_dir);
     tfenc_checkpoint_close(self->dense_weights);
+    tfenc_checkpoint_close(self->bge_m3.colbert);
+    tfenc_checkpoint_close(self->bge_m3.sparse);
     free(self->config.model_type);
     free(self->config.config_text);
     free(self->config.local_layers);
@@ -278,6 +281,10 @@ static int read_model(importer *self)
         status = import_read_tokenizer(self);
     if (status == TFENC_OK)
         status = import_check_markers(self);
+    if (status == TFENC_OK)
+        status = import_read_bge_m3(self);
+    if (status == TFENC_OK)
+        status = import_bge_m3_drop_ids(self);
     if (status == TFENC_OK)
         status = import_open_weights(self);
     return status;

@@ -76,20 +76,6 @@ static int default_scores(int problem, int n_labels)
     return SCORES_SOFTMAX;
 }
 
-/* A linear map whose bias dataset is optional (ModernBERT's classifier_bias). */
-static int load_map(tfenc_weights *weights, const char *weight, const char *bias, int in,
-                    int *out, const tfenc_linear **linear)
-{
-    const char *const weight_names[] = {weight};
-    const char *const bias_names[] = {bias};
-    tfenc_linear *map = NULL;
-    int status = tfenc_linear_load(weights, 1, weight_names,
-                                   tfenc_weight_exists(weights, bias) ? bias_names : NULL, in,
-                                   out, &map);
-    *linear = map;
-    return status;
-}
-
 static int classifier_create(tfenc_context *ctx, const tfenc_layer_init *init, void **instance)
 {
     int pooling, dense, activation, norm, problem, scores;
@@ -127,7 +113,7 @@ static int classifier_create(tfenc_context *ctx, const tfenc_layer_init *init, v
     layer->labels = labels[0] != '\0' ? labels : NULL;
     int width = 0;
     if (dense) {
-        status = load_map(init->weights, "dense_weight", "dense_bias", d, &width, &layer->dense);
+        status = layers_load_map(init->weights, "dense_weight", "dense_bias", d, &width, &layer->dense);
         if (status == TFENC_OK && width != d)
             status = tfenc_error(ctx, TFENC_ERR_WEIGHTS, "classifier: dense_weight has %d rows, "
                                  "expected d_model %d", width, d);
@@ -139,7 +125,7 @@ static int classifier_create(tfenc_context *ctx, const tfenc_layer_init *init, v
             status = tfenc_weight_load(init->weights, "norm_bias", 1, dims, &layer->norm_bias);
     }
     if (status == TFENC_OK)
-        status = load_map(init->weights, "out_weight", "out_bias", d, &width, &layer->out);
+        status = layers_load_map(init->weights, "out_weight", "out_bias", d, &width, &layer->out);
     if (status == TFENC_OK && n_labels > 0 && width != n_labels)
         status = tfenc_error(ctx, TFENC_ERR_WEIGHTS, "classifier: n_labels = %ld but out_weight "
                              "has %d rows", n_labels, width);

@@ -1,6 +1,7 @@
 /* Entry point of the layers plugin: enumerates the per-token and pooling
  * layer types (embedding, sinusoidal, ffn, layernorm, rmsnorm, pooling), the
  * classification head (classifier), the sparse masked-LM head (splade),
+ * BGE-M3's sparse head (lexical_weights),
  * the multi-vector head (multivector), the static-embedding model
  * (static_embedding) and the mixture-of-experts block (moe). */
 #include "layers.h"
@@ -16,6 +17,7 @@ static const tfenc_layer_descriptor *const layer_types[] = {
     &tfenc_layers_pooling,
     &tfenc_layers_classifier,
     &tfenc_layers_splade,
+    &tfenc_layers_lexical_weights,
     &tfenc_layers_multivector,
     &tfenc_layers_static_embedding,
     &tfenc_layers_moe,

@@ -22,6 +22,7 @@ extern const tfenc_layer_descriptor tfenc_layers_rmsnorm;    /* plugins/norm.c *
 extern const tfenc_layer_descriptor tfenc_layers_pooling;    /* plugins/pooling.c */
 extern const tfenc_layer_descriptor tfenc_layers_classifier; /* plugins/classifier.c */
 extern const tfenc_layer_descriptor tfenc_layers_splade;     /* plugins/splade.c */
+extern const tfenc_layer_descriptor tfenc_layers_lexical_weights; /* plugins/lexical_weights.c */
 extern const tfenc_layer_descriptor tfenc_layers_multivector; /* plugins/multivector.c */
 extern const tfenc_layer_descriptor tfenc_layers_static_embedding; /* plugins/static_embedding.c */
 extern const tfenc_layer_descriptor tfenc_layers_moe;        /* plugins/moe.c */
@@ -49,6 +50,22 @@ static inline int layers_check_width(tfenc_context *ctx, const char *type,
  * keys (seq_keys, a query's padding), the row after its last key. What
  * pools a sequence (pooling, heads) pools rows seq_start[s] up to it, as
  * sentence-transformers pools by the attention mask. */
+/* A head's linear map whose bias dataset is optional (ModernBERT's
+ * classifier_bias, PyLate's Dense, BGE-M3's heads): weight [out, in], and
+ * bias [out] when the weights group has it. */
+static inline int layers_load_map(tfenc_weights *weights, const char *weight, const char *bias,
+                                  int in, int *out, const tfenc_linear **linear)
+{
+    const char *const weight_names[] = {weight};
+    const char *const bias_names[] = {bias};
+    tfenc_linear *map = NULL;
+    int status = tfenc_linear_load(weights, 1, weight_names,
+                                   tfenc_weight_exists(weights, bias) ? bias_names : NULL, in,
+                                   out, &map);
+    *linear = map;
+    return status;
+}
+
 static inline int layers_keys_end(const tfenc_batch *batch, int s)
 {
     const int start = batch->seq_start[s], end = batch->seq_start[s + 1];

@@ -25,11 +25,11 @@ endif
 plugins_libattention_kernel_la_CFLAGS = $(plugins_attention_la_CFLAGS) $(ATTENTION_KERNEL_CHECKS)
 
 # layers: embedding, sinusoidal, ffn, layernorm, rmsnorm, pooling, classifier, splade,
-# multivector, static_embedding, moe.
+# lexical_weights, multivector, static_embedding, moe.
 pkglib_LTLIBRARIES += plugins/layers.la
 plugins_layers_la_SOURCES = plugins/layers.c plugins/layers.h plugins/embedding.c \
 	plugins/positional.c plugins/ffn.c plugins/norm.c plugins/pooling.c plugins/classifier.c \
-	plugins/splade.c plugins/multivector.c plugins/static_embedding.c plugins/moe.c
+	plugins/splade.c plugins/lexical_weights.c plugins/multivector.c plugins/static_embedding.c plugins/moe.c
 plugins_layers_la_LDFLAGS = -module -avoid-version -shared \
 	-export-symbols-regex '^tfenc_plugin_descriptor$$' $(OPENMP_CFLAGS) $(SANITIZER_FLAGS)
 plugins_layers_la_LIBADD = core/libtfenc.la -lm

@@ -38,13 +38,9 @@ static int multivector_create(tfenc_context *ctx, const tfenc_layer_init *init, 
     if (layer == NULL)
         return tfenc_error(ctx, TFENC_ERR_NO_MEMORY, "multivector: out of memory");
     const int d = init->model.d_model;
-    const char *const weight_names[] = {"weight"};
-    const char *const bias_names[] = {"bias"};
-    tfenc_linear *projection = NULL;
+    const tfenc_linear *projection = NULL;
     int width = 0;
-    status = tfenc_linear_load(init->weights, 1, weight_names,
-                               tfenc_weight_exists(init->weights, "bias") ? bias_names : NULL, d,
-                               &width, &projection);
+    status = layers_load_map(init->weights, "weight", "bias", d, &width, &projection);
     if (status == TFENC_OK && wanted > 0 && width != wanted)
         status = tfenc_error(ctx, TFENC_ERR_WEIGHTS, "multivector: width = %ld but weight has "
                              "%d rows", wanted, width);

@@ -42,21 +42,23 @@ tests_import_test_tensor_names_LDADD = tests/harness/libunit.la core/libtfenc.la
 # contrastors' and megablocks' math, and folders of the wrong experts.
 # modernbert_2025.sh: mmBERT, Ettin and granite-embedding-english-r2 from
 # text through their own tokenizers, against the reference, and bad folders.
+# bge_m3.sh: BGE-M3's colbert, dense and sparse heads in one job, against
+# BGEM3FlagModel's formulas over transformers' XLMRobertaModel, and bad .pt files.
 dist_check_SCRIPTS += tests/import/import.sh tests/import/parity.sh tests/import/parity_mpnet.sh \
 	tests/import/fetch_mpnet.sh tests/import/architectures.sh \
 	tests/import/st_features.sh tests/import/st_chunks.sh tests/import/heads.sh \
 	tests/import/head_file.sh \
 	tests/import/pairs.sh tests/import/deberta.sh tests/import/checkpoints.sh \
 	tests/import/jina_v3.sh tests/import/gte.sh tests/import/nomic_moe.sh \
-	tests/import/modernbert_2025.sh
+	tests/import/modernbert_2025.sh tests/import/bge_m3.sh
 TESTS += tests/import/import.sh tests/import/architectures.sh tests/import/st_features.sh \
 	tests/import/st_chunks.sh tests/import/heads.sh tests/import/head_file.sh \
 	tests/import/pairs.sh tests/import/deberta.sh \
 	tests/import/checkpoints.sh tests/import/jina_v3.sh tests/import/gte.sh tests/import/nomic_moe.sh \
-	tests/import/modernbert_2025.sh
+	tests/import/modernbert_2025.sh tests/import/bge_m3.sh
 FEWER_CASES_UNDER_SANITIZERS += tests/import/st_features.sh tests/import/st_chunks.sh \
 	tests/import/heads.sh tests/import/architectures.sh tests/import/jina_v3.sh \
-	tests/import/nomic_moe.sh tests/import/modernbert_2025.sh
+	tests/import/nomic_moe.sh tests/import/modernbert_2025.sh tests/import/bge_m3.sh
 # Reference comparisons of real models, normal build only (tests/local.mk):
 # under the sanitizers every architecture's layers and tfenc-import mapping
 # run in architectures.sh (small random models: MPNet's relative positions
@@ -71,7 +73,7 @@ EXTRA_DIST += tests/import/make_checkpoint.py tests/import/check_import.py \
 	tests/import/pairs.py \
 	tests/import/deberta.py tests/import/checkpoints.py tests/import/jina_v3.py \
 	tests/import/gte.py tests/import/nomic_moe.py tests/import/folder_checks.sh \
-	tests/import/modernbert_2025.py
+	tests/import/modernbert_2025.py tests/import/bge_m3.py
 
 # static.sh: model2vec (static-embedding) folders saved by model2vec itself,
 # against StaticModel.encode in a venv of its own (tests/setup-model2vec-venv),

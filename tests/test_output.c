@@ -979,6 +979,34 @@ static int suite_clean(void)
     return system(command) != 0;
 }
 
+/* skip_first (BGE-M3's last_hidden_state[:, 1:]): each sequence's first
+ * row goes, whatever its id, before the ids of the skiplist are looked at;
+ * the feeder's count agrees with the packing. */
+static void test_multivector_skip_first(void)
+{
+    enum { D = 3, WIDTH = 2, TOKENS = 6 };
+    static const uint8_t flags[8] = {0, 0, 0, 0, 0, 1, 0, 0};
+    const tfenc_skiplist first_only = {.skip_first = 1};
+    const tfenc_skiplist first_and_ids = {.flags = flags, .n_ids = 8, .skip_first = 1};
+    int32_t ids[TOKENS] = {0, 5, 3, 0, 4, 2};
+    const int32_t seq_start[3] = {0, 3, TOKENS};
+    CU_ASSERT(tfenc_skiplist_count(&first_only, ids, 3) == 2);
+    CU_ASSERT(tfenc_skiplist_count(&first_and_ids, ids, 3) == 1);
+    CU_ASSERT(tfenc_skiplist_count(&first_only, ids + 3, 1) == 0);
+    float x[TOKENS * D];
+    for (int t = 0; t < TOKENS; t++)
+        for (int c = 0; c < D; c++)
+            x[t * D + c] = (float)(10 * t + c);
+    int32_t kept[2];
+    CU_ASSERT_FATAL(tfenc_multivector_pack(&first_and_ids, x, ids, D, WIDTH, 2, seq_start,
+                                           kept) == 3);
+    CU_ASSERT(kept[0] == 1 && kept[1] == 2);
+    static const int32_t kept_ids[3] = {3, 4, 2};
+    static const float kept_rows[3 * WIDTH] = {20, 21, 40, 41, 50, 51};
+    CU_ASSERT(memcmp(ids, kept_ids, sizeof kept_ids) == 0);
+    CU_ASSERT(memcmp(x, kept_rows, sizeof kept_rows) == 0);
+}
+
 /* Two sequences of d = 4 rows whose first 2 values are the vector: the
  * skiplist's ids (5 and 7) lose their rows, an id beyond the flags keeps
  * its own, and the count the feeder uses agrees with the packing. */
@@ -1065,6 +1093,7 @@ static const test_case output_cases[] = {
     {"every kind: created, described, reopened", test_every_kind_described},
     {"corpus_shards: any name, known by name, size and fingerprint", test_corpus_shards},
     {"multi-vector rows", test_multivector_pack},
+    {"multi-vector rows without the first token", test_multivector_skip_first},
     {NULL, NULL}};
 
 const test_suite test_suites[] = {

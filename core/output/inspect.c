@@ -538,6 +538,7 @@ int tfenc_inspect_output(tfenc_context *ctx, const char *path, tfenc_inspection 
     inspection->multivector_marker = tfenc_hdf5_attribute_string(file, "multivector_marker");
     inspection->multivector_skiplist = tfenc_hdf5_attribute_string(file, "multivector_skiplist");
     inspection->multivector_query_padding = tfenc_hdf5_attribute_string(file, "multivector_query_padding");
+    inspection->multivector_first_token = tfenc_hdf5_attribute_string(file, "multivector_first_token");
     inspection->precision_sample_min_cosine = read_double(file, "precision_sample_min_cosine");
     if (inspection->precision == NULL && inspection->job_settings != NULL)
         inspection->precision = precision_from_settings(inspection->job_settings);
@@ -592,6 +593,7 @@ void tfenc_inspection_free(tfenc_inspection *inspection)
                         &inspection->multivector_mode, &inspection->multivector_marker,
                         &inspection->multivector_skiplist,
                         &inspection->multivector_query_padding,
+                        &inspection->multivector_first_token,
                         &inspection->resume_command};
     for (size_t i = 0; i < sizeof strings / sizeof strings[0]; i++) {
         free(*strings[i]);

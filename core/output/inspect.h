@@ -87,6 +87,8 @@ typedef struct tfenc_inspection {
     char *multivector_skiplist; /* vectors: the ids left out, space-separated, "" for none */
     char *multivector_query_padding; /* vectors: "attended" or "masked" for queries, "" for
                                       * documents; NULL in files written before it */
+    char *multivector_first_token; /* vectors: "skipped" or "kept"; NULL in files written
+                                    * before it (kept) */
     int unit_norm;           /* attribute unit_norm: 1 every row has unit L2 norm, 0 not,
                               * -1 not recorded (older tfenc) */
     char *dtype;             /* float32, float16, bfloat16, or compact: int8, uint8,

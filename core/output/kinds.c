@@ -114,6 +114,7 @@ static const tfenc_output_kind_attribute vectors_attributes[] = {
     {"multivector_marker", offsetof(tfenc_output_options, multivector_marker)},
     {"multivector_skiplist", offsetof(tfenc_output_options, multivector_skiplist)},
     {"multivector_query_padding", offsetof(tfenc_output_options, multivector_query_padding)},
+    {"multivector_first_token", offsetof(tfenc_output_options, multivector_first_token)},
     {NULL, 0}};
 
 /* -------------------------------------------------------- writer hooks */
@@ -347,6 +348,8 @@ static char *vectors_status(const tfenc_output_summary *s)
         s->multivector_skiplist != NULL && s->multivector_skiplist[0] != '\0'
             ? "string.punctuation's tokens left out"
             : "(none: every token kept)");
+    if (s->multivector_first_token != NULL && strcmp(s->multivector_first_token, "skipped") == 0)
+        add(&t, ", each document's first token left out");
     /* Which ColBERT query encoding the rows are: the same model gives
      * other vectors either way (attend_to_mask_tokens). */
     const char *padding = s->multivector_query_padding != NULL ? s->multivector_query_padding : "";

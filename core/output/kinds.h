@@ -119,6 +119,7 @@ typedef struct tfenc_output_summary {
     int has_vocabulary;
     const char *multivector_mode, *multivector_marker, *multivector_skiplist;
     const char *multivector_query_padding;
+    const char *multivector_first_token; /* "skipped", "kept", or NULL (before it existed) */
 } tfenc_output_summary;
 
 #endif

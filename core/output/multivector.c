@@ -6,7 +6,7 @@
 int32_t tfenc_skiplist_count(const tfenc_skiplist *skip, const int32_t *ids, int32_t length)
 {
     int32_t kept = 0;
-    for (int32_t t = 0; t < length; t++)
+    for (int32_t t = skip != NULL && skip->skip_first ? 1 : 0; t < length; t++)
         kept += tfenc_skiplist_keeps(skip, ids[t]);
     return kept;
 }
@@ -20,7 +20,8 @@ int64_t tfenc_multivector_pack(const tfenc_skiplist *skip, float *x, int32_t *id
     for (int j = 0; j < n_seq; j++) {
         kept[j] = 0;
         for (int32_t t = seq_start[j]; t < seq_start[j + 1]; t++) {
-            if (!tfenc_skiplist_keeps(skip, ids[t]))
+            if ((t == seq_start[j] && skip != NULL && skip->skip_first) ||
+                !tfenc_skiplist_keeps(skip, ids[t]))
                 continue;
             memmove(x + (size_t)to * (size_t)width, x + (size_t)t * (size_t)d,
                     (size_t)width * sizeof *x);

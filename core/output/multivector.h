@@ -14,13 +14,16 @@
 #include <stdint.h>
 
 /* The tokens left out: flags[id] = 1 for each id of the skiplist, over
- * ids 0 .. n_ids - 1 (ids beyond are kept). NULL flags keep everything. */
+ * ids 0 .. n_ids - 1 (ids beyond are kept). NULL flags keep every id.
+ * skip_first leaves out each sequence's first token whatever its id
+ * (BGE-M3's colbert_vecs are last_hidden_state[:, 1:]). */
 typedef struct tfenc_skiplist {
     const uint8_t *flags;
     int n_ids;
+    int skip_first;
 } tfenc_skiplist;
 
-/* 1 when token `id` keeps its vector. */
+/* 1 when token `id` keeps its vector (by its id: skip_first is the callers'). */
 static inline int tfenc_skiplist_keeps(const tfenc_skiplist *skip, int32_t id)
 {
     return skip == NULL || skip->flags == NULL || id < 0 || id >= skip->n_ids ||

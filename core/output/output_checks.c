@@ -64,6 +64,7 @@ typedef struct attribute_spec {
 
 static const char *const multivector_modes[] = {"document", "query", NULL};
 static const char *const query_paddings[] = {"", "attended", "masked", NULL};
+static const char *const first_tokens[] = {"", "kept", "skipped", NULL};
 
 /* Every root attribute a tfenc output has (output/output.h), in the order
  * they are checked: `complete` first, since a reader trusts it first. */
@@ -85,6 +86,7 @@ static const attribute_spec attributes[] = {
     {.name = "multivector_mode", .domain = DOMAIN_CHOICE, .choices = multivector_modes},
     {.name = "multivector_query_padding", .domain = DOMAIN_CHOICE, .choices = query_paddings},
     {.name = "multivector_skiplist", .domain = DOMAIN_TOKEN_IDS},
+    {.name = "multivector_first_token", .domain = DOMAIN_CHOICE, .choices = first_tokens},
     {.name = "multivector_marker", .domain = DOMAIN_TEXT},
     {.name = "id2label", .domain = DOMAIN_ID2LABEL},
     {.name = "sparse_threshold", .domain = DOMAIN_FLOAT, .low = 0.0, .high = INFINITY},

@@ -127,11 +127,14 @@ typedef struct tfenc_output_options {
      * "query"), multivector_marker (the marker token, "" for none),
      * multivector_skiplist (the token ids left out, space-separated) and
      * multivector_query_padding (a query's [MASK] padding: "attended" or
-     * "masked", keys of attention or not; "" for documents); NULL stores "". */
+     * "masked", keys of attention or not; "" for documents) and
+     * multivector_first_token ("kept", or "skipped": [job] skip_first_token,
+     * BGE-M3's vectors); NULL stores "". */
     const char *multivector_mode;
     const char *multivector_marker;
     const char *multivector_skiplist;
     const char *multivector_query_padding;
+    const char *multivector_first_token;
 } tfenc_output_options;
 
 #endif

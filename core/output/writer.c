@@ -418,19 +418,19 @@ void tfenc_writer_set_before_metadata(tfenc_writer *w, int (*sync)(tfenc_context
     w->before_metadata_user = user;
 }
 
-int tfenc_writer_set_skiplist(tfenc_context *ctx, tfenc_writer *w, const uint8_t *skip_flags,
-                              int n_ids)
+int tfenc_writer_set_skiplist(tfenc_context *ctx, tfenc_writer *w, const tfenc_skiplist *skip)
 {
     w->skiplist.n_ids = 0;
     w->skiplist.flags = NULL;
-    if (skip_flags == NULL)
+    w->skiplist.skip_first = skip->skip_first;
+    if (skip->flags == NULL)
         return TFENC_OK;
-    uint8_t *flags = malloc((size_t)n_ids);
+    uint8_t *flags = malloc((size_t)skip->n_ids);
     if (flags == NULL)
         return tfenc_error(ctx, TFENC_ERR_NO_MEMORY, "out of memory");
-    memcpy(flags, skip_flags, (size_t)n_ids);
+    memcpy(flags, skip->flags, (size_t)skip->n_ids);
     w->skiplist.flags = flags;
-    w->skiplist.n_ids = n_ids;
+    w->skiplist.n_ids = skip->n_ids;
     return TFENC_OK;
 }
 

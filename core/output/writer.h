@@ -11,6 +11,7 @@
 #ifndef TFENC_WRITER_H
 #define TFENC_WRITER_H
 
+#include "output/multivector.h"
 #include "output/output.h"
 #include "output/output_kind.h"
 #include "ranks/pipeline.h"
@@ -65,13 +66,11 @@ void tfenc_writer_set_before_metadata(tfenc_writer *w, int (*sync)(tfenc_context
                                       void *user);
 
 /* The tokens whose vectors a multi-vector writer (output kind vectors)
- * leaves out: skip_flags[id] is 1 for each (ids 0 .. n_ids - 1; NULL
- * skips none), the skiplist the feeder counted the offsets with
- * (output/multivector.h). The kind's writer hook writes each kept token's
- * first `width` values; other kinds ignore the skiplist. The flags are
- * copied. */
-int tfenc_writer_set_skiplist(tfenc_context *ctx, tfenc_writer *w, const uint8_t *skip_flags,
-                              int n_ids);
+ * leaves out: the skiplist the feeder counted the offsets with
+ * (output/multivector.h: its ids, and each sequence's first token when
+ * skip_first). The kind's writer hook writes each kept token's first
+ * `width` values; other kinds ignore the skiplist. The flags are copied. */
+int tfenc_writer_set_skiplist(tfenc_context *ctx, tfenc_writer *w, const tfenc_skiplist *skip);
 
 /* Writes the microbatch's rows; its metadata waits for the next group. */
 int tfenc_writer_write(tfenc_context *ctx, tfenc_writer *w, const tfenc_microbatch *microbatch);

@@ -276,6 +276,7 @@ static int read_job_keys(reader *r, tfenc_job_section *section, job_keys *k)
     /* ColBERT's query_maxlen default */
     READ(tfenc_param_int_range(&p, "query_length", 32, 2, 1L << 24, &s->query_length));
     READ(tfenc_param_bool(&p, "skip_punctuation", 0, &s->skip_punctuation));
+    READ(tfenc_param_bool(&p, "skip_first_token", 0, &s->skip_first_token));
     READ(tfenc_param_bool(&p, "attend_to_mask_tokens", 1, &s->attend_to_mask_tokens));
     READ(tfenc_params_check_all_used(&p, "not a [job] key; see docs/job-file.md"));
 #undef READ
@@ -447,7 +448,8 @@ static int check_format_keys(reader *r, tfenc_job_section *section)
  * head reads (run.c refuses them for any other, once it knows the head). */
 static const char *const multivector_keys[] = {"multivector_mode", "query_marker",
                                                "document_marker", "query_length",
-                                               "skip_punctuation", "attend_to_mask_tokens", NULL};
+                                               "skip_punctuation", "skip_first_token",
+                                               "attend_to_mask_tokens", NULL};
 
 /* The keys that only chunked documents read. */
 static const char *const chunk_keys[] = {"chunk_overlap", "chunk_pooling", "chunk_scores",

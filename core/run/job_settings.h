@@ -57,6 +57,7 @@ typedef struct tfenc_job_settings {
     char *document_marker; /* ... of a document ([unused1]), or NULL */
     long query_length;     /* a query's tokens, [MASK]-padded: max_seq_len in query mode */
     int skip_punctuation;  /* documents write no vector for string.punctuation's tokens */
+    int skip_first_token;  /* no vector for each sequence's first token (BGE-M3's [:, 1:]) */
     int attend_to_mask_tokens; /* a query's [MASK] tokens are keys of attention too */
     const char *multivector_key; /* the first of the keys above the job sets, or NULL:
                                   * they apply to a model ending in a multivector head */

@@ -49,7 +49,8 @@ static int find_skiplist(tfenc_context *ctx, tfenc_tokenizer *tokenizer,
         written += (size_t)sprintf(tokens->skiplist_text + written, "%s%d",
                                    written > 0 ? " " : "", id);
     }
-    tokens->skiplist = (tfenc_skiplist){.flags = tokens->skip_flags, .n_ids = n_ids};
+    tokens->skiplist.flags = tokens->skip_flags;
+    tokens->skiplist.n_ids = n_ids;
     return TFENC_OK;
 }
 
@@ -60,9 +61,13 @@ int tfenc_multivector_tokens_find(tfenc_context *ctx, const tfenc_job_settings *
     const int query = settings->multivector_query;
     const char *marker = query ? settings->query_marker : settings->document_marker;
     const int skips = settings->skip_punctuation && !query; /* a query keeps every vector */
+    /* Leaving out the first token reads no id: a token-id corpus may too. */
+    tokens->skiplist.skip_first = settings->skip_first_token;
     tokens->used = query || marker != NULL || skips;
-    if (!tokens->used)
+    if (!tokens->used) {
+        tokens->used = settings->skip_first_token;
         return TFENC_OK;
+    }
     if (tokenizer == NULL)
         return tfenc_error(ctx, TFENC_ERR_CONFIG, "%s: [job] multivector_mode, its markers and "
                            "skip_punctuation need a tokenizer; a token-id corpus is used as "
@@ -90,15 +95,17 @@ int tfenc_multivector_tokens_share(tfenc_context *ctx, MPI_Comm comm,
 {
     int rank = 0;
     MPI_Comm_rank(comm, &rank);
-    long header[5] = {tokens->used, tokens->marker_id, tokens->pad_id, tokens->skiplist.n_ids,
+    long header[6] = {tokens->used, tokens->marker_id, tokens->pad_id, tokens->skiplist.n_ids,
                       tokens->skiplist_text != NULL ? (long)strlen(tokens->skiplist_text) + 1
-                                                    : 0};
-    MPI_Bcast(header, 5, MPI_LONG, 0, comm);
+                                                    : 0,
+                      tokens->skiplist.skip_first};
+    MPI_Bcast(header, 6, MPI_LONG, 0, comm);
     if (rank != 0) {
         tfenc_multivector_tokens_free(tokens);
         tokens->used = (int)header[0];
         tokens->marker_id = (int32_t)header[1];
         tokens->pad_id = (int32_t)header[2];
+        tokens->skiplist.skip_first = (int)header[5];
         if (header[3] > 0) {
             tokens->skip_flags = malloc((size_t)header[3]);
             tokens->skiplist_text = malloc((size_t)header[4]);
@@ -111,7 +118,8 @@ int tfenc_multivector_tokens_share(tfenc_context *ctx, MPI_Comm comm,
     if (header[3] > 0) {
         MPI_Bcast(tokens->skip_flags, (int)header[3], MPI_UINT8_T, 0, comm);
         MPI_Bcast(tokens->skiplist_text, (int)header[4], MPI_CHAR, 0, comm);
-        tokens->skiplist = (tfenc_skiplist){.flags = tokens->skip_flags, .n_ids = (int)header[3]};
+        tokens->skiplist.flags = tokens->skip_flags;
+        tokens->skiplist.n_ids = (int)header[3];
     }
     return TFENC_OK;
 }

@@ -377,6 +377,7 @@ int tfenc_run_open_output(tfenc_run *r)
                                       ? r->settings.job.query_marker
                                       : r->settings.job.document_marker,
             .multivector_skiplist = r->plan.multivector.skiplist_text,
+            .multivector_first_token = r->settings.job.skip_first_token ? "skipped" : "kept",
             .multivector_query_padding = !r->settings.job.multivector_query      ? ""
                                          : r->settings.job.attend_to_mask_tokens ? "attended"
                                                                                  : "masked"};
@@ -402,8 +403,7 @@ int tfenc_run_open_output(tfenc_run *r)
             status = open_sparse_rows(r, writers, resumed, was_complete);
         if (status == TFENC_OK)
             status =
-                tfenc_writer_set_skiplist(r->ctx, r->state.writer, r->plan.multivector.skip_flags,
-                                          r->plan.multivector.skiplist.n_ids);
+                tfenc_writer_set_skiplist(r->ctx, r->state.writer, &r->plan.multivector.skiplist);
         if (status == TFENC_OK && r->settings.steps.first_head != NULL) {
             tfenc_model_options heads = tfenc_run_model_options(r, 0, r->settings.steps.n_steps);
             status = tfenc_heads_create(r->ctx, &heads, r->plan.model, &r->state.heads);

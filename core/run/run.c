@@ -252,7 +252,8 @@ static int open_input(tfenc_run *r)
                                         .marker_id = r->plan.multivector.marker_id,
                                         .pad_id = r->plan.multivector.pad_id,
                                         .pad_attended = r->settings.job.attend_to_mask_tokens,
-                                        .skiplist = r->plan.multivector.skip_flags != NULL
+                                        .skiplist = r->plan.multivector.skip_flags != NULL ||
+                                                            r->plan.multivector.skiplist.skip_first
                                                         ? &r->plan.multivector.skiplist
                                                         : NULL};
     if (!tfenc_layout_is_first_stage(&r->plan.layout))

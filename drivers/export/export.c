@@ -259,7 +259,9 @@ static int describe_file(tfenc_context *ctx, const char *path, const export_layo
         {"multivector_marker", "tfenc.multivector_marker", i->multivector_marker},
         {"multivector_skiplist", "tfenc.multivector_skiplist", i->multivector_skiplist},
         {"multivector_query_padding", "tfenc.multivector_query_padding",
-         i->multivector_query_padding}};
+         i->multivector_query_padding},
+        {"multivector_first_token", "tfenc.multivector_first_token",
+         i->multivector_first_token}};
     for (const tfenc_output_kind_attribute *a = layout->kind->attributes; a->name != NULL; a++)
         for (size_t k = 0; k < sizeof own / sizeof own[0]; k++)
             if (strcmp(a->name, own[k].attribute) == 0)

@@ -260,6 +260,14 @@ typedef struct adapter_settings {
     int trained;       /* load_trained_adapters: the checkpoint holds them */
 } adapter_settings;
 
+/* A BGE-M3 folder's two heads beside the encoder (drivers/import/bge_m3.c). */
+typedef struct bge_m3_settings {
+    int present;
+    tfenc_checkpoint *colbert; /* colbert_linear.pt: weight [d, d], bias [d] (owned) */
+    tfenc_checkpoint *sparse;  /* sparse_linear.pt: weight [1, d], bias [1] (owned) */
+    char drop_ids[64];         /* the sparse head's dropped ids: cls, eos, pad, unk */
+} bge_m3_settings;
+
 typedef struct importer {
     tfenc_context *ctx;
     char *model_dir;       /* the directory as given */
@@ -271,6 +279,7 @@ typedef struct importer {
     pooling_settings pooling;
     adapter_settings adapters;
     static_settings static_model;
+    bge_m3_settings bge_m3;
     int max_length;        /* longest input in tokens, special tokens included */
     int sparse;            /* sparse output asked for: --sparse, or SpladePooling */
     storage_dtype dtype;

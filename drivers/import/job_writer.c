@@ -11,6 +11,7 @@
 
 #include <jansson.h>
 
+#include "bge_m3.h"
 #include "files.h"
 #include "static_model.h"
 
@@ -369,13 +370,17 @@ int import_write_job(importer *self, const char *job_tmp, const char *job_path,
         multivector->document_length < max_length)
         max_length = multivector->document_length;
     fprintf(out, "output = %s\nmax_seq_len = %d\n",
-            multivector->present        ? "vectors.h5"
+            self->bge_m3.present        ? "bge_m3.h5"
+            : multivector->present      ? "vectors.h5"
             : sparse_head               ? "sparse.h5"
             : c->head.kind != HEAD_NONE ? "scores.h5"
                                         : "embeddings.h5",
             max_length);
     if (multivector->present)
         write_multivector_keys(out, multivector);
+    if (self->bge_m3.present)
+        fprintf(out, "; BGE-M3's colbert vectors are last_hidden_state[:, 1:].\n"
+                     "skip_first_token = true\n");
     if (self->adapters.task != NULL)
         fprintf(out, "; --task %s: the task's adapter is merged into the weights%s\n",
                 self->adapters.task, self->pooling.default_prompt != NULL
@@ -399,7 +404,9 @@ int import_write_job(importer *self, const char *job_tmp, const char *job_path,
     write_layers(out, c);
     /* Every layer section ends in a blank line. */
     const head_settings *head = &c->head;
-    if (multivector->present)
+    if (self->bge_m3.present)
+        import_write_bge_m3_heads(self, out);
+    else if (multivector->present)
         fprintf(out, "; The checkpoint's late-interaction projection: the output holds\n"
                      "; vectors [T, %d] and offsets [N+1] (docs/output.md).\n"
                      "[head]\ntype = multivector\nnormalize = true\nwidth = %d\n",

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "adapters.h"
+#include "bge_m3.h"
 #include "files.h"
 #include "tensor_names.h"
 
@@ -203,17 +204,32 @@ static int plan_dense(importer *self, int capacity)
                   {1, "linear.bias", "/dense/out_bias", 1, d, 0}};
     int any_bias = dense->bias[0] || dense->bias[1];
     for (int i = 0; i < (any_bias ? 4 : 2); i++) {
-        if (self->plan_count >= capacity)
-            return tfenc_error(self->ctx, TFENC_ERR_INTERNAL, "tensor plan overflow");
-        tensor_plan *item = &self->plan[self->plan_count++];
-        snprintf(item->source, sizeof item->source, "%s", parts[i].source);
-        snprintf(item->target, sizeof item->target, "%s", parts[i].target);
-        item->rank = parts[i].rank;
-        item->dims[0] = item->source_rows = parts[i].rows;
-        item->dims[1] = parts[i].columns;
-        item->file = dense->weights[parts[i].module];
+        tensor_plan *item = NULL;
+        int status = import_plan_add(self, capacity, dense->weights[parts[i].module],
+                                     parts[i].source, parts[i].target, parts[i].rank,
+                                     parts[i].rows, parts[i].columns, &item);
+        if (status != TFENC_OK)
+            return status;
         item->zeros = i >= 2 && !dense->bias[parts[i].module];
     }
+    return TFENC_OK;
+}
+
+int import_plan_add(importer *self, int capacity, const tfenc_checkpoint *file,
+                    const char *source, const char *target, int rank, int64_t rows,
+                    int64_t columns, tensor_plan **added)
+{
+    if (self->plan_count >= capacity)
+        return tfenc_error(self->ctx, TFENC_ERR_INTERNAL, "tensor plan overflow");
+    tensor_plan *item = &self->plan[self->plan_count++];
+    snprintf(item->source, sizeof item->source, "%s", source);
+    snprintf(item->target, sizeof item->target, "%s", target);
+    item->rank = rank;
+    item->dims[0] = item->source_rows = rows;
+    item->dims[1] = columns;
+    item->file = file;
+    if (added != NULL)
+        *added = item;
     return TFENC_OK;
 }
 
@@ -444,7 +460,7 @@ static int plan_tensors(importer *self, const char *weights_path)
         return status;
     int capacity = count_tensors(map->tensors, 0) + count_tensors(map->tensors, 1) * c->n_layers
                    + count_tensors(head_tensors, 0) + count_tensors(import_projection_tensors, 0)
-                   + 4 /* plan_dense() */ + moe_plan_count(c);
+                   + 4 /* plan_dense() */ + IMPORT_BGE_M3_TENSORS + moe_plan_count(c);
     self->plan = calloc((size_t)capacity, sizeof *self->plan);
     if (self->plan == NULL)
         return tfenc_error(ctx, TFENC_ERR_NO_MEMORY, "out of memory");
@@ -465,7 +481,7 @@ static int plan_tensors(importer *self, const char *weights_path)
         return status;
     for (int i = before; i < self->plan_count; i++)
         self->plan[i].file = self->dense_weights;
-    if ((status = plan_dense(self, capacity)))
+    if ((status = plan_dense(self, capacity)) || (status = import_plan_bge_m3(self, capacity)))
         return status;
 
     for (int i = 0; i < self->plan_count; i++) {

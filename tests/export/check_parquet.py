@@ -163,7 +163,7 @@ def check_metadata(f, table):
                "sparse_threshold")
     if kind == "vectors":
         for name in ("multivector_mode", "multivector_marker", "multivector_skiplist",
-                     "multivector_query_padding"):
+                     "multivector_query_padding", "multivector_first_token"):
             expect(meta["tfenc." + name] == attribute(f, name), f"metadata tfenc.{name}")
 
 
