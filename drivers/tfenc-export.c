@@ -35,7 +35,7 @@ static void usage(FILE *stream)
             "  --parquet DIR        the directory to write (made if missing)\n"
             "  --rows-per-file N    documents per file (default %" PRId64 ")\n"
             "  --output NAME        a file of several heads: the head to write (default: the\n"
-            "                       first, the root's rows; --status lists them)\n"
+            "                       first, the root's rows; tfenc-batch's status lists them)\n"
             "  --version, --help\n",
             DEFAULT_ROWS_PER_FILE);
 }
