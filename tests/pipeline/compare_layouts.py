@@ -6,8 +6,9 @@ usage: compare_layouts.py BASELINE.h5 OTHER.h5 [OTHER.h5 ...]
 
 Every file must hold the same documents in the same rows (embeddings,
 scores or hidden states): lengths, truncated, offsets (per-token), ids and
-document_source equal exactly, complete = 1, and the
-float rows bitwise equal to the baseline. Prints, per file, the max |diff|
+document_source equal exactly, complete = 1, the float rows bitwise equal
+to the baseline, and so every other dataset (vectors, sparse rows, kept
+fields, the further heads' /outputs groups, the int8 calibration). Prints, per file, the max |diff|
 and exits 1 when any check fails.
 
 Why bitwise: a document's rows are computed on the microbatch it shares
@@ -63,9 +64,17 @@ def main():
                      "chunk_starts", "document_source"):
             if name in baseline and not np.array_equal(baseline[name], other.get(name)):
                 problems.append(f"{name} differs")
+        # Every other dataset too, bit for bit: a multi-vector file's
+        # vectors, sparse rows, kept fields, the further heads' groups
+        # (outputs/NAME/...), an int8 file's calibration.
+        checked = {rows, "complete", "document_source", "corpus_shards"}
         for name in baseline:
-            if name.startswith("int8_calibration/") and not np.array_equal(
-                    baseline[name], other.get(name)):
+            if name in checked or name in ("lengths", "truncated", "offsets", "ids", "chunks",
+                                           "chunk_offsets", "chunk_starts"):
+                continue
+            mine, theirs = baseline[name], other.get(name)
+            if theirs is None or np.shape(mine) != np.shape(theirs) or (
+                    np.asarray(mine).tobytes() != np.asarray(theirs).tobytes()):
                 problems.append(f"{name} differs")
         diff = float("inf")
         if other.get(rows) is not None and other[rows].shape == baseline[rows].shape:
