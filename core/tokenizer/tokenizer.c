@@ -458,6 +458,10 @@ static int tokenize_pieces(tfenc_context *ctx, tfenc_tokenizer *t, const char *t
         if (status != TFENC_OK)
             return status;
     }
+    /* The end of the text ends its last sentence: the caller's to count
+     * (whitespace after it is there or not as the normalizers strip it). */
+    if (t->mark_sentences && t->ids.count > 0)
+        t->sentence_ends[t->ids.count - 1] = 0;
     return TFENC_OK;
 }
 

@@ -146,9 +146,9 @@ const int32_t *tfenc_tokenizer_last_pieces(const tfenc_tokenizer *tokenizer, int
  * that whitespace follows (Llama-2 and Gemma-style SentencePiece BPE).
  * So "e.g." ends nothing after "e.", nor "3.14" after "3."; "e.g. x" and
  * "Dr. X" end a sentence (no list of abbreviations), "e.g., x" does not.
- * Off by default (the encode then notes nothing). The last piece of the
- * text ends one when whitespace follows it; the end of the text itself
- * is the caller's to count. Fails only out of memory. */
+ * Off by default (the encode then notes nothing). The last piece is never
+ * marked: the end of the text ends its last sentence, which is the
+ * caller's to count. Fails only out of memory. */
 int tfenc_tokenizer_mark_sentences(tfenc_context *ctx, tfenc_tokenizer *tokenizer, int on);
 
 /* The notes of the last encode: one per piece (*count), or *count 0 when

@@ -41,6 +41,7 @@ import json
 import os
 import shutil
 import sys
+import unicodedata
 
 import h5py
 import numpy as np
@@ -49,9 +50,15 @@ D, HEADS, LAYERS, FFN, POSITIONS, LABELS = 32, 4, 2, 48, 2048, 3
 CONTEXT, SPAN, OVERLAP = 1024, 100, 20          # the late_chunk jobs' keys
 MAX_SEQ_LEN, CHUNK_OVERLAP = 64, 8              # the chunk_scores jobs' keys
 SENTENCE_SPAN = 40                              # chunk_tokens of chunk_spans = sentences
-# Late chunking's sentence marks (core/tokenizer/tokenizer.h), read from
-# the text.
-MARKS = set(".!?\u3002\uff0e\uff01\uff1f\uff61")
+# Late chunking's sentence rule (core/tokenizer/tokenizer.h), read from the
+# text: a mark (a character whose NFKC form ends with . ! ? or U+3002) that
+# whitespace (Unicode's White_Space) follows.
+WHITESPACE = set("\t\n\v\f\r \x85\xa0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006"
+                 "\u2007\u2008\u2009\u200a\u2028\u2029\u202f\u205f\u3000")
+
+
+def is_mark(c):
+    return unicodedata.normalize("NFKC", c)[-1:] in (".", "!", "?", "\u3002")
 # Pieces of each document: short ones, one of a single chunk, ones past 512
 # within the context, and two longer than the context (windows of spans).
 TARGETS = [1600, 20, 900, 300, 5, 1100, 60, 700, 61, 150]
@@ -120,8 +127,8 @@ def sentence_spans(text, offsets, span):
     cut, start = [], 0
     for i, (_, stop) in enumerate(offsets):
         last_of_stop = i + 1 == len(offsets) or offsets[i + 1][1] != stop
-        ends = (stop > 0 and text[stop - 1] in MARKS and stop < len(text)
-                and text[stop].isspace() and last_of_stop)
+        ends = (stop > 0 and is_mark(text[stop - 1]) and stop < len(text)
+                and text[stop] in WHITESPACE and last_of_stop)
         if ends or i + 1 - start == span or i + 1 == len(offsets):
             cut.append((start, i + 1))
             start = i + 1

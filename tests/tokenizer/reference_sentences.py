@@ -6,7 +6,8 @@ without special tokens, before truncation) after which a sentence ends by
 late chunking's rule (core/tokenizer/tokenizer.h): the last piece whose
 text ends at a sentence mark (a character whose NFKC form ends with . ! ?
 or U+3002) that whitespace (Unicode's White_Space) follows in the text. The rule read from the text itself, not from the tokenizer's
-pieces; pieces of one character (byte fallback's) end where it ends.
+pieces; pieces of one character (byte fallback's) end where it ends; the last
+piece is never one (the end of the text ends its sentence).
 Usage: reference_sentences.py TOKENIZER_JSON CORPUS OUTPUT"""
 
 import sys
@@ -28,8 +29,8 @@ def is_mark(c):
 def sentence_ends(text, encoding):
     ends = []
     offsets = encoding.offsets
-    for i, (_, stop) in enumerate(offsets):
-        last_of_stop = i + 1 == len(offsets) or offsets[i + 1][1] != stop
+    for i, (_, stop) in enumerate(offsets[:-1]):
+        last_of_stop = offsets[i + 1][1] != stop
         if (stop > 0 and is_mark(text[stop - 1]) and stop < len(text) and text[stop] in WHITESPACE
                 and last_of_stop):
             ends.append(i)
