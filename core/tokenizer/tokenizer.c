@@ -357,11 +357,10 @@ static void note_inner_ends(tfenc_tokenizer *t, const char *text, size_t length,
     }
 }
 
-/* Sentence ends: the ids of a piece that ends with a sentence mark
- * followed by whitespace end a sentence with their last one; every other
- * id ends none (an added token's included). The pieces are a
- * pre-tokenizer's: a mark inside one (a tokenizer that does not split
- * words) ends nothing. */
+/* Sentence ends of a pre-tokenizer's piece, whose ids are
+ * t->ids[before ..]: the last one when the piece ends with a sentence
+ * mark that whitespace follows, and those inside it (note_inner_ends);
+ * every other id ends none (an added token's included). */
 static int note_sentence_end(tfenc_context *ctx, tfenc_tokenizer *t, const tok_text_piece *piece,
                              const tok_text_buffer *piece_text, size_t before)
 {
@@ -427,7 +426,10 @@ static int tokenize_pieces(tfenc_context *ctx, tfenc_tokenizer *t, const char *t
         return status;
 
     /* 4. Pre-tokenizers, each over the pieces of the one before. */
-    t->pieces[0].chinese_padded = t->pieces[1].chinese_padded = t->chinese_padded;
+    for (int i = 0; i < 2; i++) {
+        t->pieces[i].mark_sentences = t->mark_sentences;
+        t->pieces[i].chinese_padded = t->chinese_padded;
+    }
     const tok_text_buffer *piece_text = &t->normalized;
     const tok_piece_list *pieces = &t->raw_pieces;
     for (size_t i = 0; i < t->n_pre_tokenizers; i++) {

@@ -76,17 +76,19 @@ int tok_text_append_char(tok_text_buffer *text, int32_t code_point);
 typedef struct tok_text_piece {
     size_t start, length;
     int32_t id;
-    int first;
+    signed char first; /* chars: a piece stays 24 bytes */
     signed char space_after, mark_end;
 } tok_text_piece;
 
 typedef struct tok_piece_list {
     tok_text_piece *items;
     size_t count, capacity;
-    /* Sentence ends: the text was normalized with spaces put around each
-     * Chinese character (BertNormalizer), so that one space before one is
-     * not the text's own. */
-    int chinese_padded;
+    /* Sentence ends (tfenc_tokenizer_mark_sentences): whether the pieces
+     * note them (else their space_after and mark_end stay -1, and
+     * splitting costs nothing more), and whether the text was normalized
+     * with spaces put around each Chinese character (BertNormalizer), so
+     * that one space before one is not the text's own. */
+    int mark_sentences, chinese_padded;
 } tok_piece_list;
 
 int tok_pieces_add(tok_piece_list *list, size_t start, size_t length, int32_t id, int first);

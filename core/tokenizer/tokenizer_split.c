@@ -34,6 +34,8 @@ static int emit(const char *text, size_t length, size_t start, size_t end, int f
     if (tok_text_append(out_text, text + start, end - start) != 0 ||
         tok_pieces_add(out, at, end - start, -1, first && start == 0) != 0)
         return -1;
+    if (!out->mark_sentences)
+        return 0;
     tok_text_piece *piece = &out->items[out->count - 1];
     piece->mark_end = (signed char)tok_is_sentence_mark(last_char_of(text, start, end));
     if (end < length) {
@@ -430,7 +432,7 @@ int tok_pre_tokenizer_apply(tfenc_context *ctx, tok_pre_tokenizer *p,
         int status = apply_one(ctx, p, in_text->data + piece->start, piece->length, piece->first,
                                out_text, out, matches);
         /* What follows the piece follows its last part. */
-        for (size_t k = first_new; k < out->count; k++)
+        for (size_t k = first_new; out->mark_sentences && k < out->count; k++)
             if (out->items[k].space_after < 0)
                 out->items[k].space_after = piece->space_after;
         if (status > 0 || status == -1)

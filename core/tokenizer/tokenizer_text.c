@@ -69,7 +69,7 @@ int tok_pieces_add(tok_piece_list *list, size_t start, size_t length, int32_t id
     piece->length = length;
     piece->id = id;
     piece->space_after = piece->mark_end = -1;
-    piece->first = first;
+    piece->first = (signed char)(first != 0);
     return 0;
 }
 
