@@ -8,7 +8,10 @@ usage: late_chunking.py make OUT_DIR SENTENCES
          OUT_DIR/encoder/: a BertModel of 2048 absolute positions (d 32, 2
          layers, random weights made to matter), sentence-transformers'
          mean Pooling and Normalize, all-MiniLM-L6-v2's WordPiece
-         tokenizer; OUT_DIR/classifier/: BertForSequenceClassification of
+         tokenizer; OUT_DIR/xlmr/: an XLMRobertaModel of the same shape
+         with a SentencePiece Unigram tokenizer trained on SENTENCES
+         (jina_v3.py's make_tokenizer: Metaspace, ▁ starts a word), mean
+         Pooling and Normalize; OUT_DIR/classifier/: BertForSequenceClassification of
          the same shape and 3 labels (softmax scores); OUT_DIR/documents.txt:
          documents of 5 to 1600 word pieces joined from SENTENCES;
          OUT_DIR/reference.h5:
@@ -24,6 +27,8 @@ usage: late_chunking.py make OUT_DIR SENTENCES
              documents of sentence_texts() then documents.txt's), found
              from the text and each piece's offsets (sentence_spans()),
              windows of the most whole spans that fit the context;
+           xlmr_rows, xlmr_counts, xlmr_starts: the same by sentence with
+             the XLM-R encoder and its tokenizer's pieces and offsets;
            chunk_scores [C', 3], chunk_counts [N], chunk_starts [C']: the
              classifier's softmax scores of each chunk of MAX_SEQ_LEN
              tokens alone ([CLS] pieces [SEP], chunks every MAX_SEQ_LEN - 2
@@ -31,7 +36,8 @@ usage: late_chunking.py make OUT_DIR SENTENCES
        late_chunking.py compare REFERENCE.h5 KIND FILE.h5
          KIND late_none, late_mean: the file's rows against the reference's
          (every span, or each document's normalised mean of its spans);
-         sentence_none, sentence_mean: the same by sentence;
+         sentence_none, sentence_mean: the same by sentence; xlmr_none,
+         xlmr_mean: by sentence with the XLM-R encoder;
          scores_all, scores_mean, scores_max, scores_first: the file's
          scores against the reference's chunks (every one, or aggregated).
          Rows within 1e-4 of the reference at most (architectures.py's bar
@@ -197,6 +203,7 @@ def make(out_dir, sentences_path):
     import transformers as t
     sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "import"))
     from architectures import sharpen, write_head
+    from jina_v3 import make_tokenizer
     tokenizer = t.AutoTokenizer.from_pretrained(minilm_source())
     config = dict(hidden_size=D, num_attention_heads=HEADS, num_hidden_layers=LAYERS,
                   intermediate_size=FFN, vocab_size=tokenizer.vocab_size,
@@ -215,8 +222,24 @@ def make(out_dir, sentences_path):
         tokenizer.model_max_length = POSITIONS
         tokenizer.save_pretrained(directory)
     write_head(os.path.join(out_dir, "encoder"), D, "mean")
-    with open(os.path.join(out_dir, "encoder", "sentence_bert_config.json"), "w") as f:
-        json.dump({"max_seq_length": POSITIONS, "do_lower_case": False}, f)
+    xlmr_dir = os.path.join(out_dir, "xlmr")
+    os.makedirs(xlmr_dir, exist_ok=True)
+    xlmr_tokenizer = make_tokenizer(sentences_path, xlmr_dir)
+    xlmr = t.XLMRobertaModel(t.XLMRobertaConfig(
+        vocab_size=len(xlmr_tokenizer), hidden_size=D, num_attention_heads=HEADS,
+        num_hidden_layers=LAYERS, intermediate_size=FFN, max_position_embeddings=POSITIONS + 2,
+        type_vocab_size=1, pad_token_id=1, bos_token_id=0, eos_token_id=2,
+        hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0,
+        architectures=["XLMRobertaModel"]), add_pooling_layer=False)
+    sharpen(xlmr, torch.Generator().manual_seed(43))
+    xlmr.eval()
+    xlmr.save_pretrained(xlmr_dir, safe_serialization=True)
+    xlmr_tokenizer.model_max_length = POSITIONS
+    xlmr_tokenizer.save_pretrained(xlmr_dir)
+    write_head(xlmr_dir, D, "mean")
+    for name in ("encoder", "xlmr"):
+        with open(os.path.join(out_dir, name, "sentence_bert_config.json"), "w") as f:
+            json.dump({"max_seq_length": POSITIONS, "do_lower_case": False}, f)
 
     sentences = [line.strip() for line in open(sentences_path, encoding="utf-8") if line.strip()]
     texts = documents(tokenizer, sentences)
@@ -247,7 +270,16 @@ def make(out_dir, sentences_path):
         sentence += rows
         sentence_counts.append(len(rows))
         sentence_starts += starts
+    xlmr_rows, xlmr_counts, xlmr_starts = [], [], []
+    for text in by_sentence:
+        rows, starts = sentence_rows(xlmr, xlmr_tokenizer, text)
+        xlmr_rows += rows
+        xlmr_counts.append(len(rows))
+        xlmr_starts += starts
     with h5py.File(os.path.join(out_dir, "reference.h5"), "w") as f:
+        f["xlmr_rows"] = np.array(xlmr_rows)
+        f["xlmr_counts"] = np.array(xlmr_counts, dtype=np.int32)
+        f["xlmr_starts"] = np.array(xlmr_starts, dtype=np.int32)
         f["sentence_rows"] = np.array(sentence)
         f["sentence_counts"] = np.array(sentence_counts, dtype=np.int32)
         f["sentence_starts"] = np.array(sentence_starts, dtype=np.int32)
@@ -258,7 +290,8 @@ def make(out_dir, sentences_path):
         f["chunk_counts"] = np.array(chunk_counts, dtype=np.int32)
         f["chunk_starts"] = np.array(chunk_starts, dtype=np.int32)
     print(f"late_chunking: {len(texts)} documents, {len(late)} spans, {len(scores)} chunks; "
-          f"{len(by_sentence)} documents of {len(sentence)} sentence spans")
+          f"{len(by_sentence)} documents of {len(sentence)} sentence spans "
+          f"({len(xlmr_rows)} by XLM-R's pieces)")
 
 
 def compare(reference_path, kind, path):

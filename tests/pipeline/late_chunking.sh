@@ -23,7 +23,8 @@
 #    whole sentence spans that fit): the reference finds the sentences from
 #    the text and transformers' tokenizer's offsets, pools transformers'
 #    token vectors likewise (within 1e-4); 2 x 1 and a SIGKILL and resume
-#    bit for bit;
+#    bit for bit; the same with an XLM-R of a SentencePiece tokenizer
+#    (within 1e-4, 2 x 1 bit for bit);
 #  - chunk_scores without a scores head or without long_documents = chunk,
 #    chunk_pooling with a scores head, late_chunk with a model that does
 #    not pool vectors (a scores head, token states), and late chunking's
@@ -43,7 +44,7 @@ fail() { failures=$((failures + 1)); echo "FAIL: $*"; }
 HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 "$generate" "$work/generated" "$TFENC_VENV_PYTHON" \
   "$here/late_chunking.py" make "$work/generated" "$srcdir/tests/import/sentences.txt" || exit 1
 reference=$work/generated/reference.h5
-for model in encoder classifier; do
+for model in encoder classifier xlmr; do
   "$import" "$work/generated/$model" -o "$work/$model.h5" --job "$work/$model.ini" >/dev/null \
     || { echo "FAIL: tfenc-import $model"; exit 1; }
 done
@@ -178,6 +179,19 @@ for pooling in none mean; do
   # shellcheck disable=SC2086
   killed_and_resumed "chunk_spans = sentences, chunk_pooling = $pooling" \
     "$work/sentence-$pooling.h5" "$work/encoder.ini" $by_sentence --set job.chunk_pooling=$pooling
+done
+# The same with XLM-R's SentencePiece pieces (▁ starts a word): at 1 and 2
+# ranks.
+for pooling in none mean; do
+  # shellcheck disable=SC2086
+  job 1 "$work/xlmr.ini" "$work/xlmr-$pooling.h5" $by_sentence --set job.chunk_pooling=$pooling \
+    || fail "chunk_spans = sentences, XLM-R, $pooling: the job failed"
+  compare "xlmr_$pooling" "$work/xlmr-$pooling.h5"
+  # shellcheck disable=SC2086
+  job 2 "$work/xlmr.ini" "$work/xlmr-$pooling-2.h5" $by_sentence --set job.chunk_pooling=$pooling \
+    || fail "chunk_spans = sentences, XLM-R, $pooling at 2 x 1: the job failed"
+  bitwise "chunk_spans = sentences, XLM-R, chunk_pooling = $pooling at 2 x 1" \
+    "$work/xlmr-$pooling.h5" "$work/xlmr-$pooling-2.h5"
 done
 # A file of spans by token is not resumed by a job of spans by sentence.
 # shellcheck disable=SC2086
