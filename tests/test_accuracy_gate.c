@@ -75,7 +75,8 @@ static void test_precision_gate(void)
     tfenc_precision chosen[16];
     double step_cosines[16];
     tfenc_precision_report report = {.step_precision = chosen, .step_cosine = step_cosines};
-    int status = tfenc_precision_gate(&ctx, &options, samples, 2, c.config.min_cosine, 0, &report);
+    int status = tfenc_precision_gate(&ctx, &options, samples, 2, c.config.min_cosine, 0, NULL,
+                                      0, &report);
     CU_ASSERT_EQUAL_FATAL(status, TFENC_OK);
     fprintf(stderr, "\n  int8 gate: sample cosine %.6f, %d step%s in %s ", report.sample_cosine,
             report.n_fallbacks, report.n_fallbacks == 1 ? "" : "s",
@@ -106,7 +107,7 @@ static void test_precision_gate(void)
     fprintf(stderr, "all int8 %.8f, all %s %.8f ", all_int8, tfenc_precision_names[fallback],
             all_fallback);
     CU_ASSERT(all_int8 < all_fallback);
-    status = tfenc_precision_gate(&ctx, &options, samples, 2, bar, 0, &report);
+    status = tfenc_precision_gate(&ctx, &options, samples, 2, bar, 0, NULL, 0, &report);
     CU_ASSERT_EQUAL(status, TFENC_OK);
     CU_ASSERT(report.sample_cosine >= target);
     CU_ASSERT(report.n_fallbacks >= 1 && report.n_fallbacks < 2 * ENCODER_REPEAT);
@@ -127,7 +128,7 @@ static void test_precision_gate(void)
      * fp32 as the fallback every bar is met: each inexact step is kept out
      * of int8, and the sample equals fp32's. */
     tfenc_context_init(&ctx);
-    status = tfenc_precision_gate(&ctx, &options, samples, 2, 0.99999999, 0, &report);
+    status = tfenc_precision_gate(&ctx, &options, samples, 2, 0.99999999, 0, NULL, 0, &report);
     if (fallback == TFENC_PRECISION_FP32) {
         CU_ASSERT_EQUAL(status, TFENC_OK);
         CU_ASSERT(report.sample_cosine >= 1.0 - 1e-12);
@@ -170,8 +171,9 @@ static void test_fewest_on_whole_sample(void)
     tfenc_precision_report report = {.step_precision = chosen, .step_cosine = step_cosines};
     /* Calibrates the store (the first run of the gate does) before the
      * all-int8 and all-fallback runs below build int8 maps. */
-    CU_ASSERT_EQUAL_FATAL(tfenc_precision_gate(&ctx, &options, samples, 8, 0.5, 0, &report),
-                          TFENC_OK);
+    CU_ASSERT_EQUAL_FATAL(
+        tfenc_precision_gate(&ctx, &options, samples, 8, 0.5, 0, NULL, 0, &report),
+        TFENC_OK);
     tfenc_precision uniform[16];
     for (int i = 0; i < 16; i++)
         uniform[i] = TFENC_PRECISION_INT8;
@@ -182,8 +184,9 @@ static void test_fewest_on_whole_sample(void)
     /* close to all-fallback, so that more than the worst step goes */
     const double target = all_fallback - (all_fallback - all_int8) / 20;
     const double bar = 1.0 - 2.0 * (1.0 - target);
-    CU_ASSERT_EQUAL_FATAL(tfenc_precision_gate(&ctx, &options, samples, 8, bar, 0, &report),
-                          TFENC_OK);
+    CU_ASSERT_EQUAL_FATAL(
+        tfenc_precision_gate(&ctx, &options, samples, 8, bar, 0, NULL, 0, &report),
+        TFENC_OK);
     const double reproduced = sample_cosine_of(&c, options, chosen, batches, 8);
     fprintf(stderr, "\n  8 batches: all int8 %.8f, all %s %.8f; %d kept out, sample %.8f ",
             all_int8, tfenc_precision_names[fallback], all_fallback, report.n_fallbacks,
@@ -225,8 +228,9 @@ static void test_calibration_recorded_and_taken(void)
     two_batches(batches, samples);
     tfenc_precision chosen[16];
     tfenc_precision_report report = {.step_precision = chosen};
-    CU_ASSERT_EQUAL_FATAL(tfenc_precision_gate(&ctx, &options, samples, 2, 0.999, 0, &report),
-                          TFENC_OK);
+    CU_ASSERT_EQUAL_FATAL(
+        tfenc_precision_gate(&ctx, &options, samples, 2, 0.999, 0, NULL, 0, &report),
+        TFENC_OK);
     chosen[3] = fallback; /* a step kept out of int8, whatever the gate chose */
     static const char weights[] =
         "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef";
@@ -255,7 +259,7 @@ static void test_calibration_recorded_and_taken(void)
     CU_ASSERT_EQUAL_FATAL(tfenc_output_create(&ctx, MPI_COMM_NULL, &output, &out), TFENC_OK);
     tfenc_output_close(out);
     CU_ASSERT_EQUAL_FATAL(tfenc_int8_calibration_read(&ctx, "[model] calibration", path, &back),
-                          TFENC_OK);
+        TFENC_OK);
     unlink(path);
     rmdir(directory);
     CU_ASSERT_EQUAL_FATAL(back.n_maps, made.n_maps);
