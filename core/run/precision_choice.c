@@ -26,6 +26,7 @@ typedef struct calibration_origin {
     int changed;         /* steps it keeps in bf16 that run fp32 on this CPU */
     char weights_sha256[65];
     char path[PATH_MAX]; /* the file it came from */
+    char heads[TFENC_MESSAGE_MAX]; /* the heads the gate judged (calibration.h), "": one */
     char source[PATH_MAX + 64];
 } calibration_origin;
 
@@ -73,6 +74,8 @@ static int take_calibration(tfenc_run *r, calibration_origin *origin)
         origin->min_cosine = given.min_cosine;
         origin->sample_cosine = given.sample_min_cosine;
         origin->sample_documents = given.sample_documents;
+        snprintf(origin->heads, sizeof origin->heads, "%s",
+                 given.heads != NULL ? given.heads : "");
         char *located = tfenc_file_located_path(path);
         snprintf(origin->path, sizeof origin->path, "%s", located != NULL ? located : path);
         free(located);
@@ -125,16 +128,16 @@ static int run_gate(tfenc_run *r, tfenc_precision_report *report, calibration_or
     origin->min_cosine = r->settings.model.min_cosine;
     origin->sample_cosine = report->sample_cosine;
     origin->sample_documents = sample.n_documents;
-    int used = snprintf(origin->source, sizeof origin->source,
-                        "calibrated: the accuracy gate on a sample of %d documents of the job's "
-                        "corpus", sample.n_documents);
+    snprintf(origin->source, sizeof origin->source,
+             "calibrated: the accuracy gate on a sample of %d documents of the job's corpus",
+             sample.n_documents);
     /* With several heads the record says that every head was judged. */
-    for (int i = -1; i < plan->n_extra_heads && plan->n_extra_heads > 0 && used > 0 &&
-                     (size_t)used < sizeof origin->source;
+    int used = 0;
+    for (int i = -1; plan->n_extra_heads > 0 && i < plan->n_extra_heads && used >= 0 &&
+                     (size_t)used < sizeof origin->heads;
          i++)
-        used += snprintf(origin->source + used, sizeof origin->source - used, "%s%s",
-                         i < 0 ? ", every head's output judged: " : ", ",
-                         i < 0 ? plan->first_head : plan->extra_head_names[i]);
+        used += snprintf(origin->heads + used, sizeof origin->heads - used, "%s%s",
+                         i < 0 ? "" : ",", i < 0 ? plan->first_head : plan->extra_head_names[i]);
     tfenc_gate_sample_free(&sample);
     return status;
 }
@@ -180,6 +183,9 @@ static int share_calibration(tfenc_run *r, const calibration_origin *origin)
     c->sample_documents = origin->sample_documents;
     memcpy(c->weights_sha256, origin->weights_sha256, sizeof c->weights_sha256);
     if (status == TFENC_OK && (c->source = strdup(origin->source)) == NULL)
+        status = tfenc_error(r->ctx, TFENC_ERR_NO_MEMORY, "out of memory");
+    if (status == TFENC_OK && origin->heads[0] != '\0' &&
+        (c->heads = strdup(origin->heads)) == NULL)
         status = tfenc_error(r->ctx, TFENC_ERR_NO_MEMORY, "out of memory");
     if (status == TFENC_OK)
         status = tfenc_int8_calibration_digest(r->ctx, c);
