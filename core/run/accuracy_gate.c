@@ -733,11 +733,20 @@ static int head_create(gate *g, const tfenc_gate_head *head, gate_head *h, int m
     int status = tfenc_model_create(g->ctx, &o, &h->model);
     free(fp32); /* read while the model is built only */
     tfenc_layer_output declared = {.struct_size = sizeof declared};
+    int pools = 0;
     if (status == TFENC_OK)
         status = tfenc_model_output(g->ctx, h->model, &declared);
+    if (status == TFENC_OK)
+        status = tfenc_model_probe_pools(g->ctx, h->model, &pools, NULL);
     if (status != TFENC_OK)
         return tfenc_error_prefix(g->ctx, status, "head %s", head->name);
-    const tfenc_output_kind_entry *kind = tfenc_output_kind_of_layer(declared.kind, 1);
+    const tfenc_output_kind_entry *kind = tfenc_output_kind_of_layer(declared.kind, pools);
+    /* As the run refuses it (run/heads.c), before the gate runs it. */
+    if (kind != NULL && kind->rows == TFENC_ROWS_PER_TOKEN)
+        return tfenc_error(g->ctx, TFENC_ERR_CONFIG,
+                           "head %s writes %s rows, but a head after the first writes one row "
+                           "per document (pooled, scores or sparse): make it the first head",
+                           head->name, kind->name);
     h->scores_width = kind != NULL && kind->gated_by_scores ? declared.width : 0;
     const int sparse_width = kind != NULL && kind->rows == TFENC_ROWS_SPARSE
                                  ? (declared.width > 0 ? declared.width

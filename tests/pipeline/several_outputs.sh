@@ -315,6 +315,9 @@ printf "%s\n${pooling}head = embeddings\n\n[tokens]\ntype = pause\nmilliseconds 
   "$encoder" > tokens.ini
 refused "a further head of per-token rows" "head tokens writes tokens rows, but a head after the first writes one row per document" \
   1 bad.h5 tokens.ini
+refused "a further head of per-token rows, at int8 (before the accuracy gate runs it)" \
+  "head tokens writes tokens rows, but a head after the first writes one row per document" \
+  1 bad.h5 tokens.ini --set model.precision=int8
 refused "several heads with long_documents = chunk" "both.ini: \[job\] long_documents = chunk pools the first head's chunks, but head scores would get a row per chunk" \
   1 bad.h5 both.ini --set job.long_documents=chunk --set job.max_seq_len=16
 refused "several heads with long_documents = late_chunk" "both.ini: \[job\] long_documents = late_chunk pools the first head's chunks, but head scores would get a row per chunk" \
