@@ -642,6 +642,9 @@ typedef struct gate_head {
     tfenc_model *model;
     int scores_width; /* > 0: measured as scores */
     stream reference, tested;
+    /* On the gate's hard part: views of its reference's batches (the
+     * arrays are the head's) and its output there. */
+    stream hard_reference, hard_tested;
 } gate_head;
 
 /* What one run of the gate holds: the sample, the fp32 model's output on
@@ -681,18 +684,19 @@ typedef struct gate {
     gate_head *heads;
     int n_heads, trunk_steps;
     stream tap, head_rows;
+    stream hard_tap, hard_head_rows; /* the same for a run on the hard part */
     double *values, *passed;
 } gate;
 
-/* Head h's output on the rows in g->tap into `into`: run on a copy of
- * them in g->head_rows, its row per document (as run/heads.c checks)
- * copied, its sparse rows handed to `into`'s. */
-static int run_head(gate *g, gate_head *h, stream *into)
+/* Head h's output on the rows in `tap` into `into`: run on a copy of
+ * them in `rows`, its row per document (as run/heads.c checks) copied, its
+ * sparse rows handed to `into`'s. */
+static int run_head(gate *g, gate_head *h, const stream *tap, stream *rows, stream *into)
 {
-    stream_copy(&g->head_rows, &g->tap);
+    stream_copy(rows, tap);
     int status = TFENC_OK;
     for (int b = 0; status == TFENC_OK && b < into->n; b++) {
-        tfenc_batch *batch = &g->head_rows.batches[b];
+        tfenc_batch *batch = &rows->batches[b];
         batch->sparse_rows = into->sparse != NULL ? &into->sparse[b]->destination : NULL;
         if (into->sparse != NULL)
             status = tfenc_sparse_rows_begin(g->ctx, into->sparse[b], batch->n_seq);
@@ -807,27 +811,38 @@ static int heads_create(gate *g, const tfenc_gate_head *heads, int max_tokens)
 
 /* The whole model at the chosen precisions on the sample (or only on its
  * hard part): its smallest cosine to the fp32 output (0 after an error).
- * On the whole sample, with further heads, the least of every head's
- * measure (g->values each, g->passed too when it meets the bar); on the
- * hard part, the first head's. */
+ * With further heads, the least of every head's measure (on the whole
+ * sample, g->values each, g->passed too when it meets the bar). */
 static int trial_cosine(gate *g, int hard_part, double *cosine)
 {
+    stream *tap = g->n_heads == 0 ? NULL : hard_part ? &g->hard_tap : &g->tap;
     int status = hard_part
                      ? run_at_precisions(g->ctx, g->options, g->chosen, g->hard_samples,
                                          &g->hard_tested, g->checkpoints, g->hard, &g->built,
-                                         NULL, 0)
+                                         tap, g->trunk_steps)
                      : run_at_precisions(g->ctx, g->options, g->chosen, g->samples, &g->tested,
-                                         g->checkpoints, NULL, &g->built,
-                                         g->n_heads > 0 ? &g->tap : NULL, g->trunk_steps);
+                                         g->checkpoints, NULL, &g->built, tap, g->trunk_steps);
     *cosine = status != TFENC_OK ? 0.0
               : hard_part        ? stream_cosine(&g->hard_reference, &g->hard_tested)
                                  : stream_similarity(&g->reference, &g->tested, 1,
                                                      g->scores_width);
-    if (status != TFENC_OK || hard_part)
+    if (status == TFENC_OK && hard_part) {
+        /* No scores head has a hard part (choose_hard_part). */
+        for (int i = 0; status == TFENC_OK && i < g->n_heads; i++) {
+            gate_head *h = &g->heads[i];
+            status = run_head(g, h, &g->hard_tap, &g->hard_head_rows, &h->hard_tested);
+            const double head = status == TFENC_OK
+                                    ? stream_cosine(&h->hard_reference, &h->hard_tested)
+                                    : 0.0;
+            *cosine = head < *cosine ? head : *cosine;
+        }
+        return status;
+    }
+    if (status != TFENC_OK)
         return status;
     g->values[0] = *cosine;
     for (int i = 0; status == TFENC_OK && i < g->n_heads; i++) {
-        status = run_head(g, &g->heads[i], &g->heads[i].tested);
+        status = run_head(g, &g->heads[i], &g->tap, &g->head_rows, &g->heads[i].tested);
         g->values[1 + i] = status == TFENC_OK ? head_similarity(&g->heads[i]) : 0.0;
         *cosine = g->values[1 + i] < *cosine ? g->values[1 + i] : *cosine;
     }
@@ -841,18 +856,44 @@ static int model_cosine(gate *g, double *cosine)
     return trial_cosine(g, 0, cosine);
 }
 
-/* The sample's hard part, chosen after the all-int8 run (g->tested holds
- * its output): the quarter of the batches with the smallest cosines to
- * fp32, the least first. Its smallest cosine is never above the whole
+/* Head h on the hard part (g->hard): views of its reference's batches
+ * and sparse rows, and a stream of its own for the trials. */
+static int head_hard_part(gate *g, gate_head *h, int max_tokens)
+{
+    const int n = g->n_hard;
+    const int sparse = h->reference.sparse != NULL;
+    tfenc_batch *batches = malloc((size_t)n * sizeof *batches);
+    tfenc_sparse_rows **rows = sparse ? malloc((size_t)n * sizeof *rows) : NULL;
+    h->hard_reference = (stream){.batches = batches, .n = n, .sparse = rows};
+    if (batches == NULL || (sparse && rows == NULL))
+        return tfenc_error(g->ctx, TFENC_ERR_NO_MEMORY, "accuracy gate: out of memory");
+    for (int i = 0; i < n; i++) {
+        batches[i] = h->reference.batches[g->hard[i]];
+        if (sparse)
+            rows[i] = h->reference.sparse[g->hard[i]];
+    }
+    return stream_create(g->ctx, &h->hard_tested, g->hard_samples, n, max_tokens,
+                         g->options->config->d_model,
+                         sparse ? h->reference.sparse[0]->width : 0, 1);
+}
+
+/* The sample's hard part, chosen after the all-int8 run (g->tested and
+ * each further head's tested hold its output): the quarter of the batches
+ * with the smallest cosines to fp32 (the least over the heads), the least
+ * first. Its smallest cosine is never above the whole
  * sample's, so a count of fallbacks that fails on it fails on the sample,
  * and one that passes on it usually passes on the sample: the bisection
  * probes there, at a quarter of the cost, and the sample confirms. None
- * for scores (measured against their spread over the whole sample) or a
- * sample of fewer than 4 batches. */
+ * for scores, the first head's or a further head's (measured against
+ * their spread over the whole sample), or a sample of fewer than 4
+ * batches. */
 static int choose_hard_part(gate *g, int max_tokens, int d_model, int vocab_size)
 {
     const int n = g->n_samples, wanted = (n + 3) / 4;
-    if (g->scores_width > 0 || n < 4)
+    int scores = g->scores_width > 0;
+    for (int i = 0; i < g->n_heads; i++)
+        scores |= g->heads[i].scores_width > 0;
+    if (scores || n < 4)
         return TFENC_OK;
     double *cosines = malloc((size_t)n * sizeof *cosines);
     g->hard = malloc((size_t)wanted * sizeof *g->hard);
@@ -872,6 +913,15 @@ static int choose_hard_part(gate *g, int max_tokens, int d_model, int vocab_size
         const stream tested = {.batches = &g->tested.batches[b], .n = 1,
                                .sparse = g->tested.sparse ? &g->tested.sparse[b] : NULL};
         cosines[b] = stream_cosine(&reference, &tested);
+        for (int i = 0; i < g->n_heads; i++) {
+            const gate_head *h = &g->heads[i];
+            const stream head_reference = {
+                .batches = &h->reference.batches[b], .n = 1,
+                .sparse = h->reference.sparse ? &h->reference.sparse[b] : NULL};
+            const stream head_tested = {.batches = &h->tested.batches[b], .n = 1,
+                                        .sparse = h->tested.sparse ? &h->tested.sparse[b] : NULL};
+            cosines[b] = fmin(cosines[b], stream_cosine(&head_reference, &head_tested));
+        }
     }
     for (int i = 0; i < wanted; i++) {
         int least = -1;
@@ -889,12 +939,28 @@ static int choose_hard_part(gate *g, int max_tokens, int d_model, int vocab_size
     g->hard_reference = (stream){.batches = g->hard_reference_batches, .n = wanted,
                                  .sparse = g->hard_reference_sparse};
     g->n_hard = wanted;
-    return stream_create(g->ctx, &g->hard_tested, g->hard_samples, wanted, max_tokens, d_model,
-                         vocab_size, 0);
+    int status = stream_create(g->ctx, &g->hard_tested, g->hard_samples, wanted, max_tokens,
+                               d_model, vocab_size, 0);
+    if (status == TFENC_OK && g->n_heads > 0)
+        status = stream_create(g->ctx, &g->hard_tap, g->hard_samples, wanted, max_tokens,
+                               d_model, 0, 0);
+    if (status == TFENC_OK && g->n_heads > 0)
+        status = stream_create(g->ctx, &g->hard_head_rows, g->hard_samples, wanted, max_tokens,
+                               d_model, 0, 0);
+    for (int i = 0; status == TFENC_OK && i < g->n_heads; i++)
+        status = head_hard_part(g, &g->heads[i], max_tokens);
+    return status;
 }
 
 static void hard_part_free(gate *g)
 {
+    for (int i = 0; g->heads != NULL && i < g->n_heads; i++) {
+        free(g->heads[i].hard_reference.batches);
+        free(g->heads[i].hard_reference.sparse);
+        stream_destroy(&g->heads[i].hard_tested);
+    }
+    stream_destroy(&g->hard_tap);
+    stream_destroy(&g->hard_head_rows);
     stream_destroy(&g->hard_tested);
     free(g->hard);
     free(g->hard_samples);
@@ -1130,7 +1196,7 @@ int tfenc_precision_gate(tfenc_context *ctx, const tfenc_model_options *options,
     /* g.reference now holds the fp32 model's output, g.tap its trunk's
      * rows: the further heads' fp32 output follows. */
     for (int i = 0; status == TFENC_OK && i < n_heads; i++) {
-        status = run_head(&g, &g.heads[i], &g.heads[i].reference);
+        status = run_head(&g, &g.heads[i], &g.tap, &g.head_rows, &g.heads[i].reference);
         if (report->output_scores != NULL)
             report->output_scores[1 + i] = g.heads[i].scores_width > 0;
     }

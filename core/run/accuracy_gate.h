@@ -112,7 +112,7 @@ typedef struct tfenc_precision_report {
  * the least of the first head's measure and each further head's (on the
  * rows the trunk's steps leave, at the chosen precisions), so a step stays
  * out of int8 when any head needs it; the bisection's hard part is the
- * first head's.
+ * batches least accurate in any head (none when a head writes scores).
  * Each trial step is built once (within a budget) and the runs start from
  * one another's activations (run/gate_checkpoints.h).
  * The bar is min_cosine with half its error to spare, 1 - (1 - min_cosine)
