@@ -127,8 +127,8 @@ int tfenc_calibration_to_model(tfenc_context *ctx, const tfenc_int8_calibration 
     *changed = 0;
     /* With layers' weights_files the digest covers them too (run.c). */
     int heads = 0;
-    for (int i = 0; i < plan->n_steps; i++)
-        heads |= plan->steps[i].weights_file != NULL;
+    for (int i = 0; i < tfenc_model_plan_count_every_step(plan); i++)
+        heads |= tfenc_model_plan_every_step(plan, i)->weights_file != NULL;
     if (strcmp(calibration->weights_sha256, weights_sha256) != 0)
         return tfenc_error(ctx, TFENC_ERR_CONFIG,
                            "[model] calibration %s: is of other weights (its weights_sha256 is "
