@@ -26,7 +26,8 @@ typedef struct tfenc_heads tfenc_heads;
  * none and one of [1, d]; a classifier's on one row per document), next to
  * nothing beside the trunk's, so int8 would save no time there, while at
  * fp32 they need no input ranges of their own in the calibration and add
- * no error to the trunk's. The accuracy gate judges each head's output so
+ * no error to the trunk's. (A splade head's [vocab, d] map is the
+ * exception, docs/job-file.md says to make it the first head.) The accuracy gate judges each head's output so
  * (run/accuracy_gate.h), and keeps a trunk step out of int8 when any head
  * needs it. The first head's steps are the plan's, and gated as a job of
  * one head gates them. (bf16 jobs run the heads in bf16, as the trunk.) */
