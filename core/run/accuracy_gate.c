@@ -535,7 +535,8 @@ static int run_at_precisions(tfenc_context *ctx, const tfenc_model_options *opti
         stream_reset(s, samples);
     int status = TFENC_OK;
     for (int i = start; status == TFENC_OK && i < n_steps; i++) {
-        if (i > start && which == NULL)
+        /* (past the trunk's end a run with a tap would never take them) */
+        if (i > start && which == NULL && (tap == NULL || i <= trunk_steps))
             tfenc_gate_checkpoints_keep(checkpoints, i, chosen, s->batches);
         if (tap != NULL && i == trunk_steps)
             stream_copy(tap, s);
