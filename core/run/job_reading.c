@@ -196,7 +196,6 @@ int tfenc_run_read_job(tfenc_run *r)
         status = tfenc_model_plan_read(r->ctx, r->settings.job_file, &r->settings.steps);
     if (status == TFENC_OK)
         status = tfenc_heads_check_job(r->ctx, r->settings.job_file->path, &r->settings.steps,
-                                       r->settings.model.precision,
                                        r->settings.job.late_chunk ? "late_chunk"
                                        : r->settings.job.chunks != TFENC_CHUNKS_OFF ? "chunk"
                                                                                     : NULL);
