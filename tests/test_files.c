@@ -254,7 +254,7 @@ static void test_plugin_files_examined_at_every_size(void)
     /* One declaration per source file, concatenated by the linker. */
     const char *expected[] = {"embedding", "sinusoidal", "ffn",         "layernorm",
                               "rmsnorm",   "pooling",    "classifier",  "splade",
-                              "multivector", "static_embedding", "moe"};
+                              "multivector", "static_embedding", "moe", "lexical_weights"};
     const int n_expected = (int)(sizeof expected / sizeof expected[0]);
     CU_ASSERT_EQUAL(object.n_types, n_expected);
     for (int e = 0; e < n_expected; e++) {

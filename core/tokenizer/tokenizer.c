@@ -4,6 +4,7 @@
 #include "tokenizer/tokenizer.h"
 #include "tokenizer/tokenizer_internal.h"
 #include "base/files.h"
+#include "base/growth.h"
 
 #include <limits.h>
 #include <stdio.h>
@@ -365,14 +366,13 @@ static int note_sentence_end(tfenc_context *ctx, tfenc_tokenizer *t, const tok_t
                              const tok_text_buffer *piece_text, size_t before)
 {
     if (t->ids.count > t->sentence_ends_capacity) {
-        size_t capacity = t->sentence_ends_capacity > 0 ? t->sentence_ends_capacity : 256;
-        while (capacity < t->ids.count)
-            capacity *= 2;
-        uint8_t *grown = realloc(t->sentence_ends, capacity);
-        if (grown == NULL)
+        const int64_t capacity = tfenc_grown_capacity((int64_t)t->sentence_ends_capacity,
+                                                      (int64_t)t->ids.count, 256, INT64_MAX);
+        int grew = 1;
+        TFENC_GROW_ARRAY(t->sentence_ends, capacity, grew);
+        if (!grew)
             return tfenc_error(ctx, TFENC_ERR_NO_MEMORY, "tokenizer: out of memory");
-        t->sentence_ends = grown;
-        t->sentence_ends_capacity = capacity;
+        t->sentence_ends_capacity = (size_t)capacity;
     }
     if (t->ids.count == before)
         return TFENC_OK;

@@ -178,7 +178,9 @@ fi
 
 # ---------------------------------------------- a killed run's damaged log
 # The test plugin's pause layer before the head makes each microbatch last,
-# so that the kill lands part-way.
+# so that the kill lands part-way: windows of 2 documents, 20 pauses of a
+# second, because the job refused in between (a sanitizer build on a
+# loaded machine takes seconds to start) must not outlast the killed one.
 sed 's/^\[head\]$/[pause]\ntype = pause\nmilliseconds = 1000\n\n[head]/' "$model/job.ini" \
   > "$model/paused.ini"
 for case in "2 middle 1" "1 start 2"; do
@@ -188,7 +190,7 @@ for case in "2 middle 1" "1 start 2"; do
   rm -f "$model/$out" "$model/$out".sparse-*
   # exec: $pid's children are the ranks (tests/sparse/sparse.sh).
   (cd "$model" && exec "$mpiexec" -n "$ranks" "$driver" --quiet --set "job.input=$corpus" \
-     --set job.window_documents=8 --set job.batch_tokens=512 --set job.threads=1 \
+     --set job.window_documents=2 --set job.batch_tokens=512 --set job.threads=1 \
      --set "job.output=$out" paused.ini) > "$work/killed.out" 2>&1 &
   pid=$!
   "$python" "$srcdir/tests/resume/progress.py" wait "$model/$out" 0.1 "$pid"
@@ -219,7 +221,8 @@ for case in "2 middle 1" "1 start 2"; do
     xor_bytes "$log" 0
   fi
   echo "logs: killed at $ranks ranks with $left (finished, total, complete); 64 bytes of $(basename "$log") ($size bytes) XORed at its $where"
-  if run "$resume_ranks" paused.ini "$out" > "$work/resumed.out" 2>&1; then
+  if run "$resume_ranks" paused.ini "$out" --set job.window_documents=2 \
+      > "$work/resumed.out" 2>&1; then
     grep -q "$(basename "$log"): damaged at byte [0-9]* (.*encoded again" "$work/resumed.out" \
       || fail "$ranks ranks: the resume does not name the damaged log and byte: $(cat "$work/resumed.out")"
     "$TFENC_VENV_PYTHON" "$script" same "$baseline" "$model/$out" > "$work/same.out" 2>&1 \
