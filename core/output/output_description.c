@@ -126,8 +126,8 @@ static int condition(const tfenc_output_dataset *d, const tfenc_output_facts *f,
     case TFENC_WHEN_RANGES:
         return kind->compact_dtypes && ranged(f->dtype);
     case TFENC_WHEN_CALIBRATED:
-        *known = f->job_known;
-        return kind->compact_dtypes && ranged(f->dtype) && (!f->job_known || f->ranges_calibrated);
+        *known = 0;
+        return kind->compact_dtypes && ranged(f->dtype);
     case TFENC_WHEN_ALWAYS:
         break;
     }

@@ -59,7 +59,8 @@ typedef enum tfenc_output_presence_rule {
     TFENC_WHEN_COMPLETE_CSR, /* the sparse rows: written when the job completes, all at once */
     TFENC_WHEN_VOCABULARY,   /* the sparse rows' columns named, when the job has a vocabulary */
     TFENC_WHEN_RANGES,       /* dtype int8 or uint8 */
-    TFENC_WHEN_CALIBRATED    /* dtype int8 or uint8 whose ranges came from the corpus */
+    TFENC_WHEN_CALIBRATED    /* dtype int8 or uint8 whose ranges came from the corpus (a file
+                              * does not say which: optional) */
 } tfenc_output_presence_rule;
 
 /* Who writes it. */
@@ -158,7 +159,6 @@ typedef struct tfenc_output_facts {
      * they may be either and an older tfenc may have left some out. */
     int job_known;
     int ids, document_source, token_ids; /* job_known: [job] says they are written */
-    int ranges_calibrated;               /* job_known: int8 ranges from the corpus */
     int csr_due;                         /* a file: complete, or its CSR written */
     int64_t n_documents, rows, width, d_model, entries;
 } tfenc_output_facts;
