@@ -387,10 +387,12 @@ static void print_plan(void *user, const tfenc_run_plan *p)
     printf("model: d_model = %d, %d steps, weights %s\n", p->d_model, p->model->n_steps,
            p->weights_path);
     /* A head beside its encoder: which file the layer reads, said beside the encoder's. */
-    for (int i = 0; i < p->model->n_steps; i++)
-        if (p->model->steps[i].weights_file != NULL)
-            printf("  layer %s: weights %s (its weights_file)\n", p->model->steps[i].name,
-                   p->model->steps[i].weights_file);
+    for (int i = 0; i < tfenc_model_plan_count_every_step(p->model); i++) {
+        const tfenc_step_plan *step = tfenc_model_plan_every_step(p->model, i);
+        if (step->weights_file != NULL)
+            printf("  layer %s: weights %s (its weights_file)\n", step->name,
+                   step->weights_file);
+    }
     printf("kernels: %s\n", p->kernels);
     if (p->paths != NULL)
         printf("%s\n", p->paths);

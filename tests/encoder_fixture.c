@@ -110,8 +110,15 @@ static void encoder_job(char *text, size_t size, const char *precision)
 
 int encoder_open(composed *c, const char *precision, tfenc_model_options *options)
 {
-    char text[1024];
+    return encoder_open_with(c, precision, "", options);
+}
+
+int encoder_open_with(composed *c, const char *precision, const char *after,
+                      tfenc_model_options *options)
+{
+    char text[2048];
     encoder_job(text, sizeof text, precision);
+    strncat(text, after, sizeof text - strlen(text) - 1);
     /* TFENC_PLUGIN_PATH (set by the test harness) leads to the build's plugins. */
     int status = compose_pieces(c, text, NULL);
     if (status == TFENC_OK)

@@ -38,6 +38,10 @@ enum { ENCODER_D = 64, ENCODER_F = 1024, ENCODER_HEADS = 4, ENCODER_REPEAT = 3, 
 /* The pieces of a model over the encoder job (precision "fp32", "bf16" or
  * "int8"), without the model itself. */
 int encoder_open(composed *c, const char *precision, tfenc_model_options *options);
+/* The same with the job text `after` after the encoder's sections (heads:
+ * their weights are the caller's to add). */
+int encoder_open_with(composed *c, const char *precision, const char *after,
+                      tfenc_model_options *options);
 
 /* A packed batch of n_seq sequences of `length` tokens with its own buffers. */
 typedef struct owned_batch {

@@ -30,7 +30,7 @@ TESTS += tests/pipeline/path_choice.sh
 # Open MPI's start, not memory, so the normal build only.
 dist_check_SCRIPTS += tests/pipeline/singletons.sh
 NORMAL_BUILD_ONLY_TESTS += tests/pipeline/singletons.sh
-EXTRA_DIST += tests/pipeline/common.sh tests/pipeline/compare_layouts.py \
+EXTRA_DIST += tests/pipeline/common.sh tests/pipeline/compare_layouts.py tests/pipeline/compare_heads.py \
 	tests/pipeline/make_inputs.py tests/pipeline/bench.sh jobs/slurm/encode.sbatch \
 	tests/resume/progress.py
 

@@ -2,7 +2,8 @@
  * encoder: the steps it keeps out of int8 meet the bar and reproduce the
  * cosine it reports, a bar between all-int8 and all-fallback keeps some
  * steps out, and a bar it cannot meet refuses the job in one line naming a
- * layer. The fallback is the matrix backend's (tfenc_matrix_int8_fallback):
+ * layer; a further head (a classifier beside mean pooling) is judged with
+ * the first, and keeps steps out of int8 that the first alone would not. The fallback is the matrix backend's (tfenc_matrix_int8_fallback):
  * bf16 where the CPU runs it, else fp32, which is exact, so that no bar
  * refuses a job there. */
 #include "encoder_fixture.h"
@@ -75,7 +76,8 @@ static void test_precision_gate(void)
     tfenc_precision chosen[16];
     double step_cosines[16];
     tfenc_precision_report report = {.step_precision = chosen, .step_cosine = step_cosines};
-    int status = tfenc_precision_gate(&ctx, &options, samples, 2, c.config.min_cosine, 0, &report);
+    int status = tfenc_precision_gate(&ctx, &options, samples, 2, c.config.min_cosine, 0, NULL,
+                                      0, &report);
     CU_ASSERT_EQUAL_FATAL(status, TFENC_OK);
     fprintf(stderr, "\n  int8 gate: sample cosine %.6f, %d step%s in %s ", report.sample_cosine,
             report.n_fallbacks, report.n_fallbacks == 1 ? "" : "s",
@@ -106,7 +108,7 @@ static void test_precision_gate(void)
     fprintf(stderr, "all int8 %.8f, all %s %.8f ", all_int8, tfenc_precision_names[fallback],
             all_fallback);
     CU_ASSERT(all_int8 < all_fallback);
-    status = tfenc_precision_gate(&ctx, &options, samples, 2, bar, 0, &report);
+    status = tfenc_precision_gate(&ctx, &options, samples, 2, bar, 0, NULL, 0, &report);
     CU_ASSERT_EQUAL(status, TFENC_OK);
     CU_ASSERT(report.sample_cosine >= target);
     CU_ASSERT(report.n_fallbacks >= 1 && report.n_fallbacks < 2 * ENCODER_REPEAT);
@@ -127,7 +129,7 @@ static void test_precision_gate(void)
      * fp32 as the fallback every bar is met: each inexact step is kept out
      * of int8, and the sample equals fp32's. */
     tfenc_context_init(&ctx);
-    status = tfenc_precision_gate(&ctx, &options, samples, 2, 0.99999999, 0, &report);
+    status = tfenc_precision_gate(&ctx, &options, samples, 2, 0.99999999, 0, NULL, 0, &report);
     if (fallback == TFENC_PRECISION_FP32) {
         CU_ASSERT_EQUAL(status, TFENC_OK);
         CU_ASSERT(report.sample_cosine >= 1.0 - 1e-12);
@@ -170,8 +172,9 @@ static void test_fewest_on_whole_sample(void)
     tfenc_precision_report report = {.step_precision = chosen, .step_cosine = step_cosines};
     /* Calibrates the store (the first run of the gate does) before the
      * all-int8 and all-fallback runs below build int8 maps. */
-    CU_ASSERT_EQUAL_FATAL(tfenc_precision_gate(&ctx, &options, samples, 8, 0.5, 0, &report),
-                          TFENC_OK);
+    CU_ASSERT_EQUAL_FATAL(
+        tfenc_precision_gate(&ctx, &options, samples, 8, 0.5, 0, NULL, 0, &report),
+        TFENC_OK);
     tfenc_precision uniform[16];
     for (int i = 0; i < 16; i++)
         uniform[i] = TFENC_PRECISION_INT8;
@@ -182,8 +185,9 @@ static void test_fewest_on_whole_sample(void)
     /* close to all-fallback, so that more than the worst step goes */
     const double target = all_fallback - (all_fallback - all_int8) / 20;
     const double bar = 1.0 - 2.0 * (1.0 - target);
-    CU_ASSERT_EQUAL_FATAL(tfenc_precision_gate(&ctx, &options, samples, 8, bar, 0, &report),
-                          TFENC_OK);
+    CU_ASSERT_EQUAL_FATAL(
+        tfenc_precision_gate(&ctx, &options, samples, 8, bar, 0, NULL, 0, &report),
+        TFENC_OK);
     const double reproduced = sample_cosine_of(&c, options, chosen, batches, 8);
     fprintf(stderr, "\n  8 batches: all int8 %.8f, all %s %.8f; %d kept out, sample %.8f ",
             all_int8, tfenc_precision_names[fallback], all_fallback, report.n_fallbacks,
@@ -225,8 +229,9 @@ static void test_calibration_recorded_and_taken(void)
     two_batches(batches, samples);
     tfenc_precision chosen[16];
     tfenc_precision_report report = {.step_precision = chosen};
-    CU_ASSERT_EQUAL_FATAL(tfenc_precision_gate(&ctx, &options, samples, 2, 0.999, 0, &report),
-                          TFENC_OK);
+    CU_ASSERT_EQUAL_FATAL(
+        tfenc_precision_gate(&ctx, &options, samples, 2, 0.999, 0, NULL, 0, &report),
+        TFENC_OK);
     chosen[3] = fallback; /* a step kept out of int8, whatever the gate chose */
     static const char weights[] =
         "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef";
@@ -255,7 +260,7 @@ static void test_calibration_recorded_and_taken(void)
     CU_ASSERT_EQUAL_FATAL(tfenc_output_create(&ctx, MPI_COMM_NULL, &output, &out), TFENC_OK);
     tfenc_output_close(out);
     CU_ASSERT_EQUAL_FATAL(tfenc_int8_calibration_read(&ctx, "[model] calibration", path, &back),
-                          TFENC_OK);
+        TFENC_OK);
     unlink(path);
     rmdir(directory);
     CU_ASSERT_EQUAL_FATAL(back.n_maps, made.n_maps);
@@ -327,10 +332,83 @@ static void test_calibration_recorded_and_taken(void)
     release(&first);
 }
 
+/* A further head (a classifier's scores beside the first head's mean
+ * pooling) is judged with the first: its figure is reported, and a bar
+ * the first head meets at int8 but the scores do not keeps steps out of
+ * int8, where the gate of the first head alone keeps none. */
+static void test_further_head_judged(void)
+{
+    composed c;
+    tfenc_model_options options;
+    CU_ASSERT_EQUAL_FATAL(
+        encoder_open_with(&c, "int8",
+                          "[mean]\ntype = pooling\nmode = mean\nhead = mean\n"
+                          "[scores]\ntype = classifier\npooling = mean\ndense = false\n"
+                          "scores = logits\nhead = scores\n",
+                          &options),
+        TFENC_OK);
+    if (!precision_runs_here(TFENC_PRECISION_INT8)) {
+        release(&c);
+        return;
+    }
+    CU_ASSERT_EQUAL_FATAL(c.plan.n_extra_heads, 1);
+    /* Three labels over the trunk's rows, weights of the encoder's scale. */
+    float weight[3 * ENCODER_D], bias[3];
+    for (int i = 0; i < 3 * ENCODER_D; i++)
+        weight[i] = 0.125f * sinf((float)(i * 13 + 1));
+    for (int i = 0; i < 3; i++)
+        bias[i] = 0.1f * (float)i;
+    const int64_t weight_dims[2] = {3, ENCODER_D}, bias_dims[1] = {3};
+    CU_ASSERT_EQUAL_FATAL(
+        tfenc_weight_store_add(&ctx, c.store, "/scores/out_weight", 2, weight_dims, weight),
+        TFENC_OK);
+    CU_ASSERT_EQUAL_FATAL(
+        tfenc_weight_store_add(&ctx, c.store, "/scores/out_bias", 1, bias_dims, bias), TFENC_OK);
+    owned_batch batches[2];
+    tfenc_batch samples[2];
+    two_batches(batches, samples);
+    const tfenc_gate_head heads[1] = {{.name = "scores", .plan = &c.plan.extra_heads[0]}};
+    tfenc_precision chosen[16];
+    double values[2];
+    int scores[2];
+    tfenc_precision_report report = {.step_precision = chosen, .output_cosine = values,
+                                      .output_scores = scores};
+    /* A bar all int8 meets: each output's figure at all int8. */
+    CU_ASSERT_EQUAL_FATAL(
+        tfenc_precision_gate(&ctx, &options, samples, 2, 0.5, 0, heads, 1, &report), TFENC_OK);
+    CU_ASSERT_EQUAL(report.n_fallbacks, 0);
+    CU_ASSERT_EQUAL(scores[0], 0);
+    CU_ASSERT_EQUAL(scores[1], 1);
+    CU_ASSERT_EQUAL(report.sample_cosine, fmin(values[0], values[1]));
+    const double first = values[0], further = values[1];
+    printf("\n  at int8: the first head's min cosine %.6f, the scores' %.6f (cos of %.3g%%)\n",
+           first, further, 100.0 * acos(fmin(further, 1.0)));
+    /* The fixture's scores move more than the pooled rows' angle: the
+     * case this test is about. */
+    CU_ASSERT_FATAL(further < first && first < 1.0);
+    /* The gate's bar (1 - (1 - min_cosine) / 2) halfway between them. */
+    const double bar = (first + further) / 2.0, min_cosine = 1.0 - 2.0 * (1.0 - bar);
+    tfenc_precision_report alone = {.step_precision = chosen};
+    CU_ASSERT_EQUAL_FATAL(
+        tfenc_precision_gate(&ctx, &options, samples, 2, min_cosine, 0, NULL, 0, &alone),
+        TFENC_OK);
+    CU_ASSERT_EQUAL(alone.n_fallbacks, 0);
+    CU_ASSERT_EQUAL_FATAL(
+        tfenc_precision_gate(&ctx, &options, samples, 2, min_cosine, 0, heads, 1, &report),
+        TFENC_OK);
+    printf("  bar %.6f: the first head alone keeps %d steps out of int8, with the scores %d "
+           "(scores at %.6f)\n", bar, alone.n_fallbacks, report.n_fallbacks, values[1]);
+    CU_ASSERT(report.n_fallbacks > 0);
+    CU_ASSERT(values[1] >= bar);
+    CU_ASSERT(report.sample_cosine >= bar);
+    release(&c);
+}
+
 static const test_case gate_cases[] = {
     {"int8 accuracy gate", test_precision_gate},
     {"fewest fallbacks, confirmed on the whole sample", test_fewest_on_whole_sample},
     {"calibration recorded and taken again", test_calibration_recorded_and_taken},
+    {"a further head judged with the first", test_further_head_judged},
     {NULL, NULL}};
 
 const test_suite test_suites[] = {

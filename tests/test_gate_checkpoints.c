@@ -9,6 +9,7 @@
 #include "run/gate_checkpoints.h"
 
 #include <CUnit/CUnit.h>
+#include <limits.h>
 #include <string.h>
 
 #define STEPS 6
@@ -55,26 +56,31 @@ static void test_deepest_matching_boundary(void)
     }
     fill(&b, -1.0f, ROWS);
     const tfenc_precision late_int8[STEPS] = {F, F, F, I, I, I};
-    CU_ASSERT_EQUAL(tfenc_gate_checkpoints_restore(c, late_int8, &b.batch, NULL, 0), 3);
+    CU_ASSERT_EQUAL(tfenc_gate_checkpoints_restore(c, late_int8, &b.batch, NULL, 0, INT_MAX), 3);
     CU_ASSERT_EQUAL(b.x[0], 3.0f);
     CU_ASSERT_EQUAL(b.batch.rows, ROWS);
     const tfenc_precision last_int8[STEPS] = {F, F, F, F, F, I};
-    CU_ASSERT_EQUAL(tfenc_gate_checkpoints_restore(c, last_int8, &b.batch, NULL, 0), 5);
+    CU_ASSERT_EQUAL(tfenc_gate_checkpoints_restore(c, last_int8, &b.batch, NULL, 0, INT_MAX), 5);
     CU_ASSERT_EQUAL(b.x[0], 5.0f);
+    /* A run that must pass the trunk's end (boundary 2 here) starts there
+     * at the latest. */
+    CU_ASSERT_EQUAL(tfenc_gate_checkpoints_restore(c, last_int8, &b.batch, NULL, 0, 2), 2);
+    CU_ASSERT_EQUAL(b.x[0], 2.0f);
     const tfenc_precision pooled[STEPS] = {F, F, F, F, I, I};
-    CU_ASSERT_EQUAL(tfenc_gate_checkpoints_restore(c, pooled, &b.batch, NULL, 0), 4);
+    CU_ASSERT_EQUAL(tfenc_gate_checkpoints_restore(c, pooled, &b.batch, NULL, 0, INT_MAX), 4);
     CU_ASSERT_EQUAL(b.batch.rows, 1);
     /* Different from the first step on: nothing to start from, the
      * batch untouched. */
     const tfenc_precision first_bf16[STEPS] = {B, F, F, F, F, F};
     fill(&b, -1.0f, ROWS);
-    CU_ASSERT_EQUAL(tfenc_gate_checkpoints_restore(c, first_bf16, &b.batch, NULL, 0), 0);
+    CU_ASSERT_EQUAL(tfenc_gate_checkpoints_restore(c, first_bf16, &b.batch, NULL, 0, INT_MAX), 0);
     CU_ASSERT_EQUAL(b.x[0], -1.0f);
     /* A later run's own boundaries serve runs like it. */
     fill(&b, 30.0f, ROWS);
     tfenc_gate_checkpoints_keep(c, 3, first_bf16, &b.batch);
     const tfenc_precision first_bf16_then_int8[STEPS] = {B, F, F, I, I, I};
-    CU_ASSERT_EQUAL(tfenc_gate_checkpoints_restore(c, first_bf16_then_int8, &b.batch, NULL, 0), 3);
+    CU_ASSERT_EQUAL(
+        tfenc_gate_checkpoints_restore(c, first_bf16_then_int8, &b.batch, NULL, 0, INT_MAX), 3);
     CU_ASSERT_EQUAL(b.x[0], 30.0f);
     tfenc_gate_checkpoints_destroy(c);
 }
@@ -93,18 +99,18 @@ static void test_identical_steps(void)
     tfenc_gate_checkpoints_set_identical(c, 0, 1); /* the embedding lookup */
     tfenc_gate_checkpoints_set_identical(c, 2, 1);
     const tfenc_precision exact_int8[STEPS] = {I, F, I, F, I, I};
-    CU_ASSERT_EQUAL(tfenc_gate_checkpoints_restore(c, exact_int8, &b.batch, NULL, 0), 4);
+    CU_ASSERT_EQUAL(tfenc_gate_checkpoints_restore(c, exact_int8, &b.batch, NULL, 0, INT_MAX), 4);
     /* Step 1 in int8 (not identical) moves the values: step 2 after it
      * is no longer on the reference's. */
     const tfenc_precision moved[STEPS] = {I, I, I, F, F, F};
-    CU_ASSERT_EQUAL(tfenc_gate_checkpoints_restore(c, moved, &b.batch, NULL, 0), 1);
+    CU_ASSERT_EQUAL(tfenc_gate_checkpoints_restore(c, moved, &b.batch, NULL, 0, INT_MAX), 1);
     CU_ASSERT_EQUAL(b.x[0], 1.0f);
     fill(&b, 20.0f, ROWS);
     tfenc_gate_checkpoints_keep(c, 3, moved, &b.batch);
     /* ...and a run that ran step 2 in fp32 there does not match it. */
     const tfenc_precision moved_fp32[STEPS] = {I, I, F, F, F, F};
-    CU_ASSERT_EQUAL(tfenc_gate_checkpoints_restore(c, moved_fp32, &b.batch, NULL, 0), 1);
-    CU_ASSERT_EQUAL(tfenc_gate_checkpoints_restore(c, moved, &b.batch, NULL, 0), 3);
+    CU_ASSERT_EQUAL(tfenc_gate_checkpoints_restore(c, moved_fp32, &b.batch, NULL, 0, INT_MAX), 1);
+    CU_ASSERT_EQUAL(tfenc_gate_checkpoints_restore(c, moved, &b.batch, NULL, 0, INT_MAX), 3);
     CU_ASSERT_EQUAL(b.x[0], 20.0f);
     tfenc_gate_checkpoints_destroy(c);
 }
@@ -135,14 +141,15 @@ static void test_budget_and_stride(void)
         tfenc_gate_checkpoints_keep(c, boundary, reference, &b.batch);
     }
     const tfenc_precision last_int8[STEPS] = {F, F, F, F, F, I};
-    CU_ASSERT_EQUAL(tfenc_gate_checkpoints_restore(c, last_int8, &b.batch, NULL, 0), 3);
+    CU_ASSERT_EQUAL(tfenc_gate_checkpoints_restore(c, last_int8, &b.batch, NULL, 0, INT_MAX), 3);
     CU_ASSERT_EQUAL(b.x[0], 3.0f);
     /* Ten trials' checkpoints, the reference used again after the fourth:
      * eleven in the room of eight, trials 0-2 are dropped. */
     tfenc_precision precision[STEPS];
     for (int run = 0; run < 10; run++) {
         if (run == 4)
-            CU_ASSERT_EQUAL(tfenc_gate_checkpoints_restore(c, last_int8, &b.batch, NULL, 0), 3);
+            CU_ASSERT_EQUAL(
+                tfenc_gate_checkpoints_restore(c, last_int8, &b.batch, NULL, 0, INT_MAX), 3);
         trial(run, precision);
         fill(&b, 100.0f + (float)run, ROWS);
         tfenc_gate_checkpoints_keep(c, 3, precision, &b.batch);
@@ -150,11 +157,11 @@ static void test_budget_and_stride(void)
     for (int run = 0; run < 10; run++) {
         trial(run, precision);
         fill(&b, -1.0f, ROWS);
-        CU_ASSERT_EQUAL(tfenc_gate_checkpoints_restore(c, precision, &b.batch, NULL, 0),
+        CU_ASSERT_EQUAL(tfenc_gate_checkpoints_restore(c, precision, &b.batch, NULL, 0, INT_MAX),
                         run < 3 ? 0 : 3);
         CU_ASSERT_EQUAL(b.x[0], run < 3 ? -1.0f : 100.0f + (float)run);
     }
-    CU_ASSERT_EQUAL(tfenc_gate_checkpoints_restore(c, last_int8, &b.batch, NULL, 0), 3);
+    CU_ASSERT_EQUAL(tfenc_gate_checkpoints_restore(c, last_int8, &b.batch, NULL, 0, INT_MAX), 3);
     CU_ASSERT_EQUAL(b.x[0], 3.0f);
     tfenc_gate_checkpoints_destroy(c);
 
@@ -162,7 +169,7 @@ static void test_budget_and_stride(void)
     c = make(BOUNDARY_BYTES - 1);
     fill(&b, 1.0f, ROWS);
     tfenc_gate_checkpoints_keep(c, 1, reference, &b.batch);
-    CU_ASSERT_EQUAL(tfenc_gate_checkpoints_restore(c, reference, &b.batch, NULL, 0), 0);
+    CU_ASSERT_EQUAL(tfenc_gate_checkpoints_restore(c, reference, &b.batch, NULL, 0, INT_MAX), 0);
     tfenc_gate_checkpoints_destroy(c);
 }
 
@@ -192,7 +199,7 @@ static void test_some_batches(void)
     }
     const int which[2] = {2, 0};
     const tfenc_precision late_int8[STEPS] = {F, F, F, I, I, I};
-    CU_ASSERT_EQUAL(tfenc_gate_checkpoints_restore(c, late_int8, part_batches, which, 2), 2);
+    CU_ASSERT_EQUAL(tfenc_gate_checkpoints_restore(c, late_int8, part_batches, which, 2, INT_MAX), 2);
     CU_ASSERT_EQUAL(part[0].x[0], 30.0f);
     CU_ASSERT_EQUAL(part_batches[0].rows, 3);
     CU_ASSERT_EQUAL(part[1].x[0], 10.0f);

@@ -186,13 +186,36 @@ const char *tfenc_openblas_config(void)
     return config != NULL ? config() : "OpenBLAS (no openblas_get_config)";
 }
 
+int tfenc_openblas_family_width(const char *family)
+{
+    static const struct {
+        const char *name;
+        int width;
+    } families[] = {
+        {"SapphireRapids", 3}, {"Cooperlake", 3},  {"SkylakeX", 3},   {"Haswell", 2},
+        {"Zen", 2},            {"Excavator", 2},   {"Sandybridge", 1}, {"Bulldozer", 1},
+        {"Piledriver", 1},     {"Steamroller", 1},
+    };
+    for (size_t i = 0; family != NULL && i < sizeof families / sizeof families[0]; i++)
+        if (strcasecmp(family, families[i].name) == 0)
+            return families[i].width;
+    return 0;
+}
+
+int tfenc_openblas_runs_narrower(const char *running, const char *wanted)
+{
+    return tfenc_openblas_family_width(running) < tfenc_openblas_family_width(wanted);
+}
+
 int tfenc_openblas_fallback(char *line, size_t size)
 {
     line[0] = '\0';
     if (sgemm == NULL || wanted_core == NULL || core_name == NULL)
         return 0;
+    /* Debian 12's 0.3.21 asked for SapphireRapids runs Cooperlake, whose
+     * sgemm is the same AVX-512 kernel: only a narrower one is news. */
     const char *running = core_name();
-    if (running != NULL && strcasecmp(running, wanted_core) == 0)
+    if (!tfenc_openblas_runs_narrower(running, wanted_core))
         return 0;
     snprintf(line, size,
              "fp32 products: OpenBLAS (%s) runs its %s kernels, not the %s ones this CPU's "

@@ -34,10 +34,22 @@ const char *tfenc_openblas_core_name(void);
  * "not loaded" before a successful load. */
 const char *tfenc_openblas_config(void);
 
-/* 1, with one line in `line`, when OpenBLAS took other kernels than the
- * family tfenc asked for from the CPU's instruction sets (openblas.c says
- * why it asks); 0 when it took them, or the user chose (OPENBLAS_CORETYPE),
- * or the CPU is below AVX2. */
+/* The vector width of the fp32 kernels (sgemm) of an OpenBLAS kernel
+ * family, as openblas_get_corename() names it (any case): 3 AVX-512
+ * (SkylakeX, and Cooperlake and SapphireRapids, whose sgemm is SkylakeX's:
+ * what they add is bf16), 2 AVX2 with FMA (Haswell, Zen, Excavator), 1 AVX
+ * (Sandybridge, Bulldozer...), 0 older or unknown (Prescott, Core2,
+ * Nehalem, generic). */
+int tfenc_openblas_family_width(const char *family);
+
+/* 1 when the family running has narrower fp32 kernels than the family
+ * wanted: fp32 then runs slower than the CPU allows. */
+int tfenc_openblas_runs_narrower(const char *running, const char *wanted);
+
+/* 1, with one line in `line`, when OpenBLAS took narrower fp32 kernels
+ * than the family tfenc asked for from the CPU's instruction sets
+ * (openblas.c says why it asks); 0 when it took them or others as wide,
+ * or the user chose (OPENBLAS_CORETYPE), or the CPU is below AVX2. */
 int tfenc_openblas_fallback(char *line, size_t size);
 
 #endif

@@ -595,14 +595,6 @@ int tfenc_model_plan_read(tfenc_context *ctx, const tfenc_jobfile *job, tfenc_mo
         if (status == TFENC_OK)
             status = place_head_layer(ctx, job, section, head, plan, &target, &capacity,
                                       &extra_capacity, &main_capacity);
-        /* A further head's weights_file would need its own line in the
-         * job's identity and the int8 calibration's digest. */
-        if (status == TFENC_OK && target != plan && weights_file != NULL)
-            status = tfenc_error(ctx, TFENC_ERR_CONFIG,
-                                 "%s: [%s] weights_file: only the trunk's and the first "
-                                 "head's layers take their weights from a file of their own",
-                                 section_origin(job, section, origin, sizeof origin),
-                                 section->name);
         tfenc_step_plan *step = status == TFENC_OK ? add_step(target, capacity) : NULL;
         if (step == NULL) {
             free(weights_file);
@@ -655,12 +647,34 @@ void tfenc_model_plan_free(tfenc_model_plan *plan)
     memset(plan, 0, sizeof *plan);
 }
 
+int tfenc_model_plan_count_every_step(const tfenc_model_plan *plan)
+{
+    int count = plan->n_steps;
+    for (int h = 0; h < plan->n_extra_heads; h++)
+        count += plan->extra_heads[h].n_steps;
+    return count;
+}
+
+const tfenc_step_plan *tfenc_model_plan_every_step(const tfenc_model_plan *plan, int index)
+{
+    if (index < plan->n_steps)
+        return &plan->steps[index];
+    index -= plan->n_steps;
+    for (int h = 0; h < plan->n_extra_heads; h++) {
+        if (index < plan->extra_heads[h].n_steps)
+            return &plan->extra_heads[h].steps[index];
+        index -= plan->extra_heads[h].n_steps;
+    }
+    return NULL;
+}
+
 int tfenc_model_attach_weights_files(tfenc_context *ctx, const tfenc_jobfile *job,
                                      const tfenc_model_plan *plan, tfenc_weight_store *store)
 {
     int status = TFENC_OK;
-    for (int i = 0; status == TFENC_OK && i < plan->n_steps; i++) {
-        const tfenc_step_plan *step = &plan->steps[i];
+    const int n_steps = tfenc_model_plan_count_every_step(plan);
+    for (int i = 0; status == TFENC_OK && i < n_steps; i++) {
+        const tfenc_step_plan *step = tfenc_model_plan_every_step(plan, i);
         if (step->weights_file == NULL)
             continue;
         char origin[512], setting[700];

@@ -90,12 +90,19 @@ typedef struct tfenc_model_plan {
     int n_extra_heads;
 } tfenc_model_plan;
 
+/* Every step of the job under one numbering, for what concerns each layer
+ * alike whichever head it belongs to (a weights_file to hash, attach and
+ * record in the job's identity): the plan's own steps (trunk and first
+ * head), then each further head's in file order. */
+int tfenc_model_plan_count_every_step(const tfenc_model_plan *plan);
+const tfenc_step_plan *tfenc_model_plan_every_step(const tfenc_model_plan *plan, int index);
+
 /* Reads the composition from the job (no plugin is loaded). Rejects unknown
  * sections and block keys with file:line. */
 int tfenc_model_plan_read(tfenc_context *ctx, const tfenc_jobfile *job, tfenc_model_plan *plan);
 void tfenc_model_plan_free(tfenc_model_plan *plan);
-/* Attaches each step's weights_file to the store (weights.h), for its
- * group: errors name the job file, line and layer. */
+/* Attaches each step's weights_file (further heads' too) to the store
+ * (weights.h), for its group: errors name the job file, line and layer. */
 int tfenc_model_attach_weights_files(tfenc_context *ctx, const tfenc_jobfile *job,
                                      const tfenc_model_plan *plan, tfenc_weight_store *store);
 

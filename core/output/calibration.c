@@ -100,6 +100,7 @@ void tfenc_int8_calibration_free(tfenc_int8_calibration *calibration)
     free(calibration->ranges);
     free(calibration->precision_steps);
     free(calibration->source);
+    free(calibration->heads);
     memset(calibration, 0, sizeof *calibration);
 }
 
@@ -168,6 +169,7 @@ static void read_attributes(reader *r)
     tfenc_int8_calibration *c = r->calibration;
     c->precision_steps = tfenc_hdf5_attribute_string(r->group, "precision_steps");
     c->source = tfenc_hdf5_attribute_string(r->group, "source");
+    c->heads = tfenc_hdf5_attribute_string(r->group, "heads"); /* NULL: one head */
     char *weights = tfenc_hdf5_attribute_string(r->group, "weights_sha256");
     if (!well_formed_steps(c->precision_steps))
         damaged(r, "attribute '" TFENC_CALIBRATION_GROUP "/precision_steps' is missing or not "

@@ -12,7 +12,9 @@
  *   attributes: precision_steps ("NAME PRECISION" per step of the plan: the
  *   steps kept out of int8), weights_sha256, min_cosine (the bar the gate
  *   ran with), sample_min_cosine, sample_documents, source (where the
- *   calibration came from) and sha256 (calibration_digest below). */
+ *   calibration came from), sha256 (calibration_digest below) and, when
+ *   the gate judged several heads, heads (their names, comma-separated;
+ *   not in the digest: they change what was checked, not the model). */
 #ifndef TFENC_OUTPUT_CALIBRATION_H
 #define TFENC_OUTPUT_CALIBRATION_H
 
@@ -33,6 +35,9 @@ typedef struct tfenc_int8_calibration {
     double sample_min_cosine; /* what the gate measured with these steps */
     int64_t sample_documents; /* the documents of its sample */
     char *source;          /* where it came from, one line */
+    char *heads;           /* a job of several heads: the heads whose output the gate judged,
+                              "first,second,...", the first head first; NULL: the first head
+                              only (a job of one output, or a file of an older tfenc) */
     char sha256[65];       /* the digest of maps, widths, ranges and precision_steps */
 } tfenc_int8_calibration;
 

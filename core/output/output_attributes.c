@@ -398,6 +398,8 @@ int tfenc_output_write_calibration(tfenc_context *ctx, tfenc_output *out,
         {"weights_sha256", calibration->weights_sha256}};
     for (size_t i = 0; status == TFENC_OK && i < sizeof texts / sizeof texts[0]; i++)
         status = write_string_attribute_of(ctx, out, group, texts[i].name, texts[i].value);
+    if (status == TFENC_OK && calibration->heads != NULL)
+        status = write_string_attribute_of(ctx, out, group, "heads", calibration->heads);
     if (status == TFENC_OK)
         status = write_attribute_of(ctx, out, group, "min_cosine", H5T_NATIVE_DOUBLE,
                                     &calibration->min_cosine);

@@ -7,6 +7,7 @@
 #include "base/context.h"
 #include "matrix/matrix.h"
 #include "model/model.h"
+#include "output/kinds.h"
 #include "output/sparse.h"
 #include "run/feeder.h"
 #include "run/gate_checkpoints.h"
@@ -230,8 +231,10 @@ typedef struct stream {
     tfenc_sparse_rows **sparse; /* [n], or NULL when [model] gives no vocab_size */
 } stream;
 
+/* `per_sequence`: room for a row per sequence only (a further head's
+ * output, kept beside the tokens' rows it is made from). */
 static int stream_create(tfenc_context *ctx, stream *s, const tfenc_batch *samples, int n,
-                         int max_tokens, int d_model, int vocab_size)
+                         int max_tokens, int d_model, int vocab_size, int per_sequence)
 {
     s->n = n;
     s->batches = calloc((size_t)n, sizeof *s->batches);
@@ -252,6 +255,8 @@ static int stream_create(tfenc_context *ctx, stream *s, const tfenc_batch *sampl
         /* Rows never outnumber the batch's tokens (pooling only drops
          * them): the sample's activations take no more than they use. */
         int rows = samples[b].n_tokens < max_tokens ? samples[b].n_tokens : max_tokens;
+        if (per_sequence)
+            rows = samples[b].n_seq;
         s->batches[b].x = tfenc_aligned_alloc((size_t)(rows > 0 ? rows : 1) * (size_t)d_model *
                                               sizeof(float));
         if (s->batches[b].x == NULL)
@@ -515,20 +520,26 @@ static int run_step(tfenc_context *ctx, const tfenc_model_options *options, tfen
  * (which == NULL) or on n_which of its batches (samples and s hold only
  * those; which[i] is their index in the sample): from the deepest
  * checkpoint an earlier run at the same precisions left. Only runs on the
- * whole sample leave checkpoints of their own. */
+ * whole sample leave checkpoints of their own. With `tap` (not NULL) the
+ * run starts no later than the trunk's end, step trunk_steps, and leaves
+ * the rows it had there in `tap`, for the further heads. */
 static int run_at_precisions(tfenc_context *ctx, const tfenc_model_options *options,
                              tfenc_precision *chosen, const tfenc_batch *samples, stream *s,
                              tfenc_gate_checkpoints *checkpoints, const int *which,
-                             built_steps *built)
+                             built_steps *built, stream *tap, int trunk_steps)
 {
-    const int start =
-        tfenc_gate_checkpoints_restore(checkpoints, chosen, s->batches, which, s->n);
+    const int n_steps = options->plan->n_steps;
+    const int start = tfenc_gate_checkpoints_restore(checkpoints, chosen, s->batches, which, s->n,
+                                                     tap != NULL ? trunk_steps : n_steps);
     if (start == 0)
         stream_reset(s, samples);
     int status = TFENC_OK;
-    for (int i = start; status == TFENC_OK && i < options->plan->n_steps; i++) {
-        if (i > start && which == NULL)
+    for (int i = start; status == TFENC_OK && i < n_steps; i++) {
+        /* (past the trunk's end a run with a tap would never take them) */
+        if (i > start && which == NULL && (tap == NULL || i <= trunk_steps))
             tfenc_gate_checkpoints_keep(checkpoints, i, chosen, s->batches);
+        if (tap != NULL && i == trunk_steps)
+            stream_copy(tap, s);
         status = run_step(ctx, options, chosen, i, chosen[i], 0, s, built);
     }
     return status;
@@ -556,16 +567,21 @@ static int streams_identical(const stream *a, const stream *b)
  * it, and a run could not start from the activations an earlier run with
  * the same precisions left (run/gate_checkpoints.h). The reference's
  * activations are the first checkpoints (`all_fp32`: [n_steps] fp32), and
- * the int8 steps that give bitwise its output are marked so. */
+ * the int8 steps that give bitwise its output are marked so. With `tap`,
+ * the reference's rows at the trunk's end (step trunk_steps) are left
+ * there. */
 static int step_cosines(tfenc_context *ctx, const tfenc_model_options *options,
                         tfenc_precision *chosen, const tfenc_batch *samples,
                         tfenc_precision precision, stream *reference, stream *tested,
                         int scores_width, double *cosines, tfenc_gate_checkpoints *checkpoints,
-                        const tfenc_precision *all_fp32, built_steps *built)
+                        const tfenc_precision *all_fp32, built_steps *built, stream *tap,
+                        int trunk_steps)
 {
     stream_reset(reference, samples);
     int status = TFENC_OK;
     for (int i = 0; status == TFENC_OK && i < options->plan->n_steps; i++) {
+        if (tap != NULL && i == trunk_steps)
+            stream_copy(tap, reference);
         stream_copy(tested, reference);
         tfenc_gate_checkpoints_keep(checkpoints, i, all_fp32, reference->batches);
         status = run_step(ctx, options, chosen, i, TFENC_PRECISION_FP32, 1, reference, built);
@@ -619,6 +635,19 @@ static void sort_by_cosine(int *order, int n, const double *cosines)
     }
 }
 
+/* A further head in the gate: built once at fp32 over its whole plan,
+ * its output (a row per document, sparse rows beside) on fp32's trunk
+ * (reference) and on a trial's (tested). */
+typedef struct gate_head {
+    const char *name;
+    tfenc_model *model;
+    int scores_width; /* > 0: measured as scores */
+    stream reference, tested;
+    /* On the gate's hard part: views of its reference's batches (the
+     * arrays are the head's) and its output there. */
+    stream hard_reference, hard_tested;
+} gate_head;
+
 /* What one run of the gate holds: the sample, the fp32 model's output on
  * it (reference), the trial runs' (tested), each step's cosine, the order
  * the int8 steps fall back in, the bar the sample must meet, and the
@@ -646,21 +675,180 @@ typedef struct gate {
     tfenc_batch *hard_samples, *hard_reference_batches;
     tfenc_sparse_rows **hard_reference_sparse;
     stream hard_reference, hard_tested;
+    /* Further heads: n_heads of them, read from `tap`, the rows a run had
+     * at the trunk's end (step trunk_steps), each run on a copy of it in
+     * `head_rows` (the sample's tokens, as tap: one copy for every head,
+     * whose own streams keep a row per document). Each output's measure in the
+     * last trial on the whole sample (`values`, [1 + n_heads]: the first
+     * head's, then the further heads'), and in the last that met the bar
+     * (`passed`): the chosen precisions' once the bisection ends. */
+    gate_head *heads;
+    int n_heads, trunk_steps;
+    stream tap, head_rows;
+    stream hard_tap, hard_head_rows; /* the same for a run on the hard part */
+    double *values, *passed;
 } gate;
 
+/* Head h's output on the rows in `tap` into `into`: run on a copy of
+ * them in `rows`, its row per document (as run/heads.c checks) copied, its
+ * sparse rows handed to `into`'s. */
+static int run_head(gate *g, gate_head *h, const stream *tap, stream *rows, stream *into)
+{
+    stream_copy(rows, tap);
+    int status = TFENC_OK;
+    for (int b = 0; status == TFENC_OK && b < into->n; b++) {
+        tfenc_batch *batch = &rows->batches[b];
+        batch->sparse_rows = into->sparse != NULL ? &into->sparse[b]->destination : NULL;
+        if (into->sparse != NULL)
+            status = tfenc_sparse_rows_begin(g->ctx, into->sparse[b], batch->n_seq);
+        if (status == TFENC_OK)
+            status = tfenc_model_forward(g->ctx, h->model, batch);
+        if (status == TFENC_OK && batch->rows != batch->n_seq)
+            status = tfenc_error(g->ctx, TFENC_ERR_PLUGIN, "head %s left %d rows for %d documents",
+                                 h->name, batch->rows, batch->n_seq);
+        if (status == TFENC_OK) {
+            memcpy(into->batches[b].x, batch->x,
+                   (size_t)batch->rows * (size_t)batch->d_model * sizeof(float));
+            into->batches[b].rows = batch->rows;
+        }
+    }
+    return status;
+}
+
+/* Builds head i (fp32, the gate's options with its plan), learns how its
+ * output is measured from what its last layer declares, and makes its
+ * streams: a sparse head's rows of the width it declares. */
+static int head_create(gate *g, const tfenc_gate_head *head, gate_head *h, int max_tokens)
+{
+    h->name = head->name;
+    const int n_steps = head->plan->n_steps;
+    tfenc_precision *fp32 = calloc((size_t)(n_steps > 0 ? n_steps : 1), sizeof *fp32);
+    if (fp32 == NULL)
+        return tfenc_error(g->ctx, TFENC_ERR_NO_MEMORY, "accuracy gate: out of memory");
+    for (int i = 0; i < n_steps; i++)
+        fp32[i] = TFENC_PRECISION_FP32;
+    tfenc_model_options o = *g->options;
+    o.plan = head->plan;
+    o.first_step = 0;
+    o.end_step = n_steps;
+    o.input_unset = 0;
+    o.calibrate = 0;
+    o.step_precision = fp32;
+    o.shared_scratch = g->built.scratch;
+    int status = tfenc_model_create(g->ctx, &o, &h->model);
+    free(fp32); /* read while the model is built only */
+    tfenc_layer_output declared = {.struct_size = sizeof declared};
+    int pools = 0;
+    if (status == TFENC_OK)
+        status = tfenc_model_output(g->ctx, h->model, &declared);
+    if (status == TFENC_OK)
+        status = tfenc_model_probe_pools(g->ctx, h->model, &pools, NULL);
+    if (status != TFENC_OK)
+        return tfenc_error_prefix(g->ctx, status, "head %s", head->name);
+    const tfenc_output_kind_entry *kind = tfenc_output_kind_of_layer(declared.kind, pools);
+    /* As the run refuses it (run/heads.c), before the gate runs it. */
+    if (kind != NULL && kind->rows == TFENC_ROWS_PER_TOKEN)
+        return tfenc_error(g->ctx, TFENC_ERR_CONFIG,
+                           "head %s writes %s rows, but a head after the first writes one row "
+                           "per document (pooled, scores or sparse): make it the first head",
+                           head->name, kind->name);
+    h->scores_width = kind != NULL && kind->gated_by_scores ? declared.width : 0;
+    const int sparse_width = kind != NULL && kind->rows == TFENC_ROWS_SPARSE
+                                 ? (declared.width > 0 ? declared.width
+                                                       : g->options->config->vocab_size)
+                                 : 0;
+    const int d = g->options->config->d_model;
+    status = stream_create(g->ctx, &h->reference, g->samples, g->n_samples, max_tokens, d,
+                           sparse_width, 1);
+    if (status == TFENC_OK)
+        status = stream_create(g->ctx, &h->tested, g->samples, g->n_samples, max_tokens, d,
+                               sparse_width, 1);
+    return status;
+}
+
+/* Head h's measure: its tested output against its reference. */
+static double head_similarity(const gate_head *h)
+{
+    return h->scores_width > 0
+               ? stream_scores_similarity(&h->reference, &h->tested, h->scores_width)
+               : stream_cosine(&h->reference, &h->tested);
+}
+
+static void heads_destroy(gate *g)
+{
+    for (int i = 0; g->heads != NULL && i < g->n_heads; i++) {
+        stream_destroy(&g->heads[i].reference);
+        stream_destroy(&g->heads[i].tested);
+        tfenc_model_destroy(g->heads[i].model);
+    }
+    free(g->heads);
+    stream_destroy(&g->tap);
+    stream_destroy(&g->head_rows);
+    free(g->values);
+    free(g->passed);
+}
+
+/* The further heads built, and their output on the fp32 reference's trunk
+ * (step_cosines left it in g->tap). */
+static int heads_create(gate *g, const tfenc_gate_head *heads, int max_tokens)
+{
+    g->values = calloc((size_t)g->n_heads + 1, sizeof *g->values);
+    g->passed = calloc((size_t)g->n_heads + 1, sizeof *g->passed);
+    if (g->values == NULL || g->passed == NULL)
+        return tfenc_error(g->ctx, TFENC_ERR_NO_MEMORY, "accuracy gate: out of memory");
+    if (g->n_heads == 0)
+        return TFENC_OK;
+    if ((g->heads = calloc((size_t)g->n_heads, sizeof *g->heads)) == NULL)
+        return tfenc_error(g->ctx, TFENC_ERR_NO_MEMORY, "accuracy gate: out of memory");
+    const int d = g->options->config->d_model;
+    int status = stream_create(g->ctx, &g->tap, g->samples, g->n_samples, max_tokens, d, 0, 0);
+    if (status == TFENC_OK)
+        status = stream_create(g->ctx, &g->head_rows, g->samples, g->n_samples, max_tokens, d,
+                               0, 0);
+    for (int i = 0; status == TFENC_OK && i < g->n_heads; i++)
+        status = head_create(g, &heads[i], &g->heads[i], max_tokens);
+    return status;
+}
+
 /* The whole model at the chosen precisions on the sample (or only on its
- * hard part): its smallest cosine to the fp32 output (0 after an error). */
+ * hard part): its smallest cosine to the fp32 output (0 after an error).
+ * With further heads, the least of every head's measure (on the whole
+ * sample, g->values each, g->passed too when it meets the bar). */
 static int trial_cosine(gate *g, int hard_part, double *cosine)
 {
+    stream *tap = g->n_heads == 0 ? NULL : hard_part ? &g->hard_tap : &g->tap;
     int status = hard_part
                      ? run_at_precisions(g->ctx, g->options, g->chosen, g->hard_samples,
-                                         &g->hard_tested, g->checkpoints, g->hard, &g->built)
+                                         &g->hard_tested, g->checkpoints, g->hard, &g->built,
+                                         tap, g->trunk_steps)
                      : run_at_precisions(g->ctx, g->options, g->chosen, g->samples, &g->tested,
-                                         g->checkpoints, NULL, &g->built);
+                                         g->checkpoints, NULL, &g->built, tap, g->trunk_steps);
     *cosine = status != TFENC_OK ? 0.0
               : hard_part        ? stream_cosine(&g->hard_reference, &g->hard_tested)
                                  : stream_similarity(&g->reference, &g->tested, 1,
                                                      g->scores_width);
+    if (status == TFENC_OK && hard_part) {
+        /* No scores head has a hard part (choose_hard_part). */
+        for (int i = 0; status == TFENC_OK && i < g->n_heads; i++) {
+            gate_head *h = &g->heads[i];
+            status = run_head(g, h, &g->hard_tap, &g->hard_head_rows, &h->hard_tested);
+            const double head = status == TFENC_OK
+                                    ? stream_cosine(&h->hard_reference, &h->hard_tested)
+                                    : 0.0;
+            *cosine = head < *cosine ? head : *cosine;
+        }
+        return status;
+    }
+    if (status != TFENC_OK)
+        return status;
+    g->values[0] = *cosine;
+    for (int i = 0; status == TFENC_OK && i < g->n_heads; i++) {
+        status = run_head(g, &g->heads[i], &g->tap, &g->head_rows, &g->heads[i].tested);
+        g->values[1 + i] = status == TFENC_OK ? head_similarity(&g->heads[i]) : 0.0;
+        *cosine = g->values[1 + i] < *cosine ? g->values[1 + i] : *cosine;
+    }
+    if (status == TFENC_OK && *cosine >= g->bar)
+        memcpy(g->passed, g->values, ((size_t)g->n_heads + 1) * sizeof *g->values);
     return status;
 }
 
@@ -669,18 +857,44 @@ static int model_cosine(gate *g, double *cosine)
     return trial_cosine(g, 0, cosine);
 }
 
-/* The sample's hard part, chosen after the all-int8 run (g->tested holds
- * its output): the quarter of the batches with the smallest cosines to
- * fp32, the least first. Its smallest cosine is never above the whole
+/* Head h on the hard part (g->hard): views of its reference's batches
+ * and sparse rows, and a stream of its own for the trials. */
+static int head_hard_part(gate *g, gate_head *h, int max_tokens)
+{
+    const int n = g->n_hard;
+    const int sparse = h->reference.sparse != NULL;
+    tfenc_batch *batches = malloc((size_t)n * sizeof *batches);
+    tfenc_sparse_rows **rows = sparse ? malloc((size_t)n * sizeof *rows) : NULL;
+    h->hard_reference = (stream){.batches = batches, .n = n, .sparse = rows};
+    if (batches == NULL || (sparse && rows == NULL))
+        return tfenc_error(g->ctx, TFENC_ERR_NO_MEMORY, "accuracy gate: out of memory");
+    for (int i = 0; i < n; i++) {
+        batches[i] = h->reference.batches[g->hard[i]];
+        if (sparse)
+            rows[i] = h->reference.sparse[g->hard[i]];
+    }
+    return stream_create(g->ctx, &h->hard_tested, g->hard_samples, n, max_tokens,
+                         g->options->config->d_model,
+                         sparse ? h->reference.sparse[0]->width : 0, 1);
+}
+
+/* The sample's hard part, chosen after the all-int8 run (g->tested and
+ * each further head's tested hold its output): the quarter of the batches
+ * with the smallest cosines to fp32 (the least over the heads), the least
+ * first. Its smallest cosine is never above the whole
  * sample's, so a count of fallbacks that fails on it fails on the sample,
  * and one that passes on it usually passes on the sample: the bisection
  * probes there, at a quarter of the cost, and the sample confirms. None
- * for scores (measured against their spread over the whole sample) or a
- * sample of fewer than 4 batches. */
+ * for scores, the first head's or a further head's (measured against
+ * their spread over the whole sample), or a sample of fewer than 4
+ * batches. */
 static int choose_hard_part(gate *g, int max_tokens, int d_model, int vocab_size)
 {
     const int n = g->n_samples, wanted = (n + 3) / 4;
-    if (g->scores_width > 0 || n < 4)
+    int scores = g->scores_width > 0;
+    for (int i = 0; i < g->n_heads; i++)
+        scores |= g->heads[i].scores_width > 0;
+    if (scores || n < 4)
         return TFENC_OK;
     double *cosines = malloc((size_t)n * sizeof *cosines);
     g->hard = malloc((size_t)wanted * sizeof *g->hard);
@@ -700,6 +914,15 @@ static int choose_hard_part(gate *g, int max_tokens, int d_model, int vocab_size
         const stream tested = {.batches = &g->tested.batches[b], .n = 1,
                                .sparse = g->tested.sparse ? &g->tested.sparse[b] : NULL};
         cosines[b] = stream_cosine(&reference, &tested);
+        for (int i = 0; i < g->n_heads; i++) {
+            const gate_head *h = &g->heads[i];
+            const stream head_reference = {
+                .batches = &h->reference.batches[b], .n = 1,
+                .sparse = h->reference.sparse ? &h->reference.sparse[b] : NULL};
+            const stream head_tested = {.batches = &h->tested.batches[b], .n = 1,
+                                        .sparse = h->tested.sparse ? &h->tested.sparse[b] : NULL};
+            cosines[b] = fmin(cosines[b], stream_cosine(&head_reference, &head_tested));
+        }
     }
     for (int i = 0; i < wanted; i++) {
         int least = -1;
@@ -717,12 +940,28 @@ static int choose_hard_part(gate *g, int max_tokens, int d_model, int vocab_size
     g->hard_reference = (stream){.batches = g->hard_reference_batches, .n = wanted,
                                  .sparse = g->hard_reference_sparse};
     g->n_hard = wanted;
-    return stream_create(g->ctx, &g->hard_tested, g->hard_samples, wanted, max_tokens, d_model,
-                         vocab_size);
+    int status = stream_create(g->ctx, &g->hard_tested, g->hard_samples, wanted, max_tokens,
+                               d_model, vocab_size, 0);
+    if (status == TFENC_OK && g->n_heads > 0)
+        status = stream_create(g->ctx, &g->hard_tap, g->hard_samples, wanted, max_tokens,
+                               d_model, 0, 0);
+    if (status == TFENC_OK && g->n_heads > 0)
+        status = stream_create(g->ctx, &g->hard_head_rows, g->hard_samples, wanted, max_tokens,
+                               d_model, 0, 0);
+    for (int i = 0; status == TFENC_OK && i < g->n_heads; i++)
+        status = head_hard_part(g, &g->heads[i], max_tokens);
+    return status;
 }
 
 static void hard_part_free(gate *g)
 {
+    for (int i = 0; g->heads != NULL && i < g->n_heads; i++) {
+        free(g->heads[i].hard_reference.batches);
+        free(g->heads[i].hard_reference.sparse);
+        stream_destroy(&g->heads[i].hard_tested);
+    }
+    stream_destroy(&g->hard_tap);
+    stream_destroy(&g->hard_head_rows);
     stream_destroy(&g->hard_tested);
     free(g->hard);
     free(g->hard_samples);
@@ -830,7 +1069,7 @@ static int keep_out_of_int8(gate *g, tfenc_precision_report *report, double *sam
     *refuse = 1;
     status = step_cosines(g->ctx, g->options, g->chosen, g->samples, tfenc_matrix_int8_fallback(),
                           &g->reference, &g->tested, g->scores_width, g->cosines,
-                          g->checkpoints, g->all_fp32, &g->built);
+                          g->checkpoints, g->all_fp32, &g->built, NULL, 0);
     int worst = worst_step(g->cosines, g->n_steps);
     report->worst_step = worst;
     *refused_cosine = worst >= 0 ? g->cosines[worst] : 1.0;
@@ -844,28 +1083,44 @@ static int refuse_job(gate *g, const tfenc_precision_report *report, double min_
     const tfenc_precision requested = g->options->config->precision;
     const char *name =
         report->worst_step >= 0 ? g->options->plan->steps[report->worst_step].name : "(none)";
-    if (g->scores_width > 0)
+    const char *even = requested == TFENC_PRECISION_INT8 ? " even with every layer out of int8"
+                                                         : "";
+    const char *alone = tfenc_precision_names[requested == TFENC_PRECISION_INT8
+                                                  ? tfenc_matrix_int8_fallback()
+                                                  : requested];
+    /* With further heads, the one whose output misses the bar by most is
+     * named; the layers' own measure is the first head's. */
+    int worst = 0;
+    for (int i = 1; i <= g->n_heads; i++)
+        worst = g->values[i] < g->values[worst] ? i : worst;
+    char whose[TFENC_MESSAGE_MAX / 4] = "";
+    if (g->n_heads > 0)
+        snprintf(whose, sizeof whose, " of head %s",
+                 worst == 0 ? g->options->plan->first_head : g->heads[worst - 1].name);
+    const int scores = worst == 0 ? g->scores_width > 0 : g->heads[worst - 1].scores_width > 0;
+    /* The layer's own measure: the first head's scores', or a cosine. */
+    char layer[TFENC_MESSAGE_MAX / 4];
+    if (worst == 0 && scores)
+        snprintf(layer, sizeof layer, "%.4g%% in %s alone",
+                 100.0 * acos(fmax(fmin(refused_cosine, 1.0), -1.0)), alone);
+    else
+        snprintf(layer, sizeof layer, "cosine %.8f in %s alone", refused_cosine, alone);
+    if (scores)
         return tfenc_error(
             g->ctx, TFENC_ERR_CONFIG,
-            "precision = %s: on the corpus sample the scores are off fp32's by %.4g%% of their "
-            "spread, more than %.4g%% (min_cosine = %.8f as an angle, with half its error to "
-            "spare)%s; the least accurate layer is %s (%.4g%% in %s alone)",
-            tfenc_precision_names[requested], 100.0 * acos(fmax(report->sample_cosine, -1.0)),
-            100.0 * acos(g->bar), min_cosine,
-            requested == TFENC_PRECISION_INT8 ? " even with every layer out of int8" : "", name,
-            100.0 * acos(fmax(fmin(refused_cosine, 1.0), -1.0)),
-            tfenc_precision_names[requested == TFENC_PRECISION_INT8 ? tfenc_matrix_int8_fallback()
-                                                                    : requested]);
+            "precision = %s: on the corpus sample the scores%s are off fp32's by %.4g%% of "
+            "their spread, more than %.4g%% (min_cosine = %.8f as an angle, with half its error "
+            "to spare)%s; the least accurate layer is %s (%s)",
+            tfenc_precision_names[requested], whose,
+            100.0 * acos(fmax(report->sample_cosine, -1.0)), 100.0 * acos(g->bar), min_cosine,
+            even, name, layer);
     return tfenc_error(
         g->ctx, TFENC_ERR_CONFIG,
-        "precision = %s: on the corpus sample the output's min cosine to fp32 is %.8f, below "
+        "precision = %s: on the corpus sample the %smin cosine to fp32%s is %.8f, below "
         "%.8f (min_cosine = %.8f with half its error to spare)%s; the least accurate layer "
-        "is %s (cosine %.8f in %s alone)",
-        tfenc_precision_names[requested], report->sample_cosine, g->bar, min_cosine,
-        requested == TFENC_PRECISION_INT8 ? " even with every layer out of int8" : "", name,
-        refused_cosine,
-        tfenc_precision_names[requested == TFENC_PRECISION_INT8 ? tfenc_matrix_int8_fallback()
-                                                                : requested]);
+        "is %s (%s)",
+        tfenc_precision_names[requested], g->n_heads > 0 ? "" : "output's ", whose,
+        report->sample_cosine, g->bar, min_cosine, even, name, layer);
 }
 
 /* The report of an exact run: every step at the requested precision. */
@@ -883,11 +1138,16 @@ static void report_exact(tfenc_precision_report *report, int n_steps, tfenc_prec
 
 int tfenc_precision_gate(tfenc_context *ctx, const tfenc_model_options *options,
                          const tfenc_batch *samples, int n_samples, double min_cosine,
-                         int scores_width, tfenc_precision_report *report)
+                         int scores_width, const tfenc_gate_head *heads, int n_heads,
+                         tfenc_precision_report *report)
 {
     const int n_steps = options->plan->n_steps;
     const tfenc_precision requested = options->config->precision;
     report_exact(report, n_steps, requested);
+    for (int i = 0; report->output_cosine != NULL && i <= n_heads; i++)
+        report->output_cosine[i] = 1.0;
+    for (int i = 0; report->output_scores != NULL && i <= n_heads; i++)
+        report->output_scores[i] = i == 0 ? scores_width > 0 : 0;
     if (requested == TFENC_PRECISION_FP32)
         return TFENC_OK;
     if (n_samples < 1)
@@ -898,7 +1158,8 @@ int tfenc_precision_gate(tfenc_context *ctx, const tfenc_model_options *options,
      * L6-v2: 0.99908 on a 139-document sample, 0.99873 over its 532). */
     gate g = {.ctx = ctx, .options = options, .samples = samples, .n_samples = n_samples,
               .chosen = report->step_precision, .n_steps = n_steps,
-              .bar = 1.0 - (1.0 - min_cosine) / 2.0, .scores_width = scores_width};
+              .bar = 1.0 - (1.0 - min_cosine) / 2.0, .scores_width = scores_width,
+              .n_heads = n_heads, .trunk_steps = options->plan->trunk_steps};
     g.cosines = calloc((size_t)n_steps, sizeof *g.cosines);
     g.order = calloc((size_t)n_steps, sizeof *g.order);
     g.all_fp32 = calloc((size_t)n_steps, sizeof *g.all_fp32);
@@ -924,14 +1185,22 @@ int tfenc_precision_gate(tfenc_context *ctx, const tfenc_model_options *options,
         status = tfenc_gate_checkpoints_create(ctx, n_steps, n_samples, boundary_bytes,
                                                GATE_CHECKPOINT_BYTES, &g.checkpoints);
     if (status == TFENC_OK)
-        status = stream_create(ctx, &g.reference, samples, n_samples, max_tokens, d, vocab);
+        status = stream_create(ctx, &g.reference, samples, n_samples, max_tokens, d, vocab, 0);
     if (status == TFENC_OK)
-        status = stream_create(ctx, &g.tested, samples, n_samples, max_tokens, d, vocab);
+        status = stream_create(ctx, &g.tested, samples, n_samples, max_tokens, d, vocab, 0);
+    if (status == TFENC_OK)
+        status = heads_create(&g, heads, max_tokens);
     if (status == TFENC_OK)
         status = step_cosines(ctx, options, g.chosen, samples, requested, &g.reference,
                               &g.tested, scores_width, g.cosines, g.checkpoints, g.all_fp32,
-                              &g.built);
-    /* g.reference now holds the fp32 model's output. */
+                              &g.built, n_heads > 0 ? &g.tap : NULL, g.trunk_steps);
+    /* g.reference now holds the fp32 model's output, g.tap its trunk's
+     * rows: the further heads' fp32 output follows. */
+    for (int i = 0; status == TFENC_OK && i < n_heads; i++) {
+        status = run_head(&g, &g.heads[i], &g.tap, &g.head_rows, &g.heads[i].reference);
+        if (report->output_scores != NULL)
+            report->output_scores[1 + i] = g.heads[i].scores_width > 0;
+    }
     double sample_cosine = 0.0;
     if (status == TFENC_OK) {
         if (report->step_cosine != NULL)
@@ -952,11 +1221,15 @@ int tfenc_precision_gate(tfenc_context *ctx, const tfenc_model_options *options,
         }
     }
     report->sample_cosine = sample_cosine;
+    if (status == TFENC_OK && report->output_cosine != NULL)
+        memcpy(report->output_cosine, refuse ? g.values : g.passed,
+               ((size_t)n_heads + 1) * sizeof *g.values);
     if (status == TFENC_OK && refuse)
         status = refuse_job(&g, report, min_cosine, refused_cosine);
     stream_destroy(&g.reference);
     stream_destroy(&g.tested);
     hard_part_free(&g);
+    heads_destroy(&g);
     tfenc_gate_checkpoints_destroy(g.checkpoints);
     built_steps_destroy(&g.built, n_steps);
     free(g.all_fp32);

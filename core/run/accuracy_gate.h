@@ -61,6 +61,18 @@ int tfenc_gate_sample_read_limited(tfenc_context *ctx, const tfenc_gate_corpus *
                                    size_t capacity, int max_documents, tfenc_gate_sample *sample);
 void tfenc_gate_sample_free(tfenc_gate_sample *sample);
 
+/* A further head of a job of several outputs (model.h's extra heads,
+ * run/heads.h), which the gate judges besides the first: run at fp32 (a
+ * further head's maps never run at int8: run/heads.h says why) on the
+ * rows the trunk leaves, its output compared with the one it gives on
+ * fp32's trunk by the measure of its kind: scores (a classifier) as a
+ * scores model's output, sparse rows and pooled rows by their smallest
+ * cosine. Its kind is what its last layer declares. */
+typedef struct tfenc_gate_head {
+    const char *name;
+    const tfenc_model_plan *plan; /* the head's own plan */
+} tfenc_gate_head;
+
 /* What the accuracy gate found and chose. */
 typedef struct tfenc_precision_report {
     tfenc_precision *step_precision; /* [n_steps], the caller's: each step's precision to run */
@@ -71,6 +83,11 @@ typedef struct tfenc_precision_report {
                                         scores: cos(largest error / the scores' spread) */
     int n_fallbacks;                 /* int8 steps kept in bf16 (fp32 where bf16 does not run) */
     int worst_step;                  /* the least accurate step, -1 when all are exact */
+    double *output_cosine;           /* [1 + n_heads] or NULL: each output's measure at
+                                        step_precision (as sample_cosine, whose least it
+                                        is): the first head's, then each further head's */
+    int *output_scores;              /* [1 + n_heads] or NULL: 1 where that output's measure
+                                        is the scores' (cos of their error), 0 a cosine */
 } tfenc_precision_report;
 
 /* The accuracy gate, run before a job on a sample of its corpus. The plan of
@@ -90,6 +107,12 @@ typedef struct tfenc_precision_report {
  *    that a bisection over their count finds, probed on the hardest
  *    quarter of the sample's batches first and confirmed on the whole
  *    sample, whose cosine is the one reported.
+ * With further heads (`heads`, n_heads of them: options->plan's extra
+ * heads), the output of 2. and 3. is every head's: the sample's cosine is
+ * the least of the first head's measure and each further head's (on the
+ * rows the trunk's steps leave, at the chosen precisions), so a step stays
+ * out of int8 when any head needs it; the bisection's hard part is the
+ * batches least accurate in any head (none when a head writes scores).
  * Each trial step is built once (within a budget) and the runs start from
  * one another's activations (run/gate_checkpoints.h).
  * The bar is min_cosine with half its error to spare, 1 - (1 - min_cosine)
@@ -102,6 +125,7 @@ typedef struct tfenc_precision_report {
  * and forward report them. fp32 jobs are exact: cosine 1 without a run. */
 int tfenc_precision_gate(tfenc_context *ctx, const tfenc_model_options *options,
                          const tfenc_batch *samples, int n_samples, double min_cosine,
-                         int scores_width, tfenc_precision_report *report);
+                         int scores_width, const tfenc_gate_head *heads, int n_heads,
+                         tfenc_precision_report *report);
 
 #endif

@@ -84,6 +84,41 @@ static int same_plan(tfenc_context *ctx, const tfenc_int8_calibration *calibrati
     return TFENC_OK;
 }
 
+/* Whether `name` is one of the comma-separated `names`. */
+static int listed(const char *names, const char *name)
+{
+    const size_t length = strlen(name);
+    for (const char *p = names; p != NULL && *p != '\0';) {
+        const char *comma = strchr(p, ',');
+        const size_t n = comma != NULL ? (size_t)(comma - p) : strlen(p);
+        if (n == length && strncmp(p, name, n) == 0)
+            return 1;
+        p = comma != NULL ? comma + 1 : NULL;
+    }
+    return 0;
+}
+
+/* A job of several heads takes a calibration whose gate judged each of
+ * its further heads: one judged by the first head's output alone can
+ * leave another head's off by more than min_cosine allows (a classifier's
+ * scores over the same trunk: tests/pipeline/several_outputs.sh). */
+static int judged_heads(tfenc_context *ctx, const tfenc_int8_calibration *calibration,
+                        const char *path, const tfenc_model_plan *plan)
+{
+    for (int i = 0; i < plan->n_extra_heads; i++)
+        if (!listed(calibration->heads, plan->extra_head_names[i]))
+            return tfenc_error(ctx, TFENC_ERR_CONFIG,
+                               "[model] calibration %s: its accuracy gate judged the output of "
+                               "head%s %s only, not this job's head %s: run the job without "
+                               "[model] calibration (its gate judges every head), or take the "
+                               "calibration of a job with these heads",
+                               path, calibration->heads != NULL ? "s" : "",
+                               calibration->heads != NULL ? calibration->heads
+                                                          : plan->first_head,
+                               plan->extra_head_names[i]);
+    return TFENC_OK;
+}
+
 int tfenc_calibration_to_model(tfenc_context *ctx, const tfenc_int8_calibration *calibration,
                                const char *path, const char *weights_sha256,
                                const tfenc_model_plan *plan, tfenc_weight_store *store,
@@ -92,8 +127,8 @@ int tfenc_calibration_to_model(tfenc_context *ctx, const tfenc_int8_calibration 
     *changed = 0;
     /* With layers' weights_files the digest covers them too (run.c). */
     int heads = 0;
-    for (int i = 0; i < plan->n_steps; i++)
-        heads |= plan->steps[i].weights_file != NULL;
+    for (int i = 0; i < tfenc_model_plan_count_every_step(plan); i++)
+        heads |= tfenc_model_plan_every_step(plan, i)->weights_file != NULL;
     if (strcmp(calibration->weights_sha256, weights_sha256) != 0)
         return tfenc_error(ctx, TFENC_ERR_CONFIG,
                            "[model] calibration %s: is of other weights (its weights_sha256 is "
@@ -101,6 +136,8 @@ int tfenc_calibration_to_model(tfenc_context *ctx, const tfenc_int8_calibration 
                            calibration->weights_sha256, tfenc_weight_store_name(store),
                            heads ? " with its layers' weights_files" : "", weights_sha256);
     int status = same_plan(ctx, calibration, path, plan);
+    if (status == TFENC_OK)
+        status = judged_heads(ctx, calibration, path, plan);
     const tfenc_precision fallback = tfenc_matrix_int8_fallback();
     for (int i = 0; status == TFENC_OK && i < plan->n_steps; i++) {
         const char *name;

@@ -23,8 +23,9 @@ int tfenc_calibration_from_model(tfenc_context *ctx, const tfenc_weight_store *s
 /* Puts `calibration`, read from `path`, into this job's model: refused in
  * one line naming the path and what differs when it is of other weights
  * (weights_sha256 against the job's: [model] weights' SHA-256, or with
- * layers' weights_files a digest of theirs too) or of another plan (its steps, by
- * name and order). Fills step_precision[plan->n_steps] with its steps'
+ * layers' weights_files a digest of theirs too), of another plan (its steps, by
+ * name and order), or, for a job of several heads, when its gate did not
+ * judge each of the plan's further heads (calibration->heads). Fills step_precision[plan->n_steps] with its steps'
  * precisions, a step it keeps in bf16 in this CPU's fallback
  * (tfenc_matrix_int8_fallback: fp32 where bf16 does not run; *changed
  * counts those), and sets the store's input ranges. The store is not

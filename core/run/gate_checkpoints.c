@@ -99,13 +99,15 @@ static const tfenc_precision *canonical_prefix(tfenc_gate_checkpoints *c,
 }
 
 int tfenc_gate_checkpoints_restore(tfenc_gate_checkpoints *c, const tfenc_precision *precision,
-                                   tfenc_batch *batches, const int *which, int n_which)
+                                   tfenc_batch *batches, const int *which, int n_which,
+                                   int deepest)
 {
     const tfenc_precision *wanted = canonical_prefix(c, precision, c->n_steps);
     int best = -1;
     for (int i = 0; i < c->n_entries; i++) {
         const checkpoint *entry = &c->entries[i];
-        if ((best < 0 || entry->boundary > c->entries[best].boundary) &&
+        if (entry->boundary <= deepest &&
+            (best < 0 || entry->boundary > c->entries[best].boundary) &&
             memcmp(entry->prefix, wanted, (size_t)entry->boundary * sizeof *wanted) == 0)
             best = i;
     }

@@ -38,10 +38,12 @@ void tfenc_gate_checkpoints_set_identical(tfenc_gate_checkpoints *checkpoints, i
  * that a run at step precisions `precision` reaches with the same values,
  * and returns that boundary: the first step to run. 0 when none is kept
  * (the batches are left as they were). With `which` (not NULL), a run on
- * n_which of the sample's batches: batches[i] gets batch which[i]'s. */
+ * n_which of the sample's batches: batches[i] gets batch which[i]'s. No
+ * boundary past `deepest` is taken (a run that must see the activations
+ * there: the trunk's end, which further heads read). */
 int tfenc_gate_checkpoints_restore(tfenc_gate_checkpoints *checkpoints,
                                    const tfenc_precision *precision, tfenc_batch *batches,
-                                   const int *which, int n_which);
+                                   const int *which, int n_which, int deepest);
 
 /* Keeps the sample's batches (their x and rows) as the input of step `boundary`
  * of a run at `precision`, when the boundary is one that is kept and the

@@ -61,16 +61,10 @@ static int decide(tfenc_context *ctx, head *h, int pools, int d_model)
 }
 
 int tfenc_heads_check_job(tfenc_context *ctx, const char *job_path,
-                          const tfenc_model_plan *plan, tfenc_precision precision,
-                          const char *long_documents)
+                          const tfenc_model_plan *plan, const char *long_documents)
 {
     if (plan->n_extra_heads == 0)
         return TFENC_OK;
-    if (precision == TFENC_PRECISION_INT8)
-        return tfenc_error(ctx, TFENC_ERR_CONFIG,
-                           "%s: [model] precision = int8 calibrates one head, and this job has "
-                           "%d: run it at fp32 or bf16",
-                           job_path, plan->n_extra_heads + 1);
     if (long_documents != NULL)
         return tfenc_error(ctx, TFENC_ERR_CONFIG,
                            "%s: [job] long_documents = %s pools the first head's chunks, but "
@@ -109,7 +103,21 @@ int tfenc_heads_create(tfenc_context *ctx, const tfenc_model_options *options,
         o.calibrate = 0;
         o.shared_scratch = heads->scratch;
         int pools = 0;
+        /* int8 jobs: the head's maps at fp32, as the accuracy gate ran
+         * them (heads.h says why). */
+        tfenc_precision *fp32 = NULL;
+        if (options->config->precision == TFENC_PRECISION_INT8) {
+            fp32 = calloc((size_t)o.plan->n_steps + 1, sizeof *fp32);
+            if (fp32 == NULL) {
+                status = tfenc_error(ctx, TFENC_ERR_NO_MEMORY, "out of memory");
+                break;
+            }
+            for (int step = 0; step < o.plan->n_steps; step++)
+                fp32[step] = TFENC_PRECISION_FP32;
+            o.step_precision = fp32;
+        }
         status = tfenc_model_create(ctx, &o, &h->model);
+        free(fp32); /* read while the model is built only */
         if (status == TFENC_OK)
             status = tfenc_model_probe_pools(ctx, h->model, &pools, &h->unit_rows);
         if (status == TFENC_OK)

@@ -20,18 +20,26 @@ typedef struct tfenc_heads tfenc_heads;
  * kinds' table, from its last layer and whether it pools) and taps
  * `stage` (the last stage's model, whose range must hold the trunk's end).
  * A head whose output is not one row per document (pooled, scores or
- * sparse) is refused naming it. */
+ * sparse) is refused naming it.
+ * In an int8 job a further head's maps run at fp32, not int8: they are a
+ * map or two over rows the trunk made (BGE-M3's dense and sparse heads:
+ * none and one of [1, d]; a classifier's on one row per document), next to
+ * nothing beside the trunk's, so int8 would save no time there, while at
+ * fp32 they need no input ranges of their own in the calibration and add
+ * no error to the trunk's. (A splade head's [vocab, d] map is the
+ * exception, docs/job-file.md says to make it the first head.) The accuracy gate judges each head's output so
+ * (run/accuracy_gate.h), and keeps a trunk step out of int8 when any head
+ * needs it. The first head's steps are the plan's, and gated as a job of
+ * one head gates them. (bf16 jobs run the heads in bf16, as the trunk.) */
 int tfenc_heads_create(tfenc_context *ctx, const tfenc_model_options *options,
                        tfenc_model *stage, tfenc_heads **heads);
 
-/* Before anything is read, what a job of further heads cannot have: int8
- * (the accuracy gate calibrates the first head's steps only) and long
+/* Before anything is read, what a job of further heads cannot have: long
  * documents cut into chunks (`long_documents`: "chunk" or "late_chunk",
  * NULL when whole; a further head would get a row per chunk).
  * TFENC_ERR_CONFIG in one line after the job file's path. */
 int tfenc_heads_check_job(tfenc_context *ctx, const char *job_path,
-                          const tfenc_model_plan *plan, tfenc_precision precision,
-                          const char *long_documents);
+                          const tfenc_model_plan *plan, const char *long_documents);
 
 /* Each head's group in `file`, created or, for a reopened file
  * (`resumed`), checked, and the first head's name (`first`) as the file's

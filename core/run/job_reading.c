@@ -136,10 +136,12 @@ static int hash_weights_file(tfenc_run *r, const char *path, char sha256[65])
 int tfenc_run_hash_weights(tfenc_run *r)
 {
     int status = hash_weights_file(r, r->settings.model.weights_path, r->settings.weights_sha256);
-    for (int i = 0; status == TFENC_OK && i < r->settings.steps.n_steps; i++)
-        if (r->settings.steps.steps[i].weights_file != NULL)
-            status = hash_weights_file(r, r->settings.steps.steps[i].weights_file,
-                                       r->settings.weights_file_sha256[i]);
+    const int n_steps = tfenc_model_plan_count_every_step(&r->settings.steps);
+    for (int i = 0; status == TFENC_OK && i < n_steps; i++) {
+        const tfenc_step_plan *step = tfenc_model_plan_every_step(&r->settings.steps, i);
+        if (step->weights_file != NULL)
+            status = hash_weights_file(r, step->weights_file, r->settings.weights_file_sha256[i]);
+    }
     return status;
 }
 
@@ -153,13 +155,15 @@ void tfenc_run_calibration_weights_digest(const tfenc_run *r, char digest[65])
     char lines[4096];
     size_t used = (size_t)snprintf(lines, sizeof lines, "%s\n", r->settings.weights_sha256);
     int heads = 0;
-    for (int i = 0; i < r->settings.steps.n_steps && used < sizeof lines; i++)
-        if (r->settings.steps.steps[i].weights_file != NULL) {
+    const int n_steps = tfenc_model_plan_count_every_step(&r->settings.steps);
+    for (int i = 0; i < n_steps && used < sizeof lines; i++) {
+        const tfenc_step_plan *step = tfenc_model_plan_every_step(&r->settings.steps, i);
+        if (step->weights_file != NULL) {
             used += (size_t)snprintf(lines + used, sizeof lines - used, "%.256s %s\n",
-                                     r->settings.steps.steps[i].name,
-                                     r->settings.weights_file_sha256[i]);
+                                     step->name, r->settings.weights_file_sha256[i]);
             heads++;
         }
+    }
     if (heads == 0)
         memcpy(digest, r->settings.weights_sha256, 65);
     else
@@ -192,7 +196,6 @@ int tfenc_run_read_job(tfenc_run *r)
         status = tfenc_model_plan_read(r->ctx, r->settings.job_file, &r->settings.steps);
     if (status == TFENC_OK)
         status = tfenc_heads_check_job(r->ctx, r->settings.job_file->path, &r->settings.steps,
-                                       r->settings.model.precision,
                                        r->settings.job.late_chunk ? "late_chunk"
                                        : r->settings.job.chunks != TFENC_CHUNKS_OFF ? "chunk"
                                                                                     : NULL);
@@ -233,8 +236,9 @@ int tfenc_run_read_job(tfenc_run *r)
         status = tfenc_model_attach_weights_files(r->ctx, r->settings.job_file, &r->settings.steps,
                                                   r->plan.weights);
     if (status == TFENC_OK &&
-        (r->settings.weights_file_sha256 = calloc((size_t)r->settings.steps.n_steps,
-                                                  sizeof *r->settings.weights_file_sha256)) == NULL)
+        (r->settings.weights_file_sha256 =
+             calloc((size_t)tfenc_model_plan_count_every_step(&r->settings.steps),
+                    sizeof *r->settings.weights_file_sha256)) == NULL)
         status = tfenc_error(r->ctx, TFENC_ERR_NO_MEMORY, "out of memory");
     if (status == TFENC_OK && r->rank == 0 && !r->settings.request->dry_run)
         status = tfenc_jobfile_each_input(r->settings.job_file, watch_input, r);

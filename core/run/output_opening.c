@@ -221,10 +221,12 @@ static int list_plugin_files(tfenc_run *r, plugin_files *files)
 static char *weights_files_identity(tfenc_run *r)
 {
     char *identity = tfenc_job_settings_identity(r->settings.job_file, &r->settings.job);
-    for (int i = 0; identity != NULL && i < r->settings.steps.n_steps; i++) {
-        if (r->settings.steps.steps[i].weights_file == NULL)
+    const int n_steps = tfenc_model_plan_count_every_step(&r->settings.steps);
+    for (int i = 0; identity != NULL && i < n_steps; i++) {
+        const tfenc_step_plan *step = tfenc_model_plan_every_step(&r->settings.steps, i);
+        if (step->weights_file == NULL)
             continue;
-        const char *name = r->settings.steps.steps[i].name;
+        const char *name = step->name;
         size_t length = strlen(identity), size = length + strlen(name) + 100;
         char *grown = realloc(identity, size);
         if (grown == NULL) {
@@ -304,8 +306,9 @@ int tfenc_run_open_output(tfenc_run *r)
         return 1;
     MPI_Bcast(weights_sha256, sizeof weights_sha256, MPI_CHAR, 0, MPI_COMM_WORLD);
     MPI_Bcast(r->settings.weights_file_sha256,
-              r->settings.steps.n_steps * (int)sizeof *r->settings.weights_file_sha256, MPI_CHAR, 0,
-              MPI_COMM_WORLD);
+              tfenc_model_plan_count_every_step(&r->settings.steps) *
+                  (int)sizeof *r->settings.weights_file_sha256,
+              MPI_CHAR, 0, MPI_COMM_WORLD);
     tfenc_corpus_shards corpus_shards;
     if (tfenc_run_agree_on_failure(r, fingerprint_corpus(r, corpus_fingerprint, &corpus_shards)))
         return 1;

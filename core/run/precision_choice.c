@@ -26,6 +26,7 @@ typedef struct calibration_origin {
     int changed;         /* steps it keeps in bf16 that run fp32 on this CPU */
     char weights_sha256[65];
     char path[PATH_MAX]; /* the file it came from */
+    char heads[TFENC_MESSAGE_MAX]; /* the heads the gate judged (calibration.h), "": one */
     char source[PATH_MAX + 64];
 } calibration_origin;
 
@@ -73,6 +74,8 @@ static int take_calibration(tfenc_run *r, calibration_origin *origin)
         origin->min_cosine = given.min_cosine;
         origin->sample_cosine = given.sample_min_cosine;
         origin->sample_documents = given.sample_documents;
+        snprintf(origin->heads, sizeof origin->heads, "%s",
+                 given.heads != NULL ? given.heads : "");
         char *located = tfenc_file_located_path(path);
         snprintf(origin->path, sizeof origin->path, "%s", located != NULL ? located : path);
         free(located);
@@ -87,11 +90,19 @@ static int take_calibration(tfenc_run *r, calibration_origin *origin)
 }
 
 /* Rank 0: the accuracy gate (run/accuracy_gate.h) on a sample of the
- * corpus chooses each step's precision and calibrates the int8 maps. */
+ * corpus chooses each step's precision and calibrates the int8 maps; with
+ * several heads it judges every head's output (report->output_cosine). */
 static int run_gate(tfenc_run *r, tfenc_precision_report *report, calibration_origin *origin,
                     int *scores_width)
 {
     const int n_steps = r->settings.steps.n_steps;
+    const tfenc_model_plan *plan = &r->settings.steps;
+    tfenc_gate_head *heads = calloc((size_t)plan->n_extra_heads + 1, sizeof *heads);
+    if (heads == NULL)
+        return tfenc_error(r->ctx, TFENC_ERR_NO_MEMORY, "out of memory");
+    for (int i = 0; i < plan->n_extra_heads; i++)
+        heads[i] = (tfenc_gate_head){.name = plan->extra_head_names[i],
+                                     .plan = &plan->extra_heads[i]};
     tfenc_gate_sample sample = {0};
     const tfenc_gate_corpus source = {
         .corpus = r->state.corpus, .windows = &r->plan.windows, .tokenizer = r->plan.tokenizer,
@@ -108,7 +119,9 @@ static int run_gate(tfenc_run *r, tfenc_precision_report *report, calibration_or
         status = tfenc_run_declared_scores_width(r, scores_width);
     if (status == TFENC_OK)
         status = tfenc_precision_gate(r->ctx, &o, sample.batches, sample.n_batches,
-                                      r->settings.model.min_cosine, *scores_width, report);
+                                      r->settings.model.min_cosine, *scores_width, heads,
+                                      plan->n_extra_heads, report);
+    free(heads);
     if (status != TFENC_OK && status != TFENC_ERR_CONFIG)
         status = tfenc_error_prefix(r->ctx, status, "precision = %s: the accuracy gate failed",
                                     tfenc_precision_names[r->settings.model.precision]);
@@ -118,6 +131,13 @@ static int run_gate(tfenc_run *r, tfenc_precision_report *report, calibration_or
     snprintf(origin->source, sizeof origin->source,
              "calibrated: the accuracy gate on a sample of %d documents of the job's corpus",
              sample.n_documents);
+    /* With several heads the record says that every head was judged. */
+    int used = 0;
+    for (int i = -1; plan->n_extra_heads > 0 && i < plan->n_extra_heads && used >= 0 &&
+                     (size_t)used < sizeof origin->heads;
+         i++)
+        used += snprintf(origin->heads + used, sizeof origin->heads - used, "%s%s",
+                         i < 0 ? "" : ",", i < 0 ? plan->first_head : plan->extra_head_names[i]);
     tfenc_gate_sample_free(&sample);
     return status;
 }
@@ -164,13 +184,45 @@ static int share_calibration(tfenc_run *r, const calibration_origin *origin)
     memcpy(c->weights_sha256, origin->weights_sha256, sizeof c->weights_sha256);
     if (status == TFENC_OK && (c->source = strdup(origin->source)) == NULL)
         status = tfenc_error(r->ctx, TFENC_ERR_NO_MEMORY, "out of memory");
+    if (status == TFENC_OK && origin->heads[0] != '\0' &&
+        (c->heads = strdup(origin->heads)) == NULL)
+        status = tfenc_error(r->ctx, TFENC_ERR_NO_MEMORY, "out of memory");
     if (status == TFENC_OK)
         status = tfenc_int8_calibration_digest(r->ctx, c);
     return tfenc_run_agree_on_failure(r, status);
 }
 
+/* The gate's figures of a job of several heads: each head's, as a job of
+ * that head alone tells its own. */
+static int tell_heads(const tfenc_run *r, const calibration_origin *origin,
+                      const tfenc_precision_report *report, char *line, size_t size)
+{
+    const tfenc_model_plan *plan = &r->settings.steps;
+    const double allowed = 100.0 * acos(1.0 - (1.0 - r->settings.model.min_cosine) / 2.0);
+    int used = snprintf(line, size, "precision = %s: on a sample of %lld documents,",
+                        tfenc_precision_names[r->settings.model.precision],
+                        (long long)origin->sample_documents);
+    for (int i = 0; i <= plan->n_extra_heads && used > 0 && (size_t)used < size; i++) {
+        const char *name = i == 0 ? plan->first_head : plan->extra_head_names[i - 1];
+        const char *after = i == plan->n_extra_heads ? "" : ";";
+        const double value = report->output_cosine[i];
+        used += report->output_scores[i]
+                    ? snprintf(line + used, size - used,
+                               " head %s: scores off fp32's by at most %.3g%% of their spread "
+                               "(%.3g%% allowed)%s",
+                               name, 100.0 * acos(fmax(fmin(value, 1.0), -1.0)), allowed, after)
+                    : snprintf(line + used, size - used, " head %s: min cosine %.6f to fp32%s",
+                               name, value, after);
+    }
+    if (used > 0 && (size_t)used < size)
+        used += snprintf(line + used, size - used, " (min_cosine %.6f)",
+                         r->settings.model.min_cosine);
+    return used;
+}
+
 /* Rank 0: the line that says which model the job runs. */
-static void tell_calibration(tfenc_run *r, const calibration_origin *origin, int scores_width)
+static void tell_calibration(tfenc_run *r, const calibration_origin *origin, int scores_width,
+                             const tfenc_precision_report *report)
 {
     const int n_steps = r->settings.steps.n_steps;
     const char *precision = tfenc_precision_names[r->settings.model.precision];
@@ -183,6 +235,8 @@ static void tell_calibration(tfenc_run *r, const calibration_origin *origin, int
                    "to fp32 on its sample of %lld documents), no accuracy gate run", precision,
                    origin->path, origin->from_file == 2 ? ", the file this run resumes" : "",
                    origin->sample_cosine, (long long)origin->sample_documents)
+        : r->settings.steps.n_extra_heads > 0
+        ? tell_heads(r, origin, report, line, sizeof line)
         : scores_width > 0
         ? snprintf(line, sizeof line, "precision = %s: scores off fp32's by at most %.3g%% "
                    "of their spread on a sample of %lld documents (min_cosine %.6f allows "
@@ -210,6 +264,30 @@ static void tell_calibration(tfenc_run *r, const calibration_origin *origin, int
     tfenc_run_notice(r, "%s", line);
 }
 
+/* Rank 0's choice, every rank's calibration, and the notice: 1 when the
+ * job is refused. */
+static int choose_and_share(tfenc_run *r, tfenc_precision_report *report)
+{
+    calibration_origin origin = {0};
+    int status = TFENC_OK, scores_width = 0;
+    if (r->rank == 0)
+        status = take_calibration(r, &origin);
+    if (status == TFENC_OK && r->rank == 0 && !origin.from_file)
+        status = run_gate(r, report, &origin, &scores_width);
+    if (r->rank == 0)
+        tfenc_run_calibration_weights_digest(r, origin.weights_sha256);
+    if (tfenc_run_agree_on_failure(r, status))
+        return 1;
+    MPI_Bcast(r->plan.step_precision, r->settings.steps.n_steps, MPI_INT, 0, MPI_COMM_WORLD);
+    MPI_Bcast(&origin, sizeof origin, MPI_BYTE, 0, MPI_COMM_WORLD);
+    if (share_calibration(r, &origin))
+        return 1;
+    r->plan.sample_cosine = origin.sample_cosine;
+    if (r->rank == 0)
+        tell_calibration(r, &origin, scores_width, report);
+    return 0;
+}
+
 /* int8 jobs: rank 0 takes the calibration of a file or runs the accuracy
  * gate on a sample of the corpus, every rank takes its choice of
  * precision per step and its input ranges, and a job whose min_cosine
@@ -227,26 +305,18 @@ int tfenc_run_gate_precision(tfenc_run *r)
     }
     const int n_steps = r->settings.steps.n_steps;
     r->plan.step_precision = calloc((size_t)n_steps, sizeof *r->plan.step_precision);
-    if (r->plan.step_precision == NULL)
-        return tfenc_run_agree_on_failure(
-            r, tfenc_error(r->ctx, TFENC_ERR_NO_MEMORY, "out of memory"));
     tfenc_precision_report report = {.step_precision = r->plan.step_precision};
-    calibration_origin origin = {0};
-    int status = TFENC_OK, scores_width = 0;
-    if (r->rank == 0)
-        status = take_calibration(r, &origin);
-    if (status == TFENC_OK && r->rank == 0 && !origin.from_file)
-        status = run_gate(r, &report, &origin, &scores_width);
-    if (r->rank == 0)
-        tfenc_run_calibration_weights_digest(r, origin.weights_sha256);
-    if (tfenc_run_agree_on_failure(r, status))
-        return 1;
-    MPI_Bcast(r->plan.step_precision, n_steps, MPI_INT, 0, MPI_COMM_WORLD);
-    MPI_Bcast(&origin, sizeof origin, MPI_BYTE, 0, MPI_COMM_WORLD);
-    if (share_calibration(r, &origin))
-        return 1;
-    r->plan.sample_cosine = origin.sample_cosine;
-    if (r->rank == 0)
-        tell_calibration(r, &origin, scores_width);
-    return 0;
+    /* Each output's figure, for the notice of a job of several heads. */
+    const int n_outputs = r->settings.steps.n_extra_heads + 1;
+    report.output_cosine = calloc((size_t)n_outputs, sizeof *report.output_cosine);
+    report.output_scores = calloc((size_t)n_outputs, sizeof *report.output_scores);
+    const int refused =
+        r->plan.step_precision == NULL || report.output_cosine == NULL ||
+                report.output_scores == NULL
+            ? tfenc_run_agree_on_failure(
+                  r, tfenc_error(r->ctx, TFENC_ERR_NO_MEMORY, "out of memory"))
+            : choose_and_share(r, &report);
+    free(report.output_cosine);
+    free(report.output_scores);
+    return refused;
 }

@@ -63,8 +63,9 @@ typedef struct tfenc_run_settings {
                                        * opened it (a dry run: gate_precision, when it
                                        * takes a file's calibration) */
     /* read_job allocates, rank 0 fills it; every rank once open_output has
-     * broadcast it: [n_steps] the SHA-256 of each step's weights_file, ""
-     * for a step without one. */
+     * broadcast it: the SHA-256 of each step's weights_file, "" for a step
+     * without one, every head's steps numbered as
+     * tfenc_model_plan_every_step() numbers them. */
     char (*weights_file_sha256)[65];
 } tfenc_run_settings;
 

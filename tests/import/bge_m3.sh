@@ -11,7 +11,11 @@
 # sparse per token id within 1e-5 (bars argued in bge_m3.py), the same
 # offsets and sparse ids. 2 ranks bitwise equal to 1; a job SIGKILLed
 # part-way and run again ends with the uninterrupted file; --status lists
-# the three heads. A .pt of the wrong shape, one without its bias, and a
+# the three heads. At int8 (the accuracy gate judging the three heads'
+# outputs) each head is within its bar of the fp32 file: colbert's token
+# vectors, dense's rows and sparse's rows min cosine >= 0.999
+# (tests/pipeline/compare_heads.py); 2 ranks and [model] calibration =
+# that file give its bits. A .pt of the wrong shape, one without its bias, and a
 # folder with one .pt of the two are refused in one line naming the file
 # and the tensor, with nothing written.
 set -eu
@@ -70,7 +74,37 @@ else
   fail "--status: $(cat "$work/status.txt")"
 fi
 
+# int8: every head against the fp32 file, each by its kind's bar.
+checks=$((checks + 1))
+run "$work/int8.h5" --set model.precision=int8 2>"$work/int8.err" \
+  || fail "int8: $(cat "$work/int8.err")"
+grep "precision = int8" "$work/int8.err" || true
+if grep -q "head colbert: min cosine .* head dense: min cosine .* head sparse: min cosine" \
+     "$work/int8.err" &&
+   "$python" "$srcdir/tests/pipeline/compare_heads.py" "$work/out.h5" "$work/int8.h5" 0.999; then
+  echo "int8: the gate judged every head, each within its bar of fp32"
+else
+  fail "int8: a head beyond its bar of fp32, or the gate did not name each head"
+fi
+checks=$((checks + 1))
+run "$work/int8-given.h5" --set model.precision=int8 --set "model.calibration=$work/int8.h5"
+"$TFENC_VENV_PYTHON" "$here/bge_m3.py" same "$work/int8.h5" "$work/int8-given.h5" \
+  && echo "int8 with [model] calibration = the int8 file: its bits" \
+  || fail "int8 with [model] calibration = the int8 file differs"
+
 if [ -z "${TFENC_SANITIZER_BUILD:-}" ]; then
+  # int8 at 2 ranks: rank 0's gate, every head bitwise 1 rank's.
+  checks=$((checks + 1))
+  for ranks in 1 2; do
+    rm -f "$work/int8-ranks-$ranks.h5"
+    "$mpiexec" -n "$ranks" "$batch" --quiet --set "job.input=$sentences" \
+      --set "job.output=$work/int8-ranks-$ranks.h5" --set job.window_documents=8 \
+      --set job.threads=1 --set model.precision=int8 "$job" 2>/dev/null
+  done
+  "$TFENC_VENV_PYTHON" "$here/bge_m3.py" same "$work/int8-ranks-1.h5" "$work/int8-ranks-2.h5" \
+    && echo "bge-m3 at int8, 2 x 1: every head bitwise equal to 1x1" \
+    || fail "bge-m3 at int8, 2 x 1 differs"
+
   # 2 ranks in windows of 8 documents: every dataset of every head bitwise.
   checks=$((checks + 1))
   for ranks in 1 2; do

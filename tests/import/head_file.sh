@@ -8,7 +8,8 @@
 # `readme-test: covered by` this test, which head_file.py runs), gives
 # PyTorch's softmax of that head over the encoder's [CLS] vector within
 # 1e-4, the same bytes at 1x1 and 2x1 and from another directory (relative
-# to the job file, which --dry-run names), and after a SIGKILL and a
+# to the job file, which --dry-run names), as the further head of a job of
+# two heads (docs/job-file.md, "Several outputs"), and after a SIGKILL and a
 # resume; a head file whose content changed between the kill and the
 # resume is refused, and so is an int8 calibration made with another head.
 # Bad input, one line naming the file, layer or tensor, nothing written: a
@@ -95,6 +96,28 @@ if run 1 "$work/b.h5" "$work/job.ini"; then
   fi
 else
   fail "head b: tfenc-batch failed"
+fi
+
+# The same head file as a further head of a job of two (mean-pooled
+# vectors first, the scores in /outputs/scores): its scores are head b's
+# alone, bitwise, at 1x1 and 2x1; and the file's identity names the further
+# head's file, so that a resume with another head in it is refused.
+sed 's/^\[head\]$/[vectors]\ntype = pooling\nmode = mean\nnormalize = true\nhead = vectors\n\n[head]\nhead = scores/' \
+  "$work/job.ini" >"$work/two_heads.ini"
+checks=$((checks + 1))
+if run 1 "$work/two.h5" "$work/two_heads.ini" && run 2 "$work/two-2x1.h5" "$work/two_heads.ini"; then
+  if "$python" -c "import h5py, sys
+b, one, two = (h5py.File(p, 'r') for p in sys.argv[1:4])
+same = all(f['outputs/scores/scores'][()].tobytes() == b['scores'][()].tobytes() for f in (one, two))
+sys.exit(not (same and one['embeddings'][()].tobytes() == two['embeddings'][()].tobytes()
+              and 'head.weights_file sha256 = ' in one.attrs['job_settings']))" \
+      "$work/b.h5" "$work/two.h5" "$work/two-2x1.h5"; then
+    echo "ok: head b as the further head of two: its scores bitwise, 1x1 and 2x1"
+  else
+    fail "head b as the further head of two: the scores differ from head b's alone"
+  fi
+else
+  fail "head b as the further head of two: tfenc-batch failed"
 fi
 
 # An int8 calibration is of the weights it was made with, the head's file

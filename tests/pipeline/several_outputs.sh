@@ -11,8 +11,12 @@
 # output of the head that made it, with its microbatch);
 # layouts 1x1, 2x1 and 1x2 give the same file; a job killed with SIGKILL
 # part-way and run again ends with the uninterrupted file; --status (text
-# and --json) and tfenc-export --output name each head. Bad job files and
-# files are refused in one line naming the section, head or group.
+# and --json) and tfenc-export --output name each head. At int8 the
+# accuracy gate judges every head: the file holds each head within its
+# kind's bar of the fp32 file (compare_heads.py), 2x1, 1x2, a resume after
+# SIGKILL and [model] calibration = that file give its bits, and a
+# calibration that judged the first head alone is refused. Bad job files
+# and files are refused in one line naming the section, head or group.
 set -u
 . "$(cd "$(dirname "$0")" && pwd)/common.sh"
 work=$builddir/tests/data/generated/several_outputs
@@ -134,6 +138,55 @@ else
   fail "the layouts' files differ"
 fi
 
+# int8: the accuracy gate judges each head's output against fp32's by its
+# kind's bar (pooled and sparse rows by their cosine, scores by their error
+# relative to their spread), and each head of the file is within it
+# against the fp32 file, here the gate's whole sample (50 documents):
+# min cosine 0.999, scores 4.47% (docs/scores.md). Its notice names each
+# head; the file records them (int8_calibration/heads).
+int8=yes
+run 1 int8-1x1.h5 both.ini --set model.precision=int8
+if [ "$status" -ne 0 ] && grep -q "not available\|does not offer\|no oneDNN" run.err; then
+  echo "several_outputs: (this build or CPU has no int8 products: $(tail -n 1 run.err))"
+  int8=no
+elif [ "$status" -ne 0 ]; then
+  fail "three heads at int8: status $status: $(cat run.err)"
+  int8=no
+elif grep -q "^tfenc-batch: precision = int8: on a sample of 50 documents, head embeddings: min cosine [0-9.]* to fp32; head scores: scores off fp32's by at most [0-9.]*% of their spread ([0-9.]*% allowed); head sparse: min cosine [0-9.]* to fp32 (min_cosine 0.999000)" run.err; then
+  ok "three heads at int8, 1x1: $(grep 'precision = int8' run.err)"
+else
+  fail "three heads at int8: the notice does not name each head: $(cat run.err)"
+fi
+if [ "$int8" = yes ]; then
+  if "$python" "$srcdir/tests/pipeline/compare_heads.py" both-1x1.h5 int8-1x1.h5 0.999 &&
+     [ "$("$python" -c "import h5py; print(h5py.File('int8-1x1.h5', 'r')['int8_calibration'].attrs['heads'])")" = "embeddings,scores,sparse" ]; then
+    ok "int8 against fp32: each head within its bar, the heads judged recorded"
+  else
+    fail "int8 against fp32: a head beyond its bar, or int8_calibration/heads"
+  fi
+  written "three heads at int8, 2x1" 2 int8-2x1.h5 both.ini --set model.precision=int8
+  written "three heads at int8, 1x2" 2 int8-1x2.h5 both.ini --set model.precision=int8 \
+    --set job.pipeline_stages=2
+  written "three heads at int8, [model] calibration = the 1x1 file" 1 int8-given.h5 both.ini \
+    --set model.precision=int8 --set model.calibration=int8-1x1.h5
+  grep -q "the calibration of .*int8-1x1.h5 .*no accuracy gate run" run.err ||
+    fail "[model] calibration: the gate ran: $(cat run.err)"
+  if "$python" "$srcdir/tests/pipeline/compare_layouts.py" int8-1x1.h5 int8-2x1.h5 \
+       int8-1x2.h5 int8-given.h5; then
+    ok "int8: 2x1, 1x2 and [model] calibration write 1x1's file, every head bitwise"
+  else
+    fail "int8: the files differ"
+  fi
+  # The embedding job alone judges its one head: its calibration leaves the
+  # scores head off by more than its bar here (6.5% of their spread against
+  # 4.47%), so a job of several heads refuses it.
+  run 1 embeddings-int8.h5 embeddings.ini --set model.precision=int8
+  [ "$status" -eq 0 ] || fail "the embedding job at int8: $(cat run.err)"
+  refused "a calibration that judged the first head alone" \
+    "calibration embeddings-int8.h5: its accuracy gate judged the output of head embeddings only, not this job's head scores" \
+    1 bad.h5 both.ini --set model.precision=int8 --set model.calibration=embeddings-int8.h5
+fi
+
 # The plan names each head; --status names each head, as text and as JSON.
 "$driver" --dry-run both.ini > plan.txt 2>&1
 if grep -q '^heads: embeddings (the output above, the root.s datasets), scores (group /outputs/scores), sparse (group /outputs/sparse)' plan.txt; then
@@ -193,12 +246,14 @@ fi
 printf "%s\n[pause]\ntype = pause\nmilliseconds = 60\n\n$heads" "$encoder" > slow.ini
 written "the slow job, uninterrupted" 1 slow-whole.h5 slow.ini --set job.input=big.txt \
   --set job.window_documents=64 --set job.batch_tokens=256
-# kill_part_way OUTPUT: the slow job started, SIGKILLed once 30% of the
-# documents are finished, checked to have stopped part-way.
+# kill_part_way OUTPUT: the slow job ($slow, slow.ini unless said)
+# started, SIGKILLed once 30% of the documents are finished, checked to
+# have stopped part-way.
+slow=slow.ini
 kill_part_way() {
   rm -f "$1"
   "$driver" --quiet --set "job.output=$1" --set job.input=big.txt \
-    --set job.window_documents=64 --set job.batch_tokens=256 slow.ini > run.out 2> run.err &
+    --set job.window_documents=64 --set job.batch_tokens=256 "$slow" > run.out 2> run.err &
   pid=$!
   "$python" "$srcdir/tests/resume/progress.py" wait "$1" 0.3 "$pid"
   kill -KILL "$pid" 2>/dev/null
@@ -208,12 +263,13 @@ kill_part_way() {
   set -- $left
   if [ "$1" -gt 0 ] && [ "$1" -lt "$2" ]; then ok "killed part-way"; else fail "the kill left $left"; fi
 }
-# resumed WHAT OUTPUT: the same command again must end with the uninterrupted file.
+# resumed WHAT OUTPUT [WHOLE]: the same command again must end with the
+# uninterrupted file (WHOLE, slow-whole.h5 unless said).
 resumed() {
   "$driver" --quiet --set "job.output=$2" --set job.input=big.txt \
-    --set job.window_documents=64 --set job.batch_tokens=256 slow.ini > run.out 2> run.err ||
+    --set job.window_documents=64 --set job.batch_tokens=256 "$slow" > run.out 2> run.err ||
     fail "$1: the resume: $(cat run.err)"
-  if "$python" "$srcdir/tests/pipeline/compare_layouts.py" slow-whole.h5 "$2" &&
+  if "$python" "$srcdir/tests/pipeline/compare_layouts.py" "${3:-slow-whole.h5}" "$2" &&
      ! ls "./$2".sparse-* "./$2".head-* > /dev/null 2>&1; then
     ok "$1: the uninterrupted file, every head bitwise, no log left"
   else
@@ -228,6 +284,19 @@ kill_part_way slow-lost.h5
 ls slow-lost.h5.head-sparse.sparse-* > /dev/null 2>&1 || fail "no log of the sparse head"
 rm -f slow-lost.h5.head-sparse.sparse-*
 resumed "resumed after SIGKILL with the sparse head's logs lost" slow-lost.h5
+# int8: the resume takes the calibration the file records (no gate run)
+# and ends with the uninterrupted int8 file.
+if [ "$int8" = yes ]; then
+  sed 's/^\[model\]$/[model]\nprecision = int8/' slow.ini > slow_int8.ini
+  slow=slow_int8.ini
+  written "the slow job at int8, uninterrupted" 1 slow-int8-whole.h5 slow_int8.ini \
+    --set job.input=big.txt --set job.window_documents=64 --set job.batch_tokens=256
+  kill_part_way slow-int8-killed.h5
+  resumed "int8, resumed after SIGKILL" slow-int8-killed.h5 slow-int8-whole.h5
+  grep -q "the file this run resumes .*no accuracy gate run" run.err ||
+    fail "int8 resumed: not with the file's calibration: $(cat run.err)"
+  slow=slow.ini
+fi
 
 # Bad job files: one line each, naming the section and the head.
 printf "%s\n${pooling}head = embeddings\n\n${classifier}head = scores\n\n[again]\ntype = pooling\nmode = cls\nhead = embeddings\n" \
@@ -241,12 +310,13 @@ printf "%s\n${pooling}head = embeddings\n\n[tokens]\ntype = pause\nmilliseconds 
   "$encoder" > tokens.ini
 refused "a further head of per-token rows" "head tokens writes tokens rows, but a head after the first writes one row per document" \
   1 bad.h5 tokens.ini
+refused "a further head of per-token rows, at int8 (before the accuracy gate runs it)" \
+  "head tokens writes tokens rows, but a head after the first writes one row per document" \
+  1 bad.h5 tokens.ini --set model.precision=int8
 refused "several heads with long_documents = chunk" "both.ini: \[job\] long_documents = chunk pools the first head's chunks, but head scores would get a row per chunk" \
   1 bad.h5 both.ini --set job.long_documents=chunk --set job.max_seq_len=16
 refused "several heads with long_documents = late_chunk" "both.ini: \[job\] long_documents = late_chunk pools the first head's chunks, but head scores would get a row per chunk" \
   1 bad.h5 both.ini --set job.long_documents=late_chunk --set job.max_seq_len=16
-refused "several heads at int8" "both.ini: \[model\] precision = int8 calibrates one head, and this job has 3" \
-  1 bad.h5 both.ini --set model.precision=int8
 printf "%s\n${pooling}head = embeddings\n\n${classifier}head = scores/x\n" "$encoder" > name.ini
 refused "a head name that is no group name" "\[scores\] head = scores/x: a head's name" 1 bad.h5 name.ini
 
