@@ -915,9 +915,10 @@ static void put_dataset(hid_t group, const char *name, hid_t type, hsize_t count
 
 /* A further head's group is held to the description's rules as the root
  * is: a sparse head's CSR with decreasing pointers, or a column outside
- * the vocabulary, and a scores head's rows of the wrong width, are each
- * refused by --status in one line naming the file, the group's dataset
- * and the document; the undamaged file passes. */
+ * the vocabulary, a scores head's rows of the wrong width and its d_model
+ * outside its domain, are each refused by --status in one line naming the
+ * file, the group's dataset (and the document) or attribute; the
+ * undamaged file passes. */
 static void test_damaged_head(void)
 {
     char path[300];
@@ -948,18 +949,22 @@ static void test_damaged_head(void)
         const int64_t *indptr;
         const int32_t *indices;
         int scores_width;
+        int64_t scores_d_model; /* the group's attribute */
         const char *expect[3];
     } cases[] = {
-        {indptr, indices, 8, {NULL, NULL, NULL}},
-        {decreasing, indices, 8,
+        {indptr, indices, 8, 8, {NULL, NULL, NULL}},
+        {decreasing, indices, 8, 8,
          {"inconsistent: dataset '/outputs/sparse/sparse_indptr' decreases at index 1 "
           "(2, then 1)", NULL, NULL}},
-        {indptr, outside, 8,
+        {indptr, outside, 8, 8,
          {"inconsistent: dataset '/outputs/sparse/sparse_indices' holds 13 at index 3",
           "(document 2)", "outside the columns 0 to d_model - 1 = 7"}},
-        {indptr, indices, 9,
+        {indptr, indices, 9, 8,
          {"inconsistent: dataset '/outputs/scores/scores' holds [3, 9] float32 values, "
           "expected [n_documents 3, d_model 8]", NULL, NULL}},
+        {indptr, indices, 8, -5,
+         {"inconsistent: attribute '/outputs/scores/d_model' is -5, expected 1 to 2147483647",
+          NULL, NULL}},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         hid_t file = H5Fopen(path, H5F_ACC_RDWR, H5P_DEFAULT);
@@ -979,6 +984,8 @@ static void test_damaged_head(void)
                                              H5T_NATIVE_DOUBLE, &threshold) == 0);
         H5Gclose(sparse);
         hid_t scores = H5Gopen2(file, "/outputs/scores", H5P_DEFAULT);
+        CU_ASSERT(tfenc_hdf5_write_attribute(scores, "d_model", H5T_NATIVE_INT64,
+                                             H5T_NATIVE_INT64, &cases[i].scores_d_model) == 0);
         hsize_t dims[2] = {3, (hsize_t)cases[i].scores_width};
         H5Ldelete(scores, "scores", H5P_DEFAULT);
         hid_t space = H5Screate_simple(2, dims, NULL);

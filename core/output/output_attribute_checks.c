@@ -135,8 +135,8 @@ static int check_attribute_form(tfenc_check *c, const attribute_spec *spec, hid_
                      (long long)d_model);
         else
             snprintf(expected, sizeof expected, "one string");
-        tfenc_check_fail(c, TFENC_ERR_CONFIG, "attribute '%s' is %s of %s, expected %s", spec->name, shape,
-             type_text, expected);
+        tfenc_check_fail(c, TFENC_ERR_CONFIG, "attribute '%s' is %s of %s, expected %s",
+                         c->attribute, shape, type_text, expected);
     }
     if (space >= 0)
         H5Sclose(space);
@@ -147,32 +147,33 @@ static int check_attribute_form(tfenc_check *c, const attribute_spec *spec, hid_
 
 static void check_integer_value(tfenc_check *c, const attribute_spec *spec)
 {
-    int64_t value = tfenc_check_integer_attribute(c->file, spec->name, 0);
+    int64_t value = tfenc_check_integer_attribute(c->group, spec->name, 0);
     if (value >= spec->minimum && value <= spec->maximum)
         return;
     if (spec->minimum == 0 && spec->maximum == 1)
-        tfenc_check_fail(c, TFENC_ERR_CONFIG, "attribute '%s' is %lld, expected 0 or 1", spec->name,
-             (long long)value);
+        tfenc_check_fail(c, TFENC_ERR_CONFIG, "attribute '%s' is %lld, expected 0 or 1",
+                         c->attribute, (long long)value);
     else if (spec->maximum == INT64_MAX)
-        tfenc_check_fail(c, TFENC_ERR_CONFIG, "attribute '%s' is %lld, expected at least %lld", spec->name,
-             (long long)value, (long long)spec->minimum);
+        tfenc_check_fail(c, TFENC_ERR_CONFIG, "attribute '%s' is %lld, expected at least %lld",
+                         c->attribute, (long long)value, (long long)spec->minimum);
     else
-        tfenc_check_fail(c, TFENC_ERR_CONFIG, "attribute '%s' is %lld, expected %lld to %lld", spec->name,
-             (long long)value, (long long)spec->minimum, (long long)spec->maximum);
+        tfenc_check_fail(c, TFENC_ERR_CONFIG, "attribute '%s' is %lld, expected %lld to %lld",
+                         c->attribute, (long long)value, (long long)spec->minimum,
+                         (long long)spec->maximum);
 }
 
 static void check_float_value(tfenc_check *c, const attribute_spec *spec)
 {
     double value = NAN;
-    tfenc_hdf5_attribute_number(c->file, spec->name, H5T_FLOAT, H5T_NATIVE_DOUBLE, &value);
+    tfenc_hdf5_attribute_number(c->group, spec->name, H5T_FLOAT, H5T_NATIVE_DOUBLE, &value);
     if (isfinite(value) && value >= spec->low && value <= spec->high)
         return;
     if (isinf(spec->high))
         tfenc_check_fail(c, TFENC_ERR_CONFIG, "attribute '%s' is %g, expected a finite value >= %g",
-             spec->name, value, spec->low);
+                         c->attribute, value, spec->low);
     else
-        tfenc_check_fail(c, TFENC_ERR_CONFIG, "attribute '%s' is %g, expected a finite value from %g to %g",
-             spec->name, value, spec->low, spec->high);
+        tfenc_check_fail(c, TFENC_ERR_CONFIG, "attribute '%s' is %g, expected a finite value from "
+                         "%g to %g", c->attribute, value, spec->low, spec->high);
 }
 
 static void check_float_array(tfenc_check *c, const attribute_spec *spec, hid_t attribute)
@@ -185,24 +186,24 @@ static void check_float_array(tfenc_check *c, const attribute_spec *spec, hid_t 
      * pooled outputs that have it (checked after); a bound here keeps a
      * damaged file without d_model from asking for any size. */
     if (count < 0 || count > WIDEST_DENSE_ROW) {
-        tfenc_check_fail(c, TFENC_ERR_CONFIG, "attribute '%s' holds %lld values, more than a row has",
-             spec->name, (long long)count);
+        tfenc_check_fail(c, TFENC_ERR_CONFIG, "attribute '%s' holds %lld values, more than a row "
+                         "has", c->attribute, (long long)count);
         return;
     }
     double *values = malloc(((size_t)count + 1) * sizeof *values);
     if (values == NULL) {
-        tfenc_check_fail(c, TFENC_ERR_NO_MEMORY, "out of memory for attribute '%s'", spec->name);
+        tfenc_check_fail(c, TFENC_ERR_NO_MEMORY, "out of memory for attribute '%s'", c->attribute);
         return;
     }
     if (H5Aread(attribute, H5T_NATIVE_DOUBLE, values) < 0) {
         char detail[256];
-        tfenc_check_fail(c, TFENC_ERR_IO, "cannot read attribute '%s': %s", spec->name,
-             tfenc_hdf5_error_detail(detail, sizeof detail));
+        tfenc_check_fail(c, TFENC_ERR_IO, "cannot read attribute '%s': %s", c->attribute,
+                         tfenc_hdf5_error_detail(detail, sizeof detail));
     }
     for (hssize_t i = 0; c->status == TFENC_OK && i < count; i++)
         if (!isfinite(values[i]))
-            tfenc_check_fail(c, TFENC_ERR_CONFIG, "attribute '%s' holds %g at index %lld, expected finite "
-                 "values", spec->name, values[i], (long long)i);
+            tfenc_check_fail(c, TFENC_ERR_CONFIG, "attribute '%s' holds %g at index %lld, expected "
+                             "finite values", c->attribute, values[i], (long long)i);
     free(values);
 }
 
@@ -249,9 +250,9 @@ static int layout_valid(const char *text)
 
 static void check_string_value(tfenc_check *c, const attribute_spec *spec)
 {
-    char *value = tfenc_hdf5_attribute_string(c->file, spec->name);
+    char *value = tfenc_hdf5_attribute_string(c->group, spec->name);
     if (value == NULL) {
-        tfenc_check_fail(c, TFENC_ERR_IO, "cannot read attribute '%s'", spec->name);
+        tfenc_check_fail(c, TFENC_ERR_IO, "cannot read attribute '%s'", c->attribute);
         return;
     }
     char shown[80], why[256];
@@ -265,28 +266,33 @@ static void check_string_value(tfenc_check *c, const attribute_spec *spec)
                      spec->choices[n]);
         }
         if (!found)
-            tfenc_check_fail(c, TFENC_ERR_CONFIG, "attribute '%s' is '%s', expected one of %s", spec->name,
-                 tfenc_check_quoted(value, shown, sizeof shown), expected);
+            tfenc_check_fail(c, TFENC_ERR_CONFIG, "attribute '%s' is '%s', expected one of %s",
+                             c->attribute, tfenc_check_quoted(value, shown, sizeof shown),
+                             expected);
     } else if (spec->domain == DOMAIN_DIGEST && value[0] != '\0' &&
                !is_digest(value, strlen(value))) {
-        tfenc_check_fail(c, TFENC_ERR_CONFIG, "attribute '%s' is '%s', expected a SHA-256 of 64 hex digits",
-             spec->name, tfenc_check_quoted(value, shown, sizeof shown));
+        tfenc_check_fail(c, TFENC_ERR_CONFIG, "attribute '%s' is '%s', expected a SHA-256 of 64 "
+                         "hex digits", c->attribute,
+                         tfenc_check_quoted(value, shown, sizeof shown));
     } else if (spec->domain == DOMAIN_FILE_DIGESTS && !file_digests_valid(value)) {
-        tfenc_check_fail(c, TFENC_ERR_CONFIG, "attribute '%s' is '%s', expected lines 'FILE SHA256'",
-             spec->name, tfenc_check_quoted(value, shown, sizeof shown));
+        tfenc_check_fail(c, TFENC_ERR_CONFIG, "attribute '%s' is '%s', expected lines 'FILE "
+                         "SHA256'", c->attribute, tfenc_check_quoted(value, shown, sizeof shown));
     } else if (spec->domain == DOMAIN_TOKEN_IDS && !token_ids_valid(value)) {
-        tfenc_check_fail(c, TFENC_ERR_CONFIG, "attribute '%s' is '%s', expected token ids separated by "
-             "spaces", spec->name, tfenc_check_quoted(value, shown, sizeof shown));
+        tfenc_check_fail(c, TFENC_ERR_CONFIG, "attribute '%s' is '%s', expected token ids "
+                         "separated by spaces", c->attribute,
+                         tfenc_check_quoted(value, shown, sizeof shown));
     } else if (spec->domain == DOMAIN_LAYOUT && !layout_valid(value)) {
-        tfenc_check_fail(c, TFENC_ERR_CONFIG, "attribute '%s' is '%s', expected 'ranks=R data_parallel=D "
-             "pipeline_stages=S'", spec->name, tfenc_check_quoted(value, shown, sizeof shown));
+        tfenc_check_fail(c, TFENC_ERR_CONFIG, "attribute '%s' is '%s', expected 'ranks=R "
+                         "data_parallel=D pipeline_stages=S'", c->attribute,
+                         tfenc_check_quoted(value, shown, sizeof shown));
     } else if (spec->domain == DOMAIN_ID2LABEL && value[0] != '\0' && c->d_model >= 0) {
         char width[64];
         snprintf(width, sizeof width, "d_model is %lld", (long long)c->d_model);
         if (c->d_model > WIDEST_DENSE_ROW ||
             !tfenc_id2label_valid(value, (int)c->d_model, width, why, sizeof why))
-            tfenc_check_fail(c, TFENC_ERR_CONFIG, "attribute '%s' %s", spec->name,
-                 c->d_model > WIDEST_DENSE_ROW ? "names more labels than a row holds" : why);
+            tfenc_check_fail(c, TFENC_ERR_CONFIG, "attribute '%s' %s", c->attribute,
+                             c->d_model > WIDEST_DENSE_ROW ? "names more labels than a row holds"
+                             : why);
     } else if (spec->domain == DOMAIN_CORPUS_SHARDS) {
         tfenc_check_shards table;
         tfenc_check_read_shards(c, &table);
@@ -297,15 +303,16 @@ static void check_string_value(tfenc_check *c, const attribute_spec *spec)
 
 static void check_attribute(tfenc_check *c, const attribute_spec *spec)
 {
-    if (H5Aexists(c->file, spec->name) <= 0) {
+    snprintf(c->attribute, sizeof c->attribute, "%s%s", c->prefix, spec->name);
+    if (H5Aexists(c->group, spec->name) <= 0) {
         H5Eclear2(H5E_DEFAULT);
         return;
     }
-    hid_t attribute = H5Aopen(c->file, spec->name, H5P_DEFAULT);
+    hid_t attribute = H5Aopen(c->group, spec->name, H5P_DEFAULT);
     if (attribute < 0) {
         char detail[256];
-        tfenc_check_fail(c, TFENC_ERR_IO, "cannot open attribute '%s': %s", spec->name,
-             tfenc_hdf5_error_detail(detail, sizeof detail));
+        tfenc_check_fail(c, TFENC_ERR_IO, "cannot open attribute '%s': %s", c->attribute,
+                         tfenc_hdf5_error_detail(detail, sizeof detail));
         return;
     }
     if (check_attribute_form(c, spec, attribute) == TFENC_OK) {
@@ -327,36 +334,49 @@ static void check_attributes_agree(tfenc_check *c)
 {
     const char *kind = tfenc_output_kind_name(c->kind);
     if (tfenc_check_compact(c->facts.dtype) && !c->facts.kind->compact_dtypes)
-        tfenc_check_fail(c, TFENC_ERR_CONFIG, "attribute 'dtype' is '%s', but only pooled outputs are "
-             "compact (output_kind '%s')", tfenc_output_dtype_name(c->facts.dtype), kind);
+        tfenc_check_fail(c, TFENC_ERR_CONFIG, "attribute '%sdtype' is '%s', but only pooled "
+                         "outputs are compact (output_kind '%s')", c->prefix,
+                         tfenc_output_dtype_name(c->facts.dtype), kind);
     else if (c->facts.chunks != TFENC_CHUNKS_OFF && !c->facts.kind->chunks)
         tfenc_check_fail(c, TFENC_ERR_CONFIG, "attribute 'chunks' is '%s', but only pooled outputs "
-             "and scores are chunked (output_kind '%s')", tfenc_output_chunks_names[c->facts.chunks],
-             kind);
+                         "and scores are chunked (output_kind '%s')",
+                         tfenc_output_chunks_names[c->facts.chunks], kind);
     else if (c->facts.kind->dense && c->d_model > WIDEST_DENSE_ROW)
-        tfenc_check_fail(c, TFENC_ERR_CONFIG, "attribute 'd_model' is %lld, expected 1 to %d for output_kind "
-             "'%s'", (long long)c->d_model, WIDEST_DENSE_ROW, kind);
+        tfenc_check_fail(c, TFENC_ERR_CONFIG, "attribute '%sd_model' is %lld, expected 1 to %d for "
+                         "output_kind '%s'", c->prefix, (long long)c->d_model, WIDEST_DENSE_ROW,
+                         kind);
     else if ((c->facts.dtype == TFENC_DTYPE_BINARY || c->facts.dtype == TFENC_DTYPE_UBINARY) &&
              c->d_model % 8 != 0)
-        tfenc_check_fail(c, TFENC_ERR_CONFIG, "attribute 'd_model' is %lld, but dtype '%s' packs 8 "
-             "dimensions a byte", (long long)c->d_model, tfenc_output_dtype_name(c->facts.dtype));
+        tfenc_check_fail(c, TFENC_ERR_CONFIG, "attribute '%sd_model' is %lld, but dtype '%s' packs "
+                         "8 dimensions a byte", c->prefix, (long long)c->d_model,
+                         tfenc_output_dtype_name(c->facts.dtype));
+}
+
+int tfenc_check_attributes(tfenc_check *c)
+{
+    /* The counts the others are checked against, first. */
+    for (size_t i = 0; c->status == TFENC_OK && i < sizeof attributes / sizeof *attributes; i++)
+        if (attributes[i].domain == DOMAIN_INTEGER)
+            check_attribute(c, &attributes[i]);
+    if (c->status == TFENC_OK)
+        tfenc_check_read_facts(c);
+    for (size_t i = 0; c->status == TFENC_OK && i < sizeof attributes / sizeof *attributes; i++)
+        if (attributes[i].domain != DOMAIN_INTEGER)
+            check_attribute(c, &attributes[i]);
+    /* (A head's group that names no kind is refused with its datasets.) */
+    if (c->status == TFENC_OK && c->facts.kind != NULL)
+        check_attributes_agree(c);
+    return c->status;
 }
 
 int tfenc_output_check_attributes(tfenc_context *ctx, const char *path, hid_t file)
 {
-    tfenc_check c = {.ctx = ctx, .path = path, .file = file, .group = file, .prefix = "",
-                   .status = TFENC_OK};
-    /* The counts the others are checked against, first. */
-    for (size_t i = 0; c.status == TFENC_OK && i < sizeof attributes / sizeof *attributes; i++)
-        if (attributes[i].domain == DOMAIN_INTEGER)
-            check_attribute(&c, &attributes[i]);
-    if (c.status == TFENC_OK)
-        tfenc_check_read_facts(&c);
-    for (size_t i = 0; c.status == TFENC_OK && i < sizeof attributes / sizeof *attributes; i++)
-        if (attributes[i].domain != DOMAIN_INTEGER)
-            check_attribute(&c, &attributes[i]);
-    if (c.status == TFENC_OK)
-        check_attributes_agree(&c);
-    return c.status;
+    tfenc_check *c = calloc(1, sizeof *c);
+    if (c == NULL)
+        return tfenc_error(ctx, TFENC_ERR_NO_MEMORY, "out of memory");
+    *c = (tfenc_check){.ctx = ctx, .path = path, .file = file, .group = file, .prefix = "",
+                       .status = TFENC_OK};
+    int status = tfenc_check_attributes(c);
+    free(c);
+    return status;
 }
-

@@ -103,20 +103,21 @@ int tfenc_check_read_shards(tfenc_check *c, tfenc_check_shards *table)
     table->rows = calloc((size_t)shards.n + 1, sizeof *table->rows);
     if (table->rows == NULL) {
         tfenc_corpus_shards_free(&shards);
-        return tfenc_check_fail(c, TFENC_ERR_NO_MEMORY, "out of memory for %d files of corpus_shards",
-                    shards.n);
+        return tfenc_check_fail(c, TFENC_ERR_NO_MEMORY, "out of memory for %d files of "
+                                "corpus_shards", shards.n);
     }
     int64_t total = 0;
     int all_known = 1;
     for (int k = 0; k < shards.n; k++) {
-        table->rows[k] = (tfenc_check_shard_rows){shards.shards[k].first_document, shards.shards[k].documents};
+        table->rows[k] = (tfenc_check_shard_rows){shards.shards[k].first_document,
+                                                  shards.shards[k].documents};
         all_known &= shards.shards[k].documents >= 0;
         total += shards.shards[k].documents;
     }
     tfenc_corpus_shards_free(&shards);
     if (all_known && table->n > 0 && c->n_documents >= 0 && total != c->n_documents)
-        tfenc_check_fail(c, TFENC_ERR_CONFIG, "corpus_shards lists %lld documents, but n_documents is %lld",
-             (long long)total, (long long)c->n_documents);
+        tfenc_check_fail(c, TFENC_ERR_CONFIG, "corpus_shards lists %lld documents, but n_documents "
+                         "is %lld", (long long)total, (long long)c->n_documents);
     return c->status;
 }
 

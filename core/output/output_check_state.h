@@ -58,6 +58,7 @@ typedef struct tfenc_check {
     tfenc_output_facts facts; /* the description's view of the file, from its attributes */
     int64_t n_documents, d_model, n_tokens, n_chunks, entries, top_k;
     double threshold;
+    char attribute[320]; /* the attribute being checked, as messages show it */
     int empty_zeros; /* the job's settings say `empty_documents = zeros`: length 0 is a
                       * document without tokens, not damage */
     tfenc_check_shards shards;
@@ -105,5 +106,9 @@ int tfenc_check_read_shards(tfenc_check *c, tfenc_check_shards *table);
  * c and c->facts. Files of older versions lack output_kind (their datasets
  * tell) and chunks (off). NULL kind: the group names no kind. */
 void tfenc_check_read_facts(tfenc_check *c);
+
+/* The attributes of c->group (the root, or a head's group) against their
+ * domains and each other (output_attribute_checks.c): c->status. */
+int tfenc_check_attributes(tfenc_check *c);
 
 #endif

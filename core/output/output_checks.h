@@ -10,8 +10,8 @@
  * run agreeing with its length; CSR columns inside the vocabulary and
  * ascending; document_source naming a file of corpus_shards that holds the
  * row; ...: output_dataset_checks.c). Each further head's group
- * /outputs/NAME is held to the same description, its documents being the
- * root's. tfenc-batch --status (output/inspect.c) runs them on every file
+ * /outputs/NAME is held to the same attribute domains and description,
+ * its documents being the root's. tfenc-batch --status (output/inspect.c) runs them on every file
  * it reports, and tfenc_output_reopen runs the same before it appends to a
  * file.
  *

@@ -685,7 +685,8 @@ static int check_location(tfenc_check *c, tfenc_output_census *census)
     return c->status;
 }
 
-/* A head's group against the description, as the root is. */
+/* A head's group as the root is: its attributes in their domains, then
+ * its datasets against the description. */
 typedef struct head_check {
     tfenc_context *ctx;
     const char *path;
@@ -703,7 +704,12 @@ static int check_head(void *user, hid_t group, const char *name)
     *c = (tfenc_check){.ctx = head->ctx, .path = head->path, .file = head->file, .group = group,
                        .prefix = prefix, .status = TFENC_OK};
     tfenc_output_census census;
-    int status = check_location(c, &census);
+    int status = tfenc_check_attributes(c);
+    if (status == TFENC_OK) {
+        *c = (tfenc_check){.ctx = head->ctx, .path = head->path, .file = head->file,
+                           .group = group, .prefix = prefix, .status = TFENC_OK};
+        status = check_location(c, &census);
+    }
     free(c);
     return status;
 }
