@@ -19,6 +19,7 @@ dist_check_SCRIPTS += tests/tokenizer/test-reference.sh tests/tokenizer/test-jso
 EXTRA_DIST += tests/tokenizer/make_corpus.py tests/tokenizer/reference_ids.py \
 	tests/tokenizer/compare.py tests/tokenizer/real_text.py tests/tokenizer/train_tokenizers.py \
 	tests/tokenizer/reference_json.py tests/tokenizer/bench.py tests/tokenizer/bench.sh \
+	tests/tokenizer/reference_sentences.py tests/tokenizer/sentence_ends.txt \
 	tests/setup-python-venv tests/python-requirements.txt
 CLEANFILES += tests/data/generated/tokenizer/* tests/data/generated/tokenizer-json/*
 EXTRA_DIST += docs/tokenizers.md tests/tokenizer/codepoints.py tests/tokenizer/small_tokenizer.py \

@@ -48,7 +48,7 @@ struct tfenc_writer {
     tfenc_output_chunks chunks;
     int output_dim; /* > 0: rows cut to this width and renormalised */
     int unit_means; /* chunk means scaled back to unit length (the model's rows are) */
-    int late_step;  /* late chunking: a document's span k starts at piece k x late_step */
+    int late_chunks; /* late chunking: a span starts at its microbatch's span_begin */
     tfenc_sparse_log *sparse_log;         /* sparse kind: where the microbatches' rows go */
     int (*before_metadata)(tfenc_context *ctx, void *user);
     void *before_metadata_user;
@@ -374,8 +374,9 @@ static int write_chunked(tfenc_context *ctx, tfenc_writer *w, const tfenc_microb
         for (int s = 0; status == TFENC_OK && s < m->spans[j]; s++) {
             const int chunk = m->chunk[j] + s;
             /* A span starts at its piece of the document (late_chunks.h). */
-            gather_chunk(w, o, chunk, w->late_step > 0 ? chunk * w->late_step : m->chunk_start[j],
-                         row + (size_t)s * (size_t)b->d_model);
+            const int32_t start = w->late_chunks ? m->span_begin[first_row + s]
+                                                 : m->chunk_start[j];
+            gather_chunk(w, o, chunk, start, row + (size_t)s * (size_t)b->d_model);
             if (++o->seen == o->n_chunks)
                 status = finish_open(ctx, w, o);
         }
@@ -401,9 +402,9 @@ void tfenc_writer_set_unit_means(tfenc_writer *w)
     w->unit_means = 1;
 }
 
-void tfenc_writer_set_late_chunks(tfenc_writer *w, int step)
+void tfenc_writer_set_late_chunks(tfenc_writer *w)
 {
-    w->late_step = step;
+    w->late_chunks = 1;
 }
 
 void tfenc_writer_set_sparse(tfenc_writer *w, tfenc_sparse_log *log)

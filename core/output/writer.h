@@ -47,9 +47,9 @@ void tfenc_writer_chunk_mean(float *row, int n_chunks, int d, int output_dim, in
 void tfenc_writer_set_unit_means(tfenc_writer *w);
 
 /* A writer of late chunking's rows (run/late_chunks.h): each sequence
- * has a row per span (tfenc_microbatch.spans), and span k of a document
- * starts at its piece k x step (chunk_starts). */
-void tfenc_writer_set_late_chunks(tfenc_writer *w, int step);
+ * has a row per span (tfenc_microbatch.spans), and each span starts at
+ * its piece of the document (tfenc_microbatch.span_begin: chunk_starts). */
+void tfenc_writer_set_late_chunks(tfenc_writer *w);
 
 /* A writer whose model ends in a sparse head (output kind sparse): each
  * microbatch's rows, which it carries (its sparse_rows, filled during the

@@ -46,8 +46,8 @@ struct tfenc_pipeline {
 
 static size_t meta_bytes(int n_seq, int n_tokens, size_t ids_bytes)
 {
-    return sizeof(meta_header) + (size_t)n_seq * (3 * sizeof(int64_t) + 9 * sizeof(int32_t)) +
-           sizeof(int32_t) + (size_t)n_tokens * 3 * sizeof(int32_t) + ids_bytes;
+    return sizeof(meta_header) + (size_t)n_seq * (3 * sizeof(int64_t) + 11 * sizeof(int32_t)) +
+           sizeof(int32_t) + (size_t)n_tokens * 5 * sizeof(int32_t) + ids_bytes;
 }
 
 /* Lays the arrays out after the header: 64-bit arrays first, so that every
@@ -90,6 +90,10 @@ static void point_into_meta(slot *s, int n_seq, int n_tokens, size_t ids_bytes, 
     p += (size_t)n_seq * sizeof(int32_t);
     m->keys = (int32_t *)p;
     p += (size_t)n_seq * sizeof(int32_t);
+    m->span_begin = (int32_t *)p;
+    p += (size_t)(n_seq + n_tokens) * sizeof(int32_t);
+    m->span_end = (int32_t *)p;
+    p += (size_t)(n_seq + n_tokens) * sizeof(int32_t);
     m->batch.seq_keys = NULL;
     m->ids = ids_bytes > 0 ? (char *)p : NULL;
     m->ids_bytes = ids_bytes;

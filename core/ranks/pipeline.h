@@ -50,6 +50,11 @@ typedef struct tfenc_microbatch {
      * the sequence's pieces starting at the document's chunk_start[j]-th.
      * 1 for every other sequence. */
     int32_t *spans;
+    /* Late chunking: the spans of every sequence, those of sequence 0 then
+     * of 1 ..., each [span_begin, span_end) of its document's pieces (room
+     * for n_seq + n_tokens: a span holds a piece at least, or is the one
+     * empty span of an empty document). */
+    int32_t *span_begin, *span_end;
     int32_t *keys;            /* [n_seq] each sequence's keys of attention (its first tokens);
                                * the batch's seq_keys points here when the job masks keys
                                * (a ColBERT query's [MASK] padding), else it is NULL */

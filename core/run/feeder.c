@@ -23,6 +23,7 @@ typedef struct pending {
     int32_t truncated;    /* pieces its document lost to max_seq_len */
     int32_t chunk, n_chunks, chunk_start;
     int32_t spans;        /* late chunking: the spans it pools from chunk on; else 1 */
+    size_t spans_at;      /* late chunking: its spans start here in the window's span pool */
     char *id;             /* document id, or NULL */
 } pending;
 
@@ -46,6 +47,10 @@ struct tfenc_feeder {
     int32_t *id_pool;    /* every sequence's ids, end to end */
     int32_t *type_pool;  /* and their token types (pairs: 0 then 1 for BERT) */
     size_t pool_used, pool_capacity;
+    int32_t *span_begin_pool, *span_end_pool; /* late chunking: every sequence's spans */
+    size_t spans_used, spans_capacity;
+    int32_t *document_begin, *document_end; /* late chunking: one document's spans */
+    size_t document_capacity;
     int32_t *scratch;    /* [max_seq_len]: one document's ids */
     int32_t *scratch_types; /* [max_seq_len]: and their types */
     char *text;          /* the prompt, then the document being tokenized */
@@ -185,6 +190,13 @@ int tfenc_feeder_create(tfenc_context *ctx, const tfenc_feeder_options *options,
     }
     f->options = *options;
     f->tokenizer = tokenizer;
+    if (options->late_chunk_tokens > 0 && options->late_chunk_sentences) {
+        int status = tfenc_tokenizer_mark_sentences(ctx, tokenizer, 1);
+        if (status != TFENC_OK) {
+            tfenc_feeder_destroy(f);
+            return status;
+        }
+    }
     f->corpus = corpus;
     *feeder_out = f;
     return TFENC_OK;
@@ -200,6 +212,7 @@ static void clear_window(tfenc_feeder *f)
     f->n_batches = 0;
     f->next_batch = 0;
     f->pool_used = 0;
+    f->spans_used = 0;
 }
 
 /* Room for `n` sequences and `ids` more token ids in the window. */
@@ -350,7 +363,8 @@ tfenc_late_chunks tfenc_feeder_late_chunks(const tfenc_feeder_options *options,
     return (tfenc_late_chunks){.span = options->late_chunk_tokens,
                                .step = options->late_chunk_tokens - options->chunk_overlap,
                                .room = options->max_seq_len - n_prefix - n_suffix,
-                               .n_prefix = n_prefix, .n_suffix = n_suffix};
+                               .n_prefix = n_prefix, .n_suffix = n_suffix,
+                               .sentences = options->late_chunk_sentences};
 }
 
 /* The pieces of the document just tokenized: the tokenizer's (all of
@@ -365,6 +379,38 @@ static const int32_t *document_pieces(const tfenc_tokenizer *tokenizer,
     return ids + c->n_prefix;
 }
 
+/* Late chunking: the spans of the document just tokenized (its n_pieces
+ * pieces) into f->document_begin / f->document_end; *n_spans their count. */
+static int document_spans(tfenc_context *ctx, tfenc_feeder *f, const tfenc_late_chunks *c,
+                          int64_t global_index, int n_pieces, int *n_spans)
+{
+    const size_t needed = n_pieces > 0 ? (size_t)n_pieces : 1;
+    if (needed > f->document_capacity) {
+        const int64_t capacity = tfenc_grown_capacity((int64_t)f->document_capacity,
+                                                      (int64_t)needed, 1024, INT32_MAX);
+        int grew = 1;
+        TFENC_GROW_ARRAY(f->document_begin, capacity, grew);
+        TFENC_GROW_ARRAY(f->document_end, capacity, grew);
+        if (!grew)
+            return tfenc_error(ctx, TFENC_ERR_NO_MEMORY, "out of memory for the spans of a "
+                               "document of %d pieces", n_pieces);
+        f->document_capacity = (size_t)capacity;
+    }
+    const uint8_t *sentence_ends = NULL;
+    if (c->sentences) {
+        int marked = 0;
+        sentence_ends = tfenc_tokenizer_last_sentence_ends(f->tokenizer, &marked);
+        if (marked != n_pieces)
+            return tfenc_error(ctx, TFENC_ERR_INPUT, "%s: document %lld: chunk_spans = "
+                               "sentences found %d sentence marks for %d pieces (a pair of "
+                               "texts is not split into sentences)", f->options.input,
+                               (long long)global_index, marked, n_pieces);
+    }
+    *n_spans = tfenc_late_chunks_spans(c, n_pieces, sentence_ends, f->document_begin,
+                                       f->document_end);
+    return TFENC_OK;
+}
+
 /* Late chunking: the document just tokenized as its windows (one when it
  * fits max_seq_len), each a sequence with its spans. *spans gets the
  * document's spans, its rows in the output. */
@@ -372,35 +418,56 @@ static int add_late_chunked(tfenc_context *ctx, tfenc_feeder *f, const pending *
                             int32_t length, int32_t truncated, int *added, int *spans)
 {
     const tfenc_late_chunks c = tfenc_feeder_late_chunks(&f->options, f->tokenizer);
-    int n_pieces = 0;
+    int n_pieces = 0, n_spans = 0;
     const int32_t *pieces = document_pieces(f->tokenizer, &c, f->scratch, length, truncated,
                                             &n_pieces);
-    const int n_windows = tfenc_late_chunks_windows(&c, n_pieces);
-    *spans = tfenc_late_chunks_count(&c, n_pieces);
-    *added = n_windows;
-    int status = reserve(ctx, f, (int64_t)f->n_sequences + n_windows,
-                         (size_t)n_windows * (size_t)f->options.max_seq_len);
-    for (int w = 0; status == TFENC_OK && w < n_windows; w++) {
+    *added = *spans = 0;
+    int status = document_spans(ctx, f, &c, document->global_index, n_pieces, &n_spans);
+    if (status == TFENC_OK && f->spans_used + (size_t)n_spans > f->spans_capacity) {
+        const int64_t capacity = tfenc_grown_capacity((int64_t)f->spans_capacity,
+                                                      (int64_t)(f->spans_used + (size_t)n_spans),
+                                                      4096, INT64_MAX);
+        int grew = 1;
+        TFENC_GROW_ARRAY(f->span_begin_pool, capacity, grew);
+        TFENC_GROW_ARRAY(f->span_end_pool, capacity, grew);
+        if (!grew)
+            return tfenc_error(ctx, TFENC_ERR_NO_MEMORY, "out of memory for a window's spans");
+        f->spans_capacity = (size_t)capacity;
+    }
+    *spans = n_spans;
+    for (int first = 0; status == TFENC_OK && first < n_spans;) {
+        const int in_window = tfenc_late_chunks_window(&c, n_pieces, f->document_begin,
+                                                       f->document_end, n_spans, first);
+        const int first_piece = f->document_begin[first];
+        const int end_piece = f->document_end[first + in_window - 1];
+        status = reserve(ctx, f, (int64_t)f->n_sequences + 1, (size_t)f->options.max_seq_len);
+        if (status != TFENC_OK)
+            break;
         pending *sequence = &f->sequences[f->n_sequences];
         *sequence = *document;
         sequence->ids_at = f->pool_used;
-        int first_span = 0, n_spans = 0, first_piece = 0, end_piece = 0;
-        tfenc_late_chunks_window(&c, n_pieces, w, &first_span, &n_spans, &first_piece,
-                                 &end_piece);
         sequence->length = wrap_pieces(f->tokenizer, pieces, first_piece, end_piece,
                                        f->id_pool + f->pool_used);
         memset(f->type_pool + f->pool_used, 0, (size_t)sequence->length * sizeof(int32_t));
         sequence->keys = sequence->length;
         sequence->truncated = 0;
-        sequence->chunk = first_span;
-        sequence->n_chunks = *spans;
+        sequence->chunk = first;
+        sequence->n_chunks = n_spans;
         sequence->chunk_start = first_piece;
-        sequence->spans = n_spans;
+        sequence->spans = in_window;
+        sequence->spans_at = f->spans_used;
+        memcpy(f->span_begin_pool + f->spans_used, f->document_begin + first,
+               (size_t)in_window * sizeof(int32_t));
+        memcpy(f->span_end_pool + f->spans_used, f->document_end + first,
+               (size_t)in_window * sizeof(int32_t));
+        f->spans_used += (size_t)in_window;
         sequence->id = NULL;
         if (document->id != NULL && (sequence->id = strdup(document->id)) == NULL)
             status = tfenc_error(ctx, TFENC_ERR_NO_MEMORY, "out of memory");
         f->pool_used += (size_t)sequence->length;
         f->n_sequences++;
+        (*added)++;
+        first += in_window;
     }
     return status;
 }
@@ -529,21 +596,25 @@ int tfenc_feeder_load_window(tfenc_context *ctx, tfenc_feeder *f, const tfenc_co
 }
 
 /* Late chunking: the tokens of the document's windows, the windows and
- * its spans. */
-static void count_late_chunked(tfenc_feeder *f, int32_t length, int32_t truncated,
-                               int64_t *tokens, int64_t *windows, int64_t *spans)
+ * its spans, as add_late_chunked makes them. */
+static int count_late_chunked(tfenc_context *ctx, tfenc_feeder *f, int64_t global_index,
+                              int32_t length, int32_t truncated, int64_t *tokens,
+                              int64_t *windows, int64_t *spans)
 {
     const tfenc_late_chunks c = tfenc_feeder_late_chunks(&f->options, f->tokenizer);
-    int n_pieces = 0;
+    int n_pieces = 0, n_spans = 0;
     document_pieces(f->tokenizer, &c, f->scratch, length, truncated, &n_pieces);
-    *windows += tfenc_late_chunks_windows(&c, n_pieces);
-    for (int w = 0; w < tfenc_late_chunks_windows(&c, n_pieces); w++) {
-        int first_span, n_spans, first_piece, end_piece;
-        tfenc_late_chunks_window(&c, n_pieces, w, &first_span, &n_spans, &first_piece,
-                                 &end_piece);
-        *tokens += wrap_pieces(f->tokenizer, NULL, first_piece, end_piece, NULL);
+    int status = document_spans(ctx, f, &c, global_index, n_pieces, &n_spans);
+    for (int first = 0; status == TFENC_OK && first < n_spans;) {
+        const int in_window = tfenc_late_chunks_window(&c, n_pieces, f->document_begin,
+                                                       f->document_end, n_spans, first);
+        *tokens += wrap_pieces(f->tokenizer, NULL, f->document_begin[first],
+                               f->document_end[first + in_window - 1], NULL);
+        (*windows)++;
+        first += in_window;
     }
-    *spans += tfenc_late_chunks_count(&c, n_pieces);
+    *spans += n_spans;
+    return status;
 }
 
 int tfenc_feeder_count_window(tfenc_context *ctx, tfenc_feeder *f,
@@ -571,7 +642,8 @@ int tfenc_feeder_count_window(tfenc_context *ctx, tfenc_feeder *f,
          * of a long one with its special tokens (overlaps counted in each
          * chunk that holds them). */
         if (status == TFENC_OK && f->options.late_chunk_tokens > 0) {
-            count_late_chunked(f, length, truncated, tokens, chunks, chunk_rows);
+            status = count_late_chunked(ctx, f, window->first_index + i, length, truncated,
+                                        tokens, chunks, chunk_rows);
             continue;
         }
         const int n_chunks = status == TFENC_OK
@@ -614,7 +686,7 @@ int tfenc_feeder_next(tfenc_context *ctx, tfenc_feeder *f, tfenc_pipeline *pipel
     if (status != TFENC_OK)
         return status;
     char *id_cursor = m->ids;
-    int row = 0;
+    int row = 0, span = 0;
     m->seq_start[0] = 0;
     for (int j = 0; j < n_seq; j++) {
         const pending *sequence = &f->sequences[f->order[b->first + j]];
@@ -637,6 +709,13 @@ int tfenc_feeder_next(tfenc_context *ctx, tfenc_feeder *f, tfenc_pipeline *pipel
         m->n_chunks[j] = sequence->n_chunks;
         m->chunk_start[j] = sequence->chunk_start;
         m->spans[j] = sequence->spans;
+        if (f->options.late_chunk_tokens > 0) {
+            memcpy(m->span_begin + span, f->span_begin_pool + sequence->spans_at,
+                   (size_t)sequence->spans * sizeof(int32_t));
+            memcpy(m->span_end + span, f->span_end_pool + sequence->spans_at,
+                   (size_t)sequence->spans * sizeof(int32_t));
+            span += sequence->spans;
+        }
         if (id_cursor != NULL) {
             size_t bytes = strlen(sequence->id) + 1;
             memcpy(id_cursor, sequence->id, bytes);
@@ -670,6 +749,10 @@ void tfenc_feeder_destroy(tfenc_feeder *f)
     free(f->batches);
     free(f->id_pool);
     free(f->type_pool);
+    free(f->span_begin_pool);
+    free(f->span_end_pool);
+    free(f->document_begin);
+    free(f->document_end);
     free(f->scratch_types);
     free(f->scratch);
     free(f->text);

@@ -47,6 +47,9 @@ typedef struct tfenc_feeder_options {
      * it is longer, each carrying its spans (tfenc_microbatch.spans);
      * `chunks` says what the writer makes of them. */
     int late_chunk_tokens;
+    /* Late chunking's spans by sentence ([job] chunk_spans = sentences):
+     * the feeder has the tokenizer mark sentence ends. */
+    int late_chunk_sentences;
     /* Multi-vector models (output/multivector.h): marker_id >= 0 goes after
      * each sequence's first token ([CLS]), as ColBERT's [unused0]/[unused1]
      * and PyLate's [Q]/[D] do, the text keeping max_seq_len - 1 tokens;

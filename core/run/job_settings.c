@@ -177,7 +177,7 @@ const char *const tfenc_multivector_mode_names[] = {"document", "query", NULL};
 typedef struct job_keys {
     const char *input, *output, *prompt, *output_ranges, *query_marker, *document_marker;
     int kind, dtype, compression, format, invalid_utf8;
-    int long_documents, chunk_pooling, chunk_scores;
+    int long_documents, chunk_pooling, chunk_scores, chunk_spans;
     long max_id_bytes, max_field_bytes;
     const char *keep_fields;
 } job_keys;
@@ -193,6 +193,7 @@ static int read_job_keys(reader *r, tfenc_job_section *section, job_keys *k)
     static const char *const batch_orders[] = {"length", "document", NULL};
     static const char *const chunk_poolings[] = {"mean", "none", NULL};
     static const char *const chunk_scores[] = {"mean", "max", "first", "all", NULL};
+    static const char *const chunk_spans[] = {"tokens", "sentences", NULL};
     tfenc_job_settings *s = r->settings;
     tfenc_params p;
     tfenc_params_bind(&p, r->ctx, r->job, section);
@@ -247,6 +248,8 @@ static int read_job_keys(reader *r, tfenc_job_section *section, job_keys *k)
      * unless max_seq_len leaves fewer (checked against the tokenizer's
      * special tokens by the feeder). */
     READ(tfenc_param_int_range(&p, "chunk_tokens", 0, 1, 1L << 24, &s->chunk_tokens));
+    /* Spans of chunk_tokens pieces, or a sentence each (run/late_chunks.h). */
+    READ(tfenc_param_choice(&p, "chunk_spans", chunk_spans, 0, &k->chunk_spans));
     READ(tfenc_param_choice(&p, "chunk_pooling", chunk_poolings, 0, &k->chunk_pooling));
     READ(tfenc_param_choice(&p, "chunk_scores", chunk_scores, 0, &k->chunk_scores));
     READ(tfenc_param_choice(&p, "invalid_utf8", policies, 0, &k->invalid_utf8));
@@ -389,6 +392,7 @@ static int apply_job_keys(reader *r, const job_keys *k)
                    : tfenc_job_section_get(section, "chunk_pooling") != NULL ? "chunk_pooling"
                                                                              : NULL;
     s->late_chunk = k->long_documents == 2;
+    s->chunk_sentences = s->late_chunk && k->chunk_spans == 1;
     s->chunks = k->long_documents == 0 ? TFENC_CHUNKS_OFF
                 : by_scores            ? by_chunk_scores[k->chunk_scores]
                                        : by_chunk_pooling[k->chunk_pooling];
@@ -453,7 +457,7 @@ static const char *const multivector_keys[] = {"multivector_mode", "query_marker
 
 /* The keys that only chunked documents read. */
 static const char *const chunk_keys[] = {"chunk_overlap", "chunk_pooling", "chunk_scores",
-                                         "chunk_tokens", NULL};
+                                         "chunk_tokens", "chunk_spans", NULL};
 
 /* The rules between keys and against the model, each refused with the key
  * it names; the prompt is read here because it needs the corpus format. */
@@ -478,6 +482,12 @@ static int check_job_settings(reader *r, tfenc_job_section *section, const job_k
     if (!s->late_chunk && tfenc_job_section_get(section, "chunk_tokens") != NULL)
         return job_origin_error(r, "chunk_tokens", "gives late chunking's spans: set "
                                                    "long_documents = late_chunk too");
+    if (!s->late_chunk && tfenc_job_section_get(section, "chunk_spans") != NULL)
+        return job_origin_error(r, "chunk_spans", "gives late chunking's spans: set "
+                                                  "long_documents = late_chunk too");
+    if (s->chunk_sentences && tfenc_job_section_get(section, "chunk_overlap") != NULL)
+        return job_origin_error(r, "chunk_overlap", "overlaps late chunking's spans of tokens; "
+                                "chunk_spans = sentences cuts each sentence once");
     if (s->late_chunk && tfenc_job_section_get(section, "chunk_scores") != NULL)
         return job_origin_error(r, "chunk_scores", "aggregates the scores of long_documents = "
                                 "chunk's chunks; late_chunk pools token vectors (chunk_pooling)");
@@ -809,8 +819,10 @@ char *tfenc_job_settings_identity(const tfenc_jobfile *job, const tfenc_job_sett
     /* Only late chunking's jobs have this line: other files keep their
      * identity (and resume). */
     if (settings->late_chunk) {
-        snprintf(effective, sizeof effective, "(in effect) late_chunk chunk_tokens = %ld\n",
-                 settings->chunk_tokens);
+        /* Spans by sentence only: files by tokens keep their identity. */
+        snprintf(effective, sizeof effective, "(in effect) late_chunk chunk_tokens = %ld%s\n",
+                 settings->chunk_tokens,
+                 settings->chunk_sentences ? ", chunk_spans = sentences" : "");
         append(&t, effective);
     }
     return t.data;

@@ -37,6 +37,7 @@ typedef struct tfenc_job_settings {
     long chunk_overlap;    /* tokens shared by consecutive chunks */
     int late_chunk;        /* long_documents = late_chunk (run/late_chunks.h) */
     long chunk_tokens;     /* late chunking: pieces of a span */
+    int chunk_sentences;   /* late chunking: chunk_spans = sentences (run/late_chunks.h) */
     int truncation;
     int empty_zeros;       /* empty_documents = zeros: a document without tokens
                             * is a sequence of none (static models pool it to zeros) */

@@ -5,49 +5,58 @@
 
 #include <stdlib.h>
 
-int tfenc_late_chunks_count(const tfenc_late_chunks *c, int n_pieces)
+static int token_spans(const tfenc_late_chunks *c, int n_pieces, int32_t *begin, int32_t *end)
 {
-    if (n_pieces <= c->span)
-        return 1;
-    return 1 + (n_pieces - c->span + c->step - 1) / c->step;
+    const int count = n_pieces <= c->span ? 1 : 1 + (n_pieces - c->span + c->step - 1) / c->step;
+    for (int k = 0; k < count; k++) {
+        begin[k] = k * c->step;
+        end[k] = begin[k] + c->span < n_pieces ? begin[k] + c->span : n_pieces;
+    }
+    return count;
 }
 
-/* Whole spans a window of a longer document holds: the union of n spans,
- * (n - 1) x step + span pieces, fits the room. */
-static int spans_per_window(const tfenc_late_chunks *c)
+static int sentence_spans(const tfenc_late_chunks *c, int n_pieces, const uint8_t *sentence_ends,
+                          int32_t *begin, int32_t *end)
 {
-    return 1 + (c->room - c->span) / c->step;
+    int count = 0, start = 0;
+    for (int i = 0; i < n_pieces; i++) {
+        const int last = i == n_pieces - 1 || i + 1 - start == c->span ||
+                         (sentence_ends != NULL && sentence_ends[i]);
+        if (last) {
+            begin[count] = start;
+            end[count++] = i + 1;
+            start = i + 1;
+        }
+    }
+    if (count == 0) { /* the empty span of an empty document */
+        begin[0] = end[0] = 0;
+        count = 1;
+    }
+    return count;
 }
 
-int tfenc_late_chunks_windows(const tfenc_late_chunks *c, int n_pieces)
+int tfenc_late_chunks_spans(const tfenc_late_chunks *c, int n_pieces,
+                            const uint8_t *sentence_ends, int32_t *begin, int32_t *end)
+{
+    return c->sentences ? sentence_spans(c, n_pieces, sentence_ends, begin, end)
+                        : token_spans(c, n_pieces, begin, end);
+}
+
+int tfenc_late_chunks_window(const tfenc_late_chunks *c, int n_pieces, const int32_t *begin,
+                             const int32_t *end, int n_spans, int first)
 {
     if (n_pieces <= c->room)
-        return 1;
-    const int per_window = spans_per_window(c);
-    return (tfenc_late_chunks_count(c, n_pieces) + per_window - 1) / per_window;
-}
-
-void tfenc_late_chunks_window(const tfenc_late_chunks *c, int n_pieces, int w, int *first_span,
-                              int *n_spans, int *first_piece, int *end_piece)
-{
-    const int total = tfenc_late_chunks_count(c, n_pieces);
-    const int per_window = n_pieces <= c->room ? total : spans_per_window(c);
-    *first_span = w * per_window;
-    *n_spans = total - *first_span < per_window ? total - *first_span : per_window;
-    *first_piece = *first_span * c->step;
-    const int last_end = (*first_span + *n_spans - 1) * c->step + c->span;
-    *end_piece = last_end < n_pieces ? last_end : n_pieces;
-}
-
-void tfenc_late_chunks_span_rows(const tfenc_late_chunks *c, int k, int first_piece,
-                                 int seq_pieces, int32_t *begin, int32_t *end)
-{
-    const int start = k * c->step, stop = start + c->span;
-    const int seq_end = first_piece + seq_pieces;
-    *begin = c->n_prefix + start - first_piece;
-    *end = c->n_prefix + (stop < seq_end ? stop : seq_end) - first_piece;
-    if (*end < *begin) /* the empty span of an empty document */
-        *end = *begin;
+        return n_spans - first;
+    if (!c->sentences) {
+        /* The union of n spans, (n - 1) x step + span pieces, fits the room. */
+        const int per_window = 1 + (c->room - c->span) / c->step;
+        return n_spans - first < per_window ? n_spans - first : per_window;
+    }
+    /* Every span fits the room (span <= room), so a window holds one at least. */
+    int last = first;
+    while (last + 1 < n_spans && end[last + 1] - begin[first] <= c->room)
+        last++;
+    return last - first + 1;
 }
 
 int tfenc_late_chunks_forward(tfenc_context *ctx, tfenc_model *model, const tfenc_late_chunks *c,
@@ -63,11 +72,11 @@ int tfenc_late_chunks_forward(tfenc_context *ctx, tfenc_model *model, const tfen
     int32_t *end = begin + n_spans;
     int s = 0;
     for (int j = 0; j < b->n_seq; j++) {
-        const int seq_pieces = m->lengths[j] - c->n_prefix - c->n_suffix;
-        for (int k = m->chunk[j]; k < m->chunk[j] + m->spans[j]; k++, s++) {
-            tfenc_late_chunks_span_rows(c, k, m->chunk_start[j], seq_pieces, &begin[s], &end[s]);
-            begin[s] += m->seq_start[j];
-            end[s] += m->seq_start[j];
+        /* A span's pieces of the document, as rows of its sequence. */
+        const int32_t first_row = m->seq_start[j] + c->n_prefix - m->chunk_start[j];
+        for (int k = 0; k < m->spans[j]; k++, s++) {
+            begin[s] = first_row + m->span_begin[s];
+            end[s] = first_row + m->span_end[s];
         }
     }
     const tfenc_model_spans spans = {.n_spans = n_spans, .begin = begin, .end = end};

@@ -399,9 +399,7 @@ int tfenc_run_open_output(tfenc_run *r)
         if (status == TFENC_OK && tfenc_run_unit_chunk_means(r))
             tfenc_writer_set_unit_means(r->state.writer);
         if (status == TFENC_OK && r->settings.job.late_chunk)
-            tfenc_writer_set_late_chunks(r->state.writer,
-                                         (int)(r->settings.job.chunk_tokens -
-                                               r->settings.job.chunk_overlap));
+            tfenc_writer_set_late_chunks(r->state.writer);
         if (status == TFENC_OK && r->plan.kind->rows == TFENC_ROWS_SPARSE)
             status = open_sparse_rows(r, writers, resumed, was_complete);
         if (status == TFENC_OK)

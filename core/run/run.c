@@ -249,6 +249,7 @@ static int open_input(tfenc_run *r)
                                             r->settings.job.late_chunk
                                                 ? (int)r->settings.job.chunk_tokens
                                                 : 0,
+                                        .late_chunk_sentences = r->settings.job.chunk_sentences,
                                         .marker_id = r->plan.multivector.marker_id,
                                         .pad_id = r->plan.multivector.pad_id,
                                         .pad_attended = r->settings.job.attend_to_mask_tokens,

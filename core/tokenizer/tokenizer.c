@@ -298,6 +298,98 @@ static int sanitize(tfenc_context *ctx, tfenc_tokenizer *t, const char *text, si
 
 /* ---------------------------------------------------------------- encode */
 
+/* Sentence ends inside a piece that holds whitespace (a tokenizer whose
+ * pre-tokenizers do not split the text at it, as Llama-2's and Gemma's
+ * SentencePiece BPE, whose spaces are ▁ in one piece): when the ids'
+ * tokens tile the piece's text (a byte-fallback id one byte of it), an id
+ * whose text ends with a sentence mark that whitespace follows in the
+ * piece ends a sentence. Ids that do not tile it (WordPiece's ##, a
+ * suffix, the unknown token) leave it to the piece's end. */
+static void note_inner_ends(tfenc_tokenizer *t, const char *text, size_t length, size_t before)
+{
+    /* The text the rule reads: ByteLevel's characters are one byte each. */
+    const char *raw = text;
+    size_t raw_length = length;
+    if (t->byte_level) {
+        t->raw_piece.length = 0;
+        for (size_t i = 0; i < length;) {
+            int32_t c;
+            i += tok_utf8_decode(text + i, &c);
+            int byte = tok_byte_level_byte(c);
+            char b = (char)byte;
+            if (byte < 0 || tok_text_append(&t->raw_piece, &b, 1) != 0)
+                return;
+        }
+        raw = t->raw_piece.data;
+        raw_length = t->raw_piece.length;
+    }
+    const tok_table *vocab = &t->model.vocab;
+    size_t at = 0, raw_at = 0;
+    for (size_t k = before; k + 1 < t->ids.count; k++) {
+        const int32_t id = t->ids.ids[k];
+        size_t n = 0, raw_n = 0;
+        if (t->model.byte_fallback && at < length &&
+            t->model.byte_ids[(unsigned char)text[at]] == id) {
+            n = raw_n = 1;
+        } else if (id >= 0 && id < t->vocab_size && t->token_entry[id] != UINT32_MAX) {
+            const uint32_t entry = t->token_entry[id];
+            const char *token = vocab->bytes + vocab->offset[entry];
+            n = vocab->length[entry];
+            if (n == 0 || at + n > length || memcmp(text + at, token, n) != 0)
+                return;
+            raw_n = n;
+            if (t->byte_level) {
+                raw_n = 0;
+                for (size_t i = 0; i < n; i++)
+                    raw_n += ((unsigned char)token[i] & 0xC0) != 0x80;
+            }
+        } else {
+            return;
+        }
+        at += n;
+        raw_at += raw_n;
+        if (raw_at >= raw_length || ((unsigned char)raw[raw_at] & 0xC0) == 0x80)
+            continue; /* the piece's end, or inside a character */
+        int32_t next;
+        tok_utf8_decode(raw + raw_at, &next);
+        if (tok_is_sentence_space(next) && tok_is_sentence_mark(last_char(raw, raw_at)))
+            t->sentence_ends[k] = 1;
+    }
+}
+
+/* Sentence ends of a pre-tokenizer's piece, whose ids are
+ * t->ids[before ..]: the last one when the piece ends with a sentence
+ * mark that whitespace follows, and those inside it (note_inner_ends);
+ * every other id ends none (an added token's included). */
+static int note_sentence_end(tfenc_context *ctx, tfenc_tokenizer *t, const tok_text_piece *piece,
+                             const tok_text_buffer *piece_text, size_t before)
+{
+    if (t->ids.count > t->sentence_ends_capacity) {
+        size_t capacity = t->sentence_ends_capacity > 0 ? t->sentence_ends_capacity : 256;
+        while (capacity < t->ids.count)
+            capacity *= 2;
+        uint8_t *grown = realloc(t->sentence_ends, capacity);
+        if (grown == NULL)
+            return tfenc_error(ctx, TFENC_ERR_NO_MEMORY, "tokenizer: out of memory");
+        t->sentence_ends = grown;
+        t->sentence_ends_capacity = capacity;
+    }
+    if (t->ids.count == before)
+        return TFENC_OK;
+    memset(t->sentence_ends + before, 0, t->ids.count - before);
+    if (piece->id >= 0 || piece->length == 0)
+        return TFENC_OK;
+    if (t->ids.count - before > 1)
+        note_inner_ends(t, piece_text->data + piece->start, piece->length, before);
+    if (piece->space_after != 1)
+        return TFENC_OK;
+    int mark = piece->mark_end;
+    if (mark < 0) /* a piece no pre-tokenizer split: its text as the model saw it */
+        mark = tok_is_sentence_mark(last_char(piece_text->data + piece->start, piece->length));
+    t->sentence_ends[t->ids.count - 1] = (uint8_t)(mark == 1);
+    return TFENC_OK;
+}
+
 /* Steps 1 to 5 of the pipeline: the text's ids, without special tokens
  * and before truncation, into t->ids. */
 static int tokenize_pieces(tfenc_context *ctx, tfenc_tokenizer *t, const char *text, size_t length)
@@ -334,6 +426,10 @@ static int tokenize_pieces(tfenc_context *ctx, tfenc_tokenizer *t, const char *t
         return status;
 
     /* 4. Pre-tokenizers, each over the pieces of the one before. */
+    for (int i = 0; i < 2; i++) {
+        t->pieces[i].mark_sentences = t->mark_sentences;
+        t->pieces[i].chinese_padded = t->chinese_padded;
+    }
     const tok_text_buffer *piece_text = &t->normalized;
     const tok_piece_list *pieces = &t->raw_pieces;
     for (size_t i = 0; i < t->n_pre_tokenizers; i++) {
@@ -351,6 +447,7 @@ static int tokenize_pieces(tfenc_context *ctx, tfenc_tokenizer *t, const char *t
     t->ids.count = 0;
     for (size_t i = 0; i < pieces->count; i++) {
         const tok_text_piece *piece = &pieces->items[i];
+        const size_t before = t->ids.count;
         if (piece->id >= 0)
             status = tok_ids_add(&t->ids, piece->id) == 0
                          ? TFENC_OK
@@ -358,9 +455,15 @@ static int tokenize_pieces(tfenc_context *ctx, tfenc_tokenizer *t, const char *t
         else
             status = tok_model_tokenize(ctx, &t->model, &t->scratch,
                                         piece_text->data + piece->start, piece->length, &t->ids);
+        if (status == TFENC_OK && t->mark_sentences)
+            status = note_sentence_end(ctx, t, piece, piece_text, before);
         if (status != TFENC_OK)
             return status;
     }
+    /* The end of the text ends its last sentence: the caller's to count
+     * (whitespace after it is there or not as the normalizers strip it). */
+    if (t->mark_sentences && t->ids.count > 0)
+        t->sentence_ends[t->ids.count - 1] = 0;
     return TFENC_OK;
 }
 
@@ -895,6 +998,43 @@ const int32_t *tfenc_tokenizer_last_pieces(const tfenc_tokenizer *tokenizer, int
     return tokenizer->ids.ids;
 }
 
+int tfenc_tokenizer_mark_sentences(tfenc_context *ctx, tfenc_tokenizer *tokenizer, int on)
+{
+    tfenc_tokenizer *t = tokenizer;
+    t->mark_sentences = on != 0;
+    if (!on || t->token_entry != NULL)
+        return TFENC_OK;
+    const size_t n_ids = t->vocab_size > 0 ? (size_t)t->vocab_size : 1;
+    t->token_entry = malloc(n_ids * sizeof *t->token_entry);
+    if (t->token_entry == NULL) {
+        t->mark_sentences = 0;
+        return tfenc_error(ctx, TFENC_ERR_NO_MEMORY, "%s: out of memory", t->source);
+    }
+    for (int32_t id = 0; id < t->vocab_size; id++)
+        t->token_entry[id] = UINT32_MAX;
+    /* A token written twice: the lookup's id is the one kept. */
+    for (size_t i = 0; i < t->model.vocab.count; i++) {
+        const int32_t id = t->model.vocab.value[i];
+        if (id >= 0 && id < t->vocab_size)
+            t->token_entry[id] = (uint32_t)i;
+    }
+    for (size_t i = 0; i < t->n_normalizers; i++)
+        if (t->normalizers[i].kind == TOK_NORMALIZER_BERT && t->normalizers[i].handle_chinese_chars)
+            t->chinese_padded = 1;
+    for (size_t i = 0; i < t->n_pre_tokenizers; i++)
+        if (t->pre_tokenizers[i].kind == TOK_PRE_BYTE_LEVEL)
+            t->byte_level = 1;
+    return TFENC_OK;
+}
+
+const uint8_t *tfenc_tokenizer_last_sentence_ends(const tfenc_tokenizer *tokenizer, int *count)
+{
+    *count = tokenizer->ids.count > INT_MAX ? INT_MAX : (int)tokenizer->ids.count;
+    if (!tokenizer->mark_sentences)
+        *count = 0;
+    return tokenizer->sentence_ends;
+}
+
 void tfenc_tokenizer_specials(const tfenc_tokenizer *tokenizer, const int32_t **prefix,
                               int *n_prefix, const int32_t **suffix, int *n_suffix)
 {
@@ -957,5 +1097,8 @@ void tfenc_tokenizer_destroy(tfenc_tokenizer *t)
     tok_model_scratch_free(&t->scratch);
     free(t->ids.ids);
     free(t->first_ids.ids);
+    free(t->sentence_ends);
+    free(t->token_entry);
+    free(t->raw_piece.data);
     free(t);
 }

@@ -130,6 +130,31 @@ int tfenc_tokenizer_pair_special_count(const tfenc_tokenizer *tokenizer);
  * the specials around a run of these pieces. */
 const int32_t *tfenc_tokenizer_last_pieces(const tfenc_tokenizer *tokenizer, int *count);
 
+/* Sentence ends, for late chunking's spans by sentence (run/late_chunks.h):
+ * after tfenc_tokenizer_mark_sentences(ctx, t, 1) every
+ * tfenc_tokenizer_encode() also notes, for each of its pieces
+ * (tfenc_tokenizer_last_pieces()), whether a sentence of the text ends
+ * with it: the rule, on the text, is a sentence mark (. ! ? U+3002, or a
+ * character whose NFKC form ends with one: ！ ？ ． … ‼ ...) that whitespace
+ * follows; the piece is the last one whose text ends at that mark. The
+ * tokenizer finds it in its own pieces: the last id of a pre-tokenizer's
+ * piece whose last character is a mark and which whitespace follows
+ * (dropped by the pre-tokenizer, as BERT's does, or at the start of the
+ * next piece, as ByteLevel's Ġ and Metaspace's ▁ are; a space that
+ * BertNormalizer puts before a Chinese character is not the text's), or
+ * inside a piece that holds whitespace, an id whose token ends at a mark
+ * that whitespace follows (Llama-2 and Gemma-style SentencePiece BPE).
+ * So "e.g." ends nothing after "e.", nor "3.14" after "3."; "e.g. x" and
+ * "Dr. X" end a sentence (no list of abbreviations), "e.g., x" does not.
+ * Off by default (the encode then notes nothing). The last piece is never
+ * marked: the end of the text ends its last sentence, which is the
+ * caller's to count. Fails only out of memory. */
+int tfenc_tokenizer_mark_sentences(tfenc_context *ctx, tfenc_tokenizer *tokenizer, int on);
+
+/* The notes of the last encode: one per piece (*count), or *count 0 when
+ * marking is off. Valid until the next encode. */
+const uint8_t *tfenc_tokenizer_last_sentence_ends(const tfenc_tokenizer *tokenizer, int *count);
+
 /* The special tokens the post-processor puts before and after the pieces. */
 void tfenc_tokenizer_specials(const tfenc_tokenizer *tokenizer, const int32_t **prefix,
                               int *n_prefix, const int32_t **suffix, int *n_suffix);

@@ -66,16 +66,29 @@ int tok_text_append_char(tok_text_buffer *text, int32_t code_point);
 
 /* A span of some buffer: a piece of text on its way to the model, or an
  * added token already matched (id >= 0). `first` marks the piece that starts
- * at offset 0 of the original text (Metaspace's prepend_scheme "first"). */
+ * at offset 0 of the original text (Metaspace's prepend_scheme "first").
+ * What sentence ends need (tfenc_tokenizer_mark_sentences), each 1, 0 or
+ * -1 not known: whether whitespace follows the piece in the text (a
+ * pre-tokenizer sees it after the piece, dropped or kept in the next
+ * piece; a piece that ends where the piece it was split from ends has
+ * that one's), and whether the piece's last character is a sentence mark
+ * (seen before ByteLevel maps the bytes). */
 typedef struct tok_text_piece {
     size_t start, length;
     int32_t id;
-    int first;
+    signed char first; /* chars: a piece stays 24 bytes */
+    signed char space_after, mark_end;
 } tok_text_piece;
 
 typedef struct tok_piece_list {
     tok_text_piece *items;
     size_t count, capacity;
+    /* Sentence ends (tfenc_tokenizer_mark_sentences): whether the pieces
+     * note them (else their space_after and mark_end stay -1, and
+     * splitting costs nothing more), and whether the text was normalized
+     * with spaces put around each Chinese character (BertNormalizer), so
+     * that one space before one is not the text's own. */
+    int mark_sentences, chinese_padded;
 } tok_piece_list;
 
 int tok_pieces_add(tok_piece_list *list, size_t start, size_t length, int32_t id, int first);
@@ -372,6 +385,13 @@ struct tfenc_tokenizer {
     tok_model_scratch scratch;
     tok_id_list ids;
     tok_id_list first_ids; /* a pair's first text, while the second is tokenized */
+    int mark_sentences;     /* tfenc_tokenizer_mark_sentences() */
+    uint8_t *sentence_ends; /* [ids.count] when mark_sentences */
+    size_t sentence_ends_capacity;
+    uint32_t *token_entry;  /* mark_sentences: each id's entry of model.vocab, or UINT32_MAX */
+    int chinese_padded;     /* a BertNormalizer puts spaces around Chinese characters */
+    int byte_level;         /* a ByteLevel pre-tokenizer maps the pieces' bytes */
+    tok_text_buffer raw_piece; /* sentence ends: a ByteLevel piece's bytes */
 };
 
 /* Character classes as Rust and the `tokenizers` crate see them, and UTF-8
@@ -379,6 +399,17 @@ struct tfenc_tokenizer {
 int tok_is_whitespace(int32_t c);       /* char::is_whitespace */
 int tok_is_bert_punctuation(int32_t c); /* ASCII punctuation or P* */
 int tok_is_word_char(int32_t c);        /* regex \w: Alphabetic, M, Nd, Pc, Join_Control */
+/* Late chunking's sentence marks: . ! ? U+3002 and every character whose
+ * NFKC form ends with one (the full-width ！ ？ ．, "…", "‼", ...). */
+int tok_is_sentence_mark(int32_t c);
+/* ByteLevel's map back: the byte character c stands for, or -1
+ * (tokenizer_split.c). */
+int tok_byte_level_byte(int32_t c);
+/* The CJK ideographs BertNormalizer puts spaces around (tokenizer_normalize.c). */
+int tok_is_chinese_char(int32_t c);
+/* Whitespace after a piece, for sentence ends: char::is_whitespace, or
+ * U+2581, the space Metaspace (SentencePiece) writes. */
+int tok_is_sentence_space(int32_t c);
 
 /* Reads one code point of valid UTF-8 (the scratch text is always valid). */
 size_t tok_utf8_decode(const char *text, int32_t *code_point);

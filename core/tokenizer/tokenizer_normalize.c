@@ -22,7 +22,7 @@ static int is_control(int32_t c)
 
 /* The CJK ideograph blocks of HF's BertNormalizer (Extension E+F from
  * U+2B920, where Google's BERT code says U+2B820). */
-static int is_chinese_char(int32_t c)
+int tok_is_chinese_char(int32_t c)
 {
     return (c >= 0x4E00 && c <= 0x9FFF) || (c >= 0x3400 && c <= 0x4DBF) ||
            (c >= 0x20000 && c <= 0x2A6DF) || (c >= 0x2A700 && c <= 0x2B73F) ||
@@ -100,7 +100,7 @@ static int bert_normalize(tok_normalizer *n, const char *in, size_t length, tok_
             if (tok_is_whitespace(c))
                 c = ' ';
         }
-        if (n->handle_chinese_chars && is_chinese_char(c)) {
+        if (n->handle_chinese_chars && tok_is_chinese_char(c)) {
             if (tok_text_append(spare, " ", 1) != 0 || tok_text_append_char(spare, c) != 0 ||
                 tok_text_append(spare, " ", 1) != 0)
                 return -1;

@@ -10,15 +10,46 @@
 
 /* ---------------------------------------------------------------- splitting */
 
-static int emit(const char *text, size_t start, size_t end, int first, tok_text_buffer *out_text,
-                tok_piece_list *out)
+/* The last character of text[start..end) (valid UTF-8). */
+static int32_t last_char_of(const char *text, size_t start, size_t end)
+{
+    size_t at = end - 1;
+    while (at > start && ((unsigned char)text[at] & 0xC0) == 0x80)
+        at--;
+    int32_t c;
+    tok_utf8_decode(text + at, &c);
+    return c;
+}
+
+/* text[start..end) of text[0..length) as a piece, with what sentence ends
+ * read of it: its last character, and the one after it (a piece that ends
+ * with the text has the space_after of the text's own piece, set by
+ * tok_pre_tokenizer_apply). */
+static int emit(const char *text, size_t length, size_t start, size_t end, int first,
+                tok_text_buffer *out_text, tok_piece_list *out)
 {
     if (end <= start)
         return 0;  /* HF drops empty splits */
     size_t at = out_text->length;
-    if (tok_text_append(out_text, text + start, end - start) != 0)
+    if (tok_text_append(out_text, text + start, end - start) != 0 ||
+        tok_pieces_add(out, at, end - start, -1, first && start == 0) != 0)
         return -1;
-    return tok_pieces_add(out, at, end - start, -1, first && start == 0);
+    if (!out->mark_sentences)
+        return 0;
+    tok_text_piece *piece = &out->items[out->count - 1];
+    piece->mark_end = (signed char)tok_is_sentence_mark(last_char_of(text, start, end));
+    if (end < length) {
+        int32_t next, after = 0;
+        size_t k = tok_utf8_decode(text + end, &next);
+        int space = tok_is_sentence_space(next);
+        /* BertNormalizer's one space before a Chinese character is its own. */
+        if (space && next == ' ' && out->chinese_padded && end + k < length) {
+            tok_utf8_decode(text + end + k, &after);
+            space = !tok_is_chinese_char(after);
+        }
+        piece->space_after = (signed char)space;
+    }
+    return 0;
 }
 
 /* NormalizedString::split: the text alternates non-matches and matches;
@@ -69,7 +100,7 @@ int tok_split_emit(const char *text, size_t length, const tok_match_list *matche
             held_end = end;
         } else {
             if (have_held && !held_removed)
-                failed |= emit(text, held_start, held_end, first, out_text, out);
+                failed |= emit(text, length, held_start, held_end, first, out_text, out);
             held_start = start;
             held_end = end;
             held_removed = behavior == TOK_SPLIT_REMOVED && is_match;
@@ -80,7 +111,7 @@ int tok_split_emit(const char *text, size_t length, const tok_match_list *matche
             break;
     }
     if (have_held && !held_removed)
-        failed |= emit(text, held_start, held_end, first, out_text, out);
+        failed |= emit(text, length, held_start, held_end, first, out_text, out);
     return failed ? -1 : 0;
 }
 
@@ -147,17 +178,28 @@ static int32_t byte_char(unsigned char byte)
     return 256 + n;
 }
 
-/* The map as UTF-8, built once. */
+/* The map as UTF-8, and back, built once. */
 static char byte_map[256][3];
 static unsigned char byte_map_length[256];
+static int16_t char_byte[324]; /* the byte a character stands for, -1 for none */
 
 static void build_byte_map(void)
 {
     if (byte_map_length[0] != 0)
         return;
+    for (int c = 0; c < 324; c++)
+        char_byte[c] = -1;
+    for (int b = 0; b < 256; b++)
+        char_byte[byte_char((unsigned char)b)] = (int16_t)b;
     for (int b = 255; b >= 0; b--)
         byte_map_length[b] = (unsigned char)utf8proc_encode_char(byte_char((unsigned char)b),
                                                                  (utf8proc_uint8_t *)byte_map[b]);
+}
+
+int tok_byte_level_byte(int32_t c)
+{
+    build_byte_map();
+    return c >= 0 && c < 324 ? char_byte[c] : -1;
 }
 
 /* Rust's \w+|[^\w\s]+ over the piece: runs of word characters and runs of
@@ -176,7 +218,7 @@ static int whitespace_runs(const char *text, size_t length, int first, tok_text_
             kind = tok_is_word_char(c) ? 1 : tok_is_whitespace(c) ? 0 : 2;
         }
         if (kind != run_kind || i == length) {
-            if (run_kind != 0 && emit(text, run_start, i, first, out_text, out) != 0)
+            if (run_kind != 0 && emit(text, length, run_start, i, first, out_text, out) != 0)
                 return -1;
             run_start = i;
             run_kind = kind;
@@ -196,18 +238,18 @@ static int bert_split(const char *text, size_t length, int first, tok_text_buffe
         int32_t c;
         size_t k = tok_utf8_decode(text + i, &c);
         if (tok_is_whitespace(c)) {
-            if (emit(text, start, i, first, out_text, out) != 0)
+            if (emit(text, length, start, i, first, out_text, out) != 0)
                 return -1;
             start = i + k;
         } else if (tok_is_bert_punctuation(c)) {
-            if (emit(text, start, i, first, out_text, out) != 0 ||
-                emit(text, i, i + k, first, out_text, out) != 0)
+            if (emit(text, length, start, i, first, out_text, out) != 0 ||
+                emit(text, length, i, i + k, first, out_text, out) != 0)
                 return -1;
             start = i + k;
         }
         i += k;
     }
-    return emit(text, start, length, first, out_text, out);
+    return emit(text, length, start, length, first, out_text, out);
 }
 
 /* WhitespaceSplit, CharDelimiterSplit, Punctuation and Digits: split at the
@@ -335,7 +377,7 @@ static int byte_level_split(tfenc_context *ctx, tok_pre_tokenizer *p, const char
         if (tok_split_emit(work->data, work->length, matches, TOK_SPLIT_ISOLATED, 0, first,
                            out_text, out) != 0)
             return -1;
-    } else if (emit(work->data, 0, work->length, first, out_text, out) != 0) {
+    } else if (emit(work->data, work->length, 0, work->length, first, out_text, out) != 0) {
         return -1;
     }
     return map_bytes(work, first_new, text_start, out_text, out);
@@ -386,8 +428,13 @@ int tok_pre_tokenizer_apply(tfenc_context *ctx, tok_pre_tokenizer *p,
                 return tfenc_error(ctx, TFENC_ERR_NO_MEMORY, "tokenizer: out of memory");
             continue;
         }
+        const size_t first_new = out->count;
         int status = apply_one(ctx, p, in_text->data + piece->start, piece->length, piece->first,
                                out_text, out, matches);
+        /* What follows the piece follows its last part. */
+        for (size_t k = first_new; out->mark_sentences && k < out->count; k++)
+            if (out->items[k].space_after < 0)
+                out->items[k].space_after = piece->space_after;
         if (status > 0 || status == -1)
             return tfenc_error(ctx, TFENC_ERR_NO_MEMORY, "tokenizer: out of memory while splitting");
         if (status != TFENC_OK)

@@ -68,7 +68,8 @@ int tok_pieces_add(tok_piece_list *list, size_t start, size_t length, int32_t id
     piece->start = start;
     piece->length = length;
     piece->id = id;
-    piece->first = first;
+    piece->space_after = piece->mark_end = -1;
+    piece->first = (signed char)(first != 0);
     return 0;
 }
 
@@ -134,6 +135,37 @@ int tok_is_whitespace(int32_t c)
 
 /* BERT's punctuation: all non-alphanumeric printable ASCII (so $ + < = > ^ `
  * | ~ too, which Unicode calls symbols) and every Unicode category P*. */
+/* Every character whose compatibility form (NFKC) ends with . ! ? or
+ * U+3002, so that a text means the same sentences whether or not its
+ * tokenizer normalizes it: "…" (U+2026) ends as the "..." NFKC makes of
+ * it, "！" as "!". Sorted. */
+static const int32_t sentence_marks[] = {
+    0x21, 0x2E, 0x3F, 0x2024, 0x2025, 0x2026, 0x203C, 0x2047, 0x2048, 0x2049, 0x2488,
+    0x2489, 0x248A, 0x248B, 0x248C, 0x248D, 0x248E, 0x248F, 0x2490, 0x2491, 0x2492, 0x2493,
+    0x2494, 0x2495, 0x2496, 0x2497, 0x2498, 0x2499, 0x249A, 0x249B, 0x3002, 0x33C2, 0x33C7,
+    0x33D8, 0xFE12, 0xFE15, 0xFE16, 0xFE19, 0xFE30, 0xFE52, 0xFE56, 0xFE57, 0xFF01, 0xFF0E,
+    0xFF1F, 0xFF61, 0x1F100};
+
+int tok_is_sentence_mark(int32_t c)
+{
+    if (c < 0x80)
+        return c == '.' || c == '!' || c == '?';
+    size_t low = 3, high = sizeof sentence_marks / sizeof *sentence_marks;
+    while (low < high) {
+        size_t middle = (low + high) / 2;
+        if (sentence_marks[middle] < c)
+            low = middle + 1;
+        else
+            high = middle;
+    }
+    return low < sizeof sentence_marks / sizeof *sentence_marks && sentence_marks[low] == c;
+}
+
+int tok_is_sentence_space(int32_t c)
+{
+    return c == 0x2581 || tok_is_whitespace(c);
+}
+
 int tok_is_bert_punctuation(int32_t c)
 {
     if ((c >= 33 && c <= 47) || (c >= 58 && c <= 64) || (c >= 91 && c <= 96) ||

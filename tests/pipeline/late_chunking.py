@@ -8,7 +8,10 @@ usage: late_chunking.py make OUT_DIR SENTENCES
          OUT_DIR/encoder/: a BertModel of 2048 absolute positions (d 32, 2
          layers, random weights made to matter), sentence-transformers'
          mean Pooling and Normalize, all-MiniLM-L6-v2's WordPiece
-         tokenizer; OUT_DIR/classifier/: BertForSequenceClassification of
+         tokenizer; OUT_DIR/xlmr/: an XLMRobertaModel of the same shape
+         with a SentencePiece Unigram tokenizer trained on SENTENCES
+         (jina_v3.py's make_tokenizer: Metaspace, ▁ starts a word), mean
+         Pooling and Normalize; OUT_DIR/classifier/: BertForSequenceClassification of
          the same shape and 3 labels (softmax scores); OUT_DIR/documents.txt:
          documents of 5 to 1600 word pieces joined from SENTENCES;
          OUT_DIR/reference.h5:
@@ -18,6 +21,14 @@ usage: late_chunking.py make OUT_DIR SENTENCES
              vectors' mean over each span of SPAN pieces starting every
              SPAN - OVERLAP pieces (special tokens are context only), each
              normalised as the model's Normalize does;
+           sentence_rows [S, 32], sentence_counts [N'], sentence_starts [S]:
+             the same over the spans of chunk_spans = sentences (span at
+             most SENTENCE_SPAN pieces) of OUT_DIR/sentences.jsonl (the
+             documents of sentence_texts() then documents.txt's), found
+             from the text and each piece's offsets (sentence_spans()),
+             windows of the most whole spans that fit the context;
+           xlmr_rows, xlmr_counts, xlmr_starts: the same by sentence with
+             the XLM-R encoder and its tokenizer's pieces and offsets;
            chunk_scores [C', 3], chunk_counts [N], chunk_starts [C']: the
              classifier's softmax scores of each chunk of MAX_SEQ_LEN
              tokens alone ([CLS] pieces [SEP], chunks every MAX_SEQ_LEN - 2
@@ -25,6 +36,8 @@ usage: late_chunking.py make OUT_DIR SENTENCES
        late_chunking.py compare REFERENCE.h5 KIND FILE.h5
          KIND late_none, late_mean: the file's rows against the reference's
          (every span, or each document's normalised mean of its spans);
+         sentence_none, sentence_mean: the same by sentence; xlmr_none,
+         xlmr_mean: by sentence with the XLM-R encoder;
          scores_all, scores_mean, scores_max, scores_first: the file's
          scores against the reference's chunks (every one, or aggregated).
          Rows within 1e-4 of the reference at most (architectures.py's bar
@@ -34,6 +47,7 @@ import json
 import os
 import shutil
 import sys
+import unicodedata
 
 import h5py
 import numpy as np
@@ -41,6 +55,16 @@ import numpy as np
 D, HEADS, LAYERS, FFN, POSITIONS, LABELS = 32, 4, 2, 48, 2048, 3
 CONTEXT, SPAN, OVERLAP = 1024, 100, 20          # the late_chunk jobs' keys
 MAX_SEQ_LEN, CHUNK_OVERLAP = 64, 8              # the chunk_scores jobs' keys
+SENTENCE_SPAN = 40                              # chunk_tokens of chunk_spans = sentences
+# Late chunking's sentence rule (core/tokenizer/tokenizer.h), read from the
+# text: a mark (a character whose NFKC form ends with . ! ? or U+3002) that
+# whitespace (Unicode's White_Space) follows.
+WHITESPACE = set("\t\n\v\f\r \x85\xa0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006"
+                 "\u2007\u2008\u2009\u200a\u2028\u2029\u202f\u205f\u3000")
+
+
+def is_mark(c):
+    return unicodedata.normalize("NFKC", c)[-1:] in (".", "!", "?", "\u3002")
 # Pieces of each document: short ones, one of a single chunk, ones past 512
 # within the context, and two longer than the context (windows of spans).
 TARGETS = [1600, 20, 900, 300, 5, 1100, 60, 700, 61, 150]
@@ -81,6 +105,78 @@ def spans(n, span, overlap):
     return [(k * step, min(k * step + span, n)) for k in range(count)]
 
 
+def sentence_texts():
+    """Documents whose sentences test the rule: abbreviations and decimals
+    that end nothing, runs of marks, a mark before a quote, full-width
+    marks, a document of one sentence (with and without its mark), one
+    sentence longer than SENTENCE_SPAN pieces, newlines and several
+    spaces."""
+    long_sentence = ", ".join(f"item number {k} of the list" for k in range(30))
+    return [
+        "Pi is about 3.14 and e is 2.718, e.g., in most tables. Really?! Yes! "
+        "The U.S. economy grew (i.e. it rose) by 2.5 percent.  Then   it fell.\n"
+        "A new line starts here? It does.",
+        "Only one sentence here.",
+        "Only one sentence without a mark",
+        "She said \"stop.\" Then she left. Dr. Smith, e.g. the one from Ohio, "
+        "stayed. Wait... what? Fine.",
+        "First: " + long_sentence + ". Short one. " + long_sentence + " and the end.",
+        "Full-width marks\uff01 They end sentences\uff1f Yes\u3002 Also here\uff0e Done.",
+        "x",
+    ]
+
+
+def sentence_spans(text, offsets, span):
+    """(start, end) pieces of each sentence: a sentence ends after the last
+    piece whose text ends at a mark that whitespace follows in the text,
+    and with the document; a longer one is cut every `span` pieces."""
+    cut, start = [], 0
+    for i, (_, stop) in enumerate(offsets):
+        last_of_stop = i + 1 == len(offsets) or offsets[i + 1][1] != stop
+        ends = (stop > 0 and is_mark(text[stop - 1]) and stop < len(text)
+                and text[stop] in WHITESPACE and last_of_stop)
+        if ends or i + 1 - start == span or i + 1 == len(offsets):
+            cut.append((start, i + 1))
+            start = i + 1
+    return cut or [(0, 0)]
+
+
+def window_rows(model, cls, sep, pieces, windows):
+    """Each window of spans encoded as [CLS] pieces [SEP], its spans' mean
+    token vectors, normalised as the model's Normalize does."""
+    import torch
+    rows = []
+    for window in windows:
+        begin, end = window[0][0], window[-1][1]
+        ids = torch.tensor([[cls] + pieces[begin:end] + [sep]])
+        with torch.no_grad():
+            hidden = model(input_ids=ids).last_hidden_state[0].double().numpy()
+        for start, stop in window:
+            vector = hidden[1 + start - begin:1 + stop - begin].mean(axis=0)
+            rows.append(vector / max(np.linalg.norm(vector), 1e-12))
+    return rows
+
+
+def sentence_rows(model, tokenizer, text):
+    """The document's sentence vectors: whole when its pieces fit the
+    context, else in windows of the most whole spans that fit it."""
+    encoded = tokenizer(text, add_special_tokens=False, return_offsets_mapping=True)
+    pieces, offsets = encoded.input_ids, encoded.offset_mapping
+    cut = sentence_spans(text, offsets, SENTENCE_SPAN)
+    room = CONTEXT - 2
+    windows = [cut]
+    if len(pieces) > room:
+        windows, first = [], 0
+        while first < len(cut):
+            last = first
+            while last + 1 < len(cut) and cut[last + 1][1] - cut[first][0] <= room:
+                last += 1
+            windows.append(cut[first:last + 1])
+            first = last + 1
+    rows = window_rows(model, tokenizer.cls_token_id, tokenizer.sep_token_id, pieces, windows)
+    return rows, [start for start, _ in cut]
+
+
 def late_rows(model, cls, sep, pieces):
     """The document's span vectors: encoded whole when its pieces fit the
     context, else in windows of the spans that fit one (every window but
@@ -107,6 +203,7 @@ def make(out_dir, sentences_path):
     import transformers as t
     sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "import"))
     from architectures import sharpen, write_head
+    from jina_v3 import make_tokenizer
     tokenizer = t.AutoTokenizer.from_pretrained(minilm_source())
     config = dict(hidden_size=D, num_attention_heads=HEADS, num_hidden_layers=LAYERS,
                   intermediate_size=FFN, vocab_size=tokenizer.vocab_size,
@@ -125,8 +222,24 @@ def make(out_dir, sentences_path):
         tokenizer.model_max_length = POSITIONS
         tokenizer.save_pretrained(directory)
     write_head(os.path.join(out_dir, "encoder"), D, "mean")
-    with open(os.path.join(out_dir, "encoder", "sentence_bert_config.json"), "w") as f:
-        json.dump({"max_seq_length": POSITIONS, "do_lower_case": False}, f)
+    xlmr_dir = os.path.join(out_dir, "xlmr")
+    os.makedirs(xlmr_dir, exist_ok=True)
+    xlmr_tokenizer = make_tokenizer(sentences_path, xlmr_dir)
+    xlmr = t.XLMRobertaModel(t.XLMRobertaConfig(
+        vocab_size=len(xlmr_tokenizer), hidden_size=D, num_attention_heads=HEADS,
+        num_hidden_layers=LAYERS, intermediate_size=FFN, max_position_embeddings=POSITIONS + 2,
+        type_vocab_size=1, pad_token_id=1, bos_token_id=0, eos_token_id=2,
+        hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0,
+        architectures=["XLMRobertaModel"]), add_pooling_layer=False)
+    sharpen(xlmr, torch.Generator().manual_seed(43))
+    xlmr.eval()
+    xlmr.save_pretrained(xlmr_dir, safe_serialization=True)
+    xlmr_tokenizer.model_max_length = POSITIONS
+    xlmr_tokenizer.save_pretrained(xlmr_dir)
+    write_head(xlmr_dir, D, "mean")
+    for name in ("encoder", "xlmr"):
+        with open(os.path.join(out_dir, name, "sentence_bert_config.json"), "w") as f:
+            json.dump({"max_seq_length": POSITIONS, "do_lower_case": False}, f)
 
     sentences = [line.strip() for line in open(sentences_path, encoding="utf-8") if line.strip()]
     texts = documents(tokenizer, sentences)
@@ -148,26 +261,50 @@ def make(out_dir, sentences_path):
             scores.append(torch.softmax(logits.logits[0].double(), dim=-1).numpy())
         chunk_counts.append(len(cut))
         chunk_starts += [start for start, _ in cut]
+    by_sentence = sentence_texts() + texts
+    with open(os.path.join(out_dir, "sentences.jsonl"), "w", encoding="utf-8") as f:
+        f.writelines(json.dumps({"text": text}) + "\n" for text in by_sentence)
+    sentence, sentence_counts, sentence_starts = [], [], []
+    for text in by_sentence:
+        rows, starts = sentence_rows(encoder, tokenizer, text)
+        sentence += rows
+        sentence_counts.append(len(rows))
+        sentence_starts += starts
+    xlmr_rows, xlmr_counts, xlmr_starts = [], [], []
+    for text in by_sentence:
+        rows, starts = sentence_rows(xlmr, xlmr_tokenizer, text)
+        xlmr_rows += rows
+        xlmr_counts.append(len(rows))
+        xlmr_starts += starts
     with h5py.File(os.path.join(out_dir, "reference.h5"), "w") as f:
+        f["xlmr_rows"] = np.array(xlmr_rows)
+        f["xlmr_counts"] = np.array(xlmr_counts, dtype=np.int32)
+        f["xlmr_starts"] = np.array(xlmr_starts, dtype=np.int32)
+        f["sentence_rows"] = np.array(sentence)
+        f["sentence_counts"] = np.array(sentence_counts, dtype=np.int32)
+        f["sentence_starts"] = np.array(sentence_starts, dtype=np.int32)
         f["late_rows"] = np.array(late)
         f["late_counts"] = np.array(late_counts, dtype=np.int32)
         f["late_starts"] = np.array(late_starts, dtype=np.int32)
         f["chunk_scores"] = np.array(scores)
         f["chunk_counts"] = np.array(chunk_counts, dtype=np.int32)
         f["chunk_starts"] = np.array(chunk_starts, dtype=np.int32)
-    print(f"late_chunking: {len(texts)} documents, {len(late)} spans, {len(scores)} chunks")
+    print(f"late_chunking: {len(texts)} documents, {len(late)} spans, {len(scores)} chunks; "
+          f"{len(by_sentence)} documents of {len(sentence)} sentence spans "
+          f"({len(xlmr_rows)} by XLM-R's pieces)")
 
 
 def compare(reference_path, kind, path):
     with h5py.File(reference_path, "r") as f:
         reference = {name: f[name][()] for name in f}
     with h5py.File(path, "r") as f:
-        rows = f["embeddings" if kind.startswith("late") else "scores"][()].astype(np.float64)
+        scored = kind.startswith("scores")
+        rows = f["scores" if scored else "embeddings"][()].astype(np.float64)
         counts = f["chunks"][()]
         starts = f["chunk_starts"][()] if "chunk_starts" in f else None
-    prefix = "late" if kind.startswith("late") else "chunk"
+    prefix = kind.split("_")[0] if not scored else "chunk"
     expected_counts = reference[f"{prefix}_counts"]
-    every = reference["late_rows" if prefix == "late" else "chunk_scores"]
+    every = reference["chunk_scores" if scored else f"{prefix}_rows"]
     offsets = np.concatenate([[0], np.cumsum(expected_counts)])
     if not np.array_equal(counts, expected_counts):
         sys.exit(f"{kind}: chunks {counts.tolist()}, expected {expected_counts.tolist()}")
@@ -180,7 +317,7 @@ def compare(reference_path, kind, path):
         parts = [every[offsets[i]:offsets[i + 1]] for i in range(len(expected_counts))]
         if aggregate == "mean":
             expected = np.array([p.mean(axis=0) for p in parts])
-            if prefix == "late":
+            if not scored:
                 expected /= np.linalg.norm(expected, axis=1, keepdims=True)
         elif aggregate == "max":
             expected = np.array([p.max(axis=0) for p in parts])
@@ -192,7 +329,7 @@ def compare(reference_path, kind, path):
     if worst > 1e-4:
         row = int(np.abs(rows - expected).max(axis=1).argmax())
         sys.exit(f"{kind}: row {row} differs from the reference by {worst:.3g} (> 1e-4)")
-    if prefix == "late":
+    if not scored:
         cosine = float((rows * expected).sum(axis=1).min()
                        / max(np.linalg.norm(rows, axis=1).max(), 1e-12))
         if cosine < 0.99999:

@@ -16,11 +16,21 @@
 #    (fp32 against PyTorch, architectures.py's bar; a span encoded alone
 #    misses by 0.1); 2 x 1 and a SIGKILL and resume bit for bit; a
 #    document alone gets the rows it gets in the corpus, bit for bit;
+#  - late_chunk with chunk_spans = sentences (spans of at most 40 pieces)
+#    over documents of abbreviations, decimals, runs of marks, full-width
+#    marks, one sentence, a sentence longer than 40 pieces, and the
+#    documents above (two longer than the context: windows of the most
+#    whole sentence spans that fit): the reference finds the sentences from
+#    the text and transformers' tokenizer's offsets, pools transformers'
+#    token vectors likewise (within 1e-4); 2 x 1 and a SIGKILL and resume
+#    bit for bit; the same with an XLM-R of a SentencePiece tokenizer
+#    (within 1e-4, 2 x 1 bit for bit);
 #  - chunk_scores without a scores head or without long_documents = chunk,
 #    chunk_pooling with a scores head, late_chunk with a model that does
 #    not pool vectors (a scores head, token states), and late chunking's
-#    other keys out of place, refused in one line naming the key, with
-#    nothing written.
+#    other keys out of place (chunk_spans without late_chunk, chunk_overlap
+#    with chunk_spans = sentences), refused in one line naming the key,
+#    with nothing written.
 set -u
 . "$(cd "$(dirname "$0")/../.." && pwd)/tests/environment.sh"
 : "${TFENC_VENV_PYTHON:=${TFENC_VENV:-${XDG_CACHE_HOME:-$HOME/.cache}/tfenc/venv}/bin/python}"
@@ -34,16 +44,18 @@ fail() { failures=$((failures + 1)); echo "FAIL: $*"; }
 HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 "$generate" "$work/generated" "$TFENC_VENV_PYTHON" \
   "$here/late_chunking.py" make "$work/generated" "$srcdir/tests/import/sentences.txt" || exit 1
 reference=$work/generated/reference.h5
-for model in encoder classifier; do
+for model in encoder classifier xlmr; do
   "$import" "$work/generated/$model" -o "$work/$model.h5" --job "$work/$model.ini" >/dev/null \
     || { echo "FAIL: tfenc-import $model"; exit 1; }
 done
 
-# job RANKS JOB OUTPUT [--set ...]: the documents, windows of 3 documents.
+# job RANKS JOB OUTPUT [--set ...]: the documents ($documents), windows of
+# 3 documents.
+documents=$work/generated/documents.txt
 job() {
   ranks=$1 job_file=$2 output=$3
   shift 3
-  "$mpiexec" -n "$ranks" "$driver" --quiet --set "job.input=$work/generated/documents.txt" \
+  "$mpiexec" -n "$ranks" "$driver" --quiet --set "job.input=$documents" \
     --set "job.output=$output" --set job.window_documents=3 "$@" "$job_file"
 }
 compare() { # KIND FILE: against transformers (late_chunking.py compare)
@@ -69,7 +81,7 @@ killed_and_resumed() {
        { print }' "$job_file" >"$work/paused.ini"
   rm -f "$work/killed.h5"
   TFENC_PLUGIN_PATH="$TFENC_PLUGIN_PATH:$builddir/tests/plugins/.libs" \
-    "$mpiexec" -n 2 "$driver" --quiet --set "job.input=$work/generated/documents.txt" \
+    "$mpiexec" -n 2 "$driver" --quiet --set "job.input=$documents" \
     --set "job.output=$work/killed.h5" --set job.window_documents=3 "$@" "$work/paused.ini" \
     >/dev/null 2>&1 &
   pid=$!
@@ -149,6 +161,56 @@ PY
   echo "late_chunk: document $line alone: bitwise its rows in the corpus"
 done
 
+# ---------------------------------------------------- late_chunk by sentence
+documents=$work/generated/sentences.jsonl
+by_sentence="--set job.max_seq_len=1024 --set job.long_documents=late_chunk \
+  --set job.chunk_spans=sentences --set job.chunk_tokens=40 --set job.batch_tokens=1024"
+for pooling in none mean; do
+  # shellcheck disable=SC2086
+  job 1 "$work/encoder.ini" "$work/sentence-$pooling.h5" $by_sentence \
+    --set job.chunk_pooling=$pooling || fail "chunk_spans = sentences, $pooling: the job failed"
+  compare "sentence_$pooling" "$work/sentence-$pooling.h5"
+  # shellcheck disable=SC2086
+  job 2 "$work/encoder.ini" "$work/sentence-$pooling-2.h5" $by_sentence \
+    --set job.chunk_pooling=$pooling \
+    || fail "chunk_spans = sentences, $pooling at 2 x 1: the job failed"
+  bitwise "chunk_spans = sentences, chunk_pooling = $pooling at 2 x 1" \
+    "$work/sentence-$pooling.h5" "$work/sentence-$pooling-2.h5"
+  # shellcheck disable=SC2086
+  killed_and_resumed "chunk_spans = sentences, chunk_pooling = $pooling" \
+    "$work/sentence-$pooling.h5" "$work/encoder.ini" $by_sentence --set job.chunk_pooling=$pooling
+done
+# The same with XLM-R's SentencePiece pieces (▁ starts a word): at 1 and 2
+# ranks.
+for pooling in none mean; do
+  # shellcheck disable=SC2086
+  job 1 "$work/xlmr.ini" "$work/xlmr-$pooling.h5" $by_sentence --set job.chunk_pooling=$pooling \
+    || fail "chunk_spans = sentences, XLM-R, $pooling: the job failed"
+  compare "xlmr_$pooling" "$work/xlmr-$pooling.h5"
+  # shellcheck disable=SC2086
+  job 2 "$work/xlmr.ini" "$work/xlmr-$pooling-2.h5" $by_sentence --set job.chunk_pooling=$pooling \
+    || fail "chunk_spans = sentences, XLM-R, $pooling at 2 x 1: the job failed"
+  bitwise "chunk_spans = sentences, XLM-R, chunk_pooling = $pooling at 2 x 1" \
+    "$work/xlmr-$pooling.h5" "$work/xlmr-$pooling-2.h5"
+done
+# A file of spans by token is not resumed by a job of spans by sentence.
+# shellcheck disable=SC2086
+job 1 "$work/encoder.ini" "$work/by-token.h5" --set job.max_seq_len=1024 \
+  --set job.long_documents=late_chunk --set job.chunk_tokens=40 --set job.batch_tokens=1024 \
+  --set job.chunk_pooling=none || fail "spans of 40 tokens: the job failed"
+# shellcheck disable=SC2086
+if "$driver" --quiet --set "job.input=$documents" --set "job.output=$work/by-token.h5" \
+     --set job.window_documents=3 $by_sentence --set job.chunk_pooling=none "$work/encoder.ini" \
+     2>"$work/resume.err"; then
+  fail "chunk_spans = sentences resumed a file of spans by token"
+elif ! grep -q "by-token.h5: was written by a different job: attribute 'job_settings'" \
+       "$work/resume.err"; then
+  fail "chunk_spans = sentences on a file by token: $(grep -v 'fp32 products' "$work/resume.err")"
+else
+  echo "chunk_spans = sentences does not resume a file by token: $(grep -v 'fp32 products' "$work/resume.err")"
+fi
+documents=$work/generated/documents.txt
+
 # ---------------------------------------------------- bad input
 # refused LABEL EXPECTED JOB [--set ...]: one line holding EXPECTED, no
 # file (one rank: mpiexec adds its own lines to a failure).
@@ -190,6 +252,15 @@ refused "late_chunk with a model that does not pool" \
 refused "chunk_tokens without late_chunk" \
   "[job] chunk_tokens: gives late chunking's spans: set long_documents = late_chunk too" \
   "$work/encoder.ini" --set job.long_documents=chunk --set job.chunk_tokens=50
+refused "chunk_spans without late_chunk" \
+  "[job] chunk_spans: gives late chunking's spans: set long_documents = late_chunk too" \
+  "$work/encoder.ini" --set job.long_documents=chunk --set job.chunk_spans=sentences
+refused "chunk_overlap with chunk_spans = sentences" \
+  "[job] chunk_overlap: overlaps late chunking's spans of tokens; chunk_spans = sentences cuts each sentence once" \
+  "$work/encoder.ini" --set job.long_documents=late_chunk --set job.chunk_spans=sentences \
+  --set job.chunk_overlap=10
+refused "chunk_spans of another kind" "chunk_spans=paragraphs: expected one of tokens, sentences" \
+  "$work/encoder.ini" --set job.long_documents=late_chunk --set job.chunk_spans=paragraphs
 refused "chunk_scores with late_chunk" "[job] chunk_scores: aggregates the scores of long_documents = chunk's chunks" \
   "$work/classifier.ini" --set job.long_documents=late_chunk --set job.chunk_scores=max
 refused "late_chunk with pipeline stages" "[job] pipeline_stages: long_documents = late_chunk pools spans" \

@@ -14,7 +14,16 @@
 # real tokenizer.json files of packages (all-MiniLM-L6-v2's BERT WordPiece,
 # Qwen2's byte-level BPE, all-mpnet-base-v2's WordPiece with RoBERTa's
 # template). Truncation at 256 tokens, the
-# truncated count compared too. Needs the test venv (tests/setup-python-venv).
+# truncated count compared too. And each tokenizer's sentence ends (late
+# chunking's chunk_spans = sentences: tokenize_corpus --sentences) against
+# the rule read from the text by Hugging Face's offsets
+# (reference_sentences.py), piece for piece, on the real corpus and on
+# sentence_ends.txt (abbreviations, decimals, runs of marks, quotes,
+# full-width and NFKC marks, CJK with and without spaces, tabs, CR,
+# U+3000, NBSP). Not on the synthetic corpus: its controls and format
+# characters, which normalizers delete or keep, next to a mark make the
+# text's whitespace and the normalized text's differ (docs/tokenizers.md).
+# Needs the test venv (tests/setup-python-venv).
 set -eu
 
 : "${top_srcdir:=.}" "${top_builddir:=.}"
@@ -76,6 +85,20 @@ for tokenizer in wordpiece wordpiece-nfd bpe-bytelevel bpe-split bpe-char unigra
     fi
     (cd "$here" && PYTHONDONTWRITEBYTECODE=1 "$python" compare.py "$path" "$work/$corpus.txt" "$work/reference-$name-$corpus.txt" \
       "$work/tfenc-$name-$corpus.txt" "$label") || failed=1
+  done
+  for corpus in "$work/real.txt" "$(cd "$here" && pwd)/sentence_ends.txt"; do
+    label="$name: sentence ends on $(basename "$corpus")"
+    (cd "$here" && PYTHONDONTWRITEBYTECODE=1 "$python" reference_sentences.py "$path" "$corpus" \
+      "$work/sentences-reference-$name.txt") || { echo "$label: FAIL: the reference failed"; failed=1; continue; }
+    "$tokenize" --json "$path" "$corpus" $max_length --sentences >"$work/sentences-tfenc-$name.txt" \
+      || { echo "$label: FAIL: tokenize_corpus failed"; failed=1; continue; }
+    if cmp -s "$work/sentences-reference-$name.txt" "$work/sentences-tfenc-$name.txt"; then
+      echo "$label: $(tr ' ' '\n' <"$work/sentences-tfenc-$name.txt" | grep -cv ends) ends, as the reference"
+    else
+      echo "$label: FAIL: first difference:"
+      diff "$work/sentences-reference-$name.txt" "$work/sentences-tfenc-$name.txt" | head -3
+      failed=1
+    fi
   done
 done
 exit $failed

@@ -9,7 +9,10 @@
  * tokenized, the reading timed too (one round), as a job reads its corpus.
  * With --pairs
  * each line is two texts separated by a tab, encoded as a pair, and the
- * line printed is "n_truncated: id id ... | type type ...". */
+ * line printed is "n_truncated: id id ... | type type ...". With --sentences
+ * the tokenizer marks sentence ends (tfenc_tokenizer_mark_sentences) and
+ * each line printed is the pieces (0-based, special tokens not counted,
+ * before truncation) that end a sentence: "ends: i j ...". */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,6 +27,7 @@ static int usage(void)
                     "       tokenize_corpus --json TOKENIZER_JSON CORPUS MAX_LENGTH [--bench ROUNDS "
                     "[--static MAX_CHARS] [--stream]]\n"
                     "       tokenize_corpus --json TOKENIZER_JSON CORPUS MAX_LENGTH --pairs\n"
+                    "       tokenize_corpus --json TOKENIZER_JSON CORPUS MAX_LENGTH --sentences\n"
                     "  CORPUS lines are split on \\n only; every byte else is text.\n");
     return 2;
 }
@@ -87,7 +91,7 @@ static int stream_corpus(tfenc_context *ctx, tfenc_tokenizer *tokenizer, FILE *c
 int main(int argc, char **argv)
 {
     int json = argc >= 5 && strcmp(argv[1], "--json") == 0;
-    int rounds = 0, pairs = 0, stream = 0;
+    int rounds = 0, pairs = 0, stream = 0, sentences = 0;
     long static_chars = -1;
     if (json && argc >= 8 && strcmp(argv[5], "--bench") == 0 &&
         strcmp(argv[argc - 1], "--stream") == 0) {
@@ -101,6 +105,8 @@ int main(int argc, char **argv)
         rounds = atoi(argv[6]);
     else if (json && argc == 6 && strcmp(argv[5], "--pairs") == 0)
         pairs = 1;
+    else if (json && argc == 6 && strcmp(argv[5], "--sentences") == 0)
+        sentences = 1;
     else if (json ? argc != 5 : argc != 6)
         return usage();
     const char *source = argv[json ? 2 : 1], *corpus_path = argv[json ? 3 : 2];
@@ -126,6 +132,10 @@ int main(int argc, char **argv)
         tfenc_tokenizer_text_rules rules = {.special_tokens = 0, .drop_unknown = 1,
                                             .max_chars = static_chars};
         tfenc_tokenizer_set_text_rules(tokenizer, &rules);
+    }
+    if (sentences && tfenc_tokenizer_mark_sentences(&ctx, tokenizer, 1) != TFENC_OK) {
+        fprintf(stderr, "tokenize_corpus: %s\n", tfenc_context_message(&ctx));
+        return 1;
     }
     FILE *corpus = fopen(corpus_path, "rb");
     if (corpus == NULL) {
@@ -191,6 +201,16 @@ int main(int argc, char **argv)
             tokens += n_ids;
             if (rounds > 0)
                 continue;
+            if (sentences) {
+                int n_pieces = 0;
+                const uint8_t *ends = tfenc_tokenizer_last_sentence_ends(tokenizer, &n_pieces);
+                printf("ends:");
+                for (int k = 0; k < n_pieces; k++)
+                    if (ends[k])
+                        printf(" %d", k);
+                putchar('\n');
+                continue;
+            }
             printf("%d:", n_truncated);
             for (int k = 0; k < n_ids; k++)
                 printf(" %d", (int)ids[k]);
