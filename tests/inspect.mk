@@ -4,7 +4,7 @@
 dist_check_SCRIPTS += tests/inspect/status.sh
 TESTS += tests/inspect/status.sh
 
-# --status on damaged outputs of every kind (core/output/output_checks.c):
+# --status on damaged outputs of every kind (core/output/output_*_checks.c):
 # index datasets that break their rules and attributes outside their
 # domains, each refused in one line naming the dataset or attribute and
 # the index; outputs written by 1 and 2 ranks, asked alone and under

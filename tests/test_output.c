@@ -18,9 +18,11 @@
 #include "harness/cunit_main.h"
 #include "base/context.h"
 #include "base/float16.h"
+#include "base/hdf5_attributes.h"
 #include "output/multivector.h"
 #include "output/kinds.h"
 #include "output/output.h"
+#include "output/inspect.h"
 #include "output/output_checks.h"
 #include "base/sha256.h"
 
@@ -785,60 +787,241 @@ static void test_resume(void)
               != NULL);
 }
 
+/* The options of a small job of `kind`, in a variant: 0 plain; 1 with
+ * ids, document_source and token ids; 2 chunks = each (a kind that takes
+ * chunks). */
+static tfenc_output_options described_options(const tfenc_output_kind_entry *kind, int variant,
+                                              const char *path)
+{
+    static const char labels[] = "{\"0\": \"a\", \"1\": \"b\", \"2\": \"c\", \"3\": \"d\", "
+                                 "\"4\": \"e\", \"5\": \"f\", \"6\": \"g\", \"7\": \"h\"}";
+    tfenc_output_options options = {
+        .path = path, .kind = kind, .dtype = TFENC_DTYPE_FLOAT32, .width = 8,
+        .n_documents = 3, .n_rows = 7, .job_text = "job", .job_settings = "job",
+        .weights_sha256 = "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef",
+        .layout = "ranks=1 data_parallel=1 pipeline_stages=1",
+        .precision = "fp32", .labels = labels,
+        .multivector_mode = "document", .multivector_marker = "[unused1]",
+        .multivector_skiplist = "", .multivector_query_padding = ""};
+    if (variant == 1) {
+        options.has_ids = options.has_document_source = 1;
+        options.has_token_ids = kind->token_ids;
+        options.max_id_length = 5;
+    } else if (variant == 2) {
+        options.chunks = TFENC_CHUNKS_EACH;
+    }
+    return options;
+}
+
+/* The checks --status and a resume run (output_checks.h), the file's
+ * message in *message. */
+static int check_file(const char *path, char *message, size_t size)
+{
+    tfenc_context ctx;
+    tfenc_context_init(&ctx);
+    hid_t file = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
+    CU_ASSERT_FATAL(file >= 0);
+    tfenc_output_census census;
+    int status = tfenc_output_check_attributes(&ctx, path, file);
+    if (status == TFENC_OK)
+        status = tfenc_output_check_datasets(&ctx, path, file, &census);
+    CU_ASSERT(status != TFENC_OK || census.n_documents == 3);
+    H5Fclose(file);
+    snprintf(message, size, "%s", status == TFENC_OK ? "" : ctx.message);
+    return status;
+}
+
+/* Every kind of the kinds' table, plain, with every optional dataset, and
+ * chunked where it takes chunks, and every kind a further head may be
+ * (/outputs/NAME): the file create writes is one the description's checks
+ * (what --status holds a file to) accept, and one resume reopens, so that
+ * the three cannot drift apart for any kind, a new one included. */
+static void test_every_kind_described(void)
+{
+    for (int k = 0; k < TFENC_OUTPUT_AUTO; k++)
+        for (int variant = 0; variant < 3; variant++) {
+            const tfenc_output_kind_entry *kind = &tfenc_output_kinds[k];
+            if (variant == 2 && !kind->chunks)
+                continue;
+            char path[300], message[TFENC_MESSAGE_MAX];
+            snprintf(path, sizeof path, "%s/kind-%s-%d.h5", directory, kind->name, variant);
+            tfenc_output_options options = described_options(kind, variant, path);
+            tfenc_context ctx;
+            tfenc_context_init(&ctx);
+            tfenc_output *out = NULL;
+            CU_ASSERT_FATAL(tfenc_output_create(&ctx, MPI_COMM_NULL, &options, &out) == TFENC_OK);
+            CU_ASSERT(tfenc_output_close(out) == 0);
+            int status = check_file(path, message, sizeof message);
+            if (status != TFENC_OK)
+                fprintf(stderr, "\n%s variant %d: %s\n", kind->name, variant, message);
+            CU_ASSERT(status == TFENC_OK);
+
+            int was_complete = -1;
+            tfenc_context_init(&ctx);
+            status = tfenc_output_reopen(&ctx, MPI_COMM_NULL, &options, &out, &was_complete);
+            if (status != TFENC_OK)
+                fprintf(stderr, "\n%s variant %d: %s\n", kind->name, variant, ctx.message);
+            CU_ASSERT_FATAL(status == TFENC_OK);
+            CU_ASSERT(was_complete == 0);
+            CU_ASSERT(tfenc_output_close(out) == 0);
+        }
+    for (int k = 0; k < TFENC_OUTPUT_AUTO; k++) {
+        const tfenc_output_kind_entry *kind = &tfenc_output_kinds[k];
+        if (kind->rows == TFENC_ROWS_PER_TOKEN)
+            continue; /* a further head writes a row per document */
+        char path[300], message[TFENC_MESSAGE_MAX];
+        snprintf(path, sizeof path, "%s/head-%s.h5", directory, kind->name);
+        tfenc_output_options options = described_options(tfenc_output_kind_named("pooled"), 0,
+                                                         path);
+        tfenc_output_options head_options = described_options(kind, 0, path);
+        for (int reopen = 0; reopen < 2; reopen++) {
+            tfenc_context ctx;
+            tfenc_context_init(&ctx);
+            tfenc_output *out = NULL, *head = NULL;
+            int was_complete = -1;
+            int status = reopen
+                             ? tfenc_output_reopen(&ctx, MPI_COMM_NULL, &options, &out,
+                                                   &was_complete)
+                             : tfenc_output_create(&ctx, MPI_COMM_NULL, &options, &out);
+            if (status == TFENC_OK)
+                status = tfenc_output_open_head(&ctx, out, kind->name, &head_options, &head);
+            if (status != TFENC_OK)
+                fprintf(stderr, "\nhead %s (reopened %d): %s\n", kind->name, reopen,
+                        ctx.message);
+            CU_ASSERT_FATAL(status == TFENC_OK);
+            CU_ASSERT(tfenc_output_close(out) == 0);
+            status = check_file(path, message, sizeof message);
+            if (status != TFENC_OK)
+                fprintf(stderr, "\nhead %s: %s\n", kind->name, message);
+            CU_ASSERT(status == TFENC_OK);
+        }
+    }
+}
+
+/* Writes `data` over a dataset of `group` (made anew as [count] of
+ * `type`). */
+static void put_dataset(hid_t group, const char *name, hid_t type, hsize_t count,
+                        const void *data)
+{
+    if (H5Lexists(group, name, H5P_DEFAULT) > 0)
+        H5Ldelete(group, name, H5P_DEFAULT);
+    hid_t space = H5Screate_simple(1, &count, NULL);
+    hid_t dataset = H5Dcreate2(group, name, type, space, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+    CU_ASSERT_FATAL(dataset >= 0);
+    CU_ASSERT(H5Dwrite(dataset, type, H5S_ALL, H5S_ALL, H5P_DEFAULT, data) >= 0);
+    H5Dclose(dataset);
+    H5Sclose(space);
+}
+
+/* A further head's group is held to the description's rules as the root
+ * is: a sparse head's CSR with decreasing pointers, or a column outside
+ * the vocabulary, a scores head's rows of the wrong width and its d_model
+ * outside its domain, are each refused by --status in one line naming the
+ * file, the group's dataset (and the document) or attribute; the
+ * undamaged file passes. */
+static void test_damaged_head(void)
+{
+    char path[300];
+    snprintf(path, sizeof path, "%s/damaged-head.h5", directory);
+    const char *kinds[] = {"sparse", "scores"};
+    tfenc_output_options options = described_options(tfenc_output_kind_named("pooled"), 0, path);
+    tfenc_context ctx;
+    tfenc_context_init(&ctx);
+    tfenc_output *out = NULL, *head = NULL;
+    CU_ASSERT_FATAL(tfenc_output_create(&ctx, MPI_COMM_NULL, &options, &out) == TFENC_OK);
+    for (int h = 0; h < 2; h++) {
+        tfenc_output_options head_options
+            = described_options(tfenc_output_kind_named(kinds[h]), 0, path);
+        CU_ASSERT_FATAL(tfenc_output_open_head(&ctx, out, kinds[h], &head_options, &head)
+                        == TFENC_OK);
+    }
+    CU_ASSERT(tfenc_output_close(out) == 0);
+
+    /* The three documents finished, and the sparse head's CSR as
+     * output/sparse.h writes it: 2, 0 and 2 entries. */
+    const int32_t lengths[3] = {2, 3, 1};
+    const int64_t indptr[4] = {0, 2, 2, 4}, decreasing[4] = {0, 2, 1, 4};
+    const int32_t indices[4] = {1, 3, 0, 5}, outside[4] = {1, 3, 0, 13};
+    const float values[4] = {1, 2, 3, 4};
+    const int64_t top_k = 0;
+    const double threshold = 0;
+    struct {
+        const int64_t *indptr;
+        const int32_t *indices;
+        int scores_width;
+        int64_t scores_d_model; /* the group's attribute */
+        const char *expect[3];
+    } cases[] = {
+        {indptr, indices, 8, 8, {NULL, NULL, NULL}},
+        {decreasing, indices, 8, 8,
+         {"inconsistent: dataset '/outputs/sparse/sparse_indptr' decreases at index 1 "
+          "(2, then 1)", NULL, NULL}},
+        {indptr, outside, 8, 8,
+         {"inconsistent: dataset '/outputs/sparse/sparse_indices' holds 13 at index 3",
+          "(document 2)", "outside the columns 0 to d_model - 1 = 7"}},
+        {indptr, indices, 9, 8,
+         {"inconsistent: dataset '/outputs/scores/scores' holds [3, 9] float32 values, "
+          "expected [n_documents 3, d_model 8]", NULL, NULL}},
+        {indptr, indices, 8, -5,
+         {"inconsistent: attribute '/outputs/scores/d_model' is -5, expected 1 to 2147483647",
+          NULL, NULL}},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        hid_t file = H5Fopen(path, H5F_ACC_RDWR, H5P_DEFAULT);
+        CU_ASSERT_FATAL(file >= 0);
+        hid_t lengths_dataset = H5Dopen2(file, "lengths", H5P_DEFAULT);
+        CU_ASSERT(H5Dwrite(lengths_dataset, H5T_NATIVE_INT32, H5S_ALL, H5S_ALL, H5P_DEFAULT,
+                           lengths) >= 0);
+        H5Dclose(lengths_dataset);
+        hid_t sparse = H5Gopen2(file, "/outputs/sparse", H5P_DEFAULT);
+        CU_ASSERT_FATAL(sparse >= 0);
+        put_dataset(sparse, "sparse_indptr", H5T_NATIVE_INT64, 4, cases[i].indptr);
+        put_dataset(sparse, "sparse_indices", H5T_NATIVE_INT32, 4, cases[i].indices);
+        put_dataset(sparse, "sparse_values", H5T_NATIVE_FLOAT, 4, values);
+        CU_ASSERT(tfenc_hdf5_write_attribute(sparse, "sparse_top_k", H5T_NATIVE_INT64,
+                                             H5T_NATIVE_INT64, &top_k) == 0);
+        CU_ASSERT(tfenc_hdf5_write_attribute(sparse, "sparse_threshold", H5T_NATIVE_DOUBLE,
+                                             H5T_NATIVE_DOUBLE, &threshold) == 0);
+        H5Gclose(sparse);
+        hid_t scores = H5Gopen2(file, "/outputs/scores", H5P_DEFAULT);
+        CU_ASSERT(tfenc_hdf5_write_attribute(scores, "d_model", H5T_NATIVE_INT64,
+                                             H5T_NATIVE_INT64, &cases[i].scores_d_model) == 0);
+        hsize_t dims[2] = {3, (hsize_t)cases[i].scores_width};
+        H5Ldelete(scores, "scores", H5P_DEFAULT);
+        hid_t space = H5Screate_simple(2, dims, NULL);
+        hid_t rows = H5Dcreate2(scores, "scores", H5T_IEEE_F32LE, space, H5P_DEFAULT,
+                                H5P_DEFAULT, H5P_DEFAULT);
+        CU_ASSERT(rows >= 0);
+        H5Dclose(rows);
+        H5Sclose(space);
+        H5Gclose(scores);
+        H5Fclose(file);
+
+        tfenc_inspection inspection;
+        tfenc_context_init(&ctx);
+        int status = tfenc_inspect_output(&ctx, path, &inspection);
+        tfenc_inspection_free(&inspection);
+        if (cases[i].expect[0] == NULL) {
+            if (status != TFENC_OK)
+                fprintf(stderr, "\nundamaged heads: %s\n", ctx.message);
+            CU_ASSERT(status == TFENC_OK);
+            continue;
+        }
+        CU_ASSERT(status == TFENC_ERR_CONFIG);
+        CU_ASSERT(strncmp(ctx.message, path, strlen(path)) == 0);
+        CU_ASSERT(strchr(ctx.message, '\n') == NULL);
+        for (int e = 0; e < 3 && cases[i].expect[e] != NULL; e++) {
+            CU_ASSERT(strstr(ctx.message, cases[i].expect[e]) != NULL);
+            if (strstr(ctx.message, cases[i].expect[e]) == NULL)
+                fprintf(stderr, "\nexpected '%s' in: %s\n", cases[i].expect[e], ctx.message);
+        }
+    }
+}
+
 /* corpus_shards: stored as a dataset that keeps any name (a tab, a
  * newline), read back as written; a resume knows a shard by its name, size
  * and fingerprint wherever its directory is; a damaged row, and older
  * files' tab-separated text, are read with the same checks. */
-/* Every kind of the kinds' table: the file create writes is one the
- * description (output_checks.c, what --status holds a file to) accepts,
- * and one resume reopens, so that the three cannot drift apart for any
- * kind, a new one included. */
-static void test_every_kind_described(void)
-{
-    enum { N = 3, WIDTH = 8, TOKENS = 7 };
-    static const char labels[] = "{\"0\": \"a\", \"1\": \"b\", \"2\": \"c\", \"3\": \"d\", "
-                                 "\"4\": \"e\", \"5\": \"f\", \"6\": \"g\", \"7\": \"h\"}";
-    for (int k = 0; k < TFENC_OUTPUT_AUTO; k++) {
-        const tfenc_output_kind_entry *kind = &tfenc_output_kinds[k];
-        char path[300];
-        snprintf(path, sizeof path, "%s/kind-%s.h5", directory, kind->name);
-        tfenc_output_options options = {
-            .path = path, .kind = kind, .dtype = TFENC_DTYPE_FLOAT32, .width = WIDTH,
-            .n_documents = N, .n_rows = TOKENS, .job_text = "job", .job_settings = "job",
-            .weights_sha256 = "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef",
-            .layout = "ranks=1 data_parallel=1 pipeline_stages=1",
-            .precision = "fp32", .labels = labels,
-            .multivector_mode = "document", .multivector_marker = "[unused1]",
-            .multivector_skiplist = "", .multivector_query_padding = ""};
-        tfenc_context ctx;
-        tfenc_context_init(&ctx);
-        tfenc_output *out = NULL;
-        CU_ASSERT_FATAL(tfenc_output_create(&ctx, MPI_COMM_NULL, &options, &out) == TFENC_OK);
-        CU_ASSERT(tfenc_output_close(out) == 0);
-
-        hid_t file = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
-        CU_ASSERT_FATAL(file >= 0);
-        tfenc_output_census census;
-        int status = tfenc_output_check_attributes(&ctx, path, file);
-        if (status == TFENC_OK)
-            status = tfenc_output_check_datasets(&ctx, path, file, &census);
-        if (status != TFENC_OK)
-            fprintf(stderr, "\n%s: %s\n", kind->name, ctx.message);
-        CU_ASSERT(status == TFENC_OK);
-        CU_ASSERT(status != TFENC_OK || census.n_documents == N);
-        H5Fclose(file);
-
-        int was_complete = -1;
-        tfenc_context_init(&ctx);
-        status = tfenc_output_reopen(&ctx, MPI_COMM_NULL, &options, &out, &was_complete);
-        if (status != TFENC_OK)
-            fprintf(stderr, "\n%s: %s\n", kind->name, ctx.message);
-        CU_ASSERT_FATAL(status == TFENC_OK);
-        CU_ASSERT(was_complete == 0);
-        CU_ASSERT(tfenc_output_close(out) == 0);
-    }
-}
-
 static void test_corpus_shards(void)
 {
     enum { N = 9, D = 4 };
@@ -1091,6 +1274,7 @@ static const test_case output_cases[] = {
     {"errors and abandoned files", test_errors},
     {"resume after a kill", test_resume},
     {"every kind: created, described, reopened", test_every_kind_described},
+    {"a further head's damaged group refused", test_damaged_head},
     {"corpus_shards: any name, known by name, size and fingerprint", test_corpus_shards},
     {"multi-vector rows", test_multivector_pack},
     {"multi-vector rows without the first token", test_multivector_skip_first},

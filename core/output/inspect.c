@@ -7,6 +7,7 @@
 #include "base/hdf5_error.h"
 #include "output/output_options.h"
 #include "output/kinds.h"
+#include "output/head_groups.h"
 #include "output/output_checks.h"
 
 #include <errno.h>
@@ -308,20 +309,21 @@ static int read_kept(tfenc_context *ctx, const char *path, hid_t file,
     return status;
 }
 
-/* One head of /outputs: its attributes, and rows as the root's are for
- * its kind (one per document, d_model values each). */
-static int read_head(tfenc_context *ctx, const char *path, hid_t outputs, const char *name,
-                     int64_t n_documents, tfenc_inspected_head *head)
+/* One head of /outputs: its attributes and rows, for the report (the
+ * checks held its group to the description before). */
+static int read_head(void *user, hid_t group, const char *name)
 {
+    tfenc_inspection *inspection = user;
+    tfenc_inspected_head *heads
+        = realloc(inspection->heads, ((size_t)inspection->n_heads + 1) * sizeof *heads);
+    if (heads == NULL)
+        return TFENC_ERR_NO_MEMORY;
+    inspection->heads = heads;
+    tfenc_inspected_head *head = &heads[inspection->n_heads++];
+    memset(head, 0, sizeof *head);
     head->d_model = head->unit_norm = head->rows = head->sparse_values = -1;
     if ((head->name = strdup(name)) == NULL)
-        return tfenc_error(ctx, TFENC_ERR_NO_MEMORY, "out of memory");
-    hid_t group = H5Gopen2(outputs, name, H5P_DEFAULT);
-    if (group < 0) {
-        H5Eclear2(H5E_DEFAULT);
-        return tfenc_error(ctx, TFENC_ERR_CONFIG, "%s: /outputs/%s is not a group (a head's "
-                           "output)", path, name);
-    }
+        return TFENC_ERR_NO_MEMORY;
     int found = 0;
     head->output_kind = tfenc_hdf5_attribute_string(group, "output_kind");
     head->dtype = tfenc_hdf5_attribute_string(group, "dtype");
@@ -357,23 +359,7 @@ static int read_head(tfenc_context *ctx, const char *path, hid_t outputs, const 
         H5Sclose(space);
     if (rows >= 0)
         H5Dclose(rows);
-    H5Gclose(group);
     H5Eclear2(H5E_DEFAULT);
-    if (kind == NULL || kind->rows == TFENC_ROWS_PER_TOKEN)
-        return tfenc_error(ctx, TFENC_ERR_CONFIG, "%s: /outputs/%s: attribute output_kind = %s "
-                           "is no kind of a head's output (pooled, scores or sparse)", path,
-                           name, head->output_kind != NULL ? head->output_kind : "(missing)");
-    if (sparse && rows < 0)
-        return TFENC_OK;
-    if (sparse && (rank != 1 || head->rows != n_documents))
-        return tfenc_error(ctx, TFENC_ERR_CONFIG, "%s: /outputs/%s/sparse_indptr is not [%lld] "
-                           "(one more than the documents)", path, name,
-                           (long long)n_documents + 1);
-    if (!sparse && (rank != 2 || head->rows != n_documents || (int64_t)dims[1] != head->d_model))
-        return tfenc_error(ctx, TFENC_ERR_CONFIG, "%s: /outputs/%s/%s is not [%lld, %lld] (one "
-                           "row per document, d_model %lld values)", path, name,
-                           kind->rows_dataset, (long long)n_documents, (long long)head->d_model,
-                           (long long)head->d_model);
     return TFENC_OK;
 }
 
@@ -382,35 +368,8 @@ static int read_heads(tfenc_context *ctx, const char *path, hid_t file,
                       tfenc_inspection *inspection)
 {
     inspection->head = tfenc_hdf5_attribute_string(file, "head");
-    if (H5Lexists(file, "outputs", H5P_DEFAULT) <= 0) {
-        H5Eclear2(H5E_DEFAULT);
-        return TFENC_OK;
-    }
-    hid_t outputs = H5Gopen2(file, "outputs", H5P_DEFAULT);
-    H5G_info_t info;
-    if (outputs < 0 || H5Gget_info(outputs, &info) < 0) {
-        if (outputs >= 0)
-            H5Gclose(outputs);
-        H5Eclear2(H5E_DEFAULT);
-        return tfenc_error(ctx, TFENC_ERR_CONFIG, "%s: /outputs is not a group of heads", path);
-    }
-    int status = TFENC_OK;
-    inspection->heads = calloc(info.nlinks > 0 ? info.nlinks : 1, sizeof *inspection->heads);
-    if (inspection->heads == NULL)
-        status = tfenc_error(ctx, TFENC_ERR_NO_MEMORY, "out of memory");
-    for (hsize_t k = 0; status == TFENC_OK && k < info.nlinks; k++) {
-        char name[256];
-        if (H5Lget_name_by_idx(outputs, ".", H5_INDEX_NAME, H5_ITER_INC, k, name, sizeof name,
-                               H5P_DEFAULT) < 0) {
-            status = tfenc_error(ctx, TFENC_ERR_IO, "%s: cannot list /outputs", path);
-            break;
-        }
-        status = read_head(ctx, path, outputs, name, inspection->n_documents,
-                           &inspection->heads[inspection->n_heads++]);
-    }
-    H5Gclose(outputs);
-    H5Eclear2(H5E_DEFAULT);
-    return status;
+    int status = tfenc_head_groups_visit(ctx, path, file, read_head, inspection);
+    return status == TFENC_ERR_NO_MEMORY ? tfenc_error(ctx, status, "out of memory") : status;
 }
 
 /* ----------------------------------------------------------------- public */

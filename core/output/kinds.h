@@ -4,14 +4,15 @@
  * layer output it accepts, its datasets, its rows per document, the [job]
  * keys it refuses, its attributes, its writer hook and the lines that
  * describe it (output_kind.h). The decision below takes the model's
- * declared output and the [job] keys; run.c, the writer, output.c,
- * output_checks.c, tfenc-batch's plan and --status ask the entry.
+ * declared output and the [job] keys; run.c, the writer, output.c, the
+ * description of the file (output_description.c) and its checks,
+ * tfenc-batch's plan and --status ask the entry.
  *
  * Adding a kind is one entry here (with its layer plugin declaring the
- * layer output it takes), a value in tfenc_output_kind and its datasets in
- * the description: output_layout.c's (what a job writes as it goes, beyond
- * the entry's rows and offsets) and output_checks.c's (the rules every
- * file keeps) (docs/architecture.md). */
+ * layer output it takes), a value in tfenc_output_kind and, for datasets
+ * beyond the entry's rows and offsets, their entries in the description,
+ * output_description.c's table, which create, resume and --status all walk
+ * (docs/architecture.md). */
 #ifndef TFENC_OUTPUT_KINDS_H
 #define TFENC_OUTPUT_KINDS_H
 

@@ -9,6 +9,7 @@ core_libtfenc_la_SOURCES += \
 	core/output/output_options.h \
 	core/output/output_internal.h core/output/output_handle.c core/output/output_attributes.c \
 	core/output/output_resume.c core/output/output_rows.c core/output/output_heads.c \
+	core/output/output_description.c core/output/output_description.h \
 	core/output/output_layout.c core/output/output_layout.h \
 	core/output/kinds.c core/output/kinds.h core/output/output_kind.h \
 	core/output/quantize.c core/output/quantize.h \
@@ -18,6 +19,8 @@ core_libtfenc_la_SOURCES += \
 	core/output/ownership.c core/output/ownership.h \
 	core/output/fingerprint.c core/output/fingerprint.h \
 	core/output/corpus_shards.c core/output/corpus_shards.h \
-	core/output/output_checks.c core/output/output_checks.h \
+	core/output/output_checks.h core/output/output_check_state.c \
+	core/output/output_check_state.h core/output/output_attribute_checks.c \
+	core/output/output_dataset_checks.c core/output/head_groups.c core/output/head_groups.h \
 	core/output/inspect.c core/output/inspect.h \
 	core/output/calibration.c core/output/calibration.h

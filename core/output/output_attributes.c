@@ -2,7 +2,7 @@
  * job, its inputs' and plugins' digests, how the run was started), the
  * kind's own attributes, the compact dtypes' ranges, the int8 calibration
  * and the corpus's shards. Written at creation (and the run's own again on
- * a resume); read back by output_resume.c and output_checks.c. */
+ * a resume); read back by output_resume.c and the checks (output_checks.h). */
 #include "output/output.h"
 
 #include <limits.h>

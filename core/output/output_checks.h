@@ -1,17 +1,19 @@
-/* What a tfenc output file holds, kind by kind, written down once as
- * tables (output_checks.c): each dataset with its rank, type class,
- * dimensions, when it is present and the rule its contents keep (lengths
- * -1 or >= 1; offsets from 0, never decreasing, ending at the rows'
- * length, each document's run agreeing with its length; CSR columns inside
- * the vocabulary and ascending; document_source naming a file of
- * corpus_shards that holds the row; ...), and each root attribute with
- * its type and domain (output_kind one of the kinds, d_model >= 1, id2label
- * a JSON object naming d_model labels, corpus_shards a well-formed table,
- * ...). The checks here hold a file to them: tfenc-batch --status
- * (output/inspect.c) runs them on every file it reports, and
- * tfenc_output_reopen runs the same before it appends to a file, after
- * holding its datasets to output/output_layout.h, the datasets a job
- * writes, from which tfenc_output_create made them.
+/* The checks that hold a tfenc output file to what it should hold: its
+ * root attributes, each with its type and domain (output_kind one of the
+ * kinds, d_model >= 1, id2label a JSON object naming d_model labels,
+ * corpus_shards a well-formed table, ...: output_attribute_checks.c), and
+ * its datasets to the description (output/output_description.h, the same
+ * one tfenc_output_create makes them from and tfenc_output_reopen holds
+ * them to): each present when the attributes say, of its type class and
+ * shape, and its contents keeping its rule (lengths -1 or >= 1; offsets
+ * from 0, never decreasing, ending at the rows' length, each document's
+ * run agreeing with its length; CSR columns inside the vocabulary and
+ * ascending; document_source naming a file of corpus_shards that holds the
+ * row; ...: output_dataset_checks.c). Each further head's group
+ * /outputs/NAME is held to the same attribute domains and description,
+ * its documents being the root's. tfenc-batch --status (output/inspect.c) runs them on every file
+ * it reports, and tfenc_output_reopen runs the same before it appends to a
+ * file.
  *
  * Index datasets (lengths, offsets, the CSR, document_source, ...) are
  * read in blocks of bounded size, never whole, so a file of a billion
@@ -21,7 +23,8 @@
  * rules: a killed run's other entries hold whatever the disk held.
  *
  * Every failure is one line "PATH: inconsistent: ..." naming the dataset
- * or attribute and, for contents, the index. Nothing here prints. */
+ * (a head's as /outputs/NAME/DATASET) or attribute and, for contents, the
+ * index and document. Nothing here prints. */
 #ifndef TFENC_OUTPUT_CHECKS_H
 #define TFENC_OUTPUT_CHECKS_H
 
@@ -38,7 +41,8 @@
 int tfenc_output_check_attributes(tfenc_context *ctx, const char *path, hid_t file);
 
 /* 1 when a tfenc output file may hold a dataset (or group) of this name at
- * its root, of any kind: [job] keep_fields may not take it. */
+ * its root, of any kind (the description's, the kinds' rows and offsets):
+ * [job] keep_fields may not take it. */
 int tfenc_output_names_dataset(const char *name);
 
 /* What the pass over the documents counted, for a report. */
@@ -54,7 +58,8 @@ typedef struct tfenc_output_census {
 } tfenc_output_census;
 
 /* The datasets: presence, type class and shape against the attributes,
- * then their contents. Run after tfenc_output_check_attributes succeeded.
+ * then their contents; then each further head's group the same way. Run
+ * after tfenc_output_check_attributes succeeded.
  * TFENC_OK with *census filled, TFENC_ERR_CONFIG "PATH: inconsistent:
  * dataset 'NAME' ..." (naming the index for contents), or TFENC_ERR_IO when
  * HDF5 cannot read a dataset. */

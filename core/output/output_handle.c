@@ -189,7 +189,8 @@ const char *tfenc_output_rows_name(const tfenc_output *out)
 
 const char *tfenc_output_offsets_name(const tfenc_output *out)
 {
-    return tfenc_output_per_token(out->kind) ? out->kind->offsets_dataset : "chunk_offsets";
+    return tfenc_output_per_token(out->kind) ? out->kind->offsets_dataset
+                                          : TFENC_CHUNK_OFFSETS_DATASET;
 }
 
 /* ------------------------------------------------------- compact vectors */

@@ -111,6 +111,9 @@ int tfenc_output_per_token(const tfenc_output_kind_entry *kind);
 int tfenc_output_has_row_runs(const tfenc_output *out);
 const char *tfenc_output_rows_name(const tfenc_output *out);
 const char *tfenc_output_offsets_name(const tfenc_output *out);
+/* The row runs' dataset of a kind without offsets of its own (chunks =
+ * each): output_description.c's name for it. */
+#define TFENC_CHUNK_OFFSETS_DATASET "chunk_offsets"
 /* The chunk cache of a dataset's access properties; nonzero on success. */
 int tfenc_output_set_chunk_cache(hid_t access, int compress);
 /* What create and reopen share: the writers agree, gzip only with one,

@@ -1,6 +1,5 @@
-/* The datasets of the file a job writes, described once (output_layout.h):
- * tfenc_output_create makes them from this table and tfenc_output_reopen
- * holds an existing file to the same table before it appends to it. */
+/* The datasets a job writes as it goes, made and reopened as the
+ * description (output_description.h) gives them (output_layout.h). */
 #include "output/output_layout.h"
 
 #include <math.h>
@@ -13,164 +12,100 @@
 
 #include "config.h"
 #include "base/context.h"
+#include "output/output_description.h"
 #include "output/output_internal.h"
 
-/* When a dataset is part of a job's file. */
-typedef enum presence {
-    WHEN_ROWS,        /* the kind writes rows as it goes (all but sparse, sparse.h) */
-    WHEN_ROW_RUNS,    /* documents own runs of rows: per-token kinds, chunks = each */
-    WHEN_CHUNK_EACH,  /* a row per chunk */
-    WHEN_TOKEN_IDS,   /* a per-token kind with [job] output_ids */
-    WHEN_CHUNKS,      /* chunks = mean or each */
-    WHEN_ALWAYS,
-    WHEN_IDS,         /* the corpus has ids */
-    WHEN_SOURCE       /* has_document_source */
-} presence;
+/* One dataset the layout makes and keeps open: an entry of the
+ * description, or one of a kept field's two ([job] keep_fields), which
+ * vary with the job and follow the description's in the file: its values,
+ * and (mask) NAME_valid, whose 0 fill says null until the document is
+ * written. */
+typedef struct layout_item {
+    tfenc_output_dataset_id id; /* TFENC_DATASET_COUNT: a kept field's */
+    int kept;                   /* the field's index in out->kept */
+    int mask;
+} layout_item;
 
-/* A dataset's element type in the file. */
-typedef enum element {
-    ELEMENT_ROW,     /* the dtype's: out->float_type */
-    ELEMENT_INT32,
-    ELEMENT_INT64,
-    ELEMENT_ID,      /* a fixed-length string as long as the longest id */
-    ELEMENT_SOURCE,  /* document_source's compound */
-    ELEMENT_KEPT,    /* a kept field's values: out->kept[].file_type */
-    ELEMENT_MASK     /* a kept field's NAME_valid: uint8 */
-} element;
-
-/* Its first dimension. */
-typedef enum extent {
-    LENGTH_DOCUMENTS,  /* N */
-    LENGTH_BOUNDARIES, /* N + 1 */
-    LENGTH_ROWS,       /* T: the rows of the row runs (tokens, or chunks) */
-    LENGTH_KIND_ROWS   /* T with row runs, else N */
-} extent;
-
-typedef struct layout_entry {
-    const char *name;    /* NULL: the kind's rows dataset, or its offsets (`offsets`) */
-    int offsets;         /* the offsets dataset of the row runs */
-    presence presence;
-    element element;
-    extent length;
-    int row_wide;        /* rank 2: [length, the stored row's width] */
-    int fill_unwritten;  /* filled with -1, "not written yet" (lengths) */
-    size_t handle;       /* offsetof the struct tfenc_output member that keeps it open */
-    int kept;            /* ELEMENT_KEPT, ELEMENT_MASK: the field's index in out->kept */
-} layout_entry;
-
-/* Every dataset a job writes as it goes, in the order they are created
- * (output/output.h's layout). The small whole datasets (ranges, sample,
- * calibration, corpus_shards) are written once at creation by
- * output_attributes.c and the CSR at the end by sparse.c; output_checks.c
- * holds every one of them, these included, to their rules. */
-static const layout_entry layout[] = {
-    {.presence = WHEN_ROWS, .element = ELEMENT_ROW, .length = LENGTH_KIND_ROWS, .row_wide = 1,
-     .handle = offsetof(tfenc_output, rows)},
-    {.offsets = 1, .presence = WHEN_ROW_RUNS, .element = ELEMENT_INT64,
-     .length = LENGTH_BOUNDARIES, .handle = offsetof(tfenc_output, offsets)},
-    {.name = "chunk_starts", .presence = WHEN_CHUNK_EACH, .element = ELEMENT_INT32,
-     .length = LENGTH_ROWS, .handle = offsetof(tfenc_output, chunk_starts)},
-    {.name = "token_ids", .presence = WHEN_TOKEN_IDS, .element = ELEMENT_INT32,
-     .length = LENGTH_ROWS, .handle = offsetof(tfenc_output, token_ids)},
-    {.name = "chunks", .presence = WHEN_CHUNKS, .element = ELEMENT_INT32,
-     .length = LENGTH_DOCUMENTS, .handle = offsetof(tfenc_output, chunk_counts)},
-    {.name = "lengths", .presence = WHEN_ALWAYS, .element = ELEMENT_INT32,
-     .length = LENGTH_DOCUMENTS, .fill_unwritten = 1, .handle = offsetof(tfenc_output, lengths)},
-    {.name = "truncated", .presence = WHEN_ALWAYS, .element = ELEMENT_INT32,
-     .length = LENGTH_DOCUMENTS, .handle = offsetof(tfenc_output, truncated)},
-    {.name = "ids", .presence = WHEN_IDS, .element = ELEMENT_ID, .length = LENGTH_DOCUMENTS,
-     .handle = offsetof(tfenc_output, ids)},
-    {.name = "document_source", .presence = WHEN_SOURCE, .element = ELEMENT_SOURCE,
-     .length = LENGTH_DOCUMENTS, .handle = offsetof(tfenc_output, document_source)},
-};
-
-#define N_LAYOUT (sizeof layout / sizeof layout[0])
-
-/* The two datasets of kept field k ([job] keep_fields), which follow the
- * table's in the file: its values, and (mask) NAME_valid, whose 0 fill
- * says null until the document is written. */
-static layout_entry kept_entry(int k, int mask)
+static layout_item described(tfenc_output_dataset_id id)
 {
-    return (layout_entry){.presence = WHEN_ALWAYS, .element = mask ? ELEMENT_MASK : ELEMENT_KEPT,
-                          .length = LENGTH_DOCUMENTS, .kept = k};
+    return (layout_item){.id = id};
 }
 
-static const char *entry_name(const tfenc_output *out, const layout_entry *entry)
+static layout_item kept_item(int k, int mask)
 {
-    if (entry->element == ELEMENT_KEPT || entry->element == ELEMENT_MASK)
-        return entry->element == ELEMENT_KEPT ? out->kept[entry->kept].name
-                                              : out->kept[entry->kept].mask;
-    return entry->name != NULL ? entry->name
-           : entry->offsets    ? tfenc_output_offsets_name(out)
-                               : tfenc_output_rows_name(out);
+    return (layout_item){.id = TFENC_DATASET_COUNT, .kept = k, .mask = mask};
 }
 
-static int present(const tfenc_output *out, const tfenc_output_options *options,
-                   const layout_entry *entry)
+static int is_kept(const layout_item *item)
 {
-    switch (entry->presence) {
-    case WHEN_ROWS:
-        return out->kind->rows_dataset != NULL;
-    case WHEN_ROW_RUNS:
-        return tfenc_output_has_row_runs(out);
-    case WHEN_CHUNK_EACH:
-        return out->chunks == TFENC_CHUNKS_EACH;
-    case WHEN_TOKEN_IDS:
-        return tfenc_output_per_token(out->kind) && options->has_token_ids;
-    case WHEN_CHUNKS:
-        return out->chunks != TFENC_CHUNKS_OFF;
-    case WHEN_IDS:
-        return options->has_ids;
-    case WHEN_SOURCE:
-        return options->has_document_source;
-    case WHEN_ALWAYS:
-        break;
-    }
-    return 1;
+    return item->id == TFENC_DATASET_COUNT;
 }
 
-static int64_t entry_length(const tfenc_output *out, const layout_entry *entry)
+/* What the job's options say the file is, as the description asks it. */
+static tfenc_output_facts job_facts(const tfenc_output *out, const tfenc_output_options *options)
 {
-    switch (entry->length) {
-    case LENGTH_BOUNDARIES:
-        return out->n_documents + 1;
-    case LENGTH_ROWS:
-        return out->n_tokens;
-    case LENGTH_KIND_ROWS:
-        return tfenc_output_has_row_runs(out) ? out->n_tokens : out->n_documents;
-    case LENGTH_DOCUMENTS:
-        break;
-    }
-    return out->n_documents;
+    return (tfenc_output_facts){
+        .kind = out->kind, .chunks = out->chunks, .dtype = out->dtype, .job_known = 1,
+        .ids = options != NULL && options->has_ids,
+        .document_source = options != NULL && options->has_document_source,
+        .token_ids = options != NULL && options->has_token_ids,
+        .n_documents = out->n_documents,
+        .rows = tfenc_output_has_row_runs(out) ? out->n_tokens : out->n_documents,
+        .width = out->row_width, .d_model = out->d_model, .entries = -1};
 }
 
-static hid_t *entry_handle(tfenc_output *out, const layout_entry *entry)
+static const char *described_name(const tfenc_output *out, tfenc_output_dataset_id id)
 {
-    if (entry->element == ELEMENT_KEPT || entry->element == ELEMENT_MASK)
-        return entry->element == ELEMENT_KEPT ? &out->kept[entry->kept].values
-                                              : &out->kept[entry->kept].valid;
-    return (hid_t *)((char *)out + entry->handle);
+    const tfenc_output_facts facts = job_facts(out, NULL);
+    return tfenc_output_dataset_name(id, &facts);
 }
 
-/* The entry's file type, a new handle to close (the rows' and the ids'
+static const char *item_name(const tfenc_output *out, const layout_item *item)
+{
+    if (is_kept(item))
+        return item->mask ? out->kept[item->kept].mask : out->kept[item->kept].name;
+    return described_name(out, item->id);
+}
+
+static int64_t item_length(const tfenc_output *out, const layout_item *item)
+{
+    if (is_kept(item))
+        return out->n_documents;
+    const tfenc_output_facts facts = job_facts(out, NULL);
+    return tfenc_output_dimension_value(&facts, tfenc_output_datasets[item->id].dims[0]);
+}
+
+static int item_row_wide(const layout_item *item)
+{
+    return !is_kept(item) && tfenc_output_dataset_rank(item->id) == 2;
+}
+
+static hid_t *item_handle(tfenc_output *out, const layout_item *item)
+{
+    if (is_kept(item))
+        return item->mask ? &out->kept[item->kept].valid : &out->kept[item->kept].values;
+    return (hid_t *)((char *)out + tfenc_output_datasets[item->id].handle);
+}
+
+/* The item's file type, a new handle to close (the rows' and the ids'
  * are copies of the handle's). */
-static hid_t entry_type(const tfenc_output *out, const layout_entry *entry)
+static hid_t item_type(const tfenc_output *out, const layout_item *item)
 {
-    switch (entry->element) {
-    case ELEMENT_ROW:
+    if (is_kept(item))
+        return H5Tcopy(item->mask ? H5T_STD_U8LE : out->kept[item->kept].file_type);
+    switch (tfenc_output_datasets[item->id].element) {
+    case TFENC_ELEMENT_ROW:
         return H5Tcopy(out->float_type);
-    case ELEMENT_INT64:
+    case TFENC_ELEMENT_INT64:
         return H5Tcopy(H5T_STD_I64LE);
-    case ELEMENT_ID:
+    case TFENC_ELEMENT_STRING: /* the one string the layout makes: ids */
         return out->id_type >= 0 ? H5Tcopy(out->id_type)
                                  : tfenc_output_string_type(out->id_length);
-    case ELEMENT_KEPT:
-        return H5Tcopy(out->kept[entry->kept].file_type);
-    case ELEMENT_MASK:
-        return H5Tcopy(H5T_STD_U8LE);
-    case ELEMENT_SOURCE:
+    case TFENC_ELEMENT_SOURCE:
         return tfenc_output_source_type(0);
-    case ELEMENT_INT32:
+    case TFENC_ELEMENT_FLOAT32:
+        return H5Tcopy(H5T_IEEE_F32LE);
+    case TFENC_ELEMENT_INT32:
         break;
     }
     return H5Tcopy(H5T_STD_I32LE);
@@ -234,35 +169,43 @@ int tfenc_output_create_dataset(tfenc_context *ctx, tfenc_output *out, const cha
 }
 
 
-/* Creates one entry's dataset, filled with what an unwritten element
+/* Creates one item's dataset, filled with what an unwritten element
  * means: -1 for lengths, 0 (null) for a kept field's mask, "", 0 or NaN
  * for its values; the rest are left unfilled (the job writes them all). */
-static int create_entry(tfenc_context *ctx, tfenc_output *out, const layout_entry *entry)
+static int create_item(tfenc_context *ctx, tfenc_output *out, const layout_item *item)
 {
-    const char *name = entry_name(out, entry);
+    const char *name = item_name(out, item);
     const int32_t not_written = -1;
     const uint8_t null = 0;
     const int64_t zero = 0;
     const double not_a_number = NAN;
-    char *empty = entry->element == ELEMENT_KEPT ? calloc(1, out->kept[entry->kept].width) : NULL;
-    const void *fill = entry->fill_unwritten            ? (const void *)&not_written
-                       : entry->element == ELEMENT_MASK ? (const void *)&null
-                       : entry->element != ELEMENT_KEPT ? NULL
-                       : out->kept[entry->kept].type == TFENC_KEPT_STRING  ? (const void *)empty
-                       : out->kept[entry->kept].type == TFENC_KEPT_INTEGER ? (const void *)&zero
-                                                                            : &not_a_number;
-    hid_t type = entry_type(out, entry);
-    int status = type < 0 || (entry->element == ELEMENT_KEPT && empty == NULL)
+    const tfenc_output_kept *kept = is_kept(item) ? &out->kept[item->kept] : NULL;
+    char *empty = kept != NULL && !item->mask ? calloc(1, kept->width) : NULL;
+    const void *fill = kept == NULL ? (tfenc_output_datasets[item->id].fill_unwritten
+                                           ? (const void *)&not_written
+                                           : NULL)
+                       : item->mask                          ? (const void *)&null
+                       : kept->type == TFENC_KEPT_STRING  ? (const void *)empty
+                       : kept->type == TFENC_KEPT_INTEGER ? (const void *)&zero
+                                                          : &not_a_number;
+    hid_t type = item_type(out, item);
+    int status = type < 0 || (kept != NULL && !item->mask && empty == NULL)
                      ? tfenc_output_hdf5_fail(ctx, TFENC_ERR_IO, out->path,
                                               "cannot make the type of '%s'", name)
-                     : tfenc_output_create_dataset(ctx, out, name, type,
-                                                   entry_length(out, entry),
-                                      entry->row_wide ? out->row_width : 0, out->compress, fill,
-                                      entry_handle(out, entry));
+                     : tfenc_output_create_dataset(ctx, out, name, type, item_length(out, item),
+                                                   item_row_wide(item) ? out->row_width : 0,
+                                                   out->compress, fill, item_handle(out, item));
     if (type >= 0)
         H5Tclose(type);
     free(empty);
     return status;
+}
+
+/* Whether the layout makes the described dataset for this job. */
+static int layout_makes(tfenc_output_dataset_id id, const tfenc_output_facts *facts)
+{
+    return tfenc_output_datasets[id].maker == TFENC_MADE_BY_LAYOUT &&
+           tfenc_output_dataset_presence(id, facts) == TFENC_REQUIRED;
 }
 
 int tfenc_output_layout_create(tfenc_context *ctx, tfenc_output *out,
@@ -272,12 +215,15 @@ int tfenc_output_layout_create(tfenc_context *ctx, tfenc_output *out,
     if (options->has_ids && (out->id_type = tfenc_output_string_type(out->id_length)) < 0)
         return tfenc_output_hdf5_fail(ctx, TFENC_ERR_IO, out->path,
                                       "cannot make a %zu-byte string type", out->id_length);
-    for (size_t i = 0; status == TFENC_OK && i < N_LAYOUT; i++)
-        if (present(out, options, &layout[i]))
-            status = create_entry(ctx, out, &layout[i]);
+    const tfenc_output_facts facts = job_facts(out, options);
+    for (int i = 0; status == TFENC_OK && i < TFENC_DATASET_COUNT; i++)
+        if (layout_makes((tfenc_output_dataset_id)i, &facts)) {
+            const layout_item item = described((tfenc_output_dataset_id)i);
+            status = create_item(ctx, out, &item);
+        }
     for (int k = 0; status == TFENC_OK && k < 2 * out->n_kept; k++) {
-        const layout_entry entry = kept_entry(k / 2, k % 2);
-        status = create_entry(ctx, out, &entry);
+        const layout_item item = kept_item(k / 2, k % 2);
+        status = create_item(ctx, out, &item);
     }
     return status;
 }
@@ -313,7 +259,7 @@ static void describe_type(hid_t type, char *text, size_t size)
 /* The stored type against the description: the same class and size (a
  * stored id type at least as wide as the longest id, whose width the
  * file then keeps); signs of integers and float formats too. */
-static int same_type(const layout_entry *entry, hid_t stored, hid_t wanted)
+static int same_type(hid_t stored, hid_t wanted)
 {
     H5T_class_t class = H5Tget_class(stored);
     if (class != H5Tget_class(wanted))
@@ -327,12 +273,12 @@ static int same_type(const layout_entry *entry, hid_t stored, hid_t wanted)
     return class != H5T_FLOAT || H5Tequal(stored, wanted) > 0;
 }
 
-/* Opens the entry's dataset and holds it to the description: its rank,
+/* Opens the item's dataset and holds it to the description: its rank,
  * its dimensions and its element type. */
-static int open_described(tfenc_context *ctx, tfenc_output *out, const layout_entry *entry)
+static int open_item(tfenc_context *ctx, tfenc_output *out, const layout_item *item)
 {
-    const char *name = entry_name(out, entry);
-    hid_t *dataset = entry_handle(out, entry);
+    const char *name = item_name(out, item);
+    hid_t *dataset = item_handle(out, item);
     hid_t access = H5Pcreate(H5P_DATASET_ACCESS);
     if (access >= 0 && tfenc_output_set_chunk_cache(access, out->compress)
         && H5Lexists(out->file, name, H5P_DEFAULT) > 0)
@@ -343,8 +289,9 @@ static int open_described(tfenc_context *ctx, tfenc_output *out, const layout_en
     if (*dataset < 0)
         return tfenc_error(ctx, TFENC_ERR_CONFIG, "%s: has no dataset '%s': not a tfenc output of "
                            "this job; refusing to append to it", out->path, name);
-    const int64_t length = entry_length(out, entry);
-    const int wanted_rank = entry->row_wide ? 2 : 1;
+    const int64_t length = item_length(out, item);
+    const int row_wide = item_row_wide(item);
+    const int wanted_rank = row_wide ? 2 : 1;
     hid_t space = H5Dget_space(*dataset);
     hsize_t dims[2] = {0, 0};
     int rank = space >= 0 ? H5Sget_simple_extent_ndims(space) : -1;
@@ -361,15 +308,15 @@ static int open_described(tfenc_context *ctx, tfenc_output *out, const layout_en
         status = tfenc_error(ctx, TFENC_ERR_CONFIG, "%s: dataset '%s' has %d dimensions, this "
                              "job writes %d; refusing to append to it", out->path, name, rank,
                              wanted_rank);
-    else if (entry->row_wide && dims[1] != (hsize_t)out->row_width)
+    else if (row_wide && dims[1] != (hsize_t)out->row_width)
         status = tfenc_error(ctx, TFENC_ERR_CONFIG, "%s: dataset '%s' has rows of %llu values, "
                              "this job writes %lld; refusing to append to it", out->path, name,
                              (unsigned long long)dims[1], (long long)out->row_width);
-    hid_t stored = H5Dget_type(*dataset), wanted = stored >= 0 ? entry_type(out, entry) : -1;
+    hid_t stored = H5Dget_type(*dataset), wanted = stored >= 0 ? item_type(out, item) : -1;
     if (status == TFENC_OK && (stored < 0 || wanted < 0))
         status = tfenc_output_hdf5_fail(ctx, TFENC_ERR_IO, out->path,
                                         "cannot read the type of dataset '%s'", name);
-    if (status == TFENC_OK && !same_type(entry, stored, wanted)) {
+    if (status == TFENC_OK && !same_type(stored, wanted)) {
         char found[64], expected[64];
         describe_type(stored, found, sizeof found);
         describe_type(wanted, expected, sizeof expected);
@@ -378,10 +325,10 @@ static int open_described(tfenc_context *ctx, tfenc_output *out, const layout_en
     }
     if (wanted >= 0)
         H5Tclose(wanted);
-    if (status == TFENC_OK && entry->element == ELEMENT_KEPT
-        && out->kept[entry->kept].type == TFENC_KEPT_STRING) {
+    if (status == TFENC_OK && is_kept(item) && !item->mask
+        && out->kept[item->kept].type == TFENC_KEPT_STRING) {
         /* A stored width at least the longest value's is kept, as the ids'. */
-        tfenc_output_kept *kept = &out->kept[entry->kept];
+        tfenc_output_kept *kept = &out->kept[item->kept];
         size_t size = H5Tget_size(stored);
         if (size < kept->width)
             status = tfenc_error(ctx, TFENC_ERR_CONFIG, "%s: stores '%s' strings of up to %zu "
@@ -392,7 +339,7 @@ static int open_described(tfenc_context *ctx, tfenc_output *out, const layout_en
         kept->file_type = stored;
         stored = -1;
     }
-    if (status == TFENC_OK && entry->element == ELEMENT_ID) {
+    if (status == TFENC_OK && item->id == TFENC_DATASET_IDS) {
         size_t size = H5Tget_size(stored);
         if (size < out->id_length)
             status = tfenc_error(ctx, TFENC_ERR_CONFIG, "%s: stores ids of up to %zu bytes, "
@@ -412,19 +359,22 @@ int tfenc_output_layout_reopen(tfenc_context *ctx, tfenc_output *out,
                                const tfenc_output_options *options)
 {
     int status = TFENC_OK;
-    for (size_t i = 0; status == TFENC_OK && i < N_LAYOUT; i++) {
-        const layout_entry *entry = &layout[i];
-        const char *name = entry_name(out, entry);
-        if (present(out, options, entry))
-            status = open_described(ctx, out, entry);
+    const tfenc_output_facts facts = job_facts(out, options);
+    for (int i = 0; status == TFENC_OK && i < TFENC_DATASET_COUNT; i++) {
+        const layout_item item = described((tfenc_output_dataset_id)i);
+        const char *name = item_name(out, &item);
+        if (tfenc_output_datasets[i].maker != TFENC_MADE_BY_LAYOUT)
+            continue;
+        if (layout_makes(item.id, &facts))
+            status = open_item(ctx, out, &item);
         else if (name != NULL && H5Lexists(out->file, name, H5P_DEFAULT) > 0)
             status = tfenc_error(ctx, TFENC_ERR_CONFIG, "%s: has a dataset '%s' but this job "
                                  "writes none; refusing to append to it", out->path, name);
         H5Eclear2(H5E_DEFAULT);
     }
     for (int k = 0; status == TFENC_OK && k < 2 * out->n_kept; k++) {
-        const layout_entry entry = kept_entry(k / 2, k % 2);
-        status = open_described(ctx, out, &entry);
+        const layout_item item = kept_item(k / 2, k % 2);
+        status = open_item(ctx, out, &item);
     }
     return status;
 }

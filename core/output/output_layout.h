@@ -1,16 +1,15 @@
-/* The datasets of the file a job writes, described once: for each, when a
- * job has it (its kind, chunks, output_ids, ids, document_source), its
- * element type, its shape and its fill (output/output.h's layout), then
- * two per kept field ([job] keep_fields: its values and NAME_valid).
- * tfenc_output_create makes the file's datasets by walking the
- * description, and tfenc_output_reopen holds an existing file to the same
- * description before it appends a row: so what a run writes and what a
- * resume accepts cannot drift apart. The rules the datasets' contents keep
- * and the attributes' domains, which --status checks, are
- * output/output_checks.h's; a resume runs them too (output_resume.c). */
+/* The datasets a job writes as it goes, as the description gives them
+ * (output/output_description.h: when a job has each, its element type, its
+ * shape and its fill), then two per kept field ([job] keep_fields: its
+ * values and NAME_valid). tfenc_output_create makes the file's datasets by
+ * walking the description, and tfenc_output_reopen holds an existing file
+ * to the same description before it appends a row; the checks
+ * (output/output_checks.h) hold every file to it as well, with the rules
+ * its contents keep, and a resume runs them too (output_resume.c). */
 #ifndef TFENC_OUTPUT_LAYOUT_H
 #define TFENC_OUTPUT_LAYOUT_H
 
+#include "output/output_description.h"
 #include "output/output_internal.h"
 
 /* Creates every dataset the job's file holds and keeps each open in the

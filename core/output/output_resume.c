@@ -1,6 +1,7 @@
 /* Reopening an output to resume it: the file must be this job's (its
- * identity attributes), hold the datasets output_layout.c describes for
- * it, and keep the rules of output_checks.c over its finished part, before
+ * identity attributes), hold the datasets the description gives it
+ * (output_description.h, through output_layout.c), and keep the checks'
+ * rules (output_checks.h) over its finished part, before
  * a row is appended (docs/output.md, "Resuming"). */
 #include "output/output.h"
 
@@ -408,9 +409,10 @@ static int check_identity(tfenc_context *ctx, tfenc_output *out,
     return status;
 }
 
-/* The datasets this job writes into, as output_layout.c describes them,
- * then what output_checks.c holds every tfenc output to: the attributes'
- * domains, and the index datasets' rules over the documents the file marks
+/* The datasets this job writes into, as the description gives them
+ * (output_layout.c), then what the checks (output_checks.h) hold every
+ * tfenc output to: the attributes' domains, and the description's rules
+ * over the documents the file marks
  * finished (offsets from 0 and never decreasing, runs agreeing with the
  * lengths, CSR columns in the vocabulary, document_source inside
  * corpus_shards, ...), read in bounded blocks. A damaged file is refused

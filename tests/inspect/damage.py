@@ -1,6 +1,6 @@
 """Damaged copies of real tfenc outputs, one damage each, for
 tests/inspect/damaged.sh: index datasets whose contents break their rules
-and attributes outside their domains (core/output/output_checks.c).
+and attributes outside their domains (core/output/output_*_checks.c).
 
 usage: damage.py DIRECTORY
 DIRECTORY holds the clean outputs pooled.h5, tokens.h5, scores.h5,

@@ -1,5 +1,5 @@
 #!/bin/sh
-# tfenc-batch --status on damaged outputs (core/output/output_checks.c): real
+# tfenc-batch --status on damaged outputs (core/output/output_*_checks.c): real
 # outputs of every kind, made by small generated models (jobs/bert-text
 # with random heads): pooled, per-token hidden states with token ids,
 # scores with id2label, sparse CSR, multi-vector vectors, int8 with its

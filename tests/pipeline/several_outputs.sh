@@ -320,8 +320,7 @@ refused "several heads with long_documents = late_chunk" "both.ini: \[job\] long
 printf "%s\n${pooling}head = embeddings\n\n${classifier}head = scores/x\n" "$encoder" > name.ini
 refused "a head name that is no group name" "\[scores\] head = scores/x: a head's name" 1 bad.h5 name.ini
 
-# A file whose head group is gone is not resumed; --status refuses a head
-# whose rows are not one per document.
+# A file whose head group is gone is not resumed.
 cp both-1x1.h5 damaged.h5
 "$python" -c "
 import h5py
@@ -341,20 +340,29 @@ sys.exit(0 if all(np.array_equal(a[n][()], b[n][()]) for n in ('embeddings', 'le
 else
   fail "a resume of a file without the head's group: status $status, $(cat run.err)"
 fi
-cp both-1x1.h5 damaged.h5
-"$python" -c "
+# A head's group keeps the root's rules (the one description,
+# core/output/output_description.c): rows of the wrong shape in
+# /outputs/scores, and a decreasing sparse_indptr and a column outside the
+# vocabulary in /outputs/sparse, each refused in one line.
+for damage in "rows:del f['outputs/scores/scores']; f['outputs/scores/scores'] = np.zeros((49, 3), np.float32):dataset '/outputs/scores/scores' holds [49, 3] float32 values, expected [n_documents 50, d_model 3]" \
+              "indptr:f['outputs/sparse/sparse_indptr'][3] = f['outputs/sparse/sparse_indptr'][2] - 1:dataset '/outputs/sparse/sparse_indptr' decreases at index 2" \
+              "column:f['outputs/sparse/sparse_indices'][0] = 512:dataset '/outputs/sparse/sparse_indices' holds 512 at index 0 (document 0), outside the columns 0 to d_model - 1 = 511"; do
+  name=${damage%%:*} rest=${damage#*:}
+  code=${rest%%:*} expected=${rest#*:}
+  cp both-1x1.h5 "damaged-$name.h5"
+  "$python" -c "
 import h5py, numpy as np
-with h5py.File('damaged.h5', 'a') as f:
-    del f['outputs/scores/scores']
-    f['outputs/scores/scores'] = np.zeros((49, 3), np.float32)" || exit 1
-"$driver" --status damaged.h5 > status.txt 2> status.err
-status=$?
-if [ "$status" -ne 0 ] && [ "$(grep -c . status.err)" -eq 1 ] &&
-   grep -q "damaged.h5: /outputs/scores/scores is not \[50, 3\]" status.err; then
-  ok "--status of a head of 49 rows: $(cat status.err)"
-else
-  fail "--status of a head of 49 rows: status $status, $(cat status.err)"
-fi
+with h5py.File('damaged-$name.h5', 'a') as f:
+    $code" || exit 1
+  "$driver" --status "damaged-$name.h5" > status.txt 2> status.err
+  status=$?
+  if [ "$status" -eq 1 ] && [ "$(grep -c . status.err)" -eq 1 ] &&
+     grep -qF "damaged-$name.h5: inconsistent: $expected" status.err; then
+    ok "--status of a head's damaged $name: $(cat status.err)"
+  else
+    fail "--status of a head's damaged $name: status $status, $(cat status.err)"
+  fi
+done
 
 [ "$failed" -eq 0 ] || exit 1
 echo "several_outputs: all passed"
