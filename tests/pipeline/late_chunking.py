@@ -181,21 +181,11 @@ def late_rows(model, cls, sep, pieces):
     """The document's span vectors: encoded whole when its pieces fit the
     context, else in windows of the spans that fit one (every window but
     the last holds 1 + (room - SPAN) // step whole spans)."""
-    import torch
     room = CONTEXT - 2
     cut = spans(len(pieces), SPAN, OVERLAP)
     per_window = len(cut) if len(pieces) <= room else 1 + (room - SPAN) // (SPAN - OVERLAP)
-    rows = []
-    for first in range(0, len(cut), per_window):
-        window = cut[first:first + per_window]
-        begin, end = window[0][0], window[-1][1]
-        ids = torch.tensor([[cls] + pieces[begin:end] + [sep]])
-        with torch.no_grad():
-            hidden = model(input_ids=ids).last_hidden_state[0].double().numpy()
-        for start, stop in window:
-            vector = hidden[1 + start - begin:1 + stop - begin].mean(axis=0)
-            rows.append(vector / max(np.linalg.norm(vector), 1e-12))
-    return rows, [start for start, _ in cut]
+    windows = [cut[first:first + per_window] for first in range(0, len(cut), per_window)]
+    return window_rows(model, cls, sep, pieces, windows), [start for start, _ in cut]
 
 
 def make(out_dir, sentences_path):
