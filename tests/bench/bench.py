@@ -42,6 +42,12 @@ the peers' venv, the text and the MPNet model. What one run does:
   roofline of its precision.
 - Accuracy: the min and mean cosine of each row's vectors to
   sentence-transformers' over the whole corpus.
+- Kernels and peak: beside each tfenc row, what ran its products (the
+  attention path chosen, each oneDNN matmul kernel with its share of the
+  calls, from ONEDNN_VERBOSE on the warm-up job, and OpenBLAS's kernel
+  family where fp32 products ran there), and "% peak": the row's GEMM
+  FLOP/s over the peak of its cores at its precision (PEAK_FLOP_PER_CYCLE
+  below says what is assumed).
 
 Writes OUT/bench.csv, OUT/roofline.json and OUT/bench.png, prints the table
 with the CPU, its flags and the load average.
@@ -448,6 +454,51 @@ def roofline(shapes, rates, precision):
     return 1.0 / seconds, flops / seconds / 1e9
 
 
+# The products' peak, FLOP per cycle per core at each precision, by the
+# best instruction set the CPU has (and --isa leaves it): two 512-bit FMA
+# ports with AVX-512 (one-port parts reach half), two 256-bit ones with
+# AVX2; AMX's tile unit 1,024 bf16 and 2,048 int8 operations a cycle;
+# AVX512_BF16's dot product 128, AVX512_VNNI's 256, AVX-VNNI's 128. A row's
+# "% peak" is its tokens/s times the model's GEMM FLOP per token over this
+# peak on the engine's cores at the CPU's nominal clock (cpuinfo's "cpu
+# MHz": a turbo clock is higher, so the true fraction lower).
+PEAK_FLOP_PER_CYCLE = {
+    "fp32": (("avx512f", 64), ("avx2", 32)),
+    "bf16": (("amx_bf16", 1024), ("avx512_bf16", 128), ("avx512f", 64), ("avx2", 32)),
+    "int8": (("amx_int8", 2048), ("avx512_vnni", 256), ("avx_vnni", 128), ("avx512f", 64),
+             ("avx2", 32)),
+}
+# What an --isa cap leaves of those flags (oneDNN's ISA names).
+ISA_CAP_REMOVES = {
+    "AVX512_CORE_BF16": ("amx_bf16", "amx_int8"),
+    "AVX512_CORE_VNNI": ("amx_bf16", "amx_int8", "avx512_bf16"),
+    "AVX512_CORE": ("amx_bf16", "amx_int8", "avx512_bf16", "avx512_vnni"),
+    "AVX2": ("amx_bf16", "amx_int8", "avx512_bf16", "avx512_vnni", "avx512f"),
+}
+
+
+def machine_peak(precision):
+    """(GFLOP/s of THREADS cores at `precision`, the flag it rests on and
+    the clock in GHz), or None where the clock or every flag is unknown."""
+    flags, mhz = set(), None
+    with open("/proc/cpuinfo") as f:
+        for line in f:
+            key, _, value = line.partition(":")
+            if key.strip() == "flags":
+                flags = set(value.split())
+            elif key.strip() == "cpu MHz" and mhz is None:
+                mhz = float(value)
+    for removed in ISA_CAP_REMOVES.get(ISA_CAP or "", ()):
+        flags.discard(removed)
+    if not mhz:
+        return None
+    for flag, per_cycle in PEAK_FLOP_PER_CYCLE[precision]:
+        if flag in flags:
+            cores = min(THREADS, os.cpu_count() or THREADS)
+            return cores * mhz / 1000 * per_cycle, flag, mhz / 1000
+    return None
+
+
 # ----------------------------------------------------------------- engines
 
 def sentence_transformers_child(model_dir, corpus, warmup, out):
@@ -504,15 +555,18 @@ SUMMARY = re.compile(r"(\d+) tokens; ([0-9.]+) s in all, ([0-9.]+) s encoding "
 MIN_SUMMARY_SECONDS = 0.05
 
 
-def tfenc_job(builddir, job, corpus, output, precision, ranks, threads):
+def tfenc_job(builddir, job, corpus, output, precision, ranks, threads, verbose=False):
     """Runs one tfenc-batch job; its summary, CPU seconds and exit, or the
     refusal. tfenc-batch runs from a shell that forks, so that its peak RSS
-    starts from the shell's and not from this Python's."""
+    starts from the shell's and not from this Python's. verbose: with
+    ONEDNN_VERBOSE=1, whose lines (stdout) name every product's kernel."""
     command = [os.path.join(builddir, "drivers", "tfenc-batch"), "--set", f"job.input={corpus}",
                "--set", f"job.output={output}", "--set", f"job.threads={threads}",
                "--set", f"model.precision={precision}", job]
     env = thread_environment(threads)
     env["TFENC_PLUGIN_PATH"] = os.path.join(builddir, "plugins", ".libs")
+    if verbose:
+        env["ONEDNN_VERBOSE"] = "1"
     if ranks > 1:
         command = [os.environ.get("MPIEXEC", "mpiexec"), "-n", str(ranks)] + command
     else:
@@ -538,7 +592,35 @@ def tfenc_job(builddir, job, corpus, output, precision, ranks, threads):
         return {"status": "failed", "reason": "no summary line: " + last_line(result.stderr)}
     return {"status": "ok", "tokens": int(summary.group(1)), "all": float(summary.group(2)),
             "encoding": float(summary.group(3)), "encoding_cpu": float(summary.group(4)),
-            "rss_mib": float(summary.group(5)), "cpu_seconds": cpu, "wall": wall}
+            "rss_mib": float(summary.group(5)), "cpu_seconds": cpu, "wall": wall,
+            "stdout": result.stdout}
+
+
+def kernels_ran(verbose_stdout, kernels_attribute, choices, precision):
+    """What ran a tfenc job's products, in one line: the attention path
+    chosen (path_choices), each oneDNN kernel with its share of the product
+    calls (ONEDNN_VERBOSE's exec lines: primitive and implementation, e.g.
+    matmul brg:avx512_core_amx_bf16), and OpenBLAS's kernel family where
+    the file's `kernels` attribute says fp32 products ran there (an fp32
+    job's, or one where no oneDNN product ran)."""
+    parts = []
+    attention = re.search(r"attention\.kernel=(\S+)", choices)
+    if attention:
+        parts.append(f"attention {attention.group(1)}")
+    counts = {}
+    for line in verbose_stdout.splitlines():
+        fields = line.split(",")
+        if len(fields) > 4 and fields[0] in ("onednn_verbose", "dnnl_verbose") and \
+                fields[1] == "exec" and fields[3] == "matmul":
+            counts[fields[4]] = counts.get(fields[4], 0) + 1
+    total = sum(counts.values())
+    for kernel, n in sorted(counts.items(), key=lambda item: -item[1]):
+        parts.append(f"oneDNN {kernel} {100 * n / total:.0f}%")
+    openblas = re.search(r"fp32: (?:[^;]*other products on )?OpenBLAS [^;]*?(\w+) MAX_THREADS",
+                         kernels_attribute)
+    if openblas and (precision == "fp32" or not counts):
+        parts.append(f"OpenBLAS {openblas.group(1)}")
+    return "; ".join(parts) if parts else "-"
 
 
 def run_tfenc(builddir, job, precision, layout, corpus, warmup, work):
@@ -548,19 +630,30 @@ def run_tfenc(builddir, job, precision, layout, corpus, warmup, work):
     ranks, threads = (int(x) for x in layout.split("x"))
     output = os.path.join(work, f"tfenc-{precision}-{layout}.h5")
     # The warm-up job: the file cache holds the weights afterwards.
+    # The warm-up job also names the kernels (ONEDNN_VERBOSE costs time, so
+    # not in the timed job; the smoke test has no warm-up and times nothing
+    # that matters).
+    verbose_stdout = ""
     if warmup is not None:
-        warm = tfenc_job(builddir, job, warmup, output, precision, ranks, threads)
+        warm = tfenc_job(builddir, job, warmup, output, precision, ranks, threads, verbose=True)
         if warm["status"] != "ok":
             return warm
-    result = tfenc_job(builddir, job, corpus, output, precision, ranks, threads)
+        verbose_stdout = warm["stdout"]
+    result = tfenc_job(builddir, job, corpus, output, precision, ranks, threads,
+                       verbose=warmup is None)
     if result["status"] != "ok":
         return result
+    if warmup is None:
+        verbose_stdout = result["stdout"]
     with h5py.File(output, "r") as f:
         vectors = f["embeddings"][:]
         choices = f.attrs.get("path_choices", "")
+        kernels_attribute = f.attrs.get("kernels", "")
     os.remove(output)
     if isinstance(choices, bytes):
         choices = choices.decode()
+    if isinstance(kernels_attribute, bytes):
+        kernels_attribute = kernels_attribute.decode()
     # Which library ran the fp32 products ([model] fp32_products, chosen by
     # measurement unless the job pins it): the figure is that library's.
     library = re.search(r"^model\.fp32_products=(\S+)$", choices, re.M)
@@ -573,7 +666,8 @@ def run_tfenc(builddir, job, precision, layout, corpus, warmup, work):
     return {"status": "ok", "seconds": seconds, "timed": timed,
             "cpu_seconds": cpu if cpu > 0 else None, "rss_mib": result["rss_mib"],
             "vectors": vectors, "own_tokens": result["tokens"], "ran_at": precision,
-            "fp32_products": library.group(1) if library else None}
+            "fp32_products": library.group(1) if library else None,
+            "kernels": kernels_ran(verbose_stdout, kernels_attribute, choices, precision)}
 
 
 # ------------------------------------------------------------------- report
@@ -591,7 +685,7 @@ def figure(value, digits=0):
 
 def table(rows):
     header = ("model", "text", "engine", "tokens/s", "tokens/CPU-s", "x OV default", "x ORT fp32",
-              "% roofline", "min cos", "mean cos", "peak RSS MiB")
+              "% roofline", "% peak", "min cos", "mean cos", "peak RSS MiB")
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     for r in rows:
         head = f"| {r['model']} | {r['text']} | {r['label']} |"
@@ -602,7 +696,19 @@ def table(rows):
             if r["roofline_pct"] is not None else "-"
         lines.append(f"{head} {figure(r['tokens_per_s'])} | {figure(r['tokens_per_cpu_s'])} | "
                      f"{figure(r['x_ov_default'], 2)} | {figure(r['x_ort_fp32'], 2)} | {roof} | "
+                     f"{figure(r.get('peak_pct'), 1)} | "
                      f"{r['min_cos']:.6f} | {r['mean_cos']:.6f} | {figure(r['peak_rss_mib'])} |")
+    return "\n".join(lines)
+
+
+def kernels_table(rows):
+    """Beside each tfenc figure, what ran its products, and the peak its
+    "% peak" is of."""
+    lines = ["| model | text | engine | kernels | peak |", "|---|---|---|---|---|"]
+    for r in rows:
+        if r["status"] == "ok" and r["engine"].startswith("tfenc"):
+            lines.append(f"| {r['model']} | {r['text']} | {r['label']} | {r['kernels'] or '-'} | "
+                         f"{r.get('peak') or '-'} |")
     return "\n".join(lines)
 
 
@@ -789,6 +895,7 @@ def measure_text(run, model, text, text_dir, rooflines):
         f"{lengths.mean():.1f}, max {lengths.max()}, truncated at {limit})")
 
     shapes = gemms(model["shape"], lengths)
+    flop_per_token = sum(shape[4] for shape in shapes)
     rates = gemm_rates(run.builddir, shapes, run.args.gemm_seconds)
     for precision in ("fp32", "bf16", "int8"):
         per_core, gflops = roofline(shapes, rates, precision)
@@ -832,7 +939,11 @@ def measure_text(run, model, text, text_dir, rooflines):
                        roofline_pct=None if ratio(speed, roof) is None
                        else 100 * ratio(speed, roof),
                        peak_rss_mib=r["rss_mib"], ran_at=r["ran_at"],
-                       engine_tokens=r.get("own_tokens", tokens))
+                       engine_tokens=r.get("own_tokens", tokens), kernels=r.get("kernels"))
+            peak = machine_peak(precision)
+            if peak is not None and speed is not None:
+                row.update(peak_pct=100 * speed * flop_per_token / (peak[0] * 1e9),
+                           peak=f"{peak[0]:,.0f} GFLOP/s ({peak[1]}, {peak[2]:.2f} GHz)")
             if kind == "openvino-default":
                 row["label"] = f"{label} ({r['ran_at']})"
             if kind == "tfenc" and r.get("fp32_products"):
@@ -863,7 +974,8 @@ CSV_FIELDS = ("date", "cpu", "cpu_flags", "load_start", "load_end", "model", "te
               "tokens", "engine", "label", "precision", "status", "reason", "ran_at", "seconds",
               "timed", "tokens_per_s", "cpu_seconds", "tokens_per_cpu_s", "x_ov_default",
               "x_ort_fp32", "roofline_tokens_per_s", "roofline_pct", "min_cos", "mean_cos",
-              "peak_rss_mib", "engine_tokens", "versions", "text_source")
+              "peak_rss_mib", "engine_tokens", "peak_pct", "peak", "kernels", "versions",
+              "text_source")
 
 
 def write_csv(run, rows, rooflines, text_source, load_start):
@@ -898,9 +1010,12 @@ def report(run, rows, rooflines, text_source, load_start):
     print(f"text: {text_source}")
     print(f"{THREADS} threads in all per engine; tokens/s from text to normalised vectors, warm, "
           f"best of {max(run.args.repeat, 1)}; % roofline: of the GEMM library's rate at the "
-          f"row's precision on 2 cores")
+          f"row's precision on 2 cores; % peak: of the cores' peak at the row's precision "
+          f"(the kernels table names it; bench.py's PEAK_FLOP_PER_CYCLE)")
     print()
     print(table(rows))
+    print()
+    print(kernels_table(rows))
     print()
     print(roofline_table(rooflines))
     print()

@@ -58,6 +58,14 @@ for r in rows:
                       "peak_rss_mib"):
             if not r[field] or not math.isfinite(float(r[field])) or float(r[field]) <= 0:
                 problems.append(f"{name}: {field} is {r[field]!r}")
+        # Beside each tfenc figure, what ran it (the attention path and the
+        # products' kernels) and its share of the cores' peak.
+        if r["engine"].startswith("tfenc"):
+            if "attention " not in r["kernels"] or not ("oneDNN " in r["kernels"]
+                                                        or "OpenBLAS " in r["kernels"]):
+                problems.append(f"{name}: kernels {r['kernels']!r}")
+            if not r["peak_pct"] or not 0 < float(r["peak_pct"]) < 100:
+                problems.append(f"{name}: % peak {r['peak_pct']!r}")
         # tfenc is exact on MiniLM (tests/import/parity.sh's bar is tighter);
         # float32 engines differ in summation order only.
         if r["precision"] == "fp32" and r["min_cos"] and not float(r["min_cos"]) >= 0.9999:
