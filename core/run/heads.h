@@ -27,9 +27,9 @@ typedef struct tfenc_heads tfenc_heads;
  * nothing beside the trunk's, so int8 would save no time there, while at
  * fp32 they need no input ranges of their own in the calibration and add
  * no error to the trunk's. (A splade head's [vocab, d] map is the
- * exception, docs/job-file.md says to make it the first head.) The accuracy gate judges each head's output so
- * (run/accuracy_gate.h), and keeps a trunk step out of int8 when any head
- * needs it. The first head's steps are the plan's, and gated as a job of
+ * exception, docs/job-file.md says to make it the first head.) The
+ * accuracy gate judges each head's output so (run/accuracy_gate.h), and
+ * keeps a trunk step out of int8 when any head needs it. The first head's steps are the plan's, and gated as a job of
  * one head gates them. (bf16 jobs run the heads in bf16, as the trunk.) */
 int tfenc_heads_create(tfenc_context *ctx, const tfenc_model_options *options,
                        tfenc_model *stage, tfenc_heads **heads);
