@@ -177,6 +177,18 @@ def sentence_rows(model, tokenizer, text):
     return rows, [start for start, _ in cut]
 
 
+def corpus_sentence_rows(model, tokenizer, texts):
+    """sentence_rows over a corpus: every span's row, each text's span
+    count, and every span's first piece."""
+    rows, counts, starts = [], [], []
+    for text in texts:
+        text_rows, text_starts = sentence_rows(model, tokenizer, text)
+        rows += text_rows
+        counts.append(len(text_rows))
+        starts += text_starts
+    return rows, counts, starts
+
+
 def late_rows(model, cls, sep, pieces):
     """The document's span vectors: encoded whole when its pieces fit the
     context, else in windows of the spans that fit one (every window but
@@ -254,18 +266,9 @@ def make(out_dir, sentences_path):
     by_sentence = sentence_texts() + texts
     with open(os.path.join(out_dir, "sentences.jsonl"), "w", encoding="utf-8") as f:
         f.writelines(json.dumps({"text": text}) + "\n" for text in by_sentence)
-    sentence, sentence_counts, sentence_starts = [], [], []
-    for text in by_sentence:
-        rows, starts = sentence_rows(encoder, tokenizer, text)
-        sentence += rows
-        sentence_counts.append(len(rows))
-        sentence_starts += starts
-    xlmr_rows, xlmr_counts, xlmr_starts = [], [], []
-    for text in by_sentence:
-        rows, starts = sentence_rows(xlmr, xlmr_tokenizer, text)
-        xlmr_rows += rows
-        xlmr_counts.append(len(rows))
-        xlmr_starts += starts
+    sentence, sentence_counts, sentence_starts = corpus_sentence_rows(encoder, tokenizer,
+                                                                      by_sentence)
+    xlmr_rows, xlmr_counts, xlmr_starts = corpus_sentence_rows(xlmr, xlmr_tokenizer, by_sentence)
     with h5py.File(os.path.join(out_dir, "reference.h5"), "w") as f:
         f["xlmr_rows"] = np.array(xlmr_rows)
         f["xlmr_counts"] = np.array(xlmr_counts, dtype=np.int32)
